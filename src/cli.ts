@@ -1,0 +1,189 @@
+#!/usr/bin/env node
+import { existsSync } from 'node:fs';
+import * as path from 'node:path';
+import { parseArgs } from 'node:util';
+import { CLUSTERS_DIR, DEFAULT_OUT, DEFAULT_SCHEMAS } from './paths';
+import { InputError, synth, SynthResult, ValidationFailed } from './pipeline';
+import { SchemaDirectoryMissing, SchemaStore } from './validate/schemas';
+import { readTree } from './validate/tree';
+import { ManifestValidator, ValidationIssue } from './validate/validator';
+
+export const EXIT = { ok: 0, failed: 1, badInput: 2 } as const;
+
+const HELP = `gpu-cluster-manifests: render GPU Kubernetes clusters from one typed description.
+
+Usage:
+  npm run synth [-- --config FILE ... --out DIR]   render descriptions into manifests
+  npm run validate -- DIR|FILE ...                   validate rendered manifests
+  npm run check -- DIR                               cross-object rules over a rendered tree
+  npm run diff [-- --allow-delete]                   what a fresh render would change in dist/
+
+Commands:
+  synth      Without --config: every description in src/clusters/ into dist/<cluster>/
+             (the whole output folder is replaced). With --config FILE (repeatable): that
+             description into DIR/<cluster>/ only. Renders in memory, validates every object
+             against the upstream schemas, then swaps the output in atomically: on any error
+             the previous output is left byte-identical.
+  validate   Strict schema validation of every object in the given folders or files
+             (unknown fields are errors; duplicates are errors; deprecated versions warn).
+
+Options:
+  --config FILE     a cluster description (YAML or JSON); repeatable
+  --out DIR         output root (default: dist/)
+  --schemas DIR     CRD YAML files and core definitions to validate against; repeatable
+                    (default: ../shared/crds). To validate against your own cluster:
+                    kubectl get crd -o yaml > my-crds/crds.yaml, then
+                    --schemas my-crds --schemas ../shared/crds/kubernetes
+  --no-validate     synth without schema validation (not recommended)
+  --format FORMAT   text (default) or json (machine-readable findings)
+  --quiet           print errors only
+  -h, --help        this help
+
+Exit codes: 0 ok, 1 validation failed, 2 bad input (description, arguments, missing schemas).
+`;
+
+interface Io {
+  out(line: string): void;
+  err(line: string): void;
+}
+
+const consoleIo: Io = { out: (l) => process.stdout.write(`${l}\n`), err: (l) => process.stderr.write(`${l}\n`) };
+
+function formatIssue(i: ValidationIssue): string {
+  const where = i.source ? `${i.source}: ` : '';
+  return `${i.severity}: ${where}${i.object}${i.path ? ` ${i.path}` : ''}: ${i.message}`;
+}
+
+function seconds(ms: number): string {
+  return `${(ms / 1000).toFixed(2)} s`;
+}
+
+function summary(r: SynthResult, io: Io): void {
+  for (const c of r.clusters) {
+    const total = c.folders.reduce((s, f) => s + f.objects.length, 0);
+    io.out(`${c.name}: ${total} objects in ${c.folders.length} folders`);
+    for (const f of c.folders) {
+      const kinds = new Map<string, number>();
+      for (const o of f.objects) kinds.set(o.kind, (kinds.get(o.kind) ?? 0) + 1);
+      const list = [...kinds.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, n]) => `${k} ${n}`).join(', ');
+      io.out(`  ${f.folder.padEnd(18)} ${String(f.objects.length).padStart(4)}  ${list}`);
+    }
+  }
+  const t = r.timings;
+  io.out(`wrote ${r.files} files to ${r.written.map((w) => path.relative(process.cwd(), w) || '.').join(', ')} in ${seconds(t.total)} `
+    + `(load ${seconds(t.load)}, render ${seconds(t.render)}, validate ${seconds(t.validate)}, write ${seconds(t.write)})`);
+}
+
+function schemaDirs(values: string[] | undefined): string[] {
+  return values && values.length > 0 ? values : [DEFAULT_SCHEMAS];
+}
+
+export function runSynth(args: string[], io: Io = consoleIo): number {
+  const { values } = parseArgs({
+    args,
+    options: {
+      'config': { type: 'string', multiple: true },
+      'out': { type: 'string' },
+      'schemas': { type: 'string', multiple: true },
+      'no-validate': { type: 'boolean' },
+      'format': { type: 'string' },
+      'quiet': { type: 'boolean' },
+      'help': { type: 'boolean', short: 'h' },
+    },
+    allowPositionals: false,
+  });
+  if (values.help) {
+    io.out(HELP);
+    return EXIT.ok;
+  }
+  const configs = values.config ?? [];
+  for (const c of configs) if (!existsSync(c)) throw new InputError(`--config ${c}: no such file`);
+  const schemas = values['no-validate'] ? false : schemaDirs(values.schemas);
+  if (schemas) for (const s of schemas) if (!existsSync(s)) throw new SchemaDirectoryMissing(s);
+  const result = synth({ configs, clustersDir: CLUSTERS_DIR, out: values.out ?? DEFAULT_OUT, schemas });
+  for (const w of result.warnings) io.err(formatIssue(w));
+  if (values.format === 'json') io.out(JSON.stringify({ clusters: result.clusters.map((c) => c.name), files: result.files, timings: result.timings, warnings: result.warnings }));
+  else if (!values.quiet) summary(result, io);
+  return EXIT.ok;
+}
+
+export function runValidate(args: string[], io: Io = consoleIo): number {
+  const { values, positionals } = parseArgs({
+    args,
+    options: {
+      schemas: { type: 'string', multiple: true },
+      format: { type: 'string' },
+      quiet: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    allowPositionals: true,
+  });
+  if (values.help) {
+    io.out(HELP);
+    return EXIT.ok;
+  }
+  if (positionals.length === 0) throw new InputError('validate: name the rendered folders or files to validate (e.g. dist/instant-cluster)');
+  for (const p of positionals) if (!existsSync(p)) throw new InputError(`validate: ${p}: no such file or folder`);
+  const t0 = performance.now();
+  const validator = new ManifestValidator(SchemaStore.open(schemaDirs(values.schemas)));
+  const inputs = positionals.flatMap(readTree);
+  const issues = validator.validateAll(inputs);
+  const errors = issues.filter((i) => i.severity === 'error');
+  if (values.format === 'json') {
+    io.out(JSON.stringify({ objects: inputs.length, errors: errors.length, issues }, undefined, 2));
+  } else {
+    for (const i of issues) (i.severity === 'error' ? io.err : io.out)(formatIssue(i));
+    if (!values.quiet) {
+      io.out(`${errors.length === 0 ? 'ok' : 'FAILED'}: ${inputs.length} objects, ${errors.length} errors, `
+        + `${issues.length - errors.length} warnings (${seconds(performance.now() - t0)})`);
+    }
+  }
+  return errors.length === 0 ? EXIT.ok : EXIT.failed;
+}
+
+const COMMANDS: Record<string, (args: string[], io: Io) => number> = {
+  synth: runSynth,
+  validate: runValidate,
+};
+
+/** Runs the CLI; returns the exit code. Never throws. */
+export function main(argv: string[], io: Io = consoleIo): number {
+  const [command, ...rest] = argv;
+  if (!command || command === '--help' || command === '-h' || command === 'help') {
+    io.out(HELP);
+    return command ? EXIT.ok : EXIT.badInput;
+  }
+  const run = COMMANDS[command];
+  if (!run) {
+    io.err(`unknown command "${command}" (expected one of: ${Object.keys(COMMANDS).join(', ')}); see --help`);
+    return EXIT.badInput;
+  }
+  try {
+    return run(rest, io);
+  } catch (e) {
+    if (e instanceof InputError) {
+      io.err(`error: ${e.message}`);
+      for (const d of e.details) io.err(d);
+      return EXIT.badInput;
+    }
+    if (e instanceof ValidationFailed) {
+      for (const i of e.issues) io.err(formatIssue(i));
+      io.err(`error: ${e.message}; nothing was written`);
+      return EXIT.failed;
+    }
+    if (e instanceof SchemaDirectoryMissing) {
+      io.err(`error: ${e.message}`);
+      return EXIT.badInput;
+    }
+    if (e instanceof TypeError && (e as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS')) {
+      io.err(`error: ${e.message}; see --help`);
+      return EXIT.badInput;
+    }
+    io.err(`internal error: ${(e as Error).message}`);
+    return EXIT.failed;
+  }
+}
+
+if (require.main === module) {
+  process.exitCode = main(process.argv.slice(2));
+}

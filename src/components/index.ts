@@ -1,0 +1,13 @@
+import { ComponentDefinition, WiringDefinition } from './component';
+import { storage } from './storage/chart';
+
+/**
+ * Every component, in dependency order (the order of their Argo CD sync waves). Each renders
+ * into dist/<cluster>/<folder>/.
+ */
+export const COMPONENTS: readonly ComponentDefinition[] = [
+  storage,
+];
+
+/** Steps that wire the rendered components together (Argo CD), after all components. */
+export const WIRING: readonly WiringDefinition[] = [];

@@ -1,0 +1,58 @@
+import { Chart } from 'cdk8s';
+import { Construct } from 'constructs';
+import { ClusterModel } from '../../model/model';
+import { NAMESPACES, STORAGE_CLASSES } from '../../model/names';
+import { VERSIONS } from '../../versions';
+import { componentChartProps, ComponentChartProps, ComponentDefinition } from '../component';
+import { LocalPathConfig } from './local-path-config';
+import { LocalPathProvisioner } from './local-path-provisioner';
+import { LocalPathStorageClass } from './local-path-storage-class';
+
+/**
+ * Storage: the three StorageClasses of an Instant Cluster, all served by local-path-provisioner,
+ * and its configuration (plus the provisioner itself when it is managed here).
+ */
+export class StorageChart extends Chart {
+  constructor(scope: Construct, id: string, props: ComponentChartProps) {
+    super(scope, id, componentChartProps(props.model, props));
+    const d = props.model.description;
+    const defaultClass = d.storage.defaultClass;
+    const reclaimPolicy = d.storage.reclaimPolicy;
+
+    const config = new LocalPathConfig(this, 'Config', {
+      namespace: NAMESPACES.localPathStorage,
+      helperImage: VERSIONS.localPathProvisioner.helperImage,
+      storageClasses: {
+        [STORAGE_CLASSES.localPath]: { nodePath: d.storage.localPath.path },
+        [STORAGE_CLASSES.sharedPath]: { sharedFileSystemPath: d.storage.sharedFilesystem.path },
+        [STORAGE_CLASSES.localDisk]: { nodePath: d.nodes.gpuWorkers.localDisk.path },
+      },
+    });
+
+    new LocalPathStorageClass(this, 'LocalPath', {
+      name: STORAGE_CLASSES.localPath, isDefault: defaultClass === STORAGE_CLASSES.localPath, reclaimPolicy,
+    });
+    new LocalPathStorageClass(this, 'SharedPath', {
+      name: STORAGE_CLASSES.sharedPath, isDefault: defaultClass === STORAGE_CLASSES.sharedPath, reclaimPolicy,
+      volumeBindingMode: 'Immediate',
+    });
+    new LocalPathStorageClass(this, 'LocalDisk', {
+      name: STORAGE_CLASSES.localDisk, isDefault: defaultClass === STORAGE_CLASSES.localDisk, reclaimPolicy,
+    });
+
+    if (d.installs.localPathProvisioner === 'managed') {
+      new LocalPathProvisioner(this, 'Provisioner', {
+        namespace: NAMESPACES.localPathStorage,
+        image: VERSIONS.localPathProvisioner.image,
+        configMapName: config.name,
+        placement: props.model.serviceNode,
+      });
+    }
+  }
+}
+
+export const storage: ComponentDefinition = {
+  folder: 'storage',
+  description: 'StorageClasses local-path (default), shared-path (RWX on /home), local-disk (NVMe) and the local-path-provisioner config',
+  build: (scope: Construct, model: ClusterModel) => new StorageChart(scope, 'storage', { model }),
+};

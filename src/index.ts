@@ -1,0 +1,21 @@
+// Library surface: the model, the component constructs and the pipeline, for other cdk8s apps.
+export * from './model/description';
+export * from './model/load';
+export * from './model/model';
+export * from './model/names';
+export * from './model/quantity';
+export * from './versions';
+export * from './components/component';
+export * from './components/storage/chart';
+export * from './components/storage/local-path-config';
+export * from './components/storage/local-path-provisioner';
+export * from './components/storage/local-path-storage-class';
+export { COMPONENTS, WIRING } from './components';
+export * from './render/manifest';
+export * from './render/render';
+export * from './render/layout';
+export * from './render/write';
+export * from './validate/schemas';
+export * from './validate/validator';
+export * from './validate/tree';
+export * from './pipeline';

@@ -1,0 +1,11 @@
+import * as path from 'node:path';
+import { main } from './cli';
+import { PROJECT_ROOT } from './paths';
+
+/**
+ * Entry point of `npx cdk8s synth` (cdk8s.yaml: `node lib/src/main.js`). It runs the same
+ * render + validate pipeline as `npm run synth`, into the cdk8s output folder (cdk8s.out/, which
+ * the cdk8s CLI empties first), so the cdk8s habit yields the same manifests and never touches dist/.
+ */
+const outdir = process.env.CDK8S_OUTDIR ?? path.join(PROJECT_ROOT, 'cdk8s.out');
+process.exitCode = main(['synth', '--out', outdir, '--quiet']);

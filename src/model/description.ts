@@ -1,0 +1,300 @@
+import { z } from 'zod';
+import {
+  absolutePath, dnsLabel, dnsSubdomain, envVar, installMode, intRange, labelKey, labels, labelValue,
+  nonEmptyString, nonNegativeInt, pinnedImage, positiveInt, promDuration, quantity, taint,
+} from './schema-types';
+
+/**
+ * The cluster description: the one input of the toolkit. Every field of
+ * ../shared/reference/instant-cluster.yaml keeps its name and meaning; the other fields have
+ * defaults, so the reference file is a complete description as it stands.
+ *
+ * Field docs here are the user documentation: they end up in the exported JSON Schema
+ * (`.describe()`), which editors show on hover.
+ */
+
+const gitops = z.strictObject({
+  repoURL: nonEmptyString('a git repository URL').describe('Git repository Argo CD reads the rendered manifests from.'),
+  targetRevision: nonEmptyString('a git revision').default('HEAD').describe('Branch, tag or commit Argo CD syncs.'),
+  path: nonEmptyString('a path in the repository').describe('Folder of this cluster\'s rendered manifests in the repository (dist/<name>).'),
+  namespace: dnsLabel().default('argocd').describe('Namespace Argo CD runs in (Applications and the AppProject live there).'),
+  project: dnsLabel().optional().describe('AppProject name. Default: the cluster name.'),
+  destinationServer: nonEmptyString('a Kubernetes API server URL').default('https://kubernetes.default.svc').describe('API server the Applications deploy to.'),
+  automated: z.strictObject({
+    prune: z.boolean().default(true).describe('Delete objects that disappeared from dist/.'),
+    selfHeal: z.boolean().default(true).describe('Revert changes made in the cluster by hand.'),
+  }).prefault({}).describe('Automated sync of configuration (samples never auto-sync).'),
+}).describe('Where Argo CD finds this cluster\'s manifests.');
+
+const serviceNode = z.strictObject({
+  taints: z.array(taint()).default([{ key: 'node-role.kubernetes.io/control-plane', effect: 'NoSchedule' }])
+    .describe('Taints of the service node; add-on management and monitoring tolerate them.'),
+  labels: labels().default({ 'node-role.kubernetes.io/control-plane': '' })
+    .describe('Labels selecting the service node (control plane, add-on management, monitoring).'),
+});
+
+const gpuWorkers = z.strictObject({
+  count: positiveInt().describe('Number of GPU worker nodes.'),
+  gpusPerNode: positiveInt().describe('nvidia.com/gpu allocatable per node.'),
+  gpuProduct: labelValue().describe('Value of the nvidia.com/gpu.product node label (set by GPU Feature Discovery).'),
+  cpu: quantity('cpu').describe('Allocatable CPU per node.'),
+  memory: quantity('memory').describe('Allocatable memory per node.'),
+  localDisk: z.strictObject({
+    path: absolutePath().describe('Node-local NVMe mount; backs the local-disk StorageClass.'),
+  }),
+  taints: z.array(taint()).default([]).describe('Taints of the GPU workers (Instant Cluster: none); jobs and agents tolerate them.'),
+});
+
+const cpuWorkers = z.strictObject({
+  count: positiveInt().describe('Number of CPU-only worker nodes.'),
+  cpu: quantity('cpu').describe('Allocatable CPU per node.'),
+  memory: quantity('memory').describe('Allocatable memory per node.'),
+  labels: labels().default({ 'node-role.kubernetes.io/cpu-worker': '' }).describe('Labels selecting the CPU workers.'),
+  taints: z.array(taint()).default([]).describe('Taints of the CPU workers.'),
+});
+
+const rdmaSharedDevice = z.strictObject({
+  name: z.string().regex(/^[a-z0-9]([-a-z0-9_]*[a-z0-9])?$/, { error: 'expected a resource name (lower-case letters, digits, "_" and "-")' })
+    .max(63).describe('RDMA shared device resource name; pods request rdma/<name>.'),
+  // The rdma-shared-dev-plugin rejects rdmaHcaMax outside 1..65535 (pkg/types: "rdmaHcaMax must be between 1 and 65535").
+  hcaMax: intRange(1, 65535).default(63).describe('rdmaHcaMax: pods that may share one HCA at a time (1..65535).'),
+  vendors: z.array(z.string().regex(/^[0-9a-f]{4}$/, { error: 'expected a 4-digit lower-case hex PCI vendor id such as "15b3"' })).default(['15b3'])
+    .describe('PCI vendor ids selecting the HCAs (Mellanox/NVIDIA: 15b3).'),
+  deviceIDs: z.array(z.string().regex(/^[0-9a-f]{4}$/, { error: 'expected a 4-digit lower-case hex PCI device id' })).default([])
+    .describe('PCI device ids selecting the HCAs.'),
+  drivers: z.array(nonEmptyString('a kernel driver name')).default([]).describe('Kernel drivers selecting the HCAs (e.g. mlx5_core).'),
+  ifNames: z.array(nonEmptyString('an interface name')).default([]).describe('Network interface names selecting the HCAs.'),
+  linkTypes: z.array(z.enum(['infiniband', 'ether'], { error: 'expected "infiniband" or "ether"' })).default([])
+    .describe('Link types selecting the HCAs.'),
+});
+
+const infiniband = z.strictObject({
+  hcas: z.array(nonEmptyString('an HCA name such as mlx5_0'), { error: 'expected a list of HCA names' })
+    .min(1, { error: 'expected at least one HCA (an InfiniBand cluster without HCAs cannot run RDMA)' })
+    .describe('InfiniBand HCAs of each GPU worker; NCCL_IB_HCA names them.'),
+  rdmaSharedDevice,
+  required: z.boolean().default(true).describe('Multi-node jobs must use InfiniBand (NCCL_IB_DISABLE=0 and the RDMA device).'),
+});
+
+const network = z.strictObject({
+  podInterface: nonEmptyString('an interface name').default('eth0').describe('Pod network interface (Cilium); NCCL_SOCKET_IFNAME.'),
+  infiniband: infiniband.optional().describe('InfiniBand fabric; omit for clusters without RDMA.'),
+  secondaryNetwork: z.strictObject({
+    multus: z.boolean().default(false).describe('Deploy Multus through the Network Operator.'),
+    ipoib: z.boolean().default(false).describe('Deploy the IPoIB CNI through the Network Operator.'),
+    nvIpam: z.boolean().default(false).describe('Deploy nv-ipam through the Network Operator.'),
+  }).prefault({}).describe('Secondary networks (off for the Instant Cluster: RDMA shared device only).'),
+});
+
+const storage = z.strictObject({
+  defaultClass: z.enum(['local-path', 'shared-path', 'local-disk'], { error: 'expected one of the rendered StorageClasses: local-path, shared-path, local-disk' })
+    .default('local-path').describe('The one StorageClass marked default.'),
+  localPath: z.strictObject({
+    path: absolutePath().default('/opt/local-path-provisioner').describe('Node path of the local-path StorageClass.'),
+  }).prefault({}),
+  sharedFilesystem: z.strictObject({
+    path: absolutePath().describe('Folder on the shared filesystem (/home) backing the shared-path RWX StorageClass.'),
+  }),
+  reclaimPolicy: z.enum(['Delete', 'Retain'], { error: 'expected "Delete" or "Retain"' }).default('Delete').describe('Reclaim policy of the StorageClasses.'),
+});
+
+const priority = z.strictObject({
+  name: dnsSubdomain().describe('WorkloadPriorityClass (and PriorityClass) name.'),
+  // Kubernetes reserves values above 1e9 for system-cluster-critical / system-node-critical.
+  value: z.int({ error: 'expected an integer priority' })
+    .min(-2147483648, { error: 'expected a priority from -2147483648 to 1000000000' })
+    .max(1_000_000_000, { error: 'expected a priority of at most 1000000000 (higher values are reserved for system priority classes)' })
+    .describe('Priority value; higher is admitted and scheduled first.'),
+  default: z.boolean().default(false).describe('The default priority of workloads without a priority label (at most one).'),
+});
+
+const quotaLimit = z.union([nonNegativeInt('a non-negative number of GPUs'), z.null()]);
+
+const queueing = z.strictObject({
+  defaultQueue: dnsLabel().default('default').describe('LocalQueue pre-wired in namespace "default" and in every tenant namespace.'),
+  priorities: z.array(priority).default([{ name: 'normal', value: 500, default: true }]).describe('Workload priorities.'),
+  cohort: dnsLabel().default('gpu-cohort').describe('Cohort of all ClusterQueues; idle GPUs are shared inside it.'),
+  defaultClusterQueue: dnsLabel().default('default').describe('ClusterQueue behind the default LocalQueue; gets the GPUs tenants do not claim.'),
+  rdma: z.enum(['covered', 'excluded'], { error: 'expected "covered" or "excluded"' }).default('covered')
+    .describe('RDMA in Kueue: "covered" quotas rdma/<name> in every ClusterQueue; "excluded" makes Kueue ignore the rdma/ prefix (managed Kueue only).'),
+  borrowingLimit: quotaLimit.default(null).describe('GPUs a ClusterQueue may borrow from the cohort (null: unlimited).'),
+  lendingLimit: quotaLimit.default(null).describe('GPUs a ClusterQueue may lend to the cohort (null: all idle GPUs).'),
+  preemption: z.strictObject({
+    withinClusterQueue: z.enum(['Never', 'LowerPriority', 'LowerOrNewerEqualPriority']).default('LowerPriority')
+      .describe('Preempt workloads of the same ClusterQueue.'),
+    reclaimWithinCohort: z.enum(['Never', 'LowerPriority', 'Any']).default('Any')
+      .describe('Reclaim nominal quota lent to other ClusterQueues of the cohort.'),
+  }).prefault({}),
+  fairSharing: z.boolean().default(false).describe('Admission fair sharing (weights per ClusterQueue).'),
+  topology: z.strictObject({
+    name: dnsLabel().default('gpu-topology').describe('Topology object name.'),
+    levels: z.array(labelKey()).min(1, { error: 'expected at least one topology level' })
+      .default(['kubernetes.io/hostname']).describe('Node labels from the widest level to the node (e.g. block, rack, kubernetes.io/hostname).'),
+  }).optional().describe('Topology-aware scheduling: when set, GPU flavors reference this Topology.'),
+});
+
+const tenant = z.strictObject({
+  name: dnsLabel().describe('Tenant name; names its ClusterQueue.'),
+  gpus: nonNegativeInt('a non-negative number of GPUs').describe('Nominal GPU quota; may borrow idle GPUs from the cohort.'),
+  namespace: dnsLabel().optional().describe('Tenant namespace. Default: the tenant name.'),
+  group: nonEmptyString('a group name').optional().describe('Group bound to the tenant role (OIDC/Kanidm). Default: tenant-<name>.'),
+  borrowingOnly: z.boolean().default(false).describe('The quota is a share of borrowed GPUs, not reserved capacity (allowed to exceed the cluster).'),
+  borrowingLimit: quotaLimit.optional().describe('Overrides queueing.borrowingLimit for this tenant.'),
+  lendingLimit: quotaLimit.optional().describe('Overrides queueing.lendingLimit for this tenant.'),
+  labels: labels().default({}).describe('Extra labels of the tenant namespace.'),
+});
+
+const installs = z.strictObject({
+  gpuOperator: installMode().default('preinstalled'),
+  networkOperator: installMode().default('preinstalled'),
+  kueue: installMode().default('preinstalled'),
+  mpiOperator: installMode().default('preinstalled'),
+  trainingOperator: installMode().default('preinstalled'),
+  localPathProvisioner: installMode().default('preinstalled'),
+  monitoring: installMode().default('preinstalled'),
+}).prefault({}).describe('Who installs each add-on: "preinstalled" (the Instant Cluster image) or "managed" (rendered here, synced by Argo CD).');
+
+const gpuOperator = z.strictObject({
+  driver: installMode().default('preinstalled').describe('"preinstalled": the node image ships the driver (driver.enabled=false).'),
+  toolkit: installMode().default('preinstalled').describe('"preinstalled": the node image ships the container toolkit (toolkit.enabled=false).'),
+  dcgmExporter: z.boolean().default(true).describe('Run the DCGM exporter (GPU metrics).'),
+  gfd: z.boolean().default(true).describe('Run GPU Feature Discovery.'),
+  migManager: z.boolean().default(true).describe('Run the MIG manager.'),
+  migStrategy: z.enum(['none', 'single', 'mixed'], { error: 'expected "none", "single" or "mixed"' }).default('single').describe('MIG strategy.'),
+  validator: z.boolean().default(true).describe('Run the operator validator.'),
+  cdi: z.boolean().default(true).describe('Use CDI for device injection.'),
+  devicePluginEnv: z.array(envVar()).default([]).describe('Extra env of the device plugin.'),
+  toolkitEnv: z.array(envVar()).default([]).describe('Extra env of the container toolkit.'),
+}).prefault({});
+
+const networkOperator = z.strictObject({
+  nicClusterPolicyName: z.string().default('nic-cluster-policy').describe('Must stay "nic-cluster-policy": the operator reconciles no other name.'),
+  docaDriver: z.boolean().default(false).describe('Run DOCA/OFED driver containers (off: the node image ships the driver).'),
+}).prefault({});
+
+const nodeFeatureDiscovery = z.strictObject({
+  deployedBy: z.enum(['gpu-operator', 'network-operator', 'external'], { error: 'expected "gpu-operator", "network-operator" or "external"' })
+    .default('gpu-operator').describe('The one component that deploys Node Feature Discovery.'),
+}).prefault({});
+
+const ncclTests = z.strictObject({
+  image: pinnedImage().describe('nccl-tests image, pinned.'),
+  namespace: dnsLabel().default('default').describe('Namespace of the samples (its LocalQueue must exist).'),
+  queue: dnsLabel().optional().describe('LocalQueue of the samples. Default: queueing.defaultQueue.'),
+  shmSize: quantity('memory').default('64Gi').describe('Size of the memory-backed /dev/shm.'),
+  ncclDebug: z.enum(['VERSION', 'WARN', 'INFO', 'TRACE']).default('INFO').describe('NCCL_DEBUG.'),
+});
+
+const samples = z.strictObject({
+  ncclTests,
+  pytorch: z.strictObject({
+    image: pinnedImage().default('nvcr.io/nvidia/pytorch:25.01-py3').describe('PyTorch image of the PyTorchJob sample, pinned.'),
+  }).prefault({}),
+  dcgmDiag: z.strictObject({
+    image: pinnedImage().default('nvcr.io/nvidia/cloud-native/dcgm:4.2.3-1-ubuntu22.04').describe('DCGM image of the diagnostic Job, pinned.'),
+    level: intRange(1, 4).default(2).describe('dcgmi diag run level (1 quick .. 4 extended).'),
+  }).prefault({}),
+});
+
+const monitoring = z.strictObject({
+  namespace: dnsLabel().default('monitoring').describe('Namespace of the monitoring stack and its scrape objects.'),
+  grafanaDashboardLabel: z.strictObject({
+    key: labelKey().default('grafana_dashboard'),
+    value: labelValue().default('1'),
+  }).prefault({}).describe('Label the Grafana sidecar watches for dashboard ConfigMaps.'),
+  dashboard: z.strictObject({
+    namespace: dnsLabel().default('kubernetes-dashboard'),
+    nodePort: z.int({ error: 'expected a NodePort number' }).min(30000, { error: 'expected a NodePort from 30000 to 32767' })
+      .max(32767, { error: 'expected a NodePort from 30000 to 32767' }).default(32443).describe('NodePort of the Kubernetes Dashboard.'),
+  }).prefault({}),
+  alerts: z.strictObject({
+    gpuTemperatureCelsius: positiveInt().default(85).describe('GPU temperature alert threshold.'),
+    pendingWorkloadsFor: promDuration().default('30m').describe('How long Kueue workloads may pend before an alert.'),
+    quotaUsageRatio: z.number().positive().max(10).default(1).describe('ClusterQueue usage / nominal quota above which an alert fires.'),
+    for: promDuration().default('5m').describe('Default "for" duration of alerts.'),
+  }).prefault({}),
+}).prefault({});
+
+export const ClusterDescriptionSchema = z.strictObject({
+  name: dnsLabel().describe('Cluster name (DNS-1123 label); names dist/<name>/.'),
+  kubernetesVersion: z.string().regex(/^1\.[0-9]+$/, { error: 'expected a Kubernetes minor version such as "1.31"' }).describe('Kubernetes minor version.'),
+  gitops,
+  nodes: z.strictObject({
+    service: serviceNode.prefault({}),
+    gpuWorkers,
+    cpuWorkers: cpuWorkers.optional(),
+  }),
+  network: network,
+  storage,
+  queueing: queueing.prefault({}),
+  tenants: z.array(tenant).default([]),
+  samples,
+  installs,
+  gpuOperator,
+  networkOperator,
+  nodeFeatureDiscovery,
+  monitoring,
+}).superRefine((d, ctx) => {
+  // Cross-field rules: each names the field that has to change.
+  const seen = new Map<string, number>();
+  d.tenants.forEach((t, i) => {
+    if (seen.has(t.name)) ctx.addIssue({ code: 'custom', path: ['tenants', i, 'name'], message: `duplicate tenant name "${t.name}" (also tenants.${seen.get(t.name)}.name)` });
+    seen.set(t.name, i);
+  });
+  const namespaces = new Map<string, number>();
+  d.tenants.forEach((t, i) => {
+    const ns = t.namespace ?? t.name;
+    if (SYSTEM_NAMESPACES.has(ns) || ns.startsWith('kube-') || ns === d.monitoring.namespace || ns === d.gitops.namespace) {
+      ctx.addIssue({ code: 'custom', path: ['tenants', i, t.namespace ? 'namespace' : 'name'], message: `tenant namespace "${ns}" collides with a system namespace` });
+    }
+    if (namespaces.has(ns)) ctx.addIssue({ code: 'custom', path: ['tenants', i, 'namespace'], message: `tenant namespace "${ns}" is already used by tenants.${namespaces.get(ns)}` });
+    namespaces.set(ns, i);
+  });
+  const capacity = d.nodes.gpuWorkers.count * d.nodes.gpuWorkers.gpusPerNode;
+  const claimed = d.tenants.filter((t) => !t.borrowingOnly).reduce((sum, t) => sum + t.gpus, 0);
+  if (claimed > capacity) {
+    ctx.addIssue({
+      code: 'custom', path: ['tenants'],
+      message: `tenants claim ${claimed} GPUs but the cluster has ${capacity} (${d.nodes.gpuWorkers.count} x ${d.nodes.gpuWorkers.gpusPerNode}); lower the quotas or mark tenants borrowingOnly`,
+    });
+  }
+  const defaults = d.queueing.priorities.filter((p) => p.default);
+  if (defaults.length > 1) {
+    ctx.addIssue({ code: 'custom', path: ['queueing', 'priorities'], message: `at most one priority may be the default, got ${defaults.map((p) => p.name).join(', ')}` });
+  }
+  const prioNames = new Map<string, number>();
+  d.queueing.priorities.forEach((p, i) => {
+    if (prioNames.has(p.name)) ctx.addIssue({ code: 'custom', path: ['queueing', 'priorities', i, 'name'], message: `duplicate priority name "${p.name}"` });
+    prioNames.set(p.name, i);
+  });
+  if (d.queueing.rdma === 'excluded' && d.installs.kueue !== 'managed') {
+    ctx.addIssue({ code: 'custom', path: ['queueing', 'rdma'], message: '"excluded" needs the Kueue manager configuration, which is rendered only with installs.kueue: managed' });
+  }
+  if (d.gpuOperator.migStrategy === 'mixed' && !d.gpuOperator.migManager) {
+    ctx.addIssue({ code: 'custom', path: ['gpuOperator', 'migStrategy'], message: 'MIG strategy "mixed" needs the MIG manager (gpuOperator.migManager: true)' });
+  }
+  if (d.networkOperator.nicClusterPolicyName !== 'nic-cluster-policy') {
+    ctx.addIssue({
+      code: 'custom', path: ['networkOperator', 'nicClusterPolicyName'],
+      message: `the Network Operator reconciles only a NicClusterPolicy named "nic-cluster-policy", got "${d.networkOperator.nicClusterPolicyName}"`,
+    });
+  }
+  const rdma = d.network.infiniband?.rdmaSharedDevice;
+  if (rdma && rdma.vendors.length + rdma.deviceIDs.length + rdma.drivers.length + rdma.ifNames.length === 0) {
+    ctx.addIssue({ code: 'custom', path: ['network', 'infiniband', 'rdmaSharedDevice', 'vendors'], message: 'the RDMA shared device selects no HCA: give vendors, deviceIDs, drivers or ifNames' });
+  }
+});
+
+/** Namespaces a tenant may never take. */
+export const SYSTEM_NAMESPACES = new Set([
+  'default', 'kube-system', 'kube-public', 'kube-node-lease', 'gpu-operator', 'nvidia-network-operator',
+  'kueue-system', 'mpi-operator', 'kubeflow', 'local-path-storage', 'kubernetes-dashboard', 'cilium', 'argocd', 'monitoring',
+]);
+
+/** The description as written (before defaults). */
+export type ClusterDescriptionInput = z.input<typeof ClusterDescriptionSchema>;
+/** The description with every default applied. */
+export type ClusterDescription = z.output<typeof ClusterDescriptionSchema>;
+export type TenantDescription = ClusterDescription['tenants'][number];
+export type Taint = ClusterDescription['nodes']['service']['taints'][number];
+export type { ZodError } from 'zod';

@@ -1,0 +1,63 @@
+/**
+ * Names shared by more than one component: label keys, resource names, namespaces of the
+ * add-ons. Components import them from here and never re-type the strings.
+ */
+
+/** Extended and standard resource names. The RDMA resource is per cluster: see ClusterModel.rdma. */
+export const RESOURCES = {
+  cpu: 'cpu',
+  memory: 'memory',
+  gpu: 'nvidia.com/gpu',
+  /** Prefix of every RDMA shared device resource (`rdma/<name>`). */
+  rdmaPrefix: 'rdma/',
+} as const;
+
+/** Well-known label and annotation keys. */
+export const LABELS = {
+  /** Set by GPU Feature Discovery on every GPU node. */
+  gpuProduct: 'nvidia.com/gpu.product',
+  gpuPresent: 'nvidia.com/gpu.present',
+  hostname: 'kubernetes.io/hostname',
+  queueName: 'kueue.x-k8s.io/queue-name',
+  priorityClass: 'kueue.x-k8s.io/priority-class',
+  managedBy: 'app.kubernetes.io/managed-by',
+  partOf: 'app.kubernetes.io/part-of',
+  component: 'app.kubernetes.io/component',
+  name: 'app.kubernetes.io/name',
+  /** Marks tenant namespaces (and names the tenant). */
+  tenant: 'gpu-cluster.dev/tenant',
+  defaultStorageClass: 'storageclass.kubernetes.io/is-default-class',
+  syncWave: 'argocd.argoproj.io/sync-wave',
+  syncOptions: 'argocd.argoproj.io/sync-options',
+  compareOptions: 'argocd.argoproj.io/compare-options',
+} as const;
+
+/** The value of app.kubernetes.io/managed-by on everything this toolkit renders. */
+export const MANAGED_BY = 'gpu-cluster-manifests';
+
+/** Namespaces of the add-ons (where their operators and agents run). */
+export const NAMESPACES = {
+  gpuOperator: 'gpu-operator',
+  networkOperator: 'nvidia-network-operator',
+  kueue: 'kueue-system',
+  mpiOperator: 'mpi-operator',
+  trainingOperator: 'kubeflow',
+  localPathStorage: 'local-path-storage',
+  default: 'default',
+} as const;
+
+/** Names of the two operator singletons. */
+export const SINGLETONS = {
+  clusterPolicy: 'cluster-policy',
+  nicClusterPolicy: 'nic-cluster-policy',
+} as const;
+
+/** StorageClass names (fixed by the Instant Cluster product). */
+export const STORAGE_CLASSES = {
+  localPath: 'local-path',
+  sharedPath: 'shared-path',
+  localDisk: 'local-disk',
+} as const;
+
+/** Provisioner name of rancher/local-path-provisioner. */
+export const LOCAL_PATH_PROVISIONER = 'rancher.io/local-path';

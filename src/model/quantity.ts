@@ -1,0 +1,55 @@
+/**
+ * Kubernetes resource quantities: parsing, and formatting in the canonical form the API server
+ * stores (so that Argo CD sees no drift after the server round-trips a value).
+ */
+
+const BINARY: Record<string, number> = { Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50, Ei: 2 ** 60 };
+const DECIMAL: Record<string, number> = { n: 1e-9, u: 1e-6, m: 1e-3, '': 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18 };
+const QUANTITY = /^([+-]?[0-9]+(?:\.[0-9]*)?|[+-]?\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?$/;
+
+/** Parses a quantity (`"192"`, `"500m"`, `"1800Gi"`, `1e3`) into base units (cores, bytes). */
+export function parseQuantity(value: string | number): number {
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw new Error(`invalid quantity ${value}`);
+    return value;
+  }
+  const m = QUANTITY.exec(value.trim());
+  if (!m) throw new Error(`invalid quantity "${value}"`);
+  const num = Number(m[1]);
+  const suffix = m[2] ?? '';
+  if (suffix in BINARY) return num * BINARY[suffix];
+  if (suffix in DECIMAL) return num * DECIMAL[suffix];
+  return num * 10 ** Number(suffix.slice(1));
+}
+
+/** Canonical decimal-SI form of a value given in thousandths (`2000000` -> `"2k"`, `1500` -> `"1500m"`). */
+export function formatMillis(millis: number): string {
+  if (!Number.isInteger(millis) || millis < 0) throw new Error(`cannot format ${millis} thousandths as a quantity`);
+  if (millis === 0) return '0';
+  const suffixes: Array<[string, number]> = [['E', 21], ['P', 18], ['T', 15], ['G', 12], ['M', 9], ['k', 6], ['', 3], ['m', 0]];
+  for (const [suffix, exp] of suffixes) {
+    const unit = 10 ** exp;
+    if (millis % unit === 0) return `${millis / unit}${suffix}`;
+  }
+  return `${millis}m`;
+}
+
+/** Canonical form of a CPU amount in cores (`96` -> `"96"`, `0.5` -> `"500m"`). Rounds down to whole millicores. */
+export function formatCpu(cores: number): string {
+  return formatMillis(Math.floor(cores * 1000 + 1e-6));
+}
+
+/** Canonical binary-SI form of a byte count (`1932735283200` -> `"1800Gi"`). */
+export function formatBytes(bytes: number): string {
+  if (!Number.isInteger(bytes) || bytes < 0) throw new Error(`cannot format ${bytes} bytes as a quantity`);
+  if (bytes === 0) return '0';
+  for (const suffix of ['Ei', 'Pi', 'Ti', 'Gi', 'Mi', 'Ki']) {
+    if (bytes % BINARY[suffix] === 0) return `${bytes / BINARY[suffix]}${suffix}`;
+  }
+  return formatMillis(bytes * 1000);
+}
+
+/** Rounds a byte count down to whole MiB, so that it formats with a binary suffix. */
+export function floorToMebibytes(bytes: number): number {
+  return Math.floor(bytes / BINARY.Mi) * BINARY.Mi;
+}

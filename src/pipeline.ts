@@ -1,0 +1,150 @@
+import { readdirSync } from 'node:fs';
+import * as path from 'node:path';
+import { loadDescription, DescriptionError } from './model/load';
+import { buildModel, ClusterModel } from './model/model';
+import { clusterFiles, RenderedFile } from './render/layout';
+import { renderCluster, RenderedCluster } from './render/render';
+import { writeTreeAtomically } from './render/write';
+import { SchemaStore } from './validate/schemas';
+import { ManifestValidator, ValidationIssue } from './validate/validator';
+
+/** Bad input: descriptions that do not load, or constructs that refuse a combination. Exit code 2. */
+export class InputError extends Error {
+  constructor(message: string, readonly details: readonly string[] = []) {
+    super(message);
+    this.name = 'InputError';
+  }
+}
+
+/** Rendered objects that fail schema validation. Exit code 1. */
+export class ValidationFailed extends Error {
+  constructor(readonly issues: readonly ValidationIssue[]) {
+    super(`${issues.filter((i) => i.severity === 'error').length} schema validation error(s)`);
+    this.name = 'ValidationFailed';
+  }
+}
+
+export interface SynthOptions {
+  /** Description files; default: every description in `clustersDir`. */
+  readonly configs?: readonly string[];
+  /** Folder of descriptions used when `configs` is empty. */
+  readonly clustersDir: string;
+  /**
+   * Output root. With `configs`, each cluster replaces `<out>/<cluster>/` only; without, the
+   * whole `<out>` becomes the rendered fleet.
+   */
+  readonly out: string;
+  /** Schema directories to validate against, or false to skip validation. */
+  readonly schemas: readonly string[] | false;
+}
+
+export interface Timings {
+  load: number;
+  render: number;
+  validate: number;
+  write: number;
+  total: number;
+}
+
+export interface SynthResult {
+  readonly clusters: readonly RenderedCluster[];
+  readonly files: number;
+  readonly warnings: readonly ValidationIssue[];
+  readonly timings: Timings;
+  /** Folders that were replaced. */
+  readonly written: readonly string[];
+}
+
+/** Description files of a folder: *.yaml, *.yml, *.json, sorted. */
+export function descriptionFiles(dir: string): string[] {
+  return readdirSync(dir).filter((f) => /\.(ya?ml|json)$/i.test(f)).sort().map((f) => path.join(dir, f));
+}
+
+/** Loads and models descriptions; every problem of every file is reported together. */
+export function loadModels(files: readonly string[]): ClusterModel[] {
+  const models: ClusterModel[] = [];
+  const problems: string[] = [];
+  for (const f of files) {
+    try {
+      models.push(buildModel(loadDescription(f)));
+    } catch (e) {
+      if (e instanceof DescriptionError) problems.push(e.message);
+      else throw e;
+    }
+  }
+  const names = new Map<string, number>();
+  models.forEach((m, i) => {
+    if (names.has(m.name)) problems.push(`${files[i]}: name: cluster "${m.name}" is also described in ${files[names.get(m.name)!]}`);
+    names.set(m.name, i);
+  });
+  if (problems.length > 0) throw new InputError('invalid cluster description', problems);
+  return models;
+}
+
+/** Renders one model; a construct that refuses its props is bad input. */
+export function renderModel(model: ClusterModel): RenderedCluster {
+  try {
+    return renderCluster(model);
+  } catch (e) {
+    throw new InputError(`${model.name}: cannot render`, [(e as Error).message]);
+  }
+}
+
+/** Validates every object of the rendered clusters against the upstream schemas. */
+export function validateClusters(clusters: readonly RenderedCluster[], validator: ManifestValidator): ValidationIssue[] {
+  const inputs = clusters.flatMap((c) => c.folders.flatMap((f) => f.objects.map((manifest) => ({ manifest, source: `${c.name}/${f.folder}` }))));
+  return validator.validateAll(inputs);
+}
+
+/** The files of a set of rendered clusters, relative to the output root. */
+export function renderFiles(clusters: readonly RenderedCluster[]): RenderedFile[] {
+  return clusters.flatMap(clusterFiles);
+}
+
+const now = () => performance.now();
+
+/**
+ * Load -> model -> render -> validate -> write atomically. Throws InputError (exit 2) or
+ * ValidationFailed (exit 1); on any throw the output is untouched.
+ */
+export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthResult {
+  const t0 = now();
+  const configs = opts.configs && opts.configs.length > 0 ? opts.configs : descriptionFiles(opts.clustersDir);
+  if (configs.length === 0) throw new InputError(`no cluster descriptions in ${opts.clustersDir}`);
+  const models = loadModels(configs);
+  const t1 = now();
+  const clusters = models.map(renderModel);
+  const t2 = now();
+
+  let warnings: ValidationIssue[] = [];
+  if (opts.schemas !== false) {
+    const v = validator ?? new ManifestValidator(SchemaStore.open(opts.schemas), { requireNamespace: true });
+    const issues = validateClusters(clusters, v);
+    if (issues.some((i) => i.severity === 'error')) throw new ValidationFailed(issues);
+    warnings = issues;
+  }
+  const t3 = now();
+
+  const written: string[] = [];
+  let files = 0;
+  if (opts.configs && opts.configs.length > 0) {
+    for (const c of clusters) {
+      const prefix = `${c.name}/`;
+      const own = clusterFiles(c).map(([p, content]) => [p.slice(prefix.length), content] as const);
+      files += own.length;
+      const target = path.join(opts.out, c.name);
+      writeTreeAtomically(target, own);
+      written.push(target);
+    }
+  } else {
+    const all = renderFiles(clusters);
+    files = all.length;
+    writeTreeAtomically(opts.out, all);
+    written.push(opts.out);
+  }
+  const t4 = now();
+  return {
+    clusters, files, warnings, written,
+    timings: { load: t1 - t0, render: t2 - t1, validate: t3 - t2, write: t4 - t3, total: t4 - t0 },
+  };
+}

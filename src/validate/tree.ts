@@ -1,0 +1,36 @@
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import * as path from 'node:path';
+import { loadAll } from 'js-yaml';
+import { Manifest } from '../render/manifest';
+import { ValidationInput } from './validator';
+
+/** Files of a rendered tree that hold no Kubernetes objects. */
+function isManifestFile(name: string): boolean {
+  return /\.ya?ml$/i.test(name) && !/^kustomization\.ya?ml$/i.test(name);
+}
+
+/** Every YAML file under `dir` that holds Kubernetes objects, sorted. */
+export function manifestFiles(dir: string): string[] {
+  const out: string[] = [];
+  const walk = (d: string) => {
+    for (const name of readdirSync(d).sort()) {
+      const p = path.join(d, name);
+      if (statSync(p).isDirectory()) walk(p);
+      else if (isManifestFile(name)) out.push(p);
+    }
+  };
+  if (statSync(dir).isDirectory()) walk(dir);
+  else out.push(dir);
+  return out;
+}
+
+/** Reads every object of one YAML file (multi-document files too). */
+export function readManifests(file: string): ValidationInput[] {
+  const docs = loadAll(readFileSync(file, 'utf8'));
+  return docs.filter((d) => d !== null && d !== undefined).map((manifest) => ({ manifest: manifest as Manifest, source: file }));
+}
+
+/** Reads every object of a rendered tree (a folder or a single file). */
+export function readTree(dir: string): ValidationInput[] {
+  return manifestFiles(dir).flatMap(readManifests);
+}

@@ -1,0 +1,229 @@
+import Ajv, { ErrorObject, ValidateFunction } from 'ajv';
+import { describeObject, Manifest, objectId } from '../render/manifest';
+import { CORE_SCHEMA_ID, SchemaEntry, SchemaStore } from './schemas';
+import { pruneNulls, strictSchema } from './strict-schema';
+
+/** One finding of the schema validation. */
+export interface ValidationIssue {
+  readonly severity: 'error' | 'warning';
+  /** `Kind namespace/name` of the object. */
+  readonly object: string;
+  /** File the object came from, when validating a tree. */
+  readonly source?: string;
+  /** Field path inside the object (`spec.driver.enabeld`), empty for the whole object. */
+  readonly path: string;
+  readonly message: string;
+}
+
+export interface ValidatorOptions {
+  /**
+   * Namespaced objects must name their namespace (the rule for rendered output: nothing lands
+   * in whatever namespace kubectl happens to default to). Upstream examples often omit it.
+   * @default false
+   */
+  readonly requireNamespace?: boolean;
+}
+
+/** An object to validate, with where it came from. */
+export interface ValidationInput {
+  readonly manifest: Manifest;
+  readonly source?: string;
+}
+
+const OBJECT_META = `${CORE_SCHEMA_ID}#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta`;
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const LABEL_NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
+const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
+/** Kinds whose names must be DNS-1123 labels rather than subdomains. */
+const LABEL_NAMED_KINDS = new Set(['Namespace', 'Service']);
+const INT32 = 2 ** 31;
+
+function fieldPath(instancePath: string): string {
+  let out = '';
+  for (const raw of instancePath.split('/').slice(1)) {
+    const seg = raw.replace(/~1/g, '/').replace(/~0/g, '~');
+    if (/^[0-9]+$/.test(seg)) out += `[${seg}]`;
+    else out += out ? `.${seg}` : seg;
+  }
+  return out;
+}
+
+function join(p: string, key: string): string {
+  return p ? `${p}.${key}` : key;
+}
+
+function labelKeyProblem(key: string): string | undefined {
+  const slash = key.lastIndexOf('/');
+  const prefix = slash >= 0 ? key.slice(0, slash) : undefined;
+  const name = slash >= 0 ? key.slice(slash + 1) : key;
+  if (prefix !== undefined && (prefix.length > 253 || !DNS_SUBDOMAIN.test(prefix))) return 'prefix is not a DNS subdomain';
+  if (name.length === 0 || name.length > 63 || !LABEL_NAME.test(name)) return 'name part must be 1-63 letters, digits, "-", "_", "."';
+  return undefined;
+}
+
+/**
+ * Strict validation of rendered objects against their upstream schemas. Each schema is compiled
+ * once per process, on first use, and reused.
+ */
+export class ManifestValidator {
+  private readonly ajv: Ajv;
+  private readonly compiled = new Map<SchemaEntry, ValidateFunction>();
+  private coreAdded = false;
+
+  constructor(readonly store: SchemaStore, private readonly options: ValidatorOptions = {}) {
+    this.ajv = new Ajv({
+      strict: false,
+      allErrors: true,
+      logger: false,
+      validateSchema: false,
+      formats: {
+        'int32': { type: 'number', validate: (n: number) => Number.isInteger(n) && n >= -INT32 && n < INT32 },
+        'int64': { type: 'number', validate: (n: number) => Number.isInteger(n) },
+        'date-time': /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i,
+        'byte': /^[A-Za-z0-9+/]*={0,2}$/,
+      },
+    });
+  }
+
+  private ensureCore(): boolean {
+    if (this.coreAdded) return true;
+    const core = this.store.core();
+    if (!core) return false;
+    this.ajv.addSchema(strictSchema(core) as object, CORE_SCHEMA_ID);
+    this.coreAdded = true;
+    return true;
+  }
+
+  private validatorFor(entry: SchemaEntry): ValidateFunction {
+    let fn = this.compiled.get(entry);
+    if (!fn) {
+      const hasCore = this.ensureCore();
+      let schema = entry.schema;
+      if (!('$ref' in schema)) {
+        const strict = strictSchema(schema) as Record<string, unknown>;
+        const props = { ...(strict.properties as Record<string, unknown> | undefined) };
+        // CRD schemas leave metadata open; validate it strictly as the API server does.
+        if (hasCore) props.metadata = { $ref: OBJECT_META };
+        props.apiVersion = { const: `${entry.group}/${entry.version}` };
+        props.kind = { const: entry.kind };
+        schema = { ...strict, properties: props, additionalProperties: false, required: [...new Set([...(strict.required as string[] ?? []), 'apiVersion', 'kind', 'metadata'])] };
+      }
+      fn = this.ajv.compile(schema);
+      this.compiled.set(entry, fn);
+    }
+    return fn;
+  }
+
+  /** Validates one object. */
+  validate(manifest: Manifest, source?: string): ValidationIssue[] {
+    const object = manifest && typeof manifest === 'object' ? describeObject(manifest) : String(manifest);
+    const issues: ValidationIssue[] = [];
+    const error = (path: string, message: string) => issues.push({ severity: 'error', object, source, path, message });
+    if (!manifest || typeof manifest !== 'object' || Array.isArray(manifest)) {
+      error('', 'not a Kubernetes object (expected a mapping)');
+      return issues;
+    }
+    if (typeof manifest.apiVersion !== 'string' || typeof manifest.kind !== 'string') {
+      error('', 'apiVersion and kind are required');
+      return issues;
+    }
+    const entry = this.store.lookup(manifest.apiVersion, manifest.kind);
+    if (!entry) {
+      error('', `no schema for ${manifest.apiVersion} ${manifest.kind} in ${this.store.dir} (unknown kind or API version)`);
+      return issues;
+    }
+    if (!entry.served) error('apiVersion', `${manifest.apiVersion} ${manifest.kind} is not served by the CRD`);
+    if (entry.deprecated) {
+      issues.push({ severity: 'warning', object, source, path: 'apiVersion', message: `${manifest.apiVersion} ${manifest.kind} is deprecated upstream (${entry.source})` });
+    }
+    this.checkMetadata(manifest, entry, error);
+
+    const data = pruneNulls(manifest);
+    const fn = this.validatorFor(entry);
+    if (!fn(data)) issues.push(...this.toIssues(fn.errors ?? [], object, source));
+    return issues;
+  }
+
+  private checkMetadata(m: Manifest, entry: SchemaEntry, error: (path: string, message: string) => void): void {
+    const md = m.metadata;
+    if (!md || typeof md !== 'object') return;
+    const name = md.name;
+    if (typeof name !== 'string' || name.length === 0) {
+      if (typeof md.generateName !== 'string' || md.generateName.length === 0) error('metadata.name', 'required field is missing (or metadata.generateName)');
+    } else if (LABEL_NAMED_KINDS.has(m.kind) ? !(name.length <= 63 && DNS_LABEL.test(name)) : !(name.length <= 253 && DNS_SUBDOMAIN.test(name))) {
+      error('metadata.name', `"${name}" is not a valid ${LABEL_NAMED_KINDS.has(m.kind) ? 'DNS-1123 label' : 'DNS-1123 subdomain'}`);
+    }
+    if (entry.scope === 'Namespaced') {
+      if (typeof md.namespace !== 'string' || md.namespace.length === 0) {
+        if (this.options.requireNamespace) error('metadata.namespace', `${m.kind} is namespaced: metadata.namespace must be set explicitly`);
+      } else if (!DNS_LABEL.test(md.namespace) || md.namespace.length > 63) error('metadata.namespace', `"${md.namespace}" is not a valid namespace name`);
+    } else if (md.namespace !== undefined) {
+      error('metadata.namespace', `${m.kind} is cluster-scoped: metadata.namespace must not be set`);
+    }
+    for (const [k, v] of Object.entries(md.labels ?? {})) {
+      const p = labelKeyProblem(k);
+      if (p) error(`metadata.labels.${k}`, `invalid label key: ${p}`);
+      if (typeof v !== 'string' || v.length > 63 || !LABEL_VALUE.test(v)) error(`metadata.labels.${k}`, `invalid label value ${JSON.stringify(v)}`);
+    }
+    let annotationBytes = 0;
+    for (const [k, v] of Object.entries(md.annotations ?? {})) {
+      const p = labelKeyProblem(k);
+      if (p) error(`metadata.annotations.${k}`, `invalid annotation key: ${p}`);
+      annotationBytes += k.length + String(v).length;
+    }
+    if (annotationBytes > 256 * 1024) error('metadata.annotations', `annotations total ${annotationBytes} bytes, above the 262144-byte limit`);
+  }
+
+  private toIssues(errors: readonly ErrorObject[], object: string, source?: string): ValidationIssue[] {
+    const out = new Map<string, ValidationIssue>();
+    const pathsWithSpecific = new Set(errors.filter((e) => !['anyOf', 'oneOf', 'if'].includes(e.keyword)).map((e) => e.instancePath));
+    for (const e of errors) {
+      if (['anyOf', 'oneOf', 'if'].includes(e.keyword) && pathsWithSpecific.has(e.instancePath)) continue;
+      let path = fieldPath(e.instancePath);
+      let message: string;
+      switch (e.keyword) {
+        case 'additionalProperties':
+          path = join(path, String((e.params as { additionalProperty: string }).additionalProperty));
+          message = 'unknown field';
+          break;
+        case 'required':
+          path = join(path, String((e.params as { missingProperty: string }).missingProperty));
+          message = 'required field is missing';
+          break;
+        case 'enum':
+          message = `must be one of ${JSON.stringify((e.params as { allowedValues: unknown[] }).allowedValues)}`;
+          break;
+        case 'const':
+          message = `must be ${JSON.stringify((e.params as { allowedValue: unknown }).allowedValue)}`;
+          break;
+        default:
+          message = e.message ?? e.keyword;
+      }
+      const key = `${path}\u0000${message}`;
+      if (!out.has(key)) out.set(key, { severity: 'error', object, source, path, message });
+    }
+    return [...out.values()];
+  }
+
+  /** Validates a set of objects, and reports objects that appear twice. */
+  validateAll(inputs: Iterable<ValidationInput>): ValidationIssue[] {
+    const issues: ValidationIssue[] = [];
+    const seen = new Map<string, string | undefined>();
+    for (const { manifest, source } of inputs) {
+      issues.push(...this.validate(manifest, source));
+      if (manifest && typeof manifest === 'object' && manifest.metadata) {
+        const id = objectId(manifest);
+        if (seen.has(id)) {
+          issues.push({
+            severity: 'error', object: describeObject(manifest), source, path: '',
+            message: `duplicate object (also in ${seen.get(id) ?? 'the same input'})`,
+          });
+        } else {
+          seen.set(id, source);
+        }
+      }
+    }
+    return issues;
+  }
+}

@@ -1,0 +1,59 @@
+import { existsSync, readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { parse } from 'yaml';
+import { ClusterDescriptionInput } from '../src/model/description';
+import { parseDescription } from '../src/model/load';
+import { buildModel, ClusterModel } from '../src/model/model';
+import { DEFAULT_SCHEMAS, PROJECT_ROOT } from '../src/paths';
+import { Manifest } from '../src/render/manifest';
+import { renderCluster, RenderedCluster } from '../src/render/render';
+import { SchemaStore } from '../src/validate/schemas';
+import { ManifestValidator, ValidationIssue } from '../src/validate/validator';
+
+export const ROOT = PROJECT_ROOT;
+export const REFERENCE_FILE = path.join(ROOT, 'src', 'clusters', 'instant-cluster.yaml');
+export const SHARED = path.resolve(ROOT, '..', 'shared');
+
+/** True when ../shared/crds exists; schema tests are skipped (and reported as skipped) otherwise. */
+export const HAS_SCHEMAS = existsSync(path.join(DEFAULT_SCHEMAS, 'kubernetes'));
+
+/** The reference description as parsed YAML (a fresh copy each call: mutate freely). */
+export function referenceInput(): ClusterDescriptionInput & Record<string, any> {
+  return parse(readFileSync(REFERENCE_FILE, 'utf8'));
+}
+
+/** Builds a model from the reference description with `edit` applied to the raw input first. */
+export function modelOf(edit: (d: ReturnType<typeof referenceInput>) => void = () => {}): ClusterModel {
+  const d = referenceInput();
+  edit(d);
+  return buildModel(parseDescription(d));
+}
+
+export function renderOf(edit?: (d: ReturnType<typeof referenceInput>) => void): RenderedCluster {
+  return renderCluster(modelOf(edit));
+}
+
+/** All objects of one folder of a rendered cluster (empty when the folder is absent). */
+export function folderObjects(c: RenderedCluster, folder: string): readonly Manifest[] {
+  return c.folders.find((f) => f.folder === folder)?.objects ?? [];
+}
+
+export function findObject(objects: readonly Manifest[], kind: string, name: string, namespace?: string): Manifest {
+  const o = objects.find((m) => m.kind === kind && m.metadata.name === name && (namespace === undefined || m.metadata.namespace === namespace));
+  if (!o) throw new Error(`no ${kind} ${namespace ? `${namespace}/` : ''}${name} among ${objects.map((m) => `${m.kind}/${m.metadata.name}`).join(', ')}`);
+  return o;
+}
+
+let shared: ManifestValidator | undefined;
+
+/** One validator per test file (schemas compile once and are reused). */
+export function validator(): ManifestValidator {
+  shared ??= new ManifestValidator(SchemaStore.open(DEFAULT_SCHEMAS), { requireNamespace: true });
+  return shared;
+}
+
+/** Schema errors of every object of a rendered cluster (warnings dropped). */
+export function schemaErrors(c: RenderedCluster): ValidationIssue[] {
+  const inputs = c.folders.flatMap((f) => f.objects.map((manifest) => ({ manifest, source: f.folder })));
+  return validator().validateAll(inputs).filter((i) => i.severity === 'error');
+}
