@@ -90,10 +90,13 @@ export function renderModel(model: ClusterModel): RenderedCluster {
   }
 }
 
-/** Validates every object of the rendered clusters against the upstream schemas. */
+/**
+ * Validates every object of the rendered clusters against the upstream schemas. Duplicates are
+ * looked for per cluster: each cluster is its own API server.
+ */
 export function validateClusters(clusters: readonly RenderedCluster[], validator: ManifestValidator): ValidationIssue[] {
-  const inputs = clusters.flatMap((c) => c.folders.flatMap((f) => f.objects.map((manifest) => ({ manifest, source: `${c.name}/${f.folder}` }))));
-  return validator.validateAll(inputs);
+  return clusters.flatMap((c) => validator.validateAll(
+    c.folders.flatMap((f) => f.objects.map((manifest) => ({ manifest, source: `${c.name}/${f.folder}` })))));
 }
 
 /** The files of a set of rendered clusters, relative to the output root. */
