@@ -48,7 +48,7 @@ const project = new cdk8s.Cdk8sTypeScriptApp({
   appEntrypoint: 'main.ts',
 
   deps: ['ajv@8.20.0', 'js-yaml@4.1.1', 'yaml@2.9.1', 'zod@4.6.7'],
-  devDeps: ['@types/node@^20', '@types/js-yaml@4.0.9', 'vitest@4.1.12', 'vite@8.3.8', 'ts-node@10.9.2', '@prometheus-io/lezer-promql@0.315.0', '@lezer/lr@1.4.12', '@lezer/highlight@1.2.5'],
+  devDeps: ['@types/node@^20', '@types/js-yaml@4.0.9', 'vitest@4.1.12', 'vite@8.3.8', 'ts-node@10.9.2', '@prometheus-io/lezer-promql@0.315.0', '@lezer/lr@1.4.12', '@lezer/highlight@1.2.5', 'mermaid@11.17.2', 'jsdom@29.1.1'],
 
   jest: false,
   github: false,
@@ -126,6 +126,10 @@ diff.exec(`${cli} diff`, { receiveArgs: true });
 const bench = project.addTask('bench', { description: 'Benchmark render and validation (writes bench/results.json)', env });
 bench.spawn(project.compileTask);
 bench.exec('node bench/run.mjs', { receiveArgs: true });
+
+const schema = project.addTask('schema', { description: 'Write the JSON Schema of the cluster description (src/clusters/cluster-description.schema.json)', env });
+schema.spawn(project.compileTask);
+schema.exec(`${cli} schema --out src/clusters/cluster-description.schema.json --readme README.md`);
 
 const importTask = project.tasks.tryFind('import')!;
 importTask.reset();

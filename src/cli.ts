@@ -1,8 +1,9 @@
 #!/usr/bin/env node
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
-import { CLUSTERS_DIR, DEFAULT_OUT, DEFAULT_SCHEMAS } from './paths';
+import { descriptionJsonSchemaText, withDescriptionReference } from './model/json-schema';
+import { CLUSTERS_DIR, DEFAULT_OUT, DEFAULT_SCHEMAS, SCHEMA_FILE } from './paths';
 import { InputError, synth, SynthResult, ValidationFailed } from './pipeline';
 import { SchemaDirectoryMissing, SchemaStore } from './validate/schemas';
 import { readTree } from './validate/tree';
@@ -17,6 +18,7 @@ Usage:
   npm run validate -- DIR|FILE ...                   validate rendered manifests
   npm run check -- DIR                               cross-object rules over a rendered tree
   npm run diff [-- --allow-delete]                   what a fresh render would change in dist/
+  npm run schema                                     write the description's JSON Schema
 
 Commands:
   synth      Without --config: every description in src/clusters/ into dist/<cluster>/
@@ -26,6 +28,10 @@ Commands:
              the previous output is left byte-identical.
   validate   Strict schema validation of every object in the given folders or files
              (unknown fields are errors; duplicates are errors; deprecated versions warn).
+
+  schema     Print the JSON Schema of the cluster description (--out FILE to write it,
+             --readme FILE to regenerate its field reference section; npm run schema
+             writes ${path.relative(process.cwd(), SCHEMA_FILE) || SCHEMA_FILE} and the README's).
 
 Options:
   --config FILE     a cluster description (YAML or JSON); repeatable
@@ -141,9 +147,23 @@ export function runValidate(args: string[], io: Io = consoleIo): number {
   return errors.length === 0 ? EXIT.ok : EXIT.failed;
 }
 
+export function runSchema(args: string[], io: Io = consoleIo): number {
+  const { values } = parseArgs({ args, options: { out: { type: 'string' }, readme: { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
+  if (values.help) {
+    io.out(HELP);
+    return EXIT.ok;
+  }
+  const text = descriptionJsonSchemaText();
+  if (values.out) writeFileSync(values.out, text);
+  else io.out(text.trimEnd());
+  if (values.readme) writeFileSync(values.readme, withDescriptionReference(readFileSync(values.readme, 'utf8')));
+  return EXIT.ok;
+}
+
 const COMMANDS: Record<string, (args: string[], io: Io) => number> = {
   synth: runSynth,
   validate: runValidate,
+  schema: runSchema,
 };
 
 /** Runs the CLI; returns the exit code. Never throws. */
@@ -162,8 +182,8 @@ export function main(argv: string[], io: Io = consoleIo): number {
     return run(rest, io);
   } catch (e) {
     if (e instanceof InputError) {
-      io.err(`error: ${e.message}`);
       for (const d of e.details) io.err(d);
+      io.err(`error: ${e.message}; nothing was written`);
       return EXIT.badInput;
     }
     if (e instanceof ValidationFailed) {

@@ -55,9 +55,9 @@ export interface SynthResult {
   readonly written: readonly string[];
 }
 
-/** Description files of a folder: *.yaml, *.yml, *.json, sorted. */
+/** Description files of a folder: *.yaml, *.yml, *.json (not *.schema.json), sorted. */
 export function descriptionFiles(dir: string): string[] {
-  return readdirSync(dir).filter((f) => /\.(ya?ml|json)$/i.test(f)).sort().map((f) => path.join(dir, f));
+  return readdirSync(dir).filter((f) => /\.(ya?ml|json)$/i.test(f) && !/\.schema\.json$/i.test(f)).sort().map((f) => path.join(dir, f));
 }
 
 /** Loads and models descriptions; every problem of every file is reported together. */
@@ -147,7 +147,10 @@ export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthR
   }
   const t4 = now();
   return {
-    clusters, files, warnings, written,
+    clusters,
+    files,
+    warnings,
+    written,
     timings: { load: t1 - t0, render: t2 - t1, validate: t3 - t2, write: t4 - t3, total: t4 - t0 },
   };
 }

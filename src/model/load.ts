@@ -52,7 +52,9 @@ function toIssues(issues: readonly core.$ZodIssue[]): DescriptionIssue[] {
       continue;
     }
     const got = issue.code === 'custom' || !('input' in issue) ? '' : `, got ${describeValue(issue.input)}`;
-    out.push({ path: at, message: `${issue.message}${got}` });
+    // zod's own wording ("Invalid input: expected string, received number") for fields without a message of ours
+    const message = issue.code === 'invalid_type' && issue.message.startsWith('Invalid input') ? `expected ${issue.expected}` : issue.message;
+    out.push({ path: at, message: `${message}${got}` });
   }
   return out;
 }

@@ -1,8 +1,8 @@
 import { App, Chart } from 'cdk8s';
 import { COMPONENTS, WIRING } from '../components';
+import { compareManifests, Manifest, RenderedFolder } from './manifest';
 import { ComponentDefinition, WiringDefinition } from '../components/component';
 import { ClusterModel } from '../model/model';
-import { compareManifests, Manifest, RenderedFolder } from './manifest';
 
 /** One cluster, rendered in memory. */
 export interface RenderedCluster {

@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { loadAll } from 'js-yaml';
+import { CompiledCache, fileFingerprint, resolveCacheDir } from './compiled-cache';
 
 /** Where an apiVersion/kind's schema comes from. */
 export interface SchemaEntry {
@@ -53,6 +54,19 @@ function listFiles(dir: string): string[] {
   return out;
 }
 
+/** Options of a schema store. */
+export interface SchemaStoreOptions {
+  /**
+   * Folder where the CRDs of parsed YAML files are kept as JSON across processes (keyed by the
+   * file's path, size and mtime), or false to parse the YAML in every process.
+   * @default $GPU_CLUSTER_MANIFESTS_CACHE, else node_modules/.cache/gpu-cluster-manifests/ of the project
+   */
+  readonly cacheDir?: string | false;
+}
+
+/** Version of the shape of cached parsed CRD files; bump when parseFile keeps other fields. */
+const PARSED_FORMAT_VERSION = 1;
+
 interface CrdDocument {
   kind?: string;
   items?: CrdDocument[];
@@ -74,7 +88,7 @@ interface CrdDocument {
  */
 export class SchemaStore {
   /** Opens one or more schema directories (or single files). Throws when one does not exist. */
-  static open(dirs: string | readonly string[]): SchemaStore {
+  static open(dirs: string | readonly string[], options: SchemaStoreOptions = {}): SchemaStore {
     const list = typeof dirs === 'string' ? [dirs] : dirs;
     const files: string[] = [];
     for (const dir of list) {
@@ -82,7 +96,8 @@ export class SchemaStore {
       if (!st) throw new SchemaDirectoryMissing(dir);
       files.push(...(st.isDirectory() ? listFiles(dir) : [dir]));
     }
-    return new SchemaStore(list.join(', '), files);
+    const cacheDir = resolveCacheDir(options.cacheDir);
+    return new SchemaStore(list.join(', '), files, cacheDir ? new CompiledCache(cacheDir) : undefined);
   }
 
   private readonly entries = new Map<string, SchemaEntry>();
@@ -93,7 +108,7 @@ export class SchemaStore {
   private readonly groupFiles = new Map<string, string[]>();
   private readonly unindexed: string[] = [];
 
-  private constructor(readonly dir: string, readonly files: readonly string[]) {
+  private constructor(readonly dir: string, readonly files: readonly string[], private readonly cache?: CompiledCache) {
     for (const f of files) {
       if (/definitions\.json$/i.test(f)) {
         this.coreFiles.push(f);
@@ -111,6 +126,11 @@ export class SchemaStore {
         this.groupFiles.set(g, list);
       }
     }
+  }
+
+  /** The files the core definitions are read from. */
+  get coreSources(): readonly string[] {
+    return this.coreFiles;
   }
 
   /** True when the directory holds the core Kubernetes definitions. */
@@ -133,7 +153,9 @@ export class SchemaStore {
           // Several definitions (e.g. meta DeleteOptions) claim many GVKs; keep the first, most specific one.
           if (this.entries.has(key)) continue;
           this.entries.set(key, {
-            group: gvk.group, version: gvk.version, kind: gvk.kind,
+            group: gvk.group,
+            version: gvk.version,
+            kind: gvk.kind,
             scope: CLUSTER_SCOPED_CORE.has(gvk.kind) ? 'Cluster' : 'Namespaced',
             // Versions removed from Kubernetes are absent from the definitions (no schema: an error).
             deprecated: false,
@@ -147,14 +169,30 @@ export class SchemaStore {
     return this.coreDefinitions;
   }
 
-  private parseFile(f: string): void {
-    if (this.parsed.has(f)) return;
-    this.parsed.add(f);
+  /** The CustomResourceDefinitions of one file (YAML parsing is the slow part: cached as JSON). */
+  private readCrds(f: string): CrdDocument[] {
+    const key = this.cache?.key('crds', [PARSED_FORMAT_VERSION, fileFingerprint(f)]);
+    const cached = key ? this.cache!.readJson<CrdDocument[]>(key) : undefined;
+    if (cached) return cached;
     const text = readFileSync(f, 'utf8');
     const docs = (f.toLowerCase().endsWith('.json') ? [JSON.parse(text)] : loadAll(text)) as CrdDocument[];
     const crds = docs.flatMap((d) => (d?.kind === 'List' && Array.isArray(d.items) ? d.items : [d]))
-      .filter((d) => d?.kind === 'CustomResourceDefinition' && d.spec);
-    for (const crd of crds) {
+      .filter((d) => d?.kind === 'CustomResourceDefinition' && d.spec)
+      .map((d): CrdDocument => ({
+        kind: d.kind,
+        spec: {
+          group: d.spec!.group, scope: d.spec!.scope, names: { kind: d.spec!.names.kind },
+          versions: (d.spec!.versions ?? []).map((v) => ({ name: v.name, served: v.served, deprecated: v.deprecated, schema: v.schema })),
+        },
+      }));
+    if (key) this.cache!.writeJson(key, crds);
+    return crds;
+  }
+
+  private parseFile(f: string): void {
+    if (this.parsed.has(f)) return;
+    this.parsed.add(f);
+    for (const crd of this.readCrds(f)) {
       const spec = crd.spec!;
       for (const v of spec.versions ?? []) {
         const schema = v.schema?.openAPIV3Schema;

@@ -1,8 +1,8 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { loadAll } from 'js-yaml';
-import { Manifest } from '../render/manifest';
 import { ValidationInput } from './validator';
+import { Manifest } from '../render/manifest';
 
 /** Files of a rendered tree that hold no Kubernetes objects. */
 function isManifestFile(name: string): boolean {

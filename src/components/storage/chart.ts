@@ -33,7 +33,9 @@ export class StorageChart extends Chart {
       name: STORAGE_CLASSES.localPath, isDefault: defaultClass === STORAGE_CLASSES.localPath, reclaimPolicy,
     });
     new LocalPathStorageClass(this, 'SharedPath', {
-      name: STORAGE_CLASSES.sharedPath, isDefault: defaultClass === STORAGE_CLASSES.sharedPath, reclaimPolicy,
+      name: STORAGE_CLASSES.sharedPath,
+      isDefault: defaultClass === STORAGE_CLASSES.sharedPath,
+      reclaimPolicy,
       volumeBindingMode: 'Immediate',
     });
     new LocalPathStorageClass(this, 'LocalDisk', {

@@ -1,5 +1,5 @@
-import { Construct } from 'constructs';
 import { k8s } from 'cdk8s-plus-28';
+import { Construct } from 'constructs';
 
 /** How one StorageClass of the local-path-provisioner stores its volumes. */
 export type LocalPathClassConfig =

@@ -1,5 +1,5 @@
-import { Construct } from 'constructs';
 import { k8s } from 'cdk8s-plus-28';
+import { Construct } from 'constructs';
 import { NodePlacement } from '../../model/model';
 
 export interface LocalPathProvisionerProps {

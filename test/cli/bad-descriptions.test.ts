@@ -1,0 +1,113 @@
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { EXIT, main } from '../../src/cli';
+import { referenceInput } from '../helpers';
+
+type Input = ReturnType<typeof referenceInput>;
+
+/** A broken description, the field path the message must name, and a word the message must contain. */
+interface Case {
+  readonly name: string;
+  readonly edit: (d: Input) => void;
+  readonly path: string;
+  readonly says: RegExp;
+}
+
+const CASES: Case[] = [
+  { name: 'GPUs per node as a word', edit: (d) => { d.nodes.gpuWorkers.gpusPerNode = 'eight'; }, path: 'nodes.gpuWorkers.gpusPerNode', says: /expected a positive integer, got "eight"/ },
+  { name: 'zero workers', edit: (d) => { d.nodes.gpuWorkers.count = 0; }, path: 'nodes.gpuWorkers.count', says: /positive integer, got 0/ },
+  { name: 'negative GPUs per node', edit: (d) => { d.nodes.gpuWorkers.gpusPerNode = -8; }, path: 'nodes.gpuWorkers.gpusPerNode', says: /positive integer, got -8/ },
+  { name: 'fractional worker count', edit: (d) => { d.nodes.gpuWorkers.count = 1.5; }, path: 'nodes.gpuWorkers.count', says: /positive integer, got 1.5/ },
+  { name: 'unknown top-level field', edit: (d) => { d.gpus = 16; }, path: 'gpus', says: /unknown field/ },
+  { name: 'unknown nested field (typo)', edit: (d) => { d.nodes.gpuWorkers.gpuPerNode = 8; }, path: 'nodes.gpuWorkers.gpuPerNode', says: /unknown field/ },
+  { name: 'cluster name not a DNS label', edit: (d) => { d.name = 'Instant_Cluster'; }, path: 'name', says: /DNS-1123 label/ },
+  { name: 'tenant name not a DNS label', edit: (d) => { d.tenants[0].name = 'Research Team'; }, path: 'tenants[0].name', says: /DNS-1123 label/ },
+  { name: 'duplicate tenant names', edit: (d) => { d.tenants[1].name = 'research'; }, path: 'tenants[1].name', says: /duplicate tenant name "research"/ },
+  { name: 'tenants over capacity', edit: (d) => { d.tenants[0].gpus = 14; }, path: 'tenants', says: /claim 18 GPUs but the cluster has 16/ },
+  { name: 'empty HCA list', edit: (d) => { d.network.infiniband.hcas = []; }, path: 'network.infiniband.hcas', says: /at least one HCA/ },
+  { name: 'default StorageClass that does not exist', edit: (d) => { d.storage.defaultClass = 'fast-ssd'; }, path: 'storage.defaultClass', says: /local-path, shared-path, local-disk.*got "fast-ssd"/ },
+  { name: 'memory that is not a quantity', edit: (d) => { d.nodes.gpuWorkers.memory = 'lots'; }, path: 'nodes.gpuWorkers.memory', says: /memory quantity/ },
+  { name: 'relative local disk path', edit: (d) => { d.nodes.gpuWorkers.localDisk.path = 'mnt/nvme'; }, path: 'nodes.gpuWorkers.localDisk.path', says: /absolute path/ },
+  { name: 'missing required section', edit: (d) => { delete d.storage; }, path: 'storage', says: /required field is missing/ },
+  { name: 'sample image tagged latest', edit: (d) => { d.samples.ncclTests.image = 'ghcr.io/coreweave/nccl-tests:latest'; }, path: 'samples.ncclTests.image', says: /latest/ },
+  { name: 'sample image without a tag', edit: (d) => { d.samples.ncclTests.image = 'ghcr.io/coreweave/nccl-tests'; }, path: 'samples.ncclTests.image', says: /pinned image/ },
+  { name: 'two default priorities', edit: (d) => { d.queueing.priorities[0].default = true; }, path: 'queueing.priorities', says: /at most one priority/ },
+  { name: 'priority above the user range', edit: (d) => { d.queueing.priorities[2].value = 2_000_000_000; }, path: 'queueing.priorities[2].value', says: /at most 1000000000/ },
+  { name: 'tenant in a system namespace', edit: (d) => { d.tenants[0].namespace = 'kube-system'; }, path: 'tenants[0].namespace', says: /system namespace/ },
+  { name: 'rdmaHcaMax out of range', edit: (d) => { d.network.infiniband.rdmaSharedDevice.hcaMax = 0; }, path: 'network.infiniband.rdmaSharedDevice.hcaMax', says: /from 1 to/ },
+  { name: 'RDMA vendor not hex', edit: (d) => { d.network.infiniband.rdmaSharedDevice.vendors = ['mellanox']; }, path: 'network.infiniband.rdmaSharedDevice.vendors[0]', says: /hex PCI vendor id/ },
+  { name: 'kubernetesVersion as a number', edit: (d) => { d.kubernetesVersion = 1.31; }, path: 'kubernetesVersion', says: /expected a Kubernetes minor version/ },
+];
+
+let dir: string;
+let out: string;
+const SENTINEL = 'previous render, must survive\n';
+
+beforeAll(() => {
+  dir = mkdtempSync(path.join(tmpdir(), 'bad-descriptions-'));
+  out = path.join(dir, 'out');
+  mkdirSync(path.join(out, 'instant-cluster'), { recursive: true });
+  writeFileSync(path.join(out, 'instant-cluster', 'sentinel.yaml'), SENTINEL);
+});
+
+function run(args: string[]): { code: number; stdout: string; stderr: string } {
+  let stdout = '';
+  let stderr = '';
+  const code = main(args, { out: (l) => { stdout += `${l}\n`; }, err: (l) => { stderr += `${l}\n`; } });
+  return { code, stdout, stderr };
+}
+
+describe('a broken description exits 2, names the field, and leaves the output untouched', () => {
+  it('has at least 15 distinct cases', () => {
+    expect(new Set(CASES.map((c) => c.path)).size).toBeGreaterThanOrEqual(15);
+  });
+
+  it.each(CASES)('$name -> $path', (c) => {
+    const input = referenceInput();
+    c.edit(input);
+    const file = path.join(dir, `${c.name.replace(/\W+/g, '-')}.yaml`);
+    writeFileSync(file, stringify(input));
+    const r = run(['synth', '--config', file, '--out', out, '--no-validate']);
+    expect(r.code).toBe(EXIT.badInput);
+    const line = r.stderr.split('\n').find((l) => l.startsWith(`  ${c.path}: `));
+    expect(line, r.stderr).toBeDefined();
+    expect(line).toMatch(c.says);
+    expect(r.stderr).not.toMatch(/\n\s+at .*\(.*:\d+:\d+\)/); // no stack trace
+    expect(readFileSync(path.join(out, 'instant-cluster', 'sentinel.yaml'), 'utf8')).toBe(SENTINEL);
+  });
+
+  it('reports YAML syntax errors with exit 2', () => {
+    const file = path.join(dir, 'broken.yaml');
+    writeFileSync(file, 'name: x\nnodes: [unclosed\n');
+    const r = run(['synth', '--config', file, '--out', out, '--no-validate']);
+    expect(r.code).toBe(EXIT.badInput);
+    expect(r.stderr).toMatch(/invalid YAML/);
+  });
+
+  it('reports duplicate keys with exit 2', () => {
+    const file = path.join(dir, 'dup.yaml');
+    writeFileSync(file, `${readFileSync(path.join(__dirname, '..', '..', 'src', 'clusters', 'instant-cluster.yaml'), 'utf8')}\nname: again\n`);
+    const r = run(['synth', '--config', file, '--out', out, '--no-validate']);
+    expect(r.code).toBe(EXIT.badInput);
+    expect(r.stderr).toMatch(/invalid YAML: .*[Mm]ap keys must be unique/);
+  });
+
+  it('reports a missing file and bad arguments with exit 2', () => {
+    expect(run(['synth', '--config', path.join(dir, 'nope.yaml'), '--out', out]).code).toBe(EXIT.badInput);
+    expect(run(['synth', '--bogus']).code).toBe(EXIT.badInput);
+    expect(run(['frobnicate']).code).toBe(EXIT.badInput);
+  });
+
+  it('accepts JSON descriptions too', () => {
+    const file = path.join(dir, 'as.json');
+    const input = referenceInput();
+    input.nodes.gpuWorkers.count = 'two';
+    writeFileSync(file, JSON.stringify(input));
+    const r = run(['synth', '--config', file, '--out', out, '--no-validate']);
+    expect(r.code).toBe(EXIT.badInput);
+    expect(r.stderr).toContain('nodes.gpuWorkers.count: expected a positive integer, got "two"');
+  });
+});

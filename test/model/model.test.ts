@@ -1,0 +1,82 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { descriptionJsonSchemaText, withDescriptionReference } from '../../src/model/json-schema';
+import { floorToMebibytes, formatBytes, formatCpu, formatMillis, parseQuantity } from '../../src/model/quantity';
+import { PROJECT_ROOT, SCHEMA_FILE } from '../../src/paths';
+import { modelOf } from '../helpers';
+
+describe('quantities', () => {
+  it.each([
+    ['192', 192], ['500m', 0.5], ['1800Gi', 1800 * 2 ** 30], ['1k', 1000], ['1e3', 1000], ['1.5Gi', 1.5 * 2 ** 30], [64, 64],
+  ] as const)('parses %s', (q, v) => expect(parseQuantity(q)).toBe(v));
+
+  it('rejects garbage', () => {
+    expect(() => parseQuantity('lots')).toThrow(/invalid quantity/);
+    expect(() => parseQuantity('1.2.3Gi')).toThrow();
+  });
+
+  it.each([
+    [1000, '1'], [1500, '1500m'], [96000, '96'], [2_000_000, '2k'], [0, '0'], [192_000, '192'],
+  ])('formats %d thousandths canonically as %s', (m, s) => expect(formatMillis(m)).toBe(s));
+
+  it('formats CPU and bytes canonically', () => {
+    expect(formatCpu(96)).toBe('96');
+    expect(formatCpu(0.25)).toBe('250m');
+    expect(formatBytes(1800 * 2 ** 30)).toBe('1800Gi');
+    expect(formatBytes(2 ** 40)).toBe('1Ti');
+    expect(formatBytes(1536 * 2 ** 20)).toBe('1536Mi');
+    expect(formatBytes(1000)).toBe('1k');
+    expect(floorToMebibytes(2 ** 20 + 5)).toBe(2 ** 20);
+  });
+});
+
+describe('model', () => {
+  it('derives the reference cluster\'s capacity and shared names once', () => {
+    const m = modelOf();
+    expect(m.capacity).toMatchObject({ gpuNodes: 2, gpusPerNode: 8, gpus: 16, cpuCores: 384, memoryBytes: 3600 * 2 ** 30, rdmaDevices: 126 });
+    expect(m.rdma).toEqual({ resourceName: 'rdma/rdma_shared_device_a', deviceName: 'rdma_shared_device_a', hcaMax: 63, hcas: ['mlx5_0', 'mlx5_1', 'mlx5_2', 'mlx5_3', 'mlx5_4', 'mlx5_5', 'mlx5_6', 'mlx5_7'] });
+    expect(m.gpuWorkers.selector).toEqual({ 'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3' });
+    expect(m.queueing.defaultQueue).toMatchObject({ clusterQueue: 'default', localQueue: 'default', namespace: 'default' });
+    expect(m.tenants.map((t) => [t.name, t.namespace, t.localQueue, t.group])).toEqual([
+      ['research', 'research', 'default', 'tenant-research'], ['inference', 'inference', 'default', 'tenant-inference'],
+    ]);
+    expect(m.queueing.defaultPriority?.name).toBe('normal');
+  });
+
+  it('has no RDMA facts without InfiniBand', () => {
+    const m = modelOf((d) => { delete d.network.infiniband; });
+    expect(m.rdma).toBeUndefined();
+    expect(m.capacity.rdmaDevices).toBe(0);
+  });
+
+  it('renames the RDMA resource everywhere from one field', () => {
+    expect(modelOf((d) => { d.network.infiniband.rdmaSharedDevice.name = 'ib_fabric'; }).rdma?.resourceName).toBe('rdma/ib_fabric');
+  });
+
+  it('tolerates the GPU workers\' taints and the GPU taint', () => {
+    const m = modelOf((d) => { d.nodes.gpuWorkers.taints = [{ key: 'dedicated', value: 'gpu', effect: 'NoSchedule' }]; });
+    expect(m.gpuWorkers.tolerations).toEqual([
+      { key: 'dedicated', operator: 'Equal', value: 'gpu', effect: 'NoSchedule' },
+      { key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' },
+    ]);
+  });
+});
+
+describe('JSON Schema of the description', () => {
+  it('is committed and current (npm run schema regenerates it)', () => {
+    expect(readFileSync(SCHEMA_FILE, 'utf8')).toBe(descriptionJsonSchemaText());
+  });
+
+  it('is documented field by field in the README (npm run schema regenerates the section)', () => {
+    const readme = readFileSync(`${PROJECT_ROOT}/README.md`, 'utf8');
+    expect(readme).toBe(withDescriptionReference(readme));
+    expect(readme).toContain('| `nodes.gpuWorkers.gpusPerNode` | integer | **required** |');
+  });
+
+  it('documents fields and rejects unknown ones, for editors', () => {
+    const schema = JSON.parse(descriptionJsonSchemaText());
+    expect(schema.additionalProperties).toBe(false);
+    expect(schema.required).toEqual(expect.arrayContaining(['name', 'nodes', 'storage', 'samples']));
+    expect(schema.properties.nodes.properties.gpuWorkers.properties.gpusPerNode.description).toMatch(/nvidia.com\/gpu/);
+  });
+});

@@ -1,0 +1,129 @@
+import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { CLUSTERS_DIR, DEFAULT_OUT, DEFAULT_SCHEMAS } from '../../src/paths';
+import { descriptionFiles, InputError, loadModels, renderFiles, renderModel, synth, ValidationFailed } from '../../src/pipeline';
+import { writeTreeAtomically } from '../../src/render/write';
+import { HAS_SCHEMAS, REFERENCE_FILE, validator } from '../helpers';
+
+function readTreeFiles(dir: string): Map<string, string> {
+  const out = new Map<string, string>();
+  const walk = (d: string) => {
+    for (const name of readdirSync(d).sort()) {
+      const p = path.join(d, name);
+      if (statSync(p).isDirectory()) walk(p);
+      else out.set(path.relative(dir, p), readFileSync(p, 'utf8'));
+    }
+  };
+  walk(dir);
+  return out;
+}
+
+const freshFiles = () => new Map(renderFiles(loadModels(descriptionFiles(CLUSTERS_DIR)).map(renderModel)));
+
+describe('rendering', () => {
+  it('is deterministic: two renders are byte-identical', () => {
+    expect([...freshFiles()]).toEqual([...freshFiles()]);
+  });
+
+  it('matches the committed dist/ (the snapshot of every cluster; re-render with npm run synth)', () => {
+    const committed = readTreeFiles(DEFAULT_OUT);
+    const fresh = freshFiles();
+    expect([...committed.keys()].sort()).toEqual([...fresh.keys()].sort());
+    for (const [file, content] of fresh) expect(committed.get(file), file).toBe(content);
+  });
+
+  it('writes one object per file, and every folder has a kustomization listing exactly its files', () => {
+    const files = freshFiles();
+    const folders = new Set([...files.keys()].filter((f) => f.split('/').length === 3).map((f) => path.dirname(f)));
+    expect(folders.size).toBeGreaterThan(0);
+    for (const folder of folders) {
+      const k = parse(files.get(`${folder}/kustomization.yaml`)!);
+      const own = [...files.keys()].filter((f) => path.dirname(f) === folder && !f.endsWith('kustomization.yaml')).map((f) => path.basename(f));
+      expect([...k.resources].sort(), folder).toEqual(own.sort());
+      for (const f of own) {
+        const doc = parse(files.get(`${folder}/${f}`)!);
+        expect(doc.metadata.name, f).toBeTruthy();
+        expect(f).toBe(`${doc.kind.toLowerCase()}.${doc.metadata.namespace ? `${doc.metadata.namespace}.` : ''}${doc.metadata.name}.yaml`);
+      }
+    }
+  });
+
+  it('never uses construct-path hashes in names', () => {
+    for (const [file, content] of freshFiles()) {
+      if (!file.endsWith('.yaml') || file.endsWith('kustomization.yaml')) continue;
+      expect(parse(content).metadata.name, file).not.toMatch(/-c8[0-9a-f]{6,}$/);
+    }
+  });
+});
+
+describe.skipIf(!HAS_SCHEMAS)('synth', () => {
+  it('renders one description into OUT/<cluster>/ and leaves other folders alone', () => {
+    const out = mkdtempSync(path.join(tmpdir(), 'synth-'));
+    writeFileSync(path.join(out, 'keep.txt'), 'mine');
+    const r = synth({ configs: [REFERENCE_FILE], clustersDir: CLUSTERS_DIR, out, schemas: [DEFAULT_SCHEMAS] }, validator());
+    expect(r.clusters.map((c) => c.name)).toEqual(['instant-cluster']);
+    expect(readFileSync(path.join(out, 'keep.txt'), 'utf8')).toBe('mine');
+    expect(existsSync(path.join(out, 'instant-cluster', 'storage', 'kustomization.yaml'))).toBe(true);
+    expect(readdirSync(out).filter((f) => f.includes('.tmp-') || f.includes('.old-'))).toEqual([]);
+  });
+
+  it('fails validation with nothing written (atomicity)', () => {
+    const out = mkdtempSync(path.join(tmpdir(), 'synth-'));
+    writeTreeAtomically(path.join(out, 'instant-cluster'), [['storage/old.yaml', 'previous\n']]);
+    const before = readTreeFiles(out);
+    // A schema directory whose only StorageClass schema rejects every field: validation fails after rendering.
+    const crds = mkdtempSync(path.join(tmpdir(), 'crds-'));
+    writeFileSync(path.join(crds, 'definitions.json'), JSON.stringify({
+      definitions: {
+        'io.k8s.api.storage.v1.StorageClass': {
+          'type': 'object',
+          'properties': { apiVersion: { type: 'string' }, kind: { type: 'string' }, metadata: { type: 'object' } },
+          'x-kubernetes-group-version-kind': [{ group: 'storage.k8s.io', version: 'v1', kind: 'StorageClass' }],
+        },
+      },
+    }));
+    expect(() => synth({ configs: [REFERENCE_FILE], clustersDir: CLUSTERS_DIR, out, schemas: [crds] })).toThrow(ValidationFailed);
+    expect(readTreeFiles(out)).toEqual(before);
+  });
+
+  it('fails on a bad description with nothing written', () => {
+    const out = mkdtempSync(path.join(tmpdir(), 'synth-'));
+    const bad = path.join(out, 'bad.yaml');
+    writeFileSync(bad, readFileSync(REFERENCE_FILE, 'utf8').replace('count: 2', 'count: -2'));
+    const before = readTreeFiles(out);
+    expect(() => synth({ configs: [bad], clustersDir: CLUSTERS_DIR, out, schemas: false })).toThrow(InputError);
+    expect(readTreeFiles(out)).toEqual(before);
+  });
+});
+
+describe('atomic write', () => {
+  it('keeps the previous tree byte-identical when writing fails halfway', () => {
+    const root = mkdtempSync(path.join(tmpdir(), 'atomic-'));
+    const target = path.join(root, 'dist');
+    writeTreeAtomically(target, [['a/one.yaml', '1\n'], ['a/two.yaml', '2\n']]);
+    function* failing(): Generator<readonly [string, string]> {
+      yield ['a/one.yaml', 'changed\n'];
+      throw new Error('render failed halfway');
+    }
+    expect(() => writeTreeAtomically(target, failing())).toThrow('render failed halfway');
+    expect(readTreeFiles(target)).toEqual(new Map([['a/one.yaml', '1\n'], ['a/two.yaml', '2\n']]));
+    expect(readdirSync(root)).toEqual(['dist']);
+  });
+
+  it('replaces the tree exactly (stale files disappear)', () => {
+    const root = mkdtempSync(path.join(tmpdir(), 'atomic-'));
+    const target = path.join(root, 'dist');
+    writeTreeAtomically(target, [['a/one.yaml', '1\n'], ['b/stale.yaml', 'x\n']]);
+    writeTreeAtomically(target, [['a/one.yaml', '2\n']]);
+    expect(readTreeFiles(target)).toEqual(new Map([['a/one.yaml', '2\n']]));
+  });
+
+  it('refuses paths outside the output', () => {
+    const root = mkdtempSync(path.join(tmpdir(), 'atomic-'));
+    expect(() => writeTreeAtomically(path.join(root, 'dist'), [['../escape.yaml', 'x']])).toThrow(/outside/);
+    expect(readdirSync(root)).toEqual([]);
+  });
+});
