@@ -8,12 +8,41 @@ export const VERSIONS = {
     chart: 'gpu-operator',
     repoURL: 'https://helm.ngc.nvidia.com/nvidia',
     version: 'v26.7.0',
+    /**
+     * ClusterPolicy operand images of the v26.7.0 release (release notes: driver 595.91.07, driver manager
+     * v0.12.0, toolkit v1.20.0, device plugin/GFD v0.20.0, DCGM exporter 4.6.0-4.8.3, DCGM 4.6.0-1, MIG
+     * manager v0.15.0). Image names, repositories and tag suffixes as in the chart's values.yaml.
+     */
+    images: {
+      validator: { repository: 'nvcr.io/nvidia/cloud-native', image: 'gpu-operator-validator', version: 'v26.7.0' },
+      driver: { repository: 'nvcr.io/nvidia', image: 'driver', version: '595.91.07' },
+      driverManager: { repository: 'nvcr.io/nvidia/cloud-native', image: 'k8s-driver-manager', version: 'v0.12.0' },
+      toolkit: { repository: 'nvcr.io/nvidia/k8s', image: 'container-toolkit', version: 'v1.20.0' },
+      devicePlugin: { repository: 'nvcr.io/nvidia', image: 'k8s-device-plugin', version: 'v0.20.0' },
+      gfd: { repository: 'nvcr.io/nvidia', image: 'k8s-device-plugin', version: 'v0.20.0' },
+      dcgm: { repository: 'nvcr.io/nvidia/cloud-native', image: 'dcgm', version: '4.6.0-1-ubuntu24.04' },
+      dcgmExporter: { repository: 'nvcr.io/nvidia/k8s', image: 'dcgm-exporter', version: '4.6.0-4.8.3-distroless' },
+      migManager: { repository: 'nvcr.io/nvidia/cloud-native', image: 'k8s-mig-manager', version: 'v0.15.0' },
+      nodeStatusExporter: { repository: 'nvcr.io/nvidia/cloud-native', image: 'gpu-operator-validator', version: 'v26.7.0' },
+    },
   },
   /** NVIDIA Network Operator: chart, CRD and NicClusterPolicy component images. */
   networkOperator: {
     chart: 'network-operator',
     repoURL: 'https://helm.ngc.nvidia.com/nvidia',
     version: '26.4.1',
+    /** NicClusterPolicy spec.global: default repository and tag of every component (example/crs at v26.4.1). */
+    global: { repository: 'nvcr.io/nvidia/mellanox', version: 'network-operator-v26.4.1' },
+    /** Component image names under spec.global. */
+    images: {
+      rdmaSharedDevicePlugin: 'k8s-rdma-shared-dev-plugin',
+      multus: 'multus-cni',
+      cniPlugins: 'plugins',
+      ipoib: 'ipoib-cni',
+      nvIpam: 'nvidia-k8s-ipam',
+    },
+    /** DOCA driver container: its own tag (DOCA release), repository from spec.global. */
+    docaDriver: { image: 'doca-driver', version: 'doca3.4.1-26.04-1.1.0.0-1' },
   },
   /** Kueue (CRDs v1beta2). */
   kueue: {

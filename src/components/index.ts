@@ -1,4 +1,6 @@
 import { ComponentDefinition, WiringDefinition } from './component';
+import { gpuOperator } from './gpu-operator/chart';
+import { networkOperator } from './network-operator/chart';
 import { storage } from './storage/chart';
 
 /**
@@ -7,6 +9,8 @@ import { storage } from './storage/chart';
  */
 export const COMPONENTS: readonly ComponentDefinition[] = [
   storage,
+  gpuOperator,
+  networkOperator,
 ];
 
 /** Steps that wire the rendered components together (Argo CD), after all components. */

@@ -54,10 +54,12 @@ const cpuWorkers = z.strictObject({
 });
 
 const rdmaSharedDevice = z.strictObject({
-  name: z.string().regex(/^[a-z0-9]([-a-z0-9_]*[a-z0-9])?$/, { error: 'expected a resource name (lower-case letters, digits, "_" and "-")' })
+  // k8s-rdma-shared-dev-plugin accepts resource names of [a-zA-Z0-9_]+ only.
+  name: z.string().regex(/^[a-z0-9_]+$/, { error: 'expected a resource name of lower-case letters, digits and "_" (the RDMA device plugin accepts no other)' })
     .max(63).describe('RDMA shared device resource name; pods request rdma/<name>.'),
-  // The rdma-shared-dev-plugin rejects rdmaHcaMax outside 1..65535 (pkg/types: "rdmaHcaMax must be between 1 and 65535").
-  hcaMax: intRange(1, 65535).default(63).describe('rdmaHcaMax: pods that may share one HCA at a time (1..65535).'),
+  // k8s-rdma-shared-dev-plugin rejects only a negative rdmaHcaMax ("Invalid value for rdmaHcaMax < 0") and reads it
+  // into a Go int. 0 passes upstream but advertises no device, so no pod could ever get one: rejected here.
+  hcaMax: intRange(1, 2147483647).default(63).describe('rdmaHcaMax: pods that may share the HCAs of a node at a time (at least 1).'),
   vendors: z.array(z.string().regex(/^[0-9a-f]{4}$/, { error: 'expected a 4-digit lower-case hex PCI vendor id such as "15b3"' })).default(['15b3'])
     .describe('PCI vendor ids selecting the HCAs (Mellanox/NVIDIA: 15b3).'),
   deviceIDs: z.array(z.string().regex(/^[0-9a-f]{4}$/, { error: 'expected a 4-digit lower-case hex PCI device id' })).default([])
@@ -155,26 +157,28 @@ const installs = z.strictObject({
 }).prefault({}).describe('Who installs each add-on: "preinstalled" (the Instant Cluster image) or "managed" (rendered here, synced by Argo CD).');
 
 const gpuOperator = z.strictObject({
-  driver: installMode().default('preinstalled').describe('"preinstalled": the node image ships the driver (driver.enabled=false).'),
-  toolkit: installMode().default('preinstalled').describe('"preinstalled": the node image ships the container toolkit (toolkit.enabled=false).'),
+  driver: installMode().default('preinstalled').describe('"preinstalled": the node image ships the driver (driver.enabled=false); "managed": the operator runs driver containers.'),
+  toolkit: installMode().default('preinstalled').describe('"preinstalled": the node image ships the container toolkit (toolkit.enabled=false); "managed": the operator installs it.'),
+  devicePlugin: z.boolean().default(true).describe('Run the NVIDIA device plugin (advertises nvidia.com/gpu).'),
+  gfd: z.boolean().default(true).describe('Run GPU Feature Discovery (sets the nvidia.com/gpu.* node labels).'),
   dcgmExporter: z.boolean().default(true).describe('Run the DCGM exporter (GPU metrics).'),
-  gfd: z.boolean().default(true).describe('Run GPU Feature Discovery.'),
+  dcgm: z.boolean().default(false).describe('Run the standalone DCGM host engine (off: the exporter embeds its own).'),
   migManager: z.boolean().default(true).describe('Run the MIG manager.'),
-  migStrategy: z.enum(['none', 'single', 'mixed'], { error: 'expected "none", "single" or "mixed"' }).default('single').describe('MIG strategy.'),
-  validator: z.boolean().default(true).describe('Run the operator validator.'),
-  cdi: z.boolean().default(true).describe('Use CDI for device injection.'),
+  migStrategy: z.enum(['none', 'single', 'mixed'], { error: 'expected "none", "single" or "mixed"' }).default('single').describe('MIG strategy ("mixed" needs the MIG manager).'),
+  nodeStatusExporter: z.boolean().default(false).describe('Run the node status exporter (operator health metrics per node).'),
+  cdi: z.boolean().default(true).describe('Use CDI for device injection (cdi.enabled; cdi.default stays false).'),
   devicePluginEnv: z.array(envVar()).default([]).describe('Extra env of the device plugin.'),
   toolkitEnv: z.array(envVar()).default([]).describe('Extra env of the container toolkit.'),
-}).prefault({});
+}).prefault({}).describe('The ClusterPolicy cluster-policy (the operator validator always runs: the ClusterPolicy has no switch for it).');
 
 const networkOperator = z.strictObject({
   nicClusterPolicyName: z.string().default('nic-cluster-policy').describe('Must stay "nic-cluster-policy": the operator reconciles no other name.'),
   docaDriver: z.boolean().default(false).describe('Run DOCA/OFED driver containers (off: the node image ships the driver).'),
-}).prefault({});
+}).prefault({}).describe('The NicClusterPolicy nic-cluster-policy (rendered only with network.infiniband).');
 
 const nodeFeatureDiscovery = z.strictObject({
   deployedBy: z.enum(['gpu-operator', 'network-operator', 'external'], { error: 'expected "gpu-operator", "network-operator" or "external"' })
-    .default('gpu-operator').describe('The one component that deploys Node Feature Discovery.'),
+    .default('gpu-operator').describe('The one component that deploys Node Feature Discovery (a preinstalled GPU Operator already deploys one).'),
 }).prefault({});
 
 const ncclTests = z.strictObject({
@@ -280,8 +284,36 @@ export const ClusterDescriptionSchema = z.strictObject({
     });
   }
   const rdma = d.network.infiniband?.rdmaSharedDevice;
-  if (rdma && rdma.vendors.length + rdma.deviceIDs.length + rdma.drivers.length + rdma.ifNames.length === 0) {
-    ctx.addIssue({ code: 'custom', path: ['network', 'infiniband', 'rdmaSharedDevice', 'vendors'], message: 'the RDMA shared device selects no HCA: give vendors, deviceIDs, drivers or ifNames' });
+  if (rdma && rdma.vendors.length + rdma.deviceIDs.length + rdma.drivers.length + rdma.ifNames.length + rdma.linkTypes.length === 0) {
+    ctx.addIssue({ code: 'custom', path: ['network', 'infiniband', 'rdmaSharedDevice', 'vendors'], message: 'the RDMA shared device selects no HCA: give vendors, deviceIDs, drivers, ifNames or linkTypes' });
+  }
+  const secondary = d.network.secondaryNetwork;
+  const secondaryOn = (['multus', 'ipoib', 'nvIpam'] as const).filter((k) => secondary[k]);
+  if (!d.network.infiniband && secondaryOn.length > 0) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['network', 'secondaryNetwork', secondaryOn[0]],
+      message: `secondary networks are deployed by the NicClusterPolicy, which exists only with network.infiniband; remove ${secondaryOn.join(', ')} or describe the fabric`,
+    });
+  }
+  if (secondary.ipoib && !secondary.multus) {
+    ctx.addIssue({ code: 'custom', path: ['network', 'secondaryNetwork', 'ipoib'], message: 'IPoIB networks attach through Multus: set network.secondaryNetwork.multus: true' });
+  }
+  // Exactly one Node Feature Discovery: the image's GPU Operator runs one, a managed operator runs one only when told to.
+  const nfd = d.nodeFeatureDiscovery.deployedBy;
+  if (nfd !== 'gpu-operator' && d.installs.gpuOperator === 'preinstalled') {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['nodeFeatureDiscovery', 'deployedBy'],
+      message: `"${nfd}" makes two Node Feature Discovery deployments: the preinstalled GPU Operator already runs one (installs.gpuOperator: preinstalled); use "gpu-operator" or set installs.gpuOperator: managed`,
+    });
+  }
+  if (nfd === 'network-operator' && d.installs.networkOperator !== 'managed') {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['nodeFeatureDiscovery', 'deployedBy'],
+      message: '"network-operator" needs installs.networkOperator: managed (only a Network Operator installed here is told to deploy Node Feature Discovery)',
+    });
   }
 });
 

@@ -1,0 +1,56 @@
+import { Chart } from 'cdk8s';
+import { Construct } from 'constructs';
+import { ClusterModel, TolerationSpec } from '../../model/model';
+import { componentChartProps, ComponentChartProps, ComponentDefinition } from '../component';
+import { ClusterPolicy } from './cluster-policy';
+
+/** True when `toleration` lets a pod onto a node with `taint`. */
+function tolerates(toleration: TolerationSpec, taint: { key: string; value?: string; effect: string }): boolean {
+  if (toleration.effect !== undefined && toleration.effect !== taint.effect) return false;
+  if (toleration.key === undefined) return toleration.operator === 'Exists';
+  if (toleration.key !== taint.key) return false;
+  return toleration.operator === 'Exists' || (toleration.value ?? '') === (taint.value ?? '');
+}
+
+/**
+ * GPU Operator: the ClusterPolicy `cluster-policy`, derived from `gpuOperator` in the description.
+ * The operand DaemonSets tolerate the GPU workers' taints only, so they never run on the service node.
+ */
+export class GpuOperatorChart extends Chart {
+  constructor(scope: Construct, id: string, props: ComponentChartProps) {
+    super(scope, id, componentChartProps(props.model, props));
+    const { model } = props;
+    const d = model.description;
+    const tolerations = model.gpuWorkers.tolerations;
+
+    for (const taint of d.nodes.service.taints) {
+      if (tolerations.some((t) => tolerates(t, taint))) {
+        throw new Error(`nodes.gpuWorkers.taints: the GPU operands would tolerate the service node taint ${taint.key}:${taint.effect}; give the GPU workers taints of their own`);
+      }
+    }
+
+    new ClusterPolicy(this, 'ClusterPolicy', {
+      tolerations,
+      driver: d.gpuOperator.driver,
+      // NCCL over InfiniBand wants GPUDirect RDMA: a managed driver loads nvidia-peermem against the NIC driver in use.
+      gpuDirectRdma: model.rdma ? (d.networkOperator.docaDriver ? 'docaDriver' : 'hostMofed') : 'off',
+      toolkit: d.gpuOperator.toolkit,
+      devicePlugin: d.gpuOperator.devicePlugin,
+      gfd: d.gpuOperator.gfd,
+      dcgmExporter: d.gpuOperator.dcgmExporter,
+      dcgm: d.gpuOperator.dcgm,
+      migManager: d.gpuOperator.migManager,
+      migStrategy: d.gpuOperator.migStrategy,
+      nodeStatusExporter: d.gpuOperator.nodeStatusExporter,
+      cdi: d.gpuOperator.cdi,
+      devicePluginEnv: d.gpuOperator.devicePluginEnv,
+      toolkitEnv: d.gpuOperator.toolkitEnv,
+    });
+  }
+}
+
+export const gpuOperator: ComponentDefinition = {
+  folder: 'gpu-operator',
+  description: 'GPU Operator ClusterPolicy cluster-policy: driver/toolkit as described, device plugin, GFD, DCGM exporter, MIG manager, pinned operand images',
+  build: (scope: Construct, model: ClusterModel) => new GpuOperatorChart(scope, 'gpu-operator', { model }),
+};

@@ -1,0 +1,220 @@
+import { Construct } from 'constructs';
+import * as nvidia from '../../../imports/gpu-operator-nvidia.com';
+import { TolerationSpec } from '../../model/model';
+import { SINGLETONS } from '../../model/names';
+import { VERSIONS } from '../../versions';
+
+/** Where one operand image comes from (ClusterPolicy `repository`, `image`, `version`). */
+export interface OperandImage {
+  readonly repository: string;
+  readonly image: string;
+  /** Tag, pinned (never `latest`). */
+  readonly version: string;
+}
+
+/** The image of every operand the ClusterPolicy names, from one GPU Operator release. */
+export interface ClusterPolicyImages {
+  readonly validator: OperandImage;
+  readonly driver: OperandImage;
+  readonly driverManager: OperandImage;
+  readonly toolkit: OperandImage;
+  readonly devicePlugin: OperandImage;
+  readonly gfd: OperandImage;
+  readonly dcgm: OperandImage;
+  readonly dcgmExporter: OperandImage;
+  readonly migManager: OperandImage;
+  readonly nodeStatusExporter: OperandImage;
+}
+
+export interface EnvVarSpec {
+  readonly name: string;
+  readonly value: string;
+}
+
+export type MigStrategy = 'none' | 'single' | 'mixed';
+
+export interface ClusterPolicyProps {
+  /**
+   * Tolerations of every operand DaemonSet: the GPU workers' taints, and only those, so that the
+   * operands never land on the tainted service node.
+   */
+  readonly tolerations: readonly TolerationSpec[];
+  /**
+   * `preinstalled`: the node image ships the driver, `driver.enabled: false`. `managed`: the operator
+   * runs driver containers (with the driver manager and an explicit upgrade policy).
+   * @default "preinstalled"
+   */
+  readonly driver?: 'preinstalled' | 'managed';
+  /**
+   * `preinstalled`: the node image ships the container toolkit, `toolkit.enabled: false`.
+   * @default "preinstalled"
+   */
+  readonly toolkit?: 'preinstalled' | 'managed';
+  /**
+   * GPUDirect RDMA with a managed driver: the driver container loads nvidia-peermem. `hostMofed`: the
+   * node image ships the NIC driver; `docaDriver`: the Network Operator's DOCA driver containers do.
+   * Ignored with a preinstalled driver (the node image loads nvidia-peermem or not).
+   * @default "off"
+   */
+  readonly gpuDirectRdma?: 'off' | 'hostMofed' | 'docaDriver';
+  /**
+   * Run the device plugin (advertises `nvidia.com/gpu`).
+   * @default true
+   */
+  readonly devicePlugin?: boolean;
+  /**
+   * Run GPU Feature Discovery (the `nvidia.com/gpu.*` node labels).
+   * @default true
+   */
+  readonly gfd?: boolean;
+  /**
+   * Run the DCGM exporter.
+   * @default true
+   */
+  readonly dcgmExporter?: boolean;
+  /**
+   * Run the standalone DCGM host engine (the exporter embeds one otherwise).
+   * @default false
+   */
+  readonly dcgm?: boolean;
+  /**
+   * Run the MIG manager.
+   * @default true
+   */
+  readonly migManager?: boolean;
+  /**
+   * How MIG devices are advertised. `mixed` needs the MIG manager.
+   * @default "single"
+   */
+  readonly migStrategy?: MigStrategy;
+  /**
+   * Run the node status exporter.
+   * @default false
+   */
+  readonly nodeStatusExporter?: boolean;
+  /**
+   * Inject devices through CDI (`cdi.enabled`). `cdi.default` always stays false.
+   * @default true
+   */
+  readonly cdi?: boolean;
+  /**
+   * Extra environment of the device plugin.
+   * @default []
+   */
+  readonly devicePluginEnv?: readonly EnvVarSpec[];
+  /**
+   * Extra environment of the container toolkit.
+   * @default []
+   */
+  readonly toolkitEnv?: readonly EnvVarSpec[];
+  /**
+   * PriorityClass of every operand DaemonSet.
+   * @default "system-node-critical"
+   */
+  readonly priorityClassName?: string;
+  /**
+   * Operand images, all from one GPU Operator release.
+   * @default VERSIONS.gpuOperator.images
+   */
+  readonly images?: ClusterPolicyImages;
+}
+
+/** Values the CRD fills in when they are missing; rendered explicitly so that Argo CD sees no drift. */
+const CRD_DEFAULTS = {
+  operatorRuntimeClass: 'nvidia',
+  toolkitInstallDir: '/usr/local/nvidia',
+  kernelModuleType: nvidia.ClusterPolicySpecDriverKernelModuleType.AUTO,
+  updateStrategy: nvidia.ClusterPolicySpecDaemonsetsUpdateStrategy.ROLLING_UPDATE,
+} as const;
+
+const MIG_STRATEGIES: Record<MigStrategy, nvidia.ClusterPolicySpecMigStrategy> = {
+  none: nvidia.ClusterPolicySpecMigStrategy.NONE,
+  single: nvidia.ClusterPolicySpecMigStrategy.SINGLE,
+  mixed: nvidia.ClusterPolicySpecMigStrategy.MIXED,
+};
+
+/**
+ * The GPU Operator's ClusterPolicy `cluster-policy`: which operands run on the GPU workers and with
+ * which pinned images. Every section the CRD requires is rendered, and so is every field the CRD
+ * would default, so the object in the cluster equals the rendered one.
+ */
+export class ClusterPolicy extends Construct {
+  readonly name: string = SINGLETONS.clusterPolicy;
+
+  constructor(scope: Construct, id: string, props: ClusterPolicyProps) {
+    super(scope, id);
+    const driverManaged = (props.driver ?? 'preinstalled') === 'managed';
+    const toolkitManaged = (props.toolkit ?? 'preinstalled') === 'managed';
+    const gpuDirectRdma = props.gpuDirectRdma ?? 'off';
+    const devicePlugin = props.devicePlugin ?? true;
+    const gfd = props.gfd ?? true;
+    const dcgmExporter = props.dcgmExporter ?? true;
+    const dcgm = props.dcgm ?? false;
+    const migManager = props.migManager ?? true;
+    const migStrategy = props.migStrategy ?? 'single';
+    const nodeStatusExporter = props.nodeStatusExporter ?? false;
+    const cdi = props.cdi ?? true;
+    const devicePluginEnv = props.devicePluginEnv ?? [];
+    const toolkitEnv = props.toolkitEnv ?? [];
+    const priorityClassName = props.priorityClassName ?? 'system-node-critical';
+    const images = props.images ?? VERSIONS.gpuOperator.images;
+
+    if (migStrategy === 'mixed' && !migManager) {
+      throw new Error('ClusterPolicy: migStrategy "mixed" needs migManager: true (mixed MIG layouts are applied by the MIG manager)');
+    }
+    for (const [operand, image] of Object.entries(images)) {
+      if (!image.version || image.version === 'latest') {
+        throw new Error(`ClusterPolicy: images.${operand}.version must pin a release, got "${image.version}"`);
+      }
+    }
+    const pinned = (image: OperandImage) => ({ repository: image.repository, image: image.image, version: image.version });
+    const env = (vars: readonly EnvVarSpec[]) => (vars.length > 0 ? vars.map((v) => ({ name: v.name, value: v.value })) : undefined);
+
+    const driver: nvidia.ClusterPolicySpecDriver = driverManaged
+      ? {
+        enabled: true,
+        kernelModuleType: CRD_DEFAULTS.kernelModuleType,
+        ...pinned(images.driver),
+        manager: pinned(images.driverManager),
+        rdma: gpuDirectRdma === 'off' ? undefined : { enabled: true, useHostMofed: gpuDirectRdma === 'hostMofed' },
+        // The CRD's own defaults, spelled out (an upgradePolicy object the CRD completes would drift).
+        upgradePolicy: {
+          autoUpgrade: false,
+          maxParallelUpgrades: 1,
+          maxUnavailable: nvidia.ClusterPolicySpecDriverUpgradePolicyMaxUnavailable.fromString('25%'),
+          drain: { enable: false, force: false, deleteEmptyDir: false, timeoutSeconds: 300 },
+          podDeletion: { force: false, deleteEmptyDir: false, timeoutSeconds: 300 },
+          waitForCompletion: { timeoutSeconds: 0 },
+        },
+      }
+      : { enabled: false, kernelModuleType: CRD_DEFAULTS.kernelModuleType };
+
+    new nvidia.ClusterPolicy(this, 'Resource', {
+      metadata: { name: this.name },
+      spec: {
+        operator: { runtimeClass: CRD_DEFAULTS.operatorRuntimeClass },
+        daemonsets: {
+          priorityClassName,
+          tolerations: props.tolerations.map((t) => ({ ...t })),
+          updateStrategy: CRD_DEFAULTS.updateStrategy,
+        },
+        cdi: { enabled: cdi, default: false, nriPluginEnabled: false },
+        mig: { strategy: MIG_STRATEGIES[migStrategy] },
+        driver,
+        toolkit: {
+          enabled: toolkitManaged,
+          installDir: CRD_DEFAULTS.toolkitInstallDir,
+          ...pinned(images.toolkit),
+          env: env(toolkitEnv),
+        },
+        devicePlugin: { enabled: devicePlugin, ...pinned(images.devicePlugin), env: env(devicePluginEnv) },
+        gfd: { enabled: gfd, ...pinned(images.gfd) },
+        dcgm: { enabled: dcgm, ...pinned(images.dcgm) },
+        dcgmExporter: { enabled: dcgmExporter, ...pinned(images.dcgmExporter) },
+        migManager: { enabled: migManager, ...pinned(images.migManager) },
+        nodeStatusExporter: { enabled: nodeStatusExporter, ...pinned(images.nodeStatusExporter) },
+        validator: pinned(images.validator),
+      },
+    });
+  }
+}

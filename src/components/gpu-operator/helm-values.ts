@@ -1,0 +1,63 @@
+import { ClusterModel, TolerationSpec } from '../../model/model';
+
+/** Where a Deployment of a chart runs: nodeSelector and tolerations, as the charts spell them. */
+export interface HelmPlacement {
+  readonly nodeSelector: Readonly<Record<string, string>>;
+  readonly tolerations: readonly TolerationSpec[];
+}
+
+/** Values of the bundled node-feature-discovery subchart that this toolkit sets. */
+export interface NodeFeatureDiscoveryHelmValues {
+  /** nfd-master: on the service node. */
+  readonly master: HelmPlacement;
+  /** nfd-gc: on the service node. */
+  readonly gc: HelmPlacement;
+  /** nfd-worker: on the GPU workers (tolerates their taints). */
+  readonly worker: { readonly tolerations: readonly TolerationSpec[] };
+}
+
+/** The gpu-operator chart values this toolkit sets for a managed install (everything else: chart defaults). */
+export interface GpuOperatorHelmValues {
+  /**
+   * `deployCR: false`: the chart renders no ClusterPolicy. The `cluster-policy` rendered into
+   * dist/<cluster>/gpu-operator/ is the only one, so Helm values and the rendered object can never disagree.
+   */
+  readonly clusterPolicy: { readonly deployCR: false };
+  /** Whether the chart deploys Node Feature Discovery (nodeFeatureDiscovery.deployedBy). */
+  readonly nfd: { readonly enabled: boolean };
+  /** Mirrors ClusterPolicy spec.driver.enabled for the chart's own templates (NVIDIADriver CR, validations). */
+  readonly driver: { readonly enabled: boolean };
+  /** Mirrors ClusterPolicy spec.toolkit.enabled. */
+  readonly toolkit: { readonly enabled: boolean };
+  /** The operator Deployment: on the service node. */
+  readonly operator: HelmPlacement;
+  /** Placement of the NFD subchart; present only when the chart deploys NFD. */
+  readonly 'node-feature-discovery'?: NodeFeatureDiscoveryHelmValues;
+}
+
+/** Placement of a chart's NFD subchart: control plane parts on the service node, workers on the GPU nodes. */
+export function nodeFeatureDiscoveryHelmValues(model: ClusterModel): NodeFeatureDiscoveryHelmValues {
+  const service: HelmPlacement = { nodeSelector: { ...model.serviceNode.selector }, tolerations: model.serviceNode.tolerations.map((t) => ({ ...t })) };
+  return {
+    master: service,
+    gc: service,
+    worker: { tolerations: model.gpuWorkers.tolerations.map((t) => ({ ...t })) },
+  };
+}
+
+/**
+ * Helm values of the gpu-operator chart when installs.gpuOperator is "managed" (consumed by the Argo CD
+ * component). The chart's ClusterPolicy is switched off: the rendered ClusterPolicy is the one source of truth.
+ */
+export function gpuOperatorHelmValues(model: ClusterModel): GpuOperatorHelmValues {
+  const d = model.description;
+  const nfd = d.nodeFeatureDiscovery.deployedBy === 'gpu-operator';
+  return {
+    clusterPolicy: { deployCR: false },
+    nfd: { enabled: nfd },
+    driver: { enabled: d.gpuOperator.driver === 'managed' },
+    toolkit: { enabled: d.gpuOperator.toolkit === 'managed' },
+    operator: { nodeSelector: { ...model.serviceNode.selector }, tolerations: model.serviceNode.tolerations.map((t) => ({ ...t })) },
+    ...(nfd ? { 'node-feature-discovery': nodeFeatureDiscoveryHelmValues(model) } : {}),
+  };
+}
