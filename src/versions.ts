@@ -72,4 +72,14 @@ export const VERSIONS = {
   victoriaMetricsOperator: {
     version: 'v0.74.1',
   },
+  /** Grafana dashboard JSON model (schemaVersion 39: Grafana 10.4 and later read it without migration). */
+  grafana: {
+    dashboardSchemaVersion: 39,
+  },
+  /** Kubernetes Dashboard Helm chart (v7: the UI is served through its Kong proxy). */
+  kubernetesDashboard: {
+    chart: 'kubernetes-dashboard',
+    repoURL: 'https://kubernetes.github.io/dashboard/',
+    majorVersion: 7,
+  },
 } as const;
