@@ -3,6 +3,7 @@ import {
   absolutePath, dnsLabel, dnsSubdomain, envVar, installMode, intRange, labelKey, labels, labelValue,
   nonEmptyString, nonNegativeInt, pinnedImage, positiveInt, promDuration, quantity, taint,
 } from './schema-types';
+import { NAMESPACES } from './names';
 
 /**
  * The cluster description: the one input of the toolkit. Every field of
@@ -181,18 +182,36 @@ const nodeFeatureDiscovery = z.strictObject({
     .default('gpu-operator').describe('The one component that deploys Node Feature Discovery (a preinstalled GPU Operator already deploys one).'),
 }).prefault({});
 
+// nccl-tests parses message sizes as a count with an optional K, M or G (powers of 1024).
+const ncclBytes = () =>
+  z.string({ error: 'expected a message size such as "512M" or "8G"' })
+    .regex(/^[1-9][0-9]*[KMG]?$/, { error: 'expected a message size such as "512M" or "8G" (a count with an optional K, M or G)' });
+
 const ncclTests = z.strictObject({
   image: pinnedImage().describe('nccl-tests image, pinned.'),
-  namespace: dnsLabel().default('default').describe('Namespace of the samples (its LocalQueue must exist).'),
-  queue: dnsLabel().optional().describe('LocalQueue of the samples. Default: queueing.defaultQueue.'),
+  binaryDir: absolutePath().default('/opt/nccl_tests/build').describe('Folder of the nccl-tests binaries in the image.'),
+  benchmark: z.enum(['all_reduce_perf', 'all_gather_perf', 'reduce_scatter_perf', 'alltoall_perf', 'sendrecv_perf'], {
+    error: 'expected one of all_reduce_perf, all_gather_perf, reduce_scatter_perf, alltoall_perf, sendrecv_perf',
+  }).default('all_reduce_perf').describe('nccl-tests binary of the multi-node test.'),
+  minBytes: ncclBytes().default('512M').describe('Smallest message size (-b).'),
+  maxBytes: ncclBytes().default('8G').describe('Largest message size (-e).'),
+  stepFactor: intRange(2, 1024).default(2).describe('Message size multiplication factor (-f).'),
+  iterations: intRange(1, 100000).default(20).describe('Iterations per message size (-n).'),
   shmSize: quantity('memory').default('64Gi').describe('Size of the memory-backed /dev/shm.'),
-  ncclDebug: z.enum(['VERSION', 'WARN', 'INFO', 'TRACE']).default('INFO').describe('NCCL_DEBUG.'),
+  ncclDebug: z.enum(['VERSION', 'WARN', 'INFO', 'TRACE'], { error: 'expected VERSION, WARN, INFO or TRACE' }).default('INFO').describe('NCCL_DEBUG.'),
 });
 
 const samples = z.strictObject({
+  namespace: dnsLabel().default('default').describe('Namespace of the samples: "default" or a tenant namespace (a LocalQueue must exist there).'),
+  queue: dnsLabel().optional().describe('LocalQueue of the samples. Default: queueing.defaultQueue.'),
+  priority: dnsSubdomain().optional().describe('Kueue priority class of the samples. Default: the default entry of queueing.priorities.'),
+  nodeNames: z.array(dnsSubdomain()).default([])
+    .describe('GPU worker node names: per-node health checks render one object per name. Empty: one object per check, pinned to a placeholder node name replaced at launch.'),
+  ttlSecondsAfterFinished: nonNegativeInt().default(86400).describe('Seconds a finished sample (and its logs) stays before it is deleted.'),
   ncclTests,
   pytorch: z.strictObject({
     image: pinnedImage().default('nvcr.io/nvidia/pytorch:25.01-py3').describe('PyTorch image of the PyTorchJob sample, pinned.'),
+    steps: positiveInt().default(200).describe('Training steps of the DDP sample.'),
   }).prefault({}),
   dcgmDiag: z.strictObject({
     image: pinnedImage().default('nvcr.io/nvidia/cloud-native/dcgm:4.2.3-1-ubuntu22.04').describe('DCGM image of the diagnostic Job, pinned.'),
@@ -207,28 +226,15 @@ const monitoring = z.strictObject({
     value: labelValue().default('1'),
   }).prefault({}).describe('Label the Grafana sidecar watches for dashboard ConfigMaps.'),
   dashboard: z.strictObject({
-    enabled: z.boolean().default(true).describe('Render the Dashboard NodePort Service and the read-only viewer ServiceAccount.'),
-    namespace: dnsLabel().default('kubernetes-dashboard').describe('Namespace of the Kubernetes Dashboard (Helm chart v7).'),
-    release: dnsLabel().default('kubernetes-dashboard').describe('Helm release name of the Dashboard (app.kubernetes.io/instance of its Kong proxy pods).'),
+    namespace: dnsLabel().default('kubernetes-dashboard'),
     nodePort: z.int({ error: 'expected a NodePort number' }).min(30000, { error: 'expected a NodePort from 30000 to 32767' })
       .max(32767, { error: 'expected a NodePort from 30000 to 32767' }).default(32443).describe('NodePort of the Kubernetes Dashboard.'),
   }).prefault({}),
-  scrape: z.strictObject({
-    interval: promDuration().default('30s').describe('Scrape interval of every scrape object.'),
-    nodeExporter: z.boolean().default(true).describe('Scrape node exporter on every node (port 9100); turn off when the monitoring stack already does.'),
-    kubeStateMetrics: z.boolean().default(true).describe('Scrape kube-state-metrics; turn off when the monitoring stack already does.'),
-  }).prefault({}).describe('What the VictoriaMetrics scrape objects collect.'),
   alerts: z.strictObject({
-    for: promDuration().default('5m').describe('Default "for" duration of alerts.'),
     gpuTemperatureCelsius: positiveInt().default(85).describe('GPU temperature alert threshold.'),
-    gpuMemoryTemperatureCelsius: positiveInt().default(95).describe('GPU memory (HBM) temperature alert threshold.'),
-    ignoredXids: z.array(positiveInt('an XID number')).default([13, 31, 43, 45])
-      .describe('XIDs that do not alert (default: the ones NVIDIA attributes to application faults: 13, 31, 43, 45).'),
     pendingWorkloadsFor: promDuration().default('30m').describe('How long Kueue workloads may pend before an alert.'),
-    quotaUsageRatio: z.number({ error: 'expected a ratio such as 1' }).positive({ error: 'expected a ratio above 0' })
-      .max(10, { error: 'expected a ratio of at most 10' }).default(1).describe('ClusterQueue usage / nominal quota above which an alert fires.'),
-    runbookBaseUrl: z.url({ error: 'expected a URL such as https://wiki.example.com/runbooks' }).optional()
-      .describe('Base URL of the runbooks; each alert links <base>#<alert name in lower case> (runbook_url).'),
+    quotaUsageRatio: z.number().positive().max(10).default(1).describe('ClusterQueue usage / nominal quota above which an alert fires.'),
+    for: promDuration().default('5m').describe('Default "for" duration of alerts.'),
   }).prefault({}),
 }).prefault({});
 
@@ -296,6 +302,23 @@ export const ClusterDescriptionSchema = z.strictObject({
       message: `the Network Operator reconciles only a NicClusterPolicy named "nic-cluster-policy", got "${d.networkOperator.nicClusterPolicyName}"`,
     });
   }
+  const sampleQueue = d.samples.queue ?? d.queueing.defaultQueue;
+  if (sampleQueue !== d.queueing.defaultQueue) {
+    ctx.addIssue({ code: 'custom', path: ['samples', 'queue'], message: `no LocalQueue is named "${sampleQueue}": every namespace's LocalQueue is queueing.defaultQueue ("${d.queueing.defaultQueue}")` });
+  }
+  const queueNamespaces = [NAMESPACES.default, ...d.tenants.map((t) => t.namespace ?? t.name)];
+  if (!queueNamespaces.includes(d.samples.namespace)) {
+    ctx.addIssue({ code: 'custom', path: ['samples', 'namespace'], message: `namespace "${d.samples.namespace}" has no LocalQueue; use one of ${queueNamespaces.join(', ')}` });
+  }
+  if (d.samples.priority !== undefined && !prioNames.has(d.samples.priority)) {
+    ctx.addIssue({ code: 'custom', path: ['samples', 'priority'], message: `unknown priority "${d.samples.priority}"; queueing.priorities has ${[...prioNames.keys()].join(', ')}` });
+  }
+  if (d.samples.nodeNames.length > d.nodes.gpuWorkers.count) {
+    ctx.addIssue({ code: 'custom', path: ['samples', 'nodeNames'], message: `${d.samples.nodeNames.length} node names but nodes.gpuWorkers.count is ${d.nodes.gpuWorkers.count}` });
+  }
+  d.samples.nodeNames.forEach((n, i) => {
+    if (d.samples.nodeNames.indexOf(n) !== i) ctx.addIssue({ code: 'custom', path: ['samples', 'nodeNames', i], message: `duplicate node name "${n}"` });
+  });
   const rdma = d.network.infiniband?.rdmaSharedDevice;
   if (rdma && rdma.vendors.length + rdma.deviceIDs.length + rdma.drivers.length + rdma.ifNames.length + rdma.linkTypes.length === 0) {
     ctx.addIssue({ code: 'custom', path: ['network', 'infiniband', 'rdmaSharedDevice', 'vendors'], message: 'the RDMA shared device selects no HCA: give vendors, deviceIDs, drivers, ifNames or linkTypes' });

@@ -1,0 +1,140 @@
+import { Chart } from 'cdk8s';
+import { Construct } from 'constructs';
+import { ClusterModel } from '../../model/model';
+import { componentChartProps, ComponentChartProps, ComponentDefinition } from '../component';
+import { DcgmDiagnostic, DcgmDiagLevel } from './dcgm-diagnostic';
+import { NcclTest } from './nccl-test';
+import { PyTorchTrainingJob } from './pytorch-training-job';
+
+/**
+ * Stands for the node name in the per-node checks when the description lists no node names.
+ * It is replaced at launch (`sed 's/<placeholder>/<node>/g'`), in the object name and in the
+ * kubernetes.io/hostname selector alike, so checks of several nodes can run side by side.
+ */
+export const NODE_NAME_PLACEHOLDER = 'replace-with-node-name';
+
+const NODE_CHECK_PREFIX = 'nccl-node-check-';
+const DCGM_DIAG_PREFIX = 'dcgm-diag-';
+
+/**
+ * The DDP smoke test of the PyTorchJob sample: a 0.5B-parameter MLP trained on synthetic data on
+ * every GPU of the job, so each step all-reduces 2 GiB of gradients across the nodes.
+ */
+export const DDP_SMOKE_TEST = `"""DDP smoke test: trains an MLP on synthetic data on every GPU of the job and reports steps/s."""
+import os
+import time
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+
+def main():
+    dist.init_process_group("nccl")
+    local_rank = int(os.environ["LOCAL_RANK"])
+    torch.cuda.set_device(local_rank)
+    steps = int(os.environ.get("STEPS", "200"))
+    warmup = min(10, steps // 2)
+    width = 8192
+    model = torch.nn.Sequential(*[torch.nn.Sequential(torch.nn.Linear(width, width), torch.nn.GELU()) for _ in range(8)]).cuda()
+    ddp = DistributedDataParallel(model, device_ids=[local_rank])
+    optimizer = torch.optim.AdamW(ddp.parameters(), lr=1e-4)
+    batch = torch.randn(64, width, device="cuda")
+    start = time.time()
+    for step in range(steps):
+        if step == warmup:
+            torch.cuda.synchronize()
+            start = time.time()
+        loss = ddp(batch).pow(2).mean()
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+    torch.cuda.synchronize()
+    rate = (steps - warmup) / (time.time() - start)
+    if dist.get_rank() == 0:
+        print(f"world size {dist.get_world_size()}: {rate:.2f} steps/s, final loss {loss.item():.4f}", flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
+`;
+
+/**
+ * Samples: the workloads a user runs first on a new cluster, sized from the description and
+ * queued through Kueue. Applied by hand (`kubectl create -f`), never synced by Argo CD: a sync
+ * would start them again.
+ */
+export class SamplesChart extends Chart {
+  constructor(scope: Construct, id: string, props: ComponentChartProps) {
+    super(scope, id, componentChartProps(props.model, props));
+    const model = props.model;
+    const s = model.description.samples;
+    const nccl = s.ncclTests;
+    const queueing = { model, namespace: s.namespace, queue: s.queue, priority: s.priority, ttlSecondsAfterFinished: s.ttlSecondsAfterFinished };
+    const ncclOptions = {
+      image: nccl.image,
+      binaryDir: nccl.binaryDir,
+      minBytes: nccl.minBytes,
+      maxBytes: nccl.maxBytes,
+      stepFactor: nccl.stepFactor,
+      iterations: nccl.iterations,
+      shmSize: nccl.shmSize,
+      ncclDebug: nccl.ncclDebug,
+    };
+
+    // Every GPU worker, one rank per GPU: the fabric test.
+    new NcclTest(this, 'NcclTest', {
+      ...queueing,
+      ...ncclOptions,
+      name: `nccl-${nccl.benchmark.replace(/_perf$/, '').replace(/_/g, '-')}`,
+      benchmark: nccl.benchmark,
+    });
+
+    new PyTorchTrainingJob(this, 'PyTorchJob', {
+      ...queueing,
+      name: 'pytorch-ddp',
+      image: s.pytorch.image,
+      script: DDP_SMOKE_TEST,
+      env: [{ name: 'STEPS', value: String(s.pytorch.steps) }],
+      shmSize: nccl.shmSize,
+    });
+
+    // Per-node health checks: the GPUs of one node over NVLink, and DCGM's diagnostic.
+    const targets = s.nodeNames.length > 0
+      ? s.nodeNames.map((node, i) => ({ node, field: `samples.nodeNames[${i}]` }))
+      : [{ node: NODE_NAME_PLACEHOLDER, field: 'samples.nodeNames' }];
+    for (const { node, field } of targets) {
+      // Object names are DNS labels (the MPIJob names a Service): dots of a node FQDN become dashes.
+      const suffix = node.replace(/\./g, '-');
+      const longest = NODE_CHECK_PREFIX.length + suffix.length;
+      if (longest > 63) {
+        throw new Error(`${field}: "${node}" makes the check name ${NODE_CHECK_PREFIX}${suffix} longer than 63 characters`);
+      }
+      new NcclTest(this, `NodeCheck-${suffix}`, {
+        ...queueing,
+        ...ncclOptions,
+        name: `${NODE_CHECK_PREFIX}${suffix}`,
+        benchmark: 'all_reduce_perf',
+        workers: 1,
+        nodeName: node,
+        fabric: 'nvlink',
+        backoffLimit: 0,
+        activeDeadlineSeconds: 1800,
+      });
+      new DcgmDiagnostic(this, `DcgmDiag-${suffix}`, {
+        ...queueing,
+        name: `${DCGM_DIAG_PREFIX}${suffix}`,
+        image: s.dcgmDiag.image,
+        level: s.dcgmDiag.level as DcgmDiagLevel,
+        nodeName: node,
+      });
+    }
+  }
+}
+
+export const samples: ComponentDefinition = {
+  folder: 'samples',
+  description: 'Workloads applied by hand, never synced: a multi-node NCCL test (MPIJob), a PyTorchJob, per-node NCCL and DCGM health checks',
+  build: (scope: Construct, model: ClusterModel) => new SamplesChart(scope, 'samples', { model }),
+};
