@@ -1,5 +1,7 @@
 import { ComponentDefinition, WiringDefinition } from './component';
+import { dashboard } from './dashboard/chart';
 import { gpuOperator } from './gpu-operator/chart';
+import { monitoring } from './monitoring/chart';
 import { networkOperator } from './network-operator/chart';
 import { samples } from './samples/chart';
 import { storage } from './storage/chart';
@@ -12,6 +14,8 @@ export const COMPONENTS: readonly ComponentDefinition[] = [
   storage,
   gpuOperator,
   networkOperator,
+  monitoring,
+  dashboard,
   samples,
 ];
 

@@ -226,15 +226,28 @@ const monitoring = z.strictObject({
     value: labelValue().default('1'),
   }).prefault({}).describe('Label the Grafana sidecar watches for dashboard ConfigMaps.'),
   dashboard: z.strictObject({
-    namespace: dnsLabel().default('kubernetes-dashboard'),
+    enabled: z.boolean().default(true).describe('Render the Dashboard NodePort Service and the read-only viewer ServiceAccount.'),
+    namespace: dnsLabel().default('kubernetes-dashboard').describe('Namespace of the Kubernetes Dashboard (Helm chart v7).'),
+    release: dnsLabel().default('kubernetes-dashboard').describe('Helm release name of the Dashboard (app.kubernetes.io/instance of its Kong proxy pods).'),
     nodePort: z.int({ error: 'expected a NodePort number' }).min(30000, { error: 'expected a NodePort from 30000 to 32767' })
       .max(32767, { error: 'expected a NodePort from 30000 to 32767' }).default(32443).describe('NodePort of the Kubernetes Dashboard.'),
   }).prefault({}),
+  scrape: z.strictObject({
+    interval: promDuration().default('30s').describe('Scrape interval of every scrape object.'),
+    nodeExporter: z.boolean().default(true).describe('Scrape node exporter on every node (port 9100); turn off when the monitoring stack already does.'),
+    kubeStateMetrics: z.boolean().default(true).describe('Scrape kube-state-metrics; turn off when the monitoring stack already does.'),
+  }).prefault({}).describe('What the VictoriaMetrics scrape objects collect.'),
   alerts: z.strictObject({
-    gpuTemperatureCelsius: positiveInt().default(85).describe('GPU temperature alert threshold.'),
-    pendingWorkloadsFor: promDuration().default('30m').describe('How long Kueue workloads may pend before an alert.'),
-    quotaUsageRatio: z.number().positive().max(10).default(1).describe('ClusterQueue usage / nominal quota above which an alert fires.'),
     for: promDuration().default('5m').describe('Default "for" duration of alerts.'),
+    gpuTemperatureCelsius: positiveInt().default(85).describe('GPU temperature alert threshold.'),
+    gpuMemoryTemperatureCelsius: positiveInt().default(95).describe('GPU memory (HBM) temperature alert threshold.'),
+    ignoredXids: z.array(positiveInt('an XID number')).default([13, 31, 43, 45])
+      .describe('XIDs that do not alert (default: the ones NVIDIA attributes to application faults: 13, 31, 43, 45).'),
+    pendingWorkloadsFor: promDuration().default('30m').describe('How long Kueue workloads may pend before an alert.'),
+    quotaUsageRatio: z.number({ error: 'expected a ratio such as 1' }).positive({ error: 'expected a ratio above 0' })
+      .max(10, { error: 'expected a ratio of at most 10' }).default(1).describe('ClusterQueue usage / nominal quota above which an alert fires.'),
+    runbookBaseUrl: z.url({ error: 'expected a URL such as https://wiki.example.com/runbooks' }).optional()
+      .describe('Base URL of the runbooks; each alert links <base>#<alert name in lower case> (runbook_url).'),
   }).prefault({}),
 }).prefault({});
 
