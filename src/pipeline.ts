@@ -1,8 +1,10 @@
 import { readdirSync } from 'node:fs';
 import * as path from 'node:path';
+import { fleetFiles, renderFleet } from './components/gitops/fleet';
 import { loadDescription, DescriptionError } from './model/load';
 import { buildModel, ClusterModel } from './model/model';
 import { clusterFiles, RenderedFile } from './render/layout';
+import { RenderedFolder } from './render/manifest';
 import { renderCluster, RenderedCluster } from './render/render';
 import { writeTreeAtomically } from './render/write';
 import { SchemaStore } from './validate/schemas';
@@ -90,6 +92,15 @@ export function renderModel(model: ClusterModel): RenderedCluster {
   }
 }
 
+/** The fleet folder (dist/fleet/) of the rendered clusters; a cluster that cannot join the fleet is bad input. */
+export function renderFleetOf(clusters: readonly RenderedCluster[]): RenderedFolder {
+  try {
+    return renderFleet(clusters);
+  } catch (e) {
+    throw new InputError('fleet: cannot render', [(e as Error).message]);
+  }
+}
+
 /**
  * Validates every object of the rendered clusters against the upstream schemas. Duplicates are
  * looked for per cluster: each cluster is its own API server.
@@ -117,12 +128,14 @@ export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthR
   const models = loadModels(configs);
   const t1 = now();
   const clusters = models.map(renderModel);
+  // Without --config the whole fleet is rendered, and dist/fleet/ points the hub at every cluster.
+  const fleet = opts.configs && opts.configs.length > 0 ? undefined : renderFleetOf(clusters);
   const t2 = now();
 
   let warnings: ValidationIssue[] = [];
   if (opts.schemas !== false) {
     const v = validator ?? new ManifestValidator(SchemaStore.open(opts.schemas), { requireNamespace: true });
-    const issues = validateClusters(clusters, v);
+    const issues = [...validateClusters(clusters, v), ...(fleet ? v.validateAll(fleet.objects.map((manifest) => ({ manifest, source: 'fleet' }))) : [])];
     if (issues.some((i) => i.severity === 'error')) throw new ValidationFailed(issues);
     warnings = issues;
   }
@@ -140,7 +153,7 @@ export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthR
       written.push(target);
     }
   } else {
-    const all = renderFiles(clusters);
+    const all = [...renderFiles(clusters), ...(fleet ? fleetFiles(fleet) : [])];
     files = all.length;
     writeTreeAtomically(opts.out, all);
     written.push(opts.out);

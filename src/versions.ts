@@ -47,15 +47,20 @@ export const VERSIONS = {
   /** Kueue (CRDs v1beta2). */
   kueue: {
     chart: 'kueue',
-    repoURL: 'registry.k8s.io/kueue/charts',
+    /** OCI chart repository (Argo CD reads `oci://` sources natively since v3.1). */
+    repoURL: 'oci://registry.k8s.io/kueue/charts',
     version: '0.19.2',
   },
-  /** MPI Operator (MPIJob v2beta1). */
+  /** MPI Operator (MPIJob v2beta1). No Helm chart: the release's kustomize overlay, read from git at the tag. */
   mpiOperator: {
+    repoURL: 'https://github.com/kubeflow/mpi-operator.git',
+    path: 'manifests/overlays/standalone',
     version: 'v0.8.2',
   },
-  /** Kubeflow Training Operator (PyTorchJob v1). */
+  /** Kubeflow Training Operator (PyTorchJob v1). No Helm chart: the v1 standalone overlay at the tag. */
   trainingOperator: {
+    repoURL: 'https://github.com/kubeflow/trainer.git',
+    path: 'manifests/overlays/standalone',
     version: 'v1.9.4',
   },
   /** rancher/local-path-provisioner. */
@@ -72,14 +77,13 @@ export const VERSIONS = {
   victoriaMetricsOperator: {
     version: 'v0.74.1',
   },
-  /** Grafana dashboard JSON model (schemaVersion 39: Grafana 10.4 and later read it without migration). */
-  grafana: {
-    dashboardSchemaVersion: 39,
-  },
-  /** Kubernetes Dashboard Helm chart (v7: the UI is served through its Kong proxy). */
-  kubernetesDashboard: {
-    chart: 'kubernetes-dashboard',
-    repoURL: 'https://kubernetes.github.io/dashboard/',
-    majorVersion: 7,
+  /**
+   * victoria-metrics-k8s-stack chart (operator, VMSingle, vmagent, Grafana) for installs.monitoring: managed.
+   * 0.54.0 is the newest release whose Chart.yaml could be checked here; bump it with victoriaMetricsOperator.
+   */
+  victoriaMetricsK8sStack: {
+    chart: 'victoria-metrics-k8s-stack',
+    repoURL: 'https://victoriametrics.github.io/helm-charts/',
+    version: '0.54.0',
   },
 } as const;

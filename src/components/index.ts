@@ -1,9 +1,7 @@
 import { ComponentDefinition, WiringDefinition } from './component';
-import { dashboard } from './dashboard/chart';
+import { gitops } from './gitops/chart';
 import { gpuOperator } from './gpu-operator/chart';
-import { monitoring } from './monitoring/chart';
 import { networkOperator } from './network-operator/chart';
-import { samples } from './samples/chart';
 import { storage } from './storage/chart';
 
 /**
@@ -14,10 +12,9 @@ export const COMPONENTS: readonly ComponentDefinition[] = [
   storage,
   gpuOperator,
   networkOperator,
-  monitoring,
-  dashboard,
-  samples,
 ];
 
 /** Steps that wire the rendered components together (Argo CD), after all components. */
-export const WIRING: readonly WiringDefinition[] = [];
+export const WIRING: readonly WiringDefinition[] = [
+  gitops,
+];

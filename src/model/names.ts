@@ -30,6 +30,8 @@ export const LABELS = {
   syncWave: 'argocd.argoproj.io/sync-wave',
   syncOptions: 'argocd.argoproj.io/sync-options',
   compareOptions: 'argocd.argoproj.io/compare-options',
+  /** On Argo CD Applications that install an add-on: the API kinds it brings (`group/Kind` or `group/*`, comma-separated). */
+  provides: 'gpu-cluster.dev/provides',
 } as const;
 
 /** The value of app.kubernetes.io/managed-by on everything this toolkit renders. */
@@ -44,6 +46,8 @@ export const NAMESPACES = {
   trainingOperator: 'kubeflow',
   localPathStorage: 'local-path-storage',
   default: 'default',
+  /** Argo CD of the fleet hub (the ApplicationSet and its AppProject live there). */
+  argocd: 'argocd',
 } as const;
 
 /** Names of the two operator singletons. */
@@ -61,15 +65,3 @@ export const STORAGE_CLASSES = {
 
 /** Provisioner name of rancher/local-path-provisioner. */
 export const LOCAL_PATH_PROVISIONER = 'rancher.io/local-path';
-
-/**
- * The DCGM exporter's metrics list: the monitoring component renders this ConfigMap (namespace
- * gpu-operator) from its metric catalogue; the ClusterPolicy points the exporter at it with
- * `dcgmExporter.config.name` and `DCGM_EXPORTER_COLLECTORS=<path>` (the operator mounts the
- * ConfigMap at /etc/dcgm-exporter/).
- */
-export const DCGM_EXPORTER_METRICS = {
-  configMap: 'dcgm-exporter-metrics',
-  file: 'dcgm-metrics.csv',
-  path: '/etc/dcgm-exporter/dcgm-metrics.csv',
-} as const;

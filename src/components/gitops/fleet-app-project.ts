@@ -1,0 +1,35 @@
+import { Construct } from 'constructs';
+import { AppProject } from '../../../imports/argocd-appproject-argoproj.io';
+import { GroupKind } from './api-kinds';
+import { RESOURCES_FINALIZER } from './plan';
+
+export interface FleetAppProjectProps {
+  readonly name: string;
+  /** Namespace of the hub's Argo CD. */
+  readonly namespace: string;
+  readonly sourceRepos: readonly string[];
+  /** Each cluster (by its registered name) and its Argo CD namespace. */
+  readonly destinations: readonly { readonly cluster: string; readonly namespace: string }[];
+  /** The namespaced kinds the clusters' gitops folders hold (AppProject, Application); nothing cluster-scoped. */
+  readonly namespacedKinds: readonly GroupKind[];
+}
+
+/** The hub's project for the fleet: it may write only Argo CD objects, only into each cluster's Argo CD namespace. */
+export class FleetAppProject extends Construct {
+  readonly name: string;
+
+  constructor(scope: Construct, id: string, props: FleetAppProjectProps) {
+    super(scope, id);
+    this.name = props.name;
+    new AppProject(this, 'Resource', {
+      metadata: { name: props.name, namespace: props.namespace, finalizers: [RESOURCES_FINALIZER] },
+      spec: {
+        description: 'The fleet: each cluster\'s AppProject and Applications, applied to its Argo CD',
+        sourceRepos: [...props.sourceRepos],
+        destinations: props.destinations.map((d) => ({ name: d.cluster, namespace: d.namespace })),
+        clusterResourceWhitelist: [],
+        namespaceResourceWhitelist: props.namespacedKinds.map((gk) => ({ group: gk.group, kind: gk.kind })),
+      },
+    });
+  }
+}

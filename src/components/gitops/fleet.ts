@@ -1,0 +1,85 @@
+import { App, Chart } from 'cdk8s';
+import { MANAGED_BY, LABELS, NAMESPACES } from '../../model/names';
+import { kustomization, manifestYaml, RenderedFile } from '../../render/layout';
+import { compareManifests, Manifest, manifestFileName, RenderedFolder } from '../../render/manifest';
+import { RenderedCluster } from '../../render/render';
+import { GroupKind, groupKindKey, groupKindOf } from './api-kinds';
+import { FleetAppProject } from './fleet-app-project';
+import { FleetApplicationSet, FleetMember } from './fleet-application-set';
+import { GITOPS_FOLDER } from './plan';
+
+/** Output folder of the fleet objects: dist/fleet/ (so no cluster may be named "fleet"). */
+export const FLEET_FOLDER = 'fleet';
+
+export interface FleetOptions {
+  /**
+   * Namespace of the hub's Argo CD.
+   * @default 'argocd'
+   */
+  readonly namespace?: string;
+}
+
+/** The root Application of a cluster: the Application of its gitops folder whose path is that folder. */
+function rootApplication(c: RenderedCluster): Manifest {
+  const g = c.model.description.gitops;
+  const gitopsObjects = c.folders.find((f) => f.folder === GITOPS_FOLDER)?.objects ?? [];
+  const root = gitopsObjects.find((m) => m.kind === 'Application' && (m.spec as any)?.source?.path === `${g.path}/${GITOPS_FOLDER}`);
+  if (!root) throw new Error(`${c.name}: no root Application in ${GITOPS_FOLDER}/ (is the gitops wiring registered?)`);
+  return root;
+}
+
+/**
+ * The fleet folder: an ApplicationSet (list generator, one element per rendered cluster) that points each
+ * cluster's Argo CD at its gitops folder, and the hub AppProject it needs. Linear in the number of clusters.
+ */
+export function renderFleet(clusters: readonly RenderedCluster[], options: FleetOptions = {}): RenderedFolder {
+  const namespace = options.namespace ?? NAMESPACES.argocd;
+  const named = clusters.find((c) => c.name === FLEET_FOLDER);
+  if (named) throw new Error(`name: a cluster may not be named "${FLEET_FOLDER}": dist/${FLEET_FOLDER}/ holds the fleet ApplicationSet`);
+  if (clusters.length === 0) throw new Error('renderFleet: no clusters');
+
+  const sorted = [...clusters].sort((a, b) => (a.name < b.name ? -1 : 1));
+  const members: FleetMember[] = sorted.map((c) => {
+    const g = c.model.description.gitops;
+    return {
+      cluster: c.name,
+      repoURL: g.repoURL,
+      targetRevision: g.targetRevision,
+      path: `${g.path}/${GITOPS_FOLDER}`,
+      namespace: g.namespace,
+      exclude: `{kustomization.yaml,${manifestFileName(rootApplication(c))}}`,
+      prune: g.automated.prune,
+      selfHeal: g.automated.selfHeal,
+    };
+  });
+  const kinds = new Map<string, GroupKind>();
+  for (const c of sorted) {
+    for (const m of c.folders.find((f) => f.folder === GITOPS_FOLDER)?.objects ?? []) kinds.set(groupKindKey(groupKindOf(m)), groupKindOf(m));
+  }
+
+  const app = new App({ outdir: '/nonexistent-never-written' });
+  const chart = new Chart(app, FLEET_FOLDER, { disableResourceNameHashes: true, labels: { [LABELS.managedBy]: MANAGED_BY } });
+  const project = new FleetAppProject(chart, 'Project', {
+    name: FLEET_FOLDER,
+    namespace,
+    sourceRepos: [...new Set(members.map((m) => m.repoURL))].sort(),
+    destinations: members.map((m) => ({ cluster: m.cluster, namespace: m.namespace })),
+    namespacedKinds: [...kinds.values()].sort((a, b) => (groupKindKey(a) < groupKindKey(b) ? -1 : 1)),
+  });
+  new FleetApplicationSet(chart, 'ApplicationSet', { name: FLEET_FOLDER, namespace, project: project.name, members });
+
+  return {
+    folder: FLEET_FOLDER,
+    description: 'The fleet: an ApplicationSet that points every cluster at its dist/<cluster>/gitops folder, and its AppProject',
+    objects: (chart.toJson() as Manifest[]).sort(compareManifests),
+  };
+}
+
+/** The files of the fleet folder, relative to the output root (`fleet/<kind>.<ns>.<name>.yaml`, kustomization.yaml). */
+export function fleetFiles(fleet: RenderedFolder): RenderedFile[] {
+  const names = fleet.objects.map(manifestFileName);
+  return [
+    ...fleet.objects.map((m, i): RenderedFile => [`${FLEET_FOLDER}/${names[i]}`, manifestYaml(m)]),
+    [`${FLEET_FOLDER}/kustomization.yaml`, kustomization(names)],
+  ];
+}

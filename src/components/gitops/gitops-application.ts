@@ -1,0 +1,102 @@
+import { Construct } from 'constructs';
+import { Application, ApplicationSpecSource } from '../../../imports/argocd-application-argoproj.io';
+import { LABELS } from '../../model/names';
+import { formatProvides, GroupKind } from './api-kinds';
+import { IgnoredDifference } from './managed-installs';
+import { RESOURCES_FINALIZER } from './plan';
+
+export interface GitopsApplicationProps {
+  /** Application name (unique in the Argo CD namespace). */
+  readonly name: string;
+  /** Namespace Argo CD runs in. */
+  readonly namespace: string;
+  /** AppProject the Application belongs to. */
+  readonly project: string;
+  readonly source: ApplicationSpecSource;
+  /** API server the objects go to. */
+  readonly destinationServer: string;
+  /** Namespace for objects that carry none (every rendered object carries one; it must be a permitted destination). */
+  readonly destinationNamespace: string;
+  /**
+   * Sync wave among the Applications of the root.
+   * @default - none (wave 0)
+   */
+  readonly wave?: number;
+  /**
+   * Automated sync; undefined: synced by hand.
+   * @default - synced by hand
+   */
+  readonly automated?: { readonly prune: boolean; readonly selfHeal: boolean };
+  /**
+   * Sync options (`ServerSideApply=true`, `SkipDryRunOnMissingResource=true`, `CreateNamespace=true`).
+   * @default []
+   */
+  readonly syncOptions?: readonly string[];
+  /**
+   * Diff server-side, so that fields the API server defaults (CRD defaults, webhooks) show no drift.
+   * @default false
+   */
+  readonly serverSideDiff?: boolean;
+  /**
+   * Delete the Application's resources with it.
+   * @default false
+   */
+  readonly finalizer?: boolean;
+  /**
+   * Fields an operator writes; each entry says why in `why` (not rendered).
+   * @default []
+   */
+  readonly ignoreDifferences?: readonly IgnoredDifference[];
+  /**
+   * Labels of the namespace Argo CD creates (with `CreateNamespace=true`).
+   * @default {}
+   */
+  readonly namespaceLabels?: Readonly<Record<string, string>>;
+  /**
+   * API kinds the Application installs, recorded in an annotation for the wave check.
+   * @default []
+   */
+  readonly provides?: readonly GroupKind[];
+}
+
+/** Retry a failed sync: CRs are refused until their operator's webhook serves, a few seconds after its CRDs. */
+const RETRY = { limit: 5, backoff: { duration: '10s', factor: 2, maxDuration: '3m' } };
+
+/** One Argo CD Application of a cluster, with its wave, sync policy and diff options. */
+export class GitopsApplication extends Construct {
+  readonly name: string;
+
+  constructor(scope: Construct, id: string, props: GitopsApplicationProps) {
+    super(scope, id);
+    this.name = props.name;
+    const syncOptions = [...(props.syncOptions ?? [])];
+    const ignoreDifferences = (props.ignoreDifferences ?? []).map(({ why: _why, ...rest }) => rest);
+    const namespaceLabels = props.namespaceLabels ?? {};
+    const provides = props.provides ?? [];
+    const annotations: Record<string, string> = {
+      ...(props.wave !== undefined ? { [LABELS.syncWave]: String(props.wave) } : {}),
+      ...(props.serverSideDiff ? { [LABELS.compareOptions]: 'ServerSideDiff=true' } : {}),
+      ...(provides.length > 0 ? { [LABELS.provides]: formatProvides(provides) } : {}),
+    };
+
+    new Application(this, 'Resource', {
+      metadata: {
+        name: props.name,
+        namespace: props.namespace,
+        ...(Object.keys(annotations).length > 0 ? { annotations } : {}),
+        ...(props.finalizer ? { finalizers: [RESOURCES_FINALIZER] } : {}),
+      },
+      spec: {
+        project: props.project,
+        source: props.source,
+        destination: { server: props.destinationServer, namespace: props.destinationNamespace },
+        ...(ignoreDifferences.length > 0 ? { ignoreDifferences } : {}),
+        syncPolicy: {
+          ...(props.automated ? { automated: { prune: props.automated.prune, selfHeal: props.automated.selfHeal }, retry: RETRY } : {}),
+          ...(syncOptions.length > 0 ? { syncOptions } : {}),
+          ...(Object.keys(namespaceLabels).length > 0 ? { managedNamespaceMetadata: { labels: { ...namespaceLabels } } } : {}),
+        },
+      },
+    });
+  }
+}

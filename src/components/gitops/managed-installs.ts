@@ -1,0 +1,190 @@
+import { ApplicationSpecIgnoreDifferences, ApplicationSpecSource } from '../../../imports/argocd-application-argoproj.io';
+import { ClusterDescription } from '../../model/description';
+import { ClusterModel } from '../../model/model';
+import { NAMESPACES } from '../../model/names';
+import { VERSIONS } from '../../versions';
+import { gpuOperatorHelmValues } from '../gpu-operator/helm-values';
+import { kueueHelmValues } from '../kueue/manager-config';
+import { networkOperatorHelmValues } from '../network-operator/helm-values';
+import { GroupKind } from './api-kinds';
+
+/** An `ignoreDifferences` entry, with the reason it exists (kept in code, not rendered). */
+export interface IgnoredDifference extends ApplicationSpecIgnoreDifferences {
+  /** Which operator or controller writes the field, and why the rendered value cannot match. */
+  readonly why: string;
+}
+
+/** One add-on Argo CD installs when the description says `installs.<key>: managed`. */
+export interface ManagedInstall {
+  readonly key: keyof ClusterDescription['installs'];
+  /** Application name suffix: `<cluster>-<name>`. */
+  readonly name: string;
+  /** Namespace the add-on runs in (the Application's destination namespace). */
+  readonly namespace: string;
+  /** Further namespaces the add-on writes objects into. */
+  readonly extraNamespaces: readonly string[];
+  readonly source: ApplicationSpecSource;
+  /** API kinds the add-on serves (its CRDs): CRs of these kinds sync in a later wave. */
+  readonly provides: readonly GroupKind[];
+  /** Cluster-scoped kinds the add-on's manifests create (the AppProject whitelists them). */
+  readonly clusterKinds: readonly GroupKind[];
+  /** Size of the largest object it applies (measured on the release's CRDs as compact JSON). */
+  readonly largestObjectBytes: number;
+  /** Argo CD creates the namespace (the manifests do not contain it). */
+  readonly createNamespace: boolean;
+  /** Labels of the namespace Argo CD creates. */
+  readonly namespaceLabels: Readonly<Record<string, string>>;
+  readonly ignoreDifferences: readonly IgnoredDifference[];
+}
+
+const CRD: GroupKind = { group: 'apiextensions.k8s.io', kind: 'CustomResourceDefinition' };
+const CLUSTER_ROLE: GroupKind = { group: 'rbac.authorization.k8s.io', kind: 'ClusterRole' };
+const CLUSTER_ROLE_BINDING: GroupKind = { group: 'rbac.authorization.k8s.io', kind: 'ClusterRoleBinding' };
+const NAMESPACE: GroupKind = { group: '', kind: 'Namespace' };
+const MUTATING_WEBHOOK: GroupKind = { group: 'admissionregistration.k8s.io', kind: 'MutatingWebhookConfiguration' };
+const VALIDATING_WEBHOOK: GroupKind = { group: 'admissionregistration.k8s.io', kind: 'ValidatingWebhookConfiguration' };
+const API_SERVICE: GroupKind = { group: 'apiregistration.k8s.io', kind: 'APIService' };
+const NFD_KINDS: GroupKind = { group: 'nfd.k8s-sigs.io', kind: '*' };
+const OPERATOR_KINDS = [CRD, CLUSTER_ROLE, CLUSTER_ROLE_BINDING];
+
+/** The GPU and network operands load kernel modules and mount host paths: their namespaces run privileged pods. */
+const PRIVILEGED_NAMESPACE = { 'pod-security.kubernetes.io/enforce': 'privileged' };
+
+/** Compact JSON sizes of the largest CRD of each release (../shared/crds, measured for the pinned versions). */
+const LARGEST_CRD_BYTES = {
+  gpuOperator: 91_027, // clusterpolicies.nvidia.com
+  networkOperator: 68_695, // nicclusterpolicies.mellanox.com
+  kueue: 673_252, // workloads.kueue.x-k8s.io
+  mpiOperator: 313_329, // mpijobs.kubeflow.org
+  trainingOperator: 293_028, // pytorchjobs.kubeflow.org
+  // The operator's CRDs with descriptions (config/crd/overlay/crd.yaml) total over 4 MiB; VMAgent's alone exceeds the limit.
+  monitoring: 1_048_576,
+} as const;
+
+/** caBundle written by a controller that generates its own serving certificate. */
+function injectedCaBundle(who: string, kind: 'MutatingWebhookConfiguration' | 'ValidatingWebhookConfiguration'): IgnoredDifference {
+  return {
+    why: `${who} generates its webhook certificate at runtime and writes the CA into the ${kind}; the manifests carry none`,
+    group: 'admissionregistration.k8s.io', kind, jqPathExpressions: ['.webhooks[]?.clientConfig.caBundle'],
+  };
+}
+
+function helmSource(chart: { chart: string; repoURL: string; version: string }, releaseName: string, values: object): ApplicationSpecSource {
+  // An oci:// repository is an OCI artifact source: the chart is part of the URL and the path is the artifact root.
+  const oci = chart.repoURL.startsWith('oci://');
+  return {
+    repoUrl: oci ? `${chart.repoURL}/${chart.chart}` : chart.repoURL,
+    ...(oci ? { path: '.' } : { chart: chart.chart }),
+    targetRevision: chart.version,
+    helm: { releaseName, valuesObject: values },
+  };
+}
+
+/**
+ * The add-ons of this cluster that Argo CD installs, in a fixed order. local-path-provisioner is not
+ * here: it publishes no Helm repository, so the storage component renders it when it is managed.
+ */
+export function managedInstalls(model: ClusterModel): ManagedInstall[] {
+  const d = model.description;
+  const nfdBy = d.nodeFeatureDiscovery.deployedBy;
+  const installs: ManagedInstall[] = [];
+
+  if (d.installs.gpuOperator === 'managed') {
+    installs.push({
+      key: 'gpuOperator', name: 'gpu-operator-install', namespace: NAMESPACES.gpuOperator, extraNamespaces: [],
+      source: helmSource(VERSIONS.gpuOperator, 'gpu-operator', gpuOperatorHelmValues(model)),
+      provides: [{ group: 'nvidia.com', kind: '*' }, ...(nfdBy === 'gpu-operator' ? [NFD_KINDS] : [])],
+      clusterKinds: OPERATOR_KINDS,
+      largestObjectBytes: LARGEST_CRD_BYTES.gpuOperator,
+      createNamespace: true, namespaceLabels: PRIVILEGED_NAMESPACE,
+      ignoreDifferences: [],
+    });
+  }
+  if (d.installs.networkOperator === 'managed') {
+    installs.push({
+      key: 'networkOperator', name: 'network-operator-install', namespace: NAMESPACES.networkOperator, extraNamespaces: [],
+      source: helmSource(VERSIONS.networkOperator, 'network-operator', networkOperatorHelmValues(model)),
+      provides: [{ group: 'mellanox.com', kind: '*' }, ...(nfdBy === 'network-operator' ? [NFD_KINDS] : [])],
+      clusterKinds: OPERATOR_KINDS,
+      largestObjectBytes: LARGEST_CRD_BYTES.networkOperator,
+      createNamespace: true, namespaceLabels: PRIVILEGED_NAMESPACE,
+      ignoreDifferences: [],
+    });
+  }
+  if (d.installs.kueue === 'managed') {
+    installs.push({
+      key: 'kueue', name: 'kueue-install', namespace: NAMESPACES.kueue, extraNamespaces: [],
+      source: helmSource(VERSIONS.kueue, 'kueue', kueueHelmValues(model)),
+      provides: [{ group: 'kueue.x-k8s.io', kind: '*' }],
+      clusterKinds: [...OPERATOR_KINDS, MUTATING_WEBHOOK, VALIDATING_WEBHOOK, API_SERVICE],
+      largestObjectBytes: LARGEST_CRD_BYTES.kueue,
+      createNamespace: true, namespaceLabels: {},
+      ignoreDifferences: [
+        injectedCaBundle('Kueue\'s internal certificate manager', 'MutatingWebhookConfiguration'),
+        injectedCaBundle('Kueue\'s internal certificate manager', 'ValidatingWebhookConfiguration'),
+        {
+          why: 'Kueue\'s internal certificate manager writes the CA of its conversion webhook into the CRDs it converts (LocalQueue, ClusterQueue, Cohort, Workload, ...)',
+          group: 'apiextensions.k8s.io', kind: 'CustomResourceDefinition', jqPathExpressions: ['.spec.conversion.webhook.clientConfig.caBundle'],
+        },
+        {
+          why: 'Kueue\'s internal certificate manager stores the generated certificate in the Secret the chart renders empty',
+          group: '', kind: 'Secret', namespace: NAMESPACES.kueue, name: 'kueue-webhook-server-cert', jsonPointers: ['/data'],
+        },
+      ],
+    });
+  }
+  if (d.installs.mpiOperator === 'managed') {
+    const v = VERSIONS.mpiOperator;
+    installs.push({
+      key: 'mpiOperator', name: 'mpi-operator-install', namespace: NAMESPACES.mpiOperator, extraNamespaces: [],
+      source: { repoUrl: v.repoURL, path: v.path, targetRevision: v.version },
+      provides: [{ group: 'kubeflow.org', kind: 'MPIJob' }],
+      clusterKinds: [...OPERATOR_KINDS, NAMESPACE],
+      largestObjectBytes: LARGEST_CRD_BYTES.mpiOperator,
+      createNamespace: false, namespaceLabels: {},
+      ignoreDifferences: [],
+    });
+  }
+  if (d.installs.trainingOperator === 'managed') {
+    const v = VERSIONS.trainingOperator;
+    installs.push({
+      key: 'trainingOperator', name: 'training-operator-install', namespace: NAMESPACES.trainingOperator, extraNamespaces: [],
+      source: {
+        repoUrl: v.repoURL, path: v.path, targetRevision: v.version,
+        kustomize: {
+          patches: [{
+            // The v1 overlay also ships an MPIJob v1 CRD under the same name as the MPI Operator's v2beta1 one:
+            // two Applications would fight over mpijobs.kubeflow.org and the v2beta1 MPIJobs would stop being served.
+            target: { group: 'apiextensions.k8s.io', kind: 'CustomResourceDefinition', name: 'mpijobs.kubeflow.org' },
+            patch: '$patch: delete\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: mpijobs.kubeflow.org\n',
+          }],
+        },
+      },
+      provides: ['PyTorchJob', 'TFJob', 'XGBoostJob', 'PaddleJob', 'JAXJob'].map((kind) => ({ group: 'kubeflow.org', kind })),
+      clusterKinds: [...OPERATOR_KINDS, NAMESPACE, VALIDATING_WEBHOOK],
+      largestObjectBytes: LARGEST_CRD_BYTES.trainingOperator,
+      createNamespace: false, namespaceLabels: {},
+      ignoreDifferences: [injectedCaBundle('The Training Operator\'s certificate rotator', 'ValidatingWebhookConfiguration')],
+    });
+  }
+  if (d.installs.monitoring === 'managed') {
+    const m = d.monitoring;
+    installs.push({
+      key: 'monitoring', name: 'monitoring-stack-install', namespace: m.namespace,
+      // The stack's Services for the control-plane components (scheduler, controller-manager, etcd) live in kube-system.
+      extraNamespaces: ['kube-system'],
+      source: helmSource(VERSIONS.victoriaMetricsK8sStack, 'vm', {
+        // Grafana's sidecar loads the dashboard ConfigMaps the monitoring component renders.
+        grafana: { sidecar: { dashboards: { enabled: true, label: m.grafanaDashboardLabel.key, labelValue: m.grafanaDashboardLabel.value } } },
+        // The chart would generate a new webhook certificate on every render: perpetual drift under Argo CD.
+        'victoria-metrics-operator': { admissionWebhooks: { enabled: false } },
+      }),
+      provides: [{ group: 'operator.victoriametrics.com', kind: '*' }],
+      clusterKinds: OPERATOR_KINDS,
+      largestObjectBytes: LARGEST_CRD_BYTES.monitoring,
+      createNamespace: true, namespaceLabels: {},
+      ignoreDifferences: [],
+    });
+  }
+  return installs;
+}

@@ -1,0 +1,229 @@
+import { ApplicationSpecSource } from '../../../imports/argocd-application-argoproj.io';
+import { ClusterModel } from '../../model/model';
+import { Manifest, RenderedFolder } from '../../render/manifest';
+import {
+  appliedSize, CLIENT_SIDE_APPLY_LIMIT, GroupKind, groupKindKey, groupKindOf, isBuiltInGroup, isProvided, kindsDefinedBy,
+} from './api-kinds';
+import { IgnoredDifference, managedInstalls } from './managed-installs';
+
+/** Folder of the Argo CD objects of a cluster (dist/<cluster>/gitops/). */
+export const GITOPS_FOLDER = 'gitops';
+
+/**
+ * Sync waves of the child Applications (the root Application syncs them in this order). A folder's wave
+ * is its tier, or later when something it needs (its CRDs, its namespaces) comes from a later folder.
+ */
+export const WAVES = {
+  /** The AppProject: Applications referring to a missing project fail. */
+  project: -1,
+  /** Operators and their CRDs (managed installs). */
+  installs: 0,
+  /** Custom resources and cluster configuration (ClusterPolicy, NicClusterPolicy, Kueue, StorageClasses). */
+  config: 1,
+  /** What builds on the configuration: tenants, monitoring, dashboards. */
+  services: 2,
+  /** Samples: synced by hand, after everything else. */
+  samples: 3,
+} as const;
+
+/** Folders whose tier is not the config tier (every other folder, known or new, is config). */
+const FOLDER_TIERS: Readonly<Record<string, number>> = {
+  tenants: WAVES.services,
+  monitoring: WAVES.services,
+  dashboard: WAVES.services,
+  samples: WAVES.samples,
+};
+
+/** Folders Argo CD never syncs on its own: running them starts GPU jobs. */
+export const MANUAL_FOLDERS: ReadonlySet<string> = new Set(['samples']);
+
+/** Deletes an Application's resources with it (cascading delete). */
+export const RESOURCES_FINALIZER = 'resources-finalizer.argocd.argoproj.io';
+
+/** Everything one Argo CD Application of a cluster needs; the constructs turn it into objects. */
+export interface ApplicationPlan {
+  readonly name: string;
+  /** The folder it owns (`gitops` for the root), or undefined for an add-on from an upstream source. */
+  readonly folder?: string;
+  readonly source: ApplicationSpecSource;
+  readonly destinationNamespace: string;
+  /** undefined: no wave (the root). */
+  readonly wave?: number;
+  /** undefined: synced by hand. */
+  readonly automated?: { readonly prune: boolean; readonly selfHeal: boolean };
+  readonly syncOptions: readonly string[];
+  readonly serverSideDiff: boolean;
+  readonly finalizer: boolean;
+  readonly ignoreDifferences: readonly IgnoredDifference[];
+  readonly namespaceLabels: Readonly<Record<string, string>>;
+  /** The kinds it installs (CRDs), for the wave check. */
+  readonly provides: readonly GroupKind[];
+}
+
+export interface ProjectPlan {
+  readonly name: string;
+  readonly sourceRepos: readonly string[];
+  /** Namespaces the Applications may write to, sorted. */
+  readonly namespaces: readonly string[];
+  /** Cluster-scoped kinds the Applications may write, sorted. */
+  readonly clusterKinds: readonly GroupKind[];
+}
+
+export interface GitopsPlan {
+  readonly namespace: string;
+  readonly destinationServer: string;
+  readonly project: ProjectPlan;
+  /** The root (app-of-apps) first, then the installs, then one per folder in wave order. */
+  readonly applications: readonly ApplicationPlan[];
+}
+
+/** The namespace most objects of a folder use (ties: alphabetical); `fallback` when all are cluster-scoped. */
+function mainNamespace(objects: readonly Manifest[], fallback: string): string {
+  const counts = new Map<string, number>();
+  for (const m of objects) {
+    const ns = m.metadata.namespace;
+    if (ns) counts.set(ns, (counts.get(ns) ?? 0) + 1);
+  }
+  const ranked = [...counts].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  return ranked[0]?.[0] ?? fallback;
+}
+
+/**
+ * Waves of the component folders: each at least its tier, and after every folder that defines its kinds
+ * (CRDs) or creates its namespaces, and after the installs. Throws when folders depend on each other.
+ */
+export function folderWaves(folders: readonly RenderedFolder[], installWave: number | undefined): Map<string, number> {
+  const defines = new Map(folders.map((f) => [f.folder, kindsDefinedBy(f.objects)]));
+  const namespacesCreated = new Map(folders.map((f) => [f.folder, new Set(f.objects.filter((m) => m.kind === 'Namespace' && m.apiVersion === 'v1').map((m) => m.metadata.name))]));
+  const deps = new Map<string, string[]>();
+  for (const f of folders) {
+    const needs = new Set<string>();
+    for (const m of f.objects) {
+      const gk = groupKindOf(m);
+      for (const other of folders) {
+        if (other.folder === f.folder) continue;
+        if (isProvided(gk, defines.get(other.folder)!)) needs.add(other.folder);
+        const ns = m.metadata.namespace;
+        if (ns && namespacesCreated.get(other.folder)!.has(ns)) needs.add(other.folder);
+      }
+    }
+    deps.set(f.folder, [...needs].sort());
+  }
+  const floor = installWave === undefined ? WAVES.config : Math.max(WAVES.config, installWave + 1);
+  const waves = new Map(folders.map((f) => [f.folder, Math.max(FOLDER_TIERS[f.folder] ?? WAVES.config, floor)]));
+  for (let round = 0; round <= folders.length; round++) {
+    let changed = false;
+    for (const f of folders) {
+      const needed = Math.max(waves.get(f.folder)!, ...deps.get(f.folder)!.map((o) => waves.get(o)! + 1));
+      if (needed !== waves.get(f.folder)) {
+        waves.set(f.folder, needed);
+        changed = true;
+      }
+    }
+    if (!changed) return waves;
+  }
+  const cyclic = folders.filter((f) => deps.get(f.folder)!.length > 0).map((f) => `${f.folder} -> ${deps.get(f.folder)!.join(', ')}`);
+  throw new Error(`gitops: component folders depend on each other, no wave order exists: ${cyclic.join('; ')}`);
+}
+
+/** Plans the Argo CD objects of one cluster from its model and its rendered component folders. */
+export function planGitops(model: ClusterModel, folders: readonly RenderedFolder[]): GitopsPlan {
+  const g = model.description.gitops;
+  const projectName = g.project ?? model.name;
+  const configSync = { prune: g.automated.prune, selfHeal: g.automated.selfHeal };
+  const gitSource = (folder: string): ApplicationSpecSource => ({ repoUrl: g.repoURL, targetRevision: g.targetRevision, path: `${g.path}/${folder}` });
+  const components = folders.filter((f) => f.folder !== GITOPS_FOLDER);
+
+  const installs = managedInstalls(model);
+  const installed = installs.flatMap((i) => i.provides);
+  // CRDs that arrive in this sync: from the installs, or from a component folder.
+  const arriving = [...installed, ...components.flatMap((f) => kindsDefinedBy(f.objects))];
+
+  const installApps: ApplicationPlan[] = installs.map((i) => ({
+    name: `${model.name}-${i.name}`,
+    source: i.source,
+    destinationNamespace: i.namespace,
+    wave: WAVES.installs,
+    automated: configSync,
+    syncOptions: [
+      ...(i.createNamespace ? ['CreateNamespace=true'] : []),
+      ...(i.largestObjectBytes > CLIENT_SIDE_APPLY_LIMIT ? ['ServerSideApply=true'] : []),
+    ],
+    // The API server defaults fields of the CRDs and webhooks the charts render.
+    serverSideDiff: true,
+    // No cascading delete: dropping an install (e.g. back to "preinstalled") must not delete CRDs and with them every CR.
+    finalizer: false,
+    ignoreDifferences: i.ignoreDifferences,
+    namespaceLabels: i.namespaceLabels,
+    provides: i.provides,
+  }));
+
+  const waves = folderWaves(components, installApps.length > 0 ? WAVES.installs : undefined);
+  const folderApps: ApplicationPlan[] = components.map((f) => {
+    const kinds = f.objects.map(groupKindOf);
+    const crdsArrive = kinds.some((gk) => gk.kind !== 'CustomResourceDefinition' && isProvided(gk, arriving));
+    const oversized = f.objects.some((m) => appliedSize(m) > CLIENT_SIDE_APPLY_LIMIT);
+    const manual = MANUAL_FOLDERS.has(f.folder);
+    return {
+      name: `${model.name}-${f.folder}`,
+      folder: f.folder,
+      source: gitSource(f.folder),
+      destinationNamespace: mainNamespace(f.objects, g.namespace),
+      wave: waves.get(f.folder)!,
+      automated: manual ? undefined : configSync,
+      syncOptions: [
+        ...(crdsArrive ? ['SkipDryRunOnMissingResource=true'] : []),
+        ...(oversized ? ['ServerSideApply=true'] : []),
+      ],
+      serverSideDiff: kinds.some((gk) => !isBuiltInGroup(gk.group)),
+      finalizer: true,
+      ignoreDifferences: [],
+      namespaceLabels: {},
+      provides: kindsDefinedBy(f.objects),
+    };
+  }).sort((a, b) => a.wave! - b.wave! || (a.name < b.name ? -1 : 1));
+
+  const root: ApplicationPlan = {
+    name: model.name,
+    folder: GITOPS_FOLDER,
+    source: gitSource(GITOPS_FOLDER),
+    destinationNamespace: g.namespace,
+    automated: configSync,
+    syncOptions: [],
+    serverSideDiff: false,
+    // Deleting the root must not cascade into every component of the cluster.
+    finalizer: false,
+    ignoreDifferences: [],
+    namespaceLabels: {},
+    provides: [],
+  };
+  const applications = [root, ...installApps, ...folderApps];
+
+  const namespaces = new Set<string>([g.namespace]);
+  const clusterKinds = new Map<string, GroupKind>();
+  for (const f of components) {
+    for (const m of f.objects) {
+      if (m.metadata.namespace) namespaces.add(m.metadata.namespace);
+      else clusterKinds.set(groupKindKey(groupKindOf(m)), groupKindOf(m));
+    }
+  }
+  for (const a of applications) namespaces.add(a.destinationNamespace);
+  for (const i of installs) {
+    i.extraNamespaces.forEach((ns) => namespaces.add(ns));
+    const kinds = i.createNamespace ? [...i.clusterKinds, { group: '', kind: 'Namespace' }] : i.clusterKinds;
+    kinds.forEach((gk) => clusterKinds.set(groupKindKey(gk), gk));
+  }
+  const sourceRepos = [...new Set(applications.map((a) => a.source.repoUrl))].sort();
+
+  return {
+    namespace: g.namespace,
+    destinationServer: g.destinationServer,
+    project: {
+      name: projectName,
+      sourceRepos,
+      namespaces: [...namespaces].sort(),
+      clusterKinds: [...clusterKinds.values()].sort((a, b) => (groupKindKey(a) < groupKindKey(b) ? -1 : 1)),
+    },
+    applications,
+  };
+}

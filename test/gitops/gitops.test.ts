@@ -1,0 +1,255 @@
+import { describe, expect, it } from 'vitest';
+import { appliedSize, CLIENT_SIDE_APPLY_LIMIT } from '../../src/components/gitops/api-kinds';
+import { checkGitops } from '../../src/components/gitops/checks';
+import { folderWaves, planGitops } from '../../src/components/gitops/plan';
+import { LABELS } from '../../src/model/names';
+import { Manifest } from '../../src/render/manifest';
+import { findObject, folderObjects, HAS_SCHEMAS, renderOf, schemaErrors } from '../helpers';
+
+type Edit = Parameters<typeof renderOf>[0];
+const ALL_MANAGED = { gpuOperator: 'managed', networkOperator: 'managed', kueue: 'managed', mpiOperator: 'managed', trainingOperator: 'managed', monitoring: 'managed' } as const;
+
+const gitopsOf = (edit?: Edit) => folderObjects(renderOf(edit), 'gitops');
+const apps = (objects: readonly Manifest[]) => objects.filter((m) => m.kind === 'Application') as any[];
+const app = (objects: readonly Manifest[], name: string) => findObject(objects, 'Application', name) as any;
+const wave = (m: Manifest) => Number(m.metadata.annotations?.[LABELS.syncWave] ?? '0');
+
+describe('gitops: app-of-apps of the reference cluster', () => {
+  const cluster = renderOf();
+  const objects = folderObjects(cluster, 'gitops');
+
+  it('renders the reference cluster\'s Argo CD objects', () => {
+    expect(objects).toMatchSnapshot();
+  });
+
+  it('has a root Application syncing the gitops folder and one Application per component folder', () => {
+    const root = app(objects, 'instant-cluster');
+    expect(root.spec.source).toEqual({ repoURL: 'https://git.example.com/platform/clusters.git', targetRevision: 'main', path: 'dist/instant-cluster/gitops' });
+    expect(root.metadata.namespace).toBe('argocd');
+    const components = cluster.folders.map((f) => f.folder).filter((f) => f !== 'gitops');
+    expect(apps(objects).map((a) => a.spec.source.path).sort()).toEqual(['gitops', ...components].map((f) => `dist/instant-cluster/${f}`).sort());
+    expect(apps(objects).every((a) => a.spec.project === 'instant-cluster')).toBe(true);
+  });
+
+  it('installs nothing when every add-on is preinstalled', () => {
+    expect(apps(objects).filter((a) => a.metadata.annotations?.[LABELS.provides])).toEqual([]);
+    expect(apps(objects).filter((a) => a.spec.source.chart || a.spec.source.repoURL !== 'https://git.example.com/platform/clusters.git')).toEqual([]);
+  });
+
+  it('never auto-syncs the samples; syncs configuration automatically with prune and self-heal', () => {
+    expect(app(objects, 'instant-cluster-samples').spec.syncPolicy.automated).toBeUndefined();
+    for (const a of apps(objects).filter((x) => x.metadata.name !== 'instant-cluster-samples')) {
+      expect(a.spec.syncPolicy.automated, a.metadata.name).toEqual({ prune: true, selfHeal: true });
+    }
+  });
+
+  it('orders the waves: CR folders, then tenants and monitoring, then samples', () => {
+    const w = (f: string) => wave(app(objects, `instant-cluster-${f}`));
+    for (const f of ['gpu-operator', 'network-operator', 'kueue', 'storage']) expect(w(f), f).toBe(1);
+    expect(w('tenants')).toBeGreaterThan(w('kueue'));
+    expect(w('samples')).toBeGreaterThan(w('tenants'));
+    expect(wave(findObject(objects, 'AppProject', 'instant-cluster'))).toBe(-1);
+  });
+
+  it('diffs custom resources server-side, and skips no dry run when the CRDs are preinstalled', () => {
+    expect(app(objects, 'instant-cluster-gpu-operator').metadata.annotations[LABELS.compareOptions]).toBe('ServerSideDiff=true');
+    expect(app(objects, 'instant-cluster-storage').metadata.annotations[LABELS.compareOptions]).toBeUndefined();
+    expect(apps(objects).filter((a) => a.spec.syncPolicy.syncOptions?.includes('SkipDryRunOnMissingResource=true'))).toEqual([]);
+  });
+
+  it('puts the cascading-delete finalizer on component Applications only', () => {
+    expect(app(objects, 'instant-cluster').metadata.finalizers).toBeUndefined();
+    expect(app(objects, 'instant-cluster-storage').metadata.finalizers).toEqual(['resources-finalizer.argocd.argoproj.io']);
+  });
+
+  it('confines the AppProject to the namespaces and cluster-scoped kinds the rendered objects use', () => {
+    const project = findObject(objects, 'AppProject', 'instant-cluster') as any;
+    const used = new Set(cluster.folders.flatMap((f) => f.objects).map((m) => m.metadata.namespace).filter(Boolean));
+    expect(project.spec.destinations.map((d: any) => d.namespace).sort()).toEqual([...used].sort());
+    expect(project.spec.destinations.some((d: any) => d.namespace.includes('*'))).toBe(false);
+    const clusterScoped = new Set(cluster.folders.flatMap((f) => f.objects).filter((m) => !m.metadata.namespace).map((m) => `${m.apiVersion.includes('/') ? m.apiVersion.split('/')[0] : ''}/${m.kind}`));
+    expect(project.spec.clusterResourceWhitelist.map((w: any) => `${w.group}/${w.kind}`).sort()).toEqual([...clusterScoped].sort());
+    expect(project.spec.sourceRepos).toEqual(['https://git.example.com/platform/clusters.git']);
+  });
+
+  it('passes every GitOps check', () => {
+    expect(checkGitops(cluster)).toEqual([]);
+  });
+});
+
+describe('gitops: managed add-ons', () => {
+  const cluster = renderOf((d) => { d.installs = ALL_MANAGED; });
+  const objects = folderObjects(cluster, 'gitops');
+
+  it('renders the Argo CD objects with every add-on managed', () => {
+    expect(objects).toMatchSnapshot();
+  });
+
+  it('installs the operators in wave 0 from pinned charts and the MPI/Training Operator kustomize overlays', () => {
+    const gpu = app(objects, 'instant-cluster-gpu-operator-install');
+    expect(wave(gpu)).toBe(0);
+    expect(gpu.spec.source).toMatchObject({ repoURL: 'https://helm.ngc.nvidia.com/nvidia', chart: 'gpu-operator', targetRevision: 'v26.7.0' });
+    expect(gpu.spec.source.helm.valuesObject).toMatchObject({ driver: { enabled: false }, toolkit: { enabled: false }, clusterPolicy: { deployCR: false }, nfd: { enabled: true } });
+    expect(app(objects, 'instant-cluster-kueue-install').spec.source).toMatchObject({ repoURL: 'oci://registry.k8s.io/kueue/charts/kueue', path: '.', targetRevision: '0.19.2' });
+    expect(app(objects, 'instant-cluster-mpi-operator-install').spec.source).toEqual({
+      repoURL: 'https://github.com/kubeflow/mpi-operator.git', path: 'manifests/overlays/standalone', targetRevision: 'v0.8.2',
+    });
+    expect(app(objects, 'instant-cluster-training-operator-install').spec.source).toMatchObject({ repoURL: 'https://github.com/kubeflow/trainer.git', targetRevision: 'v1.9.4' });
+    expect(app(objects, 'instant-cluster-monitoring-stack-install').spec.source.chart).toBe('victoria-metrics-k8s-stack');
+  });
+
+  it('renders no Helm Application for local-path-provisioner (the storage folder carries it)', () => {
+    expect(apps(objects).map((a) => a.metadata.name).filter((n) => n.includes('local-path'))).toEqual([]);
+  });
+
+  it('applies server-side every install whose CRDs exceed the client-side limit', () => {
+    const ssa = (n: string) => app(objects, `instant-cluster-${n}-install`).spec.syncPolicy.syncOptions.includes('ServerSideApply=true');
+    expect(['kueue', 'mpi-operator', 'training-operator', 'monitoring-stack'].every(ssa)).toBe(true);
+    // Their largest CRDs (ClusterPolicy 91 KB, NicClusterPolicy 69 KB) fit the limit.
+    expect(ssa('gpu-operator')).toBe(false);
+  });
+
+  it('skips the dry run of CRs whose CRDs the same sync installs, and runs them after their operator', () => {
+    for (const f of ['gpu-operator', 'network-operator', 'kueue']) {
+      const a = app(objects, `instant-cluster-${f}`);
+      expect(a.spec.syncPolicy.syncOptions, f).toContain('SkipDryRunOnMissingResource=true');
+      expect(wave(a)).toBeGreaterThan(wave(app(objects, `instant-cluster-${f}-install`)));
+    }
+  });
+
+  it('ignores only operator-written fields', () => {
+    const kueue = app(objects, 'instant-cluster-kueue-install');
+    expect(kueue.spec.ignoreDifferences.map((i: any) => i.kind)).toEqual(['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration', 'CustomResourceDefinition', 'Secret']);
+    expect(apps(objects).filter((a) => !a.metadata.annotations?.[LABELS.provides] && a.spec.ignoreDifferences)).toEqual([]);
+  });
+
+  it('whitelists the installs\' namespaces and cluster-scoped kinds in the AppProject', () => {
+    const project = findObject(objects, 'AppProject', 'instant-cluster') as any;
+    const namespaces = project.spec.destinations.map((d: any) => d.namespace);
+    expect(namespaces).toEqual(expect.arrayContaining(['gpu-operator', 'nvidia-network-operator', 'kueue-system', 'mpi-operator', 'kubeflow', 'monitoring']));
+    expect(project.spec.clusterResourceWhitelist).toEqual(expect.arrayContaining([
+      { group: 'apiextensions.k8s.io', kind: 'CustomResourceDefinition' }, { group: '', kind: 'Namespace' },
+    ]));
+    expect(project.spec.sourceRepos).toContain('https://helm.ngc.nvidia.com/nvidia');
+  });
+
+  it('passes every GitOps check', () => {
+    expect(checkGitops(cluster)).toEqual([]);
+  });
+
+  it('turns automated sync off when the description says so (samples stay manual)', () => {
+    const manual = gitopsOf((d) => { d.gitops.automated = { prune: false, selfHeal: false }; });
+    expect(app(manual, 'instant-cluster-storage').spec.syncPolicy.automated).toEqual({ prune: false, selfHeal: false });
+    expect(app(manual, 'instant-cluster-samples').spec.syncPolicy.automated).toBeUndefined();
+  });
+
+  it('names the AppProject after gitops.project', () => {
+    const named = gitopsOf((d) => { d.gitops.project = 'gpu-platform'; });
+    expect(findObject(named, 'AppProject', 'gpu-platform')).toBeDefined();
+    expect(apps(named).every((a) => a.spec.project === 'gpu-platform')).toBe(true);
+  });
+});
+
+describe('gitops: waves follow what the folders need', () => {
+  const ns = (name: string): Manifest => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
+  const cm = (name: string, namespace: string): Manifest => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace } });
+  const crd: Manifest = { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'widgets.example.com' }, spec: { group: 'example.com', names: { kind: 'Widget' } } };
+  const widget: Manifest = { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w' } };
+  const folder = (name: string, objects: Manifest[]) => ({ folder: name, description: name, objects });
+
+  it('puts a new folder after the folder that creates its namespace or defines its CRD', () => {
+    const waves = folderWaves([folder('extra', [cm('a', 'team'), widget]), folder('crds', [crd]), folder('tenants', [ns('team')])], undefined);
+    expect(waves.get('crds')).toBe(1);
+    expect(waves.get('tenants')).toBe(2);
+    expect(waves.get('extra')).toBe(3);
+  });
+
+  it('refuses folders that need each other', () => {
+    expect(() => folderWaves([folder('a', [ns('x'), cm('c', 'y')]), folder('b', [ns('y'), cm('c', 'x')])], undefined)).toThrow(/a -> b.*b -> a/);
+  });
+});
+
+describe('gitops: checks fail on broken trees', () => {
+  const cluster = renderOf((d) => { d.installs = ALL_MANAGED; });
+  const replace = (folder: string, map: (m: any) => any) => ({
+    folders: cluster.folders.map((f) => (f.folder === folder ? { ...f, objects: f.objects.map((m) => map(structuredClone(m))) } : f)),
+  });
+  const rules = (view: Parameters<typeof checkGitops>[0]) => checkGitops(view).map((f) => f.rule);
+
+  it('an Application whose path does not exist', () => {
+    const broken = replace('gitops', (m) => {
+      if (m.metadata.name === 'instant-cluster-storage') m.spec.source.path = 'dist/instant-cluster/storag';
+      return m;
+    });
+    const findings = checkGitops(broken);
+    expect(findings.map((f) => f.rule)).toEqual(['gitops-application-path', 'gitops-folder-owner']);
+    expect(findings[0].message).toContain('Application argocd/instant-cluster-storage syncs path "dist/instant-cluster/storag"');
+  });
+
+  it('a folder owned by two Applications', () => {
+    const broken = replace('gitops', (m) => {
+      if (m.metadata.name === 'instant-cluster-dashboard') m.spec.source.path = 'dist/instant-cluster/storage';
+      return m;
+    });
+    expect(rules(broken).sort()).toEqual(['gitops-folder-owner', 'gitops-folder-owner']);
+    expect(checkGitops(broken).map((f) => f.message)).toContain('folder storage/ is synced by 2 Applications: Application argocd/instant-cluster-dashboard, Application argocd/instant-cluster-storage');
+  });
+
+  it('CRs in the same wave as their operator', () => {
+    const broken = replace('gitops', (m) => {
+      if (m.metadata.name === 'instant-cluster-kueue') m.metadata.annotations[LABELS.syncWave] = '0';
+      return m;
+    });
+    const findings = checkGitops(broken);
+    expect(findings.map((f) => f.rule)).toContain('gitops-wave-order');
+    expect(findings.find((f) => f.rule === 'gitops-wave-order')!.message).toMatch(/instant-cluster-kueue \(wave 0\) syncs .* needs Application argocd\/instant-cluster-kueue-install \(wave 0\)/);
+  });
+
+  it('objects in a namespace created by a later wave', () => {
+    const inResearch: Manifest = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'early', namespace: 'research' } };
+    const broken = { folders: cluster.folders.map((f) => (f.folder === 'storage' ? { ...f, objects: [...f.objects, inResearch] } : f)) };
+    const finding = checkGitops(broken).find((f) => f.rule === 'gitops-wave-order')!;
+    expect(finding.message).toBe('Application argocd/instant-cluster-storage (wave 1) syncs ConfigMap research/early, which needs Application argocd/instant-cluster-tenants (wave 2) to create its namespace first: give it a later wave');
+  });
+
+  it('an Application writing where its AppProject forbids', () => {
+    const broken = replace('gitops', (m) => {
+      if (m.kind === 'AppProject') {
+        m.spec.destinations = m.spec.destinations.filter((d: any) => d.namespace !== 'research');
+        m.spec.clusterResourceWhitelist = m.spec.clusterResourceWhitelist.filter((w: any) => w.kind !== 'StorageClass');
+      }
+      return m;
+    });
+    const messages = checkGitops(broken).filter((f) => f.rule === 'gitops-project-destination').map((f) => f.message);
+    expect(messages).toContain('Application argocd/instant-cluster-tenants syncs Namespace research into namespace "research", which AppProject instant-cluster forbids'.replace('Namespace research into namespace "research"', 'LocalQueue research/default into namespace "research"'));
+    expect(messages.some((m) => m.includes('syncs the cluster-scoped StorageClass local-path'))).toBe(true);
+  });
+
+  it('a tree without a root Application', () => {
+    const broken = { folders: cluster.folders.map((f) => (f.folder === 'gitops' ? { ...f, objects: f.objects.filter((m) => m.kind !== 'Application' || m.metadata.name !== 'instant-cluster') } : f)) };
+    expect(rules(broken)).toEqual(['gitops-application-path', 'gitops-folder-owner', 'gitops-wave-order']);
+  });
+});
+
+describe('gitops: object sizes', () => {
+  it('applies a folder server-side when one of its objects exceeds the client-side-apply limit', () => {
+    const cluster = renderOf();
+    const model = cluster.model;
+    const huge: Manifest = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'huge', namespace: 'default' }, data: { blob: 'x'.repeat(CLIENT_SIDE_APPLY_LIMIT) } };
+    expect(appliedSize(huge)).toBeGreaterThan(CLIENT_SIDE_APPLY_LIMIT);
+    const plan = planGitops(model, [...cluster.folders.filter((f) => f.folder !== 'gitops'), { folder: 'big', description: 'big', objects: [huge] }]);
+    expect(plan.applications.find((a) => a.folder === 'big')!.syncOptions).toContain('ServerSideApply=true');
+    expect(plan.applications.find((a) => a.folder === 'storage')!.syncOptions).not.toContain('ServerSideApply=true');
+  });
+});
+
+describe.skipIf(!HAS_SCHEMAS)('gitops: strict validation against the Argo CD v3.5 CRDs', () => {
+  it.each([
+    ['preinstalled add-ons', undefined],
+    ['managed add-ons', (d: any) => { d.installs = ALL_MANAGED; }],
+  ])('%s', (_name, edit) => {
+    const cluster = renderOf(edit as Edit);
+    const gitopsErrors = schemaErrors(cluster).filter((e) => e.source === 'gitops');
+    expect(gitopsErrors).toEqual([]);
+  });
+});
