@@ -86,4 +86,14 @@ export const VERSIONS = {
     repoURL: 'https://victoriametrics.github.io/helm-charts/',
     version: '0.54.0',
   },
+  /** Grafana dashboard JSON model (schemaVersion 39: Grafana 10.4 and later read it without migration). */
+  grafana: {
+    dashboardSchemaVersion: 39,
+  },
+  /** Kubernetes Dashboard Helm chart (v7: the UI is served through its Kong proxy). */
+  kubernetesDashboard: {
+    chart: 'kubernetes-dashboard',
+    repoURL: 'https://kubernetes.github.io/dashboard/',
+    majorVersion: 7,
+  },
 } as const;

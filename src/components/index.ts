@@ -1,7 +1,10 @@
 import { ComponentDefinition, WiringDefinition } from './component';
+import { dashboard } from './dashboard/chart';
 import { gitops } from './gitops/chart';
 import { gpuOperator } from './gpu-operator/chart';
+import { monitoring } from './monitoring/chart';
 import { networkOperator } from './network-operator/chart';
+import { samples } from './samples/chart';
 import { storage } from './storage/chart';
 
 /**
@@ -12,6 +15,9 @@ export const COMPONENTS: readonly ComponentDefinition[] = [
   storage,
   gpuOperator,
   networkOperator,
+  monitoring,
+  dashboard,
+  samples,
 ];
 
 /** Steps that wire the rendered components together (Argo CD), after all components. */

@@ -65,3 +65,15 @@ export const STORAGE_CLASSES = {
 
 /** Provisioner name of rancher/local-path-provisioner. */
 export const LOCAL_PATH_PROVISIONER = 'rancher.io/local-path';
+
+/**
+ * The DCGM exporter's metrics list: the monitoring component renders this ConfigMap (namespace
+ * gpu-operator) from its metric catalogue; the ClusterPolicy points the exporter at it with
+ * `dcgmExporter.config.name` and `DCGM_EXPORTER_COLLECTORS=<path>` (the operator mounts the
+ * ConfigMap at /etc/dcgm-exporter/).
+ */
+export const DCGM_EXPORTER_METRICS = {
+  configMap: 'dcgm-exporter-metrics',
+  file: 'dcgm-metrics.csv',
+  path: '/etc/dcgm-exporter/dcgm-metrics.csv',
+} as const;
