@@ -3,7 +3,7 @@ import {
   absolutePath, dnsLabel, dnsSubdomain, envVar, installMode, intRange, labelKey, labels, labelValue,
   nonEmptyString, nonNegativeInt, pinnedImage, positiveInt, promDuration, quantity, taint,
 } from './schema-types';
-import { NAMESPACES } from './names';
+import { LABELS, NAMESPACES } from './names';
 
 /**
  * The cluster description: the one input of the toolkit. Every field of
@@ -128,7 +128,9 @@ const queueing = z.strictObject({
     reclaimWithinCohort: z.enum(['Never', 'LowerPriority', 'Any']).default('Any')
       .describe('Reclaim nominal quota lent to other ClusterQueues of the cohort.'),
   }).prefault({}),
-  fairSharing: z.boolean().default(false).describe('Admission fair sharing (weights per ClusterQueue).'),
+  fairSharing: z.boolean().default(false).describe('Fair sharing of idle GPUs by ClusterQueue weight (tenants[].fairSharingWeight) instead of classical preemption; needs installs.kueue: managed.'),
+  podPriorityClasses: z.boolean().default(true)
+    .describe('Render a Kubernetes PriorityClass per priority (the default one globalDefault, which Kueue also uses for workloads without a priority label). Turn off when the cluster already has a globalDefault PriorityClass.'),
   topology: z.strictObject({
     name: dnsLabel().default('gpu-topology').describe('Topology object name.'),
     levels: z.array(labelKey()).min(1, { error: 'expected at least one topology level' })
@@ -145,6 +147,9 @@ const tenant = z.strictObject({
   borrowingLimit: quotaLimit.optional().describe('Overrides queueing.borrowingLimit for this tenant.'),
   lendingLimit: quotaLimit.optional().describe('Overrides queueing.lendingLimit for this tenant.'),
   labels: labels().default({}).describe('Extra labels of the tenant namespace.'),
+  fairSharingWeight: z.number({ error: 'expected a fair-sharing weight from 0 to 1000' }).min(0, { error: 'expected a fair-sharing weight from 0 to 1000' })
+    .max(1000, { error: 'expected a fair-sharing weight from 0 to 1000' }).default(1)
+    .describe('Weight of the tenant\'s ClusterQueue when queueing.fairSharing is on (0: always last).'),
 });
 
 const installs = z.strictObject({
@@ -287,13 +292,32 @@ export const ClusterDescriptionSchema = z.strictObject({
     namespaces.set(ns, i);
   });
   const capacity = d.nodes.gpuWorkers.count * d.nodes.gpuWorkers.gpusPerNode;
-  const claimed = d.tenants.filter((t) => !t.borrowingOnly).reduce((sum, t) => sum + t.gpus, 0);
-  if (claimed > capacity) {
+  let claimed = 0;
+  let overflow: number | undefined;
+  d.tenants.forEach((t, i) => {
+    if (t.borrowingOnly) return;
+    claimed += t.gpus;
+    if (claimed > capacity && overflow === undefined) overflow = i;
+  });
+  if (overflow !== undefined) {
     ctx.addIssue({
-      code: 'custom', path: ['tenants'],
+      code: 'custom',
+      path: ['tenants', overflow, 'gpus'],
       message: `tenants claim ${claimed} GPUs but the cluster has ${capacity} (${d.nodes.gpuWorkers.count} x ${d.nodes.gpuWorkers.gpusPerNode}); lower the quotas or mark tenants borrowingOnly`,
     });
   }
+  d.tenants.forEach((t, i) => {
+    if (t.name === d.queueing.defaultClusterQueue) {
+      ctx.addIssue({ code: 'custom', path: ['tenants', i, 'name'], message: `tenant name "${t.name}" is the default ClusterQueue's name (queueing.defaultClusterQueue); rename the tenant` });
+    }
+    if (t.borrowingOnly && t.borrowingLimit !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['tenants', i, 'borrowingLimit'], message: 'a borrowingOnly tenant borrows up to its "gpus"; drop borrowingLimit' });
+    }
+    const nominal = t.borrowingOnly ? 0 : t.gpus;
+    if (t.lendingLimit !== undefined && t.lendingLimit !== null && t.lendingLimit > nominal) {
+      ctx.addIssue({ code: 'custom', path: ['tenants', i, 'lendingLimit'], message: `lendingLimit ${t.lendingLimit} exceeds the tenant's nominal quota of ${nominal} GPUs (Kueue rejects it)` });
+    }
+  });
   const defaults = d.queueing.priorities.filter((p) => p.default);
   if (defaults.length > 1) {
     ctx.addIssue({ code: 'custom', path: ['queueing', 'priorities'], message: `at most one priority may be the default, got ${defaults.map((p) => p.name).join(', ')}` });
@@ -302,7 +326,24 @@ export const ClusterDescriptionSchema = z.strictObject({
   d.queueing.priorities.forEach((p, i) => {
     if (prioNames.has(p.name)) ctx.addIssue({ code: 'custom', path: ['queueing', 'priorities', i, 'name'], message: `duplicate priority name "${p.name}"` });
     prioNames.set(p.name, i);
+    if (p.name.startsWith('system-')) {
+      ctx.addIssue({ code: 'custom', path: ['queueing', 'priorities', i, 'name'], message: `priority name "${p.name}" starts with "system-", which Kubernetes reserves for its own PriorityClasses` });
+    }
   });
+  if (d.queueing.fairSharing && d.installs.kueue !== 'managed') {
+    ctx.addIssue({ code: 'custom', path: ['queueing', 'fairSharing'], message: 'fair sharing is switched on in the Kueue manager configuration, which is rendered only with installs.kueue: managed' });
+  }
+  const levels = d.queueing.topology?.levels ?? [];
+  levels.forEach((level, i) => {
+    if (levels.indexOf(level) !== i) ctx.addIssue({ code: 'custom', path: ['queueing', 'topology', 'levels', i], message: `duplicate topology level "${level}"` });
+  });
+  if (levels.length > 0 && d.nodes.gpuWorkers.taints.length > 0 && levels[levels.length - 1] !== LABELS.hostname) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['queueing', 'topology', 'levels', levels.length - 1],
+      message: `the GPU workers are tainted, and Kueue respects node taints only when the lowest topology level is "${LABELS.hostname}", got "${levels[levels.length - 1]}"`,
+    });
+  }
   if (d.queueing.rdma === 'excluded' && d.installs.kueue !== 'managed') {
     ctx.addIssue({ code: 'custom', path: ['queueing', 'rdma'], message: '"excluded" needs the Kueue manager configuration, which is rendered only with installs.kueue: managed' });
   }

@@ -1,6 +1,6 @@
 import { ClusterDescription, Taint } from './description';
 import { LABELS, MANAGED_BY, NAMESPACES, RESOURCES } from './names';
-import { floorToMebibytes, formatBytes, formatCpu, parseQuantity } from './quantity';
+import { floorToMebibytes, formatBytes, formatMillis, parseQuantity } from './quantity';
 
 /** A Kubernetes toleration, in the shape of the core API (plain data, usable by every construct). */
 export interface TolerationSpec {
@@ -44,17 +44,35 @@ export interface RdmaFacts {
   readonly hcas: readonly string[];
 }
 
-/** Quota of one ClusterQueue on the GPU flavor, in canonical quantities. */
-export interface QueueQuota {
+/** Amounts of the resources a ClusterQueue covers on the GPU flavor, in canonical quantities. */
+export interface ResourceAmounts {
   readonly gpus: number;
+  /** Canonical CPU quantity (`"96"`, `"1500m"`, `"2k"`). */
   readonly cpu: string;
+  /** Canonical memory quantity (`"900Gi"`). */
   readonly memory: string;
   /** Units of the RDMA resource; 0 without InfiniBand. */
   readonly rdma: number;
-  /** GPUs this queue may borrow (undefined: unlimited). */
-  readonly borrowingLimit?: number;
-  /** GPUs this queue may lend (undefined: all). */
-  readonly lendingLimit?: number;
+}
+
+/** CPU and memory on the CPU-only workers' flavor, in canonical quantities. */
+export interface CpuOnlyAmounts {
+  readonly cpu: string;
+  readonly memory: string;
+}
+
+/**
+ * Quota of one ClusterQueue, in canonical quantities. GPUs are as described; CPU, memory and RDMA
+ * follow the GPUs in proportion (rounded down), and the default queue gets what the tenants leave,
+ * so every resource adds up to the cluster's capacity over the cohort.
+ */
+export interface QueueQuota extends ResourceAmounts {
+  /** What the queue may borrow from the cohort, the GPU limit and the rest in proportion (undefined: unlimited). */
+  readonly borrowingLimit?: ResourceAmounts;
+  /** What the queue may lend to the cohort, at most its nominal quota (undefined: all of it). */
+  readonly lendingLimit?: ResourceAmounts;
+  /** Quota on the CPU-only workers (same proportions); undefined without CPU workers. */
+  readonly cpuOnly?: CpuOnlyAmounts;
 }
 
 export interface QueueModel {
@@ -64,6 +82,8 @@ export interface QueueModel {
   readonly localQueue: string;
   /** Namespace of the LocalQueue. */
   readonly namespace: string;
+  /** Fair-sharing weight of the ClusterQueue (used when queueing.fairSharing is on). */
+  readonly fairSharingWeight: number;
   readonly quota: QueueQuota;
 }
 
@@ -108,15 +128,91 @@ export interface ClusterModel {
   readonly commonLabels: Readonly<Record<string, string>>;
 }
 
-function tolerationsFor(taints: readonly Taint[]): TolerationSpec[] {
+/** Tolerations matching the given node taints. */
+export function tolerationsFor(taints: readonly Taint[]): TolerationSpec[] {
   return taints.map((t) => (t.value === undefined
     ? { key: t.key, operator: 'Exists' as const, effect: t.effect }
     : { key: t.key, operator: 'Equal' as const, value: t.value, effect: t.effect }));
 }
 
-/** Share of `total` proportional to `part / whole`, rounded down. */
-function share(total: number, part: number, whole: number): number {
-  return whole === 0 ? 0 : Math.floor((total * part) / whole);
+/**
+ * Share of `total` proportional to `part / whole`, rounded down. BigInt, so that byte counts of
+ * large clusters times GPU counts never lose precision.
+ */
+export function proportionalShare(total: number, part: number, whole: number): number {
+  if (![total, part, whole].every((n) => Number.isSafeInteger(n) && n >= 0)) {
+    throw new Error(`proportionalShare expects non-negative safe integers, got ${total}, ${part}, ${whole}`);
+  }
+  return whole === 0 ? 0 : Number((BigInt(total) * BigInt(part)) / BigInt(whole));
+}
+
+/** What the quota arithmetic divides: the GPU workers' (and CPU workers') totals in integer units. */
+export interface QuotaTotals {
+  readonly gpus: number;
+  readonly cpuMillis: number;
+  readonly memoryBytes: number;
+  readonly rdma: number;
+  /** Present when the cluster has CPU-only workers. */
+  readonly cpuOnly?: { readonly cpuMillis: number; readonly memoryBytes: number };
+}
+
+/** One queue's claim on the totals, in GPUs. */
+export interface QueueClaim {
+  /** Nominal GPUs (0 for a borrowing-only tenant). */
+  readonly gpus: number;
+  /** GPUs it may borrow (undefined: unlimited). */
+  readonly borrowingLimit?: number;
+  /** GPUs it may lend (undefined: all); clamped to the nominal GPUs, as Kueue requires. */
+  readonly lendingLimit?: number;
+}
+
+function amountsFor(totals: QuotaTotals, gpus: number): ResourceAmounts {
+  return {
+    gpus,
+    cpu: formatMillis(proportionalShare(totals.cpuMillis, gpus, totals.gpus)),
+    memory: formatBytes(floorToMebibytes(proportionalShare(totals.memoryBytes, gpus, totals.gpus))),
+    rdma: proportionalShare(totals.rdma, gpus, totals.gpus),
+  };
+}
+
+/**
+ * Quotas of the default queue and the tenants' queues (in that order). Tenants get their claim and
+ * CPU, memory and RDMA in proportion, rounded down (memory to whole MiB); the default queue gets
+ * the rest of every resource, so each resource sums to its total over the cohort. Throws when the
+ * tenants claim more GPUs than the totals hold (the description rejects that earlier, by field).
+ */
+export function queueQuotas(totals: QuotaTotals, defaultClaim: Omit<QueueClaim, 'gpus'>, tenants: readonly QueueClaim[]): QueueQuota[] {
+  const claimed = tenants.reduce((s, t) => s + t.gpus, 0);
+  if (claimed > totals.gpus) throw new Error(`tenants claim ${claimed} GPUs but the cluster has ${totals.gpus}`);
+  const limits = (claim: QueueClaim) => ({
+    borrowingLimit: claim.borrowingLimit === undefined ? undefined : amountsFor(totals, claim.borrowingLimit),
+    lendingLimit: claim.lendingLimit === undefined ? undefined : amountsFor(totals, Math.min(claim.lendingLimit, claim.gpus)),
+  });
+  const cpuOnlyFor = (gpus: number): CpuOnlyAmounts | undefined => totals.cpuOnly && {
+    cpu: formatMillis(proportionalShare(totals.cpuOnly.cpuMillis, gpus, totals.gpus)),
+    memory: formatBytes(floorToMebibytes(proportionalShare(totals.cpuOnly.memoryBytes, gpus, totals.gpus))),
+  };
+  const tenantQuotas: QueueQuota[] = tenants.map((t) => ({ ...amountsFor(totals, t.gpus), ...limits(t), cpuOnly: cpuOnlyFor(t.gpus) }));
+
+  const sum = (pick: (q: QueueQuota) => number) => tenantQuotas.reduce((s, q) => s + pick(q), 0);
+  const defaultGpus = totals.gpus - claimed;
+  const cpuOnlyRest: CpuOnlyAmounts | undefined = totals.cpuOnly && {
+    cpu: formatMillis(totals.cpuOnly.cpuMillis - sum((q) => millisOf(q.cpuOnly!.cpu))),
+    memory: formatBytes(totals.cpuOnly.memoryBytes - sum((q) => parseQuantity(q.cpuOnly!.memory))),
+  };
+  const defaultQuota: QueueQuota = {
+    gpus: defaultGpus,
+    cpu: formatMillis(totals.cpuMillis - sum((q) => millisOf(q.cpu))),
+    memory: formatBytes(totals.memoryBytes - sum((q) => parseQuantity(q.memory))),
+    rdma: totals.rdma - sum((q) => q.rdma),
+    ...limits({ ...defaultClaim, gpus: defaultGpus }),
+    cpuOnly: cpuOnlyRest,
+  };
+  return [defaultQuota, ...tenantQuotas];
+}
+
+function millisOf(cpu: string): number {
+  return Math.round(parseQuantity(cpu) * 1000);
 }
 
 export function buildModel(d: ClusterDescription): ClusterModel {
@@ -163,47 +259,45 @@ export function buildModel(d: ClusterDescription): ClusterModel {
     tolerations: tolerationsFor(d.nodes.cpuWorkers.taints),
   };
 
-  // Quotas: tenants get their GPUs and CPU/memory/RDMA in proportion; the default queue gets the rest,
-  // so the nominal quotas over the cohort add up to exactly the cluster's capacity.
+  // Quotas: see queueQuotas(); the nominal quotas over the cohort add up to the cluster's capacity.
   const q = d.queueing;
   const limit = (v: number | null | undefined) => (v === null || v === undefined ? undefined : v);
-  const tenants: TenantModel[] = d.tenants.map((t) => {
-    const nominal = t.borrowingOnly ? 0 : t.gpus;
-    const borrowing = t.borrowingOnly ? t.gpus : limit(t.borrowingLimit === undefined ? q.borrowingLimit : t.borrowingLimit);
-    return {
-      name: t.name,
-      clusterQueue: t.name,
-      localQueue: q.defaultQueue,
-      namespace: t.namespace ?? t.name,
-      group: t.group ?? `tenant-${t.name}`,
-      borrowingOnly: t.borrowingOnly,
-      labels: t.labels,
-      quota: {
-        gpus: nominal,
-        cpu: formatCpu(share(cpuCores * 1000, nominal, gpus) / 1000),
-        memory: formatBytes(floorToMebibytes(share(memoryBytes, nominal, gpus))),
-        rdma: share(rdmaDevices, nominal, gpus),
-        borrowingLimit: borrowing,
-        lendingLimit: limit(t.lendingLimit === undefined ? q.lendingLimit : t.lendingLimit),
-      },
-    };
-  });
-  const claimedGpus = tenants.reduce((s, t) => s + t.quota.gpus, 0);
-  const claimedMillicores = tenants.reduce((s, t) => s + Math.round(parseQuantity(t.quota.cpu) * 1000), 0);
-  const claimedBytes = tenants.reduce((s, t) => s + parseQuantity(t.quota.memory), 0);
-  const claimedRdma = tenants.reduce((s, t) => s + t.quota.rdma, 0);
+  const cpuOnlyNodes = d.nodes.cpuWorkers;
+  const totals: QuotaTotals = {
+    gpus,
+    cpuMillis: Math.round(cpuCores * 1000),
+    memoryBytes: Math.floor(memoryBytes),
+    rdma: rdmaDevices,
+    cpuOnly: cpuOnlyNodes && {
+      cpuMillis: cpuOnlyNodes.count * Math.round(parseQuantity(cpuOnlyNodes.cpu) * 1000),
+      memoryBytes: cpuOnlyNodes.count * Math.floor(parseQuantity(cpuOnlyNodes.memory)),
+    },
+  };
+  const claims: QueueClaim[] = d.tenants.map((t) => ({
+    gpus: t.borrowingOnly ? 0 : t.gpus,
+    // A borrowing-only tenant's "gpus" is how much it may borrow.
+    borrowingLimit: t.borrowingOnly ? t.gpus : limit(t.borrowingLimit === undefined ? q.borrowingLimit : t.borrowingLimit),
+    lendingLimit: limit(t.lendingLimit === undefined ? q.lendingLimit : t.lendingLimit),
+  }));
+  const defaultClaim = { borrowingLimit: limit(q.borrowingLimit), lendingLimit: limit(q.lendingLimit) };
+  const [defaultQuota, ...tenantQuotas] = queueQuotas(totals, defaultClaim, claims);
+  const tenants: TenantModel[] = d.tenants.map((t, i) => ({
+    name: t.name,
+    clusterQueue: t.name,
+    localQueue: q.defaultQueue,
+    namespace: t.namespace ?? t.name,
+    group: t.group ?? `tenant-${t.name}`,
+    borrowingOnly: t.borrowingOnly,
+    fairSharingWeight: t.fairSharingWeight,
+    labels: t.labels,
+    quota: tenantQuotas[i],
+  }));
   const defaultQueue: QueueModel = {
     clusterQueue: q.defaultClusterQueue,
     localQueue: q.defaultQueue,
     namespace: NAMESPACES.default,
-    quota: {
-      gpus: gpus - claimedGpus,
-      cpu: formatCpu((Math.round(cpuCores * 1000) - claimedMillicores) / 1000),
-      memory: formatBytes(memoryBytes - claimedBytes),
-      rdma: rdmaDevices - claimedRdma,
-      borrowingLimit: limit(q.borrowingLimit),
-      lendingLimit: limit(q.lendingLimit),
-    },
+    fairSharingWeight: 1,
+    quota: defaultQuota,
   };
 
   const priorities: PriorityModel[] = q.priorities.map((p) => ({ name: p.name, value: p.value, default: p.default }));

@@ -18,6 +18,8 @@ export const LABELS = {
   gpuProduct: 'nvidia.com/gpu.product',
   gpuPresent: 'nvidia.com/gpu.present',
   hostname: 'kubernetes.io/hostname',
+  /** Set by the API server on every namespace to its name. */
+  namespaceName: 'kubernetes.io/metadata.name',
   queueName: 'kueue.x-k8s.io/queue-name',
   priorityClass: 'kueue.x-k8s.io/priority-class',
   managedBy: 'app.kubernetes.io/managed-by',

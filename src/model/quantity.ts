@@ -46,7 +46,11 @@ export function formatBytes(bytes: number): string {
   for (const suffix of ['Ei', 'Pi', 'Ti', 'Gi', 'Mi', 'Ki']) {
     if (bytes % BINARY[suffix] === 0) return `${bytes / BINARY[suffix]}${suffix}`;
   }
-  return formatMillis(bytes * 1000);
+  // Decimal form from whole bytes: bytes * 1000 would pass 2^53 for large counts and lose digits.
+  for (const [suffix, exp] of [['E', 18], ['P', 15], ['T', 12], ['G', 9], ['M', 6], ['k', 3]] as const) {
+    if (bytes % 10 ** exp === 0) return `${bytes / 10 ** exp}${suffix}`;
+  }
+  return String(bytes);
 }
 
 /** Rounds a byte count down to whole MiB, so that it formats with a binary suffix. */

@@ -1,0 +1,123 @@
+import { Chart } from 'cdk8s';
+import { Construct } from 'constructs';
+import { ClusterModel, QueueModel, ResourceAmounts, tolerationsFor } from '../../model/model';
+import { RESOURCES } from '../../model/names';
+import { componentChartProps, ComponentChartProps, ComponentDefinition } from '../component';
+import { FlavorQuotas, KueueClusterQueue, ResourceQuota } from './cluster-queue';
+import { KueueLocalQueue } from './local-queue';
+import { PodPriorityClass } from './pod-priority-class';
+import { KueueResourceFlavor } from './resource-flavor';
+import { KueueTopology } from './topology';
+import { KueueWorkloadPriorityClass } from './workload-priority-class';
+
+/** Name of the CPU-only workers' flavor. */
+export const CPU_FLAVOR = 'cpu-only';
+
+/** ResourceFlavor name of a GPU product (`NVIDIA-H100-80GB-HBM3` -> `nvidia-h100-80gb-hbm3`). */
+export function gpuFlavorName(gpuProduct: string): string {
+  const name = gpuProduct.toLowerCase().replace(/[^a-z0-9.-]+/g, '-').replace(/^[^a-z0-9]+|[^a-z0-9]+$/g, '').slice(0, 253);
+  if (name === '' || name === CPU_FLAVOR) throw new Error(`gpuFlavorName: GPU product "${gpuProduct}" gives no usable flavor name`);
+  return name;
+}
+
+/** The resources every ClusterQueue covers: cpu, memory, GPUs, and the RDMA device unless Kueue ignores it. */
+export function coveredResources(model: ClusterModel): string[] {
+  const rdmaCovered = model.rdma !== undefined && model.description.queueing.rdma === 'covered';
+  return [RESOURCES.cpu, RESOURCES.memory, RESOURCES.gpu, ...(rdmaCovered ? [model.rdma!.resourceName] : [])];
+}
+
+/**
+ * Kueue: flavors, the cohort's ClusterQueues (default + one per tenant), the default LocalQueue,
+ * priorities and, as an option, the Topology. Tenant namespaces and their LocalQueues are the
+ * tenants component's.
+ */
+export class KueueChart extends Chart {
+  constructor(scope: Construct, id: string, props: ComponentChartProps) {
+    super(scope, id, componentChartProps(props.model, props));
+    const model = props.model;
+    const d = model.description;
+    const q = d.queueing;
+    const covered = coveredResources(model);
+
+    const topology = q.topology && new KueueTopology(this, 'Topology', { name: q.topology.name, levels: q.topology.levels });
+    const gpuFlavor = new KueueResourceFlavor(this, 'GpuFlavor', {
+      name: gpuFlavorName(d.nodes.gpuWorkers.gpuProduct),
+      nodeLabels: model.gpuWorkers.selector,
+      tolerations: tolerationsFor(d.nodes.gpuWorkers.taints),
+      topologyName: topology?.name,
+    });
+    const cpuFlavor = model.cpuWorkers && d.nodes.cpuWorkers && new KueueResourceFlavor(this, 'CpuFlavor', {
+      name: CPU_FLAVOR,
+      nodeLabels: model.cpuWorkers.selector,
+      tolerations: tolerationsFor(d.nodes.cpuWorkers.taints),
+    });
+
+    const flavorsOf = (queue: QueueModel): FlavorQuotas[] => {
+      const gpu: FlavorQuotas = { flavor: gpuFlavor.name, resources: covered.map((r) => gpuFlavorQuota(queue, r)) };
+      const cpuOnly = queue.quota.cpuOnly;
+      if (!cpuFlavor || !cpuOnly) return [gpu];
+      // CPU-only flavor first: CPU jobs land on CPU workers; GPU jobs find no GPU quota there and move on.
+      const cpu: FlavorQuotas = {
+        flavor: cpuFlavor.name,
+        resources: covered.map((r) => ({ name: r, nominalQuota: r === RESOURCES.cpu ? cpuOnly.cpu : r === RESOURCES.memory ? cpuOnly.memory : '0' })),
+      };
+      return [cpu, gpu];
+    };
+
+    for (const queue of model.queueing.queues) {
+      new KueueClusterQueue(this, `ClusterQueue-${queue.clusterQueue}`, {
+        name: queue.clusterQueue,
+        cohort: model.queueing.cohort,
+        namespace: queue.namespace,
+        coveredResources: covered,
+        flavors: flavorsOf(queue),
+        withinClusterQueue: q.preemption.withinClusterQueue,
+        reclaimWithinCohort: q.preemption.reclaimWithinCohort,
+        fairSharingWeight: q.fairSharing ? queue.fairSharingWeight : undefined,
+      });
+    }
+
+    const defaultQueue = model.queueing.defaultQueue;
+    new KueueLocalQueue(this, 'DefaultLocalQueue', {
+      name: defaultQueue.localQueue,
+      namespace: defaultQueue.namespace,
+      clusterQueue: defaultQueue.clusterQueue,
+    });
+
+    for (const p of model.queueing.priorities) {
+      const note = p.default
+        ? q.podPriorityClasses
+          ? 'Default: workloads without a kueue.x-k8s.io/priority-class label get this value from the globalDefault PriorityClass of the same name.'
+          : 'Default: the toolkit\'s samples carry this class in their kueue.x-k8s.io/priority-class label.'
+        : undefined;
+      new KueueWorkloadPriorityClass(this, `WorkloadPriorityClass-${p.name}`, { name: p.name, value: p.value, description: note });
+      if (q.podPriorityClasses) {
+        new PodPriorityClass(this, `PriorityClass-${p.name}`, { name: p.name, value: p.value, globalDefault: p.default, description: note });
+      }
+    }
+  }
+}
+
+function gpuFlavorQuota(queue: QueueModel, resource: string): ResourceQuota {
+  const pick = (a: ResourceAmounts): string => {
+    switch (resource) {
+      case RESOURCES.cpu: return a.cpu;
+      case RESOURCES.memory: return a.memory;
+      case RESOURCES.gpu: return String(a.gpus);
+      default: return String(a.rdma);
+    }
+  };
+  const { borrowingLimit, lendingLimit } = queue.quota;
+  return {
+    name: resource,
+    nominalQuota: pick(queue.quota),
+    borrowingLimit: borrowingLimit && pick(borrowingLimit),
+    lendingLimit: lendingLimit && pick(lendingLimit),
+  };
+}
+
+export const kueue: ComponentDefinition = {
+  folder: 'kueue',
+  description: 'Kueue ResourceFlavors, the cohort\'s ClusterQueues (default + one per tenant), the default LocalQueue, WorkloadPriorityClasses and PriorityClasses, optional Topology',
+  build: (scope: Construct, model: ClusterModel) => new KueueChart(scope, 'kueue', { model }),
+};
