@@ -49,6 +49,13 @@ describe('ClusterPolicy cluster-policy', () => {
     expect(spec.validator).toEqual(VERSIONS.gpuOperator.images.validator);
   });
 
+  it('points the DCGM exporter at the metrics list the monitoring component renders', () => {
+    const { spec } = clusterPolicyOf();
+    const configMap = findObject(folderObjects(renderOf(), 'monitoring'), 'ConfigMap', spec.dcgmExporter.config.name, 'gpu-operator');
+    const file = spec.dcgmExporter.env.find((e: { name: string }) => e.name === 'DCGM_EXPORTER_COLLECTORS').value;
+    expect(Object.keys(configMap.data as object)).toEqual([file.split('/').pop()]);
+  });
+
   it('renders every section the CRD requires', () => {
     const { spec } = clusterPolicyOf();
     for (const section of ['daemonsets', 'dcgm', 'dcgmExporter', 'devicePlugin', 'driver', 'gfd', 'nodeStatusExporter', 'operator', 'toolkit']) {

@@ -1,6 +1,7 @@
 import { Chart } from 'cdk8s';
 import { Construct } from 'constructs';
 import { ClusterModel, TolerationSpec } from '../../model/model';
+import { DCGM_EXPORTER_METRICS } from '../../model/names';
 import { componentChartProps, ComponentChartProps, ComponentDefinition } from '../component';
 import { ClusterPolicy } from './cluster-policy';
 
@@ -38,6 +39,8 @@ export class GpuOperatorChart extends Chart {
       devicePlugin: d.gpuOperator.devicePlugin,
       gfd: d.gpuOperator.gfd,
       dcgmExporter: d.gpuOperator.dcgmExporter,
+      // the monitoring component renders this list (its alerts need the throttling and ECC counters)
+      dcgmExporterMetrics: { configMap: DCGM_EXPORTER_METRICS.configMap, path: DCGM_EXPORTER_METRICS.path },
       dcgm: d.gpuOperator.dcgm,
       migManager: d.gpuOperator.migManager,
       migStrategy: d.gpuOperator.migStrategy,

@@ -73,6 +73,12 @@ export interface ClusterPolicyProps {
    */
   readonly dcgmExporter?: boolean;
   /**
+   * Metrics list of the DCGM exporter: a ConfigMap (in the operator namespace) and the path of its
+   * CSV inside the exporter. The upstream default list has no throttling or ECC counters.
+   * @default the exporter's built-in list
+   */
+  readonly dcgmExporterMetrics?: { readonly configMap: string; readonly path: string };
+  /**
    * Run the standalone DCGM host engine (the exporter embeds one otherwise).
    * @default false
    */
@@ -210,7 +216,14 @@ export class ClusterPolicy extends Construct {
         devicePlugin: { enabled: devicePlugin, ...pinned(images.devicePlugin), env: env(devicePluginEnv) },
         gfd: { enabled: gfd, ...pinned(images.gfd) },
         dcgm: { enabled: dcgm, ...pinned(images.dcgm) },
-        dcgmExporter: { enabled: dcgmExporter, ...pinned(images.dcgmExporter) },
+        dcgmExporter: {
+          enabled: dcgmExporter,
+          ...pinned(images.dcgmExporter),
+          ...(props.dcgmExporterMetrics && {
+            config: { name: props.dcgmExporterMetrics.configMap },
+            env: [{ name: 'DCGM_EXPORTER_COLLECTORS', value: props.dcgmExporterMetrics.path }],
+          }),
+        },
         migManager: { enabled: migManager, ...pinned(images.migManager) },
         nodeStatusExporter: { enabled: nodeStatusExporter, ...pinned(images.nodeStatusExporter) },
         validator: pinned(images.validator),
