@@ -245,10 +245,10 @@ export function buildModel(d: ClusterDescription): ClusterModel {
 
   const gpuWorkers: NodePlacement = {
     selector: { [LABELS.gpuProduct]: w.gpuProduct },
-    tolerations: [
-      ...tolerationsFor(w.taints),
-      { key: RESOURCES.gpu, operator: 'Exists', effect: 'NoSchedule' },
-    ],
+    // The GPU taint is tolerated even when the workers do not carry it (yet): the GPU Operator may add it.
+    tolerations: w.taints.some((t) => t.key === RESOURCES.gpu && t.effect === 'NoSchedule' && t.value === undefined)
+      ? tolerationsFor(w.taints)
+      : [...tolerationsFor(w.taints), { key: RESOURCES.gpu, operator: 'Exists', effect: 'NoSchedule' }],
   };
   const serviceNode: NodePlacement = {
     selector: d.nodes.service.labels,

@@ -26,7 +26,7 @@ const CASES: Case[] = [
   { name: 'cluster name not a DNS label', edit: (d) => { d.name = 'Instant_Cluster'; }, path: 'name', says: /DNS-1123 label/ },
   { name: 'tenant name not a DNS label', edit: (d) => { d.tenants[0].name = 'Research Team'; }, path: 'tenants[0].name', says: /DNS-1123 label/ },
   { name: 'duplicate tenant names', edit: (d) => { d.tenants[1].name = 'research'; }, path: 'tenants[1].name', says: /duplicate tenant name "research"/ },
-  { name: 'tenants over capacity', edit: (d) => { d.tenants[0].gpus = 14; }, path: 'tenants', says: /claim 18 GPUs but the cluster has 16/ },
+  { name: 'tenants over capacity', edit: (d) => { d.tenants[1].gpus = 10; }, path: 'tenants[1].gpus', says: /claim 18 GPUs but the cluster has 16/ },
   { name: 'empty HCA list', edit: (d) => { d.network.infiniband.hcas = []; }, path: 'network.infiniband.hcas', says: /at least one HCA/ },
   { name: 'default StorageClass that does not exist', edit: (d) => { d.storage.defaultClass = 'fast-ssd'; }, path: 'storage.defaultClass', says: /local-path, shared-path, local-disk.*got "fast-ssd"/ },
   { name: 'memory that is not a quantity', edit: (d) => { d.nodes.gpuWorkers.memory = 'lots'; }, path: 'nodes.gpuWorkers.memory', says: /memory quantity/ },

@@ -53,6 +53,11 @@ describe('model', () => {
     expect(modelOf((d) => { d.network.infiniband.rdmaSharedDevice.name = 'ib_fabric'; }).rdma?.resourceName).toBe('rdma/ib_fabric');
   });
 
+  it('tolerates the GPU taint once when the workers carry it', () => {
+    const m = modelOf((d) => { d.nodes.gpuWorkers.taints = [{ key: 'nvidia.com/gpu', effect: 'NoSchedule' }]; });
+    expect(m.gpuWorkers.tolerations).toEqual([{ key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' }]);
+  });
+
   it('tolerates the GPU workers\' taints and the GPU taint', () => {
     const m = modelOf((d) => { d.nodes.gpuWorkers.taints = [{ key: 'dedicated', value: 'gpu', effect: 'NoSchedule' }]; });
     expect(m.gpuWorkers.tolerations).toEqual([

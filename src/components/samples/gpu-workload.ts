@@ -185,13 +185,9 @@ export function gpuNodeSelector(model: ClusterModel, nodeName?: string): Record<
   return nodeName === undefined ? { ...model.gpuWorkers.selector } : { ...model.gpuWorkers.selector, [LABELS.hostname]: nodeName };
 }
 
-/** Tolerations of the GPU workers' taints, each once (a described nvidia.com/gpu taint repeats the model's own toleration). */
+/** Tolerations of the GPU workers' taints (a fresh copy: constructs must not share the model's objects). */
 export function gpuTolerations(model: ClusterModel): TolerationSpec[] {
-  const seen = new Set<string>();
-  return model.gpuWorkers.tolerations.filter((t) => {
-    const key = JSON.stringify([t.key, t.operator, t.value, t.effect]);
-    return !seen.has(key) && seen.add(key);
-  }).map((t) => ({ ...t }));
+  return model.gpuWorkers.tolerations.map((t) => ({ ...t }));
 }
 
 /** Required anti-affinity: no two pods matching `matchLabels` on one node. */
