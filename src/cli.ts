@@ -2,6 +2,10 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
+import { CheckFailed, formatFinding } from './check/engine';
+import { runCheck } from './commands/check';
+import { runDiff } from './commands/diff';
+import { consoleIo, EXIT, Io } from './commands/io';
 import { descriptionJsonSchemaText, withDescriptionReference } from './model/json-schema';
 import { CLUSTERS_DIR, DEFAULT_OUT, DEFAULT_SCHEMAS, SCHEMA_FILE } from './paths';
 import { InputError, synth, SynthResult, ValidationFailed } from './pipeline';
@@ -9,7 +13,7 @@ import { SchemaDirectoryMissing, SchemaStore } from './validate/schemas';
 import { readTree } from './validate/tree';
 import { ManifestValidator, ValidationIssue } from './validate/validator';
 
-export const EXIT = { ok: 0, failed: 1, badInput: 2 } as const;
+export { EXIT } from './commands/io';
 
 const HELP = `gpu-cluster-manifests: render GPU Kubernetes clusters from one typed description.
 
@@ -28,6 +32,16 @@ Commands:
              the previous output is left byte-identical.
   validate   Strict schema validation of every object in the given folders or files
              (unknown fields are errors; duplicates are errors; deprecated versions warn).
+  check      Cross-object rules over rendered trees (default: dist/), one cluster per folder:
+             queue labels -> LocalQueues -> ClusterQueues -> flavors, resources covered,
+             quotas and MPIJob ranks fit the GPUs, one nic-cluster-policy, one RDMA name,
+             one default StorageClass, Application paths and sync waves, no privileged
+             containers, no latest images, no Secret data. Capacity comes from the
+             description of the same name (--config FILE to name it). synth runs it too;
+             --list-rules prints every rule id, its severity and what it asserts.
+  diff       Renders into a temporary folder and prints, per object, what would be added,
+             removed or changed (field paths) against dist/ (or --out DIR). Exits 1 when
+             an object would be deleted, unless --allow-delete.
 
   schema     Print the JSON Schema of the cluster description (--out FILE to write it,
              --readme FILE to regenerate its field reference section; npm run schema
@@ -42,18 +56,12 @@ Options:
                     --schemas my-crds --schemas ../shared/crds/kubernetes
   --no-validate     synth without schema validation (not recommended)
   --format FORMAT   text (default) or json (machine-readable findings)
+  --allow-delete    diff: exit 0 even when objects would be deleted
   --quiet           print errors only
   -h, --help        this help
 
-Exit codes: 0 ok, 1 validation failed, 2 bad input (description, arguments, missing schemas).
+Exit codes: 0 ok, 1 validation or check failed (diff: a deletion), 2 bad input (description, arguments, missing schemas).
 `;
-
-interface Io {
-  out(line: string): void;
-  err(line: string): void;
-}
-
-const consoleIo: Io = { out: (l) => process.stdout.write(`${l}\n`), err: (l) => process.stderr.write(`${l}\n`) };
 
 function formatIssue(i: ValidationIssue): string {
   const where = i.source ? `${i.source}: ` : '';
@@ -108,7 +116,8 @@ export function runSynth(args: string[], io: Io = consoleIo): number {
   if (schemas) for (const s of schemas) if (!existsSync(s)) throw new SchemaDirectoryMissing(s);
   const result = synth({ configs, clustersDir: CLUSTERS_DIR, out: values.out ?? DEFAULT_OUT, schemas });
   for (const w of result.warnings) io.err(formatIssue(w));
-  if (values.format === 'json') io.out(JSON.stringify({ clusters: result.clusters.map((c) => c.name), files: result.files, timings: result.timings, warnings: result.warnings }));
+  for (const f of result.findings) io.err(formatFinding(f));
+  if (values.format === 'json') io.out(JSON.stringify({ clusters: result.clusters.map((c) => c.name), files: result.files, timings: result.timings, warnings: result.warnings, findings: result.findings }));
   else if (!values.quiet) summary(result, io);
   return EXIT.ok;
 }
@@ -164,6 +173,8 @@ const COMMANDS: Record<string, (args: string[], io: Io) => number> = {
   synth: runSynth,
   validate: runValidate,
   schema: runSchema,
+  check: (args, io) => runCheck(args, io, HELP),
+  diff: (args, io) => runDiff(args, io, HELP),
 };
 
 /** Runs the CLI; returns the exit code. Never throws. */
@@ -188,6 +199,11 @@ export function main(argv: string[], io: Io = consoleIo): number {
     }
     if (e instanceof ValidationFailed) {
       for (const i of e.issues) io.err(formatIssue(i));
+      io.err(`error: ${e.message}; nothing was written`);
+      return EXIT.failed;
+    }
+    if (e instanceof CheckFailed) {
+      for (const f of e.findings) io.err(formatFinding(f));
       io.err(`error: ${e.message}; nothing was written`);
       return EXIT.failed;
     }

@@ -77,3 +77,7 @@ export * from './validate/schemas';
 export * from './validate/validator';
 export * from './validate/tree';
 export * from './pipeline';
+export * as check from './check';
+export * as mermaid from './report/mermaid';
+export { clusterReport, REPORT_FILE } from './report/report';
+export { changedFields, diffObjects, diffTrees, formatDiff, FieldChange, FileChange, ObjectChange, TreeDiff, TreeObject } from './commands/diff';

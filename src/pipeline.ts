@@ -1,5 +1,7 @@
 import { readdirSync } from 'node:fs';
 import * as path from 'node:path';
+import { CheckFailed, checkClusters } from './check/engine';
+import { Finding, ScopeOf } from './check/rule';
 import { fleetFiles, renderFleet } from './components/gitops/fleet';
 import { loadDescription, DescriptionError } from './model/load';
 import { buildModel, ClusterModel } from './model/model';
@@ -52,6 +54,8 @@ export interface SynthResult {
   readonly clusters: readonly RenderedCluster[];
   readonly files: number;
   readonly warnings: readonly ValidationIssue[];
+  /** Cross-object findings below error severity. */
+  readonly findings: readonly Finding[];
   readonly timings: Timings;
   /** Folders that were replaced. */
   readonly written: readonly string[];
@@ -118,8 +122,8 @@ export function renderFiles(clusters: readonly RenderedCluster[]): RenderedFile[
 const now = () => performance.now();
 
 /**
- * Load -> model -> render -> validate -> write atomically. Throws InputError (exit 2) or
- * ValidationFailed (exit 1); on any throw the output is untouched.
+ * Load -> model -> render -> validate -> check -> write atomically. Throws InputError (exit 2),
+ * ValidationFailed or CheckFailed (exit 1); on any throw the output is untouched.
  */
 export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthResult {
   const t0 = now();
@@ -133,12 +137,17 @@ export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthR
   const t2 = now();
 
   let warnings: ValidationIssue[] = [];
+  let scopeOf: ScopeOf | undefined;
   if (opts.schemas !== false) {
     const v = validator ?? new ManifestValidator(SchemaStore.open(opts.schemas), { requireNamespace: true });
     const issues = [...validateClusters(clusters, v), ...(fleet ? v.validateAll(fleet.objects.map((manifest) => ({ manifest, source: 'fleet' }))) : [])];
     if (issues.some((i) => i.severity === 'error')) throw new ValidationFailed(issues);
     warnings = issues;
+    scopeOf = (apiVersion, kind) => v.store.lookup(apiVersion, kind)?.scope;
   }
+  // Cross-object rules (src/check) before the swap: a broken cluster is never written.
+  const findings = checkClusters(clusters, { scopeOf });
+  if (findings.some((f) => f.severity === 'error')) throw new CheckFailed(findings);
   const t3 = now();
 
   const written: string[] = [];
@@ -163,6 +172,7 @@ export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthR
     clusters,
     files,
     warnings,
+    findings,
     written,
     timings: { load: t1 - t0, render: t2 - t1, validate: t3 - t2, write: t4 - t3, total: t4 - t0 },
   };

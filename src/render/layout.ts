@@ -1,6 +1,7 @@
 import { manifestFileName, Manifest } from './manifest';
 import { RenderedCluster } from './render';
 import { toYaml } from './yaml';
+import { clusterReport, REPORT_FILE } from '../report/report';
 
 /** A rendered file: path relative to the output root, and its content. */
 export type RenderedFile = readonly [path: string, content: string];
@@ -19,7 +20,8 @@ export function manifestYaml(m: Manifest): string {
 
 /**
  * The files of one cluster, relative to the output root: `<cluster>/<folder>/<kind>.<name>.yaml`
- * (one object per file, for readable diffs) and a `kustomization.yaml` per folder.
+ * (one object per file, for readable diffs), a `kustomization.yaml` per folder and the
+ * cluster's `README.md` report.
  */
 export function clusterFiles(cluster: RenderedCluster): RenderedFile[] {
   const files: RenderedFile[] = [];
@@ -33,5 +35,6 @@ export function clusterFiles(cluster: RenderedCluster): RenderedFile[] {
     }
     files.push([`${cluster.name}/${f.folder}/kustomization.yaml`, kustomization(names)]);
   }
+  files.push([`${cluster.name}/${REPORT_FILE}`, clusterReport(cluster)]);
   return files;
 }

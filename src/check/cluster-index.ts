@@ -1,0 +1,183 @@
+import { parse as parseYaml } from 'yaml';
+import { ClusterView, ScopeOf } from './rule';
+import { ClusterModel } from '../model/model';
+import { apiGroup, describeObject, Manifest } from '../render/manifest';
+
+type Json = Record<string, unknown>;
+
+/** A pod template found inside a workload (or a Pod itself). */
+export interface PodTemplate {
+  /** Field path of the pod spec inside its object, e.g. `spec.mpiReplicaSpecs.Worker.template.spec`. */
+  readonly path: string;
+  /** Labels of the template (of the Pod, for a Pod). */
+  readonly labels: Readonly<Record<string, string>>;
+  readonly spec: PodSpecLike;
+}
+
+export interface ContainerLike {
+  readonly name?: string;
+  readonly image?: string;
+  readonly command?: readonly string[];
+  readonly args?: readonly string[];
+  readonly securityContext?: { readonly privileged?: boolean; readonly allowPrivilegeEscalation?: boolean };
+  readonly resources?: { readonly requests?: Readonly<Record<string, unknown>>; readonly limits?: Readonly<Record<string, unknown>> };
+}
+
+export interface PodSpecLike {
+  readonly containers: readonly ContainerLike[];
+  readonly initContainers?: readonly ContainerLike[];
+  readonly ephemeralContainers?: readonly ContainerLike[];
+  readonly volumes?: readonly Json[];
+}
+
+/** Argo CD kinds carry other objects' settings (Helm values), not pods of their own. */
+const NOT_WORKLOADS = new Set(['Application', 'ApplicationSet', 'AppProject', 'ConfigMap', 'Secret', 'CustomResourceDefinition']);
+
+function isObject(v: unknown): v is Json {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Every container of a pod spec: init, regular and ephemeral. */
+export function allContainers(spec: PodSpecLike): ContainerLike[] {
+  return [...(spec.initContainers ?? []), ...spec.containers, ...(spec.ephemeralContainers ?? [])];
+}
+
+/** Resource names a pod spec requests (requests or limits: a limit alone implies the request). */
+export function requestedResources(spec: PodSpecLike): string[] {
+  const names = new Set<string>();
+  for (const c of allContainers(spec)) {
+    for (const k of Object.keys(c.resources?.requests ?? {})) names.add(k);
+    for (const k of Object.keys(c.resources?.limits ?? {})) names.add(k);
+  }
+  return [...names].sort();
+}
+
+/** Amount of one integer extended resource a pod requests (sum over its regular containers). */
+export function requestedCount(spec: PodSpecLike, resource: string): number {
+  let total = 0;
+  for (const c of spec.containers) {
+    const v = c.resources?.limits?.[resource] ?? c.resources?.requests?.[resource];
+    if (v !== undefined) total += Number(v);
+  }
+  return total;
+}
+
+/**
+ * The rendered objects of one cluster with the look-ups the rules share. Rules read it and never
+ * change it.
+ */
+export class ClusterIndex {
+  readonly name: string;
+  readonly model?: ClusterModel;
+  readonly objects: readonly Manifest[];
+  readonly folders: readonly string[];
+  private readonly folderByObject = new Map<Manifest, string>();
+  private readonly byKind = new Map<string, Manifest[]>();
+
+  constructor(view: ClusterView, readonly scopeOf?: ScopeOf) {
+    this.name = view.name;
+    this.model = view.model;
+    const all: Manifest[] = [];
+    for (const f of view.folders) {
+      for (const m of f.objects) {
+        if (!isObject(m) || typeof m.kind !== 'string') continue;
+        all.push(m);
+        this.folderByObject.set(m, f.folder);
+        const list = this.byKind.get(m.kind) ?? [];
+        list.push(m);
+        this.byKind.set(m.kind, list);
+      }
+    }
+    this.objects = all;
+    this.folders = view.folders.filter((f) => f.objects.length > 0).map((f) => f.folder);
+  }
+
+  /** Objects of a kind, optionally of one API group. */
+  ofKind(kind: string, group?: string): Manifest[] {
+    const list = this.byKind.get(kind) ?? [];
+    return group === undefined ? list : list.filter((m) => apiGroup(m.apiVersion) === group);
+  }
+
+  find(kind: string, name: string, namespace?: string): Manifest | undefined {
+    return this.ofKind(kind).find((m) => m.metadata.name === name && (namespace === undefined || m.metadata.namespace === namespace));
+  }
+
+  folderOf(m: Manifest): string | undefined {
+    return this.folderByObject.get(m);
+  }
+
+  /** Objects of one folder. */
+  inFolder(folder: string): Manifest[] {
+    return this.objects.filter((m) => this.folderByObject.get(m) === folder);
+  }
+
+  /** The pod templates of an object: the Pod itself, or every `template` with a pod spec inside it. */
+  podTemplates(m: Manifest): PodTemplate[] {
+    if (NOT_WORKLOADS.has(m.kind)) return [];
+    const found: PodTemplate[] = [];
+    const walk = (node: unknown, path: string) => {
+      if (Array.isArray(node)) {
+        node.forEach((v, i) => walk(v, `${path}[${i}]`));
+        return;
+      }
+      if (!isObject(node)) return;
+      const spec = node.spec;
+      if (isObject(spec) && Array.isArray(spec.containers)) {
+        const meta = isObject(node.metadata) ? node.metadata : {};
+        found.push({ path: path ? `${path}.spec` : 'spec', labels: (meta.labels ?? {}) as Record<string, string>, spec: spec as unknown as PodSpecLike });
+        return;
+      }
+      for (const [k, v] of Object.entries(node)) if (k !== 'metadata' && k !== 'status') walk(v, path ? `${path}.${k}` : k);
+    };
+    walk(m, '');
+    return found;
+  }
+
+  /**
+   * Kueue manager configurations (`config.kueue.x-k8s.io` `Configuration`) rendered anywhere: in a
+   * ConfigMap, or in an Argo CD Application's Helm values (object or embedded YAML string).
+   */
+  kueueConfigurations(): { readonly owner: Manifest; readonly config: Json }[] {
+    const out: { owner: Manifest; config: Json }[] = [];
+    for (const m of this.objects) {
+      const walk = (node: unknown, depth: number) => {
+        if (depth > 12) return;
+        if (typeof node === 'string') {
+          if (!node.includes('config.kueue.x-k8s.io')) return;
+          try {
+            walk(parseYaml(node), depth + 1);
+          } catch {
+            // not YAML: a string that merely mentions the group
+          }
+          return;
+        }
+        if (Array.isArray(node)) {
+          for (const v of node) walk(v, depth + 1);
+          return;
+        }
+        if (!isObject(node)) return;
+        if (node.kind === 'Configuration' && typeof node.apiVersion === 'string' && node.apiVersion.startsWith('config.kueue.x-k8s.io/')) {
+          out.push({ owner: m, config: node });
+          return;
+        }
+        for (const v of Object.values(node)) walk(v, depth + 1);
+      };
+      walk(m, 0);
+    }
+    return out;
+  }
+
+  /** Resource prefixes Kueue ignores (`resources.excludeResourcePrefixes` of the rendered configurations). */
+  excludedResourcePrefixes(): string[] {
+    return this.kueueConfigurations().flatMap(({ config }) => {
+      const resources = config.resources;
+      const list = isObject(resources) ? resources.excludeResourcePrefixes : undefined;
+      return Array.isArray(list) ? list.filter((p): p is string => typeof p === 'string') : [];
+    });
+  }
+}
+
+/** `Kind namespace/name` of each object, for findings. */
+export function describeAll(objects: readonly Manifest[]): string[] {
+  return objects.map(describeObject);
+}

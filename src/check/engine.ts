@@ -1,0 +1,52 @@
+import { ClusterIndex } from './cluster-index';
+import { GITOPS_RULES } from './gitops';
+import { KUEUE_RULES } from './kueue';
+import { METADATA_RULES } from './metadata';
+import { MPI_RULES } from './mpi';
+import { NETWORK_RULES } from './network';
+import { Finding, Rule, ClusterView, ScopeOf } from './rule';
+import { SECURITY_RULES } from './security';
+import { STORAGE_RULES } from './storage';
+import { describeObject } from '../render/manifest';
+
+/** Every cross-object rule, by family. */
+export const RULES: readonly Rule[] = [
+  ...KUEUE_RULES, ...MPI_RULES, ...NETWORK_RULES, ...STORAGE_RULES, ...GITOPS_RULES, ...SECURITY_RULES, ...METADATA_RULES,
+];
+
+export interface CheckOptions {
+  /** Scope of kinds (from the schema store); without it, only rendered CRDs tell. */
+  readonly scopeOf?: ScopeOf;
+  /** The rules to run (default: all). */
+  readonly rules?: readonly Rule[];
+}
+
+/** Runs the rules over one cluster; findings in rule order, then object order. */
+export function checkCluster(view: ClusterView, opts: CheckOptions = {}): Finding[] {
+  const index = new ClusterIndex(view, opts.scopeOf);
+  return (opts.rules ?? RULES).flatMap((rule) => rule.check(index).map((v) => ({
+    rule: rule.id,
+    severity: rule.severity,
+    cluster: view.name,
+    message: `${v.objects.length > 0 ? `${describeObject(v.objects[0])}: ` : ''}${v.message}`,
+    objects: v.objects.map(describeObject),
+  })));
+}
+
+/** Runs the rules over several clusters (each its own API server). */
+export function checkClusters(views: readonly ClusterView[], opts: CheckOptions = {}): Finding[] {
+  return views.flatMap((v) => checkCluster(v, opts));
+}
+
+/** One line per finding: `error [rule] cluster: Kind ns/name: message`. */
+export function formatFinding(f: Finding): string {
+  return `${f.severity} [${f.rule}] ${f.cluster}: ${f.message}`;
+}
+
+/** Rendered objects that break cross-object rules. Exit code 1; nothing is written. */
+export class CheckFailed extends Error {
+  constructor(readonly findings: readonly Finding[]) {
+    super(`${findings.filter((f) => f.severity === 'error').length} cross-object check error(s)`);
+    this.name = 'CheckFailed';
+  }
+}

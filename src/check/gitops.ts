@@ -1,0 +1,166 @@
+import { LABELS } from '../model/names';
+import { apiGroup, Manifest } from '../render/manifest';
+import { VERSIONS } from '../versions';
+import { ClusterIndex } from './cluster-index';
+import { Rule, Violation } from './rule';
+
+const ARGO = 'argoproj.io';
+
+/**
+ * API groups whose CRDs and controller an operator install brings, by Helm chart name (or the last
+ * segment of a git source's repoURL). A folder of custom resources must sync after its operator.
+ */
+export const OPERATOR_API_GROUPS: Readonly<Record<string, readonly string[]>> = {
+  [VERSIONS.gpuOperator.chart]: ['nvidia.com'],
+  [VERSIONS.networkOperator.chart]: ['mellanox.com'],
+  [VERSIONS.kueue.chart]: ['kueue.x-k8s.io'],
+  'mpi-operator': ['kubeflow.org'],
+  'training-operator': ['kubeflow.org'],
+  'trainer': ['kubeflow.org'],
+  'victoria-metrics-operator': ['operator.victoriametrics.com'],
+  'victoria-metrics-k8s-stack': ['operator.victoriametrics.com'],
+};
+
+interface AppSource {
+  readonly repoURL?: string;
+  readonly path?: string;
+  readonly chart?: string;
+}
+
+function sources(app: Manifest): AppSource[] {
+  const spec = (app.spec ?? {}) as { source?: AppSource; sources?: AppSource[] };
+  return [...(spec.source ? [spec.source] : []), ...(spec.sources ?? [])];
+}
+
+function wave(m: Manifest): number {
+  const v = Number(m.metadata.annotations?.[LABELS.syncWave] ?? 0);
+  return Number.isFinite(v) ? v : 0;
+}
+
+function syncOptions(m: Manifest): string[] {
+  const own = (m.metadata.annotations?.[LABELS.syncOptions] ?? '').split(',').map((s) => s.trim());
+  const app = ((m.spec as { syncPolicy?: { syncOptions?: string[] } } | undefined)?.syncPolicy?.syncOptions) ?? [];
+  return [...own, ...app];
+}
+
+/** The rendered folder an Application's path leads to: '' for the cluster root, undefined when outside it. */
+export function folderOfPath(index: ClusterIndex, path: string): string | undefined {
+  const clean = path.replace(/^\.?\/+/, '').replace(/\/+$/, '');
+  const root = index.model?.description.gitops.path.replace(/^\.?\/+/, '').replace(/\/+$/, '');
+  let rest: string | undefined;
+  if (root !== undefined) {
+    if (clean === root) rest = '';
+    else if (clean.startsWith(`${root}/`)) rest = clean.slice(root.length + 1);
+  } else {
+    const parts = clean.split('/');
+    const i = parts.lastIndexOf(index.name);
+    if (i >= 0) rest = parts.slice(i + 1).join('/');
+  }
+  return rest;
+}
+
+/** Applications that read this cluster's folders (git sources pointing into the rendered tree). */
+function folderSources(index: ClusterIndex, app: Manifest): { readonly path: string; readonly folder?: string }[] {
+  const repo = gitopsRepo(index);
+  return sources(app)
+    .filter((s) => typeof s.path === 'string' && s.chart === undefined && !s.path.includes('{{') && s.repoURL === repo)
+    .map((s) => ({ path: s.path!, folder: folderOfPath(index, s.path!) }));
+}
+
+/** The repository of the rendered tree: from the description, else the repo of sources leading into the cluster folder. */
+function gitopsRepo(index: ClusterIndex): string | undefined {
+  const fromModel = index.model?.description.gitops.repoURL;
+  if (fromModel !== undefined) return fromModel;
+  for (const app of index.ofKind('Application', ARGO)) {
+    for (const s of sources(app)) {
+      if (s.path !== undefined && s.path.split('/').includes(index.name)) return s.repoURL;
+    }
+  }
+  return undefined;
+}
+
+const applicationPath: Rule = {
+  id: 'application-path',
+  severity: 'error',
+  summary: 'every Argo CD Application path exists in the rendered tree',
+  check(index) {
+    const out: Violation[] = [];
+    for (const app of index.ofKind('Application', ARGO)) {
+      for (const s of folderSources(index, app)) {
+        if (s.folder === '') continue;
+        const first = s.folder?.split('/')[0];
+        if (first !== undefined && index.folders.includes(first)) continue;
+        out.push({
+          message: `source path "${s.path}" ${s.folder === undefined ? 'is outside the cluster\'s folder' : 'names no rendered folder'} `
+            + `(folders: ${index.folders.join(', ')})`,
+          objects: [app],
+        });
+      }
+    }
+    return out;
+  },
+};
+
+/** The API groups an Application installs (operator charts, CRDs in its folder). */
+function providedGroups(index: ClusterIndex, app: Manifest): string[] {
+  const groups = new Set<string>();
+  for (const s of sources(app)) {
+    const repoName = s.repoURL?.replace(/\.git$/, '').split('/').pop();
+    for (const key of [s.chart, repoName]) for (const g of OPERATOR_API_GROUPS[key ?? ''] ?? []) groups.add(g);
+  }
+  for (const s of folderSources(index, app)) {
+    const folder = s.folder?.split('/')[0];
+    if (!folder) continue;
+    for (const crd of index.inFolder(folder).filter((m) => m.kind === 'CustomResourceDefinition')) {
+      const g = (crd.spec as { group?: string } | undefined)?.group;
+      if (g) groups.add(g);
+    }
+  }
+  return [...groups];
+}
+
+const syncWaveOrder: Rule = {
+  id: 'sync-wave-order',
+  severity: 'error',
+  summary: 'custom resources sync in a later wave than the operator (or CRD) that defines them',
+  check(index) {
+    const apps = index.ofKind('Application', ARGO);
+    const providers = apps.map((app) => ({ app, groups: providedGroups(index, app) }));
+    const out: Violation[] = [];
+    for (const app of apps) {
+      for (const s of folderSources(index, app)) {
+        const folder = s.folder?.split('/')[0];
+        if (!folder) continue;
+        const objects = index.inFolder(folder);
+        const used = new Map<string, Manifest>();
+        for (const m of objects) if (m.kind !== 'CustomResourceDefinition') used.set(apiGroup(m.apiVersion), used.get(apiGroup(m.apiVersion)) ?? m);
+        for (const [group, example] of used) {
+          for (const p of providers) {
+            if (p.app === app || !p.groups.includes(group) || wave(app) > wave(p.app)) continue;
+            out.push({
+              message: `syncs ${example.kind} ${example.metadata.name} (${group}) in wave ${wave(app)}, `
+                + `not after Application ${p.app.metadata.name} (wave ${wave(p.app)}) that installs ${group}`,
+              objects: [app, p.app],
+            });
+          }
+        }
+        // CRD and custom resources in one Application: the resources need a later wave, or to skip the dry run.
+        for (const crd of objects.filter((m) => m.kind === 'CustomResourceDefinition')) {
+          const group = (crd.spec as { group?: string } | undefined)?.group;
+          const kind = (crd.spec as { names?: { kind?: string } } | undefined)?.names?.kind;
+          for (const cr of objects.filter((m) => apiGroup(m.apiVersion) === group && m.kind === kind)) {
+            if (wave(cr) > wave(crd) || [...syncOptions(cr), ...syncOptions(app)].includes('SkipDryRunOnMissingResource=true')) continue;
+            out.push({
+              message: `in wave ${wave(cr)}, syncs with its CustomResourceDefinition ${crd.metadata.name} (wave ${wave(crd)}) `
+                + 'in one Application: give it a later sync-wave or SkipDryRunOnMissingResource=true',
+              objects: [cr, crd],
+            });
+          }
+        }
+      }
+    }
+    return out;
+  },
+};
+
+export const GITOPS_RULES: readonly Rule[] = [applicationPath, syncWaveOrder];

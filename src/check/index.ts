@@ -1,0 +1,11 @@
+export * from './rule';
+export * from './cluster-index';
+export * from './engine';
+export * from './tree';
+export { KUEUE_RULES, coveredResources, nominalQuota, cohortOf, queueLabels, queueOf } from './kueue';
+export { MPI_RULES, launcherRanks, mpiJobShape } from './mpi';
+export { NETWORK_RULES, nicRdmaResources } from './network';
+export { STORAGE_RULES } from './storage';
+export { GITOPS_RULES, OPERATOR_API_GROUPS, folderOfPath } from './gitops';
+export { SECURITY_RULES, unpinnedImage } from './security';
+export { METADATA_RULES } from './metadata';

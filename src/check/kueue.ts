@@ -1,0 +1,185 @@
+import { ClusterIndex, requestedResources } from './cluster-index';
+import { Rule, Violation } from './rule';
+import { LABELS, RESOURCES } from '../model/names';
+import { parseQuantity } from '../model/quantity';
+import { Manifest } from '../render/manifest';
+
+const KUEUE = 'kueue.x-k8s.io';
+
+/** Kueue's own objects carry no queue-name label of interest. */
+const KUEUE_KINDS = new Set(['LocalQueue', 'ClusterQueue', 'Workload', 'ResourceFlavor', 'Cohort', 'Topology']);
+
+interface FlavorQuotas {
+  readonly name: string;
+  readonly resources?: readonly { readonly name: string; readonly nominalQuota?: string | number }[];
+}
+
+interface ResourceGroup {
+  readonly coveredResources?: readonly string[];
+  readonly flavors?: readonly FlavorQuotas[];
+}
+
+function resourceGroups(cq: Manifest): readonly ResourceGroup[] {
+  return ((cq.spec as { resourceGroups?: ResourceGroup[] } | undefined)?.resourceGroups) ?? [];
+}
+
+/** Resources a ClusterQueue covers, sorted. */
+export function coveredResources(cq: Manifest): string[] {
+  return [...new Set(resourceGroups(cq).flatMap((g) => g.coveredResources ?? []))].sort();
+}
+
+/** Sum of a ClusterQueue's nominal quota of one resource over all its flavors. */
+export function nominalQuota(cq: Manifest, resource: string): number {
+  let total = 0;
+  for (const g of resourceGroups(cq)) {
+    for (const f of g.flavors ?? []) {
+      for (const r of f.resources ?? []) if (r.name === resource && r.nominalQuota !== undefined) total += parseQuantity(r.nominalQuota);
+    }
+  }
+  return total;
+}
+
+/** Cohort of a ClusterQueue (undefined: none). */
+export function cohortOf(cq: Manifest): string | undefined {
+  return (cq.spec as { cohortName?: string } | undefined)?.cohortName;
+}
+
+/** Every queue-name label an object carries: on itself and on each pod template, with where it is. */
+export function queueLabels(index: ClusterIndex, m: Manifest): { readonly queue: string; readonly at: string }[] {
+  if (KUEUE_KINDS.has(m.kind)) return [];
+  const found: { queue: string; at: string }[] = [];
+  const own = m.metadata.labels?.[LABELS.queueName];
+  if (own !== undefined) found.push({ queue: own, at: 'metadata.labels' });
+  if (m.kind !== 'Pod') {
+    for (const t of index.podTemplates(m)) {
+      const q = t.labels[LABELS.queueName];
+      if (q !== undefined) found.push({ queue: q, at: `${t.path.replace(/\.spec$/, '')}.metadata.labels` });
+    }
+  }
+  return found;
+}
+
+/** The LocalQueue and ClusterQueue a queued object is admitted through (undefined when unresolved). */
+export function queueOf(index: ClusterIndex, m: Manifest): { readonly localQueue: Manifest; readonly clusterQueue: Manifest } | undefined {
+  const label = queueLabels(index, m)[0];
+  if (!label) return undefined;
+  const localQueue = index.find('LocalQueue', label.queue, m.metadata.namespace ?? '');
+  const cqName = (localQueue?.spec as { clusterQueue?: string } | undefined)?.clusterQueue;
+  const clusterQueue = cqName === undefined ? undefined : index.find('ClusterQueue', cqName);
+  return localQueue && clusterQueue ? { localQueue, clusterQueue } : undefined;
+}
+
+const queueLabelTarget: Rule = {
+  id: 'queue-label-target',
+  severity: 'error',
+  summary: `every ${LABELS.queueName} label names a LocalQueue in the object's namespace`,
+  check(index) {
+    const out: Violation[] = [];
+    for (const m of index.objects) {
+      for (const { queue, at } of queueLabels(index, m)) {
+        const ns = m.metadata.namespace;
+        if (ns !== undefined && index.find('LocalQueue', queue, ns)) continue;
+        const there = index.ofKind('LocalQueue', KUEUE).filter((q) => q.metadata.namespace === ns).map((q) => q.metadata.name);
+        out.push({
+          message: `${at} ${LABELS.queueName}: "${queue}" names no LocalQueue in namespace "${ns ?? '(none)'}" `
+            + `(LocalQueues there: ${there.length > 0 ? there.join(', ') : 'none'}); the job is never admitted`,
+          objects: [m],
+        });
+      }
+    }
+    return out;
+  },
+};
+
+const localQueueTarget: Rule = {
+  id: 'localqueue-clusterqueue',
+  severity: 'error',
+  summary: 'every LocalQueue points at a ClusterQueue that exists',
+  check(index) {
+    return index.ofKind('LocalQueue', KUEUE).flatMap((lq) => {
+      const cq = (lq.spec as { clusterQueue?: string } | undefined)?.clusterQueue;
+      if (cq !== undefined && index.find('ClusterQueue', cq)) return [];
+      const known = index.ofKind('ClusterQueue', KUEUE).map((q) => q.metadata.name);
+      return [{
+        message: `spec.clusterQueue: "${cq ?? ''}" is no rendered ClusterQueue (ClusterQueues: ${known.join(', ') || 'none'})`,
+        objects: [lq],
+      }];
+    });
+  },
+};
+
+const clusterQueueFlavor: Rule = {
+  id: 'clusterqueue-flavor',
+  severity: 'error',
+  summary: 'every flavor a ClusterQueue names is a rendered ResourceFlavor',
+  check(index) {
+    const out: Violation[] = [];
+    for (const cq of index.ofKind('ClusterQueue', KUEUE)) {
+      resourceGroups(cq).forEach((g, gi) => (g.flavors ?? []).forEach((f, fi) => {
+        if (index.find('ResourceFlavor', f.name)) return;
+        const known = index.ofKind('ResourceFlavor', KUEUE).map((rf) => rf.metadata.name);
+        out.push({
+          message: `spec.resourceGroups[${gi}].flavors[${fi}].name: "${f.name}" is no rendered ResourceFlavor (ResourceFlavors: ${known.join(', ') || 'none'})`,
+          objects: [cq],
+        });
+      }));
+    }
+    return out;
+  },
+};
+
+const resourceCoverage: Rule = {
+  id: 'queue-resource-coverage',
+  severity: 'error',
+  summary: 'every resource a queued job requests is covered by its ClusterQueue or excluded by the Kueue configuration',
+  check(index) {
+    const excluded = index.excludedResourcePrefixes();
+    const out: Violation[] = [];
+    for (const m of index.objects) {
+      const q = queueOf(index, m);
+      if (!q) continue;
+      const covered = coveredResources(q.clusterQueue);
+      for (const t of index.podTemplates(m)) {
+        for (const r of requestedResources(t.spec)) {
+          if (covered.includes(r) || excluded.some((p) => r.startsWith(p))) continue;
+          out.push({
+            message: `${t.path} requests ${r}, which ClusterQueue ${q.clusterQueue.metadata.name} (behind LocalQueue `
+              + `${q.localQueue.metadata.namespace}/${q.localQueue.metadata.name}) does not cover (it covers ${covered.join(', ') || 'nothing'}) `
+              + `and no Kueue configuration excludes (excludeResourcePrefixes: ${excluded.join(', ') || 'none'}); the job is never admitted`,
+            objects: [m, q.clusterQueue],
+          });
+        }
+      }
+    }
+    return out;
+  },
+};
+
+const quotaCapacity: Rule = {
+  id: 'quota-capacity',
+  severity: 'error',
+  summary: `the nominal ${RESOURCES.gpu} quota of the ClusterQueues of a cohort fits the cluster's GPUs`,
+  check(index) {
+    const capacity = index.model?.capacity.gpus;
+    if (capacity === undefined) return [];
+    const groups = new Map<string, Manifest[]>();
+    for (const cq of index.ofKind('ClusterQueue', KUEUE)) {
+      const key = cohortOf(cq) ?? `\0${cq.metadata.name}`;
+      groups.set(key, [...(groups.get(key) ?? []), cq]);
+    }
+    const out: Violation[] = [];
+    for (const [key, queues] of groups) {
+      const total = queues.reduce((s, cq) => s + nominalQuota(cq, RESOURCES.gpu), 0);
+      if (total <= capacity) continue;
+      const parts = queues.map((cq) => `${cq.metadata.name} ${nominalQuota(cq, RESOURCES.gpu)}`).join(', ');
+      const what = key.startsWith('\0') ? `ClusterQueue ${key.slice(1)}` : `cohort ${key}`;
+      out.push({
+        message: `${what}: nominal ${RESOURCES.gpu} quota ${total} (${parts}) exceeds the cluster's ${capacity} GPUs`,
+        objects: queues,
+      });
+    }
+    return out;
+  },
+};
+
+export const KUEUE_RULES: readonly Rule[] = [queueLabelTarget, localQueueTarget, clusterQueueFlavor, resourceCoverage, quotaCapacity];

@@ -1,0 +1,38 @@
+import { readdirSync, statSync } from 'node:fs';
+import * as path from 'node:path';
+import { ClusterView } from './rule';
+import { Manifest } from '../render/manifest';
+import { manifestFiles, readManifests } from '../validate/tree';
+
+function subdirs(dir: string): string[] {
+  return readdirSync(dir).sort().filter((n) => statSync(path.join(dir, n)).isDirectory());
+}
+
+function hasManifests(dir: string): boolean {
+  return readdirSync(dir).some((n) => /\.ya?ml$/i.test(n) && !/^kustomization\.ya?ml$/i.test(n));
+}
+
+/** One rendered cluster folder (`dist/<cluster>`): its component folders and their objects. */
+export function readClusterFolder(dir: string): ClusterView {
+  const folders = subdirs(dir).map((folder) => ({
+    folder,
+    objects: manifestFiles(path.join(dir, folder)).flatMap(readManifests).map((i) => i.manifest as Manifest),
+  }));
+  return { name: path.basename(path.resolve(dir)), folders };
+}
+
+/**
+ * The clusters of a rendered tree: `dir` is either one cluster folder (its subfolders hold the
+ * manifests) or an output root whose subfolders are cluster folders. A subfolder of the root that
+ * holds manifests itself (the fleet folder) is checked as one cluster with one folder.
+ */
+export function readClusters(dir: string): ClusterView[] {
+  const children = subdirs(dir);
+  const isRoot = children.some((c) => subdirs(path.join(dir, c)).length > 0);
+  if (!isRoot) return [readClusterFolder(dir)];
+  return children.map((c) => {
+    const child = path.join(dir, c);
+    if (subdirs(child).length > 0 || !hasManifests(child)) return readClusterFolder(child);
+    return { name: c, folders: [{ folder: c, objects: manifestFiles(child).flatMap(readManifests).map((i) => i.manifest as Manifest) }] };
+  });
+}

@@ -1,0 +1,73 @@
+import { existsSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { checkCluster, formatFinding, RULES } from '../check/engine';
+import { ScopeOf } from '../check/rule';
+import { readClusters } from '../check/tree';
+import { CLUSTERS_DIR, DEFAULT_OUT, DEFAULT_SCHEMAS } from '../paths';
+import { descriptionFiles, InputError, loadModels } from '../pipeline';
+import { consoleIo, EXIT, Io } from './io';
+import { SchemaStore } from '../validate/schemas';
+
+/** Scope look-up from the schema directories; without an explicit --schemas, only when the default exists. */
+function scopeLookup(dirs: string[] | undefined): ScopeOf | undefined {
+  if ((!dirs || dirs.length === 0) && !existsSync(DEFAULT_SCHEMAS)) return undefined;
+  const store = SchemaStore.open(dirs && dirs.length > 0 ? dirs : [DEFAULT_SCHEMAS]);
+  return (apiVersion, kind) => store.lookup(apiVersion, kind)?.scope;
+}
+
+/**
+ * `check DIR ...`: the cross-object rules over rendered trees read from disk, one cluster per
+ * folder. The model of each cluster (its capacity) comes from the description of the same name.
+ */
+export function runCheck(args: string[], io: Io = consoleIo, help = ''): number {
+  const { values, positionals } = parseArgs({
+    args,
+    options: {
+      'config': { type: 'string', multiple: true },
+      'schemas': { type: 'string', multiple: true },
+      'format': { type: 'string' },
+      'quiet': { type: 'boolean' },
+      'list-rules': { type: 'boolean' },
+      'help': { type: 'boolean', short: 'h' },
+    },
+    allowPositionals: true,
+  });
+  if (values.help) {
+    io.out(help);
+    return EXIT.ok;
+  }
+  if (values['list-rules']) {
+    for (const r of RULES) io.out(`${r.id.padEnd(30)} ${r.severity.padEnd(8)} ${r.summary}`);
+    return EXIT.ok;
+  }
+  if (values.format !== undefined && values.format !== 'text' && values.format !== 'json') throw new InputError(`--format ${values.format}: expected text or json`);
+  const dirs = positionals.length > 0 ? positionals : [DEFAULT_OUT];
+  for (const d of dirs) if (!existsSync(d)) throw new InputError(`check: ${d}: no such folder`);
+  const configs = values.config ?? [];
+  for (const c of configs) if (!existsSync(c)) throw new InputError(`--config ${c}: no such file`);
+  const models = loadModels(configs.length > 0 ? configs : descriptionFiles(CLUSTERS_DIR));
+  const scopeOf = scopeLookup(values.schemas);
+
+  const t0 = performance.now();
+  const views = dirs.flatMap(readClusters).map((v) => ({ ...v, model: models.find((m) => m.name === v.name) }));
+  const findings = views.flatMap((v) => checkCluster(v, { scopeOf }));
+  const errors = findings.filter((f) => f.severity === 'error');
+  const objects = views.reduce((s, v) => s + v.folders.reduce((n, f) => n + f.objects.length, 0), 0);
+  if (values.format === 'json') {
+    io.out(JSON.stringify({
+      clusters: views.map((v) => ({ name: v.name, model: v.model !== undefined })),
+      objects,
+      errors: errors.length,
+      warnings: findings.length - errors.length,
+      findings,
+    }, undefined, 2));
+  } else {
+    for (const f of findings) (f.severity === 'error' ? io.err : io.out)(formatFinding(f));
+    for (const v of views) if (!v.model && !values.quiet && v.folders.some((f) => f.objects.some((m) => m.kind === 'ClusterQueue'))) io.out(`note: ${v.name}: no description of that name; capacity rules fall back to the queues' quotas`);
+    if (!values.quiet) {
+      io.out(`${errors.length === 0 ? 'ok' : 'FAILED'}: ${views.length} cluster(s), ${objects} objects, ${errors.length} errors, `
+        + `${findings.length - errors.length} warnings (${((performance.now() - t0) / 1000).toFixed(2)} s)`);
+    }
+  }
+  return errors.length === 0 ? EXIT.ok : EXIT.failed;
+}

@@ -1,0 +1,195 @@
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { parseArgs } from 'node:util';
+import { CLUSTERS_DIR, DEFAULT_OUT, DEFAULT_SCHEMAS } from '../paths';
+import { InputError, synth } from '../pipeline';
+import { consoleIo, EXIT, Io } from './io';
+import { describeObject, Manifest, objectId } from '../render/manifest';
+import { SchemaDirectoryMissing } from '../validate/schemas';
+import { manifestFiles, readManifests } from '../validate/tree';
+
+/** One object of a rendered tree, with the file it is in (relative to the output root). */
+export interface TreeObject {
+  readonly file: string;
+  readonly manifest: Manifest;
+}
+
+/** A field that differs: its path and both values (undefined: absent on that side). */
+export interface FieldChange {
+  readonly path: string;
+  readonly before?: unknown;
+  readonly after?: unknown;
+}
+
+export interface ObjectChange {
+  readonly change: 'added' | 'removed' | 'changed';
+  /** `Kind namespace/name`. */
+  readonly object: string;
+  /** The cluster folder (first path segment). */
+  readonly cluster: string;
+  readonly file: string;
+  /** For `changed`: the differing fields. */
+  readonly fields: readonly FieldChange[];
+}
+
+export interface FileChange {
+  readonly change: 'added' | 'removed' | 'changed';
+  readonly file: string;
+}
+
+export interface TreeDiff {
+  readonly objects: readonly ObjectChange[];
+  /** Files that hold no objects (README.md, kustomization.yaml). */
+  readonly files: readonly FileChange[];
+}
+
+type Json = Record<string, unknown>;
+
+const isPlain = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Paths of every leaf that differs between two JSON values (`spec.a[2].b`). */
+export function changedFields(before: unknown, after: unknown, at = ''): FieldChange[] {
+  if (Array.isArray(before) && Array.isArray(after)) {
+    const out: FieldChange[] = [];
+    for (let i = 0; i < Math.max(before.length, after.length); i++) out.push(...changedFields(before[i], after[i], `${at}[${i}]`));
+    return out;
+  }
+  if (isPlain(before) && isPlain(after)) {
+    const keys = [...new Set([...Object.keys(before), ...Object.keys(after)])].sort();
+    return keys.flatMap((k) => changedFields(before[k], after[k], at ? `${at}.${k}` : k));
+  }
+  return JSON.stringify(before) === JSON.stringify(after) ? [] : [{ path: at, before, after }];
+}
+
+const clusterOf = (file: string) => file.split('/')[0];
+
+/** Object-level diff of two sets of rendered objects; objects match by cluster and identity (not version). */
+export function diffObjects(before: readonly TreeObject[], after: readonly TreeObject[]): ObjectChange[] {
+  const key = (o: TreeObject) => `${clusterOf(o.file)}\0${objectId(o.manifest)}`;
+  const old = new Map(before.map((o) => [key(o), o]));
+  const now = new Map(after.map((o) => [key(o), o]));
+  const out: ObjectChange[] = [];
+  for (const [k, o] of old) {
+    if (!now.has(k)) out.push({ change: 'removed', object: describeObject(o.manifest), cluster: clusterOf(o.file), file: o.file, fields: [] });
+  }
+  for (const [k, o] of now) {
+    const prev = old.get(k);
+    if (!prev) {
+      out.push({ change: 'added', object: describeObject(o.manifest), cluster: clusterOf(o.file), file: o.file, fields: [] });
+      continue;
+    }
+    const fields = changedFields(prev.manifest, o.manifest);
+    if (prev.file !== o.file) fields.unshift({ path: '(file)', before: prev.file, after: o.file });
+    if (fields.length > 0) out.push({ change: 'changed', object: describeObject(o.manifest), cluster: clusterOf(o.file), file: o.file, fields });
+  }
+  return out.sort((a, b) => (a.cluster < b.cluster ? -1 : a.cluster > b.cluster ? 1 : a.file < b.file ? -1 : a.file > b.file ? 1 : 0));
+}
+
+function allFiles(root: string, dir = root): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir).sort().flatMap((n) => {
+    const p = path.join(dir, n);
+    return statSync(p).isDirectory() ? allFiles(root, p) : [path.relative(root, p).split(path.sep).join('/')];
+  });
+}
+
+/** The objects of `clusters` (folders under `root`; every folder when undefined), with root-relative files. */
+function treeObjects(root: string, clusters?: readonly string[]): TreeObject[] {
+  if (!existsSync(root)) return [];
+  const names = clusters ?? readdirSync(root).filter((n) => statSync(path.join(root, n)).isDirectory());
+  return names.filter((n) => existsSync(path.join(root, n))).flatMap((n) => manifestFiles(path.join(root, n))
+    .flatMap((f) => readManifests(f).map((i) => ({ file: path.relative(root, f).split(path.sep).join('/'), manifest: i.manifest as Manifest }))));
+}
+
+/** Diff of two rendered trees (e.g. the committed dist/ and a fresh render), limited to some clusters. */
+export function diffTrees(beforeRoot: string, afterRoot: string, clusters?: readonly string[]): TreeDiff {
+  const inScope = (f: string) => clusters === undefined || clusters.includes(clusterOf(f));
+  const isObjectFile = (f: string) => /\.ya?ml$/i.test(f) && !/(^|\/)kustomization\.ya?ml$/i.test(f);
+  const objects = diffObjects(treeObjects(beforeRoot, clusters), treeObjects(afterRoot, clusters));
+  const before = new Set(allFiles(beforeRoot).filter((f) => inScope(f) && !isObjectFile(f)));
+  const after = new Set(allFiles(afterRoot).filter((f) => inScope(f) && !isObjectFile(f)));
+  const files: FileChange[] = [];
+  for (const f of [...new Set([...before, ...after])].sort()) {
+    if (!after.has(f)) files.push({ change: 'removed', file: f });
+    else if (!before.has(f)) files.push({ change: 'added', file: f });
+    else if (readFileSync(path.join(beforeRoot, f), 'utf8') !== readFileSync(path.join(afterRoot, f), 'utf8')) files.push({ change: 'changed', file: f });
+  }
+  return { objects, files };
+}
+
+function show(v: unknown): string {
+  if (v === undefined) return '(absent)';
+  const s = JSON.stringify(v);
+  return s.length > 80 ? `${s.slice(0, 77)}...` : s;
+}
+
+const MARK = { added: '+', removed: '-', changed: '~' } as const;
+
+/** Human-readable lines of a diff, grouped by cluster. */
+export function formatDiff(d: TreeDiff): string[] {
+  const lines: string[] = [];
+  const clusters = [...new Set([...d.objects.map((o) => o.cluster), ...d.files.map((f) => clusterOf(f.file))])].sort();
+  for (const c of clusters) {
+    lines.push(`${c}:`);
+    for (const o of d.objects.filter((x) => x.cluster === c)) {
+      lines.push(`  ${MARK[o.change]} ${o.object} (${o.file.slice(c.length + 1)})`);
+      for (const f of o.fields) lines.push(`      ${f.path}: ${show(f.before)} -> ${show(f.after)}`);
+    }
+    for (const f of d.files.filter((x) => clusterOf(x.file) === c)) lines.push(`  ${MARK[f.change]} file ${f.file.slice(c.length + 1)}`);
+  }
+  return lines;
+}
+
+/**
+ * `diff`: renders into a temporary directory (the whole synth pipeline, validation and checks
+ * included; the committed tree is never touched) and reports per object what would change.
+ */
+export function runDiff(args: string[], io: Io = consoleIo, help = ''): number {
+  const { values } = parseArgs({
+    args,
+    options: {
+      'config': { type: 'string', multiple: true },
+      'out': { type: 'string' },
+      'schemas': { type: 'string', multiple: true },
+      'no-validate': { type: 'boolean' },
+      'allow-delete': { type: 'boolean' },
+      'format': { type: 'string' },
+      'help': { type: 'boolean', short: 'h' },
+    },
+    allowPositionals: false,
+  });
+  if (values.help) {
+    io.out(help);
+    return EXIT.ok;
+  }
+  if (values.format !== undefined && values.format !== 'text' && values.format !== 'json') throw new InputError(`--format ${values.format}: expected text or json`);
+  const configs = values.config ?? [];
+  for (const c of configs) if (!existsSync(c)) throw new InputError(`--config ${c}: no such file`);
+  const schemas = values['no-validate'] ? false : (values.schemas && values.schemas.length > 0 ? values.schemas : [DEFAULT_SCHEMAS]);
+  if (schemas) for (const s of schemas) if (!existsSync(s)) throw new SchemaDirectoryMissing(s);
+  const committed = values.out ?? DEFAULT_OUT;
+
+  const tmp = mkdtempSync(path.join(os.tmpdir(), 'gpu-cluster-diff-'));
+  try {
+    const fresh = path.join(tmp, 'out');
+    const result = synth({ configs, clustersDir: CLUSTERS_DIR, out: fresh, schemas });
+    const clusters = configs.length > 0 ? result.clusters.map((c) => c.name) : undefined;
+    const d = diffTrees(committed, fresh, clusters);
+    const count = (c: ObjectChange['change']) => d.objects.filter((o) => o.change === c).length;
+    const removed = count('removed');
+    const refused = removed > 0 && !values['allow-delete'];
+    if (values.format === 'json') {
+      io.out(JSON.stringify({ added: count('added'), removed, changed: count('changed'), objects: d.objects, files: d.files }, undefined, 2));
+    } else {
+      for (const l of formatDiff(d)) io.out(l);
+      io.out(d.objects.length + d.files.length === 0
+        ? `no changes: ${path.relative(process.cwd(), committed) || '.'} matches a fresh render`
+        : `${count('added')} added, ${removed} removed, ${count('changed')} changed, ${d.files.length} other file(s)`);
+    }
+    if (refused) io.err(`error: ${removed} object(s) would be deleted; re-run with --allow-delete if that is intended`);
+    return refused ? EXIT.failed : EXIT.ok;
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}

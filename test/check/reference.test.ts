@@ -1,0 +1,78 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkCluster, readClusters, RULES } from '../../src/check';
+import { EXIT, main } from '../../src/cli';
+import { CLUSTERS_DIR } from '../../src/paths';
+import { descriptionFiles, loadModels, renderModel } from '../../src/pipeline';
+import { HAS_SCHEMAS, REFERENCE_FILE, renderOf, validator } from '../helpers';
+
+function capture() {
+  const out: string[] = [];
+  const err: string[] = [];
+  return { io: { out: (l: string) => out.push(l), err: (l: string) => err.push(l) }, out, err };
+}
+
+describe('check on the repository\'s clusters', () => {
+  const scopeOf = HAS_SCHEMAS ? (apiVersion: string, kind: string) => validator().store.lookup(apiVersion, kind)?.scope : undefined;
+
+  it('the reference cluster breaks no rule', () => {
+    expect(checkCluster(renderOf(), { scopeOf })).toEqual([]);
+  });
+
+  it('every description in src/clusters breaks no rule', () => {
+    for (const m of loadModels(descriptionFiles(CLUSTERS_DIR))) expect(checkCluster(renderModel(m), { scopeOf }), m.name).toEqual([]);
+  });
+});
+
+describe.skipIf(!HAS_SCHEMAS)('npm run check -- DIR', () => {
+  let out: string;
+  beforeAll(() => {
+    out = mkdtempSync(path.join(tmpdir(), 'check-cli-'));
+    expect(main(['synth', '--config', REFERENCE_FILE, '--out', out, '--quiet'])).toBe(EXIT.ok);
+  });
+  afterAll(() => rmSync(out, { recursive: true, force: true }));
+
+  it('reads a rendered tree per cluster folder and passes it', () => {
+    const views = readClusters(out);
+    expect(views.map((v) => v.name)).toEqual(['instant-cluster']);
+    expect(readClusters(path.join(out, 'instant-cluster')).map((v) => v.name)).toEqual(['instant-cluster']);
+    const c = capture();
+    expect(main(['check', out], c.io)).toBe(EXIT.ok);
+    expect(c.out.at(-1)).toMatch(/^ok: 1 cluster\(s\), \d+ objects, 0 errors/);
+  });
+
+  it('fails with exit 1 and names the rule when a file is broken by hand', () => {
+    const file = path.join(out, 'instant-cluster', 'storage', 'storageclass.shared-path.yaml');
+    const before = readFileSync(file, 'utf8');
+    try {
+      writeFileSync(file, before.replace('"false"', '"true"'));
+      const c = capture();
+      expect(main(['check', out, '--format', 'json'], c.io)).toBe(EXIT.failed);
+      const report = JSON.parse(c.out.join('\n'));
+      expect(report.errors).toBe(1);
+      expect(report.findings[0]).toMatchObject({ rule: 'default-storage-class', severity: 'error', cluster: 'instant-cluster' });
+      expect(report.findings[0].objects).toEqual(expect.arrayContaining(['StorageClass local-path', 'StorageClass shared-path']));
+      const text = capture();
+      expect(main(['check', path.join(out, 'instant-cluster')], text.io)).toBe(EXIT.failed);
+      expect(text.err.join('\n')).toMatch(/^error \[default-storage-class\] instant-cluster: StorageClass local-path: 2 StorageClasses/);
+    } finally {
+      writeFileSync(file, before);
+    }
+  });
+
+  it('rejects a missing folder and an unknown format as bad input', () => {
+    expect(main(['check', path.join(out, 'nope')], capture().io)).toBe(EXIT.badInput);
+    expect(main(['check', out, '--format', 'xml'], capture().io)).toBe(EXIT.badInput);
+  });
+});
+
+describe('check --list-rules', () => {
+  it('prints every rule id with its severity and summary', () => {
+    const c = capture();
+    expect(main(['check', '--list-rules'], c.io)).toBe(EXIT.ok);
+    expect(c.out).toHaveLength(RULES.length);
+    for (const r of RULES) expect(c.out.join('\n')).toMatch(new RegExp(`^${r.id} +${r.severity} +${r.summary.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`, 'm'));
+  });
+});

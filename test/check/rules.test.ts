@@ -1,0 +1,91 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { checkCluster, ClusterView, Finding, RULES, ScopeOf } from '../../src/check';
+import { DEFAULT_SCHEMAS } from '../../src/paths';
+import { Manifest } from '../../src/render/manifest';
+import { SchemaStore } from '../../src/validate/schemas';
+import { HAS_SCHEMAS, modelOf } from '../helpers';
+
+const FIXTURES = path.join(__dirname, 'fixtures');
+const model = modelOf();
+
+function fixture(file: string): ClusterView {
+  const doc = parse(readFileSync(path.join(FIXTURES, file), 'utf8')) as { folders: Record<string, Manifest[]> };
+  return { name: model.name, model, folders: Object.entries(doc.folders).map(([folder, objects]) => ({ folder, objects })) };
+}
+
+const store = HAS_SCHEMAS ? SchemaStore.open(DEFAULT_SCHEMAS) : undefined;
+const scopeOf: ScopeOf | undefined = store && ((apiVersion, kind) => store.lookup(apiVersion, kind)?.scope);
+
+/** Words each failing fixture's findings must say: both objects' names, and the fact that is wrong. */
+const SAYS: Record<string, readonly RegExp[]> = {
+  'queue-label-target': [/Job default\/hello/, /"default" names no LocalQueue in namespace "default"/, /LocalQueues there: none/],
+  'localqueue-clusterqueue': [/LocalQueue research\/default/, /"reserach" is no rendered ClusterQueue/, /ClusterQueues: research/],
+  'clusterqueue-flavor': [/ClusterQueue default/, /"a100" is no rendered ResourceFlavor/, /ResourceFlavors: h100/],
+  'queue-resource-coverage': [/Job default\/train/, /rdma\/rdma_shared_device_a/, /ClusterQueue default/, /LocalQueue default\/default/],
+  'quota-capacity': [/cohort gpu-cohort/, /quota 20 \(default 8, research 12\)/, /16 GPUs/],
+  'mpijob-ranks': [/MPIJob default\/nccl-all-reduce/, /-np 12/, /2 worker\(s\) x slotsPerWorker 8 = 16/],
+  'mpijob-fit': [/MPIJob default\/nccl-all-reduce/, /3 workers x 8 GPUs = 24/, /cluster's 16/],
+  'nic-cluster-policy-singleton': [/NicClusterPolicy nic-policy/, /"nic-cluster-policy"/],
+  'cluster-policy-singleton': [/2 ClusterPolicys/, /ClusterPolicy cluster-policy-2/],
+  'rdma-resource-name': [/Pod default\/rdma-check/, /rdma\/rdma_shared_device_b/, /NicClusterPolicy nic-cluster-policy advertises rdma\/rdma_shared_device_a/],
+  'default-storage-class': [/2 StorageClasses/, /StorageClass local-path/],
+  'pvc-storage-class': [/PersistentVolumeClaim research\/datasets/, /"fast-ssd"/, /StatefulSet research\/cache/, /"nvme"/],
+  'application-path': [/Application argocd\/instant-cluster-kueue/, /"dist\/instant-cluster\/kueu" names no rendered folder/, /outside the cluster's folder/],
+  'sync-wave-order': [/Application argocd\/instant-cluster-kueue/, /Application instant-cluster-kueue-install \(wave 1\)/, /Widget one/, /SkipDryRunOnMissingResource/],
+  'no-privileged': [/Job default\/nccl-node-check/, /is privileged/, /allowPrivilegeEscalation: true/],
+  'image-pinned': [/nccl-tests:latest/, /"latest" tag/, /Pod default\/probe/, /has no tag/, /ClusterPolicy cluster-policy: spec.dcgmExporter.version/],
+  'no-secret-data': [/Secret research\/registry-pull/, /data.token, stringData.user/],
+  'namespace-set': [/ConfigMap settings/, /namespace is unset/, /ClusterQueue research\/research/, /cluster-scoped/],
+};
+
+const needsSchemas = new Set(['namespace-set']);
+
+describe('cross-object rules', () => {
+  it('every rule has an id, a passing and a failing fixture, and expectations', () => {
+    const ids = RULES.map((r) => r.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    const files = readdirSync(FIXTURES).filter((f) => f.endsWith('.yaml'));
+    for (const id of ids) {
+      expect(files, id).toContain(`${id}.pass.yaml`);
+      expect(files, id).toContain(`${id}.fail.yaml`);
+    }
+    expect(Object.keys(SAYS).sort()).toEqual([...ids].sort());
+    expect(files).toHaveLength(ids.length * 2);
+  });
+
+  for (const rule of RULES) {
+    describe.skipIf(needsSchemas.has(rule.id) && !HAS_SCHEMAS)(rule.id, () => {
+      it('passes its passing fixture (and so does every other rule)', () => {
+        expect(checkCluster(fixture(`${rule.id}.pass.yaml`), { scopeOf })).toEqual([]);
+      });
+
+      it('reports the failing fixture under its own id only, naming the objects', () => {
+        const findings: Finding[] = checkCluster(fixture(`${rule.id}.fail.yaml`), { scopeOf });
+        expect(findings.length).toBeGreaterThan(0);
+        expect([...new Set(findings.map((f) => f.rule))]).toEqual([rule.id]);
+        for (const f of findings) {
+          expect(f.severity).toBe(rule.severity);
+          expect(f.cluster).toBe(model.name);
+          expect(f.objects.length).toBeGreaterThan(0);
+          expect(f.message.startsWith(f.objects[0])).toBe(true);
+        }
+        const text = findings.map((f) => f.message).join('\n');
+        for (const says of SAYS[rule.id]) expect(text).toMatch(says);
+      });
+    });
+  }
+
+  it('without a model, MPIJob fit falls back to the quota of the job\'s cohort', () => {
+    const view = fixture('mpijob-fit.fail.yaml');
+    const job = view.folders[0].objects[0] as Manifest & { metadata: { labels?: Record<string, string> } };
+    const queued = { ...job, metadata: { ...job.metadata, labels: { 'kueue.x-k8s.io/queue-name': 'default' } } };
+    const kueue = fixture('quota-capacity.pass.yaml').folders[0].objects;
+    const lq = { apiVersion: 'kueue.x-k8s.io/v1beta2', kind: 'LocalQueue', metadata: { name: 'default', namespace: 'default' }, spec: { clusterQueue: 'default' } };
+    const noModel: ClusterView = { name: 'no-model', folders: [{ folder: 'samples', objects: [queued] }, { folder: 'kueue', objects: [...kueue, lq] }] };
+    const fit = checkCluster(noModel).filter((f) => f.rule === 'mpijob-fit');
+    expect(fit.map((f) => f.message)).toEqual([expect.stringMatching(/24 nvidia.com\/gpu, more than the 16 GPUs of cohort gpu-cohort/)]);
+  });
+});

@@ -1,0 +1,40 @@
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { EXIT, main } from '../../src/cli';
+import { REFERENCE_FILE } from '../helpers';
+
+// The rendered clusters are consistent, so a broken rule is simulated: the reference cluster's
+// StorageClasses are checked as if a second default had been rendered.
+vi.mock('../../src/check/engine', async (importOriginal) => {
+  const real = await importOriginal<typeof import('../../src/check/engine')>();
+  return {
+    ...real,
+    checkClusters: (clusters: Parameters<typeof real.checkClusters>[0], opts: Parameters<typeof real.checkClusters>[1]) => real.checkClusters(
+      clusters.map((c) => ({
+        ...c,
+        folders: c.folders.map((f) => ({
+          ...f,
+          objects: f.objects.map((m) => (m.kind === 'StorageClass'
+            ? { ...m, metadata: { ...m.metadata, annotations: { ...m.metadata.annotations, 'storageclass.kubernetes.io/is-default-class': 'true' } } }
+            : m)),
+        })),
+      })), opts),
+  };
+});
+
+describe('synth runs the checks before the swap', () => {
+  const out = mkdtempSync(path.join(tmpdir(), 'check-gate-'));
+  afterAll(() => rmSync(out, { recursive: true, force: true }));
+
+  it('an error finding fails synth with exit 1, prints the rule and writes nothing', () => {
+    const err: string[] = [];
+    const code = main(['synth', '--config', REFERENCE_FILE, '--out', out, '--no-validate'], { out: () => {}, err: (l) => err.push(l) });
+    expect(code).toBe(EXIT.failed);
+    expect(err.join('\n')).toMatch(/error \[default-storage-class\] instant-cluster: StorageClass local-disk: 3 StorageClasses are annotated/);
+    expect(err.at(-1)).toMatch(/cross-object check error\(s\); nothing was written/);
+    expect(readdirSync(out)).toEqual([]);
+    expect(existsSync(path.join(out, 'instant-cluster'))).toBe(false);
+  });
+});

@@ -1,0 +1,86 @@
+// @vitest-environment jsdom
+// Mermaid's parser sanitizes labels with DOMPurify, which needs a DOM: jsdom provides one.
+import { describe, expect, it } from 'vitest';
+import { nominalQuota } from '../../src/check';
+import { RESOURCES } from '../../src/model/names';
+import { clusterFiles } from '../../src/render/layout';
+import { Flowchart, label, nodeId } from '../../src/report/mermaid';
+import { clusterReport, REPORT_FILE } from '../../src/report/report';
+import { folderObjects, renderOf } from '../helpers';
+
+function mermaidBlocks(markdown: string): string[] {
+  return [...markdown.matchAll(/```mermaid\n([\s\S]*?)```/g)].map((m) => m[1]);
+}
+
+async function parseMermaid(text: string): Promise<unknown> {
+  const { default: mermaid } = await import('mermaid');
+  return mermaid.parse(text);
+}
+
+const cluster = renderOf();
+const report = clusterReport(cluster);
+const objects = cluster.folders.flatMap((f) => f.objects);
+
+describe('the cluster report (dist/<cluster>/README.md)', () => {
+  it('is one of the rendered files', () => {
+    expect(clusterFiles(cluster)).toContainEqual([`${cluster.name}/${REPORT_FILE}`, report]);
+  });
+
+  it('has the two Mermaid diagrams, and both parse with Mermaid\'s own parser', async () => {
+    const blocks = mermaidBlocks(report);
+    expect(blocks).toHaveLength(2);
+    for (const b of blocks) await expect(parseMermaid(b)).resolves.toMatchObject({ diagramType: 'flowchart-v2' });
+  });
+
+  it('the parser used here rejects a broken flowchart (so the check above can fail)', async () => {
+    await expect(parseMermaid('flowchart LR\n  a["x"] -> b\n')).rejects.toThrow(/Parse error/);
+    await expect(parseMermaid('flowchart LR\n  cq-research["x"] --> b(\n')).rejects.toThrow();
+  });
+
+  it('keeps node ids simple and every label quoted (GitHub and GitLab render it without plugins)', () => {
+    for (const b of mermaidBlocks(report)) {
+      for (const line of b.trim().split('\n').slice(1)) {
+        const t = line.trim();
+        if (t === 'end') continue;
+        expect(t, line).toMatch(/^(subgraph [A-Za-z0-9_]+\["[^"]*"\]|[A-Za-z0-9_]+(\(\[|\[|\()"[^"]*"(\]\)|\]|\))|[A-Za-z0-9_]+ --> [A-Za-z0-9_]+)$/);
+      }
+    }
+    expect(nodeId('lq', 'research', 'default')).toBe('lq_research_default');
+    expect(label('say "hi"', 'x')).toBe('"say #quot;hi#quot;<br/>x"');
+    expect(new Flowchart().node('a', ['A']).node('a', ['A again']).edge('a', 'a').toMarkdown()).toBe('```mermaid\nflowchart LR\n  a["A"]\n  a --> a\n```');
+  });
+
+  it('is consistent with the manifests: every queue, quota and Application appears as rendered', () => {
+    const [queues, waves] = mermaidBlocks(report);
+    const clusterQueues = objects.filter((m) => m.kind === 'ClusterQueue');
+    expect(clusterQueues.length).toBeGreaterThan(0);
+    let total = 0;
+    for (const cq of clusterQueues) {
+      const gpus = nominalQuota(cq, RESOURCES.gpu);
+      total += gpus;
+      expect(queues).toContain(`["ClusterQueue ${cq.metadata.name}<br/>${gpus} GPUs nominal"]`);
+      expect(report).toMatch(new RegExp(`^\\| \`${cq.metadata.name}\` \\| ${(cq.spec as { cohortName: string }).cohortName} \\| .* \\| ${gpus} \\|`, 'm'));
+    }
+    expect(total).toBe(cluster.model.capacity.gpus);
+    expect(report).toContain(`**${total}** of the cluster's **${cluster.model.capacity.gpus}** GPUs`);
+    for (const lq of objects.filter((m) => m.kind === 'LocalQueue')) {
+      expect(queues).toContain(`lq_${lq.metadata.namespace}_${lq.metadata.name}("LocalQueue ${lq.metadata.name}")`);
+      expect(queues).toContain(`ns_${lq.metadata.namespace}(["namespace ${lq.metadata.namespace}"])`);
+    }
+    for (const app of folderObjects(cluster, 'gitops').filter((m) => m.kind === 'Application')) {
+      const wave = app.metadata.annotations?.['argocd.argoproj.io/sync-wave'] ?? '0';
+      expect(waves).toMatch(new RegExp(`subgraph wave_${wave}\\["wave ${wave}"\\]\\n(    .*\\n)*    app_${nodeId(app.metadata.name)}\\["${app.metadata.name}<br/>`));
+    }
+    for (const job of objects.filter((m) => m.kind === 'MPIJob')) expect(report).toContain(`kubectl create -f dist/instant-cluster/samples/mpijob.default.${job.metadata.name}.yaml`);
+  });
+
+  it('shows the add-ons as described: managed ones name the Argo CD Application that installs them', () => {
+    expect(report).toContain('| Kueue | preinstalled | comes with the node image; only its configuration is rendered here |');
+    const managed = clusterReport(renderOf((d) => { d.installs = { kueue: 'managed' }; }));
+    expect(managed).toMatch(/^\| Kueue \| managed \| Argo CD Application `instant-cluster-kueue-install` \|$/m);
+  });
+
+  it('matches the snapshot', () => {
+    expect(report).toMatchSnapshot();
+  });
+});
