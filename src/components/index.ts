@@ -10,18 +10,19 @@ import { storage } from './storage/chart';
 import { tenants } from './tenants/chart';
 
 /**
- * Every component, in dependency order (the order of their Argo CD sync waves). Each renders
- * into dist/<cluster>/<folder>/.
+ * Every component, in dependency order: operators' custom resources, then queues, then what uses
+ * them (tenants, monitoring), samples last. Each renders into dist/<cluster>/<folder>/; the
+ * Argo CD wiring derives the sync waves from what the folders contain, not from this order.
  */
 export const COMPONENTS: readonly ComponentDefinition[] = [
   storage,
   gpuOperator,
   networkOperator,
+  kueue,
+  tenants,
   monitoring,
   dashboard,
   samples,
-  kueue,
-  tenants,
 ];
 
 /** Steps that wire the rendered components together (Argo CD), after all components. */

@@ -1,9 +1,9 @@
 import { z } from 'zod';
+import { LABELS, NAMESPACES } from './names';
 import {
   absolutePath, dnsLabel, dnsSubdomain, envVar, installMode, intRange, labelKey, labels, labelValue,
   nonEmptyString, nonNegativeInt, pinnedImage, positiveInt, promDuration, quantity, taint,
 } from './schema-types';
-import { LABELS, NAMESPACES } from './names';
 
 /**
  * The cluster description: the one input of the toolkit. Every field of
@@ -258,7 +258,7 @@ const monitoring = z.strictObject({
 
 export const ClusterDescriptionSchema = z.strictObject({
   name: dnsLabel().describe('Cluster name (DNS-1123 label); names dist/<name>/.'),
-  kubernetesVersion: z.string().regex(/^1\.[0-9]+$/, { error: 'expected a Kubernetes minor version such as "1.31"' }).describe('Kubernetes minor version.'),
+  kubernetesVersion: z.string({ error: 'expected a Kubernetes minor version such as "1.31" (quoted)' }).regex(/^1\.[0-9]+$/, { error: 'expected a Kubernetes minor version such as "1.31"' }).describe('Kubernetes minor version.'),
   gitops,
   nodes: z.strictObject({
     service: serviceNode.prefault({}),
@@ -352,7 +352,8 @@ export const ClusterDescriptionSchema = z.strictObject({
   }
   if (d.networkOperator.nicClusterPolicyName !== 'nic-cluster-policy') {
     ctx.addIssue({
-      code: 'custom', path: ['networkOperator', 'nicClusterPolicyName'],
+      code: 'custom',
+      path: ['networkOperator', 'nicClusterPolicyName'],
       message: `the Network Operator reconciles only a NicClusterPolicy named "nic-cluster-policy", got "${d.networkOperator.nicClusterPolicyName}"`,
     });
   }
