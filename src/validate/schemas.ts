@@ -64,7 +64,7 @@ export interface SchemaStoreOptions {
   readonly cacheDir?: string | false;
 }
 
-/** Version of the shape of cached parsed CRD files; bump when parseFile keeps other fields. */
+/** Version of the cached file index and parsed CRD files; bump when their shape changes. */
 const PARSED_FORMAT_VERSION = 1;
 
 interface CrdDocument {
@@ -76,6 +76,62 @@ interface CrdDocument {
     names: { kind: string };
     versions: Array<{ name: string; served: boolean; deprecated?: boolean; schema?: { openAPIV3Schema?: Record<string, unknown> } }>;
   };
+}
+
+/** Which file of a schema directory holds what, from a cheap text scan. */
+interface FileIndex {
+  /** Files of core definitions (`*definitions.json`). */
+  readonly core: string[];
+  /** group -> files that may define it. */
+  readonly groups: Array<[string, string[]]>;
+  /** CRD files whose group the scan could not tell. */
+  readonly unindexed: string[];
+}
+
+/** One version of a kind a CRD file defines. */
+type CrdVersion = Omit<SchemaEntry, 'source' | 'schema'>;
+
+/** A kind of the core definitions and the definition that describes it. */
+interface CoreKind {
+  readonly group: string;
+  readonly version: string;
+  readonly kind: string;
+  readonly definition: string;
+}
+
+/** The kinds the core definitions serve (`x-kubernetes-group-version-kind` of object definitions), in definition order. */
+function coreKinds(definitions: Record<string, unknown>): CoreKind[] {
+  const kinds: CoreKind[] = [];
+  for (const [definition, def] of Object.entries(definitions)) {
+    const gvks = (def as { 'x-kubernetes-group-version-kind'?: Array<{ group: string; version: string; kind: string }> })['x-kubernetes-group-version-kind'];
+    if (!gvks || !(def as { properties?: object }).properties) continue;
+    for (const { group, version, kind } of gvks) kinds.push({ group, version, kind, definition });
+  }
+  return kinds;
+}
+
+function indexFiles(files: readonly string[]): FileIndex {
+  const index: FileIndex = { core: [], groups: [], unindexed: [] };
+  const groupFiles = new Map<string, string[]>();
+  for (const f of files) {
+    if (/definitions\.json$/i.test(f)) {
+      index.core.push(f);
+      continue;
+    }
+    const text = readFileSync(f, 'utf8');
+    if (!text.includes('CustomResourceDefinition')) continue;
+    // `group:` of a CRD spec is the only `group:` at spec indentation; collect every candidate.
+    const groups = new Set<string>();
+    for (const m of text.matchAll(/^\s*"?group"?\s*:\s*"?([a-z0-9.-]+)"?\s*,?\s*$/gm)) groups.add(m[1]);
+    if (groups.size === 0) index.unindexed.push(f);
+    for (const g of groups) {
+      const list = groupFiles.get(g) ?? [];
+      list.push(f);
+      groupFiles.set(g, list);
+    }
+  }
+  index.groups.push(...groupFiles);
+  return index;
 }
 
 /**
@@ -103,29 +159,23 @@ export class SchemaStore {
   private readonly entries = new Map<string, SchemaEntry>();
   private readonly parsed = new Set<string>();
   private coreDefinitions?: Record<string, unknown>;
+  private coreIndexed = false;
+  /** Parsed CRD files. */
+  private readonly crdFiles = new Map<string, CrdDocument[]>();
   private readonly coreFiles: string[] = [];
   /** group -> files that may define it (from a text scan). */
   private readonly groupFiles = new Map<string, string[]>();
   private readonly unindexed: string[] = [];
 
   private constructor(readonly dir: string, readonly files: readonly string[], private readonly cache?: CompiledCache) {
-    for (const f of files) {
-      if (/definitions\.json$/i.test(f)) {
-        this.coreFiles.push(f);
-        continue;
-      }
-      const text = readFileSync(f, 'utf8');
-      if (!text.includes('CustomResourceDefinition')) continue;
-      // `group:` of a CRD spec is the only `group:` at spec indentation; collect every candidate.
-      const groups = new Set<string>();
-      for (const m of text.matchAll(/^\s*"?group"?\s*:\s*"?([a-z0-9.-]+)"?\s*,?\s*$/gm)) groups.add(m[1]);
-      if (groups.size === 0) this.unindexed.push(f);
-      for (const g of groups) {
-        const list = this.groupFiles.get(g) ?? [];
-        list.push(f);
-        this.groupFiles.set(g, list);
-      }
-    }
+    // Scanning every file's text costs tens of milliseconds per process: cache the result.
+    const key = cache?.key('schema-index', [PARSED_FORMAT_VERSION, files.map(fileFingerprint)]);
+    const cached = key ? cache!.readJson<FileIndex>(key) : undefined;
+    const index = cached ?? indexFiles(files);
+    if (key && !cached) cache!.writeJson(key, index);
+    this.coreFiles.push(...index.core);
+    this.unindexed.push(...index.unindexed);
+    for (const [group, list] of index.groups) this.groupFiles.set(group, list);
   }
 
   /** The files the core definitions are read from. */
@@ -144,65 +194,115 @@ export class SchemaStore {
       const merged: Record<string, unknown> = {};
       for (const f of this.coreFiles) Object.assign(merged, (JSON.parse(readFileSync(f, 'utf8')) as { definitions: object }).definitions);
       this.coreDefinitions = { $id: CORE_SCHEMA_ID, definitions: merged };
-      for (const [name, def] of Object.entries(merged)) {
-        const gvks = (def as { 'x-kubernetes-group-version-kind'?: Array<{ group: string; version: string; kind: string }> })['x-kubernetes-group-version-kind'];
-        if (!gvks || !(def as { properties?: object }).properties) continue;
-        for (const gvk of gvks) {
-          const apiVersion = gvk.group ? `${gvk.group}/${gvk.version}` : gvk.version;
-          const key = gvkKey(apiVersion, gvk.kind);
-          // Several definitions (e.g. meta DeleteOptions) claim many GVKs; keep the first, most specific one.
-          if (this.entries.has(key)) continue;
-          this.entries.set(key, {
-            group: gvk.group,
-            version: gvk.version,
-            kind: gvk.kind,
-            scope: CLUSTER_SCOPED_CORE.has(gvk.kind) ? 'Cluster' : 'Namespaced',
-            // Versions removed from Kubernetes are absent from the definitions (no schema: an error).
-            deprecated: false,
-            served: true,
-            source: this.coreFiles[0],
-            schema: { $ref: `${CORE_SCHEMA_ID}#/definitions/${name}` },
-          });
-        }
-      }
     }
+    this.indexCore();
     return this.coreDefinitions;
+  }
+
+  /**
+   * Registers the core kinds. Which definition serves which kind is cached, so a process whose
+   * validators come from the cache never parses the core definitions.
+   */
+  private indexCore(): void {
+    if (this.coreIndexed || this.coreFiles.length === 0) return;
+    this.coreIndexed = true;
+    const key = this.cache?.key('core-kinds', [PARSED_FORMAT_VERSION, this.coreFiles.map(fileFingerprint)]);
+    let kinds = key ? this.cache!.readJson<CoreKind[]>(key) : undefined;
+    if (!kinds) {
+      kinds = coreKinds((this.core()!.definitions ?? {}) as Record<string, unknown>);
+      if (key) this.cache!.writeJson(key, kinds);
+    }
+    for (const { group, version, kind, definition } of kinds) {
+      const apiVersion = group ? `${group}/${version}` : version;
+      const gvk = gvkKey(apiVersion, kind);
+      // Several definitions (e.g. meta DeleteOptions) claim many GVKs; keep the first, most specific one.
+      if (this.entries.has(gvk)) continue;
+      this.entries.set(gvk, {
+        group,
+        version,
+        kind,
+        scope: CLUSTER_SCOPED_CORE.has(kind) ? 'Cluster' : 'Namespaced',
+        // Versions removed from Kubernetes are absent from the definitions (no schema: an error).
+        deprecated: false,
+        served: true,
+        source: this.coreFiles[0],
+        schema: { $ref: `${CORE_SCHEMA_ID}#/definitions/${definition}` },
+      });
+    }
   }
 
   /** The CustomResourceDefinitions of one file (YAML parsing is the slow part: cached as JSON). */
   private readCrds(f: string): CrdDocument[] {
+    let crds = this.crdFiles.get(f);
+    if (crds) return crds;
     const key = this.cache?.key('crds', [PARSED_FORMAT_VERSION, fileFingerprint(f)]);
-    const cached = key ? this.cache!.readJson<CrdDocument[]>(key) : undefined;
-    if (cached) return cached;
-    const text = readFileSync(f, 'utf8');
-    const docs = (f.toLowerCase().endsWith('.json') ? [JSON.parse(text)] : loadAll(text)) as CrdDocument[];
-    const crds = docs.flatMap((d) => (d?.kind === 'List' && Array.isArray(d.items) ? d.items : [d]))
-      .filter((d) => d?.kind === 'CustomResourceDefinition' && d.spec)
-      .map((d): CrdDocument => ({
-        kind: d.kind,
-        spec: {
-          group: d.spec!.group, scope: d.spec!.scope, names: { kind: d.spec!.names.kind },
-          versions: (d.spec!.versions ?? []).map((v) => ({ name: v.name, served: v.served, deprecated: v.deprecated, schema: v.schema })),
-        },
-      }));
-    if (key) this.cache!.writeJson(key, crds);
+    crds = key ? this.cache!.readJson<CrdDocument[]>(key) : undefined;
+    if (!crds) {
+      const text = readFileSync(f, 'utf8');
+      const docs = (f.toLowerCase().endsWith('.json') ? [JSON.parse(text)] : loadAll(text)) as CrdDocument[];
+      crds = docs.flatMap((d) => (d?.kind === 'List' && Array.isArray(d.items) ? d.items : [d]))
+        .filter((d) => d?.kind === 'CustomResourceDefinition' && d.spec)
+        .map((d): CrdDocument => ({
+          kind: d.kind,
+          spec: {
+            group: d.spec!.group,
+            scope: d.spec!.scope,
+            names: { kind: d.spec!.names.kind },
+            versions: (d.spec!.versions ?? []).map((v) => ({ name: v.name, served: v.served, deprecated: v.deprecated, schema: v.schema })),
+          },
+        }));
+      if (key) this.cache!.writeJson(key, crds);
+    }
+    this.crdFiles.set(f, crds);
     return crds;
+  }
+
+  /**
+   * The kinds one file defines, without their schemas: what lookups need. Cached on its own, so a
+   * process whose validators come from the cache reads a few hundred bytes per file, not the schemas.
+   */
+  private crdVersions(f: string): CrdVersion[] {
+    const key = this.cache?.key('crd-versions', [PARSED_FORMAT_VERSION, fileFingerprint(f)]);
+    const cached = key ? this.cache!.readJson<CrdVersion[]>(key) : undefined;
+    if (cached) return cached;
+    const versions = this.readCrds(f).flatMap(({ spec }) => (spec!.versions ?? [])
+      .filter((v) => v.schema?.openAPIV3Schema)
+      .map((v) => ({
+        group: spec!.group,
+        version: v.name,
+        kind: spec!.names.kind,
+        scope: spec!.scope,
+        deprecated: v.deprecated === true,
+        served: v.served !== false,
+      })));
+    if (key) this.cache!.writeJson(key, versions);
+    return versions;
+  }
+
+  /** The openAPIV3Schema of one kind and version of a file. */
+  private crdSchema(f: string, v: CrdVersion): Record<string, unknown> {
+    for (const { spec } of this.readCrds(f)) {
+      if (spec!.group !== v.group || spec!.names.kind !== v.kind) continue;
+      const schema = spec!.versions.find((x) => x.name === v.version)?.schema?.openAPIV3Schema;
+      if (schema) return schema;
+    }
+    throw new Error(`${f}: no schema for ${v.group}/${v.version} ${v.kind}`);
   }
 
   private parseFile(f: string): void {
     if (this.parsed.has(f)) return;
     this.parsed.add(f);
-    for (const crd of this.readCrds(f)) {
-      const spec = crd.spec!;
-      for (const v of spec.versions ?? []) {
-        const schema = v.schema?.openAPIV3Schema;
-        if (!schema) continue;
-        const key = gvkKey(`${spec.group}/${v.name}`, spec.names.kind);
-        this.entries.set(key, {
-          group: spec.group, version: v.name, kind: spec.names.kind, scope: spec.scope,
-          deprecated: v.deprecated === true, served: v.served !== false, source: f, schema,
-        });
-      }
+    for (const v of this.crdVersions(f)) {
+      let schema: Record<string, unknown> | undefined;
+      const load = () => (schema ??= this.crdSchema(f, v));
+      this.entries.set(gvkKey(`${v.group}/${v.version}`, v.kind), {
+        ...v,
+        source: f,
+        // Read on first use: a validator loaded from the cache never needs it.
+        get schema() {
+          return load();
+        },
+      });
     }
   }
 
@@ -211,10 +311,10 @@ export class SchemaStore {
     const key = gvkKey(apiVersion, kind);
     const group = apiVersion.includes('/') ? apiVersion.slice(0, apiVersion.indexOf('/')) : '';
     if (!this.entries.has(key)) {
-      if (group === '' || !group.includes('.') || group.endsWith('.k8s.io') && !this.groupFiles.has(group)) this.core();
+      if (group === '' || !group.includes('.') || group.endsWith('.k8s.io') && !this.groupFiles.has(group)) this.indexCore();
       for (const f of this.groupFiles.get(group) ?? []) this.parseFile(f);
       if (!this.entries.has(key)) for (const f of this.unindexed) this.parseFile(f);
-      if (!this.entries.has(key)) this.core();
+      if (!this.entries.has(key)) this.indexCore();
     }
     return this.entries.get(key);
   }

@@ -1,7 +1,11 @@
-import Ajv, { ErrorObject, ValidateFunction } from 'ajv';
-import { describeObject, Manifest, objectId } from '../render/manifest';
+import { createRequire } from 'node:module';
+import type Ajv from 'ajv';
+import type { ErrorObject, ValidateFunction } from 'ajv';
+import { version as AJV_VERSION } from 'ajv/package.json';
+import { CachedValidator, CompiledCache, fileFingerprint, FORMATS_MODULE, resolveCacheDir } from './compiled-cache';
 import { CORE_SCHEMA_ID, SchemaEntry, SchemaStore } from './schemas';
-import { pruneNulls, strictSchema } from './strict-schema';
+import { pruneNulls, hoistSubschemas, STRICT_TRANSFORM_VERSION, strictSchema } from './strict-schema';
+import { describeObject, Manifest, objectId } from '../render/manifest';
 
 /** One finding of the schema validation. */
 export interface ValidationIssue {
@@ -22,6 +26,14 @@ export interface ValidatorOptions {
    * @default false
    */
   readonly requireNamespace?: boolean;
+
+  /**
+   * Folder where compiled validators are kept across processes (ajv standalone code, keyed by
+   * the schema files' path, size and mtime, the ajv version and STRICT_TRANSFORM_VERSION), or
+   * false to compile in every process.
+   * @default $GPU_CLUSTER_MANIFESTS_CACHE, else node_modules/.cache/gpu-cluster-manifests/ of the project
+   */
+  readonly cacheDir?: string | false;
 }
 
 /** An object to validate, with where it came from. */
@@ -38,6 +50,36 @@ const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 /** Kinds whose names must be DNS-1123 labels rather than subdomains. */
 const LABEL_NAMED_KINDS = new Set(['Namespace', 'Service']);
 const INT32 = 2 ** 31;
+
+/** OpenAPI formats the Kubernetes schemas use; cached validators import them by name. */
+const FORMATS = {
+  'int32': { type: 'number', validate: (n: number) => Number.isInteger(n) && n >= -INT32 && n < INT32 },
+  'int64': { type: 'number', validate: (n: number) => Number.isInteger(n) },
+  'date-time': /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i,
+  'byte': /^[A-Za-z0-9+/]*={0,2}$/,
+} as const;
+
+/** ajv's compiler (some 60 modules) is loaded only when a schema has to be compiled: a warm cache never needs it. */
+const requireLazily = createRequire(__filename);
+
+function createAjv(emitStandaloneCode: boolean): Ajv {
+  const { default: AjvClass, _ } = requireLazily('ajv') as typeof import('ajv');
+  return new AjvClass({
+    strict: false,
+    allErrors: true,
+    logger: false,
+    validateSchema: false,
+    // One function per hoisted subschema (see hoistSubschemas), compiled by V8 only when reached.
+    inlineRefs: false,
+    formats: FORMATS,
+    // Standalone code is what the disk cache keeps; it imports the formats from FORMATS_MODULE.
+    code: emitStandaloneCode ? { source: true, formats: _`require(${FORMATS_MODULE})` } : {},
+  });
+}
+
+function standaloneCode(ajv: Ajv, fn: ValidateFunction): string {
+  return (requireLazily('ajv/dist/standalone') as typeof import('ajv/dist/standalone')).default(ajv, fn);
+}
 
 function fieldPath(instancePath: string): string {
   let out = '';
@@ -64,26 +106,25 @@ function labelKeyProblem(key: string): string | undefined {
 
 /**
  * Strict validation of rendered objects against their upstream schemas. Each schema is compiled
- * once per process, on first use, and reused.
+ * once per process, on first use, and reused; compiled validators are also cached on disk (see
+ * `cacheDir`), so a fresh process loads the large CRDs' validators instead of compiling them.
  */
 export class ManifestValidator {
-  private readonly ajv: Ajv;
+  private ajvInstance?: Ajv;
+  private readonly cache?: CompiledCache;
   private readonly compiled = new Map<SchemaEntry, ValidateFunction>();
+  private readonly fingerprints = new Map<string, string>();
+  private readonly compiledCodeToSave = new Map<ValidateFunction, CachedValidator>();
   private coreAdded = false;
 
   constructor(readonly store: SchemaStore, private readonly options: ValidatorOptions = {}) {
-    this.ajv = new Ajv({
-      strict: false,
-      allErrors: true,
-      logger: false,
-      validateSchema: false,
-      formats: {
-        'int32': { type: 'number', validate: (n: number) => Number.isInteger(n) && n >= -INT32 && n < INT32 },
-        'int64': { type: 'number', validate: (n: number) => Number.isInteger(n) },
-        'date-time': /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i,
-        'byte': /^[A-Za-z0-9+/]*={0,2}$/,
-      },
-    });
+    const cacheDir = resolveCacheDir(options.cacheDir);
+    this.cache = cacheDir ? new CompiledCache(cacheDir) : undefined;
+  }
+
+  private get ajv(): Ajv {
+    this.ajvInstance ??= createAjv(this.cache !== undefined);
+    return this.ajvInstance;
   }
 
   private ensureCore(): boolean {
@@ -95,24 +136,76 @@ export class ManifestValidator {
     return true;
   }
 
+  private fingerprint(file: string): string {
+    let fp = this.fingerprints.get(file);
+    if (fp === undefined) {
+      fp = fileFingerprint(file);
+      this.fingerprints.set(file, fp);
+    }
+    return fp;
+  }
+
+  /** Everything a compiled validator depends on: its schema file, the core definitions, the transforms. */
+  private cacheKey(entry: SchemaEntry): string {
+    return this.cache!.key('validator', [
+      STRICT_TRANSFORM_VERSION, AJV_VERSION, entry.group, entry.version, entry.kind,
+      this.fingerprint(entry.source), this.store.coreSources.map((f) => this.fingerprint(f)),
+    ]);
+  }
+
+  /** The strict JSON Schema of one apiVersion/kind, as ajv compiles it. */
+  private schemaFor(entry: SchemaEntry): object {
+    const hasCore = this.ensureCore();
+    if ('$ref' in entry.schema) return entry.schema;
+    const strict = strictSchema(entry.schema) as Record<string, unknown>;
+    const props = { ...(strict.properties as Record<string, unknown> | undefined) };
+    // CRD schemas leave metadata open; validate it strictly as the API server does.
+    if (hasCore) props.metadata = { $ref: OBJECT_META };
+    props.apiVersion = { const: `${entry.group}/${entry.version}` };
+    props.kind = { const: entry.kind };
+    const required = [...new Set([...(strict.required as string[] ?? []), 'apiVersion', 'kind', 'metadata'])];
+    return hoistSubschemas({ ...strict, properties: props, additionalProperties: false, required });
+  }
+
   private validatorFor(entry: SchemaEntry): ValidateFunction {
     let fn = this.compiled.get(entry);
-    if (!fn) {
-      const hasCore = this.ensureCore();
-      let schema = entry.schema;
-      if (!('$ref' in schema)) {
-        const strict = strictSchema(schema) as Record<string, unknown>;
-        const props = { ...(strict.properties as Record<string, unknown> | undefined) };
-        // CRD schemas leave metadata open; validate it strictly as the API server does.
-        if (hasCore) props.metadata = { $ref: OBJECT_META };
-        props.apiVersion = { const: `${entry.group}/${entry.version}` };
-        props.kind = { const: entry.kind };
-        schema = { ...strict, properties: props, additionalProperties: false, required: [...new Set([...(strict.required as string[] ?? []), 'apiVersion', 'kind', 'metadata'])] };
-      }
-      fn = this.ajv.compile(schema);
-      this.compiled.set(entry, fn);
+    if (fn) return fn;
+    const key = this.cache ? this.cacheKey(entry) : undefined;
+    let cached = key ? this.cache!.readValidator(key, FORMATS) : undefined;
+    if (!cached) {
+      fn = this.ajv.compile(this.schemaFor(entry));
+      // Run what the next process will load (it is the same code), or the in-memory function
+      // when the cache cannot be written.
+      if (key && this.saveValidator(key, fn)) cached = this.cache!.readValidator(key, FORMATS);
     }
-    return fn;
+    if (cached) {
+      fn = cached.validate;
+      this.compiledCodeToSave.set(fn, cached);
+    }
+    this.compiled.set(entry, fn!);
+    return fn!;
+  }
+
+  private saveValidator(key: string, fn: ValidateFunction): boolean {
+    let source: string;
+    try {
+      source = standaloneCode(this.ajv, fn);
+    } catch {
+      return false; // a schema ajv cannot emit as standalone code is compiled in every process instead
+    }
+    this.cache!.writeValidator(key, source);
+    return true;
+  }
+
+  /** Runs a validator; after its first run, V8's compiled code of it goes to the cache. */
+  private run(fn: ValidateFunction, data: unknown): readonly ErrorObject[] {
+    const valid = fn(data);
+    const cached = this.compiledCodeToSave.get(fn);
+    if (cached) {
+      this.compiledCodeToSave.delete(fn);
+      cached.saveCompiledCode();
+    }
+    return valid ? [] : fn.errors ?? [];
   }
 
   /** Validates one object. */
@@ -139,9 +232,8 @@ export class ManifestValidator {
     }
     this.checkMetadata(manifest, entry, error);
 
-    const data = pruneNulls(manifest);
-    const fn = this.validatorFor(entry);
-    if (!fn(data)) issues.push(...this.toIssues(fn.errors ?? [], object, source));
+    const errors = this.run(this.validatorFor(entry), pruneNulls(manifest));
+    if (errors.length > 0) issues.push(...this.toIssues(errors, object, source));
     return issues;
   }
 
@@ -157,7 +249,7 @@ export class ManifestValidator {
     if (entry.scope === 'Namespaced') {
       if (typeof md.namespace !== 'string' || md.namespace.length === 0) {
         if (this.options.requireNamespace) error('metadata.namespace', `${m.kind} is namespaced: metadata.namespace must be set explicitly`);
-      } else if (!DNS_LABEL.test(md.namespace) || md.namespace.length > 63) error('metadata.namespace', `"${md.namespace}" is not a valid namespace name`);
+      } else if (!DNS_LABEL.test(md.namespace) || md.namespace.length > 63) {error('metadata.namespace', `"${md.namespace}" is not a valid namespace name`);}
     } else if (md.namespace !== undefined) {
       error('metadata.namespace', `${m.kind} is cluster-scoped: metadata.namespace must not be set`);
     }
@@ -216,7 +308,10 @@ export class ManifestValidator {
         const id = objectId(manifest);
         if (seen.has(id)) {
           issues.push({
-            severity: 'error', object: describeObject(manifest), source, path: '',
+            severity: 'error',
+            object: describeObject(manifest),
+            source,
+            path: '',
             message: `duplicate object (also in ${seen.get(id) ?? 'the same input'})`,
           });
         } else {
