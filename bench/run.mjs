@@ -1,0 +1,347 @@
+#!/usr/bin/env node
+// Benchmark of the precompiled CLI (`npm run bench` compiles first, then runs this script).
+// Every measurement is a fresh process, as a user or CI runs it; each case is repeated and the
+// median reported. Prints a table and writes bench/results.json. See bench/README.md.
+//
+//   node bench/run.mjs [--quick] [--only ID[,ID...]] [--keep]
+//     --quick  one or two runs per case (a smoke test of the harness, not a measurement)
+//     --only   run only these cases (ids as printed in the table)
+//     --keep   keep the temporary folder (generated descriptions and outputs)
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
+import * as path from 'node:path';
+import { parseArgs } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { parse, stringify } from 'yaml';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const CLI = path.join(ROOT, 'lib', 'src', 'cli.js');
+const CLUSTERS = path.join(ROOT, 'src', 'clusters');
+const REFERENCE = path.join(CLUSTERS, 'instant-cluster.yaml');
+const RESULTS = path.join(ROOT, 'bench', 'results.json');
+const GNU_TIME = '/usr/bin/time';
+const CACHE_ENV = 'GPU_CLUSTER_MANIFESTS_CACHE';
+
+const TARGETS = {
+  referenceWallSeconds: 0.5,
+  fleetWallSeconds: 10,
+  fleetPeakRssMB: 500,
+  speedupOverCdk8sTsNode: 5,
+};
+
+const { values: opts } = parseArgs({
+  options: { quick: { type: 'boolean' }, only: { type: 'string' }, keep: { type: 'boolean' } },
+});
+const only = opts.only ? new Set(opts.only.split(',')) : undefined;
+const runsOf = (n) => (opts.quick ? Math.min(n, 2) : n);
+
+if (!existsSync(CLI)) {
+  console.error(`${path.relative(process.cwd(), CLI)} is missing: run \`npm run bench\` (it compiles first) or \`npx tsc --build\`.`);
+  process.exit(2);
+}
+
+const work = mkdtempSync(path.join(tmpdir(), 'gcm-bench-'));
+const hasGnuTime = spawnSync(GNU_TIME, ['-f', '%M', 'true'], { encoding: 'utf8' }).status === 0;
+const rssProbe = path.join(work, 'rss-probe.cjs');
+// Fallback without GNU time: the child reports its own peak RSS when it exits.
+writeFileSync(rssProbe, "process.on('exit', () => require('fs').writeFileSync(process.env.GCM_BENCH_RSS_FILE, String(process.resourceUsage().maxRSS)));\n");
+
+// ---------------------------------------------------------------- generated descriptions
+
+/** Deterministic PRNG (mulberry32), so the generated fleet is the same on every machine. */
+function prng(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const templates = readdirSync(CLUSTERS)
+  .filter((f) => /\.ya?ml$/i.test(f))
+  .sort()
+  .map((f) => parse(readFileSync(path.join(CLUSTERS, f), 'utf8')));
+
+/**
+ * A description derived from one of the repository's own descriptions (so it stays valid as the
+ * description schema grows), with its own name, worker count and tenants.
+ */
+function describeCluster(template, name, workers, tenantCount) {
+  const d = structuredClone(template);
+  d.name = name;
+  if (d.gitops) d.gitops.path = `dist/${name}`;
+  d.nodes.gpuWorkers.count = workers;
+  if (d.samples?.nodeNames) delete d.samples.nodeNames;
+  const capacity = workers * d.nodes.gpuWorkers.gpusPerNode;
+  const quota = Math.floor((capacity * 0.9) / tenantCount);
+  d.tenants = Array.from({ length: tenantCount }, (_, i) => ({ name: `team-${String(i + 1).padStart(2, '0')}`, gpus: quota }));
+  return d;
+}
+
+function writeDescription(dir, d) {
+  mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, `${d.name}.yaml`);
+  writeFileSync(file, stringify(d));
+  return file;
+}
+
+const reference = templates.find((t) => t.name === 'instant-cluster') ?? templates[0];
+const bigFile = writeDescription(path.join(work, 'big'), describeCluster(reference, 'big-cluster', 128, 50));
+
+/** 100 clusters of mixed sizes: mostly small, some large (2 to 128 workers, 1 to 50 tenants). */
+const random = prng(9);
+const SIZES = [2, 2, 2, 4, 4, 8, 8, 16, 32, 64, 128];
+const fleetFiles = Array.from({ length: 100 }, (_, i) => {
+  const workers = SIZES[Math.floor(random() * SIZES.length)];
+  const tenants = 1 + Math.floor(random() * Math.min(50, workers * 2));
+  const template = templates[i % templates.length];
+  return writeDescription(path.join(work, 'fleet'), describeCluster(template, `fleet-${String(i + 1).padStart(3, '0')}`, workers, tenants));
+});
+
+// ---------------------------------------------------------------- measuring
+
+const median = (xs) => {
+  const s = xs.filter((x) => typeof x === 'number' && Number.isFinite(x)).sort((a, b) => a - b);
+  if (s.length === 0) return undefined;
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+/** Rendered objects under a folder: every YAML file but the kustomizations (one object per file). */
+function countObjects(dir) {
+  if (!existsSync(dir)) return 0;
+  let n = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (e.isFile() && /\.ya?ml$/.test(e.name) && e.name !== 'kustomization.yaml') n += 1;
+  }
+  return n;
+}
+
+/** One fresh process: wall time (measured here), peak RSS, and the CLI's own timings (--format json). */
+function runOnce(command, args, env) {
+  const rssFile = path.join(work, `rss-${process.pid}-${Date.now()}`);
+  let cmd = command;
+  let argv = args;
+  let childEnv = { ...process.env, CDK8S_CHECK_UPGRADE: 'false', ...env };
+  if (hasGnuTime) {
+    cmd = GNU_TIME;
+    argv = ['-f', '%M %U %S', '-o', rssFile, command, ...args];
+  } else if (command === process.execPath) {
+    argv = ['--require', rssProbe, ...args];
+    childEnv = { ...childEnv, GCM_BENCH_RSS_FILE: rssFile };
+  }
+  const t0 = performance.now();
+  const r = spawnSync(cmd, argv, { cwd: ROOT, env: childEnv, encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
+  const wall = performance.now() - t0;
+  if (r.status !== 0) {
+    throw new Error(`${[command, ...args].join(' ')} exited ${r.status}\n${(r.stderr || '').slice(-4000)}`);
+  }
+  // GNU time: "maxRSS-KB user-s sys-s"; the probe: "maxRSS-KB".
+  let rssKB;
+  let cpu;
+  if (existsSync(rssFile)) {
+    const [rss, user, sys] = readFileSync(rssFile, 'utf8').trim().split('\n').pop().split(' ').map(Number);
+    rssKB = Number.isFinite(rss) ? rss : undefined;
+    cpu = Number.isFinite(user) && Number.isFinite(sys) ? (user + sys) * 1000 : undefined;
+    rmSync(rssFile, { force: true });
+  }
+  let timings;
+  const last = r.stdout.trim().split('\n').pop() ?? '';
+  if (last.startsWith('{')) {
+    try {
+      timings = JSON.parse(last).timings;
+    } catch {
+      timings = undefined;
+    }
+  }
+  return { wall, rssKB, cpu, timings };
+}
+
+const cli = (...args) => ({ command: process.execPath, args: [CLI, ...args] });
+
+const results = [];
+
+function measure(c) {
+  if (only && !only.has(c.id)) return undefined;
+  const runs = runsOf(c.runs);
+  process.stdout.write(`${c.id.padEnd(22)} ${runs} run(s) `);
+  const samples = [];
+  for (let i = 0; i < runs + (c.warmup ?? 1); i += 1) {
+    const env = typeof c.env === 'function' ? c.env(i) : c.env;
+    const s = runOnce(c.command, c.args, env);
+    // The first run of a warm case fills the disk cache and the page cache: not measured.
+    if (i >= (c.warmup ?? 1)) samples.push(s);
+    process.stdout.write('.');
+  }
+  const objects = c.objectsDir ? countObjects(c.objectsDir) : undefined;
+  const t = (k) => median(samples.map((s) => s.timings?.[k]));
+  const walls = samples.map((s) => s.wall);
+  const result = {
+    id: c.id,
+    title: c.title,
+    command: [c.command === process.execPath ? 'node' : c.command, ...c.args.map((a) => (a.startsWith(work) ? `$TMP${a.slice(work.length)}` : path.isAbsolute(a) ? path.relative(ROOT, a) : a))].join(' '),
+    runs,
+    objects,
+    wallMs: median(walls),
+    wallMinMs: Math.min(...walls),
+    wallMaxMs: Math.max(...walls),
+    cpuMs: median(samples.map((s) => s.cpu)),
+    peakRssMB: median(samples.map((s) => (s.rssKB === undefined ? undefined : s.rssKB / 1024))),
+    // In-process phases reported by the CLI (--format json): load = descriptions -> models.
+    loadMs: t('load'),
+    renderMs: t('render'),
+    validateMs: t('validate'),
+    writeMs: t('write'),
+    totalMs: t('total'),
+  };
+  results.push(result);
+  process.stdout.write(` ${(result.wallMs / 1000).toFixed(2)} s\n`);
+  return result;
+}
+
+const out = (name) => path.join(work, 'out', name);
+const freshCache = (i) => ({ [CACHE_ENV]: path.join(work, 'cold-cache', String(i)) });
+const fleetArgs = (n, name) => [...fleetFiles.slice(0, n).flatMap((f) => ['--config', f]), '--out', out(name), '--format', 'json'];
+
+console.log(`gpu-cluster-manifests benchmark: ${cpus().length} CPUs, node ${process.version}, load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+console.log(`temporary folder: ${work}${hasGnuTime ? '' : ' (no /usr/bin/time: peak RSS reported by the node children only)'}\n`);
+
+const CASES = [
+  {
+    id: 'reference', title: 'reference cluster: render + validate + write', runs: 9,
+    ...cli('synth', '--config', REFERENCE, '--out', out('reference'), '--format', 'json'), objectsDir: out('reference'),
+  },
+  {
+    id: 'reference-no-validate', title: 'reference cluster: render + write (--no-validate)', runs: 7,
+    ...cli('synth', '--config', REFERENCE, '--out', out('reference-nv'), '--no-validate', '--format', 'json'), objectsDir: out('reference-nv'),
+  },
+  {
+    id: 'reference-cold-cache', title: 'reference cluster, empty validator cache (first run after npm ci)', runs: 3, warmup: 0,
+    ...cli('synth', '--config', REFERENCE, '--out', out('reference-cold'), '--format', 'json'), env: freshCache, objectsDir: out('reference-cold'),
+  },
+  {
+    id: 'validate-reference', title: 'validate the written reference tree (reads YAML)', runs: 5,
+    ...cli('validate', '--quiet', out('reference')), objectsDir: out('reference'),
+  },
+  {
+    id: 'big-128w-50t', title: '128 workers, 50 tenants', runs: 5,
+    ...cli('synth', '--config', bigFile, '--out', out('big'), '--format', 'json'), objectsDir: out('big'),
+  },
+  { id: 'fleet-1', title: 'fleet: 1 cluster', runs: 5, ...cli('synth', ...fleetArgs(1, 'fleet-1')), objectsDir: out('fleet-1') },
+  { id: 'fleet-10', title: 'fleet: 10 clusters', runs: 5, ...cli('synth', ...fleetArgs(10, 'fleet-10')), objectsDir: out('fleet-10') },
+  { id: 'fleet-100', title: 'fleet: 100 clusters of mixed sizes', runs: 3, ...cli('synth', ...fleetArgs(100, 'fleet-100')), objectsDir: out('fleet-100') },
+  {
+    id: 'repo-clusters', title: 'every description in src/clusters (npm run synth, into a temp dir)', runs: 5,
+    ...cli('synth', '--out', out('repo'), '--format', 'json'), objectsDir: out('repo'),
+  },
+  {
+    id: 'cdk8s-ts-node', title: 'baseline: npx cdk8s synth, app via ts-node (same clusters as repo-clusters)', runs: 3,
+    command: 'npx', args: ['cdk8s', 'synth', '--app', 'npx ts-node --transpile-only src/main.ts', '--output', out('cdk8s')], objectsDir: out('cdk8s'),
+  },
+];
+
+try {
+  for (const c of CASES) measure(c);
+} catch (e) {
+  console.error(`\nbenchmark failed: ${e.message}`);
+  if (!opts.keep) rmSync(work, { recursive: true, force: true });
+  process.exit(1);
+}
+
+// ---------------------------------------------------------------- report
+
+const byId = Object.fromEntries(results.map((r) => [r.id, r]));
+const fmtS = (ms) => (ms === undefined ? '-' : `${(ms / 1000).toFixed(2)}`);
+const fmtMs = (ms) => (ms === undefined ? '-' : `${ms.toFixed(0)}`);
+const perSec = (n, ms) => (n === undefined || ms === undefined || ms <= 0 ? '-' : `${Math.round((n * 1000) / ms)}`);
+const renderOf = (r) => (r.loadMs === undefined ? undefined : r.loadMs + r.renderMs);
+
+const header = ['case', 'runs', 'objects', 'wall s (min-max)', 'cpu s', 'RSS MB', 'obj/s', 'render ms', 'render obj/s', 'validate ms', 'validate obj/s', 'write ms'];
+const rows = results.map((r) => [
+  r.id,
+  String(r.runs),
+  r.objects === undefined ? '-' : String(r.objects),
+  `${fmtS(r.wallMs)} (${fmtS(r.wallMinMs)}-${fmtS(r.wallMaxMs)})`,
+  fmtS(r.cpuMs),
+  r.peakRssMB === undefined ? '-' : r.peakRssMB.toFixed(0),
+  perSec(r.objects, r.wallMs),
+  fmtMs(renderOf(r)),
+  perSec(r.objects, renderOf(r)),
+  fmtMs(r.validateMs),
+  r.validateMs ? perSec(r.objects, r.validateMs) : '-',
+  fmtMs(r.writeMs),
+]);
+const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i].length)));
+const line = (cells) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
+console.log(`\n${line(header)}\n${widths.map((w) => '-'.repeat(w)).join('  ')}`);
+for (const row of rows) console.log(line(row));
+console.log('\nwall = whole command in a fresh process (median); cpu = its user + system CPU time (less sensitive to other load);');
+console.log('render = load descriptions + build models + synth in memory; validate = strict schema validation of every object');
+console.log('(and the cross-object checks); write = YAML + files. Phases are in-process, reported by the CLI (--format json).');
+
+// Linearity: cost per object as the fleet grows (in-process phases, and wall).
+const linearity = ['fleet-1', 'fleet-10', 'fleet-100'].filter((id) => byId[id]?.objects).map((id) => {
+  const r = byId[id];
+  return {
+    id,
+    clusters: Number(id.split('-')[1]),
+    objects: r.objects,
+    renderMsPerObject: renderOf(r) / r.objects,
+    validateMsPerObject: r.validateMs / r.objects,
+    writeMsPerObject: r.writeMs / r.objects,
+    wallMsPerObject: r.wallMs / r.objects,
+  };
+});
+if (linearity.length > 0) {
+  console.log('\ncost per object (ms) as the fleet grows');
+  console.log('clusters  objects  render  validate  write   wall');
+  for (const l of linearity) {
+    console.log(`${String(l.clusters).padStart(8)}  ${String(l.objects).padStart(7)}  ${l.renderMsPerObject.toFixed(3).padStart(6)}  ${l.validateMsPerObject.toFixed(3).padStart(8)}  ${l.writeMsPerObject.toFixed(3).padStart(5)}  ${l.wallMsPerObject.toFixed(3).padStart(5)}`);
+  }
+  const [a, b] = [byId['fleet-10'], byId['fleet-100']];
+  if (a?.objects && b?.objects && b.objects > a.objects) {
+    console.log(`marginal wall cost from 10 to 100 clusters: ${((b.wallMs - a.wallMs) / (b.objects - a.objects)).toFixed(3)} ms per object`);
+  }
+}
+
+// Targets.
+const checks = [];
+const check = (name, ok, detail) => {
+  checks.push({ name, ok, detail });
+};
+if (byId.reference) check(`reference cluster <= ${TARGETS.referenceWallSeconds} s wall`, byId.reference.wallMs <= TARGETS.referenceWallSeconds * 1000, `${fmtS(byId.reference.wallMs)} s`);
+if (byId['fleet-100']) {
+  const f = byId['fleet-100'];
+  check(`100-cluster fleet <= ${TARGETS.fleetWallSeconds} s wall`, f.wallMs <= TARGETS.fleetWallSeconds * 1000, `${fmtS(f.wallMs)} s`);
+  if (f.peakRssMB !== undefined) check(`100-cluster fleet < ${TARGETS.fleetPeakRssMB} MB peak RSS`, f.peakRssMB < TARGETS.fleetPeakRssMB, `${f.peakRssMB.toFixed(0)} MB`);
+}
+for (const id of ['reference', 'fleet-100']) {
+  const r = byId[id];
+  if (r?.validateMs !== undefined) check(`${id}: validation <= rendering`, r.validateMs <= renderOf(r), `validate ${fmtMs(r.validateMs)} ms, render ${fmtMs(renderOf(r))} ms`);
+}
+if (byId['cdk8s-ts-node'] && byId['repo-clusters']) {
+  const speedup = byId['cdk8s-ts-node'].wallMs / byId['repo-clusters'].wallMs;
+  check(`>= ${TARGETS.speedupOverCdk8sTsNode}x faster than cdk8s synth via ts-node`, speedup >= TARGETS.speedupOverCdk8sTsNode, `${speedup.toFixed(1)}x (${fmtS(byId['cdk8s-ts-node'].wallMs)} s vs ${fmtS(byId['repo-clusters'].wallMs)} s)`);
+}
+if (checks.length > 0) {
+  console.log('\ntargets');
+  for (const c of checks) console.log(`  ${c.ok ? 'ok  ' : 'MISS'}  ${c.name}: ${c.detail}`);
+}
+
+const report = {
+  date: new Date().toISOString(),
+  machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model, memoryMB: Math.round(totalmem() / 2 ** 20), loadAverage: loadavg(), node: process.version },
+  peakRssSource: hasGnuTime ? '/usr/bin/time %M (largest process of the command)' : 'process.resourceUsage().maxRSS of node children',
+  quick: Boolean(opts.quick),
+  targets: TARGETS,
+  results,
+  linearity,
+  checks,
+};
+writeFileSync(RESULTS, `${JSON.stringify(report, undefined, 2)}\n`);
+console.log(`\nwrote ${path.relative(process.cwd(), RESULTS)}`);
+if (opts.keep) console.log(`kept ${work}`);
+else rmSync(work, { recursive: true, force: true });
