@@ -82,7 +82,7 @@ export class CompiledCache {
   }
 
   /** A text entry: a header line with the checksum of the body, then the body. */
-  private readText(file: string): string | undefined {
+  private readText(file: string): { body: string; digest: string } | undefined {
     let text: string;
     try {
       text = readFileSync(file, 'utf8');
@@ -92,7 +92,8 @@ export class CompiledCache {
     const newline = text.indexOf('\n');
     if (!text.startsWith(HEADER) || newline < 0) return undefined;
     const body = text.slice(newline + 1);
-    return text.slice(HEADER.length, newline) === sha256(body) ? body : undefined;
+    const digest = sha256(body);
+    return text.slice(HEADER.length, newline) === digest ? { body, digest } : undefined;
   }
 
   /** A binary entry: the SHA-256 digest of the payload, then the payload. */
@@ -121,10 +122,10 @@ export class CompiledCache {
 
   /** A cached JSON value, or undefined when absent or unreadable. */
   readJson<T>(key: string): T | undefined {
-    const body = this.readText(this.file(key, 'json'));
-    if (body === undefined) return undefined;
+    const entry = this.readText(this.file(key, 'json'));
+    if (entry === undefined) return undefined;
     try {
-      return JSON.parse(body) as T;
+      return JSON.parse(entry.body) as T;
     } catch {
       return undefined;
     }
@@ -141,17 +142,22 @@ export class CompiledCache {
    */
   readValidator(key: string, formats: object): CachedValidator | undefined {
     const file = this.file(key, 'js');
-    const body = this.readText(file);
-    if (body === undefined) return undefined;
+    const entry = this.readText(file);
+    if (entry === undefined) return undefined;
     const load = (id: string): unknown => {
       if (id === FORMATS_MODULE) return formats;
       if (AJV_RUNTIME.test(id)) return requireHere(id);
       throw new Error(`cached validator ${file} imports ${id}`);
     };
+    // V8 checks little more than the source's length before it uses compiled code: the code file
+    // records the digest of the exact source it was made from (concurrent processes may each
+    // have written their own, equivalent source).
     const codeFile = this.file(key, `v8-${V8_TAG}.bin`);
-    const cachedData = this.readBinary(codeFile);
+    const source = Buffer.from(entry.digest, 'hex');
+    const code = this.readBinary(codeFile);
+    const cachedData = code?.subarray(0, DIGEST_BYTES).equals(source) ? code.subarray(DIGEST_BYTES) : undefined;
     try {
-      const script = new Script(`(function (require, module, exports) {${body}\n})`, { filename: file, cachedData });
+      const script = new Script(`(function (require, module, exports) {${entry.body}\n})`, { filename: file, cachedData });
       const mod = { exports: {} as unknown };
       (script.runInThisContext() as (...args: unknown[]) => void)(load, mod, mod.exports);
       if (typeof mod.exports !== 'function') return undefined;
@@ -159,7 +165,7 @@ export class CompiledCache {
       return {
         validate: mod.exports as ValidateFunction,
         saveCompiledCode: () => {
-          if (save) this.write(codeFile, script.createCachedData());
+          if (save) this.write(codeFile, Buffer.concat([source, script.createCachedData()]));
           save = false;
         },
       };

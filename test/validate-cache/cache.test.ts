@@ -114,6 +114,19 @@ describe.skipIf(!HAS_SCHEMAS)('compiled validator cache', () => {
     expect(validatorWith(dir).validate(storageClass)).toEqual([expect.objectContaining({ path: 'volumeBindingMod', message: 'unknown field' })]);
   });
 
+  it('never runs V8 compiled code that was made from another source of the same length', () => {
+    // V8 checks only the length of the source; concurrent processes may write different sources.
+    const cache = new CompiledCache(tempDir('v8'));
+    const key = cache.key('validator', ['same-length']);
+    cache.writeValidator(key, 'module.exports = function v(d) { return d === 1; };');
+    const first = cache.readValidator(key, {})!;
+    expect(first.validate(1)).toBe(true);
+    first.saveCompiledCode();
+    cache.writeValidator(key, 'module.exports = function v(d) { return d === 2; };');
+    const second = cache.readValidator(key, {})!;
+    expect([second.validate(1), second.validate(2)]).toEqual([false, true]);
+  });
+
   it('rejects an unknown field through a cached validator, deep in a custom resource and in its metadata', () => {
     const mpiJob = sampleObjects().find((m) => m.kind === 'MPIJob' && m.metadata.name === 'pi')!;
     const broken = structuredClone(mpiJob) as any;
