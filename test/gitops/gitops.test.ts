@@ -89,7 +89,9 @@ describe('gitops: managed add-ons', () => {
     const gpu = app(objects, 'instant-cluster-gpu-operator-install');
     expect(wave(gpu)).toBe(0);
     expect(gpu.spec.source).toMatchObject({ repoURL: 'https://helm.ngc.nvidia.com/nvidia', chart: 'gpu-operator', targetRevision: 'v26.7.0' });
-    expect(gpu.spec.source.helm.valuesObject).toMatchObject({ driver: { enabled: false }, toolkit: { enabled: false }, clusterPolicy: { deployCR: false }, nfd: { enabled: true } });
+    expect(gpu.spec.source.helm.valuesObject).toMatchObject({
+      driver: { enabled: false }, toolkit: { enabled: false }, clusterPolicy: { deployCR: false }, nfd: { enabled: true },
+    });
     expect(app(objects, 'instant-cluster-kueue-install').spec.source).toMatchObject({ repoURL: 'oci://registry.k8s.io/kueue/charts/kueue', path: '.', targetRevision: '0.19.2' });
     expect(app(objects, 'instant-cluster-mpi-operator-install').spec.source).toEqual({
       repoURL: 'https://github.com/kubeflow/mpi-operator.git', path: 'manifests/overlays/standalone', targetRevision: 'v0.8.2',

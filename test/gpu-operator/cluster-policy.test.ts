@@ -104,7 +104,9 @@ describe('ClusterPolicy cluster-policy', () => {
       ['gpuOperator.driver: managed', (d) => { d.gpuOperator = { driver: 'managed' }; }, (s) => {
         expect(s.driver).toMatchObject({ enabled: true, kernelModuleType: 'auto', ...VERSIONS.gpuOperator.images.driver, manager: VERSIONS.gpuOperator.images.driverManager });
         expect(s.driver.upgradePolicy).toEqual({
-          autoUpgrade: false, maxParallelUpgrades: 1, maxUnavailable: '25%',
+          autoUpgrade: false,
+          maxParallelUpgrades: 1,
+          maxUnavailable: '25%',
           drain: { enable: false, force: false, deleteEmptyDir: false, timeoutSeconds: 300 },
           podDeletion: { force: false, deleteEmptyDir: false, timeoutSeconds: 300 },
           waitForCompletion: { timeoutSeconds: 0 },
@@ -223,8 +225,13 @@ describe.skipIf(!HAS_SCHEMAS)('strict validation against the v26.7.0 CRD', () =>
   it('every option turned on at once still validates', () => {
     const objects = folderObjects(renderOf((d) => {
       d.gpuOperator = {
-        driver: 'managed', toolkit: 'managed', dcgm: true, nodeStatusExporter: true, migStrategy: 'mixed',
-        devicePluginEnv: [{ name: 'A', value: '1' }], toolkitEnv: [{ name: 'B', value: '2' }],
+        driver: 'managed',
+        toolkit: 'managed',
+        dcgm: true,
+        nodeStatusExporter: true,
+        migStrategy: 'mixed',
+        devicePluginEnv: [{ name: 'A', value: '1' }],
+        toolkitEnv: [{ name: 'B', value: '2' }],
       };
     }), FOLDER);
     expect(strictErrors(objects)).toEqual([]);

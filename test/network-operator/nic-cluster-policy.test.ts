@@ -4,8 +4,8 @@ import { networkOperatorHelmValues } from '../../src/components/network-operator
 import { NicClusterPolicy, NicClusterPolicyProps } from '../../src/components/network-operator/nic-cluster-policy';
 import { rdmaSharedDevicePluginConfig } from '../../src/components/network-operator/rdma-shared-device-config';
 import { VERSIONS } from '../../src/versions';
-import { findObject, folderObjects, HAS_SCHEMAS, modelOf, referenceInput, renderOf } from '../helpers';
 import { Edit, issuesOf, strictErrors } from '../gpu-operator/operator-helpers';
+import { findObject, folderObjects, HAS_SCHEMAS, modelOf, referenceInput, renderOf } from '../helpers';
 
 const FOLDER = 'network-operator';
 const MY_FOLDERS = ['gpu-operator', 'network-operator'];
@@ -90,12 +90,18 @@ describe('NicClusterPolicy nic-cluster-policy', () => {
     const cases: [string, Edit, (spec: any) => void][] = [
       ['networkOperator.docaDriver: true', (d) => { d.networkOperator = { docaDriver: true }; }, (s) => {
         expect(s.ofedDriver).toMatchObject({
-          image: VERSIONS.networkOperator.docaDriver.image, version: VERSIONS.networkOperator.docaDriver.version,
-          forcePrecompiled: false, imagePullSecrets: [], terminationGracePeriodSeconds: 300,
+          image: VERSIONS.networkOperator.docaDriver.image,
+          version: VERSIONS.networkOperator.docaDriver.version,
+          forcePrecompiled: false,
+          imagePullSecrets: [],
+          terminationGracePeriodSeconds: 300,
         });
         expect(s.ofedDriver.upgradePolicy).toEqual({
-          autoUpgrade: true, maxParallelUpgrades: 1, safeLoad: false,
-          drain: { enable: true, force: true, deleteEmptyDir: true, timeoutSeconds: 300 }, waitForCompletion: { timeoutSeconds: 0 },
+          autoUpgrade: true,
+          maxParallelUpgrades: 1,
+          safeLoad: false,
+          drain: { enable: true, force: true, deleteEmptyDir: true, timeoutSeconds: 300 },
+          waitForCompletion: { timeoutSeconds: 0 },
         });
       }],
       ['network.secondaryNetwork.multus', (d) => { d.network.secondaryNetwork = { multus: true }; }, (s) => {

@@ -4,7 +4,8 @@ import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { CLUSTERS_DIR, DEFAULT_OUT, DEFAULT_SCHEMAS } from '../../src/paths';
-import { descriptionFiles, InputError, loadModels, renderFiles, renderModel, synth, ValidationFailed } from '../../src/pipeline';
+import { fleetFiles } from '../../src/components/gitops/fleet';
+import { descriptionFiles, InputError, loadModels, renderFiles, renderFleetOf, renderModel, synth, ValidationFailed } from '../../src/pipeline';
 import { writeTreeAtomically } from '../../src/render/write';
 import { HAS_SCHEMAS, REFERENCE_FILE, validator } from '../helpers';
 
@@ -21,7 +22,11 @@ function readTreeFiles(dir: string): Map<string, string> {
   return out;
 }
 
-const freshFiles = () => new Map(renderFiles(loadModels(descriptionFiles(CLUSTERS_DIR)).map(renderModel)));
+/** What `npm run synth` writes: every cluster of src/clusters/ and the fleet folder. */
+function freshFiles(): Map<string, string> {
+  const clusters = loadModels(descriptionFiles(CLUSTERS_DIR)).map(renderModel);
+  return new Map([...renderFiles(clusters), ...fleetFiles(renderFleetOf(clusters))]);
+}
 
 describe('rendering', () => {
   it('is deterministic: two renders are byte-identical', () => {
@@ -37,7 +42,7 @@ describe('rendering', () => {
 
   it('writes one object per file, and every folder has a kustomization listing exactly its files', () => {
     const files = freshFiles();
-    const folders = new Set([...files.keys()].filter((f) => f.split('/').length === 3).map((f) => path.dirname(f)));
+    const folders = new Set([...files.keys()].filter((f) => f.endsWith('/kustomization.yaml')).map((f) => path.dirname(f)));
     expect(folders.size).toBeGreaterThan(0);
     for (const folder of folders) {
       const k = parse(files.get(`${folder}/kustomization.yaml`)!);

@@ -1,7 +1,7 @@
 import * as path from 'node:path';
 import { Testing } from 'cdk8s';
-import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import { NODE_NAME_PLACEHOLDER, samples } from '../../src/components/samples/chart';
 import { DcgmDiagnostic } from '../../src/components/samples/dcgm-diagnostic';
 import { NcclTest, NcclTestProps } from '../../src/components/samples/nccl-test';

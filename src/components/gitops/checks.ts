@@ -1,7 +1,7 @@
-import { LABELS } from '../../model/names';
-import { describeObject, Manifest } from '../../render/manifest';
 import { GroupKind, groupKindOf, isProvided, kindsDefinedBy, parseProvides } from './api-kinds';
 import { GITOPS_FOLDER } from './plan';
+import { LABELS } from '../../model/names';
+import { describeObject, Manifest } from '../../render/manifest';
 
 /** One broken GitOps fact: the rule id, a message naming the objects, and the objects (offending first). */
 export interface GitopsFinding {
@@ -30,8 +30,13 @@ function appView(m: Manifest): AppView {
   const src = spec.source ?? spec.sources?.[0] ?? {};
   const wave = Number.parseInt(m.metadata.annotations?.[LABELS.syncWave] ?? '0', 10);
   return {
-    app: m, repoURL: src.repoURL, path: src.path, chart: src.chart, project: spec.project,
-    destination: spec.destination ?? {}, wave: Number.isNaN(wave) ? 0 : wave,
+    app: m,
+    repoURL: src.repoURL,
+    path: src.path,
+    chart: src.chart,
+    project: spec.project,
+    destination: spec.destination ?? {},
+    wave: Number.isNaN(wave) ? 0 : wave,
   };
 }
 
@@ -58,7 +63,8 @@ function isOwn(a: AppView, root: AppView): boolean {
 }
 
 const noRoot = (view: GitopsTreeView, rule: string): GitopsFinding[] => [{
-  rule, message: `no root Application: no Application in ${GITOPS_FOLDER}/ syncs a path ending in /${GITOPS_FOLDER}`,
+  rule,
+  message: `no root Application: no Application in ${GITOPS_FOLDER}/ syncs a path ending in /${GITOPS_FOLDER}`,
   objects: view.folders.find((f) => f.folder === GITOPS_FOLDER)?.objects ?? [],
 }];
 
@@ -155,11 +161,15 @@ export function checkProjectDestinations(view: GitopsTreeView): GitopsFinding[] 
       findings.push({ rule: 'gitops-project-destination', message: `${describeObject(a.app)} refers to AppProject "${a.project}", which is not rendered`, objects: [a.app] });
       continue;
     }
-    const spec = (project.spec ?? {}) as { destinations?: { server?: string; name?: string; namespace?: string }[]; clusterResourceWhitelist?: GroupKind[] };
+    const spec = (project.spec ?? {}) as {
+      destinations?: { server?: string; name?: string; namespace?: string }[];
+      clusterResourceWhitelist?: GroupKind[];
+    };
     const destinations = spec.destinations ?? [];
     const permitted = (namespace: string) => destinations.some((d) => globMatch(d.namespace, namespace)
       && (a.destination.server !== undefined ? globMatch(d.server, a.destination.server) : globMatch(d.name, a.destination.name ?? '')));
-    const whitelisted = (gk: GroupKind) => (spec.clusterResourceWhitelist ?? []).some((w) => globMatch(w.group, gk.group) && globMatch(w.kind, gk.kind));
+    const whitelisted = (gk: GroupKind) => (spec.clusterResourceWhitelist ?? [])
+      .some((w) => globMatch(w.group, gk.group) && globMatch(w.kind, gk.kind));
     const forbid = (what: string, objects: Manifest[]) => findings.push({
       rule: 'gitops-project-destination', message: `${describeObject(a.app)} ${what}, which AppProject ${project.metadata.name} forbids`, objects: [a.app, project, ...objects],
     });

@@ -1,8 +1,8 @@
 import { Construct } from 'constructs';
-import { AppProject } from '../../../imports/argocd-appproject-argoproj.io';
-import { LABELS } from '../../model/names';
 import { GroupKind } from './api-kinds';
 import { RESOURCES_FINALIZER } from './plan';
+import { AppProject } from '../../../imports/argocd-appproject-argoproj.io';
+import { LABELS } from '../../model/names';
 
 export interface ClusterAppProjectProps {
   readonly name: string;

@@ -1,7 +1,7 @@
 import { Construct } from 'constructs';
-import { AppProject } from '../../../imports/argocd-appproject-argoproj.io';
 import { GroupKind } from './api-kinds';
 import { RESOURCES_FINALIZER } from './plan';
+import { AppProject } from '../../../imports/argocd-appproject-argoproj.io';
 
 export interface FleetAppProjectProps {
   readonly name: string;

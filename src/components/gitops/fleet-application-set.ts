@@ -1,6 +1,6 @@
 import { Construct } from 'constructs';
-import { ApplicationSet } from '../../../imports/argocd-applicationset-argoproj.io';
 import { RESOURCES_FINALIZER } from './plan';
+import { ApplicationSet } from '../../../imports/argocd-applicationset-argoproj.io';
 
 /** One cluster of the fleet, as the list generator hands it to the template. */
 export interface FleetMember {

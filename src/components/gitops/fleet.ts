@@ -1,12 +1,12 @@
 import { App, Chart } from 'cdk8s';
-import { MANAGED_BY, LABELS, NAMESPACES } from '../../model/names';
-import { kustomization, manifestYaml, RenderedFile } from '../../render/layout';
-import { compareManifests, Manifest, manifestFileName, RenderedFolder } from '../../render/manifest';
-import { RenderedCluster } from '../../render/render';
 import { GroupKind, groupKindKey, groupKindOf } from './api-kinds';
 import { FleetAppProject } from './fleet-app-project';
 import { FleetApplicationSet, FleetMember } from './fleet-application-set';
 import { GITOPS_FOLDER } from './plan';
+import { MANAGED_BY, LABELS, NAMESPACES } from '../../model/names';
+import { kustomization, manifestYaml, RenderedFile } from '../../render/layout';
+import { compareManifests, Manifest, manifestFileName, RenderedFolder } from '../../render/manifest';
+import { RenderedCluster } from '../../render/render';
 
 /** Output folder of the fleet objects: dist/fleet/ (so no cluster may be named "fleet"). */
 export const FLEET_FOLDER = 'fleet';

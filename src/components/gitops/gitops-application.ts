@@ -1,9 +1,9 @@
 import { Construct } from 'constructs';
-import { Application, ApplicationSpecSource } from '../../../imports/argocd-application-argoproj.io';
-import { LABELS } from '../../model/names';
 import { formatProvides, GroupKind } from './api-kinds';
 import { IgnoredDifference } from './managed-installs';
 import { RESOURCES_FINALIZER } from './plan';
+import { Application, ApplicationSpecSource } from '../../../imports/argocd-application-argoproj.io';
+import { LABELS } from '../../model/names';
 
 export interface GitopsApplicationProps {
   /** Application name (unique in the Argo CD namespace). */

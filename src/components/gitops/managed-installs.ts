@@ -1,3 +1,4 @@
+import { GroupKind } from './api-kinds';
 import { ApplicationSpecIgnoreDifferences, ApplicationSpecSource } from '../../../imports/argocd-application-argoproj.io';
 import { ClusterDescription } from '../../model/description';
 import { ClusterModel } from '../../model/model';
@@ -6,7 +7,6 @@ import { VERSIONS } from '../../versions';
 import { gpuOperatorHelmValues } from '../gpu-operator/helm-values';
 import { kueueHelmValues } from '../kueue/manager-config';
 import { networkOperatorHelmValues } from '../network-operator/helm-values';
-import { GroupKind } from './api-kinds';
 
 /** An `ignoreDifferences` entry, with the reason it exists (kept in code, not rendered). */
 export interface IgnoredDifference extends ApplicationSpecIgnoreDifferences {
@@ -65,7 +65,9 @@ const LARGEST_CRD_BYTES = {
 function injectedCaBundle(who: string, kind: 'MutatingWebhookConfiguration' | 'ValidatingWebhookConfiguration'): IgnoredDifference {
   return {
     why: `${who} generates its webhook certificate at runtime and writes the CA into the ${kind}; the manifests carry none`,
-    group: 'admissionregistration.k8s.io', kind, jqPathExpressions: ['.webhooks[]?.clientConfig.caBundle'],
+    group: 'admissionregistration.k8s.io',
+    kind,
+    jqPathExpressions: ['.webhooks[]?.clientConfig.caBundle'],
   };
 }
 
@@ -91,44 +93,62 @@ export function managedInstalls(model: ClusterModel): ManagedInstall[] {
 
   if (d.installs.gpuOperator === 'managed') {
     installs.push({
-      key: 'gpuOperator', name: 'gpu-operator-install', namespace: NAMESPACES.gpuOperator, extraNamespaces: [],
+      key: 'gpuOperator',
+      name: 'gpu-operator-install',
+      namespace: NAMESPACES.gpuOperator,
+      extraNamespaces: [],
       source: helmSource(VERSIONS.gpuOperator, 'gpu-operator', gpuOperatorHelmValues(model)),
       provides: [{ group: 'nvidia.com', kind: '*' }, ...(nfdBy === 'gpu-operator' ? [NFD_KINDS] : [])],
       clusterKinds: OPERATOR_KINDS,
       largestObjectBytes: LARGEST_CRD_BYTES.gpuOperator,
-      createNamespace: true, namespaceLabels: PRIVILEGED_NAMESPACE,
+      createNamespace: true,
+      namespaceLabels: PRIVILEGED_NAMESPACE,
       ignoreDifferences: [],
     });
   }
   if (d.installs.networkOperator === 'managed') {
     installs.push({
-      key: 'networkOperator', name: 'network-operator-install', namespace: NAMESPACES.networkOperator, extraNamespaces: [],
+      key: 'networkOperator',
+      name: 'network-operator-install',
+      namespace: NAMESPACES.networkOperator,
+      extraNamespaces: [],
       source: helmSource(VERSIONS.networkOperator, 'network-operator', networkOperatorHelmValues(model)),
       provides: [{ group: 'mellanox.com', kind: '*' }, ...(nfdBy === 'network-operator' ? [NFD_KINDS] : [])],
       clusterKinds: OPERATOR_KINDS,
       largestObjectBytes: LARGEST_CRD_BYTES.networkOperator,
-      createNamespace: true, namespaceLabels: PRIVILEGED_NAMESPACE,
+      createNamespace: true,
+      namespaceLabels: PRIVILEGED_NAMESPACE,
       ignoreDifferences: [],
     });
   }
   if (d.installs.kueue === 'managed') {
     installs.push({
-      key: 'kueue', name: 'kueue-install', namespace: NAMESPACES.kueue, extraNamespaces: [],
+      key: 'kueue',
+      name: 'kueue-install',
+      namespace: NAMESPACES.kueue,
+      extraNamespaces: [],
       source: helmSource(VERSIONS.kueue, 'kueue', kueueHelmValues(model)),
       provides: [{ group: 'kueue.x-k8s.io', kind: '*' }],
       clusterKinds: [...OPERATOR_KINDS, MUTATING_WEBHOOK, VALIDATING_WEBHOOK, API_SERVICE],
       largestObjectBytes: LARGEST_CRD_BYTES.kueue,
-      createNamespace: true, namespaceLabels: {},
+      createNamespace: true,
+      namespaceLabels: {},
       ignoreDifferences: [
         injectedCaBundle('Kueue\'s internal certificate manager', 'MutatingWebhookConfiguration'),
         injectedCaBundle('Kueue\'s internal certificate manager', 'ValidatingWebhookConfiguration'),
         {
           why: 'Kueue\'s internal certificate manager writes the CA of its conversion webhook into the CRDs it converts (LocalQueue, ClusterQueue, Cohort, Workload, ...)',
-          group: 'apiextensions.k8s.io', kind: 'CustomResourceDefinition', jqPathExpressions: ['.spec.conversion.webhook.clientConfig.caBundle'],
+          group: 'apiextensions.k8s.io',
+          kind: 'CustomResourceDefinition',
+          jqPathExpressions: ['.spec.conversion.webhook.clientConfig.caBundle'],
         },
         {
           why: 'Kueue\'s internal certificate manager stores the generated certificate in the Secret the chart renders empty',
-          group: '', kind: 'Secret', namespace: NAMESPACES.kueue, name: 'kueue-webhook-server-cert', jsonPointers: ['/data'],
+          group: '',
+          kind: 'Secret',
+          namespace: NAMESPACES.kueue,
+          name: 'kueue-webhook-server-cert',
+          jsonPointers: ['/data'],
         },
       ],
     });
@@ -136,21 +156,30 @@ export function managedInstalls(model: ClusterModel): ManagedInstall[] {
   if (d.installs.mpiOperator === 'managed') {
     const v = VERSIONS.mpiOperator;
     installs.push({
-      key: 'mpiOperator', name: 'mpi-operator-install', namespace: NAMESPACES.mpiOperator, extraNamespaces: [],
+      key: 'mpiOperator',
+      name: 'mpi-operator-install',
+      namespace: NAMESPACES.mpiOperator,
+      extraNamespaces: [],
       source: { repoUrl: v.repoURL, path: v.path, targetRevision: v.version },
       provides: [{ group: 'kubeflow.org', kind: 'MPIJob' }],
       clusterKinds: [...OPERATOR_KINDS, NAMESPACE],
       largestObjectBytes: LARGEST_CRD_BYTES.mpiOperator,
-      createNamespace: false, namespaceLabels: {},
+      createNamespace: false,
+      namespaceLabels: {},
       ignoreDifferences: [],
     });
   }
   if (d.installs.trainingOperator === 'managed') {
     const v = VERSIONS.trainingOperator;
     installs.push({
-      key: 'trainingOperator', name: 'training-operator-install', namespace: NAMESPACES.trainingOperator, extraNamespaces: [],
+      key: 'trainingOperator',
+      name: 'training-operator-install',
+      namespace: NAMESPACES.trainingOperator,
+      extraNamespaces: [],
       source: {
-        repoUrl: v.repoURL, path: v.path, targetRevision: v.version,
+        repoUrl: v.repoURL,
+        path: v.path,
+        targetRevision: v.version,
         kustomize: {
           patches: [{
             // The v1 overlay also ships an MPIJob v1 CRD under the same name as the MPI Operator's v2beta1 one:
@@ -163,26 +192,30 @@ export function managedInstalls(model: ClusterModel): ManagedInstall[] {
       provides: ['PyTorchJob', 'TFJob', 'XGBoostJob', 'PaddleJob', 'JAXJob'].map((kind) => ({ group: 'kubeflow.org', kind })),
       clusterKinds: [...OPERATOR_KINDS, NAMESPACE, VALIDATING_WEBHOOK],
       largestObjectBytes: LARGEST_CRD_BYTES.trainingOperator,
-      createNamespace: false, namespaceLabels: {},
+      createNamespace: false,
+      namespaceLabels: {},
       ignoreDifferences: [injectedCaBundle('The Training Operator\'s certificate rotator', 'ValidatingWebhookConfiguration')],
     });
   }
   if (d.installs.monitoring === 'managed') {
     const m = d.monitoring;
     installs.push({
-      key: 'monitoring', name: 'monitoring-stack-install', namespace: m.namespace,
+      key: 'monitoring',
+      name: 'monitoring-stack-install',
+      namespace: m.namespace,
       // The stack's Services for the control-plane components (scheduler, controller-manager, etcd) live in kube-system.
       extraNamespaces: ['kube-system'],
       source: helmSource(VERSIONS.victoriaMetricsK8sStack, 'vm', {
         // Grafana's sidecar loads the dashboard ConfigMaps the monitoring component renders.
-        grafana: { sidecar: { dashboards: { enabled: true, label: m.grafanaDashboardLabel.key, labelValue: m.grafanaDashboardLabel.value } } },
+        'grafana': { sidecar: { dashboards: { enabled: true, label: m.grafanaDashboardLabel.key, labelValue: m.grafanaDashboardLabel.value } } },
         // The chart would generate a new webhook certificate on every render: perpetual drift under Argo CD.
         'victoria-metrics-operator': { admissionWebhooks: { enabled: false } },
       }),
       provides: [{ group: 'operator.victoriametrics.com', kind: '*' }],
       clusterKinds: OPERATOR_KINDS,
       largestObjectBytes: LARGEST_CRD_BYTES.monitoring,
-      createNamespace: true, namespaceLabels: {},
+      createNamespace: true,
+      namespaceLabels: {},
       ignoreDifferences: [],
     });
   }

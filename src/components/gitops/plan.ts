@@ -1,10 +1,10 @@
-import { ApplicationSpecSource } from '../../../imports/argocd-application-argoproj.io';
-import { ClusterModel } from '../../model/model';
-import { Manifest, RenderedFolder } from '../../render/manifest';
 import {
   appliedSize, CLIENT_SIDE_APPLY_LIMIT, GroupKind, groupKindKey, groupKindOf, isBuiltInGroup, isProvided, kindsDefinedBy,
 } from './api-kinds';
 import { IgnoredDifference, managedInstalls } from './managed-installs';
+import { ApplicationSpecSource } from '../../../imports/argocd-application-argoproj.io';
+import { ClusterModel } from '../../model/model';
+import { Manifest, RenderedFolder } from '../../render/manifest';
 
 /** Folder of the Argo CD objects of a cluster (dist/<cluster>/gitops/). */
 export const GITOPS_FOLDER = 'gitops';

@@ -22,22 +22,25 @@ export interface GpuOperatorHelmValues {
    * `deployCR: false`: the chart renders no ClusterPolicy. The `cluster-policy` rendered into
    * dist/<cluster>/gpu-operator/ is the only one, so Helm values and the rendered object can never disagree.
    */
-  readonly clusterPolicy: { readonly deployCR: false };
+  readonly 'clusterPolicy': { readonly deployCR: false };
   /** Whether the chart deploys Node Feature Discovery (nodeFeatureDiscovery.deployedBy). */
-  readonly nfd: { readonly enabled: boolean };
+  readonly 'nfd': { readonly enabled: boolean };
   /** Mirrors ClusterPolicy spec.driver.enabled for the chart's own templates (NVIDIADriver CR, validations). */
-  readonly driver: { readonly enabled: boolean };
+  readonly 'driver': { readonly enabled: boolean };
   /** Mirrors ClusterPolicy spec.toolkit.enabled. */
-  readonly toolkit: { readonly enabled: boolean };
+  readonly 'toolkit': { readonly enabled: boolean };
   /** The operator Deployment: on the service node. */
-  readonly operator: HelmPlacement;
+  readonly 'operator': HelmPlacement;
   /** Placement of the NFD subchart; present only when the chart deploys NFD. */
   readonly 'node-feature-discovery'?: NodeFeatureDiscoveryHelmValues;
 }
 
 /** Placement of a chart's NFD subchart: control plane parts on the service node, workers on the GPU nodes. */
 export function nodeFeatureDiscoveryHelmValues(model: ClusterModel): NodeFeatureDiscoveryHelmValues {
-  const service: HelmPlacement = { nodeSelector: { ...model.serviceNode.selector }, tolerations: model.serviceNode.tolerations.map((t) => ({ ...t })) };
+  const service: HelmPlacement = {
+    nodeSelector: { ...model.serviceNode.selector },
+    tolerations: model.serviceNode.tolerations.map((t) => ({ ...t })),
+  };
   return {
     master: service,
     gc: service,

@@ -7,9 +7,9 @@ import { HelmPlacement, nodeFeatureDiscoveryHelmValues, NodeFeatureDiscoveryHelm
  */
 export interface NetworkOperatorHelmValues {
   /** Whether the chart deploys Node Feature Discovery (nodeFeatureDiscovery.deployedBy). */
-  readonly nfd: { readonly enabled: boolean };
+  readonly 'nfd': { readonly enabled: boolean };
   /** The operator Deployment: on the service node. */
-  readonly operator: HelmPlacement;
+  readonly 'operator': HelmPlacement;
   /** Placement of the NFD subchart; present only when the chart deploys NFD. */
   readonly 'node-feature-discovery'?: NodeFeatureDiscoveryHelmValues;
 }

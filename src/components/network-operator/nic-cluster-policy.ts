@@ -1,9 +1,9 @@
 import { Construct } from 'constructs';
+import { RdmaSharedDevice, rdmaSharedDevicePluginConfig } from './rdma-shared-device-config';
 import * as mellanox from '../../../imports/network-operator-mellanox.com';
 import { TolerationSpec } from '../../model/model';
 import { SINGLETONS } from '../../model/names';
 import { VERSIONS } from '../../versions';
-import { RdmaSharedDevice, rdmaSharedDevicePluginConfig } from './rdma-shared-device-config';
 
 /** Secondary network pieces of the Network Operator (all need Multus to attach to pods). */
 export interface SecondaryNetworkOptions {

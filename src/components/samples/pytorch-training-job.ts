@@ -1,6 +1,11 @@
 import { k8s } from 'cdk8s-plus-28';
 import { Construct } from 'constructs';
 import {
+  assertFabric, assertGpusPerNode, assertNodeCount, assertPinnedImage, assertShmFits, WorkloadEnvVar, gpuNodeSelector, gpuPodResources,
+  gpuTolerations, kueueLabels, ncclEnv, QueuedJobProps, onePodPerNode, quantitiesOf, rdmaSecurityContext, SHM_PATH, SHM_VOLUME,
+} from './gpu-workload';
+import { NcclDebug } from './nccl-test';
+import {
   PyTorchJob,
   PyTorchJobSpecPytorchReplicaSpecs,
   PyTorchJobSpecPytorchReplicaSpecsTemplateSpecContainersResourcesLimits as Limits,
@@ -8,11 +13,6 @@ import {
   PyTorchJobSpecPytorchReplicaSpecsTemplateSpecVolumesEmptyDirSizeLimit as SizeLimit,
 } from '../../../imports/pytorchjob-kubeflow.org';
 import { LABELS, NAMESPACES } from '../../model/names';
-import {
-  assertFabric, assertGpusPerNode, assertNodeCount, assertPinnedImage, assertShmFits, WorkloadEnvVar, gpuNodeSelector, gpuPodResources,
-  gpuTolerations, kueueLabels, ncclEnv, QueuedJobProps, onePodPerNode, quantitiesOf, rdmaSecurityContext, SHM_PATH, SHM_VOLUME,
-} from './gpu-workload';
-import { NcclDebug } from './nccl-test';
 
 /** Elastic training: the job may run on any number of nodes between the bounds. */
 export interface PyTorchElasticProps {
