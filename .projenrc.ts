@@ -76,6 +76,10 @@ const project = new cdk8s.Cdk8sTypeScriptApp({
       skipLibCheck: true,
       // the generated imports/ keep unused locals; the project code is checked by eslint
       noUnusedLocals: false,
+      // external maps: inline ones more than double lib/ (20 MB) and every CLI start parses them
+      inlineSourceMap: false,
+      inlineSources: false,
+      sourceMap: true,
     },
   },
   tsconfigDev: {
