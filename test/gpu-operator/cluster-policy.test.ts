@@ -30,8 +30,8 @@ const VARIANTS: Record<string, Edit | undefined> = {
 describe('ClusterPolicy cluster-policy', () => {
   it.each(Object.keys(VARIANTS))('renders one cluster-policy for the %s', (variant) => {
     const objects = folderObjects(renderOf(VARIANTS[variant]), FOLDER);
-    expect(objects.map((o) => `${o.kind}/${o.metadata.name}`)).toEqual(['ClusterPolicy/cluster-policy']);
-    expect(objects).toMatchSnapshot();
+    expect(objects.map((o) => `${o.kind}/${o.metadata.name}`)).toEqual(['ConfigMap/dcgm-exporter-metrics', 'ClusterPolicy/cluster-policy']);
+    expect(objects.filter((o) => o.kind === 'ClusterPolicy')).toMatchSnapshot();
   });
 
   it('for the reference cluster: driver and toolkit off, device plugin, GFD, DCGM exporter and MIG manager on', () => {
@@ -49,11 +49,18 @@ describe('ClusterPolicy cluster-policy', () => {
     expect(spec.validator).toEqual(VERSIONS.gpuOperator.images.validator);
   });
 
-  it('points the DCGM exporter at the metrics list the monitoring component renders', () => {
+  it('points the DCGM exporter at its metrics list, rendered and synced beside the ClusterPolicy', () => {
     const { spec } = clusterPolicyOf();
-    const configMap = findObject(folderObjects(renderOf(), 'monitoring'), 'ConfigMap', spec.dcgmExporter.config.name, 'gpu-operator');
+    const configMap = findObject(folderObjects(renderOf(), FOLDER), 'ConfigMap', spec.dcgmExporter.config.name, 'gpu-operator');
     const file = spec.dcgmExporter.env.find((e: { name: string }) => e.name === 'DCGM_EXPORTER_COLLECTORS').value;
     expect(Object.keys(configMap.data as object)).toEqual([file.split('/').pop()]);
+  });
+
+  it('renders no metrics list when the DCGM exporter is off', () => {
+    const objects = folderObjects(renderOf((d) => { d.gpuOperator = { dcgmExporter: false }; }), FOLDER);
+    expect(objects.map((o) => o.kind)).toEqual(['ClusterPolicy']);
+    expect((objects[0] as any).spec.dcgmExporter).toMatchObject({ enabled: false });
+    expect((objects[0] as any).spec.dcgmExporter.config).toBeUndefined();
   });
 
   it('renders every section the CRD requires', () => {

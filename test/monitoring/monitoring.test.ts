@@ -269,7 +269,7 @@ describe('monitoring', () => {
 
   describe('DCGM exporter metrics list', () => {
     it('enables every catalogued DCGM field, in the gpu-operator namespace under the shared name', () => {
-      const cm = findObject(monitoringOf(), 'ConfigMap', DCGM_EXPORTER_METRICS.configMap, 'gpu-operator');
+      const cm = findObject(folderObjects(renderOf(), 'gpu-operator'), 'ConfigMap', DCGM_EXPORTER_METRICS.configMap, 'gpu-operator');
       const csv = (cm.data as Record<string, string>)[DCGM_EXPORTER_METRICS.file];
       expect(csv).toBe(dcgmMetricsCsv());
       const fields = csv.split('\n').filter((l) => l && !l.startsWith('#')).map((l) => l.split(',')[0]);

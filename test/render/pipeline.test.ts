@@ -3,8 +3,10 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { CLUSTERS_DIR, DEFAULT_OUT, DEFAULT_SCHEMAS } from '../../src/paths';
 import { fleetFiles } from '../../src/components/gitops/fleet';
+import { parseDescription } from '../../src/model/load';
+import { buildModel } from '../../src/model/model';
+import { CLUSTERS_DIR, DEFAULT_OUT, DEFAULT_SCHEMAS } from '../../src/paths';
 import { descriptionFiles, InputError, loadModels, renderFiles, renderFleetOf, renderModel, synth, ValidationFailed } from '../../src/pipeline';
 import { writeTreeAtomically } from '../../src/render/write';
 import { HAS_SCHEMAS, REFERENCE_FILE, validator } from '../helpers';
@@ -54,6 +56,18 @@ describe('rendering', () => {
         expect(f).toBe(`${doc.kind.toLowerCase()}.${doc.metadata.namespace ? `${doc.metadata.namespace}.` : ''}${doc.metadata.name}.yaml`);
       }
     }
+  });
+
+  it('renames the RDMA device everywhere from one field: no old name left in any file', () => {
+    const input = parse(readFileSync(REFERENCE_FILE, 'utf8'));
+    input.network.infiniband.rdmaSharedDevice.name = 'rdma_ib_fabric';
+    const files = renderFiles([renderModel(buildModel(parseDescription(input)))]);
+    const text = files.map(([, content]) => content).join('\n');
+    expect(text).not.toContain('rdma_shared_device_a');
+    const mentioning = files.filter(([, content]) => content.includes('rdma/rdma_ib_fabric')).map(([file]) => file.split('/')[1]);
+    // the NicClusterPolicy config, the ClusterQueues, the jobs and the report all carry the new name
+    expect(new Set(mentioning)).toEqual(new Set(['kueue', 'samples', 'README.md']));
+    expect(files.find(([f]) => f.endsWith('nicclusterpolicy.nic-cluster-policy.yaml'))![1]).toContain('"resourceName": "rdma_ib_fabric"');
   });
 
   it('never uses construct-path hashes in names', () => {

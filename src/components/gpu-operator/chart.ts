@@ -1,9 +1,10 @@
 import { Chart } from 'cdk8s';
 import { Construct } from 'constructs';
 import { ClusterModel, TolerationSpec } from '../../model/model';
-import { DCGM_EXPORTER_METRICS } from '../../model/names';
+import { DCGM_EXPORTER_METRICS, NAMESPACES } from '../../model/names';
 import { componentChartProps, ComponentChartProps, ComponentDefinition } from '../component';
 import { ClusterPolicy } from './cluster-policy';
+import { DcgmMetricsConfig } from './dcgm-metrics-config';
 
 /** True when `toleration` lets a pod onto a node with `taint`. */
 function tolerates(toleration: TolerationSpec, taint: { key: string; value?: string; effect: string }): boolean {
@@ -30,6 +31,10 @@ export class GpuOperatorChart extends Chart {
       }
     }
 
+    const dcgmMetrics = d.gpuOperator.dcgmExporter
+      ? new DcgmMetricsConfig(this, 'DcgmExporterMetrics', { namespace: NAMESPACES.gpuOperator })
+      : undefined;
+
     new ClusterPolicy(this, 'ClusterPolicy', {
       tolerations,
       driver: d.gpuOperator.driver,
@@ -39,8 +44,8 @@ export class GpuOperatorChart extends Chart {
       devicePlugin: d.gpuOperator.devicePlugin,
       gfd: d.gpuOperator.gfd,
       dcgmExporter: d.gpuOperator.dcgmExporter,
-      // the monitoring component renders this list (its alerts need the throttling and ECC counters)
-      dcgmExporterMetrics: { configMap: DCGM_EXPORTER_METRICS.configMap, path: DCGM_EXPORTER_METRICS.path },
+      // the alerts need the throttling and ECC counters the exporter's default list leaves out
+      dcgmExporterMetrics: dcgmMetrics && { configMap: dcgmMetrics.name, path: DCGM_EXPORTER_METRICS.path },
       dcgm: d.gpuOperator.dcgm,
       migManager: d.gpuOperator.migManager,
       migStrategy: d.gpuOperator.migStrategy,
@@ -54,6 +59,6 @@ export class GpuOperatorChart extends Chart {
 
 export const gpuOperator: ComponentDefinition = {
   folder: 'gpu-operator',
-  description: 'GPU Operator ClusterPolicy cluster-policy: driver/toolkit as described, device plugin, GFD, DCGM exporter, MIG manager, pinned operand images',
+  description: 'GPU Operator ClusterPolicy cluster-policy: driver/toolkit as described, device plugin, GFD, DCGM exporter (with its metrics list), MIG manager, pinned operand images',
   build: (scope: Construct, model: ClusterModel) => new GpuOperatorChart(scope, 'gpu-operator', { model }),
 };

@@ -1,7 +1,7 @@
 import { k8s } from 'cdk8s-plus-28';
 import { Construct } from 'constructs';
-import { dcgmMetricsCsv } from './metric-catalogue';
 import { DCGM_EXPORTER_METRICS } from '../../model/names';
+import { dcgmMetricsCsv } from '../monitoring/metric-catalogue';
 
 export interface DcgmMetricsConfigProps {
   /** Namespace of the GPU Operator (the exporter mounts ConfigMaps of its own namespace only). */
@@ -9,9 +9,10 @@ export interface DcgmMetricsConfigProps {
 }
 
 /**
- * The DCGM exporter's metrics list, generated from the metric catalogue, so the exporter
+ * The DCGM exporter's metrics list, generated from the monitoring metric catalogue, so the exporter
  * publishes every DCGM field the alerts and dashboards use (its default list leaves the
- * throttling and ECC counters out). The ClusterPolicy selects it with
+ * throttling and ECC counters out). It syncs with the ClusterPolicy that mounts it (a missing
+ * ConfigMap would keep the exporter from starting). The ClusterPolicy selects it with
  * `dcgmExporter.config.name` and `DCGM_EXPORTER_COLLECTORS` (DCGM_EXPORTER_METRICS in names.ts).
  */
 export class DcgmMetricsConfig extends Construct {

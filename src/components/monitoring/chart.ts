@@ -4,7 +4,6 @@ import { ClusterModel } from '../../model/model';
 import { NAMESPACES } from '../../model/names';
 import { componentChartProps, ComponentChartProps, ComponentDefinition } from '../component';
 import { gpuFleetDashboard, queueDashboard } from './dashboards';
-import { DcgmMetricsConfig } from './dcgm-metrics-config';
 import { ExporterScrapes } from './exporter-scrapes';
 import { GpuClusterAlerts } from './gpu-cluster-alerts';
 import { GrafanaDashboard } from './grafana-dashboard';
@@ -34,7 +33,6 @@ export class MonitoringChart extends Chart {
       networkOperator: model.rdma !== undefined,
     });
     new MetricsReader(this, 'MetricsReader', { scraperNamespace: m.namespace });
-    new DcgmMetricsConfig(this, 'DcgmMetrics', { namespace: NAMESPACES.gpuOperator });
 
     new GpuClusterAlerts(this, 'Alerts', {
       namespace: m.namespace,
