@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { LABELS, NAMESPACES } from './names';
+import { VERSIONS } from '../versions';
 import {
   absolutePath, dnsLabel, dnsSubdomain, envVar, installMode, intRange, labelKey, labels, labelValue,
   nonEmptyString, nonNegativeInt, pinnedImage, positiveInt, promDuration, quantity, taint,
@@ -192,6 +193,9 @@ const ncclBytes = () =>
   z.string({ error: 'expected a message size such as "512M" or "8G"' })
     .regex(/^[1-9][0-9]*[KMG]?$/, { error: 'expected a message size such as "512M" or "8G" (a count with an optional K, M or G)' });
 
+/** The DCGM of the pinned GPU Operator release: diagnostics match the host engine the exporter uses. */
+const DCGM_IMAGE = `${VERSIONS.gpuOperator.images.dcgm.repository}/${VERSIONS.gpuOperator.images.dcgm.image}:${VERSIONS.gpuOperator.images.dcgm.version}`;
+
 const ncclTests = z.strictObject({
   image: pinnedImage().describe('nccl-tests image, pinned.'),
   binaryDir: absolutePath().default('/opt/nccl_tests/build').describe('Folder of the nccl-tests binaries in the image.'),
@@ -219,7 +223,7 @@ const samples = z.strictObject({
     steps: positiveInt().default(200).describe('Training steps of the DDP sample.'),
   }).prefault({}),
   dcgmDiag: z.strictObject({
-    image: pinnedImage().default('nvcr.io/nvidia/cloud-native/dcgm:4.2.3-1-ubuntu22.04').describe('DCGM image of the diagnostic Job, pinned.'),
+    image: pinnedImage().default(DCGM_IMAGE).describe('DCGM image of the diagnostic Job, pinned (default: the GPU Operator release\'s DCGM).'),
     level: intRange(1, 4).default(2).describe('dcgmi diag run level (1 quick .. 4 extended).'),
   }).prefault({}),
 });

@@ -117,7 +117,7 @@ describe('kueue', () => {
     expect(flavor.tolerations).toEqual([{ key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' }]);
     expect(flavor.topologyName).toBe('gpu-topology');
     expect(spec(findObject(objects, 'Topology', 'gpu-topology')).levels).toEqual([
-      { nodeLabel: 'topology.kubernetes.io/zone' }, { nodeLabel: 'network.nvidia.com/ib-block' }, { nodeLabel: 'kubernetes.io/hostname' },
+      { nodeLabel: 'network.topology.nvidia.com/block' }, { nodeLabel: 'kubernetes.io/hostname' },
     ]);
     expect(ofKind(kueueOf(), 'Topology')).toEqual([]);
   });

@@ -85,6 +85,12 @@ describe('monitoring', () => {
     expect(binding.subjects).toEqual([{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'system:serviceaccounts:monitoring' }]);
   });
 
+  it('scrapes the node status exporter only when the ClusterPolicy runs it', () => {
+    const names = (edit?: Parameters<typeof renderOf>[0]) => monitoringOf(edit).map((o) => `${o.kind}/${o.metadata.name}`);
+    expect(names()).not.toContain('VMServiceScrape/gpu-node-status-exporter');
+    expect(names((d) => { d.gpuOperator = { nodeStatusExporter: true }; })).toContain('VMServiceScrape/gpu-node-status-exporter');
+  });
+
   it('drops node exporter and kube-state-metrics scrapes when the stack already has them', () => {
     const names = monitoringOf((d) => { d.monitoring = { scrape: { nodeExporter: false, kubeStateMetrics: false } }; })
       .map((o) => `${o.kind}/${o.metadata.name}`);

@@ -140,7 +140,9 @@ describe('samples: the reference cluster', () => {
     const c = job.spec.template.spec.containers[0];
     expect(c.command.join(' ')).toContain('dcgmi diag -r 3');
     expect(c.resources.limits['nvidia.com/gpu']).toBe('8');
-    expect(c.image).toBe('nvcr.io/nvidia/cloud-native/dcgm:4.2.3-1-ubuntu22.04');
+    // the DCGM of the pinned GPU Operator release, and the capability its host engine needs (never privileged)
+    expect(c.image).toBe('nvcr.io/nvidia/cloud-native/dcgm:4.6.0-1-ubuntu24.04');
+    expect(c.securityContext).toEqual({ allowPrivilegeEscalation: false, capabilities: { add: ['SYS_ADMIN'] } });
     expect(job.metadata.labels['kueue.x-k8s.io/queue-name']).toBe('default');
   });
 

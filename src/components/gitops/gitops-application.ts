@@ -60,7 +60,10 @@ export interface GitopsApplicationProps {
 }
 
 /** Retry a failed sync: CRs are refused until their operator's webhook serves, a few seconds after its CRDs. */
-const RETRY = { limit: 5, backoff: { duration: '10s', factor: 2, maxDuration: '3m' } };
+// Automated sync does not retry a commit whose sync failed once the retries are spent, and waves do not
+// wait for child health without the Application health check in argocd-cm: retry for about an hour, so a
+// custom resource whose operator or webhook is still starting gets in.
+const RETRY = { limit: 15, backoff: { duration: '10s', factor: 2, maxDuration: '10m' } };
 
 /** One Argo CD Application of a cluster, with its wave, sync policy and diff options. */
 export class GitopsApplication extends Construct {

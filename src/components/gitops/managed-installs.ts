@@ -46,6 +46,8 @@ const VALIDATING_WEBHOOK: GroupKind = { group: 'admissionregistration.k8s.io', k
 const API_SERVICE: GroupKind = { group: 'apiregistration.k8s.io', kind: 'APIService' };
 const NFD_KINDS: GroupKind = { group: 'nfd.k8s-sigs.io', kind: '*' };
 const OPERATOR_KINDS = [CRD, CLUSTER_ROLE, CLUSTER_ROLE_BINDING];
+/** Job kinds the Training Operator runs; MPIJob is left to the MPI Operator (v2beta1). */
+const TRAINING_OPERATOR_SCHEMES = ['PyTorchJob', 'TFJob', 'XGBoostJob', 'PaddleJob', 'JAXJob'];
 
 /** The GPU and network operands load kernel modules and mount host paths: their namespaces run privileged pods. */
 const PRIVILEGED_NAMESPACE = { 'pod-security.kubernetes.io/enforce': 'privileged' };
@@ -186,10 +188,19 @@ export function managedInstalls(model: ClusterModel): ManagedInstall[] {
             // two Applications would fight over mpijobs.kubeflow.org and the v2beta1 MPIJobs would stop being served.
             target: { group: 'apiextensions.k8s.io', kind: 'CustomResourceDefinition', name: 'mpijobs.kubeflow.org' },
             patch: '$patch: delete\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: mpijobs.kubeflow.org\n',
+          }, {
+            // Without its CRD the operator's own v1 MPIJob controller would fail its watch: run only the other
+            // job kinds (--enable-scheme, as upstream documents for running beside the MPI Operator).
+            target: { group: 'apps', kind: 'Deployment', name: 'training-operator' },
+            patch: JSON.stringify([{
+              op: 'add',
+              path: '/spec/template/spec/containers/0/args',
+              value: TRAINING_OPERATOR_SCHEMES.map((s) => `--enable-scheme=${s.toLowerCase()}`),
+            }]),
           }],
         },
       },
-      provides: ['PyTorchJob', 'TFJob', 'XGBoostJob', 'PaddleJob', 'JAXJob'].map((kind) => ({ group: 'kubeflow.org', kind })),
+      provides: TRAINING_OPERATOR_SCHEMES.map((kind) => ({ group: 'kubeflow.org', kind })),
       clusterKinds: [...OPERATOR_KINDS, NAMESPACE, VALIDATING_WEBHOOK],
       largestObjectBytes: LARGEST_CRD_BYTES.trainingOperator,
       createNamespace: false,

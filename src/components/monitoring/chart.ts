@@ -12,8 +12,8 @@ import { MetricsReader } from './metrics-reader';
 /**
  * Monitoring: what makes the preinstalled VictoriaMetrics + Grafana useful for GPU work. Scrape
  * objects for the GPU, fabric and queueing exporters, one VMRule of alerts, two Grafana
- * dashboards, the DCGM exporter's metrics list and the right to read Kueue's /metrics. Renders
- * no pods: the stack itself runs on the service node.
+ * dashboards and the right to read Kueue's /metrics (the DCGM exporter's metrics list syncs with the
+ * ClusterPolicy, in gpu-operator/). Renders no pods: the stack itself runs on the service node.
  */
 export class MonitoringChart extends Chart {
   constructor(scope: Construct, id: string, props: ComponentChartProps) {
@@ -31,6 +31,8 @@ export class MonitoringChart extends Chart {
       kubeStateMetrics: m.scrape.kubeStateMetrics,
       // The Network Operator is deployed for InfiniBand only (NicClusterPolicy).
       networkOperator: model.rdma !== undefined,
+      // off by default in the ClusterPolicy: a scrape without targets would only mislead
+      nodeStatusExporter: d.gpuOperator.nodeStatusExporter,
     });
     new MetricsReader(this, 'MetricsReader', { scraperNamespace: m.namespace });
 

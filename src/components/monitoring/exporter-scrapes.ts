@@ -37,6 +37,11 @@ export interface ExporterScrapesProps {
    * @default true
    */
   readonly networkOperator?: boolean;
+  /**
+   * Scrape the GPU Operator's node status exporter (only meaningful when the ClusterPolicy runs it).
+   * @default true
+   */
+  readonly nodeStatusExporter?: boolean;
 }
 
 /** Token of the scraper's own ServiceAccount, presented to endpoints that authorise /metrics (Kueue). */
@@ -93,9 +98,11 @@ export class ExporterScrapes extends Construct {
     serviceScrape('gpu-operator', props.targets.gpuOperator, { app: 'gpu-operator' }, {
       port: 'gpu-operator-metrics', scheme: VmServiceScrapeSpecEndpointsScheme.HTTP,
     });
-    serviceScrape('gpu-node-status-exporter', props.targets.gpuOperator, { app: 'nvidia-node-status-exporter' }, {
-      port: 'node-status', scheme: VmServiceScrapeSpecEndpointsScheme.HTTP, honorLabels: true,
-    });
+    if (props.nodeStatusExporter ?? true) {
+      serviceScrape('gpu-node-status-exporter', props.targets.gpuOperator, { app: 'nvidia-node-status-exporter' }, {
+        port: 'node-status', scheme: VmServiceScrapeSpecEndpointsScheme.HTTP, honorLabels: true,
+      });
+    }
     serviceScrape('kueue-controller', props.targets.kueue, {
       'app.kubernetes.io/name': 'kueue',
       'app.kubernetes.io/component': 'metrics-service',

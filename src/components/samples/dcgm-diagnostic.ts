@@ -75,7 +75,9 @@ export class DcgmDiagnostic extends Construct {
               // the container's exit code is dcgmi's.
               command: ['/bin/bash', '-c', `set -e\nnv-hostengine\ndcgmi diag -r ${this.level}\n`],
               resources: { requests: quantities, limits: quantities },
-              securityContext: { allowPrivilegeEscalation: false },
+              // NVIDIA runs the DCGM container with --cap-add SYS_ADMIN (the host engine's profiling and
+              // diagnostic plugins need it); a capability, never privileged.
+              securityContext: { allowPrivilegeEscalation: false, capabilities: { add: ['SYS_ADMIN'] } },
             }],
           },
         },
