@@ -6,8 +6,10 @@ import { CheckFailed, formatFinding } from './check/engine';
 import { runCheck } from './commands/check';
 import { runDiff } from './commands/diff';
 import { consoleIo, EXIT, Io } from './commands/io';
+import { renderInputs, schemaDirs } from './commands/options';
+import { isUserPathError, outputFormat } from './errors';
 import { descriptionJsonSchemaText, withDescriptionReference } from './model/json-schema';
-import { CLUSTERS_DIR, DEFAULT_OUT, DEFAULT_SCHEMAS, SCHEMA_FILE } from './paths';
+import { CLUSTERS_DIR, DEFAULT_OUT, SCHEMA_FILE } from './paths';
 import { InputError, synth, SynthResult, ValidationFailed } from './pipeline';
 import { SchemaDirectoryMissing, SchemaStore } from './validate/schemas';
 import { readTree } from './validate/tree';
@@ -88,10 +90,6 @@ function summary(r: SynthResult, io: Io): void {
     + `(load ${seconds(t.load)}, render ${seconds(t.render)}, validate ${seconds(t.validate)}, write ${seconds(t.write)})`);
 }
 
-function schemaDirs(values: string[] | undefined): string[] {
-  return values && values.length > 0 ? values : [DEFAULT_SCHEMAS];
-}
-
 export function runSynth(args: string[], io: Io = consoleIo): number {
   const { values } = parseArgs({
     args,
@@ -110,14 +108,12 @@ export function runSynth(args: string[], io: Io = consoleIo): number {
     io.out(HELP);
     return EXIT.ok;
   }
-  const configs = values.config ?? [];
-  for (const c of configs) if (!existsSync(c)) throw new InputError(`--config ${c}: no such file`);
-  const schemas = values['no-validate'] ? false : schemaDirs(values.schemas);
-  if (schemas) for (const s of schemas) if (!existsSync(s)) throw new SchemaDirectoryMissing(s);
+  const format = outputFormat(values.format);
+  const { configs, schemas } = renderInputs(values);
   const result = synth({ configs, clustersDir: CLUSTERS_DIR, out: values.out ?? DEFAULT_OUT, schemas });
   for (const w of result.warnings) io.err(formatIssue(w));
   for (const f of result.findings) io.err(formatFinding(f));
-  if (values.format === 'json') io.out(JSON.stringify({ clusters: result.clusters.map((c) => c.name), files: result.files, timings: result.timings, warnings: result.warnings, findings: result.findings }));
+  if (format === 'json') io.out(JSON.stringify({ clusters: result.clusters.map((c) => c.name), files: result.files, timings: result.timings, warnings: result.warnings, findings: result.findings }));
   else if (!values.quiet) summary(result, io);
   return EXIT.ok;
 }
@@ -137,14 +133,16 @@ export function runValidate(args: string[], io: Io = consoleIo): number {
     io.out(HELP);
     return EXIT.ok;
   }
+  const format = outputFormat(values.format);
   if (positionals.length === 0) throw new InputError('validate: name the rendered folders or files to validate (e.g. dist/instant-cluster)');
   for (const p of positionals) if (!existsSync(p)) throw new InputError(`validate: ${p}: no such file or folder`);
   const t0 = performance.now();
   const validator = new ManifestValidator(SchemaStore.open(schemaDirs(values.schemas)));
   const inputs = positionals.flatMap(readTree);
+  if (inputs.length === 0) throw new InputError(`validate: no Kubernetes objects in ${positionals.join(', ')}`);
   const issues = validator.validateAll(inputs);
   const errors = issues.filter((i) => i.severity === 'error');
-  if (values.format === 'json') {
+  if (format === 'json') {
     io.out(JSON.stringify({ objects: inputs.length, errors: errors.length, issues }, undefined, 2));
   } else {
     for (const i of issues) (i.severity === 'error' ? io.err : io.out)(formatIssue(i));
@@ -162,6 +160,7 @@ export function runSchema(args: string[], io: Io = consoleIo): number {
     io.out(HELP);
     return EXIT.ok;
   }
+  if (values.readme && !existsSync(values.readme)) throw new InputError(`--readme ${values.readme}: no such file`);
   const text = descriptionJsonSchemaText();
   if (values.out) writeFileSync(values.out, text);
   else io.out(text.trimEnd());
@@ -208,6 +207,10 @@ export function main(argv: string[], io: Io = consoleIo): number {
       return EXIT.failed;
     }
     if (e instanceof SchemaDirectoryMissing) {
+      io.err(`error: ${e.message}`);
+      return EXIT.badInput;
+    }
+    if (isUserPathError(e)) {
       io.err(`error: ${e.message}`);
       return EXIT.badInput;
     }

@@ -3,6 +3,7 @@ import * as path from 'node:path';
 import { CheckFailed, checkClusters } from './check/engine';
 import { Finding, ScopeOf } from './check/rule';
 import { fleetFiles, renderFleet } from './components/gitops/fleet';
+import { InputError } from './errors';
 import { loadDescription, DescriptionError } from './model/load';
 import { buildModel, ClusterModel } from './model/model';
 import { clusterFiles, RenderedFile } from './render/layout';
@@ -12,13 +13,7 @@ import { writeTreeAtomically } from './render/write';
 import { SchemaStore } from './validate/schemas';
 import { ManifestValidator, ValidationIssue } from './validate/validator';
 
-/** Bad input: descriptions that do not load, or constructs that refuse a combination. Exit code 2. */
-export class InputError extends Error {
-  constructor(message: string, readonly details: readonly string[] = []) {
-    super(message);
-    this.name = 'InputError';
-  }
-}
+export { InputError };
 
 /** Rendered objects that fail schema validation. Exit code 1. */
 export class ValidationFailed extends Error {

@@ -6,6 +6,7 @@ import { readClusters } from '../check/tree';
 import { CLUSTERS_DIR, DEFAULT_OUT, DEFAULT_SCHEMAS } from '../paths';
 import { descriptionFiles, InputError, loadModels } from '../pipeline';
 import { consoleIo, EXIT, Io } from './io';
+import { outputFormat } from '../errors';
 import { SchemaStore } from '../validate/schemas';
 
 /** Scope look-up from the schema directories; without an explicit --schemas, only when the default exists. */
@@ -40,7 +41,7 @@ export function runCheck(args: string[], io: Io = consoleIo, help = ''): number 
     for (const r of RULES) io.out(`${r.id.padEnd(30)} ${r.severity.padEnd(8)} ${r.summary}`);
     return EXIT.ok;
   }
-  if (values.format !== undefined && values.format !== 'text' && values.format !== 'json') throw new InputError(`--format ${values.format}: expected text or json`);
+  const format = outputFormat(values.format);
   const dirs = positionals.length > 0 ? positionals : [DEFAULT_OUT];
   for (const d of dirs) if (!existsSync(d)) throw new InputError(`check: ${d}: no such folder`);
   const configs = values.config ?? [];
@@ -53,7 +54,8 @@ export function runCheck(args: string[], io: Io = consoleIo, help = ''): number 
   const findings = views.flatMap((v) => checkCluster(v, { scopeOf }));
   const errors = findings.filter((f) => f.severity === 'error');
   const objects = views.reduce((s, v) => s + v.folders.reduce((n, f) => n + f.objects.length, 0), 0);
-  if (values.format === 'json') {
+  if (objects === 0) throw new InputError(`check: no rendered objects in ${dirs.join(', ')}`);
+  if (format === 'json') {
     io.out(JSON.stringify({
       clusters: views.map((v) => ({ name: v.name, model: v.model !== undefined })),
       objects,

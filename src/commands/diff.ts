@@ -2,11 +2,12 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } 
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
-import { CLUSTERS_DIR, DEFAULT_OUT, DEFAULT_SCHEMAS } from '../paths';
-import { InputError, synth } from '../pipeline';
+import { CLUSTERS_DIR, DEFAULT_OUT } from '../paths';
+import { synth } from '../pipeline';
 import { consoleIo, EXIT, Io } from './io';
+import { renderInputs } from './options';
+import { outputFormat } from '../errors';
 import { describeObject, Manifest, objectId } from '../render/manifest';
-import { SchemaDirectoryMissing } from '../validate/schemas';
 import { manifestFiles, readManifests } from '../validate/tree';
 
 /** One object of a rendered tree, with the file it is in (relative to the output root). */
@@ -163,11 +164,8 @@ export function runDiff(args: string[], io: Io = consoleIo, help = ''): number {
     io.out(help);
     return EXIT.ok;
   }
-  if (values.format !== undefined && values.format !== 'text' && values.format !== 'json') throw new InputError(`--format ${values.format}: expected text or json`);
-  const configs = values.config ?? [];
-  for (const c of configs) if (!existsSync(c)) throw new InputError(`--config ${c}: no such file`);
-  const schemas = values['no-validate'] ? false : (values.schemas && values.schemas.length > 0 ? values.schemas : [DEFAULT_SCHEMAS]);
-  if (schemas) for (const s of schemas) if (!existsSync(s)) throw new SchemaDirectoryMissing(s);
+  const format = outputFormat(values.format);
+  const { configs, schemas } = renderInputs(values);
   const committed = values.out ?? DEFAULT_OUT;
 
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'gpu-cluster-diff-'));
@@ -179,7 +177,7 @@ export function runDiff(args: string[], io: Io = consoleIo, help = ''): number {
     const count = (c: ObjectChange['change']) => d.objects.filter((o) => o.change === c).length;
     const removed = count('removed');
     const refused = removed > 0 && !values['allow-delete'];
-    if (values.format === 'json') {
+    if (format === 'json') {
       io.out(JSON.stringify({ added: count('added'), removed, changed: count('changed'), objects: d.objects, files: d.files }, undefined, 2));
     } else {
       for (const l of formatDiff(d)) io.out(l);

@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
-import { loadAll } from 'js-yaml';
+import { loadAll, YAMLException } from 'js-yaml';
+import { InputError } from '../errors';
 import { ValidationInput } from './validator';
 import { Manifest } from '../render/manifest';
 
@@ -24,9 +25,15 @@ export function manifestFiles(dir: string): string[] {
   return out;
 }
 
-/** Reads every object of one YAML file (multi-document files too). */
+/** Reads every object of one YAML file (multi-document files too). Invalid YAML is bad input naming the file. */
 export function readManifests(file: string): ValidationInput[] {
-  const docs = loadAll(readFileSync(file, 'utf8'));
+  let docs: unknown[];
+  try {
+    docs = loadAll(readFileSync(file, 'utf8'));
+  } catch (e) {
+    if (e instanceof YAMLException) throw new InputError(`${file}: invalid YAML: ${e.reason} (line ${e.mark.line + 1})`);
+    throw e;
+  }
   return docs.filter((d) => d !== null && d !== undefined).map((manifest) => ({ manifest: manifest as Manifest, source: file }));
 }
 

@@ -3,6 +3,7 @@ import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { main } from '../../src/cli';
 import { DEFAULT_OUT } from '../../src/paths';
 import { HAS_SCHEMAS, REFERENCE_FILE, ROOT } from '../helpers';
 
@@ -76,4 +77,34 @@ describe('the compiled CLI', () => {
     expect(r.status, r.stderr).toBe(0);
     expect(tree(out)).toEqual(tree(DEFAULT_OUT));
   }, 60_000);
+});
+
+describe('bad input to every command exits 2 with a one-line reason', () => {
+  const run = (...args: string[]) => {
+    let err = '';
+    const code = main(args, { out: () => {}, err: (l) => { err += `${l}\n`; } });
+    return { code, err };
+  };
+  const dir = mkdtempSync(path.join(tmpdir(), 'cli-bad-'));
+  writeFileSync(path.join(dir, 'broken.yaml'), 'apiVersion: v1\nkind: [unclosed\n');
+
+  it.each([
+    ['validate of invalid YAML names the file', ['validate', path.join(dir, 'broken.yaml')], /broken\.yaml: invalid YAML/],
+    ['check of a file instead of a folder', ['check', REFERENCE_FILE], /not a directory/],
+    ['check of a folder without objects', ['check', mkdtempSync(path.join(tmpdir(), 'empty-'))], /no rendered objects/],
+    ['validate of a folder without objects', ['validate', mkdtempSync(path.join(tmpdir(), 'empty-'))], /no Kubernetes objects/],
+    ['schema --readme of a missing file', ['schema', '--readme', path.join(dir, 'missing.md')], /--readme .*missing\.md: no such file/],
+    ['synth into a path under a file', ['synth', '--config', REFERENCE_FILE, '--out', path.join(REFERENCE_FILE, 'out'), '--no-validate'], /not a directory/],
+    ['an unknown --format', ['synth', '--format', 'yaml'], /--format yaml: expected text or json/],
+    ['a construct refusing a prop names the description field', ['synth', '--config', (() => {
+      const f = path.join(dir, 'big-shm.yaml');
+      writeFileSync(f, readFileSync(REFERENCE_FILE, 'utf8').replace(/(\n {4}image: ghcr\.io\/coreweave[^\n]*)/, '$1\n    shmSize: 4Ti'));
+      return f;
+    })(), '--out', dir, '--no-validate'], /^samples\.ncclTests\.shmSize: .*4Ti/m],
+  ])('%s', (_name, args, says) => {
+    const r = run(...(args as string[]));
+    expect(r.code, r.err).toBe(2);
+    expect(r.err).toMatch(says as RegExp);
+    expect(r.err).not.toMatch(/internal error|\n\s+at /);
+  });
 });

@@ -60,6 +60,35 @@ if __name__ == "__main__":
     main()
 `;
 
+/** Description field of each construct prop the samples set from `samples` (for error messages). */
+const QUEUE_FIELDS = {
+  namespace: 'samples.namespace',
+  queue: 'samples.queue',
+  priority: 'samples.priority',
+  ttlSecondsAfterFinished: 'samples.ttlSecondsAfterFinished',
+};
+const NCCL_FIELDS: Record<string, string> = {
+  ...QUEUE_FIELDS,
+  ...Object.fromEntries(['image', 'binaryDir', 'minBytes', 'maxBytes', 'stepFactor', 'iterations', 'shmSize', 'ncclDebug', 'benchmark']
+    .map((prop) => [prop, `samples.ncclTests.${prop}`])),
+};
+const PYTORCH_FIELDS: Record<string, string> = { ...QUEUE_FIELDS, image: 'samples.pytorch.image', shmSize: 'samples.ncclTests.shmSize' };
+const DCGM_FIELDS: Record<string, string> = { ...QUEUE_FIELDS, image: 'samples.dcgmDiag.image', level: 'samples.dcgmDiag.level' };
+
+/**
+ * Builds a construct; an error it throws about a prop (`shmSize: ...`) is re-thrown naming the
+ * description field the prop came from (`samples.ncclTests.shmSize: ...`).
+ */
+function fromDescription<T>(fields: Record<string, string>, build: () => T): T {
+  try {
+    return build();
+  } catch (e) {
+    const m = /^([A-Za-z]+): ([\s\S]*)$/.exec((e as Error).message);
+    if (m && fields[m[1]]) throw new Error(`${fields[m[1]]}: ${m[2]}`);
+    throw e;
+  }
+}
+
 /**
  * Samples: the workloads a user runs first on a new cluster, sized from the description and
  * queued through Kueue. Applied by hand (`kubectl create -f`), never synced by Argo CD: a sync
@@ -84,21 +113,21 @@ export class SamplesChart extends Chart {
     };
 
     // Every GPU worker, one rank per GPU: the fabric test.
-    new NcclTest(this, 'NcclTest', {
+    fromDescription(NCCL_FIELDS, () => new NcclTest(this, 'NcclTest', {
       ...queueing,
       ...ncclOptions,
       name: `nccl-${nccl.benchmark.replace(/_perf$/, '').replace(/_/g, '-')}`,
       benchmark: nccl.benchmark,
-    });
+    }));
 
-    new PyTorchTrainingJob(this, 'PyTorchJob', {
+    fromDescription(PYTORCH_FIELDS, () => new PyTorchTrainingJob(this, 'PyTorchJob', {
       ...queueing,
       name: 'pytorch-ddp',
       image: s.pytorch.image,
       script: DDP_SMOKE_TEST,
       env: [{ name: 'STEPS', value: String(s.pytorch.steps) }],
       shmSize: nccl.shmSize,
-    });
+    }));
 
     // Per-node health checks: the GPUs of one node over NVLink, and DCGM's diagnostic.
     const targets = s.nodeNames.length > 0
@@ -111,7 +140,7 @@ export class SamplesChart extends Chart {
       if (longest > 63) {
         throw new Error(`${field}: "${node}" makes the check name ${NODE_CHECK_PREFIX}${suffix} longer than 63 characters`);
       }
-      new NcclTest(this, `NodeCheck-${suffix}`, {
+      fromDescription(NCCL_FIELDS, () => new NcclTest(this, `NodeCheck-${suffix}`, {
         ...queueing,
         ...ncclOptions,
         name: `${NODE_CHECK_PREFIX}${suffix}`,
@@ -121,14 +150,14 @@ export class SamplesChart extends Chart {
         fabric: 'nvlink',
         backoffLimit: 0,
         activeDeadlineSeconds: 1800,
-      });
-      new DcgmDiagnostic(this, `DcgmDiag-${suffix}`, {
+      }));
+      fromDescription(DCGM_FIELDS, () => new DcgmDiagnostic(this, `DcgmDiag-${suffix}`, {
         ...queueing,
         name: `${DCGM_DIAG_PREFIX}${suffix}`,
         image: s.dcgmDiag.image,
         level: s.dcgmDiag.level as DcgmDiagLevel,
         nodeName: node,
-      });
+      }));
     }
   }
 }
