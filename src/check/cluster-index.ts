@@ -1,7 +1,7 @@
 import { parse as parseYaml } from 'yaml';
 import { ClusterView, ScopeOf } from './rule';
 import { ClusterModel } from '../model/model';
-import { apiGroup, describeObject, Manifest } from '../render/manifest';
+import { apiGroup, Manifest } from '../render/manifest';
 
 type Json = Record<string, unknown>;
 
@@ -175,9 +175,4 @@ export class ClusterIndex {
       return Array.isArray(list) ? list.filter((p): p is string => typeof p === 'string') : [];
     });
   }
-}
-
-/** `Kind namespace/name` of each object, for findings. */
-export function describeAll(objects: readonly Manifest[]): string[] {
-  return objects.map(describeObject);
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { LABELS, NAMESPACES } from './names';
+import { LABELS, NAMESPACES, SINGLETONS, STORAGE_CLASSES } from './names';
 import { VERSIONS } from '../versions';
 import {
   absolutePath, dnsLabel, dnsSubdomain, envVar, installMode, intRange, labelKey, labels, labelValue,
@@ -43,7 +43,7 @@ const gpuWorkers = z.strictObject({
   memory: quantity('memory').describe('Allocatable memory per node.'),
   localDisk: z.strictObject({
     path: absolutePath().describe('Node-local NVMe mount; backs the local-disk StorageClass.'),
-  }),
+  }).describe('Node-local disk of every GPU worker.'),
   taints: z.array(taint()).default([]).describe('Taints of the GPU workers (Instant Cluster: none); jobs and agents tolerate them.'),
 });
 
@@ -76,7 +76,7 @@ const infiniband = z.strictObject({
   hcas: z.array(nonEmptyString('an HCA name such as mlx5_0'), { error: 'expected a list of HCA names' })
     .min(1, { error: 'expected at least one HCA (an InfiniBand cluster without HCAs cannot run RDMA)' })
     .describe('InfiniBand HCAs of each GPU worker; NCCL_IB_HCA names them.'),
-  rdmaSharedDevice,
+  rdmaSharedDevice: rdmaSharedDevice.describe('The RDMA shared device plugin\'s one device (NicClusterPolicy config).'),
   required: z.boolean().default(true).describe('Multi-node jobs must use InfiniBand (NCCL_IB_DISABLE=0 and the RDMA device).'),
 });
 
@@ -90,15 +90,17 @@ const network = z.strictObject({
   }).prefault({}).describe('Secondary networks (off for the Instant Cluster: RDMA shared device only).'),
 });
 
+const STORAGE_CLASS_NAMES = [STORAGE_CLASSES.localPath, STORAGE_CLASSES.sharedPath, STORAGE_CLASSES.localDisk] as const;
+
 const storage = z.strictObject({
-  defaultClass: z.enum(['local-path', 'shared-path', 'local-disk'], { error: 'expected one of the rendered StorageClasses: local-path, shared-path, local-disk' })
+  defaultClass: z.enum(STORAGE_CLASS_NAMES, { error: `expected one of the rendered StorageClasses: ${STORAGE_CLASS_NAMES.join(', ')}` })
     .default('local-path').describe('The one StorageClass marked default.'),
   localPath: z.strictObject({
     path: absolutePath().default('/opt/local-path-provisioner').describe('Node path of the local-path StorageClass.'),
-  }).prefault({}),
+  }).prefault({}).describe('The default local-path StorageClass.'),
   sharedFilesystem: z.strictObject({
     path: absolutePath().describe('Folder on the shared filesystem (/home) backing the shared-path RWX StorageClass.'),
-  }),
+  }).describe('The shared filesystem mounted on every node.'),
   reclaimPolicy: z.enum(['Delete', 'Retain'], { error: 'expected "Delete" or "Retain"' }).default('Delete').describe('Reclaim policy of the StorageClasses.'),
 });
 
@@ -128,7 +130,7 @@ const queueing = z.strictObject({
       .describe('Preempt workloads of the same ClusterQueue.'),
     reclaimWithinCohort: z.enum(['Never', 'LowerPriority', 'Any']).default('Any')
       .describe('Reclaim nominal quota lent to other ClusterQueues of the cohort.'),
-  }).prefault({}),
+  }).prefault({}).describe('Preemption policy of every ClusterQueue.'),
   fairSharing: z.boolean().default(false).describe('Fair sharing of idle GPUs by ClusterQueue weight (tenants[].fairSharingWeight) instead of classical preemption; needs installs.kueue: managed.'),
   podPriorityClasses: z.boolean().default(true)
     .describe('Render a Kubernetes PriorityClass per priority (the default one globalDefault, which Kueue also uses for workloads without a priority label). Turn off when the cluster already has a globalDefault PriorityClass.'),
@@ -154,13 +156,13 @@ const tenant = z.strictObject({
 });
 
 const installs = z.strictObject({
-  gpuOperator: installMode().default('preinstalled'),
-  networkOperator: installMode().default('preinstalled'),
-  kueue: installMode().default('preinstalled'),
-  mpiOperator: installMode().default('preinstalled'),
-  trainingOperator: installMode().default('preinstalled'),
-  localPathProvisioner: installMode().default('preinstalled'),
-  monitoring: installMode().default('preinstalled'),
+  gpuOperator: installMode().default('preinstalled').describe('NVIDIA GPU Operator (Helm chart).'),
+  networkOperator: installMode().default('preinstalled').describe('NVIDIA Network Operator (Helm chart).'),
+  kueue: installMode().default('preinstalled').describe('Kueue (OCI Helm chart).'),
+  mpiOperator: installMode().default('preinstalled').describe('MPI Operator (kustomize overlay at the release tag).'),
+  trainingOperator: installMode().default('preinstalled').describe('Kubeflow Training Operator (kustomize overlay at the release tag).'),
+  localPathProvisioner: installMode().default('preinstalled').describe('local-path-provisioner (rendered in storage/).'),
+  monitoring: installMode().default('preinstalled').describe('VictoriaMetrics + Grafana (victoria-metrics-k8s-stack chart).'),
 }).prefault({}).describe('Who installs each add-on: "preinstalled" (the Instant Cluster image) or "managed" (rendered here, synced by Argo CD).');
 
 const gpuOperator = z.strictObject({
@@ -179,14 +181,14 @@ const gpuOperator = z.strictObject({
 }).prefault({}).describe('The ClusterPolicy cluster-policy (the operator validator always runs: the ClusterPolicy has no switch for it).');
 
 const networkOperator = z.strictObject({
-  nicClusterPolicyName: z.string().default('nic-cluster-policy').describe('Must stay "nic-cluster-policy": the operator reconciles no other name.'),
+  nicClusterPolicyName: z.string().default(SINGLETONS.nicClusterPolicy).describe(`Must stay "${SINGLETONS.nicClusterPolicy}": the operator reconciles no other name.`),
   docaDriver: z.boolean().default(false).describe('Run DOCA/OFED driver containers (off: the node image ships the driver).'),
 }).prefault({}).describe('The NicClusterPolicy nic-cluster-policy (rendered only with network.infiniband).');
 
 const nodeFeatureDiscovery = z.strictObject({
   deployedBy: z.enum(['gpu-operator', 'network-operator', 'external'], { error: 'expected "gpu-operator", "network-operator" or "external"' })
     .default('gpu-operator').describe('The one component that deploys Node Feature Discovery (a preinstalled GPU Operator already deploys one).'),
-}).prefault({});
+}).prefault({}).describe('Node Feature Discovery runs exactly once.');
 
 // nccl-tests parses message sizes as a count with an optional K, M or G (powers of 1024).
 const ncclBytes = () =>
@@ -217,22 +219,22 @@ const samples = z.strictObject({
   nodeNames: z.array(dnsSubdomain()).default([])
     .describe('GPU worker node names: per-node health checks render one object per name. Empty: one object per check, pinned to a placeholder node name replaced at launch.'),
   ttlSecondsAfterFinished: nonNegativeInt().default(86400).describe('Seconds a finished sample (and its logs) stays before it is deleted.'),
-  ncclTests,
+  ncclTests: ncclTests.describe('The NCCL test MPIJobs (multi-node fabric test and per-node NVLink check).'),
   pytorch: z.strictObject({
     image: pinnedImage().default('nvcr.io/nvidia/pytorch:25.01-py3').describe('PyTorch image of the PyTorchJob sample, pinned.'),
     steps: positiveInt().default(200).describe('Training steps of the DDP sample.'),
-  }).prefault({}),
+  }).prefault({}).describe('The PyTorchJob (DDP) sample.'),
   dcgmDiag: z.strictObject({
     image: pinnedImage().default(DCGM_IMAGE).describe('DCGM image of the diagnostic Job, pinned (default: the GPU Operator release\'s DCGM).'),
     level: intRange(1, 4).default(2).describe('dcgmi diag run level (1 quick .. 4 extended).'),
-  }).prefault({}),
-});
+  }).prefault({}).describe('The per-node DCGM diagnostic Job.'),
+}).describe('Sample workloads in dist/<cluster>/samples/ (applied by hand, never auto-synced).');
 
 const monitoring = z.strictObject({
   namespace: dnsLabel().default('monitoring').describe('Namespace of the monitoring stack and its scrape objects.'),
   grafanaDashboardLabel: z.strictObject({
-    key: labelKey().default('grafana_dashboard'),
-    value: labelValue().default('1'),
+    key: labelKey().default('grafana_dashboard').describe('Label key.'),
+    value: labelValue().default('1').describe('Label value.'),
   }).prefault({}).describe('Label the Grafana sidecar watches for dashboard ConfigMaps.'),
   dashboard: z.strictObject({
     enabled: z.boolean().default(true).describe('Render the Dashboard NodePort Service and the read-only viewer ServiceAccount.'),
@@ -240,7 +242,7 @@ const monitoring = z.strictObject({
     release: dnsLabel().default('kubernetes-dashboard').describe('Helm release name of the Dashboard (app.kubernetes.io/instance of its Kong proxy pods).'),
     nodePort: z.int({ error: 'expected a NodePort number' }).min(30000, { error: 'expected a NodePort from 30000 to 32767' })
       .max(32767, { error: 'expected a NodePort from 30000 to 32767' }).default(32443).describe('NodePort of the Kubernetes Dashboard.'),
-  }).prefault({}),
+  }).prefault({}).describe('Kubernetes Dashboard access (NodePort Service, read-only viewer).'),
   scrape: z.strictObject({
     interval: promDuration().default('30s').describe('Scrape interval of every scrape object.'),
     nodeExporter: z.boolean().default(true).describe('Scrape node exporter on every node (port 9100); turn off when the monitoring stack already does.'),
@@ -257,22 +259,22 @@ const monitoring = z.strictObject({
       .max(10, { error: 'expected a ratio of at most 10' }).default(1).describe('ClusterQueue usage / nominal quota above which an alert fires.'),
     runbookBaseUrl: z.url({ error: 'expected a URL such as https://wiki.example.com/runbooks' }).optional()
       .describe('Base URL of the runbooks; each alert links <base>#<alert name in lower case> (runbook_url).'),
-  }).prefault({}),
-}).prefault({});
+  }).prefault({}).describe('Alert thresholds and durations.'),
+}).prefault({}).describe('Scrapes, alerts and dashboards for the pre-installed VictoriaMetrics + Grafana.');
 
 export const ClusterDescriptionSchema = z.strictObject({
   name: dnsLabel().describe('Cluster name (DNS-1123 label); names dist/<name>/.'),
   kubernetesVersion: z.string({ error: 'expected a Kubernetes minor version such as "1.31" (quoted)' }).regex(/^1\.[0-9]+$/, { error: 'expected a Kubernetes minor version such as "1.31"' }).describe('Kubernetes minor version.'),
   gitops,
   nodes: z.strictObject({
-    service: serviceNode.prefault({}),
-    gpuWorkers,
-    cpuWorkers: cpuWorkers.optional(),
-  }),
-  network: network,
-  storage,
-  queueing: queueing.prefault({}),
-  tenants: z.array(tenant).default([]),
+    service: serviceNode.prefault({}).describe('The tainted service node: control plane, add-on management, monitoring.'),
+    gpuWorkers: gpuWorkers.describe('The GPU workers (all of one type).'),
+    cpuWorkers: cpuWorkers.optional().describe('CPU-only workers, if any (a cpu-only Kueue flavor).'),
+  }).describe('The nodes of the cluster.'),
+  network: network.describe('Pod network and InfiniBand fabric.'),
+  storage: storage.describe('StorageClasses served by local-path-provisioner.'),
+  queueing: queueing.prefault({}).describe('Kueue: cohort, default queue, priorities, preemption.'),
+  tenants: z.array(tenant).default([]).describe('Teams sharing the GPUs: a namespace, a ClusterQueue with GPU quota and namespaced RBAC each.'),
   samples,
   installs,
   gpuOperator,
@@ -354,11 +356,11 @@ export const ClusterDescriptionSchema = z.strictObject({
   if (d.gpuOperator.migStrategy === 'mixed' && !d.gpuOperator.migManager) {
     ctx.addIssue({ code: 'custom', path: ['gpuOperator', 'migStrategy'], message: 'MIG strategy "mixed" needs the MIG manager (gpuOperator.migManager: true)' });
   }
-  if (d.networkOperator.nicClusterPolicyName !== 'nic-cluster-policy') {
+  if (d.networkOperator.nicClusterPolicyName !== SINGLETONS.nicClusterPolicy) {
     ctx.addIssue({
       code: 'custom',
       path: ['networkOperator', 'nicClusterPolicyName'],
-      message: `the Network Operator reconciles only a NicClusterPolicy named "nic-cluster-policy", got "${d.networkOperator.nicClusterPolicyName}"`,
+      message: `the Network Operator reconciles only a NicClusterPolicy named "${SINGLETONS.nicClusterPolicy}", got "${d.networkOperator.nicClusterPolicyName}"`,
     });
   }
   const sampleQueue = d.samples.queue ?? d.queueing.defaultQueue;

@@ -69,8 +69,8 @@ export const STORAGE_CLASSES = {
 export const LOCAL_PATH_PROVISIONER = 'rancher.io/local-path';
 
 /**
- * The DCGM exporter's metrics list: the monitoring component renders this ConfigMap (namespace
- * gpu-operator) from its metric catalogue; the ClusterPolicy points the exporter at it with
+ * The DCGM exporter's metrics list: the gpu-operator component renders this ConfigMap (namespace
+ * gpu-operator, from the monitoring metric catalogue) beside the ClusterPolicy, which points the exporter at it with
  * `dcgmExporter.config.name` and `DCGM_EXPORTER_COLLECTORS=<path>` (the operator mounts the
  * ConfigMap at /etc/dcgm-exporter/).
  */

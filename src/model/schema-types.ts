@@ -73,17 +73,14 @@ export const taintEffect = () =>
   z.enum(['NoSchedule', 'PreferNoSchedule', 'NoExecute'], { error: 'expected one of NoSchedule, PreferNoSchedule, NoExecute' });
 
 export const taint = () => z.strictObject({
-  /** Taint key. */
-  key: labelKey(),
-  /** Taint value (optional). */
-  value: labelValue().optional(),
-  /** Taint effect. */
-  effect: taintEffect(),
+  key: labelKey().describe('Taint key.'),
+  value: labelValue().optional().describe('Taint value (none: tolerated with operator Exists).'),
+  effect: taintEffect().describe('Taint effect.'),
 });
 
 export const envVar = () => z.strictObject({
-  name: z.string().regex(/^[-._a-zA-Z][-._a-zA-Z0-9]*$/, { error: 'expected an environment variable name' }),
-  value: z.string({ error: 'expected a string value (quote numbers)' }),
+  name: z.string().regex(/^[-._a-zA-Z][-._a-zA-Z0-9]*$/, { error: 'expected an environment variable name' }).describe('Variable name.'),
+  value: z.string({ error: 'expected a string value (quote numbers)' }).describe('Variable value.'),
 });
 
 export const installMode = () =>

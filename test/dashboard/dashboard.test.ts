@@ -33,7 +33,7 @@ describe('dashboard', () => {
     const spec = findObject(objects, 'Service', 'kd-nodeport', 'dash').spec as any;
     expect(spec.ports[0].nodePort).toBe(30443);
     expect(spec.selector['app.kubernetes.io/instance']).toBe('kd');
-    expect(findObject(objects, 'ServiceAccount', 'dashboard-viewer', 'dash')).toBeDefined();
+    expect(findObject(objects, 'ServiceAccount', 'dashboard-viewer', 'dash').metadata.namespace).toBe('dash');
   });
 
   it('renders nothing when disabled', () => {

@@ -147,7 +147,7 @@ describe('gitops: managed add-ons', () => {
 
   it('names the AppProject after gitops.project', () => {
     const named = gitopsOf((d) => { d.gitops.project = 'gpu-platform'; });
-    expect(findObject(named, 'AppProject', 'gpu-platform')).toBeDefined();
+    expect(findObject(named, 'AppProject', 'gpu-platform').metadata.name).toBe('gpu-platform');
     expect(apps(named).every((a) => a.spec.project === 'gpu-platform')).toBe(true);
   });
 });

@@ -5,7 +5,7 @@ import { NicClusterPolicy, NicClusterPolicyProps } from '../../src/components/ne
 import { rdmaSharedDevicePluginConfig } from '../../src/components/network-operator/rdma-shared-device-config';
 import { VERSIONS } from '../../src/versions';
 import { Edit, issuesOf, strictErrors } from '../gpu-operator/operator-helpers';
-import { findObject, folderObjects, HAS_SCHEMAS, modelOf, referenceInput, renderOf } from '../helpers';
+import { findObject, folderObjects, HAS_SCHEMAS, modelOf, renderOf } from '../helpers';
 
 const FOLDER = 'network-operator';
 const MY_FOLDERS = ['gpu-operator', 'network-operator'];
