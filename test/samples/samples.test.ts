@@ -78,7 +78,7 @@ describe('samples: the reference cluster', () => {
     const worker = container(job, 'Worker');
     const expected = { 'cpu': '172', 'memory': '1620Gi', 'nvidia.com/gpu': '8', 'rdma/rdma_shared_device_a': '1' };
     expect(worker.resources).toEqual({ requests: expected, limits: expected });
-    expect(worker.securityContext).toEqual({ capabilities: { add: ['IPC_LOCK'] } });
+    expect(worker.securityContext).toEqual({ allowPrivilegeEscalation: false, capabilities: { add: ['IPC_LOCK'] } });
     expect(worker.volumeMounts).toEqual([{ name: 'dshm', mountPath: '/dev/shm' }]);
     const pod = podSpec(job, 'Worker');
     expect(pod.volumes).toEqual([{ name: 'dshm', emptyDir: { medium: 'Memory', sizeLimit: '64Gi' } }]);
@@ -179,7 +179,7 @@ describe('samples: the reference cluster', () => {
     const job = findObject(objects, 'MPIJob', 'nccl-all-reduce') as any;
     expect(envOf(container(job, 'Launcher'))).toMatchObject({ NCCL_IB_DISABLE: '1' });
     expect(Object.keys(container(job, 'Worker').resources.limits)).toEqual(['cpu', 'memory', 'nvidia.com/gpu']);
-    expect(container(job, 'Worker').securityContext).toBeUndefined();
+    expect(container(job, 'Worker').securityContext).toEqual({ allowPrivilegeEscalation: false });
   });
 
   it.skipIf(!HAS_SCHEMAS)('passes strict validation against MPIJob v2beta1, PyTorchJob v1 and batch/v1', () => {

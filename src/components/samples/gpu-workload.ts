@@ -200,11 +200,13 @@ export function onePodPerNode(matchLabels: Record<string, string>) {
 }
 
 /**
- * Security context of a container that registers memory with the RDMA device: IPC_LOCK lifts
- * the locked-memory limit, which is all RDMA needs (never privileged).
+ * Security context of a GPU workload container: no privilege escalation, and over InfiniBand the
+ * IPC_LOCK capability RDMA memory registration needs (unlimited locked memory), never privileged.
  */
-export function rdmaSecurityContext() {
-  return { capabilities: { add: ['IPC_LOCK'] } };
+export function workloadSecurityContext(fabric: NcclFabric) {
+  return fabric === 'infiniband'
+    ? { allowPrivilegeEscalation: false, capabilities: { add: ['IPC_LOCK'] } }
+    : { allowPrivilegeEscalation: false };
 }
 
 /** Wraps quantity strings in a CRD import's own quantity class (each import has its own). */

@@ -2,7 +2,7 @@ import { Construct } from 'constructs';
 import {
   assertFabric, assertGpusPerNode, assertNodeCount, assertNodeName, assertPinnedImage, assertShmFits, gpuNodeSelector,
   gpuPodResources, gpuTolerations, kueueLabels, QueuedJobProps, NcclFabric, ncclEnv, onePodPerNode, quantitiesOf,
-  rdmaSecurityContext, SHM_PATH, SHM_VOLUME,
+  workloadSecurityContext, SHM_PATH, SHM_VOLUME,
 } from './gpu-workload';
 import {
   MpiJob,
@@ -168,6 +168,7 @@ export class NcclTest extends Construct {
                     requests: quantitiesOf(LAUNCHER_RESOURCES, Requests.fromString),
                     limits: quantitiesOf(LAUNCHER_RESOURCES, Limits.fromString),
                   },
+                  securityContext: { allowPrivilegeEscalation: false },
                 }],
               },
             },
@@ -184,7 +185,7 @@ export class NcclTest extends Construct {
                   // No command: the MPI Operator starts sshd in workers (mpirun reaches them over ssh).
                   name: 'worker',
                   image: props.image,
-                  securityContext: this.fabric === 'infiniband' ? rdmaSecurityContext() : undefined,
+                  securityContext: workloadSecurityContext(this.fabric),
                   resources: {
                     requests: quantitiesOf(workerResources, Requests.fromString),
                     limits: quantitiesOf(workerResources, Limits.fromString),

@@ -2,7 +2,7 @@ import { k8s } from 'cdk8s-plus-28';
 import { Construct } from 'constructs';
 import {
   assertFabric, assertGpusPerNode, assertNodeCount, assertPinnedImage, assertShmFits, WorkloadEnvVar, gpuNodeSelector, gpuPodResources,
-  gpuTolerations, kueueLabels, ncclEnv, QueuedJobProps, onePodPerNode, quantitiesOf, rdmaSecurityContext, SHM_PATH, SHM_VOLUME,
+  gpuTolerations, kueueLabels, ncclEnv, QueuedJobProps, onePodPerNode, quantitiesOf, workloadSecurityContext, SHM_PATH, SHM_VOLUME,
 } from './gpu-workload';
 import { NcclDebug } from './nccl-test';
 import {
@@ -138,7 +138,7 @@ export class PyTorchTrainingJob extends Construct {
             args: [...torchrunArgs],
             env: [...ncclEnv(model, fabric, props.ncclDebug ?? 'WARN'), ...(props.env ?? [])],
             ports: [{ ...PYTORCH_PORT }],
-            securityContext: fabric === 'infiniband' ? rdmaSecurityContext() : undefined,
+            securityContext: workloadSecurityContext(fabric),
             resources: {
               requests: quantitiesOf(resources, Requests.fromString),
               limits: quantitiesOf(resources, Limits.fromString),
