@@ -1,5 +1,6 @@
+import { checkFolderOwnership, checkProjectDestinations, GitopsFinding, GitopsTreeView, hasRootApplication } from '../components/gitops/checks';
 import { LABELS } from '../model/names';
-import { apiGroup, Manifest } from '../render/manifest';
+import { apiGroup, describeObject, Manifest } from '../render/manifest';
 import { VERSIONS } from '../versions';
 import { ClusterIndex } from './cluster-index';
 import { Rule, Violation } from './rule';
@@ -163,4 +164,36 @@ const syncWaveOrder: Rule = {
   },
 };
 
-export const GITOPS_RULES: readonly Rule[] = [applicationPath, syncWaveOrder];
+/** The cluster's folders as the GitOps component's checks read them. */
+function treeOf(index: ClusterIndex): GitopsTreeView {
+  return { folders: index.folders.map((folder) => ({ folder, objects: index.inFolder(folder) })) };
+}
+
+/** GitOps findings as violations: the engine puts the first object in front of the message itself. */
+function violations(findings: readonly GitopsFinding[]): Violation[] {
+  return findings.map((f) => {
+    const lead = f.objects[0] ? `${describeObject(f.objects[0])} ` : '';
+    return { message: lead && f.message.startsWith(lead) ? f.message.slice(lead.length) : f.message, objects: f.objects };
+  });
+}
+
+const applicationFolderOwner: Rule = {
+  id: 'application-folder-owner',
+  severity: 'error',
+  summary: 'every rendered folder is synced by exactly one Application of the app-of-apps',
+  check(index) {
+    const tree = treeOf(index);
+    return hasRootApplication(tree) ? violations(checkFolderOwnership(tree)) : [];
+  },
+};
+
+const applicationProject: Rule = {
+  id: 'application-project',
+  severity: 'error',
+  summary: 'every Application\'s AppProject is rendered and permits its destination, namespaces and cluster-scoped kinds',
+  check(index) {
+    return index.ofKind('AppProject', ARGO).length > 0 ? violations(checkProjectDestinations(treeOf(index))) : [];
+  },
+};
+
+export const GITOPS_RULES: readonly Rule[] = [applicationPath, syncWaveOrder, applicationFolderOwner, applicationProject];

@@ -35,6 +35,8 @@ const SAYS: Record<string, readonly RegExp[]> = {
   'pvc-storage-class': [/PersistentVolumeClaim research\/datasets/, /"fast-ssd"/, /StatefulSet research\/cache/, /"nvme"/],
   'application-path': [/Application argocd\/instant-cluster-kueue/, /"dist\/instant-cluster\/kueu" names no rendered folder/, /outside the cluster's folder/],
   'sync-wave-order': [/Application argocd\/instant-cluster-kueue/, /Application instant-cluster-kueue-install \(wave 1\)/, /Widget one/, /SkipDryRunOnMissingResource/],
+  'application-folder-owner': [/Application argocd\/instant-cluster-kueue/, /folder kueue\/ is synced by 2 Applications/, /instant-cluster-queues/],
+  'application-project': [/Application argocd\/instant-cluster-kueue/, /namespace "default"/, /cluster-scoped ClusterQueue default/, /AppProject instant-cluster forbids/],
   'no-privileged': [/Job default\/nccl-node-check/, /is privileged/, /allowPrivilegeEscalation: true/],
   'image-pinned': [/nccl-tests:latest/, /"latest" tag/, /Pod default\/probe/, /has no tag/, /ClusterPolicy cluster-policy: spec.dcgmExporter.version/],
   'no-secret-data': [/Secret research\/registry-pull/, /data.token, stringData.user/],

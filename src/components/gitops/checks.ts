@@ -51,6 +51,11 @@ function rootOf(view: GitopsTreeView): { root: AppView; base: string } | undefin
   return root && { root, base: root.path!.slice(0, -GITOPS_FOLDER.length - 1) };
 }
 
+/** True when the tree has a root Application (the app-of-apps): the folder rules apply only then. */
+export function hasRootApplication(view: GitopsTreeView): boolean {
+  return rootOf(view) !== undefined;
+}
+
 /** Applications that read the cluster's own repository (not an upstream chart or repository). */
 function ownApplications(view: GitopsTreeView): { apps: AppView[]; base: string } | undefined {
   const r = rootOf(view);
