@@ -34,6 +34,7 @@ export * from './components/kueue/workload-priority-class';
 export * from './components/tenants/chart';
 export * from './components/tenants/tenant';
 export * from './components/tenants/tenant-role';
+export * from './components/tenants/tenant-guardrails';
 export * from './components/monitoring/chart';
 export * from './components/monitoring/metric-catalogue';
 export * from './components/monitoring/promql';
