@@ -32,6 +32,11 @@ export const LABELS = {
   syncWave: 'argocd.argoproj.io/sync-wave',
   syncOptions: 'argocd.argoproj.io/sync-options',
   compareOptions: 'argocd.argoproj.io/compare-options',
+  /**
+   * Marks a rendered object as a template a user fills in before `kubectl create` (e.g. a node name):
+   * written to dist/, but left out of kustomization.yaml, so neither kustomize nor Argo CD applies it.
+   */
+  template: 'gpu-cluster.dev/template',
   /** On Argo CD Applications that install an add-on: the API kinds it brings (`group/Kind` or `group/*`, comma-separated). */
   provides: 'gpu-cluster.dev/provides',
 } as const;

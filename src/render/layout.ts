@@ -1,6 +1,7 @@
 import { manifestFileName, Manifest } from './manifest';
 import { RenderedCluster } from './render';
 import { toYaml } from './yaml';
+import { LABELS } from '../model/names';
 import { clusterReport, REPORT_FILE } from '../report/report';
 
 /** A rendered file: path relative to the output root, and its content. */
@@ -20,20 +21,23 @@ export function manifestYaml(m: Manifest): string {
 
 /**
  * The files of one cluster, relative to the output root: `<cluster>/<folder>/<kind>.<name>.yaml`
- * (one object per file, for readable diffs), a `kustomization.yaml` per folder and the
- * cluster's `README.md` report.
+ * (one object per file, for readable diffs), a `kustomization.yaml` per folder (every object but
+ * the templates, LABELS.template, which a user fills in before creating them) and the cluster's
+ * `README.md` report.
  */
 export function clusterFiles(cluster: RenderedCluster): RenderedFile[] {
   const files: RenderedFile[] = [];
   for (const f of cluster.folders) {
     const names: string[] = [];
+    const applied: string[] = [];
     for (const m of f.objects) {
       const name = manifestFileName(m);
       if (names.includes(name)) throw new Error(`${cluster.name}/${f.folder}: two objects would be written to ${name}`);
       names.push(name);
+      if (m.metadata.annotations?.[LABELS.template] !== 'true') applied.push(name);
       files.push([`${cluster.name}/${f.folder}/${name}`, manifestYaml(m)]);
     }
-    files.push([`${cluster.name}/${f.folder}/kustomization.yaml`, kustomization(names)]);
+    files.push([`${cluster.name}/${f.folder}/kustomization.yaml`, kustomization(applied)]);
   }
   files.push([`${cluster.name}/${REPORT_FILE}`, clusterReport(cluster)]);
   return files;

@@ -49,7 +49,8 @@ describe('rendering', () => {
     for (const folder of folders) {
       const k = parse(files.get(`${folder}/kustomization.yaml`)!);
       const own = [...files.keys()].filter((f) => path.dirname(f) === folder && !f.endsWith('kustomization.yaml')).map((f) => path.basename(f));
-      expect([...k.resources].sort(), folder).toEqual(own.sort());
+      const templates = own.filter((f) => parse(files.get(`${folder}/${f}`)!).metadata.annotations?.['gpu-cluster.dev/template'] === 'true');
+      expect([...k.resources].sort(), folder).toEqual(own.filter((f) => !templates.includes(f)).sort());
       for (const f of own) {
         const doc = parse(files.get(`${folder}/${f}`)!);
         expect(doc.metadata.name, f).toBeTruthy();
@@ -68,6 +69,17 @@ describe('rendering', () => {
     // the NicClusterPolicy config, the ClusterQueues, the jobs and the report all carry the new name
     expect(new Set(mentioning)).toEqual(new Set(['kueue', 'samples', 'README.md']));
     expect(files.find(([f]) => f.endsWith('nicclusterpolicy.nic-cluster-policy.yaml'))![1]).toContain('"resourceName": "rdma_ib_fabric"');
+  });
+
+  it('leaves the placeholder per-node checks out of kustomize and Argo CD, and nothing else', () => {
+    const files = freshFiles();
+    const templates = [...files.entries()].filter(([f, c]) => f.endsWith('.yaml') && !f.endsWith('kustomization.yaml')
+      && parse(c).metadata.annotations?.['gpu-cluster.dev/template'] === 'true').map(([f]) => f);
+    expect(templates.length).toBeGreaterThan(0);
+    for (const t of templates) {
+      expect(t).toMatch(/\/samples\/.*replace-with-node-name\.yaml$/);
+      expect(files.get(`${path.dirname(t)}/kustomization.yaml`)).not.toContain(path.basename(t));
+    }
   });
 
   it('never uses construct-path hashes in names', () => {

@@ -1,6 +1,7 @@
-import { Chart } from 'cdk8s';
+import { ApiObject, Chart } from 'cdk8s';
 import { Construct } from 'constructs';
 import { ClusterModel } from '../../model/model';
+import { LABELS } from '../../model/names';
 import { componentChartProps, ComponentChartProps, ComponentDefinition } from '../component';
 import { DcgmDiagnostic, DcgmDiagLevel } from './dcgm-diagnostic';
 import { NcclTest } from './nccl-test';
@@ -75,6 +76,11 @@ const NCCL_FIELDS: Record<string, string> = {
 const PYTORCH_FIELDS: Record<string, string> = { ...QUEUE_FIELDS, image: 'samples.pytorch.image', shmSize: 'samples.ncclTests.shmSize' };
 const DCGM_FIELDS: Record<string, string> = { ...QUEUE_FIELDS, image: 'samples.dcgmDiag.image', level: 'samples.dcgmDiag.level' };
 
+/** Marks every object of a construct as a template (LABELS.template): rendered, never applied as it is. */
+function markTemplate(construct: Construct): void {
+  for (const child of construct.node.findAll()) if (child instanceof ApiObject) child.metadata.addAnnotation(LABELS.template, 'true');
+}
+
 /**
  * Builds a construct; an error it throws about a prop (`shmSize: ...`) is re-thrown naming the
  * description field the prop came from (`samples.ncclTests.shmSize: ...`).
@@ -140,7 +146,7 @@ export class SamplesChart extends Chart {
       if (longest > 63) {
         throw new Error(`${field}: "${node}" makes the check name ${NODE_CHECK_PREFIX}${suffix} longer than 63 characters`);
       }
-      fromDescription(NCCL_FIELDS, () => new NcclTest(this, `NodeCheck-${suffix}`, {
+      const checks = [fromDescription(NCCL_FIELDS, () => new NcclTest(this, `NodeCheck-${suffix}`, {
         ...queueing,
         ...ncclOptions,
         name: `${NODE_CHECK_PREFIX}${suffix}`,
@@ -150,14 +156,15 @@ export class SamplesChart extends Chart {
         fabric: 'nvlink',
         backoffLimit: 0,
         activeDeadlineSeconds: 1800,
-      }));
-      fromDescription(DCGM_FIELDS, () => new DcgmDiagnostic(this, `DcgmDiag-${suffix}`, {
+      })), fromDescription(DCGM_FIELDS, () => new DcgmDiagnostic(this, `DcgmDiag-${suffix}`, {
         ...queueing,
         name: `${DCGM_DIAG_PREFIX}${suffix}`,
         image: s.dcgmDiag.image,
         level: s.dcgmDiag.level as DcgmDiagLevel,
         nodeName: node,
-      }));
+      }))];
+      // A placeholder node name must be filled in first: never applied by kustomize or Argo CD.
+      if (node === NODE_NAME_PLACEHOLDER) for (const c of checks) markTemplate(c);
     }
   }
 }
