@@ -54,6 +54,16 @@ describe('samples: the reference cluster', () => {
     expect(renderSamples(trainingCluster()).folders[0].objects).toMatchSnapshot();
   });
 
+  it('runs pods at the Kubernetes priority named like the Kueue priority, when the cluster renders those', () => {
+    const high = samplesOf((d) => { d.samples.priority = 'high'; });
+    const job = findObject(high, 'MPIJob', 'nccl-all-reduce', 'default') as any;
+    expect(job.metadata.labels['kueue.x-k8s.io/priority-class']).toBe('high');
+    expect(podSpec(job, 'Worker').priorityClassName).toBe('high');
+    expect(podSpec(findObject(high, 'PyTorchJob', 'pytorch-ddp', 'default'), 'Master').priorityClassName).toBe('high');
+    const off = samplesOf((d) => { d.queueing.podPriorityClasses = false; });
+    expect(podSpec(findObject(off, 'MPIJob', 'nccl-all-reduce', 'default'), 'Launcher').priorityClassName).toBeUndefined();
+  });
+
   it('runs a 2-node all_reduce NCCL test over InfiniBand: 2 workers x 8 GPUs = 16 ranks', () => {
     const job = findObject(samplesOf(), 'MPIJob', 'nccl-all-reduce', 'default') as any;
     expect(job.spec.slotsPerWorker).toBe(8);

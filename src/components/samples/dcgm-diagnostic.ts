@@ -1,6 +1,6 @@
 import { k8s } from 'cdk8s-plus-28';
 import { Construct } from 'constructs';
-import { assertGpusPerNode, assertNodeName, assertPinnedImage, gpuNodeSelector, gpuTolerations, kueueLabels, QueuedJobProps } from './gpu-workload';
+import { assertGpusPerNode, assertNodeName, assertPinnedImage, gpuNodeSelector, gpuTolerations, kueueLabels, podPriorityClassName, QueuedJobProps } from './gpu-workload';
 import { LABELS, NAMESPACES, RESOURCES } from '../../model/names';
 
 /** dcgmi diag run levels: 1 quick (seconds), 2 medium (minutes), 3 long (about half an hour), 4 extended (an hour or more). */
@@ -56,8 +56,9 @@ export class DcgmDiagnostic extends Construct {
     const resources = { [RESOURCES.cpu]: DIAG_CPU, [RESOURCES.memory]: DIAG_MEMORY, [RESOURCES.gpu]: String(gpus) };
     const quantities = Object.fromEntries(Object.entries(resources).map(([k, v]) => [k, k8s.Quantity.fromString(v)]));
 
+    const labels = kueueLabels(model, this.namespace, queue, props.priority);
     this.job = new k8s.KubeJob(this, 'Resource', {
-      metadata: { name: this.name, namespace: this.namespace, labels: kueueLabels(model, this.namespace, queue, props.priority) },
+      metadata: { name: this.name, namespace: this.namespace, labels },
       spec: {
         backoffLimit: 0,
         activeDeadlineSeconds: props.activeDeadlineSeconds ?? DEADLINE_SECONDS[this.level],
@@ -68,6 +69,7 @@ export class DcgmDiagnostic extends Construct {
             restartPolicy: 'Never',
             nodeSelector: gpuNodeSelector(model, props.nodeName),
             tolerations: gpuTolerations(model),
+            priorityClassName: podPriorityClassName(model, labels),
             containers: [{
               name: 'dcgm-diag',
               image: props.image,

@@ -96,6 +96,14 @@ export function kueueLabels(model: ClusterModel, namespace: string, queue: strin
 }
 
 /**
+ * The Kubernetes PriorityClass of a job's pods: the one named like its Kueue priority, when the
+ * cluster renders them (queueing.podPriorityClasses), so pod preemption agrees with queue order.
+ */
+export function podPriorityClassName(model: ClusterModel, labels: Record<string, string>): string | undefined {
+  return model.description.queueing.podPriorityClasses ? labels[LABELS.priorityClass] : undefined;
+}
+
+/**
  * CPU and memory of a pod that uses `gpus` GPUs of a node: the same share of the node's
  * allocatable CPU and memory, in canonical quantities (whole cores, whole GiB).
  */

@@ -1,7 +1,7 @@
 import { Construct } from 'constructs';
 import {
   assertFabric, assertGpusPerNode, assertNodeCount, assertNodeName, assertPinnedImage, assertShmFits, gpuNodeSelector,
-  gpuPodResources, gpuTolerations, kueueLabels, QueuedJobProps, NcclFabric, ncclEnv, onePodPerNode, quantitiesOf,
+  gpuPodResources, gpuTolerations, kueueLabels, podPriorityClassName, QueuedJobProps, NcclFabric, ncclEnv, onePodPerNode, quantitiesOf,
   workloadSecurityContext, SHM_PATH, SHM_VOLUME,
 } from './gpu-workload';
 import {
@@ -154,6 +154,7 @@ export class NcclTest extends Construct {
               metadata: { labels: { [LABELS.name]: this.name, [LABELS.component]: 'launcher' } },
               spec: {
                 tolerations: gpuTolerations(model),
+                priorityClassName: podPriorityClassName(model, kueue),
                 containers: [{
                   name: 'launcher',
                   image: props.image,
@@ -180,6 +181,7 @@ export class NcclTest extends Construct {
               spec: {
                 nodeSelector: gpuNodeSelector(model, props.nodeName),
                 tolerations: gpuTolerations(model),
+                priorityClassName: podPriorityClassName(model, kueue),
                 affinity: onePodPerNode(workerLabels),
                 containers: [{
                   // No command: the MPI Operator starts sshd in workers (mpirun reaches them over ssh).

@@ -2,7 +2,7 @@ import { k8s } from 'cdk8s-plus-28';
 import { Construct } from 'constructs';
 import {
   assertFabric, assertGpusPerNode, assertNodeCount, assertPinnedImage, assertShmFits, WorkloadEnvVar, gpuNodeSelector, gpuPodResources,
-  gpuTolerations, kueueLabels, ncclEnv, QueuedJobProps, onePodPerNode, quantitiesOf, workloadSecurityContext, SHM_PATH, SHM_VOLUME,
+  gpuTolerations, kueueLabels, podPriorityClassName, ncclEnv, QueuedJobProps, onePodPerNode, quantitiesOf, workloadSecurityContext, SHM_PATH, SHM_VOLUME,
 } from './gpu-workload';
 import { NcclDebug } from './nccl-test';
 import {
@@ -119,6 +119,7 @@ export class PyTorchTrainingJob extends Construct {
     const torchrunArgs = props.entrypoint ?? [`${SCRIPT_DIR}/${SCRIPT_FILE}`, ...(props.scriptArgs ?? [])];
 
     const podLabels = { [LABELS.name]: this.name, [LABELS.component]: 'worker' };
+    const jobLabels = kueueLabels(model, this.namespace, queue, props.priority);
     const resources = gpuPodResources(model, this.gpusPerNode, fabric === 'infiniband');
     const replica = (replicas: number): PyTorchJobSpecPytorchReplicaSpecs => ({
       replicas,
@@ -128,6 +129,7 @@ export class PyTorchTrainingJob extends Construct {
         spec: {
           nodeSelector: gpuNodeSelector(model),
           tolerations: gpuTolerations(model),
+          priorityClassName: podPriorityClassName(model, jobLabels),
           // Master and workers share the labels: one training pod per node.
           affinity: onePodPerNode(podLabels),
           containers: [{
@@ -162,7 +164,7 @@ export class PyTorchTrainingJob extends Construct {
       : { Master: replica(1), ...(this.nodes > 1 ? { Worker: replica(this.nodes - 1) } : {}) };
 
     this.pytorchJob = new PyTorchJob(this, 'Resource', {
-      metadata: { name: this.name, namespace: this.namespace, labels: kueueLabels(model, this.namespace, queue, props.priority) },
+      metadata: { name: this.name, namespace: this.namespace, labels: jobLabels },
       spec: {
         nprocPerNode: String(this.gpusPerNode),
         elasticPolicy: props.elastic && {
