@@ -2,7 +2,8 @@ import { k8s } from 'cdk8s-plus-28';
 import { Construct } from 'constructs';
 import {
   assertFabric, assertGpusPerNode, assertNodeCount, assertPinnedImage, assertShmFits, WorkloadEnvVar, gpuNodeSelector, gpuPodResources,
-  gpuTolerations, kueueLabels, podPriorityClassName, ncclEnv, QueuedJobProps, onePodPerNode, quantitiesOf, workloadSecurityContext, SHM_PATH, SHM_VOLUME,
+  gpuTolerations, kueueLabels, podPriorityClassName, ncclEnv, QueuedJobProps, onePodPerNode, quantitiesOf,
+  workloadSecurityContext, SHM_PATH, SHM_VOLUME,
 } from './gpu-workload';
 import { NcclDebug } from './nccl-test';
 import {
