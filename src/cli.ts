@@ -6,7 +6,7 @@ import { CheckFailed, formatFinding } from './check/engine';
 import { runCheck } from './commands/check';
 import { runDiff } from './commands/diff';
 import { consoleIo, EXIT, Io } from './commands/io';
-import { renderInputs, schemaDirs } from './commands/options';
+import { RENDER_OPTIONS, renderInputs, schemaDirs } from './commands/options';
 import { isUserPathError, outputFormat } from './errors';
 import { descriptionJsonSchemaText, withDescriptionReference } from './model/json-schema';
 import { CLUSTERS_DIR, DEFAULT_OUT, SCHEMA_FILE } from './paths';
@@ -93,15 +93,7 @@ function summary(r: SynthResult, io: Io): void {
 export function runSynth(args: string[], io: Io = consoleIo): number {
   const { values } = parseArgs({
     args,
-    options: {
-      'config': { type: 'string', multiple: true },
-      'out': { type: 'string' },
-      'schemas': { type: 'string', multiple: true },
-      'no-validate': { type: 'boolean' },
-      'format': { type: 'string' },
-      'quiet': { type: 'boolean' },
-      'help': { type: 'boolean', short: 'h' },
-    },
+    options: { ...RENDER_OPTIONS, quiet: { type: 'boolean' } },
     allowPositionals: false,
   });
   if (values.help) {

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { parse } from 'yaml';
 import { parseDescription } from '../src/model/load';
@@ -44,6 +44,20 @@ export function findObject(objects: readonly Manifest[], kind: string, name: str
   const o = objects.find((m) => m.kind === kind && m.metadata.name === name && (namespace === undefined || m.metadata.namespace === namespace));
   if (!o) throw new Error(`no ${kind} ${namespace ? `${namespace}/` : ''}${name} among ${objects.map((m) => `${m.kind}/${m.metadata.name}`).join(', ')}`);
   return o;
+}
+
+/** Every file under `dir`, by path relative to it (sorted), with its content. */
+export function readTreeFiles(dir: string): Map<string, string> {
+  const out = new Map<string, string>();
+  const walk = (d: string) => {
+    for (const name of readdirSync(d).sort()) {
+      const p = path.join(d, name);
+      if (statSync(p).isDirectory()) walk(p);
+      else out.set(path.relative(dir, p), readFileSync(p, 'utf8'));
+    }
+  };
+  walk(dir);
+  return out;
 }
 
 let shared: ManifestValidator | undefined;

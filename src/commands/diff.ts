@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util';
 import { CLUSTERS_DIR, DEFAULT_OUT } from '../paths';
 import { synth } from '../pipeline';
 import { consoleIo, EXIT, Io } from './io';
-import { renderInputs } from './options';
+import { RENDER_OPTIONS, renderInputs } from './options';
 import { outputFormat } from '../errors';
 import { describeObject, Manifest, objectId } from '../render/manifest';
 import { manifestFiles, readManifests } from '../validate/tree';
@@ -149,15 +149,7 @@ export function formatDiff(d: TreeDiff): string[] {
 export function runDiff(args: string[], io: Io = consoleIo, help = ''): number {
   const { values } = parseArgs({
     args,
-    options: {
-      'config': { type: 'string', multiple: true },
-      'out': { type: 'string' },
-      'schemas': { type: 'string', multiple: true },
-      'no-validate': { type: 'boolean' },
-      'allow-delete': { type: 'boolean' },
-      'format': { type: 'string' },
-      'help': { type: 'boolean', short: 'h' },
-    },
+    options: { ...RENDER_OPTIONS, 'allow-delete': { type: 'boolean' } },
     allowPositionals: false,
   });
   if (values.help) {

@@ -3,6 +3,16 @@ import { InputError } from '../errors';
 import { DEFAULT_SCHEMAS } from '../paths';
 import { SchemaDirectoryMissing } from '../validate/schemas';
 
+/** Command-line options of every command that renders (`synth`, `diff`), for node:util parseArgs. */
+export const RENDER_OPTIONS = {
+  'config': { type: 'string', multiple: true },
+  'out': { type: 'string' },
+  'schemas': { type: 'string', multiple: true },
+  'no-validate': { type: 'boolean' },
+  'format': { type: 'string' },
+  'help': { type: 'boolean', short: 'h' },
+} as const;
+
 /** The options `synth` and `diff` share, as parsed. */
 export interface RenderOptionValues {
   readonly 'config'?: string[];

@@ -1,11 +1,11 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { main } from '../../src/cli';
 import { DEFAULT_OUT } from '../../src/paths';
-import { HAS_SCHEMAS, REFERENCE_FILE, ROOT } from '../helpers';
+import { HAS_SCHEMAS, readTreeFiles, REFERENCE_FILE, ROOT } from '../helpers';
 
 // These run the compiled CLI (lib/), as users do: `npm test` compiles first.
 const CLI = path.join(ROOT, 'lib', 'src', 'cli.js');
@@ -15,18 +15,6 @@ function cli(...args: string[]) {
   return spawnSync(process.execPath, [CLI, ...args], { cwd: ROOT, env, encoding: 'utf8' });
 }
 
-function tree(dir: string): Map<string, string> {
-  const out = new Map<string, string>();
-  const walk = (d: string) => {
-    for (const name of readdirSync(d).sort()) {
-      const p = path.join(d, name);
-      if (statSync(p).isDirectory()) walk(p);
-      else out.set(path.relative(dir, p), readFileSync(p, 'utf8'));
-    }
-  };
-  walk(dir);
-  return out;
-}
 
 describe('the compiled CLI', () => {
   it('explains itself with --help', () => {
@@ -75,7 +63,7 @@ describe('the compiled CLI', () => {
     const out = path.join(mkdtempSync(path.join(tmpdir(), 'cdk8s-')), 'cdk8s.out');
     const r = spawnSync('npx', ['cdk8s', 'synth', '--output', out], { cwd: ROOT, env, encoding: 'utf8' });
     expect(r.status, r.stderr).toBe(0);
-    expect(tree(out)).toEqual(tree(DEFAULT_OUT));
+    expect(readTreeFiles(out)).toEqual(readTreeFiles(DEFAULT_OUT));
   }, 60_000);
 });
 

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -9,20 +9,8 @@ import { buildModel } from '../../src/model/model';
 import { CLUSTERS_DIR, DEFAULT_OUT, DEFAULT_SCHEMAS } from '../../src/paths';
 import { descriptionFiles, InputError, loadModels, renderFiles, renderFleetOf, renderModel, synth, ValidationFailed } from '../../src/pipeline';
 import { writeTreeAtomically } from '../../src/render/write';
-import { HAS_SCHEMAS, REFERENCE_FILE, validator } from '../helpers';
+import { HAS_SCHEMAS, readTreeFiles, REFERENCE_FILE, validator } from '../helpers';
 
-function readTreeFiles(dir: string): Map<string, string> {
-  const out = new Map<string, string>();
-  const walk = (d: string) => {
-    for (const name of readdirSync(d).sort()) {
-      const p = path.join(d, name);
-      if (statSync(p).isDirectory()) walk(p);
-      else out.set(path.relative(dir, p), readFileSync(p, 'utf8'));
-    }
-  };
-  walk(dir);
-  return out;
-}
 
 /** What `npm run synth` writes: every cluster of src/clusters/ and the fleet folder. */
 function freshFiles(): Map<string, string> {
