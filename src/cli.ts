@@ -12,7 +12,7 @@ import { descriptionJsonSchemaText, withDescriptionReference } from './model/jso
 import { CLUSTERS_DIR, DEFAULT_OUT, SCHEMA_FILE } from './paths';
 import { InputError, synth, SynthResult, ValidationFailed } from './pipeline';
 import { SchemaDirectoryMissing, SchemaStore } from './validate/schemas';
-import { readTree } from './validate/tree';
+import { clusterScopes, readTree } from './validate/tree';
 import { ManifestValidator, ValidationIssue } from './validate/validator';
 
 export { EXIT } from './commands/io';
@@ -130,9 +130,11 @@ export function runValidate(args: string[], io: Io = consoleIo): number {
   for (const p of positionals) if (!existsSync(p)) throw new InputError(`validate: ${p}: no such file or folder`);
   const t0 = performance.now();
   const validator = new ManifestValidator(SchemaStore.open(schemaDirs(values.schemas)));
-  const inputs = positionals.flatMap(readTree);
+  // Each cluster is its own API server: an object may appear once per cluster folder.
+  const scopes = positionals.flatMap(clusterScopes).map(readTree);
+  const inputs = scopes.flat();
   if (inputs.length === 0) throw new InputError(`validate: no Kubernetes objects in ${positionals.join(', ')}`);
-  const issues = validator.validateAll(inputs);
+  const issues = scopes.flatMap((scope) => validator.validateAll(scope));
   const errors = issues.filter((i) => i.severity === 'error');
   if (format === 'json') {
     io.out(JSON.stringify({ objects: inputs.length, errors: errors.length, issues }, undefined, 2));

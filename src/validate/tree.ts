@@ -37,6 +37,22 @@ export function readManifests(file: string): ValidationInput[] {
   return docs.filter((d) => d !== null && d !== undefined).map((manifest) => ({ manifest: manifest as Manifest, source: file }));
 }
 
+function subdirectories(dir: string): string[] {
+  return readdirSync(dir).sort().filter((n) => statSync(path.join(dir, n)).isDirectory());
+}
+
+/**
+ * The parts of a path that are separate API servers: each cluster folder of an output root
+ * (`dist/` holds `dist/<cluster>/<component>/`), else the path itself. Duplicates are looked for
+ * within one part only.
+ */
+export function clusterScopes(target: string): string[] {
+  if (!statSync(target).isDirectory()) return [target];
+  const children = subdirectories(target);
+  const isOutputRoot = children.some((c) => subdirectories(path.join(target, c)).length > 0);
+  return isOutputRoot ? children.map((c) => path.join(target, c)) : [target];
+}
+
 /** Reads every object of a rendered tree (a folder or a single file). */
 export function readTree(dir: string): ValidationInput[] {
   return manifestFiles(dir).flatMap(readManifests);

@@ -49,6 +49,9 @@ describe('the compiled CLI', () => {
     const v = cli('validate', path.join(out, 'instant-cluster'));
     expect(v.status, v.stderr).toBe(0);
     expect(v.stdout).toMatch(/^ok: \d+ objects, 0 errors/m);
+    // the whole output root: each cluster is its own API server, so shared names are no duplicates
+    const all = cli('validate', DEFAULT_OUT);
+    expect(all.status, all.stderr).toBe(0);
   });
 
   it.skipIf(!HAS_SCHEMAS)('validate exits 1 on an unknown field', () => {
