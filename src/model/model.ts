@@ -18,6 +18,16 @@ export interface NodePlacement {
   readonly tolerations: readonly TolerationSpec[];
 }
 
+/** A placement as pod specs and Helm charts spell it (fresh copies: constructs must not share the model's objects). */
+export interface PodPlacement {
+  readonly nodeSelector: Record<string, string>;
+  readonly tolerations: TolerationSpec[];
+}
+
+export function podPlacement(p: NodePlacement): PodPlacement {
+  return { nodeSelector: { ...p.selector }, tolerations: p.tolerations.map((t) => ({ ...t })) };
+}
+
 /** What the cluster has in total, derived once from the description. */
 export interface Capacity {
   readonly gpuNodes: number;

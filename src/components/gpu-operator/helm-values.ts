@@ -1,17 +1,11 @@
-import { ClusterModel, TolerationSpec } from '../../model/model';
-
-/** Where a Deployment of a chart runs: nodeSelector and tolerations, as the charts spell them. */
-export interface HelmPlacement {
-  readonly nodeSelector: Readonly<Record<string, string>>;
-  readonly tolerations: readonly TolerationSpec[];
-}
+import { ClusterModel, PodPlacement, podPlacement, TolerationSpec } from '../../model/model';
 
 /** Values of the bundled node-feature-discovery subchart that this toolkit sets. */
 export interface NodeFeatureDiscoveryHelmValues {
   /** nfd-master: on the service node. */
-  readonly master: HelmPlacement;
+  readonly master: PodPlacement;
   /** nfd-gc: on the service node. */
-  readonly gc: HelmPlacement;
+  readonly gc: PodPlacement;
   /** nfd-worker: on the GPU workers (tolerates their taints). */
   readonly worker: { readonly tolerations: readonly TolerationSpec[] };
 }
@@ -30,17 +24,14 @@ export interface GpuOperatorHelmValues {
   /** Mirrors ClusterPolicy spec.toolkit.enabled. */
   readonly 'toolkit': { readonly enabled: boolean };
   /** The operator Deployment: on the service node. */
-  readonly 'operator': HelmPlacement;
+  readonly 'operator': PodPlacement;
   /** Placement of the NFD subchart; present only when the chart deploys NFD. */
   readonly 'node-feature-discovery'?: NodeFeatureDiscoveryHelmValues;
 }
 
 /** Placement of a chart's NFD subchart: control plane parts on the service node, workers on the GPU nodes. */
 export function nodeFeatureDiscoveryHelmValues(model: ClusterModel): NodeFeatureDiscoveryHelmValues {
-  const service: HelmPlacement = {
-    nodeSelector: { ...model.serviceNode.selector },
-    tolerations: model.serviceNode.tolerations.map((t) => ({ ...t })),
-  };
+  const service = podPlacement(model.serviceNode);
   return {
     master: service,
     gc: service,
@@ -60,7 +51,7 @@ export function gpuOperatorHelmValues(model: ClusterModel): GpuOperatorHelmValue
     nfd: { enabled: nfd },
     driver: { enabled: d.gpuOperator.driver === 'managed' },
     toolkit: { enabled: d.gpuOperator.toolkit === 'managed' },
-    operator: { nodeSelector: { ...model.serviceNode.selector }, tolerations: model.serviceNode.tolerations.map((t) => ({ ...t })) },
+    operator: podPlacement(model.serviceNode),
     ...(nfd ? { 'node-feature-discovery': nodeFeatureDiscoveryHelmValues(model) } : {}),
   };
 }

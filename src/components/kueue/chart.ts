@@ -43,13 +43,14 @@ export class KueueChart extends Chart {
     const gpuFlavor = new KueueResourceFlavor(this, 'GpuFlavor', {
       name: gpuFlavorName(d.nodes.gpuWorkers.gpuProduct),
       nodeLabels: model.gpuWorkers.selector,
+      // the workers' own taints only (model.gpuWorkers also tolerates an nvidia.com/gpu taint they may not carry)
       tolerations: tolerationsFor(d.nodes.gpuWorkers.taints),
       topologyName: topology?.name,
     });
-    const cpuFlavor = model.cpuWorkers && d.nodes.cpuWorkers && new KueueResourceFlavor(this, 'CpuFlavor', {
+    const cpuFlavor = model.cpuWorkers && new KueueResourceFlavor(this, 'CpuFlavor', {
       name: CPU_FLAVOR,
       nodeLabels: model.cpuWorkers.selector,
-      tolerations: tolerationsFor(d.nodes.cpuWorkers.taints),
+      tolerations: model.cpuWorkers.tolerations,
     });
 
     const flavorsOf = (queue: QueueModel): FlavorQuotas[] => {

@@ -1,5 +1,5 @@
 import { stringify } from 'yaml';
-import { ClusterModel, TolerationSpec } from '../../model/model';
+import { ClusterModel, podPlacement, TolerationSpec } from '../../model/model';
 import { LABELS, RESOURCES } from '../../model/names';
 
 /** API version of the Kueue manager configuration read by Kueue v0.19 (`controller_manager_config.yaml`). */
@@ -85,9 +85,6 @@ export function kueueHelmValues(model: ClusterModel): KueueHelmValues {
   const present = Object.fromEntries(Object.entries(config).filter(([, v]) => v !== undefined));
   return {
     managerConfig: { controllerManagerConfigYaml: stringify(present, { lineWidth: 0 }) },
-    controllerManager: {
-      nodeSelector: { ...model.serviceNode.selector },
-      tolerations: model.serviceNode.tolerations.map((t) => ({ ...t })),
-    },
+    controllerManager: podPlacement(model.serviceNode),
   };
 }

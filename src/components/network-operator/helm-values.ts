@@ -1,5 +1,5 @@
-import { ClusterModel } from '../../model/model';
-import { HelmPlacement, nodeFeatureDiscoveryHelmValues, NodeFeatureDiscoveryHelmValues } from '../gpu-operator/helm-values';
+import { ClusterModel, PodPlacement, podPlacement } from '../../model/model';
+import { nodeFeatureDiscoveryHelmValues, NodeFeatureDiscoveryHelmValues } from '../gpu-operator/helm-values';
 
 /**
  * The network-operator chart values this toolkit sets for a managed install. The chart renders no
@@ -9,7 +9,7 @@ export interface NetworkOperatorHelmValues {
   /** Whether the chart deploys Node Feature Discovery (nodeFeatureDiscovery.deployedBy). */
   readonly 'nfd': { readonly enabled: boolean };
   /** The operator Deployment: on the service node. */
-  readonly 'operator': HelmPlacement;
+  readonly 'operator': PodPlacement;
   /** Placement of the NFD subchart; present only when the chart deploys NFD. */
   readonly 'node-feature-discovery'?: NodeFeatureDiscoveryHelmValues;
 }
@@ -19,7 +19,7 @@ export function networkOperatorHelmValues(model: ClusterModel): NetworkOperatorH
   const nfd = model.description.nodeFeatureDiscovery.deployedBy === 'network-operator';
   return {
     nfd: { enabled: nfd },
-    operator: { nodeSelector: { ...model.serviceNode.selector }, tolerations: model.serviceNode.tolerations.map((t) => ({ ...t })) },
+    operator: podPlacement(model.serviceNode),
     ...(nfd ? { 'node-feature-discovery': nodeFeatureDiscoveryHelmValues(model) } : {}),
   };
 }

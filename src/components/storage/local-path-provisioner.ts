@@ -1,6 +1,6 @@
 import { k8s } from 'cdk8s-plus-28';
 import { Construct } from 'constructs';
-import { NodePlacement } from '../../model/model';
+import { NodePlacement, podPlacement } from '../../model/model';
 
 export interface LocalPathProvisionerProps {
   /** Namespace to create and run in. */
@@ -64,8 +64,7 @@ export class LocalPathProvisioner extends Construct {
           metadata: { labels },
           spec: {
             serviceAccountName: sa,
-            nodeSelector: { ...props.placement.selector },
-            tolerations: props.placement.tolerations.map((t) => ({ ...t })),
+            ...podPlacement(props.placement),
             containers: [{
               name,
               image: props.image,
