@@ -262,6 +262,9 @@ const monitoring = z.strictObject({
   }).prefault({}).describe('Alert thresholds and durations.'),
 }).prefault({}).describe('Scrapes, alerts and dashboards for the pre-installed VictoriaMetrics + Grafana.');
 
+/** Namespaces a tenant may never take (besides kube-* and the monitoring, dashboard and Argo CD namespaces of the description). */
+const SYSTEM_NAMESPACES: ReadonlySet<string> = new Set([...Object.values(NAMESPACES), 'cilium']);
+
 export const ClusterDescriptionSchema = z.strictObject({
   name: dnsLabel().describe('Cluster name (DNS-1123 label); names dist/<name>/.'),
   kubernetesVersion: z.string({ error: 'expected a Kubernetes minor version such as "1.31" (quoted)' }).regex(/^1\.[0-9]+$/, { error: 'expected a Kubernetes minor version such as "1.31"' }).describe('Kubernetes minor version.'),
@@ -291,7 +294,7 @@ export const ClusterDescriptionSchema = z.strictObject({
   const namespaces = new Map<string, number>();
   d.tenants.forEach((t, i) => {
     const ns = t.namespace ?? t.name;
-    if (SYSTEM_NAMESPACES.has(ns) || ns.startsWith('kube-') || ns === d.monitoring.namespace || ns === d.gitops.namespace) {
+    if (SYSTEM_NAMESPACES.has(ns) || ns.startsWith('kube-') || [d.monitoring.namespace, d.monitoring.dashboard.namespace, d.gitops.namespace].includes(ns)) {
       ctx.addIssue({ code: 'custom', path: ['tenants', i, t.namespace ? 'namespace' : 'name'], message: `tenant namespace "${ns}" collides with a system namespace` });
     }
     if (namespaces.has(ns)) ctx.addIssue({ code: 'custom', path: ['tenants', i, 'namespace'], message: `tenant namespace "${ns}" is already used by tenants.${namespaces.get(ns)}` });
@@ -414,11 +417,6 @@ export const ClusterDescriptionSchema = z.strictObject({
   }
 });
 
-/** Namespaces a tenant may never take. */
-export const SYSTEM_NAMESPACES = new Set([
-  'default', 'kube-system', 'kube-public', 'kube-node-lease', 'gpu-operator', 'nvidia-network-operator',
-  'kueue-system', 'mpi-operator', 'kubeflow', 'local-path-storage', 'kubernetes-dashboard', 'cilium', 'argocd', 'monitoring',
-]);
 
 /** The description as written (before defaults). */
 export type ClusterDescriptionInput = z.input<typeof ClusterDescriptionSchema>;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DNS_LABEL, DNS_SUBDOMAIN, LABEL_KEY, LABEL_VALUE } from './k8s-syntax';
 import { parseQuantity } from './quantity';
 
 /**
@@ -6,10 +7,6 @@ import { parseQuantity } from './quantity';
  * the field path (`nodes.gpuWorkers.gpusPerNode: expected a positive integer, got "eight"`).
  */
 
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-const LABEL_KEY = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
-const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 
 export const positiveInt = (what = 'a positive integer') =>
   z.int({ error: `expected ${what}` }).positive({ error: `expected ${what}` });

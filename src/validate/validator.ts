@@ -5,6 +5,7 @@ import { version as AJV_VERSION } from 'ajv/package.json';
 import { CachedValidator, CompiledCache, fileFingerprint, FORMATS_MODULE, resolveCacheDir } from './compiled-cache';
 import { CORE_SCHEMA_ID, SchemaEntry, SchemaStore } from './schemas';
 import { pruneNulls, hoistSubschemas, STRICT_TRANSFORM_VERSION, strictSchema } from './strict-schema';
+import { isDnsLabel, isDnsSubdomain, LABEL_NAME, LABEL_VALUE } from '../model/k8s-syntax';
 import { describeObject, Manifest, objectId } from '../render/manifest';
 
 /** One finding of the schema validation. */
@@ -43,10 +44,6 @@ export interface ValidationInput {
 }
 
 const OBJECT_META = `${CORE_SCHEMA_ID}#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta`;
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-const LABEL_NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
-const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 /** Kinds whose names must be DNS-1123 labels rather than subdomains. */
 const LABEL_NAMED_KINDS = new Set(['Namespace', 'Service']);
 const INT32 = 2 ** 31;
@@ -99,7 +96,7 @@ function labelKeyProblem(key: string): string | undefined {
   const slash = key.lastIndexOf('/');
   const prefix = slash >= 0 ? key.slice(0, slash) : undefined;
   const name = slash >= 0 ? key.slice(slash + 1) : key;
-  if (prefix !== undefined && (prefix.length > 253 || !DNS_SUBDOMAIN.test(prefix))) return 'prefix is not a DNS subdomain';
+  if (prefix !== undefined && !isDnsSubdomain(prefix)) return 'prefix is not a DNS subdomain';
   if (name.length === 0 || name.length > 63 || !LABEL_NAME.test(name)) return 'name part must be 1-63 letters, digits, "-", "_", "."';
   return undefined;
 }
@@ -243,13 +240,13 @@ export class ManifestValidator {
     const name = md.name;
     if (typeof name !== 'string' || name.length === 0) {
       if (typeof md.generateName !== 'string' || md.generateName.length === 0) error('metadata.name', 'required field is missing (or metadata.generateName)');
-    } else if (LABEL_NAMED_KINDS.has(m.kind) ? !(name.length <= 63 && DNS_LABEL.test(name)) : !(name.length <= 253 && DNS_SUBDOMAIN.test(name))) {
+    } else if (LABEL_NAMED_KINDS.has(m.kind) ? !isDnsLabel(name) : !isDnsSubdomain(name)) {
       error('metadata.name', `"${name}" is not a valid ${LABEL_NAMED_KINDS.has(m.kind) ? 'DNS-1123 label' : 'DNS-1123 subdomain'}`);
     }
     if (entry.scope === 'Namespaced') {
       if (typeof md.namespace !== 'string' || md.namespace.length === 0) {
         if (this.options.requireNamespace) error('metadata.namespace', `${m.kind} is namespaced: metadata.namespace must be set explicitly`);
-      } else if (!DNS_LABEL.test(md.namespace) || md.namespace.length > 63) {error('metadata.namespace', `"${md.namespace}" is not a valid namespace name`);}
+      } else if (!isDnsLabel(md.namespace)) {error('metadata.namespace', `"${md.namespace}" is not a valid namespace name`);}
     } else if (md.namespace !== undefined) {
       error('metadata.namespace', `${m.kind} is cluster-scoped: metadata.namespace must not be set`);
     }

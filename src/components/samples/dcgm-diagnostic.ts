@@ -3,6 +3,7 @@ import { Construct } from 'constructs';
 import {
   assertGpusPerNode, assertNodeName, assertPinnedImage, gpuNodeSelector, gpuTolerations, kueueLabels, podPriorityClassName, QueuedJobProps,
 } from './gpu-workload';
+import { isDnsLabel } from '../../model/k8s-syntax';
 import { LABELS, NAMESPACES, RESOURCES } from '../../model/names';
 
 /** dcgmi diag run levels: 1 quick (seconds), 2 medium (minutes), 3 long (about half an hour), 4 extended (an hour or more). */
@@ -47,7 +48,7 @@ export class DcgmDiagnostic extends Construct {
     const queue = props.queue ?? model.queueing.defaultQueue.localQueue;
 
     // The Job controller labels its pods with the Job name, so it must fit a label value.
-    if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(this.name) || this.name.length > 63) {
+    if (!isDnsLabel(this.name)) {
       throw new Error(`name: expected a DNS-1123 label of at most 63 characters, got "${this.name}"`);
     }
     assertPinnedImage('image', props.image);

@@ -1,3 +1,4 @@
+import { isDnsSubdomain } from '../../model/k8s-syntax';
 import { ClusterModel, TolerationSpec } from '../../model/model';
 import { LABELS, RESOURCES } from '../../model/names';
 import { formatBytes, formatCpu, parseQuantity } from '../../model/quantity';
@@ -66,7 +67,7 @@ export function assertGpusPerNode(model: ClusterModel, prop: string, gpus: numbe
 
 /** Throws unless `node` is a node name (DNS-1123 subdomain). */
 export function assertNodeName(prop: string, node: string): void {
-  if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(node) || node.length > 253) {
+  if (!isDnsSubdomain(node)) {
     throw new Error(`${prop}: expected a node name (DNS-1123 subdomain), got "${node}"`);
   }
 }
