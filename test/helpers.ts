@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { parse } from 'yaml';
-import { parseDescription } from '../src/model/load';
+import { DescriptionError, parseDescription } from '../src/model/load';
 import { buildModel, ClusterModel } from '../src/model/model';
 import { DEFAULT_SCHEMAS, PROJECT_ROOT } from '../src/paths';
 import { Manifest } from '../src/render/manifest';
@@ -24,14 +24,17 @@ export function referenceInput(): Record<string, any> {
   return parse(readFileSync(REFERENCE_FILE, 'utf8'));
 }
 
+/** An edit of the reference description (raw input). */
+export type Edit = (d: ReturnType<typeof referenceInput>) => void;
+
 /** Builds a model from the reference description with `edit` applied to the raw input first. */
-export function modelOf(edit: (d: ReturnType<typeof referenceInput>) => void = () => {}): ClusterModel {
+export function modelOf(edit: Edit = () => {}): ClusterModel {
   const d = referenceInput();
   edit(d);
   return buildModel(parseDescription(d));
 }
 
-export function renderOf(edit?: (d: ReturnType<typeof referenceInput>) => void): RenderedCluster {
+export function renderOf(edit?: Edit): RenderedCluster {
   return renderCluster(modelOf(edit));
 }
 
@@ -44,6 +47,17 @@ export function findObject(objects: readonly Manifest[], kind: string, name: str
   const o = objects.find((m) => m.kind === kind && m.metadata.name === name && (namespace === undefined || m.metadata.namespace === namespace));
   if (!o) throw new Error(`no ${kind} ${namespace ? `${namespace}/` : ''}${name} among ${objects.map((m) => `${m.kind}/${m.metadata.name}`).join(', ')}`);
   return o;
+}
+
+/** The description issues (path, message) of the reference description with `edit` applied; [] when valid. */
+export function issuesOf(edit: Edit): { path: string; message: string }[] {
+  try {
+    modelOf(edit);
+  } catch (e) {
+    if (e instanceof DescriptionError) return e.issues.map((i) => ({ path: i.path, message: i.message }));
+    throw e;
+  }
+  return [];
 }
 
 /** Every file under `dir`, by path relative to it (sorted), with its content. */
@@ -66,6 +80,11 @@ let shared: ManifestValidator | undefined;
 export function validator(): ManifestValidator {
   shared ??= new ManifestValidator(SchemaStore.open(DEFAULT_SCHEMAS), { requireNamespace: true });
   return shared;
+}
+
+/** Strict schema errors of `objects` (warnings dropped). */
+export function strictErrors(objects: readonly Manifest[]): ValidationIssue[] {
+  return objects.flatMap((m) => validator().validate(m)).filter((i) => i.severity === 'error');
 }
 
 /** Schema errors of every object of a rendered cluster (warnings dropped). */

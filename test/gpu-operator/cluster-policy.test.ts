@@ -3,8 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { ClusterPolicy, ClusterPolicyProps } from '../../src/components/gpu-operator/cluster-policy';
 import { gpuOperatorHelmValues } from '../../src/components/gpu-operator/helm-values';
 import { VERSIONS } from '../../src/versions';
-import { findObject, folderObjects, HAS_SCHEMAS, modelOf, referenceInput, renderOf } from '../helpers';
-import { Edit, issuesOf, strictErrors } from './operator-helpers';
+import { Edit, findObject, folderObjects, HAS_SCHEMAS, issuesOf, modelOf, referenceInput, renderOf, strictErrors } from '../helpers';
 
 const FOLDER = 'gpu-operator';
 

@@ -3,21 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { KueueClusterQueue } from '../../src/components/kueue/cluster-queue';
 import { KueueResourceFlavor } from '../../src/components/kueue/resource-flavor';
 import { KueueWorkloadPriorityClass } from '../../src/components/kueue/workload-priority-class';
-import { DescriptionError, parseDescription } from '../../src/model/load';
-import { referenceInput } from '../helpers';
+import { issuesOf } from '../helpers';
 
-/** The description issues (path and message) of the reference description with `edit` applied. */
-function issuesOf(edit: (d: any) => void): Array<{ path: string; message: string }> {
-  const d = referenceInput();
-  edit(d);
-  try {
-    parseDescription(d);
-  } catch (e) {
-    if (e instanceof DescriptionError) return e.issues.map((i) => ({ path: i.path, message: i.message }));
-    throw e;
-  }
-  return [];
-}
 
 describe('queueing and tenant errors name the field', () => {
   it('accepts the reference description', () => {

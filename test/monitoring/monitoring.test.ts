@@ -5,10 +5,9 @@ import { GpuClusterAlerts } from '../../src/components/monitoring/gpu-cluster-al
 import { dashboardJson } from '../../src/components/monitoring/grafana-model';
 import { catalogueSeriesNames, DCGM_FIELDS, dcgmMetricsCsv } from '../../src/components/monitoring/metric-catalogue';
 import { series } from '../../src/components/monitoring/promql';
-import { DescriptionError, parseDescription } from '../../src/model/load';
 import { DCGM_EXPORTER_METRICS } from '../../src/model/names';
 import { Manifest } from '../../src/render/manifest';
-import { findObject, folderObjects, HAS_SCHEMAS, referenceInput, renderOf, schemaErrors } from '../helpers';
+import { Edit, findObject, folderObjects, HAS_SCHEMAS, issuesOf, renderOf, schemaErrors } from '../helpers';
 
 const monitoringOf = (edit?: Parameters<typeof renderOf>[0]) => folderObjects(renderOf(edit), 'monitoring');
 
@@ -183,17 +182,7 @@ describe('monitoring', () => {
   });
 
   it('rejects bad monitoring fields, naming them', () => {
-    const errorOf = (edit: (d: any) => void) => {
-      const d = referenceInput();
-      edit(d);
-      try {
-        parseDescription(d);
-      } catch (e) {
-        if (e instanceof DescriptionError) return e.issues.map((i) => i.path).join(', ');
-        throw e;
-      }
-      return 'no error';
-    };
+    const errorOf = (edit: Edit) => issuesOf(edit).map((i) => i.path).join(', ') || 'no error';
     expect(errorOf((d) => { d.monitoring = { alerts: { pendingWorkloadsFor: 'half an hour' } }; })).toContain('monitoring.alerts.pendingWorkloadsFor');
     expect(errorOf((d) => { d.monitoring = { alerts: { quotaUsageRatio: 0 } }; })).toContain('monitoring.alerts.quotaUsageRatio');
     expect(errorOf((d) => { d.monitoring = { alerts: { runbookBaseUrl: 'not a url' } }; })).toContain('monitoring.alerts.runbookBaseUrl');

@@ -4,8 +4,7 @@ import { networkOperatorHelmValues } from '../../src/components/network-operator
 import { NicClusterPolicy, NicClusterPolicyProps } from '../../src/components/network-operator/nic-cluster-policy';
 import { rdmaSharedDevicePluginConfig } from '../../src/components/network-operator/rdma-shared-device-config';
 import { VERSIONS } from '../../src/versions';
-import { Edit, issuesOf, strictErrors } from '../gpu-operator/operator-helpers';
-import { findObject, folderObjects, HAS_SCHEMAS, modelOf, renderOf } from '../helpers';
+import { Edit, findObject, folderObjects, HAS_SCHEMAS, issuesOf, modelOf, renderOf, strictErrors } from '../helpers';
 
 const FOLDER = 'network-operator';
 const MY_FOLDERS = ['gpu-operator', 'network-operator'];
