@@ -1,4 +1,4 @@
-import { cdk8s, javascript } from 'projen';
+import { cdk8s, javascript, TextFile } from 'projen';
 
 /**
  * Upstream CRDs turned into typed constructs under imports/.
@@ -65,6 +65,8 @@ const project = new cdk8s.Cdk8sTypeScriptApp({
     dirs: ['src'],
     devdirs: ['test'],
     ignorePatterns: ['imports/', 'lib/', 'dist/', '*.js', '*.d.ts', 'node_modules/', 'cdk8s.out/'],
+    // `npm test` must never rewrite sources: the eslint task only checks (`npm run lint:fix` fixes)
+    commandOptions: { fix: false },
   },
 
   tsconfig: {
@@ -80,6 +82,8 @@ const project = new cdk8s.Cdk8sTypeScriptApp({
       inlineSourceMap: false,
       inlineSources: false,
       sourceMap: true,
+      // TypeScript descriptions (src/clusters/<name>.ts) import defineCluster by the package's name
+      paths: { 'gpu-cluster-manifests': ['./src/index.ts'] },
     },
   },
   tsconfigDev: {
@@ -95,45 +99,67 @@ const project = new cdk8s.Cdk8sTypeScriptApp({
   gitignore: ['/cdk8s.out/', '/dist.tmp-*/', '/bench/results.json', '*.cpuprofile', '/.vitest/'],
 });
 
+// The package other cdk8s apps consume: `import { ... } from 'gpu-cluster-manifests'` (src/index.ts).
+project.package.addField('main', 'lib/src/index.js');
+project.package.addField('types', 'lib/src/index.d.ts');
+project.package.addField('exports', {
+  '.': { types: './lib/src/index.d.ts', default: './lib/src/index.js' },
+  './package.json': './package.json',
+});
+// lib/ is git-ignored, so the package lists what it ships: the compiled library, its typed CRD imports
+// and the description schema (no source maps: they point at sources the package does not ship).
+project.package.addField('files', ['lib/src/**/*.js', 'lib/src/**/*.d.ts', 'lib/imports/**/*.js', 'lib/imports/**/*.d.ts', 'src/clusters/cluster-description.schema.json']);
+
 // dist/ is the product: it is committed and CI checks that it matches a fresh render.
 project.gitignore.removePatterns('/dist/');
 
+// The launcher (plain JavaScript, runs before anything is compiled): compiles when a source under
+// src/ or imports/ changed (a cheap fingerprint check otherwise), then runs the CLI in its own process.
+const launch = 'node projenrc/launch.cjs';
+
 // cdk8s.yaml: the cdk8s CLI deletes its output folder before each run, so point it at cdk8s.out/
-// (never dist/), and run the precompiled app from lib/src (rootDir is the repo, for imports/).
+// (never dist/). The app goes through the launcher, so `npx cdk8s synth` works on a fresh clone.
 const cdk8sYaml = project.tryFindObjectFile('cdk8s.yaml')!;
-cdk8sYaml.addOverride('app', 'node lib/src/main.js');
+cdk8sYaml.addOverride('app', `${launch} --cdk8s-app`);
 cdk8sYaml.addOverride('output', 'cdk8s.out');
 cdk8sYaml.addOverride('imports', []);
 
-const cli = 'node lib/src/cli.js';
 const env = { CDK8S_CHECK_UPGRADE: 'false' };
+for (const t of ['import', 'compile']) project.tasks.tryFind(t)!.env('CDK8S_CHECK_UPGRADE', 'false');
 
-// `synth` renders with the precompiled CLI; compilation no longer triggers a synth.
+// Compilation compiles (and records the sources' fingerprint for the launcher); it no longer synthesizes.
+project.compileTask.reset(`${launch} --compile`);
 project.postCompileTask.reset();
-project.tasks.tryFind('synth')!.reset();
-project.tasks.tryFind('synth')!.spawn(project.compileTask);
-project.tasks.tryFind('synth')!.exec(`${cli} synth`, { receiveArgs: true });
-for (const t of ['synth', 'import', 'compile']) project.tasks.tryFind(t)!.env('CDK8S_CHECK_UPGRADE', 'false');
 
-const validate = project.addTask('validate', { description: 'Strictly validate a rendered tree against the upstream schemas', env });
-validate.spawn(project.compileTask);
-validate.exec(`${cli} validate`, { receiveArgs: true });
-
-const check = project.addTask('check', { description: 'Run the cross-object rules over a rendered tree', env });
-check.spawn(project.compileTask);
-check.exec(`${cli} check`, { receiveArgs: true });
-
-const diff = project.addTask('diff', { description: 'Show what a fresh render would change in the committed dist/', env });
-diff.spawn(project.compileTask);
-diff.exec(`${cli} diff`, { receiveArgs: true });
+/**
+ * The CLI's commands. Each is an npm script that runs the launcher directly (`npm run X` exits
+ * with the CLI's own code, 0/1/2, and prints only the CLI's output: no task runner in between),
+ * and a projen task of the same steps (`npx projen X`).
+ */
+const COMMANDS: Record<string, { description: string; args?: string }> = {
+  synth: { description: 'Render every description in src/clusters/ into dist/ (or --config FILE --out DIR)' },
+  validate: { description: 'Strictly validate a rendered tree against the upstream schemas' },
+  check: { description: 'Run the cross-object rules over a rendered tree' },
+  diff: { description: 'Show what a fresh render would change in the committed dist/' },
+  preflight: { description: 'Compare a description with a live cluster or a snapshot (read-only)' },
+  init: { description: 'Write a cluster description from a live cluster or a snapshot' },
+  schema: {
+    description: 'Write the JSON Schema of the cluster description (src/clusters/cluster-description.schema.json)',
+    args: 'schema --out src/clusters/cluster-description.schema.json --readme README.md',
+  },
+};
+for (const [name, { description, args }] of Object.entries(COMMANDS)) {
+  const command = `${launch} ${args ?? name}`;
+  const task = project.tasks.tryFind(name) ?? project.addTask(name);
+  task.reset(command, { receiveArgs: args === undefined });
+  task.description = description;
+  task.env('CDK8S_CHECK_UPGRADE', 'false');
+  project.package.setScript(name, command);
+}
 
 const bench = project.addTask('bench', { description: 'Benchmark render and validation (writes bench/results.json)', env });
-bench.spawn(project.compileTask);
+bench.exec(`${launch} --build`);
 bench.exec('node bench/run.mjs', { receiveArgs: true });
-
-const schema = project.addTask('schema', { description: 'Write the JSON Schema of the cluster description (src/clusters/cluster-description.schema.json)', env });
-schema.spawn(project.compileTask);
-schema.exec(`${cli} schema --out src/clusters/cluster-description.schema.json --readme README.md`);
 
 const importTask = project.tasks.tryFind('import')!;
 importTask.reset();
@@ -142,7 +168,11 @@ for (const [name, file] of Object.entries(CRD_IMPORTS)) {
   importTask.exec(`cdk8s import --no-save --language typescript --output imports ${name}:=../shared/crds/${file}`);
 }
 
-// Tests: type-check (vitest strips types without checking them), then run vitest against the compiled CLI.
+// Tests never modify tracked files: eslint checks only (`npm run lint:fix` fixes).
+project.addTask('lint:fix', { description: 'Fix what eslint can fix in src, test and projenrc', env: { ESLINT_USE_FLAT_CONFIG: 'false', NODE_NO_WARNINGS: '1' } })
+  .exec('eslint --ext .ts,.tsx --fix --no-error-on-unmatched-pattern src test projenrc .projenrc.ts', { receiveArgs: true });
+
+// Tests: type-check (vitest strips types without checking them), lint, then run vitest against the compiled CLI.
 const test = project.testTask;
 test.reset();
 test.env('CDK8S_CHECK_UPGRADE', 'false');
@@ -152,5 +182,14 @@ test.spawn(project.tasks.tryFind('eslint')!);
 test.exec('vitest run', { receiveArgs: true });
 
 project.addTask('test:update', { description: 'Update vitest snapshots (read the diff first)', env }).exec('vitest run -u', { receiveArgs: true });
+
+// No test depends on the machine's speed: CPU-bound tests on 2 shared cores take what they take.
+new TextFile(project, 'vitest.config.mts', {
+  lines: [
+    '// ~~ Generated by projen. To modify, edit .projenrc.ts and run "npx projen".',
+    '// Generous timeouts: CI shares two cores, so a test may wait for the CPU; a timeout only catches a hang.',
+    'export default { test: { testTimeout: 300_000, hookTimeout: 300_000 } };',
+  ],
+});
 
 project.synth();

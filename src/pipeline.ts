@@ -4,7 +4,7 @@ import { CheckFailed, checkClusters } from './check/engine';
 import { Finding, ScopeOf } from './check/rule';
 import { fleetFiles, renderFleet } from './components/gitops/fleet';
 import { InputError } from './errors';
-import { loadDescription, DescriptionError } from './model/load';
+import { isDescriptionFile, loadDescription, DescriptionError } from './model/load';
 import { buildModel, ClusterModel } from './model/model';
 import { clusterFiles, RenderedFile } from './render/layout';
 import { RenderedFolder } from './render/manifest';
@@ -56,9 +56,9 @@ export interface SynthResult {
   readonly written: readonly string[];
 }
 
-/** Description files of a folder: *.yaml, *.yml, *.json (not *.schema.json), sorted. */
+/** Description files of a folder: *.yaml, *.yml, *.json (not *.schema.json), *.ts (not *.d.ts), sorted. */
 export function descriptionFiles(dir: string): string[] {
-  return readdirSync(dir).filter((f) => /\.(ya?ml|json)$/i.test(f) && !/\.schema\.json$/i.test(f)).sort().map((f) => path.join(dir, f));
+  return readdirSync(dir).filter(isDescriptionFile).sort().map((f) => path.join(dir, f));
 }
 
 /** Loads and models descriptions; every problem of every file is reported together. */

@@ -3,6 +3,7 @@ import * as path from 'node:path';
 import { parseDocument } from 'yaml';
 import type { core } from 'zod';
 import { ClusterDescription, ClusterDescriptionSchema } from './description';
+import { evaluateTypeScriptDescription, TypeScriptDescriptionFailed } from './load-typescript';
 
 /** One problem of a cluster description, with the field path it concerns. */
 export interface DescriptionIssue {
@@ -66,7 +67,15 @@ export function parseDescription(raw: unknown, source = '<description>'): Cluste
   return result.data;
 }
 
-/** Reads a YAML or JSON cluster description from a file. Throws DescriptionError. */
+/** Description files: YAML, JSON (not a *.schema.json) or TypeScript (not a *.d.ts). */
+export function isDescriptionFile(name: string): boolean {
+  return /\.(ya?ml|json|ts)$/i.test(name) && !/\.(schema\.json|d\.ts)$/i.test(name);
+}
+
+/**
+ * Reads a YAML, JSON or TypeScript (`export default defineCluster({...})`) cluster description
+ * from a file. Every format goes through the same validation. Throws DescriptionError.
+ */
 export function loadDescription(file: string): ClusterDescription {
   let text: string;
   try {
@@ -75,7 +84,15 @@ export function loadDescription(file: string): ClusterDescription {
     throw new DescriptionError(file, [{ path: '', message: `cannot read the file: ${(e as NodeJS.ErrnoException).code ?? String(e)}` }]);
   }
   let raw: unknown;
-  if (path.extname(file).toLowerCase() === '.json') {
+  const ext = path.extname(file).toLowerCase();
+  if (ext === '.ts') {
+    try {
+      raw = evaluateTypeScriptDescription(file, text);
+    } catch (e) {
+      if (e instanceof TypeScriptDescriptionFailed) throw new DescriptionError(file, e.issues);
+      throw e;
+    }
+  } else if (ext === '.json') {
     try {
       raw = JSON.parse(text);
     } catch (e) {
