@@ -17,6 +17,7 @@ import { parse, stringify } from 'yaml';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const CLI = path.join(ROOT, 'lib', 'src', 'cli.js');
+const LAUNCHER = path.join(ROOT, 'projenrc', 'launch.cjs');
 const CLUSTERS = path.join(ROOT, 'src', 'clusters');
 const REFERENCE = path.join(CLUSTERS, 'instant-cluster.yaml');
 const RESULTS = path.join(ROOT, 'bench', 'results.json');
@@ -24,6 +25,8 @@ const GNU_TIME = '/usr/bin/time';
 const CACHE_ENV = 'GPU_CLUSTER_MANIFESTS_CACHE';
 
 const TARGETS = {
+  npmSynthWallSeconds: 1.0,
+  npmBadInputWallSeconds: 1.0,
   referenceWallSeconds: 0.5,
   fleetWallSeconds: 10,
   fleetPeakRssMB: 500,
@@ -121,7 +124,7 @@ function countObjects(dir) {
 }
 
 /** One fresh process: wall time (measured here), peak RSS, and the CLI's own timings (--format json). */
-function runOnce(command, args, env) {
+function runOnce(command, args, env, expectedStatus = 0) {
   const rssFile = path.join(work, `rss-${process.pid}-${Date.now()}`);
   let cmd = command;
   let argv = args;
@@ -136,8 +139,8 @@ function runOnce(command, args, env) {
   const t0 = performance.now();
   const r = spawnSync(cmd, argv, { cwd: ROOT, env: childEnv, encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
   const wall = performance.now() - t0;
-  if (r.status !== 0) {
-    throw new Error(`${[command, ...args].join(' ')} exited ${r.status}\n${(r.stderr || '').slice(-4000)}`);
+  if (r.status !== expectedStatus) {
+    throw new Error(`${[command, ...args].join(' ')} exited ${r.status} (expected ${expectedStatus})\n${(r.stderr || '').slice(-4000)}`);
   }
   // GNU time: "maxRSS-KB user-s sys-s"; the probe: "maxRSS-KB".
   let rssKB;
@@ -161,6 +164,10 @@ function runOnce(command, args, env) {
 }
 
 const cli = (...args) => ({ command: process.execPath, args: [CLI, ...args] });
+const launcher = (...args) => ({ command: process.execPath, args: [LAUNCHER, ...args] });
+const npmRun = (script, ...args) => ({ command: 'npm', args: ['run', script, '--', ...args] });
+const broken = path.join(work, 'broken.yaml');
+writeFileSync(broken, readFileSync(REFERENCE, 'utf8').replace(/gpusPerNode: \d+/, 'gpusPerNode: eight'));
 
 const results = [];
 
@@ -171,7 +178,7 @@ function measure(c) {
   const samples = [];
   for (let i = 0; i < runs + (c.warmup ?? 1); i += 1) {
     const env = typeof c.env === 'function' ? c.env(i) : c.env;
-    const s = runOnce(c.command, c.args, env);
+    const s = runOnce(c.command, c.args, env, c.status);
     // The first run of a warm case fills the disk cache and the page cache: not measured.
     if (i >= (c.warmup ?? 1)) samples.push(s);
     process.stdout.write('.');
@@ -236,6 +243,23 @@ const CASES = [
   {
     id: 'repo-clusters', title: 'every description in src/clusters (npm run synth, into a temp dir)', runs: 5,
     ...cli('synth', '--out', out('repo'), '--format', 'json'), objectsDir: out('repo'),
+  },
+  // End to end, as the README documents it: npm, the launcher's "compiled already?" check, the CLI.
+  {
+    id: 'npm-synth', title: 'npm run synth: every description in src/clusters + fleet (into a temp dir)', runs: 5,
+    ...npmRun('synth', '--out', out('npm-synth')), objectsDir: out('npm-synth'),
+  },
+  {
+    id: 'launcher-synth', title: 'the same without npm: node projenrc/launch.cjs synth', runs: 5,
+    ...launcher('synth', '--out', out('launcher-synth')), objectsDir: out('launcher-synth'),
+  },
+  {
+    id: 'npm-bad-input', title: 'npm run synth -- --config BROKEN (exit 2)', runs: 5, status: 2,
+    ...npmRun('synth', '--config', broken, '--out', out('npm-bad')),
+  },
+  {
+    id: 'launcher-bad-input', title: 'the same without npm (exit 2)', runs: 5, status: 2,
+    ...launcher('synth', '--config', broken, '--out', out('launcher-bad')),
   },
   {
     id: 'cdk8s-ts-node', title: 'baseline: npx cdk8s synth, app via ts-node (same clusters as repo-clusters)', runs: 3,
@@ -312,6 +336,13 @@ const checks = [];
 const check = (name, ok, detail) => {
   checks.push({ name, ok, detail });
 };
+for (const [id, launched, target] of [['npm-synth', 'launcher-synth', TARGETS.npmSynthWallSeconds], ['npm-bad-input', 'launcher-bad-input', TARGETS.npmBadInputWallSeconds]]) {
+  const r = byId[id];
+  if (!r) continue;
+  const without = byId[launched];
+  const overhead = without ? `; npm itself ${fmtS(r.wallMs - without.wallMs)} s, the launcher + CLI ${fmtS(without.wallMs)} s` : '';
+  check(`${r.command.replace(/ -- .*/, '')}${id === 'npm-bad-input' ? ' (bad input)' : ''} <= ${target} s wall`, r.wallMs <= target * 1000, `${fmtS(r.wallMs)} s${overhead}`);
+}
 if (byId.reference) check(`reference cluster <= ${TARGETS.referenceWallSeconds} s wall`, byId.reference.wallMs <= TARGETS.referenceWallSeconds * 1000, `${fmtS(byId.reference.wallMs)} s`);
 if (byId['fleet-100']) {
   const f = byId['fleet-100'];

@@ -3,7 +3,8 @@ import { main } from './cli';
 import { PROJECT_ROOT } from './paths';
 
 /**
- * Entry point of `npx cdk8s synth` (cdk8s.yaml: `node lib/src/main.js`). It runs the same
+ * Entry point of `npx cdk8s synth` (cdk8s.yaml: `node projenrc/launch.cjs --cdk8s-app`, which
+ * compiles first when the sources changed, so it works on a fresh clone). It runs the same
  * render + validate pipeline as `npm run synth`, into the cdk8s output folder (cdk8s.out/, which
  * the cdk8s CLI empties first), so the cdk8s habit yields the same manifests and never touches dist/.
  */

@@ -1,7 +1,10 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
-import { loadAll } from 'js-yaml';
+import { createRequire } from 'node:module';
 import { CompiledCache, fileFingerprint, resolveCacheDir } from './compiled-cache';
+
+/** js-yaml only when YAML is parsed (a synth with a warm schema cache never does). */
+const jsYaml = (): typeof import('js-yaml') => createRequire(__filename)('js-yaml');
 
 /** Where an apiVersion/kind's schema comes from. */
 export interface SchemaEntry {
@@ -239,7 +242,7 @@ export class SchemaStore {
     crds = key ? this.cache!.readJson<CrdDocument[]>(key) : undefined;
     if (!crds) {
       const text = readFileSync(f, 'utf8');
-      const docs = (f.toLowerCase().endsWith('.json') ? [JSON.parse(text)] : loadAll(text)) as CrdDocument[];
+      const docs = (f.toLowerCase().endsWith('.json') ? [JSON.parse(text)] : jsYaml().loadAll(text)) as CrdDocument[];
       crds = docs.flatMap((d) => (d?.kind === 'List' && Array.isArray(d.items) ? d.items : [d]))
         .filter((d) => d?.kind === 'CustomResourceDefinition' && d.spec)
         .map((d): CrdDocument => ({

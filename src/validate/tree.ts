@@ -1,9 +1,12 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
-import { loadAll, YAMLException } from 'js-yaml';
+import { createRequire } from 'node:module';
 import { InputError } from '../errors';
 import { ValidationInput } from './validator';
 import { Manifest } from '../render/manifest';
+
+/** js-yaml only when YAML is parsed (a synth with a warm schema cache never does). */
+const jsYaml = (): typeof import('js-yaml') => createRequire(__filename)('js-yaml');
 
 /** Files of a rendered tree that hold no Kubernetes objects. */
 function isManifestFile(name: string): boolean {
@@ -29,9 +32,9 @@ export function manifestFiles(dir: string): string[] {
 export function readManifests(file: string): ValidationInput[] {
   let docs: unknown[];
   try {
-    docs = loadAll(readFileSync(file, 'utf8'));
+    docs = jsYaml().loadAll(readFileSync(file, 'utf8'));
   } catch (e) {
-    if (e instanceof YAMLException) throw new InputError(`${file}: invalid YAML: ${e.reason} (line ${e.mark.line + 1})`);
+    if (e instanceof jsYaml().YAMLException) throw new InputError(`${file}: invalid YAML: ${e.reason} (line ${e.mark.line + 1})`);
     throw e;
   }
   return docs.filter((d) => d !== null && d !== undefined).map((manifest) => ({ manifest: manifest as Manifest, source: file }));

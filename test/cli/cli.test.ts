@@ -67,7 +67,7 @@ describe('the compiled CLI', () => {
     const r = spawnSync('npx', ['cdk8s', 'synth', '--output', out], { cwd: ROOT, env, encoding: 'utf8' });
     expect(r.status, r.stderr).toBe(0);
     expect(readTreeFiles(out)).toEqual(readTreeFiles(DEFAULT_OUT));
-  }, 60_000);
+  });
 });
 
 describe('bad input to every command exits 2 with a one-line reason', () => {
