@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
-import * as path from 'node:path';
 import { createRequire } from 'node:module';
+import * as path from 'node:path';
 import { CompiledCache, fileFingerprint, resolveCacheDir } from './compiled-cache';
 
 /** js-yaml only when YAML is parsed (a synth with a warm schema cache never does). */

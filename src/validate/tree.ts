@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
-import * as path from 'node:path';
 import { createRequire } from 'node:module';
+import * as path from 'node:path';
 import { InputError } from '../errors';
 import { ValidationInput } from './validator';
 import { Manifest } from '../render/manifest';
