@@ -38,7 +38,8 @@ Commands:
              queue labels -> LocalQueues -> ClusterQueues -> flavors, resources covered,
              quotas and MPIJob ranks fit the GPUs, one nic-cluster-policy, one RDMA name,
              one default StorageClass, Application paths and sync waves, no privileged
-             containers, no latest images, no Secret data. Capacity comes from the
+             containers, no latest images, no Secret data, operand images and AppProject
+             permissions against the pinned upstream charts. Capacity comes from the
              description of the same name (--config FILE to name it). synth runs it too;
              --list-rules prints every rule id, its severity and what it asserts.
   diff       Renders into a temporary folder and prints, per object, what would be added,
@@ -56,6 +57,10 @@ Options:
                     (default: ../shared/crds). To validate against your own cluster:
                     kubectl get crd -o yaml > my-crds/crds.yaml, then
                     --schemas my-crds --schemas ../shared/crds/kubernetes
+  --upstream DIR    vendored upstream Helm charts and kustomize manifests the rules
+                    image-matches-upstream and appproject-permits-install-footprint
+                    compare with (default: ../shared/upstream-installs; without it
+                    those two rules report nothing)
   --no-validate     synth without schema validation (not recommended)
   --format FORMAT   text (default) or json (machine-readable findings)
   --allow-delete    diff: exit 0 even when objects would be deleted
@@ -101,8 +106,8 @@ export function runSynth(args: string[], io: Io = consoleIo): number {
     return EXIT.ok;
   }
   const format = outputFormat(values.format);
-  const { configs, schemas } = renderInputs(values);
-  const result = synth({ configs, clustersDir: CLUSTERS_DIR, out: values.out ?? DEFAULT_OUT, schemas });
+  const { configs, schemas, upstream } = renderInputs(values);
+  const result = synth({ configs, clustersDir: CLUSTERS_DIR, out: values.out ?? DEFAULT_OUT, schemas, upstream });
   for (const w of result.warnings) io.err(formatIssue(w));
   for (const f of result.findings) io.err(formatFinding(f));
   if (format === 'json') io.out(JSON.stringify({ clusters: result.clusters.map((c) => c.name), files: result.files, timings: result.timings, warnings: result.warnings, findings: result.findings }));

@@ -35,6 +35,11 @@ export interface SynthOptions {
   readonly out: string;
   /** Schema directories to validate against, or false to skip validation. */
   readonly schemas: readonly string[] | false;
+  /**
+   * Vendored upstream installs the upstream rules compare with.
+   * @default DEFAULT_UPSTREAM (those rules report nothing when it does not exist)
+   */
+  readonly upstream?: string;
 }
 
 export interface Timings {
@@ -141,7 +146,7 @@ export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthR
     scopeOf = (apiVersion, kind) => v.store.lookup(apiVersion, kind)?.scope;
   }
   // Cross-object rules (src/check) before the swap: a broken cluster is never written.
-  const findings = checkClusters(clusters, { scopeOf });
+  const findings = checkClusters(clusters, { scopeOf, upstream: opts.upstream });
   if (findings.some((f) => f.severity === 'error')) throw new CheckFailed(findings);
   const t3 = now();
 

@@ -1,3 +1,6 @@
+/** GPU Operator release; the published chart's appVersion is the same tag (../shared/upstream-installs/SOURCES.md). */
+const GPU_OPERATOR_RELEASE = 'v26.7.0';
+
 /**
  * Every upstream release this toolkit renders for, in one place. Chart versions, CRD versions
  * (../shared/crds/SOURCES.md) and image tags move in lockstep: bump them together.
@@ -7,14 +10,14 @@ export const VERSIONS = {
   gpuOperator: {
     chart: 'gpu-operator',
     repoURL: 'https://helm.ngc.nvidia.com/nvidia',
-    version: 'v26.7.0',
+    version: GPU_OPERATOR_RELEASE,
     /**
-     * ClusterPolicy operand images of the v26.7.0 release (release notes: driver 595.91.07, driver manager
-     * v0.12.0, toolkit v1.20.0, device plugin/GFD v0.20.0, DCGM exporter 4.6.0-4.8.3, DCGM 4.6.0-1, MIG
-     * manager v0.15.0). Image names, repositories and tag suffixes as in the chart's values.yaml.
+     * ClusterPolicy operand images: the defaults of the chart's values.yaml at the tag (the rule
+     * image-matches-upstream and test/upstream compare every entry with it). The validator and the
+     * node status exporter live in the operator image itself since v25.10, tagged with the chart's appVersion.
      */
     images: {
-      validator: { repository: 'nvcr.io/nvidia/cloud-native', image: 'gpu-operator-validator', version: 'v26.7.0' },
+      validator: { repository: 'nvcr.io/nvidia', image: 'gpu-operator', version: GPU_OPERATOR_RELEASE },
       driver: { repository: 'nvcr.io/nvidia', image: 'driver', version: '595.91.07' },
       driverManager: { repository: 'nvcr.io/nvidia/cloud-native', image: 'k8s-driver-manager', version: 'v0.12.0' },
       toolkit: { repository: 'nvcr.io/nvidia/k8s', image: 'container-toolkit', version: 'v1.20.0' },
@@ -23,7 +26,7 @@ export const VERSIONS = {
       dcgm: { repository: 'nvcr.io/nvidia/cloud-native', image: 'dcgm', version: '4.6.0-1-ubuntu24.04' },
       dcgmExporter: { repository: 'nvcr.io/nvidia/k8s', image: 'dcgm-exporter', version: '4.6.0-4.8.3-distroless' },
       migManager: { repository: 'nvcr.io/nvidia/cloud-native', image: 'k8s-mig-manager', version: 'v0.15.0' },
-      nodeStatusExporter: { repository: 'nvcr.io/nvidia/cloud-native', image: 'gpu-operator-validator', version: 'v26.7.0' },
+      nodeStatusExporter: { repository: 'nvcr.io/nvidia', image: 'gpu-operator', version: GPU_OPERATOR_RELEASE },
     },
   },
   /** NVIDIA Network Operator: chart, CRD and NicClusterPolicy component images. */

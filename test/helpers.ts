@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import { parse } from 'yaml';
 import { DescriptionError, parseDescription } from '../src/model/load';
 import { buildModel, ClusterModel } from '../src/model/model';
-import { DEFAULT_SCHEMAS, PROJECT_ROOT } from '../src/paths';
+import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM, PROJECT_ROOT } from '../src/paths';
 import { Manifest } from '../src/render/manifest';
 import { renderCluster, RenderedCluster } from '../src/render/render';
 import { SchemaStore } from '../src/validate/schemas';
@@ -15,6 +15,8 @@ export const SHARED = path.resolve(ROOT, '..', 'shared');
 
 /** True when ../shared/crds exists; schema tests are skipped (and reported as skipped) otherwise. */
 export const HAS_SCHEMAS = existsSync(path.join(DEFAULT_SCHEMAS, 'kubernetes'));
+/** The vendored upstream charts and manifests (../shared/upstream-installs); upstream tests skip without them. */
+export const HAS_UPSTREAM = existsSync(DEFAULT_UPSTREAM);
 
 /**
  * The reference description as parsed YAML (a fresh copy each call: mutate freely). Typed loosely on

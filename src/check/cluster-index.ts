@@ -2,6 +2,7 @@ import { parse as parseYaml } from 'yaml';
 import { ClusterView, ScopeOf } from './rule';
 import { ClusterModel } from '../model/model';
 import { apiGroup, Manifest } from '../render/manifest';
+import type { Upstream } from '../upstream/upstream';
 
 type Json = Record<string, unknown>;
 
@@ -74,7 +75,10 @@ export class ClusterIndex {
   private readonly folderByObject = new Map<Manifest, string>();
   private readonly byKind = new Map<string, Manifest[]>();
 
-  constructor(view: ClusterView, readonly scopeOf?: ScopeOf) {
+  /**
+   * @param upstream the vendored upstream installs; rules that compare with upstream report nothing without them
+   */
+  constructor(view: ClusterView, readonly scopeOf?: ScopeOf, readonly upstream?: Upstream) {
     this.name = view.name;
     this.model = view.model;
     const all: Manifest[] = [];

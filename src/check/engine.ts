@@ -7,11 +7,15 @@ import { NETWORK_RULES } from './network';
 import { Finding, Rule, ClusterView, ScopeOf } from './rule';
 import { SECURITY_RULES } from './security';
 import { STORAGE_RULES } from './storage';
+import { UPSTREAM_RULES } from './upstream';
+import { DEFAULT_UPSTREAM } from '../paths';
 import { describeObject } from '../render/manifest';
+import { Upstream } from '../upstream/upstream';
 
 /** Every cross-object rule, by family. */
 export const RULES: readonly Rule[] = [
   ...KUEUE_RULES, ...MPI_RULES, ...NETWORK_RULES, ...STORAGE_RULES, ...GITOPS_RULES, ...SECURITY_RULES, ...METADATA_RULES,
+  ...UPSTREAM_RULES,
 ];
 
 export interface CheckOptions {
@@ -19,11 +23,17 @@ export interface CheckOptions {
   readonly scopeOf?: ScopeOf;
   /** The rules to run (default: all). */
   readonly rules?: readonly Rule[];
+  /**
+   * Folder of the vendored upstream installs (Helm charts, kustomize manifests) that the
+   * upstream rules compare with; when it does not exist those rules report nothing.
+   * @default DEFAULT_UPSTREAM (../shared/upstream-installs beside the repository)
+   */
+  readonly upstream?: string;
 }
 
 /** Runs the rules over one cluster; findings in rule order, then object order. */
 export function checkCluster(view: ClusterView, opts: CheckOptions = {}): Finding[] {
-  const index = new ClusterIndex(view, opts.scopeOf);
+  const index = new ClusterIndex(view, opts.scopeOf, Upstream.open(opts.upstream ?? DEFAULT_UPSTREAM));
   return (opts.rules ?? RULES).flatMap((rule) => rule.check(index).map((v) => ({
     rule: rule.id,
     severity: rule.severity,

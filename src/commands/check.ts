@@ -3,9 +3,11 @@ import { parseArgs } from 'node:util';
 import { checkCluster, formatFinding, RULES } from '../check/engine';
 import { ScopeOf } from '../check/rule';
 import { readClusters } from '../check/tree';
-import { CLUSTERS_DIR, DEFAULT_OUT, DEFAULT_SCHEMAS } from '../paths';
+import { UPSTREAM_RULES } from '../check/upstream';
+import { CLUSTERS_DIR, DEFAULT_OUT, DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../paths';
 import { descriptionFiles, InputError, loadModels } from '../pipeline';
 import { consoleIo, EXIT, Io } from './io';
+import { upstreamDir } from './options';
 import { outputFormat } from '../errors';
 import { SchemaStore } from '../validate/schemas';
 
@@ -26,6 +28,7 @@ export function runCheck(args: string[], io: Io = consoleIo, help = ''): number 
     options: {
       'config': { type: 'string', multiple: true },
       'schemas': { type: 'string', multiple: true },
+      'upstream': { type: 'string' },
       'format': { type: 'string' },
       'quiet': { type: 'boolean' },
       'list-rules': { type: 'boolean' },
@@ -38,7 +41,8 @@ export function runCheck(args: string[], io: Io = consoleIo, help = ''): number 
     return EXIT.ok;
   }
   if (values['list-rules']) {
-    for (const r of RULES) io.out(`${r.id.padEnd(30)} ${r.severity.padEnd(8)} ${r.summary}`);
+    const width = Math.max(...RULES.map((r) => r.id.length));
+    for (const r of RULES) io.out(`${r.id.padEnd(width)} ${r.severity.padEnd(8)} ${r.summary}`);
     return EXIT.ok;
   }
   const format = outputFormat(values.format);
@@ -48,10 +52,11 @@ export function runCheck(args: string[], io: Io = consoleIo, help = ''): number 
   for (const c of configs) if (!existsSync(c)) throw new InputError(`--config ${c}: no such file`);
   const models = loadModels(configs.length > 0 ? configs : descriptionFiles(CLUSTERS_DIR));
   const scopeOf = scopeLookup(values.schemas);
+  const upstream = upstreamDir(values.upstream);
 
   const t0 = performance.now();
   const views = dirs.flatMap(readClusters).map((v) => ({ ...v, model: models.find((m) => m.name === v.name) }));
-  const findings = views.flatMap((v) => checkCluster(v, { scopeOf }));
+  const findings = views.flatMap((v) => checkCluster(v, { scopeOf, upstream }));
   const errors = findings.filter((f) => f.severity === 'error');
   const objects = views.reduce((s, v) => s + v.folders.reduce((n, f) => n + f.objects.length, 0), 0);
   if (objects === 0) throw new InputError(`check: no rendered objects in ${dirs.join(', ')}`);
@@ -66,6 +71,9 @@ export function runCheck(args: string[], io: Io = consoleIo, help = ''): number 
   } else {
     for (const f of findings) (f.severity === 'error' ? io.err : io.out)(formatFinding(f));
     for (const v of views) if (!v.model && !values.quiet && v.folders.some((f) => f.objects.some((m) => m.kind === 'ClusterQueue'))) io.out(`note: ${v.name}: no description of that name; capacity rules fall back to the queues' quotas`);
+    if (!values.quiet && !existsSync(upstream ?? DEFAULT_UPSTREAM)) {
+      io.out(`note: no upstream installs at ${upstream ?? DEFAULT_UPSTREAM}; ${UPSTREAM_RULES.map((r) => r.id).join(' and ')} skipped (--upstream DIR)`);
+    }
     if (!values.quiet) {
       io.out(`${errors.length === 0 ? 'ok' : 'FAILED'}: ${views.length} cluster(s), ${objects} objects, ${errors.length} errors, `
         + `${findings.length - errors.length} warnings (${((performance.now() - t0) / 1000).toFixed(2)} s)`);

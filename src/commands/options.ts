@@ -8,6 +8,7 @@ export const RENDER_OPTIONS = {
   'config': { type: 'string', multiple: true },
   'out': { type: 'string' },
   'schemas': { type: 'string', multiple: true },
+  'upstream': { type: 'string' },
   'no-validate': { type: 'boolean' },
   'format': { type: 'string' },
   'help': { type: 'boolean', short: 'h' },
@@ -18,6 +19,13 @@ export interface RenderOptionValues {
   readonly 'config'?: string[];
   readonly 'schemas'?: string[];
   readonly 'no-validate'?: boolean;
+  readonly 'upstream'?: string;
+}
+
+/** The upstream installs folder a command names; an explicit one that does not exist is bad input. */
+export function upstreamDir(value: string | undefined): string | undefined {
+  if (value !== undefined && !existsSync(value)) throw new InputError(`--upstream ${value}: no such folder`);
+  return value;
 }
 
 /** Schema directories to validate against: the given ones, or ../shared/crds. */
@@ -26,10 +34,10 @@ export function schemaDirs(values: readonly string[] | undefined): string[] {
 }
 
 /** Checks the description files and schema directories a render names; every missing one is bad input. */
-export function renderInputs(values: RenderOptionValues): { configs: string[]; schemas: string[] | false } {
+export function renderInputs(values: RenderOptionValues): { configs: string[]; schemas: string[] | false; upstream?: string } {
   const configs = values.config ?? [];
   for (const c of configs) if (!existsSync(c)) throw new InputError(`--config ${c}: no such file`);
   const schemas = values['no-validate'] ? false : schemaDirs(values.schemas);
   if (schemas) for (const s of schemas) if (!existsSync(s)) throw new SchemaDirectoryMissing(s);
-  return { configs, schemas };
+  return { configs, schemas, upstream: upstreamDir(values.upstream) };
 }

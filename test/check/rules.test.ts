@@ -6,7 +6,7 @@ import { checkCluster, ClusterView, Finding, RULES, ScopeOf } from '../../src/ch
 import { DEFAULT_SCHEMAS } from '../../src/paths';
 import { Manifest } from '../../src/render/manifest';
 import { SchemaStore } from '../../src/validate/schemas';
-import { HAS_SCHEMAS, modelOf } from '../helpers';
+import { HAS_SCHEMAS, HAS_UPSTREAM, modelOf } from '../helpers';
 
 const FIXTURES = path.join(__dirname, 'fixtures');
 const model = modelOf();
@@ -38,12 +38,25 @@ const SAYS: Record<string, readonly RegExp[]> = {
   'application-folder-owner': [/Application argocd\/instant-cluster-kueue/, /folder kueue\/ is synced by 2 Applications/, /instant-cluster-queues/],
   'application-project': [/Application argocd\/instant-cluster-kueue/, /namespace "default"/, /cluster-scoped ClusterQueue default/, /AppProject instant-cluster forbids/],
   'no-privileged': [/Job default\/nccl-node-check/, /is privileged/, /allowPrivilegeEscalation: true/],
-  'image-pinned': [/nccl-tests:latest/, /"latest" tag/, /Pod default\/probe/, /has no tag/, /ClusterPolicy cluster-policy: spec.dcgmExporter.version/],
+  'image-pinned': [/nccl-tests:latest/, /"latest" tag/, /Pod default\/probe/, /has no tag/, /NVIDIADriver default: spec.version/],
   'no-secret-data': [/Secret research\/registry-pull/, /data.token, stringData.user/],
+  'image-matches-upstream': [
+    /ClusterPolicy cluster-policy: spec.validator.repository is "nvcr.io\/nvidia\/cloud-native"/, /spec.validator.image is "gpu-operator-validator"/,
+    /values.yaml validator.image/, /spec.devicePlugin.version is "v0.17.0"/, /spec.sidecar sets an image .* no upstream default/,
+    /NicClusterPolicy nic-cluster-policy: spec.global.version is "network-operator-v25.10.0"/, /operator.ofedDriver.initContainer/,
+  ],
+  'appproject-permits-install-footprint': [
+    /Application argocd\/instant-cluster-kueue-install: chart kueue 0.19.2 writes into namespace "kube-system"/,
+    /RoleBinding kueue-visibility-server-auth-reader \(templates\/visibility\/role_binding.yaml\)/,
+    /Application argocd\/instant-cluster-network-operator-install: chart network-operator 26.4.1 creates nfd.k8s-sigs.io\/NodeFeatureRule/,
+    /NodeFeatureRule nvidia-nics-rules/, /AppProject instant-cluster/,
+  ],
   'namespace-set': [/ConfigMap settings/, /namespace is unset/, /ClusterQueue research\/research/, /cluster-scoped/],
 };
 
 const needsSchemas = new Set(['namespace-set']);
+/** Rules that compare with ../shared/upstream-installs (they report nothing without it). */
+const needsUpstream = new Set(['image-matches-upstream', 'appproject-permits-install-footprint']);
 
 describe('cross-object rules', () => {
   it('every rule has an id, a passing and a failing fixture, and expectations', () => {
@@ -59,7 +72,7 @@ describe('cross-object rules', () => {
   });
 
   for (const rule of RULES) {
-    describe.skipIf(needsSchemas.has(rule.id) && !HAS_SCHEMAS)(rule.id, () => {
+    describe.skipIf((needsSchemas.has(rule.id) && !HAS_SCHEMAS) || (needsUpstream.has(rule.id) && !HAS_UPSTREAM))(rule.id, () => {
       it('passes its passing fixture (and so does every other rule)', () => {
         expect(checkCluster(fixture(`${rule.id}.pass.yaml`), { scopeOf })).toEqual([]);
       });

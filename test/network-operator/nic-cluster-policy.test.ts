@@ -225,7 +225,7 @@ describe('networkOperatorHelmValues (managed install)', () => {
   it('leaves Node Feature Discovery to the GPU Operator by default, and places the operator on the service node', () => {
     const values = networkOperatorHelmValues(modelOf(managed));
     expect(values).toEqual({
-      nfd: { enabled: false },
+      nfd: { enabled: false, deployNodeFeatureRules: true },
       operator: {
         nodeSelector: { 'node-role.kubernetes.io/control-plane': '' },
         tolerations: [{ key: 'node-role.kubernetes.io/control-plane', operator: 'Exists', effect: 'NoSchedule' }],
@@ -235,7 +235,7 @@ describe('networkOperatorHelmValues (managed install)', () => {
 
   it('deploys Node Feature Discovery when the description gives it to the Network Operator', () => {
     const values = networkOperatorHelmValues(modelOf((d) => { managed(d); d.nodeFeatureDiscovery = { deployedBy: 'network-operator' }; }));
-    expect(values.nfd).toEqual({ enabled: true });
+    expect(values.nfd).toEqual({ enabled: true, deployNodeFeatureRules: true });
     expect(values['node-feature-discovery']?.worker.tolerations).toEqual([{ key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' }]);
   });
 });

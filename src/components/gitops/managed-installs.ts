@@ -26,7 +26,11 @@ export interface ManagedInstall {
   readonly source: ApplicationSpecSource;
   /** API kinds the add-on serves (its CRDs): CRs of these kinds sync in a later wave. */
   readonly provides: readonly GroupKind[];
-  /** Cluster-scoped kinds the add-on's manifests create (the AppProject whitelists them). */
+  /**
+   * Cluster-scoped kinds the add-on's manifests create (the AppProject whitelists them). Kept by hand
+   * so that rendering needs no upstream files; test/upstream checks it equals the footprint read from
+   * the vendored chart/overlay, and the rule appproject-permits-install-footprint checks the AppProject.
+   */
   readonly clusterKinds: readonly GroupKind[];
   /** Size of the largest object it applies (measured on the release's CRDs as compact JSON). */
   readonly largestObjectBytes: number;
@@ -45,6 +49,7 @@ const MUTATING_WEBHOOK: GroupKind = { group: 'admissionregistration.k8s.io', kin
 const VALIDATING_WEBHOOK: GroupKind = { group: 'admissionregistration.k8s.io', kind: 'ValidatingWebhookConfiguration' };
 const API_SERVICE: GroupKind = { group: 'apiregistration.k8s.io', kind: 'APIService' };
 const NFD_KINDS: GroupKind = { group: 'nfd.k8s-sigs.io', kind: '*' };
+const NODE_FEATURE_RULE: GroupKind = { group: 'nfd.k8s-sigs.io', kind: 'NodeFeatureRule' };
 const OPERATOR_KINDS = [CRD, CLUSTER_ROLE, CLUSTER_ROLE_BINDING];
 /** Job kinds the Training Operator runs; MPIJob is left to the MPI Operator (v2beta1). */
 const TRAINING_OPERATOR_SCHEMES = ['PyTorchJob', 'TFJob', 'XGBoostJob', 'PaddleJob', 'JAXJob'];
@@ -116,7 +121,8 @@ export function managedInstalls(model: ClusterModel): ManagedInstall[] {
       extraNamespaces: [],
       source: helmSource(VERSIONS.networkOperator, 'network-operator', networkOperatorHelmValues(model)),
       provides: [{ group: 'mellanox.com', kind: '*' }, ...(nfdBy === 'network-operator' ? [NFD_KINDS] : [])],
-      clusterKinds: OPERATOR_KINDS,
+      // nfd.deployNodeFeatureRules (on): the chart's NodeFeatureRule labels the nodes with Mellanox NICs.
+      clusterKinds: [...OPERATOR_KINDS, NODE_FEATURE_RULE],
       largestObjectBytes: LARGEST_CRD_BYTES.networkOperator,
       createNamespace: true,
       namespaceLabels: PRIVILEGED_NAMESPACE,
@@ -128,7 +134,9 @@ export function managedInstalls(model: ClusterModel): ManagedInstall[] {
       key: 'kueue',
       name: 'kueue-install',
       namespace: NAMESPACES.kueue,
-      extraNamespaces: [],
+      // enableVisibilityAuthReaderRoleBinding (on): the visibility API server's RoleBinding to the
+      // extension-apiserver-authentication-reader Role, which exists only in kube-system.
+      extraNamespaces: ['kube-system'],
       source: helmSource(VERSIONS.kueue, 'kueue', kueueHelmValues(model)),
       provides: [{ group: 'kueue.x-k8s.io', kind: '*' }],
       clusterKinds: [...OPERATOR_KINDS, MUTATING_WEBHOOK, VALIDATING_WEBHOOK, API_SERVICE],
