@@ -47,7 +47,7 @@ const project = new cdk8s.Cdk8sTypeScriptApp({
   typescriptVersion: '~5.9',
   appEntrypoint: 'main.ts',
 
-  deps: ['ajv@8.20.0', 'js-yaml@4.1.1', 'yaml@2.9.1', 'zod@4.6.7'],
+  deps: ['ajv@8.20.0', 'js-yaml@4.1.1', 'yaml@2.9.1', 'zod@4.6.7', '@kubernetes/client-node@1.4.0'],
   devDeps: ['@types/node@^20', '@types/js-yaml@4.0.9', 'vitest@4.1.12', 'vite@8.3.8', 'ts-node@10.9.2', '@prometheus-io/lezer-promql@0.315.0', '@lezer/lr@1.4.12', '@lezer/highlight@1.2.5', 'mermaid@11.17.2', 'jsdom@29.1.1', '@marcbachmann/cel-js@8.0.0'],
 
   jest: false,
@@ -126,6 +126,14 @@ check.exec(`${cli} check`, { receiveArgs: true });
 const diff = project.addTask('diff', { description: 'Show what a fresh render would change in the committed dist/', env });
 diff.spawn(project.compileTask);
 diff.exec(`${cli} diff`, { receiveArgs: true });
+
+const preflight = project.addTask('preflight', { description: 'Compare what synth would render with a cluster (snapshot file or live, read-only)', env });
+preflight.spawn(project.compileTask);
+preflight.exec(`${cli} preflight`, { receiveArgs: true });
+
+const init = project.addTask('init', { description: 'Write a cluster description from a cluster (snapshot file or live, read-only)', env });
+init.spawn(project.compileTask);
+init.exec(`${cli} init`, { receiveArgs: true });
 
 const bench = project.addTask('bench', { description: 'Benchmark render and validation (writes bench/results.json)', env });
 bench.spawn(project.compileTask);
