@@ -45,7 +45,12 @@ async function loadKubeConfig(opts: LiveOptions): Promise<KubeConfigLike> {
 async function getJson(kc: KubeConfigLike, server: string, path: string, timeoutMs: number): Promise<unknown> {
   const url = new URL(server.replace(/\/+$/, '') + path);
   const opts: https.RequestOptions = { method: 'GET', headers: { Accept: 'application/json' } };
-  await kc.applyToHTTPSOptions(opts);
+  try {
+    await kc.applyToHTTPSOptions(opts);
+  } catch (e) {
+    // e.g. an exec credential plugin that fails, or plain http without insecure-skip-tls-verify
+    throw new InputError(`${server}: cannot authenticate: ${(e as Error).message.split('\n')[0]}`);
+  }
   // The client prepares an https agent; plain http (kubectl proxy, tests) takes none.
   if (url.protocol === 'http:') delete opts.agent;
   const lib = url.protocol === 'http:' ? http : https;
