@@ -277,7 +277,7 @@ describe('preflight --kubeconfig reads the same state live (GET only)', () => {
     } finally {
       await server.close();
     }
-  });
+  }, 120_000); // loading the client library on a busy machine; never a speed assertion
 
   it('a server that does not answer exits 2 naming it', async () => {
     const server = await serveState(new ClusterState('none', []));
@@ -289,7 +289,7 @@ describe('preflight --kubeconfig reads the same state live (GET only)', () => {
     expect(await main(['preflight', '--config', REFERENCE_FILE, '--kubeconfig', kubeconfig, '--timeout', '5'], c.io)).toBe(EXIT.badInput);
     expect(c.err).toHaveLength(1);
     expect(c.err[0]).toContain(url);
-  });
+  }, 120_000);
 
   it('an unknown context exits 2', async () => {
     const kubeconfig = path.join(dir, 'ctx');
@@ -297,5 +297,5 @@ describe('preflight --kubeconfig reads the same state live (GET only)', () => {
     const c = capture();
     expect(await main(['preflight', '--config', REFERENCE_FILE, '--kubeconfig', kubeconfig, '--context', 'nope'], c.io)).toBe(EXIT.badInput);
     expect(c.err[0]).toContain('--context nope');
-  });
+  }, 120_000);
 });

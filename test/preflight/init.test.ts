@@ -1,0 +1,65 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { main } from '../../src/cli';
+import { EXIT } from '../../src/commands/io';
+import { readSnapshot } from '../../src/preflight/snapshot';
+import { HAS_SCHEMAS } from '../helpers';
+
+const SNAPSHOT = path.join(__dirname, 'fixtures', 'instant-cluster.snapshot.yaml');
+
+describe('init writes a description from the cluster', () => {
+  let dir: string;
+  beforeAll(() => { dir = mkdtempSync(path.join(tmpdir(), 'init-')); });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('whose facts match the fixture nodes, with TODO(init) placeholders, and never overwrites', () => {
+    const out = path.join(dir, 'lab.yaml');
+    const err: string[] = [];
+    expect(main(['init', '--snapshot', SNAPSHOT, '--name', 'lab', '--repo', 'https://git.example.com/lab.git', '--out', out], { out: () => {}, err: (l) => err.push(l) })).toBe(EXIT.ok);
+    const text = readFileSync(out, 'utf8');
+    expect(text.split('\n')[0]).toBe('# yaml-language-server: $schema=./cluster-description.schema.json');
+    expect(text).toContain('# TODO(init)');
+    const d = parse(text);
+    const nodes = readSnapshot(SNAPSHOT).objects.filter((o) => o.kind === 'Node');
+    const gpu = nodes.filter((n: any) => n.status.allocatable['nvidia.com/gpu']);
+    const service = nodes.find((n) => n.metadata.labels?.['node-role.kubernetes.io/control-plane'] !== undefined) as any;
+    expect(d.nodes.gpuWorkers.count).toBe(gpu.length);
+    expect(d.nodes.gpuWorkers.gpusPerNode).toBe(Number((gpu[0] as any).status.allocatable['nvidia.com/gpu']));
+    expect(d.nodes.gpuWorkers.gpuProduct).toBe(gpu[0].metadata.labels!['nvidia.com/gpu.product']);
+    expect(d.nodes.gpuWorkers.cpu).toBe((gpu[0] as any).status.allocatable.cpu);
+    expect(d.nodes.gpuWorkers.memory).toBe((gpu[0] as any).status.allocatable.memory);
+    expect(d.nodes.service.taints).toEqual(service.spec.taints);
+    expect(d.network.infiniband.rdmaSharedDevice).toMatchObject({ name: 'rdma_shared_device_a', hcaMax: Number((gpu[0] as any).status.allocatable['rdma/rdma_shared_device_a']) });
+    expect(d.queueing).toMatchObject({ defaultQueue: 'default', defaultClusterQueue: 'cluster-queue' });
+    expect(d.storage.defaultClass).toBe('local-path');
+    expect(d.gitops).toEqual({ repoURL: 'https://git.example.com/lab.git', path: 'dist/lab' });
+
+    const again: string[] = [];
+    expect(main(['init', '--snapshot', SNAPSHOT, '--out', out], { out: () => {}, err: (l) => again.push(l) })).toBe(EXIT.badInput);
+    expect(again.join('\n')).toContain('the file exists');
+    expect(readFileSync(out, 'utf8')).toBe(text);
+  });
+
+  it.skipIf(!HAS_SCHEMAS)('and synth renders it; preflight finds no drift against the same cluster', () => {
+    const file = path.join(dir, 'lab2.yaml');
+    const lines: string[] = [];
+    expect(main(['init', '--snapshot', SNAPSHOT, '--name', 'lab2'], { out: (l) => lines.push(l), err: () => {} })).toBe(EXIT.ok);
+    writeFileSync(file, `${lines.join('\n')}\n`);
+    const err: string[] = [];
+    expect(main(['synth', '--config', file, '--out', path.join(dir, 'dist'), '--quiet'], { out: () => {}, err: (l) => err.push(l) })).toBe(EXIT.ok);
+    expect(existsSync(path.join(dir, 'dist', 'lab2', 'kueue', 'clusterqueue.cluster-queue.yaml'))).toBe(true);
+    const json: string[] = [];
+    main(['preflight', '--config', file, '--snapshot', SNAPSHOT, '--format', 'json'], { out: (l) => json.push(l), err: () => {} });
+    const findings = JSON.parse(json.join('\n')).findings as { rule: string; severity: string }[];
+    expect(findings.filter((f) => f.rule.startsWith('drift-') || f.rule.startsWith('kueue-') || f.rule.startsWith('api-') || f.rule === 'quota-outside-cohort' || f.rule === 'immutable-field')).toEqual([]);
+  }, 300_000); // schema compilation on a cold cache; never a speed assertion
+
+  it('a bad --name exits 2 naming the option', () => {
+    const err: string[] = [];
+    expect(main(['init', '--snapshot', SNAPSHOT, '--name', 'Not_A_Label'], { out: () => {}, err: (l) => err.push(l) })).toBe(EXIT.badInput);
+    expect(err[0]).toContain('--name');
+  });
+});
