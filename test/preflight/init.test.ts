@@ -52,7 +52,7 @@ describe('init writes a description from the cluster', () => {
     expect(main(['synth', '--config', file, '--out', path.join(dir, 'dist'), '--quiet'], { out: () => {}, err: (l) => err.push(l) })).toBe(EXIT.ok);
     expect(existsSync(path.join(dir, 'dist', 'lab2', 'kueue', 'clusterqueue.cluster-queue.yaml'))).toBe(true);
     const json: string[] = [];
-    main(['preflight', '--config', file, '--snapshot', SNAPSHOT, '--format', 'json'], { out: (l) => json.push(l), err: () => {} });
+    expect(main(['preflight', '--config', file, '--snapshot', SNAPSHOT, '--format', 'json'], { out: (l) => json.push(l), err: () => {} })).toBe(EXIT.ok);
     const findings = JSON.parse(json.join('\n')).findings as { rule: string; severity: string }[];
     expect(findings.filter((f) => f.rule.startsWith('drift-') || f.rule.startsWith('kueue-') || f.rule.startsWith('api-') || f.rule === 'quota-outside-cohort' || f.rule === 'immutable-field')).toEqual([]);
   }, 300_000); // schema compilation on a cold cache; never a speed assertion

@@ -56,7 +56,7 @@ describe('preflight on the pre-installed Instant Cluster fixture', () => {
 
   it('--format json gives the same findings as objects with stable rule ids', () => {
     const text = capture();
-    main(['preflight', '--config', REFERENCE_FILE, '--snapshot', SNAPSHOT], text.io);
+    expect(main(['preflight', '--config', REFERENCE_FILE, '--snapshot', SNAPSHOT], text.io)).toBe(EXIT.failed);
     const json = capture();
     expect(main(['preflight', '--config', REFERENCE_FILE, '--snapshot', SNAPSHOT, '--format', 'json'], json.io)).toBe(EXIT.failed);
     const parsed = JSON.parse(json.out.join('\n'));
@@ -87,7 +87,9 @@ describe('preflight on the pre-installed Instant Cluster fixture', () => {
 });
 
 describe('each rule fires on its conflict', () => {
-  const set = (kind: string, name: string, f: (o: any) => void) => (objects: any[]) => objects.filter((o) => o.kind === kind && o.metadata.name === name).forEach(f);
+  const set = (kind: string, name: string, f: (o: any) => void) => (objects: any[]) => {
+    objects.filter((o) => o.kind === kind && o.metadata.name === name).forEach(f);
+  };
 
   it('immutable-field: StorageClass provisioner, parameters, reclaimPolicy, volumeBindingMode', () => {
     const state = stateOf(set('StorageClass', 'local-disk', (o) => {
@@ -269,7 +271,7 @@ describe('preflight --kubeconfig reads the same state live (GET only)', () => {
       const live = capture();
       expect(await main(['preflight', '--config', REFERENCE_FILE, '--kubeconfig', kubeconfig, '--context', 'test', '--format', 'json'], live.io)).toBe(EXIT.failed);
       const snap = capture();
-      main(['preflight', '--config', REFERENCE_FILE, '--snapshot', SNAPSHOT, '--format', 'json'], snap.io);
+      expect(main(['preflight', '--config', REFERENCE_FILE, '--snapshot', SNAPSHOT, '--format', 'json'], snap.io)).toBe(EXIT.failed);
       expect(JSON.parse(live.out.join('\n')).findings).toEqual(JSON.parse(snap.out.join('\n')).findings);
       expect(server.requests.length).toBeGreaterThan(5);
       expect(server.requests.every((r) => r.method === 'GET' && r.authorization === 'Bearer preflight-test-token')).toBe(true);
