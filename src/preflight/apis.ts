@@ -1,5 +1,5 @@
 import { crdFacts } from './reads';
-import { PreflightContext, PreflightFinding, PreflightRule } from './rule';
+import { PreflightContext, PreflightFinding, PreflightRule, rulesOf } from './rule';
 import { groupKindKey, isBuiltInGroup, isProvided, kindsDefinedBy, parseProvides } from '../components/gitops/api-kinds';
 import { GITOPS_FOLDER } from '../components/gitops/plan';
 import { LABELS } from '../model/names';
@@ -19,6 +19,8 @@ function installFor(group: string, kind: string): string | undefined {
 }
 
 function apiFindings({ rendered, state }: PreflightContext): PreflightFinding[] {
+  // Without any CRD the state was not read completely (snapshot-incomplete says so), not "every API is missing".
+  if (!state.has('apiextensions.k8s.io', 'CustomResourceDefinition')) return [];
   const crds = state.list('apiextensions.k8s.io', 'CustomResourceDefinition').map(crdFacts).filter((f) => f !== undefined);
   const manifests = rendered.map((r) => r.manifest);
   // Kinds the same sync brings: CRDs rendered here and the kinds managed installs' Applications declare.
@@ -61,17 +63,7 @@ function apiFindings({ rendered, state }: PreflightContext): PreflightFinding[] 
   return out;
 }
 
-export const API_RULES: readonly PreflightRule[] = [
-  {
-    id: 'api-missing',
-    family: 'api',
-    summary: 'a rendered kind has no CRD in the cluster, and no managed install brings it',
-    check: (ctx) => apiFindings(ctx).filter((f) => f.rule === 'api-missing'),
-  },
-  {
-    id: 'api-version-not-served',
-    family: 'api',
-    summary: 'the CRD of a rendered kind does not serve the rendered version',
-    check: (ctx) => apiFindings(ctx).filter((f) => f.rule === 'api-version-not-served'),
-  },
-];
+export const API_RULES: readonly PreflightRule[] = rulesOf('api', apiFindings, {
+  'api-missing': 'a rendered kind has no CRD in the cluster, and no managed install brings it',
+  'api-version-not-served': 'the CRD of a rendered kind does not serve the rendered version',
+});

@@ -2,6 +2,7 @@ import { API_RULES } from './apis';
 import { DRIFT_RULES } from './drift';
 import { FOREIGN_CONFIG_RULES } from './foreign-config';
 import { IMMUTABLE_RULES } from './immutable';
+import { STATE_RULES } from './incomplete';
 import { QUOTA_RULES } from './quota';
 import { PreflightContext, PreflightFinding, PreflightRule, RenderedObject } from './rule';
 import { ClusterState } from './state';
@@ -11,7 +12,7 @@ import { RenderedCluster } from '../render/render';
 
 /** Every preflight rule, by family. */
 export const PREFLIGHT_RULES: readonly PreflightRule[] = [
-  ...IMMUTABLE_RULES, ...QUOTA_RULES, ...API_RULES, ...DRIFT_RULES, ...FOREIGN_CONFIG_RULES, ...TAKEOVER_RULES,
+  ...STATE_RULES, ...IMMUTABLE_RULES, ...QUOTA_RULES, ...API_RULES, ...DRIFT_RULES, ...FOREIGN_CONFIG_RULES, ...TAKEOVER_RULES,
 ];
 
 /** Application name per rendered folder, read from the rendered Applications' source paths. */

@@ -1,6 +1,6 @@
 import { parse } from 'yaml';
 import { KUEUE_CONFIG_NAMESPACE } from './reads';
-import { PreflightContext, PreflightFinding, PreflightRule } from './rule';
+import { PreflightContext, PreflightFinding, PreflightRule, rulesOf } from './rule';
 import { describeObject, get } from './util';
 import { LABELS } from '../model/names';
 import { apiGroup, Manifest } from '../render/manifest';
@@ -76,23 +76,8 @@ function configFindings(ctx: PreflightContext): PreflightFinding[] {
   return out;
 }
 
-export const FOREIGN_CONFIG_RULES: readonly PreflightRule[] = [
-  {
-    id: 'kueue-integrations',
-    family: 'foreign-config',
-    summary: 'the pre-installed Kueue\'s integrations.frameworks lacks a framework the rendered queued objects need (batch/job, kubeflow.org/mpijob, kubeflow.org/pytorchjob, pod, ...)',
-    check: (ctx) => configFindings(ctx).filter((f) => f.rule === 'kueue-integrations'),
-  },
-  {
-    id: 'kueue-clusterqueue-metrics',
-    family: 'foreign-config',
-    summary: 'the pre-installed Kueue does not publish ClusterQueue quota metrics the rendered alerts read (metrics.enableClusterQueueResources)',
-    check: (ctx) => configFindings(ctx).filter((f) => f.rule === 'kueue-clusterqueue-metrics'),
-  },
-  {
-    id: 'kueue-config-unread',
-    family: 'foreign-config',
-    summary: 'the cluster state lacks the Kueue manager configuration, so the integrations cannot be checked',
-    check: (ctx) => configFindings(ctx).filter((f) => f.rule === 'kueue-config-unread'),
-  },
-];
+export const FOREIGN_CONFIG_RULES: readonly PreflightRule[] = rulesOf('foreign-config', configFindings, {
+  'kueue-integrations': 'the pre-installed Kueue\'s integrations.frameworks lacks a framework the rendered queued objects need (batch/job, kubeflow.org/mpijob, kubeflow.org/pytorchjob, pod, ...)',
+  'kueue-clusterqueue-metrics': 'the pre-installed Kueue does not publish ClusterQueue quota metrics the rendered alerts read (metrics.enableClusterQueueResources)',
+  'kueue-config-unread': 'the cluster state lacks the Kueue manager configuration, so the integrations cannot be checked',
+});

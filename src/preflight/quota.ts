@@ -1,5 +1,6 @@
 import { PreflightFinding, PreflightRule } from './rule';
 import { describeObject, get } from './util';
+import { isDefaultClass } from '../check/storage';
 import { LABELS } from '../model/names';
 import { apiGroup, Manifest } from '../render/manifest';
 
@@ -72,10 +73,6 @@ const secondGlobalDefaultPriority: PreflightRule = {
       }));
   },
 };
-
-function isDefaultClass(sc: Manifest): boolean {
-  return sc.metadata.annotations?.[LABELS.defaultStorageClass] === 'true';
-}
 
 const secondDefaultStorageClass: PreflightRule = {
   id: 'storageclass-default',

@@ -33,10 +33,21 @@ export interface PreflightContext {
   readonly applications: ReadonlyMap<string, string>;
 }
 
+export type PreflightFamily = 'state' | 'immutable' | 'quota' | 'api' | 'drift' | 'foreign-config' | 'takeover';
+
 /** A preflight rule: an id, its family, what it looks for, and the check. */
 export interface PreflightRule {
   readonly id: string;
-  readonly family: 'immutable' | 'quota' | 'api' | 'drift' | 'foreign-config' | 'takeover';
+  readonly family: PreflightFamily;
   readonly summary: string;
   check(ctx: PreflightContext): PreflightFinding[];
+}
+
+/** Rules of one family computed together (one pass over the objects), each reporting its own findings. */
+export function rulesOf(
+  family: PreflightFamily,
+  findings: (ctx: PreflightContext) => PreflightFinding[],
+  rules: Readonly<Record<string, string>>,
+): PreflightRule[] {
+  return Object.entries(rules).map(([id, summary]) => ({ id, family, summary, check: (ctx) => findings(ctx).filter((f) => f.rule === id) }));
 }

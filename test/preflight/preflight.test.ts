@@ -82,7 +82,7 @@ describe('preflight on the pre-installed Instant Cluster fixture', () => {
     const c = capture();
     expect(main(['preflight', '--list-rules'], c.io)).toBe(EXIT.ok);
     expect(c.out).toHaveLength(PREFLIGHT_RULES.length);
-    expect(new Set(PREFLIGHT_RULES.map((r) => r.family))).toEqual(new Set(['immutable', 'quota', 'api', 'drift', 'foreign-config', 'takeover']));
+    expect(new Set(PREFLIGHT_RULES.map((r) => r.family))).toEqual(new Set(['state', 'immutable', 'quota', 'api', 'drift', 'foreign-config', 'takeover']));
   });
 });
 
@@ -199,6 +199,14 @@ describe('each rule fires on its conflict', () => {
     const f = findingsOf({ state }).filter((x) => x.rule === 'argocd-prune');
     expect(f.map((x) => [x.object, x.severity])).toEqual([['ClusterQueue old-team', 'error']]);
     expect(f[0].fix).toContain('kubectl label clusterqueue old-team app.kubernetes.io/instance-');
+  });
+
+  it('snapshot-incomplete and kueue-config-unread: what the state lacks is said, not taken as missing APIs', () => {
+    const state = stateOf((objects) => objects.splice(0, objects.length, ...objects.filter((o) => !['Node', 'CustomResourceDefinition', 'ConfigMap'].includes(o.kind))));
+    const f = findingsOf({ state });
+    expect(f.filter((x) => x.rule === 'snapshot-incomplete').map((x) => x.object)).toEqual(['Node (none)', 'CustomResourceDefinition (none)']);
+    expect(f.find((x) => x.rule === 'kueue-config-unread')?.severity).toBe('warning');
+    expect(f.filter((x) => x.rule.startsWith('api-') || x.rule.startsWith('drift-'))).toEqual([]);
   });
 
   it('argocd-takeover: blocking when a controller owns the object', () => {
