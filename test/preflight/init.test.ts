@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { kubeconfigFor, serveState } from './api-server';
 import { main } from '../../src/cli';
 import { EXIT } from '../../src/commands/io';
 import { readSnapshot } from '../../src/preflight/snapshot';
@@ -59,6 +60,27 @@ describe('init writes a description from the cluster', () => {
     expect(blocking.filter((f) => f.rule !== 'nodeport-allocated')).toEqual([]);
     expect(code).toBe(blocking.length === 0 ? EXIT.ok : EXIT.failed);
   }, 300_000); // schema compilation on a cold cache; never a speed assertion
+
+  it('reads the same facts live; a bare --kubeconfig uses $KUBECONFIG as kubectl does', async () => {
+    const server = await serveState(readSnapshot(SNAPSHOT));
+    const saved = process.env.KUBECONFIG;
+    try {
+      const kubeconfig = path.join(dir, 'kubeconfig');
+      writeFileSync(kubeconfig, kubeconfigFor(server.url));
+      process.env.KUBECONFIG = kubeconfig;
+      const live: string[] = [];
+      expect(await main(['init', '--kubeconfig', '--name', 'lab'], { out: (l) => live.push(l), err: () => {} })).toBe(EXIT.ok);
+      const snap: string[] = [];
+      expect(main(['init', '--snapshot', SNAPSHOT, '--name', 'lab'], { out: (l) => snap.push(l), err: () => {} })).toBe(EXIT.ok);
+      const body = (lines: string[]) => lines.join('\n').split('\n').filter((l) => !l.startsWith('# Written by'));
+      expect(body(live)).toEqual(body(snap));
+      expect(server.requests.every((r) => r.method === 'GET')).toBe(true);
+    } finally {
+      if (saved === undefined) delete process.env.KUBECONFIG;
+      else process.env.KUBECONFIG = saved;
+      await server.close();
+    }
+  }, 120_000); // loading the client library on a busy machine; never a speed assertion
 
   it('a bad --name exits 2 naming the option', () => {
     const err: string[] = [];
