@@ -1,4 +1,4 @@
-import { apiGroup, describeObject, Manifest } from '../render/manifest';
+import { apiGroup, Manifest } from '../render/manifest';
 
 /**
  * What a cluster holds, as read by `kubectl get ... -o yaml` or a live list call: plain objects,
@@ -44,5 +44,3 @@ function stateKey(group: string, kind: string, namespace: string | undefined, na
 export function nodesOf(state: ClusterState): Manifest[] {
   return state.list('', 'Node').sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1));
 }
-
-export { describeObject };
