@@ -8,9 +8,11 @@ import { runDiff } from './commands/diff';
 import { consoleIo, EXIT, Io } from './commands/io';
 import { RENDER_OPTIONS, renderInputs, schemaDirs } from './commands/options';
 import { isUserPathError, outputFormat } from './errors';
+import { runInit } from './init/command';
 import { descriptionJsonSchemaText, withDescriptionReference } from './model/json-schema';
 import { CLUSTERS_DIR, DEFAULT_OUT, SCHEMA_FILE } from './paths';
 import { InputError, synth, SynthResult, ValidationFailed } from './pipeline';
+import { runPreflight } from './preflight/command';
 import { SchemaDirectoryMissing, SchemaStore } from './validate/schemas';
 import { clusterScopes, readTree } from './validate/tree';
 import { ManifestValidator, ValidationIssue } from './validate/validator';
@@ -25,6 +27,10 @@ Usage:
   npm run check -- DIR                               cross-object rules over a rendered tree
   npm run diff [-- --allow-delete]                   what a fresh render would change in dist/
   npm run schema                                     write the description's JSON Schema
+  npm run preflight -- --config FILE (--snapshot FILE | --kubeconfig [PATH] [--context NAME])
+                                                     compare the render with a cluster (read-only)
+  npm run init -- (--snapshot FILE | --kubeconfig [PATH] [--context NAME]) [--name NAME --repo URL --path DIR] [--out FILE]
+                                                     write a description from a cluster (read-only)
 
 Commands:
   synth      Without --config: every description in src/clusters/ into dist/<cluster>/
@@ -45,6 +51,16 @@ Commands:
   diff       Renders into a temporary folder and prints, per object, what would be added,
              removed or changed (field paths) against dist/ (or --out DIR). Exits 1 when
              an object would be deleted, unless --allow-delete.
+
+  preflight  Compares what synth would render for --config with the cluster's state, read from
+             a snapshot (--snapshot FILE: kubectl get ... -o yaml output, see README) or live
+             (--kubeconfig [PATH] [--context NAME] [--timeout SECONDS]; GET requests only):
+             immutable fields, allocated node ports, quota counted twice, missing APIs, drift of
+             the nodes from the description, Kueue configuration, objects Argo CD would take over
+             or prune. Each finding names the fix. Exit 1 on blocking findings.
+             --list-rules prints every rule id.
+  init       Writes a description from the cluster (same sources as preflight) to stdout or
+             --out FILE (never overwritten); what cannot be observed is marked TODO(init).
 
   schema     Print the JSON Schema of the cluster description (--out FILE to write it,
              --readme FILE to regenerate its field reference section; npm run schema
@@ -167,16 +183,21 @@ export function runSchema(args: string[], io: Io = consoleIo): number {
   return EXIT.ok;
 }
 
-const COMMANDS: Record<string, (args: string[], io: Io) => number> = {
+/** A command returns its exit code; commands that read a live cluster return it asynchronously. */
+type Command = (args: string[], io: Io) => number | Promise<number>;
+
+const COMMANDS: Record<string, Command> = {
   synth: runSynth,
   validate: runValidate,
   schema: runSchema,
   check: (args, io) => runCheck(args, io, HELP),
   diff: (args, io) => runDiff(args, io, HELP),
+  preflight: (args, io) => runPreflight(args, io, HELP),
+  init: (args, io) => runInit(args, io, HELP),
 };
 
-/** Runs the CLI; returns the exit code. Never throws. */
-export function main(argv: string[], io: Io = consoleIo): number {
+/** Runs the CLI; returns the exit code (a promise for live cluster reads). Never throws or rejects. */
+export function main(argv: string[], io: Io = consoleIo): number | Promise<number> {
   const [command, ...rest] = argv;
   if (!command || command === '--help' || command === '-h' || command === 'help') {
     io.out(HELP);
@@ -188,40 +209,48 @@ export function main(argv: string[], io: Io = consoleIo): number {
     return EXIT.badInput;
   }
   try {
-    return run(rest, io);
+    const code = run(rest, io);
+    return typeof code === 'number' ? code : code.catch((e: unknown) => failure(e, io));
   } catch (e) {
-    if (e instanceof InputError) {
-      for (const d of e.details) io.err(d);
-      io.err(`error: ${e.message}; nothing was written`);
-      return EXIT.badInput;
-    }
-    if (e instanceof ValidationFailed) {
-      for (const i of e.issues) io.err(formatIssue(i));
-      io.err(`error: ${e.message}; nothing was written`);
-      return EXIT.failed;
-    }
-    if (e instanceof CheckFailed) {
-      for (const f of e.findings) io.err(formatFinding(f));
-      io.err(`error: ${e.message}; nothing was written`);
-      return EXIT.failed;
-    }
-    if (e instanceof SchemaDirectoryMissing) {
-      io.err(`error: ${e.message}`);
-      return EXIT.badInput;
-    }
-    if (isUserPathError(e)) {
-      io.err(`error: ${e.message}`);
-      return EXIT.badInput;
-    }
-    if (e instanceof TypeError && (e as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS')) {
-      io.err(`error: ${e.message}; see --help`);
-      return EXIT.badInput;
-    }
-    io.err(`internal error: ${(e as Error).message}`);
-    return EXIT.failed;
+    return failure(e, io);
   }
 }
 
+/** The exit code (and the one-line message) of an error a command threw. */
+function failure(e: unknown, io: Io): number {
+  if (e instanceof InputError) {
+    for (const d of e.details) io.err(d);
+    io.err(`error: ${e.message}; nothing was written`);
+    return EXIT.badInput;
+  }
+  if (e instanceof ValidationFailed) {
+    for (const i of e.issues) io.err(formatIssue(i));
+    io.err(`error: ${e.message}; nothing was written`);
+    return EXIT.failed;
+  }
+  if (e instanceof CheckFailed) {
+    for (const f of e.findings) io.err(formatFinding(f));
+    io.err(`error: ${e.message}; nothing was written`);
+    return EXIT.failed;
+  }
+  if (e instanceof SchemaDirectoryMissing) {
+    io.err(`error: ${e.message}`);
+    return EXIT.badInput;
+  }
+  if (isUserPathError(e)) {
+    io.err(`error: ${e.message}`);
+    return EXIT.badInput;
+  }
+  if (e instanceof TypeError && (e as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS')) {
+    io.err(`error: ${e.message}; see --help`);
+    return EXIT.badInput;
+  }
+  io.err(`internal error: ${(e as Error).message}`);
+  return EXIT.failed;
+}
+
 if (require.main === module) {
-  process.exitCode = main(process.argv.slice(2));
+  void Promise.resolve(main(process.argv.slice(2))).then((code) => {
+    process.exitCode = code;
+  });
 }

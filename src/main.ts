@@ -9,4 +9,6 @@ import { PROJECT_ROOT } from './paths';
  * the cdk8s CLI empties first), so the cdk8s habit yields the same manifests and never touches dist/.
  */
 const outdir = process.env.CDK8S_OUTDIR ?? path.join(PROJECT_ROOT, 'cdk8s.out');
-process.exitCode = main(['synth', '--out', outdir, '--quiet']);
+void Promise.resolve(main(['synth', '--out', outdir, '--quiet'])).then((code) => {
+  process.exitCode = code;
+});

@@ -3,7 +3,8 @@ import { Rule, Violation } from './rule';
 import { LABELS } from '../model/names';
 import { Manifest } from '../render/manifest';
 
-function isDefaultClass(sc: Manifest): boolean {
+/** Whether a StorageClass carries the default-class annotation set to "true". */
+export function isDefaultClass(sc: Manifest): boolean {
   return sc.metadata.annotations?.[LABELS.defaultStorageClass] === 'true';
 }
 

@@ -56,7 +56,7 @@ beforeAll(() => {
 function run(args: string[]): { code: number; stdout: string; stderr: string } {
   let stdout = '';
   let stderr = '';
-  const code = main(args, { out: (l) => { stdout += `${l}\n`; }, err: (l) => { stderr += `${l}\n`; } });
+  const code = main(args, { out: (l) => { stdout += `${l}\n`; }, err: (l) => { stderr += `${l}\n`; } }) as number; // synth is synchronous
   return { code, stdout, stderr };
 }
 

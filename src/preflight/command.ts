@@ -1,0 +1,107 @@
+import { existsSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { formatPreflightFinding, preflight, PREFLIGHT_RULES } from './engine';
+import { LIVE_TIMEOUT_MS, LiveOptions, readLive } from './live';
+import { readSnapshot } from './snapshot';
+import { ClusterState } from './state';
+import { consoleIo, EXIT, Io } from '../commands/io';
+import { InputError, outputFormat } from '../errors';
+import { loadModels, renderModel } from '../pipeline';
+import { Manifest } from '../render/manifest';
+
+/** Options of the commands that read a cluster (`preflight`, `init`). */
+export const CLUSTER_SOURCE_OPTIONS = {
+  snapshot: { type: 'string' },
+  kubeconfig: { type: 'string' },
+  context: { type: 'string' },
+  timeout: { type: 'string' },
+} as const;
+
+export interface ClusterSourceValues {
+  readonly snapshot?: string;
+  readonly kubeconfig?: string;
+  readonly context?: string;
+  readonly timeout?: string;
+}
+
+/**
+ * `--kubeconfig` may be given without a path (the default kubeconfig, as kubectl): node's parseArgs
+ * needs a value, so a bare `--kubeconfig` followed by another option or nothing becomes `--kubeconfig=`.
+ */
+export function normalizeKubeconfigArg(args: readonly string[]): string[] {
+  return args.map((a, i) => (a === '--kubeconfig' && (i + 1 >= args.length || args[i + 1].startsWith('--')) ? '--kubeconfig=' : a));
+}
+
+/** Where the cluster state comes from: a snapshot file (read now) or a live API server (read asynchronously). */
+export type ClusterSource = { readonly snapshot: string } | { readonly live: LiveOptions };
+
+export function clusterSource(values: ClusterSourceValues, command: string): ClusterSource {
+  if (values.snapshot !== undefined && values.kubeconfig !== undefined) throw new InputError(`${command}: give --snapshot FILE or --kubeconfig [PATH], not both`);
+  if (values.snapshot === undefined && values.kubeconfig === undefined) throw new InputError(`${command}: name the cluster: --snapshot FILE or --kubeconfig [PATH] [--context NAME]`);
+  if (values.context !== undefined && values.kubeconfig === undefined) throw new InputError('--context needs --kubeconfig');
+  if (values.snapshot !== undefined) {
+    if (values.timeout !== undefined) throw new InputError('--timeout needs --kubeconfig');
+    return { snapshot: values.snapshot };
+  }
+  let timeoutMs = LIVE_TIMEOUT_MS;
+  if (values.timeout !== undefined) {
+    const s = Number(values.timeout);
+    if (!Number.isFinite(s) || s <= 0 || s > 600) throw new InputError(`--timeout ${values.timeout}: expected seconds from 0 to 600`);
+    timeoutMs = Math.round(s * 1000);
+  }
+  return { live: { kubeconfig: values.kubeconfig === '' ? undefined : values.kubeconfig, context: values.context, timeoutMs } };
+}
+
+/** Reads the state synchronously for a snapshot, or returns a promise for a live read. */
+export function readClusterState(source: ClusterSource, rendered: readonly Manifest[]): ClusterState | Promise<ClusterState> {
+  return 'snapshot' in source ? readSnapshot(source.snapshot) : readLive(source.live, rendered);
+}
+
+/**
+ * `preflight --config FILE (--snapshot FILE | --kubeconfig [PATH] [--context NAME])`: what synth would
+ * render, compared with what the cluster holds. Read-only. Exit 0 without blocking findings, 1 with.
+ */
+export function runPreflight(argv: string[], io: Io = consoleIo, help = ''): number | Promise<number> {
+  const { values } = parseArgs({
+    args: normalizeKubeconfigArg(argv),
+    options: {
+      'config': { type: 'string' },
+      ...CLUSTER_SOURCE_OPTIONS,
+      'format': { type: 'string' },
+      'quiet': { type: 'boolean' },
+      'list-rules': { type: 'boolean' },
+      'help': { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    io.out(help);
+    return EXIT.ok;
+  }
+  if (values['list-rules']) {
+    for (const r of PREFLIGHT_RULES) io.out(`${r.id.padEnd(30)} ${r.family.padEnd(15)} ${r.summary}`);
+    return EXIT.ok;
+  }
+  const format = outputFormat(values.format);
+  if (!values.config) throw new InputError('preflight: name the description: --config FILE');
+  if (!existsSync(values.config)) throw new InputError(`--config ${values.config}: no such file`);
+  const source = clusterSource(values, 'preflight');
+  const [model] = loadModels([values.config]);
+  const cluster = renderModel(model);
+  const report = (state: ClusterState): number => {
+    const findings = preflight(cluster, state);
+    const errors = findings.filter((f) => f.severity === 'error').length;
+    if (format === 'json') {
+      const summary = { cluster: model.name, source: state.source, objects: state.objects.length, errors, warnings: findings.length - errors };
+      io.out(JSON.stringify({ ...summary, findings }, undefined, 2));
+    } else {
+      for (const f of findings) for (const line of formatPreflightFinding(f)) (f.severity === 'error' ? io.err : io.out)(line);
+      if (!values.quiet) {
+        io.out(`${errors === 0 ? 'ok' : 'BLOCKED'}: ${model.name} against ${state.source} (${state.objects.length} objects): `
+          + `${errors} blocking finding(s), ${findings.length - errors} warning(s)`);
+      }
+    }
+    return errors === 0 ? EXIT.ok : EXIT.failed;
+  };
+  const state = readClusterState(source, cluster.folders.flatMap((f) => f.objects));
+  return state instanceof ClusterState ? report(state) : state.then(report);
+}

@@ -1,0 +1,217 @@
+import { allocatable, allocatableAmount, gpuProduct, nicClusterPolicyDevices, rdmaResources, rolesFor, taintKey, taintsOf } from './nodes';
+import { PreflightContext, PreflightFinding, PreflightRule } from './rule';
+import { describeObject } from './util';
+import { Taint } from '../model/description';
+import { RESOURCES } from '../model/names';
+import { parseQuantity } from '../model/quantity';
+import { Manifest } from '../render/manifest';
+
+function distinct<T>(xs: readonly T[]): T[] {
+  return [...new Set(xs)];
+}
+
+function nodeList(nodes: readonly Manifest[]): string {
+  return nodes.map((n) => n.metadata.name).join(', ');
+}
+
+/** Nodes-based rules need nodes; a snapshot without them reports that once, not as drift. */
+function withNodes(ctx: PreflightContext, check: (ctx: PreflightContext) => PreflightFinding[]): PreflightFinding[] {
+  return ctx.state.has('', 'Node') ? check(ctx) : [];
+}
+
+const nodeCount: PreflightRule = {
+  id: 'drift-node-count',
+  family: 'drift',
+  summary: 'the number of GPU workers differs from nodes.gpuWorkers.count',
+  check: (ctx) => withNodes(ctx, ({ model, state }) => {
+    const { gpu } = rolesFor(model, state);
+    const want = model.capacity.gpuNodes;
+    if (gpu.length === want) return [];
+    return [{
+      rule: 'drift-node-count',
+      severity: 'error',
+      object: `Nodes ${nodeList(gpu) || '(none)'}`,
+      message: `the cluster has ${gpu.length} GPU worker(s) and the description ${want}: quotas, the NCCL test and the DDP sample are sized for ${want}`,
+      fix: `set nodes.gpuWorkers.count: ${gpu.length} in the description`,
+    }];
+  }),
+};
+
+const gpusPerNode: PreflightRule = {
+  id: 'drift-gpus-per-node',
+  family: 'drift',
+  summary: 'a GPU worker advertises another nvidia.com/gpu count than nodes.gpuWorkers.gpusPerNode',
+  check: (ctx) => withNodes(ctx, ({ model, state }) => {
+    const want = model.capacity.gpusPerNode;
+    const off = rolesFor(model, state).gpu.filter((n) => allocatableAmount(n, RESOURCES.gpu) !== want);
+    if (off.length === 0) return [];
+    const counts = distinct(off.map((n) => allocatableAmount(n, RESOURCES.gpu)));
+    return [{
+      rule: 'drift-gpus-per-node',
+      severity: 'error',
+      object: `Nodes ${nodeList(off)}`,
+      message: `allocatable ${RESOURCES.gpu} is ${counts.join(', ')} and the description says ${want} per node`,
+      fix: `set nodes.gpuWorkers.gpusPerNode: ${Math.min(...counts, want)} in the description (or repair the nodes: kubectl describe node ${off[0].metadata.name})`,
+    }];
+  }),
+};
+
+const product: PreflightRule = {
+  id: 'drift-gpu-product',
+  family: 'drift',
+  summary: 'the GPU workers\' nvidia.com/gpu.product label differs from nodes.gpuWorkers.gpuProduct (the flavor and every GPU pod select it)',
+  check: (ctx) => withNodes(ctx, ({ model, state }) => {
+    const want = model.description.nodes.gpuWorkers.gpuProduct;
+    const off = rolesFor(model, state).gpu.filter((n) => gpuProduct(n) !== want);
+    if (off.length === 0) return [];
+    const seen = distinct(off.map((n) => gpuProduct(n) ?? '(no label)'));
+    return [{
+      rule: 'drift-gpu-product',
+      severity: 'error',
+      object: `Nodes ${nodeList(off)}`,
+      message: `nvidia.com/gpu.product is ${seen.join(', ')} and the description says ${want}: GPU pods would select no node`,
+      fix: seen.length === 1 && seen[0] !== '(no label)' ? `set nodes.gpuWorkers.gpuProduct: ${seen[0]} in the description` : 'check GPU Feature Discovery on these nodes (kubectl -n gpu-operator get pods)',
+    }];
+  }),
+};
+
+function allocatableFinding(ctx: PreflightContext, resource: 'cpu' | 'memory'): PreflightFinding[] {
+  const { model, state } = ctx;
+  const described = model.description.nodes.gpuWorkers[resource];
+  const want = parseQuantity(described);
+  const gpu = rolesFor(model, state).gpu;
+  if (gpu.length === 0) return [];
+  const smallest = gpu.reduce((a, b) => (allocatableAmount(b, resource) < allocatableAmount(a, resource) ? b : a));
+  const have = allocatableAmount(smallest, resource);
+  if (have === want) return [];
+  const over = want > have;
+  return [{
+    rule: 'drift-allocatable',
+    severity: over ? 'error' : 'warning',
+    object: describeObject(smallest),
+    message: `allocatable ${resource} is ${allocatable(smallest, resource)} and the description says ${String(described)} per GPU worker`
+      + (over ? ': quotas promise more than the nodes have, so admitted jobs would not schedule' : ': the quotas leave part of the nodes unused'),
+    fix: `set nodes.gpuWorkers.${resource}: "${allocatable(smallest, resource)}" in the description`,
+  }];
+}
+
+const allocatableDrift: PreflightRule = {
+  id: 'drift-allocatable',
+  family: 'drift',
+  summary: 'allocatable CPU or memory of the GPU workers differs from nodes.gpuWorkers.cpu / memory',
+  check: (ctx) => withNodes(ctx, (c) => [...allocatableFinding(c, 'cpu'), ...allocatableFinding(c, 'memory')]),
+};
+
+function taintDrift(nodes: readonly Manifest[], described: readonly Taint[], field: string, ignored: (t: Taint) => boolean): PreflightFinding[] {
+  if (nodes.length === 0) return [];
+  const want = new Set(described.map(taintKey));
+  const out: PreflightFinding[] = [];
+  const extra = new Map<string, Manifest[]>();
+  for (const n of nodes) {
+    for (const t of taintsOf(n)) if (!want.has(taintKey(t)) && !ignored(t)) extra.set(taintKey(t), [...(extra.get(taintKey(t)) ?? []), n]);
+  }
+  const common = nodes.map((n) => taintsOf(n).filter((t) => !ignored(t)));
+  const suggested = common[0].filter((t) => common.every((ts) => ts.some((u) => taintKey(u) === taintKey(t))));
+  for (const [key, ns] of extra) {
+    out.push({
+      rule: 'drift-taints',
+      severity: 'error',
+      object: `Nodes ${nodeList(ns)}`,
+      message: `carry the taint ${key} that ${field} does not list: the rendered pods for these nodes do not tolerate it`,
+      fix: `set ${field}: ${JSON.stringify(suggested)} in the description`,
+    });
+  }
+  const missing = described.filter((t) => nodes.every((n) => !taintsOf(n).some((u) => taintKey(u) === taintKey(t))));
+  if (missing.length > 0) {
+    out.push({
+      rule: 'drift-taints',
+      severity: 'warning',
+      object: `Nodes ${nodeList(nodes)}`,
+      message: `${field} lists ${missing.map(taintKey).join(', ')}, which no such node carries`,
+      fix: `set ${field}: ${JSON.stringify(suggested)} in the description`,
+    });
+  }
+  return out;
+}
+
+const taints: PreflightRule = {
+  id: 'drift-taints',
+  family: 'drift',
+  summary: 'the service node\'s or GPU workers\' taints differ from nodes.service.taints / nodes.gpuWorkers.taints',
+  check: (ctx) => withNodes(ctx, ({ model, state }) => {
+    const roles = rolesFor(model, state);
+    const d = model.description.nodes;
+    // The GPU Operator may taint GPU nodes with nvidia.com/gpu:NoSchedule; every GPU pod tolerates it.
+    const gpuTaint = (t: Taint) => t.key === RESOURCES.gpu && t.effect === 'NoSchedule';
+    return [
+      ...taintDrift(roles.service, d.service.taints, 'nodes.service.taints', () => false),
+      ...taintDrift(roles.gpu, d.gpuWorkers.taints, 'nodes.gpuWorkers.taints', gpuTaint),
+    ];
+  }),
+};
+
+const rdma: PreflightRule = {
+  id: 'drift-rdma',
+  family: 'drift',
+  summary: 'the RDMA resource name or rdmaHcaMax the GPU workers (or the NicClusterPolicy) advertise differs from network.infiniband.rdmaSharedDevice',
+  check: ({ model, state }) => {
+    const gpu = rolesFor(model, state).gpu;
+    const fromNodes = gpu.map((n) => ({ node: n, rdma: rdmaResources(n) }));
+    const fromPolicy = nicClusterPolicyDevices(state);
+    const out: PreflightFinding[] = [];
+    if (!model.rdma) {
+      const advertised = distinct([...fromNodes.flatMap((x) => [...x.rdma.keys()]), ...fromPolicy.map((p) => `${RESOURCES.rdmaPrefix}${p.resourceName}`)]);
+      if (advertised.length > 0) {
+        out.push({
+          rule: 'drift-rdma',
+          severity: 'warning',
+          object: gpu.length > 0 ? `Nodes ${nodeList(gpu)}` : 'NicClusterPolicy nic-cluster-policy',
+          message: `the cluster advertises ${advertised.join(', ')} but the description has no network.infiniband: jobs will not use InfiniBand`,
+          fix: `describe network.infiniband (rdmaSharedDevice.name: ${advertised[0].slice(RESOURCES.rdmaPrefix.length)}); npm run init prints it from the cluster`,
+        });
+      }
+      return out;
+    }
+    const { resourceName, deviceName, hcaMax } = model.rdma;
+    const nodesAdvertising = fromNodes.filter((x) => x.rdma.size > 0);
+    if (nodesAdvertising.length > 0) {
+      const lacking = nodesAdvertising.filter((x) => !x.rdma.has(resourceName));
+      if (lacking.length > 0) {
+        const names = distinct(lacking.flatMap((x) => [...x.rdma.keys()]));
+        out.push({
+          rule: 'drift-rdma',
+          severity: 'error',
+          object: `Nodes ${nodeList(lacking.map((x) => x.node))}`,
+          message: `advertise ${names.join(', ')} and not ${resourceName}: jobs requesting ${resourceName} would never schedule`,
+          fix: `set network.infiniband.rdmaSharedDevice.name: ${names[0].slice(RESOURCES.rdmaPrefix.length)} in the description`,
+        });
+      }
+      const wrongMax = nodesAdvertising.filter((x) => x.rdma.has(resourceName) && x.rdma.get(resourceName) !== hcaMax);
+      if (wrongMax.length > 0) {
+        const seen = distinct(wrongMax.map((x) => x.rdma.get(resourceName)!));
+        out.push({
+          rule: 'drift-rdma',
+          severity: 'error',
+          object: `Nodes ${nodeList(wrongMax.map((x) => x.node))}`,
+          message: `advertise ${seen.join(', ')} units of ${resourceName} and the description says rdmaHcaMax ${hcaMax}: the RDMA quotas would not match the nodes`,
+          fix: `set network.infiniband.rdmaSharedDevice.hcaMax: ${Math.min(...seen)} in the description`,
+        });
+      }
+      return out;
+    }
+    // No node advertises RDMA (yet): compare with the live NicClusterPolicy's device plugin config.
+    const policy = fromPolicy.find((p) => p.resourceName === deviceName) ?? fromPolicy[0];
+    if (policy && (policy.resourceName !== deviceName || (policy.rdmaHcaMax !== undefined && policy.rdmaHcaMax !== hcaMax))) {
+      out.push({
+        rule: 'drift-rdma',
+        severity: 'error',
+        object: 'NicClusterPolicy nic-cluster-policy',
+        message: `the RDMA shared device plugin is configured with ${policy.resourceName} (rdmaHcaMax ${policy.rdmaHcaMax ?? 'unset'}) and the description says ${deviceName} (hcaMax ${hcaMax})`,
+        fix: `set network.infiniband.rdmaSharedDevice.name: ${policy.resourceName}${policy.rdmaHcaMax !== undefined ? ` and hcaMax: ${policy.rdmaHcaMax}` : ''} in the description`,
+      });
+    }
+    return out;
+  },
+};
+
+export const DRIFT_RULES: readonly PreflightRule[] = [nodeCount, gpusPerNode, product, allocatableDrift, taints, rdma];

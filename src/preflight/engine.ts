@@ -1,0 +1,41 @@
+import { API_RULES } from './apis';
+import { DRIFT_RULES } from './drift';
+import { FOREIGN_CONFIG_RULES } from './foreign-config';
+import { IMMUTABLE_RULES } from './immutable';
+import { STATE_RULES } from './incomplete';
+import { QUOTA_RULES } from './quota';
+import { PreflightContext, PreflightFinding, PreflightRule, RenderedObject } from './rule';
+import { ClusterState } from './state';
+import { TAKEOVER_RULES } from './takeover';
+import { get } from './util';
+import { RenderedCluster } from '../render/render';
+
+/** Every preflight rule, by family. */
+export const PREFLIGHT_RULES: readonly PreflightRule[] = [
+  ...STATE_RULES, ...IMMUTABLE_RULES, ...QUOTA_RULES, ...API_RULES, ...DRIFT_RULES, ...FOREIGN_CONFIG_RULES, ...TAKEOVER_RULES,
+];
+
+/** Application name per rendered folder, read from the rendered Applications' source paths. */
+function applicationsOf(cluster: RenderedCluster): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const f of cluster.folders) {
+    for (const m of f.objects) {
+      if (m.kind !== 'Application') continue;
+      const p = get(m, ['spec', 'source', 'path']);
+      if (typeof p === 'string') out.set(p.split('/').pop()!, m.metadata.name);
+    }
+  }
+  return out;
+}
+
+/** Compares a rendered cluster with a cluster state; findings in rule order. */
+export function preflight(cluster: RenderedCluster, state: ClusterState, rules: readonly PreflightRule[] = PREFLIGHT_RULES): PreflightFinding[] {
+  const rendered: RenderedObject[] = cluster.folders.flatMap((f) => f.objects.map((manifest) => ({ folder: f.folder, manifest })));
+  const ctx: PreflightContext = { model: cluster.model, rendered, state, applications: applicationsOf(cluster) };
+  return rules.flatMap((r) => r.check(ctx));
+}
+
+/** `error [rule] Kind ns/name: message` and the fix on the next line. */
+export function formatPreflightFinding(f: PreflightFinding): string[] {
+  return [`${f.severity} [${f.rule}] ${f.object}: ${f.message}`, `  fix: ${f.fix}`];
+}

@@ -1,0 +1,83 @@
+import { parse } from 'yaml';
+import { KUEUE_CONFIG_NAMESPACE } from './reads';
+import { PreflightContext, PreflightFinding, PreflightRule, rulesOf } from './rule';
+import { describeObject, get } from './util';
+import { LABELS } from '../model/names';
+import { apiGroup, Manifest } from '../render/manifest';
+
+/** The key of the Kueue manager configuration in its ConfigMap (Kueue's Helm chart and kustomize install). */
+export const KUEUE_CONFIG_KEY = 'controller_manager_config.yaml';
+
+/** The metrics the quota alert and dashboard read, published only with metrics.enableClusterQueueResources. */
+const CLUSTER_QUEUE_RESOURCE_METRICS = ['kueue_cluster_queue_resource_usage', 'kueue_cluster_queue_nominal_quota'];
+
+/** Kueue's integration (framework) name for a queued kind, as integrations.frameworks spells it. */
+export function kueueFramework(m: Manifest): string {
+  const group = apiGroup(m.apiVersion);
+  if (group === '') return m.kind.toLowerCase();
+  if (group === 'apps') return m.kind.toLowerCase();
+  return `${group}/${m.kind.toLowerCase()}`;
+}
+
+/** The live Kueue manager configuration: the ConfigMap and its parsed Configuration. */
+function kueueConfig(ctx: PreflightContext): { configMap: Manifest; config: Record<string, unknown> } | undefined {
+  const cm = ctx.state.list('', 'ConfigMap').find((c) => c.metadata.namespace === KUEUE_CONFIG_NAMESPACE && typeof get(c, ['data', KUEUE_CONFIG_KEY]) === 'string');
+  if (!cm) return undefined;
+  try {
+    const config = parse(get(cm, ['data', KUEUE_CONFIG_KEY]) as string) as unknown;
+    return config && typeof config === 'object' ? { configMap: cm, config: config as Record<string, unknown> } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const RESTART = `kubectl -n ${KUEUE_CONFIG_NAMESPACE} rollout restart deployment kueue-controller-manager`;
+
+function configFindings(ctx: PreflightContext): PreflightFinding[] {
+  if (ctx.model.description.installs.kueue === 'managed') return []; // the rendered configuration is ours
+  const queued = ctx.rendered.map((r) => r.manifest).filter((m) => m.metadata.labels?.[LABELS.queueName] !== undefined);
+  const needed = [...new Set(queued.map(kueueFramework))].sort();
+  const alerts = ctx.rendered.some((r) => r.manifest.kind === 'VMRule' && CLUSTER_QUEUE_RESOURCE_METRICS.some((s) => JSON.stringify(r.manifest.spec).includes(s)));
+  if (needed.length === 0 && !alerts) return [];
+  const live = kueueConfig(ctx);
+  if (!live) {
+    return [{
+      rule: 'kueue-config-unread',
+      severity: 'warning',
+      object: `ConfigMap ${KUEUE_CONFIG_NAMESPACE}/kueue-manager-config`,
+      message: `the cluster state has no Kueue manager configuration (a ConfigMap in ${KUEUE_CONFIG_NAMESPACE} with ${KUEUE_CONFIG_KEY}); the integrations ${needed.join(', ')} cannot be checked`,
+      fix: `add kubectl -n ${KUEUE_CONFIG_NAMESPACE} get configmaps -o yaml to the snapshot`,
+    }];
+  }
+  const out: PreflightFinding[] = [];
+  const frameworks = get(live.config, ['integrations', 'frameworks']);
+  const have = new Set(Array.isArray(frameworks) ? frameworks.map(String) : []);
+  const missing = needed.filter((f) => !have.has(f));
+  if (missing.length > 0) {
+    const users = (f: string) => queued.filter((m) => kueueFramework(m) === f).map(describeObject);
+    out.push({
+      rule: 'kueue-integrations',
+      severity: 'error',
+      object: describeObject(live.configMap),
+      message: `integrations.frameworks lacks ${missing.join(', ')}; Kueue ignores ${missing.flatMap(users).join(', ')}, which then run outside the quotas (or never start)`,
+      fix: `set installs.kueue: managed in the description (the toolkit then renders the manager configuration), or add ${missing.join(', ')} to integrations.frameworks: `
+        + `kubectl -n ${KUEUE_CONFIG_NAMESPACE} edit configmap ${live.configMap.metadata.name} && ${RESTART}`,
+    });
+  }
+  if (alerts && get(live.config, ['metrics', 'enableClusterQueueResources']) !== true) {
+    out.push({
+      rule: 'kueue-clusterqueue-metrics',
+      severity: 'warning',
+      object: describeObject(live.configMap),
+      message: 'metrics.enableClusterQueueResources is not true: Kueue publishes no per-queue quota metrics, so the ClusterQueue quota alert and the queue dashboard stay empty',
+      fix: `set installs.kueue: managed in the description, or set metrics.enableClusterQueueResources: true: kubectl -n ${KUEUE_CONFIG_NAMESPACE} edit configmap ${live.configMap.metadata.name} && ${RESTART}`,
+    });
+  }
+  return out;
+}
+
+export const FOREIGN_CONFIG_RULES: readonly PreflightRule[] = rulesOf('foreign-config', configFindings, {
+  'kueue-integrations': 'the pre-installed Kueue\'s integrations.frameworks lacks a framework the rendered queued objects need (batch/job, kubeflow.org/mpijob, kubeflow.org/pytorchjob, pod, ...)',
+  'kueue-clusterqueue-metrics': 'the pre-installed Kueue does not publish ClusterQueue quota metrics the rendered alerts read (metrics.enableClusterQueueResources)',
+  'kueue-config-unread': 'the cluster state lacks the Kueue manager configuration, so the integrations cannot be checked',
+});

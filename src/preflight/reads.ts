@@ -1,0 +1,129 @@
+import { apiGroup, Manifest } from '../render/manifest';
+
+/** A list call: an API group/version and its resource (plural), cluster-wide (all namespaces for namespaced kinds). */
+export interface ListRead {
+  readonly group: string;
+  readonly version: string;
+  readonly kind: string;
+  readonly plural: string;
+  readonly namespaced: boolean;
+  /** Only in this namespace. */
+  readonly namespace?: string;
+}
+
+/**
+ * The built-in kinds preflight reads or the toolkit renders, with their resources. Custom kinds get
+ * theirs from the cluster's CRDs.
+ */
+export const BUILT_IN_RESOURCES: readonly Omit<ListRead, 'namespace'>[] = [
+  { group: '', version: 'v1', kind: 'Node', plural: 'nodes', namespaced: false },
+  { group: '', version: 'v1', kind: 'Namespace', plural: 'namespaces', namespaced: false },
+  { group: '', version: 'v1', kind: 'Service', plural: 'services', namespaced: true },
+  { group: '', version: 'v1', kind: 'ConfigMap', plural: 'configmaps', namespaced: true },
+  { group: '', version: 'v1', kind: 'ServiceAccount', plural: 'serviceaccounts', namespaced: true },
+  { group: 'apiextensions.k8s.io', version: 'v1', kind: 'CustomResourceDefinition', plural: 'customresourcedefinitions', namespaced: false },
+  { group: 'storage.k8s.io', version: 'v1', kind: 'StorageClass', plural: 'storageclasses', namespaced: false },
+  { group: 'scheduling.k8s.io', version: 'v1', kind: 'PriorityClass', plural: 'priorityclasses', namespaced: false },
+  { group: 'rbac.authorization.k8s.io', version: 'v1', kind: 'ClusterRole', plural: 'clusterroles', namespaced: false },
+  { group: 'rbac.authorization.k8s.io', version: 'v1', kind: 'ClusterRoleBinding', plural: 'clusterrolebindings', namespaced: false },
+  { group: 'rbac.authorization.k8s.io', version: 'v1', kind: 'Role', plural: 'roles', namespaced: true },
+  { group: 'rbac.authorization.k8s.io', version: 'v1', kind: 'RoleBinding', plural: 'rolebindings', namespaced: true },
+  { group: 'admissionregistration.k8s.io', version: 'v1', kind: 'ValidatingAdmissionPolicy', plural: 'validatingadmissionpolicies', namespaced: false },
+  { group: 'admissionregistration.k8s.io', version: 'v1', kind: 'ValidatingAdmissionPolicyBinding', plural: 'validatingadmissionpolicybindings', namespaced: false },
+  { group: 'apps', version: 'v1', kind: 'Deployment', plural: 'deployments', namespaced: true },
+  { group: 'apps', version: 'v1', kind: 'DaemonSet', plural: 'daemonsets', namespaced: true },
+  { group: 'batch', version: 'v1', kind: 'Job', plural: 'jobs', namespaced: true },
+  { group: 'networking.k8s.io', version: 'v1', kind: 'NetworkPolicy', plural: 'networkpolicies', namespaced: true },
+];
+
+/** Lists every rule needs, besides the rendered kinds: nodes, CRDs, StorageClasses, PriorityClasses, Services. */
+const BASE_KINDS: readonly { group: string; kind: string }[] = [
+  { group: '', kind: 'Node' },
+  { group: '', kind: 'Namespace' },
+  { group: '', kind: 'Service' },
+  { group: 'apiextensions.k8s.io', kind: 'CustomResourceDefinition' },
+  { group: 'storage.k8s.io', kind: 'StorageClass' },
+  { group: 'scheduling.k8s.io', kind: 'PriorityClass' },
+];
+
+/** Custom kinds every rule needs (when their CRD exists): the Kueue queues, the operator singletons, Argo CD Applications. */
+const BASE_CUSTOM_KINDS: readonly { group: string; kind: string }[] = [
+  { group: 'kueue.x-k8s.io', kind: 'ClusterQueue' },
+  { group: 'kueue.x-k8s.io', kind: 'LocalQueue' },
+  { group: 'kueue.x-k8s.io', kind: 'ResourceFlavor' },
+  { group: 'kueue.x-k8s.io', kind: 'WorkloadPriorityClass' },
+  { group: 'nvidia.com', kind: 'ClusterPolicy' },
+  { group: 'mellanox.com', kind: 'NicClusterPolicy' },
+  { group: 'argoproj.io', kind: 'Application' },
+];
+
+/** The Kueue manager configuration lives in a ConfigMap in Kueue's namespace; only that namespace's ConfigMaps are read. */
+export const KUEUE_CONFIG_NAMESPACE = 'kueue-system';
+
+interface CrdFacts {
+  readonly group: string;
+  readonly kind: string;
+  readonly plural: string;
+  readonly namespaced: boolean;
+  readonly served: readonly string[];
+  readonly storage?: string;
+}
+
+/** Facts of a CustomResourceDefinition object (as read), or undefined when it is malformed. */
+export function crdFacts(crd: Manifest): CrdFacts | undefined {
+  const spec = crd.spec as { group?: unknown; scope?: unknown; names?: { kind?: unknown; plural?: unknown }; versions?: unknown } | undefined;
+  if (!spec || typeof spec.group !== 'string' || typeof spec.names?.kind !== 'string' || typeof spec.names.plural !== 'string') return undefined;
+  const versions = Array.isArray(spec.versions) ? spec.versions as { name?: unknown; served?: unknown; storage?: unknown }[] : [];
+  return {
+    group: spec.group,
+    kind: spec.names.kind,
+    plural: spec.names.plural,
+    namespaced: spec.scope !== 'Cluster',
+    served: versions.filter((v) => v.served === true && typeof v.name === 'string').map((v) => v.name as string),
+    storage: versions.find((v) => v.storage === true && typeof v.name === 'string')?.name as string | undefined,
+  };
+}
+
+/**
+ * The list calls of a live read: the base kinds, then every kind the render contains (so that what
+ * Argo CD would take over is seen), custom ones through the cluster's CRDs (a kind without a CRD is
+ * not read: the missing-API rule reports it). ConfigMaps only from Kueue's namespace and the
+ * rendered objects' namespaces; Secrets never.
+ */
+export function listReads(crds: readonly Manifest[], rendered: readonly Manifest[]): ListRead[] {
+  const facts = crds.map(crdFacts).filter((f): f is CrdFacts => f !== undefined);
+  const reads = new Map<string, ListRead>();
+  const add = (r: ListRead) => reads.set(`${r.group}/${r.kind}/${r.namespace ?? ''}`, r);
+  const builtIn = (group: string, kind: string) => BUILT_IN_RESOURCES.find((b) => b.group === group && b.kind === kind);
+  for (const k of BASE_KINDS) add(builtIn(k.group, k.kind)!);
+  add({ ...builtIn('', 'ConfigMap')!, namespace: KUEUE_CONFIG_NAMESPACE });
+  const custom = (group: string, kind: string, version?: string) => {
+    const f = facts.find((c) => c.group === group && c.kind === kind);
+    if (!f) return;
+    const v = version && f.served.includes(version) ? version : f.storage ?? f.served[0];
+    if (v) add({ group, kind, version: v, plural: f.plural, namespaced: f.namespaced });
+  };
+  for (const c of BASE_CUSTOM_KINDS) custom(c.group, c.kind);
+  for (const m of rendered) {
+    const group = apiGroup(m.apiVersion);
+    const b = builtIn(group, m.kind);
+    if (b && m.kind === 'ConfigMap') add({ ...b, namespace: m.metadata.namespace });
+    else if (b) add(b);
+    else custom(group, m.kind, m.apiVersion.slice(m.apiVersion.indexOf('/') + 1));
+  }
+  return [...reads.values()];
+}
+
+/** The URL path of a list call. */
+export function listPath(r: ListRead): string {
+  const base = r.group === '' ? `/api/${r.version}` : `/apis/${r.group}/${r.version}`;
+  return r.namespaced && r.namespace ? `${base}/namespaces/${r.namespace}/${r.plural}` : `${base}/${r.plural}`;
+}
+
+/** Items of a list response, with the apiVersion and kind list items omit. */
+export function listItems(r: ListRead, body: unknown): Manifest[] {
+  const items = (body as { items?: unknown }).items;
+  if (!Array.isArray(items)) return [];
+  const apiVersion = r.group === '' ? r.version : `${r.group}/${r.version}`;
+  return items.filter((i) => i && typeof i === 'object').map((i) => ({ apiVersion, kind: r.kind, ...(i as object) }) as Manifest);
+}

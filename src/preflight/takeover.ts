@@ -1,0 +1,90 @@
+import { PreflightFinding, PreflightRule } from './rule';
+import { changedPaths, describeObject, isTemplate } from './util';
+import { LABELS, MANAGED_BY } from '../model/names';
+import { Manifest } from '../render/manifest';
+
+/** Argo CD's tracking label (default) and annotation (tracking method annotation). */
+const ARGOCD_INSTANCE_LABEL = 'app.kubernetes.io/instance';
+const ARGOCD_TRACKING_ID = 'argocd.argoproj.io/tracking-id';
+const HELM_RELEASE = 'meta.helm.sh/release-name';
+
+/** Who manages a live object, in words; undefined when it is ours (an earlier sync). */
+function managerOf(live: Manifest): string | undefined {
+  const labels = live.metadata.labels ?? {};
+  const annotations = live.metadata.annotations ?? {};
+  if (labels[LABELS.managedBy] === MANAGED_BY) return undefined;
+  const owners = (live.metadata.ownerReferences as { kind?: string; name?: string; controller?: boolean }[] | undefined) ?? [];
+  const controller = owners.find((o) => o.controller);
+  if (controller) return `controller ${controller.kind} ${controller.name}`;
+  if (annotations[HELM_RELEASE]) return `Helm release ${annotations[HELM_RELEASE]}`;
+  if (labels[LABELS.managedBy]) return labels[LABELS.managedBy];
+  const fields = (live.metadata.managedFields as { manager?: string }[] | undefined) ?? [];
+  const managers = [...new Set(fields.map((f) => f.manager).filter((m): m is string => !!m && m !== 'argocd-controller'))];
+  return managers.length > 0 ? managers.join(', ') : 'someone else (no manager recorded)';
+}
+
+/** Top-level fields that are not the object's content (identity, metadata, status). */
+const SKIP = new Set(['apiVersion', 'kind', 'metadata', 'status']);
+
+function contentOf(m: Manifest): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(m).filter(([k]) => !SKIP.has(k)));
+}
+
+const takeover: PreflightRule = {
+  id: 'argocd-takeover',
+  family: 'takeover',
+  summary: 'a rendered object already exists, managed by someone else, with different content: the first sync takes it over and changes it',
+  check: ({ rendered, state }) => {
+    const out: PreflightFinding[] = [];
+    for (const { folder, manifest: m } of rendered) {
+      if (isTemplate(m)) continue;
+      const live = state.find(m);
+      if (!live) continue;
+      const manager = managerOf(live);
+      if (!manager) continue;
+      const paths = changedPaths(contentOf(m), contentOf(live));
+      if (paths.length === 0) continue;
+      const controlled = manager.startsWith('controller ');
+      const adopted = m.metadata.annotations?.['gpu-cluster.dev/adopted'] === 'true';
+      out.push({
+        rule: 'argocd-takeover',
+        // A controller that owns the object reverts every change: Argo CD and it would fight forever.
+        severity: controlled ? 'error' : 'warning',
+        object: describeObject(live),
+        message: `exists, managed by ${manager}; the first sync of ${folder}/ takes it over${adopted ? ' (adopted: never pruned)' : ''} and changes ${paths.length} field(s): `
+          + `${paths.slice(0, 6).join(', ')}${paths.length > 6 ? `, ... (${paths.length - 6} more)` : ''}`,
+        fix: controlled
+          ? `leave ${describeObject(m)} to its controller: remove it from the description (or switch the controller off)`
+          : `compare: kubectl get ${m.kind.toLowerCase()} ${m.metadata.namespace ? `-n ${m.metadata.namespace} ` : ''}${m.metadata.name} -o yaml; describe what must stay (fields the render does not set are kept)`,
+      });
+    }
+    return out;
+  },
+};
+
+const prune: PreflightRule = {
+  id: 'argocd-prune',
+  family: 'takeover',
+  summary: 'a live object is tracked by one of the rendered Applications but no longer rendered: Argo CD would prune (delete) it',
+  check: ({ rendered, state, applications }) => {
+    const apps = new Set(applications.values());
+    const renderedIds = new Set(rendered.map((r) => `${r.manifest.kind}/${r.manifest.metadata.namespace ?? ''}/${r.manifest.metadata.name}`));
+    const out: PreflightFinding[] = [];
+    for (const live of state.objects) {
+      const tracking = live.metadata.annotations?.[ARGOCD_TRACKING_ID];
+      const app = tracking ? tracking.split(':')[0] : live.metadata.labels?.[ARGOCD_INSTANCE_LABEL];
+      if (!app || !apps.has(app) || renderedIds.has(`${live.kind}/${live.metadata.namespace ?? ''}/${live.metadata.name}`)) continue;
+      out.push({
+        rule: 'argocd-prune',
+        severity: 'error',
+        object: describeObject(live),
+        message: `is tracked by Application ${app} but not in the render: a sync with prune deletes it`,
+        fix: `describe it again, or untrack it first: kubectl ${live.metadata.namespace ? `-n ${live.metadata.namespace} ` : ''}`
+          + `${tracking ? `annotate ${live.kind.toLowerCase()} ${live.metadata.name} ${ARGOCD_TRACKING_ID}-` : `label ${live.kind.toLowerCase()} ${live.metadata.name} ${ARGOCD_INSTANCE_LABEL}-`}`,
+      });
+    }
+    return out;
+  },
+};
+
+export const TAKEOVER_RULES: readonly PreflightRule[] = [takeover, prune];

@@ -1,0 +1,41 @@
+import { isDeepStrictEqual } from 'node:util';
+import { LABELS } from '../model/names';
+import { describeObject, Manifest } from '../render/manifest';
+
+/** Rendered templates (filled in by hand, never applied by Argo CD). */
+export function isTemplate(m: Manifest): boolean {
+  return m.metadata.annotations?.[LABELS.template] !== undefined;
+}
+
+export function get(o: unknown, path: readonly string[]): unknown {
+  let cur: unknown = o;
+  for (const p of path) {
+    if (cur === null || typeof cur !== 'object') return undefined;
+    cur = (cur as Record<string, unknown>)[p];
+  }
+  return cur;
+}
+
+export function same(a: unknown, b: unknown): boolean {
+  return isDeepStrictEqual(a ?? null, b ?? null);
+}
+
+export function show(v: unknown): string {
+  if (v === undefined) return '(unset)';
+  const s = JSON.stringify(v);
+  return s.length > 120 ? `${s.slice(0, 117)}...` : s;
+}
+
+/**
+ * Paths where the rendered object sets a value the live object has differently (what applying it
+ * changes). Fields only the live object has are left alone by an apply and are not listed.
+ */
+export function changedPaths(rendered: unknown, live: unknown, prefix = ''): string[] {
+  if (rendered !== null && typeof rendered === 'object' && !Array.isArray(rendered)) {
+    if (live === null || typeof live !== 'object' || Array.isArray(live)) return [prefix || '.'];
+    return Object.entries(rendered as Record<string, unknown>).flatMap(([k, v]) => changedPaths(v, (live as Record<string, unknown>)[k], prefix ? `${prefix}.${k}` : k));
+  }
+  return same(rendered, live) ? [] : [prefix || '.'];
+}
+
+export { describeObject };

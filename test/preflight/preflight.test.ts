@@ -1,0 +1,311 @@
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { kubeconfigFor, serveState } from './api-server';
+import { main } from '../../src/cli';
+import { EXIT } from '../../src/commands/io';
+import { preflight, PREFLIGHT_RULES } from '../../src/preflight/engine';
+import { kueueFramework } from '../../src/preflight/foreign-config';
+import { PreflightFinding } from '../../src/preflight/rule';
+import { parseSnapshot, readBoundedFile, readSnapshot } from '../../src/preflight/snapshot';
+import { ClusterState } from '../../src/preflight/state';
+import { Manifest } from '../../src/render/manifest';
+import { RenderedCluster } from '../../src/render/render';
+import { REFERENCE_FILE, renderOf, Edit } from '../helpers';
+
+const FIXTURES = path.join(__dirname, 'fixtures');
+const SNAPSHOT = path.join(FIXTURES, 'instant-cluster.snapshot.yaml');
+const ADOPTED = path.join(FIXTURES, 'instant-cluster.adopted.yaml');
+
+function capture() {
+  const out: string[] = [];
+  const err: string[] = [];
+  return { out, err, io: { out: (l: string) => out.push(l), err: (l: string) => err.push(l) } };
+}
+
+/** The fixture's objects (fresh copies) with `change` applied, as a cluster state. */
+function stateOf(change: (objects: any[]) => void = () => {}): ClusterState {
+  const objects = structuredClone(readSnapshot(SNAPSHOT).objects) as any[];
+  change(objects);
+  return new ClusterState('edited', objects);
+}
+
+function findingsOf(opts: { edit?: Edit; state?: ClusterState; cluster?: RenderedCluster } = {}): PreflightFinding[] {
+  return preflight(opts.cluster ?? renderOf(opts.edit), opts.state ?? stateOf());
+}
+
+const rules = (fs: readonly PreflightFinding[]) => [...new Set(fs.map((f) => f.rule))].sort();
+const blocking = (fs: readonly PreflightFinding[]) => fs.filter((f) => f.severity === 'error');
+
+describe('preflight on the pre-installed Instant Cluster fixture', () => {
+  it('reports every class of finding with its fix, and exits 1', () => {
+    const c = capture();
+    expect(main(['preflight', '--config', REFERENCE_FILE, '--snapshot', SNAPSHOT], c.io)).toBe(EXIT.failed);
+    const text = [...c.out, ...c.err].join('\n');
+    for (const rule of ['immutable-field', 'nodeport-allocated', 'quota-outside-cohort', 'api-missing', 'drift-node-count', 'drift-allocatable',
+      'kueue-integrations', 'kueue-clusterqueue-metrics', 'argocd-takeover']) {
+      expect(text).toContain(`[${rule}]`);
+    }
+    expect(text).toContain('fix: set queueing.defaultClusterQueue: cluster-queue');
+    expect(text).toContain('fix: set nodes.gpuWorkers.count: 3');
+    expect(text).toContain('monitoring.dashboard.service: preinstalled');
+    expect(text).toContain('installs.trainingOperator: managed');
+    expect(c.out[c.out.length - 1]).toMatch(/^BLOCKED: instant-cluster .* 7 blocking finding\(s\)/);
+  });
+
+  it('--format json gives the same findings as objects with stable rule ids', () => {
+    const text = capture();
+    expect(main(['preflight', '--config', REFERENCE_FILE, '--snapshot', SNAPSHOT], text.io)).toBe(EXIT.failed);
+    const json = capture();
+    expect(main(['preflight', '--config', REFERENCE_FILE, '--snapshot', SNAPSHOT, '--format', 'json'], json.io)).toBe(EXIT.failed);
+    const parsed = JSON.parse(json.out.join('\n'));
+    expect(parsed.errors).toBe(7);
+    const lines = [...text.out, ...text.err].filter((l) => /^(error|warning) \[/.test(l));
+    expect(parsed.findings).toHaveLength(lines.length);
+    const ids = new Set(PREFLIGHT_RULES.map((r) => r.id));
+    for (const f of parsed.findings) {
+      expect(ids).toContain(f.rule);
+      expect(Object.keys(f).sort()).toEqual(['fix', 'message', 'object', 'rule', 'severity']);
+      expect(lines).toContain(`${f.severity} [${f.rule}] ${f.object}: ${f.message}`);
+    }
+  });
+
+  it('exits 0 once the description adopts what preflight suggests', () => {
+    const c = capture();
+    expect(main(['preflight', '--config', ADOPTED, '--snapshot', SNAPSHOT], c.io)).toBe(EXIT.ok);
+    expect(c.err).toEqual([]);
+    expect(c.out[c.out.length - 1]).toMatch(/^ok: .* 0 blocking finding/);
+  });
+
+  it('lists every rule with its family', () => {
+    const c = capture();
+    expect(main(['preflight', '--list-rules'], c.io)).toBe(EXIT.ok);
+    expect(c.out).toHaveLength(PREFLIGHT_RULES.length);
+    expect(new Set(PREFLIGHT_RULES.map((r) => r.family))).toEqual(new Set(['state', 'immutable', 'quota', 'api', 'drift', 'foreign-config', 'takeover']));
+  });
+});
+
+describe('each rule fires on its conflict', () => {
+  const set = (kind: string, name: string, f: (o: any) => void) => (objects: any[]) => {
+    objects.filter((o) => o.kind === kind && o.metadata.name === name).forEach(f);
+  };
+
+  it('immutable-field: StorageClass provisioner, parameters, reclaimPolicy, volumeBindingMode', () => {
+    const state = stateOf(set('StorageClass', 'local-disk', (o) => {
+      o.reclaimPolicy = 'Retain';
+      o.volumeBindingMode = 'Immediate';
+      o.parameters = { nodePath: '/mnt/nvme' };
+      o.provisioner = 'example.com/other';
+    }));
+    const f = findingsOf({ state }).filter((x) => x.rule === 'immutable-field' && x.object === 'StorageClass local-disk');
+    expect(f).toHaveLength(1);
+    for (const field of ['provisioner', 'parameters', 'reclaimPolicy', 'volumeBindingMode']) expect(f[0].message).toContain(`${field} is`);
+    expect(f[0].fix).toContain('kubectl delete storageclass local-disk');
+    const onlyReclaim = stateOf((objects) => objects.filter((o) => o.kind === 'StorageClass').forEach((o) => { o.reclaimPolicy = 'Retain'; }));
+    const g = findingsOf({ state: onlyReclaim }).filter((x) => x.rule === 'immutable-field' && x.object.startsWith('StorageClass'));
+    expect(g).toHaveLength(3);
+    expect(g[0].fix).toContain('storage.reclaimPolicy: Retain');
+    expect(blocking(findingsOf({ state: onlyReclaim, edit: (d) => { d.storage.reclaimPolicy = 'Retain'; } })).filter((x) => x.object.startsWith('StorageClass'))).toEqual([]);
+  });
+
+  it('immutable-field: a tenant LocalQueue pointing elsewhere', () => {
+    const state = stateOf((objects) => objects.push({ apiVersion: 'kueue.x-k8s.io/v1beta2', kind: 'LocalQueue', metadata: { name: 'default', namespace: 'research' }, spec: { clusterQueue: 'cluster-queue' } }));
+    const f = findingsOf({ state }).find((x) => x.rule === 'immutable-field' && x.object === 'LocalQueue research/default');
+    expect(f?.fix).toContain('kubectl -n research delete localqueue default');
+  });
+
+  it('priorityclass-global-default: a second globalDefault, resolved by queueing.podPriorityClasses: false', () => {
+    const state = stateOf((objects) => objects.push({ apiVersion: 'scheduling.k8s.io/v1', kind: 'PriorityClass', metadata: { name: 'cluster-default' }, value: 1000, globalDefault: true }));
+    const f = findingsOf({ state }).filter((x) => x.rule === 'priorityclass-global-default');
+    expect(f).toHaveLength(1);
+    expect(f[0].fix).toContain('queueing.podPriorityClasses: false');
+    expect(findingsOf({ state, edit: (d) => { d.queueing.podPriorityClasses = false; } }).filter((x) => x.rule === 'priorityclass-global-default')).toEqual([]);
+  });
+
+  it('storageclass-default: another default StorageClass', () => {
+    const state = stateOf((objects) => objects.push({
+      apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'standard', annotations: { 'storageclass.kubernetes.io/is-default-class': 'true' } }, provisioner: 'kubernetes.io/no-provisioner',
+    }));
+    const f = findingsOf({ state }).filter((x) => x.rule === 'storageclass-default');
+    expect(f.map((x) => x.object)).toEqual(['StorageClass standard']);
+    expect(f[0].fix).toContain('kubectl annotate storageclass standard storageclass.kubernetes.io/is-default-class=false --overwrite');
+  });
+
+  it('quota-outside-cohort: a ClusterQueue the default LocalQueue does not use', () => {
+    const state = stateOf(set('LocalQueue', 'default', (o) => { o.spec.clusterQueue = 'default'; }));
+    const f = findingsOf({ state }).filter((x) => x.rule === 'quota-outside-cohort');
+    expect(f[0].fix).toContain('kubectl delete clusterqueue cluster-queue');
+    const inCohort = stateOf(set('ClusterQueue', 'cluster-queue', (o) => { o.spec.cohortName = 'gpu-cohort'; }));
+    expect(findingsOf({ state: inCohort }).filter((x) => x.rule === 'quota-outside-cohort')).toEqual([]);
+  });
+
+  it('api-version-not-served: the Kueue CRDs serve only v1beta1', () => {
+    const state = stateOf((objects) => objects.filter((o) => o.kind === 'CustomResourceDefinition' && o.spec.group === 'kueue.x-k8s.io')
+      .forEach((o) => { o.spec.versions = [{ name: 'v1beta1', served: true, storage: true }]; }));
+    const f = findingsOf({ state }).filter((x) => x.rule === 'api-version-not-served');
+    expect(f.map((x) => x.message).join('\n')).toContain('kueue.x-k8s.io/v1beta2 for 3 ClusterQueue');
+    expect(f.every((x) => x.severity === 'error')).toBe(true);
+    // a managed Kueue brings its CRDs in the same sync
+    expect(findingsOf({ state, edit: (d) => { d.installs = { kueue: 'managed' }; } }).filter((x) => x.rule.startsWith('api-'))
+      .filter((x) => x.message.includes('kueue'))).toEqual([]);
+  });
+
+  it('drift: GPUs per node, product label, taints, RDMA name and rdmaHcaMax', () => {
+    const state = stateOf(set('Node', 'gpu-worker-2', (o) => {
+      o.status.allocatable['nvidia.com/gpu'] = '4';
+      o.metadata.labels['nvidia.com/gpu.product'] = 'NVIDIA-A100-SXM4-80GB';
+      o.spec.taints = [{ key: 'dedicated', value: 'gpu', effect: 'NoSchedule' }];
+      delete o.status.allocatable['rdma/rdma_shared_device_a'];
+      o.status.allocatable['rdma/hca_shared_devices_a'] = '63';
+    }));
+    const f = findingsOf({ state });
+    expect(f.find((x) => x.rule === 'drift-gpus-per-node')?.fix).toContain('nodes.gpuWorkers.gpusPerNode: 4');
+    expect(f.find((x) => x.rule === 'drift-gpu-product')?.fix).toContain('nodes.gpuWorkers.gpuProduct: NVIDIA-A100-SXM4-80GB');
+    expect(f.find((x) => x.rule === 'drift-taints')?.message).toContain('dedicated=gpu:NoSchedule');
+    expect(f.find((x) => x.rule === 'drift-rdma')?.fix).toContain('rdmaSharedDevice.name: hca_shared_devices_a');
+    const hca = stateOf((objects) => objects.filter((o) => o.kind === 'Node' && o.status.allocatable['nvidia.com/gpu']).forEach((o) => { o.status.allocatable['rdma/rdma_shared_device_a'] = '16'; }));
+    expect(findingsOf({ state: hca }).find((x) => x.rule === 'drift-rdma')?.fix).toContain('hcaMax: 16');
+  });
+
+  it('drift-rdma: the NicClusterPolicy config when no node advertises RDMA yet', () => {
+    const state = stateOf((objects) => {
+      objects.filter((o) => o.kind === 'Node').forEach((o) => { delete o.status.allocatable['rdma/rdma_shared_device_a']; });
+      set('NicClusterPolicy', 'nic-cluster-policy', (o) => { o.spec.rdmaSharedDevicePlugin.config = JSON.stringify({ configList: [{ resourceName: 'rdma_ib', rdmaHcaMax: 1000 }] }); })(objects);
+    });
+    const f = findingsOf({ state }).find((x) => x.rule === 'drift-rdma');
+    expect(f?.fix).toContain('name: rdma_ib and hcaMax: 1000');
+  });
+
+  it('kueue-integrations: plain pods with the queue label need the pod integration (data-driven)', () => {
+    const base = renderOf();
+    const pod: Manifest = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'sky-head', namespace: 'default', labels: { 'kueue.x-k8s.io/queue-name': 'default' } }, spec: {} };
+    const cluster: RenderedCluster = { ...base, folders: [...base.folders, { folder: 'tutorials', description: 'test', objects: [pod] }] };
+    expect(kueueFramework(pod)).toBe('pod');
+    // the chart's default configuration has the pod integration; this Kueue does not
+    const state = stateOf(set('ConfigMap', 'kueue-manager-config', (o) => {
+      o.data['controller_manager_config.yaml'] = o.data['controller_manager_config.yaml'].replace(/^\s*- pod\n/m, '');
+    }));
+    expect(state.list('', 'ConfigMap')[0].data).not.toContain('- pod\n');
+    const f = findingsOf({ cluster, state }).find((x) => x.rule === 'kueue-integrations');
+    expect(f?.message).toContain('lacks kubeflow.org/pytorchjob, pod');
+    expect(f?.message).toContain('Pod default/sky-head');
+  });
+
+  it('argocd-prune: a live object tracked by a rendered Application but not rendered', () => {
+    const state = stateOf((objects) => objects.push({
+      apiVersion: 'kueue.x-k8s.io/v1beta2', kind: 'ClusterQueue', metadata: { name: 'old-team', labels: { 'app.kubernetes.io/instance': 'instant-cluster-kueue' } }, spec: { cohortName: 'gpu-cohort' },
+    }));
+    const f = findingsOf({ state }).filter((x) => x.rule === 'argocd-prune');
+    expect(f.map((x) => [x.object, x.severity])).toEqual([['ClusterQueue old-team', 'error']]);
+    expect(f[0].fix).toContain('kubectl label clusterqueue old-team app.kubernetes.io/instance-');
+  });
+
+  it('snapshot-incomplete and kueue-config-unread: what the state lacks is said, not taken as missing APIs', () => {
+    const state = stateOf((objects) => objects.splice(0, objects.length, ...objects.filter((o) => !['Node', 'CustomResourceDefinition', 'ConfigMap'].includes(o.kind))));
+    const f = findingsOf({ state });
+    expect(f.filter((x) => x.rule === 'snapshot-incomplete').map((x) => x.object)).toEqual(['Node (none)', 'CustomResourceDefinition (none)']);
+    expect(f.find((x) => x.rule === 'kueue-config-unread')?.severity).toBe('warning');
+    expect(f.filter((x) => x.rule.startsWith('api-') || x.rule.startsWith('drift-'))).toEqual([]);
+  });
+
+  it('argocd-takeover: blocking when a controller owns the object', () => {
+    const state = stateOf(set('ClusterPolicy', 'cluster-policy', (o) => { o.metadata.ownerReferences = [{ kind: 'GPUCluster', name: 'main', controller: true }]; }));
+    const f = findingsOf({ state }).find((x) => x.rule === 'argocd-takeover' && x.object === 'ClusterPolicy cluster-policy');
+    expect(f?.severity).toBe('error');
+    expect(f?.message).toContain('managed by controller GPUCluster main');
+  });
+});
+
+describe('bad snapshots exit 2 with a one-line reason', () => {
+  let dir: string;
+  beforeAll(() => { dir = mkdtempSync(path.join(tmpdir(), 'preflight-bad-')); });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  const cases: [string, string, RegExp][] = [
+    ['not-yaml', 'a: [b\n', /not YAML/],
+    ['scalar', 'hello\n', /not a Kubernetes object/],
+    ['no-kind', 'metadata: { name: x }\n', /not a Kubernetes object/],
+    ['empty', '\n---\n', /empty snapshot/],
+    ['list-without-items', 'apiVersion: v1\nkind: List\nmetadata: {}\n', /a List without items/],
+    ['bad-item', 'apiVersion: v1\nkind: List\nitems: [42]\n', /items\[0\]: not a Kubernetes object/],
+  ];
+  for (const [name, text, reason] of cases) {
+    it(name, () => {
+      const file = path.join(dir, `${name}.yaml`);
+      writeFileSync(file, text);
+      const c = capture();
+      expect(main(['preflight', '--config', REFERENCE_FILE, '--snapshot', file], c.io)).toBe(EXIT.badInput);
+      expect(c.err).toHaveLength(1);
+      expect(c.err[0]).toMatch(reason);
+      expect(c.out).toEqual([]);
+    });
+  }
+
+  it('a folder, a missing file, an oversized file', () => {
+    mkdirSync(path.join(dir, 'folder'), { recursive: true });
+    for (const [file, reason] of [[path.join(dir, 'folder'), /not a regular file/], [path.join(dir, 'missing.yaml'), /ENOENT/]] as const) {
+      const c = capture();
+      expect(main(['preflight', '--config', REFERENCE_FILE, '--snapshot', file], c.io)).toBe(EXIT.badInput);
+      expect(c.err.join('\n')).toMatch(reason);
+    }
+    expect(() => readBoundedFile(SNAPSHOT, '--snapshot', 100)).toThrow(/more than the 100 bytes/);
+  });
+
+  it('arguments: both sources, neither, --context without --kubeconfig', () => {
+    for (const args of [['--snapshot', SNAPSHOT, '--kubeconfig', 'x'], [], ['--snapshot', SNAPSHOT, '--context', 'x']]) {
+      const c = capture();
+      expect(main(['preflight', '--config', REFERENCE_FILE, ...args], c.io)).toBe(EXIT.badInput);
+      expect(c.err).toHaveLength(1);
+    }
+  });
+
+  it('plain objects and List documents mix', () => {
+    const state = parseSnapshot('apiVersion: v1\nkind: Node\nmetadata: {name: a}\n---\napiVersion: v1\nkind: List\nitems: []\n', 'mixed');
+    expect(state.objects.map((o) => o.metadata.name)).toEqual(['a']);
+  });
+});
+
+describe('preflight --kubeconfig reads the same state live (GET only)', () => {
+  let dir: string;
+  beforeAll(() => { dir = mkdtempSync(path.join(tmpdir(), 'preflight-live-')); });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('answers from a fake API server as from the snapshot', async () => {
+    const server = await serveState(readSnapshot(SNAPSHOT));
+    try {
+      const kubeconfig = path.join(dir, 'kubeconfig');
+      writeFileSync(kubeconfig, kubeconfigFor(server.url));
+      const live = capture();
+      expect(await main(['preflight', '--config', REFERENCE_FILE, '--kubeconfig', kubeconfig, '--context', 'test', '--format', 'json'], live.io)).toBe(EXIT.failed);
+      const snap = capture();
+      expect(main(['preflight', '--config', REFERENCE_FILE, '--snapshot', SNAPSHOT, '--format', 'json'], snap.io)).toBe(EXIT.failed);
+      expect(JSON.parse(live.out.join('\n')).findings).toEqual(JSON.parse(snap.out.join('\n')).findings);
+      expect(server.requests.length).toBeGreaterThan(5);
+      expect(server.requests.every((r) => r.method === 'GET' && r.authorization === 'Bearer preflight-test-token')).toBe(true);
+      expect(server.requests.some((r) => r.path.includes('/secrets'))).toBe(false);
+    } finally {
+      await server.close();
+    }
+  }, 120_000); // loading the client library on a busy machine; never a speed assertion
+
+  it('a server that does not answer exits 2 naming it', async () => {
+    const server = await serveState(new ClusterState('none', []));
+    const url = server.url;
+    await server.close(); // the port is closed now
+    const kubeconfig = path.join(dir, 'closed');
+    writeFileSync(kubeconfig, kubeconfigFor(url));
+    const c = capture();
+    expect(await main(['preflight', '--config', REFERENCE_FILE, '--kubeconfig', kubeconfig, '--timeout', '5'], c.io)).toBe(EXIT.badInput);
+    expect(c.err).toHaveLength(1);
+    expect(c.err[0]).toContain(url);
+  }, 120_000);
+
+  it('an unknown context exits 2', async () => {
+    const kubeconfig = path.join(dir, 'ctx');
+    writeFileSync(kubeconfig, kubeconfigFor('http://127.0.0.1:9'));
+    const c = capture();
+    expect(await main(['preflight', '--config', REFERENCE_FILE, '--kubeconfig', kubeconfig, '--context', 'nope'], c.io)).toBe(EXIT.badInput);
+    expect(c.err[0]).toContain('--context nope');
+  }, 120_000);
+});
