@@ -7,11 +7,12 @@ import { NETWORK_RULES } from './network';
 import { Finding, Rule, ClusterView, ScopeOf } from './rule';
 import { SECURITY_RULES } from './security';
 import { STORAGE_RULES } from './storage';
+import { TENANCY_RULES } from './tenancy';
 import { describeObject } from '../render/manifest';
 
 /** Every cross-object rule, by family. */
 export const RULES: readonly Rule[] = [
-  ...KUEUE_RULES, ...MPI_RULES, ...NETWORK_RULES, ...STORAGE_RULES, ...GITOPS_RULES, ...SECURITY_RULES, ...METADATA_RULES,
+  ...KUEUE_RULES, ...MPI_RULES, ...NETWORK_RULES, ...STORAGE_RULES, ...GITOPS_RULES, ...SECURITY_RULES, ...TENANCY_RULES, ...METADATA_RULES,
 ];
 
 export interface CheckOptions {

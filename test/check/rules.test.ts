@@ -40,6 +40,8 @@ const SAYS: Record<string, readonly RegExp[]> = {
   'no-privileged': [/Job default\/nccl-node-check/, /is privileged/, /allowPrivilegeEscalation: true/],
   'image-pinned': [/nccl-tests:latest/, /"latest" tag/, /Pod default\/probe/, /has no tag/, /ClusterPolicy cluster-policy: spec.dcgmExporter.version/],
   'no-secret-data': [/Secret research\/registry-pull/, /data.token, stringData.user/],
+  'tenant-guardrails-admit': [/Pod research\/probe/, /refused by ValidatingAdmissionPolicy tenant-pod-guardrails: tenant pods may not use the host network/,
+    /Deployment research\/web: a pod of spec.template.spec, created by ReplicaSet controller/],
   'namespace-set': [/ConfigMap settings/, /namespace is unset/, /ClusterQueue research\/research/, /cluster-scoped/],
 };
 

@@ -3,6 +3,7 @@ import * as path from 'node:path';
 import { evaluate } from '@marcbachmann/cel-js';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { checkCluster } from '../../src/check';
 import { OPERATOR_SERVICE_ACCOUNTS, TRUSTED_REQUESTERS } from '../../src/components/tenants/trusted-requesters';
 import { helmFullname, serviceAccountUser } from '../../src/model/helm-names';
 import { KUEUE_POD, LABELS, NAMESPACES, RESOURCES } from '../../src/model/names';
@@ -266,6 +267,34 @@ describe('tenant admission guardrails: Services', () => {
     ['externalIPs', { externalIPs: ['10.0.0.1'] }, [/externalIPs/]],
   ] as [string, Obj, RegExp[]][])('%s', (_what, spec, says) => {
     expect(denials('tenant-service-guardrails', service(spec))).toEqual(says.map((s) => expect.stringMatching(s)));
+  });
+});
+
+describe('the tenant-guardrails-admit check on rendered clusters', () => {
+  const findings = (c: ReturnType<typeof renderOf>) => checkCluster(c).filter((f) => f.rule === 'tenant-guardrails-admit').map((f) => f.message);
+
+  it('admits the samples rendered into a tenant namespace, but not the DCGM diagnostic (SYS_ADMIN: an administrator\'s check)', () => {
+    expect(findings(renderOf((d) => { d.samples = { ...d.samples, namespace: 'research' }; }))).toEqual([
+      expect.stringMatching(/^Job research\/dcgm-diag-replace-with-node-name: a pod of spec.template.spec, created by Job controller, is refused .* may add only these capabilities/),
+    ]);
+    expect(findings(renderOf())).toEqual([]);
+  });
+
+  it('reports an unqueued GPU pod and an unqueued GPU Deployment in a tenant namespace, not in default', () => {
+    const c = renderOf();
+    const gpuPod = pod({ containers: [gpuContainer()] }, { name: 'stray' });
+    const deployment = {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'vllm', namespace: 'inference' },
+      spec: { selector: { matchLabels: { app: 'vllm' } }, template: { metadata: { labels: { app: 'vllm' } }, spec: { containers: [gpuContainer()] } } },
+    };
+    const inDefault = { ...clone(gpuPod), metadata: { name: 'stray', namespace: 'default' } };
+    const extra = { folder: 'extra', description: '', objects: [gpuPod, deployment, inDefault] as unknown as Manifest[] };
+    expect(findings({ ...c, folders: [...c.folders, extra] })).toEqual([
+      expect.stringMatching(/^Pod research\/stray: the object, as a tenant submits it, is refused .* must name a LocalQueue/),
+      expect.stringMatching(/^Deployment inference\/vllm: a pod of spec.template.spec, created by ReplicaSet controller, is refused .* must name a LocalQueue/),
+    ]);
   });
 });
 

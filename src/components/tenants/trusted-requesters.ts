@@ -21,6 +21,8 @@ export interface TrustedRequester {
   readonly username: string;
   /** Empty: listed to say that its GPU pods are queued one by one, like a tenant's. */
   readonly trust: readonly Trust[];
+  /** Workload kinds (`group/Kind`) whose pods it creates (the `tenant-guardrails-admit` check simulates them). */
+  readonly createsPodsOf: readonly string[];
 }
 
 /**
@@ -56,13 +58,24 @@ const operator = (sa: { namespace: string; name: string }) => serviceAccountUser
  * through Kueue's pod integration like a tenant's own pods.
  */
 export const TRUSTED_REQUESTERS: readonly TrustedRequester[] = [
-  { who: 'Job controller', username: kubeController(KUBE_CONTROLLERS.job), trust: ['pods-of-queued-workloads'] },
-  { who: 'ReplicaSet controller', username: kubeController(KUBE_CONTROLLERS.replicaSet), trust: [] },
-  { who: 'StatefulSet controller', username: kubeController(KUBE_CONTROLLERS.statefulSet), trust: [] },
-  { who: 'DaemonSet controller', username: kubeController(KUBE_CONTROLLERS.daemonSet), trust: [] },
-  { who: 'MPI Operator', username: operator(OPERATOR_SERVICE_ACCOUNTS.mpiOperator), trust: ['pods-of-queued-workloads', 'jobs-of-queued-workloads'] },
-  { who: 'Training Operator', username: operator(OPERATOR_SERVICE_ACCOUNTS.trainingOperator), trust: ['pods-of-queued-workloads'] },
-  { who: 'Kueue', username: operator(OPERATOR_SERVICE_ACCOUNTS.kueue), trust: ['admits-workloads'] },
+  { who: 'Job controller', username: kubeController(KUBE_CONTROLLERS.job), trust: ['pods-of-queued-workloads'], createsPodsOf: ['batch/Job'] },
+  { who: 'ReplicaSet controller', username: kubeController(KUBE_CONTROLLERS.replicaSet), trust: [], createsPodsOf: ['apps/ReplicaSet', 'apps/Deployment'] },
+  { who: 'StatefulSet controller', username: kubeController(KUBE_CONTROLLERS.statefulSet), trust: [], createsPodsOf: ['apps/StatefulSet'] },
+  { who: 'DaemonSet controller', username: kubeController(KUBE_CONTROLLERS.daemonSet), trust: [], createsPodsOf: ['apps/DaemonSet'] },
+  {
+    who: 'MPI Operator',
+    username: operator(OPERATOR_SERVICE_ACCOUNTS.mpiOperator),
+    trust: ['pods-of-queued-workloads', 'jobs-of-queued-workloads'],
+    // The launcher's pods come through its Job (the Job controller), the workers' from the operator.
+    createsPodsOf: ['kubeflow.org/MPIJob'],
+  },
+  {
+    who: 'Training Operator',
+    username: operator(OPERATOR_SERVICE_ACCOUNTS.trainingOperator),
+    trust: ['pods-of-queued-workloads'],
+    createsPodsOf: ['PyTorchJob', 'TFJob', 'XGBoostJob', 'PaddleJob', 'JAXJob'].map((k) => `kubeflow.org/${k}`),
+  },
+  { who: 'Kueue', username: operator(OPERATOR_SERVICE_ACCOUNTS.kueue), trust: ['admits-workloads'], createsPodsOf: [] },
 ];
 
 /** User names of the requesters trusted with `trust`. */
