@@ -47,8 +47,8 @@ const project = new cdk8s.Cdk8sTypeScriptApp({
   typescriptVersion: '~5.9',
   appEntrypoint: 'main.ts',
 
-  deps: ['ajv@8.20.0', 'js-yaml@4.1.1', 'yaml@2.9.1', 'zod@4.6.7', '@kubernetes/client-node@1.4.0'],
-  devDeps: ['@types/node@^20', '@types/js-yaml@4.0.9', 'vitest@4.1.12', 'vite@8.3.8', 'ts-node@10.9.2', '@prometheus-io/lezer-promql@0.315.0', '@lezer/lr@1.4.12', '@lezer/highlight@1.2.5', 'mermaid@11.17.2', 'jsdom@29.1.1', '@marcbachmann/cel-js@8.0.0'],
+  deps: ['ajv@8.20.0', 'js-yaml@4.1.1', 'yaml@2.9.1', 'zod@4.6.7', '@kubernetes/client-node@1.4.0', '@marcbachmann/cel-js@8.0.0'],
+  devDeps: ['@types/node@^20', '@types/js-yaml@4.0.9', 'vitest@4.1.12', 'vite@8.3.8', 'ts-node@10.9.2', '@prometheus-io/lezer-promql@0.315.0', '@lezer/lr@1.4.12', '@lezer/highlight@1.2.5', 'mermaid@11.17.2', 'jsdom@29.1.1'],
 
   jest: false,
   github: false,

@@ -7,6 +7,7 @@ import { NETWORK_RULES } from './network';
 import { Finding, Rule, ClusterView, ScopeOf } from './rule';
 import { SECURITY_RULES } from './security';
 import { STORAGE_RULES } from './storage';
+import { TENANCY_RULES } from './tenancy';
 import { UPSTREAM_RULES } from './upstream';
 import { DEFAULT_UPSTREAM } from '../paths';
 import { describeObject } from '../render/manifest';
@@ -14,7 +15,7 @@ import { Upstream } from '../upstream/upstream';
 
 /** Every cross-object rule, by family. */
 export const RULES: readonly Rule[] = [
-  ...KUEUE_RULES, ...MPI_RULES, ...NETWORK_RULES, ...STORAGE_RULES, ...GITOPS_RULES, ...SECURITY_RULES, ...METADATA_RULES,
+  ...KUEUE_RULES, ...MPI_RULES, ...NETWORK_RULES, ...STORAGE_RULES, ...GITOPS_RULES, ...SECURITY_RULES, ...TENANCY_RULES, ...METADATA_RULES,
   ...UPSTREAM_RULES,
 ];
 

@@ -10,3 +10,4 @@ export { GITOPS_RULES, OPERATOR_API_GROUPS, folderOfPath } from './gitops';
 export { SECURITY_RULES, unpinnedImage } from './security';
 export { METADATA_RULES } from './metadata';
 export { UPSTREAM_RULES } from './upstream';
+export { TENANCY_RULES } from './tenancy';

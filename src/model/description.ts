@@ -232,6 +232,10 @@ const samples = z.strictObject({
 
 const monitoring = z.strictObject({
   namespace: dnsLabel().default('monitoring').describe('Namespace of the monitoring stack and its scrape objects.'),
+  scraperServiceAccount: dnsSubdomain().optional()
+    .describe('ServiceAccount of the VMAgent in monitoring.namespace: the only subject allowed to read /metrics endpoints that authorise callers (Kueue). '
+      + 'Default: vmagent-vm-victoria-metrics-k8s-stack, what the victoria-metrics-k8s-stack chart creates for release "vm" (installs.monitoring: managed); '
+      + 'for a pre-installed stack, vmagent-<name of its VMAgent> (kubectl get vmagent -A).'),
   grafanaDashboardLabel: z.strictObject({
     key: labelKey().default('grafana_dashboard').describe('Label key.'),
     value: labelValue().default('1').describe('Label value.'),

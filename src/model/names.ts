@@ -41,6 +41,17 @@ export const LABELS = {
   provides: 'gpu-cluster.dev/provides',
 } as const;
 
+/**
+ * Kueue's names on plain pods (v0.19 pod integration): the gates its webhook puts on every queued
+ * pod and lifts on admission, and the labels of a pod group (gang).
+ */
+export const KUEUE_POD = {
+  admissionGate: 'kueue.x-k8s.io/admission',
+  topologyGate: 'kueue.x-k8s.io/topology',
+  groupNameLabel: 'kueue.x-k8s.io/pod-group-name',
+  groupTotalCountAnnotation: 'kueue.x-k8s.io/pod-group-total-count',
+} as const;
+
 /** The value of app.kubernetes.io/managed-by on everything this toolkit renders. */
 export const MANAGED_BY = 'gpu-cluster-manifests';
 
@@ -55,6 +66,16 @@ export const NAMESPACES = {
   default: 'default',
   /** Argo CD of the fleet hub (the ApplicationSet and its AppProject live there). */
   argocd: 'argocd',
+} as const;
+
+/**
+ * Helm release names of the add-ons installed from a chart. They name what the chart creates (e.g.
+ * Kueue's `<release>-controller-manager` ServiceAccount, whose requests the tenant guardrails trust).
+ */
+export const RELEASES = {
+  kueue: 'kueue',
+  /** victoria-metrics-k8s-stack: the VMAgent is `vm-victoria-metrics-k8s-stack`. */
+  monitoring: 'vm',
 } as const;
 
 /** Names of the two operator singletons. */

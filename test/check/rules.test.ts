@@ -51,6 +51,8 @@ const SAYS: Record<string, readonly RegExp[]> = {
     /Application argocd\/instant-cluster-network-operator-install: chart network-operator 26.4.1 creates nfd.k8s-sigs.io\/NodeFeatureRule/,
     /NodeFeatureRule nvidia-nics-rules/, /AppProject instant-cluster/,
   ],
+  'tenant-guardrails-admit': [/Pod research\/probe/, /refused by ValidatingAdmissionPolicy tenant-pod-guardrails: tenant pods may not use the host network/,
+    /Deployment research\/web: a pod of spec.template.spec, created by ReplicaSet controller/],
   'namespace-set': [/ConfigMap settings/, /namespace is unset/, /ClusterQueue research\/research/, /cluster-scoped/],
 };
 

@@ -76,12 +76,14 @@ describe('monitoring', () => {
     for (const o of objects.filter((m) => m.kind.startsWith('VM'))) expect(o.metadata.namespace).toBe('monitoring');
   });
 
-  it('lets the monitoring namespace read /metrics and nothing more', () => {
+  it('lets the scraper\'s ServiceAccount read /metrics and nothing more (test/monitoring/metrics-reader.test.ts derives its name)', () => {
     const objects = monitoringOf();
     const role = findObject(objects, 'ClusterRole', 'monitoring-metrics-reader');
     expect(role.rules).toEqual([{ nonResourceURLs: ['/metrics'], verbs: ['get'] }]);
     const binding = findObject(objects, 'ClusterRoleBinding', 'monitoring-metrics-reader');
-    expect(binding.subjects).toEqual([{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'system:serviceaccounts:monitoring' }]);
+    expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'vmagent-vm-victoria-metrics-k8s-stack', namespace: 'monitoring' }]);
+    const preinstalled = findObject(monitoringOf((d) => { d.monitoring = { namespace: 'observability', scraperServiceAccount: 'vmagent-stack' }; }), 'ClusterRoleBinding', 'monitoring-metrics-reader');
+    expect(preinstalled.subjects).toEqual([{ kind: 'ServiceAccount', name: 'vmagent-stack', namespace: 'observability' }]);
   });
 
   it('scrapes the node status exporter only when the ClusterPolicy runs it', () => {

@@ -66,7 +66,7 @@ describe('tenants', () => {
     expect(binding.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'tenant' });
   });
 
-  it('lets a tenant run Jobs, MPIJobs, PyTorchJobs and Pods and read its queue and Workloads, in its namespace only', () => {
+  it('lets a tenant run Jobs, MPIJobs, PyTorchJobs and Pods, keep Secrets, Services and ServiceAccounts, and read its queue and Workloads, in its namespace only', () => {
     const grants = grantsOf(renderOf(), 'tenant-research');
     for (const g of ['batch/jobs', 'kubeflow.org/mpijobs', 'kubeflow.org/pytorchjobs', 'core/pods']) {
       for (const v of ['create', 'get', 'list', 'watch', 'delete', 'patch']) expect(grants).toContain(`research ${g} ${v}`);
@@ -75,9 +75,13 @@ describe('tenants', () => {
       for (const v of ['get', 'list', 'watch']) expect(grants).toContain(`research ${g} ${v}`);
     }
     expect(grants).toContain('research core/pods/exec create');
-    // Read-only where it must be: no writes to queues or Workloads, nothing on Secrets or RBAC.
+    // Inference work: image-pull Secrets, Services and ServiceAccounts of its own, namespaced.
+    for (const g of ['core/secrets', 'core/services', 'core/serviceaccounts']) {
+      for (const v of ['create', 'update', 'delete', 'get']) expect(grants).toContain(`research ${g} ${v}`);
+    }
+    // Read-only where it must be: no writes to queues or Workloads, nothing on RBAC, quotas or policies.
     expect(grants.filter((g) => g.startsWith('research kueue.x-k8s.io/') && !/ (get|list|watch)$/.test(g))).toEqual([]);
-    expect(grants.filter((g) => /secrets|rbac|resourcequotas|namespaces|\*/.test(g))).toEqual([]);
+    expect(grants.filter((g) => /rbac|resourcequotas|limitranges|namespaces|networkpolicies|serviceaccounts\/token|\*/.test(g))).toEqual([]);
     expect(grants.every((g) => g.startsWith('research '))).toBe(true);
   });
 

@@ -2,7 +2,7 @@ import { GroupKind } from './api-kinds';
 import { ApplicationSpecIgnoreDifferences, ApplicationSpecSource } from '../../../imports/argocd-application-argoproj.io';
 import { ClusterDescription } from '../../model/description';
 import { ClusterModel } from '../../model/model';
-import { NAMESPACES } from '../../model/names';
+import { NAMESPACES, RELEASES } from '../../model/names';
 import { VERSIONS } from '../../versions';
 import { gpuOperatorHelmValues } from '../gpu-operator/helm-values';
 import { kueueHelmValues } from '../kueue/manager-config';
@@ -137,7 +137,7 @@ export function managedInstalls(model: ClusterModel): ManagedInstall[] {
       // enableVisibilityAuthReaderRoleBinding (on): the visibility API server's RoleBinding to the
       // extension-apiserver-authentication-reader Role, which exists only in kube-system.
       extraNamespaces: ['kube-system'],
-      source: helmSource(VERSIONS.kueue, 'kueue', kueueHelmValues(model)),
+      source: helmSource(VERSIONS.kueue, RELEASES.kueue, kueueHelmValues(model)),
       provides: [{ group: 'kueue.x-k8s.io', kind: '*' }],
       clusterKinds: [...OPERATOR_KINDS, MUTATING_WEBHOOK, VALIDATING_WEBHOOK, API_SERVICE],
       largestObjectBytes: LARGEST_CRD_BYTES.kueue,
@@ -224,7 +224,7 @@ export function managedInstalls(model: ClusterModel): ManagedInstall[] {
       namespace: m.namespace,
       // The stack's Services for the control-plane components (scheduler, controller-manager, etcd) live in kube-system.
       extraNamespaces: ['kube-system'],
-      source: helmSource(VERSIONS.victoriaMetricsK8sStack, 'vm', {
+      source: helmSource(VERSIONS.victoriaMetricsK8sStack, RELEASES.monitoring, {
         // Grafana's sidecar loads the dashboard ConfigMaps the monitoring component renders.
         'grafana': { sidecar: { dashboards: { enabled: true, label: m.grafanaDashboardLabel.key, labelValue: m.grafanaDashboardLabel.value } } },
         // The chart would generate a new webhook certificate on every render: perpetual drift under Argo CD.

@@ -1,13 +1,14 @@
 import { Chart } from 'cdk8s';
 import { Construct } from 'constructs';
 import { ClusterModel } from '../../model/model';
-import { NAMESPACES } from '../../model/names';
+import { NAMESPACES, RELEASES } from '../../model/names';
+import { VERSIONS } from '../../versions';
 import { componentChartProps, ComponentChartProps, ComponentDefinition } from '../component';
 import { gpuFleetDashboard, queueDashboard } from './dashboards';
 import { ExporterScrapes } from './exporter-scrapes';
 import { GpuClusterAlerts } from './gpu-cluster-alerts';
 import { GrafanaDashboard } from './grafana-dashboard';
-import { MetricsReader } from './metrics-reader';
+import { MetricsReader, vmAgentServiceAccount } from './metrics-reader';
 
 /**
  * Monitoring: what makes the preinstalled VictoriaMetrics + Grafana useful for GPU work. Scrape
@@ -34,7 +35,10 @@ export class MonitoringChart extends Chart {
       // off by default in the ClusterPolicy: a scrape without targets would only mislead
       nodeStatusExporter: d.gpuOperator.nodeStatusExporter,
     });
-    new MetricsReader(this, 'MetricsReader', { scraperNamespace: m.namespace });
+    new MetricsReader(this, 'MetricsReader', {
+      scraperNamespace: m.namespace,
+      scraperServiceAccount: m.scraperServiceAccount ?? vmAgentServiceAccount(RELEASES.monitoring, VERSIONS.victoriaMetricsK8sStack.chart),
+    });
 
     new GpuClusterAlerts(this, 'Alerts', {
       namespace: m.namespace,

@@ -1,25 +1,36 @@
 import { Chart } from 'cdk8s';
 import { Construct } from 'constructs';
 import { ClusterModel } from '../../model/model';
-import { LABELS, RESOURCES } from '../../model/names';
+import { KUEUE_POD, LABELS, NAMESPACES, RESOURCES } from '../../model/names';
 import { componentChartProps, ComponentChartProps, ComponentDefinition } from '../component';
+import { tenantIngressSources } from './ingress-sources';
 import { Tenant } from './tenant';
 import { TenantGuardrails } from './tenant-guardrails';
+import { TenantNetworkPolicies } from './tenant-network-policies';
 
 /** ValidatingAdmissionPolicy is GA (admissionregistration.k8s.io/v1) from Kubernetes 1.30. */
 const ADMISSION_POLICY_MINOR = 30;
 
 /**
- * Tenants: per tenant a labelled namespace, its LocalQueue and a namespaced role for its group;
- * and admission guardrails for every tenant namespace (on Kubernetes 1.30 and later).
+ * Tenants: per tenant a labelled namespace, its LocalQueue, a namespaced role for its group and
+ * ingress NetworkPolicies; admission guardrails for every tenant namespace (on Kubernetes 1.30 and
+ * later). `default` gets the same NetworkPolicies: the samples and the administrators' own jobs run
+ * there, and tenants must not reach them either.
  */
 export class TenantsChart extends Chart {
   constructor(scope: Construct, id: string, props: ComponentChartProps) {
     super(scope, id, componentChartProps(props.model, props));
     const minor = Number(props.model.description.kubernetesVersion.split('.')[1]);
     if (minor >= ADMISSION_POLICY_MINOR) {
-      new TenantGuardrails(this, 'Guardrails', { tenantLabel: LABELS.tenant, queueLabel: LABELS.queueName, gpuResource: RESOURCES.gpu });
+      new TenantGuardrails(this, 'Guardrails', {
+        tenantLabel: LABELS.tenant,
+        queueLabel: LABELS.queueName,
+        gpuResource: RESOURCES.gpu,
+        kueueGates: [KUEUE_POD.admissionGate, KUEUE_POD.topologyGate],
+      });
     }
+    const ingressSources = tenantIngressSources(props.model);
+    new TenantNetworkPolicies(this, 'DefaultNamespacePolicies', { namespace: NAMESPACES.default, sources: ingressSources });
     for (const t of props.model.tenants) {
       new Tenant(this, t.name, {
         name: t.name,
@@ -28,6 +39,7 @@ export class TenantsChart extends Chart {
         clusterQueue: t.clusterQueue,
         group: t.group,
         labels: t.labels,
+        ingressSources,
       });
     }
   }
@@ -35,6 +47,6 @@ export class TenantsChart extends Chart {
 
 export const tenants: ComponentDefinition = {
   folder: 'tenants',
-  description: 'Tenant namespaces with their LocalQueue, a namespaced Role bound to the tenant group, and admission guardrails (no host access, jobs queued)',
+  description: 'Tenant namespaces with their LocalQueue, a namespaced Role bound to the tenant group, and admission guardrails (Pod Security baseline + IPC_LOCK, GPUs only through Kueue), ingress NetworkPolicies',
   build: (scope: Construct, model: ClusterModel) => (model.tenants.length === 0 ? undefined : new TenantsChart(scope, 'tenants', { model })),
 };

@@ -1,13 +1,21 @@
 import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
+import { TRUSTED_REQUESTERS, TrustedRequester, usersTrustedWith } from './trusted-requesters';
 
 export interface TenantGuardrailsProps {
   /** Label key every tenant namespace carries (the policies bind to namespaces with it). */
   readonly tenantLabel: string;
-  /** Label that puts a job into a Kueue LocalQueue. */
+  /** Label that puts a job or pod into a Kueue LocalQueue. */
   readonly queueLabel: string;
   /** Extended resource of the GPUs. */
   readonly gpuResource: string;
+  /** Scheduling gates Kueue puts on queued pods; the first is the admission gate a queued pod must carry. */
+  readonly kueueGates: readonly [string, ...string[]];
+  /**
+   * Controllers recognised by `request.userInfo.username`, and what each may do that a tenant may not.
+   * @default TRUSTED_REQUESTERS
+   */
+  readonly requesters?: readonly TrustedRequester[];
   /**
    * Capabilities a tenant container may add: the Pod Security "baseline" set plus IPC_LOCK, which
    * RDMA memory registration needs (baseline itself would reject every NCCL job).
@@ -26,6 +34,22 @@ const BASELINE_CAPABILITIES = [
   'AUDIT_WRITE', 'CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'MKNOD', 'NET_BIND_SERVICE',
   'SETFCAP', 'SETGID', 'SETPCAP', 'SETUID', 'SYS_CHROOT',
 ];
+/** The "safe" sysctls the baseline profile allows (Kubernetes 1.29 and later). */
+const BASELINE_SYSCTLS = [
+  'kernel.shm_rmid_forced', 'net.ipv4.ip_local_port_range', 'net.ipv4.ip_unprivileged_port_start',
+  'net.ipv4.tcp_syncookies', 'net.ipv4.ping_group_range', 'net.ipv4.ip_local_reserved_ports',
+  'net.ipv4.tcp_keepalive_time', 'net.ipv4.tcp_fin_timeout', 'net.ipv4.tcp_keepalive_intvl',
+  'net.ipv4.tcp_keepalive_probes',
+];
+/** SELinux types the baseline profile allows (user and role must stay unset). */
+const BASELINE_SELINUX_TYPES = ['', 'container_t', 'container_init_t', 'container_kvm_t', 'container_engine_t'];
+const APPARMOR_ANNOTATION_PREFIX = 'container.apparmor.security.beta.kubernetes.io/';
+
+/** Job kinds Kueue admits as a whole: they must name a queue, and only Kueue may start them. */
+const QUEUED_JOB_RESOURCES = [
+  { apiGroups: ['batch'], apiVersions: ['v1'], resources: ['jobs'] },
+  { apiGroups: ['kubeflow.org'], apiVersions: ['*'], resources: ['mpijobs', 'pytorchjobs', 'tfjobs', 'xgboostjobs', 'paddlejobs', 'jaxjobs'] },
+];
 
 const API_VERSION = 'admissionregistration.k8s.io/v1';
 
@@ -34,29 +58,68 @@ interface Validation {
   readonly message: string;
 }
 
+const list = (items: readonly string[]) => `[${items.map((i) => JSON.stringify(i)).join(', ')}]`;
+
 /**
- * Admission guardrails for tenant namespaces (ValidatingAdmissionPolicy, GA since Kubernetes 1.30):
- * tenants' RBAC lets them create Pods and Jobs, so the policy is what keeps those pods off the
- * host (no privileged containers, host namespaces, hostPath volumes, or capabilities beyond
- * baseline + IPC_LOCK) and inside Kueue's quota (jobs carry a queue label; a pod no controller
- * owns may not take GPUs). Pods created by a controller (Job, MPIJob, PyTorchJob) inherit the
- * queue admission of their owner, so ownership exempts them from the queue rules only.
+ * `pred` over every container. Containers and init containers are one type; ephemeral containers
+ * another, so they get their own list (CEL lists are homogeneous once type-checked).
+ */
+function everyContainer(pred: string): string {
+  return `variables.containers.all(c, ${pred}) && variables.ephemeralContainers.all(c, ${pred})`;
+}
+/** Placeholder for "the security context" in the predicates below (CEL has no lambdas to bind it). */
+const SC = '$sc';
+/** `pred` over the pod's security context (`$sc`), when it has one. */
+function podContext(pred: string): string {
+  return `(!has(object.spec.securityContext) || (${pred.split(SC).join('object.spec.securityContext')}))`;
+}
+/** `pred` over each container's security context (`$sc`), when it has one. */
+function containerContexts(pred: string): string {
+  return everyContainer(`!has(c.securityContext) || (${pred.split(SC).join('c.securityContext')})`);
+}
+
+/**
+ * Admission guardrails for tenant namespaces (ValidatingAdmissionPolicy, GA since Kubernetes 1.30).
+ *
+ * Pod security: the Pod Security "baseline" profile, except that IPC_LOCK may be added (RDMA),
+ * for every pod whoever creates it (a controller creates what the tenant's Job template says).
+ *
+ * Queueing: trust goes by who sends the request (`request.userInfo.username`), never by what the
+ * object claims, since a tenant may write any ownerReferences. A GPU pod is admitted when Kueue
+ * queues it (the queue label, and Kueue's admission gate, which proves the pod integration took
+ * it), or when a controller creates it for a workload Kueue admits as a whole (a Job, MPIJob or
+ * PyTorchJob). Jobs must name a queue and be suspended by Kueue; only Kueue starts them or lifts
+ * its gates.
+ *
+ * Services: ClusterIP only and no externalIPs (a Service with externalIPs intercepts traffic to
+ * any address, CVE-2020-8554; node ports are cluster-wide and the Dashboard's is taken).
  */
 export class TenantGuardrails extends Construct {
   readonly podPolicyName: string;
   readonly queuePolicyName: string;
+  readonly servicePolicyName: string;
 
   constructor(scope: Construct, id: string, props: TenantGuardrailsProps) {
     super(scope, id);
     const prefix = props.namePrefix ?? 'tenant';
     const allowed = props.allowedCapabilities ?? [...BASELINE_CAPABILITIES, 'IPC_LOCK'];
     if (allowed.includes('SYS_ADMIN')) throw new Error('allowedCapabilities: SYS_ADMIN lets a tenant pod escape to the node');
+    const requesters = props.requesters ?? TRUSTED_REQUESTERS;
+    const trusted = (t: Parameters<typeof usersTrustedWith>[1]) => {
+      const users = usersTrustedWith(requesters, t);
+      if (users.length === 0) throw new Error(`requesters: none is trusted with "${t}"`);
+      return `request.userInfo.username in ${list(users)}`;
+    };
     this.podPolicyName = `${prefix}-pod-guardrails`;
     this.queuePolicyName = `${prefix}-queue-required`;
+    this.servicePolicyName = `${prefix}-service-guardrails`;
     const tenantNamespaces = { matchExpressions: [{ key: props.tenantLabel, operator: 'Exists' }] };
-    const owned = 'has(object.metadata.ownerReferences) && size(object.metadata.ownerReferences) > 0';
-    const capabilityList = allowed.map((c) => `'${c}'`).join(', ');
     const gpu = JSON.stringify(props.gpuResource);
+    const queueLabel = JSON.stringify(props.queueLabel);
+    const [admissionGate] = props.kueueGates;
+    const queuedObject = `has(object.metadata.labels) && ${queueLabel} in object.metadata.labels && object.metadata.labels[${queueLabel}] != ''`;
+    const onCreate = (expression: string) => `request.operation != 'CREATE' || ${expression}`;
+    const onUpdate = (expression: string) => `request.operation != 'UPDATE' || ${expression}`;
 
     const podChecks: Validation[] = [
       { expression: '!has(object.spec.hostNetwork) || !object.spec.hostNetwork', message: 'tenant pods may not use the host network' },
@@ -64,42 +127,126 @@ export class TenantGuardrails extends Construct {
       { expression: '!has(object.spec.hostIPC) || !object.spec.hostIPC', message: 'tenant pods may not use the host IPC namespace' },
       { expression: '!has(object.spec.volumes) || object.spec.volumes.all(v, !has(v.hostPath))', message: 'tenant pods may not mount hostPath volumes' },
       {
-        expression: 'variables.containers.all(c, !has(c.securityContext) || !has(c.securityContext.privileged) || !c.securityContext.privileged)',
+        expression: containerContexts('!has($sc.privileged) || !$sc.privileged'),
         message: 'tenant containers may not be privileged (add IPC_LOCK for RDMA instead)',
       },
       {
-        expression: 'variables.containers.all(c, !has(c.securityContext) || !has(c.securityContext.capabilities) '
-          + `|| !has(c.securityContext.capabilities.add) || c.securityContext.capabilities.add.all(cap, cap in [${capabilityList}]))`,
+        expression: containerContexts(`!has($sc.capabilities) || !has($sc.capabilities.add) || $sc.capabilities.add.all(cap, cap in ${list(allowed)})`),
         message: `tenant containers may add only these capabilities: ${allowed.join(', ')}`,
       },
       {
-        expression: `${owned} || variables.containers.all(c, !has(c.resources) `
-          + `|| ((!has(c.resources.limits) || !(${gpu} in c.resources.limits)) && (!has(c.resources.requests) || !(${gpu} in c.resources.requests))))`,
-        message: `a pod no controller owns may not request ${props.gpuResource}: submit a Job, MPIJob or PyTorchJob with the ${props.queueLabel} label, so Kueue admits it within the quota`,
+        expression: everyContainer('!has(c.ports) || c.ports.all(p, !has(p.hostPort) || p.hostPort == 0)'),
+        message: 'tenant containers may not use host ports',
+      },
+      {
+        expression: `${podContext("!has($sc.seccompProfile) || $sc.seccompProfile.type != 'Unconfined'")} && `
+          + containerContexts("!has($sc.seccompProfile) || $sc.seccompProfile.type != 'Unconfined'"),
+        message: 'tenant pods may not run without seccomp (seccompProfile type Unconfined)',
+      },
+      {
+        expression: `${podContext("!has($sc.appArmorProfile) || $sc.appArmorProfile.type in ['RuntimeDefault', 'Localhost']")} && `
+          + containerContexts("!has($sc.appArmorProfile) || $sc.appArmorProfile.type in ['RuntimeDefault', 'Localhost']")
+          + ` && (!has(object.metadata.annotations) || object.metadata.annotations.all(k, !k.startsWith('${APPARMOR_ANNOTATION_PREFIX}') `
+          + "|| object.metadata.annotations[k] == 'runtime/default' || object.metadata.annotations[k].startsWith('localhost/')))",
+        message: 'tenant pods may not run without AppArmor (profile Unconfined or annotation unconfined)',
+      },
+      {
+        expression: containerContexts("!has($sc.procMount) || $sc.procMount == 'Default'"),
+        message: 'tenant containers may not unmask /proc (procMount other than Default)',
+      },
+      {
+        expression: podContext(`!has($sc.sysctls) || $sc.sysctls.all(x, x.name in ${list(BASELINE_SYSCTLS)})`),
+        message: `tenant pods may set only the safe sysctls: ${BASELINE_SYSCTLS.join(', ')}`,
+      },
+      {
+        expression: [podContext, containerContexts].map((f) => f(`!has($sc.seLinuxOptions) || ((!has($sc.seLinuxOptions.type) || $sc.seLinuxOptions.type in ${list(BASELINE_SELINUX_TYPES)}) `
+          + "&& (!has($sc.seLinuxOptions.user) || $sc.seLinuxOptions.user == '') && (!has($sc.seLinuxOptions.role) || $sc.seLinuxOptions.role == ''))")).join(' && '),
+        message: 'tenant pods may not set an SELinux user or role, or a type other than the container types',
+      },
+      {
+        expression: [podContext, containerContexts].map((f) => f('!has($sc.windowsOptions) || !has($sc.windowsOptions.hostProcess) || !$sc.windowsOptions.hostProcess')).join(' && '),
+        message: 'tenant pods may not run as Windows host processes',
+      },
+      {
+        expression: onCreate('!variables.gpu || variables.podOfQueuedWorkload || variables.queued'),
+        message: `a GPU pod must name a LocalQueue with the ${props.queueLabel} label (Kueue then admits it within the quota), `
+          + 'or belong to a Job, MPIJob or PyTorchJob that does',
+      },
+      {
+        expression: onCreate('!variables.gpu || variables.podOfQueuedWorkload || !variables.queued || variables.gated'),
+        message: `Kueue did not gate this queued GPU pod (no ${admissionGate} scheduling gate): its pod integration is off `
+          + 'or does not manage this namespace, so the pod would run outside the quota',
+      },
+      {
+        expression: onUpdate(`variables.admitter || !has(oldObject.spec.schedulingGates) || oldObject.spec.schedulingGates.all(g, !(g.name in ${list(props.kueueGates)}) `
+          + '|| (has(object.spec.schedulingGates) && object.spec.schedulingGates.exists(n, n.name == g.name)))'),
+        message: 'only Kueue lifts its scheduling gates (the pod starts when Kueue admits it)',
       },
     ];
     this.policy(this.podPolicyName, {
       matchConstraints: {
-        resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE', 'UPDATE'], resources: ['pods'] }],
+        resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE', 'UPDATE'], resources: ['pods', 'pods/ephemeralcontainers'] }],
       },
-      variables: [{
-        name: 'containers',
-        expression: 'object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : [])',
-      }],
+      variables: [
+        { name: 'containers', expression: 'object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : [])' },
+        { name: 'ephemeralContainers', expression: 'has(object.spec.ephemeralContainers) ? object.spec.ephemeralContainers : []' },
+        {
+          name: 'gpu',
+          expression: `variables.containers.exists(c, has(c.resources) && ((has(c.resources.limits) && ${gpu} in c.resources.limits) `
+            + `|| (has(c.resources.requests) && ${gpu} in c.resources.requests)))`,
+        },
+        { name: 'queued', expression: queuedObject },
+        { name: 'gated', expression: `has(object.spec.schedulingGates) && object.spec.schedulingGates.exists(g, g.name == ${JSON.stringify(admissionGate)})` },
+        { name: 'podOfQueuedWorkload', expression: trusted('pods-of-queued-workloads') },
+        { name: 'admitter', expression: trusted('admits-workloads') },
+      ],
       validations: podChecks,
     }, tenantNamespaces);
 
+    // batch/v1 Jobs suspend with spec.suspend, the Kubeflow jobs with spec.runPolicy.suspend.
+    const suspended = (o: string) => `(has(${o}.spec.suspend) ? ${o}.spec.suspend == true : (has(${o}.spec.runPolicy) && has(${o}.spec.runPolicy.suspend) && ${o}.spec.runPolicy.suspend == true))`;
     this.policy(this.queuePolicyName, {
+      matchConstraints: { resourceRules: QUEUED_JOB_RESOURCES.map((r) => ({ ...r, operations: ['CREATE', 'UPDATE'] })) },
+      variables: [
+        { name: 'queued', expression: queuedObject },
+        { name: 'suspended', expression: suspended('object') },
+        { name: 'partOfQueuedWorkload', expression: trusted('jobs-of-queued-workloads') },
+        { name: 'admitter', expression: trusted('admits-workloads') },
+      ],
+      validations: [
+        {
+          expression: onCreate('variables.partOfQueuedWorkload || variables.queued'),
+          message: `tenant jobs must name a LocalQueue with the ${props.queueLabel} label (kubectl get localqueues)`,
+        },
+        {
+          expression: onCreate('variables.partOfQueuedWorkload || !variables.queued || variables.suspended'),
+          message: 'Kueue did not suspend this queued job: its integration for this kind is off or does not manage this namespace, so the job would run outside the quota',
+        },
+        {
+          expression: onUpdate(`!(has(oldObject.metadata.labels) && ${queueLabel} in oldObject.metadata.labels) || variables.queued`),
+          message: `the ${props.queueLabel} label of a job may be changed but not removed`,
+        },
+        {
+          expression: onUpdate(`!${suspended('oldObject')} || variables.suspended || variables.admitter || variables.partOfQueuedWorkload`),
+          message: 'only Kueue starts a suspended job (it does when the queue admits it)',
+        },
+      ],
+    }, tenantNamespaces);
+
+    this.policy(this.servicePolicyName, {
       matchConstraints: {
-        resourceRules: [
-          { apiGroups: ['batch'], apiVersions: ['v1'], operations: ['CREATE'], resources: ['jobs'] },
-          { apiGroups: ['kubeflow.org'], apiVersions: ['*'], operations: ['CREATE'], resources: ['mpijobs', 'pytorchjobs'] },
-        ],
+        resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE', 'UPDATE'], resources: ['services'] }],
       },
-      validations: [{
-        expression: `${owned} || (has(object.metadata.labels) && ${JSON.stringify(props.queueLabel)} in object.metadata.labels)`,
-        message: `tenant jobs must name a LocalQueue with the ${props.queueLabel} label (kubectl get localqueues)`,
-      }],
+      validations: [
+        {
+          expression: "!has(object.spec.type) || object.spec.type == 'ClusterIP'",
+          message: 'tenant Services must be ClusterIP (use kubectl port-forward to reach them): node ports and load balancers are shared by the whole cluster',
+        },
+        {
+          expression: '!has(object.spec.externalIPs) || size(object.spec.externalIPs) == 0',
+          message: 'tenant Services may not set externalIPs (they would capture traffic to those addresses)',
+        },
+      ],
     }, tenantNamespaces);
   }
 

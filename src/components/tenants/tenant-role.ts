@@ -7,14 +7,16 @@ const READ = ['get', 'list', 'watch'];
 
 /**
  * What a tenant may do in its namespace: run Jobs, MPIJobs, PyTorchJobs and Pods (with logs and
- * exec for debugging), keep ConfigMaps (scripts) and PersistentVolumeClaims (RWX volumes), and
- * read events, its LocalQueue and its Workloads. Nothing else: no Secrets, no RBAC, no quota
- * objects, and no ClusterRole at all.
+ * exec for debugging), keep ConfigMaps (scripts), PersistentVolumeClaims (RWX volumes), Secrets
+ * (image pull credentials, model tokens), Services (inference endpoints; the guardrails keep them
+ * ClusterIP) and ServiceAccounts, and read events, its LocalQueue and its Workloads. Nothing else:
+ * no RBAC, no quota objects, no NetworkPolicies, and no ClusterRole at all. Pods (and so SkyPilot's
+ * pods) stay creatable: the guardrails decide by who sends the request, not by ownerReferences.
  */
 export const TENANT_RULES: readonly k8s.PolicyRule[] = [
   { apiGroups: ['batch'], resources: ['jobs'], verbs: MANAGE },
   { apiGroups: ['kubeflow.org'], resources: ['mpijobs', 'pytorchjobs'], verbs: MANAGE },
-  { apiGroups: [''], resources: ['pods', 'configmaps', 'persistentvolumeclaims'], verbs: MANAGE },
+  { apiGroups: [''], resources: ['pods', 'configmaps', 'persistentvolumeclaims', 'secrets', 'services', 'serviceaccounts'], verbs: MANAGE },
   { apiGroups: [''], resources: ['pods/log'], verbs: READ },
   // exec is "create" (SPDY) and "get" (WebSocket upgrade, Kubernetes 1.30+).
   { apiGroups: [''], resources: ['pods/exec'], verbs: ['create', 'get'] },

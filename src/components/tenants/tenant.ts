@@ -1,5 +1,6 @@
 import { k8s } from 'cdk8s-plus-28';
 import { Construct } from 'constructs';
+import { IngressSource, TenantNetworkPolicies } from './tenant-network-policies';
 import { TenantRole } from './tenant-role';
 import { LABELS } from '../../model/names';
 import { KueueLocalQueue } from '../kueue/local-queue';
@@ -20,9 +21,14 @@ export interface TenantProps {
    * @default - none
    */
   readonly labels?: Readonly<Record<string, string>>;
+  /**
+   * Namespaces besides its own whose pods may connect to the tenant's pods.
+   * @default - none: only the tenant's own pods
+   */
+  readonly ingressSources?: readonly IngressSource[];
 }
 
-/** One tenant: its namespace, its LocalQueue and its namespaced role. */
+/** One tenant: its namespace, its LocalQueue, its namespaced role and its ingress NetworkPolicies. */
 export class Tenant extends Construct {
   readonly namespace: string;
 
@@ -35,5 +41,6 @@ export class Tenant extends Construct {
     });
     new KueueLocalQueue(this, 'LocalQueue', { name: props.localQueue, namespace: props.namespace, clusterQueue: props.clusterQueue });
     new TenantRole(this, 'Role', { namespace: props.namespace, group: props.group });
+    new TenantNetworkPolicies(this, 'NetworkPolicies', { namespace: props.namespace, sources: props.ingressSources ?? [] });
   }
 }

@@ -1,0 +1,138 @@
+import { parse as parseCel } from '@marcbachmann/cel-js';
+import { Rule, Violation } from './rule';
+import { TRUSTED_REQUESTERS } from '../components/tenants/trusted-requesters';
+import { KUEUE_POD, LABELS } from '../model/names';
+import { Manifest } from '../render/manifest';
+
+type Json = Record<string, any>;
+
+/** Who the check pretends a tenant is: a member of the tenant's group, trusted with nothing. */
+const TENANT_USER = 'tenant-user';
+
+interface ResourceRule { apiGroups?: string[]; resources?: string[]; operations?: string[] }
+interface Policy {
+  readonly name: string;
+  readonly rules: readonly ResourceRule[];
+  readonly variables: readonly { name: string; expression: string }[];
+  readonly validations: readonly { expression: string; message: string }[];
+}
+
+const compiled = new Map<string, (ctx: Json) => unknown>();
+function cel(expression: string): (ctx: Json) => unknown {
+  let fn = compiled.get(expression);
+  if (!fn) {
+    fn = parseCel(expression) as unknown as (ctx: Json) => unknown;
+    compiled.set(expression, fn);
+  }
+  return fn;
+}
+
+function selects(selector: Json | undefined, labels: Json): boolean {
+  if (!selector) return true;
+  for (const [k, v] of Object.entries(selector.matchLabels ?? {})) if (labels[k] !== v) return false;
+  return (selector.matchExpressions ?? []).every((e: Json) => {
+    const has = k(labels, e.key);
+    if (e.operator === 'In') return has && (e.values ?? []).includes(labels[e.key]);
+    if (e.operator === 'NotIn') return !has || !(e.values ?? []).includes(labels[e.key]);
+    return e.operator === 'Exists' ? has : !has;
+  });
+}
+const k = (o: Json, key: string) => Object.prototype.hasOwnProperty.call(o, key);
+
+const groupOf = (apiVersion: string) => (apiVersion.includes('/') ? apiVersion.split('/')[0] : '');
+const resourceOf = (kind: string) => `${kind.toLowerCase()}s`;
+
+/** Kueue's webhooks on creation: a queued job is suspended, a queued pod gated. */
+function kueueMutated(o: Json): Json {
+  const out = structuredClone(o);
+  if (!out.metadata?.labels?.[LABELS.queueName]) return out;
+  if (out.kind === 'Pod') out.spec.schedulingGates = [...(out.spec.schedulingGates ?? []), { name: KUEUE_POD.admissionGate }];
+  else if (out.apiVersion === 'batch/v1') out.spec = { ...out.spec, suspend: true };
+  else out.spec = { ...out.spec, runPolicy: { ...(out.spec.runPolicy ?? {}), suspend: true } };
+  return out;
+}
+
+/** Messages of the validations `object` fails under `policy` when `username` creates it. */
+function refusals(policy: Policy, object: Json, username: string): string[] {
+  const context: Json = { object, oldObject: null, request: { operation: 'CREATE', userInfo: { username } }, variables: {} };
+  const variables: Json = {};
+  const out: string[] = [];
+  try {
+    for (const v of policy.variables) variables[v.name] = cel(v.expression)({ ...context, variables });
+    for (const v of policy.validations) if (cel(v.expression)({ ...context, variables }) !== true) out.push(v.message);
+  } catch (e) {
+    out.push(`the policy's CEL fails to evaluate: ${(e as Error).message.split('\n')[0]}`);
+  }
+  return out;
+}
+
+function matches(policy: Policy, object: Json): boolean {
+  const group = groupOf(String(object.apiVersion ?? ''));
+  const resource = resourceOf(String(object.kind ?? ''));
+  return policy.rules.some((r) => (r.operations ?? []).some((o) => o === 'CREATE' || o === '*')
+    && (r.apiGroups ?? []).some((g) => g === '*' || g === group)
+    && (r.resources ?? []).some((x) => x === '*' || x === resource));
+}
+
+/**
+ * Every workload the cluster renders into a namespace the admission policies guard must get through
+ * them, as the API server would decide: the object itself as a tenant submits it (after Kueue's
+ * webhooks suspended or gated it), and each pod its controller creates, sent by that controller's
+ * ServiceAccount. Catches a sample or tutorial that a tenant namespace would refuse.
+ */
+const guardrailsAdmit: Rule = {
+  id: 'tenant-guardrails-admit',
+  severity: 'error',
+  summary: 'the rendered ValidatingAdmissionPolicies admit every workload rendered into a namespace they guard, and the pods its controller creates',
+  check(index) {
+    const bindings = index.ofKind('ValidatingAdmissionPolicyBinding');
+    if (bindings.length === 0) return [];
+    const namespaceLabels = new Map<string, Json>(index.ofKind('Namespace').map((n) => [n.metadata.name,
+      { ...(n.metadata.labels ?? {}), [LABELS.namespaceName]: n.metadata.name }]));
+    const policies = new Map<string, Policy>(index.ofKind('ValidatingAdmissionPolicy').map((p) => {
+      const spec = (p as unknown as { spec: Json }).spec ?? {};
+      return [p.metadata.name, {
+        name: p.metadata.name,
+        rules: spec.matchConstraints?.resourceRules ?? [],
+        variables: spec.variables ?? [],
+        validations: spec.validations ?? [],
+      }];
+    }));
+    const guarding = (namespace: string) => bindings.flatMap((b) => {
+      const spec = (b as unknown as { spec: Json }).spec ?? {};
+      const policy = policies.get(spec.policyName);
+      const labels = namespaceLabels.get(namespace) ?? { [LABELS.namespaceName]: namespace };
+      return policy && (spec.validationActions ?? ['Deny']).includes('Deny') && selects(spec.matchResources?.namespaceSelector, labels) ? [policy] : [];
+    });
+    const podCreator = (m: Manifest) => TRUSTED_REQUESTERS.find((r) => r.createsPodsOf.includes(`${groupOf(m.apiVersion)}/${m.kind}`));
+
+    const out: Violation[] = [];
+    for (const m of index.objects) {
+      const namespace = m.metadata.namespace;
+      if (!namespace) continue;
+      const guards = guarding(namespace);
+      if (guards.length === 0) continue;
+      const report = (what: string, object: Json, username: string) => {
+        for (const p of guards.filter((g) => matches(g, object))) {
+          for (const why of refusals(p, object, username)) out.push({ message: `${what} is refused by ValidatingAdmissionPolicy ${p.name}: ${why}`, objects: [m] });
+        }
+      };
+      report('the object, as a tenant submits it,', kueueMutated(m as unknown as Json), TENANT_USER);
+      if (m.kind === 'Pod') continue;
+      const creator = podCreator(m);
+      for (const t of index.podTemplates(m)) {
+        const template = (t as unknown as { spec: Json }).spec;
+        const pod = {
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name: `${m.metadata.name}-pod`, namespace, labels: { ...t.labels } },
+          spec: template,
+        };
+        report(`a pod of ${t.path}, created by ${creator?.who ?? 'its controller (trusted with nothing)'},`, kueueMutated(pod), creator?.username ?? TENANT_USER);
+      }
+    }
+    return out;
+  },
+};
+
+export const TENANCY_RULES: readonly Rule[] = [guardrailsAdmit];
