@@ -24,7 +24,10 @@ const SOURCE_DIRS = ['src', 'imports'];
 const SOURCE_FILES = ['tsconfig.json'];
 const CACHE_ENV = 'GPU_CLUSTER_MANIFESTS_CACHE';
 
-/** Path, size and mtime of every compiled source and folder (a folder's mtime changes when a file is added, removed or renamed). */
+/**
+ * Path, size and mtime of every compiled source: an edit, an added, removed or renamed .ts file
+ * changes it; other files (descriptions, editors' swap files) do not.
+ */
 function fingerprint() {
   const parts = [];
   const walk = (dir) => {
@@ -34,7 +37,6 @@ function fingerprint() {
     } catch {
       return;
     }
-    parts.push(`${path.relative(ROOT, dir)}/ ${fs.statSync(dir).mtimeMs}`);
     for (const e of entries) {
       const p = path.join(dir, e.name);
       if (e.isDirectory()) walk(p);

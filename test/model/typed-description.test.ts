@@ -14,7 +14,7 @@ import { ROOT } from '../helpers';
 
 // TypeScript descriptions (`export default defineCluster({...})`): type-checked at compile time
 // against the description schema's input type (`npm test` runs tsc over test/, so the
-// @ts-expect-error lines below fail the build if the typo ever type-checks), and validated at run
+// expect-error directives below fail the build if a typo ever type-checks), and validated at run
 // time by the same loader as YAML.
 const FIXTURES = path.join(ROOT, 'test', 'fixtures', 'descriptions');
 const TS_FILE = path.join(FIXTURES, 'typed-cluster.ts');
