@@ -2,6 +2,9 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { runCheck } from '../../src/commands/check';
+import { renderInputs } from '../../src/commands/options';
+import { InputError } from '../../src/errors';
 import { documentHeads, evaluateExpression, helmFootprint, imageFieldsOfTemplate, imageObjects, kustomizeFootprint, parseTemplate, renderNodes, UNKNOWN_TEXT } from '../../src/upstream';
 import { EvalEnv } from '../../src/upstream/go-template';
 
@@ -143,5 +146,16 @@ describe('image fields of a CR template', () => {
   it('finds every image coordinate object of a CR spec', () => {
     const spec = { validator: { repository: 'r', image: 'i', version: 'v' }, driver: { enabled: true, manager: { version: 'x' } }, plugin: { image: 'p' }, mig: { strategy: 'single' } };
     expect(imageObjects(spec, 'spec').map((o) => o.path)).toEqual(['spec.validator', 'spec.driver.manager', 'spec.plugin']);
+  });
+});
+
+describe('--upstream', () => {
+  it('an explicit folder that does not exist is bad input for check and for the renders', () => {
+    const missing = path.join(tmpdir(), 'no-such-upstream-installs');
+    const lines: string[] = [];
+    const io = { out: (l: string) => lines.push(l), err: (l: string) => lines.push(l) };
+    expect(() => runCheck(['dist', '--upstream', missing], io)).toThrow(InputError);
+    expect(() => renderInputs({ 'upstream': missing, 'no-validate': true })).toThrow(/--upstream .*no-such-upstream-installs: no such folder/);
+    expect(renderInputs({ 'no-validate': true }).upstream).toBeUndefined();
   });
 });
