@@ -74,7 +74,11 @@ export class ClusterIndex {
   private readonly folderByObject = new Map<Manifest, string>();
   private readonly byKind = new Map<string, Manifest[]>();
 
-  constructor(view: ClusterView, readonly scopeOf?: ScopeOf) {
+  /**
+   * @param upstream the vendored upstream installs (../shared/upstream-installs); rules that read them report
+   * nothing when it is undefined or absent
+   */
+  constructor(view: ClusterView, readonly scopeOf?: ScopeOf, readonly upstream?: string) {
     this.name = view.name;
     this.model = view.model;
     const all: Manifest[] = [];

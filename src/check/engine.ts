@@ -4,14 +4,17 @@ import { KUEUE_RULES } from './kueue';
 import { METADATA_RULES } from './metadata';
 import { MPI_RULES } from './mpi';
 import { NETWORK_RULES } from './network';
+import { PLACEMENT_RULES } from './placement/rule';
 import { Finding, Rule, ClusterView, ScopeOf } from './rule';
 import { SECURITY_RULES } from './security';
 import { STORAGE_RULES } from './storage';
+import { DEFAULT_UPSTREAM } from '../paths';
 import { describeObject } from '../render/manifest';
 
 /** Every cross-object rule, by family. */
 export const RULES: readonly Rule[] = [
   ...KUEUE_RULES, ...MPI_RULES, ...NETWORK_RULES, ...STORAGE_RULES, ...GITOPS_RULES, ...SECURITY_RULES, ...METADATA_RULES,
+  ...PLACEMENT_RULES,
 ];
 
 export interface CheckOptions {
@@ -19,11 +22,16 @@ export interface CheckOptions {
   readonly scopeOf?: ScopeOf;
   /** The rules to run (default: all). */
   readonly rules?: readonly Rule[];
+  /**
+   * Folder of the vendored upstream charts and manifests (default `<repo>/../shared/upstream-installs`);
+   * when it does not exist, the rules that read it check nothing of upstream.
+   */
+  readonly upstream?: string;
 }
 
 /** Runs the rules over one cluster; findings in rule order, then object order. */
 export function checkCluster(view: ClusterView, opts: CheckOptions = {}): Finding[] {
-  const index = new ClusterIndex(view, opts.scopeOf);
+  const index = new ClusterIndex(view, opts.scopeOf, opts.upstream ?? DEFAULT_UPSTREAM);
   return (opts.rules ?? RULES).flatMap((rule) => rule.check(index).map((v) => ({
     rule: rule.id,
     severity: rule.severity,
