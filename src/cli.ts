@@ -57,6 +57,8 @@ Options:
                     kubectl get crd -o yaml > my-crds/crds.yaml, then
                     --schemas my-crds --schemas ../shared/crds/kubernetes
   --no-validate     synth without schema validation (not recommended)
+  --upstream DIR    check: vendored upstream charts and manifests (default ../shared/upstream-installs;
+                    absent: the placement of managed installs' Deployments is not simulated)
   --format FORMAT   text (default) or json (machine-readable findings)
   --allow-delete    diff: exit 0 even when objects would be deleted
   --quiet           print errors only

@@ -26,6 +26,7 @@ export function runCheck(args: string[], io: Io = consoleIo, help = ''): number 
     options: {
       'config': { type: 'string', multiple: true },
       'schemas': { type: 'string', multiple: true },
+      'upstream': { type: 'string' },
       'format': { type: 'string' },
       'quiet': { type: 'boolean' },
       'list-rules': { type: 'boolean' },
@@ -51,7 +52,8 @@ export function runCheck(args: string[], io: Io = consoleIo, help = ''): number 
 
   const t0 = performance.now();
   const views = dirs.flatMap(readClusters).map((v) => ({ ...v, model: models.find((m) => m.name === v.name) }));
-  const findings = views.flatMap((v) => checkCluster(v, { scopeOf }));
+  // Absent upstream folder: the rules that read it check nothing of upstream (default: ../shared/upstream-installs).
+  const findings = views.flatMap((v) => checkCluster(v, { scopeOf, upstream: values.upstream }));
   const errors = findings.filter((f) => f.severity === 'error');
   const objects = views.reduce((s, v) => s + v.folders.reduce((n, f) => n + f.objects.length, 0), 0);
   if (objects === 0) throw new InputError(`check: no rendered objects in ${dirs.join(', ')}`);

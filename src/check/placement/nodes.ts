@@ -43,18 +43,14 @@ export interface SimNode {
   readonly hostnames: readonly string[];
   readonly taints: readonly Taint[];
   /**
-   * Allocatable amounts by resource (cores for cpu, bytes for memory, units otherwise). A resource missing
-   * here is unknown when `unknownResources` says so, else the node has none of it.
+   * Allocatable amounts the description gives (cores for cpu, bytes for memory, units otherwise); 0 for the
+   * GPU and RDMA resources on nodes without them. A resource missing here is unknown and never compared:
+   * the service node's cpu and memory, ephemeral storage, and device plugins the description does not name.
    */
   readonly allocatable: Readonly<Record<string, number>>;
-  /** Standard resources whose allocatable the description does not give (the service node's cpu and memory). */
-  readonly unknownResources: readonly string[];
   /** The GPUs run MIG (the variant of a GPU worker after MIG is switched on under the strategy `single`). */
   readonly migEnabled: boolean;
 }
-
-/** Resources no description gives for any node: never compared. */
-export const UNMODELLED_RESOURCES: readonly string[] = ['ephemeral-storage', 'pods'];
 
 /** Labels of a GPU worker: GPU Feature Discovery, Node Feature Discovery and the GPU and Network Operators. */
 function gpuWorkerLabels(model: ClusterModel, mig: boolean): Record<string, string> {
@@ -104,9 +100,10 @@ export function simulatedNodes(model: ClusterModel): SimNode[] {
     taints: w.taints,
     // Under MIG single a node advertises one nvidia.com/gpu per MIG device: at least one per GPU.
     allocatable: gpuAllocatable,
-    unknownResources: [],
     migEnabled: mig,
   });
+  // Nodes without GPUs or HCAs have none of those resources; their cpu and memory come from the description or are unknown.
+  const none: Record<string, number> = { [RESOURCES.gpu]: 0, ...(model.rdma ? { [model.rdma.resourceName]: 0 } : {}) };
   const nodes: SimNode[] = [
     {
       name: 'service node',
@@ -114,8 +111,7 @@ export function simulatedNodes(model: ClusterModel): SimNode[] {
       labels: { [NODE_LABELS.os]: 'linux', ...d.nodes.service.labels },
       hostnames: ['service-node'],
       taints: d.nodes.service.taints,
-      allocatable: {},
-      unknownResources: [RESOURCES.cpu, RESOURCES.memory],
+      allocatable: none,
       migEnabled: false,
     },
     gpuWorker(false),
@@ -129,8 +125,7 @@ export function simulatedNodes(model: ClusterModel): SimNode[] {
       labels: { [NODE_LABELS.os]: 'linux', ...c.labels },
       hostnames: ['cpu-worker'],
       taints: c.taints,
-      allocatable: { [RESOURCES.cpu]: parseQuantity(c.cpu), [RESOURCES.memory]: parseQuantity(c.memory) },
-      unknownResources: [],
+      allocatable: { ...none, [RESOURCES.cpu]: parseQuantity(c.cpu), [RESOURCES.memory]: parseQuantity(c.memory) },
       migEnabled: false,
     });
   }

@@ -1,4 +1,4 @@
-import { SimNode, UNMODELLED_RESOURCES } from './nodes';
+import { SimNode } from './nodes';
 import { LABELS } from '../../model/names';
 import { parseQuantity } from '../../model/quantity';
 
@@ -109,7 +109,7 @@ export interface FitOptions {
 /**
  * Why a pod with `spec` cannot run on `node` under `hostname` (empty: it fits). Follows the scheduler's
  * filters: nodeName, nodeSelector, required node affinity, untolerated NoSchedule/NoExecute taints, requests
- * over allocatable (resources whose allocatable is unknown are not compared).
+ * over allocatable (resources whose allocatable the description does not give are not compared).
  */
 export function misfits(spec: SchedulingSpec, node: SimNode, hostname: string, opts: FitOptions = {}): string[] {
   const out: string[] = [];
@@ -130,11 +130,10 @@ export function misfits(spec: SchedulingSpec, node: SimNode, hostname: string, o
   }
   if (opts.resources ?? true) {
     for (const [resource, amount] of podRequests(spec)) {
-      if (amount === 0 || UNMODELLED_RESOURCES.includes(resource) || node.unknownResources.includes(resource)) continue;
-      // hugepages and other standard resources the description does not give are unknown too.
-      if (!resource.includes('/') && node.allocatable[resource] === undefined) continue;
-      const has = node.allocatable[resource] ?? 0;
-      if (amount > has) out.push(`requests ${amount} ${resource}, allocatable ${has}`);
+      const has = node.allocatable[resource];
+      // unknown allocatable (the service node's cpu and memory, unnamed device plugins): not compared
+      if (has === undefined || amount <= has) continue;
+      out.push(`requests ${amount} ${resource}, allocatable ${has}`);
     }
   }
   return out;

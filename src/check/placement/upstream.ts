@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import { SchedulingSpec } from './scheduling';
@@ -87,6 +87,26 @@ function chartFolder(release: string, chart: string): string | undefined {
     .find((p) => existsSync(path.join(p, 'Chart.yaml')) && (readYaml(path.join(p, 'Chart.yaml')) as Json)?.name === chart);
 }
 
+/**
+ * The top-level blocks `keys` of a chart's values.yaml. Only those blocks are parsed: a whole values file
+ * takes the YAML parser far longer, and synth runs this on every render.
+ */
+function chartValues(file: string, keys: readonly string[]): Json {
+  const cacheKey = `values:${file}:${keys.join(',')}`;
+  if (!fileCache.has(cacheKey)) {
+    const lines = readText(file).split('\n');
+    const out: Json = {};
+    for (const key of keys) {
+      const start = lines.findIndex((l) => l.startsWith(`${key}:`));
+      if (start < 0) continue;
+      const end = lines.findIndex((l, i) => i > start && /^[^\s#]/.test(l));
+      Object.assign(out, parseYaml(lines.slice(start, end < 0 ? undefined : end).join('\n')) as Json);
+    }
+    fileCache.set(cacheKey, out);
+  }
+  return fileCache.get(cacheKey) as Json;
+}
+
 function helmDeployments(app: Manifest, root: string, source: Json): UpstreamDeployment[] {
   const repo = String(source.repoURL ?? '');
   const chart = typeof source.chart === 'string' ? source.chart : repo.startsWith('oci://') ? repo.split('/').pop() ?? '' : '';
@@ -95,7 +115,7 @@ function helmDeployments(app: Manifest, root: string, source: Json): UpstreamDep
   const dir = release && chartFolder(release, chart);
   if (!entries || !dir) return [];
   const helm = isObject(source.helm) ? source.helm : {};
-  let values = readYaml(path.join(dir, 'values.yaml'));
+  let values: unknown = chartValues(path.join(dir, 'values.yaml'), [...new Set(entries.flatMap((e) => [e.block, e.resources.split('.')[0]]))]);
   if (typeof helm.values === 'string') values = mergeValues(values, parseYaml(helm.values));
   if (isObject(helm.valuesObject)) values = mergeValues(values, helm.valuesObject);
   return entries.map((e) => {
@@ -180,6 +200,18 @@ function patchAll(resources: Json[], patches: readonly KustomizePatch[], dir?: s
   return out;
 }
 
+/** The `kind` of a manifest file's first document, from its first 16 KiB. */
+function firstKind(file: string): string | undefined {
+  const fd = openSync(file, 'r');
+  try {
+    const head = Buffer.alloc(16384);
+    const n = readSync(fd, head, 0, head.length, 0);
+    return /^kind:\s*(\S+)\s*$/m.exec(head.subarray(0, n).toString('utf8'))?.[1];
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** The Deployments a kustomization builds (resources followed recursively, its namespace and patches applied). */
 function kustomizeDeployments(dir: string, depth = 0): Json[] {
   const file = ['kustomization.yaml', 'kustomization.yml'].map((f) => path.join(dir, f)).find((f) => existsSync(f));
@@ -193,7 +225,9 @@ function kustomizeDeployments(dir: string, depth = 0): Json[] {
       found.push(...kustomizeDeployments(p, depth + 1));
       continue;
     }
-    // Most resources are CRDs of several hundred KB: parse only files that hold a Deployment.
+    // Most resources are CRDs of several hundred KB each: a file whose first document is a CRD (one document
+    // per CRD file in these releases) is not read further, and only files that hold a Deployment are parsed.
+    if (firstKind(p) === 'CustomResourceDefinition') continue;
     const text = readText(p);
     if (!/^kind:\s*Deployment\s*$/m.test(text)) continue;
     for (const doc of parseAllDocuments(text)) {
