@@ -109,6 +109,19 @@ describe('placement of the rendered clusters', () => {
     ]);
   });
 
+  it('a queued job gets its flavor\'s node labels and tolerations from Kueue; the same job unqueued fits no tainted node', () => {
+    const job = (labels: Record<string, string>): Manifest => ({
+      apiVersion: 'batch/v1',
+      kind: 'Job',
+      metadata: { name: 'train', namespace: 'research', labels },
+      spec: { template: { spec: { restartPolicy: 'Never', containers: [{ name: 'train', image: 'busybox:1.37.0', resources: { limits: { 'nvidia.com/gpu': 8 } } }] } } },
+    });
+    const rendered = viewOf(TRAINING);
+    const withJob = (m: Manifest): ClusterView => ({ ...rendered, folders: [...rendered.folders, { folder: 'jobs', objects: [m] }] });
+    expect(placementMessages(withJob(job({ 'kueue.x-k8s.io/queue-name': 'default' })))).toEqual([]);
+    expect(placementMessages(withJob(job({})))).toEqual([expect.stringMatching(/Job research\/train: spec.template.spec fits no node.*GPU worker: taint nvidia.com\/gpu:NoSchedule not tolerated/)]);
+  });
+
   it('the rendered selectors survive MIG: the NicClusterPolicy and the GPU flavor select nvidia.com/gpu.present', () => {
     const view = viewOf(TRAINING);
     expect(find(view, 'ResourceFlavor', 'nvidia-h200').spec.nodeLabels).toEqual({ 'nvidia.com/gpu.present': 'true' });

@@ -1,11 +1,12 @@
 import { parse as parseYaml } from 'yaml';
 import { SimNode, simulatedNodes } from './nodes';
 import { clusterPolicyOperands, nicClusterPolicyOperands } from './operands';
-import { fitOn, FitOptions, SchedulingSpec } from './scheduling';
+import { fitOn, FitOptions, SchedulingSpec, TolerationLike } from './scheduling';
 import { upstreamDeployments } from './upstream';
 import { RESOURCES } from '../../model/names';
 import { Manifest } from '../../render/manifest';
 import { ClusterIndex } from '../cluster-index';
+import { queueOf } from '../kueue';
 import { Rule, Violation } from '../rule';
 
 type Json = Record<string, unknown>;
@@ -27,6 +28,18 @@ interface Target {
   readonly what: string;
   readonly spec: SchedulingSpec;
   readonly reach: Reach;
+  /**
+   * Queued through Kueue: the ResourceFlavors Kueue may admit it on. Kueue adds the flavor's nodeLabels to
+   * the pods' nodeSelector and its tolerations to theirs, so the pods must fit with one of them.
+   */
+  readonly flavors?: readonly QueueFlavor[];
+}
+
+/** What Kueue adds to the pods it admits on a ResourceFlavor. */
+interface QueueFlavor {
+  readonly name: string;
+  readonly nodeLabels: Readonly<Record<string, string>>;
+  readonly tolerations: readonly TolerationLike[];
 }
 
 function isObject(v: unknown): v is Json {
@@ -73,15 +86,30 @@ function localPathHelper(cm: Manifest): Target[] {
   return out;
 }
 
+/** The flavors of the ClusterQueue a queued object is admitted through (undefined: not queued, or unresolved). */
+function flavorsOf(index: ClusterIndex, m: Manifest): Target['flavors'] {
+  const queue = queueOf(index, m);
+  if (!queue) return undefined;
+  const groups = ((queue.clusterQueue.spec as Json | undefined)?.resourceGroups ?? []) as { flavors?: { name?: string }[] }[];
+  const names = [...new Set(groups.flatMap((g) => (g.flavors ?? []).map((f) => f.name)).filter((n): n is string => typeof n === 'string'))];
+  const found = names.map((name) => index.find('ResourceFlavor', name)).filter((f): f is Manifest => f !== undefined);
+  const flavors = found.map((f) => {
+    const spec = (f.spec ?? {}) as { nodeLabels?: Record<string, string>; tolerations?: TolerationLike[] };
+    return { name: f.metadata.name, nodeLabels: spec.nodeLabels ?? {}, tolerations: spec.tolerations ?? [] };
+  });
+  return flavors.length > 0 ? flavors : undefined;
+}
+
 /** Every pod template the cluster will run: rendered workloads, the helper pod, operator operands, upstream Deployments. */
 function targetsOf(index: ClusterIndex, nodes: readonly SimNode[]): Target[] {
   const gpuKeys = gpuOnlyKeys(nodes);
   const out: Target[] = [];
   for (const m of index.objects) {
+    const flavors = flavorsOf(index, m);
     for (const t of index.podTemplates(m)) {
       const spec = t.spec as unknown as SchedulingSpec;
       const forGpus = m.kind === 'DaemonSet' && selectedKeys(spec).some((k) => gpuKeys.has(k));
-      out.push({ object: m, what: t.path, spec, reach: forGpus ? 'every-gpu-worker' : 'some-node' });
+      out.push({ object: m, what: t.path, spec, reach: forGpus ? 'every-gpu-worker' : 'some-node', flavors });
     }
   }
   for (const cm of index.ofKind('ConfigMap')) out.push(...localPathHelper(cm));
@@ -101,12 +129,21 @@ function targetsOf(index: ClusterIndex, nodes: readonly SimNode[]): Target[] {
 
 function checkTarget(t: Target, nodes: readonly SimNode[]): Violation[] {
   if (t.reach === 'some-node') {
-    const results = nodes.map((n) => ({ node: n, ...fitOn(t.spec, n) }));
-    if (results.some((r) => r.fits.length > 0)) return [];
-    return [{
-      message: `${t.what} fits no node of the cluster: ${results.map((r) => `${r.node.name}: ${r.reasons.join(', ')}`).join('; ')}`,
-      objects: [t.object],
-    }];
+    // Queued: Kueue admits the pods on one flavor and adds its node labels and tolerations.
+    const variants = t.flavors
+      ? t.flavors.map((f) => ({
+        label: `with flavor ${f.name}: `,
+        spec: {
+          ...t.spec,
+          nodeSelector: { ...t.spec.nodeSelector, ...f.nodeLabels },
+          tolerations: [...(t.spec.tolerations ?? []), ...f.tolerations],
+        },
+      }))
+      : [{ label: '', spec: t.spec }];
+    const results = variants.map((v) => ({ ...v, nodes: nodes.map((n) => ({ node: n, ...fitOn(v.spec, n) })) }));
+    if (results.some((v) => v.nodes.some((r) => r.fits.length > 0))) return [];
+    const why = results.map((v) => `${v.label}${v.nodes.map((r) => `${r.node.name}: ${r.reasons.join(', ')}`).join('; ')}`).join(' | ');
+    return [{ message: `${t.what} fits no node of the cluster: ${why}`, objects: [t.object] }];
   }
   const pinned = t.reach === 'pinned-anywhere';
   const must = nodes.filter((n) => (t.reach === 'every-gpu-worker' ? n.role === 'gpu' : t.reach === 'every-mig-worker' ? n.migEnabled : true));
