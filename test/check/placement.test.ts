@@ -72,6 +72,11 @@ describe('placement of the rendered clusters', () => {
   it('every rendered cluster places every pod template', () => {
     expect(placementMessages(viewOf(modelOf()))).toEqual([]);
     expect(placementMessages(viewOf(TRAINING))).toEqual([]);
+    // tainted CPU workers and their cpu-only flavor (which lists nvidia.com/gpu without quota), no InfiniBand
+    expect(placementMessages(viewOf(modelOf((d) => {
+      d.nodes.cpuWorkers = { count: 2, cpu: '64', memory: '256Gi', taints: [{ key: 'cpu', effect: 'NoSchedule' }] };
+      delete d.network.infiniband;
+    })))).toEqual([]);
   });
 
   it('without the model there is nothing to simulate', () => {

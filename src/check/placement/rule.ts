@@ -166,10 +166,13 @@ function gpuFlavorViolations(index: ClusterIndex, nodes: readonly SimNode[]): Vi
   const gpuNodes = nodes.filter((n) => n.role === 'gpu');
   const seen = new Set<string>();
   for (const cq of index.ofKind('ClusterQueue', 'kueue.x-k8s.io')) {
-    const groups = ((cq.spec as Json | undefined)?.resourceGroups ?? []) as { flavors?: { name?: string; resources?: { name?: string }[] }[] }[];
+    type FlavorQuota = { name?: string; resources?: { name?: string; nominalQuota?: string | number }[] };
+    const groups = ((cq.spec as Json | undefined)?.resourceGroups ?? []) as { flavors?: FlavorQuota[] }[];
     for (const g of groups) {
       for (const f of g.flavors ?? []) {
-        if (!f.name || seen.has(f.name) || !(f.resources ?? []).some((r) => r.name === RESOURCES.gpu)) continue;
+        // A flavor listing nvidia.com/gpu with no quota (the cpu-only flavor) holds no GPUs.
+        const gpuQuota = (f.resources ?? []).some((r) => r.name === RESOURCES.gpu && Number(r.nominalQuota ?? 0) > 0);
+        if (!f.name || seen.has(f.name) || !gpuQuota) continue;
         seen.add(f.name);
         const flavor = index.find('ResourceFlavor', f.name);
         const nodeLabels = ((flavor?.spec as Json | undefined)?.nodeLabels ?? {}) as Record<string, string>;
