@@ -73,10 +73,10 @@ Options:
                     (default: ../shared/crds). To validate against your own cluster:
                     kubectl get crd -o yaml > my-crds/crds.yaml, then
                     --schemas my-crds --schemas ../shared/crds/kubernetes
-  --upstream DIR    vendored upstream Helm charts and kustomize manifests the rules
-                    image-matches-upstream and appproject-permits-install-footprint
-                    compare with (default: ../shared/upstream-installs; without it
-                    those two rules report nothing)
+  --upstream DIR    vendored upstream Helm charts and kustomize manifests (synth, check, diff;
+                    default: ../shared/upstream-installs). Without it image-matches-upstream and
+                    appproject-permits-install-footprint report nothing and placement does not
+                    simulate the managed installs' Deployments
   --no-validate     synth without schema validation (not recommended)
   --format FORMAT   text (default) or json (machine-readable findings)
   --allow-delete    diff: exit 0 even when objects would be deleted

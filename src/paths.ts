@@ -23,8 +23,8 @@ export const DEFAULT_OUT = path.join(PROJECT_ROOT, 'dist');
 /** Upstream schemas (CRDs and core definitions) beside the repository. */
 export const DEFAULT_SCHEMAS = path.resolve(PROJECT_ROOT, '..', 'shared', 'crds');
 
-/** JSON Schema of the description, committed beside the descriptions for editor autocompletion. */
-export const SCHEMA_FILE = path.join(CLUSTERS_DIR, 'cluster-description.schema.json');
-
 /** Vendored upstream Helm charts and kustomize manifests of every pinned release, beside the repository. */
 export const DEFAULT_UPSTREAM = path.resolve(PROJECT_ROOT, '..', 'shared', 'upstream-installs');
+
+/** JSON Schema of the description, committed beside the descriptions for editor autocompletion. */
+export const SCHEMA_FILE = path.join(CLUSTERS_DIR, 'cluster-description.schema.json');

@@ -4,6 +4,7 @@ import { KUEUE_RULES } from './kueue';
 import { METADATA_RULES } from './metadata';
 import { MPI_RULES } from './mpi';
 import { NETWORK_RULES } from './network';
+import { PLACEMENT_RULES } from './placement/rule';
 import { Finding, Rule, ClusterView, ScopeOf } from './rule';
 import { SECURITY_RULES } from './security';
 import { STORAGE_RULES } from './storage';
@@ -16,7 +17,7 @@ import { Upstream } from '../upstream/upstream';
 /** Every cross-object rule, by family. */
 export const RULES: readonly Rule[] = [
   ...KUEUE_RULES, ...MPI_RULES, ...NETWORK_RULES, ...STORAGE_RULES, ...GITOPS_RULES, ...SECURITY_RULES, ...TENANCY_RULES, ...METADATA_RULES,
-  ...UPSTREAM_RULES,
+  ...UPSTREAM_RULES, ...PLACEMENT_RULES,
 ];
 
 export interface CheckOptions {

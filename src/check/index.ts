@@ -11,3 +11,5 @@ export { SECURITY_RULES, unpinnedImage } from './security';
 export { METADATA_RULES } from './metadata';
 export { UPSTREAM_RULES } from './upstream';
 export { TENANCY_RULES } from './tenancy';
+export { PLACEMENT_RULES } from './placement/rule';
+export { simulatedNodes } from './placement/nodes';

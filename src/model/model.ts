@@ -254,7 +254,10 @@ export function buildModel(d: ClusterDescription): ClusterModel {
   };
 
   const gpuWorkers: NodePlacement = {
-    selector: { [LABELS.gpuProduct]: w.gpuProduct },
+    // Not nvidia.com/gpu.product: GPU Feature Discovery rewrites it to <product>-MIG-<profile> on a node whose GPUs
+    // run MIG under the strategy "single". The GPU Operator labels every GPU node gpu.present=true, MIG or not, and
+    // the GPU workers are all of one type (nodes.gpuWorkers), so this label selects exactly them.
+    selector: { [LABELS.gpuPresent]: 'true' },
     // The GPU taint is tolerated even when the workers do not carry it (yet): the GPU Operator may add it.
     tolerations: w.taints.some((t) => t.key === RESOURCES.gpu && t.effect === 'NoSchedule' && t.value === undefined)
       ? tolerationsFor(w.taints)

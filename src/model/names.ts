@@ -14,8 +14,9 @@ export const RESOURCES = {
 
 /** Well-known label and annotation keys. */
 export const LABELS = {
-  /** Set by GPU Feature Discovery on every GPU node. */
+  /** Set by GPU Feature Discovery on every GPU node (`<product>-MIG-<profile>` under MIG strategy single with MIG on). */
   gpuProduct: 'nvidia.com/gpu.product',
+  /** Set to "true" by the GPU Operator on every node with an NVIDIA GPU; survives MIG. */
   gpuPresent: 'nvidia.com/gpu.present',
   hostname: 'kubernetes.io/hostname',
   /** Set by the API server on every namespace to its name. */
@@ -105,3 +106,30 @@ export const DCGM_EXPORTER_METRICS = {
   file: 'dcgm-metrics.csv',
   path: '/etc/dcgm-exporter/dcgm-metrics.csv',
 } as const;
+
+/**
+ * Node labels other components set and the placement simulation (src/check/placement) gives the
+ * simulated nodes. Selectors that must survive MIG use these, never `nvidia.com/gpu.product`, which
+ * GPU Feature Discovery rewrites to `<product>-MIG-<profile>` under the MIG strategy `single`.
+ */
+export const NODE_LABELS = {
+  os: 'kubernetes.io/os',
+  /** Set by GPU Feature Discovery when the MIG strategy is not `none`. */
+  migStrategy: 'nvidia.com/mig.strategy',
+  /** Set by GPU Feature Discovery: the node's GPUs support MIG. */
+  migCapable: 'nvidia.com/mig.capable',
+  /** Node Feature Discovery (with the GPU Operator's `deviceLabelFields: [vendor]`): a PCI device of NVIDIA. */
+  nvidiaPci: 'feature.node.kubernetes.io/pci-10de.present',
+  /** Node Feature Discovery (GPU Operator config, or the Network Operator's NodeFeatureRule): a Mellanox/NVIDIA NIC. */
+  mellanoxPci: 'feature.node.kubernetes.io/pci-15b3.present',
+  /** Set by the Network Operator on NIC nodes: "false" once the NIC driver is ready (or not managed). */
+  mofedWait: 'network.nvidia.com/operator.mofed.wait',
+  /** Prefix of the GPU Operator's per-operand labels on GPU nodes (`nvidia.com/gpu.deploy.<operand>=true`). */
+  gpuDeployPrefix: 'nvidia.com/gpu.deploy.',
+} as const;
+
+/**
+ * Node name in per-node sample templates, replaced at launch (`sed s/replace-with-node-name/$NODE/`);
+ * the placement simulation gives it to the GPU workers the description does not name.
+ */
+export const NODE_NAME_PLACEHOLDER = 'replace-with-node-name';

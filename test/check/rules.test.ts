@@ -53,6 +53,15 @@ const SAYS: Record<string, readonly RegExp[]> = {
   ],
   'tenant-guardrails-admit': [/Pod research\/probe/, /refused by ValidatingAdmissionPolicy tenant-pod-guardrails: tenant pods may not use the host network/,
     /Deployment research\/web: a pod of spec.template.spec, created by ReplicaSet controller/],
+  'placement': [
+    /Deployment local-path-storage\/local-path-provisioner: spec.template.spec fits no node.*service node: taint node-role.kubernetes.io\/control-plane:NoSchedule not tolerated/,
+    /Deployment default\/a100-inference: .*nodeSelector nvidia.com\/gpu.product=NVIDIA-A100-SXM4-80GB \(node: nvidia.com\/gpu.product=NVIDIA-H100-80GB-HBM3\)/,
+    /Job default\/blackwell-only: .*required node affinity \(nvidia.com\/gpu.family In \[blackwell\]\)/,
+    /Pod default\/nine-gpus: spec fits no node.*GPU worker: requests 9 nvidia.com\/gpu, allocatable 8/,
+    /DaemonSet default\/gpu-agent: .*must run on every GPU worker but not on the GPU worker with MIG enabled: nodeSelector nvidia.com\/gpu.product=NVIDIA-H100-80GB-HBM3 \(node: nvidia.com\/gpu.product=NVIDIA-H100-80GB-HBM3-MIG-/,
+    /ResourceFlavor nvidia-h100-80gb-hbm3: its nodeLabels .*select no GPU worker with MIG enabled/,
+    /ConfigMap local-path-storage\/local-path-config: data\["helperPod.yaml"\] \(helper pod of local-path, pinned to the volume's node\) must run wherever a volume lands but not on the service node: nodeSelector nvidia.com\/gpu.present=true/,
+  ],
   'namespace-set': [/ConfigMap settings/, /namespace is unset/, /ClusterQueue research\/research/, /cluster-scoped/],
 };
 

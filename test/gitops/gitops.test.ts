@@ -93,11 +93,23 @@ describe('gitops: managed add-ons', () => {
       driver: { enabled: false }, toolkit: { enabled: false }, clusterPolicy: { deployCR: false }, nfd: { enabled: true },
     });
     expect(app(objects, 'instant-cluster-kueue-install').spec.source).toMatchObject({ repoURL: 'oci://registry.k8s.io/kueue/charts/kueue', path: '.', targetRevision: '0.19.2' });
-    expect(app(objects, 'instant-cluster-mpi-operator-install').spec.source).toEqual({
+    expect(app(objects, 'instant-cluster-mpi-operator-install').spec.source).toMatchObject({
       repoURL: 'https://github.com/kubeflow/mpi-operator.git', path: 'manifests/overlays/standalone', targetRevision: 'v0.8.2',
     });
     expect(app(objects, 'instant-cluster-training-operator-install').spec.source).toMatchObject({ repoURL: 'https://github.com/kubeflow/trainer.git', targetRevision: 'v1.9.4' });
     expect(app(objects, 'instant-cluster-monitoring-stack-install').spec.source.chart).toBe('victoria-metrics-k8s-stack');
+  });
+
+  it('puts the MPI and Training Operator Deployments on the service node through kustomize patches (upstream has no placement)', () => {
+    for (const [name, deployment] of [['mpi-operator', 'mpi-operator'], ['training-operator', 'training-operator']]) {
+      const patches = app(objects, `instant-cluster-${name}-install`).spec.source.kustomize.patches as { target: object; patch: string }[];
+      const placement = patches.filter((p) => p.patch.includes('/spec/template/spec/tolerations'));
+      expect(placement.map((p) => p.target), name).toEqual([{ group: 'apps', kind: 'Deployment', name: deployment }]);
+      expect(JSON.parse(placement[0].patch), name).toEqual([
+        { op: 'add', path: '/spec/template/spec/nodeSelector', value: { 'node-role.kubernetes.io/control-plane': '' } },
+        { op: 'add', path: '/spec/template/spec/tolerations', value: [{ key: 'node-role.kubernetes.io/control-plane', operator: 'Exists', effect: 'NoSchedule' }] },
+      ]);
+    }
   });
 
   it('renders no Helm Application for local-path-provisioner (the storage folder carries it)', () => {

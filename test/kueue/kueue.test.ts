@@ -91,10 +91,10 @@ describe('kueue', () => {
     expect(ofKind(objects, 'LocalQueue')).toHaveLength(1);
   });
 
-  it('selects the GPU workers by product and covers cpu, memory, GPUs and the RDMA device', () => {
+  it('selects the GPU workers by a label that survives MIG and covers cpu, memory, GPUs and the RDMA device', () => {
     const objects = kueueOf();
     const flavor = findObject(objects, 'ResourceFlavor', 'nvidia-h100-80gb-hbm3');
-    expect(spec(flavor)).toEqual({ nodeLabels: { 'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3' } });
+    expect(spec(flavor)).toEqual({ nodeLabels: { 'nvidia.com/gpu.present': 'true' } });
     const research = spec(findObject(objects, 'ClusterQueue', 'research'));
     expect(research.cohortName).toBe('gpu-cohort');
     expect(research.resourceGroups).toEqual([{

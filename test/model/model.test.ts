@@ -35,7 +35,8 @@ describe('model', () => {
     const m = modelOf();
     expect(m.capacity).toMatchObject({ gpuNodes: 2, gpusPerNode: 8, gpus: 16, cpuCores: 384, memoryBytes: 3600 * 2 ** 30, rdmaDevices: 126 });
     expect(m.rdma).toEqual({ resourceName: 'rdma/rdma_shared_device_a', deviceName: 'rdma_shared_device_a', hcaMax: 63, hcas: ['mlx5_0', 'mlx5_1', 'mlx5_2', 'mlx5_3', 'mlx5_4', 'mlx5_5', 'mlx5_6', 'mlx5_7'] });
-    expect(m.gpuWorkers.selector).toEqual({ 'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3' });
+    // not the product label: GPU Feature Discovery renames it under MIG single
+    expect(m.gpuWorkers.selector).toEqual({ 'nvidia.com/gpu.present': 'true' });
     expect(m.queueing.defaultQueue).toMatchObject({ clusterQueue: 'default', localQueue: 'default', namespace: 'default' });
     expect(m.tenants.map((t) => [t.name, t.namespace, t.localQueue, t.group])).toEqual([
       ['research', 'research', 'default', 'tenant-research'], ['inference', 'inference', 'default', 'tenant-inference'],

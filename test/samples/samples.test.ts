@@ -92,7 +92,7 @@ describe('samples: the reference cluster', () => {
     expect(worker.volumeMounts).toEqual([{ name: 'dshm', mountPath: '/dev/shm' }]);
     const pod = podSpec(job, 'Worker');
     expect(pod.volumes).toEqual([{ name: 'dshm', emptyDir: { medium: 'Memory', sizeLimit: '64Gi' } }]);
-    expect(pod.nodeSelector).toEqual({ 'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3' });
+    expect(pod.nodeSelector).toEqual({ 'nvidia.com/gpu.present': 'true' });
     expect(pod.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey).toBe('kubernetes.io/hostname');
     expect(pod.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].labelSelector.matchLabels)
       .toEqual(job.spec.mpiReplicaSpecs.Worker.template.metadata.labels);

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import { findObject, folderObjects, HAS_SCHEMAS, renderOf, schemaErrors } from '../helpers';
 
 const storageOf = (edit?: Parameters<typeof renderOf>[0]) => folderObjects(renderOf(edit), 'storage');
@@ -34,6 +35,26 @@ describe('storage', () => {
     expect(config.storageClassConfigs['local-disk'].nodePathMap).toEqual([{ node: 'DEFAULT_PATH_FOR_NON_LISTED_NODES', paths: ['/mnt/local-nvme'] }]);
     expect(config.storageClassConfigs['local-path'].nodePathMap[0].paths).toEqual(['/var/lib/lp']);
     expect(Object.keys(cm.data as object).sort()).toEqual(['config.json', 'helperPod.yaml', 'setup', 'teardown']);
+  });
+
+  it('lets the helper pod onto every described node: a shared-path helper is scheduled, not pinned', () => {
+    const helperOf = (edit?: Parameters<typeof storageOf>[0]) => {
+      const cm = findObject(storageOf(edit), 'ConfigMap', 'local-path-config', 'local-path-storage');
+      return parse((cm.data as Record<string, string>)['helperPod.yaml']);
+    };
+    const tainted = helperOf((d) => {
+      d.nodes.gpuWorkers.taints = [{ key: 'nvidia.com/gpu', effect: 'NoSchedule' }, { key: 'dedicated', value: 'gpu', effect: 'NoExecute' }];
+      d.nodes.cpuWorkers = { count: 1, cpu: '8', memory: '32Gi', taints: [{ key: 'dedicated', value: 'cpu', effect: 'NoSchedule' }] };
+    });
+    expect(tainted.spec.tolerations).toEqual([
+      { key: 'node.kubernetes.io/disk-pressure', operator: 'Exists', effect: 'NoSchedule' },
+      { key: 'node-role.kubernetes.io/control-plane', operator: 'Exists', effect: 'NoSchedule' },
+      { key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' },
+      { key: 'dedicated', operator: 'Equal', value: 'gpu', effect: 'NoExecute' },
+      { key: 'dedicated', operator: 'Equal', value: 'cpu', effect: 'NoSchedule' },
+    ]);
+    expect(tainted.spec.nodeSelector).toBeUndefined();
+    expect(tainted.spec.containers).toEqual([{ name: 'helper-pod', image: 'busybox:1.37.0', imagePullPolicy: 'IfNotPresent' }]);
   });
 
   it('moves the default when the description says so', () => {

@@ -1,7 +1,7 @@
 import { GroupKind } from './api-kinds';
 import { ApplicationSpecIgnoreDifferences, ApplicationSpecSource } from '../../../imports/argocd-application-argoproj.io';
 import { ClusterDescription } from '../../model/description';
-import { ClusterModel } from '../../model/model';
+import { ClusterModel, podPlacement } from '../../model/model';
 import { NAMESPACES, RELEASES } from '../../model/names';
 import { VERSIONS } from '../../versions';
 import { gpuOperatorHelmValues } from '../gpu-operator/helm-values';
@@ -75,6 +75,21 @@ function injectedCaBundle(who: string, kind: 'MutatingWebhookConfiguration' | 'V
     group: 'admissionregistration.k8s.io',
     kind,
     jqPathExpressions: ['.webhooks[]?.clientConfig.caBundle'],
+  };
+}
+
+/**
+ * Kustomize patch that puts an upstream operator Deployment on the service node: the upstream manifests have
+ * no nodeSelector or tolerations, so on a cluster whose every node is tainted the operator never schedules.
+ */
+function servicePlacementPatch(model: ClusterModel, deployment: string) {
+  const { nodeSelector, tolerations } = podPlacement(model.serviceNode);
+  return {
+    target: { group: 'apps', kind: 'Deployment', name: deployment },
+    patch: JSON.stringify([
+      { op: 'add', path: '/spec/template/spec/nodeSelector', value: nodeSelector },
+      { op: 'add', path: '/spec/template/spec/tolerations', value: tolerations },
+    ]),
   };
 }
 
@@ -170,7 +185,7 @@ export function managedInstalls(model: ClusterModel): ManagedInstall[] {
       name: 'mpi-operator-install',
       namespace: NAMESPACES.mpiOperator,
       extraNamespaces: [],
-      source: { repoUrl: v.repoURL, path: v.path, targetRevision: v.version },
+      source: { repoUrl: v.repoURL, path: v.path, targetRevision: v.version, kustomize: { patches: [servicePlacementPatch(model, 'mpi-operator')] } },
       provides: [{ group: 'kubeflow.org', kind: 'MPIJob' }],
       clusterKinds: [...OPERATOR_KINDS, NAMESPACE],
       largestObjectBytes: LARGEST_CRD_BYTES.mpiOperator,
@@ -205,7 +220,7 @@ export function managedInstalls(model: ClusterModel): ManagedInstall[] {
               path: '/spec/template/spec/containers/0/args',
               value: TRAINING_OPERATOR_SCHEMES.map((s) => `--enable-scheme=${s.toLowerCase()}`),
             }]),
-          }],
+          }, servicePlacementPatch(model, 'training-operator')],
         },
       },
       provides: TRAINING_OPERATOR_SCHEMES.map((kind) => ({ group: 'kubeflow.org', kind })),

@@ -1,7 +1,7 @@
 import { ApiObject, Chart } from 'cdk8s';
 import { Construct } from 'constructs';
 import { ClusterModel } from '../../model/model';
-import { LABELS } from '../../model/names';
+import { LABELS, NODE_NAME_PLACEHOLDER } from '../../model/names';
 import { componentChartProps, ComponentChartProps, ComponentDefinition } from '../component';
 import { DcgmDiagnostic, DcgmDiagLevel } from './dcgm-diagnostic';
 import { NcclTest } from './nccl-test';
@@ -12,7 +12,7 @@ import { PyTorchTrainingJob } from './pytorch-training-job';
  * It is replaced at launch (`sed 's/<placeholder>/<node>/g'`), in the object name and in the
  * kubernetes.io/hostname selector alike, so checks of several nodes can run side by side.
  */
-export const NODE_NAME_PLACEHOLDER = 'replace-with-node-name';
+export { NODE_NAME_PLACEHOLDER } from '../../model/names';
 
 const NODE_CHECK_PREFIX = 'nccl-node-check-';
 const DCGM_DIAG_PREFIX = 'dcgm-diag-';

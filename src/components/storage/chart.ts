@@ -1,12 +1,24 @@
 import { Chart } from 'cdk8s';
 import { Construct } from 'constructs';
-import { ClusterModel } from '../../model/model';
+import { ClusterModel, TolerationSpec } from '../../model/model';
 import { NAMESPACES, STORAGE_CLASSES } from '../../model/names';
 import { VERSIONS } from '../../versions';
 import { componentChartProps, ComponentChartProps, ComponentDefinition } from '../component';
 import { LocalPathConfig } from './local-path-config';
 import { LocalPathProvisioner } from './local-path-provisioner';
 import { LocalPathStorageClass } from './local-path-storage-class';
+
+/** Tolerations of every described node's taints, each once. */
+function everyNodeTolerations(model: ClusterModel): TolerationSpec[] {
+  const seen = new Set<string>();
+  const out: TolerationSpec[] = [];
+  for (const t of [...model.serviceNode.tolerations, ...model.gpuWorkers.tolerations, ...(model.cpuWorkers?.tolerations ?? [])]) {
+    const key = JSON.stringify([t.key, t.operator, t.value, t.effect]);
+    if (!seen.has(key)) out.push({ ...t });
+    seen.add(key);
+  }
+  return out;
+}
 
 /**
  * Storage: the three StorageClasses of an Instant Cluster, all served by local-path-provisioner,
@@ -22,6 +34,8 @@ export class StorageChart extends Chart {
     const config = new LocalPathConfig(this, 'Config', {
       namespace: NAMESPACES.localPathStorage,
       helperImage: VERSIONS.localPathProvisioner.helperImage,
+      // A shared-path helper is scheduled like any pod: let it onto any described node, tainted or not.
+      helperTolerations: everyNodeTolerations(props.model),
       storageClasses: {
         [STORAGE_CLASSES.localPath]: { nodePath: d.storage.localPath.path },
         [STORAGE_CLASSES.sharedPath]: { sharedFileSystemPath: d.storage.sharedFilesystem.path },

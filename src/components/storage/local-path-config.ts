@@ -1,5 +1,7 @@
 import { k8s } from 'cdk8s-plus-28';
 import { Construct } from 'constructs';
+import { stringify } from 'yaml';
+import { TolerationSpec } from '../../model/model';
 
 /** How one StorageClass of the local-path-provisioner stores its volumes. */
 export type LocalPathClassConfig =
@@ -18,6 +20,14 @@ export interface LocalPathConfigProps {
    * @default the provisioner's upstream busybox
    */
   readonly helperImage: string;
+  /**
+   * Tolerations of the helper pod, besides disk pressure. A helper of a node-local class is pinned to its node
+   * (only NoExecute taints apply), but a shared-filesystem class's helper is not pinned in v0.0.37: it goes
+   * through the scheduler with these tolerations only, so on a cluster whose every node is tainted they must
+   * cover some node's taints or shared claims never bind.
+   * @default [] (disk pressure only, as upstream)
+   */
+  readonly helperTolerations?: readonly TolerationSpec[];
   /**
    * ConfigMap name; the provisioner reads exactly this one.
    * @default "local-path-config"
@@ -51,23 +61,22 @@ export class LocalPathConfig extends Construct {
     }
     const config = { nodePathMap: [], storageClassConfigs };
 
-    const helperPod = [
-      'apiVersion: v1',
-      'kind: Pod',
-      'metadata:',
-      '  name: helper-pod',
-      'spec:',
-      '  priorityClassName: system-node-critical',
-      '  tolerations:',
-      '    - key: node.kubernetes.io/disk-pressure',
-      '      operator: Exists',
-      '      effect: NoSchedule',
-      '  containers:',
-      '    - name: helper-pod',
-      `      image: ${props.helperImage}`,
-      '      imagePullPolicy: IfNotPresent',
-      '',
-    ].join('\n');
+    // The provisioner uses the template's tolerations as they are when it sets any (upstream's default is
+    // disk pressure only), so disk pressure stays in the list.
+    const tolerations: TolerationSpec[] = [
+      { key: 'node.kubernetes.io/disk-pressure', operator: 'Exists', effect: 'NoSchedule' },
+      ...(props.helperTolerations ?? []).map((t) => ({ ...t })),
+    ];
+    const helperPod = stringify({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'helper-pod' },
+      spec: {
+        priorityClassName: 'system-node-critical',
+        tolerations,
+        containers: [{ name: 'helper-pod', image: props.helperImage, imagePullPolicy: 'IfNotPresent' }],
+      },
+    }, { indent: 2, indentSeq: true, lineWidth: 0 });
 
     new k8s.KubeConfigMap(this, 'Resource', {
       metadata: { name: this.name, namespace: props.namespace },

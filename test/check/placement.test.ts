@@ -1,0 +1,178 @@
+import { existsSync, readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { checkCluster, ClusterView, PLACEMENT_RULES, simulatedNodes } from '../../src/check';
+import { mergeValues, upstreamDeployments } from '../../src/check/placement/upstream';
+import { loadDescription } from '../../src/model/load';
+import { buildModel, ClusterModel } from '../../src/model/model';
+import { DEFAULT_UPSTREAM, PROJECT_ROOT } from '../../src/paths';
+import { Manifest } from '../../src/render/manifest';
+import { renderCluster } from '../../src/render/render';
+import { modelOf } from '../helpers';
+
+/** The vendored upstream installs; the tests that read them are skipped (and reported so) without them. */
+const HAS_UPSTREAM = existsSync(DEFAULT_UPSTREAM);
+
+const TRAINING = buildModel(loadDescription(path.join(PROJECT_ROOT, 'src', 'clusters', 'training-cluster.yaml')));
+
+/** A rendered cluster as a mutable check view (a deep copy: edits never reach the renderer's objects). */
+function viewOf(model: ClusterModel): ClusterView & { all: Manifest[] } {
+  const c = renderCluster(model);
+  const folders = c.folders.map((f) => ({ folder: f.folder, objects: JSON.parse(JSON.stringify(f.objects)) as Manifest[] }));
+  return { name: c.name, model, folders, all: folders.flatMap((f) => f.objects) };
+}
+
+function placementMessages(view: ClusterView, upstream?: string): string[] {
+  return checkCluster(view, { rules: PLACEMENT_RULES, upstream }).map((f) => f.message);
+}
+
+function find(view: { all: Manifest[] }, kind: string, nameEnd: string): any {
+  const m = view.all.find((o) => o.kind === kind && o.metadata.name.endsWith(nameEnd));
+  if (!m) throw new Error(`no ${kind} *${nameEnd}`);
+  return m;
+}
+
+describe('simulated nodes', () => {
+  it('the reference cluster: a service node, the GPU workers and, under MIG single, a MIG-enabled GPU worker', () => {
+    const nodes = simulatedNodes(modelOf());
+    expect(nodes.map((n) => n.name)).toEqual(['service node', 'GPU worker', 'GPU worker with MIG enabled']);
+    const [service, gpu, mig] = nodes;
+    // the service node's cpu and memory are not described: never compared
+    expect(service.allocatable).toEqual({ 'nvidia.com/gpu': 0, 'rdma/rdma_shared_device_a': 0 });
+    expect(gpu.allocatable).toMatchObject({ 'cpu': 192, 'nvidia.com/gpu': 8, 'rdma/rdma_shared_device_a': 63 });
+    expect(gpu.labels).toMatchObject({
+      'nvidia.com/gpu.present': 'true',
+      'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3',
+      'feature.node.kubernetes.io/pci-10de.present': 'true',
+      'feature.node.kubernetes.io/pci-15b3.present': 'true',
+      'nvidia.com/gpu.deploy.device-plugin': 'true',
+    });
+    expect(gpu.labels['nvidia.com/gpu.deploy.mig-manager']).toBeUndefined();
+    expect(mig.labels['nvidia.com/gpu.product']).toMatch(/^NVIDIA-H100-80GB-HBM3-MIG-/);
+    expect(mig.labels['nvidia.com/gpu.deploy.mig-manager']).toBe('true');
+    expect(gpu.hostnames).toEqual(['replace-with-node-name']);
+  });
+
+  it('no MIG-enabled variant without the strategy that renames the product; CPU workers and named GPU workers', () => {
+    const nodes = simulatedNodes(modelOf((d) => {
+      d.gpuOperator = { migStrategy: 'mixed' };
+      d.nodes.cpuWorkers = { count: 2, cpu: '64', memory: '256Gi' };
+      d.samples.nodeNames = ['gpu-1', 'gpu-2'];
+      delete d.network.infiniband;
+    }));
+    expect(nodes.map((n) => n.name)).toEqual(['service node', 'GPU worker', 'CPU worker']);
+    expect(nodes[1].hostnames).toEqual(['gpu-1', 'gpu-2']);
+    expect(nodes[1].labels['feature.node.kubernetes.io/pci-15b3.present']).toBeUndefined();
+    expect(nodes[2].allocatable).toEqual({ 'nvidia.com/gpu': 0, 'cpu': 64, 'memory': 256 * 2 ** 30 });
+  });
+});
+
+describe('placement of the rendered clusters', () => {
+  it('every rendered cluster places every pod template', () => {
+    expect(placementMessages(viewOf(modelOf()))).toEqual([]);
+    expect(placementMessages(viewOf(TRAINING))).toEqual([]);
+    // tainted CPU workers and their cpu-only flavor (which lists nvidia.com/gpu without quota), no InfiniBand
+    expect(placementMessages(viewOf(modelOf((d) => {
+      d.nodes.cpuWorkers = { count: 2, cpu: '64', memory: '256Gi', taints: [{ key: 'cpu', effect: 'NoSchedule' }] };
+      delete d.network.infiniband;
+    })))).toEqual([]);
+  });
+
+  it('without the model there is nothing to simulate', () => {
+    const { model: _model, ...view } = viewOf(TRAINING);
+    expect(placementMessages(view)).toEqual([]);
+  });
+
+  it('a shared-path helper pod without the nodes\' tolerations never schedules when every node is tainted', () => {
+    const view = viewOf(TRAINING);
+    const cm = find(view, 'ConfigMap', 'local-path-config');
+    const helper = parse(cm.data['helperPod.yaml']);
+    helper.spec.tolerations = helper.spec.tolerations.filter((t: { key: string }) => t.key === 'node.kubernetes.io/disk-pressure');
+    cm.data['helperPod.yaml'] = JSON.stringify(helper);
+    expect(placementMessages(view)).toEqual([expect.stringMatching(
+      /ConfigMap local-path-storage\/local-path-config: data\["helperPod.yaml"\] \(helper pod of shared-path, scheduled\) fits no node.*service node: taint node-role.kubernetes.io\/control-plane:NoSchedule not tolerated; GPU worker: taint nvidia.com\/gpu:NoSchedule not tolerated/,
+    )]);
+  });
+
+  it('GPU operands that do not tolerate the GPU workers\' taint miss every GPU worker', () => {
+    const view = viewOf(TRAINING);
+    find(view, 'ClusterPolicy', 'cluster-policy').spec.daemonsets.tolerations = [{ key: 'example.com/other', operator: 'Exists' }];
+    const messages = placementMessages(view);
+    expect(messages).toContainEqual(expect.stringMatching(/ClusterPolicy cluster-policy: operand DaemonSet nvidia-device-plugin-daemonset \(spec.devicePlugin\) must run on every GPU worker but not on the GPU worker: taint nvidia.com\/gpu:NoSchedule not tolerated/));
+    expect(messages.every((m) => m.startsWith('ClusterPolicy cluster-policy: operand DaemonSet'))).toBe(true);
+  });
+
+  it('MIG: selectors on nvidia.com/gpu.product miss a GPU worker with MIG enabled (NicClusterPolicy, Kueue flavor)', () => {
+    const view = viewOf(TRAINING);
+    const product = { key: 'nvidia.com/gpu.product', operator: 'In', values: ['NVIDIA-H200'] };
+    find(view, 'NicClusterPolicy', 'nic-cluster-policy').spec.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms = [{ matchExpressions: [product] }];
+    find(view, 'ResourceFlavor', 'nvidia-h200').spec.nodeLabels = { 'nvidia.com/gpu.product': 'NVIDIA-H200' };
+    expect(placementMessages(view)).toEqual([
+      expect.stringMatching(/NicClusterPolicy nic-cluster-policy: operand DaemonSet rdma-shared-dp-ds \(spec.rdmaSharedDevicePlugin\) must run on every GPU worker but not on the GPU worker with MIG enabled: required node affinity \(nvidia.com\/gpu.product In \[NVIDIA-H200\]\)/),
+      expect.stringMatching(/ResourceFlavor nvidia-h200: its nodeLabels .* select no GPU worker with MIG enabled: nodeSelector nvidia.com\/gpu.product=NVIDIA-H200 \(node: nvidia.com\/gpu.product=NVIDIA-H200-MIG-1g.10gb\)/),
+    ]);
+  });
+
+  it('a queued job gets its flavor\'s node labels and tolerations from Kueue; the same job unqueued fits no tainted node', () => {
+    const job = (labels: Record<string, string>): Manifest => ({
+      apiVersion: 'batch/v1',
+      kind: 'Job',
+      metadata: { name: 'train', namespace: 'research', labels },
+      spec: { template: { spec: { restartPolicy: 'Never', containers: [{ name: 'train', image: 'busybox:1.37.0', resources: { limits: { 'nvidia.com/gpu': 8 } } }] } } },
+    });
+    const rendered = viewOf(TRAINING);
+    const withJob = (m: Manifest): ClusterView => ({ ...rendered, folders: [...rendered.folders, { folder: 'jobs', objects: [m] }] });
+    expect(placementMessages(withJob(job({ 'kueue.x-k8s.io/queue-name': 'default' })))).toEqual([]);
+    expect(placementMessages(withJob(job({})))).toEqual([expect.stringMatching(/Job research\/train: spec.template.spec fits no node.*GPU worker: taint nvidia.com\/gpu:NoSchedule not tolerated/)]);
+  });
+
+  it('the rendered selectors survive MIG: the NicClusterPolicy and the GPU flavor select nvidia.com/gpu.present', () => {
+    const view = viewOf(TRAINING);
+    expect(find(view, 'ResourceFlavor', 'nvidia-h200').spec.nodeLabels).toEqual({ 'nvidia.com/gpu.present': 'true' });
+    expect(find(view, 'NicClusterPolicy', 'nic-cluster-policy').spec.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms)
+      .toEqual([{ matchExpressions: [{ key: 'nvidia.com/gpu.present', operator: 'In', values: ['true'] }] }]);
+  });
+});
+
+describe.skipIf(!HAS_UPSTREAM)('managed installs from the vendored upstream files', () => {
+  it('the MPI and Training Operator Deployments never schedule on the training cluster without our kustomize patches', () => {
+    const view = viewOf(TRAINING);
+    for (const app of view.all.filter((o) => o.kind === 'Application' && /(mpi|training)-operator-install$/.test(o.metadata.name))) {
+      const source = (app.spec as any).source;
+      source.kustomize.patches = source.kustomize.patches.filter((p: { patch: string }) => !p.patch.includes('/spec/template/spec/tolerations'));
+    }
+    expect(placementMessages(view)).toEqual([
+      expect.stringMatching(/Application argocd\/training-cluster-mpi-operator-install: Deployment mpi-operator\/mpi-operator \(mpi-operator-v0.8.2\/manifests\/overlays\/standalone, with the Application's kustomize patches\) fits no node.*service node: taint node-role.kubernetes.io\/control-plane:NoSchedule not tolerated; GPU worker: taint nvidia.com\/gpu:NoSchedule not tolerated/),
+      expect.stringMatching(/Application argocd\/training-cluster-training-operator-install: Deployment kubeflow\/training-operator .* fits no node/),
+    ]);
+  });
+
+  it('reads every managed operator Deployment, with the chart values merged under ours', () => {
+    const view = viewOf(TRAINING);
+    const deployments = upstreamDeployments(view.all.filter((o) => o.kind === 'Application'), DEFAULT_UPSTREAM);
+    expect(deployments.map((d) => d.what.split(' (')[0]).sort()).toEqual([
+      'Deployment gpu-operator', 'Deployment kubeflow/training-operator', 'Deployment kueue-controller-manager',
+      'Deployment mpi-operator/mpi-operator', 'Deployment network-operator',
+    ]);
+    const chartValues = parse(readFileSync(path.join(DEFAULT_UPSTREAM, 'gpu-operator-v26.7.0/deployments/gpu-operator/values.yaml'), 'utf8'));
+    const gpuOperator = deployments.find((d) => d.what.startsWith('Deployment gpu-operator'))!;
+    // the chart's own nodeSelector (kubernetes.io/os) stays, ours is added; our tolerations replace the chart's list
+    expect(gpuOperator.spec.nodeSelector).toEqual({ ...chartValues.operator.nodeSelector, 'node-role.kubernetes.io/control-plane': '' });
+    expect(gpuOperator.spec.affinity).toEqual(chartValues.operator.affinity);
+    expect(gpuOperator.spec.tolerations).toEqual(TRAINING.serviceNode.tolerations);
+    const kueueValues = parse(readFileSync(path.join(DEFAULT_UPSTREAM, 'kueue-v0.19.2/charts/kueue/values.yaml'), 'utf8'));
+    const kueue = deployments.find((d) => d.what.startsWith('Deployment kueue-controller-manager'))!;
+    expect(kueue.spec.containers?.[0].resources).toEqual(kueueValues.controllerManager.manager.resources);
+  });
+
+  it('an absent upstream folder leaves the managed installs out', () => {
+    const view = viewOf(TRAINING);
+    for (const app of view.all.filter((o) => o.kind === 'Application' && o.metadata.name.endsWith('operator-install'))) delete (app.spec as any).source.kustomize;
+    expect(placementMessages(view, path.join(DEFAULT_UPSTREAM, 'missing'))).toEqual([]);
+  });
+
+  it('Helm values merge: maps merge, lists and scalars replace, null removes', () => {
+    expect(mergeValues({ a: { b: 1, c: [1] }, d: 1 }, { a: { c: [2] }, d: null })).toEqual({ a: { b: 1, c: [2] } });
+  });
+});
