@@ -3,12 +3,14 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { checkCluster } from '../../src/check/engine';
 import { readClusterFolder } from '../../src/check/tree';
 import { clusterFiles } from '../../src/render/layout';
 import { Manifest } from '../../src/render/manifest';
 import { RenderedCluster } from '../../src/render/render';
 import { manifestFiles } from '../../src/validate/tree';
 import { Edit, folderObjects, renderOf } from '../helpers';
+import { skypilotPodGroup } from './pod-shape';
 
 const clientFile = (c: RenderedCluster, p: string): any => {
   const f = (c.clientFiles ?? []).find((x) => x.path === p);
@@ -126,5 +128,24 @@ describe('SkyPilot client files', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('SkyPilot\'s pods, as it creates them from the rendered files', () => {
+  it('form one pod group per namespace that names its LocalQueue and asks only for resources its ClusterQueue covers', () => {
+    for (const c of [ref, renderOf((d) => { d.nodes.gpuWorkers.count = 16; d.tenants[0].gpus = 48; })]) {
+      const pods = c.model.queueing.queues.flatMap((q) => skypilotPodGroup(c, q.namespace));
+      const folders = [...c.folders, { folder: 'skypilot-pods', description: '', objects: pods }];
+      const rules = ['queue-label-target', 'queue-resource-coverage', 'no-privileged', 'image-pinned'];
+      expect(checkCluster({ ...c, folders }).filter((f) => rules.includes(f.rule))).toEqual([]);
+      const research = skypilotPodGroup(c, 'research');
+      expect(new Set(research.map((p) => p.metadata.annotations!['kueue.x-k8s.io/pod-group-total-count']))).toEqual(new Set([String(research.length)]));
+    }
+  });
+
+  it('would not be admitted with a queue that does not exist (the rules can fail)', () => {
+    const pods = skypilotPodGroup(ref, 'research').map((p) => ({ ...p, metadata: { ...p.metadata, labels: { ...p.metadata.labels, 'kueue.x-k8s.io/queue-name': 'nope' } } }));
+    const folders = [...ref.folders, { folder: 'skypilot-pods', description: '', objects: pods }];
+    expect(checkCluster({ ...ref, folders }).filter((f) => f.rule === 'queue-label-target')).toHaveLength(pods.length);
   });
 });
