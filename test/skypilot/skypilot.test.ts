@@ -3,14 +3,15 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { skypilotPodGroup } from './pod-shape';
 import { checkCluster } from '../../src/check/engine';
 import { readClusterFolder } from '../../src/check/tree';
+import { diffTrees } from '../../src/commands/diff';
 import { clusterFiles } from '../../src/render/layout';
 import { Manifest } from '../../src/render/manifest';
 import { RenderedCluster } from '../../src/render/render';
 import { manifestFiles } from '../../src/validate/tree';
 import { Edit, folderObjects, renderOf } from '../helpers';
-import { skypilotPodGroup } from './pod-shape';
 
 const clientFile = (c: RenderedCluster, p: string): any => {
   const f = (c.clientFiles ?? []).find((x) => x.path === p);
@@ -127,6 +128,28 @@ describe('SkyPilot client files', () => {
       expect(readClusterFolder(path.join(dir, 'instant-cluster')).folders.map((f) => f.folder)).not.toContain('tutorials');
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('diff of client files', () => {
+  it('compares them as files, never as objects', () => {
+    const root = mkdtempSync(path.join(os.tmpdir(), 'skypilot-diff-'));
+    const write = (tree: string, file: string, content: string) => {
+      mkdirSync(path.dirname(path.join(root, tree, file)), { recursive: true });
+      writeFileSync(path.join(root, tree, file), content);
+    };
+    try {
+      for (const [tree, queue] of [['before', 'default'], ['after', 'research']]) {
+        write(tree, 'c/kueue/namespace.x.yaml', 'apiVersion: v1\nkind: Namespace\nmetadata:\n  name: x\n');
+        write(tree, 'c/tutorials/skypilot/default/config.yaml', `kubernetes:\n  kueue:\n    local_queue_name: ${queue}\n`);
+      }
+      expect(diffTrees(path.join(root, 'before'), path.join(root, 'after'))).toEqual({
+        objects: [],
+        files: [{ change: 'changed', file: 'c/tutorials/skypilot/default/config.yaml' }],
+      });
+    } finally {
+      rmSync(root, { recursive: true, force: true });
     }
   });
 });
