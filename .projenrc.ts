@@ -23,6 +23,7 @@ const CRD_IMPORTS: Record<string, string> = {
   'vm-podscrape': 'victoriametrics/operator.victoriametrics.com_vmpodscrapes.yaml',
   'vm-nodescrape': 'victoriametrics/operator.victoriametrics.com_vmnodescrapes.yaml',
   'vm-rule': 'victoriametrics/operator.victoriametrics.com_vmrules.yaml',
+  'dynamo': 'dynamo/nvidia.com_dynamographdeployments.yaml',
 };
 
 const project = new cdk8s.Cdk8sTypeScriptApp({

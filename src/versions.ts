@@ -93,6 +93,16 @@ export const VERSIONS = {
   grafana: {
     dashboardSchemaVersion: 39,
   },
+  /**
+   * NVIDIA Dynamo platform chart (operator; its CRD hook installs DynamoGraphDeployment nvidia.com/v1beta1).
+   * 1.5.0 is the version of the chart vendored in ../shared/upstream-installs/dynamo-platform-1.5.0-main
+   * (main after the 1.4.0 branch cut; Chart.yaml version 1.5.0).
+   */
+  dynamoPlatform: {
+    chart: 'dynamo-platform',
+    repoURL: 'https://helm.ngc.nvidia.com/nvidia/ai-dynamo',
+    version: '1.5.0',
+  },
   /** Kubernetes Dashboard Helm chart (v7: the UI is served through its Kong proxy). */
   kubernetesDashboard: {
     chart: 'kubernetes-dashboard',

@@ -1,11 +1,13 @@
 import { readdirSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { ClusterView } from './rule';
+import { CLIENT_FILES_FOLDER } from '../render/client-files';
 import { Manifest } from '../render/manifest';
 import { manifestFiles, readManifests } from '../validate/tree';
 
+/** Subfolders of a rendered tree; the client files' folder (tutorials/) holds no objects and is left out. */
 function subdirs(dir: string): string[] {
-  return readdirSync(dir).sort().filter((n) => statSync(path.join(dir, n)).isDirectory());
+  return readdirSync(dir).sort().filter((n) => n !== CLIENT_FILES_FOLDER && statSync(path.join(dir, n)).isDirectory());
 }
 
 function hasManifests(dir: string): boolean {

@@ -7,6 +7,7 @@ import { synth } from '../pipeline';
 import { consoleIo, EXIT, Io } from './io';
 import { RENDER_OPTIONS, renderInputs } from './options';
 import { outputFormat } from '../errors';
+import { CLIENT_FILES_FOLDER } from '../render/client-files';
 import { describeObject, Manifest, objectId } from '../render/manifest';
 import { manifestFiles, readManifests } from '../validate/tree';
 
@@ -106,7 +107,8 @@ function treeObjects(root: string, clusters?: readonly string[]): TreeObject[] {
 /** Diff of two rendered trees (e.g. the committed dist/ and a fresh render), limited to some clusters. */
 export function diffTrees(beforeRoot: string, afterRoot: string, clusters?: readonly string[]): TreeDiff {
   const inScope = (f: string) => clusters === undefined || clusters.includes(clusterOf(f));
-  const isObjectFile = (f: string) => /\.ya?ml$/i.test(f) && !/(^|\/)kustomization\.ya?ml$/i.test(f);
+  // Client files (dist/<cluster>/tutorials/) are YAML but no objects: they are compared as files.
+  const isObjectFile = (f: string) => /\.ya?ml$/i.test(f) && !/(^|\/)kustomization\.ya?ml$/i.test(f) && f.split('/')[1] !== CLIENT_FILES_FOLDER;
   const objects = diffObjects(treeObjects(beforeRoot, clusters), treeObjects(afterRoot, clusters));
   const before = new Set(allFiles(beforeRoot).filter((f) => inScope(f) && !isObjectFile(f)));
   const after = new Set(allFiles(afterRoot).filter((f) => inScope(f) && !isObjectFile(f)));

@@ -1,6 +1,7 @@
 import { Chart, ChartProps } from 'cdk8s';
 import { Construct } from 'constructs';
 import { ClusterModel } from '../model/model';
+import { ClientFile } from '../render/client-files';
 import { RenderedFolder } from '../render/manifest';
 
 /** Props of every component chart: the one validated model, read-only. */
@@ -23,6 +24,11 @@ export interface ComponentDefinition {
    * (e.g. no NicClusterPolicy without InfiniBand).
    */
   build(scope: Construct, model: ClusterModel): Chart | undefined;
+  /**
+   * Files for the user's own machine (dist/<cluster>/tutorials/<path>), which are not Kubernetes objects
+   * (see render/client-files.ts). Omitted: none.
+   */
+  clientFiles?(model: ClusterModel): ClientFile[];
 }
 
 /** Chart props every component uses: readable names (no hashes) and the common labels. */

@@ -1,11 +1,13 @@
 import { ComponentDefinition, WiringDefinition } from './component';
 import { dashboard } from './dashboard/chart';
+import { dynamo } from './dynamo/chart';
 import { gitops } from './gitops/chart';
 import { gpuOperator } from './gpu-operator/chart';
 import { kueue } from './kueue/chart';
 import { monitoring } from './monitoring/chart';
 import { networkOperator } from './network-operator/chart';
 import { samples } from './samples/chart';
+import { skypilot } from './skypilot/chart';
 import { storage } from './storage/chart';
 import { tenants } from './tenants/chart';
 
@@ -22,7 +24,9 @@ export const COMPONENTS: readonly ComponentDefinition[] = [
   tenants,
   monitoring,
   dashboard,
+  skypilot,
   samples,
+  dynamo,
 ];
 
 /** Steps that wire the rendered components together (Argo CD), after all components. */

@@ -163,6 +163,8 @@ const installs = z.strictObject({
   trainingOperator: installMode().default('preinstalled').describe('Kubeflow Training Operator (kustomize overlay at the release tag).'),
   localPathProvisioner: installMode().default('preinstalled').describe('local-path-provisioner (rendered in storage/).'),
   monitoring: installMode().default('preinstalled').describe('VictoriaMetrics + Grafana (victoria-metrics-k8s-stack chart).'),
+  dynamo: z.enum(['none', 'preinstalled', 'managed'], { error: 'expected "none", "preinstalled" or "managed"' }).default('none')
+    .describe('NVIDIA Dynamo platform (dynamo-platform chart): "none" renders nothing of Dynamo, "preinstalled" only the DynamoGraphDeployment samples, "managed" also installs the platform through Argo CD.'),
 }).prefault({}).describe('Who installs each add-on: "preinstalled" (the Instant Cluster image) or "managed" (rendered here, synced by Argo CD).');
 
 const gpuOperator = z.strictObject({
@@ -230,6 +232,23 @@ const samples = z.strictObject({
   }).prefault({}).describe('The per-node DCGM diagnostic Job.'),
 }).describe('Sample workloads in dist/<cluster>/samples/ (applied by hand, never auto-synced).');
 
+const tutorials = z.strictObject({
+  skypilot: z.strictObject({
+    enabled: z.boolean().default(true)
+      .describe('Render the SkyPilot tutorial: a SkyPilot identity (ServiceAccount, Role, read-only ClusterRole) per queue namespace, and client files in dist/<cluster>/tutorials/skypilot/.'),
+    context: nonEmptyString('a kubeconfig context name').optional()
+      .describe('kubeconfig context SkyPilot may use (kubernetes.allowed_contexts). Default: the cluster name.'),
+    image: pinnedImage().optional().describe('Image of the multi-node torchrun task, pinned. Default: samples.pytorch.image.'),
+  }).prefault({}).describe('Gang-scheduled multi-node training submitted with SkyPilot through Kueue.'),
+  dynamo: z.strictObject({
+    tenant: dnsLabel().optional()
+      .describe('Tenant whose namespace and quota the Dynamo samples use. Default: the tenant named "inference" when there is one, else namespace "default".'),
+    model: nonEmptyString('a Hugging Face model id').default('Qwen/Qwen3-0.6B').describe('Model the vLLM workers serve (Hugging Face id).'),
+    image: pinnedImage().default('nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.2.0-post.1')
+      .describe('Dynamo vLLM runtime image of the frontend and the workers, pinned.'),
+  }).prefault({}).describe('NVIDIA Dynamo serving samples (rendered with installs.dynamo "preinstalled" or "managed").'),
+}).prefault({}).describe('Worked examples rendered from the description.');
+
 const monitoring = z.strictObject({
   namespace: dnsLabel().default('monitoring').describe('Namespace of the monitoring stack and its scrape objects.'),
   scraperServiceAccount: dnsSubdomain().optional()
@@ -283,6 +302,7 @@ export const ClusterDescriptionSchema = z.strictObject({
   queueing: queueing.prefault({}).describe('Kueue: cohort, default queue, priorities, preemption.'),
   tenants: z.array(tenant).default([]).describe('Teams sharing the GPUs: a namespace, a ClusterQueue with GPU quota and namespaced RBAC each.'),
   samples,
+  tutorials,
   installs,
   gpuOperator,
   networkOperator,
@@ -402,6 +422,14 @@ export const ClusterDescriptionSchema = z.strictObject({
   }
   if (secondary.ipoib && !secondary.multus) {
     ctx.addIssue({ code: 'custom', path: ['network', 'secondaryNetwork', 'ipoib'], message: 'IPoIB networks attach through Multus: set network.secondaryNetwork.multus: true' });
+  }
+  const dynamoTenant = d.tutorials.dynamo.tenant;
+  if (dynamoTenant !== undefined && !d.tenants.some((t) => t.name === dynamoTenant)) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['tutorials', 'dynamo', 'tenant'],
+      message: `no tenant is named "${dynamoTenant}"; tenants: ${d.tenants.map((t) => t.name).join(', ') || 'none'}`,
+    });
   }
   // Exactly one Node Feature Discovery: the image's GPU Operator runs one, a managed operator runs one only when told to.
   const nfd = d.nodeFeatureDiscovery.deployedBy;

@@ -64,6 +64,8 @@ export const NAMESPACES = {
   mpiOperator: 'mpi-operator',
   trainingOperator: 'kubeflow',
   localPathStorage: 'local-path-storage',
+  /** The Dynamo platform (operator) of installs.dynamo: managed, as Dynamo's installation guide names it. */
+  dynamo: 'dynamo-system',
   default: 'default',
   /** Argo CD of the fleet hub (the ApplicationSet and its AppProject live there). */
   argocd: 'argocd',

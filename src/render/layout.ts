@@ -1,3 +1,4 @@
+import { CLIENT_FILES_FOLDER } from './client-files';
 import { manifestFileName, Manifest } from './manifest';
 import { RenderedCluster } from './render';
 import { toYaml } from './yaml';
@@ -22,8 +23,8 @@ export function manifestYaml(m: Manifest): string {
 /**
  * The files of one cluster, relative to the output root: `<cluster>/<folder>/<kind>.<name>.yaml`
  * (one object per file, for readable diffs), a `kustomization.yaml` per folder (every object but
- * the templates, LABELS.template, which a user fills in before creating them) and the cluster's
- * `README.md` report.
+ * the templates, LABELS.template, which a user fills in before creating them), the client files under
+ * `<cluster>/tutorials/` (no kustomization: they are not objects) and the cluster's `README.md` report.
  */
 export function clusterFiles(cluster: RenderedCluster): RenderedFile[] {
   const files: RenderedFile[] = [];
@@ -39,6 +40,7 @@ export function clusterFiles(cluster: RenderedCluster): RenderedFile[] {
     }
     files.push([`${cluster.name}/${f.folder}/kustomization.yaml`, kustomization(applied)]);
   }
+  for (const f of cluster.clientFiles ?? []) files.push([`${cluster.name}/${CLIENT_FILES_FOLDER}/${f.path}`, f.content]);
   files.push([`${cluster.name}/${REPORT_FILE}`, clusterReport(cluster)]);
   return files;
 }

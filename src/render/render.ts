@@ -1,5 +1,6 @@
 import { App, Chart } from 'cdk8s';
 import { COMPONENTS, WIRING } from '../components';
+import { ClientFile, CLIENT_FILES_FOLDER } from './client-files';
 import { compareManifests, Manifest, RenderedFolder } from './manifest';
 import { ComponentDefinition, WiringDefinition } from '../components/component';
 import { ClusterModel } from '../model/model';
@@ -9,6 +10,8 @@ export interface RenderedCluster {
   readonly name: string;
   readonly model: ClusterModel;
   readonly folders: readonly RenderedFolder[];
+  /** Files for the user's machine under dist/<cluster>/tutorials/, sorted by path (absent: none). */
+  readonly clientFiles?: readonly ClientFile[];
 }
 
 function chartObjects(chart: Chart): Manifest[] {
@@ -23,13 +26,19 @@ export function renderCluster(
 ): RenderedCluster {
   const app = new App({ outdir: '/nonexistent-never-written' });
   const folders: RenderedFolder[] = [];
+  const clientFiles: ClientFile[] = [];
   for (const c of components) {
+    if (c.folder === CLIENT_FILES_FOLDER) throw new Error(`component folder "${c.folder}" is reserved for client files`);
     const chart = c.build(app, model);
     if (chart) folders.push({ folder: c.folder, description: c.description, objects: chartObjects(chart) });
+    clientFiles.push(...(c.clientFiles?.(model) ?? []));
   }
   for (const w of wiring) {
     const chart = w.build(app, model, folders.slice());
     if (chart) folders.push({ folder: w.folder, description: w.description, objects: chartObjects(chart) });
   }
-  return { name: model.name, model, folders };
+  const paths = clientFiles.map((f) => f.path);
+  const twice = paths.find((p, i) => paths.indexOf(p) !== i);
+  if (twice !== undefined) throw new Error(`two client files would be written to ${CLIENT_FILES_FOLDER}/${twice}`);
+  return { name: model.name, model, folders, clientFiles: clientFiles.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)) };
 }

@@ -1,5 +1,7 @@
 import { coveredResources, cohortOf, mpiJobShape, queueLabels } from '../check';
+import { code, table } from './markdown';
 import { Flowchart, nodeId } from './mermaid';
+import { tutorialsSection } from './tutorials';
 import { ClusterIndex } from '../check/cluster-index';
 import { ClusterDescription } from '../model/description';
 import { LABELS, RESOURCES } from '../model/names';
@@ -21,21 +23,9 @@ const ADD_ONS: Readonly<Record<keyof ClusterDescription['installs'], string>> = 
   trainingOperator: 'Training Operator',
   localPathProvisioner: 'local-path-provisioner',
   monitoring: 'Monitoring stack (VictoriaMetrics, Grafana)',
+  dynamo: 'NVIDIA Dynamo platform',
 };
 
-function cell(v: string | number): string {
-  return String(v).replace(/\|/g, '\\|');
-}
-
-function table(head: readonly string[], rows: readonly (readonly (string | number)[])[]): string {
-  return [
-    `| ${head.map(cell).join(' | ')} |`,
-    `| ${head.map(() => '---').join(' | ')} |`,
-    ...rows.map((r) => `| ${r.map(cell).join(' | ')} |`),
-  ].join('\n');
-}
-
-const code = (s: string | number) => `\`${s}\``;
 
 function kebab(key: string): string {
   return key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
@@ -192,7 +182,7 @@ function addOns(c: RenderedCluster, index: ClusterIndex): string {
     const app = named.find((a) => !JSON.stringify(a.spec ?? {}).includes(`"repoURL":"${c.model.description.gitops.repoURL}"`)) ?? named[0];
     const how = mode === 'managed'
       ? (app ? `Argo CD Application ${code(app.metadata.name)}` : 'rendered here')
-      : 'comes with the node image; only its configuration is rendered here';
+      : mode === 'none' ? 'not used' : 'comes with the node image; only its configuration is rendered here';
     return [ADD_ONS[key], mode, how];
   });
   return table(['Add-on', 'Installed', 'How'], rows);
@@ -272,6 +262,10 @@ export function clusterReport(c: RenderedCluster): string {
     '## Run the NCCL test',
     '',
     ncclSection(c, index),
+    '',
+    '## Tutorials',
+    '',
+    tutorialsSection(c, index),
     '',
   ];
   return sections.join('\n');

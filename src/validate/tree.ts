@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { InputError } from '../errors';
 import { ValidationInput } from './validator';
+import { CLIENT_FILES_FOLDER } from '../render/client-files';
 import { Manifest } from '../render/manifest';
 
 /** js-yaml only when YAML is parsed (a synth with a warm schema cache never does). */
@@ -13,14 +14,15 @@ function isManifestFile(name: string): boolean {
   return /\.ya?ml$/i.test(name) && !/^kustomization\.ya?ml$/i.test(name);
 }
 
-/** Every YAML file under `dir` that holds Kubernetes objects, sorted. */
+/** Every YAML file under `dir` that holds Kubernetes objects, sorted (client files, under `tutorials/`, hold none). */
 export function manifestFiles(dir: string): string[] {
   const out: string[] = [];
   const walk = (d: string) => {
     for (const name of readdirSync(d).sort()) {
       const p = path.join(d, name);
-      if (statSync(p).isDirectory()) walk(p);
-      else if (isManifestFile(name)) out.push(p);
+      if (statSync(p).isDirectory()) {
+        if (name !== CLIENT_FILES_FOLDER) walk(p);
+      } else if (isManifestFile(name)) {out.push(p);}
     }
   };
   if (statSync(dir).isDirectory()) walk(dir);
@@ -40,8 +42,9 @@ export function readManifests(file: string): ValidationInput[] {
   return docs.filter((d) => d !== null && d !== undefined).map((manifest) => ({ manifest: manifest as Manifest, source: file }));
 }
 
+/** Subfolders of a rendered tree; the client files' folder (tutorials/) holds no objects and is left out. */
 function subdirectories(dir: string): string[] {
-  return readdirSync(dir).sort().filter((n) => statSync(path.join(dir, n)).isDirectory());
+  return readdirSync(dir).sort().filter((n) => n !== CLIENT_FILES_FOLDER && statSync(path.join(dir, n)).isDirectory());
 }
 
 /**

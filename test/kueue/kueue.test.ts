@@ -221,21 +221,26 @@ describe('kueue', () => {
 describe('kueue manager configuration', () => {
   const managed = (edit: (d: any) => void = () => {}) => modelOf((d: any) => { d.installs = { kueue: 'managed' }; edit(d); });
 
-  it('enables Job, MPIJob and PyTorchJob and keeps RDMA covered by default', () => {
+  it('enables Job, MPIJob, PyTorchJob and plain pods (SkyPilot, Dynamo) and keeps RDMA covered by default', () => {
     const config = kueueManagerConfig(managed());
     expect(config.apiVersion).toBe('config.kueue.x-k8s.io/v1beta2');
     expect(config.kind).toBe('Configuration');
-    expect(config.integrations.frameworks).toEqual(['batch/job', 'kubeflow.org/mpijob', 'kubeflow.org/pytorchjob']);
+    expect(config.integrations.frameworks).toEqual(['batch/job', 'kubeflow.org/mpijob', 'kubeflow.org/pytorchjob', 'pod']);
     expect(config.resources).toBeUndefined();
     expect(config.fairSharing).toBeUndefined();
   });
 
-  it('queues unlabelled jobs in tenant namespaces (and only there), so tenants cannot run Jobs outside their quota', () => {
-    const config = kueueManagerConfig(managed());
-    expect(config.manageJobsWithoutQueueName).toBe(true);
-    expect(config.managedJobsNamespaceSelector).toEqual({ matchExpressions: [{ key: 'gpu-cluster.dev/tenant', operator: 'Exists' }] });
-    const tenantNamespace = findObject(folderObjects(renderOf(), 'tenants'), 'Namespace', 'research');
-    expect(tenantNamespace.metadata.labels).toHaveProperty('gpu-cluster.dev/tenant');
+  it('manages only labelled jobs and pods, in the namespaces with a LocalQueue and nowhere else', () => {
+    const model = managed();
+    const config = kueueManagerConfig(model);
+    expect(config.manageJobsWithoutQueueName).toBe(false);
+    const localQueueNamespaces = renderCluster(model).folders.flatMap((f) => f.objects).filter((m) => m.kind === 'LocalQueue').map((m) => m.metadata.namespace).sort();
+    expect(config.managedJobsNamespaceSelector).toEqual({
+      matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'In', values: expect.arrayContaining(localQueueNamespaces) }],
+    });
+    const selected = config.managedJobsNamespaceSelector.matchExpressions[0].values;
+    expect([...selected].sort()).toEqual([...new Set(localQueueNamespaces)]);
+    for (const system of ['kube-system', 'kueue-system', 'gpu-operator', 'nvidia-network-operator']) expect(selected).not.toContain(system);
   });
 
   it('excludes the rdma/ prefix and switches fair sharing on when asked', () => {

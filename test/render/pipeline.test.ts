@@ -13,6 +13,11 @@ import { HAS_SCHEMAS, readTreeFiles, REFERENCE_FILE, validator } from '../helper
 
 
 /** What `npm run synth` writes: every cluster of src/clusters/ and the fleet folder. */
+/** A rendered file holding an object (not a kustomization, not a client file under tutorials/). */
+function isObjectFile(file: string): boolean {
+  return file.endsWith('.yaml') && !file.endsWith('kustomization.yaml') && !file.includes('/tutorials/');
+}
+
 function freshFiles(): Map<string, string> {
   const clusters = loadModels(descriptionFiles(CLUSTERS_DIR)).map(renderModel);
   return new Map([...renderFiles(clusters), ...fleetFiles(renderFleetOf(clusters))]);
@@ -54,14 +59,14 @@ describe('rendering', () => {
     const text = files.map(([, content]) => content).join('\n');
     expect(text).not.toContain('rdma_shared_device_a');
     const mentioning = files.filter(([, content]) => content.includes('rdma/rdma_ib_fabric')).map(([file]) => file.split('/')[1]);
-    // the NicClusterPolicy config, the ClusterQueues, the jobs and the report all carry the new name
-    expect(new Set(mentioning)).toEqual(new Set(['kueue', 'samples', 'README.md']));
+    // the NicClusterPolicy config, the ClusterQueues, the jobs, the SkyPilot pod config and the report all carry the new name
+    expect(new Set(mentioning)).toEqual(new Set(['kueue', 'samples', 'tutorials', 'README.md']));
     expect(files.find(([f]) => f.endsWith('nicclusterpolicy.nic-cluster-policy.yaml'))![1]).toContain('"resourceName": "rdma_ib_fabric"');
   });
 
   it('leaves the placeholder per-node checks out of kustomize and Argo CD, and nothing else', () => {
     const files = freshFiles();
-    const templates = [...files.entries()].filter(([f, c]) => f.endsWith('.yaml') && !f.endsWith('kustomization.yaml')
+    const templates = [...files.entries()].filter(([f, c]) => isObjectFile(f)
       && parse(c).metadata.annotations?.['gpu-cluster.dev/template'] === 'true').map(([f]) => f);
     expect(templates.length).toBeGreaterThan(0);
     for (const t of templates) {
@@ -72,7 +77,7 @@ describe('rendering', () => {
 
   it('never uses construct-path hashes in names', () => {
     for (const [file, content] of freshFiles()) {
-      if (!file.endsWith('.yaml') || file.endsWith('kustomization.yaml')) continue;
+      if (!isObjectFile(file)) continue;
       expect(parse(content).metadata.name, file).not.toMatch(/-c8[0-9a-f]{6,}$/);
     }
   });

@@ -4,6 +4,7 @@ import { ClusterDescription } from '../../model/description';
 import { ClusterModel, podPlacement } from '../../model/model';
 import { NAMESPACES, RELEASES } from '../../model/names';
 import { VERSIONS } from '../../versions';
+import { dynamoPlatformHelmValues } from '../dynamo/helm-values';
 import { gpuOperatorHelmValues } from '../gpu-operator/helm-values';
 import { kueueHelmValues } from '../kueue/manager-config';
 import { networkOperatorHelmValues } from '../network-operator/helm-values';
@@ -66,7 +67,15 @@ const LARGEST_CRD_BYTES = {
   trainingOperator: 293_028, // pytorchjobs.kubeflow.org
   // The operator's CRDs with descriptions (config/crd/overlay/crd.yaml) total over 4 MiB; VMAgent's alone exceeds the limit.
   monitoring: 1_048_576,
+  dynamo: 801_365, // dynamographdeployments.nvidia.com (../shared/crds/dynamo)
 } as const;
+
+/**
+ * What the dynamo-platform chart installs, declared here because its templates are not vendored
+ * (../shared/upstream-installs has only its Chart.yaml and values.yaml): the operator's CRDs (through
+ * its upgrade hook), its ClusterRoles and bindings, and its admission webhooks.
+ */
+const DYNAMO_KINDS = ['DynamoGraphDeployment', 'DynamoComponentDeployment', 'DynamoGraphDeploymentRequest', 'DynamoGraphDeploymentScalingAdapter', 'DynamoModel'];
 
 /** caBundle written by a controller that generates its own serving certificate. */
 function injectedCaBundle(who: string, kind: 'MutatingWebhookConfiguration' | 'ValidatingWebhookConfiguration'): IgnoredDifference {
@@ -229,6 +238,30 @@ export function managedInstalls(model: ClusterModel): ManagedInstall[] {
       createNamespace: false,
       namespaceLabels: {},
       ignoreDifferences: [injectedCaBundle('The Training Operator\'s certificate rotator', 'ValidatingWebhookConfiguration')],
+    });
+  }
+  if (d.installs.dynamo === 'managed') {
+    installs.push({
+      key: 'dynamo',
+      name: 'dynamo-platform-install',
+      namespace: NAMESPACES.dynamo,
+      extraNamespaces: [],
+      source: helmSource(VERSIONS.dynamoPlatform, 'dynamo-platform', dynamoPlatformHelmValues(model)),
+      provides: DYNAMO_KINDS.map((kind) => ({ group: 'nvidia.com', kind })),
+      clusterKinds: [...OPERATOR_KINDS, MUTATING_WEBHOOK, VALIDATING_WEBHOOK],
+      largestObjectBytes: LARGEST_CRD_BYTES.dynamo,
+      createNamespace: true,
+      namespaceLabels: {},
+      ignoreDifferences: [
+        injectedCaBundle('The Dynamo operator', 'MutatingWebhookConfiguration'),
+        injectedCaBundle('The Dynamo operator', 'ValidatingWebhookConfiguration'),
+        {
+          why: 'The Dynamo operator writes the CA of its conversion webhook (v1alpha1 <-> v1beta1) into the DynamoGraphDeployment CRD',
+          group: 'apiextensions.k8s.io',
+          kind: 'CustomResourceDefinition',
+          jqPathExpressions: ['.spec.conversion.webhook.clientConfig.caBundle'],
+        },
+      ],
     });
   }
   if (d.installs.monitoring === 'managed') {

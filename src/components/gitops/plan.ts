@@ -32,10 +32,11 @@ const FOLDER_TIERS: Readonly<Record<string, number>> = {
   monitoring: WAVES.services,
   dashboard: WAVES.services,
   samples: WAVES.samples,
+  dynamo: WAVES.samples,
 };
 
-/** Folders Argo CD never syncs on its own: running them starts GPU jobs. */
-export const MANUAL_FOLDERS: ReadonlySet<string> = new Set(['samples']);
+/** Folders Argo CD never syncs on its own: running them starts GPU jobs (or inference servers). */
+export const MANUAL_FOLDERS: ReadonlySet<string> = new Set(['samples', 'dynamo']);
 
 /** Deletes an Application's resources with it (cascading delete). */
 export const RESOURCES_FINALIZER = 'resources-finalizer.argocd.argoproj.io';

@@ -1,12 +1,16 @@
 import { stringify } from 'yaml';
 import { ClusterModel, podPlacement, TolerationSpec } from '../../model/model';
-import { LABELS, RESOURCES } from '../../model/names';
+import { LABELS, NAMESPACES, RESOURCES } from '../../model/names';
 
 /** API version of the Kueue manager configuration read by Kueue v0.19 (`controller_manager_config.yaml`). */
 export const KUEUE_CONFIG_API_VERSION = 'config.kueue.x-k8s.io/v1beta2';
 
-/** Job integrations the toolkit's workloads need; pytorchjob is off in Kueue's defaults. */
-export const KUEUE_FRAMEWORKS = ['batch/job', 'kubeflow.org/mpijob', 'kubeflow.org/pytorchjob'] as const;
+/**
+ * Job integrations the toolkit's workloads need; pytorchjob is off in Kueue's defaults. `pod` admits the
+ * plain pods SkyPilot and the Dynamo operator create (one Workload per pod, or per pod group for a
+ * SkyPilot multi-node cluster); it only touches pods that carry a queue label (manageJobsWithoutQueueName: false).
+ */
+export const KUEUE_FRAMEWORKS = ['batch/job', 'kubeflow.org/mpijob', 'kubeflow.org/pytorchjob', 'pod'] as const;
 export type KueueFramework = (typeof KUEUE_FRAMEWORKS)[number];
 
 export type FairSharingPreemptionStrategy = 'LessThanOrEqualToFinalShare' | 'LessThanInitialShare';
@@ -22,8 +26,10 @@ export interface KueueConfiguration {
   readonly clientConnection: { readonly qps: number; readonly burst: number };
   /** true: jobs without a kueue.x-k8s.io/queue-name label are queued too (in the namespaces selected below). */
   readonly manageJobsWithoutQueueName: boolean;
-  /** Namespaces where Kueue also manages unlabelled jobs: the tenant namespaces. */
-  readonly managedJobsNamespaceSelector: { readonly matchExpressions: ReadonlyArray<{ readonly key: string; readonly operator: 'Exists' }> };
+  /** Namespaces where Kueue manages jobs and pods at all (and where its webhooks run): the queue namespaces. */
+  readonly managedJobsNamespaceSelector: {
+    readonly matchExpressions: ReadonlyArray<{ readonly key: string; readonly operator: 'In'; readonly values: readonly string[] }>;
+  };
   readonly integrations: { readonly frameworks: readonly KueueFramework[] };
   /** Present only when fair sharing is on (in v1beta2 its presence switches it on). */
   readonly fairSharing?: { readonly preemptionStrategies: readonly FairSharingPreemptionStrategy[] };
@@ -68,13 +74,39 @@ export function kueueManagerConfig(model: ClusterModel): KueueConfiguration {
     // The chart's lease name: changing it would let two managers lead during an upgrade.
     leaderElection: { leaderElect: true, resourceName: 'c1f6bfd2.kueue.x-k8s.io' },
     clientConnection: { qps: 50, burst: 100 },
-    // A tenant Job, MPIJob or PyTorchJob without a queue label would otherwise run outside its quota.
-    manageJobsWithoutQueueName: true,
-    managedJobsNamespaceSelector: { matchExpressions: [{ key: LABELS.tenant, operator: 'Exists' }] },
+    // With the pod integration on, "true" would gate every pod of these namespaces (an interactive debug pod,
+    // the Dynamo operator's own helpers) behind a queue. Unlabelled GPU work is refused by the tenant
+    // guardrails instead, and every rendered job and tutorial pod carries its queue label.
+    manageJobsWithoutQueueName: false,
+    managedJobsNamespaceSelector: kueueManagedNamespaceSelector(model),
     integrations: { frameworks: [...KUEUE_FRAMEWORKS] },
     fairSharing: q.fairSharing ? { preemptionStrategies: ['LessThanOrEqualToFinalShare', 'LessThanInitialShare'] } : undefined,
     resources: q.rdma === 'excluded' ? { excludeResourcePrefixes: [RESOURCES.rdmaPrefix] } : undefined,
   };
+}
+
+/**
+ * The namespaces Kueue manages: those with a LocalQueue ("default" and the tenants'), selected by name
+ * so that kube-system, Kueue's own and the operators' namespaces are never managed.
+ */
+export function kueueManagedNamespaces(model: ClusterModel): string[] {
+  return [...new Set(model.queueing.queues.map((q) => q.namespace))];
+}
+
+function kueueManagedNamespaceSelector(model: ClusterModel): KueueConfiguration['managedJobsNamespaceSelector'] {
+  return { matchExpressions: [{ key: LABELS.namespaceName, operator: 'In', values: kueueManagedNamespaces(model) }] };
+}
+
+/**
+ * What the Kueue manager configuration of a pre-installed Kueue must have for the tutorials' plain pods
+ * (SkyPilot pod groups, Dynamo component pods) to be queued, one line each (the report prints them).
+ */
+export function kueuePodIntegrationRequirements(model: ClusterModel): string[] {
+  return [
+    '`integrations.frameworks` contains `pod` (off in Kueue\'s defaults)',
+    '`manageJobsWithoutQueueName: false` (true would gate every pod of the managed namespaces)',
+    `\`managedJobsNamespaceSelector\` selects ${kueueManagedNamespaces(model).map((n) => `\`${n}\``).join(', ')} and never \`kube-system\` or \`${NAMESPACES.kueue}\``,
+  ];
 }
 
 /** Helm values for the Kueue chart (VERSIONS.kueue; the key managerConfig.controllerManagerConfigYaml), for the Argo CD Application of a managed Kueue. */

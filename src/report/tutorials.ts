@@ -1,0 +1,150 @@
+import { code, table } from './markdown';
+import { ClusterIndex } from '../check/cluster-index';
+import { DYNAMO_FOLDER, dynamoTarget } from '../components/dynamo/chart';
+import { kueueManagedNamespaces, kueuePodIntegrationRequirements } from '../components/kueue/manager-config';
+import { gpuPodResources } from '../components/samples/gpu-workload';
+import { skypilotAccelerator, skypilotTaskNodes, SKYPILOT_FOLDER } from '../components/skypilot/client-files';
+import { NAMESPACES, RESOURCES } from '../model/names';
+import { formatBytes, parseQuantity } from '../model/quantity';
+import { CLIENT_FILES_FOLDER } from '../render/client-files';
+import { Manifest, manifestFileName } from '../render/manifest';
+import { RenderedCluster } from '../render/render';
+
+/** Resource totals of a set of pods, in integer units. */
+interface Totals {
+  pods: number;
+  gpus: number;
+  rdma: number;
+  cpu: number;
+  memory: number;
+}
+
+function quota(t: Totals): string {
+  const parts = [`${t.gpus} GPU${t.gpus === 1 ? '' : 's'}`, `${Math.round(t.cpu * 1000) / 1000} CPU`, `${formatBytes(t.memory)} memory`];
+  if (t.rdma > 0) parts.push(`${t.rdma} RDMA`);
+  return parts.join(', ');
+}
+
+function kueueLine(c: RenderedCluster): string {
+  if (c.model.description.installs.kueue === 'managed') {
+    return `The managed Kueue configuration has the ${code('pod')} integration on, with ${code('manageJobsWithoutQueueName: false')}, `
+      + `in the namespaces ${kueueManagedNamespaces(c.model).map(code).join(', ')} only (${code('managedJobsNamespaceSelector')}).`;
+  }
+  return ['Kueue is pre-installed: its manager configuration (ConfigMap `kueue-manager-config` in `kueue-system`) must have, '
+    + 'or the tutorials\' pods run outside the quota or never start:', '', ...kueuePodIntegrationRequirements(c.model).map((l) => `- ${l}`)].join('\n');
+}
+
+function skypilotPart(c: RenderedCluster, index: ClusterIndex): string {
+  const m = c.model;
+  if (!m.description.tutorials.skypilot.enabled) return 'Not rendered (`tutorials.skypilot.enabled: false`).';
+  const per = gpuPodResources(m, m.capacity.gpusPerNode, m.rdma !== undefined);
+  const rows = m.queueing.queues.map((q) => {
+    const nodes = skypilotTaskNodes(m, q);
+    const t: Totals = {
+      pods: nodes,
+      gpus: nodes * m.capacity.gpusPerNode,
+      rdma: m.rdma ? nodes : 0,
+      cpu: nodes * parseQuantity(per[RESOURCES.cpu]),
+      memory: nodes * parseQuantity(per[RESOURCES.memory]),
+    };
+    const dir = `${CLIENT_FILES_FOLDER}/${SKYPILOT_FOLDER}/${q.namespace}`;
+    const borrow = t.gpus > q.quota.gpus ? `; borrows ${t.gpus - q.quota.gpus} GPUs from the cohort` : '';
+    return [
+      code(q.namespace),
+      `${code(q.localQueue)} -> ${code(q.clusterQueue)} (${q.quota.gpus} GPUs nominal)`,
+      `[config.yaml](${dir}/config.yaml), [train.yaml](${dir}/train.yaml)`,
+      `${nodes} pods x ${code(`${skypilotAccelerator(m)}:${m.capacity.gpusPerNode}`)}, one pod group`,
+      `${quota(t)}${borrow}`,
+    ];
+  });
+  const roles = index.ofKind('ServiceAccount').filter((sa) => index.folderOf(sa) === 'skypilot').length;
+  const files = `${m.description.gitops.path.replace(/\/+$/, '')}/${CLIENT_FILES_FOLDER}/${SKYPILOT_FOLDER}/${NAMESPACES.default}`;
+  return [
+    `Multi-node ${code('torchrun')} submitted with SkyPilot: SkyPilot labels its pods with the LocalQueue and forms one Kueue pod group `
+      + 'per cluster, so the whole gang is admitted at once or waits. '
+      + `${roles} SkyPilot identities (ServiceAccount ${code('skypilot')}, Role, read-only ClusterRole ${code('skypilot-node-reader')}) are rendered in skypilot/.`,
+    '',
+    kueueLine(c),
+    '',
+    table(['Namespace', 'Queue', 'Files', 'Gang', 'Quota it takes while it runs'], rows),
+    '',
+    '```sh',
+    `cp ${files}/config.yaml ~/.sky/config.yaml   # or your tenant's folder`,
+    'sky check kubernetes',
+    `sky launch -c ddp ${files}/train.yaml`,
+    `kubectl get workloads -n ${NAMESPACES.default}   # one Workload for the pod group: QUOTA RESERVED, then ADMITTED True`,
+    'sky down ddp',
+    '```',
+  ].join('\n');
+}
+
+function totalsOf(dgd: Manifest): Totals {
+  const t: Totals = { pods: 0, gpus: 0, rdma: 0, cpu: 0, memory: 0 };
+  type Container = { resources?: { requests?: Record<string, string> } };
+  type Component = { replicas?: number; podTemplate?: { spec?: { containers?: Container[] } } };
+  const components = (dgd.spec as { components?: Component[] } | undefined)?.components ?? [];
+  for (const comp of components) {
+    const replicas = comp.replicas ?? 1;
+    t.pods += replicas;
+    for (const ct of comp.podTemplate?.spec?.containers ?? []) {
+      for (const [k, v] of Object.entries(ct.resources?.requests ?? {})) {
+        const n = replicas * parseQuantity(v);
+        if (k === RESOURCES.gpu) t.gpus += n;
+        else if (k === RESOURCES.cpu) t.cpu += n;
+        else if (k === RESOURCES.memory) t.memory += n;
+        else if (k.startsWith(RESOURCES.rdmaPrefix)) t.rdma += n;
+      }
+    }
+  }
+  return t;
+}
+
+function dynamoPart(c: RenderedCluster, index: ClusterIndex): string {
+  const m = c.model;
+  const mode = m.description.installs.dynamo;
+  if (mode === 'none') return `Not rendered (${code('installs.dynamo: none')}).`;
+  const target = dynamoTarget(m);
+  const graphs = index.ofKind('DynamoGraphDeployment', 'nvidia.com');
+  const root = m.description.gitops.path.replace(/\/+$/, '');
+  const rows = graphs.map((g) => [
+    `[${g.metadata.name}](${DYNAMO_FOLDER}/${manifestFileName(g)})`,
+    `${code(g.metadata.namespace ?? '')} / ${code(target.queue)}`,
+    totalsOf(g).pods,
+    quota(totalsOf(g)),
+  ]);
+  const platform = mode === 'managed'
+    ? `The Dynamo platform (operator and CRDs) is installed by Argo CD into ${code(NAMESPACES.dynamo)}.`
+    : 'The Dynamo platform (operator and CRDs) must already be installed (`installs.dynamo: preinstalled`).';
+  const first = graphs[0];
+  return [
+    `${platform} The samples run in ${target.tenant ? `tenant ${code(target.tenant)}'s` : 'the'} namespace ${code(target.namespace)}; `
+      + 'every component pod carries the queue label, so Kueue admits the pods one by one (no gang) within its quota. '
+      + 'They are never synced automatically: each holds its GPUs until it is deleted.',
+    '',
+    table(['Sample', 'Namespace / LocalQueue', 'Pods', 'Quota it takes while it runs'], rows),
+    ...(first ? [
+      '',
+      '```sh',
+      `kubectl create -f ${root}/${DYNAMO_FOLDER}/${manifestFileName(first)}`,
+      `kubectl get workloads,pods -n ${first.metadata.namespace}`,
+      `kubectl port-forward -n ${first.metadata.namespace} svc/${first.metadata.name}-frontend 8000:8000 &`,
+      'curl -s localhost:8000/v1/chat/completions -H "Content-Type: application/json" \\',
+      `  -d '{"model": "${m.description.tutorials.dynamo.model}", "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 64}'`,
+      `kubectl delete -f ${root}/${DYNAMO_FOLDER}/${manifestFileName(first)}`,
+      '```',
+    ] : []),
+  ].join('\n');
+}
+
+/** The report's tutorials section: what each tutorial renders, its files and the quota it takes. */
+export function tutorialsSection(c: RenderedCluster, index: ClusterIndex): string {
+  return [
+    '### SkyPilot + Kueue: gang-scheduled multi-node training',
+    '',
+    skypilotPart(c, index),
+    '',
+    '### NVIDIA Dynamo: inference',
+    '',
+    dynamoPart(c, index),
+  ].join('\n');
+}

@@ -1,0 +1,176 @@
+import { existsSync, readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { ClusterIndex } from '../../src/check/cluster-index';
+import { checkCluster } from '../../src/check/engine';
+import { dynamoPlatformHelmValues } from '../../src/components/dynamo/helm-values';
+import { managedInstalls } from '../../src/components/gitops/managed-installs';
+import { Manifest } from '../../src/render/manifest';
+import { clusterReport } from '../../src/report/report';
+import { VERSIONS } from '../../src/versions';
+import { celViolations, crdVersionSchema } from '../crd-cel';
+import { Edit, findObject, folderObjects, HAS_SCHEMAS, issuesOf, modelOf, renderOf, SHARED, strictErrors } from '../helpers';
+
+const DGD_CRD = path.join(SHARED, 'crds', 'dynamo', 'nvidia.com_dynamographdeployments.yaml');
+const CHART_DIR = path.join(SHARED, 'upstream-installs', 'dynamo-platform-1.5.0-main', 'deploy', 'helm', 'charts', 'platform');
+const HAS_CHART = existsSync(path.join(CHART_DIR, 'values.yaml'));
+
+const dynamo = (mode: string, more: Edit = () => {}): Edit => (d) => { d.installs = { ...(d.installs ?? {}), dynamo: mode }; more(d); };
+const graphs = (edit: Edit) => folderObjects(renderOf(edit), 'dynamo') as (Manifest & { spec: any })[];
+const apps = (edit: Edit) => folderObjects(renderOf(edit), 'gitops').filter((m) => m.kind === 'Application');
+
+describe('installs.dynamo', () => {
+  it('"none" (the default) renders nothing of Dynamo', () => {
+    const c = renderOf();
+    expect(c.model.description.installs.dynamo).toBe('none');
+    expect(c.folders.map((f) => f.folder)).not.toContain('dynamo');
+    expect(JSON.stringify(c.folders)).not.toMatch(/dynamo/i);
+  });
+
+  it('"preinstalled" renders the samples only, "managed" the platform Application too', () => {
+    expect(graphs(dynamo('preinstalled')).map((m) => m.metadata.name)).toEqual(['vllm-agg', 'vllm-disagg']);
+    expect(apps(dynamo('preinstalled')).map((a) => a.metadata.name)).not.toContain('instant-cluster-dynamo-platform-install');
+    const app = findObject(apps(dynamo('managed')), 'Application', 'instant-cluster-dynamo-platform-install') as Manifest & { spec: any };
+    const v = VERSIONS.dynamoPlatform;
+    expect(app.spec.source).toMatchObject({ chart: v.chart, repoURL: v.repoURL, targetRevision: v.version });
+    expect(app.spec.destination.namespace).toBe('dynamo-system');
+    expect(app.spec.syncPolicy.syncOptions).toEqual(expect.arrayContaining(['CreateNamespace=true', 'ServerSideApply=true']));
+  });
+
+  it('never syncs the samples automatically, and syncs them after the platform', () => {
+    const all = apps(dynamo('managed')) as (Manifest & { spec: any })[];
+    const samples = findObject(all, 'Application', 'instant-cluster-dynamo') as Manifest & { spec: any };
+    expect(samples.spec.syncPolicy?.automated).toBeUndefined();
+    const wave = (a: Manifest) => Number(a.metadata.annotations?.['argocd.argoproj.io/sync-wave']);
+    expect(wave(samples)).toBeGreaterThan(wave(findObject(all, 'Application', 'instant-cluster-dynamo-platform-install')));
+  });
+
+  it('lets the AppProject write the platform\'s namespace and cluster-scoped kinds', () => {
+    const project = folderObjects(renderOf(dynamo('managed')), 'gitops').find((m) => m.kind === 'AppProject') as Manifest & { spec: any };
+    expect(project.spec.destinations.map((x: any) => x.namespace)).toContain('dynamo-system');
+    const kinds = project.spec.clusterResourceWhitelist.map((x: any) => `${x.group}/${x.kind}`);
+    for (const k of ['apiextensions.k8s.io/CustomResourceDefinition', 'rbac.authorization.k8s.io/ClusterRole', 'admissionregistration.k8s.io/ValidatingWebhookConfiguration', '/Namespace']) {
+      expect(kinds).toContain(k);
+    }
+  });
+
+  it('puts the operator on the service node', () => {
+    const model = modelOf(dynamo('managed'));
+    const values = dynamoPlatformHelmValues(model);
+    expect(values['dynamo-operator'].controllerManager.tolerations).toEqual(model.serviceNode.tolerations);
+    const terms = values['dynamo-operator'].controllerManager.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms;
+    expect(terms[0].matchExpressions.map((e) => e.key)).toEqual(Object.keys(model.serviceNode.selector));
+    expect(() => dynamoPlatformHelmValues(modelOf(dynamo('preinstalled')))).toThrow(/installs.dynamo is "preinstalled"/);
+    expect(managedInstalls(model).map((i) => i.key)).toContain('dynamo');
+  });
+
+  it.skipIf(!HAS_CHART)('sets only values the pinned chart has, and pins the chart\'s version', () => {
+    const chart = parse(readFileSync(path.join(CHART_DIR, 'Chart.yaml'), 'utf8'));
+    expect(chart.name).toBe(VERSIONS.dynamoPlatform.chart);
+    expect(chart.version).toBe(VERSIONS.dynamoPlatform.version);
+    const upstream = parse(readFileSync(path.join(CHART_DIR, 'values.yaml'), 'utf8'));
+    const leaves = (o: unknown, at: string[] = []): string[][] => (o !== null && typeof o === 'object' && !Array.isArray(o) && Object.keys(o).length > 0
+      && !['tolerations', 'affinity'].includes(at[at.length - 1] ?? '')
+      ? Object.entries(o).flatMap(([k, v]) => leaves(v, [...at, k])) : [at]);
+    for (const leaf of leaves(dynamoPlatformHelmValues(modelOf(dynamo('managed'))))) {
+      const found = leaf.reduce<any>((node, k) => (node === undefined ? undefined : node[k]), upstream);
+      expect(found, leaf.join('.')).not.toBeUndefined();
+    }
+  });
+});
+
+describe('Dynamo samples', () => {
+  it('run in the inference tenant\'s namespace, every component pod queued there', () => {
+    const c = renderOf(dynamo('preinstalled'));
+    const index = new ClusterIndex(c);
+    for (const g of folderObjects(c, 'dynamo')) {
+      expect(g.metadata.namespace).toBe('inference');
+      const templates = index.podTemplates(g);
+      expect(templates.length).toBe((g as any).spec.components.length);
+      for (const t of templates) {
+        expect(t.labels['kueue.x-k8s.io/queue-name']).toBe('default');
+        expect(index.find('LocalQueue', 'default', 'inference')).toBeDefined();
+      }
+    }
+  });
+
+  it('fall back to namespace "default" without an inference tenant, and name an unknown tenant by field', () => {
+    const none = graphs(dynamo('preinstalled', (d) => { d.tenants = d.tenants.filter((t: any) => t.name !== 'inference'); }));
+    expect(none.map((g) => g.metadata.namespace)).toEqual(['default', 'default']);
+    const chosen = graphs(dynamo('preinstalled', (d) => { d.tutorials = { dynamo: { tenant: 'research' } }; }));
+    expect(chosen.map((g) => g.metadata.namespace)).toEqual(['research', 'research']);
+    expect(issuesOf(dynamo('preinstalled', (d) => { d.tutorials = { dynamo: { tenant: 'nobody' } }; })))
+      .toEqual([{ path: 'tutorials.dynamo.tenant', message: expect.stringContaining('no tenant is named "nobody"') }]);
+  });
+
+  it('aggregated: a frontend and one one-GPU worker; disaggregated: prefill and decode over RDMA with IPC_LOCK', () => {
+    const [agg, disagg] = graphs(dynamo('preinstalled'));
+    const gpus = (comp: any) => Number(comp.podTemplate.spec.containers[0].resources.limits['nvidia.com/gpu'] ?? 0);
+    expect(agg.spec.components.map((x: any) => [x.type, gpus(x)])).toEqual([['frontend', 0], ['worker', 1]]);
+    expect(disagg.spec.components.map((x: any) => [x.type, gpus(x)])).toEqual([['frontend', 0], ['decode', 1], ['prefill', 1]]);
+    for (const w of disagg.spec.components.slice(1)) {
+      const main = w.podTemplate.spec.containers[0];
+      expect(main.resources.limits['rdma/rdma_shared_device_a']).toBe('1');
+      expect(main.securityContext).toEqual({ allowPrivilegeEscalation: false, capabilities: { add: ['IPC_LOCK'] } });
+      expect(main.args).toContain('Qwen/Qwen3-0.6B');
+    }
+    expect(agg.spec.components[1].podTemplate.spec.containers[0].resources.limits).not.toHaveProperty('rdma/rdma_shared_device_a');
+  });
+
+  it('take the model and image from the description, and only the aggregated one without InfiniBand', () => {
+    const custom = graphs(dynamo('preinstalled', (d) => { d.tutorials = { dynamo: { model: 'meta-llama/Llama-3.1-8B-Instruct', image: 'example.com/vllm-runtime:2.0.0' } }; }));
+    const images = custom.flatMap((g) => g.spec.components.map((x: any) => x.podTemplate.spec.containers[0].image));
+    expect(new Set(images)).toEqual(new Set(['example.com/vllm-runtime:2.0.0']));
+    expect(custom[0].spec.components[1].podTemplate.spec.containers[0].args).toEqual(['--model', 'meta-llama/Llama-3.1-8B-Instruct']);
+    expect(issuesOf(dynamo('preinstalled', (d) => { d.tutorials = { dynamo: { image: 'example.com/vllm-runtime:latest' } }; })).map((i) => i.path))
+      .toEqual(['tutorials.dynamo.image']);
+    const noIb = graphs(dynamo('preinstalled', (d) => { delete d.network.infiniband; }));
+    expect(noIb.map((g) => g.metadata.name)).toEqual(['vllm-agg']);
+  });
+
+  it('pass the queue-label, resource-coverage and quota rules; a sample requesting an uncovered resource does not', () => {
+    const c = renderOf(dynamo('managed'));
+    const rules = ['queue-label-target', 'queue-resource-coverage', 'no-privileged', 'image-pinned'];
+    expect(checkCluster(c).filter((f) => rules.includes(f.rule))).toEqual([]);
+    const broken = structuredClone(findObject(folderObjects(c, 'dynamo'), 'DynamoGraphDeployment', 'vllm-agg')) as any;
+    broken.spec.components[1].podTemplate.spec.containers[0].resources.requests['ephemeral-storage'] = '2Gi';
+    const folders = c.folders.map((f) => (f.folder === 'dynamo' ? { ...f, objects: [broken] } : f));
+    expect(checkCluster({ ...c, folders }).filter((f) => f.rule === 'queue-resource-coverage').map((f) => f.objects[0]))
+      .toEqual(['DynamoGraphDeployment inference/vllm-agg']);
+  });
+
+  it.skipIf(!HAS_SCHEMAS)('validate strictly against the vendored DynamoGraphDeployment CRD (schema)', () => {
+    const objects = folderObjects(renderOf(dynamo('managed')), 'dynamo');
+    expect(objects.length).toBe(2);
+    expect(strictErrors(objects)).toEqual([]);
+  });
+
+  it.skipIf(!existsSync(DGD_CRD))('pass every create-time CEL rule of the vendored CRD, which do fire on a broken graph', () => {
+    const schema = crdVersionSchema(DGD_CRD, 'v1beta1');
+    const count = { evaluated: 0 };
+    for (const g of folderObjects(renderOf(dynamo('preinstalled')), 'dynamo')) expect(celViolations(schema, g, count)).toEqual([]);
+    expect(count.evaluated).toBeGreaterThan(10);
+    const broken = structuredClone(graphs(dynamo('preinstalled'))[1]);
+    broken.spec.components[2].name = 'vllmdecodeworker';
+    broken.spec.restart = { id: 'now' };
+    broken.spec.components[0].podTemplate.spec.initContainers = [{ name: 'init', image: '' }];
+    expect(celViolations(schema, broken).map((v) => v.message).sort()).toEqual([
+      'component names must be unique case-insensitively',
+      'init containers must specify a non-empty image',
+      'spec.restart must be unset on create; set spec.restart.id after creation to request a restart',
+    ]);
+  });
+});
+
+describe('the cluster report lists the tutorials and the quota they take', () => {
+  it('names each Dynamo sample with its pods, GPUs and RDMA, and each SkyPilot namespace with its files', () => {
+    const report = clusterReport(renderOf(dynamo('managed')));
+    expect(report).toContain('## Tutorials');
+    expect(report).toMatch(/\[vllm-agg\]\(dynamo\/dynamographdeployment\.inference\.vllm-agg\.yaml\) \| `inference` \/ `default` \| 2 \| 1 GPU, /);
+    expect(report).toMatch(/\[vllm-disagg\][^\n]*\| 3 \| 2 GPUs, [^\n]*, 2 RDMA \|/);
+    expect(report).toContain('[config.yaml](tutorials/skypilot/research/config.yaml)');
+    expect(report).toContain('svc/vllm-agg-frontend 8000:8000');
+    expect(clusterReport(renderOf())).toContain('Not rendered (`installs.dynamo: none`)');
+  });
+});
