@@ -136,8 +136,9 @@ function installModuleCache(name) {
   const loaded = [];
   let stale = false;
   const original = Module.prototype._compile;
-  Module.prototype._compile = function cachedCompile(content, filename) {
-    if (!filename.startsWith(ROOT)) return original.call(this, content, filename);
+  Module.prototype._compile = function cachedCompile(content, filename, format) {
+    // ES modules loaded through require() (Node >= 20.19 passes format 'module') keep Node's own path.
+    if (format === 'module' || !filename.startsWith(ROOT)) return original.call(this, content, filename, format);
     const s = fs.statSync(filename);
     const key = `${s.size}:${s.mtimeMs}`;
     const hit = known.get(filename);
