@@ -2,10 +2,11 @@ import { readdirSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { ClusterView } from './rule';
 import { Manifest } from '../render/manifest';
+import { isWriteArtifact } from '../render/write';
 import { manifestFiles, readManifests } from '../validate/tree';
 
 function subdirs(dir: string): string[] {
-  return readdirSync(dir).sort().filter((n) => statSync(path.join(dir, n)).isDirectory());
+  return readdirSync(dir).sort().filter((n) => !isWriteArtifact(n) && statSync(path.join(dir, n)).isDirectory());
 }
 
 function hasManifests(dir: string): boolean {

@@ -4,6 +4,7 @@ import { loadAll, YAMLException } from 'js-yaml';
 import { InputError } from '../errors';
 import { ValidationInput } from './validator';
 import { Manifest } from '../render/manifest';
+import { isWriteArtifact } from '../render/write';
 
 /** Files of a rendered tree that hold no Kubernetes objects. */
 function isManifestFile(name: string): boolean {
@@ -38,7 +39,7 @@ export function readManifests(file: string): ValidationInput[] {
 }
 
 function subdirectories(dir: string): string[] {
-  return readdirSync(dir).sort().filter((n) => statSync(path.join(dir, n)).isDirectory());
+  return readdirSync(dir).sort().filter((n) => !isWriteArtifact(n) && statSync(path.join(dir, n)).isDirectory());
 }
 
 /**
