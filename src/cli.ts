@@ -11,8 +11,8 @@ import { fsErrorText, isFsError, outputFormat, WriteFailed } from './errors';
 import { descriptionJsonSchemaText, withDescriptionReference } from './model/json-schema';
 import { CLUSTERS_DIR, DEFAULT_OUT, SCHEMA_FILE } from './paths';
 import { InputError, synth, SynthResult, ValidationFailed } from './pipeline';
-import { SchemaDirectoryMissing, SchemaStore } from './validate/schemas';
 import { recoverAround } from './render/write';
+import { SchemaDirectoryMissing, SchemaStore } from './validate/schemas';
 import { clusterScopes, readTree } from './validate/tree';
 import { ManifestValidator, ValidationIssue } from './validate/validator';
 

@@ -85,6 +85,7 @@ export function readDescriptionBytes(file: string): Buffer {
   let fd: number;
   try {
     // O_NONBLOCK: opening a FIFO must not wait for a writer
+    // eslint-disable-next-line no-bitwise
     fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
   } catch (e) {
     const err = e as NodeJS.ErrnoException;

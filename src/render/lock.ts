@@ -147,7 +147,9 @@ export class OutputLock {
   static acquire(root: string, options: LockOptions = {}): OutputLock {
     const file = path.join(root, LOCK_FILE);
     const breaker = path.join(root, BREAKER_FILE);
-    const me: LockOwner = { pid: process.pid, host: os.hostname(), since: new Date().toISOString(), procStart: procStartOf(process.pid), command: options.command };
+    const me: LockOwner = {
+      pid: process.pid, host: os.hostname(), since: new Date().toISOString(), procStart: procStartOf(process.pid), command: options.command,
+    };
     const content = `${JSON.stringify(me)}\n`;
     const deadline = Date.now() + lockWaitMs();
     let told = false;

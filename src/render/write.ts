@@ -124,7 +124,7 @@ function writeTree(dir: string, files: Iterable<RenderedFile>): void {
     }
     const file = path.join(dir, ...parts);
     faultPoint('write');
-    faultPoint('write-partial', () => writeFileSync(file, content.slice(0, content.length >> 1)));
+    faultPoint('write-partial', () => writeFileSync(file, content.slice(0, Math.floor(content.length / 2))));
     writeFileSync(file, content);
   }
 }
@@ -260,6 +260,8 @@ function sweepBeside(root: string): void {
   } catch {
     return;
   }
+  // the parent is itself an output root of this protocol: its own recovery decides (from its journal)
+  if (names.some((n) => n.startsWith(BOOKKEEPING_PREFIX))) return;
   for (const name of names) {
     const m = ARTIFACT.exec(name);
     if (!m || m[1] !== base || !pidIsGone(Number(m[3]))) continue;
@@ -372,15 +374,14 @@ export function writeTreeAtomically(target: string, files: Iterable<RenderedFile
  */
 export function recoverAround(p: string, options: LockOptions = {}): void {
   const abs = path.resolve(p);
-  recoverOutput(abs, options);
   const parent = path.dirname(abs);
-  if (parent === abs) return;
-  let names: string[];
+  let names: string[] = [];
   try {
-    names = readdirSync(parent);
+    names = parent === abs ? [] : readdirSync(parent);
   } catch {
-    return;
+    // unreadable parent: only the path itself
   }
   const base = path.basename(abs);
   if (names.some((n) => n.startsWith(BOOKKEEPING_PREFIX) || ARTIFACT.exec(n)?.[1] === base)) recoverOutput(parent, options);
+  recoverOutput(abs, options);
 }
