@@ -92,7 +92,7 @@ const project = new cdk8s.Cdk8sTypeScriptApp({
     },
   },
 
-  gitignore: ['/cdk8s.out/', '/dist.tmp-*/', '/bench/results.json', '*.cpuprofile', '/.vitest/'],
+  gitignore: ['/cdk8s.out/', '/dist.tmp-*/', '/dist.old-*/', '/dist/.gpu-cluster-manifests.*', '/dist/*.tmp-*/', '/dist/*.old-*/', '/bench/results.json', '*.cpuprofile', '/.vitest/'],
 });
 
 // dist/ is the product: it is committed and CI checks that it matches a fresh render.
