@@ -1,5 +1,5 @@
 import { ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -231,6 +231,21 @@ describe.skipIf(process.platform !== 'linux')('a synth killed at any point loses
       expect(leftovers(dir), fault).toEqual([]);
     }
   }, 300_000);
+
+  it('an aborted swap (a rename that failed after the commit) is rolled back to the old trees', () => {
+    const dir = freshCopy();
+    const newOut = path.join(work, 'new-out');
+    const swaps = CLUSTERS.map((c, i) => ({ target: c, tmp: `${c}.tmp-999999-${2 * i + 1}`, old: `${c}.old-999999-${2 * i + 2}`, existed: true }));
+    for (const s of swaps) cpSync(path.join(newOut, s.target), path.join(dir, s.tmp), { recursive: true });
+    // the first folder was swapped, the second one's first rename failed
+    renameSync(path.join(dir, swaps[0].target), path.join(dir, swaps[0].old));
+    renameSync(path.join(dir, swaps[0].tmp), path.join(dir, swaps[0].target));
+    expect(states(dir)).toEqual(['new', 'old']);
+    writeFileSync(path.join(dir, JOURNAL_FILE), JSON.stringify({ format: 1, tool: 'gpu-cluster-manifests', state: 'abort', pid: 999999, host: 'h', swaps }));
+    recoverOutput(dir);
+    expect(states(dir)).toEqual(['old', 'old']);
+    expect(leftovers(dir)).toEqual([]);
+  });
 
   it('removes the leftovers of older versions of the tool, and restores a folder they left renamed away', () => {
     const dir = freshCopy();
