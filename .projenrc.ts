@@ -97,7 +97,7 @@ const project = new cdk8s.Cdk8sTypeScriptApp({
     },
   },
 
-  gitignore: ['/cdk8s.out/', '/dist.tmp-*/', '/bench/results.json', '*.cpuprofile', '/.vitest/'],
+  gitignore: ['/cdk8s.out/', '/dist.tmp-*/', '/dist.old-*/', '/dist/.gpu-cluster-manifests.*', '/dist/*.tmp-*/', '/dist/*.old-*/', '/bench/results.json', '*.cpuprofile', '/.vitest/'],
 });
 
 // The package other cdk8s apps consume: `import { ... } from 'gpu-cluster-manifests'` (src/index.ts).

@@ -7,12 +7,13 @@ import { runCheck } from './commands/check';
 import { runDiff } from './commands/diff';
 import { consoleIo, EXIT, Io } from './commands/io';
 import { RENDER_OPTIONS, renderInputs, schemaDirs } from './commands/options';
-import { isUserPathError, outputFormat } from './errors';
+import { fsErrorText, isFsError, outputFormat, WriteFailed } from './errors';
 import { runInit } from './init/command';
 import { descriptionJsonSchemaText, withDescriptionReference } from './model/json-schema';
 import { CLUSTERS_DIR, DEFAULT_OUT, SCHEMA_FILE } from './paths';
 import { InputError, synth, SynthResult, ValidationFailed } from './pipeline';
 import { runPreflight } from './preflight/command';
+import { recoverAround } from './render/write';
 import { SchemaDirectoryMissing, SchemaStore } from './validate/schemas';
 import { clusterScopes, readTree } from './validate/tree';
 import { ManifestValidator, ValidationIssue } from './validate/validator';
@@ -123,7 +124,7 @@ export function runSynth(args: string[], io: Io = consoleIo): number {
   }
   const format = outputFormat(values.format);
   const { configs, schemas, upstream } = renderInputs(values);
-  const result = synth({ configs, clustersDir: CLUSTERS_DIR, out: values.out ?? DEFAULT_OUT, schemas, upstream });
+  const result = synth({ configs, clustersDir: CLUSTERS_DIR, out: values.out ?? DEFAULT_OUT, schemas, upstream, notify: io.err });
   for (const w of result.warnings) io.err(formatIssue(w));
   for (const f of result.findings) io.err(formatFinding(f));
   if (format === 'json') io.out(JSON.stringify({ clusters: result.clusters.map((c) => c.name), files: result.files, timings: result.timings, warnings: result.warnings, findings: result.findings }));
@@ -148,6 +149,8 @@ export function runValidate(args: string[], io: Io = consoleIo): number {
   }
   const format = outputFormat(values.format);
   if (positionals.length === 0) throw new InputError('validate: name the rendered folders or files to validate (e.g. dist/instant-cluster)');
+  // A folder an interrupted synth left half-swapped is completed first.
+  for (const p of positionals) recoverAround(p, { command: 'validate', notify: io.err });
   for (const p of positionals) if (!existsSync(p)) throw new InputError(`validate: ${p}: no such file or folder`);
   const t0 = performance.now();
   const validator = new ManifestValidator(SchemaStore.open(schemaDirs(values.schemas)));
@@ -237,8 +240,12 @@ function failure(e: unknown, io: Io): number {
     io.err(`error: ${e.message}`);
     return EXIT.badInput;
   }
-  if (isUserPathError(e)) {
+  if (e instanceof WriteFailed) {
     io.err(`error: ${e.message}`);
+    return EXIT.failed;
+  }
+  if (isFsError(e)) {
+    io.err(`error: ${fsErrorText(e)}`);
     return EXIT.badInput;
   }
   if (e instanceof TypeError && (e as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS')) {

@@ -6,11 +6,50 @@ export class InputError extends Error {
   }
 }
 
-/** File-system failures on paths the user gave (missing, not a folder, not writable): bad input, not a crash. */
-const USER_PATH_ERRORS = new Set(['ENOENT', 'ENOTDIR', 'EISDIR', 'EACCES', 'EPERM', 'EROFS', 'EEXIST', 'ENOSPC']);
+/** Writing the output failed (disk full, a folder in use, ...); the previous output is unchanged. Exit code 1. */
+export class WriteFailed extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'WriteFailed';
+  }
+}
 
-export function isUserPathError(e: unknown): e is NodeJS.ErrnoException {
-  return e instanceof Error && USER_PATH_ERRORS.has((e as NodeJS.ErrnoException).code ?? '');
+/** What a file-system error code means, and what to do about it. */
+const FS_REASONS: Record<string, string> = {
+  ENOENT: 'no such file or folder',
+  ENOTDIR: 'a part of the path is a file, not a folder',
+  EISDIR: 'is a folder, not a file',
+  EACCES: 'permission denied: check the owner and mode of the folder',
+  EPERM: 'operation not permitted: check the owner and mode of the folder',
+  EROFS: 'read-only file system: choose a writable folder',
+  ENOSPC: 'no space left on the device: free some space and re-run',
+  EDQUOT: 'disk quota exceeded: free some space and re-run',
+  ENAMETOOLONG: 'name too long: use a shorter path',
+  ELOOP: 'too many levels of symbolic links: check for a symlink loop',
+  EBUSY: 'in use (a mount point?): choose another folder or unmount it',
+  EXDEV: 'on another file system: keep the output folder on one file system',
+  EMFILE: 'too many open files: raise the limit (ulimit -n) and re-run',
+  ENFILE: 'too many open files in the system: re-run later',
+  EIO: 'input/output error: check the disk',
+  EEXIST: 'already exists: remove it or choose another path',
+  ENOTEMPTY: 'folder not empty: remove it or choose another path',
+  EINVAL: 'invalid argument for this file system',
+  ENXIO: 'no such device',
+  ETXTBSY: 'file busy',
+};
+
+/** True for an error of a file-system call (it carries an errno code and the call's name). */
+export function isFsError(e: unknown): e is NodeJS.ErrnoException {
+  return e instanceof Error && typeof (e as NodeJS.ErrnoException).code === 'string' && /^E[A-Z]+$/.test((e as NodeJS.ErrnoException).code!)
+    && (e as NodeJS.ErrnoException).syscall !== undefined;
+}
+
+/** One line for a file-system error: the path, what went wrong, what to do (`cannot mkdir /x/y: permission denied: ... (EACCES)`). */
+export function fsErrorText(e: NodeJS.ErrnoException): string {
+  const code = e.code ?? 'EUNKNOWN';
+  const reason = FS_REASONS[code] ?? e.message.replace(/^[A-Z]+: /, '').replace(/, \w+ '.*'$/, '');
+  const where = e.path ? ` ${e.path}${(e as { dest?: string }).dest ? ` -> ${(e as { dest?: string }).dest}` : ''}` : '';
+  return `cannot ${e.syscall ?? 'access'}${where}: ${reason} (${code})`;
 }
 
 /** The value of --format: text (default) or json. */

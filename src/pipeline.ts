@@ -1,15 +1,16 @@
-import { readdirSync } from 'node:fs';
+import { readdirSync, realpathSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { CheckFailed, checkClusters } from './check/engine';
 import { Finding, ScopeOf } from './check/rule';
 import { fleetFiles, renderFleet } from './components/gitops/fleet';
-import { InputError } from './errors';
+import { fsErrorText, InputError, isFsError } from './errors';
+import { isInside, pathProblem } from './files';
 import { isDescriptionFile, loadDescription, DescriptionError } from './model/load';
 import { buildModel, ClusterModel } from './model/model';
 import { clusterFiles, RenderedFile } from './render/layout';
 import { RenderedFolder } from './render/manifest';
 import { renderCluster, RenderedCluster } from './render/render';
-import { writeTreeAtomically } from './render/write';
+import { recoverOutput, TreeEntry, writeTrees } from './render/write';
 import { SchemaStore } from './validate/schemas';
 import { ManifestValidator, ValidationIssue } from './validate/validator';
 
@@ -40,6 +41,8 @@ export interface SynthOptions {
    * @default DEFAULT_UPSTREAM (those rules report nothing when it does not exist)
    */
   readonly upstream?: string;
+  /** Told when the output folder is locked by another command and synth waits for it. */
+  readonly notify?: (line: string) => void;
 }
 
 export interface Timings {
@@ -122,11 +125,71 @@ export function renderFiles(clusters: readonly RenderedCluster[]): RenderedFile[
 const now = () => performance.now();
 
 /**
+ * Checks an output folder argument before anything is rendered: not empty, not too long, a folder
+ * (or absent). Returns it resolved.
+ */
+export function outputRoot(out: string, flag = '--out'): string {
+  if (out === '') throw new InputError(`${flag} "": empty path; name the output folder (default: dist/)`);
+  const problem = pathProblem(out);
+  if (problem) throw new InputError(`${flag} ${out}: the path ${problem}`);
+  let st;
+  try {
+    st = statSync(out, { throwIfNoEntry: false });
+  } catch (e) {
+    if (isFsError(e)) throw new InputError(`${flag} ${out}: ${fsErrorText(e)}`);
+    throw e;
+  }
+  if (st && !st.isDirectory()) throw new InputError(`${flag} ${out}: not a folder; name a folder to render into`);
+  return path.resolve(out);
+}
+
+function realOrResolved(p: string): string {
+  try {
+    return realpathSync(p);
+  } catch {
+    return path.resolve(p);
+  }
+}
+
+/** Refuses targets the write would destroy something in: a description being rendered, the current directory. */
+function checkTargets(targets: readonly string[], configs: readonly string[]): void {
+  for (const t of targets) {
+    const real = realOrResolved(t);
+    for (const c of configs) {
+      if (isInside(realOrResolved(c), real)) {
+        throw new InputError(`${c}: the description lies inside ${t}, which synth replaces (it would be deleted by its own render); move it out of the output folder`);
+      }
+    }
+    if (isInside(realOrResolved(process.cwd()), real)) {
+      throw new InputError(`${t} contains the current directory, and synth replaces all of it; run from elsewhere or choose another --out`);
+    }
+  }
+}
+
+/** The rendered files grouped by their first path segment (a cluster folder, fleet/). */
+function entriesOf(files: readonly RenderedFile[]): TreeEntry[] {
+  const groups = new Map<string, RenderedFile[]>();
+  for (const [p, content] of files) {
+    const slash = p.indexOf('/');
+    if (slash <= 0) throw new Error(`rendered file ${p} is not inside a folder`);
+    const name = p.slice(0, slash);
+    const list = groups.get(name) ?? [];
+    list.push([p.slice(slash + 1), content]);
+    groups.set(name, list);
+  }
+  return [...groups].map(([name, list]) => ({ name, files: list }));
+}
+
+/**
  * Load -> model -> render -> validate -> check -> write atomically. Throws InputError (exit 2),
  * ValidationFailed or CheckFailed (exit 1); on any throw the output is untouched.
  */
 export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthResult {
   const t0 = now();
+  const out = outputRoot(opts.out);
+  const lockOptions = { command: 'synth', notify: opts.notify };
+  // An interrupted earlier run is finished or undone before anything else.
+  recoverOutput(out, lockOptions);
   const configs = opts.configs && opts.configs.length > 0 ? opts.configs : descriptionFiles(opts.clustersDir);
   if (configs.length === 0) throw new InputError(`no cluster descriptions in ${opts.clustersDir}`);
   const models = loadModels(configs);
@@ -153,19 +216,20 @@ export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthR
   const written: string[] = [];
   let files = 0;
   if (opts.configs && opts.configs.length > 0) {
-    for (const c of clusters) {
-      const prefix = `${c.name}/`;
-      const own = clusterFiles(c).map(([p, content]) => [p.slice(prefix.length), content] as const);
-      files += own.length;
-      const target = path.join(opts.out, c.name);
-      writeTreeAtomically(target, own);
-      written.push(target);
+    const entries = entriesOf(renderFiles(clusters));
+    for (const e of entries) {
+      files += (e.files as RenderedFile[]).length;
+      written.push(path.join(out, e.name));
     }
+    checkTargets(written, configs);
+    writeTrees(out, entries, lockOptions);
   } else {
     const all = [...renderFiles(clusters), ...(fleet ? fleetFiles(fleet) : [])];
     files = all.length;
-    writeTreeAtomically(opts.out, all);
-    written.push(opts.out);
+    checkTargets([out], configs);
+    // The whole output root becomes the fleet: entries no longer rendered are removed.
+    writeTrees(out, entriesOf(all), { ...lockOptions, replaceAll: true });
+    written.push(out);
   }
   const t4 = now();
   return {

@@ -3,11 +3,12 @@ import * as path from 'node:path';
 import { ClusterView } from './rule';
 import { CLIENT_FILES_FOLDER } from '../render/client-files';
 import { Manifest } from '../render/manifest';
+import { isWriteArtifact } from '../render/write';
 import { manifestFiles, readManifests } from '../validate/tree';
 
 /** Subfolders of a rendered tree; the client files' folder (tutorials/) holds no objects and is left out. */
 function subdirs(dir: string): string[] {
-  return readdirSync(dir).sort().filter((n) => n !== CLIENT_FILES_FOLDER && statSync(path.join(dir, n)).isDirectory());
+  return readdirSync(dir).sort().filter((n) => n !== CLIENT_FILES_FOLDER && !isWriteArtifact(n) && statSync(path.join(dir, n)).isDirectory());
 }
 
 function hasManifests(dir: string): boolean {

@@ -9,6 +9,7 @@ import { descriptionFiles, InputError, loadModels } from '../pipeline';
 import { consoleIo, EXIT, Io } from './io';
 import { upstreamDir } from './options';
 import { outputFormat } from '../errors';
+import { recoverAround } from '../render/write';
 import { SchemaStore } from '../validate/schemas';
 
 /** Scope look-up from the schema directories; without an explicit --schemas, only when the default exists. */
@@ -47,6 +48,7 @@ export function runCheck(args: string[], io: Io = consoleIo, help = ''): number 
   }
   const format = outputFormat(values.format);
   const dirs = positionals.length > 0 ? positionals : [DEFAULT_OUT];
+  for (const d of dirs) recoverAround(d, { command: 'check', notify: io.err });
   for (const d of dirs) if (!existsSync(d)) throw new InputError(`check: ${d}: no such folder`);
   const configs = values.config ?? [];
   for (const c of configs) if (!existsSync(c)) throw new InputError(`--config ${c}: no such file`);

@@ -3,12 +3,13 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { CLUSTERS_DIR, DEFAULT_OUT } from '../paths';
-import { synth } from '../pipeline';
+import { outputRoot, synth } from '../pipeline';
 import { consoleIo, EXIT, Io } from './io';
 import { RENDER_OPTIONS, renderInputs } from './options';
 import { outputFormat } from '../errors';
 import { CLIENT_FILES_FOLDER } from '../render/client-files';
 import { describeObject, Manifest, objectId } from '../render/manifest';
+import { isWriteArtifact, recoverOutput } from '../render/write';
 import { manifestFiles, readManifests } from '../validate/tree';
 
 /** One object of a rendered tree, with the file it is in (relative to the output root). */
@@ -90,7 +91,7 @@ export function diffObjects(before: readonly TreeObject[], after: readonly TreeO
 
 function allFiles(root: string, dir = root): string[] {
   if (!existsSync(dir)) return [];
-  return readdirSync(dir).sort().flatMap((n) => {
+  return readdirSync(dir).filter((n) => !isWriteArtifact(n)).sort().flatMap((n) => {
     const p = path.join(dir, n);
     return statSync(p).isDirectory() ? allFiles(root, p) : [path.relative(root, p).split(path.sep).join('/')];
   });
@@ -99,7 +100,7 @@ function allFiles(root: string, dir = root): string[] {
 /** The objects of `clusters` (folders under `root`; every folder when undefined), with root-relative files. */
 function treeObjects(root: string, clusters?: readonly string[]): TreeObject[] {
   if (!existsSync(root)) return [];
-  const names = clusters ?? readdirSync(root).filter((n) => statSync(path.join(root, n)).isDirectory());
+  const names = clusters ?? readdirSync(root).filter((n) => !isWriteArtifact(n) && statSync(path.join(root, n)).isDirectory());
   return names.filter((n) => existsSync(path.join(root, n))).flatMap((n) => manifestFiles(path.join(root, n))
     .flatMap((f) => readManifests(f).map((i) => ({ file: path.relative(root, f).split(path.sep).join('/'), manifest: i.manifest as Manifest }))));
 }
@@ -160,7 +161,8 @@ export function runDiff(args: string[], io: Io = consoleIo, help = ''): number {
   }
   const format = outputFormat(values.format);
   const { configs, schemas, upstream } = renderInputs(values);
-  const committed = values.out ?? DEFAULT_OUT;
+  const committed = outputRoot(values.out ?? DEFAULT_OUT);
+  recoverOutput(committed, { command: 'diff', notify: io.err });
 
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'gpu-cluster-diff-'));
   try {

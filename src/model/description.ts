@@ -2,8 +2,8 @@ import { z } from 'zod';
 import { LABELS, NAMESPACES, SINGLETONS, STORAGE_CLASSES } from './names';
 import { VERSIONS } from '../versions';
 import {
-  absolutePath, dnsLabel, dnsSubdomain, envVar, installMode, intRange, labelKey, labels, labelValue,
-  nonEmptyString, nonNegativeInt, pinnedImage, positiveInt, promDuration, quantity, taint,
+  absolutePath, dnsLabel, dnsSubdomain, envVar, exactMemoryTotal, gpuCount, gpusPerNode, installMode, intRange, labelKey, labels, labelValue,
+  nodeCount, nonEmptyString, nonNegativeInt, pinnedImage, positiveInt, promDuration, quantity, taint,
 } from './schema-types';
 
 /**
@@ -36,8 +36,8 @@ const serviceNode = z.strictObject({
 });
 
 const gpuWorkers = z.strictObject({
-  count: positiveInt().describe('Number of GPU worker nodes.'),
-  gpusPerNode: positiveInt().describe('nvidia.com/gpu allocatable per node.'),
+  count: nodeCount().describe('Number of GPU worker nodes.'),
+  gpusPerNode: gpusPerNode().describe('nvidia.com/gpu allocatable per node.'),
   gpuProduct: labelValue().describe('Value of the nvidia.com/gpu.product node label (set by GPU Feature Discovery).'),
   cpu: quantity('cpu').describe('Allocatable CPU per node.'),
   memory: quantity('memory').describe('Allocatable memory per node.'),
@@ -45,15 +45,15 @@ const gpuWorkers = z.strictObject({
     path: absolutePath().describe('Node-local NVMe mount; backs the local-disk StorageClass.'),
   }).describe('Node-local disk of every GPU worker.'),
   taints: z.array(taint()).default([]).describe('Taints of the GPU workers (Instant Cluster: none); jobs and agents tolerate them.'),
-});
+}).superRefine(exactMemoryTotal);
 
 const cpuWorkers = z.strictObject({
-  count: positiveInt().describe('Number of CPU-only worker nodes.'),
+  count: nodeCount().describe('Number of CPU-only worker nodes.'),
   cpu: quantity('cpu').describe('Allocatable CPU per node.'),
   memory: quantity('memory').describe('Allocatable memory per node.'),
   labels: labels().default({ 'node-role.kubernetes.io/cpu-worker': '' }).describe('Labels selecting the CPU workers.'),
   taints: z.array(taint()).default([]).describe('Taints of the CPU workers.'),
-});
+}).superRefine(exactMemoryTotal);
 
 const rdmaSharedDevice = z.strictObject({
   // k8s-rdma-shared-dev-plugin accepts resource names of [a-zA-Z0-9_]+ only.
@@ -114,7 +114,7 @@ const priority = z.strictObject({
   default: z.boolean().default(false).describe('The default priority of workloads without a priority label (at most one).'),
 });
 
-const quotaLimit = z.union([nonNegativeInt('a non-negative number of GPUs'), z.null()]);
+const quotaLimit = z.union([gpuCount(), z.null()]);
 
 const queueing = z.strictObject({
   defaultQueue: dnsLabel().default('default').describe('LocalQueue pre-wired in namespace "default" and in every tenant namespace.'),
@@ -143,7 +143,7 @@ const queueing = z.strictObject({
 
 const tenant = z.strictObject({
   name: dnsLabel().describe('Tenant name; names its ClusterQueue.'),
-  gpus: nonNegativeInt('a non-negative number of GPUs').describe('Nominal GPU quota; may borrow idle GPUs from the cohort.'),
+  gpus: gpuCount().describe('Nominal GPU quota; may borrow idle GPUs from the cohort.'),
   namespace: dnsLabel().optional().describe('Tenant namespace. Default: the tenant name.'),
   group: nonEmptyString('a group name').optional().describe('Group bound to the tenant role (OIDC/Kanidm). Default: tenant-<name>.'),
   borrowingOnly: z.boolean().default(false).describe('The quota is a share of borrowed GPUs, not reserved capacity (allowed to exceed the cluster).'),

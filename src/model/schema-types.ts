@@ -8,16 +8,63 @@ import { parseQuantity } from './quantity';
  */
 
 
-export const positiveInt = (what = 'a positive integer') =>
-  z.int({ error: `expected ${what}` }).positive({ error: `expected ${what}` });
+/** The largest integer Kubernetes' int32 fields take: the default upper bound of every count. */
+export const INT32_MAX = 2147483647;
+/** Kubernetes supports clusters of up to 5000 nodes. */
+export const MAX_NODES = 5000;
+/** nvidia.com/gpu per node, MIG slices included (8 GPUs x 7 slices = 56). */
+export const MAX_GPUS_PER_NODE = 256;
+/** More GPUs than any described cluster can hold. */
+export const MAX_GPUS = MAX_NODES * MAX_GPUS_PER_NODE;
+/** Allocatable CPU (cores) and memory (bytes) of one node: far above any machine, low enough that totals stay exact. */
+export const MAX_NODE_CPU = 100_000;
+export const MAX_NODE_MEMORY = 2 ** 50; // 1Pi
 
-export const nonNegativeInt = (what = 'a non-negative integer') =>
-  z.int({ error: `expected ${what}` }).nonnegative({ error: `expected ${what}` });
+const boundedInt = (min: number, max: number, what: string, tooBig: string) =>
+  z.int({ error: `expected ${what}` }).min(min, { error: `expected ${what}` }).max(max, { error: tooBig });
 
-export const intRange = (min: number, max: number) =>
-  z.int({ error: `expected an integer from ${min} to ${max}` })
-    .min(min, { error: `expected an integer from ${min} to ${max}` })
-    .max(max, { error: `expected an integer from ${min} to ${max}` });
+/** A positive integer (at most `max`, default INT32_MAX: numbers stay exact and fit Kubernetes' int32 fields). */
+export const positiveInt = (what = 'a positive integer', max = INT32_MAX) =>
+  boundedInt(1, max, what, `expected ${what} of at most ${max}`);
+
+export const nonNegativeInt = (what = 'a non-negative integer', max = INT32_MAX) =>
+  boundedInt(0, max, what, `expected ${what} of at most ${max}`);
+
+export const intRange = (min: number, max: number) => boundedInt(min, max, `an integer from ${min} to ${max}`, `expected an integer from ${min} to ${max}`);
+
+/** A number of nodes: 1 to MAX_NODES. */
+export const nodeCount = () =>
+  boundedInt(1, MAX_NODES, 'a positive integer', `expected at most ${MAX_NODES} nodes (the largest cluster Kubernetes supports)`);
+
+/** nvidia.com/gpu per node. */
+export const gpusPerNode = () =>
+  boundedInt(1, MAX_GPUS_PER_NODE, 'a positive integer', `expected at most ${MAX_GPUS_PER_NODE} GPUs per node`);
+
+/** A number of GPUs (quotas, limits). */
+export const gpuCount = (what = 'a non-negative number of GPUs') =>
+  boundedInt(0, MAX_GPUS, what, `expected at most ${MAX_GPUS} GPUs (${MAX_NODES} nodes x ${MAX_GPUS_PER_NODE})`);
+
+/**
+ * Refinement of a node group (`count` and per-node `memory`): the group's total memory in bytes
+ * must stay an exact integer (2^53 bytes, 8Pi), or the quota arithmetic would round.
+ */
+export function exactMemoryTotal(nodes: { count: number; memory: string }, ctx: z.RefinementCtx): void {
+  let perNode: number;
+  try {
+    perNode = parseQuantity(nodes.memory);
+  } catch {
+    return; // the field's own check reports it
+  }
+  // out-of-range fields are reported by their own checks
+  if (!Number.isInteger(nodes.count) || nodes.count < 1 || nodes.count > MAX_NODES || !(perNode > 0 && perNode <= MAX_NODE_MEMORY)) return;
+  if (!Number.isSafeInteger(Math.floor(nodes.count * perNode))) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['count'],
+      message: `${nodes.count} nodes x ${nodes.memory} is more memory than the quota arithmetic keeps exact (8Pi in all); lower the count or describe the cluster in parts`,
+    });
+  }
+}
 
 /** A DNS-1123 label: Kubernetes names of namespaces, services, most objects. */
 export const dnsLabel = () =>
@@ -46,17 +93,22 @@ export const nonEmptyString = (what = 'a non-empty string') =>
 export const absolutePath = () =>
   z.string({ error: 'expected an absolute path' }).regex(/^\/[^\0]*$/, { error: 'expected an absolute path (starting with "/")' });
 
-/** A Kubernetes quantity, as a string (`"192"`, `1800Gi`) or a plain number. */
-export const quantity = (what: 'cpu' | 'memory') =>
-  z.union([z.string(), z.number()], { error: `expected a ${what} quantity such as ${what === 'cpu' ? '"192" or "500m"' : '"1800Gi"'}` })
+/** A Kubernetes quantity, as a string (`"192"`, `1800Gi`) or a plain number; positive and at most a node's worth. */
+export const quantity = (what: 'cpu' | 'memory') => {
+  const example = what === 'cpu' ? '"192" or "500m"' : '"1800Gi"';
+  const max = what === 'cpu' ? MAX_NODE_CPU : MAX_NODE_MEMORY;
+  const parsed = (v: string) => {
+    try {
+      return parseQuantity(v);
+    } catch {
+      return NaN;
+    }
+  };
+  return z.union([z.string(), z.number()], { error: `expected a ${what} quantity such as ${example}` })
     .transform((v) => String(v))
-    .refine((v) => {
-      try {
-        return parseQuantity(v) > 0;
-      } catch {
-        return false;
-      }
-    }, { error: `expected a positive ${what} quantity such as ${what === 'cpu' ? '"192" or "500m"' : '"1800Gi"'}` });
+    .refine((v) => parsed(v) > 0, { error: `expected a positive ${what} quantity such as ${example}` })
+    .refine((v) => !(parsed(v) > max), { error: `expected at most ${what === 'cpu' ? `${MAX_NODE_CPU} cores` : '1Pi'} (more than any node has)` });
+};
 
 /** A container image reference that is pinned: a tag other than `latest`, or a digest. */
 export const pinnedImage = () =>

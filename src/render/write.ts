@@ -1,53 +1,387 @@
-import { mkdirSync, renameSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { closeSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmdirSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
-import { RenderedFile } from './layout';
+import { faultPoint } from './fault';
+import type { RenderedFile } from './layout';
+import { BOOKKEEPING_PREFIX, LOCK_FILE, LockOptions, OutputLock, pidIsGone } from './lock';
+import { fsErrorText, InputError, isFsError, WriteFailed } from '../errors';
+import { makeDirs, syncDir } from '../files';
+
+export { BOOKKEEPING_PREFIX, LOCK_FILE, LOCK_WAIT_ENV } from './lock';
+
+/**
+ * The write protocol of an output root (`dist/`):
+ *
+ * 1. Take the root's lock (`.gpu-cluster-manifests.lock`; waits for another writer a bounded time).
+ * 2. Recover what an interrupted run left (see recoverOutput).
+ * 3. Write each new tree to a temporary folder beside its target, `<name>.tmp-<pid>-<n>`.
+ * 4. Commit: write the journal (`.gpu-cluster-manifests.journal`: every target, its temporary
+ *    and its `<name>.old-<pid>-<n>` name) to a temporary file, fsync it, rename it into place,
+ *    fsync the folder. Before this point an interruption leaves the old trees untouched.
+ * 5. Swap every target: rename it to its old name, rename the temporary into place.
+ * 6. fsync the folder, delete the old trees, delete the journal, release the lock.
+ *
+ * After the commit, recovery rolls forward (finishes step 5 and 6); before it, it rolls back
+ * (deletes the temporary trees). A rename that fails in step 5 (a folder in use) rolls every
+ * swap back under an "abort" journal. Either way all targets are replaced, or none.
+ */
+
+export const JOURNAL_FILE = `${BOOKKEEPING_PREFIX}journal`;
+
+/** `<name>.tmp-<pid>-<n>` / `<name>.old-<pid>-<n>`: temporary and previous trees (also of older versions of the tool). */
+const ARTIFACT = /^(.+)\.(tmp|old)-(\d+)-(\d+)$/;
+
+/** True for names the write protocol keeps beside the output (lock, journal, temporary and old trees): never output. */
+export function isWriteArtifact(name: string): boolean {
+  return name.startsWith(BOOKKEEPING_PREFIX) || ARTIFACT.test(name);
+}
+
+/** One entry directly under the output root that a write replaces. */
+export interface TreeEntry {
+  /** Its name in the output root (one path component). */
+  readonly name: string;
+  /** The files of the new tree, relative to it. */
+  readonly files: Iterable<RenderedFile>;
+}
+
+/** Options of a write. */
+export interface WriteOptions extends LockOptions {
+  /** Also remove every other entry of the root (the root becomes exactly `entries`). */
+  readonly replaceAll?: boolean;
+}
+
+interface Swap {
+  readonly target: string;
+  /** Temporary tree; absent when the target is only removed. */
+  readonly tmp?: string;
+  readonly old: string;
+  readonly existed: boolean;
+}
+
+interface Journal {
+  readonly format: 1;
+  readonly tool: 'gpu-cluster-manifests';
+  /** commit: roll forward; abort: roll back. */
+  readonly state: 'commit' | 'abort';
+  readonly pid: number;
+  readonly host: string;
+  readonly swaps: readonly Swap[];
+}
 
 let counter = 0;
-
-function siblingName(target: string, tag: string): string {
+function artifactName(name: string, tag: 'tmp' | 'old'): string {
   counter += 1;
-  return path.join(path.dirname(target), `${path.basename(target)}.${tag}-${process.pid}-${counter}`);
+  return `${name}.${tag}-${process.pid}-${counter}`;
+}
+
+function exists(p: string): boolean {
+  try {
+    lstatSync(p);
+    return true;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw e;
+  }
+}
+
+function rename(from: string, to: string, step: string): void {
+  faultPoint(step);
+  renameSync(from, to);
+}
+
+/** Deletes a file or folder tree, one entry at a time (a fault point each). */
+function removeTree(p: string, step: string): void {
+  let st;
+  try {
+    st = lstatSync(p);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw e;
+  }
+  if (st.isDirectory()) {
+    for (const name of readdirSync(p)) removeTree(path.join(p, name), step);
+    faultPoint(step);
+    rmdirSync(p);
+  } else {
+    faultPoint(step);
+    unlinkSync(p);
+  }
+}
+
+function writeTree(dir: string, files: Iterable<RenderedFile>): void {
+  mkdirSync(dir);
+  const made = new Set<string>();
+  for (const [rel, content] of files) {
+    const parts = rel.split('/');
+    if (path.isAbsolute(rel) || parts.some((s) => s === '..' || s === '.' || s === '')) throw new Error(`refusing to write outside the output: ${rel}`);
+    let at = dir;
+    for (const part of parts.slice(0, -1)) {
+      at = path.join(at, part);
+      if (!made.has(at)) {
+        mkdirSync(at);
+        made.add(at);
+      }
+    }
+    const file = path.join(dir, ...parts);
+    faultPoint('write');
+    faultPoint('write-partial', () => writeFileSync(file, content.slice(0, Math.floor(content.length / 2))));
+    writeFileSync(file, content);
+  }
+}
+
+function writeJournal(root: string, journal: Journal): void {
+  const file = path.join(root, JOURNAL_FILE);
+  const tmp = `${file}.tmp-${process.pid}`;
+  const fd = openSync(tmp, 'w');
+  try {
+    writeSync(fd, `${JSON.stringify(journal, undefined, 2)}\n`);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  if (journal.state === 'commit') faultPoint('commit');
+  renameSync(tmp, file);
+  syncDir(root);
+}
+
+const plainName = (n: unknown): n is string => typeof n === 'string' && n !== '' && n !== '.' && n !== '..' && !/[/\\\0]/.test(n);
+
+function readJournal(root: string): Journal | undefined {
+  const file = path.join(root, JOURNAL_FILE);
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw e;
+  }
+  let j: Journal | undefined;
+  try {
+    j = JSON.parse(text) as Journal;
+  } catch {
+    j = undefined;
+  }
+  const valid = j !== undefined && j.format === 1 && (j.state === 'commit' || j.state === 'abort') && Array.isArray(j.swaps)
+    && j.swaps.every((s) => plainName(s.target) && plainName(s.old) && ARTIFACT.exec(s.old)?.[1] === s.target
+      && (s.tmp === undefined || (plainName(s.tmp) && ARTIFACT.exec(s.tmp)?.[1] === s.target)));
+  if (!valid) {
+    throw new InputError(`${file} is not a journal this tool can read, so it cannot tell whether to finish or undo the interrupted write. `
+      + `Look at ${root}: <name>.old-* is the previous tree of <name>, <name>.tmp-* the new one; put the tree you want in place, then delete the journal`);
+  }
+  return j;
+}
+
+/** Finishes a committed swap (idempotent: each step checks what is already done). */
+function rollForward(root: string, j: Journal, step: string): void {
+  for (const s of j.swaps) {
+    const target = path.join(root, s.target);
+    const old = path.join(root, s.old);
+    if (s.tmp === undefined) {
+      if (exists(target)) rename(target, old, step);
+      continue;
+    }
+    const tmp = path.join(root, s.tmp);
+    if (!exists(tmp)) continue; // already in place
+    if (exists(target)) rename(target, old, step);
+    rename(tmp, target, step);
+  }
+}
+
+/** Undoes a swap (idempotent): every target gets its previous tree back. */
+function rollBack(root: string, j: Journal, step: string): void {
+  for (const s of [...j.swaps].reverse()) {
+    const target = path.join(root, s.target);
+    const old = path.join(root, s.old);
+    const tmp = s.tmp === undefined ? undefined : path.join(root, s.tmp);
+    if (exists(old)) {
+      if (exists(target)) {
+        if (!tmp || exists(tmp)) throw new WriteFailed(`cannot undo the interrupted write of ${target}: both it and ${old} exist; keep the one you want and delete the other and ${path.join(root, JOURNAL_FILE)}`);
+        rename(target, tmp, step);
+      }
+      rename(old, target, step);
+    } else if (!s.existed && tmp && exists(target) && !exists(tmp)) {
+      rename(target, tmp, step);
+    }
+  }
+}
+
+/** Completes (commit) or undoes (abort) the journal's swaps, deletes what is left over, then the journal. */
+function settle(root: string, journal: Journal, renameStep: string, removeStep: string): void {
+  let j = journal;
+  if (j.state === 'commit') {
+    try {
+      rollForward(root, j, renameStep);
+    } catch (e) {
+      // a rename that cannot be done (a folder in use): undo every swap instead
+      j = { ...j, state: 'abort' };
+      writeJournal(root, j);
+      rollBack(root, j, renameStep);
+      syncDir(root);
+      for (const s of j.swaps) if (s.tmp) removeTree(path.join(root, s.tmp), removeStep);
+      faultPoint('unjournal');
+      unlinkSync(path.join(root, JOURNAL_FILE));
+      throw new WriteFailed(`${isFsError(e) ? fsErrorText(e) : (e as Error).message}; nothing in ${root} was changed`);
+    }
+    syncDir(root);
+    for (const s of j.swaps) removeTree(path.join(root, s.old), removeStep);
+  } else {
+    rollBack(root, j, renameStep);
+    syncDir(root);
+    for (const s of j.swaps) if (s.tmp) removeTree(path.join(root, s.tmp), removeStep);
+  }
+  faultPoint('unjournal');
+  unlinkSync(path.join(root, JOURNAL_FILE));
+}
+
+/** Removes what interrupted runs left in a locked root: temporary and old trees, stray bookkeeping files. */
+function sweep(root: string): void {
+  const names = readdirSync(root);
+  for (const name of names) {
+    const m = ARTIFACT.exec(name);
+    if (m) {
+      // An old tree without its target: an older version of the tool was killed between its two renames.
+      if (m[2] === 'old' && !exists(path.join(root, m[1]))) rename(path.join(root, name), path.join(root, m[1]), 'recover-rename');
+      else removeTree(path.join(root, name), 'recover-remove');
+      continue;
+    }
+    if (name.startsWith(`${JOURNAL_FILE}.tmp-`)) removeTree(path.join(root, name), 'recover-remove');
+    const lockTmp = new RegExp(`^${LOCK_FILE.replace(/\./g, '\\.')}\\.(\\d+)-\\d+$`).exec(name);
+    if (lockTmp && pidIsGone(Number(lockTmp[1]))) removeTree(path.join(root, name), 'recover-remove');
+  }
+}
+
+/** Older versions replaced the whole root through `<root>.tmp-*` / `<root>.old-*` beside it; removes those of dead processes. */
+function sweepBeside(root: string): void {
+  const parent = path.dirname(root);
+  const base = path.basename(root);
+  let names: string[];
+  try {
+    names = readdirSync(parent);
+  } catch {
+    return;
+  }
+  // the parent is itself an output root of this protocol: its own recovery decides (from its journal)
+  if (names.some((n) => n.startsWith(BOOKKEEPING_PREFIX))) return;
+  for (const name of names) {
+    const m = ARTIFACT.exec(name);
+    if (!m || m[1] !== base || !pidIsGone(Number(m[3]))) continue;
+    if (m[2] === 'old' && !exists(root)) rename(path.join(parent, name), root, 'recover-rename');
+    else removeTree(path.join(parent, name), 'recover-remove');
+  }
+}
+
+function recoverLocked(root: string): void {
+  const journal = readJournal(root);
+  if (journal) settle(root, journal, 'recover-rename', 'recover-remove');
+  sweep(root);
+  faultPoint('recovered');
 }
 
 /**
- * Replaces the directory `target` with exactly `files` (paths relative to `target`), or leaves it
- * untouched. The files are written to a temporary directory beside the target (same filesystem),
- * then swapped in with two renames; any failure before the swap removes the temporary directory
- * and keeps the previous output byte-identical.
+ * Brings an output root back to a complete state after an interrupted write: rolls the swap
+ * forward or back from the journal, then deletes every leftover (`<name>.tmp-*`, `<name>.old-*`,
+ * also those of older versions of the tool, and `<root>.tmp-*` beside the root). Cheap when there
+ * is nothing to do (one readdir). Every command that reads or writes an output folder calls it
+ * first. Waits (bounded) while another command holds the lock.
  */
-export function writeTreeAtomically(target: string, files: Iterable<RenderedFile>): void {
-  const abs = path.resolve(target);
-  mkdirSync(path.dirname(abs), { recursive: true });
-  const tmp = siblingName(abs, 'tmp');
+export function recoverOutput(dir: string, options: LockOptions = {}): void {
+  const root = path.resolve(dir);
   try {
-    mkdirSync(tmp);
-    const dirs = new Set<string>();
-    for (const [rel, content] of files) {
-      if (path.isAbsolute(rel) || rel.split('/').includes('..')) throw new Error(`refusing to write outside the output: ${rel}`);
-      const file = path.join(tmp, rel);
-      const dir = path.dirname(file);
-      if (!dirs.has(dir)) {
-        mkdirSync(dir, { recursive: true });
-        dirs.add(dir);
-      }
-      writeFileSync(file, content);
-    }
-  } catch (e) {
-    rmSync(tmp, { recursive: true, force: true });
-    throw e;
-  }
-  if (existsSync(abs)) {
-    const old = siblingName(abs, 'old');
-    renameSync(abs, old);
+    sweepBeside(root);
+    let names: string[];
     try {
-      renameSync(tmp, abs);
+      names = readdirSync(root);
     } catch (e) {
-      renameSync(old, abs);
-      rmSync(tmp, { recursive: true, force: true });
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ENOTDIR') return;
       throw e;
     }
-    rmSync(old, { recursive: true, force: true });
-  } else {
-    renameSync(tmp, abs);
+    if (!names.some(isWriteArtifact)) return;
+    const lock = OutputLock.acquire(root, options);
+    try {
+      recoverLocked(root);
+    } finally {
+      lock.release();
+    }
+  } catch (e) {
+    if (isFsError(e)) throw new WriteFailed(`cannot recover ${root} from an interrupted write: ${fsErrorText(e)}`);
+    throw e;
   }
+}
+
+/**
+ * Replaces the entries of the output root `root` (each a folder named `entries[].name`) with
+ * exactly the given files, all or none (see the protocol above). Throws InputError when the root
+ * cannot be used at all (nothing was written) and WriteFailed when writing failed (the previous
+ * output is unchanged).
+ */
+export function writeTrees(root: string, entries: readonly TreeEntry[], options: WriteOptions = {}): void {
+  const abs = path.resolve(root);
+  for (const e of entries) if (!plainName(e.name) || isWriteArtifact(e.name)) throw new Error(`cannot write an output entry named "${e.name}"`);
+  let lock: OutputLock;
+  try {
+    makeDirs(abs);
+    lock = OutputLock.acquire(abs, options);
+  } catch (e) {
+    if (isFsError(e)) throw new InputError(`output folder ${abs}: ${fsErrorText(e)}`);
+    throw e;
+  }
+  try {
+    recoverLocked(abs);
+    const names = new Set(entries.map((e) => e.name));
+    const swaps: Swap[] = entries.map((e) => ({ target: e.name, tmp: artifactName(e.name, 'tmp'), old: artifactName(e.name, 'old'), existed: exists(path.join(abs, e.name)) }));
+    if (options.replaceAll) {
+      for (const name of readdirSync(abs).sort()) {
+        if (!names.has(name) && !isWriteArtifact(name)) swaps.push({ target: name, old: artifactName(name, 'old'), existed: true });
+      }
+    }
+    const journal: Journal = { format: 1, tool: 'gpu-cluster-manifests', state: 'commit', pid: process.pid, host: os.hostname(), swaps };
+    try {
+      entries.forEach((e, i) => writeTree(path.join(abs, swaps[i].tmp!), e.files));
+      writeJournal(abs, journal);
+    } catch (e) {
+      for (const s of swaps) {
+        try {
+          if (s.tmp) removeTree(path.join(abs, s.tmp), 'remove');
+        } catch {
+          // left for the next run's recovery
+        }
+      }
+      if (isFsError(e)) throw new WriteFailed(`${fsErrorText(e)}; nothing in ${abs} was changed`);
+      throw e;
+    }
+    settle(abs, journal, 'rename', 'remove');
+  } catch (e) {
+    if (isFsError(e)) throw new WriteFailed(`${fsErrorText(e)}; run the command again to finish or undo the write`);
+    throw e;
+  } finally {
+    lock.release();
+  }
+}
+
+/**
+ * Replaces the folder `target` with exactly `files` (paths relative to it), or leaves it
+ * untouched: writeTrees with the target's parent as the output root.
+ */
+export function writeTreeAtomically(target: string, files: Iterable<RenderedFile>, options: LockOptions = {}): void {
+  const abs = path.resolve(target);
+  writeTrees(path.dirname(abs), [{ name: path.basename(abs), files }], options);
+}
+
+/**
+ * Recovery for a path a command reads (`validate dist/instant-cluster`): the path as an output
+ * root, and its parent when that holds the protocol's lock or journal or leftovers of the path.
+ */
+export function recoverAround(p: string, options: LockOptions = {}): void {
+  const abs = path.resolve(p);
+  const parent = path.dirname(abs);
+  let names: string[] = [];
+  try {
+    names = parent === abs ? [] : readdirSync(parent);
+  } catch {
+    // unreadable parent: only the path itself
+  }
+  const base = path.basename(abs);
+  if (names.some((n) => n.startsWith(BOOKKEEPING_PREFIX) || ARTIFACT.exec(n)?.[1] === base)) recoverOutput(parent, options);
+  recoverOutput(abs, options);
 }

@@ -1,9 +1,11 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { Script } from 'node:vm';
 import type { ValidateFunction } from 'ajv';
+import { InputError } from '../errors';
+import { makeDirs, pathProblem } from '../files';
 import { PROJECT_ROOT } from '../paths';
 
 /** Environment variable naming the cache folder; `off` (or `0`, `false`, `no`) disables the cache. */
@@ -27,7 +29,19 @@ const requireHere = createRequire(__filename);
  */
 export function defaultCacheDir(): string | undefined {
   const env = process.env[CACHE_ENV];
-  if (env !== undefined && env !== '') return /^(off|0|false|no)$/i.test(env) ? undefined : path.resolve(env);
+  if (env !== undefined && env !== '') {
+    if (/^(off|0|false|no)$/i.test(env)) return undefined;
+    const problem = pathProblem(env);
+    if (problem) throw new InputError(`${CACHE_ENV}=${env}: the path ${problem}`);
+    let st;
+    try {
+      st = statSync(env, { throwIfNoEntry: false });
+    } catch (e) {
+      throw new InputError(`${CACHE_ENV}=${env}: cannot use it as the cache folder (${(e as NodeJS.ErrnoException).code}); point it at a folder, or set it to off`);
+    }
+    if (st && !st.isDirectory()) throw new InputError(`${CACHE_ENV}=${env}: not a folder; point it at a folder (created when missing), or set it to off`);
+    return path.resolve(env);
+  }
   const modules = path.join(PROJECT_ROOT, 'node_modules');
   return existsSync(modules) ? path.join(modules, '.cache', 'gpu-cluster-manifests') : undefined;
 }
@@ -111,12 +125,16 @@ export class CompiledCache {
   private write(file: string, content: string | Buffer): void {
     const tmp = `${file}.${process.pid}-${randomBytes(6).toString('hex')}.tmp`;
     try {
-      mkdirSync(this.dir, { recursive: true });
+      makeDirs(this.dir);
       if (typeof content === 'string') writeFileSync(tmp, `${HEADER}${sha256(content)}\n${content}`);
       else writeFileSync(tmp, Buffer.concat([createHash('sha256').update(content).digest(), content]));
       renameSync(tmp, file);
     } catch {
-      rmSync(tmp, { force: true });
+      try {
+        rmSync(tmp, { force: true });
+      } catch {
+        // the cache is best effort
+      }
     }
   }
 

@@ -2,6 +2,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { CompiledCache, fileFingerprint, resolveCacheDir } from './compiled-cache';
+import { InputError } from '../errors';
 
 /** js-yaml only when YAML is parsed (a synth with a warm schema cache never does). */
 const jsYaml = (): typeof import('js-yaml') => createRequire(__filename)('js-yaml');
@@ -37,6 +38,11 @@ export class SchemaDirectoryMissing extends Error {
   }
 }
 
+/** A schema file that cannot be used: bad input naming the file. */
+function brokenSchemaFile(file: string, why: string): InputError {
+  return new InputError(`schema file ${file}: ${why}; it looks truncated or corrupted: re-export it (kubectl get crd -o yaml) or remove it from the schema folder`);
+}
+
 /** The id under which the core definitions are registered with ajv. */
 export const CORE_SCHEMA_ID = 'k8s-definitions.json';
 
@@ -68,7 +74,7 @@ export interface SchemaStoreOptions {
 }
 
 /** Version of the cached file index and parsed CRD files; bump when their shape changes. */
-const PARSED_FORMAT_VERSION = 1;
+const PARSED_FORMAT_VERSION = 2;
 
 interface CrdDocument {
   kind?: string;
@@ -195,7 +201,16 @@ export class SchemaStore {
   core(): Record<string, unknown> | undefined {
     if (this.coreDefinitions === undefined && this.coreFiles.length > 0) {
       const merged: Record<string, unknown> = {};
-      for (const f of this.coreFiles) Object.assign(merged, (JSON.parse(readFileSync(f, 'utf8')) as { definitions: object }).definitions);
+      for (const f of this.coreFiles) {
+        let definitions: unknown;
+        try {
+          definitions = (JSON.parse(readFileSync(f, 'utf8')) as { definitions?: unknown }).definitions;
+        } catch (e) {
+          throw brokenSchemaFile(f, e instanceof SyntaxError ? `invalid JSON (${e.message})` : String((e as Error).message));
+        }
+        if (definitions === null || typeof definitions !== 'object') throw brokenSchemaFile(f, 'no "definitions" object');
+        Object.assign(merged, definitions);
+      }
       this.coreDefinitions = { $id: CORE_SCHEMA_ID, definitions: merged };
     }
     this.indexCore();
@@ -242,9 +257,25 @@ export class SchemaStore {
     crds = key ? this.cache!.readJson<CrdDocument[]>(key) : undefined;
     if (!crds) {
       const text = readFileSync(f, 'utf8');
-      const docs = (f.toLowerCase().endsWith('.json') ? [JSON.parse(text)] : jsYaml().loadAll(text)) as CrdDocument[];
-      crds = docs.flatMap((d) => (d?.kind === 'List' && Array.isArray(d.items) ? d.items : [d]))
-        .filter((d) => d?.kind === 'CustomResourceDefinition' && d.spec)
+      let docs: CrdDocument[];
+      try {
+        docs = (f.toLowerCase().endsWith('.json') ? [JSON.parse(text)] : jsYaml().loadAll(text)) as CrdDocument[];
+      } catch (e) {
+        throw brokenSchemaFile(f, `${f.toLowerCase().endsWith('.json') ? 'invalid JSON' : 'invalid YAML'}: ${((e as Error).message ?? '').split('\n')[0]}`);
+      }
+      const all = docs.flatMap((d) => (d?.kind === 'List' && Array.isArray(d.items) ? d.items : [d])).filter((d) => d?.kind === 'CustomResourceDefinition');
+      all.forEach((d, i) => {
+        const spec = d.spec;
+        const missing = !spec ? 'spec' : typeof spec.group !== 'string' ? 'spec.group' : typeof spec.names?.kind !== 'string' ? 'spec.names.kind'
+          : !Array.isArray(spec.versions) || spec.versions.length === 0 ? 'spec.versions'
+            // name, served and storage are required in every version: one missing is a cut-off file
+            : spec.versions.some((v) => typeof v?.name !== 'string' || typeof v.served !== 'boolean' || typeof (v as { storage?: unknown }).storage !== 'boolean')
+              ? 'complete spec.versions (each needs name, served and storage)' : undefined;
+        if (missing) throw brokenSchemaFile(f, `CustomResourceDefinition ${i + 1} of the file has no ${missing}`);
+        const bare = spec!.versions.find((v) => v.served !== false && !v.schema?.openAPIV3Schema);
+        if (bare) throw brokenSchemaFile(f, `version ${bare.name} of ${spec!.names.kind} has no schema.openAPIV3Schema`);
+      });
+      crds = all
         .map((d): CrdDocument => ({
           kind: d.kind,
           spec: {

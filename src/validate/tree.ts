@@ -5,6 +5,7 @@ import { InputError } from '../errors';
 import { ValidationInput } from './validator';
 import { CLIENT_FILES_FOLDER } from '../render/client-files';
 import { Manifest } from '../render/manifest';
+import { isWriteArtifact } from '../render/write';
 
 /** js-yaml only when YAML is parsed (a synth with a warm schema cache never does). */
 const jsYaml = (): typeof import('js-yaml') => createRequire(__filename)('js-yaml');
@@ -44,7 +45,7 @@ export function readManifests(file: string): ValidationInput[] {
 
 /** Subfolders of a rendered tree; the client files' folder (tutorials/) holds no objects and is left out. */
 function subdirectories(dir: string): string[] {
-  return readdirSync(dir).sort().filter((n) => n !== CLIENT_FILES_FOLDER && statSync(path.join(dir, n)).isDirectory());
+  return readdirSync(dir).sort().filter((n) => n !== CLIENT_FILES_FOLDER && !isWriteArtifact(n) && statSync(path.join(dir, n)).isDirectory());
 }
 
 /**

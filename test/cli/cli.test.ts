@@ -81,11 +81,11 @@ describe('bad input to every command exits 2 with a one-line reason', () => {
 
   it.each([
     ['validate of invalid YAML names the file', ['validate', path.join(dir, 'broken.yaml')], /broken\.yaml: invalid YAML/],
-    ['check of a file instead of a folder', ['check', REFERENCE_FILE], /not a directory/],
+    ['check of a file instead of a folder', ['check', REFERENCE_FILE], /a file, not a folder \(ENOTDIR\)/],
     ['check of a folder without objects', ['check', mkdtempSync(path.join(tmpdir(), 'empty-'))], /no rendered objects/],
     ['validate of a folder without objects', ['validate', mkdtempSync(path.join(tmpdir(), 'empty-'))], /no Kubernetes objects/],
     ['schema --readme of a missing file', ['schema', '--readme', path.join(dir, 'missing.md')], /--readme .*missing\.md: no such file/],
-    ['synth into a path under a file', ['synth', '--config', REFERENCE_FILE, '--out', path.join(REFERENCE_FILE, 'out'), '--no-validate'], /not a directory/],
+    ['synth into a path under a file', ['synth', '--config', REFERENCE_FILE, '--out', path.join(REFERENCE_FILE, 'out'), '--no-validate'], /--out .*a file, not a folder \(ENOTDIR\)/],
     ['an unknown --format', ['synth', '--format', 'yaml'], /--format yaml: expected text or json/],
     ['a construct refusing a prop names the description field', ['synth', '--config', (() => {
       const f = path.join(dir, 'big-shm.yaml');

@@ -1,0 +1,65 @@
+import { closeSync, fsyncSync, mkdirSync, openSync, statSync } from 'node:fs';
+import * as path from 'node:path';
+
+/** The longest file name (one path component) and path Linux and macOS file systems accept, in bytes. */
+export const NAME_MAX = 255;
+export const PATH_MAX = 4095;
+
+/**
+ * `mkdir -p` without a retry loop. Node's recursive mkdirSync retries a component forever when
+ * the file system answers ENOENT for a folder whose parent exists (procfs, some FUSE mounts:
+ * `/proc/nonexistent/x` spins at 100 % CPU); this walks up to the nearest existing folder once,
+ * then creates each missing component once, and throws the first error.
+ */
+export function makeDirs(dir: string): void {
+  const missing: string[] = [];
+  let d = path.resolve(dir);
+  for (;;) {
+    const st = statSync(d, { throwIfNoEntry: false });
+    if (st) {
+      if (!st.isDirectory()) throw Object.assign(new Error(`ENOTDIR: not a directory, mkdir '${d}'`), { code: 'ENOTDIR', syscall: 'mkdir', path: d });
+      break;
+    }
+    missing.push(d);
+    const parent = path.dirname(d);
+    if (parent === d) break;
+    d = parent;
+  }
+  for (const m of missing.reverse()) {
+    try {
+      mkdirSync(m);
+    } catch (e) {
+      // another process made it in between: fine when it is a folder
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST' || !statSync(m).isDirectory()) throw e;
+    }
+  }
+}
+
+/** Flushes a folder's entries (renames, new files) to disk; best effort where folders cannot be opened or synced. */
+export function syncDir(dir: string): void {
+  let fd: number | undefined;
+  try {
+    fd = openSync(dir, 'r');
+    fsyncSync(fd);
+  } catch {
+    // not supported on this platform or file system: nothing more we can do
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
+/** Why a path is unusable as a file system path (too long, NUL byte), or undefined when it is fine. */
+export function pathProblem(p: string): string | undefined {
+  if (p.includes('\0')) return 'contains a NUL byte';
+  const abs = path.resolve(p);
+  if (Buffer.byteLength(abs) > PATH_MAX) return `is ${Buffer.byteLength(abs)} bytes long, more than the ${PATH_MAX} the file system allows; use a shorter path`;
+  const long = abs.split(path.sep).find((c) => Buffer.byteLength(c) > NAME_MAX);
+  if (long) return `has a component of ${Buffer.byteLength(long)} bytes ("${long.slice(0, 20)}..."), more than the ${NAME_MAX} a file name may have; use a shorter name`;
+  return undefined;
+}
+
+/** True when `inner` is `outer` or lies inside it (both resolved; no symlinks followed). */
+export function isInside(inner: string, outer: string): boolean {
+  const rel = path.relative(path.resolve(outer), path.resolve(inner));
+  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
+}

@@ -1,0 +1,54 @@
+import { appendFileSync } from 'node:fs';
+
+/**
+ * Fault injection for the crash tests (test/faults/). Read only by the write protocol.
+ *
+ * `GPU_CLUSTER_MANIFESTS_FAULT=<step>:<n>[:stop]` kills the process with SIGKILL (or stops it with
+ * SIGSTOP) right before the n-th occurrence of `<step>`; several faults may be given, separated by
+ * commas. `GPU_CLUSTER_MANIFESTS_FAULT_TRACE=<file>` appends every step passed (`<step>:<n>`), so a
+ * test can enumerate every point of a run. Steps, in order:
+ * `lock` (the output lock is held), `recover-rename`, `recover-remove`, `recovered` (recovery),
+ * `write` / `write-partial` (each file of the temporary trees; `write-partial` writes half of the
+ * file first), `commit` (every tree is complete; before the journal is renamed into place),
+ * `rename` (each rename of the swap), `remove` (each file or folder deleted while cleaning up),
+ * `unjournal` (before the journal is deleted), `unlock` (before the lock file is deleted).
+ */
+export const FAULT_ENV = 'GPU_CLUSTER_MANIFESTS_FAULT';
+export const FAULT_TRACE_ENV = 'GPU_CLUSTER_MANIFESTS_FAULT_TRACE';
+
+interface Plan {
+  readonly faults: Map<string, { n: number; stop: boolean }[]>;
+  readonly trace?: string;
+}
+
+let plan: Plan | undefined;
+const counts = new Map<string, number>();
+
+function readPlan(): Plan {
+  const faults = new Map<string, { n: number; stop: boolean }[]>();
+  for (const spec of (process.env[FAULT_ENV] ?? '').split(',').filter(Boolean)) {
+    const [step, n, action] = spec.split(':');
+    const list = faults.get(step) ?? [];
+    list.push({ n: Number(n), stop: action === 'stop' });
+    faults.set(step, list);
+  }
+  return { faults, trace: process.env[FAULT_TRACE_ENV] || undefined };
+}
+
+/** Marks a step of the write protocol; kills or stops the process when a fault is planned here. */
+export function faultPoint(step: string, beforeFault?: () => void): void {
+  plan ??= readPlan();
+  if (plan.faults.size === 0 && !plan.trace) return;
+  const n = (counts.get(step) ?? 0) + 1;
+  counts.set(step, n);
+  if (plan.trace) appendFileSync(plan.trace, `${step}:${n}\n`);
+  const fault = plan.faults.get(step)?.find((f) => f.n === n);
+  if (!fault) return;
+  beforeFault?.();
+  if (fault.stop) {
+    process.kill(process.pid, 'SIGSTOP');
+    return;
+  }
+  process.kill(process.pid, 'SIGKILL');
+  process.exit(137); // not reached: SIGKILL cannot be caught
+}

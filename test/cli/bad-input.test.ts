@@ -1,0 +1,116 @@
+import { spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { EXIT, main } from '../../src/cli';
+import { DEFAULT_SCHEMAS } from '../../src/paths';
+import { CACHE_ENV } from '../../src/validate/compiled-cache';
+import { HAS_SCHEMAS, readTreeFiles, REFERENCE_FILE } from '../helpers';
+
+/*
+ * Hostile input and a hostile machine: every case exits with the documented code and one line
+ * naming the file, field or path, never "internal error", and leaves the output folder
+ * byte-identical (nothing half-written, no leftovers, no lock).
+ */
+
+let dir: string;
+let out: string;
+const reference = () => readFileSync(REFERENCE_FILE, 'utf8');
+
+function file(name: string, content: string | Buffer): string {
+  const f = path.join(dir, name);
+  writeFileSync(f, content);
+  return f;
+}
+
+function aliasBomb(): string {
+  let s = 'a: &a [x, x, x, x, x, x, x, x, x, x]\n';
+  let prev = 'a';
+  for (let i = 0; i < 9; i++) {
+    s += `b${i}: &b${i} [${Array(10).fill(`*${prev}`).join(', ')}]\n`;
+    prev = `b${i}`;
+  }
+  return s;
+}
+
+interface Case {
+  readonly name: string;
+  /** The command line (built lazily: files are written in beforeAll). */
+  readonly args: () => string[];
+  readonly code: number;
+  /** The line that explains it (names the field, file or path). */
+  readonly says: RegExp;
+  readonly env?: Record<string, string>;
+  readonly skip?: boolean;
+}
+
+const synth = (config: () => string, ...more: string[]) => () => ['synth', '--config', config(), '--out', out, '--no-validate', ...more];
+
+const CASES: Case[] = [
+  { name: 'GPU workers beyond exact memory totals', args: synth(() => file('count.yaml', reference().replace(/\n {4}count: 2\n/, '\n    count: 4700\n'))), code: EXIT.badInput, says: /^ {2}nodes\.gpuWorkers\.count: 4700 nodes x 1800Gi is more memory than/m },
+  { name: 'more nodes than Kubernetes supports', args: synth(() => file('count2.yaml', reference().replace(/\n {4}count: 2\n/, '\n    count: 5001\n'))), code: EXIT.badInput, says: /^ {2}nodes\.gpuWorkers\.count: expected at most 5000 nodes/m },
+  { name: 'memory of 100000Pi', args: synth(() => file('memory.yaml', reference().replace(/\n {4}memory: .*\n/, '\n    memory: 100000Pi\n'))), code: EXIT.badInput, says: /^ {2}nodes\.gpuWorkers\.memory: expected at most 1Pi/m },
+  { name: 'cpu of 1e400', args: synth(() => file('cpu.yaml', reference().replace(/\n {4}cpu: .*\n/, '\n    cpu: "1e400"\n'))), code: EXIT.badInput, says: /^ {2}nodes\.gpuWorkers\.cpu: expected at most 100000 cores/m },
+  { name: 'a GPU quota beyond any cluster', args: synth(() => file('quota.yaml', reference().replace(/\n {4}gpus: \d+\n/, '\n    gpus: 99999999\n'))), code: EXIT.badInput, says: /^ {2}tenants\[\d\]\.gpus: expected at most 1280000 GPUs \(5000 nodes x 256\), got 99999999/m },
+  { name: 'a YAML alias bomb', args: synth(() => file('bomb.yaml', aliasBomb())), code: EXIT.badInput, says: /bomb\.yaml: YAML aliases expand to more than 100 copies/ },
+  { name: 'nesting too deep', args: synth(() => file('deep.yaml', `x: ${'['.repeat(200)}${']'.repeat(200)}\n`)), code: EXIT.badInput, says: /^ {2}x(\[0\])+: nested more than 32 levels deep/m },
+  { name: 'nesting too deep for the parser', args: synth(() => file('deeper.yaml', `x: ${'['.repeat(200_000)}${']'.repeat(200_000)}\n`)), code: EXIT.badInput, says: /deeper\.yaml: fields nested too deeply to parse/ },
+  { name: 'invalid UTF-8 in a value', args: synth(() => file('utf8.yaml', Buffer.concat([Buffer.from(reference().replace('gpuProduct: ', 'gpuProduct: X')), Buffer.from([0x0a, 0x23, 0x20, 0x61, 0xff, 0xfe, 0x0a])]))), code: EXIT.badInput, says: /utf8\.yaml: invalid UTF-8 at line \d+, column 4 \(byte 0xff\)/ },
+  { name: 'a duplicate key', args: synth(() => file('dup.yaml', reference().replace(/\n {4}count: 2\n/, '\n    count: 2\n    count: 3\n'))), code: EXIT.badInput, says: /^ {2}nodes\.gpuWorkers\.count: duplicate key "count" \(line \d+; first given on line \d+\)/m },
+  { name: '--config /dev/zero', args: synth(() => '/dev/zero'), code: EXIT.badInput, says: /^\/dev\/zero: not a regular file \(a device or socket\)/m, skip: !existsSync('/dev/zero') },
+  { name: '--config of a folder', args: synth(() => dir), code: EXIT.badInput, says: /: not a regular file \(a folder\)/ },
+  { name: '--config of a FIFO', args: synth(() => { const f = path.join(dir, 'fifo'); if (!existsSync(f)) spawnSync('mkfifo', [f]); return f; }), code: EXIT.badInput, says: /fifo: not a regular file \(a pipe\)/, skip: process.platform !== 'linux' },
+  { name: 'a description over 8 MiB', args: synth(() => file('huge.yaml', `${reference()}\n#${'x'.repeat(9 * 1024 * 1024)}\n`)), code: EXIT.badInput, says: /huge\.yaml: the file is larger than 8 MiB/ },
+  { name: '--out ""', args: () => ['synth', '--config', REFERENCE_FILE, '--out', '', '--no-validate'], code: EXIT.badInput, says: /--out "": empty path/ },
+  { name: '--out with a 300-character component', args: () => ['synth', '--config', REFERENCE_FILE, '--out', path.join(dir, 'x'.repeat(300)), '--no-validate'], code: EXIT.badInput, says: /--out .*: the path has a component of 300 bytes .*more than the 255/ },
+  { name: '--out under /proc (no mkdir loop)', args: () => ['synth', '--config', REFERENCE_FILE, '--out', '/proc/nonexistent/x', '--no-validate'], code: EXIT.badInput, says: /output folder \/proc\/nonexistent\/x: cannot mkdir \/proc\/nonexistent: no such file or folder \(ENOENT\)/, skip: !existsSync('/proc/self') },
+  { name: 'a description inside the cluster folder it renders', args: () => ['synth', '--config', path.join(out, 'instant-cluster', 'mine.yaml'), '--out', out, '--no-validate'], code: EXIT.badInput, says: /mine\.yaml: the description lies inside .*instant-cluster, which synth replaces/ },
+  { name: 'diff --out ""', args: () => ['diff', '--config', REFERENCE_FILE, '--out', '', '--no-validate'], code: EXIT.badInput, says: /--out "": empty path/ },
+  { name: 'check --config /dev/zero', args: () => ['check', out, '--config', '/dev/zero'], code: EXIT.badInput, says: /^\/dev\/zero: not a regular file/m, skip: !existsSync('/dev/zero') },
+  { name: `${CACHE_ENV} pointing at a file`, args: () => ['synth', '--config', REFERENCE_FILE, '--out', out], env: { [CACHE_ENV]: REFERENCE_FILE }, code: EXIT.badInput, says: new RegExp(`${CACHE_ENV}=.*instant-cluster\\.yaml: not a folder`), skip: !HAS_SCHEMAS },
+  { name: 'a truncated CRD under --schemas', args: () => ['synth', '--config', REFERENCE_FILE, '--out', out, '--schemas', path.join(dir, 'crds')], code: EXIT.badInput, says: /schema file .*kueue\.x-k8s\.io_clusterqueues\.yaml: .*truncated or corrupted/, skip: !HAS_SCHEMAS },
+];
+
+beforeAll(() => {
+  dir = mkdtempSync(path.join(tmpdir(), 'bad-input-'));
+  out = path.join(dir, 'out');
+  // a previous render that must survive every case byte for byte
+  mkdirSync(path.join(out, 'instant-cluster', 'storage'), { recursive: true });
+  writeFileSync(path.join(out, 'instant-cluster', 'storage', 'storageclass.local-path.yaml'), 'previous render\n');
+  writeFileSync(path.join(out, 'instant-cluster', 'mine.yaml'), reference());
+  mkdirSync(path.join(out, 'fleet'));
+  writeFileSync(path.join(out, 'fleet', 'README.md'), 'previous fleet\n');
+  if (HAS_SCHEMAS) {
+    cpSync(DEFAULT_SCHEMAS, path.join(dir, 'crds'), { recursive: true });
+    const crd = path.join(dir, 'crds', 'kueue', 'kueue.x-k8s.io_clusterqueues.yaml');
+    writeFileSync(crd, readFileSync(crd, 'utf8').slice(0, 3000));
+  }
+});
+
+function run(c: Case): { code: number; stderr: string } {
+  let stderr = '';
+  const saved = Object.fromEntries(Object.keys(c.env ?? {}).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, c.env);
+  try {
+    const code = main(c.args(), { out: () => {}, err: (l) => { stderr += `${l}\n`; } });
+    return { code, stderr };
+  } finally {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  }
+}
+
+describe('bad input and unusable paths exit with a one-line reason and leave the output byte-identical', () => {
+  it.each(CASES.filter((c) => !c.skip))('$name', (c) => {
+    const before = readTreeFiles(out);
+    const r = run(c);
+    expect(r.code, r.stderr).toBe(c.code);
+    expect(r.stderr).toMatch(c.says);
+    expect(r.stderr).not.toMatch(/internal error|\n\s+at .*:\d+:\d+/);
+    expect(readTreeFiles(out)).toEqual(before);
+    expect(readdirSync(out).sort()).toEqual(['fleet', 'instant-cluster']);
+  }, 60_000);
+});

@@ -1,0 +1,317 @@
+import { ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { FAULT_ENV, FAULT_TRACE_ENV } from '../../src/render/fault';
+import { isWriteArtifact, JOURNAL_FILE, LOCK_FILE, LOCK_WAIT_ENV, recoverOutput } from '../../src/render/write';
+import { HAS_SCHEMAS, readTreeFiles, ROOT } from '../helpers';
+
+/*
+ * Crash tests of the write protocol (src/render/write.ts). A child `node lib/src/cli.js synth`
+ * replaces two cluster folders rendered from OLD descriptions with NEW ones and is killed
+ * (SIGKILL, by itself: GPU_CLUSTER_MANIFESTS_FAULT=<step>:<n>) at deterministic points: during the
+ * write of the temporary trees, at the commit, before and after each rename, during cleanup.
+ * After each kill the output holds the old or the new trees, or a journal from which the next
+ * command recovers them; after that command both folders are old, or both new, and nothing is
+ * left over. No sleeps: every wait is for a condition (a process stopped, a line printed).
+ */
+
+const CLI = path.join(ROOT, 'lib', 'src', 'cli.js');
+const CLUSTERS = ['instant-cluster', 'training-cluster'];
+const baseEnv = { ...process.env, CDK8S_CHECK_UPGRADE: 'false', [FAULT_ENV]: '', [FAULT_TRACE_ENV]: '' };
+
+let work: string;
+let oldConfigs: string[];
+let newConfigs: string[];
+let oldTree: Map<string, string>;
+let newTree: Map<string, string>;
+let oldDir: string;
+
+function synthArgs(configs: readonly string[], out: string): string[] {
+  return [CLI, 'synth', ...configs.flatMap((c) => ['--config', c]), '--out', out, '--no-validate', '--quiet'];
+}
+
+function run(args: string[], env: Record<string, string> = {}) {
+  return spawnSync(process.execPath, args, { cwd: ROOT, env: { ...baseEnv, ...env }, encoding: 'utf8' });
+}
+
+/** A child process and everything it printed, with a promise of its end. */
+function start(args: string[], env: Record<string, string> = {}) {
+  const child: ChildProcess = spawn(process.execPath, args, { cwd: ROOT, env: { ...baseEnv, ...env } });
+  let stderr = '';
+  const listeners: Array<() => void> = [];
+  child.stderr!.on('data', (d) => {
+    stderr += String(d);
+    listeners.forEach((l) => l());
+  });
+  const done = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>((resolve) => {
+    child.on('close', (code, signal) => resolve({ code, signal, stderr }));
+  });
+  const printed = (text: string) => new Promise<void>((resolve) => {
+    const check = () => {
+      if (stderr.includes(text)) resolve();
+    };
+    listeners.push(check);
+    check();
+  });
+  return { child, done, printed };
+}
+
+function isStopped(pid: number): boolean {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return stat.slice(stat.lastIndexOf(')') + 2).startsWith('T');
+}
+
+async function stopped(pid: number): Promise<void> {
+  while (!isStopped(pid)) await new Promise((r) => setImmediate(r));
+}
+
+/** The files of every cluster folder of an output root, keyed `<cluster>/<file>`. */
+function clusterTrees(out: string): Map<string, string> {
+  const all = new Map<string, string>();
+  for (const c of CLUSTERS) {
+    if (!existsSync(path.join(out, c))) continue;
+    for (const [f, content] of readTreeFiles(path.join(out, c))) all.set(`${c}/${f}`, content);
+  }
+  return all;
+}
+
+/** Which complete state each cluster folder is in. */
+function states(out: string): string[] {
+  return CLUSTERS.map((c) => {
+    const dir = path.join(out, c);
+    if (!existsSync(dir)) return 'missing';
+    const files = readTreeFiles(dir);
+    const same = (tree: Map<string, string>) => {
+      const own = [...tree].filter(([f]) => f.startsWith(`${c}/`)).map(([f, content]) => [f.slice(c.length + 1), content]);
+      return own.length === files.size && own.every(([f, content]) => files.get(f) === content);
+    };
+    return same(oldTree) ? 'old' : same(newTree) ? 'new' : 'mixed';
+  });
+}
+
+function leftovers(out: string): string[] {
+  return readdirSync(out).filter(isWriteArtifact);
+}
+
+function freshCopy(): string {
+  const dir = mkdtempSync(path.join(work, 'case-'));
+  cpSync(oldDir, dir, { recursive: true });
+  return dir;
+}
+
+beforeAll(() => {
+  work = mkdtempSync(path.join(tmpdir(), 'faults-'));
+  const variant = (file: string, from: RegExp, to: string) => {
+    const f = path.join(work, path.basename(file));
+    mkdirSync(path.dirname(f), { recursive: true });
+    writeFileSync(f, readFileSync(file, 'utf8').replace(from, to));
+    return f;
+  };
+  mkdirSync(path.join(work, 'old'));
+  mkdirSync(path.join(work, 'new'));
+  const ref = (name: string) => path.join(ROOT, 'src', 'clusters', `${name}.yaml`);
+  // OLD: fewer GPU workers (other quotas, other report); NEW: the descriptions as committed.
+  oldConfigs = [
+    variant(ref('instant-cluster'), /\n {4}count: 2\n/, '\n    count: 3\n'),
+    variant(ref('training-cluster'), /\n {4}count: 16\n/, '\n    count: 17\n'),
+  ];
+  newConfigs = CLUSTERS.map(ref);
+  oldDir = path.join(work, 'old-out');
+  const o = run(synthArgs(oldConfigs, oldDir));
+  expect(o.status, o.stderr).toBe(0);
+  const n = run(synthArgs(newConfigs, path.join(work, 'new-out')));
+  expect(n.status, n.stderr).toBe(0);
+  oldTree = clusterTrees(oldDir);
+  newTree = clusterTrees(path.join(work, 'new-out'));
+  expect(oldTree.size).toBeGreaterThan(100);
+  expect([...oldTree.keys()].some((f) => oldTree.get(f) !== newTree.get(f))).toBe(true);
+}, 120_000);
+
+/** Every fault point of one NEW-over-OLD synth, from a traced run: `<step>:<n>`. */
+function tracedSteps(): string[] {
+  const dir = freshCopy();
+  const trace = path.join(work, 'trace.txt');
+  const r = run(synthArgs(newConfigs, dir), { [FAULT_TRACE_ENV]: trace });
+  expect(r.status, r.stderr).toBe(0);
+  return readFileSync(trace, 'utf8').trim().split('\n');
+}
+
+/** First and last point of each step, and every rename (each point costs a child process: CI has 2 cores). */
+function pickPoints(steps: readonly string[]): string[] {
+  const byStep = new Map<string, string[]>();
+  for (const s of steps) {
+    const name = s.split(':')[0];
+    byStep.set(name, [...(byStep.get(name) ?? []), s]);
+  }
+  const picked = new Set<string>();
+  for (const [name, list] of byStep) {
+    if (name === 'rename') list.forEach((s) => picked.add(s));
+    else [list[0], list[list.length - 1]].forEach((s) => picked.add(s));
+  }
+  return [...picked];
+}
+
+describe.skipIf(process.platform !== 'linux')('a synth killed at any point loses nothing', () => {
+  let points: string[] = [];
+
+  it('passes every step of the protocol in a traced run', () => {
+    const steps = tracedSteps();
+    for (const step of ['lock', 'recovered', 'write', 'write-partial', 'commit', 'rename', 'remove', 'unjournal', 'unlock']) {
+      expect(steps.some((s) => s.startsWith(`${step}:`)), step).toBe(true);
+    }
+    // two existing folders: two renames each
+    expect(steps.filter((s) => s.startsWith('rename:'))).toEqual(['rename:1', 'rename:2', 'rename:3', 'rename:4']);
+    points = pickPoints(steps);
+    expect(points.length).toBeGreaterThanOrEqual(14);
+  }, 120_000);
+
+  it('after each kill the folders are old or new (or journaled), and recovery completes them with nothing left over', async () => {
+    expect(points.length).toBeGreaterThan(0);
+    const cases = points.map((point) => ({ point, dir: freshCopy() }));
+    // two at a time: the children are independent (one output folder each)
+    const queue = [...cases];
+    const results: Array<{ point: string; dir: string; journaled: boolean; before: string[]; signal: string | null }> = [];
+    const worker = async () => {
+      for (let c = queue.shift(); c; c = queue.shift()) {
+        const r = await start(synthArgs(newConfigs, c.dir), { [FAULT_ENV]: c.point }).done;
+        results.push({ ...c, signal: r.signal, journaled: existsSync(path.join(c.dir, JOURNAL_FILE)), before: states(c.dir) });
+      }
+    };
+    await Promise.all([worker(), worker()]);
+    for (const r of results) {
+      expect(r.signal, r.point).toBe('SIGKILL');
+      if (!r.journaled) {
+        // no journal: nothing was swapped yet, or everything was
+        expect(new Set(r.before).size, `${r.point}: ${r.before}`).toBe(1);
+        expect(['old', 'new'], r.point).toContain(r.before[0]);
+      }
+      recoverOutput(r.dir);
+      const after = states(r.dir);
+      // the journal is written once every new tree is complete: from then on the write is finished
+      const expected = r.journaled ? 'new' : r.before[0];
+      expect(after, r.point).toEqual([expected, expected]);
+      expect(leftovers(r.dir), r.point).toEqual([]);
+    }
+    // the points before the commit roll back, the ones after it roll forward
+    expect(results.filter((r) => r.point.startsWith('write')).every((r) => states(r.dir)[0] === 'old')).toBe(true);
+    expect(results.filter((r) => /^(rename|remove|unjournal|unlock)/.test(r.point)).every((r) => states(r.dir)[0] === 'new')).toBe(true);
+  }, 300_000);
+
+  it('every command recovers first: check, synth (and validate with the schemas)', () => {
+    type Command = [name: string, args: (dir: string) => string[], final: string];
+    const commands: Command[] = [
+      ['check', (dir) => [CLI, 'check', dir, ...newConfigs.flatMap((c) => ['--config', c])], 'new'],
+      // recovers (rolls the killed write forward), then writes its own render
+      ['synth', (dir) => synthArgs(oldConfigs, dir), 'old'],
+      ...(HAS_SCHEMAS ? [['validate', (dir: string) => [CLI, 'validate', path.join(dir, 'instant-cluster')], 'new'] as Command] : []),
+    ];
+    for (const [name, args, final] of commands) {
+      const dir = freshCopy();
+      const killed = run(synthArgs(newConfigs, dir), { [FAULT_ENV]: 'rename:2' });
+      expect(killed.signal).toBe('SIGKILL');
+      // killed between the two renames of instant-cluster: its folder is gone until recovery
+      expect(states(dir), name).toEqual(['missing', 'old']);
+      const r = run(args(dir));
+      expect(r.status, `${name}: ${r.stderr}`).toBe(0);
+      expect(states(dir), name).toEqual([final, final]);
+      expect(leftovers(dir), name).toEqual([]);
+    }
+  }, 300_000);
+
+  it('a recovery that is itself killed is recovered by the next command', () => {
+    for (const fault of ['recover-rename:1', 'recover-remove:1']) {
+      const dir = freshCopy();
+      expect(run(synthArgs(newConfigs, dir), { [FAULT_ENV]: 'rename:3' }).signal).toBe('SIGKILL');
+      const again = run([CLI, 'check', dir, ...newConfigs.flatMap((c) => ['--config', c])], { [FAULT_ENV]: fault });
+      expect(again.signal, fault).toBe('SIGKILL');
+      recoverOutput(dir);
+      expect(states(dir), fault).toEqual(['new', 'new']);
+      expect(leftovers(dir), fault).toEqual([]);
+    }
+  }, 300_000);
+
+  it('an aborted swap (a rename that failed after the commit) is rolled back to the old trees', () => {
+    const dir = freshCopy();
+    const newOut = path.join(work, 'new-out');
+    const swaps = CLUSTERS.map((c, i) => ({ target: c, tmp: `${c}.tmp-999999-${2 * i + 1}`, old: `${c}.old-999999-${2 * i + 2}`, existed: true }));
+    for (const s of swaps) cpSync(path.join(newOut, s.target), path.join(dir, s.tmp), { recursive: true });
+    // the first folder was swapped, the second one's first rename failed
+    renameSync(path.join(dir, swaps[0].target), path.join(dir, swaps[0].old));
+    renameSync(path.join(dir, swaps[0].tmp), path.join(dir, swaps[0].target));
+    expect(states(dir)).toEqual(['new', 'old']);
+    writeFileSync(path.join(dir, JOURNAL_FILE), JSON.stringify({ format: 1, tool: 'gpu-cluster-manifests', state: 'abort', pid: 999999, host: 'h', swaps }));
+    recoverOutput(dir);
+    expect(states(dir)).toEqual(['old', 'old']);
+    expect(leftovers(dir)).toEqual([]);
+  });
+
+  it('removes the leftovers of older versions of the tool, and restores a folder they left renamed away', () => {
+    const dir = freshCopy();
+    cpSync(path.join(dir, 'training-cluster'), path.join(dir, 'training-cluster.tmp-999999-1'), { recursive: true });
+    cpSync(path.join(dir, 'instant-cluster'), path.join(dir, 'instant-cluster.old-999999-2'), { recursive: true });
+    cpSync(path.join(dir, 'training-cluster'), path.join(dir, 'training-cluster.old-999999-4'), { recursive: true });
+    // killed between its two renames: only the old tree is left
+    cpSync(path.join(dir, 'instant-cluster'), path.join(dir, 'instant-cluster.old-999999-3'), { recursive: true });
+    expect(spawnSync('rm', ['-rf', path.join(dir, 'instant-cluster'), path.join(dir, 'instant-cluster.old-999999-2')]).status).toBe(0);
+    const besides = `${dir}.tmp-999999-5`;
+    mkdirSync(besides);
+    recoverOutput(dir);
+    expect(states(dir)).toEqual(['old', 'old']);
+    expect(leftovers(dir)).toEqual([]);
+    expect(existsSync(besides)).toBe(false);
+  });
+});
+
+describe.skipIf(process.platform !== 'linux')('concurrent writers serialize on the lock', () => {
+  it('three writers at once: every one succeeds, the result is one complete render, nothing is left over', async () => {
+    const dir = freshCopy();
+    const env = { [LOCK_WAIT_ENV]: '600' };
+    const runs = [newConfigs, oldConfigs, newConfigs].map((configs) => start(synthArgs(configs, dir), env).done);
+    const results = await Promise.all(runs);
+    for (const r of results) expect(r.code, r.stderr).toBe(0);
+    const s = states(dir);
+    expect(['old,old', 'new,new']).toContain(s.join(','));
+    expect(leftovers(dir)).toEqual([]);
+  }, 300_000);
+
+  it('a second writer exits 2 naming the holder; once the holder is killed, the next command recovers', async () => {
+    const dir = freshCopy();
+    const holder = start(synthArgs(newConfigs, dir), { [FAULT_ENV]: 'rename:2:stop' });
+    await stopped(holder.child.pid!);
+    try {
+      expect(states(dir)).toEqual(['missing', 'old']);
+      const second = run(synthArgs(oldConfigs, dir), { [LOCK_WAIT_ENV]: '0.2' });
+      expect(second.status).toBe(2);
+      expect(second.stderr).toContain(`locked by pid ${holder.child.pid} (synth)`);
+      expect(second.stderr).toContain(LOCK_FILE);
+      expect(second.stderr).not.toMatch(/internal error/);
+      const reader = run([CLI, 'check', dir, ...newConfigs.flatMap((c) => ['--config', c])], { [LOCK_WAIT_ENV]: '0.2' });
+      expect(reader.status).toBe(2);
+    } finally {
+      holder.child.kill('SIGKILL');
+    }
+    await holder.done;
+    // the holder is dead: its lock is stale and broken; its journal is committed: rolled forward
+    const next = run(synthArgs(oldConfigs, dir));
+    expect(next.status, next.stderr).toBe(0);
+    expect(states(dir)).toEqual(['old', 'old']);
+    expect(leftovers(dir)).toEqual([]);
+  }, 300_000);
+
+  it('a waiting writer proceeds when the holder finishes', async () => {
+    const dir = freshCopy();
+    const holder = start(synthArgs(newConfigs, dir), { [FAULT_ENV]: 'rename:2:stop' });
+    await stopped(holder.child.pid!);
+    const waiter = start(synthArgs(oldConfigs, dir), { [LOCK_WAIT_ENV]: '600' });
+    await waiter.printed(`locked by pid ${holder.child.pid}`);
+    holder.child.kill('SIGCONT');
+    const [h, w] = await Promise.all([holder.done, waiter.done]);
+    expect(h.code, h.stderr).toBe(0);
+    expect(w.code, w.stderr).toBe(0);
+    expect(w.stderr).toContain('waiting for');
+    expect(states(dir)).toEqual(['old', 'old']);
+    expect(leftovers(dir)).toEqual([]);
+  }, 300_000);
+});
