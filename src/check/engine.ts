@@ -1,3 +1,4 @@
+import { ADOPTION_RULES } from './adoption';
 import { ClusterIndex } from './cluster-index';
 import { GITOPS_RULES } from './gitops';
 import { KUEUE_RULES } from './kueue';
@@ -6,12 +7,14 @@ import { MPI_RULES } from './mpi';
 import { NETWORK_RULES } from './network';
 import { Finding, Rule, ClusterView, ScopeOf } from './rule';
 import { SECURITY_RULES } from './security';
+import { SERVICE_RULES } from './services';
 import { STORAGE_RULES } from './storage';
 import { describeObject } from '../render/manifest';
 
 /** Every cross-object rule, by family. */
 export const RULES: readonly Rule[] = [
   ...KUEUE_RULES, ...MPI_RULES, ...NETWORK_RULES, ...STORAGE_RULES, ...GITOPS_RULES, ...SECURITY_RULES, ...METADATA_RULES,
+  ...SERVICE_RULES, ...ADOPTION_RULES,
 ];
 
 export interface CheckOptions {

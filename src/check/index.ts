@@ -9,3 +9,5 @@ export { STORAGE_RULES } from './storage';
 export { GITOPS_RULES, OPERATOR_API_GROUPS, folderOfPath } from './gitops';
 export { SECURITY_RULES, unpinnedImage } from './security';
 export { METADATA_RULES } from './metadata';
+export { SERVICE_RULES } from './services';
+export { ADOPTION_RULES } from './adoption';

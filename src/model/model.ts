@@ -1,3 +1,4 @@
+import { AdoptedObject, adoptedObjects, AllocatedNodePort, allocatedNodePorts } from './adoption';
 import { ClusterDescription, Taint } from './description';
 import { LABELS, MANAGED_BY, NAMESPACES, RESOURCES } from './names';
 import { floorToMebibytes, formatBytes, formatMillis, parseQuantity } from './quantity';
@@ -134,6 +135,10 @@ export interface ClusterModel {
     readonly defaultPriority?: PriorityModel;
   };
   readonly tenants: readonly TenantModel[];
+  /** Objects the cluster already runs that rendered objects of the same name take over (see adoption.ts). */
+  readonly adopted: readonly AdoptedObject[];
+  /** Node ports held by objects outside the rendered tree (the pre-installed Dashboard's). */
+  readonly allocatedNodePorts: readonly AllocatedNodePort[];
   /** Labels carried by every rendered object. */
   readonly commonLabels: Readonly<Record<string, string>>;
 }
@@ -328,6 +333,8 @@ export function buildModel(d: ClusterDescription): ClusterModel {
       defaultPriority: priorities.find((p) => p.default),
     },
     tenants,
+    adopted: adoptedObjects(d),
+    allocatedNodePorts: allocatedNodePorts(d),
     commonLabels: { [LABELS.managedBy]: MANAGED_BY, [LABELS.partOf]: d.name },
   };
 }

@@ -39,7 +39,18 @@ export const LABELS = {
   template: 'gpu-cluster.dev/template',
   /** On Argo CD Applications that install an add-on: the API kinds it brings (`group/Kind` or `group/*`, comma-separated). */
   provides: 'gpu-cluster.dev/provides',
+  /**
+   * Annotation ("true") on an object the Instant Cluster already runs and this toolkit takes over
+   * (adopts): Argo CD must never delete it (see ADOPTED_SYNC_OPTIONS).
+   */
+  adopted: 'gpu-cluster.dev/adopted',
 } as const;
+
+/**
+ * Resource-level Argo CD sync options of every adopted object: no prune when it leaves dist/ (a rename),
+ * no delete when its Application is deleted in cascade. A resource's own option overrides the Application's.
+ */
+export const ADOPTED_SYNC_OPTIONS: readonly string[] = ['Prune=false', 'Delete=false'];
 
 /** The value of app.kubernetes.io/managed-by on everything this toolkit renders. */
 export const MANAGED_BY = 'gpu-cluster-manifests';
@@ -83,4 +94,16 @@ export const DCGM_EXPORTER_METRICS = {
   configMap: 'dcgm-exporter-metrics',
   file: 'dcgm-metrics.csv',
   path: '/etc/dcgm-exporter/dcgm-metrics.csv',
+} as const;
+
+/**
+ * The Instant Cluster's pre-installed Kubernetes Dashboard (Helm chart kubernetes-dashboard 7.x, whose Kong
+ * 2.x subchart serves the UI). Kong names its proxy Service `<kong.fullname>-proxy`, and kong.fullname is
+ * `<release>-kong` (kong-2.46.0 templates/_helpers.tpl); the image exposes it on NodePort 32443.
+ */
+export const DASHBOARD = {
+  /** Node port the pre-installed Dashboard's Kong proxy Service already holds. */
+  preinstalledNodePort: 32443,
+  /** Name of the Kong proxy Service of a Dashboard Helm release. */
+  kongProxyService: (release: string) => `${release}-kong-proxy`,
 } as const;

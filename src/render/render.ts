@@ -1,8 +1,10 @@
-import { App, Chart } from 'cdk8s';
+import { ApiObject, App, Chart } from 'cdk8s';
 import { COMPONENTS, WIRING } from '../components';
 import { compareManifests, Manifest, RenderedFolder } from './manifest';
 import { ComponentDefinition, WiringDefinition } from '../components/component';
+import { adoptionAnnotations, refersTo } from '../model/adoption';
 import { ClusterModel } from '../model/model';
+import { LABELS } from '../model/names';
 
 /** One cluster, rendered in memory. */
 export interface RenderedCluster {
@@ -15,6 +17,21 @@ function chartObjects(chart: Chart): Manifest[] {
   return (chart.toJson() as Manifest[]).slice().sort(compareManifests);
 }
 
+/**
+ * Marks the chart's objects the model says are adopted (model.adopted): Argo CD must never prune or
+ * delete what the cluster ran before this toolkit took it over.
+ */
+function markAdopted(chart: Chart, model: ClusterModel): void {
+  if (model.adopted.length === 0) return;
+  for (const child of chart.node.findAll()) {
+    if (!(child instanceof ApiObject)) continue;
+    const ref = { apiVersion: child.apiVersion, kind: child.kind, metadata: { name: child.name, namespace: child.metadata.namespace } };
+    if (!model.adopted.some((a) => refersTo(a, ref))) continue;
+    const existing = (child.metadata.toJson() as { annotations?: Record<string, string> }).annotations?.[LABELS.syncOptions];
+    for (const [k, v] of Object.entries(adoptionAnnotations(existing))) child.metadata.addAnnotation(k, v);
+  }
+}
+
 /** Renders every component of one cluster in memory. Throws on construct errors. */
 export function renderCluster(
   model: ClusterModel,
@@ -25,6 +42,7 @@ export function renderCluster(
   const folders: RenderedFolder[] = [];
   for (const c of components) {
     const chart = c.build(app, model);
+    if (chart) markAdopted(chart, model);
     if (chart) folders.push({ folder: c.folder, description: c.description, objects: chartObjects(chart) });
   }
   for (const w of wiring) {

@@ -41,6 +41,14 @@ const SAYS: Record<string, readonly RegExp[]> = {
   'image-pinned': [/nccl-tests:latest/, /"latest" tag/, /Pod default\/probe/, /has no tag/, /ClusterPolicy cluster-policy: spec.dcgmExporter.version/],
   'no-secret-data': [/Secret research\/registry-pull/, /data.token, stringData.user/],
   'namespace-set': [/ConfigMap settings/, /namespace is unset/, /ClusterQueue research\/research/, /cluster-scoped/],
+  'nodeport-unique': [
+    /Service kubernetes-dashboard\/kubernetes-dashboard-nodeport: spec.ports\[0\].nodePort 32443 is already allocated to Service kubernetes-dashboard\/kubernetes-dashboard-kong-proxy \(pre-installed Dashboard\)/,
+    /Service default\/api: spec.ports\[0\].nodePort 30080 is also claimed by Service default\/web/,
+  ],
+  'adopted-no-cascade-delete': [
+    /StorageClass local-path: is adopted .* lacks Delete=false \(deleting Application instant-cluster-storage, which carries the resources finalizer/,
+    /StorageClass shared-path: .* lacks Prune=false .* and Delete=false/,
+  ],
 };
 
 const needsSchemas = new Set(['namespace-set']);

@@ -176,6 +176,8 @@ export function planGitops(model: ClusterModel, folders: readonly RenderedFolder
         ...(oversized ? ['ServerSideApply=true'] : []),
       ],
       serverSideDiff: kinds.some((gk) => !isBuiltInGroup(gk.group)),
+      // Cascading delete cleans up what this toolkit created; adopted objects opt out with their own
+      // Delete=false (and Prune=false) sync options, which win over the Application's (model/adoption.ts).
       finalizer: true,
       ignoreDifferences: [],
       namespaceLabels: {},
