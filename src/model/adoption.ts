@@ -63,10 +63,17 @@ export function allocatedNodePorts(d: ClusterDescription): AllocatedNodePort[] {
   return [{ port, service: { name: DASHBOARD.kongProxyService(dash.release), namespace: dash.namespace }, what: 'pre-installed Dashboard' }];
 }
 
+/** The identity of a rendered object, as refersTo() compares it. */
+interface ObjectIdentity {
+  readonly apiVersion: string;
+  readonly kind: string;
+  readonly metadata: { readonly name: string; readonly namespace?: string };
+}
+
 /** True when `ref` names the object `m`. */
-export function refersTo(ref: ObjectRef, m: { readonly apiVersion: string; readonly kind: string; readonly metadata: { readonly name: string; readonly namespace?: string } }): boolean {
+export function refersTo(ref: ObjectRef, m: ObjectIdentity): boolean {
   const group = m.apiVersion.includes('/') ? m.apiVersion.split('/')[0] : '';
-  return ref.group === group && ref.kind === m.kind && ref.name === m.metadata.name && (ref.namespace ?? undefined) === (m.metadata.namespace ?? undefined);
+  return ref.group === group && ref.kind === m.kind && ref.name === m.metadata.name && ref.namespace === m.metadata.namespace;
 }
 
 /** Parses an `argocd.argoproj.io/sync-options` value into trimmed entries. */

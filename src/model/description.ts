@@ -248,9 +248,11 @@ const monitoring = z.strictObject({
   }).prefault({}).describe('Kubernetes Dashboard access (the NodePort Service, a read-only viewer).'),
   scrape: z.strictObject({
     interval: promDuration().default('30s').describe('Scrape interval of every scrape object.'),
-    nodeExporter: z.boolean().default(true).describe('Scrape node exporter on every node (port 9100); turn off when the monitoring stack already does.'),
-    kubeStateMetrics: z.boolean().default(true).describe('Scrape kube-state-metrics; turn off when the monitoring stack already does.'),
-  }).prefault({}).describe('What the VictoriaMetrics scrape objects collect.'),
+    nodeExporter: z.boolean().default(false)
+      .describe('Also scrape node exporter on every node (port 9100). Off: the monitoring stack scrapes it already, pre-installed or managed alike (victoria-metrics-k8s-stack deploys node exporter with its own scrape by default), and a second scrape doubles every series. Turn on only for a stack that does not.'),
+    kubeStateMetrics: z.boolean().default(false)
+      .describe('Also scrape kube-state-metrics. Off: the monitoring stack scrapes it already, pre-installed or managed alike (victoria-metrics-k8s-stack default). Turn on only for a stack that does not.'),
+  }).prefault({}).describe('What the VictoriaMetrics scrape objects collect (the DCGM exporter, operators and Kueue always; the GPU Operator\'s own DCGM ServiceMonitor is switched off, so it is scraped once).'),
   alerts: z.strictObject({
     for: promDuration().default('5m').describe('Default "for" duration of alerts.'),
     gpuTemperatureCelsius: positiveInt().default(85).describe('GPU temperature alert threshold.'),
