@@ -1,5 +1,6 @@
 import { AdoptedObject, adoptedObjects, AllocatedNodePort, allocatedNodePorts } from './adoption';
 import { ClusterDescription, Taint } from './description';
+import { GpuProductFacts, gpuProductFacts } from './gpu-products';
 import { LABELS, MANAGED_BY, NAMESPACES, RESOURCES } from './names';
 import { floorToMebibytes, formatBytes, formatMillis, parseQuantity } from './quantity';
 
@@ -124,6 +125,8 @@ export interface ClusterModel {
   /** undefined when the cluster has no InfiniBand. */
   readonly rdma?: RdmaFacts;
   readonly gpuWorkers: NodePlacement;
+  /** The GPU workers' product (nodes.gpuWorkers.gpuProduct): whether its GPUs share an NVLink fabric. */
+  readonly gpuProduct: GpuProductFacts;
   readonly serviceNode: NodePlacement;
   readonly cpuWorkers?: NodePlacement;
   readonly queueing: {
@@ -323,6 +326,7 @@ export function buildModel(d: ClusterDescription): ClusterModel {
     capacity,
     rdma,
     gpuWorkers,
+    gpuProduct: gpuProductFacts(w.gpuProduct),
     serviceNode,
     cpuWorkers,
     queueing: {

@@ -1,12 +1,12 @@
 import { coveredResources, cohortOf, mpiJobShape, queueLabels } from '../check';
 import { Flowchart, nodeId } from './mermaid';
 import { ClusterIndex } from '../check/cluster-index';
+import { NODE_NAME_PLACEHOLDER } from '../components/samples/chart';
 import { ClusterDescription } from '../model/description';
 import { LABELS, RESOURCES } from '../model/names';
 import { formatBytes } from '../model/quantity';
 import { Manifest, manifestFileName } from '../render/manifest';
 import { RenderedCluster } from '../render/render';
-import { NODE_NAME_PLACEHOLDER } from '../components/samples/chart';
 
 /** File name of the report inside `dist/<cluster>/`. */
 export const REPORT_FILE = 'README.md';
@@ -223,7 +223,8 @@ function ncclSection(c: RenderedCluster, index: ClusterIndex): string {
     parts.push([
       `### ${code(job.metadata.name)}`,
       '',
-      `${s.workers} worker(s) x ${s.slotsPerWorker} slots = ${s.ranks ?? s.workers * s.slotsPerWorker} ranks, ${s.gpus} GPUs${queue ? `, queued through LocalQueue ${code(`${ns}/${queue}`)}` : ''}.`,
+      `${s.workers} worker(s) x ${s.slotsPerWorker} slots = ${s.ranks ?? s.workers * s.slotsPerWorker} ranks, ${s.gpus} GPUs${queue ? `, queued through LocalQueue ${code(`${ns}/${queue}`)}` : ''}.`
+        + (s.workers === 1 ? ' One worker: every rank shares one node, so NCCL moves data over the node\'s GPU interconnect and never over InfiniBand; this does not test the fabric.' : ''),
       '',
       '```sh',
       ...create,

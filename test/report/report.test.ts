@@ -90,6 +90,13 @@ describe('the cluster report (dist/<cluster>/README.md)', () => {
     expect(named).not.toContain('sed "s/');
   });
 
+  it('says that a one-worker NCCL run never touches InfiniBand', () => {
+    const one = clusterReport(renderOf((d) => { d.nodes.gpuWorkers.count = 1; d.tenants = []; }));
+    const section = one.slice(one.indexOf('### `nccl-all-reduce`'));
+    expect(section).toMatch(/^1 worker\(s\) x 8 slots = 8 ranks, 8 GPUs.* One worker: .*never over InfiniBand/m);
+    expect(report.slice(report.indexOf('### `nccl-all-reduce`')).split('\n')[2]).not.toContain('One worker');
+  });
+
   it('matches the snapshot', () => {
     expect(report).toMatchSnapshot();
   });

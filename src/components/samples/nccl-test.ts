@@ -40,8 +40,8 @@ export interface NcclTestProps extends QueuedJobProps {
   /** Iterations per message size (-n). @default 20 */
   readonly iterations?: number;
   /**
-   * Transport between ranks: "infiniband" (RDMA shared device), "socket" (pod network) or
-   * "nvlink" (one node, no network at all).
+   * Transport between ranks: "infiniband" (RDMA shared device), "socket" (pod network), "nvlink" (one
+   * node, NVLink only: GPUs on an NVLink fabric) or "node" (one node, NCCL's own choice, shared memory allowed).
    * @default "infiniband" when the cluster has InfiniBand, else "socket"
    */
   readonly fabric?: NcclFabric;
