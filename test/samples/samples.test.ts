@@ -153,6 +153,14 @@ describe('samples: the reference cluster', () => {
     expect(container(check, 'Launcher').args.slice(0, 2)).toEqual(['-np', '8']);
   });
 
+  it('keeps NCCL on its built-in transports: the nccl-tests image ships HPC-X\'s net plugin', () => {
+    for (const job of samplesOf().filter((o) => o.kind === 'MPIJob') as any[]) {
+      const launcher = container(job, 'Launcher');
+      expect(envOf(launcher).NCCL_NET_PLUGIN, job.metadata.name).toBe('none');
+      expect(launcher.args.join(' '), job.metadata.name).toContain('-x NCCL_NET_PLUGIN');
+    }
+  });
+
   it('knows which GPU products share an NVLink fabric (unknown ones do not, MIG suffixes ignored)', () => {
     const nvlink = (product: string) => gpuProductFacts(product).nvlink;
     for (const p of ['NVIDIA-H100-80GB-HBM3', 'NVIDIA-H200', 'NVIDIA-H200-141GB-HBM3e', 'NVIDIA-B200', 'NVIDIA-A100-SXM4-80GB', 'NVIDIA-H100-80GB-HBM3-MIG-1g.10gb']) {
