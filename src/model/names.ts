@@ -37,6 +37,11 @@ export const LABELS = {
    * written to dist/, but left out of kustomization.yaml, so neither kustomize nor Argo CD applies it.
    */
   template: 'gpu-cluster.dev/template',
+  /**
+   * Marks an object applied by hand only (the samples' Argo CD Application): written to dist/, but left out
+   * of kustomization.yaml, so the root Application neither creates it nor counts its health.
+   */
+  byHand: 'gpu-cluster.dev/apply-by-hand',
   /** On Argo CD Applications that install an add-on: the API kinds it brings (`group/Kind` or `group/*`, comma-separated). */
   provides: 'gpu-cluster.dev/provides',
   /**

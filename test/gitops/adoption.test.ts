@@ -4,6 +4,7 @@ import { checkCluster } from '../../src/check';
 import { adoptionAnnotations, refersTo } from '../../src/model/adoption';
 import { loadDescription } from '../../src/model/load';
 import { buildModel } from '../../src/model/model';
+import { clusterFiles } from '../../src/render/layout';
 import { renderCluster } from '../../src/render/render';
 import { renderOf, ROOT } from '../helpers';
 
@@ -50,5 +51,19 @@ describe('adopted objects (what the Instant Cluster already runs)', () => {
     expect(checkCluster(view).filter((f) => f.rule === 'adopted-no-cascade-delete').map((f) => f.message)).toEqual([
       expect.stringMatching(/^StorageClass local-path: .*lacks Delete=false \(deleting Application instant-cluster-storage, which carries the resources finalizer/),
     ]);
+  });
+});
+
+describe('root Application health', () => {
+  it('leaves the never-synced samples Application out of the root\'s kustomization (rendered, applied by hand)', () => {
+    const c = renderOf();
+    const files = new Map(clusterFiles(c));
+    const kustomization = files.get('instant-cluster/gitops/kustomization.yaml')!;
+    expect(files.has('instant-cluster/gitops/application.argocd.instant-cluster-samples.yaml')).toBe(true);
+    expect(kustomization).not.toContain('instant-cluster-samples');
+    expect(kustomization).toContain('application.argocd.instant-cluster-storage.yaml');
+    const samplesApp = c.folders.find((f) => f.folder === 'gitops')!.objects.find((m) => m.metadata.name === 'instant-cluster-samples')!;
+    expect(samplesApp.metadata.annotations?.['gpu-cluster.dev/apply-by-hand']).toBe('true');
+    expect((samplesApp.spec as any).syncPolicy?.automated).toBeUndefined();
   });
 });

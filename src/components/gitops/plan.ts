@@ -58,6 +58,11 @@ export interface ApplicationPlan {
   readonly namespaceLabels: Readonly<Record<string, string>>;
   /** The kinds it installs (CRDs), for the wave check. */
   readonly provides: readonly GroupKind[];
+  /**
+   * Applied by hand, outside the app-of-apps (the samples): a never-synced child would keep the root's
+   * health at Missing for ever, so the root does not create it.
+   */
+  readonly byHand?: boolean;
 }
 
 export interface ProjectPlan {
@@ -182,6 +187,7 @@ export function planGitops(model: ClusterModel, folders: readonly RenderedFolder
       ignoreDifferences: [],
       namespaceLabels: {},
       provides: kindsDefinedBy(f.objects),
+      byHand: manual,
     };
   }).sort((a, b) => a.wave! - b.wave! || (a.name < b.name ? -1 : 1));
 
