@@ -1,3 +1,4 @@
+import { ADOPTION_RULES } from './adoption';
 import { ClusterIndex } from './cluster-index';
 import { GITOPS_RULES } from './gitops';
 import { KUEUE_RULES } from './kueue';
@@ -7,6 +8,7 @@ import { NETWORK_RULES } from './network';
 import { PLACEMENT_RULES } from './placement/rule';
 import { Finding, Rule, ClusterView, ScopeOf } from './rule';
 import { SECURITY_RULES } from './security';
+import { SERVICE_RULES } from './services';
 import { STORAGE_RULES } from './storage';
 import { TENANCY_RULES } from './tenancy';
 import { UPSTREAM_RULES } from './upstream';
@@ -17,7 +19,7 @@ import { Upstream } from '../upstream/upstream';
 /** Every cross-object rule, by family. */
 export const RULES: readonly Rule[] = [
   ...KUEUE_RULES, ...MPI_RULES, ...NETWORK_RULES, ...STORAGE_RULES, ...GITOPS_RULES, ...SECURITY_RULES, ...TENANCY_RULES, ...METADATA_RULES,
-  ...UPSTREAM_RULES, ...PLACEMENT_RULES,
+  ...SERVICE_RULES, ...ADOPTION_RULES, ...UPSTREAM_RULES, ...PLACEMENT_RULES,
 ];
 
 export interface CheckOptions {

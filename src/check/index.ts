@@ -13,3 +13,5 @@ export { UPSTREAM_RULES } from './upstream';
 export { TENANCY_RULES } from './tenancy';
 export { PLACEMENT_RULES } from './placement/rule';
 export { simulatedNodes } from './placement/nodes';
+export { SERVICE_RULES } from './services';
+export { ADOPTION_RULES } from './adoption';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { LABELS, NAMESPACES, SINGLETONS, STORAGE_CLASSES } from './names';
+import { DASHBOARD, LABELS, NAMESPACES, SINGLETONS, STORAGE_CLASSES } from './names';
 import { VERSIONS } from '../versions';
 import {
   absolutePath, dnsLabel, dnsSubdomain, envVar, exactMemoryTotal, gpuCount, gpusPerNode, installMode, intRange, labelKey, labels, labelValue,
@@ -260,17 +260,22 @@ const monitoring = z.strictObject({
     value: labelValue().default('1').describe('Label value.'),
   }).prefault({}).describe('Label the Grafana sidecar watches for dashboard ConfigMaps.'),
   dashboard: z.strictObject({
-    enabled: z.boolean().default(true).describe('Render the Dashboard NodePort Service and the read-only viewer ServiceAccount.'),
+    enabled: z.boolean().default(true).describe('Render the Dashboard access objects (the Service chosen by "service" and the read-only viewer ServiceAccount).'),
     namespace: dnsLabel().default('kubernetes-dashboard').describe('Namespace of the Kubernetes Dashboard (Helm chart v7).'),
-    release: dnsLabel().default('kubernetes-dashboard').describe('Helm release name of the Dashboard (app.kubernetes.io/instance of its Kong proxy pods).'),
+    release: dnsLabel().default('kubernetes-dashboard').describe('Helm release name of the Dashboard (app.kubernetes.io/instance of its Kong proxy pods; its Service is <release>-kong-proxy).'),
+    service: z.enum(['preinstalled', 'adopt', 'own'], { error: 'expected "preinstalled", "adopt" or "own"' }).default('preinstalled')
+      .describe(`Who serves the node port: "preinstalled" (the Instant Cluster's <release>-kong-proxy Service already serves NodePort ${DASHBOARD.preinstalledNodePort}; no Service rendered), "adopt" (render that Service with the chart's name, selector and ports and nodePort, taking it over; never pruned or deleted by Argo CD), "own" (a separate <release>-nodeport Service on nodePort, which must be free).`),
     nodePort: z.int({ error: 'expected a NodePort number' }).min(30000, { error: 'expected a NodePort from 30000 to 32767' })
-      .max(32767, { error: 'expected a NodePort from 30000 to 32767' }).default(32443).describe('NodePort of the Kubernetes Dashboard.'),
-  }).prefault({}).describe('Kubernetes Dashboard access (NodePort Service, read-only viewer).'),
+      .max(32767, { error: 'expected a NodePort from 30000 to 32767' }).default(DASHBOARD.preinstalledNodePort)
+      .describe(`NodePort the Dashboard is reached on: the pre-installed Service's ("preinstalled"), the adopted Service's ("adopt"), or the separate Service's ("own": not ${DASHBOARD.preinstalledNodePort}, which the pre-installed Dashboard holds).`),
+  }).prefault({}).describe('Kubernetes Dashboard access (the NodePort Service, a read-only viewer).'),
   scrape: z.strictObject({
     interval: promDuration().default('30s').describe('Scrape interval of every scrape object.'),
-    nodeExporter: z.boolean().default(true).describe('Scrape node exporter on every node (port 9100); turn off when the monitoring stack already does.'),
-    kubeStateMetrics: z.boolean().default(true).describe('Scrape kube-state-metrics; turn off when the monitoring stack already does.'),
-  }).prefault({}).describe('What the VictoriaMetrics scrape objects collect.'),
+    nodeExporter: z.boolean().default(false)
+      .describe('Also scrape node exporter on every node (port 9100). Off: the monitoring stack scrapes it already, pre-installed or managed alike (victoria-metrics-k8s-stack deploys node exporter with its own scrape by default), and a second scrape doubles every series. Turn on only for a stack that does not.'),
+    kubeStateMetrics: z.boolean().default(false)
+      .describe('Also scrape kube-state-metrics. Off: the monitoring stack scrapes it already, pre-installed or managed alike (victoria-metrics-k8s-stack default). Turn on only for a stack that does not.'),
+  }).prefault({}).describe('What the VictoriaMetrics scrape objects collect (the DCGM exporter, operators and Kueue always; the GPU Operator\'s own DCGM ServiceMonitor is switched off, so it is scraped once).'),
   alerts: z.strictObject({
     for: promDuration().default('5m').describe('Default "for" duration of alerts.'),
     gpuTemperatureCelsius: positiveInt().default(85).describe('GPU temperature alert threshold.'),
@@ -379,6 +384,15 @@ export const ClusterDescriptionSchema = z.strictObject({
   }
   if (d.queueing.rdma === 'excluded' && d.installs.kueue !== 'managed') {
     ctx.addIssue({ code: 'custom', path: ['queueing', 'rdma'], message: '"excluded" needs the Kueue manager configuration, which is rendered only with installs.kueue: managed' });
+  }
+  const dash = d.monitoring.dashboard;
+  if (dash.enabled && dash.service === 'own' && dash.nodePort === DASHBOARD.preinstalledNodePort) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['monitoring', 'dashboard', 'nodePort'],
+      message: `node port ${dash.nodePort} is already allocated to the pre-installed Dashboard's Service ${dash.namespace}/${DASHBOARD.kongProxyService(dash.release)}; `
+        + 'with service "own" choose a free port, or use service "adopt" to take that Service over',
+    });
   }
   if (d.gpuOperator.migStrategy === 'mixed' && !d.gpuOperator.migManager) {
     ctx.addIssue({ code: 'custom', path: ['gpuOperator', 'migStrategy'], message: 'MIG strategy "mixed" needs the MIG manager (gpuOperator.migManager: true)' });

@@ -1,4 +1,6 @@
+import { AdoptedObject, adoptedObjects, AllocatedNodePort, allocatedNodePorts } from './adoption';
 import { ClusterDescription, Taint } from './description';
+import { GpuProductFacts, gpuProductFacts } from './gpu-products';
 import { LABELS, MANAGED_BY, NAMESPACES, RESOURCES } from './names';
 import { floorToMebibytes, formatBytes, formatMillis, parseQuantity } from './quantity';
 
@@ -123,6 +125,8 @@ export interface ClusterModel {
   /** undefined when the cluster has no InfiniBand. */
   readonly rdma?: RdmaFacts;
   readonly gpuWorkers: NodePlacement;
+  /** The GPU workers' product (nodes.gpuWorkers.gpuProduct): whether its GPUs share an NVLink fabric. */
+  readonly gpuProduct: GpuProductFacts;
   readonly serviceNode: NodePlacement;
   readonly cpuWorkers?: NodePlacement;
   readonly queueing: {
@@ -134,6 +138,10 @@ export interface ClusterModel {
     readonly defaultPriority?: PriorityModel;
   };
   readonly tenants: readonly TenantModel[];
+  /** Objects the cluster already runs that rendered objects of the same name take over (see adoption.ts). */
+  readonly adopted: readonly AdoptedObject[];
+  /** Node ports held by objects outside the rendered tree (the pre-installed Dashboard's). */
+  readonly allocatedNodePorts: readonly AllocatedNodePort[];
   /** Labels carried by every rendered object. */
   readonly commonLabels: Readonly<Record<string, string>>;
 }
@@ -321,6 +329,7 @@ export function buildModel(d: ClusterDescription): ClusterModel {
     capacity,
     rdma,
     gpuWorkers,
+    gpuProduct: gpuProductFacts(w.gpuProduct),
     serviceNode,
     cpuWorkers,
     queueing: {
@@ -331,6 +340,8 @@ export function buildModel(d: ClusterDescription): ClusterModel {
       defaultPriority: priorities.find((p) => p.default),
     },
     tenants,
+    adopted: adoptedObjects(d),
+    allocatedNodePorts: allocatedNodePorts(d),
     commonLabels: { [LABELS.managedBy]: MANAGED_BY, [LABELS.partOf]: d.name },
   };
 }

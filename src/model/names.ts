@@ -38,8 +38,18 @@ export const LABELS = {
    * written to dist/, but left out of kustomization.yaml, so neither kustomize nor Argo CD applies it.
    */
   template: 'gpu-cluster.dev/template',
+  /**
+   * Marks an object applied by hand only (the samples' Argo CD Application): written to dist/, but left out
+   * of kustomization.yaml, so the root Application neither creates it nor counts its health.
+   */
+  byHand: 'gpu-cluster.dev/apply-by-hand',
   /** On Argo CD Applications that install an add-on: the API kinds it brings (`group/Kind` or `group/*`, comma-separated). */
   provides: 'gpu-cluster.dev/provides',
+  /**
+   * Annotation ("true") on an object the Instant Cluster already runs and this toolkit takes over
+   * (adopts): Argo CD must never delete it (see ADOPTED_SYNC_OPTIONS).
+   */
+  adopted: 'gpu-cluster.dev/adopted',
 } as const;
 
 /**
@@ -52,6 +62,12 @@ export const KUEUE_POD = {
   groupNameLabel: 'kueue.x-k8s.io/pod-group-name',
   groupTotalCountAnnotation: 'kueue.x-k8s.io/pod-group-total-count',
 } as const;
+
+/**
+ * Resource-level Argo CD sync options of every adopted object: no prune when it leaves dist/ (a rename),
+ * no delete when its Application is deleted in cascade. A resource's own option overrides the Application's.
+ */
+export const ADOPTED_SYNC_OPTIONS: readonly string[] = ['Prune=false', 'Delete=false'];
 
 /** The value of app.kubernetes.io/managed-by on everything this toolkit renders. */
 export const MANAGED_BY = 'gpu-cluster-manifests';
@@ -135,3 +151,15 @@ export const NODE_LABELS = {
  * the placement simulation gives it to the GPU workers the description does not name.
  */
 export const NODE_NAME_PLACEHOLDER = 'replace-with-node-name';
+
+/**
+ * The Instant Cluster's pre-installed Kubernetes Dashboard (Helm chart kubernetes-dashboard 7.x, whose Kong
+ * 2.x subchart serves the UI). Kong names its proxy Service `<kong.fullname>-proxy`, and kong.fullname is
+ * `<release>-kong` (kong-2.46.0 templates/_helpers.tpl); the image exposes it on NodePort 32443.
+ */
+export const DASHBOARD = {
+  /** Node port the pre-installed Dashboard's Kong proxy Service already holds. */
+  preinstalledNodePort: 32443,
+  /** Name of the Kong proxy Service of a Dashboard Helm release. */
+  kongProxyService: (release: string) => `${release}-kong-proxy`,
+} as const;

@@ -23,8 +23,9 @@ export function manifestYaml(m: Manifest): string {
 /**
  * The files of one cluster, relative to the output root: `<cluster>/<folder>/<kind>.<name>.yaml`
  * (one object per file, for readable diffs), a `kustomization.yaml` per folder (every object but
- * the templates, LABELS.template, which a user fills in before creating them), the client files under
- * `<cluster>/tutorials/` (no kustomization: they are not objects) and the cluster's `README.md` report.
+ * the templates, LABELS.template, which a user fills in before creating them, and the objects applied
+ * by hand only, LABELS.byHand), the client files under `<cluster>/tutorials/` (no kustomization: they
+ * are not objects) and the cluster's `README.md` report.
  */
 export function clusterFiles(cluster: RenderedCluster): RenderedFile[] {
   const files: RenderedFile[] = [];
@@ -35,7 +36,8 @@ export function clusterFiles(cluster: RenderedCluster): RenderedFile[] {
       const name = manifestFileName(m);
       if (names.includes(name)) throw new Error(`${cluster.name}/${f.folder}: two objects would be written to ${name}`);
       names.push(name);
-      if (m.metadata.annotations?.[LABELS.template] !== 'true') applied.push(name);
+      const annotations = m.metadata.annotations ?? {};
+      if (annotations[LABELS.template] !== 'true' && annotations[LABELS.byHand] !== 'true') applied.push(name);
       files.push([`${cluster.name}/${f.folder}/${name}`, manifestYaml(m)]);
     }
     files.push([`${cluster.name}/${f.folder}/kustomization.yaml`, kustomization(applied)]);

@@ -1,9 +1,11 @@
-import { App, Chart } from 'cdk8s';
+import { ApiObject, App, Chart } from 'cdk8s';
 import { COMPONENTS, WIRING } from '../components';
 import { ClientFile, CLIENT_FILES_FOLDER } from './client-files';
 import { compareManifests, Manifest, RenderedFolder } from './manifest';
 import { ComponentDefinition, WiringDefinition } from '../components/component';
+import { adoptionAnnotations, refersTo } from '../model/adoption';
 import { ClusterModel } from '../model/model';
+import { LABELS } from '../model/names';
 
 /** One cluster, rendered in memory. */
 export interface RenderedCluster {
@@ -18,6 +20,21 @@ function chartObjects(chart: Chart): Manifest[] {
   return (chart.toJson() as Manifest[]).slice().sort(compareManifests);
 }
 
+/**
+ * Marks the chart's objects the model says are adopted (model.adopted): Argo CD must never prune or
+ * delete what the cluster ran before this toolkit took it over.
+ */
+function markAdopted(chart: Chart, model: ClusterModel): void {
+  if (model.adopted.length === 0) return;
+  for (const child of chart.node.findAll()) {
+    if (!(child instanceof ApiObject)) continue;
+    const ref = { apiVersion: child.apiVersion, kind: child.kind, metadata: { name: child.name, namespace: child.metadata.namespace } };
+    if (!model.adopted.some((a) => refersTo(a, ref))) continue;
+    const existing = (child.metadata.toJson() as { annotations?: Record<string, string> }).annotations?.[LABELS.syncOptions];
+    for (const [k, v] of Object.entries(adoptionAnnotations(existing))) child.metadata.addAnnotation(k, v);
+  }
+}
+
 /** Renders every component of one cluster in memory. Throws on construct errors. */
 export function renderCluster(
   model: ClusterModel,
@@ -30,6 +47,7 @@ export function renderCluster(
   for (const c of components) {
     if (c.folder === CLIENT_FILES_FOLDER) throw new Error(`component folder "${c.folder}" is reserved for client files`);
     const chart = c.build(app, model);
+    if (chart) markAdopted(chart, model);
     if (chart) folders.push({ folder: c.folder, description: c.description, objects: chartObjects(chart) });
     clientFiles.push(...(c.clientFiles?.(model) ?? []));
   }

@@ -3,6 +3,7 @@ import { code, table } from './markdown';
 import { Flowchart, nodeId } from './mermaid';
 import { tutorialsSection } from './tutorials';
 import { ClusterIndex } from '../check/cluster-index';
+import { NODE_NAME_PLACEHOLDER } from '../components/samples/chart';
 import { ClusterDescription } from '../model/description';
 import { LABELS, RESOURCES } from '../model/names';
 import { formatBytes } from '../model/quantity';
@@ -202,19 +203,27 @@ function ncclSection(c: RenderedCluster, index: ClusterIndex): string {
     const ns = job.metadata.namespace ?? 'default';
     const file = `${root}/${index.folderOf(job)}/${manifestFileName(job)}`;
     const queue = queueLabels(index, job)[0]?.queue;
+    // A template (a placeholder node name) is filled in on the way to kubectl, never created as it is.
+    const template = job.metadata.annotations?.[LABELS.template] === 'true';
+    const fill = (text: string) => text.split(NODE_NAME_PLACEHOLDER).join('$NODE');
+    const create = template
+      ? ['NODE=gpu-worker-1  # the GPU worker to check (kubectl get nodes)', `sed "s/${NODE_NAME_PLACEHOLDER}/$NODE/g" ${file} | kubectl create -f -`]
+      : [`kubectl create -f ${file}`];
+    const remove = template ? `kubectl delete -n ${ns} mpijob ${fill(job.metadata.name)}` : `kubectl delete -f ${file}`;
     parts.push([
       `### ${code(job.metadata.name)}`,
       '',
-      `${s.workers} worker(s) x ${s.slotsPerWorker} slots = ${s.ranks ?? s.workers * s.slotsPerWorker} ranks, ${s.gpus} GPUs${queue ? `, queued through LocalQueue ${code(`${ns}/${queue}`)}` : ''}.`,
+      `${s.workers} worker(s) x ${s.slotsPerWorker} slots = ${s.ranks ?? s.workers * s.slotsPerWorker} ranks, ${s.gpus} GPUs${queue ? `, queued through LocalQueue ${code(`${ns}/${queue}`)}` : ''}.`
+        + (s.workers === 1 ? ' One worker: every rank shares one node, so NCCL moves data over the node\'s GPU interconnect and never over InfiniBand; this does not test the fabric.' : ''),
       '',
       '```sh',
-      `kubectl create -f ${file}`,
+      ...create,
       '# Kueue admits the job when the quota allows (ADMITTED: True)',
       `kubectl get workloads -n ${ns}`,
       '# the launcher runs mpirun and prints the results',
-      `kubectl logs -n ${ns} -f job/${job.metadata.name}-launcher`,
+      `kubectl logs -n ${ns} -f job/${fill(job.metadata.name)}-launcher`,
       '# remove it before running it again',
-      `kubectl delete -f ${file}`,
+      remove,
       '```',
       '',
     ].join('\n'));

@@ -63,6 +63,14 @@ const SAYS: Record<string, readonly RegExp[]> = {
     /ConfigMap local-path-storage\/local-path-config: data\["helperPod.yaml"\] \(helper pod of local-path, pinned to the volume's node\) must run wherever a volume lands but not on the service node: nodeSelector nvidia.com\/gpu.present=true/,
   ],
   'namespace-set': [/ConfigMap settings/, /namespace is unset/, /ClusterQueue research\/research/, /cluster-scoped/],
+  'nodeport-unique': [
+    /Service kubernetes-dashboard\/kubernetes-dashboard-nodeport: spec.ports\[0\].nodePort 32443 is already allocated to Service kubernetes-dashboard\/kubernetes-dashboard-kong-proxy \(pre-installed Dashboard\)/,
+    /Service default\/api: spec.ports\[0\].nodePort 30080 is also claimed by Service default\/web/,
+  ],
+  'adopted-no-cascade-delete': [
+    /StorageClass local-path: is adopted .* lacks Delete=false \(deleting Application instant-cluster-storage, which carries the resources finalizer/,
+    /StorageClass shared-path: .* lacks Prune=false .* and Delete=false/,
+  ],
 };
 
 const needsSchemas = new Set(['namespace-set']);

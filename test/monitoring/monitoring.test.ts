@@ -1,13 +1,20 @@
+import { existsSync, readFileSync } from 'node:fs';
+import * as path from 'node:path';
 import { parser } from '@prometheus-io/lezer-promql';
 import { Testing } from 'cdk8s';
 import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { gpuOperatorHelmValues } from '../../src/components/gpu-operator/helm-values';
 import { GpuClusterAlerts } from '../../src/components/monitoring/gpu-cluster-alerts';
 import { dashboardJson } from '../../src/components/monitoring/grafana-model';
 import { catalogueSeriesNames, DCGM_FIELDS, dcgmMetricsCsv } from '../../src/components/monitoring/metric-catalogue';
 import { series } from '../../src/components/monitoring/promql';
 import { DCGM_EXPORTER_METRICS } from '../../src/model/names';
 import { Manifest } from '../../src/render/manifest';
-import { Edit, findObject, folderObjects, HAS_SCHEMAS, issuesOf, renderOf, schemaErrors } from '../helpers';
+import { Edit, findObject, folderObjects, HAS_SCHEMAS, issuesOf, modelOf, renderOf, schemaErrors, SHARED } from '../helpers';
+
+const UPSTREAM = path.join(SHARED, 'upstream-installs');
+const HAS_UPSTREAM = existsSync(path.join(UPSTREAM, 'victoria-metrics-k8s-stack-0.54.0')) && existsSync(path.join(UPSTREAM, 'gpu-operator-v26.7.0'));
 
 const monitoringOf = (edit?: Parameters<typeof renderOf>[0]) => folderObjects(renderOf(edit), 'monitoring');
 
@@ -72,7 +79,8 @@ describe('monitoring', () => {
 
     expect((findObject(objects, 'VMServiceScrape', 'gpu-operator', 'monitoring').spec as any).endpoints[0].port).toBe('gpu-operator-metrics');
     expect((findObject(objects, 'VMPodScrape', 'network-operator', 'monitoring').spec as any).namespaceSelector).toEqual({ matchNames: ['nvidia-network-operator'] });
-    expect((findObject(objects, 'VMNodeScrape', 'node-exporter', 'monitoring').spec as any).port).toBe('9100');
+    const withNodeExporter = monitoringOf((d) => { d.monitoring = { scrape: { nodeExporter: true } }; });
+    expect((findObject(withNodeExporter, 'VMNodeScrape', 'node-exporter', 'monitoring').spec as any).port).toBe('9100');
     for (const o of objects.filter((m) => m.kind.startsWith('VM'))) expect(o.metadata.namespace).toBe('monitoring');
   });
 
@@ -92,11 +100,30 @@ describe('monitoring', () => {
     expect(names((d) => { d.gpuOperator = { nodeStatusExporter: true }; })).toContain('VMServiceScrape/gpu-node-status-exporter');
   });
 
-  it('drops node exporter and kube-state-metrics scrapes when the stack already has them', () => {
-    const names = monitoringOf((d) => { d.monitoring = { scrape: { nodeExporter: false, kubeStateMetrics: false } }; })
-      .map((o) => `${o.kind}/${o.metadata.name}`);
-    expect(names).not.toContain('VMNodeScrape/node-exporter');
-    expect(names).not.toContain('VMServiceScrape/kube-state-metrics');
+  it('leaves node exporter and kube-state-metrics to the monitoring stack by default, pre-installed or managed', () => {
+    for (const monitoring of ['preinstalled', 'managed']) {
+      const names = monitoringOf((d) => { d.installs = { monitoring }; }).map((o) => `${o.kind}/${o.metadata.name}`);
+      expect(names, monitoring).not.toContain('VMNodeScrape/node-exporter');
+      expect(names, monitoring).not.toContain('VMServiceScrape/kube-state-metrics');
+    }
+    const both = monitoringOf((d) => { d.monitoring = { scrape: { nodeExporter: true, kubeStateMetrics: true } }; }).map((o) => `${o.kind}/${o.metadata.name}`);
+    expect(both).toEqual(expect.arrayContaining(['VMNodeScrape/node-exporter', 'VMServiceScrape/kube-state-metrics']));
+  });
+
+  it.skipIf(!HAS_UPSTREAM)('the vendored stack and GPU Operator charts would scrape node exporter, kube-state-metrics and DCGM themselves', () => {
+    const stack = parse(readFileSync(path.join(UPSTREAM, 'victoria-metrics-k8s-stack-0.54.0', 'charts', 'victoria-metrics-k8s-stack', 'values.yaml'), 'utf8'));
+    for (const sub of ['prometheus-node-exporter', 'kube-state-metrics']) {
+      expect(stack[sub].enabled, sub).toBe(true);
+      expect(stack[sub].vmScrape.enabled, sub).toBe(true);
+    }
+    // The VictoriaMetrics operator converts Prometheus ServiceMonitors into scrapes as well.
+    expect(stack['victoria-metrics-operator'].operator.disable_prometheus_converter).toBe(false);
+    const gpuOperator = parse(readFileSync(path.join(UPSTREAM, 'gpu-operator-v26.7.0', 'deployments', 'gpu-operator', 'values.yaml'), 'utf8'));
+    expect(gpuOperator.dcgmExporter.serviceMonitor.enabled).toBe(true);
+    // So the rendered ClusterPolicy and the managed chart's values switch the operator's ServiceMonitor off.
+    const policy = findObject(renderOf().folders.find((f) => f.folder === 'gpu-operator')!.objects, 'ClusterPolicy', 'cluster-policy');
+    expect((policy.spec as any).dcgmExporter.serviceMonitor).toEqual({ enabled: false });
+    expect(gpuOperatorHelmValues(modelOf()).dcgmExporter).toEqual({ serviceMonitor: { enabled: false } });
   });
 
   it('parses every alert expression with the PromQL grammar and uses only catalogued metrics', () => {
@@ -154,13 +181,26 @@ describe('monitoring', () => {
     expect(byName.get('GpuMissingFromNode')!.expr).toBe('max by (node) (kube_node_status_allocatable{resource="nvidia_com_gpu"}) < 4');
     expect(byName.get('KueueWorkloadsPendingTooLong')!.for).toBe('2h');
     expect(byName.get('ClusterQueueOverQuota')!.expr).toMatch(/ > 1\.5$/);
-    expect(byName.get('GpuXidError')!.expr).toBe('max by (node, gpu) (DCGM_FI_DEV_XID_ERRORS) > 0');
+    expect(byName.get('GpuXidError')!.expr)
+      .toBe('max by (node, gpu) (DCGM_FI_DEV_XID_ERRORS) > 0 and max by (node, gpu) (changes(DCGM_FI_DEV_XID_ERRORS[15m])) > 0');
     expect(byName.get('GpuXidError')!.annotations.runbook_url).toBe('https://wiki.example.com/runbooks#gpuxiderror');
   });
 
   it('ignores the application XIDs by default', () => {
     const xid = rulesOf(monitoringOf()).find((r) => r.alert === 'GpuXidError')!;
     for (const x of [13, 31, 43, 45]) expect(xid.expr).toContain(`== ${x}`);
+  });
+
+  it('alerts on a new XID within a window, not for ever after one (the gauge keeps the last XID)', () => {
+    const xid = rulesOf(monitoringOf()).find((r) => r.alert === 'GpuXidError')!;
+    expect(xid.expr).toMatch(/\) and max by \(node, gpu\) \(changes\(DCGM_FI_DEV_XID_ERRORS\[15m\]\)\) > 0$/);
+    expect(xid.for).toBeUndefined();
+  });
+
+  it('names the node of an InfiniBand port from uname, grouping per scrape target (no node label from the stack\'s scrape)', () => {
+    const link = rulesOf(monitoringOf()).find((r) => r.alert === 'InfinibandLinkDown')!;
+    expect(link.expr).toMatch(/^max by \(instance, device, port\) \(node_infiniband_state_id\{.*\}\) \* on \(instance\) group_left \(nodename\) max by \(instance, nodename\) \(node_uname_info\) != 4$/);
+    expect(link.annotations.summary).toContain('{{ $labels.nodename }}');
   });
 
   it('watches exactly the described HCAs, and has no fabric alerts without InfiniBand', () => {

@@ -71,13 +71,30 @@ describe('the cluster report (dist/<cluster>/README.md)', () => {
       const wave = app.metadata.annotations?.['argocd.argoproj.io/sync-wave'] ?? '0';
       expect(waves).toMatch(new RegExp(`subgraph wave_${wave}\\["wave ${wave}"\\]\\n(    .*\\n)*    app_${nodeId(app.metadata.name)}\\["${app.metadata.name}<br/>`));
     }
-    for (const job of objects.filter((m) => m.kind === 'MPIJob')) expect(report).toContain(`kubectl create -f dist/instant-cluster/samples/mpijob.default.${job.metadata.name}.yaml`);
+    for (const job of objects.filter((m) => m.kind === 'MPIJob')) expect(report).toContain(`dist/instant-cluster/samples/mpijob.default.${job.metadata.name}.yaml`);
   });
 
   it('shows the add-ons as described: managed ones name the Argo CD Application that installs them', () => {
     expect(report).toContain('| Kueue | preinstalled | comes with the node image; only its configuration is rendered here |');
     const managed = clusterReport(renderOf((d) => { d.installs = { kueue: 'managed' }; }));
     expect(managed).toMatch(/^\| Kueue \| managed \| Argo CD Application `instant-cluster-kueue-install` \|$/m);
+  });
+
+  it('fills a per-node template in on the way to kubectl (sed), never creates it as it is', () => {
+    const file = 'dist/instant-cluster/samples/mpijob.default.nccl-node-check-replace-with-node-name.yaml';
+    expect(report).toContain(`sed "s/replace-with-node-name/$NODE/g" ${file} | kubectl create -f -`);
+    expect(report).not.toContain(`kubectl create -f ${file}`);
+    expect(report).toContain('kubectl create -f dist/instant-cluster/samples/mpijob.default.nccl-all-reduce.yaml');
+    const named = clusterReport(renderOf((d) => { d.samples.nodeNames = ['gpu-worker-1']; }));
+    expect(named).toContain('kubectl create -f dist/instant-cluster/samples/mpijob.default.nccl-node-check-gpu-worker-1.yaml');
+    expect(named).not.toContain('sed "s/');
+  });
+
+  it('says that a one-worker NCCL run never touches InfiniBand', () => {
+    const one = clusterReport(renderOf((d) => { d.nodes.gpuWorkers.count = 1; d.tenants = []; }));
+    const section = one.slice(one.indexOf('### `nccl-all-reduce`'));
+    expect(section).toMatch(/^1 worker\(s\) x 8 slots = 8 ranks, 8 GPUs.* One worker: .*never over InfiniBand/m);
+    expect(report.slice(report.indexOf('### `nccl-all-reduce`')).split('\n')[2]).not.toContain('One worker');
   });
 
   it('matches the snapshot', () => {

@@ -6,6 +6,7 @@ import { NODE_NAME_PLACEHOLDER, samples } from '../../src/components/samples/cha
 import { DcgmDiagnostic } from '../../src/components/samples/dcgm-diagnostic';
 import { NcclTest, NcclTestProps } from '../../src/components/samples/nccl-test';
 import { PyTorchTrainingJob, PyTorchTrainingJobProps } from '../../src/components/samples/pytorch-training-job';
+import { gpuProductFacts } from '../../src/model/gpu-products';
 import { DescriptionError, loadDescription } from '../../src/model/load';
 import { buildModel, ClusterModel } from '../../src/model/model';
 import { Manifest } from '../../src/render/manifest';
@@ -141,6 +142,36 @@ describe('samples: the reference cluster', () => {
     expect(envOf(container(check, 'Launcher')).NCCL_IB_HCA).toBeUndefined();
     expect(Object.keys(container(check, 'Worker').resources.limits)).toEqual(['cpu', 'memory', 'nvidia.com/gpu']);
     expect(check.spec.runPolicy).toMatchObject({ activeDeadlineSeconds: 1800, backoffLimit: 0 });
+  });
+
+  it('checks a node without an NVLink fabric (L40S) with a plain single-node run: NCCL picks PCIe or shared memory', () => {
+    const check = findObject(samplesOf((d) => { d.nodes.gpuWorkers.gpuProduct = 'NVIDIA-L40S'; }), 'MPIJob', `nccl-node-check-${NODE_NAME_PLACEHOLDER}`, 'default') as any;
+    const env = envOf(container(check, 'Launcher'));
+    expect(env).toMatchObject({ NCCL_IB_DISABLE: '1' });
+    expect(env.NCCL_P2P_LEVEL).toBeUndefined();
+    expect(env.NCCL_SHM_DISABLE).toBeUndefined();
+    expect(container(check, 'Launcher').args.slice(0, 2)).toEqual(['-np', '8']);
+  });
+
+  it('keeps NCCL on its built-in transports: the nccl-tests image ships HPC-X\'s net plugin', () => {
+    for (const job of samplesOf().filter((o) => o.kind === 'MPIJob') as any[]) {
+      const launcher = container(job, 'Launcher');
+      expect(envOf(launcher).NCCL_NET_PLUGIN, job.metadata.name).toBe('none');
+      expect(launcher.args.join(' '), job.metadata.name).toContain('-x NCCL_NET_PLUGIN');
+    }
+  });
+
+  it('knows which GPU products share an NVLink fabric (unknown ones do not, MIG suffixes ignored)', () => {
+    const nvlink = (product: string) => gpuProductFacts(product).nvlink;
+    for (const p of ['NVIDIA-H100-80GB-HBM3', 'NVIDIA-H200', 'NVIDIA-H200-141GB-HBM3e', 'NVIDIA-B200', 'NVIDIA-A100-SXM4-80GB', 'NVIDIA-H100-80GB-HBM3-MIG-1g.10gb']) {
+      expect(nvlink(p), p).toBe(true);
+    }
+    for (const p of ['NVIDIA-L40S', 'NVIDIA-L4', 'NVIDIA-A10', 'NVIDIA-L40', 'NVIDIA-H100-PCIe', 'NVIDIA-H100-NVL', 'NVIDIA-A100-PCIE-40GB', 'NVIDIA-A100-80GB-PCIe', 'Tesla-T4']) {
+      expect(nvlink(p), p).toBe(false);
+    }
+    expect(gpuProductFacts('Tesla-T4').family).toBeUndefined();
+    expect(() => ncclTest({ model: modelOf((d) => { d.nodes.gpuWorkers.gpuProduct = 'NVIDIA-L40S'; }), workers: 1, fabric: 'nvlink' }))
+      .toThrow(/^fabric: "nvlink" needs GPUs on an NVLink fabric, and NVIDIA-L40S \(nodes.gpuWorkers.gpuProduct\) is L40S, without one/);
   });
 
   it('runs the DCGM diagnostic at the described level, never retried', () => {

@@ -57,6 +57,12 @@ export interface GitopsApplicationProps {
    * @default []
    */
   readonly provides?: readonly GroupKind[];
+  /**
+   * Applied by hand only (LABELS.byHand): outside the root's kustomization, so the root Application's
+   * health never waits for it.
+   * @default false
+   */
+  readonly byHand?: boolean;
 }
 
 /** Retry a failed sync: CRs are refused until their operator's webhook serves, a few seconds after its CRDs. */
@@ -80,6 +86,7 @@ export class GitopsApplication extends Construct {
       ...(props.wave !== undefined ? { [LABELS.syncWave]: String(props.wave) } : {}),
       ...(props.serverSideDiff ? { [LABELS.compareOptions]: 'ServerSideDiff=true' } : {}),
       ...(provides.length > 0 ? { [LABELS.provides]: formatProvides(provides) } : {}),
+      ...(props.byHand ? { [LABELS.byHand]: 'true' } : {}),
     };
 
     new Application(this, 'Resource', {

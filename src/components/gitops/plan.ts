@@ -59,6 +59,11 @@ export interface ApplicationPlan {
   readonly namespaceLabels: Readonly<Record<string, string>>;
   /** The kinds it installs (CRDs), for the wave check. */
   readonly provides: readonly GroupKind[];
+  /**
+   * Applied by hand, outside the app-of-apps (the samples): a never-synced child would keep the root's
+   * health at Missing for ever, so the root does not create it.
+   */
+  readonly byHand?: boolean;
 }
 
 export interface ProjectPlan {
@@ -177,10 +182,13 @@ export function planGitops(model: ClusterModel, folders: readonly RenderedFolder
         ...(oversized ? ['ServerSideApply=true'] : []),
       ],
       serverSideDiff: kinds.some((gk) => !isBuiltInGroup(gk.group)),
+      // Cascading delete cleans up what this toolkit created; adopted objects opt out with their own
+      // Delete=false (and Prune=false) sync options, which win over the Application's (model/adoption.ts).
       finalizer: true,
       ignoreDifferences: [],
       namespaceLabels: {},
       provides: kindsDefinedBy(f.objects),
+      byHand: manual,
     };
   }).sort((a, b) => a.wave! - b.wave! || (a.name < b.name ? -1 : 1));
 

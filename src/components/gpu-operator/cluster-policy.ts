@@ -79,6 +79,14 @@ export interface ClusterPolicyProps {
    */
   readonly dcgmExporterMetrics?: { readonly configMap: string; readonly path: string };
   /**
+   * Let the operator create a ServiceMonitor for the DCGM exporter (`dcgmExporter.serviceMonitor.enabled`,
+   * true in the chart's values). Off: the monitoring component scrapes the exporter with a VMServiceScrape,
+   * and the VictoriaMetrics operator converts ServiceMonitors into scrapes too, so both would collect every
+   * series twice. Rendered explicitly: an adopted ClusterPolicy keeps a field the manifest leaves out.
+   * @default false
+   */
+  readonly dcgmExporterServiceMonitor?: boolean;
+  /**
    * Run the standalone DCGM host engine (the exporter embeds one otherwise).
    * @default false
    */
@@ -223,6 +231,7 @@ export class ClusterPolicy extends Construct {
             config: { name: props.dcgmExporterMetrics.configMap },
             env: [{ name: 'DCGM_EXPORTER_COLLECTORS', value: props.dcgmExporterMetrics.path }],
           }),
+          serviceMonitor: { enabled: props.dcgmExporterServiceMonitor ?? false },
         },
         migManager: { enabled: migManager, ...pinned(images.migManager) },
         nodeStatusExporter: { enabled: nodeStatusExporter, ...pinned(images.nodeStatusExporter) },

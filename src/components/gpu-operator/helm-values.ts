@@ -23,6 +23,12 @@ export interface GpuOperatorHelmValues {
   readonly 'driver': { readonly enabled: boolean };
   /** Mirrors ClusterPolicy spec.toolkit.enabled. */
   readonly 'toolkit': { readonly enabled: boolean };
+  /**
+   * `dcgmExporter.serviceMonitor.enabled: false` (chart default true). The chart reads it only into the
+   * ClusterPolicy it renders, which `deployCR: false` switches off; set anyway so values and the rendered
+   * ClusterPolicy (serviceMonitor off: the monitoring component scrapes the exporter) agree.
+   */
+  readonly 'dcgmExporter': { readonly serviceMonitor: { readonly enabled: false } };
   /** The operator Deployment: on the service node. */
   readonly 'operator': PodPlacement;
   /** Placement of the NFD subchart; present only when the chart deploys NFD. */
@@ -51,6 +57,7 @@ export function gpuOperatorHelmValues(model: ClusterModel): GpuOperatorHelmValue
     nfd: { enabled: nfd },
     driver: { enabled: d.gpuOperator.driver === 'managed' },
     toolkit: { enabled: d.gpuOperator.toolkit === 'managed' },
+    dcgmExporter: { serviceMonitor: { enabled: false } },
     operator: podPlacement(model.serviceNode),
     ...(nfd ? { 'node-feature-discovery': nodeFeatureDiscoveryHelmValues(model) } : {}),
   };

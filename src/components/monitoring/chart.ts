@@ -66,6 +66,6 @@ export class MonitoringChart extends Chart {
 
 export const monitoring: ComponentDefinition = {
   folder: 'monitoring',
-  description: 'VictoriaMetrics scrapes (DCGM, GPU/Network Operator, Kueue, node exporter, kube-state-metrics), GPU/fabric/queue alerts, Grafana dashboards',
+  description: 'VictoriaMetrics scrapes (DCGM, GPU/Network Operator, Kueue; node exporter and kube-state-metrics only when the stack does not), GPU/fabric/queue alerts, Grafana dashboards',
   build: (scope: Construct, model: ClusterModel) => new MonitoringChart(scope, 'monitoring', { model }),
 };

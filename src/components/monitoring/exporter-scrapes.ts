@@ -23,13 +23,14 @@ export interface ExporterScrapesProps {
    */
   readonly interval?: string;
   /**
-   * Scrape node exporter on every node (port 9100).
-   * @default true
+   * Scrape node exporter on every node (port 9100). The victoria-metrics-k8s-stack scrapes it already.
+   * @default false
    */
   readonly nodeExporter?: boolean;
   /**
-   * Scrape kube-state-metrics (any namespace, Service label app.kubernetes.io/name=kube-state-metrics).
-   * @default true
+   * Scrape kube-state-metrics (any namespace, Service label app.kubernetes.io/name=kube-state-metrics). The
+   * victoria-metrics-k8s-stack scrapes it already.
+   * @default false
    */
   readonly kubeStateMetrics?: boolean;
   /**
@@ -70,8 +71,8 @@ export class ExporterScrapes extends Construct {
     super(scope, id);
     const ns = props.namespace;
     const interval = props.interval ?? '30s';
-    const nodeExporter = props.nodeExporter ?? true;
-    const kubeStateMetrics = props.kubeStateMetrics ?? true;
+    const nodeExporter = props.nodeExporter ?? false;
+    const kubeStateMetrics = props.kubeStateMetrics ?? false;
     const networkOperator = props.networkOperator ?? true;
     const names: string[] = [];
 

@@ -62,6 +62,9 @@ export interface GpuClusterAlertsProps {
   readonly name?: string;
 }
 
+/** How long GpuXidError fires after a GPU reports a new XID. */
+const XID_WINDOW = '15m';
+
 /** node_infiniband_state_id of a port that carries traffic. */
 const IB_PORT_ACTIVE = 4;
 
@@ -90,10 +93,13 @@ export class GpuClusterAlerts extends Construct {
     const pendingFor = props.pendingWorkloadsFor ?? '30m';
     const perGpu = 'node, gpu';
 
+    // DCGM_FI_DEV_XID_ERRORS holds the last XID a GPU reported, for ever: alert while it changed within the
+    // window (a new XID), not on its value alone. The same XID twice in a row does not change the gauge.
     const lastXid = `max by (${perGpu}) (${series('DCGM_FI_DEV_XID_ERRORS')})`;
+    const xidChanged = `max by (${perGpu}) (changes(${series('DCGM_FI_DEV_XID_ERRORS')}[${XID_WINDOW}])) > 0`;
     const xidExpr = ignoredXids.length === 0
-      ? `${lastXid} > 0`
-      : `${lastXid} > 0 unless (${ignoredXids.map((x) => `${lastXid} == ${x}`).join(' or ')})`;
+      ? `${lastXid} > 0 and ${xidChanged}`
+      : `(${lastXid} > 0 unless (${ignoredXids.map((x) => `${lastXid} == ${x}`).join(' or ')})) and ${xidChanged}`;
 
     const gpu: AlertGroup = {
       name: 'gpu-health',
@@ -101,9 +107,8 @@ export class GpuClusterAlerts extends Construct {
         {
           alert: 'GpuXidError',
           expr: xidExpr,
-          for: '1m',
           severity: 'critical',
-          summary: 'GPU {{ $labels.gpu }} on {{ $labels.node }} reported XID {{ $value }}',
+          summary: `GPU {{ $labels.gpu }} on {{ $labels.node }} reported XID {{ $value }} in the last ${XID_WINDOW}`,
           runbook: 'Look the XID up in NVIDIA\'s XID catalogue; check `dmesg | grep -i xid` on the node; drain the node and run the dcgm diag sample (level 3) before returning it to service.',
         },
         {
@@ -171,22 +176,26 @@ export class GpuClusterAlerts extends Construct {
     };
 
     const hcas = props.hcas ?? [];
+    // Node exporter series carry no node label when the monitoring stack scrapes them (its Service scrape labels
+    // the pod): group per target (instance, the node's address: node exporter runs on the host network) and
+    // name the node by uname's nodename, so one node's down port is never hidden by another's active one.
+    const perPort = (expr: string) => `max by (instance, device, port) (${expr}) * on (instance) group_left (nodename) max by (instance, nodename) (${series('node_uname_info')})`;
     const fabric: AlertGroup | undefined = hcas.length === 0 ? undefined : {
       name: 'infiniband',
       rules: [
         {
           alert: 'InfinibandLinkDown',
-          expr: `max by (node, device, port) (${series('node_infiniband_state_id', { device: { oneOf: hcas } })}) != ${IB_PORT_ACTIVE}`,
+          expr: `${perPort(series('node_infiniband_state_id', { device: { oneOf: hcas } }))} != ${IB_PORT_ACTIVE}`,
           for: forDefault,
           severity: 'critical',
-          summary: 'InfiniBand port {{ $labels.device }}/{{ $labels.port }} on {{ $labels.node }} is not active',
+          summary: 'InfiniBand port {{ $labels.device }}/{{ $labels.port }} on {{ $labels.nodename }} is not active',
           runbook: 'Check `ibstat` on the node and the cable and switch port; NCCL jobs on this node fall back or fail until the link is up.',
         },
         {
           alert: 'InfinibandLinkFlapping',
-          expr: `max by (node, device, port) (increase(${series('node_infiniband_link_downed_total', { device: { oneOf: hcas } })}[1h])) > 0`,
+          expr: `${perPort(`increase(${series('node_infiniband_link_downed_total', { device: { oneOf: hcas } })}[1h])`)} > 0`,
           severity: 'warning',
-          summary: 'InfiniBand port {{ $labels.device }}/{{ $labels.port }} on {{ $labels.node }} went down in the last hour',
+          summary: 'InfiniBand port {{ $labels.device }}/{{ $labels.port }} on {{ $labels.nodename }} went down in the last hour',
           runbook: 'A link that drops and recovers degrades collectives: check the port\'s error counters (`perfquery`) and reseat or replace the cable.',
         },
       ],

@@ -119,6 +119,7 @@ export const NODE_EXPORTER_METRICS = {
   node_infiniband_link_downed_total: { type: 'counter', help: 'Number of times the link failed to recover from an error state and went down' },
   node_infiniband_port_data_received_bytes_total: { type: 'counter', help: 'Number of data octets received on all links' },
   node_infiniband_port_data_transmitted_bytes_total: { type: 'counter', help: 'Number of data octets transmitted on all links' },
+  node_uname_info: { type: 'gauge', help: 'Labeled system information as provided by the uname system call (nodename: the node\'s hostname).' },
 } as const satisfies Record<string, MetricInfo>;
 
 /** The GPU resource as kube-state-metrics spells it in the `resource` label (`.` and `/` become `_`). */

@@ -135,7 +135,8 @@ export class SamplesChart extends Chart {
       shmSize: nccl.shmSize,
     }));
 
-    // Per-node health checks: the GPUs of one node over NVLink, and DCGM's diagnostic.
+    // Per-node health checks: the GPUs of one node (over NVLink only where the product has an NVLink fabric,
+    // else NCCL's own path: PCIe peer to peer or shared memory), and DCGM's diagnostic.
     const targets = s.nodeNames.length > 0
       ? s.nodeNames.map((node, i) => ({ node, field: `samples.nodeNames[${i}]` }))
       : [{ node: NODE_NAME_PLACEHOLDER, field: 'samples.nodeNames' }];
@@ -153,7 +154,7 @@ export class SamplesChart extends Chart {
         benchmark: 'all_reduce_perf',
         workers: 1,
         nodeName: node,
-        fabric: 'nvlink',
+        fabric: model.gpuProduct.nvlink ? 'nvlink' : 'node',
         backoffLimit: 0,
         activeDeadlineSeconds: 1800,
       })), fromDescription(DCGM_FIELDS, () => new DcgmDiagnostic(this, `DcgmDiag-${suffix}`, {

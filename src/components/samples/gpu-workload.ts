@@ -17,8 +17,11 @@ import { pinnedImage } from '../../model/schema-types';
  */
 export const GPU_NODE_SHARE = 0.9;
 
-/** How NCCL moves data between ranks. */
-export type NcclFabric = 'infiniband' | 'socket' | 'nvlink';
+/**
+ * How NCCL moves data between ranks: over InfiniBand, over the pod network, over NVLink only (one node,
+ * GPUs on an NVLink fabric), or within one node by whatever it finds (NVLink, PCIe peer to peer, shared memory).
+ */
+export type NcclFabric = 'infiniband' | 'socket' | 'nvlink' | 'node';
 
 /** What every sample job has: the cluster, a name, an image and its place in Kueue. */
 export interface QueuedJobProps {
@@ -159,8 +162,11 @@ export function assertFabric(model: ClusterModel, fabric: NcclFabric, nodes: num
   if (fabric === 'infiniband' && !model.rdma) {
     throw new Error('fabric: "infiniband" needs network.infiniband in the description (this cluster has no RDMA device)');
   }
-  if (fabric === 'nvlink' && nodes > 1) {
-    throw new Error(`fabric: "nvlink" connects the GPUs of one node only, got ${nodes} nodes`);
+  if ((fabric === 'nvlink' || fabric === 'node') && nodes > 1) {
+    throw new Error(`fabric: "${fabric}" connects the GPUs of one node only, got ${nodes} nodes`);
+  }
+  if (fabric === 'nvlink' && !model.gpuProduct.nvlink) {
+    throw new Error(`fabric: "nvlink" needs GPUs on an NVLink fabric, and ${model.gpuProduct.product} (nodes.gpuWorkers.gpuProduct) ${model.gpuProduct.family ? `is ${model.gpuProduct.family}, without one` : 'is not known to have one'}: NCCL would fall back to sockets`);
   }
   if (fabric === 'socket' && nodes > 1 && model.description.network.infiniband?.required) {
     throw new Error('fabric: a multi-node NCCL job without InfiniBand, but network.infiniband.required is true');
@@ -176,7 +182,8 @@ export function ncclEnv(model: ClusterModel, fabric: NcclFabric, debug: string):
   if (fabric === 'infiniband') {
     // "=" makes the list exact: mlx5_1 would otherwise also match mlx5_10, mlx5_11, ...
     env.push({ name: 'NCCL_IB_HCA', value: `=${model.rdma!.hcas.join(',')}` }, { name: 'NCCL_IB_DISABLE', value: '0' });
-  } else if (fabric === 'socket') {
+  } else if (fabric === 'socket' || fabric === 'node') {
+    // One node ("node"): no network; NCCL picks NVLink, PCIe peer to peer or shared memory itself.
     env.push({ name: 'NCCL_IB_DISABLE', value: '1' });
   } else {
     // NVLink only: peer-to-peer over NVLink, no network and no host shared memory to fall back on.

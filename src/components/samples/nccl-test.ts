@@ -40,8 +40,8 @@ export interface NcclTestProps extends QueuedJobProps {
   /** Iterations per message size (-n). @default 20 */
   readonly iterations?: number;
   /**
-   * Transport between ranks: "infiniband" (RDMA shared device), "socket" (pod network) or
-   * "nvlink" (one node, no network at all).
+   * Transport between ranks: "infiniband" (RDMA shared device), "socket" (pod network), "nvlink" (one
+   * node, NVLink only: GPUs on an NVLink fabric) or "node" (one node, NCCL's own choice, shared memory allowed).
    * @default "infiniband" when the cluster has InfiniBand, else "socket"
    */
   readonly fabric?: NcclFabric;
@@ -122,7 +122,15 @@ export class NcclTest extends Construct {
     this.ranks = this.workers * this.gpusPerWorker;
 
     const kueue = kueueLabels(model, this.namespace, queue, props.priority);
-    const env = ncclEnv(model, this.fabric, ncclDebug);
+    const env = [
+      ...ncclEnv(model, this.fabric, ncclDebug),
+      // The nccl-tests image (ghcr.io/coreweave/nccl-tests, Dockerfile.ubuntu22) ships HPC-X with its NCCL
+      // RDMA/SHARP net plugin (/opt/hpcx/nccl_rdma_sharp_plugin/lib on LD_LIBRARY_PATH, which mpirun exports),
+      // so NCCL would load that external plugin instead of its built-in IB verbs transport; the image's own
+      // non-SHARP MPIJob examples set NCCL_NET_PLUGIN=none for that reason. "none" only skips loading a plugin,
+      // so it is harmless for an image without one.
+      { name: 'NCCL_NET_PLUGIN', value: 'none' },
+    ];
     const workerLabels = { [LABELS.name]: this.name, [LABELS.component]: 'worker' };
     const workerResources = gpuPodResources(model, this.gpusPerWorker, this.fabric === 'infiniband');
     const mpirun = [

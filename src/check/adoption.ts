@@ -1,0 +1,79 @@
+import { ClusterIndex } from './cluster-index';
+import { folderOfPath } from './gitops';
+import { Rule, Violation } from './rule';
+import { parseSyncOptions } from '../model/adoption';
+import { ADOPTED_SYNC_OPTIONS, LABELS } from '../model/names';
+import { Manifest } from '../render/manifest';
+
+const ARGO = 'argoproj.io';
+/** Argo CD's cascading-delete finalizer (foreground or background variant). */
+const RESOURCES_FINALIZER = /^resources-finalizer\.argocd\.argoproj\.io(\/.*)?$/;
+
+/** The value of a sync option (`Prune`, `Delete`) in a list of options, if set. */
+function optionValue(options: readonly string[], key: string): string | undefined {
+  const found = [...options].reverse().find((o) => o.split('=')[0] === key);
+  return found?.slice(key.length + 1);
+}
+
+/** True when an Application deletes its resources with it (Argo CD's resources finalizer). */
+function cascades(app: Manifest): boolean {
+  const finalizers = (app.metadata as { finalizers?: unknown }).finalizers;
+  return Array.isArray(finalizers) && finalizers.some((f) => typeof f === 'string' && RESOURCES_FINALIZER.test(f));
+}
+
+/** Applications that sync the rendered folder `folder`. */
+function applicationsOf(index: ClusterIndex, folder: string): Manifest[] {
+  return index.ofKind('Application', ARGO).filter((app) => {
+    const spec = (app.spec ?? {}) as { source?: { path?: string; chart?: string }; sources?: { path?: string; chart?: string }[] };
+    const sources = [...(spec.source ? [spec.source] : []), ...(spec.sources ?? [])];
+    return sources.some((s) => s.chart === undefined && typeof s.path === 'string' && folderOfPath(index, s.path)?.split('/')[0] === folder);
+  });
+}
+
+/**
+ * An adopted object (LABELS.adopted) was running before this toolkit: Argo CD must neither prune it when it
+ * leaves the rendered tree (a rename) nor delete it when its Application goes (a renamed or removed folder,
+ * whose Application carries the resources finalizer). A resource's own `Prune=`/`Delete=` sync option wins
+ * over the Application's; without one, the Application's options decide, and an Application without the
+ * resources finalizer deletes nothing.
+ */
+const adoptedNoCascadeDelete: Rule = {
+  id: 'adopted-no-cascade-delete',
+  severity: 'error',
+  summary: `adopted objects (${LABELS.adopted}: "true") can be neither pruned nor deleted in cascade by Argo CD (${ADOPTED_SYNC_OPTIONS.join(',')})`,
+  check(index) {
+    const out: Violation[] = [];
+    for (const m of index.objects) {
+      if (m.metadata.annotations?.[LABELS.adopted] !== 'true') continue;
+      const own = parseSyncOptions(m.metadata.annotations?.[LABELS.syncOptions]);
+      const folder = index.folderOf(m);
+      const apps = folder === undefined ? [] : applicationsOf(index, folder);
+      const missing: string[] = [];
+      const pruneOwn = optionValue(own, 'Prune');
+      const deleteOwn = optionValue(own, 'Delete');
+      const appOptions = (app: Manifest) => ((app.spec as { syncPolicy?: { syncOptions?: string[] } } | undefined)?.syncPolicy?.syncOptions) ?? [];
+      const pruneSafe = pruneOwn !== undefined
+        ? pruneOwn === 'false'
+        : apps.length > 0 && apps.every((app) => optionValue(appOptions(app), 'Prune') === 'false');
+      const deleteSafe = deleteOwn !== undefined
+        ? deleteOwn === 'false'
+        : apps.length > 0 && apps.every((app) => optionValue(appOptions(app), 'Delete') === 'false'
+          || !cascades(app));
+      if (!pruneSafe) missing.push('Prune=false (a rename or removal from dist/ prunes it)');
+      if (!deleteSafe) {
+        const cascading = apps.filter(cascades);
+        missing.push(`Delete=false (${cascading.length > 0
+          ? `deleting Application ${cascading.map((a) => a.metadata.name).join(', ')}, which carries the resources finalizer, deletes it`
+          : 'an Application with the resources finalizer would delete it'})`);
+      }
+      if (missing.length === 0) continue;
+      out.push({
+        message: `is adopted (${LABELS.adopted}: "true") but its ${LABELS.syncOptions} annotation lacks ${missing.join(' and ')}`,
+        objects: [m, ...apps],
+      });
+    }
+    return out;
+  },
+};
+
+export const ADOPTION_RULES: readonly Rule[] = [adoptedNoCascadeDelete];

@@ -1,0 +1,69 @@
+import * as path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { checkCluster } from '../../src/check';
+import { adoptionAnnotations, refersTo } from '../../src/model/adoption';
+import { loadDescription } from '../../src/model/load';
+import { buildModel } from '../../src/model/model';
+import { clusterFiles } from '../../src/render/layout';
+import { renderCluster } from '../../src/render/render';
+import { renderOf, ROOT } from '../helpers';
+
+const ADOPTED = { 'gpu-cluster.dev/adopted': 'true', 'argocd.argoproj.io/sync-options': 'Prune=false,Delete=false' };
+
+describe('adopted objects (what the Instant Cluster already runs)', () => {
+  it('the reference cluster adopts the pre-installed add-ons\' objects, each rendered once and marked', () => {
+    const c = renderOf((d) => { d.monitoring = { dashboard: { service: 'adopt' } }; });
+    const all = c.folders.flatMap((f) => f.objects);
+    expect(c.model.adopted.map((a) => `${a.kind} ${a.namespace ? `${a.namespace}/` : ''}${a.name}`)).toEqual([
+      'ClusterPolicy cluster-policy', 'NicClusterPolicy nic-cluster-policy', 'ConfigMap local-path-storage/local-path-config',
+      'StorageClass local-path', 'StorageClass shared-path', 'StorageClass local-disk',
+      'LocalQueue default/default', 'ClusterQueue default', 'Service kubernetes-dashboard/kubernetes-dashboard-kong-proxy',
+    ]);
+    for (const a of c.model.adopted) {
+      const matches = all.filter((m) => refersTo(a, m));
+      expect(matches, `${a.kind} ${a.name}`).toHaveLength(1);
+      expect(matches[0].metadata.annotations).toMatchObject(ADOPTED);
+    }
+    // Nothing else is marked.
+    expect(all.filter((m) => m.metadata.annotations?.['gpu-cluster.dev/adopted'])).toHaveLength(c.model.adopted.length);
+  });
+
+  it('managed add-ons create their objects here: the training cluster adopts only what stays pre-installed', () => {
+    const c = renderCluster(buildModel(loadDescription(path.join(ROOT, 'src', 'clusters', 'training-cluster.yaml'))));
+    expect(c.model.adopted).toEqual([]);
+    expect(c.folders.flatMap((f) => f.objects).some((m) => m.metadata.annotations?.['gpu-cluster.dev/adopted'])).toBe(false);
+  });
+
+  it('merges the sync options with the object\'s own, replacing any Prune= or Delete=', () => {
+    expect(adoptionAnnotations(undefined)).toEqual(ADOPTED);
+    expect(adoptionAnnotations('ServerSideApply=true, Prune=true,Delete=confirm')['argocd.argoproj.io/sync-options'])
+      .toBe('ServerSideApply=true,Prune=false,Delete=false');
+  });
+
+  it('adopted-no-cascade-delete catches an adopted object that loses its sync options (the child Applications cascade)', () => {
+    const c = renderOf();
+    const storage = c.folders.find((f) => f.folder === 'storage')!;
+    const stripped = storage.objects.map((m) => (m.metadata.name === 'local-path' && m.kind === 'StorageClass'
+      ? { ...m, metadata: { ...m.metadata, annotations: { ...m.metadata.annotations, 'argocd.argoproj.io/sync-options': 'Prune=false' } } }
+      : m));
+    const view = { ...c, folders: c.folders.map((f) => (f === storage ? { ...f, objects: stripped } : f)) };
+    expect(checkCluster(c).filter((f) => f.rule === 'adopted-no-cascade-delete')).toEqual([]);
+    expect(checkCluster(view).filter((f) => f.rule === 'adopted-no-cascade-delete').map((f) => f.message)).toEqual([
+      expect.stringMatching(/^StorageClass local-path: .*lacks Delete=false \(deleting Application instant-cluster-storage, which carries the resources finalizer/),
+    ]);
+  });
+});
+
+describe('root Application health', () => {
+  it('leaves the never-synced samples Application out of the root\'s kustomization (rendered, applied by hand)', () => {
+    const c = renderOf();
+    const files = new Map(clusterFiles(c));
+    const kustomization = files.get('instant-cluster/gitops/kustomization.yaml')!;
+    expect(files.has('instant-cluster/gitops/application.argocd.instant-cluster-samples.yaml')).toBe(true);
+    expect(kustomization).not.toContain('instant-cluster-samples');
+    expect(kustomization).toContain('application.argocd.instant-cluster-storage.yaml');
+    const samplesApp = c.folders.find((f) => f.folder === 'gitops')!.objects.find((m) => m.metadata.name === 'instant-cluster-samples')!;
+    expect(samplesApp.metadata.annotations?.['gpu-cluster.dev/apply-by-hand']).toBe('true');
+    expect((samplesApp.spec as any).syncPolicy?.automated).toBeUndefined();
+  });
+});
