@@ -80,6 +80,16 @@ export const VENDORED_RELEASES: readonly VendoredRelease[] = [
     crdsNotVendored: [],
     templatesVendored: false,
   },
+  {
+    // dynamo-platform at main (no release tag): only Chart.yaml and values.yaml are vendored.
+    type: 'helm',
+    chart: VERSIONS.dynamoPlatform.chart,
+    version: VERSIONS.dynamoPlatform.version,
+    folder: `${VERSIONS.dynamoPlatform.chart}-${VERSIONS.dynamoPlatform.version}-main`,
+    chartPath: 'deploy/helm/charts/platform',
+    crdsNotVendored: [],
+    templatesVendored: false,
+  },
   { type: 'kustomize', ...VERSIONS.mpiOperator, folder: `mpi-operator-${VERSIONS.mpiOperator.version}` },
   { type: 'kustomize', ...VERSIONS.trainingOperator, folder: `training-operator-${VERSIONS.trainingOperator.version}` },
 ];

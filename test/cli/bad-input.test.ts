@@ -93,7 +93,7 @@ function run(c: Case): { code: number; stderr: string } {
   const saved = Object.fromEntries(Object.keys(c.env ?? {}).map((k) => [k, process.env[k]]));
   Object.assign(process.env, c.env);
   try {
-    const code = main(c.args(), { out: () => {}, err: (l) => { stderr += `${l}\n`; } });
+    const code = main(c.args(), { out: () => {}, err: (l) => { stderr += `${l}\n`; } }) as number; // the commands here are synchronous
     return { code, stderr };
   } finally {
     for (const [k, v] of Object.entries(saved)) {

@@ -32,7 +32,7 @@ function withoutNpmBanner(stdout: string): string {
 const BAD_INPUT: [string, string[], RegExp][] = [
   ['synth', ['--config', broken, '--out', path.join(dir, 'out')], /nodes\.gpuWorkers\.gpusPerNode: expected a positive integer, got "eight"/],
   ['validate', [path.join(dir, 'missing')], /no such file or folder/],
-  ['check', [REFERENCE_FILE], /not a directory/],
+  ['check', [REFERENCE_FILE], /is a file, not a folder/],
   ['diff', ['--config', broken], /nodes\.gpuWorkers\.gpusPerNode/],
   ['preflight', ['--no-such-option'], /no-such-option|unknown command/],
   ['init', ['--no-such-option'], /no-such-option|unknown command/],
