@@ -185,6 +185,139 @@ function installModuleCache(name) {
   });
 }
 
+/**
+ * Up-to-date check of the plain `synth` (every description in src/clusters/ into dist/), as make
+ * does for files: when nothing the render reads changed since the last successful run (the compiled
+ * sources' fingerprint, package-lock.json, the descriptions' bytes, the path, size and mtime of
+ * every file of ../shared/crds and ../shared/upstream-installs, Node's version) and dist/ still
+ * holds exactly the files that run wrote (same paths, same SHA-256, nothing else: no lock, journal
+ * or leftovers of an interrupted write), rendering again would write the same bytes: the stored
+ * warnings and summary are printed and nothing is loaded. Any other argument, a fault-injection or
+ * a disabled cache (GPU_CLUSTER_MANIFESTS_CACHE=off) takes the normal path.
+ */
+const crypto = require('node:crypto');
+const UP_TO_DATE_ARGS = [['synth'], ['synth', '--quiet']];
+const DIST = path.join(ROOT, 'dist');
+const SHARED = path.resolve(ROOT, '..', 'shared');
+
+function synthRecordFile() {
+  const setting = process.env[CACHE_ENV];
+  if (setting === 'off' || process.env.GPU_CLUSTER_MANIFESTS_FAULT) return undefined;
+  return path.join(setting || path.join(ROOT, 'node_modules', '.cache', 'gpu-cluster-manifests'), 'synth-up-to-date.json');
+}
+
+function statTree(dir, out) {
+  let entries;
+  try {
+    entries = fs.readdirSync(dir, { withFileTypes: true });
+  } catch {
+    out.push(`${dir} -`);
+    return;
+  }
+  for (const e of entries.sort((a, b) => (a.name < b.name ? -1 : 1))) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) statTree(p, out);
+    else {
+      const st = fs.statSync(p);
+      out.push(`${p} ${st.size} ${st.mtimeMs}`);
+    }
+  }
+}
+
+function synthInputsKey(argv) {
+  const h = crypto.createHash('sha256');
+  h.update(`${process.version}\n${JSON.stringify(argv)}\n${readStamp() ?? ''}\n`);
+  h.update(fs.readFileSync(path.join(ROOT, 'package-lock.json')));
+  const clusters = path.join(ROOT, 'src', 'clusters');
+  for (const f of fs.readdirSync(clusters).sort()) {
+    h.update(`\n${f}\n`);
+    h.update(fs.readFileSync(path.join(clusters, f)));
+  }
+  const stats = [];
+  statTree(path.join(SHARED, 'crds'), stats);
+  statTree(path.join(SHARED, 'upstream-installs'), stats);
+  h.update(stats.join('\n'));
+  return h.digest('hex');
+}
+
+/** SHA-256 of every file under dist/ by relative path, or undefined when dist/ holds anything else. */
+function outputHashes() {
+  const files = {};
+  const walk = (rel) => {
+    for (const e of fs.readdirSync(path.join(DIST, rel), { withFileTypes: true })) {
+      const child = rel ? `${rel}/${e.name}` : e.name;
+      if (e.isDirectory()) walk(child);
+      else if (e.isFile()) files[child] = crypto.createHash('sha256').update(fs.readFileSync(path.join(DIST, child))).digest('hex');
+      else throw new Error(`not a file: ${child}`);
+    }
+  };
+  walk('');
+  return files;
+}
+
+function sameHashes(a, b) {
+  const ka = Object.keys(a);
+  return ka.length === Object.keys(b).length && ka.every((k) => a[k] === b[k]);
+}
+
+/** Prints the last run's output and returns 0 when the plain synth has nothing to do; undefined otherwise. */
+function synthUpToDate(argv) {
+  const file = synthRecordFile();
+  if (!file || !UP_TO_DATE_ARGS.some((a) => JSON.stringify(a) === JSON.stringify(argv))) return undefined;
+  const t0 = process.hrtime.bigint();
+  try {
+    // leftovers of an interrupted write beside dist/: the CLI recovers them
+    if (fs.readdirSync(ROOT).some((n) => /^dist\.(tmp|old)-/.test(n))) return undefined;
+    const record = JSON.parse(fs.readFileSync(file, 'utf8'));
+    if (record.key !== synthInputsKey(argv) || !sameHashes(record.files, outputHashes())) return undefined;
+    for (const l of record.stderr) process.stderr.write(l);
+    if (!argv.includes('--quiet')) {
+      for (const l of record.stdout) process.stdout.write(l);
+      const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+      process.stdout.write(`dist already up to date (${Object.keys(record.files).length} files): no description, source, schema or upstream file changed since the last render (checked in ${(ms / 1000).toFixed(2)} s)\n`);
+    }
+    return 0;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Runs the plain synth, and records its inputs, output and messages for synthUpToDate when it succeeds. */
+function recordSynth(argv, runIt) {
+  const file = synthRecordFile();
+  if (!file || !UP_TO_DATE_ARGS.some((a) => JSON.stringify(a) === JSON.stringify(argv))) return runIt();
+  let key;
+  try {
+    key = synthInputsKey(argv);
+  } catch {
+    return runIt();
+  }
+  const stdout = [];
+  const stderr = [];
+  const tap = (stream, into) => {
+    const write = stream.write.bind(stream);
+    stream.write = (chunk, ...rest) => {
+      into.push(String(chunk));
+      return write(chunk, ...rest);
+    };
+  };
+  tap(process.stdout, stdout);
+  tap(process.stderr, stderr);
+  const code = runIt();
+  if (code !== 0) return code;
+  try {
+    // the summary's last line (files written, timings) belongs to that run only
+    const summary = argv.includes('--quiet') ? [] : stdout.slice(0, -1);
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    const tmp = `${file}.${process.pid}.tmp`;
+    fs.writeFileSync(tmp, JSON.stringify({ key, files: outputHashes(), stdout: summary, stderr }));
+    fs.renameSync(tmp, file);
+  } catch {
+    // no record: the next run renders again
+  }
+  return code;
+}
+
 function run(argv) {
   const [first, ...rest] = argv;
   if (first === '--compile') return compile({ force: true }) ? 0 : 1;
@@ -195,8 +328,10 @@ function run(argv) {
     require(path.join(LIB, 'src', 'main.js'));
     return undefined;
   }
+  const upToDate = synthUpToDate(argv);
+  if (upToDate !== undefined) return upToDate;
   installModuleCache(first && /^[a-z][a-z-]*$/.test(first) ? first : 'cli');
-  return require(path.join(LIB, 'src', 'cli.js')).main(argv);
+  return recordSynth(argv, () => require(path.join(LIB, 'src', 'cli.js')).main(argv));
 }
 
 const code = run(process.argv.slice(2));

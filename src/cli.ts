@@ -108,7 +108,9 @@ function summary(r: SynthResult, io: Io): void {
     }
   }
   const t = r.timings;
-  io.out(`wrote ${r.files} files to ${r.written.map((w) => path.relative(process.cwd(), w) || '.').join(', ')} in ${seconds(t.total)} `
+  const where = r.written.map((w) => path.relative(process.cwd(), w) || '.').join(', ');
+  const what = r.changed.length > 0 ? `wrote ${r.files} files to ${where}` : `${where} already up to date (${r.files} files, nothing rewritten)`;
+  io.out(`${what} in ${seconds(t.total)} `
     + `(load ${seconds(t.load)}, render ${seconds(t.render)}, validate ${seconds(t.validate)}, write ${seconds(t.write)})`);
 }
 

@@ -62,6 +62,8 @@ export interface SynthResult {
   readonly timings: Timings;
   /** Folders that were replaced. */
   readonly written: readonly string[];
+  /** Output entries (cluster folders, fleet/) that changed: replaced or removed. Empty: the output was up to date. */
+  readonly changed: readonly string[];
 }
 
 /** Description files of a folder: *.yaml, *.yml, *.json (not *.schema.json), *.ts (not *.d.ts), sorted. */
@@ -214,6 +216,7 @@ export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthR
   const t3 = now();
 
   const written: string[] = [];
+  let changed: string[];
   let files = 0;
   if (opts.configs && opts.configs.length > 0) {
     const entries = entriesOf(renderFiles(clusters));
@@ -222,13 +225,13 @@ export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthR
       written.push(path.join(out, e.name));
     }
     checkTargets(written, configs);
-    writeTrees(out, entries, lockOptions);
+    changed = writeTrees(out, entries, lockOptions);
   } else {
     const all = [...renderFiles(clusters), ...(fleet ? fleetFiles(fleet) : [])];
     files = all.length;
     checkTargets([out], configs);
     // The whole output root becomes the fleet: entries no longer rendered are removed.
-    writeTrees(out, entriesOf(all), { ...lockOptions, replaceAll: true });
+    changed = writeTrees(out, entriesOf(all), { ...lockOptions, replaceAll: true });
     written.push(out);
   }
   const t4 = now();
@@ -238,6 +241,7 @@ export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthR
     warnings,
     findings,
     written,
+    changed,
     timings: { load: t1 - t0, render: t2 - t1, validate: t3 - t2, write: t4 - t3, total: t4 - t0 },
   };
 }

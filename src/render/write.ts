@@ -108,6 +108,39 @@ function removeTree(p: string, step: string): void {
   }
 }
 
+/**
+ * True when the folder `dir` already holds exactly `files` (the same paths, byte for byte, and no
+ * other file or folder): rewriting it would change nothing, so the swap is skipped.
+ */
+function holdsExactly(dir: string, files: readonly RenderedFile[]): boolean {
+  const wanted = new Map(files.map(([rel, content]) => [rel, content]));
+  const folders = new Set<string>();
+  for (const rel of wanted.keys()) {
+    for (let d = path.posix.dirname(rel); d !== '.'; d = path.posix.dirname(d)) folders.add(d);
+  }
+  let seen = 0;
+  const walk = (rel: string): boolean => {
+    for (const name of readdirSync(path.join(dir, rel))) {
+      const child = rel ? `${rel}/${name}` : name;
+      const st = lstatSync(path.join(dir, child));
+      if (st.isDirectory()) {
+        if (!folders.has(child) || !walk(child)) return false;
+      } else {
+        const content = wanted.get(child);
+        if (!st.isFile() || content === undefined || st.size !== Buffer.byteLength(content)) return false;
+        if (readFileSync(path.join(dir, child), 'utf8') !== content) return false;
+        seen += 1;
+      }
+    }
+    return true;
+  };
+  try {
+    return lstatSync(dir).isDirectory() && walk('') && seen === wanted.size;
+  } catch {
+    return false;
+  }
+}
+
 function writeTree(dir: string, files: Iterable<RenderedFile>): void {
   mkdirSync(dir);
   const made = new Set<string>();
@@ -313,11 +346,12 @@ export function recoverOutput(dir: string, options: LockOptions = {}): void {
  * Replaces the entries of the output root `root` (each a folder named `entries[].name`) with
  * exactly the given files, all or none (see the protocol above). Throws InputError when the root
  * cannot be used at all (nothing was written) and WriteFailed when writing failed (the previous
- * output is unchanged).
+ * output is unchanged). Entries already on disk byte for byte are not rewritten. Returns the names
+ * of the entries replaced or removed.
  */
-export function writeTrees(root: string, entries: readonly TreeEntry[], options: WriteOptions = {}): void {
+export function writeTrees(root: string, given: readonly TreeEntry[], options: WriteOptions = {}): string[] {
   const abs = path.resolve(root);
-  for (const e of entries) if (!plainName(e.name) || isWriteArtifact(e.name)) throw new Error(`cannot write an output entry named "${e.name}"`);
+  for (const e of given) if (!plainName(e.name) || isWriteArtifact(e.name)) throw new Error(`cannot write an output entry named "${e.name}"`);
   let lock: OutputLock;
   try {
     makeDirs(abs);
@@ -328,13 +362,16 @@ export function writeTrees(root: string, entries: readonly TreeEntry[], options:
   }
   try {
     recoverLocked(abs);
-    const names = new Set(entries.map((e) => e.name));
+    const names = new Set(given.map((e) => e.name));
+    // A tree that is already on disk byte for byte is left as it is (no temporary copy, no swap).
+    const entries = given.map((e) => ({ name: e.name, files: [...e.files] })).filter((e) => !holdsExactly(path.join(abs, e.name), e.files));
     const swaps: Swap[] = entries.map((e) => ({ target: e.name, tmp: artifactName(e.name, 'tmp'), old: artifactName(e.name, 'old'), existed: exists(path.join(abs, e.name)) }));
     if (options.replaceAll) {
       for (const name of readdirSync(abs).sort()) {
         if (!names.has(name) && !isWriteArtifact(name)) swaps.push({ target: name, old: artifactName(name, 'old'), existed: true });
       }
     }
+    if (swaps.length === 0) return [];
     const journal: Journal = { format: 1, tool: 'gpu-cluster-manifests', state: 'commit', pid: process.pid, host: os.hostname(), swaps };
     try {
       entries.forEach((e, i) => writeTree(path.join(abs, swaps[i].tmp!), e.files));
@@ -351,6 +388,7 @@ export function writeTrees(root: string, entries: readonly TreeEntry[], options:
       throw e;
     }
     settle(abs, journal, 'rename', 'remove');
+    return swaps.map((sw) => sw.target);
   } catch (e) {
     if (isFsError(e)) throw new WriteFailed(`${fsErrorText(e)}; run the command again to finish or undo the write`);
     throw e;
