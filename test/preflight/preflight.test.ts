@@ -76,7 +76,9 @@ describe('preflight on the pre-installed Instant Cluster fixture', () => {
     const fs = findingsOf({
       edit: (d) => { d.monitoring = { dashboard: { service: 'own', nodePort: 30100 } }; },
       state: stateOf((objects) => objects.push({
-        apiVersion: 'v1', kind: 'Service', metadata: { name: 'grafana', namespace: 'monitoring' },
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { name: 'grafana', namespace: 'monitoring' },
         spec: { type: 'NodePort', selector: { app: 'grafana' }, ports: [{ port: 80, targetPort: 3000, nodePort: 30100 }] },
       })),
     });
