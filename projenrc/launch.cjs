@@ -331,6 +331,11 @@ function run(argv) {
   const upToDate = synthUpToDate(argv);
   if (upToDate !== undefined) return upToDate;
   installModuleCache(first && /^[a-z][a-z-]*$/.test(first) ? first : 'cli');
+  if (first === 'synth' || first === 'diff') {
+    const io = { out: (l) => process.stdout.write(`${l}\n`), err: (l) => process.stderr.write(`${l}\n`) };
+    const bad = require(path.join(LIB, 'src', 'commands', 'precheck.js')).precheckDescriptions(argv, io);
+    if (bad !== undefined) return bad;
+  }
   return recordSynth(argv, () => require(path.join(LIB, 'src', 'cli.js')).main(argv));
 }
 

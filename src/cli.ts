@@ -7,7 +7,7 @@ import { runCheck } from './commands/check';
 import { runDiff } from './commands/diff';
 import { consoleIo, EXIT, Io } from './commands/io';
 import { RENDER_OPTIONS, renderInputs, schemaDirs } from './commands/options';
-import { fsErrorText, isFsError, outputFormat, WriteFailed } from './errors';
+import { fsErrorText, inputErrorLines, isFsError, outputFormat, WriteFailed } from './errors';
 import { runInit } from './init/command';
 import { descriptionJsonSchemaText, withDescriptionReference } from './model/json-schema';
 import { CLUSTERS_DIR, DEFAULT_OUT, SCHEMA_FILE } from './paths';
@@ -224,8 +224,7 @@ export function main(argv: string[], io: Io = consoleIo): number | Promise<numbe
 /** The exit code (and the one-line message) of an error a command threw. */
 function failure(e: unknown, io: Io): number {
   if (e instanceof InputError) {
-    for (const d of e.details) io.err(d);
-    io.err(`error: ${e.message}; nothing was written`);
+    for (const l of inputErrorLines(e)) io.err(l);
     return EXIT.badInput;
   }
   if (e instanceof ValidationFailed) {

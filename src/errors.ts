@@ -6,6 +6,11 @@ export class InputError extends Error {
   }
 }
 
+/** What every command prints for bad input (stderr lines; exit code 2). */
+export function inputErrorLines(e: InputError): string[] {
+  return [...e.details, `error: ${e.message}; nothing was written`];
+}
+
 /** Writing the output failed (disk full, a folder in use, ...); the previous output is unchanged. Exit code 1. */
 export class WriteFailed extends Error {
   constructor(message: string) {

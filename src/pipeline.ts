@@ -5,8 +5,9 @@ import { Finding, ScopeOf } from './check/rule';
 import { fleetFiles, renderFleet } from './components/gitops/fleet';
 import { fsErrorText, InputError, isFsError } from './errors';
 import { isInside, pathProblem } from './files';
-import { isDescriptionFile, loadDescription, DescriptionError } from './model/load';
-import { buildModel, ClusterModel } from './model/model';
+import { isDescriptionFile } from './model/load';
+import { loadModels } from './model/load-models';
+import { ClusterModel } from './model/model';
 import { clusterFiles, RenderedFile } from './render/layout';
 import { RenderedFolder } from './render/manifest';
 import { renderCluster, RenderedCluster } from './render/render';
@@ -14,7 +15,7 @@ import { recoverOutput, TreeEntry, writeTrees } from './render/write';
 import { SchemaStore } from './validate/schemas';
 import { ManifestValidator, ValidationIssue } from './validate/validator';
 
-export { InputError };
+export { InputError, loadModels };
 
 /** Rendered objects that fail schema validation. Exit code 1. */
 export class ValidationFailed extends Error {
@@ -71,26 +72,6 @@ export function descriptionFiles(dir: string): string[] {
   return readdirSync(dir).filter(isDescriptionFile).sort().map((f) => path.join(dir, f));
 }
 
-/** Loads and models descriptions; every problem of every file is reported together. */
-export function loadModels(files: readonly string[]): ClusterModel[] {
-  const models: ClusterModel[] = [];
-  const problems: string[] = [];
-  for (const f of files) {
-    try {
-      models.push(buildModel(loadDescription(f)));
-    } catch (e) {
-      if (e instanceof DescriptionError) problems.push(e.message);
-      else throw e;
-    }
-  }
-  const names = new Map<string, number>();
-  models.forEach((m, i) => {
-    if (names.has(m.name)) problems.push(`${files[i]}: name: cluster "${m.name}" is also described in ${files[names.get(m.name)!]}`);
-    names.set(m.name, i);
-  });
-  if (problems.length > 0) throw new InputError('invalid cluster description', problems);
-  return models;
-}
 
 /** Renders one model; a construct that refuses its props is bad input. */
 export function renderModel(model: ClusterModel): RenderedCluster {

@@ -74,3 +74,41 @@ describe('the launcher', () => {
     expect(r.stderr).not.toMatch(/npm error/);
   });
 });
+
+// The plain `npm run synth` (every description into dist/) is answered by the launcher's up-to-date
+// record when nothing it reads changed. This test renders into the repository's dist/, so it first
+// makes sure dist/ is a fresh render (a stale dist/ fails here instead of being rewritten by a test).
+describe('the launcher\'s up-to-date check of the plain synth', () => {
+  const LAUNCHER = path.join(ROOT, 'projenrc', 'launch.cjs');
+  const cache = mkdtempSync(path.join(tmpdir(), 'up-to-date-'));
+  const record = path.join(cache, 'synth-up-to-date.json');
+  const synth = () => spawnSync(process.execPath, [LAUNCHER, 'synth'], { cwd: ROOT, env: { ...env, GPU_CLUSTER_MANIFESTS_CACHE: cache }, encoding: 'utf8' });
+  const UP_TO_DATE = /dist already up to date \(\d+ files\): no description, source, schema or upstream file changed/;
+
+  it.skipIf(!HAS_SCHEMAS)('answers from its record only while the inputs and dist/ are what the record says', () => {
+    const fresh = spawnSync(process.execPath, [CLI, 'diff', '--format', 'json'], { cwd: ROOT, env, encoding: 'utf8' });
+    const d = JSON.parse(fresh.stdout) as { added: number; removed: number; changed: number; files: unknown[] };
+    expect(d.added + d.removed + d.changed + d.files.length, 'dist/ is not a fresh render: run npm run synth').toBe(0);
+
+    const first = synth();
+    expect(first.status, first.stderr).toBe(0);
+    expect(first.stdout).not.toMatch(UP_TO_DATE);
+    const second = synth();
+    expect(second.status, second.stderr).toBe(0);
+    expect(second.stdout).toMatch(UP_TO_DATE);
+    // the same per-cluster summary as the render it stands for
+    expect(second.stdout.split('\n').slice(0, -2)).toEqual(first.stdout.split('\n').slice(0, -2));
+
+    // dist/ no longer what the record says (as after an edit by hand): rendered again
+    const saved = readFileSync(record, 'utf8');
+    const edited = JSON.parse(saved) as { key: string; files: Record<string, string> };
+    edited.files[Object.keys(edited.files)[0]] = '0'.repeat(64);
+    writeFileSync(record, JSON.stringify(edited));
+    expect(synth().stdout).not.toMatch(UP_TO_DATE);
+
+    // an input changed (another key): rendered again
+    writeFileSync(record, JSON.stringify({ ...(JSON.parse(saved) as object), key: 'another' }));
+    expect(synth().stdout).not.toMatch(UP_TO_DATE);
+    expect(synth().stdout).toMatch(UP_TO_DATE);
+  });
+});

@@ -1,0 +1,24 @@
+import { loadDescription, DescriptionError } from './load';
+import { buildModel, ClusterModel } from './model';
+import { InputError } from '../errors';
+
+/** Loads and models descriptions; every problem of every file is reported together. */
+export function loadModels(files: readonly string[]): ClusterModel[] {
+  const models: ClusterModel[] = [];
+  const problems: string[] = [];
+  for (const f of files) {
+    try {
+      models.push(buildModel(loadDescription(f)));
+    } catch (e) {
+      if (e instanceof DescriptionError) problems.push(e.message);
+      else throw e;
+    }
+  }
+  const names = new Map<string, number>();
+  models.forEach((m, i) => {
+    if (names.has(m.name)) problems.push(`${files[i]}: name: cluster "${m.name}" is also described in ${files[names.get(m.name)!]}`);
+    names.set(m.name, i);
+  });
+  if (problems.length > 0) throw new InputError('invalid cluster description', problems);
+  return models;
+}
