@@ -3,6 +3,7 @@ import * as path from 'node:path';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import { SchedulingSpec } from './scheduling';
 import { Manifest } from '../../render/manifest';
+import { mergeValues } from '../../upstream/helm';
 
 type Json = Record<string, unknown>;
 
@@ -33,16 +34,6 @@ function readText(file: string): string {
   return fileCache.get(key) as string;
 }
 
-/** Helm's value merge: maps merge key by key, anything else replaces, null removes the key. */
-export function mergeValues(base: unknown, over: unknown): unknown {
-  if (!isObject(base) || !isObject(over)) return over === undefined ? base : over;
-  const out: Json = { ...base };
-  for (const [k, v] of Object.entries(over)) {
-    if (v === null) delete out[k];
-    else out[k] = mergeValues(base[k], v);
-  }
-  return out;
-}
 
 function at(values: unknown, dotted: string): unknown {
   let v: unknown = values;
