@@ -4,12 +4,12 @@ import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { checkCluster, ClusterView, PLACEMENT_RULES, simulatedNodes } from '../../src/check';
 import { upstreamDeployments } from '../../src/check/placement/upstream';
-import { mergeValues } from '../../src/upstream/helm';
 import { loadDescription } from '../../src/model/load';
 import { buildModel, ClusterModel } from '../../src/model/model';
 import { DEFAULT_UPSTREAM, PROJECT_ROOT } from '../../src/paths';
 import { Manifest } from '../../src/render/manifest';
 import { renderCluster } from '../../src/render/render';
+import { mergeValues } from '../../src/upstream/helm';
 import { modelOf } from '../helpers';
 
 /** The vendored upstream installs; the tests that read them are skipped (and reported so) without them. */
