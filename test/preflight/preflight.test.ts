@@ -204,7 +204,8 @@ describe('each rule fires on its conflict', () => {
     const state = stateOf(set('ConfigMap', 'kueue-manager-config', (o) => {
       o.data['controller_manager_config.yaml'] = o.data['controller_manager_config.yaml'].replace(/^\s*- pod\n/m, '');
     }));
-    expect(state.list('', 'ConfigMap')[0].data).not.toContain('- pod\n');
+    const config = state.list('', 'ConfigMap').find((c) => c.metadata.name === 'kueue-manager-config')!;
+    expect((config.data as Record<string, string>)['controller_manager_config.yaml']).not.toMatch(/^\s*- pod$/m);
     const f = findingsOf({ cluster, state }).find((x) => x.rule === 'kueue-integrations');
     expect(f?.message).toContain('lacks kubeflow.org/pytorchjob, pod');
     expect(f?.message).toContain('Pod default/sky-head');

@@ -156,13 +156,15 @@ describe('diff of client files', () => {
 
 describe('SkyPilot\'s pods, as it creates them from the rendered files', () => {
   it('form one pod group per namespace that names its LocalQueue and asks only for resources its ClusterQueue covers', () => {
-    for (const c of [ref, renderOf((d) => { d.nodes.gpuWorkers.count = 16; d.tenants[0].gpus = 48; })]) {
+    // research's gang: 2 nodes on the reference, 6 (its 48 GPUs / 8 per node) on the larger cluster
+    for (const [c, gang] of [[ref, 2], [renderOf((d) => { d.nodes.gpuWorkers.count = 16; d.tenants[0].gpus = 48; }), 6]] as const) {
       const pods = c.model.queueing.queues.flatMap((q) => skypilotPodGroup(c, q.namespace));
       const folders = [...c.folders, { folder: 'skypilot-pods', description: '', objects: pods }];
       const rules = ['queue-label-target', 'queue-resource-coverage', 'no-privileged', 'image-pinned'];
       expect(checkCluster({ ...c, folders }).filter((f) => rules.includes(f.rule))).toEqual([]);
       const research = skypilotPodGroup(c, 'research');
-      expect(new Set(research.map((p) => p.metadata.annotations!['kueue.x-k8s.io/pod-group-total-count']))).toEqual(new Set([String(research.length)]));
+      expect(research).toHaveLength(gang);
+      expect(new Set(research.map((p) => p.metadata.annotations!['kueue.x-k8s.io/pod-group-total-count']))).toEqual(new Set([String(gang)]));
     }
   });
 
