@@ -24,6 +24,13 @@ const SOURCE_DIRS = ['src', 'imports'];
 const SOURCE_FILES = ['tsconfig.json'];
 const CACHE_ENV = 'GPU_CLUSTER_MANIFESTS_CACHE';
 
+/** The cache folder, as src/validate/compiled-cache.ts resolves it; undefined when caching is off. */
+function cacheDir() {
+  const setting = process.env[CACHE_ENV];
+  if (setting && /^(off|0|false|no)$/i.test(setting)) return undefined;
+  return setting || path.join(ROOT, 'node_modules', '.cache', 'gpu-cluster-manifests');
+}
+
 /**
  * Path, size and mtime of every compiled source: an edit, an added, removed or renamed .ts file
  * changes it; other files (descriptions, editors' swap files) do not.
@@ -114,9 +121,8 @@ function ensureCompiled() {
  * corrupt or foreign entry is simply recompiled. GPU_CLUSTER_MANIFESTS_CACHE=off disables it.
  */
 function installModuleCache(name) {
-  const setting = process.env[CACHE_ENV];
-  if (setting === 'off') return;
-  const dir = setting || path.join(ROOT, 'node_modules', '.cache', 'gpu-cluster-manifests');
+  const dir = cacheDir();
+  if (!dir) return;
   const file = path.join(dir, `modules-${name}-${process.version}-${process.arch}.v8`);
   const Module = require('node:module');
   const vm = require('node:vm');
@@ -200,10 +206,15 @@ const UP_TO_DATE_ARGS = [['synth'], ['synth', '--quiet']];
 const DIST = path.join(ROOT, 'dist');
 const SHARED = path.resolve(ROOT, '..', 'shared');
 
-function synthRecordFile() {
-  const setting = process.env[CACHE_ENV];
-  if (setting === 'off' || process.env.GPU_CLUSTER_MANIFESTS_FAULT) return undefined;
-  return path.join(setting || path.join(ROOT, 'node_modules', '.cache', 'gpu-cluster-manifests'), 'synth-up-to-date.json');
+/** Where the plain synth's record lives and the key of its inputs now; undefined when the command is not eligible. */
+function upToDateRecord(argv) {
+  const dir = cacheDir();
+  if (!dir || process.env.GPU_CLUSTER_MANIFESTS_FAULT || !UP_TO_DATE_ARGS.some((a) => JSON.stringify(a) === JSON.stringify(argv))) return undefined;
+  try {
+    return { file: path.join(dir, 'synth-up-to-date.json'), key: synthInputsKey(argv) };
+  } catch {
+    return undefined;
+  }
 }
 
 function statTree(dir, out) {
@@ -261,15 +272,14 @@ function sameHashes(a, b) {
 }
 
 /** Prints the last run's output and returns 0 when the plain synth has nothing to do; undefined otherwise. */
-function synthUpToDate(argv) {
-  const file = synthRecordFile();
-  if (!file || !UP_TO_DATE_ARGS.some((a) => JSON.stringify(a) === JSON.stringify(argv))) return undefined;
+function synthUpToDate(rec, argv) {
+  if (!rec) return undefined;
   const t0 = process.hrtime.bigint();
   try {
     // leftovers of an interrupted write beside dist/: the CLI recovers them
     if (fs.readdirSync(ROOT).some((n) => /^dist\.(tmp|old)-/.test(n))) return undefined;
-    const record = JSON.parse(fs.readFileSync(file, 'utf8'));
-    if (record.key !== synthInputsKey(argv) || !sameHashes(record.files, outputHashes())) return undefined;
+    const record = JSON.parse(fs.readFileSync(rec.file, 'utf8'));
+    if (record.key !== rec.key || !sameHashes(record.files, outputHashes())) return undefined;
     for (const l of record.stderr) process.stderr.write(l);
     if (!argv.includes('--quiet')) {
       for (const l of record.stdout) process.stdout.write(l);
@@ -283,15 +293,8 @@ function synthUpToDate(argv) {
 }
 
 /** Runs the plain synth, and records its inputs, output and messages for synthUpToDate when it succeeds. */
-function recordSynth(argv, runIt) {
-  const file = synthRecordFile();
-  if (!file || !UP_TO_DATE_ARGS.some((a) => JSON.stringify(a) === JSON.stringify(argv))) return runIt();
-  let key;
-  try {
-    key = synthInputsKey(argv);
-  } catch {
-    return runIt();
-  }
+function recordSynth(rec, argv, runIt) {
+  if (!rec) return runIt();
   const stdout = [];
   const stderr = [];
   const tap = (stream, into) => {
@@ -308,10 +311,10 @@ function recordSynth(argv, runIt) {
   try {
     // the summary's last line (files written, timings) belongs to that run only
     const summary = argv.includes('--quiet') ? [] : stdout.slice(0, -1);
-    fs.mkdirSync(path.dirname(file), { recursive: true });
-    const tmp = `${file}.${process.pid}.tmp`;
-    fs.writeFileSync(tmp, JSON.stringify({ key, files: outputHashes(), stdout: summary, stderr }));
-    fs.renameSync(tmp, file);
+    fs.mkdirSync(path.dirname(rec.file), { recursive: true });
+    const tmp = `${rec.file}.${process.pid}.tmp`;
+    fs.writeFileSync(tmp, JSON.stringify({ key: rec.key, files: outputHashes(), stdout: summary, stderr }));
+    fs.renameSync(tmp, rec.file);
   } catch {
     // no record: the next run renders again
   }
@@ -328,7 +331,8 @@ function run(argv) {
     require(path.join(LIB, 'src', 'main.js'));
     return undefined;
   }
-  const upToDate = synthUpToDate(argv);
+  const rec = upToDateRecord(argv);
+  const upToDate = synthUpToDate(rec, argv);
   if (upToDate !== undefined) return upToDate;
   installModuleCache(first && /^[a-z][a-z-]*$/.test(first) ? first : 'cli');
   if (first === 'synth' || first === 'diff') {
@@ -336,7 +340,7 @@ function run(argv) {
     const bad = require(path.join(LIB, 'src', 'commands', 'precheck.js')).precheckDescriptions(argv, io);
     if (bad !== undefined) return bad;
   }
-  return recordSynth(argv, () => require(path.join(LIB, 'src', 'cli.js')).main(argv));
+  return recordSynth(rec, argv, () => require(path.join(LIB, 'src', 'cli.js')).main(argv));
 }
 
 const code = run(process.argv.slice(2));

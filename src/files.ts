@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, mkdirSync, openSync, statSync } from 'node:fs';
+import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 
 /** The longest file name (one path component) and path Linux and macOS file systems accept, in bytes. */
@@ -62,4 +62,14 @@ export function pathProblem(p: string): string | undefined {
 export function isInside(inner: string, outer: string): boolean {
   const rel = path.relative(path.resolve(outer), path.resolve(inner));
   return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
+}
+
+/** A small file's text, or undefined when it does not exist (any other error is thrown). */
+export function readTextIfPresent(file: string): string | undefined {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw e;
+  }
 }

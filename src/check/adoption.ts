@@ -1,11 +1,10 @@
 import { ClusterIndex } from './cluster-index';
-import { folderOfPath } from './gitops';
+import { applicationSources, ARGO, folderOfPath } from './gitops';
 import { Rule, Violation } from './rule';
 import { parseSyncOptions } from '../model/adoption';
 import { ADOPTED_SYNC_OPTIONS, LABELS } from '../model/names';
 import { Manifest } from '../render/manifest';
 
-const ARGO = 'argoproj.io';
 /** Argo CD's cascading-delete finalizer (foreground or background variant). */
 const RESOURCES_FINALIZER = /^resources-finalizer\.argocd\.argoproj\.io(\/.*)?$/;
 
@@ -24,9 +23,7 @@ function cascades(app: Manifest): boolean {
 /** Applications that sync the rendered folder `folder`. */
 function applicationsOf(index: ClusterIndex, folder: string): Manifest[] {
   return index.ofKind('Application', ARGO).filter((app) => {
-    const spec = (app.spec ?? {}) as { source?: { path?: string; chart?: string }; sources?: { path?: string; chart?: string }[] };
-    const sources = [...(spec.source ? [spec.source] : []), ...(spec.sources ?? [])];
-    return sources.some((s) => s.chart === undefined && typeof s.path === 'string' && folderOfPath(index, s.path)?.split('/')[0] === folder);
+    return applicationSources(app).some((s) => s.chart === undefined && typeof s.path === 'string' && folderOfPath(index, s.path)?.split('/')[0] === folder);
   });
 }
 

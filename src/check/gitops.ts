@@ -5,7 +5,8 @@ import { VERSIONS } from '../versions';
 import { ClusterIndex } from './cluster-index';
 import { Rule, Violation } from './rule';
 
-const ARGO = 'argoproj.io';
+/** API group of Argo CD's Application, AppProject and ApplicationSet. */
+export const ARGO = 'argoproj.io';
 
 /**
  * API groups whose CRDs and controller an operator install brings, by Helm chart name (or the last
@@ -28,10 +29,13 @@ interface AppSource {
   readonly chart?: string;
 }
 
-function sources(app: Manifest): AppSource[] {
-  const spec = (app.spec ?? {}) as { source?: AppSource; sources?: AppSource[] };
+/** An Application's source, or its sources (multi-source Applications), as one list. */
+export function applicationSources<S extends object = AppSource>(app: Manifest): S[] {
+  const spec = (app.spec ?? {}) as { source?: S; sources?: S[] };
   return [...(spec.source ? [spec.source] : []), ...(spec.sources ?? [])];
 }
+
+const sources = (app: Manifest): AppSource[] => applicationSources(app);
 
 function wave(m: Manifest): number {
   const v = Number(m.metadata.annotations?.[LABELS.syncWave] ?? 0);

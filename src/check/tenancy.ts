@@ -2,7 +2,7 @@ import { parse as parseCel } from '@marcbachmann/cel-js';
 import { Rule, Violation } from './rule';
 import { TRUSTED_REQUESTERS } from '../components/tenants/trusted-requesters';
 import { KUEUE_POD, LABELS } from '../model/names';
-import { Manifest } from '../render/manifest';
+import { apiGroup, Manifest } from '../render/manifest';
 
 type Json = Record<string, any>;
 
@@ -39,7 +39,6 @@ function selects(selector: Json | undefined, labels: Json): boolean {
 }
 const k = (o: Json, key: string) => Object.prototype.hasOwnProperty.call(o, key);
 
-const groupOf = (apiVersion: string) => (apiVersion.includes('/') ? apiVersion.split('/')[0] : '');
 const resourceOf = (kind: string) => `${kind.toLowerCase()}s`;
 
 /** Kueue's webhooks on creation: a queued job is suspended, a queued pod gated. */
@@ -67,7 +66,7 @@ function refusals(policy: Policy, object: Json, username: string): string[] {
 }
 
 function matches(policy: Policy, object: Json): boolean {
-  const group = groupOf(String(object.apiVersion ?? ''));
+  const group = apiGroup(String(object.apiVersion ?? ''));
   const resource = resourceOf(String(object.kind ?? ''));
   return policy.rules.some((r) => (r.operations ?? []).some((o) => o === 'CREATE' || o === '*')
     && (r.apiGroups ?? []).some((g) => g === '*' || g === group)
@@ -104,7 +103,7 @@ const guardrailsAdmit: Rule = {
       const labels = namespaceLabels.get(namespace) ?? { [LABELS.namespaceName]: namespace };
       return policy && (spec.validationActions ?? ['Deny']).includes('Deny') && selects(spec.matchResources?.namespaceSelector, labels) ? [policy] : [];
     });
-    const podCreator = (m: Manifest) => TRUSTED_REQUESTERS.find((r) => r.createsPodsOf.includes(`${groupOf(m.apiVersion)}/${m.kind}`));
+    const podCreator = (m: Manifest) => TRUSTED_REQUESTERS.find((r) => r.createsPodsOf.includes(`${apiGroup(m.apiVersion)}/${m.kind}`));
 
     const out: Violation[] = [];
     for (const m of index.objects) {

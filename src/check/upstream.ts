@@ -1,11 +1,10 @@
 import { ClusterIndex } from './cluster-index';
+import { applicationSources, ARGO } from './gitops';
 import { Rule, Violation } from './rule';
 import { apiGroup, Manifest } from '../render/manifest';
-import { ApplicationSource, FootprintObject, ImageCoordinates, imageObjects, VendoredRelease } from '../upstream';
+import { ApplicationSource, FootprintObject, IMAGE_FIELDS, ImageCoordinates, imageObjects, VendoredRelease } from '../upstream';
 import { VERSIONS } from '../versions';
 
-const ARGO = 'argoproj.io';
-const IMAGE_FIELDS = ['repository', 'image', 'version'] as const;
 
 function show(c: ImageCoordinates): string {
   return IMAGE_FIELDS.filter((f) => c[f] !== undefined).map((f) => `${f}: ${c[f]}`).join(', ');
@@ -77,11 +76,6 @@ function namespaceAllowed(spec: ProjectSpec, namespace: string): boolean {
   return dests.some((d) => !d.namespace?.startsWith('!') && glob(d.namespace, namespace));
 }
 
-function sourcesOf(app: Manifest): ApplicationSource[] {
-  const spec = (app.spec ?? {}) as { source?: ApplicationSource; sources?: ApplicationSource[] };
-  return [...(spec.source ? [spec.source] : []), ...(spec.sources ?? [])];
-}
-
 function describeRelease(r: VendoredRelease): string {
   return r.type === 'helm' ? `chart ${r.chart} ${r.version}` : `${r.repoURL.replace(/^https:\/\/github.com\//, '').replace(/\.git$/, '')}/${r.path} ${r.version}`;
 }
@@ -98,7 +92,7 @@ function checkApplication(index: ClusterIndex, app: Manifest, out: Violation[]):
   if (!project) return; // application-project reports Applications without their project
   const pspec = (project.spec ?? {}) as ProjectSpec;
   const destination = spec.destination?.namespace ?? '';
-  for (const source of sourcesOf(app)) {
+  for (const source of applicationSources<ApplicationSource>(app)) {
     const found = upstream.sourceFootprint(source, destination, app.metadata.name);
     if (!found?.footprint) continue;
     const what = describeRelease(found.release);

@@ -7,10 +7,9 @@ import { outputRoot, synth } from '../pipeline';
 import { consoleIo, EXIT, Io } from './io';
 import { RENDER_OPTIONS, renderInputs } from './options';
 import { outputFormat } from '../errors';
-import { CLIENT_FILES_FOLDER } from '../render/client-files';
 import { describeObject, Manifest, objectId } from '../render/manifest';
 import { isWriteArtifact, recoverOutput } from '../render/write';
-import { manifestFiles, readManifests } from '../validate/tree';
+import { isObjectPath, manifestFiles, readManifests } from '../validate/tree';
 
 /** One object of a rendered tree, with the file it is in (relative to the output root). */
 export interface TreeObject {
@@ -109,10 +108,9 @@ function treeObjects(root: string, clusters?: readonly string[]): TreeObject[] {
 export function diffTrees(beforeRoot: string, afterRoot: string, clusters?: readonly string[]): TreeDiff {
   const inScope = (f: string) => clusters === undefined || clusters.includes(clusterOf(f));
   // Client files (dist/<cluster>/tutorials/) are YAML but no objects: they are compared as files.
-  const isObjectFile = (f: string) => /\.ya?ml$/i.test(f) && !/(^|\/)kustomization\.ya?ml$/i.test(f) && f.split('/')[1] !== CLIENT_FILES_FOLDER;
   const objects = diffObjects(treeObjects(beforeRoot, clusters), treeObjects(afterRoot, clusters));
-  const before = new Set(allFiles(beforeRoot).filter((f) => inScope(f) && !isObjectFile(f)));
-  const after = new Set(allFiles(afterRoot).filter((f) => inScope(f) && !isObjectFile(f)));
+  const before = new Set(allFiles(beforeRoot).filter((f) => inScope(f) && !isObjectPath(f)));
+  const after = new Set(allFiles(afterRoot).filter((f) => inScope(f) && !isObjectPath(f)));
   const files: FileChange[] = [];
   for (const f of [...new Set([...before, ...after])].sort()) {
     if (!after.has(f)) files.push({ change: 'removed', file: f });

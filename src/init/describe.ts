@@ -1,9 +1,10 @@
-import { Document, isMap, isScalar, isSeq, Node as YamlNode, parse } from 'yaml';
+import { Document, isMap, isScalar, isSeq, Node as YamlNode } from 'yaml';
+import { KUEUE_FRAMEWORKS } from '../components/kueue/manager-config';
 import { Taint } from '../model/description';
 import { LABELS, NAMESPACES, RESOURCES, STORAGE_CLASSES } from '../model/names';
-import { KUEUE_CONFIG_KEY } from '../preflight/foreign-config';
+import { liveKueueConfig } from '../preflight/foreign-config';
 import { allocatable, allocatableAmount, gpuProduct, nicClusterPolicyDevices, nodeRoles, rdmaResources, taintKey, taintsOf } from '../preflight/nodes';
-import { crdFacts, KUEUE_CONFIG_NAMESPACE } from '../preflight/reads';
+import { crdFacts } from '../preflight/reads';
 import { ClusterState } from '../preflight/state';
 import { get } from '../preflight/util';
 import { Manifest } from '../render/manifest';
@@ -163,16 +164,12 @@ export function describeCluster(state: ClusterState, opts: InitOptions): InitRes
     installs.trainingOperator = 'managed';
     comments.set('installs.trainingOperator', 'no PyTorchJob CRD in the cluster: the Training Operator is installed with the manifests');
   }
-  const kueueCm = state.list('', 'ConfigMap').find((c) => c.metadata.namespace === KUEUE_CONFIG_NAMESPACE && typeof get(c, ['data', KUEUE_CONFIG_KEY]) === 'string');
-  if (kueueCm) {
-    let frameworks: unknown;
-    try {
-      frameworks = get(parse(get(kueueCm, ['data', KUEUE_CONFIG_KEY]) as string), ['integrations', 'frameworks']);
-    } catch {
-      frameworks = undefined;
-    }
+  const kueue = liveKueueConfig(state);
+  if (kueue) {
+    const frameworks = kueue.config ? get(kueue.config, ['integrations', 'frameworks']) : undefined;
     const have = Array.isArray(frameworks) ? frameworks.map(String) : [];
-    const lacking = ['batch/job', 'kubeflow.org/mpijob', 'kubeflow.org/pytorchjob'].filter((f) => !have.includes(f));
+    // the frameworks the rendered jobs need (the pod integration only the tutorials do)
+    const lacking = KUEUE_FRAMEWORKS.filter((f) => f !== 'pod' && !have.includes(f));
     if (lacking.length > 0) {
       installs.kueue = 'managed';
       comments.set('installs.kueue', `the pre-installed Kueue lacks the integrations ${lacking.join(', ')}: the toolkit owns its configuration`);

@@ -39,7 +39,7 @@ export function adoptedObjects(d: ClusterDescription): AdoptedObject[] {
   }
   if (d.installs.localPathProvisioner === 'preinstalled') {
     const why = 'the pre-installed local-path-provisioner came with it';
-    out.push({ group: '', kind: 'ConfigMap', name: 'local-path-config', namespace: NAMESPACES.localPathStorage, why });
+    out.push({ group: '', kind: 'ConfigMap', name: SINGLETONS.localPathConfig, namespace: NAMESPACES.localPathStorage, why });
     for (const name of Object.values(STORAGE_CLASSES)) out.push({ group: 'storage.k8s.io', kind: 'StorageClass', name, why: 'the Instant Cluster ships it' });
   }
   if (d.installs.kueue === 'preinstalled') {

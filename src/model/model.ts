@@ -146,6 +146,20 @@ export interface ClusterModel {
   readonly commonLabels: Readonly<Record<string, string>>;
 }
 
+/**
+ * Whether a toleration tolerates a taint, as the scheduler decides it: an empty key with `Exists`
+ * tolerates every taint, an empty effect every effect.
+ */
+export function tolerates(
+  t: { readonly key?: string; readonly operator?: string; readonly value?: string; readonly effect?: string },
+  taint: { readonly key: string; readonly value?: string; readonly effect: string },
+): boolean {
+  if (t.effect !== undefined && t.effect !== '' && t.effect !== taint.effect) return false;
+  if (t.key === undefined || t.key === '') return t.operator === 'Exists';
+  if (t.key !== taint.key) return false;
+  return t.operator === 'Exists' || (t.value ?? '') === (taint.value ?? '');
+}
+
 /** Tolerations matching the given node taints. */
 export function tolerationsFor(taints: readonly Taint[]): TolerationSpec[] {
   return taints.map((t) => (t.value === undefined

@@ -101,6 +101,8 @@ export const RELEASES = {
 export const SINGLETONS = {
   clusterPolicy: 'cluster-policy',
   nicClusterPolicy: 'nic-cluster-policy',
+  /** local-path-provisioner's configuration (ConfigMap in NAMESPACES.localPathStorage). */
+  localPathConfig: 'local-path-config',
 } as const;
 
 /** StorageClass names (fixed by the Instant Cluster product). */

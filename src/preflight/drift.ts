@@ -165,7 +165,7 @@ const rdma: PreflightRule = {
         out.push({
           rule: 'drift-rdma',
           severity: 'warning',
-          object: gpu.length > 0 ? `Nodes ${nodeList(gpu)}` : 'NicClusterPolicy nic-cluster-policy',
+          object: gpu.length > 0 ? `Nodes ${nodeList(gpu)}` : `NicClusterPolicy ${model.description.networkOperator.nicClusterPolicyName}`,
           message: `the cluster advertises ${advertised.join(', ')} but the description has no network.infiniband: jobs will not use InfiniBand`,
           fix: `describe network.infiniband (rdmaSharedDevice.name: ${advertised[0].slice(RESOURCES.rdmaPrefix.length)}); npm run init prints it from the cluster`,
         });
@@ -205,7 +205,7 @@ const rdma: PreflightRule = {
       out.push({
         rule: 'drift-rdma',
         severity: 'error',
-        object: 'NicClusterPolicy nic-cluster-policy',
+        object: `NicClusterPolicy ${model.description.networkOperator.nicClusterPolicyName}`,
         message: `the RDMA shared device plugin is configured with ${policy.resourceName} (rdmaHcaMax ${policy.rdmaHcaMax ?? 'unset'}) and the description says ${deviceName} (hcaMax ${hcaMax})`,
         fix: `set network.infiniband.rdmaSharedDevice.name: ${policy.resourceName}${policy.rdmaHcaMax !== undefined ? ` and hcaMax: ${policy.rdmaHcaMax}` : ''} in the description`,
       });

@@ -1,6 +1,7 @@
 import { parse } from 'yaml';
 import { KUEUE_CONFIG_NAMESPACE } from './reads';
 import { PreflightContext, PreflightFinding, PreflightRule, rulesOf } from './rule';
+import { ClusterState } from './state';
 import { describeObject, get } from './util';
 import { LABELS } from '../model/names';
 import { apiGroup, Manifest } from '../render/manifest';
@@ -19,16 +20,22 @@ export function kueueFramework(m: Manifest): string {
   return `${group}/${m.kind.toLowerCase()}`;
 }
 
-/** The live Kueue manager configuration: the ConfigMap and its parsed Configuration. */
-function kueueConfig(ctx: PreflightContext): { configMap: Manifest; config: Record<string, unknown> } | undefined {
-  const cm = ctx.state.list('', 'ConfigMap').find((c) => c.metadata.namespace === KUEUE_CONFIG_NAMESPACE && typeof get(c, ['data', KUEUE_CONFIG_KEY]) === 'string');
+/** The Kueue manager ConfigMap of a cluster state, and its Configuration when it parses as a mapping. */
+export function liveKueueConfig(state: ClusterState): { configMap: Manifest; config?: Record<string, unknown> } | undefined {
+  const cm = state.list('', 'ConfigMap').find((c) => c.metadata.namespace === KUEUE_CONFIG_NAMESPACE && typeof get(c, ['data', KUEUE_CONFIG_KEY]) === 'string');
   if (!cm) return undefined;
   try {
     const config = parse(get(cm, ['data', KUEUE_CONFIG_KEY]) as string) as unknown;
-    return config && typeof config === 'object' ? { configMap: cm, config: config as Record<string, unknown> } : undefined;
+    return { configMap: cm, config: config && typeof config === 'object' ? config as Record<string, unknown> : undefined };
   } catch {
-    return undefined;
+    return { configMap: cm };
   }
+}
+
+/** The live Kueue manager configuration: the ConfigMap and its parsed Configuration. */
+function kueueConfig(ctx: PreflightContext): { configMap: Manifest; config: Record<string, unknown> } | undefined {
+  const live = liveKueueConfig(ctx.state);
+  return live?.config ? { configMap: live.configMap, config: live.config } : undefined;
 }
 
 const RESTART = `kubectl -n ${KUEUE_CONFIG_NAMESPACE} rollout restart deployment kueue-controller-manager`;

@@ -1,3 +1,4 @@
+import { NAMESPACES } from '../model/names';
 import { apiGroup, Manifest } from '../render/manifest';
 
 /** A list call: an API group/version and its resource (plural), cluster-wide (all namespaces for namespaced kinds). */
@@ -58,7 +59,7 @@ const BASE_CUSTOM_KINDS: readonly { group: string; kind: string }[] = [
 ];
 
 /** The Kueue manager configuration lives in a ConfigMap in Kueue's namespace; only that namespace's ConfigMaps are read. */
-export const KUEUE_CONFIG_NAMESPACE = 'kueue-system';
+export const KUEUE_CONFIG_NAMESPACE = NAMESPACES.kueue;
 
 interface CrdFacts {
   readonly group: string;

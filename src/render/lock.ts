@@ -3,6 +3,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { faultPoint } from './fault';
 import { InputError } from '../errors';
+import { readTextIfPresent } from '../files';
 
 /** Prefix of every file the write protocol keeps in an output root (lock, journal); never rendered output. */
 export const BOOKKEEPING_PREFIX = '.gpu-cluster-manifests.';
@@ -40,13 +41,8 @@ function sleep(ms: number): void {
 }
 
 function readOwner(file: string): LockOwner | undefined | 'unreadable' {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw e;
-  }
+  const text = readTextIfPresent(file);
+  if (text === undefined) return undefined;
   try {
     const o = JSON.parse(text) as LockOwner;
     return typeof o.pid === 'number' && typeof o.host === 'string' ? o : 'unreadable';

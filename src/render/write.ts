@@ -5,7 +5,7 @@ import { faultPoint } from './fault';
 import type { RenderedFile } from './layout';
 import { BOOKKEEPING_PREFIX, LOCK_FILE, LockOptions, OutputLock, pidIsGone } from './lock';
 import { fsErrorText, InputError, isFsError, WriteFailed } from '../errors';
-import { makeDirs, syncDir } from '../files';
+import { makeDirs, readTextIfPresent, syncDir } from '../files';
 
 export { BOOKKEEPING_PREFIX, LOCK_FILE, LOCK_WAIT_ENV } from './lock';
 
@@ -181,13 +181,8 @@ const plainName = (n: unknown): n is string => typeof n === 'string' && n !== ''
 
 function readJournal(root: string): Journal | undefined {
   const file = path.join(root, JOURNAL_FILE);
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw e;
-  }
+  const text = readTextIfPresent(file);
+  if (text === undefined) return undefined;
   let j: Journal | undefined;
   try {
     j = JSON.parse(text) as Journal;

@@ -1,4 +1,5 @@
 import { UNKNOWN_TEXT } from './go-template';
+import { apiGroup } from '../render/manifest';
 
 /** Scope of a kind: from the install's own CRDs, the schema store, or the core list. */
 export type Scope = 'Namespaced' | 'Cluster';
@@ -29,11 +30,6 @@ export interface Footprint {
 }
 
 /** The group of an apiVersion (`v1` -> ''). */
-export function groupOf(apiVersion: string): string {
-  const slash = apiVersion.indexOf('/');
-  return slash < 0 ? '' : apiVersion.slice(0, slash);
-}
-
 /** Core and well-known kinds that are cluster-scoped (the schema store answers for the rest). */
 const CLUSTER_SCOPED = new Set([
   '/Namespace', '/Node', '/PersistentVolume', 'storage.k8s.io/StorageClass', 'rbac.authorization.k8s.io/ClusterRole',
@@ -56,11 +52,11 @@ const NAMESPACED = new Set(['nfd.k8s-sigs.io/NodeFeature', 'cert-manager.io/Cert
 /** Scope resolver: the install's own CRDs first, then the lists above; undefined when unknown. */
 export function scopeResolver(ownCrds: ReadonlyMap<string, Scope>): (apiVersion: string, kind: string) => Scope | undefined {
   return (apiVersion, kind) => {
-    const gk = `${groupOf(apiVersion)}/${kind}`;
+    const gk = `${apiGroup(apiVersion)}/${kind}`;
     const own = ownCrds.get(gk);
     if (own) return own;
     if (CLUSTER_SCOPED.has(gk)) return 'Cluster';
-    if (NAMESPACED.has(gk) || groupOf(apiVersion) === '' || /\.k8s\.io$|^(apps|batch|policy|autoscaling|coordination\.k8s\.io)$/.test(groupOf(apiVersion))) return 'Namespaced';
+    if (NAMESPACED.has(gk) || apiGroup(apiVersion) === '' || /\.k8s\.io$|^(apps|batch|policy|autoscaling|coordination\.k8s\.io)$/.test(apiGroup(apiVersion))) return 'Namespaced';
     return undefined;
   };
 }
@@ -164,7 +160,7 @@ export function objectsOf(
     out.push({
       apiVersion: head.apiVersion,
       kind: head.kind,
-      group: groupOf(head.apiVersion),
+      group: apiGroup(head.apiVersion),
       ...(head.name && !isUnknownText(head.name) ? { name: head.name } : {}),
       ...(namespace !== undefined ? { namespace } : {}),
       ...(s ? { scope: s } : {}),

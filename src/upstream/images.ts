@@ -13,7 +13,8 @@ export interface ImageDefault extends ImageCoordinates {
   readonly versionFromAppVersion: boolean;
 }
 
-const IMAGE_FIELDS = ['repository', 'image', 'version'] as const;
+/** The fields of an image reference in the GPU Operator's values and ClusterPolicy. */
+export const IMAGE_FIELDS = ['repository', 'image', 'version'] as const;
 
 /**
  * Reads a CR template (clusterpolicy.yaml) line by line and maps each CR path that sets image

@@ -1,7 +1,8 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { crdScopes, DocumentHead, documentHeads, Footprint, groupOf, objectsOf, Scope, scopeResolver } from './footprint';
+import { crdScopes, DocumentHead, documentHeads, Footprint, objectsOf, Scope, scopeResolver } from './footprint';
+import { apiGroup } from '../render/manifest';
 
 /** The parts of a kustomization the footprint depends on. */
 interface Kustomization {
@@ -42,7 +43,7 @@ function matches(item: Item, target: KustomizePatch['target']): boolean {
   const h = item.head;
   return (target.kind === undefined || target.kind === h.kind)
     && (target.name === undefined || target.name === h.name)
-    && (target.group === undefined || target.group === groupOf(h.apiVersion ?? ''))
+    && (target.group === undefined || target.group === apiGroup(h.apiVersion ?? ''))
     && (target.namespace === undefined || target.namespace === h.namespace);
 }
 

@@ -15,6 +15,12 @@ function isManifestFile(name: string): boolean {
   return /\.ya?ml$/i.test(name) && !/^kustomization\.ya?ml$/i.test(name);
 }
 
+/** A path relative to an output root (`<cluster>/<folder>/<file>`) whose file holds Kubernetes objects (client files do not). */
+export function isObjectPath(rel: string): boolean {
+  const parts = rel.split('/');
+  return isManifestFile(parts[parts.length - 1]) && parts[1] !== CLIENT_FILES_FOLDER;
+}
+
 /** Every YAML file under `dir` that holds Kubernetes objects, sorted (client files, under `tutorials/`, hold none). */
 export function manifestFiles(dir: string): string[] {
   const out: string[] = [];

@@ -1,4 +1,5 @@
 import { SimNode } from './nodes';
+import { tolerates } from '../../model/model';
 import { LABELS } from '../../model/names';
 import { parseQuantity } from '../../model/quantity';
 
@@ -39,13 +40,6 @@ export interface SchedulingSpec {
   readonly containers?: readonly ContainerResources[];
   readonly initContainers?: readonly ContainerResources[];
   readonly overhead?: Readonly<Record<string, unknown>>;
-}
-
-function tolerates(t: TolerationLike, taint: { key: string; value?: string; effect: string }): boolean {
-  if (t.effect !== undefined && t.effect !== '' && t.effect !== taint.effect) return false;
-  if (t.key === undefined || t.key === '') return t.operator === 'Exists';
-  if (t.key !== taint.key) return false;
-  return t.operator === 'Exists' || (t.value ?? '') === (taint.value ?? '');
 }
 
 function requirementHolds(r: SelectorRequirement, value: string | undefined): boolean {

@@ -1,19 +1,12 @@
 import { Chart } from 'cdk8s';
 import { Construct } from 'constructs';
-import { ClusterModel, TolerationSpec } from '../../model/model';
+import { ClusterModel, tolerates } from '../../model/model';
 import { DCGM_EXPORTER_METRICS, NAMESPACES } from '../../model/names';
 import { componentChartProps, ComponentChartProps, ComponentDefinition } from '../component';
 import { ClusterPolicy } from './cluster-policy';
 import { DcgmMetricsConfig } from './dcgm-metrics-config';
 
 /** True when `toleration` lets a pod onto a node with `taint`. */
-function tolerates(toleration: TolerationSpec, taint: { key: string; value?: string; effect: string }): boolean {
-  if (toleration.effect !== undefined && toleration.effect !== taint.effect) return false;
-  if (toleration.key === undefined) return toleration.operator === 'Exists';
-  if (toleration.key !== taint.key) return false;
-  return toleration.operator === 'Exists' || (toleration.value ?? '') === (taint.value ?? '');
-}
-
 /**
  * GPU Operator: the ClusterPolicy `cluster-policy`, derived from `gpuOperator` in the description.
  * The operand DaemonSets tolerate the GPU workers' taints only, so they never run on the service node.

@@ -12,7 +12,6 @@ import { PyTorchTrainingJob } from './pytorch-training-job';
  * It is replaced at launch (`sed 's/<placeholder>/<node>/g'`), in the object name and in the
  * kubernetes.io/hostname selector alike, so checks of several nodes can run side by side.
  */
-export { NODE_NAME_PLACEHOLDER } from '../../model/names';
 
 const NODE_CHECK_PREFIX = 'nccl-node-check-';
 const DCGM_DIAG_PREFIX = 'dcgm-diag-';

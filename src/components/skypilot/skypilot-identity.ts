@@ -1,5 +1,6 @@
 import { k8s } from 'cdk8s-plus-28';
 import { Construct } from 'constructs';
+import { SKYPILOT_IDENTITY } from './client-files';
 
 const ALL = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete', 'deletecollection'];
 
@@ -34,7 +35,7 @@ export class SkyPilotIdentity extends Construct {
 
   constructor(scope: Construct, id: string, props: SkyPilotIdentityProps) {
     super(scope, id);
-    const name = props.name ?? 'skypilot';
+    const name = props.name ?? SKYPILOT_IDENTITY;
     const ns = props.namespace;
     this.name = name;
     // The ServiceAccount only: users run SkyPilot with a kubeconfig for this ServiceAccount (README), so the

@@ -2,6 +2,7 @@ import { k8s } from 'cdk8s-plus-28';
 import { Construct } from 'constructs';
 import { stringify } from 'yaml';
 import { TolerationSpec } from '../../model/model';
+import { SINGLETONS } from '../../model/names';
 
 /** How one StorageClass of the local-path-provisioner stores its volumes. */
 export type LocalPathClassConfig =
@@ -48,7 +49,7 @@ export class LocalPathConfig extends Construct {
 
   constructor(scope: Construct, id: string, props: LocalPathConfigProps) {
     super(scope, id);
-    this.name = props.name ?? 'local-path-config';
+    this.name = props.name ?? SINGLETONS.localPathConfig;
     const names = Object.keys(props.storageClasses);
     if (names.length === 0) throw new Error('LocalPathConfig: storageClasses must name at least one StorageClass');
 
