@@ -1,4 +1,5 @@
 import { cdk8s, javascript, TextFile } from 'projen';
+import { VERSIONS } from './src/versions';
 
 /**
  * Upstream CRDs turned into typed constructs under imports/.
@@ -23,7 +24,8 @@ const CRD_IMPORTS: Record<string, string> = {
   'vm-podscrape': 'victoriametrics/operator.victoriametrics.com_vmpodscrapes.yaml',
   'vm-nodescrape': 'victoriametrics/operator.victoriametrics.com_vmnodescrapes.yaml',
   'vm-rule': 'victoriametrics/operator.victoriametrics.com_vmrules.yaml',
-  'dynamo': 'dynamo/nvidia.com_dynamographdeployments.yaml',
+  // The CRD of the Dynamo release the samples are written for (not the newer main file beside it).
+  'dynamo': VERSIONS.dynamo.graphDeploymentCrd,
 };
 
 const project = new cdk8s.Cdk8sTypeScriptApp({

@@ -2,6 +2,12 @@
 const GPU_OPERATOR_RELEASE = 'v26.7.0';
 
 /**
+ * NVIDIA Dynamo release, the newest (v1.4.0, GA 2026-08-14): its container images are tagged with it
+ * (../shared/upstream-installs/SOURCES.md, dynamo-platform-1.4.0-branchpoint).
+ */
+const DYNAMO_RELEASE = '1.4.0';
+
+/**
  * Every upstream release this toolkit renders for, in one place. Chart versions, CRD versions
  * (../shared/crds/SOURCES.md) and image tags move in lockstep: bump them together.
  */
@@ -75,6 +81,21 @@ export const VERSIONS = {
   /** Argo CD (Application, AppProject, ApplicationSet v1alpha1). */
   argoCd: {
     version: 'v3.5.1',
+  },
+  /**
+   * NVIDIA Dynamo release the DynamoGraphDeployment samples are written for; the platform chart
+   * (dynamoPlatform) must be the same release. `vllmRuntimeImage`: published with v1.4.0 (the release's
+   * artifact inventory, ../shared/upstream-installs/SOURCES.md, dynamo-platform-1.4.0-branchpoint).
+   */
+  dynamo: {
+    release: DYNAMO_RELEASE,
+    vllmRuntimeImage: `nvcr.io/nvidia/ai-dynamo/vllm-runtime:${DYNAMO_RELEASE}`,
+    /**
+     * The release's DynamoGraphDeployment CRD, relative to the schema folder (../shared/crds,
+     * SOURCES.md there): the file at the inferred v1.4.0 branch point, the tag itself being unreadable.
+     * The typed import (imports/dynamo-nvidia.com.ts), strict validation and the CEL tests use it.
+     */
+    graphDeploymentCrd: 'dynamo/nvidia.com_dynamographdeployments.1.4.0-branchpoint.yaml',
   },
   /** VictoriaMetrics operator (VMServiceScrape, VMPodScrape, VMNodeScrape, VMRule). */
   victoriaMetricsOperator: {

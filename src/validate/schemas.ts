@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { CompiledCache, fileFingerprint, resolveCacheDir } from './compiled-cache';
 import { InputError } from '../errors';
+import { VERSIONS } from '../versions';
 
 /** js-yaml only when YAML is parsed (a synth with a warm schema cache never does). */
 const jsYaml = (): typeof import('js-yaml') => createRequire(__filename)('js-yaml');
@@ -61,6 +62,20 @@ function listFiles(dir: string): string[] {
   };
   walk(dir);
   return out;
+}
+
+/**
+ * CRD files of the releases this toolkit renders for, relative to a schema folder. Where a folder has
+ * several files defining the same kind (../shared/crds has the DynamoGraphDeployment CRD of Dynamo
+ * v1.4.0 and of a later main), the pinned file is read last and wins: objects are validated against
+ * the CRD their typed import was generated from, not whichever file sorts last.
+ */
+const PINNED_CRD_FILES: readonly string[] = [VERSIONS.dynamo.graphDeploymentCrd];
+
+/** `files` with the pinned CRD files moved to the end, the order otherwise kept. */
+function pinnedLast(files: readonly string[]): string[] {
+  const pinned = (f: string) => PINNED_CRD_FILES.some((p) => f.split(path.sep).join('/').endsWith(`/${p}`));
+  return [...files.filter((f) => !pinned(f)), ...files.filter(pinned)];
 }
 
 /** Options of a schema store. */
@@ -184,7 +199,7 @@ export class SchemaStore {
     if (key && !cached) cache!.writeJson(key, index);
     this.coreFiles.push(...index.core);
     this.unindexed.push(...index.unindexed);
-    for (const [group, list] of index.groups) this.groupFiles.set(group, list);
+    for (const [group, list] of index.groups) this.groupFiles.set(group, pinnedLast(list));
   }
 
   /** The files the core definitions are read from. */

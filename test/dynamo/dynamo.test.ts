@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -6,13 +7,16 @@ import { ClusterIndex } from '../../src/check/cluster-index';
 import { checkCluster } from '../../src/check/engine';
 import { dynamoPlatformHelmValues } from '../../src/components/dynamo/helm-values';
 import { managedInstalls } from '../../src/components/gitops/managed-installs';
+import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../../src/paths';
 import { Manifest } from '../../src/render/manifest';
 import { clusterReport } from '../../src/report/report';
+import { SchemaStore } from '../../src/validate/schemas';
 import { VERSIONS } from '../../src/versions';
 import { celViolations, crdVersionSchema } from '../crd-cel';
-import { Edit, findObject, folderObjects, HAS_SCHEMAS, issuesOf, modelOf, renderOf, SHARED, strictErrors } from '../helpers';
+import { Edit, findObject, folderObjects, HAS_SCHEMAS, HAS_UPSTREAM, issuesOf, modelOf, renderOf, SHARED, strictErrors } from '../helpers';
 
-const DGD_CRD = path.join(SHARED, 'crds', 'dynamo', 'nvidia.com_dynamographdeployments.yaml');
+/** The DynamoGraphDeployment CRD of the Dynamo release the samples are written for. */
+const DGD_CRD = path.join(DEFAULT_SCHEMAS, VERSIONS.dynamo.graphDeploymentCrd);
 const CHART_DIR = path.join(SHARED, 'upstream-installs', 'dynamo-platform-1.5.0-main', 'deploy', 'helm', 'charts', 'platform');
 const HAS_CHART = existsSync(path.join(CHART_DIR, 'values.yaml'));
 
@@ -84,13 +88,16 @@ describe('Dynamo samples', () => {
   it('run in the inference tenant\'s namespace, every component pod queued there', () => {
     const c = renderOf(dynamo('preinstalled'));
     const index = new ClusterIndex(c);
-    for (const g of folderObjects(c, 'dynamo')) {
+    const graphsFound = folderObjects(c, 'dynamo');
+    expect(graphsFound.length).toBe(2);
+    for (const g of graphsFound) {
       expect(g.metadata.namespace).toBe('inference');
       const templates = index.podTemplates(g);
       expect(templates.length).toBe((g as any).spec.components.length);
       for (const t of templates) {
-        expect(t.labels['kueue.x-k8s.io/queue-name']).toBe('default');
-        expect(index.find('LocalQueue', 'default', 'inference')).toBeDefined();
+        const queue = t.labels['kueue.x-k8s.io/queue-name'];
+        expect(queue, t.path).toBe('default');
+        expect(index.find('LocalQueue', queue, g.metadata.namespace), t.path).toBeDefined();
       }
     }
   });
@@ -140,10 +147,19 @@ describe('Dynamo samples', () => {
       .toEqual(['DynamoGraphDeployment inference/vllm-agg']);
   });
 
-  it.skipIf(!HAS_SCHEMAS)('validate strictly against the vendored DynamoGraphDeployment CRD (schema)', () => {
+  it.skipIf(!HAS_SCHEMAS)('validate strictly against the release\'s DynamoGraphDeployment CRD (schema), which serves their apiVersion', () => {
     const objects = folderObjects(renderOf(dynamo('managed')), 'dynamo');
     expect(objects.length).toBe(2);
     expect(strictErrors(objects)).toEqual([]);
+    // The schema folder also has a later main's CRD of the same kind: the release's file must win.
+    const store = SchemaStore.open(DEFAULT_SCHEMAS, { cacheDir: false });
+    const crd = parse(readFileSync(DGD_CRD, 'utf8'));
+    for (const g of objects) {
+      expect(store.lookup(g.apiVersion, g.kind)?.source).toBe(DGD_CRD);
+      const [group, version] = g.apiVersion.split('/');
+      expect([crd.spec.group, crd.spec.names.kind]).toEqual([group, g.kind]);
+      expect(crd.spec.versions.find((v: any) => v.name === version)?.served).toBe(true);
+    }
   });
 
   it.skipIf(!existsSync(DGD_CRD))('pass every create-time CEL rule of the vendored CRD, which do fire on a broken graph', () => {
@@ -160,6 +176,86 @@ describe('Dynamo samples', () => {
       'init containers must specify a non-empty image',
       'spec.restart must be unset on create; set spec.restart.id after creation to request a restart',
     ]);
+  });
+});
+
+/** An upstream example vendored under fixtures/: the header names its origin and the git blob of the bytes after the marker line. */
+function upstreamExample(file: string): { readonly blob: string; readonly body: string; readonly doc: any } {
+  const text = readFileSync(path.join(__dirname, 'fixtures', file), 'utf8');
+  const marker = text.indexOf('\n# ---- upstream file below');
+  const body = text.slice(text.indexOf('\n', marker + 1) + 1);
+  return { blob: /^# Git blob: ([0-9a-f]{40})/m.exec(text)![1], body, doc: parse(body) };
+}
+
+const gitBlobId = (bytes: string) => createHash('sha1').update(`blob ${Buffer.byteLength(bytes)}\0`).update(bytes).digest('hex');
+const imageRepository = (image: string) => image.slice(0, image.lastIndexOf(':'));
+const imageTag = (image: string) => image.slice(image.lastIndexOf(':') + 1);
+const mainContainer = (component: any) => component.podTemplate.spec.containers.find((c: any) => c.name === 'main');
+
+/** What must agree with upstream's example: the graph, each component, and its main container's command, args, image and GPUs. */
+function servingShape(graph: any) {
+  return {
+    apiVersion: graph.apiVersion,
+    kind: graph.kind,
+    name: graph.metadata.name,
+    components: graph.spec.components.map((c: any) => {
+      const main = mainContainer(c);
+      return {
+        name: c.name,
+        type: c.type,
+        replicas: c.replicas,
+        command: main.command,
+        args: main.args,
+        workingDir: main.workingDir,
+        imageRepository: imageRepository(main.image),
+        gpus: main.resources?.limits?.['nvidia.com/gpu'],
+      };
+    }),
+  };
+}
+
+describe('the Dynamo samples match the release\'s upstream examples', () => {
+  const examples = { 'vllm-agg': 'vllm-agg.upstream.yaml', 'vllm-disagg': 'vllm-disagg.upstream.yaml' };
+
+  it('vendored byte for byte (the git blob named in each header)', () => {
+    for (const file of Object.values(examples)) {
+      const { blob, body } = upstreamExample(file);
+      expect(gitBlobId(body), file).toBe(blob);
+    }
+  });
+
+  it('component by component: names, types, replicas, command, args (KV transfer on both disaggregated workers), image, GPUs', () => {
+    const ours = graphs(dynamo('preinstalled'));
+    expect(ours.map((g) => g.metadata.name)).toEqual(Object.keys(examples));
+    for (const g of ours) {
+      const upstream = upstreamExample(examples[g.metadata.name as keyof typeof examples]).doc;
+      expect(servingShape(g), g.metadata.name).toEqual(servingShape(upstream));
+      // Upstream names the Hugging Face token secret where the pod needs it; ours has it there too (optional).
+      for (const [i, c] of upstream.spec.components.entries()) {
+        const secrets = (x: any) => (mainContainer(x).envFrom ?? []).map((e: any) => e.secretRef?.name);
+        expect(secrets(g.spec.components[i]), c.name).toEqual(expect.arrayContaining(secrets(c)));
+      }
+    }
+  });
+
+  it('run the release\'s runtime image, which upstream published with the release the platform chart carries', () => {
+    const image = modelOf().description.tutorials.dynamo.image;
+    expect(image).toBe(VERSIONS.dynamo.vllmRuntimeImage);
+    const images = graphs(dynamo('preinstalled')).flatMap((g) => g.spec.components.map((c: any) => mainContainer(c).image));
+    expect(new Set(images)).toEqual(new Set([image]));
+    expect(imageTag(image)).toBe(VERSIONS.dynamo.release);
+  });
+
+  it.skipIf(!HAS_UPSTREAM)('pin the release of the vendored platform chart, whose SOURCES.md lists the image as published with it', () => {
+    const folder = `dynamo-platform-${VERSIONS.dynamo.release}-branchpoint`;
+    const platform = path.join(DEFAULT_UPSTREAM, folder, 'deploy', 'helm', 'charts', 'platform');
+    expect(parse(readFileSync(path.join(platform, 'Chart.yaml'), 'utf8')).version).toBe(VERSIONS.dynamo.release);
+    // The operator image (and the CRDs its crd-apply init container installs) is tagged with the operator chart's appVersion.
+    expect(parse(readFileSync(path.join(platform, 'charts', 'dynamo-operator', 'Chart.yaml'), 'utf8')).appVersion).toBe(VERSIONS.dynamo.release);
+    const sources = readFileSync(path.join(DEFAULT_UPSTREAM, 'SOURCES.md'), 'utf8');
+    const section = sources.slice(sources.indexOf(`## ${folder}/`), sources.indexOf('\n## ', sources.indexOf(`## ${folder}/`) + 1));
+    expect(section).toMatch(/^- Runtime images published with v/m);
+    expect(section).toContain(`\`${VERSIONS.dynamo.vllmRuntimeImage}\``);
   });
 });
 

@@ -40,6 +40,14 @@ export interface VllmGraphDeploymentProps {
 const FRONTEND_RESOURCES = { [RESOURCES.cpu]: '2', [RESOURCES.memory]: '8Gi' };
 /** Secret with HF_TOKEN for gated models; optional, so a public model needs none. */
 const HF_TOKEN_SECRET = 'hf-token-secret';
+/** Where upstream's examples run the workers: the image's copy of examples/backends/vllm. */
+const WORKER_DIR = '/workspace/examples/backends/vllm';
+/**
+ * vLLM's KV connector for disaggregated serving, on both the prefill and the decode worker: Dynamo's
+ * vLLM backend has no default connector (only prefill refuses to start without one), and a decode
+ * worker without NIXL never receives the prefill worker's KV cache.
+ */
+const NIXL_KV_TRANSFER = ['--kv-transfer-config', JSON.stringify({ kv_connector: 'NixlConnector', kv_role: 'kv_both' })];
 
 /**
  * A Dynamo vLLM inference graph (DynamoGraphDeployment nvidia.com/v1beta1): an OpenAI-compatible
@@ -70,7 +78,7 @@ export class VllmGraphDeployment extends Construct {
         containers: [{
           name: 'main',
           image: props.image,
-          ...(args ? { command: ['python3', '-m', 'dynamo.vllm'], args } : {}),
+          ...(args ? { command: ['python3', '-m', 'dynamo.vllm'], args, workingDir: WORKER_DIR } : {}),
           envFrom: [{ secretRef: { name: HF_TOKEN_SECRET, optional: true } }],
           resources: { requests: quantitiesOf(resources, Requests.fromString), limits: quantitiesOf(resources, Limits.fromString) },
           // RDMA memory registration needs unlimited locked memory: IPC_LOCK, never privileged.
@@ -89,10 +97,8 @@ export class VllmGraphDeployment extends Construct {
       { name: 'Frontend', type: ComponentType.FRONTEND, replicas: 1, podTemplate: pod(FRONTEND_RESOURCES, false) },
       ...(rdma
         ? [
-          worker('VllmDecodeWorker', ComponentType.DECODE, ['--disaggregation-mode', 'decode']),
-          worker('VllmPrefillWorker', ComponentType.PREFILL, [
-            '--disaggregation-mode', 'prefill', '--kv-transfer-config', JSON.stringify({ kv_connector: 'NixlConnector', kv_role: 'kv_both' }),
-          ]),
+          worker('VllmDecodeWorker', ComponentType.DECODE, ['--disaggregation-mode', 'decode', ...NIXL_KV_TRANSFER]),
+          worker('VllmPrefillWorker', ComponentType.PREFILL, ['--disaggregation-mode', 'prefill', ...NIXL_KV_TRANSFER]),
         ]
         : [worker('VllmDecodeWorker', ComponentType.WORKER, [])]),
     ];
