@@ -11,7 +11,7 @@ export const DATA_HOLDING_KINDS: readonly { readonly group: string; readonly kin
 ];
 
 /**
- * Resource-level Argo CD sync options (v2.10 and later, v3.x included) of every object that holds data:
+ * Resource-level Argo CD sync options (v3.x documents both) of every object that holds data:
  * pruning it (it left dist/) and deleting it with its Application (the resources finalizer) both wait
  * until someone confirms in the UI or CLI, or sets `argocd.argoproj.io/deletion-approved` on the Application.
  */
