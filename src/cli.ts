@@ -13,6 +13,7 @@ import { descriptionJsonSchemaText, withDescriptionReference } from './model/jso
 import { CLUSTERS_DIR, DEFAULT_OUT, SCHEMA_FILE } from './paths';
 import { InputError, synth, SynthResult, ValidationFailed } from './pipeline';
 import { runPreflight } from './preflight/command';
+import { DeletionRefused, deletionLines } from './render/deletions';
 import { recoverAround } from './render/write';
 import { SchemaDirectoryMissing, SchemaStore } from './validate/schemas';
 import { clusterScopes, readTree } from './validate/tree';
@@ -38,7 +39,8 @@ Commands:
              (the whole output folder is replaced). With --config FILE (repeatable): that
              description into DIR/<cluster>/ only. Renders in memory, validates every object
              against the upstream schemas, then swaps the output in atomically: on any error
-             the previous output is left byte-identical.
+             the previous output is left byte-identical. A render that would remove rendered
+             objects (Argo CD prunes them) exits 1 and writes nothing, unless --allow-delete.
   validate   Strict schema validation of every object in the given folders or files
              (unknown fields are errors; duplicates are errors; deprecated versions warn).
   check      Cross-object rules over rendered trees (default: dist/), one cluster per folder:
@@ -80,7 +82,8 @@ Options:
                     simulate the managed installs' Deployments
   --no-validate     synth without schema validation (not recommended)
   --format FORMAT   text (default) or json (machine-readable findings)
-  --allow-delete    diff: exit 0 even when objects would be deleted
+  --allow-delete    synth: remove rendered objects (a dropped tenant, folder or cluster) from the
+                    output; without it synth refuses and writes nothing. diff: exit 0 on deletions
   --quiet           print errors only
   -h, --help        this help
 
@@ -117,7 +120,7 @@ function summary(r: SynthResult, io: Io): void {
 export function runSynth(args: string[], io: Io = consoleIo): number {
   const { values } = parseArgs({
     args,
-    options: { ...RENDER_OPTIONS, quiet: { type: 'boolean' } },
+    options: { ...RENDER_OPTIONS, 'quiet': { type: 'boolean' }, 'allow-delete': { type: 'boolean' } },
     allowPositionals: false,
   });
   if (values.help) {
@@ -126,10 +129,16 @@ export function runSynth(args: string[], io: Io = consoleIo): number {
   }
   const format = outputFormat(values.format);
   const { configs, schemas, upstream } = renderInputs(values);
-  const result = synth({ configs, clustersDir: CLUSTERS_DIR, out: values.out ?? DEFAULT_OUT, schemas, upstream, notify: io.err });
+  const out = values.out ?? DEFAULT_OUT;
+  const result = synth({ configs, clustersDir: CLUSTERS_DIR, out, schemas, upstream, notify: io.err, allowDelete: values['allow-delete'] });
   for (const w of result.warnings) io.err(formatIssue(w));
   for (const f of result.findings) io.err(formatFinding(f));
-  if (format === 'json') io.out(JSON.stringify({ clusters: result.clusters.map((c) => c.name), files: result.files, timings: result.timings, warnings: result.warnings, findings: result.findings }));
+  if (result.deleted.length > 0) {
+    for (const l of deletionLines(result.deleted)) io.err(l);
+    io.err(`note: ${result.deleted.length} rendered object(s) removed from ${path.relative(process.cwd(), out) || '.'} (--allow-delete); `
+      + 'Argo CD prunes them when it syncs, Namespaces and volume claims only once someone confirms (Prune=confirm)');
+  }
+  if (format === 'json') io.out(JSON.stringify({ clusters: result.clusters.map((c) => c.name), files: result.files, timings: result.timings, warnings: result.warnings, findings: result.findings, deleted: result.deleted }));
   else if (!values.quiet) summary(result, io);
   return EXIT.ok;
 }
@@ -235,6 +244,11 @@ function failure(e: unknown, io: Io): number {
   if (e instanceof CheckFailed) {
     for (const f of e.findings) io.err(formatFinding(f));
     io.err(`error: ${e.message}; nothing was written`);
+    return EXIT.failed;
+  }
+  if (e instanceof DeletionRefused) {
+    for (const l of deletionLines(e.deletions)) io.err(l);
+    io.err(`error: ${e.message}`);
     return EXIT.failed;
   }
   if (e instanceof SchemaDirectoryMissing) {

@@ -8,10 +8,11 @@ import { isInside, pathProblem } from './files';
 import { isDescriptionFile } from './model/load';
 import { loadModels } from './model/load-models';
 import { ClusterModel } from './model/model';
+import { Deletion, DeletionRefused, readTreeObjects, removedObjects, TreeObject } from './render/deletions';
 import { clusterFiles, RenderedFile } from './render/layout';
-import { RenderedFolder } from './render/manifest';
+import { manifestFileName, RenderedFolder } from './render/manifest';
 import { renderCluster, RenderedCluster } from './render/render';
-import { recoverOutput, TreeEntry, writeTrees } from './render/write';
+import { EntryChange, recoverOutput, TreeEntry, writeTrees } from './render/write';
 import { SchemaStore } from './validate/schemas';
 import { ManifestValidator, ValidationIssue } from './validate/validator';
 
@@ -44,6 +45,12 @@ export interface SynthOptions {
   readonly upstream?: string;
   /** Told when the output folder is locked by another command and synth waits for it. */
   readonly notify?: (line: string) => void;
+  /**
+   * Remove rendered objects from the output (a dropped tenant, folder or cluster). Without it, a render
+   * that would remove any throws DeletionRefused and writes nothing: Argo CD prunes what leaves dist/.
+   * @default false
+   */
+  readonly allowDelete?: boolean;
 }
 
 export interface Timings {
@@ -65,6 +72,8 @@ export interface SynthResult {
   readonly written: readonly string[];
   /** Output entries (cluster folders, fleet/) that changed: replaced or removed. Empty: the output was up to date. */
   readonly changed: readonly string[];
+  /** Rendered objects removed from the output (only with allowDelete). */
+  readonly deleted: readonly Deletion[];
 }
 
 /** Description files of a folder: *.yaml, *.yml, *.json (not *.schema.json), *.ts (not *.d.ts), sorted. */
@@ -163,9 +172,39 @@ function entriesOf(files: readonly RenderedFile[]): TreeEntry[] {
   return [...groups].map(([name, list]) => ({ name, files: list }));
 }
 
+/** The rendered objects of each output entry (cluster folder, fleet/), with root-relative files. */
+function renderedObjects(clusters: readonly RenderedCluster[], fleet: RenderedFolder | undefined): Map<string, TreeObject[]> {
+  const byEntry = new Map<string, TreeObject[]>();
+  const add = (entry: string, folder: string | undefined, f: RenderedFolder) => {
+    const list = byEntry.get(entry) ?? [];
+    for (const manifest of f.objects) list.push({ file: [entry, folder, manifestFileName(manifest)].filter((p) => p !== undefined).join('/'), manifest });
+    byEntry.set(entry, list);
+  };
+  for (const c of clusters) for (const f of c.folders) add(c.name, f.folder, f);
+  if (fleet) add(fleet.folder, undefined, fleet);
+  return byEntry;
+}
+
+/**
+ * The rendered objects a write removes: those of the entries it replaces that the new render no longer
+ * holds, and all of those it removes (a cluster dropped from the fleet). A file of the old tree that is
+ * no YAML counts as removed when the new render does not rewrite it.
+ */
+function deletionsOf(root: string, changes: readonly EntryChange[], rendered: ReadonlyMap<string, readonly TreeObject[]>): Deletion[] {
+  const out: Deletion[] = [];
+  for (const change of changes) {
+    const rewritten = new Set((change.files ?? []).map(([rel]) => `${change.name}/${rel}`));
+    const before = readTreeObjects(root, [change.name], (file, reason) => {
+      if (!rewritten.has(file)) out.push({ cluster: change.name, object: `the objects of an unreadable file (${reason})`, file });
+    });
+    out.push(...removedObjects(before, rendered.get(change.name) ?? []));
+  }
+  return out;
+}
+
 /**
  * Load -> model -> render -> validate -> check -> write atomically. Throws InputError (exit 2),
- * ValidationFailed or CheckFailed (exit 1); on any throw the output is untouched.
+ * ValidationFailed, CheckFailed or DeletionRefused (exit 1); on any throw the output is untouched.
  */
 export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthResult {
   const t0 = now();
@@ -199,6 +238,13 @@ export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthR
   const written: string[] = [];
   let changed: string[];
   let files = 0;
+  // Checked under the output's lock, on what the write is about to replace.
+  let deleted: Deletion[] = [];
+  const rendered = renderedObjects(clusters, fleet);
+  const beforeWrite = (root: string, entryChanges: readonly EntryChange[]) => {
+    deleted = deletionsOf(root, entryChanges, rendered);
+    if (deleted.length > 0 && !opts.allowDelete) throw new DeletionRefused(deleted, path.relative(process.cwd(), root) || root);
+  };
   if (opts.configs && opts.configs.length > 0) {
     const entries = entriesOf(renderFiles(clusters));
     for (const e of entries) {
@@ -206,13 +252,13 @@ export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthR
       written.push(path.join(out, e.name));
     }
     checkTargets(written, configs);
-    changed = writeTrees(out, entries, lockOptions);
+    changed = writeTrees(out, entries, { ...lockOptions, beforeWrite });
   } else {
     const all = [...renderFiles(clusters), ...(fleet ? fleetFiles(fleet) : [])];
     files = all.length;
     checkTargets([out], configs);
     // The whole output root becomes the fleet: entries no longer rendered are removed.
-    changed = writeTrees(out, entriesOf(all), { ...lockOptions, replaceAll: true });
+    changed = writeTrees(out, entriesOf(all), { ...lockOptions, replaceAll: true, beforeWrite });
     written.push(out);
   }
   const t4 = now();
@@ -223,6 +269,7 @@ export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthR
     findings,
     written,
     changed,
+    deleted,
     timings: { load: t1 - t0, render: t2 - t1, validate: t3 - t2, write: t4 - t3, total: t4 - t0 },
   };
 }

@@ -1,5 +1,6 @@
 import { ADOPTION_RULES } from './adoption';
 import { ClusterIndex } from './cluster-index';
+import { DATA_SAFETY_RULES } from './data-safety';
 import { GITOPS_RULES } from './gitops';
 import { KUEUE_RULES } from './kueue';
 import { METADATA_RULES } from './metadata';
@@ -19,7 +20,7 @@ import { Upstream } from '../upstream/upstream';
 /** Every cross-object rule, by family. */
 export const RULES: readonly Rule[] = [
   ...KUEUE_RULES, ...MPI_RULES, ...NETWORK_RULES, ...STORAGE_RULES, ...GITOPS_RULES, ...SECURITY_RULES, ...TENANCY_RULES, ...METADATA_RULES,
-  ...SERVICE_RULES, ...ADOPTION_RULES, ...UPSTREAM_RULES, ...PLACEMENT_RULES,
+  ...SERVICE_RULES, ...ADOPTION_RULES, ...DATA_SAFETY_RULES, ...UPSTREAM_RULES, ...PLACEMENT_RULES,
 ];
 
 export interface CheckOptions {

@@ -15,3 +15,4 @@ export { PLACEMENT_RULES } from './placement/rule';
 export { simulatedNodes } from './placement/nodes';
 export { SERVICE_RULES } from './services';
 export { ADOPTION_RULES } from './adoption';
+export { DATA_SAFETY_RULES } from './data-safety';

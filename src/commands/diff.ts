@@ -7,15 +7,12 @@ import { outputRoot, synth } from '../pipeline';
 import { consoleIo, EXIT, Io } from './io';
 import { RENDER_OPTIONS, renderInputs } from './options';
 import { outputFormat } from '../errors';
-import { describeObject, Manifest, objectId } from '../render/manifest';
+import { clusterOf, deletionLines, objectKey, outputEntries, readTreeObjects, TreeObject } from '../render/deletions';
+import { describeObject } from '../render/manifest';
 import { isWriteArtifact, recoverOutput } from '../render/write';
-import { isObjectPath, manifestFiles, readManifests } from '../validate/tree';
+import { isObjectPath } from '../validate/tree';
 
-/** One object of a rendered tree, with the file it is in (relative to the output root). */
-export interface TreeObject {
-  readonly file: string;
-  readonly manifest: Manifest;
-}
+export type { TreeObject } from '../render/deletions';
 
 /** A field that differs: its path and both values (undefined: absent on that side). */
 export interface FieldChange {
@@ -64,13 +61,10 @@ export function changedFields(before: unknown, after: unknown, at = ''): FieldCh
   return JSON.stringify(before) === JSON.stringify(after) ? [] : [{ path: at, before, after }];
 }
 
-const clusterOf = (file: string) => file.split('/')[0];
-
 /** Object-level diff of two sets of rendered objects; objects match by cluster and identity (not version). */
 export function diffObjects(before: readonly TreeObject[], after: readonly TreeObject[]): ObjectChange[] {
-  const key = (o: TreeObject) => `${clusterOf(o.file)}\0${objectId(o.manifest)}`;
-  const old = new Map(before.map((o) => [key(o), o]));
-  const now = new Map(after.map((o) => [key(o), o]));
+  const old = new Map(before.map((o) => [objectKey(o), o]));
+  const now = new Map(after.map((o) => [objectKey(o), o]));
   const out: ObjectChange[] = [];
   for (const [k, o] of old) {
     if (!now.has(k)) out.push({ change: 'removed', object: describeObject(o.manifest), cluster: clusterOf(o.file), file: o.file, fields: [] });
@@ -98,10 +92,7 @@ function allFiles(root: string, dir = root): string[] {
 
 /** The objects of `clusters` (folders under `root`; every folder when undefined), with root-relative files. */
 function treeObjects(root: string, clusters?: readonly string[]): TreeObject[] {
-  if (!existsSync(root)) return [];
-  const names = clusters ?? readdirSync(root).filter((n) => !isWriteArtifact(n) && statSync(path.join(root, n)).isDirectory());
-  return names.filter((n) => existsSync(path.join(root, n))).flatMap((n) => manifestFiles(path.join(root, n))
-    .flatMap((f) => readManifests(f).map((i) => ({ file: path.relative(root, f).split(path.sep).join('/'), manifest: i.manifest as Manifest }))));
+  return readTreeObjects(root, clusters ?? outputEntries(root));
 }
 
 /** Diff of two rendered trees (e.g. the committed dist/ and a fresh render), limited to some clusters. */
@@ -179,6 +170,8 @@ export function runDiff(args: string[], io: Io = consoleIo, help = ''): number {
         ? `no changes: ${path.relative(process.cwd(), committed) || '.'} matches a fresh render`
         : `${count('added')} added, ${removed} removed, ${count('changed')} changed, ${d.files.length} other file(s)`);
     }
+    // The deletions on standard error too, as synth lists what it refuses to remove.
+    for (const l of deletionLines(d.objects.filter((o) => o.change === 'removed'))) io.err(l);
     if (refused) io.err(`error: ${removed} object(s) would be deleted; re-run with --allow-delete if that is intended`);
     return refused ? EXIT.failed : EXIT.ok;
   } finally {

@@ -235,9 +235,9 @@ const samples = z.strictObject({
 const tutorials = z.strictObject({
   skypilot: z.strictObject({
     enabled: z.boolean().default(true)
-      .describe('Render the SkyPilot tutorial: a SkyPilot identity (ServiceAccount, Role, read-only ClusterRole) per queue namespace, and client files in dist/<cluster>/tutorials/skypilot/.'),
+      .describe('Render the SkyPilot tutorial: per queue namespace a launcher and a workload identity (ServiceAccount, Role; the launcher also a read-only ClusterRole), admission policies that keep them with SkyPilot, and client files for SkyPilot v0.10 in dist/<cluster>/tutorials/skypilot/.'),
     context: nonEmptyString('a kubeconfig context name').optional()
-      .describe('kubeconfig context SkyPilot may use (kubernetes.allowed_contexts). Default: the cluster name.'),
+      .describe('kubeconfig context SkyPilot may use (kubernetes.allowed_contexts); it names the namespace. Default: the cluster name.'),
     image: pinnedImage().optional().describe('Image of the multi-node torchrun task, pinned. Default: samples.pytorch.image.'),
   }).prefault({}).describe('Gang-scheduled multi-node training submitted with SkyPilot through Kueue.'),
   dynamo: z.strictObject({

@@ -13,6 +13,16 @@ export function kustomization(files: readonly string[]): string {
   return HEADER + toYaml({ apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', resources: files });
 }
 
+/**
+ * True when a folder's kustomization.yaml lists the object: every object but the templates a user fills
+ * in first (LABELS.template) and the objects applied by hand only (LABELS.byHand). What the root
+ * Application syncs of the gitops folder, and so what the fleet syncs in its place.
+ */
+export function inKustomization(m: Manifest): boolean {
+  const annotations = m.metadata.annotations ?? {};
+  return annotations[LABELS.template] !== 'true' && annotations[LABELS.byHand] !== 'true';
+}
+
 /** The file content of one object. */
 export function manifestYaml(m: Manifest): string {
   return HEADER + toYaml(m);
@@ -34,8 +44,7 @@ export function clusterFiles(cluster: RenderedCluster): RenderedFile[] {
       const name = manifestFileName(m);
       if (names.includes(name)) throw new Error(`${cluster.name}/${f.folder}: two objects would be written to ${name}`);
       names.push(name);
-      const annotations = m.metadata.annotations ?? {};
-      if (annotations[LABELS.template] !== 'true' && annotations[LABELS.byHand] !== 'true') applied.push(name);
+      if (inKustomization(m)) applied.push(name);
       files.push([`${cluster.name}/${f.folder}/${name}`, manifestYaml(m)]);
     }
     files.push([`${cluster.name}/${f.folder}/kustomization.yaml`, kustomization(applied)]);

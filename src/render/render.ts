@@ -4,6 +4,7 @@ import { ClientFile, CLIENT_FILES_FOLDER } from './client-files';
 import { compareManifests, Manifest, RenderedFolder } from './manifest';
 import { ComponentDefinition, WiringDefinition } from '../components/component';
 import { adoptionAnnotations, refersTo } from '../model/adoption';
+import { DATA_SYNC_OPTIONS, holdsData, mergeSyncOptions } from '../model/data-safety';
 import { ClusterModel } from '../model/model';
 import { LABELS } from '../model/names';
 
@@ -20,6 +21,11 @@ function chartObjects(chart: Chart): Manifest[] {
   return (chart.toJson() as Manifest[]).slice().sort(compareManifests);
 }
 
+/** The object's `argocd.argoproj.io/sync-options` annotation as rendered so far. */
+function syncOptionsOf(o: ApiObject): string | undefined {
+  return (o.metadata.toJson() as { annotations?: Record<string, string> }).annotations?.[LABELS.syncOptions];
+}
+
 /**
  * Marks the chart's objects the model says are adopted (model.adopted): Argo CD must never prune or
  * delete what the cluster ran before this toolkit took it over.
@@ -30,8 +36,19 @@ function markAdopted(chart: Chart, model: ClusterModel): void {
     if (!(child instanceof ApiObject)) continue;
     const ref = { apiVersion: child.apiVersion, kind: child.kind, metadata: { name: child.name, namespace: child.metadata.namespace } };
     if (!model.adopted.some((a) => refersTo(a, ref))) continue;
-    const existing = (child.metadata.toJson() as { annotations?: Record<string, string> }).annotations?.[LABELS.syncOptions];
-    for (const [k, v] of Object.entries(adoptionAnnotations(existing))) child.metadata.addAnnotation(k, v);
+    for (const [k, v] of Object.entries(adoptionAnnotations(syncOptionsOf(child)))) child.metadata.addAnnotation(k, v);
+  }
+}
+
+/**
+ * Makes Argo CD ask before it prunes or deletes an object that holds data (a Namespace and all in it, a
+ * claim): a tenant removed from the description must not take its volumes and jobs with it unasked.
+ * Runs after markAdopted, whose `Prune=false,Delete=false` stays (it is stronger).
+ */
+function markDataHolders(chart: Chart): void {
+  for (const child of chart.node.findAll()) {
+    if (!(child instanceof ApiObject) || !holdsData(child)) continue;
+    child.metadata.addAnnotation(LABELS.syncOptions, mergeSyncOptions(syncOptionsOf(child), DATA_SYNC_OPTIONS));
   }
 }
 
@@ -48,6 +65,7 @@ export function renderCluster(
     if (c.folder === CLIENT_FILES_FOLDER) throw new Error(`component folder "${c.folder}" is reserved for client files`);
     const chart = c.build(app, model);
     if (chart) markAdopted(chart, model);
+    if (chart) markDataHolders(chart);
     if (chart) folders.push({ folder: c.folder, description: c.description, objects: chartObjects(chart) });
     clientFiles.push(...(c.clientFiles?.(model) ?? []));
   }

@@ -48,6 +48,19 @@ export interface TreeEntry {
 export interface WriteOptions extends LockOptions {
   /** Also remove every other entry of the root (the root becomes exactly `entries`). */
   readonly replaceAll?: boolean;
+  /**
+   * Called under the lock, after recovery and before anything is written, with the entries this write
+   * replaces (`files`: their new files) or removes (`files` undefined). Throwing stops the write: the
+   * output stays as it is.
+   */
+  readonly beforeWrite?: (root: string, changes: readonly EntryChange[]) => void;
+}
+
+/** An entry of the output root that a write replaces or removes. */
+export interface EntryChange {
+  readonly name: string;
+  /** The new tree's files, relative to the entry; undefined when the entry is removed. */
+  readonly files?: readonly RenderedFile[];
 }
 
 interface Swap {
@@ -367,6 +380,7 @@ export function writeTrees(root: string, given: readonly TreeEntry[], options: W
       }
     }
     if (swaps.length === 0) return [];
+    options.beforeWrite?.(abs, swaps.map((sw, i) => ({ name: sw.target, files: entries[i]?.files })));
     const journal: Journal = { format: 1, tool: 'gpu-cluster-manifests', state: 'commit', pid: process.pid, host: os.hostname(), swaps };
     try {
       entries.forEach((e, i) => writeTree(path.join(abs, swaps[i].tmp!), e.files));

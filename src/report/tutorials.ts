@@ -3,7 +3,9 @@ import { ClusterIndex } from '../check/cluster-index';
 import { DYNAMO_FOLDER, dynamoTarget } from '../components/dynamo/chart';
 import { kueueManagedNamespaces, kueuePodIntegrationRequirements } from '../components/kueue/manager-config';
 import { gpuPodResources } from '../components/samples/gpu-workload';
-import { skypilotAccelerator, skypilotTaskNodes, SKYPILOT_FOLDER } from '../components/skypilot/client-files';
+import {
+  skypilotAccelerator, skypilotContext, skypilotTaskNodes, SKYPILOT_FOLDER, SKYPILOT_IDENTITY, SKYPILOT_WORKLOAD_IDENTITY,
+} from '../components/skypilot/client-files';
 import { NAMESPACES, RESOURCES } from '../model/names';
 import { formatBytes, parseQuantity } from '../model/quantity';
 import { CLIENT_FILES_FOLDER } from '../render/client-files';
@@ -57,22 +59,38 @@ function skypilotPart(c: RenderedCluster, index: ClusterIndex): string {
       `${quota(t)}${borrow}`,
     ];
   });
-  const roles = index.ofKind('ServiceAccount').filter((sa) => index.folderOf(sa) === 'skypilot').length;
-  const files = `${m.description.gitops.path.replace(/\/+$/, '')}/${CLIENT_FILES_FOLDER}/${SKYPILOT_FOLDER}/${NAMESPACES.default}`;
+  const launchers = index.ofKind('ServiceAccount').filter((sa) => index.folderOf(sa) === 'skypilot' && sa.metadata.name === SKYPILOT_IDENTITY).length;
+  const guarded = index.ofKind('ValidatingAdmissionPolicy', 'admissionregistration.k8s.io').some((p) => index.folderOf(p) === 'skypilot');
+  const ns = NAMESPACES.default;
+  const files = `${m.description.gitops.path.replace(/\/+$/, '')}/${CLIENT_FILES_FOLDER}/${SKYPILOT_FOLDER}/${ns}`;
+  const context = skypilotContext(m);
   return [
     `Multi-node ${code('torchrun')} submitted with SkyPilot: SkyPilot labels its pods with the LocalQueue and forms one Kueue pod group `
       + 'per cluster, so the whole gang is admitted at once or waits. '
-      + `${roles} SkyPilot identities (ServiceAccount ${code('skypilot')}, Role, read-only ClusterRole ${code('skypilot-node-reader')}) are rendered in skypilot/.`,
+      + `In each of the ${launchers} namespaces, skypilot/ holds two identities: ${code(SKYPILOT_IDENTITY)}, the launcher `
+      + `(run ${code('sky launch')} with a kubeconfig for it: SkyPilot's documented minimum in the namespace and the read-only `
+      + `ClusterRole ${code('skypilot-node-reader')}), and ${code(SKYPILOT_WORKLOAD_IDENTITY)}, which SkyPilot's pods run as `
+      + `(${code('remote_identity')}; autodown only: list and delete the cluster's pods and Services).`
+      + (guarded
+        ? ` Admission policies keep both with SkyPilot: no pod runs as ${code(SKYPILOT_IDENTITY)}, only ${code(SKYPILOT_IDENTITY)} creates pods `
+          + `that run as ${code(SKYPILOT_WORKLOAD_IDENTITY)}, and no token Secret names either.`
+        : ' Below Kubernetes 1.30 nothing stops a tenant from running a pod as either identity (no ValidatingAdmissionPolicy).'),
     '',
     kueueLine(c),
     '',
     table(['Namespace', 'Queue', 'Files', 'Gang', 'Quota it takes while it runs'], rows),
     '',
+    'The files are for SkyPilot v0.10 (they validate against its released schema). The namespace comes from the kubeconfig context '
+      + `${code(context)} (${code('kubernetes.allowed_contexts')}); ${code('sky check')} needs ${code('kubectl')}, ${code('socat')} and `
+      + `${code('nc')} (GNU netcat) on your machine.`,
+    '',
     '```sh',
-    `cp ${files}/config.yaml ~/.sky/config.yaml   # or your tenant's folder`,
+    `kubectl config set-credentials ${SKYPILOT_IDENTITY}-${ns} --token="$(kubectl create token ${SKYPILOT_IDENTITY} -n ${ns} --duration=24h)"   # an administrator issues the token`,
+    `kubectl config set-context ${context} --cluster=<your cluster entry> --user=${SKYPILOT_IDENTITY}-${ns} --namespace=${ns}`,
+    `cp ${files}/config.yaml ~/.sky/config.yaml   # or your tenant's folder (and namespace)`,
     'sky check kubernetes',
     `sky launch -c ddp ${files}/train.yaml`,
-    `kubectl get workloads -n ${NAMESPACES.default}   # one Workload for the pod group: QUOTA RESERVED, then ADMITTED True`,
+    `kubectl get workloads -n ${ns}   # one Workload for the pod group: QUOTA RESERVED, then ADMITTED True`,
     'sky down ddp',
     '```',
   ].join('\n');

@@ -71,6 +71,10 @@ const SAYS: Record<string, readonly RegExp[]> = {
     /StorageClass local-path: is adopted .* lacks Delete=false \(deleting Application instant-cluster-storage, which carries the resources finalizer/,
     /StorageClass shared-path: .* lacks Prune=false .* and Delete=false/,
   ],
+  'data-prune-confirm': [
+    /Namespace research: holds data but its argocd.argoproj.io\/sync-options annotation lacks Prune=confirm and Delete=confirm \(or false\)/,
+    /PersistentVolumeClaim research\/datasets: holds data but .* lacks Delete=confirm \(or false\): Argo CD would delete it/,
+  ],
 };
 
 const needsSchemas = new Set(['namespace-set']);

@@ -2,6 +2,7 @@ import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { checkCluster } from '../../src/check';
 import { adoptionAnnotations, refersTo } from '../../src/model/adoption';
+import { mergeSyncOptions, missingDataSyncOptions } from '../../src/model/data-safety';
 import { loadDescription } from '../../src/model/load';
 import { buildModel } from '../../src/model/model';
 import { clusterFiles } from '../../src/render/layout';
@@ -51,6 +52,29 @@ describe('adopted objects (what the Instant Cluster already runs)', () => {
     expect(checkCluster(view).filter((f) => f.rule === 'adopted-no-cascade-delete').map((f) => f.message)).toEqual([
       expect.stringMatching(/^StorageClass local-path: .*lacks Delete=false \(deleting Application instant-cluster-storage, which carries the resources finalizer/),
     ]);
+  });
+});
+
+describe('objects that hold data (Namespaces, claims)', () => {
+  it('every Namespace the reference and training clusters render makes Argo CD ask before pruning or deleting it', () => {
+    const training = renderCluster(buildModel(loadDescription(path.join(ROOT, 'src', 'clusters', 'training-cluster.yaml'))));
+    for (const c of [renderOf(), training]) {
+      const namespaces = c.folders.flatMap((f) => f.objects).filter((m) => m.kind === 'Namespace');
+      expect(namespaces.length, c.name).toBeGreaterThan(1);
+      for (const ns of namespaces) expect(ns.metadata.annotations?.['argocd.argoproj.io/sync-options'], `${c.name} ${ns.metadata.name}`).toBe('Prune=confirm,Delete=confirm');
+      expect(checkCluster(c).filter((f) => f.rule === 'data-prune-confirm')).toEqual([]);
+    }
+  });
+
+  it('merges with an object\'s own options, never weakening Prune=false or Delete=false', () => {
+    expect(mergeSyncOptions(undefined, ['Prune=confirm', 'Delete=confirm'])).toBe('Prune=confirm,Delete=confirm');
+    expect(mergeSyncOptions('ServerSideApply=true, Prune=true', ['Prune=confirm', 'Delete=confirm'])).toBe('ServerSideApply=true,Prune=confirm,Delete=confirm');
+    expect(mergeSyncOptions('Prune=false,Delete=false', ['Prune=confirm', 'Delete=confirm'])).toBe('Prune=false,Delete=false');
+    expect(mergeSyncOptions('Delete=confirm', ['Prune=false', 'Delete=false'])).toBe('Delete=false,Prune=false');
+    expect(missingDataSyncOptions('Prune=false,Delete=confirm')).toEqual([]);
+    expect(missingDataSyncOptions('Prune=true,Delete=true')).toEqual(['Prune=confirm', 'Delete=confirm']);
+    // Argo CD looks each option up on its own: any confirm (or false) of the key holds the object.
+    expect(missingDataSyncOptions('Prune=true,Prune=confirm')).toEqual(['Delete=confirm']);
   });
 });
 

@@ -2,16 +2,44 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import { checkGitops } from '../../src/components/gitops/checks';
 import { fleetFiles, renderFleet } from '../../src/components/gitops/fleet';
 import { loadDescription } from '../../src/model/load';
 import { buildModel } from '../../src/model/model';
 import { DEFAULT_SCHEMAS } from '../../src/paths';
 import { descriptionFiles, InputError, renderFleetOf, synth } from '../../src/pipeline';
+import { clusterFiles } from '../../src/render/layout';
 import { renderCluster } from '../../src/render/render';
 import { findObject, HAS_SCHEMAS, modelOf, ROOT, validator } from '../helpers';
 
 const CLUSTERS_DIR = path.join(ROOT, 'src', 'clusters');
+
+/**
+ * Argo CD's directory glob (gobwas/glob) for what the fleet renders: a literal name or a `{a,b,...}` list
+ * of literal names. Anything else is refused rather than guessed at.
+ */
+function globNames(pattern: string): Set<string> {
+  const list = /^\{([^{}]*)\}$/.exec(pattern);
+  const names = list ? list[1].split(',') : [pattern];
+  for (const n of names) if (/[*?[\]{}!\\]/.test(n)) throw new Error(`glob ${pattern}: only literal names are modelled here`);
+  return new Set(names);
+}
+
+/**
+ * The files of a cluster's gitops folder the Application the ApplicationSet generates for `element` syncs, as
+ * Argo CD's repo server selects them for a directory source: top-level manifests (.yaml, .yml, .json), kept
+ * when they match `include` (if set) and do not match `exclude` (if set). Go template fields are filled in.
+ */
+function fleetSyncs(set: any, element: Record<string, string>, files: readonly string[]): string[] {
+  const fill = (v: string | undefined) => v?.replace(/\{\{\s*\.(\w+)\s*\}\}/g, (_, k: string) => String(element[k]));
+  const directory = set.spec.template.spec.source.directory ?? {};
+  const include = fill(directory.include);
+  const exclude = fill(directory.exclude);
+  return files.filter((f) => /\.(ya?ml|json)$/.test(f))
+    .filter((f) => (include === undefined || globNames(include).has(f)) && (exclude === undefined || !globNames(exclude).has(f)))
+    .sort();
+}
 const fleetClusters = () => descriptionFiles(CLUSTERS_DIR).map((f) => renderCluster(buildModel(loadDescription(f))));
 
 describe('fleet', () => {
@@ -37,12 +65,27 @@ describe('fleet', () => {
     ]);
     for (const c of clusters) {
       const e = elements.find((x: any) => x.cluster === c.name);
-      const rootFile = `application.argocd.${c.name}.yaml`;
-      expect(e.exclude).toBe(`{kustomization.yaml,${rootFile}}`);
+      expect(e.include).not.toContain(`application.argocd.${c.name}.yaml`);
       expect(c.folders.find((f) => f.folder === 'gitops')!.objects.some((m) => m.kind === 'Application' && m.metadata.name === c.name)).toBe(true);
     }
     expect(set.spec.template.spec.destination).toEqual({ name: '{{.cluster}}', namespace: '{{.namespace}}' });
     expect(set.spec.syncPolicy).toEqual({ preserveResourcesOnDeletion: true });
+  });
+
+  it('syncs on every cluster exactly what its root syncs (its gitops kustomization), but the root itself', () => {
+    const set = findObject(fleet.objects, 'ApplicationSet', 'fleet', 'argocd') as any;
+    // The training cluster has Applications applied by hand (samples, dynamo), which the root leaves out.
+    expect(clusters.find((c) => c.name === 'training-cluster')!.folders.find((f) => f.folder === 'gitops')!.objects
+      .filter((m) => m.metadata.annotations?.['gpu-cluster.dev/apply-by-hand'] === 'true').map((m) => m.metadata.name).sort())
+      .toEqual(['training-cluster-dynamo', 'training-cluster-samples']);
+    for (const element of set.spec.generators[0].list.elements) {
+      const c = clusters.find((x) => x.name === element.cluster)!;
+      const gitopsDir = `${c.name}/gitops/`;
+      const files = new Map(clusterFiles(c).filter(([p]) => p.startsWith(gitopsDir)).map(([p, content]) => [p.slice(gitopsDir.length), content]));
+      const kustomized: string[] = parse(files.get('kustomization.yaml')!).resources;
+      const rootFile = [...files].find(([, content]) => /^kind: Application$/m.test(content) && content.includes(`path: ${element.path}\n`))![0];
+      expect(fleetSyncs(set, element, [...files.keys()]), c.name).toEqual(kustomized.filter((f) => f !== rootFile).sort());
+    }
   });
 
   it('confines the fleet AppProject to each cluster\'s Argo CD namespace and Argo CD kinds', () => {

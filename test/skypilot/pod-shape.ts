@@ -32,7 +32,8 @@ export function skypilotPodGroup(c: RenderedCluster, namespace: string, group = 
     kind: 'Pod',
     metadata: {
       name: `${group}-${i === 0 ? 'head' : `worker${i}`}`,
-      namespace: k.namespace,
+      // the kubeconfig context's namespace (released SkyPilot has no kubernetes.namespace)
+      namespace,
       labels: {
         ...(podConfig.metadata?.labels ?? {}),
         'kueue.x-k8s.io/queue-name': k.kueue.local_queue_name,

@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { evaluate } from '@marcbachmann/cel-js';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { skypilotPodGroup } from './pod-shape';
@@ -11,7 +12,7 @@ import { clusterFiles } from '../../src/render/layout';
 import { Manifest } from '../../src/render/manifest';
 import { RenderedCluster } from '../../src/render/render';
 import { manifestFiles } from '../../src/validate/tree';
-import { Edit, folderObjects, renderOf } from '../helpers';
+import { Edit, findObject, folderObjects, renderOf } from '../helpers';
 
 const clientFile = (c: RenderedCluster, p: string): any => {
   const f = (c.clientFiles ?? []).find((x) => x.path === p);
@@ -21,39 +22,67 @@ const clientFile = (c: RenderedCluster, p: string): any => {
 const ref = renderOf();
 const queueNamespaces = ref.model.queueing.queues.map((q) => q.namespace);
 
-describe('SkyPilot identity', () => {
+describe('SkyPilot identities', () => {
   const objects = folderObjects(ref, 'skypilot') as (Manifest & { rules?: any[]; roleRef?: any; subjects?: any[] })[];
+  const ALL = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete', 'deletecollection'];
 
-  it('has a ServiceAccount, Role and RoleBinding in "default" and in every tenant namespace', () => {
+  it('are a launcher and a workload identity (ServiceAccount, Role, RoleBinding each) in "default" and in every tenant namespace', () => {
     expect(queueNamespaces).toEqual(['default', 'research', 'inference']);
     for (const kind of ['ServiceAccount', 'Role', 'RoleBinding']) {
       expect(objects.filter((m) => m.kind === kind).map((m) => `${m.metadata.namespace}/${m.metadata.name}`).sort())
-        .toEqual(queueNamespaces.map((ns) => `${ns}/skypilot`).sort());
+        .toEqual(queueNamespaces.flatMap((ns) => [`${ns}/skypilot`, `${ns}/skypilot-workload`]).sort());
     }
   });
 
-  it('grants SkyPilot\'s documented minimum in the namespace, and reads nodes, RuntimeClasses and StorageClasses cluster-wide, nothing else', () => {
-    const role = objects.find((m) => m.kind === 'Role')!;
+  it('the launcher holds SkyPilot\'s documented minimum in the namespace and reads nodes, RuntimeClasses and StorageClasses cluster-wide', () => {
+    const role = findObject(objects, 'Role', 'skypilot', 'research') as any;
     expect(role.rules).toEqual([
-      { apiGroups: [''], resources: ['pods', 'pods/status', 'pods/exec', 'pods/portforward', 'services', 'secrets'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete', 'deletecollection'] },
+      { apiGroups: [''], resources: ['pods', 'pods/status', 'pods/exec', 'pods/portforward', 'services', 'secrets'], verbs: ALL },
       { apiGroups: [''], resources: ['events'], verbs: ['get', 'list', 'watch'] },
     ]);
     const clusterScoped = objects.filter((m) => m.metadata.namespace === undefined);
     expect(clusterScoped.filter((m) => m.kind === 'ClusterRole').map((m) => m.metadata.name)).toEqual(['skypilot-node-reader']);
-    expect(clusterScoped.every((m) => ['ClusterRole', 'ClusterRoleBinding'].includes(m.kind))).toBe(true);
+    expect(new Set(clusterScoped.map((m) => m.kind))).toEqual(new Set(['ClusterRole', 'ClusterRoleBinding', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']));
     const reader = clusterScoped.find((m) => m.kind === 'ClusterRole')!;
     expect(reader.rules!.flatMap((r) => r.resources.map((res: string) => `${r.apiGroups[0]}/${res}`)).sort())
       .toEqual(['/nodes', 'node.k8s.io/runtimeclasses', 'storage.k8s.io/storageclasses']);
     expect(new Set(reader.rules!.flatMap((r) => r.verbs))).toEqual(new Set(['get', 'list', 'watch']));
     for (const b of clusterScoped.filter((m) => m.kind === 'ClusterRoleBinding')) {
       expect(b.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'skypilot-node-reader' });
-      expect(b.subjects![0]).toMatchObject({ kind: 'ServiceAccount', name: 'skypilot' });
+      expect(b.subjects).toEqual([{ kind: 'ServiceAccount', name: 'skypilot', namespace: b.metadata.name.replace('skypilot-node-reader-', '') }]);
     }
   });
 
-  it('binds the ServiceAccount only: tenant groups get nothing new, and nothing cluster-scoped', () => {
-    for (const b of objects.filter((m) => m.kind === 'RoleBinding' || m.kind === 'ClusterRoleBinding')) {
-      expect(b.subjects).toEqual([{ kind: 'ServiceAccount', name: 'skypilot', namespace: b.metadata.namespace ?? b.metadata.name.replace('skypilot-node-reader-', '') }]);
+  it('the workload identity holds what autodown does in v0.10 and nothing else: list and delete its pods and Services, list Deployments', () => {
+    // sky/provision/kubernetes/instance.py (v0.10.4) terminate_instances, run by the head pod's skylet:
+    // filter_pods (list pods), is_high_availability_cluster_by_kubectl (list deployments),
+    // _terminate_node (delete services <pod> and <pod>-ssh, then delete the pod).
+    expect((findObject(objects, 'Role', 'skypilot-workload', 'research') as any).rules).toEqual([
+      { apiGroups: [''], resources: ['pods', 'services'], verbs: ['get', 'list', 'delete'] },
+      { apiGroups: ['apps'], resources: ['deployments'], verbs: ['get', 'list'] },
+    ]);
+  });
+
+  it('binds each Role to its own ServiceAccount only: tenant groups get nothing new', () => {
+    for (const b of objects.filter((m) => m.kind === 'RoleBinding')) {
+      expect(b.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: b.metadata.name });
+      expect(b.subjects).toEqual([{ kind: 'ServiceAccount', name: b.metadata.name, namespace: b.metadata.namespace }]);
+    }
+  });
+
+  it('no tenant, SkyPilot identity or sample can bind, escalate, impersonate, write RBAC or request a token', () => {
+    // The RBAC doors to another identity's rights (Kubernetes RBAC: privilege escalation prevention).
+    const all = ref.folders.flatMap((f) => f.objects) as (Manifest & { rules?: any[] })[];
+    const roles = all.filter((m) => m.kind === 'Role' || m.kind === 'ClusterRole');
+    expect(roles.length).toBeGreaterThan(6);
+    for (const r of roles) {
+      for (const rule of r.rules ?? []) {
+        const where = `${r.kind} ${r.metadata.namespace ?? ''}/${r.metadata.name}`;
+        expect(rule.verbs, where).not.toContain('*');
+        for (const v of ['bind', 'escalate', 'impersonate']) expect(rule.verbs, where).not.toContain(v);
+        expect(rule.apiGroups ?? [], where).not.toContain('rbac.authorization.k8s.io');
+        expect(rule.resources ?? [], where).not.toContain('serviceaccounts/token');
+      }
     }
   });
 
@@ -64,13 +93,86 @@ describe('SkyPilot identity', () => {
   });
 });
 
+describe('SkyPilot identity guard (admission policies, evaluated with CEL)', () => {
+  const objects = folderObjects(ref, 'skypilot');
+  const LAUNCHER = 'system:serviceaccount:research:skypilot';
+  const TENANT = 'oidc:alice@example.com';
+  const JOB_CONTROLLER = 'system:serviceaccount:kube-system:job-controller';
+
+  /** Messages of the validations `object` fails under the named policy (empty: admitted). */
+  function denials(policy: string, object: any, user: string, operation: 'CREATE' | 'UPDATE' = 'CREATE'): string[] {
+    const spec = findObject(objects, 'ValidatingAdmissionPolicy', policy).spec as { variables?: { name: string; expression: string }[]; validations: { expression: string; message: string }[] };
+    const request = { operation, namespace: object.metadata.namespace, userInfo: { username: user, groups: ['system:authenticated'] } };
+    const context: Record<string, unknown> = { object, request, variables: {} };
+    const variables: Record<string, unknown> = {};
+    for (const v of spec.variables ?? []) variables[v.name] = evaluate(v.expression, { ...context, variables });
+    return spec.validations.filter((v) => evaluate(v.expression, { ...context, variables }) !== true).map((v) => v.message);
+  }
+  const pod = (serviceAccountName?: string, field = 'serviceAccountName') => ({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'p', namespace: 'research' },
+    spec: { ...(serviceAccountName ? { [field]: serviceAccountName } : {}), containers: [{ name: 'c', image: 'busybox:1.37.0' }] },
+  });
+
+  it('binds both policies to the namespaces that hold SkyPilot identities', () => {
+    for (const name of ['skypilot-identities-pods', 'skypilot-identities-tokens']) {
+      expect((findObject(objects, 'ValidatingAdmissionPolicyBinding', name) as any).spec).toEqual({
+        policyName: name,
+        validationActions: ['Deny'],
+        matchResources: { namespaceSelector: { matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'In', values: queueNamespaces }] } },
+      });
+    }
+  });
+
+  it('admits SkyPilot\'s own pods, created by the launcher and running as the workload identity', () => {
+    const pods = skypilotPodGroup(ref, 'research');
+    expect(pods.map((p) => p.spec && (p.spec as any).serviceAccountName)).toEqual(pods.map(() => 'skypilot-workload'));
+    for (const p of pods) expect(denials('skypilot-identities-pods', p, LAUNCHER)).toEqual([]);
+  });
+
+  it('refuses a tenant\'s pod (directly or through a Job) running as either SkyPilot identity', () => {
+    expect(denials('skypilot-identities-pods', pod('skypilot-workload'), TENANT)).toEqual([
+      'only SkyPilot (the ServiceAccount skypilot of this namespace) creates pods that run as skypilot-workload',
+    ]);
+    expect(denials('skypilot-identities-pods', pod('skypilot-workload'), JOB_CONTROLLER)).toHaveLength(1);
+    expect(denials('skypilot-identities-pods', pod('skypilot-workload'), 'system:serviceaccount:inference:skypilot')).toHaveLength(1);
+    for (const user of [TENANT, LAUNCHER]) {
+      expect(denials('skypilot-identities-pods', pod('skypilot'), user)).toEqual([
+        'no pod runs as the ServiceAccount skypilot: it is SkyPilot\'s launcher identity (Secrets, exec, reading nodes); SkyPilot\'s pods run as skypilot-workload',
+      ]);
+      expect(denials('skypilot-identities-pods', pod('skypilot', 'serviceAccount'), user)).toHaveLength(1);
+    }
+    expect(denials('skypilot-identities-pods', pod(), TENANT)).toEqual([]);
+    expect(denials('skypilot-identities-pods', pod('trainer'), TENANT)).toEqual([]);
+  });
+
+  it('refuses a long-lived token Secret for either SkyPilot identity, and only that', () => {
+    const secret = (account: string, type = 'kubernetes.io/service-account-token') => ({
+      apiVersion: 'v1', kind: 'Secret', type, metadata: { name: 't', namespace: 'research', annotations: { 'kubernetes.io/service-account.name': account } },
+    });
+    for (const account of ['skypilot', 'skypilot-workload']) {
+      for (const op of ['CREATE', 'UPDATE'] as const) expect(denials('skypilot-identities-tokens', secret(account), TENANT, op)).toHaveLength(1);
+    }
+    expect(denials('skypilot-identities-tokens', secret('trainer'), TENANT)).toEqual([]);
+    expect(denials('skypilot-identities-tokens', secret('skypilot', 'Opaque'), TENANT)).toEqual([]);
+    expect(denials('skypilot-identities-tokens', { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'x', namespace: 'research' } }, TENANT)).toEqual([]);
+  });
+
+  it('is left out below Kubernetes 1.30 (no ValidatingAdmissionPolicy v1)', () => {
+    const old = renderOf((d) => { d.kubernetesVersion = '1.29'; });
+    expect(folderObjects(old, 'skypilot').some((m) => m.kind === 'ValidatingAdmissionPolicy')).toBe(false);
+  });
+});
+
 describe('SkyPilot client files', () => {
-  it('configure each namespace\'s context, namespace, identity and LocalQueue', () => {
+  it('configure each namespace\'s context, workload identity and LocalQueue', () => {
     for (const q of ref.model.queueing.queues) {
       const k = clientFile(ref, `skypilot/${q.namespace}/config.yaml`).kubernetes;
       expect(k.allowed_contexts).toEqual(['instant-cluster']);
-      expect(k.namespace).toBe(q.namespace);
-      expect(k.remote_identity).toBe('skypilot');
+      // Released SkyPilot (v0.10) refuses kubernetes.namespace: the kubeconfig context carries it.
+      expect(k.namespace).toBeUndefined();
+      expect(k.remote_identity).toBe('skypilot-workload');
       expect(folderObjects(ref, 'skypilot').some((m) => m.kind === 'ServiceAccount' && m.metadata.name === k.remote_identity && m.metadata.namespace === q.namespace)).toBe(true);
       expect(k.kueue).toEqual({ local_queue_name: q.localQueue });
       expect(folderObjects(ref, 'tenants').concat(folderObjects(ref, 'kueue'))

@@ -12,8 +12,11 @@ export interface FleetMember {
   readonly path: string;
   /** Argo CD namespace of the cluster (where its AppProject and Applications go). */
   readonly namespace: string;
-  /** Files of the gitops folder the generated Application leaves out (the root it replaces, the kustomization). */
-  readonly exclude: string;
+  /**
+   * Files of the gitops folder the generated Application syncs (an Argo CD directory glob, `{a.yaml,b.yaml}`):
+   * what the root syncs, less the root itself, which the generated Application replaces.
+   */
+  readonly include: string;
   readonly prune: boolean;
   readonly selfHeal: boolean;
 }
@@ -52,8 +55,9 @@ export class FleetApplicationSet extends Construct {
               repoUrl: '{{.repoURL}}',
               targetRevision: '{{.targetRevision}}',
               path: '{{.path}}',
-              // Plain manifests: the folder's root Application is excluded, so kustomize must not re-add it.
-              directory: { exclude: '{{.exclude}}' },
+              // Plain manifests (an explicit directory source: the folder's kustomization.yaml is not read),
+              // exactly the files the root syncs but the root: never an Application applied by hand.
+              directory: { include: '{{.include}}' },
             },
             destination: { name: '{{.cluster}}', namespace: '{{.namespace}}' },
           },

@@ -4,7 +4,7 @@ import { FleetAppProject } from './fleet-app-project';
 import { FleetApplicationSet, FleetMember } from './fleet-application-set';
 import { GITOPS_FOLDER } from './plan';
 import { MANAGED_BY, LABELS, NAMESPACES } from '../../model/names';
-import { kustomization, manifestYaml, RenderedFile } from '../../render/layout';
+import { inKustomization, kustomization, manifestYaml, RenderedFile } from '../../render/layout';
 import { compareManifests, Manifest, manifestFileName, RenderedFolder } from '../../render/manifest';
 import { RenderedCluster } from '../../render/render';
 
@@ -29,6 +29,19 @@ function rootApplication(c: RenderedCluster): Manifest {
 }
 
 /**
+ * The files of a cluster's gitops folder the fleet syncs, as one Argo CD directory glob: exactly what the
+ * root Application syncs (the folder's kustomization: no Application applied by hand, such as the samples'
+ * and Dynamo's) except the root itself, which the fleet's generated Application replaces. File names
+ * are built from DNS-1123 names, so none holds a glob character.
+ */
+export function fleetInclude(c: RenderedCluster): string {
+  const root = rootApplication(c);
+  const gitopsObjects = c.folders.find((f) => f.folder === GITOPS_FOLDER)?.objects ?? [];
+  const files = gitopsObjects.filter((m) => m !== root && inKustomization(m)).map(manifestFileName);
+  return `{${files.join(',')}}`;
+}
+
+/**
  * The fleet folder: an ApplicationSet (list generator, one element per rendered cluster) that points each
  * cluster's Argo CD at its gitops folder, and the hub AppProject it needs. Linear in the number of clusters.
  */
@@ -47,7 +60,7 @@ export function renderFleet(clusters: readonly RenderedCluster[], options: Fleet
       targetRevision: g.targetRevision,
       path: `${g.path}/${GITOPS_FOLDER}`,
       namespace: g.namespace,
-      exclude: `{kustomization.yaml,${manifestFileName(rootApplication(c))}}`,
+      include: fleetInclude(c),
       prune: g.automated.prune,
       selfHeal: g.automated.selfHeal,
     };

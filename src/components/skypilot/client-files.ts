@@ -8,8 +8,13 @@ import { gpuPodSize, gpuTolerations, kueueLabels, ncclEnv, podPriorityClassName 
 
 /** Folder of the SkyPilot client files under dist/<cluster>/tutorials/. */
 export const SKYPILOT_FOLDER = 'skypilot';
-/** Name of the SkyPilot ServiceAccount, Role and RoleBinding in every queue namespace (`kubernetes.remote_identity`). */
+/**
+ * Name of the SkyPilot launcher's ServiceAccount, Role and RoleBinding in every queue namespace: users run
+ * `sky launch` with a kubeconfig for it.
+ */
 export const SKYPILOT_IDENTITY = 'skypilot';
+/** Name of the identity SkyPilot's pods run as (`kubernetes.remote_identity`): autodown only. */
+export const SKYPILOT_WORKLOAD_IDENTITY = 'skypilot-workload';
 /** Name SkyPilot gives the single container of its pods; `pod_config` must use it. */
 const SKYPILOT_CONTAINER = 'ray-node';
 
@@ -41,7 +46,11 @@ export function skypilotTaskNodes(model: ClusterModel, queue: QueueModel): numbe
   return Math.min(model.capacity.gpuNodes, Math.max(2, own));
 }
 
-/** `~/.sky/config.yaml` for one queue namespace. */
+/**
+ * `~/.sky/config.yaml` for one queue namespace, valid for released SkyPilot (v0.10: no
+ * `kubernetes.namespace`, which only later versions accept): the namespace comes from the kubeconfig
+ * context named in `allowed_contexts`.
+ */
 export function skypilotConfig(model: ClusterModel, queue: QueueModel): Record<string, unknown> {
   const d = model.description;
   const labels = kueueLabels(model, queue.namespace, queue.localQueue);
@@ -52,8 +61,7 @@ export function skypilotConfig(model: ClusterModel, queue: QueueModel): Record<s
   return {
     kubernetes: {
       allowed_contexts: [skypilotContext(model)],
-      namespace: queue.namespace,
-      remote_identity: SKYPILOT_IDENTITY,
+      remote_identity: SKYPILOT_WORKLOAD_IDENTITY,
       // A gang waits in Kueue's queue until the quota admits all of it: never give up provisioning.
       provision_timeout: -1,
       kueue: { local_queue_name: queue.localQueue },

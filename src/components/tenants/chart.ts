@@ -9,7 +9,7 @@ import { TenantGuardrails } from './tenant-guardrails';
 import { TenantNetworkPolicies } from './tenant-network-policies';
 
 /** ValidatingAdmissionPolicy is GA (admissionregistration.k8s.io/v1) from Kubernetes 1.30. */
-const ADMISSION_POLICY_MINOR = 30;
+export const ADMISSION_POLICY_MINOR = 30;
 
 /**
  * Tenants: per tenant a labelled namespace, its LocalQueue, a namespaced role for its group and

@@ -1,0 +1,88 @@
+import { existsSync, lstatSync, readdirSync } from 'node:fs';
+import * as path from 'node:path';
+import { describeObject, Manifest, objectId } from './manifest';
+import { isWriteArtifact } from './write';
+import { InputError } from '../errors';
+import { manifestFiles, readManifests } from '../validate/tree';
+
+/**
+ * Objects that leave the rendered output. Argo CD prunes what leaves dist/ (and deletes what an
+ * Application takes with it), so `synth` refuses to remove rendered objects unless `--allow-delete`,
+ * and `diff` exits 1 on them: both list them on standard error the same way.
+ */
+
+/** One object of a rendered tree, with the file it is in (relative to the output root). */
+export interface TreeObject {
+  readonly file: string;
+  readonly manifest: Manifest;
+}
+
+/** An object a write removes from the output: its cluster folder, `Kind namespace/name` and file (root-relative). */
+export interface Deletion {
+  readonly cluster: string;
+  readonly object: string;
+  readonly file: string;
+}
+
+/** The cluster folder (first path segment) of a root-relative file. */
+export const clusterOf = (file: string) => file.split('/')[0];
+
+/** Identity of a tree object across two renders: its cluster folder and its object identity (not its version). */
+export const objectKey = (o: TreeObject) => `${clusterOf(o.file)}\0${objectId(o.manifest)}`;
+
+const isObject = (d: unknown): d is Manifest => typeof d === 'object' && d !== null && typeof (d as Manifest).kind === 'string'
+  && typeof (d as Manifest).metadata?.name === 'string';
+
+/**
+ * The objects of the given entries of an output root (each a folder, read whole; absent ones hold none),
+ * with root-relative files. A file that is not YAML goes to `unreadable` (with the reason) when given,
+ * and is bad input otherwise.
+ */
+export function readTreeObjects(root: string, names: readonly string[], unreadable?: (file: string, reason: string) => void): TreeObject[] {
+  const out: TreeObject[] = [];
+  for (const name of names) {
+    const dir = path.join(root, name);
+    if (!existsSync(dir) || !lstatSync(dir).isDirectory()) continue;
+    for (const f of manifestFiles(dir)) {
+      const file = path.relative(root, f).split(path.sep).join('/');
+      let docs;
+      try {
+        docs = readManifests(f);
+      } catch (e) {
+        if (!(e instanceof InputError) || !unreadable) throw e;
+        unreadable(file, e.message);
+        continue;
+      }
+      for (const d of docs) if (isObject(d.manifest)) out.push({ file, manifest: d.manifest });
+    }
+  }
+  return out;
+}
+
+/** The cluster folders (and fleet/) of an output root, without the write protocol's bookkeeping. */
+export function outputEntries(root: string): string[] {
+  if (!existsSync(root)) return [];
+  return readdirSync(root).filter((n) => !isWriteArtifact(n) && lstatSync(path.join(root, n)).isDirectory()).sort();
+}
+
+/** The objects of `before` that `after` no longer holds (matched per cluster folder by identity), in file order. */
+export function removedObjects(before: readonly TreeObject[], after: readonly TreeObject[]): Deletion[] {
+  const kept = new Set(after.map(objectKey));
+  return before.filter((o) => !kept.has(objectKey(o)))
+    .map((o) => ({ cluster: clusterOf(o.file), object: describeObject(o.manifest), file: o.file }))
+    .sort((a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : a.object < b.object ? -1 : a.object > b.object ? 1 : 0));
+}
+
+/** One standard-error line per deleted object: `- <cluster>: Kind namespace/name (folder/file)`. */
+export function deletionLines(deletions: readonly Deletion[]): string[] {
+  return deletions.map((d) => `- ${d.cluster}: ${d.object} (${d.file.slice(d.cluster.length + 1)})`);
+}
+
+/** A write that would remove rendered objects, without --allow-delete. Exit code 1; nothing is written. */
+export class DeletionRefused extends Error {
+  constructor(readonly deletions: readonly Deletion[], readonly out: string) {
+    super(`${deletions.length} rendered object(s) would be deleted from ${out}, and Argo CD would prune them from the cluster; `
+      + 'nothing was written; re-run with --allow-delete if that is intended');
+    this.name = 'DeletionRefused';
+  }
+}

@@ -1,0 +1,166 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { EXIT, main } from '../../src/cli';
+import { synth } from '../../src/pipeline';
+import { DeletionRefused, readTreeObjects } from '../../src/render/deletions';
+import { referenceInput, readTreeFiles, ROOT } from '../helpers';
+
+// Argo CD prunes what leaves dist/: a dropped tenant takes its Namespace, and everything in it, with it.
+// synth refuses to remove rendered objects unless --allow-delete, lists them on stderr as diff does,
+// and leaves the output byte-identical; the same with --config/--out and without arguments (the fleet).
+
+function capture() {
+  const out: string[] = [];
+  const err: string[] = [];
+  return { io: { out: (l: string) => out.push(l), err: (l: string) => err.push(l) }, out, err };
+}
+
+let work: string;
+const file = (name: string, edit: (d: Record<string, any>) => void = () => {}) => {
+  const d = referenceInput();
+  edit(d);
+  const p = path.join(work, name);
+  writeFileSync(p, stringify(d));
+  return p;
+};
+const withoutInference = (d: Record<string, any>) => { d.tenants = d.tenants.filter((t: { name: string }) => t.name !== 'inference'); };
+
+beforeAll(() => {
+  work = mkdtempSync(path.join(tmpdir(), 'synth-deletions-'));
+});
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+describe('synth --config FILE --out DIR', () => {
+  let out: string;
+  let reference: string;
+  let dropped: string;
+  beforeAll(() => {
+    out = path.join(work, 'one');
+    reference = file('instant-cluster.yaml');
+    dropped = file('without-inference.yaml', withoutInference);
+    expect(main(['synth', '--config', reference, '--out', out, '--quiet'])).toBe(EXIT.ok);
+  });
+
+  it('refuses to remove a tenant\'s Namespace and objects: exit 1, each on stderr, the output byte-identical', () => {
+    const before = readTreeFiles(out);
+    const c = capture();
+    expect(main(['synth', '--config', dropped, '--out', out], c.io)).toBe(EXIT.failed);
+    expect(c.err).toContain('- instant-cluster: Namespace inference (tenants/namespace.inference.yaml)');
+    expect(c.err).toContain('- instant-cluster: LocalQueue inference/default (tenants/localqueue.inference.default.yaml)');
+    expect(c.err).toContain('- instant-cluster: ClusterQueue inference (kueue/clusterqueue.inference.yaml)');
+    expect(c.err.at(-1)).toMatch(/^error: \d+ rendered object\(s\) would be deleted from .*one, and Argo CD would prune them from the cluster; nothing was written; re-run with --allow-delete if that is intended$/);
+    expect(c.out).toEqual([]);
+    expect(readTreeFiles(out)).toEqual(before);
+    expect(readdirSync(out)).toEqual(['instant-cluster']);
+  });
+
+  it('lists what diff lists as removed, no more and no less', () => {
+    const s = capture();
+    expect(main(['synth', '--config', dropped, '--out', out], s.io)).toBe(EXIT.failed);
+    const d = capture();
+    expect(main(['diff', '--config', dropped, '--out', out], d.io)).toBe(EXIT.failed);
+    expect(s.err.filter((l) => l.startsWith('- '))).toEqual(d.err.filter((l) => l.startsWith('- ')));
+  });
+
+  it('removes them with --allow-delete, saying what went', () => {
+    const c = capture();
+    expect(main(['synth', '--config', dropped, '--out', out, '--quiet', '--allow-delete'], c.io)).toBe(EXIT.ok);
+    expect(existsSync(path.join(out, 'instant-cluster', 'tenants', 'namespace.inference.yaml'))).toBe(false);
+    expect(c.err).toContain('- instant-cluster: Namespace inference (tenants/namespace.inference.yaml)');
+    expect(c.err.at(-1)).toMatch(/^note: \d+ rendered object\(s\) removed from .*one \(--allow-delete\); Argo CD prunes them/);
+    // Nothing more to remove: a second run needs no flag.
+    const again = capture();
+    expect(main(['synth', '--config', dropped, '--out', out, '--quiet'], again.io)).toBe(EXIT.ok);
+    expect(again.err).toEqual([]);
+  });
+
+  it('adding objects needs no flag', () => {
+    const c = capture();
+    expect(main(['synth', '--config', reference, '--out', out, '--quiet'], c.io)).toBe(EXIT.ok);
+    expect(c.err).toEqual([]);
+  });
+
+  it('through npm run: exit 1, the same lines on stderr, the output unchanged', () => {
+    const before = readTreeFiles(out);
+    const npm = spawnSync('npm', ['run', '-s', 'synth', '--', '--config', dropped, '--out', out], {
+      cwd: ROOT, env: { ...process.env, CDK8S_CHECK_UPGRADE: 'false' }, encoding: 'utf8',
+    });
+    expect(npm.status, npm.stderr).toBe(1);
+    expect(npm.stderr).toMatch(/^- instant-cluster: Namespace inference \(tenants\/namespace\.inference\.yaml\)$/m);
+    expect(npm.stderr).toMatch(/would be deleted from .*; nothing was written; re-run with --allow-delete/);
+    expect(readTreeFiles(out)).toEqual(before);
+  });
+});
+
+describe('synth of every description (the fleet, as `npm run synth` without arguments)', () => {
+  let clusters: string;
+  let out: string;
+  const run = (allowDelete = false) => synth({ clustersDir: clusters, out, schemas: false, allowDelete });
+  const refused = (): DeletionRefused => {
+    try {
+      run();
+    } catch (e) {
+      if (e instanceof DeletionRefused) return e;
+      throw e;
+    }
+    throw new Error('synth removed objects without --allow-delete');
+  };
+
+  beforeAll(() => {
+    clusters = path.join(work, 'clusters');
+    out = path.join(work, 'fleet-out');
+    mkdirSync(clusters);
+    writeFileSync(path.join(clusters, 'instant-cluster.yaml'), stringify(referenceInput()));
+    writeFileSync(path.join(clusters, 'second-cluster.yaml'), stringify({ ...referenceInput(), name: 'second-cluster', gitops: { ...referenceInput().gitops, path: 'dist/second-cluster' } }));
+    run();
+    expect(readdirSync(out).sort()).toEqual(['fleet', 'instant-cluster', 'second-cluster']);
+  });
+
+  it('a cluster dropped from the descriptions: every object of its folder, and nothing written', () => {
+    const before = readTreeFiles(out);
+    rmSync(path.join(clusters, 'second-cluster.yaml'));
+    const e = refused();
+    const objects = readTreeObjects(out, ['second-cluster']);
+    expect(objects.length).toBeGreaterThan(50);
+    expect(e.deletions).toHaveLength(objects.length);
+    expect(new Set(e.deletions.map((d) => d.cluster))).toEqual(new Set(['second-cluster']));
+    expect(e.deletions.map((d) => d.object)).toContain('Namespace research');
+    expect(readTreeFiles(out)).toEqual(before);
+    writeFileSync(path.join(clusters, 'second-cluster.yaml'), stringify({ ...referenceInput(), name: 'second-cluster', gitops: { ...referenceInput().gitops, path: 'dist/second-cluster' } }));
+  });
+
+  it('a folder a description no longer renders: its objects and its Application', () => {
+    const before = readTreeFiles(out);
+    writeFileSync(path.join(clusters, 'instant-cluster.yaml'), stringify({ ...referenceInput(), tutorials: { skypilot: { enabled: false } } }));
+    const e = refused();
+    const where = new Set(e.deletions.map((d) => d.file.split('/').slice(0, 2).join('/')));
+    expect(where).toEqual(new Set(['instant-cluster/skypilot', 'instant-cluster/gitops']));
+    expect(e.deletions.filter((d) => d.file.startsWith('instant-cluster/gitops/')).map((d) => d.object)).toEqual(['Application argocd/instant-cluster-skypilot']);
+    expect(readTreeFiles(out)).toEqual(before);
+    writeFileSync(path.join(clusters, 'instant-cluster.yaml'), stringify(referenceInput()));
+  });
+
+  it('a file of the output that is no YAML counts unless the render rewrites it', () => {
+    const rewritten = path.join(out, 'instant-cluster', 'tenants', 'namespace.research.yaml');
+    writeFileSync(rewritten, 'kind: [unclosed\n');
+    expect(run().deleted).toEqual([]);
+    const stray = path.join(out, 'instant-cluster', 'tenants', 'notes.yaml');
+    writeFileSync(stray, 'kind: [unclosed\n');
+    expect(refused().deletions).toEqual([
+      { cluster: 'instant-cluster', object: expect.stringMatching(/^the objects of an unreadable file \(.*notes\.yaml: invalid YAML/), file: 'instant-cluster/tenants/notes.yaml' },
+    ]);
+    rmSync(stray);
+  });
+
+  it('with allowDelete, the dropped cluster goes and the result lists its objects', () => {
+    rmSync(path.join(clusters, 'second-cluster.yaml'));
+    const count = readTreeObjects(out, ['second-cluster']).length;
+    const r = run(true);
+    expect(r.deleted).toHaveLength(count);
+    expect(readdirSync(out).sort()).toEqual(['fleet', 'instant-cluster']);
+  });
+});
