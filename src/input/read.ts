@@ -2,6 +2,7 @@ import { closeSync, constants, fstatSync, openSync, readSync, Stats } from 'node
 import { createRequire } from 'node:module';
 import { isPair, isScalar, isSeq, LineCounter, Node, parseAllDocuments, parseDocument, visit, Document } from 'yaml';
 import { formatMiB, INPUT_LIMITS, InputKind, maxBytes, raiseHint } from './limits';
+import { InputError } from '../errors';
 
 /**
  * The one reader of input files (descriptions, snapshots, kubeconfigs): a regular file within the
@@ -23,8 +24,21 @@ export interface InputIssue {
 /** An input file that cannot be read or parsed. The message is one line: the file, where, what. */
 export class InputFileError extends Error {
   constructor(readonly file: string, readonly issues: readonly InputIssue[]) {
-    super(`${file}: ${describeIssue(issues[0])}${issues.length > 1 ? ` (and ${issues.length - 1} more problem(s))` : ''}`);
+    super(`${file}: ${describeIssues(issues)}`);
     this.name = 'InputFileError';
+  }
+}
+
+function describeIssues(issues: readonly InputIssue[]): string {
+  return `${describeIssue(issues[0])}${issues.length > 1 ? ` (and ${issues.length - 1} more problem(s))` : ''}`;
+}
+
+/** Runs a read; its InputFileError becomes bad input of one line naming `label` (`--snapshot FILE`) instead of the file. */
+export function asInputError<T>(label: string, read: () => T): T {
+  try {
+    return read();
+  } catch (e) {
+    throw e instanceof InputFileError ? new InputError(`${label}: ${describeIssues(e.issues)}`) : e;
   }
 }
 
@@ -243,9 +257,9 @@ interface Visit {
   readonly key?: string | number;
 }
 
-function pathOf(visit: Visit): string {
+function pathOf(step: Visit): string {
   const segs: Array<string | number> = [];
-  for (let at: Visit | undefined = visit; at?.key !== undefined; at = at.parent) segs.unshift(at.key);
+  for (let at: Visit | undefined = step; at?.key !== undefined; at = at.parent) segs.unshift(at.key);
   return formatPath(segs);
 }
 
@@ -259,14 +273,14 @@ function tooDeep(root: unknown, max: number, shared: boolean): string | undefine
   const seen = shared ? new Set<object>() : undefined;
   const stack: Visit[] = [{ v: root, depth: 0 }];
   while (stack.length > 0) {
-    const visit = stack.pop()!;
-    if (visit.depth >= max) return pathOf(visit);
-    const entries: Array<[string | number, unknown]> = Array.isArray(visit.v) ? visit.v.map((x, i) => [i, x]) : Object.entries(visit.v);
+    const step = stack.pop()!;
+    if (step.depth >= max) return pathOf(step);
+    const entries: Array<[string | number, unknown]> = Array.isArray(step.v) ? step.v.map((x, i) => [i, x]) : Object.entries(step.v);
     for (let i = entries.length - 1; i >= 0; i--) {
       const [key, x] = entries[i];
       if (x === null || typeof x !== 'object' || seen?.has(x)) continue;
       seen?.add(x);
-      stack.push({ v: x, depth: visit.depth + 1, parent: visit, key });
+      stack.push({ v: x, depth: step.depth + 1, parent: step, key });
     }
   }
   return undefined;
