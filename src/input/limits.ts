@@ -44,9 +44,9 @@ export function maxBytes(kind: InputKind): number {
   return Math.floor(mib * 1024 * 1024);
 }
 
-/** `8 MiB`, `0.5 MiB`. */
+/** `8 MiB`, `0.5 MiB`, `10.24 KiB`. */
 export function formatMiB(bytes: number): string {
-  return `${Number((bytes / 1024 / 1024).toFixed(2))} MiB`;
+  return bytes < 1024 * 1024 ? `${Number((bytes / 1024).toFixed(2))} KiB` : `${Number((bytes / 1024 / 1024).toFixed(2))} MiB`;
 }
 
 /** How to raise a kind's size limit, for messages. */

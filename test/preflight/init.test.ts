@@ -6,6 +6,7 @@ import { parse } from 'yaml';
 import { kubeconfigFor, serveState } from './api-server';
 import { main } from '../../src/cli';
 import { EXIT } from '../../src/commands/io';
+import { parseQuantity } from '../../src/model/quantity';
 import { readSnapshot } from '../../src/preflight/snapshot';
 import { HAS_SCHEMAS } from '../helpers';
 
@@ -31,7 +32,11 @@ describe('init writes a description from the cluster', () => {
     expect(d.nodes.gpuWorkers.gpusPerNode).toBe(Number((gpu[0] as any).status.allocatable['nvidia.com/gpu']));
     expect(d.nodes.gpuWorkers.gpuProduct).toBe(gpu[0].metadata.labels!['nvidia.com/gpu.product']);
     expect(d.nodes.gpuWorkers.cpu).toBe((gpu[0] as any).status.allocatable.cpu);
-    expect(d.nodes.gpuWorkers.memory).toBe((gpu[0] as any).status.allocatable.memory);
+    // readable, rounded down to whole GiB: never more than the node has, less by under 1 GiB
+    const memory = parseQuantity((gpu[0] as any).status.allocatable.memory);
+    expect(d.nodes.gpuWorkers.memory).toMatch(/^\d+Gi$/);
+    expect(parseQuantity(d.nodes.gpuWorkers.memory)).toBeLessThanOrEqual(memory);
+    expect(parseQuantity(d.nodes.gpuWorkers.memory)).toBeGreaterThan(memory - 2 ** 30);
     expect(d.nodes.service.taints).toEqual(service.spec.taints);
     expect(d.network.infiniband.rdmaSharedDevice).toMatchObject({ name: 'rdma_shared_device_a', hcaMax: Number((gpu[0] as any).status.allocatable['rdma/rdma_shared_device_a']) });
     expect(d.queueing).toMatchObject({ defaultQueue: 'default', defaultClusterQueue: 'cluster-queue' });

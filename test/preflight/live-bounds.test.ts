@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer, Server as HttpServer } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
@@ -10,18 +10,17 @@ import { kubeconfigFor, serveState } from './api-server';
 import { EXIT } from '../../src/commands/io';
 import { INPUT_LIMITS } from '../../src/input/limits';
 import { readSnapshot } from '../../src/preflight/snapshot';
-import { REFERENCE_FILE, ROOT } from '../helpers';
+import { runCliChild } from '../child-cli';
+import { REFERENCE_FILE } from '../helpers';
 
 /*
  * Live reads against hostile servers of the test's own, on loopback: each command ends within its
  * --timeout (+ a small grace for tearing down) with exit 2 and one line that says what to do, and
- * the child's peak memory stays bounded. The commands run as a child (`node lib/src/cli.js`, as
- * users do); a small wrapper reports the exit code, the time spent in the live read (from the
- * child's own clock, so that loading the CLI on a busy machine does not count) and the peak RSS
- * from process.resourceUsage(). Nothing here measures speed: only the bound.
+ * the child's peak memory stays bounded. The commands run as a child (test/child-cli.ts), which
+ * reports the time of its live read by its own clock and its peak RSS. Nothing here measures speed:
+ * only the bound.
  */
 
-const LIB = path.join(ROOT, 'lib', 'src');
 const SNAPSHOT = path.join(__dirname, 'fixtures', 'instant-cluster.snapshot.yaml');
 /** Seconds each hostile case may take (--timeout). */
 const TIMEOUT_S = 2;
@@ -30,62 +29,10 @@ const GRACE_MS = 3000;
 /** The child's peak RSS: the CLI with its render stack is about 200 MiB; an unbounded body reaches GiBs within the timeout. */
 const MAX_RSS = 768 * 1024 * 1024;
 
-const WRAPPER = `
-const fs = require('node:fs');
-const [cli, live, ...args] = process.argv.slice(2);
-const liveModule = require(live);
-const readLive = liveModule.readLive;
-let liveMs;
-liveModule.readLive = (...a) => {
-  const t0 = performance.now();
-  const p = readLive(...a);
-  p.then(() => {}, () => {}).finally(() => { liveMs = performance.now() - t0; });
-  return p;
-};
-Promise.resolve(require(cli).main(args)).then((code) => {
-  process.exitCode = code;
-  fs.writeSync(3, JSON.stringify({ code, liveMs, maxRSS: process.resourceUsage().maxRSS * 1024 }));
-});
-`;
-
-interface Outcome {
-  readonly code: number;
-  readonly liveMs?: number;
-  readonly maxRSS: number;
-  readonly stderr: string;
-  readonly stdout: string;
-}
-
 let dir: string;
 const closers: Array<() => void> = [];
 
-/** Runs the CLI in a child with the wrapper; resolves when the child has exited (so lingering handles would show as a hang). */
-function run(args: string[], env: Record<string, string | undefined> = {}): Promise<Outcome> {
-  const wrapper = path.join(dir, 'wrapper.cjs');
-  if (!existsSync(wrapper)) writeFileSync(wrapper, WRAPPER);
-  const childEnv: Record<string, string> = {};
-  for (const [k, v] of Object.entries({ ...process.env, CDK8S_CHECK_UPGRADE: 'false', ...env })) if (v !== undefined) childEnv[k] = v;
-  const child = spawn(process.execPath, [wrapper, path.join(LIB, 'cli.js'), path.join(LIB, 'preflight', 'live.js'), ...args], {
-    cwd: ROOT, env: childEnv, stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  let report = '';
-  child.stdout!.on('data', (c) => { stdout += String(c); });
-  child.stderr!.on('data', (c) => { stderr += String(c); });
-  (child.stdio[3] as NodeJS.ReadableStream).on('data', (c) => { report += String(c); });
-  return new Promise((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', () => {
-      try {
-        const r = JSON.parse(report) as { code: number; liveMs?: number; maxRSS: number };
-        resolve({ ...r, stderr, stdout });
-      } catch {
-        reject(new Error(`no report from the child: ${stderr}`));
-      }
-    });
-  });
-}
+const run = (args: string[], env?: Record<string, string | undefined>) => runCliChild(dir, args, env);
 
 async function listen<S extends Server | HttpServer>(server: S): Promise<string> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

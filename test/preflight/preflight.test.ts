@@ -192,7 +192,7 @@ describe('each rule fires on its conflict', () => {
       set('NicClusterPolicy', 'nic-cluster-policy', (o) => { o.spec.rdmaSharedDevicePlugin.config = JSON.stringify({ configList: [{ resourceName: 'rdma_ib', rdmaHcaMax: 1000 }] }); })(objects);
     });
     const f = findingsOf({ state }).find((x) => x.rule === 'drift-rdma');
-    expect(f?.fix).toContain('name: rdma_ib and hcaMax: 1000');
+    expect(f?.fix).toContain('set network.infiniband.rdmaSharedDevice.name: rdma_ib and network.infiniband.rdmaSharedDevice.hcaMax: 1000 in the description');
   });
 
   it('kueue-integrations: plain pods with the queue label need the pod integration (data-driven)', () => {
