@@ -61,8 +61,7 @@ export function runInit(argv: string[], io: Io = consoleIo, help = ''): number |
         const option: Record<string, string> = { 'name': '--name', 'gitops.repoURL': '--repo', 'gitops.path': '--path' };
         const i = e.issues[0];
         if (option[i.path]) throw new InputError(`${option[i.path]}: ${i.message}`);
-        throw new InputError(`${state.source}: the cluster shows a value the description cannot take: ${i.path}: ${printable(i.message)}; `
-          + 'check that object in the cluster (a snapshot edited by hand?)');
+        throw new InputError(`${state.source}: what the cluster shows does not fit a description: ${i.path}: ${printable(i.message)}`);
       }
       throw e;
     }

@@ -1,10 +1,10 @@
 import { Document, isMap, isScalar, isSeq, Node as YamlNode } from 'yaml';
 import { KUEUE_FRAMEWORKS } from '../components/kueue/manager-config';
+import { InputError, printable } from '../errors';
 import { Taint } from '../model/description';
 import { LABELS, NAMESPACES, RESOURCES, STORAGE_CLASSES } from '../model/names';
 import { MAX_GPUS_PER_NODE } from '../model/schema-types';
 import { liveKueueConfig } from '../preflight/foreign-config';
-import { InputError, printable } from '../errors';
 import { allocatableAmount, gpuProduct, nicClusterPolicyDevices, nodeRoles, rdmaResources, readableAllocatable, taintKey, taintsOf } from '../preflight/nodes';
 import { crdFacts } from '../preflight/reads';
 import { ClusterState } from '../preflight/state';

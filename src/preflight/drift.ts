@@ -34,8 +34,9 @@ const nodeCount: PreflightRule = {
       object: `Nodes ${nodeList(gpu) || '(none)'}`,
       message: `the cluster has ${gpu.length} GPU worker(s) and the description ${want}: quotas, the NCCL test and the DDP sample are sized for ${want}`,
       // no GPU worker at all is a cluster to repair, not a description to change (a GPU node group has at least one node)
-      fix: descriptionEdit(model.description, { 'nodes.gpuWorkers.count': gpu.length })
-        ?? `no node advertises ${RESOURCES.gpu}: check the GPU Operator's device plugin (kubectl -n gpu-operator get pods) and that the state holds every node (kubectl get nodes -o yaml)`,
+      fix: descriptionEdit(model.description, { 'nodes.gpuWorkers.count': gpu.length }) ?? (gpu.length === 0
+        ? `no node advertises ${RESOURCES.gpu}: check the GPU Operator's device plugin (kubectl -n gpu-operator get pods) and that the state holds every node (kubectl get nodes -o yaml)`
+        : `${gpu.length} GPU workers are more than one description takes (nodes.gpuWorkers.count): describe the cluster in parts, one description per node group`),
     }];
   }),
 };

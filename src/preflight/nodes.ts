@@ -52,7 +52,8 @@ export function nodeRoles(state: ClusterState, serviceSelector: Readonly<Record<
   const isService = (n: Manifest) => Object.entries(serviceSelector).every(([k, v]) => labels(n)[k] === v);
   const service = nodes.filter(isService);
   const gpu = nodes.filter((n) => !isService(n) && allocatableAmount(n, RESOURCES.gpu) > 0);
-  return { service, gpu, other: nodes.filter((n) => !service.includes(n) && !gpu.includes(n)) };
+  const placed = new Set([...service, ...gpu]);
+  return { service, gpu, other: nodes.filter((n) => !placed.has(n)) };
 }
 
 /** RDMA resources a node advertises: `rdma/<name>` -> units. */

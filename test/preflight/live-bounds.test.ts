@@ -10,6 +10,7 @@ import { kubeconfigFor, serveState } from './api-server';
 import { EXIT } from '../../src/commands/io';
 import { INPUT_LIMITS } from '../../src/input/limits';
 import { readSnapshot } from '../../src/preflight/snapshot';
+import { ClusterState } from '../../src/preflight/state';
 import { runCliChild } from '../child-cli';
 import { REFERENCE_FILE } from '../helpers';
 
@@ -249,5 +250,18 @@ describe('what the bounds leave working', () => {
     expect(server.requests.every((q) => q.authorization === 'Bearer from-the-plugin')).toBe(true);
     // a large cluster is read in pages, as kubectl does
     expect(server.requests.every((q) => q.query.get('limit') === '500')).toBe(true);
+  }, 120_000);
+
+  it('a cluster larger than a page is read whole, page by page', async () => {
+    const objects = structuredClone(readSnapshot(SNAPSHOT).objects) as any[];
+    const node = objects.find((o) => o.kind === 'Node' && o.status.allocatable['nvidia.com/gpu']);
+    for (let i = 0; i < 1200; i++) objects.push({ ...structuredClone(node), metadata: { ...structuredClone(node.metadata), name: `gpu-extra-${i}` } });
+    const server = await serveState(new ClusterState('large', objects));
+    closers.push(() => void server.close());
+    const r = await run(['init', '--kubeconfig', kubeconfigFile('large', kubeconfigFor(server.url)), '--name', 'lab', '--timeout', '60']);
+    expect(r.code, r.stderr).toBe(EXIT.ok);
+    expect(r.stdout).toContain('count: 1203');
+    const pages = server.requests.filter((q) => q.path === '/api/v1/nodes').map((q) => q.query.get('continue'));
+    expect(pages).toEqual([null, '500', '1000']);
   }, 120_000);
 });
