@@ -207,7 +207,7 @@ function explain(text: string, multi: boolean, e: { reason: string; mark?: { lin
   const issues = docs.flatMap((doc, d) => {
     const document = multi && docs.length > 1 ? d + 1 : undefined;
     return doc.errors.length > 0
-      ? doc.errors.map((err) => ({ path: '', message: `invalid YAML: ${err.message.split('\n')[0]}`, document }))
+      ? doc.errors.map((err) => ({ path: '', message: `invalid YAML: ${err.message.split('\n')[0].replace(/:$/, '')}`, document }))
       : duplicateKeys(doc, lines, document);
   });
   return issues.length > 0 ? issues : fallback;
