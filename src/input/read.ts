@@ -67,8 +67,13 @@ function fileKind(st: Stats): string {
  */
 export function readInputBytes(file: string, kind: InputKind): Buffer {
   const spec = INPUT_LIMITS[kind];
-  const max = maxBytes(kind);
   const fail = (message: string) => new InputFileError(file, [{ path: '', message }]);
+  let max: number;
+  try {
+    max = maxBytes(kind);
+  } catch (e) {
+    throw e instanceof InputError ? fail(e.message) : e;
+  }
   let fd: number;
   try {
     // O_NONBLOCK: opening a FIFO must not wait for a writer

@@ -44,7 +44,15 @@ function entries(doc: Obj, key: string): Obj[] {
 function kubeconfigFiles(explicit: string | undefined): { file: string; label: string }[] | undefined {
   if (explicit !== undefined) return [{ file: explicit, label: `--kubeconfig ${explicit}` }];
   const env = (process.env.KUBECONFIG ?? '').split(path.delimiter).filter((f) => f !== '');
-  if (env.length > 0) return env.map((file) => ({ file, label: `kubeconfig ${file} (from $KUBECONFIG)` }));
+  if (env.length > 0) {
+    // as kubectl: files of the list that do not exist are skipped
+    const present = env.filter((f) => existsSync(f));
+    if (present.length === 0) {
+      throw new InputError(`no kubeconfig: none of the files $KUBECONFIG names exists (${env.join(path.delimiter)}); `
+        + 'set KUBECONFIG to your kubeconfig, or pass --kubeconfig PATH');
+    }
+    return present.map((file) => ({ file, label: `kubeconfig ${file} (from $KUBECONFIG)` }));
+  }
   const home = path.join(process.env.HOME || homedir(), '.kube', 'config');
   return existsSync(home) ? [{ file: home, label: `kubeconfig ${home}` }] : undefined;
 }

@@ -141,6 +141,13 @@ const SNAPSHOTS: Case[] = [
     says: /ClusterQueue cq has apiVersion kueue\.x-k8s\.io\/v1beta2, but the CRD clusterqueues\.kueue\.x-k8s\.io in the same state serves kueue\.x-k8s\.io\/v1beta1/,
   },
   { kind: 'snapshot', name: 'an allocatable that is no quantity', file: () => file('eight.yaml', SNAPSHOT.replace('nvidia.com/gpu: "8"', 'nvidia.com/gpu: eight')), says: /eight\.yaml: document 1, items\[0\] \(Node gpu-1\): status\.allocatable\.nvidia\.com\/gpu: expected a quantity such as "8" or "1800Gi", got "eight"/ },
+  {
+    kind: 'snapshot',
+    name: 'a size limit that is no size',
+    env: { [INPUT_LIMITS.snapshot.env]: 'lots' },
+    file: () => file('limit.yaml', SNAPSHOT),
+    says: new RegExp(`${INPUT_LIMITS.snapshot.env}=lots: expected a size in MiB greater than 0 and at most 1024`),
+  },
   { kind: 'snapshot', name: 'preflight reads the same way', args: (f) => ['preflight', '--config', REFERENCE_FILE, '--snapshot', f], file: () => fifo('preflight.fifo'), says: /--snapshot .*preflight\.fifo: not a regular file \(a pipe\)/, skip: !LINUX },
 ];
 

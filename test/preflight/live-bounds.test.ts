@@ -206,6 +206,12 @@ const CASES: Case[] = [
     says: /^error: no kubeconfig: --kubeconfig names none, \$KUBECONFIG is not set and ~\/\.kube\/config does not exist; pass --kubeconfig PATH/,
     skip: existsSync('/var/run/secrets/kubernetes.io/serviceaccount/token'),
   },
+  {
+    name: '$KUBECONFIG naming only files that do not exist',
+    kubeconfig: async () => '',
+    env: { KUBECONFIG: '/nonexistent/a:/nonexistent/b' },
+    says: /^error: no kubeconfig: none of the files \$KUBECONFIG names exists \(\/nonexistent\/a:\/nonexistent\/b\); set KUBECONFIG/,
+  },
 ];
 
 beforeAll(() => {
