@@ -258,6 +258,16 @@ describe('what the bounds leave working', () => {
     expect(server.requests.every((q) => q.query.get('limit') === '500')).toBe(true);
   }, 120_000);
 
+  it('$KUBECONFIG files merge as kubectl merges them: the first to set a name wins, missing files are skipped', async () => {
+    const server = await serveState(readSnapshot(SNAPSHOT));
+    closers.push(() => void server.close());
+    const first = kubeconfigFile('first', kubeconfigFor(server.url));
+    const second = kubeconfigFile('second', kubeconfigFor(`http://${await servers.refusing()}`).replace('current-context: test', 'current-context: other'));
+    const r = await run(['init', '--kubeconfig', '--name', 'lab'], { KUBECONFIG: [first, path.join(dir, 'missing'), second].join(path.delimiter) });
+    expect(r.code, r.stderr).toBe(EXIT.ok);
+    expect(r.stdout).toContain('gpusPerNode: 8');
+  }, 120_000);
+
   it('a cluster larger than a page is read whole, page by page', async () => {
     const objects = structuredClone(readSnapshot(SNAPSHOT).objects) as any[];
     const node = objects.find((o) => o.kind === 'Node' && o.status.allocatable['nvidia.com/gpu']);
