@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import * as http from 'node:http';
 import * as https from 'node:https';
 import { loadKubeConfig, LoadedKubeConfig } from './kubeconfig';
@@ -36,6 +37,8 @@ class Deadline {
   private readonly timer: NodeJS.Timeout;
 
   constructor(readonly ms: number, onExpiry: () => void) {
+    // every request in flight listens to it (about 20 lists read at once): no leak warning on stderr
+    setMaxListeners(0, this.controller.signal);
     this.timer = setTimeout(() => {
       onExpiry();
       this.controller.abort();
