@@ -158,8 +158,12 @@ export function decodeInput(file: string, buf: Buffer): string {
 /** js-yaml only where YAML is parsed. */
 const jsYaml = (): typeof import('js-yaml') => createRequire(__filename)('js-yaml');
 
-/** Files up to this size are parsed a second time, with the `yaml` library, to explain an error precisely. */
-const EXPLAIN_MAX_CHARS = 8 * 1024 * 1024;
+/**
+ * Files up to this size (every description and kubeconfig) are parsed a second time, with the `yaml`
+ * library, to explain an error with field paths; it costs about 1 s and 70 MiB per MiB, so a larger
+ * snapshot keeps js-yaml's message (with its line and column).
+ */
+const EXPLAIN_MAX_CHARS = 1024 * 1024;
 
 /** The field path of a YAML node from its ancestors (as `visit` gives them). */
 function yamlPath(ancestors: readonly unknown[], self: unknown): string {
