@@ -61,9 +61,11 @@ Commands:
              immutable fields, allocated node ports, quota counted twice, missing APIs, drift of
              the nodes from the description, Kueue configuration, objects Argo CD would take over
              or prune. Each finding names the fix. Exit 1 on blocking findings.
-             --list-rules prints every rule id.
+             --list-rules prints every rule id. --timeout bounds the whole live read (exec
+             credential plugin, connect, TLS, every answer; default 30); limits: README.
   init       Writes a description from the cluster (same sources as preflight) to stdout or
-             --out FILE (never overwritten); what cannot be observed is marked TODO(init).
+             --out FILE (never overwritten); what cannot be observed or decided is marked
+             TODO(init); a cluster without GPU workers is refused (exit 2).
 
   schema     Print the JSON Schema of the cluster description (--out FILE to write it,
              --readme FILE to regenerate its field reference section; npm run schema

@@ -1,12 +1,32 @@
-import { writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, readlinkSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { parse } from 'yaml';
 import { describeCluster, descriptionYaml } from './describe';
 import { consoleIo, EXIT, Io } from '../commands/io';
-import { InputError } from '../errors';
+import { InputError, printable } from '../errors';
+import { pathProblem } from '../files';
 import { DescriptionError, parseDescription } from '../model/load';
 import { CLUSTER_SOURCE_OPTIONS, clusterSource, normalizeKubeconfigArg, readClusterState } from '../preflight/command';
 import { ClusterState } from '../preflight/state';
+
+/**
+ * Refuses an --out init cannot write as a new file: empty, an unusable path, or an existing entry,
+ * named for what it is (a file, a folder, a symbolic link, and where that link points).
+ */
+function checkOut(out: string): void {
+  if (out === '') throw new InputError('--out "": empty path; name the file to write, or leave --out out to print the description');
+  const problem = pathProblem(out);
+  if (problem) throw new InputError(`--out ${out}: the path ${problem}`);
+  const st = lstatSync(out, { throwIfNoEntry: false });
+  if (!st) return;
+  const choose = 'init never overwrites and never writes through a link: choose another name';
+  if (st.isSymbolicLink()) {
+    const target = readlinkSync(out);
+    const dangling = !existsSync(out);
+    throw new InputError(`--out ${out}: a symbolic link to ${target}${dangling ? ', which does not exist' : ''}; ${choose}`);
+  }
+  throw new InputError(`--out ${out}: ${st.isDirectory() ? 'a folder' : 'the file exists'}; ${choose}`);
+}
 
 /**
  * `init (--snapshot FILE | --kubeconfig [PATH] [--context NAME]) [--name NAME --repo URL --path DIR] [--out FILE]`:
@@ -29,24 +49,27 @@ export function runInit(argv: string[], io: Io = consoleIo, help = ''): number |
     return EXIT.ok;
   }
   const source = clusterSource(values, 'init');
+  // before reading the cluster: a live read is not wasted on an output that cannot be written
+  if (values.out !== undefined) checkOut(values.out);
   const write = (state: ClusterState): number => {
     const text = descriptionYaml(describeCluster(state, { name: values.name, repo: values.repo, path: values.path }), state.source);
     try {
       parseDescription(parse(text), 'init');
     } catch (e) {
-      // Only the given options can make it invalid (the placeholders validate): name the option.
       if (e instanceof DescriptionError) {
+        // the placeholders validate: either a given option or a value the cluster shows is wrong
         const option: Record<string, string> = { 'name': '--name', 'gitops.repoURL': '--repo', 'gitops.path': '--path' };
         const i = e.issues[0];
-        throw new InputError(`${option[i.path] ?? i.path}: ${i.message}`);
+        if (option[i.path]) throw new InputError(`${option[i.path]}: ${i.message}`);
+        throw new InputError(`${state.source}: what the cluster shows does not fit a description: ${i.path}: ${printable(i.message)}`);
       }
       throw e;
     }
-    if (values.out) {
+    if (values.out !== undefined) {
       try {
         writeFileSync(values.out, text, { flag: 'wx' });
       } catch (e) {
-        if ((e as NodeJS.ErrnoException).code === 'EEXIST') throw new InputError(`--out ${values.out}: the file exists; init never overwrites (choose another name)`);
+        if ((e as NodeJS.ErrnoException).code === 'EEXIST') checkOut(values.out);
         throw e;
       }
       io.err(`wrote ${values.out}: check every TODO(init) line`);

@@ -1,12 +1,14 @@
 import { Document, isMap, isScalar, isSeq, Node as YamlNode } from 'yaml';
 import { KUEUE_FRAMEWORKS } from '../components/kueue/manager-config';
+import { InputError, printable } from '../errors';
 import { Taint } from '../model/description';
 import { LABELS, NAMESPACES, RESOURCES, STORAGE_CLASSES } from '../model/names';
+import { MAX_GPUS_PER_NODE } from '../model/schema-types';
 import { liveKueueConfig } from '../preflight/foreign-config';
-import { allocatable, allocatableAmount, gpuProduct, nicClusterPolicyDevices, nodeRoles, rdmaResources, taintKey, taintsOf } from '../preflight/nodes';
+import { allocatableAmount, gpuProduct, nicClusterPolicyDevices, nodeRoles, rdmaResources, readableAllocatable, taintKey, taintsOf } from '../preflight/nodes';
 import { crdFacts } from '../preflight/reads';
 import { ClusterState } from '../preflight/state';
-import { get } from '../preflight/util';
+import { get, summarize } from '../preflight/util';
 import { Manifest } from '../render/manifest';
 
 /** What init is told rather than what it observes. */
@@ -39,6 +41,17 @@ export interface InitResult {
 
 function minBy<T>(xs: readonly T[], f: (x: T) => number): T {
   return xs.reduce((a, b) => (f(b) < f(a) ? b : a));
+}
+
+function groupBy<T>(xs: readonly T[], key: (x: T) => string): Map<string, T[]> {
+  const out = new Map<string, T[]>();
+  for (const x of xs) out.set(key(x), [...(out.get(key(x)) ?? []), x]);
+  return out;
+}
+
+/** Node names for a comment, summarised on a large cluster. */
+function nodeNames(nodes: readonly Manifest[]): string {
+  return summarize(nodes.map((n) => n.metadata.name));
 }
 
 /** Taints every node of the list carries. */
@@ -74,32 +87,48 @@ export function describeCluster(state: ClusterState, opts: InitOptions): InitRes
   const service: Record<string, unknown> = {};
   if (roles.service.length > 0) {
     service.taints = commonTaints(roles.service);
-    seen('nodes.service', `node ${roles.service.map((n) => n.metadata.name).join(', ')}`);
+    seen('nodes.service', `node ${nodeNames(roles.service)}`);
   } else {
     todo('nodes.service', `no node carries ${CONTROL_PLANE_LABEL}: describe the service node's labels and taints`);
   }
 
-  // GPU workers
-  const gpu = roles.gpu;
-  const gpuWorkers: Record<string, unknown> = {};
-  if (gpu.length > 0) {
-    const small = (r: string) => minBy(gpu, (n) => allocatableAmount(n, r));
-    const product = gpu.map(gpuProduct).find((p) => p !== undefined);
-    Object.assign(gpuWorkers, {
-      count: gpu.length,
-      gpusPerNode: Math.min(...gpu.map((n) => allocatableAmount(n, RESOURCES.gpu))),
-      gpuProduct: product ?? PLACEHOLDERS.gpuProduct,
-      cpu: allocatable(small('cpu'), 'cpu'),
-      memory: allocatable(small('memory'), 'memory'),
-      localDisk: { path: PLACEHOLDERS.localDisk },
-    });
-    const taints = commonTaints(gpu);
-    if (taints.length > 0) gpuWorkers.taints = taints;
-    seen('nodes.gpuWorkers', `nodes ${gpu.map((n) => n.metadata.name).join(', ')} (allocatable: the smallest node)`);
-    if (!product) todo('nodes.gpuWorkers.gpuProduct', `no ${LABELS.gpuProduct} label (GPU Feature Discovery not running?)`);
-  } else {
-    Object.assign(gpuWorkers, { count: 1, gpusPerNode: 8, gpuProduct: PLACEHOLDERS.gpuProduct, cpu: '1', memory: '1Gi', localDisk: { path: PLACEHOLDERS.localDisk } });
-    todo('nodes.gpuWorkers', `no node advertises ${RESOURCES.gpu}: describe the GPU workers`);
+  // GPU workers: a description has one GPU node group; what does not fit it is marked, never guessed silently
+  if (nodes.length === 0) {
+    throw new InputError(`${state.source} holds no Node: init describes the nodes it sees; add the output of kubectl get nodes -o yaml to the snapshot`);
+  }
+  if (roles.gpu.length === 0) {
+    throw new InputError(`${state.source}: no node advertises ${RESOURCES.gpu} (${nodes.length} node(s): ${nodeNames(nodes)}), so there are no GPU workers to describe: `
+      + 'is the GPU Operator\'s device plugin running (kubectl -n gpu-operator get pods)? Run init again once they advertise GPUs, or start from src/clusters/instant-cluster.yaml');
+  }
+  const groups = groupBy(roles.gpu, (n) => gpuProduct(n) ?? '');
+  // the largest group; on a tie a labelled product, then the first by name
+  const [product, gpu] = [...groups.entries()].sort(([pa, a], [pb, b]) => b.length - a.length || Number(pa === '') - Number(pb === '') || (pa < pb ? -1 : 1))[0];
+  const productName = (p: string) => p || '(no product label)';
+  const counts = groupBy(gpu, (n) => String(allocatableAmount(n, RESOURCES.gpu)));
+  const gpusPerNode = Math.min(...[...counts.keys()].map(Number));
+  const small = (r: 'cpu' | 'memory') => minBy(gpu, (n) => allocatableAmount(n, r));
+  const gpuWorkers: Record<string, unknown> = {
+    count: gpu.length,
+    gpusPerNode,
+    gpuProduct: product || PLACEHOLDERS.gpuProduct,
+    cpu: readableAllocatable('cpu', allocatableAmount(small('cpu'), 'cpu')),
+    memory: readableAllocatable('memory', allocatableAmount(small('memory'), 'memory')),
+    localDisk: { path: PLACEHOLDERS.localDisk },
+  };
+  const taints = commonTaints(gpu);
+  if (taints.length > 0) gpuWorkers.taints = taints;
+  seen('nodes.gpuWorkers', `nodes ${nodeNames(gpu)} (allocatable: the smallest node, memory rounded down)`);
+  if (groups.size > 1) {
+    const alternatives = [...groups.entries()].map(([p, ns]) => `${productName(p)} on ${ns.length} node(s) (${nodeNames(ns)})`).join('; ');
+    todo('nodes.gpuWorkers.gpuProduct', `the GPU workers carry different products: ${alternatives}. A description has one GPU node group: `
+      + `the ${gpu.length} node(s) of ${productName(product)} are described (count, GPUs, allocatable); preflight reports the others`);
+  } else if (!product) {
+    todo('nodes.gpuWorkers.gpuProduct', `no ${LABELS.gpuProduct} label (GPU Feature Discovery not running?)`);
+  }
+  if (counts.size > 1) {
+    const alternatives = [...counts.entries()].sort(([a], [b]) => Number(b) - Number(a)).map(([c, ns]) => `${c} on ${nodeNames(ns)}`).join('; ');
+    todo('nodes.gpuWorkers.gpusPerNode', `the nodes advertise different ${RESOURCES.gpu} counts: ${alternatives}. The smallest is taken so that quotas never `
+      + 'promise GPUs a node lacks: repair the others (kubectl describe node NAME) or keep it');
   }
   todo('nodes.gpuWorkers.localDisk.path', 'the node-local NVMe mount of the GPU workers (not visible through the API)');
 
@@ -118,9 +147,8 @@ export function describeCluster(state: ClusterState, opts: InitOptions): InitRes
     const device: Record<string, unknown> = { name: deviceName, hcaMax };
     for (const k of ['vendors', 'deviceIDs', 'drivers', 'ifNames', 'linkTypes']) if (list(k)?.length) device[k] = list(k);
     if (!device.vendors && !device.deviceIDs && !device.drivers && !device.ifNames) device.vendors = ['15b3'];
-    const gpusPerNode = gpuWorkers.gpusPerNode as number;
     network.infiniband = {
-      hcas: Array.from({ length: Math.max(1, gpusPerNode) }, (_, i) => `mlx5_${i}`),
+      hcas: Array.from({ length: Math.min(Math.max(1, gpusPerNode), MAX_GPUS_PER_NODE) }, (_, i) => `mlx5_${i}`),
       rdmaSharedDevice: device,
     };
     seen('network.infiniband.rdmaSharedDevice', fromNodes ? `${fromNodes[0]} on the GPU workers${policy ? ' and the NicClusterPolicy selectors' : ''}` : 'the NicClusterPolicy');
@@ -201,8 +229,10 @@ export function descriptionYaml(result: InitResult, source: string): string {
     const pair = parent.items.find((p) => isScalar(p.key) && p.key.value === keys[keys.length - 1]);
     if (!pair) continue;
     const value = pair.value as YamlNode | null;
-    if (value && (isScalar(value) || (isSeq(value) && value.flow))) value.comment = ` ${text}`;
-    else if (isScalar(pair.key)) pair.key.commentBefore = ` ${text}`;
+    // names from the cluster are in it: never a raw line break or control character in a comment
+    const comment = ` ${printable(text)}`;
+    if (value && (isScalar(value) || (isSeq(value) && value.flow))) value.comment = comment;
+    else if (isScalar(pair.key)) pair.key.commentBefore = comment;
   }
   const header = [
     '# yaml-language-server: $schema=./cluster-description.schema.json',

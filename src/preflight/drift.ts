@@ -1,7 +1,8 @@
-import { allocatable, allocatableAmount, gpuProduct, nicClusterPolicyDevices, rdmaResources, rolesFor, taintKey, taintsOf } from './nodes';
+import { descriptionEdit } from './fixes';
+import { allocatable, allocatableAmount, gpuProduct, nicClusterPolicyDevices, rdmaResources, readableAllocatable, rolesFor, taintKey, taintsOf } from './nodes';
 import { PreflightContext, PreflightFinding, PreflightRule } from './rule';
-import { describeObject } from './util';
-import { Taint } from '../model/description';
+import { describeObject, summarize } from './util';
+import { ClusterDescription, Taint } from '../model/description';
 import { RESOURCES } from '../model/names';
 import { parseQuantity } from '../model/quantity';
 import { Manifest } from '../render/manifest';
@@ -11,7 +12,7 @@ function distinct<T>(xs: readonly T[]): T[] {
 }
 
 function nodeList(nodes: readonly Manifest[]): string {
-  return nodes.map((n) => n.metadata.name).join(', ');
+  return summarize(nodes.map((n) => n.metadata.name));
 }
 
 /** Nodes-based rules need nodes; a snapshot without them reports that once, not as drift. */
@@ -32,7 +33,10 @@ const nodeCount: PreflightRule = {
       severity: 'error',
       object: `Nodes ${nodeList(gpu) || '(none)'}`,
       message: `the cluster has ${gpu.length} GPU worker(s) and the description ${want}: quotas, the NCCL test and the DDP sample are sized for ${want}`,
-      fix: `set nodes.gpuWorkers.count: ${gpu.length} in the description`,
+      // no GPU worker at all is a cluster to repair, not a description to change (a GPU node group has at least one node)
+      fix: descriptionEdit(model.description, { 'nodes.gpuWorkers.count': gpu.length }) ?? (gpu.length === 0
+        ? `no node advertises ${RESOURCES.gpu}: check the GPU Operator's device plugin (kubectl -n gpu-operator get pods) and that the state holds every node (kubectl get nodes -o yaml)`
+        : `${gpu.length} GPU workers are more than one description takes (nodes.gpuWorkers.count): describe the cluster in parts, one description per node group`),
     }];
   }),
 };
@@ -46,12 +50,14 @@ const gpusPerNode: PreflightRule = {
     const off = rolesFor(model, state).gpu.filter((n) => allocatableAmount(n, RESOURCES.gpu) !== want);
     if (off.length === 0) return [];
     const counts = distinct(off.map((n) => allocatableAmount(n, RESOURCES.gpu)));
+    const repair = `repair the nodes: kubectl describe node ${off[0].metadata.name}`;
+    const edit = descriptionEdit(model.description, { 'nodes.gpuWorkers.gpusPerNode': Math.min(...counts, want) });
     return [{
       rule: 'drift-gpus-per-node',
       severity: 'error',
       object: `Nodes ${nodeList(off)}`,
-      message: `allocatable ${RESOURCES.gpu} is ${counts.join(', ')} and the description says ${want} per node`,
-      fix: `set nodes.gpuWorkers.gpusPerNode: ${Math.min(...counts, want)} in the description (or repair the nodes: kubectl describe node ${off[0].metadata.name})`,
+      message: `allocatable ${RESOURCES.gpu} is ${summarize(counts.map(String))} and the description says ${want} per node`,
+      fix: edit ? `${edit} (or ${repair})` : repair,
     }];
   }),
 };
@@ -65,12 +71,13 @@ const product: PreflightRule = {
     const off = rolesFor(model, state).gpu.filter((n) => gpuProduct(n) !== want);
     if (off.length === 0) return [];
     const seen = distinct(off.map((n) => gpuProduct(n) ?? '(no label)'));
+    const edit = seen.length === 1 && seen[0] !== '(no label)' ? descriptionEdit(model.description, { 'nodes.gpuWorkers.gpuProduct': seen[0] }) : undefined;
     return [{
       rule: 'drift-gpu-product',
       severity: 'error',
       object: `Nodes ${nodeList(off)}`,
-      message: `nvidia.com/gpu.product is ${seen.join(', ')} and the description says ${want}: GPU pods would select no node`,
-      fix: seen.length === 1 && seen[0] !== '(no label)' ? `set nodes.gpuWorkers.gpuProduct: ${seen[0]} in the description` : 'check GPU Feature Discovery on these nodes (kubectl -n gpu-operator get pods)',
+      message: `nvidia.com/gpu.product is ${summarize(seen)} and the description says ${want}: GPU pods would select no node`,
+      fix: edit ?? 'check GPU Feature Discovery on these nodes (kubectl -n gpu-operator get pods)',
     }];
   }),
 };
@@ -83,7 +90,9 @@ function allocatableFinding(ctx: PreflightContext, resource: 'cpu' | 'memory'): 
   if (gpu.length === 0) return [];
   const smallest = gpu.reduce((a, b) => (allocatableAmount(b, resource) < allocatableAmount(a, resource) ? b : a));
   const have = allocatableAmount(smallest, resource);
-  if (have === want) return [];
+  // the description may round the node's amount down to a readable quantity (1843Gi for 1932735284Ki)
+  const readable = readableAllocatable(resource, have);
+  if (want <= have && want >= parseQuantity(readable)) return [];
   const over = want > have;
   return [{
     rule: 'drift-allocatable',
@@ -91,7 +100,7 @@ function allocatableFinding(ctx: PreflightContext, resource: 'cpu' | 'memory'): 
     object: describeObject(smallest),
     message: `allocatable ${resource} is ${allocatable(smallest, resource)} and the description says ${String(described)} per GPU worker`
       + (over ? ': quotas promise more than the nodes have, so admitted jobs would not schedule' : ': the quotas leave part of the nodes unused'),
-    fix: `set nodes.gpuWorkers.${resource}: "${allocatable(smallest, resource)}" in the description`,
+    fix: descriptionEdit(model.description, { [`nodes.gpuWorkers.${resource}`]: readable }) ?? `check the allocatable ${resource} of the node: kubectl describe node ${smallest.metadata.name}`,
   }];
 }
 
@@ -102,7 +111,9 @@ const allocatableDrift: PreflightRule = {
   check: (ctx) => withNodes(ctx, (c) => [...allocatableFinding(c, 'cpu'), ...allocatableFinding(c, 'memory')]),
 };
 
-function taintDrift(nodes: readonly Manifest[], described: readonly Taint[], field: string, ignored: (t: Taint) => boolean): PreflightFinding[] {
+function taintDrift(
+  description: ClusterDescription, nodes: readonly Manifest[], described: readonly Taint[], field: string, ignored: (t: Taint) => boolean,
+): PreflightFinding[] {
   if (nodes.length === 0) return [];
   const want = new Set(described.map(taintKey));
   const out: PreflightFinding[] = [];
@@ -112,13 +123,14 @@ function taintDrift(nodes: readonly Manifest[], described: readonly Taint[], fie
   }
   const common = nodes.map((n) => taintsOf(n).filter((t) => !ignored(t)));
   const suggested = common[0].filter((t) => common.every((ts) => ts.some((u) => taintKey(u) === taintKey(t))));
+  const edit = descriptionEdit(description, { [field]: suggested });
   for (const [key, ns] of extra) {
     out.push({
       rule: 'drift-taints',
       severity: 'error',
       object: `Nodes ${nodeList(ns)}`,
       message: `carry the taint ${key} that ${field} does not list: the rendered pods for these nodes do not tolerate it`,
-      fix: `set ${field}: ${JSON.stringify(suggested)} in the description`,
+      fix: edit ?? `remove the taint: kubectl taint nodes ${ns[0].metadata.name} ${key}-`,
     });
   }
   const missing = described.filter((t) => nodes.every((n) => !taintsOf(n).some((u) => taintKey(u) === taintKey(t))));
@@ -127,8 +139,8 @@ function taintDrift(nodes: readonly Manifest[], described: readonly Taint[], fie
       rule: 'drift-taints',
       severity: 'warning',
       object: `Nodes ${nodeList(nodes)}`,
-      message: `${field} lists ${missing.map(taintKey).join(', ')}, which no such node carries`,
-      fix: `set ${field}: ${JSON.stringify(suggested)} in the description`,
+      message: `${field} lists ${summarize(missing.map(taintKey))}, which no such node carries`,
+      fix: edit ?? `remove ${summarize(missing.map(taintKey))} from ${field} in the description`,
     });
   }
   return out;
@@ -144,11 +156,14 @@ const taints: PreflightRule = {
     // The GPU Operator may taint GPU nodes with nvidia.com/gpu:NoSchedule; every GPU pod tolerates it.
     const gpuTaint = (t: Taint) => t.key === RESOURCES.gpu && t.effect === 'NoSchedule';
     return [
-      ...taintDrift(roles.service, d.service.taints, 'nodes.service.taints', () => false),
-      ...taintDrift(roles.gpu, d.gpuWorkers.taints, 'nodes.gpuWorkers.taints', gpuTaint),
+      ...taintDrift(model.description, roles.service, d.service.taints, 'nodes.service.taints', () => false),
+      ...taintDrift(model.description, roles.gpu, d.gpuWorkers.taints, 'nodes.gpuWorkers.taints', gpuTaint),
     ];
   }),
 };
+
+/** The fix when what the cluster advertises is no value the description takes. */
+const RDMA_PLUGIN = 'check the RDMA shared device plugin\'s configuration (kubectl -n network-operator get nicclusterpolicy -o yaml)';
 
 const rdma: PreflightRule = {
   id: 'drift-rdma',
@@ -166,7 +181,7 @@ const rdma: PreflightRule = {
           rule: 'drift-rdma',
           severity: 'warning',
           object: gpu.length > 0 ? `Nodes ${nodeList(gpu)}` : `NicClusterPolicy ${model.description.networkOperator.nicClusterPolicyName}`,
-          message: `the cluster advertises ${advertised.join(', ')} but the description has no network.infiniband: jobs will not use InfiniBand`,
+          message: `the cluster advertises ${summarize(advertised)} but the description has no network.infiniband: jobs will not use InfiniBand`,
           fix: `describe network.infiniband (rdmaSharedDevice.name: ${advertised[0].slice(RESOURCES.rdmaPrefix.length)}); npm run init prints it from the cluster`,
         });
       }
@@ -182,8 +197,8 @@ const rdma: PreflightRule = {
           rule: 'drift-rdma',
           severity: 'error',
           object: `Nodes ${nodeList(lacking.map((x) => x.node))}`,
-          message: `advertise ${names.join(', ')} and not ${resourceName}: jobs requesting ${resourceName} would never schedule`,
-          fix: `set network.infiniband.rdmaSharedDevice.name: ${names[0].slice(RESOURCES.rdmaPrefix.length)} in the description`,
+          message: `advertise ${summarize(names)} and not ${resourceName}: jobs requesting ${resourceName} would never schedule`,
+          fix: descriptionEdit(model.description, { 'network.infiniband.rdmaSharedDevice.name': names[0].slice(RESOURCES.rdmaPrefix.length) }) ?? RDMA_PLUGIN,
         });
       }
       const wrongMax = nodesAdvertising.filter((x) => x.rdma.has(resourceName) && x.rdma.get(resourceName) !== hcaMax);
@@ -193,8 +208,8 @@ const rdma: PreflightRule = {
           rule: 'drift-rdma',
           severity: 'error',
           object: `Nodes ${nodeList(wrongMax.map((x) => x.node))}`,
-          message: `advertise ${seen.join(', ')} units of ${resourceName} and the description says rdmaHcaMax ${hcaMax}: the RDMA quotas would not match the nodes`,
-          fix: `set network.infiniband.rdmaSharedDevice.hcaMax: ${Math.min(...seen)} in the description`,
+          message: `advertise ${summarize(seen.map(String))} units of ${resourceName} and the description says rdmaHcaMax ${hcaMax}: the RDMA quotas would not match the nodes`,
+          fix: descriptionEdit(model.description, { 'network.infiniband.rdmaSharedDevice.hcaMax': Math.min(...seen) }) ?? RDMA_PLUGIN,
         });
       }
       return out;
@@ -207,7 +222,10 @@ const rdma: PreflightRule = {
         severity: 'error',
         object: `NicClusterPolicy ${model.description.networkOperator.nicClusterPolicyName}`,
         message: `the RDMA shared device plugin is configured with ${policy.resourceName} (rdmaHcaMax ${policy.rdmaHcaMax ?? 'unset'}) and the description says ${deviceName} (hcaMax ${hcaMax})`,
-        fix: `set network.infiniband.rdmaSharedDevice.name: ${policy.resourceName}${policy.rdmaHcaMax !== undefined ? ` and hcaMax: ${policy.rdmaHcaMax}` : ''} in the description`,
+        fix: descriptionEdit(model.description, {
+          'network.infiniband.rdmaSharedDevice.name': policy.resourceName,
+          ...(policy.rdmaHcaMax !== undefined ? { 'network.infiniband.rdmaSharedDevice.hcaMax': policy.rdmaHcaMax } : {}),
+        }) ?? RDMA_PLUGIN,
       });
     }
     return out;

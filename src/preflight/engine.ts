@@ -8,6 +8,7 @@ import { PreflightContext, PreflightFinding, PreflightRule, RenderedObject } fro
 import { ClusterState } from './state';
 import { TAKEOVER_RULES } from './takeover';
 import { get } from './util';
+import { printable } from '../errors';
 import { RenderedCluster } from '../render/render';
 
 /** Every preflight rule, by family. */
@@ -35,7 +36,14 @@ export function preflight(cluster: RenderedCluster, state: ClusterState, rules: 
   return rules.flatMap((r) => r.check(ctx));
 }
 
-/** `error [rule] Kind ns/name: message` and the fix on the next line. */
+/** Longest line of a finding; rules summarise long lists, this bounds what they did not foresee. */
+const MAX_FINDING_LINE = 2000;
+
+function bounded(line: string): string {
+  return line.length <= MAX_FINDING_LINE ? line : `${line.slice(0, MAX_FINDING_LINE)}... (${line.length - MAX_FINDING_LINE} more characters)`;
+}
+
+/** `error [rule] Kind ns/name: message` and the fix on the next line; what the cluster holds is never printed raw. */
 export function formatPreflightFinding(f: PreflightFinding): string[] {
-  return [`${f.severity} [${f.rule}] ${f.object}: ${f.message}`, `  fix: ${f.fix}`];
+  return [bounded(printable(`${f.severity} [${f.rule}] ${f.object}: ${f.message}`)), bounded(`  fix: ${printable(f.fix)}`)];
 }

@@ -1,3 +1,4 @@
+import { descriptionEdit, withWhy } from './fixes';
 import { PreflightFinding, PreflightRule } from './rule';
 import { describeObject, get, isTemplate, same, show } from './util';
 import { NAMESPACES } from '../model/names';
@@ -26,9 +27,8 @@ const immutableFields: PreflightRule = {
             severity: 'error',
             object: describeObject(live),
             message: `spec.clusterQueue is ${show(have)} in the cluster and ${show(want)} in the render; the field is immutable, so the sync fails`,
-            fix: isDefault
-              ? `set queueing.defaultClusterQueue: ${String(have)} in the description (adopt the pre-wired ClusterQueue)`
-              : `kubectl -n ${m.metadata.namespace} delete localqueue ${m.metadata.name} (once no workload uses it), then sync`,
+            fix: (isDefault ? withWhy(descriptionEdit(model.description, { 'queueing.defaultClusterQueue': have }), 'adopt the pre-wired ClusterQueue') : undefined)
+              ?? `kubectl -n ${m.metadata.namespace} delete localqueue ${m.metadata.name} (once no workload uses it), then sync`,
           });
         }
       }
@@ -42,7 +42,7 @@ const immutableFields: PreflightRule = {
             object: describeObject(live),
             message: diffs.map((f) => `${f} is ${show(live[f])} in the cluster and ${show(m[f])} in the render`).join('; ')
               + '; these fields are immutable, so the sync fails',
-            fix: `${onlyReclaim ? `set storage.reclaimPolicy: ${String(live.reclaimPolicy)} in the description, or ` : ''}`
+            fix: `${(onlyReclaim ? descriptionEdit(model.description, { 'storage.reclaimPolicy': live.reclaimPolicy }) : undefined)?.concat(', or ') ?? ''}`
               + `kubectl delete storageclass ${m.metadata.name} and let Argo CD recreate it (bound volumes keep working; new claims wait for the sync)`,
           });
         }
@@ -88,7 +88,7 @@ const nodePortAllocated: PreflightRule = {
           object: describeObject(m),
           message: `node port ${port} is already allocated to ${describeObject(holder)}; the API server refuses the Service`,
           fix: isDashboard
-            ? `set monitoring.dashboard.service: preinstalled (the Dashboard already serves port ${port} through ${describeObject(holder)}) or adopt (take that Service over), `
+            ? `set monitoring.dashboard.service: preinstalled in the description (the Dashboard already serves port ${port} through ${describeObject(holder)}) or adopt (take that Service over), `
               + 'or monitoring.dashboard.nodePort to a free port'
             : `give ${describeObject(m)} another node port, or kubectl -n ${holder.metadata.namespace} delete service ${holder.metadata.name}`,
         });

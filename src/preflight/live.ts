@@ -1,8 +1,13 @@
+import { setMaxListeners } from 'node:events';
 import * as http from 'node:http';
 import * as https from 'node:https';
+import { loadKubeConfig, LoadedKubeConfig } from './kubeconfig';
+import { asStateObject } from './objects';
 import { crdFacts, listItems, listPath, listReads, ListRead, BUILT_IN_RESOURCES } from './reads';
 import { ClusterState } from './state';
-import { InputError } from '../errors';
+import { InputError, printable } from '../errors';
+import { formatMiB, INPUT_LIMITS, maxBytes } from '../input/limits';
+import { asInputError, checkNesting } from '../input/read';
 import { Manifest } from '../render/manifest';
 
 export interface LiveOptions {
@@ -10,84 +15,251 @@ export interface LiveOptions {
   readonly kubeconfig?: string;
   /** Context of the kubeconfig; default: its current context. */
   readonly context?: string;
-  /** Milliseconds one request may take before the read gives up. */
+  /**
+   * Milliseconds the whole read may take once the kubeconfig is loaded: the exec credential plugin,
+   * connecting, TLS, every request and every byte of every answer.
+   */
   readonly timeoutMs: number;
 }
 
-/** Default time one API request may take. */
-export const LIVE_TIMEOUT_MS = 10_000;
+/** Default time of the whole live read (--timeout). */
+export const LIVE_TIMEOUT_MS = 30_000;
 
-type KubeConfigLike = {
-  getCurrentCluster(): { server: string } | null;
-  applyToHTTPSOptions(opts: https.RequestOptions): Promise<void>;
-};
+/** Items per list call (as kubectl's --chunk-size): a large cluster is read in pages, each answer stays small. */
+const PAGE_SIZE = 500;
 
-/** Loads the kubeconfig with the official client (contexts, certificates, tokens, exec plugins). */
-async function loadKubeConfig(opts: LiveOptions): Promise<KubeConfigLike> {
-  const k8s = await import('@kubernetes/client-node');
-  const kc = new k8s.KubeConfig();
-  const where = opts.kubeconfig ?? 'the default kubeconfig';
-  try {
-    if (opts.kubeconfig) kc.loadFromFile(opts.kubeconfig);
-    else kc.loadFromDefault();
-  } catch (e) {
-    throw new InputError(`--kubeconfig ${where}: cannot load (${(e as Error).message.split('\n')[0]})`);
+/** Status bodies kept for a message (the answer to a failed request may be anything). */
+const MAX_ERROR_BODY = 64 * 1024;
+
+/** One deadline for the whole read: it aborts every request and stops the exec plugins when it passes. */
+class Deadline {
+  private readonly controller = new AbortController();
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(readonly ms: number, onExpiry: () => void) {
+    // every request in flight listens to it (about 20 lists read at once): no leak warning on stderr
+    setMaxListeners(0, this.controller.signal);
+    this.timer = setTimeout(() => {
+      onExpiry();
+      this.controller.abort();
+    }, ms);
   }
-  if (opts.context) {
-    if (!kc.getContextObject(opts.context)) throw new InputError(`--context ${opts.context}: no such context in ${where}`);
-    kc.setCurrentContext(opts.context);
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
   }
-  if (!kc.getCurrentCluster()) throw new InputError(`--kubeconfig ${where}: no cluster for context "${kc.getCurrentContext()}"`);
-  return kc;
+
+  get expired(): boolean {
+    return this.controller.signal.aborted;
+  }
+
+  /** `p`, or the error of `onExpiry` once the deadline passed (whichever comes first). */
+  race<T>(p: Promise<T>, onExpiry: () => Error): Promise<T> {
+    if (this.expired) return Promise.reject(onExpiry());
+    return new Promise<T>((resolve, reject) => {
+      const expire = () => reject(onExpiry());
+      this.signal.addEventListener('abort', expire, { once: true });
+      p.then(resolve, reject).finally(() => this.signal.removeEventListener('abort', expire));
+    });
+  }
+
+  clear(): void {
+    clearTimeout(this.timer);
+  }
 }
 
-/** One GET: the parsed JSON body, or undefined on 404 (the resource is not served). */
-async function getJson(kc: KubeConfigLike, server: string, path: string, timeoutMs: number): Promise<unknown> {
-  const url = new URL(server.replace(/\/+$/, '') + path);
-  const opts: https.RequestOptions = { method: 'GET', headers: { Accept: 'application/json' } };
+/** What a live read shares: the config, the request options, the deadline, the bytes left to read. */
+interface Reader {
+  readonly config: LoadedKubeConfig;
+  readonly request: https.RequestOptions;
+  readonly deadline: Deadline;
+  bytesLeft: number;
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+function seconds(ms: number): string {
+  return `${Number((ms / 1000).toFixed(3))} s`;
+}
+
+/** Where a request is, and what to check when the deadline passes there. */
+interface Phase {
+  readonly doing: string;
+  readonly check: string;
+}
+
+const CONNECTING = (host: string): Phase => ({ doing: `connecting to ${host}`, check: 'check that the address is reachable from here (firewall, VPN)' });
+const HANDSHAKE = (host: string): Phase => ({ doing: `in the TLS handshake with ${host}`, check: 'the server accepted the connection but did not complete TLS: check that the address and port are the API server\'s' });
+const ANSWERING = (doing: string): Phase => ({ doing, check: 'the server took the request but did not answer in full: is it an API server, and is it overloaded?' });
+
+/** The deadline passed: where the read was, and what to do. */
+function timedOut(r: Pick<Reader, 'config' | 'deadline'>, phase: Phase): InputError {
+  return new InputError(`${r.config.server}: no answer within ${seconds(r.deadline.ms)} (--timeout) while ${phase.doing}: ${phase.check}; `
+    + 'or raise --timeout SECONDS for a slow link');
+}
+
+/** Credentials for the requests: the client applies the kubeconfig's certificates, token or exec plugin. */
+async function authenticate(config: LoadedKubeConfig, deadline: Deadline): Promise<https.RequestOptions> {
+  const opts: https.RequestOptions = {};
+  const plugin = () => config.plugins.runs[config.plugins.runs.length - 1];
   try {
-    await kc.applyToHTTPSOptions(opts);
+    await deadline.race(config.kc.applyToHTTPSOptions(opts), () => timedOut({ config, deadline }, plugin()
+      ? {
+        doing: `waiting for the exec credential plugin "${printable(plugin().command)}" of user "${printable(config.user)}"`,
+        check: `run it yourself (${printable([plugin().command, ...plugin().args].join(' '))}): does it wait for a login or for input?`,
+      }
+      : { doing: 'authenticating', check: `check users[].user in ${config.where}` }));
   } catch (e) {
-    // e.g. an exec credential plugin that fails, or plain http without insecure-skip-tls-verify
-    throw new InputError(`${server}: cannot authenticate: ${(e as Error).message.split('\n')[0]}`);
+    if (e instanceof InputError) throw e;
+    const message = (e as Error).message ?? '';
+    if (/HTTP protocol is not allowed/.test(message)) {
+      throw new InputError(`${config.server}: a plain http:// address, which the client reads only with insecure-skip-tls-verify: true on the cluster `
+        + `(kubectl proxy); use the API server's https:// address in ${config.where}`);
+    }
+    throw new InputError(`${config.server}: ${config.plugins.explain(e as Error, config.user, config.where)}`);
   }
-  // The client prepares an https agent; plain http (kubectl proxy, tests) takes none.
-  if (url.protocol === 'http:') delete opts.agent;
+  return opts;
+}
+
+/** TLS errors of a server certificate the kubeconfig's CA does not vouch for. */
+const UNTRUSTED = /CERT|SELF_SIGNED|UNABLE_TO_(GET|VERIFY)|ALTNAME|HOSTNAME|ISSUER/;
+
+/** Why a request failed (not an HTTP status), and what to do. */
+function requestProblem(e: NodeJS.ErrnoException, r: Reader, phase: Phase): string {
+  const code = e.code ?? '';
+  const where = r.config.where;
+  if (code === 'ECONNREFUSED') return `connection refused: is the API server up, and are the address and port in ${where} right? (kubectl cluster-info)`;
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return `the host name is not known (DNS, ${code}): check clusters[].cluster.server in ${where}`;
+  if (code === 'EHOSTUNREACH' || code === 'ENETUNREACH') return `no route to the host (${code}): check the network or VPN`;
+  if (/wrong version number|packet length too long|unknown protocol|WRONG_VERSION/i.test(`${code} ${e.message}`)) {
+    return `the server does not speak TLS at this address: check the scheme (https://) and the port in ${where}`;
+  }
+  if (UNTRUSTED.test(code)) {
+    return `the server's certificate is not trusted (${code}): give the cluster's CA as certificate-authority-data in ${where} (kubectl config view --raw --minify shows it)`;
+  }
+  if (code.startsWith('HPE_')) return `the answer is not HTTP (${code}; a TLS port behind an http:// address?): check the scheme and the port in ${where}`;
+  if (code === 'ECONNRESET' || /socket hang up/.test(e.message)) return `the server closed the connection while ${phase.doing}: is this an API server? check the address and port in ${where}`;
+  return `${printable(e.message.split('\n')[0])}${code ? ` (${code})` : ''} while ${phase.doing}: check the cluster entry in ${where}`;
+}
+
+/** The message of an API server's Status answer, or the start of whatever it answered. */
+function statusMessage(body: string): string {
+  try {
+    const s = JSON.parse(body) as { message?: unknown };
+    if (typeof s.message === 'string') return printable(s.message.slice(0, 300));
+  } catch {
+    // not a Status: its start
+  }
+  return printable(body.slice(0, 200).replace(/\s+/g, ' ').trim());
+}
+
+/** Why an HTTP status is not an answer, and what to do. */
+function statusProblem(status: number, path: string, body: string, r: Reader): string {
+  const user = printable(r.config.user);
+  const said = statusMessage(body);
+  const detail = said ? ` (${said})` : '';
+  if (status === 401) return `HTTP 401: the server refuses the credentials of user "${user}"${detail}: log in again so that ${r.config.where} holds valid ones`;
+  if (status === 403) return `HTTP 403 for GET ${path}: user "${user}" may not list it${detail}; preflight and init need get and list on it (kubectl auth can-i list ...), or use --snapshot FILE`;
+  if (status === 410) return `HTTP 410 for GET ${path}: the list changed while it was read in pages; run again`;
+  return `HTTP ${status} for GET ${path}${detail}: the API server failed; run again, or see its logs`;
+}
+
+/** One GET: the parsed JSON answer, or undefined on 404 (the resource is not served). */
+function getJson(r: Reader, path: string): Promise<unknown> {
+  const { server } = r.config;
+  const url = new URL(server.replace(/\/+$/, '') + path);
   const lib = url.protocol === 'http:' ? http : https;
   return new Promise((resolve, reject) => {
-    const req = lib.request(url, { ...opts, method: 'GET' }, (res) => {
+    let phase = CONNECTING(url.host);
+    const fail = (e: Error) => reject(r.deadline.expired ? timedOut(r, phase)
+      : e instanceof InputError ? e : new InputError(`${server}: ${requestProblem(e as NodeJS.ErrnoException, r, phase)}`));
+    const headers = { ...r.request.headers, Accept: 'application/json' };
+    const req = lib.request(url, { ...r.request, method: 'GET', headers, signal: r.deadline.signal }, (res) => {
+      const status = res.statusCode ?? 0;
       const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
+      let bytes = 0;
+      phase = ANSWERING(`reading the answer to GET ${path}`);
+      const tooBig = () => new InputError(`${server}: the answers passed ${formatMiB(maxBytes('snapshot'))} in all (the limit of a cluster state: `
+        + `${INPUT_LIMITS.snapshot.env}=<MiB> raises it), at GET ${path}`);
+      if (Number(res.headers['content-length']) > r.bytesLeft) {
+        req.destroy(tooBig());
+        return;
+      }
+      res.on('data', (c: Buffer) => {
+        bytes += c.length;
+        r.bytesLeft -= c.length;
+        phase = ANSWERING(`reading the answer to GET ${path} (${bytes} bytes so far)`);
+        if (r.bytesLeft < 0) req.destroy(tooBig());
+        else if (status === 200 || bytes <= MAX_ERROR_BODY) chunks.push(c);
+      });
+      res.on('error', fail);
       res.on('end', () => {
         const body = Buffer.concat(chunks).toString('utf8');
-        if (res.statusCode === 404) return resolve(undefined);
-        if (res.statusCode !== 200) return reject(new InputError(`${server}: GET ${path}: HTTP ${res.statusCode} ${body.slice(0, 200).replace(/\s+/g, ' ')}`));
+        if (status === 404) return resolve(undefined);
+        if (status !== 200) return fail(new InputError(`${server}: ${statusProblem(status, path, body, r)}`));
         try {
           resolve(JSON.parse(body));
-        } catch {
-          reject(new InputError(`${server}: GET ${path}: the answer is not JSON`));
+        } catch (e) {
+          const why = e instanceof RangeError ? 'nested too deeply to parse' : 'not JSON';
+          fail(new InputError(`${server}: the answer to GET ${path} is ${why}: is this a Kubernetes API server? check the address in ${r.config.where}`));
         }
       });
-      res.on('error', (e) => reject(new InputError(`${server}: GET ${path}: ${e.message}`)));
     });
-    req.setTimeout(timeoutMs, () => req.destroy(new Error(`no answer within ${timeoutMs / 1000} s`)));
-    req.on('error', (e) => reject(e instanceof InputError ? e : new InputError(`cannot reach the API server ${server}: ${(e as NodeJS.ErrnoException).code ?? e.message}`)));
+    req.on('socket', (s) => {
+      const tls = url.protocol === 'https:';
+      const waiting = () => { phase = ANSWERING(`waiting for the answer to GET ${path}`); };
+      if (!s.connecting) return waiting();
+      s.once('connect', () => (tls ? (phase = HANDSHAKE(url.host)) : waiting()));
+      if (tls) s.once('secureConnect', waiting);
+    });
+    req.on('error', fail);
     req.end();
   });
+}
+
+/** Every item of a list call, page by page, as checked state objects. */
+async function getList(r: Reader, read: ListRead): Promise<Manifest[]> {
+  const out: Manifest[] = [];
+  let next: string | undefined;
+  do {
+    const query = new URLSearchParams({ limit: String(PAGE_SIZE), ...(next ? { continue: next } : {}) });
+    const path = `${listPath(read)}?${query}`;
+    const body = await getJson(r, path);
+    if (body === undefined) return out;
+    const where = `${r.config.server}: GET ${path}`;
+    if (!isRecord(body) || !Array.isArray(body.items)) throw new InputError(`${where}: the answer is not a list (no items): is this a Kubernetes API server?`);
+    asInputError(where, () => checkNesting(where, body, 'snapshot'));
+    listItems(read, body).forEach((o, i) => out.push(asStateObject(o, `${where}: items[${i}]`)));
+    const cont = isRecord(body.metadata) ? body.metadata.continue : undefined;
+    next = typeof cont === 'string' && cont !== '' ? cont : undefined;
+  } while (next);
+  return out;
 }
 
 /**
  * Reads the cluster live, read-only (GET list calls only): nodes, CRDs, StorageClasses,
  * PriorityClasses, Services, the Kueue queues and configuration, the operator singletons, and every
- * kind the render contains.
+ * kind the render contains. Bounded: --timeout for everything after loading the kubeconfig, the size
+ * limit of a cluster state for all answers together; every failure is bad input saying what to do.
  */
 export async function readLive(opts: LiveOptions, rendered: readonly Manifest[]): Promise<ClusterState> {
-  const kc = await loadKubeConfig(opts);
-  const server = kc.getCurrentCluster()!.server;
-  const crdRead = BUILT_IN_RESOURCES.find((b) => b.kind === 'CustomResourceDefinition')!;
-  const get = (r: ListRead) => getJson(kc, server, listPath(r), opts.timeoutMs).then((body) => (body === undefined ? [] : listItems(r, body)));
-  const crds = await get(crdRead);
-  const reads = listReads(crds, rendered).filter((r) => r.kind !== 'CustomResourceDefinition');
-  const lists = await Promise.all(reads.map(get));
-  return new ClusterState(server, [...crds.filter((c) => crdFacts(c) !== undefined), ...lists.flat()]);
+  const config = await loadKubeConfig(opts);
+  const deadline = new Deadline(opts.timeoutMs, () => config.plugins.stopAll(`no credential within ${seconds(opts.timeoutMs)} (--timeout)`));
+  let agent: http.Agent | undefined;
+  try {
+    const request = await authenticate(config, deadline);
+    agent = request.agent instanceof http.Agent ? request.agent : undefined;
+    const r: Reader = { config, request, deadline, bytesLeft: maxBytes('snapshot') };
+    const crdRead = BUILT_IN_RESOURCES.find((b) => b.kind === 'CustomResourceDefinition')!;
+    const crds = await getList(r, crdRead);
+    const reads = listReads(crds, rendered).filter((x) => x.kind !== 'CustomResourceDefinition');
+    const lists = await Promise.all(reads.map((x) => getList(r, x)));
+    return new ClusterState(config.server, [...crds.filter((c) => crdFacts(c) !== undefined), ...lists.flat()]);
+  } finally {
+    deadline.clear();
+    config.plugins.stopAll('the read ended');
+    agent?.destroy();
+  }
 }

@@ -3,7 +3,7 @@ import { get } from './util';
 import { Taint } from '../model/description';
 import { ClusterModel } from '../model/model';
 import { LABELS, RESOURCES } from '../model/names';
-import { parseQuantity } from '../model/quantity';
+import { formatBytes, formatCpu, parseQuantity } from '../model/quantity';
 import { Manifest } from '../render/manifest';
 
 /** The nodes of a cluster by role, as the description sees them. */
@@ -25,6 +25,17 @@ export function allocatableAmount(node: Manifest, resource: string): number {
   return v === undefined ? 0 : parseQuantity(v);
 }
 
+/**
+ * A node's allocatable amount as a description writes it: canonical, and readable. Memory is
+ * rounded down (never promising what the node lacks) to whole GiB from 64 GiB up, else to whole
+ * MiB: 1932735284Ki becomes 1843Gi. CPU keeps its canonical form ("188", "191500m").
+ */
+export function readableAllocatable(resource: 'cpu' | 'memory', amount: number): string {
+  if (resource === 'cpu') return formatCpu(amount);
+  const unit = amount >= 64 * 2 ** 30 ? 2 ** 30 : 2 ** 20;
+  return formatBytes(Math.floor(amount / unit) * unit);
+}
+
 export function taintsOf(node: Manifest): Taint[] {
   const t = get(node, ['spec', 'taints']);
   if (!Array.isArray(t)) return [];
@@ -41,7 +52,8 @@ export function nodeRoles(state: ClusterState, serviceSelector: Readonly<Record<
   const isService = (n: Manifest) => Object.entries(serviceSelector).every(([k, v]) => labels(n)[k] === v);
   const service = nodes.filter(isService);
   const gpu = nodes.filter((n) => !isService(n) && allocatableAmount(n, RESOURCES.gpu) > 0);
-  return { service, gpu, other: nodes.filter((n) => !service.includes(n) && !gpu.includes(n)) };
+  const placed = new Set([...service, ...gpu]);
+  return { service, gpu, other: nodes.filter((n) => !placed.has(n)) };
 }
 
 /** RDMA resources a node advertises: `rdma/<name>` -> units. */

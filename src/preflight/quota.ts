@@ -1,3 +1,4 @@
+import { descriptionEdit, withWhy } from './fixes';
 import { PreflightFinding, PreflightRule } from './rule';
 import { describeObject, get } from './util';
 import { isDefaultClass } from '../check/storage';
@@ -45,9 +46,9 @@ const clusterQueueOutsideCohort: PreflightRule = {
         severity: 'error',
         object: describeObject(cq),
         message: `covers ${both.join(', ')} outside cohort "${cohort}" (its cohort: ${cohortOf(cq) ?? 'none'}); with the rendered ClusterQueues the same capacity is admitted twice`,
-        fix: preWired
-          ? `set queueing.defaultClusterQueue: ${cq.metadata.name} in the description (the pre-wired default LocalQueue points at it; it joins cohort "${cohort}" with the default quota)`
-          : `kubectl delete clusterqueue ${cq.metadata.name} (after moving its LocalQueues), or describe its team as a tenant`,
+        fix: (preWired ? withWhy(descriptionEdit(model.description, { 'queueing.defaultClusterQueue': cq.metadata.name }),
+          `the pre-wired default LocalQueue points at it; it joins cohort "${cohort}" with the default quota`) : undefined)
+          ?? `kubectl delete clusterqueue ${cq.metadata.name} (after moving its LocalQueues), or describe its team as a tenant`,
       });
     }
     return out;

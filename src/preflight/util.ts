@@ -16,6 +16,11 @@ export function get(o: unknown, path: readonly string[]): unknown {
   return cur;
 }
 
+/** A list for a message, cut after `max` items (`a, b, c and 19997 more`): a finding stays one readable line on any cluster. */
+export function summarize(items: readonly string[], max = 5): string {
+  return items.length <= max ? items.join(', ') : `${items.slice(0, max).join(', ')} and ${items.length - max} more`;
+}
+
 export function same(a: unknown, b: unknown): boolean {
   return isDeepStrictEqual(a ?? null, b ?? null);
 }

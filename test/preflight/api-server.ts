@@ -7,7 +7,7 @@ import { apiGroup } from '../../src/render/manifest';
 /** A read-only fake API server on 127.0.0.1 that answers list calls from a cluster state; records every request. */
 export interface FakeApiServer {
   readonly url: string;
-  readonly requests: { method: string; path: string; authorization?: string }[];
+  readonly requests: { method: string; path: string; query: URLSearchParams; authorization?: string }[];
   close(): Promise<void>;
 }
 
@@ -18,8 +18,9 @@ export async function serveState(state: ClusterState): Promise<FakeApiServer> {
   ];
   const requests: FakeApiServer['requests'] = [];
   const server: Server = createServer((req, res) => {
-    const path = new URL(req.url ?? '/', 'http://x').pathname;
-    requests.push({ method: req.method ?? '', path, authorization: req.headers.authorization });
+    const url = new URL(req.url ?? '/', 'http://x');
+    const path = url.pathname;
+    requests.push({ method: req.method ?? '', path, query: url.searchParams, authorization: req.headers.authorization });
     // /api/v1[/namespaces/NS]/PLURAL or /apis/GROUP/VERSION[/namespaces/NS]/PLURAL
     const m = /^\/(?:api\/v1|apis\/([^/]+)\/[^/]+)(?:\/namespaces\/([^/]+))?\/([^/]+)$/.exec(path);
     const r = m && resources.find((x) => x.group === (m[1] ?? '') && x.plural === m[3]);
@@ -31,7 +32,12 @@ export async function serveState(state: ClusterState): Promise<FakeApiServer> {
       .filter((o) => o.kind === r.kind && apiGroup(o.apiVersion) === r.group && (m[2] === undefined || o.metadata.namespace === m[2]))
       // list items carry no apiVersion/kind, as a real API server's lists
       .map(({ apiVersion: _v, kind: _k, ...rest }) => rest);
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ kind: `${r.kind}List`, apiVersion: 'v1', items }));
+    // pages as the API server gives them: ?limit=N, then ?continue=<token> from metadata.continue
+    const from = Number(url.searchParams.get('continue') ?? 0);
+    const limit = Number(url.searchParams.get('limit') ?? 0) || items.length;
+    const page = items.slice(from, from + limit);
+    const metadata = from + limit < items.length ? { continue: String(from + limit) } : {};
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ kind: `${r.kind}List`, apiVersion: 'v1', metadata, items: page }));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;

@@ -1,11 +1,12 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
+import { parse, stringify } from 'yaml';
 import { kubeconfigFor, serveState } from './api-server';
 import { main } from '../../src/cli';
 import { EXIT } from '../../src/commands/io';
+import { parseQuantity } from '../../src/model/quantity';
 import { readSnapshot } from '../../src/preflight/snapshot';
 import { HAS_SCHEMAS } from '../helpers';
 
@@ -31,7 +32,11 @@ describe('init writes a description from the cluster', () => {
     expect(d.nodes.gpuWorkers.gpusPerNode).toBe(Number((gpu[0] as any).status.allocatable['nvidia.com/gpu']));
     expect(d.nodes.gpuWorkers.gpuProduct).toBe(gpu[0].metadata.labels!['nvidia.com/gpu.product']);
     expect(d.nodes.gpuWorkers.cpu).toBe((gpu[0] as any).status.allocatable.cpu);
-    expect(d.nodes.gpuWorkers.memory).toBe((gpu[0] as any).status.allocatable.memory);
+    // readable, rounded down to whole GiB: never more than the node has, less by under 1 GiB
+    const memory = parseQuantity((gpu[0] as any).status.allocatable.memory);
+    expect(d.nodes.gpuWorkers.memory).toMatch(/^\d+Gi$/);
+    expect(parseQuantity(d.nodes.gpuWorkers.memory)).toBeLessThanOrEqual(memory);
+    expect(parseQuantity(d.nodes.gpuWorkers.memory)).toBeGreaterThan(memory - 2 ** 30);
     expect(d.nodes.service.taints).toEqual(service.spec.taints);
     expect(d.network.infiniband.rdmaSharedDevice).toMatchObject({ name: 'rdma_shared_device_a', hcaMax: Number((gpu[0] as any).status.allocatable['rdma/rdma_shared_device_a']) });
     expect(d.queueing).toMatchObject({ defaultQueue: 'default', defaultClusterQueue: 'cluster-queue' });
@@ -86,5 +91,94 @@ describe('init writes a description from the cluster', () => {
     const err: string[] = [];
     expect(main(['init', '--snapshot', SNAPSHOT, '--name', 'Not_A_Label'], { out: () => {}, err: (l) => err.push(l) })).toBe(EXIT.badInput);
     expect(err[0]).toContain('--name');
+  });
+});
+
+describe('init describes what it sees, marks what it cannot decide, refuses what it cannot describe', () => {
+  let dir: string;
+  beforeAll(() => { dir = mkdtempSync(path.join(tmpdir(), 'init-cases-')); });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  /** The fixture's objects with `change` applied, written as a snapshot file. */
+  function snapshot(name: string, change: (objects: any[]) => void): string {
+    const objects = structuredClone(readSnapshot(SNAPSHOT).objects) as any[];
+    change(objects);
+    const file = path.join(dir, `${name}.yaml`);
+    writeFileSync(file, stringify({ apiVersion: 'v1', kind: 'List', items: objects }));
+    return file;
+  }
+  const gpuNodes = (objects: any[]) => objects.filter((o) => o.kind === 'Node' && o.status.allocatable['nvidia.com/gpu']);
+
+  function init(...args: string[]) {
+    const out: string[] = [];
+    const err: string[] = [];
+    const code = main(['init', ...args], { out: (l) => out.push(l), err: (l) => err.push(l) }) as number;
+    return { code, out, err, text: out.join('\n') };
+  }
+
+  it('no node at all, or no GPU worker: exit 2 saying why and what to do', () => {
+    const noNodes = init('--snapshot', snapshot('no-nodes', (o) => o.splice(0, o.length, ...o.filter((x) => x.kind !== 'Node'))));
+    expect(noNodes.code).toBe(EXIT.badInput);
+    expect(noNodes.err).toEqual([expect.stringMatching(/no-nodes\.yaml holds no Node: init describes the nodes it sees; add the output of kubectl get nodes -o yaml/)]);
+    const noGpu = init('--snapshot', snapshot('no-gpu', (o) => gpuNodes(o).forEach((n) => { delete n.status.allocatable['nvidia.com/gpu']; })));
+    expect(noGpu.code).toBe(EXIT.badInput);
+    expect(noGpu.err).toEqual([expect.stringMatching(/no node advertises nvidia\.com\/gpu \(4 node\(s\): service-0, gpu-worker-0, .*\), so there are no GPU workers to describe: is the GPU Operator's device plugin running/)]);
+    expect(noGpu.out).toEqual([]);
+  });
+
+  it('mixed GPU products: the largest group, with a TODO naming every product and its nodes', () => {
+    const r = init('--snapshot', snapshot('mixed-products', (o) => o.filter((x) => x.metadata.name === 'gpu-worker-1').forEach((n) => {
+      n.metadata.labels['nvidia.com/gpu.product'] = 'NVIDIA-A100-SXM4-80GB';
+    })), '--name', 'lab');
+    expect(r.code, r.err.join('\n')).toBe(EXIT.ok);
+    const d = parse(r.text);
+    expect(d.nodes.gpuWorkers).toMatchObject({ count: 2, gpuProduct: 'NVIDIA-H100-80GB-HBM3' });
+    expect(r.text).toMatch(/gpuProduct: NVIDIA-H100-80GB-HBM3 # TODO\(init\): the GPU workers carry different products: NVIDIA-H100-80GB-HBM3 on 2 node\(s\) \(gpu-worker-0, gpu-worker-2\); NVIDIA-A100-SXM4-80GB on 1 node\(s\) \(gpu-worker-1\)\. A description has one GPU node group: the 2 node\(s\) of NVIDIA-H100-80GB-HBM3 are described/);
+  });
+
+  it('mixed GPU counts: the smallest, with a TODO naming each count and its nodes', () => {
+    const r = init('--snapshot', snapshot('mixed-counts', (o) => o.filter((x) => x.metadata.name === 'gpu-worker-2').forEach((n) => {
+      n.status.allocatable['nvidia.com/gpu'] = '7';
+    })), '--name', 'lab');
+    expect(r.code, r.err.join('\n')).toBe(EXIT.ok);
+    expect(parse(r.text).nodes.gpuWorkers.gpusPerNode).toBe(7);
+    expect(r.text).toMatch(/gpusPerNode: 7 # TODO\(init\): the nodes advertise different nvidia\.com\/gpu counts: 8 on gpu-worker-0, gpu-worker-1; 7 on gpu-worker-2\. The smallest is taken/);
+  });
+
+  it('a value the description cannot take (a NUL in the product label) exits 2; comments never carry control characters', () => {
+    const nul = init('--snapshot', snapshot('nul', (o) => gpuNodes(o).forEach((n) => { n.metadata.labels['nvidia.com/gpu.product'] = 'NVIDIA\u0000H100'; })));
+    expect(nul.code).toBe(EXIT.badInput);
+    expect(nul.err).toEqual([expect.stringMatching(/nul\.yaml: what the cluster shows does not fit a description: nodes\.gpuWorkers\.gpuProduct: expected a label value .*got "NVIDIA\\u0000H100"/)]);
+    expect(nul.err[0]).not.toContain('\u0000');
+    const names = init('--snapshot', snapshot('names', (o) => gpuNodes(o).forEach((n, i) => { n.metadata.name = `gpu\u0007${i}\nevil: true`; })), '--name', 'lab');
+    expect(names.code, names.err.join('\n')).toBe(EXIT.ok);
+    expect(names.text).not.toMatch(/[\u0000-\u0008\u000b-\u001f]|^evil:/m);
+    expect(names.text).toContain('gpu\\u00070\\nevil: true');
+  });
+
+  it('a large cluster: the comments name a few nodes and count the rest', () => {
+    const r = init('--snapshot', snapshot('large', (o) => {
+      const [node] = gpuNodes(o);
+      for (let i = 0; i < 1200; i++) o.push({ ...structuredClone(node), metadata: { ...structuredClone(node.metadata), name: `gpu-extra-${i}` } });
+    }), '--name', 'lab');
+    expect(r.code, r.err.join('\n')).toBe(EXIT.ok);
+    expect(parse(r.text).nodes.gpuWorkers.count).toBe(1203);
+    expect(r.text).toMatch(/from nodes gpu-extra-0, gpu-extra-1, gpu-extra-10, gpu-extra-100, gpu-extra-1000 and 1198 more/);
+    expect(Math.max(...r.text.split('\n').map((l) => l.length))).toBeLessThan(400);
+  });
+
+  it('--out "" is refused as synth refuses it; an existing name is named for what it is', () => {
+    const empty = init('--snapshot', SNAPSHOT, '--out', '');
+    expect(empty.code).toBe(EXIT.badInput);
+    expect(empty.err).toEqual(['error: --out "": empty path; name the file to write, or leave --out out to print the description; nothing was written']);
+    const dangling = path.join(dir, 'dangling.yaml');
+    symlinkSync(path.join(dir, 'nowhere', 'x.yaml'), dangling);
+    const link = init('--snapshot', SNAPSHOT, '--out', dangling);
+    expect(link.code).toBe(EXIT.badInput);
+    expect(link.err[0]).toMatch(/--out .*dangling\.yaml: a symbolic link to .*nowhere\/x\.yaml, which does not exist; init never overwrites and never writes through a link/);
+    const folder = init('--snapshot', SNAPSHOT, '--out', dir);
+    expect(folder.err[0]).toMatch(/--out .*: a folder; init never overwrites/);
+    expect(lstatSync(dangling).isSymbolicLink()).toBe(true);
+    expect(existsSync(path.join(dir, 'nowhere'))).toBe(false);
   });
 });

@@ -1,0 +1,55 @@
+import { InputError } from '../errors';
+
+/** The files a command reads besides its own output: what they are and how far they may go. */
+export type InputKind = 'description' | 'snapshot' | 'kubeconfig';
+
+interface InputLimitSpec {
+  /** What the file is, for messages ("far more than a cluster description needs"). */
+  readonly what: string;
+  /** What to name instead when the path is not a regular file. */
+  readonly hint: string;
+  /** Largest file, in MiB, unless the environment variable says otherwise. */
+  readonly mib: number;
+  readonly env: string;
+  /** Deepest nesting of mappings and lists. */
+  readonly depth: number;
+  /** YAML aliases (`*name`) of mappings and lists a file may use. */
+  readonly aliases: number;
+}
+
+/**
+ * The limits of every input file, in one place (the README's "Limits of every input" lists them).
+ * A description is a few KiB and nests 6 levels; a complete snapshot of an Instant Cluster with
+ * its CRDs is a few MiB and nests 37 levels (CRD schemas inside a List); a kubeconfig with
+ * embedded certificates is a few KiB. Sizes are checked before a byte is read, so a device, a
+ * disk image or a log is refused at once; nesting and aliases bound the parser's recursion and
+ * what an alias bomb could expand to.
+ */
+export const INPUT_LIMITS: Readonly<Record<InputKind, InputLimitSpec>> = {
+  description: { what: 'a cluster description', hint: 'name a YAML or JSON description file', mib: 8, env: 'GPU_CLUSTER_MANIFESTS_MAX_DESCRIPTION_MIB', depth: 32, aliases: 100 },
+  snapshot: { what: 'a cluster snapshot', hint: 'name the file kubectl get ... -o yaml wrote', mib: 64, env: 'GPU_CLUSTER_MANIFESTS_MAX_SNAPSHOT_MIB', depth: 100, aliases: 100 },
+  kubeconfig: { what: 'a kubeconfig', hint: 'name a kubeconfig file', mib: 4, env: 'GPU_CLUSTER_MANIFESTS_MAX_KUBECONFIG_MIB', depth: 32, aliases: 100 },
+};
+
+/** Largest size any limit may be raised to: a Buffer, and the text decoded from it, must fit. */
+const MAX_MIB = 1024;
+
+/** The size limit of an input kind in bytes: the environment variable when set (MiB, fractions allowed), else the default. */
+export function maxBytes(kind: InputKind): number {
+  const spec = INPUT_LIMITS[kind];
+  const raw = process.env[spec.env];
+  if (raw === undefined || raw === '') return spec.mib * 1024 * 1024;
+  const mib = Number(raw);
+  if (!Number.isFinite(mib) || mib <= 0 || mib > MAX_MIB) throw new InputError(`${spec.env}=${raw}: expected a size in MiB greater than 0 and at most ${MAX_MIB}`);
+  return Math.floor(mib * 1024 * 1024);
+}
+
+/** `8 MiB`, `0.5 MiB`, `10.24 KiB`. */
+export function formatMiB(bytes: number): string {
+  return bytes < 1024 * 1024 ? `${Number((bytes / 1024).toFixed(2))} KiB` : `${Number((bytes / 1024 / 1024).toFixed(2))} MiB`;
+}
+
+/** How to raise a kind's size limit, for messages. */
+export function raiseHint(kind: InputKind): string {
+  return `${INPUT_LIMITS[kind].env}=<MiB> raises the limit`;
+}
