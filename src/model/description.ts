@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DASHBOARD, LABELS, NAMESPACES, SINGLETONS, STORAGE_CLASSES } from './names';
+import { DASHBOARD, KUEUE_DEFAULT_LOCAL_QUEUE, LABELS, NAMESPACES, SINGLETONS, STORAGE_CLASSES } from './names';
 import { VERSIONS } from '../versions';
 import {
   absolutePath, dnsLabel, dnsSubdomain, envVar, exactMemoryTotal, gpuCount, gpusPerNode, installMode, intRange, labelKey, labels, labelValue,
@@ -111,13 +111,13 @@ const priority = z.strictObject({
     .min(-2147483648, { error: 'expected a priority from -2147483648 to 1000000000' })
     .max(1_000_000_000, { error: 'expected a priority of at most 1000000000 (higher values are reserved for system priority classes)' })
     .describe('Priority value; higher is admitted and scheduled first.'),
-  default: z.boolean().default(false).describe('The default priority of workloads without a priority label (at most one).'),
+  default: z.boolean().default(false).describe('The priority of the queued work rendered for this cluster (samples, tutorials) that names none: its kueue.x-k8s.io/priority-class label and its pods\' priorityClassName (at most one). No PriorityClass is made globalDefault: workloads of others without a priority label get their pods\' priority (0 unless the cluster has a globalDefault PriorityClass).'),
 });
 
 const quotaLimit = z.union([gpuCount(), z.null()]);
 
 const queueing = z.strictObject({
-  defaultQueue: dnsLabel().default('default').describe('LocalQueue pre-wired in namespace "default" and in every tenant namespace.'),
+  defaultQueue: dnsLabel().default(KUEUE_DEFAULT_LOCAL_QUEUE).describe('LocalQueue pre-wired in namespace "default". Named "default" (the Instant Cluster\'s), Kueue queues to it every pod and job created in that namespace without a queue label (LocalQueue defaulting, always on since Kueue v0.17).'),
   priorities: z.array(priority).default([{ name: 'normal', value: 500, default: true }]).describe('Workload priorities.'),
   cohort: dnsLabel().default('gpu-cohort').describe('Cohort of all ClusterQueues; idle GPUs are shared inside it.'),
   defaultClusterQueue: dnsLabel().default('default').describe('ClusterQueue behind the default LocalQueue; gets the GPUs tenants do not claim.'),
@@ -133,7 +133,7 @@ const queueing = z.strictObject({
   }).prefault({}).describe('Preemption policy of every ClusterQueue.'),
   fairSharing: z.boolean().default(false).describe('Fair sharing of idle GPUs by ClusterQueue weight (tenants[].fairSharingWeight) instead of classical preemption; needs installs.kueue: managed.'),
   podPriorityClasses: z.boolean().default(true)
-    .describe('Render a Kubernetes PriorityClass per priority (the default one globalDefault, which Kueue also uses for workloads without a priority label). Turn off when the cluster already has a globalDefault PriorityClass.'),
+    .describe('Render a Kubernetes PriorityClass per priority (none globalDefault); the rendered queued jobs\' pods name the one of their priority, so pod preemption agrees with queue order. Off: their pods keep the cluster\'s default pod priority.'),
   topology: z.strictObject({
     name: dnsLabel().default('gpu-topology').describe('Topology object name.'),
     levels: z.array(labelKey()).min(1, { error: 'expected at least one topology level' })
@@ -145,6 +145,10 @@ const tenant = z.strictObject({
   name: dnsLabel().describe('Tenant name; names its ClusterQueue.'),
   gpus: gpuCount().describe('Nominal GPU quota; may borrow idle GPUs from the cohort.'),
   namespace: dnsLabel().optional().describe('Tenant namespace. Default: the tenant name.'),
+  queue: dnsLabel().optional().describe('LocalQueue of the tenant namespace (its jobs name it in kueue.x-k8s.io/queue-name). Default: the tenant name. '
+    + '"default" opts the namespace into Kueue\'s LocalQueue defaulting (always on since v0.17): every pod and job created there without a queue label is queued to it, '
+    + 'CPU-only debug pods included (gated until admitted, charged to the tenant\'s quota, placed on its flavor\'s nodes). Any other name leaves such pods alone: '
+    + 'a CPU-only pod runs outside the quota, a GPU or RDMA pod is refused by the guardrails.'),
   group: nonEmptyString('a group name').optional().describe('Group bound to the tenant role (OIDC/Kanidm). Default: tenant-<name>.'),
   borrowingOnly: z.boolean().default(false).describe('The quota is a share of borrowed GPUs, not reserved capacity (allowed to exceed the cluster).'),
   borrowingLimit: quotaLimit.optional().describe('Overrides queueing.borrowingLimit for this tenant.'),
@@ -160,7 +164,9 @@ const installs = z.strictObject({
   networkOperator: installMode().default('preinstalled').describe('NVIDIA Network Operator (Helm chart).'),
   kueue: installMode().default('preinstalled').describe('Kueue (OCI Helm chart).'),
   mpiOperator: installMode().default('preinstalled').describe('MPI Operator (kustomize overlay at the release tag).'),
-  trainingOperator: installMode().default('preinstalled').describe('Kubeflow Training Operator (kustomize overlay at the release tag).'),
+  // The Instant Cluster ships the MPI Operator only (product page): no PyTorchJob CRD until a Training Operator is installed.
+  trainingOperator: z.enum(['none', 'preinstalled', 'managed'], { error: 'expected "none", "preinstalled" or "managed"' }).default('none')
+    .describe('Kubeflow Training Operator (kustomize overlay at the release tag): "none" (the Instant Cluster has none; the PyTorchJob sample is not rendered), "preinstalled" (the cluster already runs one), "managed" (installed here).'),
   localPathProvisioner: installMode().default('preinstalled').describe('local-path-provisioner (rendered in storage/).'),
   monitoring: installMode().default('preinstalled').describe('VictoriaMetrics + Grafana (victoria-metrics-k8s-stack chart).'),
   dynamo: z.enum(['none', 'preinstalled', 'managed'], { error: 'expected "none", "preinstalled" or "managed"' }).default('none')
@@ -216,7 +222,7 @@ const ncclTests = z.strictObject({
 
 const samples = z.strictObject({
   namespace: dnsLabel().default('default').describe('Namespace of the samples: "default" or a tenant namespace (a LocalQueue must exist there).'),
-  queue: dnsLabel().optional().describe('LocalQueue of the samples. Default: queueing.defaultQueue.'),
+  queue: dnsLabel().optional().describe('LocalQueue of the samples. Default: the LocalQueue of samples.namespace (queueing.defaultQueue in "default", tenants[].queue in a tenant namespace).'),
   priority: dnsSubdomain().optional().describe('Kueue priority class of the samples. Default: the default entry of queueing.priorities.'),
   nodeNames: z.array(dnsSubdomain()).default([])
     .describe('GPU worker node names: per-node health checks render one object per name. Empty: one object per check, pinned to a placeholder node name replaced at launch.'),
@@ -225,7 +231,7 @@ const samples = z.strictObject({
   pytorch: z.strictObject({
     image: pinnedImage().default('nvcr.io/nvidia/pytorch:25.01-py3').describe('PyTorch image of the PyTorchJob sample, pinned.'),
     steps: positiveInt().default(200).describe('Training steps of the DDP sample.'),
-  }).prefault({}).describe('The PyTorchJob (DDP) sample.'),
+  }).prefault({}).describe('The PyTorchJob (DDP) sample, rendered where a Training Operator is (installs.trainingOperator not "none").'),
   dcgmDiag: z.strictObject({
     image: pinnedImage().default(DCGM_IMAGE).describe('DCGM image of the diagnostic Job, pinned (default: the GPU Operator release\'s DCGM).'),
     level: intRange(1, 4).default(2).describe('dcgmi diag run level (1 quick .. 4 extended).'),
@@ -404,13 +410,15 @@ export const ClusterDescriptionSchema = z.strictObject({
       message: `the Network Operator reconciles only a NicClusterPolicy named "${SINGLETONS.nicClusterPolicy}", got "${d.networkOperator.nicClusterPolicyName}"`,
     });
   }
-  const sampleQueue = d.samples.queue ?? d.queueing.defaultQueue;
-  if (sampleQueue !== d.queueing.defaultQueue) {
-    ctx.addIssue({ code: 'custom', path: ['samples', 'queue'], message: `no LocalQueue is named "${sampleQueue}": every namespace's LocalQueue is queueing.defaultQueue ("${d.queueing.defaultQueue}")` });
-  }
-  const queueNamespaces = [NAMESPACES.default, ...d.tenants.map((t) => t.namespace ?? t.name)];
-  if (!queueNamespaces.includes(d.samples.namespace)) {
-    ctx.addIssue({ code: 'custom', path: ['samples', 'namespace'], message: `namespace "${d.samples.namespace}" has no LocalQueue; use one of ${queueNamespaces.join(', ')}` });
+  const localQueues = new Map<string, string>([
+    [NAMESPACES.default, d.queueing.defaultQueue],
+    ...d.tenants.map((t) => [t.namespace ?? t.name, t.queue ?? t.name] as [string, string]),
+  ]);
+  const samplesQueue = localQueues.get(d.samples.namespace);
+  if (samplesQueue === undefined) {
+    ctx.addIssue({ code: 'custom', path: ['samples', 'namespace'], message: `namespace "${d.samples.namespace}" has no LocalQueue; use one of ${[...localQueues.keys()].join(', ')}` });
+  } else if (d.samples.queue !== undefined && d.samples.queue !== samplesQueue) {
+    ctx.addIssue({ code: 'custom', path: ['samples', 'queue'], message: `no LocalQueue "${d.samples.queue}" in namespace "${d.samples.namespace}": its LocalQueue is "${samplesQueue}"` });
   }
   if (d.samples.priority !== undefined && !prioNames.has(d.samples.priority)) {
     ctx.addIssue({ code: 'custom', path: ['samples', 'priority'], message: `unknown priority "${d.samples.priority}"; queueing.priorities has ${[...prioNames.keys()].join(', ')}` });

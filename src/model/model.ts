@@ -1,7 +1,7 @@
 import { AdoptedObject, adoptedObjects, AllocatedNodePort, allocatedNodePorts } from './adoption';
 import { ClusterDescription, Taint } from './description';
 import { GpuProductFacts, gpuProductFacts } from './gpu-products';
-import { LABELS, MANAGED_BY, NAMESPACES, RESOURCES } from './names';
+import { KUEUE_DEFAULT_LOCAL_QUEUE, LABELS, MANAGED_BY, NAMESPACES, RESOURCES } from './names';
 import { floorToMebibytes, formatBytes, formatMillis, parseQuantity } from './quantity';
 
 /** A Kubernetes toleration, in the shape of the core API (plain data, usable by every construct). */
@@ -90,10 +90,15 @@ export interface QueueQuota extends ResourceAmounts {
 export interface QueueModel {
   /** ClusterQueue name. */
   readonly clusterQueue: string;
-  /** LocalQueue name (the same in every namespace: queueing.defaultQueue). */
+  /** LocalQueue name (queueing.defaultQueue in "default", tenants[].queue in a tenant namespace). */
   readonly localQueue: string;
   /** Namespace of the LocalQueue. */
   readonly namespace: string;
+  /**
+   * The LocalQueue is named "default": Kueue's LocalQueue defaulting queues to it every pod and job created in the
+   * namespace without a queue label (see KUEUE_DEFAULT_LOCAL_QUEUE).
+   */
+  readonly defaulting: boolean;
   /** Fair-sharing weight of the ClusterQueue (used when queueing.fairSharing is on). */
   readonly fairSharingWeight: number;
   readonly quota: QueueQuota;
@@ -247,6 +252,11 @@ function millisOf(cpu: string): number {
   return Math.round(parseQuantity(cpu) * 1000);
 }
 
+/** The queue of a namespace (undefined: the namespace has no LocalQueue). */
+export function queueOfNamespace(model: ClusterModel, namespace: string): QueueModel | undefined {
+  return model.queueing.queues.find((q) => q.namespace === namespace);
+}
+
 export function buildModel(d: ClusterDescription): ClusterModel {
   const w = d.nodes.gpuWorkers;
   const gpus = w.count * w.gpusPerNode;
@@ -319,8 +329,9 @@ export function buildModel(d: ClusterDescription): ClusterModel {
   const tenants: TenantModel[] = d.tenants.map((t, i) => ({
     name: t.name,
     clusterQueue: t.name,
-    localQueue: q.defaultQueue,
+    localQueue: t.queue ?? t.name,
     namespace: t.namespace ?? t.name,
+    defaulting: (t.queue ?? t.name) === KUEUE_DEFAULT_LOCAL_QUEUE,
     group: t.group ?? `tenant-${t.name}`,
     borrowingOnly: t.borrowingOnly,
     fairSharingWeight: t.fairSharingWeight,
@@ -331,6 +342,7 @@ export function buildModel(d: ClusterDescription): ClusterModel {
     clusterQueue: q.defaultClusterQueue,
     localQueue: q.defaultQueue,
     namespace: NAMESPACES.default,
+    defaulting: q.defaultQueue === KUEUE_DEFAULT_LOCAL_QUEUE,
     fairSharingWeight: 1,
     quota: defaultQuota,
   };

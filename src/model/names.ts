@@ -64,6 +64,14 @@ export const KUEUE_POD = {
 } as const;
 
 /**
+ * Kueue's LocalQueue defaulting (GA since v0.17, cannot be switched off): its webhooks label every pod and job
+ * created without a queue label `kueue.x-k8s.io/queue-name: default` when the namespace has a LocalQueue of this
+ * name (and is one Kueue manages), so the pod is gated, charged to that queue's ClusterQueue and placed by its
+ * flavor. pkg/controller/jobs/pod/pod_webhook.go and jobframework/defaults.go (v0.19.2).
+ */
+export const KUEUE_DEFAULT_LOCAL_QUEUE = 'default';
+
+/**
  * Resource-level Argo CD sync options of every adopted object: no prune when it leaves dist/ (a rename),
  * no delete when its Application is deleted in cascade. A resource's own option overrides the Application's.
  */

@@ -1,6 +1,7 @@
 import { coveredResources, cohortOf, mpiJobShape, queueLabels } from '../check';
 import { code, table } from './markdown';
 import { Flowchart, nodeId } from './mermaid';
+import { queueDefaultingSection } from './queue-defaulting';
 import { tutorialsSection } from './tutorials';
 import { ClusterIndex } from '../check/cluster-index';
 import { ClusterDescription } from '../model/description';
@@ -239,6 +240,7 @@ function ncclSection(c: RenderedCluster, index: ClusterIndex): string {
 export function clusterReport(c: RenderedCluster): string {
   const index = new ClusterIndex(c);
   const quotas = quotaTable(c, index);
+  const defaulting = queueDefaultingSection(c, index);
   const sections = [
     GENERATED,
     `# ${c.name}`,
@@ -254,6 +256,7 @@ export function clusterReport(c: RenderedCluster): string {
     '',
     queueDiagram(index),
     ...(quotas ? ['', quotas] : []),
+    ...(defaulting ? ['', defaulting] : []),
     '',
     '## Argo CD sync waves',
     '',

@@ -78,7 +78,7 @@ describe('kueue', () => {
     const c = renderOf();
     const broken: RenderedCluster = { ...c, folders: c.folders.map((f) => ({ ...f, objects: f.objects.filter((o) => !(o.kind === 'ClusterQueue' && o.metadata.name === 'research')) })) };
     expect(crossCheck(broken, 16)).toEqual([
-      'LocalQueue research/default points at missing ClusterQueue research',
+      'LocalQueue research/research points at missing ClusterQueue research',
       'nominal GPU quota over the cohort is 8, expected 16',
     ]);
   });
@@ -168,12 +168,13 @@ describe('kueue', () => {
     expect(spec(findObject(objects, 'ClusterQueue', 'default')).preemption).toMatchObject({ withinClusterQueue: 'LowerOrNewerEqualPriority', reclaimWithinCohort: 'LowerPriority' });
   });
 
-  it('renders a WorkloadPriorityClass and a PriorityClass per priority; only the default is globalDefault', () => {
+  it('renders a WorkloadPriorityClass and a PriorityClass per priority, none of them globalDefault', () => {
     const objects = kueueOf();
     expect(ofKind(objects, 'WorkloadPriorityClass').map((w) => [w.metadata.name, (w as any).value])).toEqual([['high', 1000], ['low', 100], ['normal', 500]]);
     const classes = ofKind(objects, 'PriorityClass') as any[];
-    expect(classes.map((p) => [p.metadata.name, p.value, p.globalDefault])).toEqual([['high', 1000, false], ['low', 100, false], ['normal', 500, true]]);
-    expect((findObject(objects, 'WorkloadPriorityClass', 'normal') as any).description).toMatch(/globalDefault PriorityClass/);
+    // a globalDefault would give "normal" to every pod of the cluster, the pre-installed DaemonSets included
+    expect(classes.map((p) => [p.metadata.name, p.value, p.globalDefault])).toEqual([['high', 1000, false], ['low', 100, false], ['normal', 500, false]]);
+    expect((findObject(objects, 'WorkloadPriorityClass', 'normal') as any).description).toMatch(/queued work rendered for this cluster .* carries this class when it names none/);
     const without = kueueOf((d: any) => { d.queueing.podPriorityClasses = false; });
     expect(ofKind(without, 'PriorityClass')).toEqual([]);
     expect(ofKind(without, 'WorkloadPriorityClass')).toHaveLength(3);
