@@ -184,6 +184,10 @@ const gpuOperator = z.strictObject({
   migStrategy: z.enum(['none', 'single', 'mixed'], { error: 'expected "none", "single" or "mixed"' }).default('single').describe('MIG strategy ("mixed" needs the MIG manager).'),
   nodeStatusExporter: z.boolean().default(false).describe('Run the node status exporter (operator health metrics per node).'),
   cdi: z.boolean().default(true).describe('Use CDI for device injection (cdi.enabled; cdi.default stays false).'),
+  acceptVisibleDevicesEnvvarWhenUnprivileged: z.boolean().optional()
+    .describe('Managed toolkit only: the toolkit\'s accept-nvidia-visible-devices-envvar-when-unprivileged. Default false: an unprivileged container gets only the GPUs the device plugin allocated '
+      + '(rendered as toolkit.env, and with cdi off the device plugin\'s volume-mounts list strategy). true lets any container name GPUs in NVIDIA_VISIBLE_DEVICES, or inherit "all" from a CUDA image, '
+      + 'without a GPU request. A preinstalled toolkit reads it from the node image\'s /etc/nvidia-container-runtime/config.toml.'),
   devicePluginEnv: z.array(envVar()).default([]).describe('Extra env of the device plugin.'),
   toolkitEnv: z.array(envVar()).default([]).describe('Extra env of the container toolkit.'),
 }).prefault({}).describe('The ClusterPolicy cluster-policy (the operator validator always runs: the ClusterPolicy has no switch for it).');
@@ -402,6 +406,24 @@ export const ClusterDescriptionSchema = z.strictObject({
   }
   if (d.gpuOperator.migStrategy === 'mixed' && !d.gpuOperator.migManager) {
     ctx.addIssue({ code: 'custom', path: ['gpuOperator', 'migStrategy'], message: 'MIG strategy "mixed" needs the MIG manager (gpuOperator.migManager: true)' });
+  }
+  if (d.gpuOperator.acceptVisibleDevicesEnvvarWhenUnprivileged !== undefined && d.gpuOperator.toolkit !== 'managed') {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['gpuOperator', 'acceptVisibleDevicesEnvvarWhenUnprivileged'],
+      message: 'the node image ships the container toolkit (gpuOperator.toolkit: preinstalled): set accept-nvidia-visible-devices-envvar-when-unprivileged '
+        + 'in its /etc/nvidia-container-runtime/config.toml, or set gpuOperator.toolkit: managed',
+    });
+  }
+  const hardenedEnv = ['ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED', 'ACCEPT_NVIDIA_VISIBLE_DEVICES_AS_VOLUME_MOUNTS', 'DEVICE_LIST_STRATEGY'];
+  if (d.gpuOperator.toolkit === 'managed' && d.gpuOperator.acceptVisibleDevicesEnvvarWhenUnprivileged !== true) {
+    for (const field of ['toolkitEnv', 'devicePluginEnv'] as const) {
+      d.gpuOperator[field].forEach((e, i) => {
+        if (hardenedEnv.includes(e.name)) {
+          ctx.addIssue({ code: 'custom', path: ['gpuOperator', field, i, 'name'], message: `${e.name} follows gpuOperator.acceptVisibleDevicesEnvvarWhenUnprivileged with a managed toolkit; set that instead` });
+        }
+      });
+    }
   }
   if (d.networkOperator.nicClusterPolicyName !== SINGLETONS.nicClusterPolicy) {
     ctx.addIssue({
