@@ -136,7 +136,9 @@ const guardrailsAdmit: Rule = {
       };
       // LocalQueue defaulting labels the object, and the pods its controller creates, when the namespace has a "default" LocalQueue.
       const defaulted = index.find('LocalQueue', KUEUE_DEFAULT_LOCAL_QUEUE, namespace) ? KUEUE_DEFAULT_LOCAL_QUEUE : undefined;
-      report('the object, as a tenant submits it,', kueueMutated(m as unknown as Json, defaulted), TENANT_USER);
+      // Kueue's webhooks label workloads only (objects with pods), never a Role or a ConfigMap.
+      const workload = index.podTemplates(m).length > 0;
+      report('the object, as a tenant submits it,', workload ? kueueMutated(m as unknown as Json, defaulted) : m as unknown as Json, TENANT_USER);
       if (m.kind === 'Pod') continue;
       const creator = podCreator(m);
       for (const t of index.podTemplates(m)) {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DASHBOARD, KUEUE_DEFAULT_LOCAL_QUEUE, LABELS, NAMESPACES, SINGLETONS, STORAGE_CLASSES } from './names';
+import { parseQuantity } from './quantity';
 import { VERSIONS } from '../versions';
 import {
   absolutePath, dnsLabel, dnsSubdomain, envVar, exactMemoryTotal, gpuCount, gpusPerNode, installMode, intRange, labelKey, labels, labelValue,
@@ -35,6 +36,41 @@ const serviceNode = z.strictObject({
     .describe('Labels selecting the service node (control plane, add-on management, monitoring).'),
 });
 
+/**
+ * What the DaemonSets of an Instant Cluster GPU worker use. Of their upstream defaults only Node Feature Discovery's
+ * worker requests anything (5m, 64Mi); the others (Cilium, node exporter, the GPU Operator's device plugin, GPU
+ * Feature Discovery, DCGM exporter, MIG manager and validator, the RDMA shared device plugin) request nothing but use
+ * CPU and memory all the same. Quotas that hand out all of the allocatable let Kueue admit pods the scheduler then
+ * cannot place beside a DaemonSet that does request, and leave the agents nothing. The default keeps 2 cores and
+ * 4 GiB per GPU worker (1 and 2 GiB per CPU worker); `kubectl top pods -A` on a busy node tells what yours use.
+ * test/kueue/quota.test.ts checks the default against the requests of the vendored charts.
+ */
+export const GPU_WORKER_DAEMONSETS = 'Cilium, node exporter, Node Feature Discovery, the GPU Operator\'s operands, the RDMA device plugin';
+export const GPU_WORKER_RESERVE = { cpu: '2', memory: '4Gi' } as const;
+export const CPU_WORKER_RESERVE = { cpu: '1', memory: '2Gi' } as const;
+
+const nodeReserve = (defaults: { readonly cpu: string; readonly memory: string }) => z.strictObject({
+  cpu: quantity('cpu', { zero: true }).default(defaults.cpu).describe('CPU per node kept out of the quotas.'),
+  memory: quantity('memory', { zero: true }).default(defaults.memory).describe('Memory per node kept out of the quotas.'),
+}).prefault({});
+
+/** A node type's reserve must leave something for the quotas. */
+function reserveFits(nodes: { cpu: string; memory: string; reserved: { cpu: string; memory: string } }, ctx: z.RefinementCtx): void {
+  for (const r of ['cpu', 'memory'] as const) {
+    let reserved: number;
+    let allocatable: number;
+    try {
+      reserved = parseQuantity(nodes.reserved[r]);
+      allocatable = parseQuantity(nodes[r]);
+    } catch {
+      continue; // the fields' own checks report it
+    }
+    if (reserved >= allocatable) {
+      ctx.addIssue({ code: 'custom', path: ['reserved', r], message: `reserves ${nodes.reserved[r]} of the ${nodes[r]} ${r} a node has: nothing would be left for the quotas` });
+    }
+  }
+}
+
 const gpuWorkers = z.strictObject({
   count: nodeCount().describe('Number of GPU worker nodes.'),
   gpusPerNode: gpusPerNode().describe('nvidia.com/gpu allocatable per node.'),
@@ -44,16 +80,18 @@ const gpuWorkers = z.strictObject({
   localDisk: z.strictObject({
     path: absolutePath().describe('Node-local NVMe mount; backs the local-disk StorageClass.'),
   }).describe('Node-local disk of every GPU worker.'),
+  reserved: nodeReserve(GPU_WORKER_RESERVE).describe(`CPU and memory of each GPU worker kept out of the Kueue quotas for the DaemonSets and system pods that run there (${GPU_WORKER_DAEMONSETS}); the quotas share the rest.`),
   taints: z.array(taint()).default([]).describe('Taints of the GPU workers (Instant Cluster: none); jobs and agents tolerate them.'),
-}).superRefine(exactMemoryTotal);
+}).superRefine(exactMemoryTotal).superRefine(reserveFits);
 
 const cpuWorkers = z.strictObject({
   count: nodeCount().describe('Number of CPU-only worker nodes.'),
   cpu: quantity('cpu').describe('Allocatable CPU per node.'),
   memory: quantity('memory').describe('Allocatable memory per node.'),
   labels: labels().default({ 'node-role.kubernetes.io/cpu-worker': '' }).describe('Labels selecting the CPU workers.'),
+  reserved: nodeReserve(CPU_WORKER_RESERVE).describe('CPU and memory of each CPU worker kept out of the Kueue quotas for its DaemonSets (Cilium, node exporter, Node Feature Discovery).'),
   taints: z.array(taint()).default([]).describe('Taints of the CPU workers.'),
-}).superRefine(exactMemoryTotal);
+}).superRefine(exactMemoryTotal).superRefine(reserveFits);
 
 const rdmaSharedDevice = z.strictObject({
   // k8s-rdma-shared-dev-plugin accepts resource names of [a-zA-Z0-9_]+ only.

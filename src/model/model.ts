@@ -304,18 +304,25 @@ export function buildModel(d: ClusterDescription): ClusterModel {
     tolerations: tolerationsFor(d.nodes.cpuWorkers.taints),
   };
 
-  // Quotas: see queueQuotas(); the nominal quotas over the cohort add up to the cluster's capacity.
+  // Quotas: see queueQuotas(); the nominal quotas over the cohort add up to what the nodes have for workloads:
+  // their allocatable less what each node keeps for its DaemonSets and system pods (nodes.*.reserved).
   const q = d.queueing;
   const limit = (v: number | null | undefined) => (v === null || v === undefined ? undefined : v);
   const cpuOnlyNodes = d.nodes.cpuWorkers;
+  const forWorkloads = (n: { cpu: string; memory: string; reserved: { cpu: string; memory: string } }) => ({
+    cpuMillis: Math.round(parseQuantity(n.cpu) * 1000) - Math.round(parseQuantity(n.reserved.cpu) * 1000),
+    memoryBytes: Math.floor(parseQuantity(n.memory)) - Math.ceil(parseQuantity(n.reserved.memory)),
+  });
+  const gpuNode = forWorkloads(w);
+  const cpuNode = cpuOnlyNodes && forWorkloads(cpuOnlyNodes);
   const totals: QuotaTotals = {
     gpus,
-    cpuMillis: Math.round(cpuCores * 1000),
-    memoryBytes: Math.floor(memoryBytes),
+    cpuMillis: w.count * gpuNode.cpuMillis,
+    memoryBytes: w.count * gpuNode.memoryBytes,
     rdma: rdmaDevices,
-    cpuOnly: cpuOnlyNodes && {
-      cpuMillis: cpuOnlyNodes.count * Math.round(parseQuantity(cpuOnlyNodes.cpu) * 1000),
-      memoryBytes: cpuOnlyNodes.count * Math.floor(parseQuantity(cpuOnlyNodes.memory)),
+    cpuOnly: cpuOnlyNodes && cpuNode && {
+      cpuMillis: cpuOnlyNodes.count * cpuNode.cpuMillis,
+      memoryBytes: cpuOnlyNodes.count * cpuNode.memoryBytes,
     },
   };
   const claims: QueueClaim[] = d.tenants.map((t) => ({

@@ -127,10 +127,14 @@ function quotaTable(c: RenderedCluster, index: ClusterIndex): string {
     }
   }
   const head = ['ClusterQueue', 'Cohort', 'LocalQueues', 'Flavor', ...resources.map((r) => code(r)), 'GPU borrowing limit', 'GPU lending limit'];
+  const n = c.model.description.nodes;
+  const reserve = (field: string, r: { cpu: string; memory: string }) => `${code(field)} (${r.cpu} CPU, ${r.memory} memory per node)`;
   return [
     table(head, rows),
     '',
-    `Nominal ${code(RESOURCES.gpu)} over all ClusterQueues: **${total}** of the cluster's **${c.model.capacity.gpus}** GPUs.`,
+    `Nominal ${code(RESOURCES.gpu)} over all ClusterQueues: **${total}** of the cluster's **${c.model.capacity.gpus}** GPUs. `
+      + 'The CPU and memory quotas share the workers\' allocatable less what each node keeps for its DaemonSets and system pods: '
+      + `${[reserve('nodes.gpuWorkers.reserved', n.gpuWorkers.reserved), ...(n.cpuWorkers ? [reserve('nodes.cpuWorkers.reserved', n.cpuWorkers.reserved)] : [])].join(', ')}.`,
   ].join('\n');
 }
 

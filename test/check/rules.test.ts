@@ -27,6 +27,10 @@ const SAYS: Record<string, readonly RegExp[]> = {
   'clusterqueue-flavor': [/ClusterQueue default/, /"a100" is no rendered ResourceFlavor/, /ResourceFlavors: h100/],
   'queue-resource-coverage': [/Job default\/train/, /rdma\/rdma_shared_device_a/, /ClusterQueue default/, /LocalQueue default\/default/],
   'quota-capacity': [/cohort gpu-cohort/, /quota 20 \(default 8, research 12\)/, /16 GPUs/],
+  'quota-node-reserve': [
+    /^DaemonSet monitoring\/gpu-agent: the DaemonSet pods on every GPU worker \(DaemonSet monitoring\/gpu-agent\) request 3 CPU and 1Gi memory, more than nodes.gpuWorkers.reserved keeps out of the quotas \(2 CPU, 4Gi\)/,
+    /^ResourceFlavor h100: the nominal quotas of ClusterQueue default, ClusterQueue research on this flavor add up to 384 CPU, more than its nodes keep for workloads \(2 x \(192 - 2\) CPU/m,
+  ],
   'priorityclass-no-global-default': [/^PriorityClass normal: globalDefault: true/, /every pod of the cluster/, /refuses a second/],
   'mpijob-ranks': [/MPIJob default\/nccl-all-reduce/, /-np 12/, /2 worker\(s\) x slotsPerWorker 8 = 16/],
   'mpijob-fit': [/MPIJob default\/nccl-all-reduce/, /3 workers x 8 GPUs = 24/, /cluster's 16/],

@@ -102,7 +102,7 @@ describe('kueue', () => {
       flavors: [{
         name: 'nvidia-h100-80gb-hbm3',
         resources: [
-          { name: 'cpu', nominalQuota: '192' }, { name: 'memory', nominalQuota: '1800Gi' },
+          { name: 'cpu', nominalQuota: '190' }, { name: 'memory', nominalQuota: '1796Gi' },
           { name: 'nvidia.com/gpu', nominalQuota: '8' }, { name: 'rdma/rdma_shared_device_a', nominalQuota: '63' },
         ],
       }],
@@ -136,7 +136,8 @@ describe('kueue', () => {
     });
     const flavors = spec(findObject(objects, 'ClusterQueue', 'default')).resourceGroups[0].flavors;
     expect(flavors.map((f: any) => f.name)).toEqual(['cpu-only', 'nvidia-h100-80gb-hbm3']);
-    expect(flavors[0].resources.map((r: any) => r.nominalQuota)).toEqual(['32', '128Gi', '0', '0']);
+    // 2 x (64 - 1) CPU and 2 x (256Gi - 2Gi) memory after the CPU workers' reserve, 4 of 16 GPUs' share
+    expect(flavors[0].resources.map((r: any) => r.nominalQuota)).toEqual(['31500m', '127Gi', '0', '0']);
   });
 
   it('leaves RDMA out of the queues when the cluster has no InfiniBand or Kueue excludes rdma/', () => {
@@ -149,8 +150,8 @@ describe('kueue', () => {
   it('writes borrowing and lending limits per resource, in proportion', () => {
     const cq = spec(findObject(kueueOf((d: any) => { d.queueing.borrowingLimit = 4; d.tenants[0].lendingLimit = 2; }), 'ClusterQueue', 'research'));
     expect(cq.resourceGroups[0].flavors[0].resources).toEqual([
-      { name: 'cpu', nominalQuota: '192', borrowingLimit: '96', lendingLimit: '48' },
-      { name: 'memory', nominalQuota: '1800Gi', borrowingLimit: '900Gi', lendingLimit: '450Gi' },
+      { name: 'cpu', nominalQuota: '190', borrowingLimit: '95', lendingLimit: '47500m' },
+      { name: 'memory', nominalQuota: '1796Gi', borrowingLimit: '898Gi', lendingLimit: '449Gi' },
       { name: 'nvidia.com/gpu', nominalQuota: '8', borrowingLimit: '4', lendingLimit: '2' },
       { name: 'rdma/rdma_shared_device_a', nominalQuota: '63', borrowingLimit: '31', lendingLimit: '15' },
     ]);

@@ -110,16 +110,18 @@ export function podPriorityClassName(model: ClusterModel, labels: Record<string,
 }
 
 /**
- * CPU and memory of a pod that uses `gpus` GPUs of a node: the same share of the node's
- * allocatable CPU and memory, in canonical quantities (whole cores, whole GiB).
+ * CPU and memory of a pod that uses `gpus` GPUs of a node: the same share of GPU_NODE_SHARE of the
+ * node's allocatable CPU and memory, never more than what the node's quota holds (allocatable less
+ * nodes.gpuWorkers.reserved), in canonical quantities (whole cores, whole GiB).
  */
 export function gpuPodSize(model: ClusterModel, gpus: number): { readonly cpu: string; readonly memory: string } {
   const node = model.description.nodes.gpuWorkers;
-  const fraction = (GPU_NODE_SHARE * gpus) / model.capacity.gpusPerNode;
+  const fraction = gpus / model.capacity.gpusPerNode;
+  const usable = (r: 'cpu' | 'memory') => Math.min(GPU_NODE_SHARE * parseQuantity(node[r]), parseQuantity(node[r]) - parseQuantity(node.reserved[r]));
   const gib = 2 ** 30;
   return {
-    cpu: formatCpu(Math.max(1, Math.floor(parseQuantity(node.cpu) * fraction))),
-    memory: formatBytes(Math.max(1, Math.floor((parseQuantity(node.memory) * fraction) / gib)) * gib),
+    cpu: formatCpu(Math.max(1, Math.floor(usable('cpu') * fraction))),
+    memory: formatBytes(Math.max(1, Math.floor((usable('memory') * fraction) / gib)) * gib),
   };
 }
 
