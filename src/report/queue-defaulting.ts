@@ -35,7 +35,7 @@ export function queueDefaultingSection(c: RenderedCluster, index: ClusterIndex):
     const defaultQueue = here.find((lq) => lq.metadata.name === KUEUE_DEFAULT_LOCAL_QUEUE);
     if (defaultQueue) {
       return [code(ns), queues, `**queued** to ${code(KUEUE_DEFAULT_LOCAL_QUEUE)}, CPU-only debug pods and the pods of a Deployment included: `
-        + `gated until ClusterQueue ${code(clusterQueueOf(defaultQueue))} admits it, its requests charged to that quota, then placed on the nodes of `
+        + `held (a pod gated, a job suspended) until ClusterQueue ${code(clusterQueueOf(defaultQueue))} admits it, its requests charged to that quota, then placed on the nodes of `
         + `the flavor it is admitted on: ${flavorPlacement(index, clusterQueueOf(defaultQueue))}`];
     }
     const guards = podPoliciesGuarding(index, ns);

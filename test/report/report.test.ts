@@ -101,7 +101,7 @@ describe('the cluster report (dist/<cluster>/README.md)', () => {
     const section = (text: string) => text.slice(text.indexOf('### Pods and jobs without a queue label'), text.indexOf('## Argo CD sync waves'));
     const row = (text: string, ns: string) => section(text).split('\n').find((l) => l.startsWith(`| \`${ns}\` |`)) ?? '';
     // Kueue's LocalQueue defaulting queues everything in "default", whose pre-wired LocalQueue is named "default" ...
-    expect(row(report, 'default')).toMatch(/^\| `default` \| `default` -> `default` \| \*\*queued\*\* to `default`, CPU-only debug pods .* gated until ClusterQueue `default` admits it, its requests charged to that quota, .*`nvidia-h100-80gb-hbm3` \(`nvidia.com\/gpu.present=true`\)/);
+    expect(row(report, 'default')).toMatch(/^\| `default` \| `default` -> `default` \| \*\*queued\*\* to `default`, CPU-only debug pods .* held \(a pod gated, a job suspended\) until ClusterQueue `default` admits it, its requests charged to that quota, .*`nvidia-h100-80gb-hbm3` \(`nvidia.com\/gpu.present=true`\)/);
     // ... and nothing in a tenant namespace, whose LocalQueue is named after the tenant: GPU and RDMA pods are refused there.
     for (const ns of ['research', 'inference']) {
       expect(row(report, ns)).toMatch(new RegExp(`^\\| \`${ns}\` \\| \`${ns}\` -> \`${ns}\` \\| \\*\\*not queued\\*\\*: a CPU-only pod runs at once, outside the quota; `
