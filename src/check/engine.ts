@@ -6,6 +6,7 @@ import { KUEUE_RULES } from './kueue';
 import { METADATA_RULES } from './metadata';
 import { MPI_RULES } from './mpi';
 import { NETWORK_RULES } from './network';
+import { NODE_RESERVE_RULES } from './node-reserve';
 import { PLACEMENT_RULES } from './placement/rule';
 import { Finding, Rule, ClusterView, ScopeOf } from './rule';
 import { SECURITY_RULES } from './security';
@@ -19,8 +20,8 @@ import { Upstream } from '../upstream/upstream';
 
 /** Every cross-object rule, by family. */
 export const RULES: readonly Rule[] = [
-  ...KUEUE_RULES, ...MPI_RULES, ...NETWORK_RULES, ...STORAGE_RULES, ...GITOPS_RULES, ...SECURITY_RULES, ...TENANCY_RULES, ...METADATA_RULES,
-  ...SERVICE_RULES, ...ADOPTION_RULES, ...DATA_SAFETY_RULES, ...UPSTREAM_RULES, ...PLACEMENT_RULES,
+  ...KUEUE_RULES, ...NODE_RESERVE_RULES, ...MPI_RULES, ...NETWORK_RULES, ...STORAGE_RULES, ...GITOPS_RULES, ...SECURITY_RULES, ...TENANCY_RULES,
+  ...METADATA_RULES, ...SERVICE_RULES, ...ADOPTION_RULES, ...DATA_SAFETY_RULES, ...UPSTREAM_RULES, ...PLACEMENT_RULES,
 ];
 
 export interface CheckOptions {

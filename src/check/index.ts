@@ -2,7 +2,7 @@ export * from './rule';
 export * from './cluster-index';
 export * from './engine';
 export * from './tree';
-export { KUEUE_RULES, coveredResources, nominalQuota, cohortOf, queueLabels, queueOf } from './kueue';
+export { KUEUE_RULES, coveredResources, nominalQuota, cohortOf, defaultedQueue, queueLabels, queueOf } from './kueue';
 export { MPI_RULES, launcherRanks, mpiJobShape } from './mpi';
 export { NETWORK_RULES, nicRdmaResources } from './network';
 export { STORAGE_RULES } from './storage';

@@ -1,6 +1,6 @@
 import { ClusterIndex, requestedResources } from './cluster-index';
 import { Rule, Violation } from './rule';
-import { LABELS, RESOURCES } from '../model/names';
+import { KUEUE_DEFAULT_LOCAL_QUEUE, LABELS, RESOURCES } from '../model/names';
 import { parseQuantity } from '../model/quantity';
 import { Manifest } from '../render/manifest';
 
@@ -59,11 +59,26 @@ export function queueLabels(index: ClusterIndex, m: Manifest): { readonly queue:
   return found;
 }
 
-/** The LocalQueue and ClusterQueue a queued object is admitted through (undefined when unresolved). */
+/**
+ * The queue Kueue's LocalQueue defaulting gives a workload that names none: "default" when its namespace has a
+ * LocalQueue of that name (KUEUE_DEFAULT_LOCAL_QUEUE). Its webhooks label every pod and job created there without a
+ * queue label, a CPU-only pod and the pods of a Deployment or DaemonSet included, as long as the namespace is one
+ * Kueue manages and the kind's integration (for plain pods: `pod`) is on.
+ */
+export function defaultedQueue(index: ClusterIndex, m: Manifest): string | undefined {
+  const namespace = m.metadata.namespace;
+  if (namespace === undefined || KUEUE_KINDS.has(m.kind) || queueLabels(index, m).length > 0 || index.podTemplates(m).length === 0) return undefined;
+  return index.find('LocalQueue', KUEUE_DEFAULT_LOCAL_QUEUE, namespace) ? KUEUE_DEFAULT_LOCAL_QUEUE : undefined;
+}
+
+/**
+ * The LocalQueue and ClusterQueue a queued object is admitted through (undefined when unresolved): the one its
+ * queue label names, else the one LocalQueue defaulting gives it.
+ */
 export function queueOf(index: ClusterIndex, m: Manifest): { readonly localQueue: Manifest; readonly clusterQueue: Manifest } | undefined {
-  const label = queueLabels(index, m)[0];
-  if (!label) return undefined;
-  const localQueue = index.find('LocalQueue', label.queue, m.metadata.namespace ?? '');
+  const queue = queueLabels(index, m)[0]?.queue ?? defaultedQueue(index, m);
+  if (queue === undefined) return undefined;
+  const localQueue = index.find('LocalQueue', queue, m.metadata.namespace ?? '');
   const cqName = (localQueue?.spec as { clusterQueue?: string } | undefined)?.clusterQueue;
   const clusterQueue = cqName === undefined ? undefined : index.find('ClusterQueue', cqName);
   return localQueue && clusterQueue ? { localQueue, clusterQueue } : undefined;
@@ -105,6 +120,40 @@ const localQueueTarget: Rule = {
         objects: [lq],
       }];
     });
+  },
+};
+
+/** Names of the namespaces a ClusterQueue's namespaceSelector names by `kubernetes.io/metadata.name` (how the toolkit scopes them). */
+function selectedNamespaceNames(cq: Manifest): string[] {
+  type Selector = { matchLabels?: Record<string, string>; matchExpressions?: { key: string; operator: string; values?: string[] }[] };
+  const selector = (cq.spec as { namespaceSelector?: Selector } | undefined)?.namespaceSelector;
+  const byLabel = selector?.matchLabels?.[LABELS.namespaceName];
+  const byExpression = (selector?.matchExpressions ?? []).filter((e) => e.key === LABELS.namespaceName && e.operator === 'In').flatMap((e) => e.values ?? []);
+  return [...(byLabel === undefined ? [] : [byLabel]), ...byExpression];
+}
+
+/**
+ * A tenant namespace without a LocalQueue has no way into its quota: its jobs can name no queue (the guardrails
+ * then refuse every GPU job) and its ClusterQueue admits nothing.
+ */
+const tenantLocalQueue: Rule = {
+  id: 'tenant-localqueue',
+  severity: 'error',
+  summary: 'every tenant namespace has a LocalQueue',
+  check(index) {
+    const localQueues = index.ofKind('LocalQueue', KUEUE);
+    const out: Violation[] = [];
+    for (const ns of index.ofKind('Namespace').filter((n) => n.metadata.labels?.[LABELS.tenant] !== undefined)) {
+      if (localQueues.some((lq) => lq.metadata.namespace === ns.metadata.name)) continue;
+      const queues = index.ofKind('ClusterQueue', KUEUE).filter((cq) => selectedNamespaceNames(cq).includes(ns.metadata.name));
+      out.push({
+        message: `tenant namespace of "${ns.metadata.labels?.[LABELS.tenant]}" has no LocalQueue: its jobs and pods can name no queue `
+          + `(${LABELS.queueName}), so none of its GPU work is ever admitted`
+          + (queues.length > 0 ? ` and the quota of ${queues.map((cq) => `ClusterQueue ${cq.metadata.name}`).join(', ')} goes unused` : ''),
+        objects: [ns, ...queues],
+      });
+    }
+    return out;
   },
 };
 
@@ -182,4 +231,25 @@ const quotaCapacity: Rule = {
   },
 };
 
-export const KUEUE_RULES: readonly Rule[] = [queueLabelTarget, localQueueTarget, clusterQueueFlavor, resourceCoverage, quotaCapacity];
+/**
+ * A globalDefault PriorityClass is the priority of every pod of the cluster that names none, in every namespace:
+ * the pre-installed stack's DaemonSets and operators too, which a higher class could then preempt. The API server
+ * refuses a second one, so rendering one also fails on a cluster that has its own.
+ */
+const noGlobalDefaultPriority: Rule = {
+  id: 'priorityclass-no-global-default',
+  severity: 'error',
+  summary: 'no rendered PriorityClass is globalDefault (it would set the priority of every pod of the cluster)',
+  check(index) {
+    return index.ofKind('PriorityClass', 'scheduling.k8s.io').filter((pc) => (pc as { globalDefault?: unknown }).globalDefault === true).map((pc) => ({
+      message: 'globalDefault: true gives its priority to every pod of the cluster without a priorityClassName (the pre-installed '
+        + 'operators and DaemonSets included, which higher classes may then preempt), and the API server refuses a second '
+        + 'global default; name the class in the queued work instead (priorityClassName, kueue.x-k8s.io/priority-class)',
+      objects: [pc],
+    }));
+  },
+};
+
+export const KUEUE_RULES: readonly Rule[] = [
+  queueLabelTarget, localQueueTarget, tenantLocalQueue, clusterQueueFlavor, resourceCoverage, quotaCapacity, noGlobalDefaultPriority,
+];

@@ -1,7 +1,8 @@
 import { parse as parseCel } from '@marcbachmann/cel-js';
+import { ClusterIndex } from './cluster-index';
 import { Rule, Violation } from './rule';
 import { TRUSTED_REQUESTERS } from '../components/tenants/trusted-requesters';
-import { KUEUE_POD, LABELS } from '../model/names';
+import { KUEUE_DEFAULT_LOCAL_QUEUE, KUEUE_POD, LABELS } from '../model/names';
 import { apiGroup, Manifest } from '../render/manifest';
 
 type Json = Record<string, any>;
@@ -41,9 +42,15 @@ const k = (o: Json, key: string) => Object.prototype.hasOwnProperty.call(o, key)
 
 const resourceOf = (kind: string) => `${kind.toLowerCase()}s`;
 
-/** Kueue's webhooks on creation: a queued job is suspended, a queued pod gated. */
-function kueueMutated(o: Json): Json {
+/**
+ * Kueue's webhooks on creation: an object without a queue label gets `defaulted` (LocalQueue defaulting, when its
+ * namespace has a LocalQueue "default"); a queued job is suspended, a queued pod gated.
+ */
+function kueueMutated(o: Json, defaulted: string | undefined): Json {
   const out = structuredClone(o);
+  if (defaulted !== undefined && !out.metadata?.labels?.[LABELS.queueName]) {
+    out.metadata = { ...(out.metadata ?? {}), labels: { ...(out.metadata?.labels ?? {}), [LABELS.queueName]: defaulted } };
+  }
   if (!out.metadata?.labels?.[LABELS.queueName]) return out;
   if (out.kind === 'Pod') out.spec.schedulingGates = [...(out.spec.schedulingGates ?? []), { name: KUEUE_POD.admissionGate }];
   else if (out.apiVersion === 'batch/v1') out.spec = { ...out.spec, suspend: true };
@@ -73,6 +80,33 @@ function matches(policy: Policy, object: Json): boolean {
     && (r.resources ?? []).some((x) => x === '*' || x === resource));
 }
 
+/** The rendered ValidatingAdmissionPolicies that deny in a namespace, by the namespace's labels (as rendered) and its bindings. */
+function guardingPolicies(index: ClusterIndex): (namespace: string) => Policy[] {
+  const bindings = index.ofKind('ValidatingAdmissionPolicyBinding');
+  const namespaceLabels = new Map<string, Json>(index.ofKind('Namespace').map((n) => [n.metadata.name,
+    { ...(n.metadata.labels ?? {}), [LABELS.namespaceName]: n.metadata.name }]));
+  const policies = new Map<string, Policy>(index.ofKind('ValidatingAdmissionPolicy').map((p) => {
+    const spec = (p as unknown as { spec: Json }).spec ?? {};
+    return [p.metadata.name, {
+      name: p.metadata.name,
+      rules: spec.matchConstraints?.resourceRules ?? [],
+      variables: spec.variables ?? [],
+      validations: spec.validations ?? [],
+    }];
+  }));
+  return (namespace) => bindings.flatMap((b) => {
+    const spec = (b as unknown as { spec: Json }).spec ?? {};
+    const policy = policies.get(spec.policyName);
+    const labels = namespaceLabels.get(namespace) ?? { [LABELS.namespaceName]: namespace };
+    return policy && (spec.validationActions ?? ['Deny']).includes('Deny') && selects(spec.matchResources?.namespaceSelector, labels) ? [policy] : [];
+  });
+}
+
+/** Names of the rendered admission policies that refuse `object` when `username` creates it in `namespace`, as the API server would decide. */
+export function policiesRefusing(index: ClusterIndex, namespace: string, object: Json, username: string): string[] {
+  return guardingPolicies(index)(namespace).filter((p) => matches(p, object) && refusals(p, object, username).length > 0).map((p) => p.name);
+}
+
 /**
  * Every workload the cluster renders into a namespace the admission policies guard must get through
  * them, as the API server would decide: the object itself as a tenant submits it (after Kueue's
@@ -84,25 +118,8 @@ const guardrailsAdmit: Rule = {
   severity: 'error',
   summary: 'the rendered ValidatingAdmissionPolicies admit every workload rendered into a namespace they guard, and the pods its controller creates',
   check(index) {
-    const bindings = index.ofKind('ValidatingAdmissionPolicyBinding');
-    if (bindings.length === 0) return [];
-    const namespaceLabels = new Map<string, Json>(index.ofKind('Namespace').map((n) => [n.metadata.name,
-      { ...(n.metadata.labels ?? {}), [LABELS.namespaceName]: n.metadata.name }]));
-    const policies = new Map<string, Policy>(index.ofKind('ValidatingAdmissionPolicy').map((p) => {
-      const spec = (p as unknown as { spec: Json }).spec ?? {};
-      return [p.metadata.name, {
-        name: p.metadata.name,
-        rules: spec.matchConstraints?.resourceRules ?? [],
-        variables: spec.variables ?? [],
-        validations: spec.validations ?? [],
-      }];
-    }));
-    const guarding = (namespace: string) => bindings.flatMap((b) => {
-      const spec = (b as unknown as { spec: Json }).spec ?? {};
-      const policy = policies.get(spec.policyName);
-      const labels = namespaceLabels.get(namespace) ?? { [LABELS.namespaceName]: namespace };
-      return policy && (spec.validationActions ?? ['Deny']).includes('Deny') && selects(spec.matchResources?.namespaceSelector, labels) ? [policy] : [];
-    });
+    if (index.ofKind('ValidatingAdmissionPolicyBinding').length === 0) return [];
+    const guarding = guardingPolicies(index);
     const podCreator = (m: Manifest) => TRUSTED_REQUESTERS.find((r) => r.createsPodsOf.includes(`${apiGroup(m.apiVersion)}/${m.kind}`));
 
     const out: Violation[] = [];
@@ -116,7 +133,11 @@ const guardrailsAdmit: Rule = {
           for (const why of refusals(p, object, username)) out.push({ message: `${what} is refused by ValidatingAdmissionPolicy ${p.name}: ${why}`, objects: [m] });
         }
       };
-      report('the object, as a tenant submits it,', kueueMutated(m as unknown as Json), TENANT_USER);
+      // LocalQueue defaulting labels the object, and the pods its controller creates, when the namespace has a "default" LocalQueue.
+      const defaulted = index.find('LocalQueue', KUEUE_DEFAULT_LOCAL_QUEUE, namespace) ? KUEUE_DEFAULT_LOCAL_QUEUE : undefined;
+      // Kueue's webhooks label workloads only (objects with pods), never a Role or a ConfigMap.
+      const workload = index.podTemplates(m).length > 0;
+      report('the object, as a tenant submits it,', workload ? kueueMutated(m as unknown as Json, defaulted) : m as unknown as Json, TENANT_USER);
       if (m.kind === 'Pod') continue;
       const creator = podCreator(m);
       for (const t of index.podTemplates(m)) {
@@ -127,7 +148,7 @@ const guardrailsAdmit: Rule = {
           metadata: { name: `${m.metadata.name}-pod`, namespace, labels: { ...t.labels } },
           spec: template,
         };
-        report(`a pod of ${t.path}, created by ${creator?.who ?? 'its controller (trusted with nothing)'},`, kueueMutated(pod), creator?.username ?? TENANT_USER);
+        report(`a pod of ${t.path}, created by ${creator?.who ?? 'its controller (trusted with nothing)'},`, kueueMutated(pod, defaulted), creator?.username ?? TENANT_USER);
       }
     }
     return out;

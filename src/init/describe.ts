@@ -179,18 +179,14 @@ export function describeCluster(state: ClusterState, opts: InitOptions): InitRes
     if (typeof cq === 'string') queueing.defaultClusterQueue = cq;
     seen('queueing', `the pre-wired LocalQueue default/${lq.metadata.name}`);
   }
-  const globalDefault = state.list('scheduling.k8s.io', 'PriorityClass').find((p) => p.globalDefault === true);
-  if (globalDefault) {
-    queueing.podPriorityClasses = false;
-    comments.set('queueing.podPriorityClasses', `PriorityClass ${globalDefault.metadata.name} is already the globalDefault`);
-  }
 
   // Installs: what the cluster lacks for the rendered samples
   const installs: Record<string, unknown> = {};
   const crds = state.list('apiextensions.k8s.io', 'CustomResourceDefinition').map(crdFacts);
-  if (crds.length > 0 && !crds.some((c) => c?.group === 'kubeflow.org' && c.kind === 'PyTorchJob')) {
-    installs.trainingOperator = 'managed';
-    comments.set('installs.trainingOperator', 'no PyTorchJob CRD in the cluster: the Training Operator is installed with the manifests');
+  // The Instant Cluster ships no Training Operator (the default "none"); a cluster serving PyTorchJob has one.
+  if (crds.some((c) => c?.group === 'kubeflow.org' && c.kind === 'PyTorchJob')) {
+    installs.trainingOperator = 'preinstalled';
+    comments.set('installs.trainingOperator', 'the cluster serves PyTorchJob: a Training Operator is already installed');
   }
   const kueue = liveKueueConfig(state);
   if (kueue) {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { DASHBOARD, LABELS, NAMESPACES, SINGLETONS, STORAGE_CLASSES } from './names';
+import { DASHBOARD, KUEUE_DEFAULT_LOCAL_QUEUE, LABELS, NAMESPACES, SINGLETONS, STORAGE_CLASSES } from './names';
+import { parseQuantity } from './quantity';
 import { VERSIONS } from '../versions';
 import {
   absolutePath, dnsLabel, dnsSubdomain, envVar, exactMemoryTotal, gpuCount, gpusPerNode, installMode, intRange, labelKey, labels, labelValue,
@@ -35,6 +36,41 @@ const serviceNode = z.strictObject({
     .describe('Labels selecting the service node (control plane, add-on management, monitoring).'),
 });
 
+/**
+ * What the DaemonSets of an Instant Cluster GPU worker use. Of their upstream defaults only Node Feature Discovery's
+ * worker requests anything (5m, 64Mi); the others (Cilium, node exporter, the GPU Operator's device plugin, GPU
+ * Feature Discovery, DCGM exporter, MIG manager and validator, the RDMA shared device plugin) request nothing but use
+ * CPU and memory all the same. Quotas that hand out all of the allocatable let Kueue admit pods the scheduler then
+ * cannot place beside a DaemonSet that does request, and leave the agents nothing. The default keeps 2 cores and
+ * 4 GiB per GPU worker (1 and 2 GiB per CPU worker); `kubectl top pods -A` on a busy node tells what yours use.
+ * test/kueue/quota.test.ts checks the default against the requests of the vendored charts.
+ */
+export const GPU_WORKER_DAEMONSETS = 'Cilium, node exporter, Node Feature Discovery, the GPU Operator\'s operands, the RDMA device plugin';
+export const GPU_WORKER_RESERVE = { cpu: '2', memory: '4Gi' } as const;
+export const CPU_WORKER_RESERVE = { cpu: '1', memory: '2Gi' } as const;
+
+const nodeReserve = (defaults: { readonly cpu: string; readonly memory: string }) => z.strictObject({
+  cpu: quantity('cpu', { zero: true }).default(defaults.cpu).describe('CPU per node kept out of the quotas.'),
+  memory: quantity('memory', { zero: true }).default(defaults.memory).describe('Memory per node kept out of the quotas.'),
+}).prefault({});
+
+/** A node type's reserve must leave something for the quotas. */
+function reserveFits(nodes: { cpu: string; memory: string; reserved: { cpu: string; memory: string } }, ctx: z.RefinementCtx): void {
+  for (const r of ['cpu', 'memory'] as const) {
+    let reserved: number;
+    let allocatable: number;
+    try {
+      reserved = parseQuantity(nodes.reserved[r]);
+      allocatable = parseQuantity(nodes[r]);
+    } catch {
+      continue; // the fields' own checks report it
+    }
+    if (reserved >= allocatable) {
+      ctx.addIssue({ code: 'custom', path: ['reserved', r], message: `reserves ${nodes.reserved[r]} of the ${nodes[r]} ${r} a node has: nothing would be left for the quotas` });
+    }
+  }
+}
+
 const gpuWorkers = z.strictObject({
   count: nodeCount().describe('Number of GPU worker nodes.'),
   gpusPerNode: gpusPerNode().describe('nvidia.com/gpu allocatable per node.'),
@@ -44,16 +80,18 @@ const gpuWorkers = z.strictObject({
   localDisk: z.strictObject({
     path: absolutePath().describe('Node-local NVMe mount; backs the local-disk StorageClass.'),
   }).describe('Node-local disk of every GPU worker.'),
+  reserved: nodeReserve(GPU_WORKER_RESERVE).describe(`CPU and memory of each GPU worker kept out of the Kueue quotas for the DaemonSets and system pods that run there (${GPU_WORKER_DAEMONSETS}); the quotas share the rest.`),
   taints: z.array(taint()).default([]).describe('Taints of the GPU workers (Instant Cluster: none); jobs and agents tolerate them.'),
-}).superRefine(exactMemoryTotal);
+}).superRefine(exactMemoryTotal).superRefine(reserveFits);
 
 const cpuWorkers = z.strictObject({
   count: nodeCount().describe('Number of CPU-only worker nodes.'),
   cpu: quantity('cpu').describe('Allocatable CPU per node.'),
   memory: quantity('memory').describe('Allocatable memory per node.'),
   labels: labels().default({ 'node-role.kubernetes.io/cpu-worker': '' }).describe('Labels selecting the CPU workers.'),
+  reserved: nodeReserve(CPU_WORKER_RESERVE).describe('CPU and memory of each CPU worker kept out of the Kueue quotas for its DaemonSets (Cilium, node exporter, Node Feature Discovery).'),
   taints: z.array(taint()).default([]).describe('Taints of the CPU workers.'),
-}).superRefine(exactMemoryTotal);
+}).superRefine(exactMemoryTotal).superRefine(reserveFits);
 
 const rdmaSharedDevice = z.strictObject({
   // k8s-rdma-shared-dev-plugin accepts resource names of [a-zA-Z0-9_]+ only.
@@ -111,13 +149,13 @@ const priority = z.strictObject({
     .min(-2147483648, { error: 'expected a priority from -2147483648 to 1000000000' })
     .max(1_000_000_000, { error: 'expected a priority of at most 1000000000 (higher values are reserved for system priority classes)' })
     .describe('Priority value; higher is admitted and scheduled first.'),
-  default: z.boolean().default(false).describe('The default priority of workloads without a priority label (at most one).'),
+  default: z.boolean().default(false).describe('The priority of the queued work rendered for this cluster (samples, tutorials) that names none: its kueue.x-k8s.io/priority-class label and its pods\' priorityClassName (at most one). No PriorityClass is made globalDefault: workloads of others without a priority label get their pods\' priority (0 unless the cluster has a globalDefault PriorityClass).'),
 });
 
 const quotaLimit = z.union([gpuCount(), z.null()]);
 
 const queueing = z.strictObject({
-  defaultQueue: dnsLabel().default('default').describe('LocalQueue pre-wired in namespace "default" and in every tenant namespace.'),
+  defaultQueue: dnsLabel().default(KUEUE_DEFAULT_LOCAL_QUEUE).describe('LocalQueue pre-wired in namespace "default". Named "default" (the Instant Cluster\'s), Kueue queues to it every pod and job created in that namespace without a queue label (LocalQueue defaulting, always on since Kueue v0.17).'),
   priorities: z.array(priority).default([{ name: 'normal', value: 500, default: true }]).describe('Workload priorities.'),
   cohort: dnsLabel().default('gpu-cohort').describe('Cohort of all ClusterQueues; idle GPUs are shared inside it.'),
   defaultClusterQueue: dnsLabel().default('default').describe('ClusterQueue behind the default LocalQueue; gets the GPUs tenants do not claim.'),
@@ -133,7 +171,7 @@ const queueing = z.strictObject({
   }).prefault({}).describe('Preemption policy of every ClusterQueue.'),
   fairSharing: z.boolean().default(false).describe('Fair sharing of idle GPUs by ClusterQueue weight (tenants[].fairSharingWeight) instead of classical preemption; needs installs.kueue: managed.'),
   podPriorityClasses: z.boolean().default(true)
-    .describe('Render a Kubernetes PriorityClass per priority (the default one globalDefault, which Kueue also uses for workloads without a priority label). Turn off when the cluster already has a globalDefault PriorityClass.'),
+    .describe('Render a Kubernetes PriorityClass per priority (none globalDefault); the rendered queued jobs\' pods name the one of their priority, so pod preemption agrees with queue order. Off: their pods keep the cluster\'s default pod priority.'),
   topology: z.strictObject({
     name: dnsLabel().default('gpu-topology').describe('Topology object name.'),
     levels: z.array(labelKey()).min(1, { error: 'expected at least one topology level' })
@@ -145,6 +183,10 @@ const tenant = z.strictObject({
   name: dnsLabel().describe('Tenant name; names its ClusterQueue.'),
   gpus: gpuCount().describe('Nominal GPU quota; may borrow idle GPUs from the cohort.'),
   namespace: dnsLabel().optional().describe('Tenant namespace. Default: the tenant name.'),
+  queue: dnsLabel().optional().describe('LocalQueue of the tenant namespace (its jobs name it in kueue.x-k8s.io/queue-name). Default: the tenant name. '
+    + '"default" opts the namespace into Kueue\'s LocalQueue defaulting (always on since v0.17): every pod and job created there without a queue label is queued to it, '
+    + 'CPU-only debug pods included (gated until admitted, charged to the tenant\'s quota, placed on its flavor\'s nodes). Any other name leaves such pods alone: '
+    + 'a CPU-only pod runs outside the quota, a GPU or RDMA pod is refused by the guardrails.'),
   group: nonEmptyString('a group name').optional().describe('Group bound to the tenant role (OIDC/Kanidm). Default: tenant-<name>.'),
   borrowingOnly: z.boolean().default(false).describe('The quota is a share of borrowed GPUs, not reserved capacity (allowed to exceed the cluster).'),
   borrowingLimit: quotaLimit.optional().describe('Overrides queueing.borrowingLimit for this tenant.'),
@@ -160,7 +202,9 @@ const installs = z.strictObject({
   networkOperator: installMode().default('preinstalled').describe('NVIDIA Network Operator (Helm chart).'),
   kueue: installMode().default('preinstalled').describe('Kueue (OCI Helm chart).'),
   mpiOperator: installMode().default('preinstalled').describe('MPI Operator (kustomize overlay at the release tag).'),
-  trainingOperator: installMode().default('preinstalled').describe('Kubeflow Training Operator (kustomize overlay at the release tag).'),
+  // The Instant Cluster ships the MPI Operator only (product page): no PyTorchJob CRD until a Training Operator is installed.
+  trainingOperator: z.enum(['none', 'preinstalled', 'managed'], { error: 'expected "none", "preinstalled" or "managed"' }).default('none')
+    .describe('Kubeflow Training Operator (kustomize overlay at the release tag): "none" (the Instant Cluster has none; the PyTorchJob sample is not rendered), "preinstalled" (the cluster already runs one), "managed" (installed here).'),
   localPathProvisioner: installMode().default('preinstalled').describe('local-path-provisioner (rendered in storage/).'),
   monitoring: installMode().default('preinstalled').describe('VictoriaMetrics + Grafana (victoria-metrics-k8s-stack chart).'),
   dynamo: z.enum(['none', 'preinstalled', 'managed'], { error: 'expected "none", "preinstalled" or "managed"' }).default('none')
@@ -178,6 +222,10 @@ const gpuOperator = z.strictObject({
   migStrategy: z.enum(['none', 'single', 'mixed'], { error: 'expected "none", "single" or "mixed"' }).default('single').describe('MIG strategy ("mixed" needs the MIG manager).'),
   nodeStatusExporter: z.boolean().default(false).describe('Run the node status exporter (operator health metrics per node).'),
   cdi: z.boolean().default(true).describe('Use CDI for device injection (cdi.enabled; cdi.default stays false).'),
+  acceptVisibleDevicesEnvvarWhenUnprivileged: z.boolean().optional()
+    .describe('Managed toolkit only: the toolkit\'s accept-nvidia-visible-devices-envvar-when-unprivileged. Default false: an unprivileged container gets only the GPUs the device plugin allocated '
+      + '(rendered as toolkit.env, and with cdi off the device plugin\'s volume-mounts list strategy). true lets any container name GPUs in NVIDIA_VISIBLE_DEVICES, or inherit "all" from a CUDA image, '
+      + 'without a GPU request. A preinstalled toolkit reads it from the node image\'s /etc/nvidia-container-runtime/config.toml.'),
   devicePluginEnv: z.array(envVar()).default([]).describe('Extra env of the device plugin.'),
   toolkitEnv: z.array(envVar()).default([]).describe('Extra env of the container toolkit.'),
 }).prefault({}).describe('The ClusterPolicy cluster-policy (the operator validator always runs: the ClusterPolicy has no switch for it).');
@@ -216,7 +264,7 @@ const ncclTests = z.strictObject({
 
 const samples = z.strictObject({
   namespace: dnsLabel().default('default').describe('Namespace of the samples: "default" or a tenant namespace (a LocalQueue must exist there).'),
-  queue: dnsLabel().optional().describe('LocalQueue of the samples. Default: queueing.defaultQueue.'),
+  queue: dnsLabel().optional().describe('LocalQueue of the samples. Default: the LocalQueue of samples.namespace (queueing.defaultQueue in "default", tenants[].queue in a tenant namespace).'),
   priority: dnsSubdomain().optional().describe('Kueue priority class of the samples. Default: the default entry of queueing.priorities.'),
   nodeNames: z.array(dnsSubdomain()).default([])
     .describe('GPU worker node names: per-node health checks render one object per name. Empty: one object per check, pinned to a placeholder node name replaced at launch.'),
@@ -225,7 +273,7 @@ const samples = z.strictObject({
   pytorch: z.strictObject({
     image: pinnedImage().default('nvcr.io/nvidia/pytorch:25.01-py3').describe('PyTorch image of the PyTorchJob sample, pinned.'),
     steps: positiveInt().default(200).describe('Training steps of the DDP sample.'),
-  }).prefault({}).describe('The PyTorchJob (DDP) sample.'),
+  }).prefault({}).describe('The PyTorchJob (DDP) sample, rendered where a Training Operator is (installs.trainingOperator not "none").'),
   dcgmDiag: z.strictObject({
     image: pinnedImage().default(DCGM_IMAGE).describe('DCGM image of the diagnostic Job, pinned (default: the GPU Operator release\'s DCGM).'),
     level: intRange(1, 4).default(2).describe('dcgmi diag run level (1 quick .. 4 extended).'),
@@ -397,6 +445,24 @@ export const ClusterDescriptionSchema = z.strictObject({
   if (d.gpuOperator.migStrategy === 'mixed' && !d.gpuOperator.migManager) {
     ctx.addIssue({ code: 'custom', path: ['gpuOperator', 'migStrategy'], message: 'MIG strategy "mixed" needs the MIG manager (gpuOperator.migManager: true)' });
   }
+  if (d.gpuOperator.acceptVisibleDevicesEnvvarWhenUnprivileged !== undefined && d.gpuOperator.toolkit !== 'managed') {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['gpuOperator', 'acceptVisibleDevicesEnvvarWhenUnprivileged'],
+      message: 'the node image ships the container toolkit (gpuOperator.toolkit: preinstalled): set accept-nvidia-visible-devices-envvar-when-unprivileged '
+        + 'in its /etc/nvidia-container-runtime/config.toml, or set gpuOperator.toolkit: managed',
+    });
+  }
+  const hardenedEnv = ['ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED', 'ACCEPT_NVIDIA_VISIBLE_DEVICES_AS_VOLUME_MOUNTS', 'DEVICE_LIST_STRATEGY'];
+  if (d.gpuOperator.toolkit === 'managed' && d.gpuOperator.acceptVisibleDevicesEnvvarWhenUnprivileged !== true) {
+    for (const field of ['toolkitEnv', 'devicePluginEnv'] as const) {
+      d.gpuOperator[field].forEach((e, i) => {
+        if (hardenedEnv.includes(e.name)) {
+          ctx.addIssue({ code: 'custom', path: ['gpuOperator', field, i, 'name'], message: `${e.name} follows gpuOperator.acceptVisibleDevicesEnvvarWhenUnprivileged with a managed toolkit; set that instead` });
+        }
+      });
+    }
+  }
   if (d.networkOperator.nicClusterPolicyName !== SINGLETONS.nicClusterPolicy) {
     ctx.addIssue({
       code: 'custom',
@@ -404,13 +470,15 @@ export const ClusterDescriptionSchema = z.strictObject({
       message: `the Network Operator reconciles only a NicClusterPolicy named "${SINGLETONS.nicClusterPolicy}", got "${d.networkOperator.nicClusterPolicyName}"`,
     });
   }
-  const sampleQueue = d.samples.queue ?? d.queueing.defaultQueue;
-  if (sampleQueue !== d.queueing.defaultQueue) {
-    ctx.addIssue({ code: 'custom', path: ['samples', 'queue'], message: `no LocalQueue is named "${sampleQueue}": every namespace's LocalQueue is queueing.defaultQueue ("${d.queueing.defaultQueue}")` });
-  }
-  const queueNamespaces = [NAMESPACES.default, ...d.tenants.map((t) => t.namespace ?? t.name)];
-  if (!queueNamespaces.includes(d.samples.namespace)) {
-    ctx.addIssue({ code: 'custom', path: ['samples', 'namespace'], message: `namespace "${d.samples.namespace}" has no LocalQueue; use one of ${queueNamespaces.join(', ')}` });
+  const localQueues = new Map<string, string>([
+    [NAMESPACES.default, d.queueing.defaultQueue],
+    ...d.tenants.map((t) => [t.namespace ?? t.name, t.queue ?? t.name] as [string, string]),
+  ]);
+  const samplesQueue = localQueues.get(d.samples.namespace);
+  if (samplesQueue === undefined) {
+    ctx.addIssue({ code: 'custom', path: ['samples', 'namespace'], message: `namespace "${d.samples.namespace}" has no LocalQueue; use one of ${[...localQueues.keys()].join(', ')}` });
+  } else if (d.samples.queue !== undefined && d.samples.queue !== samplesQueue) {
+    ctx.addIssue({ code: 'custom', path: ['samples', 'queue'], message: `no LocalQueue "${d.samples.queue}" in namespace "${d.samples.namespace}": its LocalQueue is "${samplesQueue}"` });
   }
   if (d.samples.priority !== undefined && !prioNames.has(d.samples.priority)) {
     ctx.addIssue({ code: 'custom', path: ['samples', 'priority'], message: `unknown priority "${d.samples.priority}"; queueing.priorities has ${[...prioNames.keys()].join(', ')}` });

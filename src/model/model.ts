@@ -1,7 +1,7 @@
 import { AdoptedObject, adoptedObjects, AllocatedNodePort, allocatedNodePorts } from './adoption';
 import { ClusterDescription, Taint } from './description';
 import { GpuProductFacts, gpuProductFacts } from './gpu-products';
-import { LABELS, MANAGED_BY, NAMESPACES, RESOURCES } from './names';
+import { KUEUE_DEFAULT_LOCAL_QUEUE, LABELS, MANAGED_BY, NAMESPACES, RESOURCES } from './names';
 import { floorToMebibytes, formatBytes, formatMillis, parseQuantity } from './quantity';
 
 /** A Kubernetes toleration, in the shape of the core API (plain data, usable by every construct). */
@@ -90,10 +90,15 @@ export interface QueueQuota extends ResourceAmounts {
 export interface QueueModel {
   /** ClusterQueue name. */
   readonly clusterQueue: string;
-  /** LocalQueue name (the same in every namespace: queueing.defaultQueue). */
+  /** LocalQueue name (queueing.defaultQueue in "default", tenants[].queue in a tenant namespace). */
   readonly localQueue: string;
   /** Namespace of the LocalQueue. */
   readonly namespace: string;
+  /**
+   * The LocalQueue is named "default": Kueue's LocalQueue defaulting queues to it every pod and job created in the
+   * namespace without a queue label (see KUEUE_DEFAULT_LOCAL_QUEUE).
+   */
+  readonly defaulting: boolean;
   /** Fair-sharing weight of the ClusterQueue (used when queueing.fairSharing is on). */
   readonly fairSharingWeight: number;
   readonly quota: QueueQuota;
@@ -247,6 +252,11 @@ function millisOf(cpu: string): number {
   return Math.round(parseQuantity(cpu) * 1000);
 }
 
+/** The queue of a namespace (undefined: the namespace has no LocalQueue). */
+export function queueOfNamespace(model: ClusterModel, namespace: string): QueueModel | undefined {
+  return model.queueing.queues.find((q) => q.namespace === namespace);
+}
+
 export function buildModel(d: ClusterDescription): ClusterModel {
   const w = d.nodes.gpuWorkers;
   const gpus = w.count * w.gpusPerNode;
@@ -294,18 +304,25 @@ export function buildModel(d: ClusterDescription): ClusterModel {
     tolerations: tolerationsFor(d.nodes.cpuWorkers.taints),
   };
 
-  // Quotas: see queueQuotas(); the nominal quotas over the cohort add up to the cluster's capacity.
+  // Quotas: see queueQuotas(); the nominal quotas over the cohort add up to what the nodes have for workloads:
+  // their allocatable less what each node keeps for its DaemonSets and system pods (nodes.*.reserved).
   const q = d.queueing;
   const limit = (v: number | null | undefined) => (v === null || v === undefined ? undefined : v);
   const cpuOnlyNodes = d.nodes.cpuWorkers;
+  const forWorkloads = (n: { cpu: string; memory: string; reserved: { cpu: string; memory: string } }) => ({
+    cpuMillis: Math.round(parseQuantity(n.cpu) * 1000) - Math.round(parseQuantity(n.reserved.cpu) * 1000),
+    memoryBytes: Math.floor(parseQuantity(n.memory)) - Math.ceil(parseQuantity(n.reserved.memory)),
+  });
+  const gpuNode = forWorkloads(w);
+  const cpuNode = cpuOnlyNodes && forWorkloads(cpuOnlyNodes);
   const totals: QuotaTotals = {
     gpus,
-    cpuMillis: Math.round(cpuCores * 1000),
-    memoryBytes: Math.floor(memoryBytes),
+    cpuMillis: w.count * gpuNode.cpuMillis,
+    memoryBytes: w.count * gpuNode.memoryBytes,
     rdma: rdmaDevices,
-    cpuOnly: cpuOnlyNodes && {
-      cpuMillis: cpuOnlyNodes.count * Math.round(parseQuantity(cpuOnlyNodes.cpu) * 1000),
-      memoryBytes: cpuOnlyNodes.count * Math.floor(parseQuantity(cpuOnlyNodes.memory)),
+    cpuOnly: cpuOnlyNodes && cpuNode && {
+      cpuMillis: cpuOnlyNodes.count * cpuNode.cpuMillis,
+      memoryBytes: cpuOnlyNodes.count * cpuNode.memoryBytes,
     },
   };
   const claims: QueueClaim[] = d.tenants.map((t) => ({
@@ -319,8 +336,9 @@ export function buildModel(d: ClusterDescription): ClusterModel {
   const tenants: TenantModel[] = d.tenants.map((t, i) => ({
     name: t.name,
     clusterQueue: t.name,
-    localQueue: q.defaultQueue,
+    localQueue: t.queue ?? t.name,
     namespace: t.namespace ?? t.name,
+    defaulting: (t.queue ?? t.name) === KUEUE_DEFAULT_LOCAL_QUEUE,
     group: t.group ?? `tenant-${t.name}`,
     borrowingOnly: t.borrowingOnly,
     fairSharingWeight: t.fairSharingWeight,
@@ -331,6 +349,7 @@ export function buildModel(d: ClusterDescription): ClusterModel {
     clusterQueue: q.defaultClusterQueue,
     localQueue: q.defaultQueue,
     namespace: NAMESPACES.default,
+    defaulting: q.defaultQueue === KUEUE_DEFAULT_LOCAL_QUEUE,
     fairSharingWeight: 1,
     quota: defaultQuota,
   };

@@ -64,6 +64,21 @@ export const KUEUE_POD = {
 } as const;
 
 /**
+ * RuntimeClasses the GPU Operator creates (v26.7.0, assets/pre-requisites): `operator.runtimeClass` (CRD and chart
+ * default "nvidia") and, with CDI on, "nvidia-cdi" and "nvidia-legacy". A pod using one runs under the NVIDIA
+ * container runtime, which gives a container the GPUs its NVIDIA_VISIBLE_DEVICES names.
+ */
+export const NVIDIA_RUNTIME_CLASSES = { operator: 'nvidia', cdi: 'nvidia-cdi', legacy: 'nvidia-legacy' } as const;
+
+/**
+ * Kueue's LocalQueue defaulting (GA since v0.17, cannot be switched off): its webhooks label every pod and job
+ * created without a queue label `kueue.x-k8s.io/queue-name: default` when the namespace has a LocalQueue of this
+ * name (and is one Kueue manages), so the pod is gated, charged to that queue's ClusterQueue and placed by its
+ * flavor. pkg/controller/jobs/pod/pod_webhook.go and jobframework/defaults.go (v0.19.2).
+ */
+export const KUEUE_DEFAULT_LOCAL_QUEUE = 'default';
+
+/**
  * Resource-level Argo CD sync options of every adopted object: no prune when it leaves dist/ (a rename),
  * no delete when its Application is deleted in cascade. A resource's own option overrides the Application's.
  */

@@ -94,8 +94,9 @@ export const absolutePath = () =>
   z.string({ error: 'expected an absolute path' }).regex(/^\/[^\0]*$/, { error: 'expected an absolute path (starting with "/")' });
 
 /** A Kubernetes quantity, as a string (`"192"`, `1800Gi`) or a plain number; positive and at most a node's worth. */
-export const quantity = (what: 'cpu' | 'memory') => {
+export const quantity = (what: 'cpu' | 'memory', opts: { readonly zero?: boolean } = {}) => {
   const example = what === 'cpu' ? '"192" or "500m"' : '"1800Gi"';
+  const least = opts.zero ? 'non-negative' : 'positive';
   const max = what === 'cpu' ? MAX_NODE_CPU : MAX_NODE_MEMORY;
   const parsed = (v: string) => {
     try {
@@ -106,7 +107,7 @@ export const quantity = (what: 'cpu' | 'memory') => {
   };
   return z.union([z.string(), z.number()], { error: `expected a ${what} quantity such as ${example}` })
     .transform((v) => String(v))
-    .refine((v) => parsed(v) > 0, { error: `expected a positive ${what} quantity such as ${example}` })
+    .refine((v) => (opts.zero ? parsed(v) >= 0 : parsed(v) > 0), { error: `expected a ${least} ${what} quantity such as ${example}` })
     .refine((v) => !(parsed(v) > max), { error: `expected at most ${what === 'cpu' ? `${MAX_NODE_CPU} cores` : '1Pi'} (more than any node has)` });
 };
 

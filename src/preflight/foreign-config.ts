@@ -3,7 +3,7 @@ import { KUEUE_CONFIG_NAMESPACE } from './reads';
 import { PreflightContext, PreflightFinding, PreflightRule, rulesOf } from './rule';
 import { ClusterState } from './state';
 import { describeObject, get } from './util';
-import { LABELS } from '../model/names';
+import { KUEUE_DEFAULT_LOCAL_QUEUE, LABELS } from '../model/names';
 import { apiGroup, Manifest } from '../render/manifest';
 
 /** The key of the Kueue manager configuration in its ConfigMap (Kueue's Helm chart and kustomize install). */
@@ -83,8 +83,33 @@ function configFindings(ctx: PreflightContext): PreflightFinding[] {
   return out;
 }
 
-export const FOREIGN_CONFIG_RULES: readonly PreflightRule[] = rulesOf('foreign-config', configFindings, {
+/**
+ * A LocalQueue named "default" that the render does not have, in a namespace the render gives another LocalQueue: while
+ * it exists, Kueue's LocalQueue defaulting queues every pod and job created there without a queue label to it.
+ */
+const localQueueDefaulting: PreflightRule = {
+  id: 'localqueue-defaulting',
+  family: 'foreign-config',
+  summary: 'a LocalQueue named "default" the render does not have: Kueue queues every unlabelled pod and job of its namespace to it',
+  check: ({ model, rendered, state }) => model.queueing.queues.filter((q) => !q.defaulting).flatMap((q): PreflightFinding[] => {
+    const live = state.get('kueue.x-k8s.io', 'LocalQueue', KUEUE_DEFAULT_LOCAL_QUEUE, q.namespace);
+    const ours = rendered.some(({ manifest: m }) => m.kind === 'LocalQueue' && m.metadata.name === KUEUE_DEFAULT_LOCAL_QUEUE && m.metadata.namespace === q.namespace);
+    if (!live || ours) return [];
+    const tenant = model.description.tenants.findIndex((t) => (t.namespace ?? t.name) === q.namespace);
+    const field = tenant >= 0 ? `tenants[${tenant}].queue` : 'queueing.defaultQueue';
+    return [{
+      rule: 'localqueue-defaulting',
+      severity: 'warning',
+      object: describeObject(live),
+      message: `Kueue's LocalQueue defaulting queues every pod and job created in namespace ${q.namespace} without a queue label to this queue `
+        + `(ClusterQueue ${String(get(live, ['spec', 'clusterQueue']) ?? '?')}), CPU-only pods included, not to the rendered LocalQueue ${q.localQueue}`,
+      fix: `kubectl -n ${q.namespace} delete localqueue ${KUEUE_DEFAULT_LOCAL_QUEUE} once no workload uses it, or set ${field}: ${KUEUE_DEFAULT_LOCAL_QUEUE} to keep queueing everything there`,
+    }];
+  }),
+};
+
+export const FOREIGN_CONFIG_RULES: readonly PreflightRule[] = [...rulesOf('foreign-config', configFindings, {
   'kueue-integrations': 'the pre-installed Kueue\'s integrations.frameworks lacks a framework the rendered queued objects need (batch/job, kubeflow.org/mpijob, kubeflow.org/pytorchjob, pod, ...)',
   'kueue-clusterqueue-metrics': 'the pre-installed Kueue does not publish ClusterQueue quota metrics the rendered alerts read (metrics.enableClusterQueueResources)',
   'kueue-config-unread': 'the cluster state lacks the Kueue manager configuration, so the integrations cannot be checked',
-});
+}), localQueueDefaulting];

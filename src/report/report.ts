@@ -1,6 +1,7 @@
 import { coveredResources, cohortOf, mpiJobShape, queueLabels } from '../check';
 import { code, table } from './markdown';
 import { Flowchart, nodeId } from './mermaid';
+import { queueDefaultingSection } from './queue-defaulting';
 import { tutorialsSection } from './tutorials';
 import { ClusterIndex } from '../check/cluster-index';
 import { ClusterDescription } from '../model/description';
@@ -126,10 +127,14 @@ function quotaTable(c: RenderedCluster, index: ClusterIndex): string {
     }
   }
   const head = ['ClusterQueue', 'Cohort', 'LocalQueues', 'Flavor', ...resources.map((r) => code(r)), 'GPU borrowing limit', 'GPU lending limit'];
+  const n = c.model.description.nodes;
+  const reserve = (field: string, r: { cpu: string; memory: string }) => `${code(field)} (${r.cpu} CPU, ${r.memory} memory per node)`;
   return [
     table(head, rows),
     '',
-    `Nominal ${code(RESOURCES.gpu)} over all ClusterQueues: **${total}** of the cluster's **${c.model.capacity.gpus}** GPUs.`,
+    `Nominal ${code(RESOURCES.gpu)} over all ClusterQueues: **${total}** of the cluster's **${c.model.capacity.gpus}** GPUs. `
+      + 'The CPU and memory quotas share the workers\' allocatable less what each node keeps for its DaemonSets and system pods: '
+      + `${[reserve('nodes.gpuWorkers.reserved', n.gpuWorkers.reserved), ...(n.cpuWorkers ? [reserve('nodes.cpuWorkers.reserved', n.cpuWorkers.reserved)] : [])].join(', ')}.`,
   ].join('\n');
 }
 
@@ -239,6 +244,7 @@ function ncclSection(c: RenderedCluster, index: ClusterIndex): string {
 export function clusterReport(c: RenderedCluster): string {
   const index = new ClusterIndex(c);
   const quotas = quotaTable(c, index);
+  const defaulting = queueDefaultingSection(c, index);
   const sections = [
     GENERATED,
     `# ${c.name}`,
@@ -254,6 +260,7 @@ export function clusterReport(c: RenderedCluster): string {
     '',
     queueDiagram(index),
     ...(quotas ? ['', quotas] : []),
+    ...(defaulting ? ['', defaulting] : []),
     '',
     '## Argo CD sync waves',
     '',

@@ -124,7 +124,7 @@ describe('placement of the rendered clusters', () => {
     });
     const rendered = viewOf(TRAINING);
     const withJob = (m: Manifest): ClusterView => ({ ...rendered, folders: [...rendered.folders, { folder: 'jobs', objects: [m] }] });
-    expect(placementMessages(withJob(job({ 'kueue.x-k8s.io/queue-name': 'default' })))).toEqual([]);
+    expect(placementMessages(withJob(job({ 'kueue.x-k8s.io/queue-name': 'research' })))).toEqual([]);
     expect(placementMessages(withJob(job({})))).toEqual([expect.stringMatching(/Job research\/train: spec.template.spec fits no node.*GPU worker: taint nvidia.com\/gpu:NoSchedule not tolerated/)]);
   });
 

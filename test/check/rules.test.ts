@@ -22,10 +22,16 @@ const scopeOf: ScopeOf | undefined = store && ((apiVersion, kind) => store.looku
 /** Words each failing fixture's findings must say: both objects' names, and the fact that is wrong. */
 const SAYS: Record<string, readonly RegExp[]> = {
   'queue-label-target': [/Job default\/hello/, /"default" names no LocalQueue in namespace "default"/, /LocalQueues there: none/],
+  'tenant-localqueue': [/^Namespace research: tenant namespace of "research" has no LocalQueue/, /quota of ClusterQueue research goes unused/],
   'localqueue-clusterqueue': [/LocalQueue research\/default/, /"reserach" is no rendered ClusterQueue/, /ClusterQueues: research/],
   'clusterqueue-flavor': [/ClusterQueue default/, /"a100" is no rendered ResourceFlavor/, /ResourceFlavors: h100/],
   'queue-resource-coverage': [/Job default\/train/, /rdma\/rdma_shared_device_a/, /ClusterQueue default/, /LocalQueue default\/default/],
   'quota-capacity': [/cohort gpu-cohort/, /quota 20 \(default 8, research 12\)/, /16 GPUs/],
+  'quota-node-reserve': [
+    /^DaemonSet monitoring\/gpu-agent: the DaemonSet pods on every GPU worker \(DaemonSet monitoring\/gpu-agent\) request 3 CPU and 1Gi memory, more than nodes.gpuWorkers.reserved keeps out of the quotas \(2 CPU, 4Gi\)/,
+    /^ResourceFlavor h100: the nominal quotas of ClusterQueue default, ClusterQueue research on this flavor add up to 384 CPU, more than its nodes keep for workloads \(2 x \(192 - 2\) CPU/m,
+  ],
+  'priorityclass-no-global-default': [/^PriorityClass normal: globalDefault: true/, /every pod of the cluster/, /refuses a second/],
   'mpijob-ranks': [/MPIJob default\/nccl-all-reduce/, /-np 12/, /2 worker\(s\) x slotsPerWorker 8 = 16/],
   'mpijob-fit': [/MPIJob default\/nccl-all-reduce/, /3 workers x 8 GPUs = 24/, /cluster's 16/],
   'nic-cluster-policy-singleton': [/NicClusterPolicy nic-policy/, /"nic-cluster-policy"/],
@@ -115,6 +121,23 @@ describe('cross-object rules', () => {
       });
     });
   }
+
+  it('checks an unlabelled workload as Kueue\'s LocalQueue defaulting queues it: to "default" where a LocalQueue of that name exists', () => {
+    const kueue = fixture('quota-capacity.pass.yaml').folders[0].objects;
+    const lq = (name: string, namespace: string, clusterQueue: string) => ({ apiVersion: 'kueue.x-k8s.io/v1beta2', kind: 'LocalQueue', metadata: { name, namespace }, spec: { clusterQueue } });
+    const fpga = (namespace: string): Manifest => ({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'debug', namespace },
+      spec: { containers: [{ name: 'c', image: 'busybox:1.37.0', resources: { limits: { 'example.com/fpga': '1' } } }] },
+    } as Manifest);
+    const view = (queues: Manifest[], pod: Manifest): ClusterView => ({ name: model.name, folders: [{ folder: 'kueue', objects: [...kueue, ...queues] }, { folder: 'samples', objects: [pod] }] });
+    const coverage = (v: ClusterView) => checkCluster(v).filter((f) => f.rule === 'queue-resource-coverage').map((f) => f.message);
+    // "default" namespace, LocalQueue "default": the pod is queued there, and its FPGA is covered by no ClusterQueue
+    expect(coverage(view([lq('default', 'default', 'default') as Manifest], fpga('default')))).toEqual([expect.stringMatching(/^Pod default\/debug: spec requests example.com\/fpga, which ClusterQueue default \(behind LocalQueue default\/default\)/)]);
+    // a tenant namespace whose LocalQueue is named after the tenant: not queued, so not Kueue's business
+    expect(coverage(view([lq('research', 'research', 'research') as Manifest], fpga('research')))).toEqual([]);
+  });
 
   it('without a model, MPIJob fit falls back to the quota of the job\'s cohort', () => {
     const view = fixture('mpijob-fit.fail.yaml');

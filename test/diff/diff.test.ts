@@ -78,7 +78,7 @@ describe.skipIf(!HAS_SCHEMAS)('npm run diff', () => {
     const text = c.out.join('\n');
     expect(text).toMatch(/^instant-cluster:$/m);
     expect(text).toMatch(/^ {2}- Namespace inference \(tenants\/namespace\.inference\.yaml\)$/m);
-    expect(text).toMatch(/^ {2}- LocalQueue inference\/default /m);
+    expect(text).toMatch(/^ {2}- LocalQueue inference\/inference /m);
     expect(text).toMatch(/^ {2}- ClusterQueue inference /m);
     expect(text).toMatch(/^ {2}~ ClusterQueue default \(kueue\/clusterqueue\.default\.yaml\)\n( {6}.*\n)* {6}spec\.resourceGroups\[0\]\.flavors\[0\]\.resources\[\d\]\.nominalQuota: "4" -> "8"$/m);
     expect(text).toMatch(/^ {2}~ file README\.md$/m);

@@ -50,7 +50,7 @@ describe('synth --config FILE --out DIR', () => {
     const c = capture();
     expect(main(['synth', '--config', dropped, '--out', out], c.io)).toBe(EXIT.failed);
     expect(c.err).toContain('- instant-cluster: Namespace inference (tenants/namespace.inference.yaml)');
-    expect(c.err).toContain('- instant-cluster: LocalQueue inference/default (tenants/localqueue.inference.default.yaml)');
+    expect(c.err).toContain('- instant-cluster: LocalQueue inference/inference (tenants/localqueue.inference.inference.yaml)');
     expect(c.err).toContain('- instant-cluster: ClusterQueue inference (kueue/clusterqueue.inference.yaml)');
     expect(c.err.at(-1)).toMatch(/^error: \d+ rendered object\(s\) would be deleted from .*one, and Argo CD would prune them from the cluster; nothing was written; re-run with --allow-delete if that is intended$/);
     expect(c.out).toEqual([]);

@@ -96,7 +96,7 @@ describe('Dynamo samples', () => {
       expect(templates.length).toBe((g as any).spec.components.length);
       for (const t of templates) {
         const queue = t.labels['kueue.x-k8s.io/queue-name'];
-        expect(queue, t.path).toBe('default');
+        expect(queue, t.path).toBe('inference');
         expect(index.find('LocalQueue', queue, g.metadata.namespace), t.path).toBeDefined();
       }
     }
@@ -263,7 +263,7 @@ describe('the cluster report lists the tutorials and the quota they take', () =>
   it('names each Dynamo sample with its pods, GPUs and RDMA, and each SkyPilot namespace with its files', () => {
     const report = clusterReport(renderOf(dynamo('managed')));
     expect(report).toContain('## Tutorials');
-    expect(report).toMatch(/\[vllm-agg\]\(dynamo\/dynamographdeployment\.inference\.vllm-agg\.yaml\) \| `inference` \/ `default` \| 2 \| 1 GPU, /);
+    expect(report).toMatch(/\[vllm-agg\]\(dynamo\/dynamographdeployment\.inference\.vllm-agg\.yaml\) \| `inference` \/ `inference` \| 2 \| 1 GPU, /);
     expect(report).toMatch(/\[vllm-disagg\][^\n]*\| 3 \| 2 GPUs, [^\n]*, 2 RDMA \|/);
     expect(report).toContain('[config.yaml](tutorials/skypilot/research/config.yaml)');
     expect(report).toContain('svc/vllm-agg-frontend 8000:8000');

@@ -235,7 +235,7 @@ describe('gitops: checks fail on broken trees', () => {
       return m;
     });
     const messages = checkGitops(broken).filter((f) => f.rule === 'gitops-project-destination').map((f) => f.message);
-    expect(messages).toContain('Application argocd/instant-cluster-tenants syncs Namespace research into namespace "research", which AppProject instant-cluster forbids'.replace('Namespace research into namespace "research"', 'LocalQueue research/default into namespace "research"'));
+    expect(messages).toContain('Application argocd/instant-cluster-tenants syncs Namespace research into namespace "research", which AppProject instant-cluster forbids'.replace('Namespace research into namespace "research"', 'LocalQueue research/research into namespace "research"'));
     expect(messages.some((m) => m.includes('syncs the cluster-scoped StorageClass local-path'))).toBe(true);
   });
 

@@ -125,6 +125,26 @@ describe('ClusterPolicy cluster-policy', () => {
       ['gpuOperator.driver: managed without InfiniBand', (d) => { d.gpuOperator = { driver: 'managed' }; delete d.network.infiniband; },
         (s) => expect(s.driver.rdma).toBeUndefined()],
       ['gpuOperator.toolkit: managed', (d) => { d.gpuOperator = { toolkit: 'managed' }; }, (s) => expect(s.toolkit.enabled).toBe(true)],
+      // A managed toolkit hands an unprivileged container only the GPUs the device plugin allocated (CDI: nothing else to change) ...
+      ['gpuOperator.toolkit: managed hardens NVIDIA_VISIBLE_DEVICES', (d) => { d.gpuOperator = { toolkit: 'managed' }; }, (s) => {
+        expect(s.toolkit.env).toEqual([{ name: 'ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED', value: 'false' }]);
+        expect(s.devicePlugin.env).toBeUndefined();
+      }],
+      // ... without CDI the device plugin must pass its devices as volume mounts, which the toolkit then accepts
+      ['gpuOperator.toolkit: managed without CDI', (d) => { d.gpuOperator = { toolkit: 'managed', cdi: false }; }, (s) => {
+        expect(s.toolkit.env).toEqual([
+          { name: 'ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED', value: 'false' },
+          { name: 'ACCEPT_NVIDIA_VISIBLE_DEVICES_AS_VOLUME_MOUNTS', value: 'true' },
+        ]);
+        expect(s.devicePlugin.env).toEqual([{ name: 'DEVICE_LIST_STRATEGY', value: 'volume-mounts' }]);
+      }],
+      ['gpuOperator.acceptVisibleDevicesEnvvarWhenUnprivileged: true (the toolkit\'s own default)', (d) => {
+        d.gpuOperator = { toolkit: 'managed', acceptVisibleDevicesEnvvarWhenUnprivileged: true, toolkitEnv: [{ name: 'ACCEPT_NVIDIA_VISIBLE_DEVICES_AS_VOLUME_MOUNTS', value: 'true' }] };
+      }, (s) => expect(s.toolkit.env).toEqual([{ name: 'ACCEPT_NVIDIA_VISIBLE_DEVICES_AS_VOLUME_MOUNTS', value: 'true' }])],
+      ['a preinstalled toolkit: nothing rendered, the node image decides', () => {}, (s) => {
+        expect(s.toolkit.env).toBeUndefined();
+        expect(s.devicePlugin.env).toBeUndefined();
+      }],
       ['gpuOperator.devicePlugin: false', (d) => { d.gpuOperator = { devicePlugin: false }; }, (s) => expect(s.devicePlugin.enabled).toBe(false)],
       ['gpuOperator.gfd: false', (d) => { d.gpuOperator = { gfd: false }; }, (s) => expect(s.gfd.enabled).toBe(false)],
       ['gpuOperator.dcgmExporter: false', (d) => { d.gpuOperator = { dcgmExporter: false }; }, (s) => expect(s.dcgmExporter.enabled).toBe(false)],
@@ -163,6 +183,14 @@ describe('ClusterPolicy cluster-policy', () => {
       expect(() => specOf({ migStrategy: 'mixed', migManager: false })).toThrow(/migStrategy "mixed" needs migManager: true/);
     });
 
+    it('hardens a managed toolkit unless told otherwise, and refuses to configure a preinstalled one', () => {
+      expect(specOf({ toolkit: 'managed' }).toolkit.env).toEqual([{ name: 'ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED', value: 'false' }]);
+      expect(specOf({ toolkit: 'managed', acceptVisibleDevicesEnvvarWhenUnprivileged: true }).toolkit.env).toBeUndefined();
+      expect(() => specOf({ acceptVisibleDevicesEnvvarWhenUnprivileged: false })).toThrow(/configures a managed toolkit only/);
+      expect(() => specOf({ toolkit: 'managed', toolkitEnv: [{ name: 'ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED', value: 'true' }] }))
+        .toThrow(/toolkitEnv sets ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED, which acceptVisibleDevicesEnvvarWhenUnprivileged already sets/);
+    });
+
     it('rejects an unpinned image, naming the operand', () => {
       const images = { ...VERSIONS.gpuOperator.images, gfd: { repository: 'nvcr.io/nvidia', image: 'k8s-device-plugin', version: 'latest' } };
       expect(() => specOf({ images })).toThrow(/images\.gfd\.version must pin a release, got "latest"/);
@@ -173,6 +201,17 @@ describe('ClusterPolicy cluster-policy', () => {
     it('MIG strategy mixed without the MIG manager', () => {
       expect(issuesOf((d) => { d.gpuOperator = { migStrategy: 'mixed', migManager: false }; }))
         .toContainEqual({ path: 'gpuOperator.migStrategy', message: expect.stringMatching(/"mixed" needs the MIG manager/) });
+    });
+
+    it('the NVIDIA_VISIBLE_DEVICES setting of a toolkit the node image ships, or set twice', () => {
+      expect(issuesOf((d) => { d.gpuOperator = { acceptVisibleDevicesEnvvarWhenUnprivileged: false }; })).toEqual([{
+        path: 'gpuOperator.acceptVisibleDevicesEnvvarWhenUnprivileged',
+        message: expect.stringMatching(/set accept-nvidia-visible-devices-envvar-when-unprivileged in its \/etc\/nvidia-container-runtime\/config.toml/),
+      }]);
+      expect(issuesOf((d) => { d.gpuOperator = { toolkit: 'managed', cdi: false, devicePluginEnv: [{ name: 'DEVICE_LIST_STRATEGY', value: 'envvar' }] }; })).toEqual([{
+        path: 'gpuOperator.devicePluginEnv[0].name',
+        message: 'DEVICE_LIST_STRATEGY follows gpuOperator.acceptVisibleDevicesEnvvarWhenUnprivileged with a managed toolkit; set that instead',
+      }]);
     });
 
     it('an unknown MIG strategy', () => {

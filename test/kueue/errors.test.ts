@@ -59,7 +59,7 @@ describe('queueing and tenant errors name the field', () => {
 
   it('rejects a sample queue or namespace without a LocalQueue', () => {
     expect(issuesOf((d) => { d.samples.queue = 'batch'; })).toEqual([
-      { path: 'samples.queue', message: expect.stringContaining('no LocalQueue is named "batch"') },
+      { path: 'samples.queue', message: 'no LocalQueue "batch" in namespace "default": its LocalQueue is "default"' },
     ]);
     expect(issuesOf((d) => { d.samples.namespace = 'scratch'; })).toEqual([
       { path: 'samples.namespace', message: expect.stringContaining('has no LocalQueue') },

@@ -78,7 +78,7 @@ describe('kueue', () => {
     const c = renderOf();
     const broken: RenderedCluster = { ...c, folders: c.folders.map((f) => ({ ...f, objects: f.objects.filter((o) => !(o.kind === 'ClusterQueue' && o.metadata.name === 'research')) })) };
     expect(crossCheck(broken, 16)).toEqual([
-      'LocalQueue research/default points at missing ClusterQueue research',
+      'LocalQueue research/research points at missing ClusterQueue research',
       'nominal GPU quota over the cohort is 8, expected 16',
     ]);
   });
@@ -102,7 +102,7 @@ describe('kueue', () => {
       flavors: [{
         name: 'nvidia-h100-80gb-hbm3',
         resources: [
-          { name: 'cpu', nominalQuota: '192' }, { name: 'memory', nominalQuota: '1800Gi' },
+          { name: 'cpu', nominalQuota: '190' }, { name: 'memory', nominalQuota: '1796Gi' },
           { name: 'nvidia.com/gpu', nominalQuota: '8' }, { name: 'rdma/rdma_shared_device_a', nominalQuota: '63' },
         ],
       }],
@@ -136,7 +136,8 @@ describe('kueue', () => {
     });
     const flavors = spec(findObject(objects, 'ClusterQueue', 'default')).resourceGroups[0].flavors;
     expect(flavors.map((f: any) => f.name)).toEqual(['cpu-only', 'nvidia-h100-80gb-hbm3']);
-    expect(flavors[0].resources.map((r: any) => r.nominalQuota)).toEqual(['32', '128Gi', '0', '0']);
+    // 2 x (64 - 1) CPU and 2 x (256Gi - 2Gi) memory after the CPU workers' reserve, 4 of 16 GPUs' share
+    expect(flavors[0].resources.map((r: any) => r.nominalQuota)).toEqual(['31500m', '127Gi', '0', '0']);
   });
 
   it('leaves RDMA out of the queues when the cluster has no InfiniBand or Kueue excludes rdma/', () => {
@@ -149,8 +150,8 @@ describe('kueue', () => {
   it('writes borrowing and lending limits per resource, in proportion', () => {
     const cq = spec(findObject(kueueOf((d: any) => { d.queueing.borrowingLimit = 4; d.tenants[0].lendingLimit = 2; }), 'ClusterQueue', 'research'));
     expect(cq.resourceGroups[0].flavors[0].resources).toEqual([
-      { name: 'cpu', nominalQuota: '192', borrowingLimit: '96', lendingLimit: '48' },
-      { name: 'memory', nominalQuota: '1800Gi', borrowingLimit: '900Gi', lendingLimit: '450Gi' },
+      { name: 'cpu', nominalQuota: '190', borrowingLimit: '95', lendingLimit: '47500m' },
+      { name: 'memory', nominalQuota: '1796Gi', borrowingLimit: '898Gi', lendingLimit: '449Gi' },
       { name: 'nvidia.com/gpu', nominalQuota: '8', borrowingLimit: '4', lendingLimit: '2' },
       { name: 'rdma/rdma_shared_device_a', nominalQuota: '63', borrowingLimit: '31', lendingLimit: '15' },
     ]);
@@ -168,12 +169,13 @@ describe('kueue', () => {
     expect(spec(findObject(objects, 'ClusterQueue', 'default')).preemption).toMatchObject({ withinClusterQueue: 'LowerOrNewerEqualPriority', reclaimWithinCohort: 'LowerPriority' });
   });
 
-  it('renders a WorkloadPriorityClass and a PriorityClass per priority; only the default is globalDefault', () => {
+  it('renders a WorkloadPriorityClass and a PriorityClass per priority, none of them globalDefault', () => {
     const objects = kueueOf();
     expect(ofKind(objects, 'WorkloadPriorityClass').map((w) => [w.metadata.name, (w as any).value])).toEqual([['high', 1000], ['low', 100], ['normal', 500]]);
     const classes = ofKind(objects, 'PriorityClass') as any[];
-    expect(classes.map((p) => [p.metadata.name, p.value, p.globalDefault])).toEqual([['high', 1000, false], ['low', 100, false], ['normal', 500, true]]);
-    expect((findObject(objects, 'WorkloadPriorityClass', 'normal') as any).description).toMatch(/globalDefault PriorityClass/);
+    // a globalDefault would give "normal" to every pod of the cluster, the pre-installed DaemonSets included
+    expect(classes.map((p) => [p.metadata.name, p.value, p.globalDefault])).toEqual([['high', 1000, false], ['low', 100, false], ['normal', 500, false]]);
+    expect((findObject(objects, 'WorkloadPriorityClass', 'normal') as any).description).toMatch(/queued work rendered for this cluster .* carries this class when it names none/);
     const without = kueueOf((d: any) => { d.queueing.podPriorityClasses = false; });
     expect(ofKind(without, 'PriorityClass')).toEqual([]);
     expect(ofKind(without, 'WorkloadPriorityClass')).toHaveLength(3);

@@ -1,7 +1,12 @@
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { gpuPodSize } from '../../src/components/samples/gpu-workload';
+import { CPU_WORKER_RESERVE, GPU_WORKER_RESERVE } from '../../src/model/description';
 import { proportionalShare, QueueQuota, queueQuotas, QuotaTotals } from '../../src/model/model';
 import { formatBytes, parseQuantity } from '../../src/model/quantity';
-import { modelOf } from '../helpers';
+import { HAS_UPSTREAM, issuesOf, modelOf, SHARED } from '../helpers';
 
 const GI = 2 ** 30;
 const MI = 2 ** 20;
@@ -171,11 +176,16 @@ describe('queueQuotas', () => {
 });
 
 describe('model quotas', () => {
-  it('derives the reference quotas from the description', () => {
+  it('derives the reference quotas from the description, less what each node keeps for its DaemonSets', () => {
     const m = modelOf();
+    // 2 GPU workers x (192 - 2) CPU and (1800Gi - 4Gi) memory: nodes.gpuWorkers.reserved defaults to 2 CPU and 4Gi
     expect(m.queueing.queues.map((q) => [q.clusterQueue, q.quota.gpus, q.quota.cpu, q.quota.memory, q.quota.rdma])).toEqual([
-      ['default', 4, '96', '900Gi', 32], ['research', 8, '192', '1800Gi', 63], ['inference', 4, '96', '900Gi', 31],
+      ['default', 4, '95', '898Gi', 32], ['research', 8, '190', '1796Gi', 63], ['inference', 4, '95', '898Gi', 31],
     ]);
+    expect(sums(m.queueing.queues.map((q) => q.quota))).toEqual({ gpus: 16, cpuMillis: 380_000, memoryBytes: 3592 * GI, rdma: 126 });
+    // no reserve at all: the quotas take the whole allocatable (what the nodes have is then promised twice)
+    const none = modelOf((d: any) => { d.nodes.gpuWorkers.reserved = { cpu: '0', memory: '0' }; });
+    expect(sums(none.queueing.queues.map((q) => q.quota))).toEqual({ gpus: 16, cpuMillis: 384_000, memoryBytes: 3600 * GI, rdma: 126 });
     const unlimited = (q: (typeof m.queueing.queues)[number]) => q.quota.borrowingLimit === undefined && q.quota.lendingLimit === undefined;
     expect(m.queueing.queues.every((q) => unlimited(q) && q.quota.cpuOnly === undefined)).toBe(true);
   });
@@ -184,7 +194,7 @@ describe('model quotas', () => {
     const m = modelOf((d: any) => { d.tenants.push({ name: 'interns', gpus: 24, borrowingOnly: true }); });
     const interns = m.tenants.find((t) => t.name === 'interns')!;
     expect(interns.quota).toMatchObject({ gpus: 0, cpu: '0', memory: '0', rdma: 0 });
-    expect(interns.quota.borrowingLimit).toEqual({ gpus: 24, cpu: '576', memory: '5400Gi', rdma: 189 });
+    expect(interns.quota.borrowingLimit).toEqual({ gpus: 24, cpu: '570', memory: '5388Gi', rdma: 189 });
     expect(m.queueing.defaultQueue.quota.gpus).toBe(4);
   });
 
@@ -204,10 +214,73 @@ describe('model quotas', () => {
     expect(inference.quota.lendingLimit).toEqual({ gpus: 0, cpu: '0', memory: '0', rdma: 0 });
   });
 
-  it('splits CPU-only workers between the queues', () => {
+  it('splits CPU-only workers between the queues, less their own reserve (1 CPU, 2Gi per node by default)', () => {
     const m = modelOf((d: any) => { d.nodes.cpuWorkers = { count: 2, cpu: '64', memory: '256Gi' }; });
     expect(m.queueing.queues.map((q) => q.quota.cpuOnly)).toEqual([
-      { cpu: '32', memory: '128Gi' }, { cpu: '64', memory: '256Gi' }, { cpu: '32', memory: '128Gi' },
+      { cpu: '31500m', memory: '127Gi' }, { cpu: '63', memory: '254Gi' }, { cpu: '31500m', memory: '127Gi' },
     ]);
+  });
+
+  it('over many node sizes and reserves, the quotas share exactly what the nodes keep for workloads, and a full-node sample fits one node\'s share', () => {
+    const next = random(20261130);
+    const int = (lo: number, hi: number) => lo + Math.floor(next() * (hi - lo + 1));
+    for (let run = 0; run < 200; run++) {
+      const count = int(1, 64);
+      const cpuMillis = int(2, 512) * 1000 + int(0, 1) * int(1, 999);
+      const memoryMi = int(2, 4096) * 1024 + int(0, 1023);
+      const reservedCpu = int(0, cpuMillis - 1);
+      const reservedMi = int(0, memoryMi - 1);
+      const m = modelOf((d: any) => {
+        d.nodes.gpuWorkers = { ...d.nodes.gpuWorkers, count, cpu: `${cpuMillis}m`, memory: `${memoryMi}Mi`, reserved: { cpu: `${reservedCpu}m`, memory: `${reservedMi}Mi` } };
+        d.tenants[0].gpus = Math.min(d.tenants[0].gpus, count * 4);
+        d.tenants[1].gpus = Math.min(d.tenants[1].gpus, count * 8 - d.tenants[0].gpus);
+      });
+      const context = JSON.stringify({ count, cpuMillis, memoryMi, reservedCpu, reservedMi });
+      const total = sums(m.queueing.queues.map((q) => q.quota));
+      expect(total.cpuMillis, context).toBe(count * (cpuMillis - reservedCpu));
+      expect(total.memoryBytes, context).toBe(count * (memoryMi - reservedMi) * MI);
+      const pod = gpuPodSize(m, m.capacity.gpusPerNode);
+      if (cpuMillis - reservedCpu >= 1000) expect(millis(pod.cpu), context).toBeLessThanOrEqual(cpuMillis - reservedCpu);
+      if (memoryMi - reservedMi >= 1024) expect(parseQuantity(pod.memory), context).toBeLessThanOrEqual((memoryMi - reservedMi) * MI);
+    }
+  });
+
+  it('refuses a reserve that leaves the quotas nothing, naming the field', () => {
+    expect(issuesOf((d) => { d.nodes.gpuWorkers.reserved = { cpu: '192' }; })).toEqual([
+      { path: 'nodes.gpuWorkers.reserved.cpu', message: 'reserves 192 of the 192 cpu a node has: nothing would be left for the quotas' },
+    ]);
+    expect(issuesOf((d) => { d.nodes.cpuWorkers = { count: 1, cpu: '8', memory: '16Gi', reserved: { memory: '32Gi' } }; })).toEqual([
+      { path: 'nodes.cpuWorkers.reserved.memory', message: 'reserves 32Gi of the 16Gi memory a node has: nothing would be left for the quotas' },
+    ]);
+    expect(issuesOf((d) => { d.nodes.gpuWorkers.reserved = { cpu: '-1' }; })).toEqual([
+      { path: 'nodes.gpuWorkers.reserved.cpu', message: expect.stringMatching(/expected a non-negative cpu quantity/) },
+    ]);
+  });
+});
+
+describe.skipIf(!HAS_UPSTREAM)('the default node reserve', () => {
+  const upstream = (file: string) => parse(readFileSync(path.join(SHARED, 'upstream-installs', file), 'utf8'));
+  const requests = (resources: { requests?: Record<string, string> } | undefined) => ({
+    cpu: parseQuantity(resources?.requests?.cpu ?? 0),
+    memory: parseQuantity(resources?.requests?.memory ?? 0),
+  });
+
+  it('covers what the DaemonSets of the pre-installed stack request on a worker (the vendored charts\' defaults)', () => {
+    const gpuOperator = upstream('gpu-operator-v26.7.0/deployments/gpu-operator/values.yaml');
+    const nfd = upstream('gpu-operator-v26.7.0/deployments/gpu-operator/charts/node-feature-discovery/values.yaml');
+    const nodeExporter = upstream('victoria-metrics-k8s-stack-0.54.0/charts/victoria-metrics-k8s-stack/charts/prometheus-node-exporter/values.yaml');
+    // The GPU Operator's operands (the operator reads their resources from the ClusterPolicy the chart fills from these values),
+    // Node Feature Discovery's worker, the monitoring stack's node exporter.
+    const operands = ['validator', 'driver', 'toolkit', 'devicePlugin', 'dcgm', 'dcgmExporter', 'gfd', 'migManager', 'nodeStatusExporter'];
+    const gpuWorker = [...operands.map((o) => requests(gpuOperator[o].resources)), requests(nfd.worker.resources), requests(nodeExporter.resources)];
+    const cpuWorker = [requests(nfd.worker.resources), requests(nodeExporter.resources)];
+    const total = (list: { cpu: number; memory: number }[]) => list.reduce((s, r) => ({ cpu: s.cpu + r.cpu, memory: s.memory + r.memory }),
+      { cpu: 0, memory: 0 });
+    // Node Feature Discovery's worker is the one that requests anything, so the sum cannot be zero by a misread path.
+    expect(total(gpuWorker).memory).toBeGreaterThan(0);
+    expect(total(gpuWorker).cpu).toBeLessThanOrEqual(parseQuantity(GPU_WORKER_RESERVE.cpu));
+    expect(total(gpuWorker).memory).toBeLessThanOrEqual(parseQuantity(GPU_WORKER_RESERVE.memory));
+    expect(total(cpuWorker).cpu).toBeLessThanOrEqual(parseQuantity(CPU_WORKER_RESERVE.cpu));
+    expect(total(cpuWorker).memory).toBeLessThanOrEqual(parseQuantity(CPU_WORKER_RESERVE.memory));
   });
 });

@@ -37,10 +37,13 @@ describe('model', () => {
     expect(m.rdma).toEqual({ resourceName: 'rdma/rdma_shared_device_a', deviceName: 'rdma_shared_device_a', hcaMax: 63, hcas: ['mlx5_0', 'mlx5_1', 'mlx5_2', 'mlx5_3', 'mlx5_4', 'mlx5_5', 'mlx5_6', 'mlx5_7'] });
     // not the product label: GPU Feature Discovery renames it under MIG single
     expect(m.gpuWorkers.selector).toEqual({ 'nvidia.com/gpu.present': 'true' });
-    expect(m.queueing.defaultQueue).toMatchObject({ clusterQueue: 'default', localQueue: 'default', namespace: 'default' });
-    expect(m.tenants.map((t) => [t.name, t.namespace, t.localQueue, t.group])).toEqual([
-      ['research', 'research', 'default', 'tenant-research'], ['inference', 'inference', 'default', 'tenant-inference'],
+    // Kueue's LocalQueue defaulting queues every unlabelled pod of "default" (its pre-wired queue is named so), none of a tenant's
+    expect(m.queueing.defaultQueue).toMatchObject({ clusterQueue: 'default', localQueue: 'default', namespace: 'default', defaulting: true });
+    expect(m.tenants.map((t) => [t.name, t.namespace, t.localQueue, t.defaulting, t.group])).toEqual([
+      ['research', 'research', 'research', false, 'tenant-research'], ['inference', 'inference', 'inference', false, 'tenant-inference'],
     ]);
+    const optIn = modelOf((d) => { d.tenants[1].queue = 'default'; });
+    expect(optIn.tenants.map((t) => [t.localQueue, t.defaulting])).toEqual([['research', false], ['default', true]]);
     expect(m.queueing.defaultPriority?.name).toBe('normal');
   });
 

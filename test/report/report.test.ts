@@ -97,6 +97,25 @@ describe('the cluster report (dist/<cluster>/README.md)', () => {
     expect(report.slice(report.indexOf('### `nccl-all-reduce`')).split('\n')[2]).not.toContain('One worker');
   });
 
+  it('says what happens to a pod or job without a queue label in each namespace with a LocalQueue', () => {
+    const section = (text: string) => text.slice(text.indexOf('### Pods and jobs without a queue label'), text.indexOf('## Argo CD sync waves'));
+    const row = (text: string, ns: string) => section(text).split('\n').find((l) => l.startsWith(`| \`${ns}\` |`)) ?? '';
+    // Kueue's LocalQueue defaulting queues everything in "default", whose pre-wired LocalQueue is named "default" ...
+    expect(row(report, 'default')).toMatch(/^\| `default` \| `default` -> `default` \| \*\*queued\*\* to `default`, CPU-only debug pods .* held \(a pod gated, a job suspended\) until ClusterQueue `default` admits it, its requests charged to that quota, .*`nvidia-h100-80gb-hbm3` \(`nvidia.com\/gpu.present=true`\)/);
+    // ... and nothing in a tenant namespace, whose LocalQueue is named after the tenant: GPU and RDMA pods are refused there, by the
+    // guardrails only (the SkyPilot identity policies guard the same namespaces but refuse only pods of those identities).
+    for (const ns of ['research', 'inference']) {
+      expect(row(report, ns)).toMatch(new RegExp(`^\\| \`${ns}\` \\| \`${ns}\` -> \`${ns}\` \\| \\*\\*not queued\\*\\*: a CPU-only pod runs at once, outside the quota; `
+        + 'one requesting `nvidia.com/gpu` or `rdma/rdma_shared_device_a` is refused by `tenant-pod-guardrails` |$'));
+    }
+    // A tenant that opts in to defaulting (its LocalQueue named "default") has every pod queued, CPU-only ones too.
+    const optIn = clusterReport(renderOf((d) => { d.tenants[0].queue = 'default'; }));
+    expect(row(optIn, 'research')).toMatch(/^\| `research` \| `default` -> `research` \| \*\*queued\*\* to `default`.* ClusterQueue `research` admits it/);
+    // Without guardrails (Kubernetes 1.29) nothing refuses a GPU pod outside the quota, and the report says so.
+    const old = clusterReport(renderOf((d) => { d.kubernetesVersion = '1.29'; }));
+    expect(row(old, 'research')).toContain('**not queued**: it runs at once, outside the quota, GPUs included');
+  });
+
   it('matches the snapshot', () => {
     expect(report).toMatchSnapshot();
   });

@@ -49,6 +49,9 @@ function check(model: ClusterModel, objects: readonly Manifest[]): string[] {
     const queueName = o.metadata.labels?.['kueue.x-k8s.io/queue-name'];
     const queue = model.queueing.queues.find((q) => q.namespace === o.metadata.namespace && q.localQueue === queueName);
     if (!queue) problems.push(`${job}: no LocalQueue "${queueName}" in namespace ${o.metadata.namespace}`);
+    // Only Kueue may start it: a Kueue without the kind's integration must leave it suspended, not run it outside the quota.
+    const suspended = o.kind === 'Job' ? o.spec.suspend : o.spec.runPolicy?.suspend;
+    if (suspended !== true) problems.push(`${job}: not created suspended`);
 
     const sets = podSets(o);
     const total: Record<string, number> = {};
@@ -105,9 +108,12 @@ function check(model: ClusterModel, objects: readonly Manifest[]): string[] {
   const allReduce: any = (workloads as any[]).find((o) => o.kind === 'MPIJob' && o.spec.mpiReplicaSpecs.Worker.replicas === d.nodes.gpuWorkers.count && !o.metadata.name.includes('node-check'));
   if (!allReduce) problems.push('no NCCL test over all GPU workers');
   else if (!allReduce.spec.mpiReplicaSpecs.Launcher.template.spec.containers[0].args.join(' ').startsWith(`-np ${ranks} `)) problems.push(`the NCCL test does not run ${ranks} ranks`);
+  // A PyTorchJob exactly where a Training Operator serves the kind.
   const torch: any = workloads.find((o) => o.kind === 'PyTorchJob');
-  if (!torch) problems.push('no PyTorchJob');
-  else if (podSets(torch).reduce((n, s) => n + s.replicas, 0) * Number(torch.spec.nprocPerNode) !== ranks) problems.push(`the PyTorchJob does not span ${ranks} GPUs`);
+  const trainingOperator = d.installs.trainingOperator !== 'none';
+  if (torch && !trainingOperator) problems.push('a PyTorchJob, but installs.trainingOperator is "none"');
+  if (!torch && trainingOperator) problems.push('no PyTorchJob');
+  else if (torch && podSets(torch).reduce((n, s) => n + s.replicas, 0) * Number(torch.spec.nprocPerNode) !== ranks) problems.push(`the PyTorchJob does not span ${ranks} GPUs`);
   return problems;
 }
 
@@ -142,18 +148,26 @@ describe('independent check of the samples', () => {
     expect(check(model, samplesOf(model))).toEqual([]);
   });
 
+  it('passes where a Training Operator is pre-installed (the PyTorchJob sample is rendered)', () => {
+    const model = modelOf((d) => { d.installs = { trainingOperator: 'preinstalled' }; });
+    expect(samplesOf(model).map((o) => o.kind)).toContain('PyTorchJob');
+    expect(check(model, samplesOf(model))).toEqual([]);
+  });
+
   it('catches what it is meant to catch', () => {
-    const model = modelOf();
+    const model = modelOf((d) => { d.installs = { trainingOperator: 'preinstalled' }; });
     const objects = structuredClone(samplesOf(model)) as any[];
     const job = objects.find((o) => o.metadata.name === 'nccl-all-reduce');
     job.spec.mpiReplicaSpecs.Launcher.template.spec.containers[0].args[1] = '8';
     job.spec.mpiReplicaSpecs.Worker.template.spec.containers[0].securityContext = { privileged: true };
     job.metadata.labels['kueue.x-k8s.io/queue-name'] = 'missing';
+    delete job.spec.runPolicy.suspend;
     const torch = objects.find((o) => o.kind === 'PyTorchJob');
     torch.spec.pytorchReplicaSpecs.Master.template.spec.containers[0].image = 'nvcr.io/nvidia/pytorch:latest';
     torch.spec.pytorchReplicaSpecs.Worker.template.spec.containers[0].resources.limits['example.com/fpga'] = '1';
     expect(check(model, objects)).toEqual([
       'MPIJob default/nccl-all-reduce: no LocalQueue "missing" in namespace default',
+      'MPIJob default/nccl-all-reduce: not created suspended',
       'MPIJob default/nccl-all-reduce Worker/worker: privileged',
       'MPIJob default/nccl-all-reduce Worker/worker: RDMA without IPC_LOCK',
       'MPIJob default/nccl-all-reduce: -np 8 != 2 workers x 8 slots',
@@ -163,5 +177,7 @@ describe('independent check of the samples', () => {
       'PyTorchJob default/pytorch-ddp: requests example.com/fpga, which no ClusterQueue covers',
       'the NCCL test does not run 16 ranks',
     ]);
+    const none = modelOf();
+    expect(check(none, [...samplesOf(none), torch])).toContain('a PyTorchJob, but installs.trainingOperator is "none"');
   });
 });

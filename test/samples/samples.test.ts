@@ -57,7 +57,7 @@ describe('samples: the reference cluster', () => {
   });
 
   it('runs pods at the Kubernetes priority named like the Kueue priority, when the cluster renders those', () => {
-    const high = samplesOf((d) => { d.samples.priority = 'high'; });
+    const high = samplesOf((d) => { d.samples.priority = 'high'; d.installs = { trainingOperator: 'preinstalled' }; });
     const job = findObject(high, 'MPIJob', 'nccl-all-reduce', 'default') as any;
     expect(job.metadata.labels['kueue.x-k8s.io/priority-class']).toBe('high');
     expect(podSpec(job, 'Worker').priorityClassName).toBe('high');
@@ -71,7 +71,7 @@ describe('samples: the reference cluster', () => {
     expect(job.spec.slotsPerWorker).toBe(8);
     expect(job.spec.mpiReplicaSpecs.Worker.replicas).toBe(2);
     expect(job.spec.launcherCreationPolicy).toBe('WaitForWorkersReady');
-    expect(job.spec.runPolicy).toEqual({ cleanPodPolicy: 'Running', backoffLimit: 2, ttlSecondsAfterFinished: 86400 });
+    expect(job.spec.runPolicy).toEqual({ suspend: true, cleanPodPolicy: 'Running', backoffLimit: 2, ttlSecondsAfterFinished: 86400 });
     const launcher = container(job, 'Launcher');
     expect(launcher.command).toEqual(['mpirun']);
     expect(launcher.args.slice(0, 2)).toEqual(['-np', '16']);
@@ -101,9 +101,18 @@ describe('samples: the reference cluster', () => {
     expect(job.metadata.labels).toMatchObject({ 'kueue.x-k8s.io/queue-name': 'default', 'kueue.x-k8s.io/priority-class': 'normal' });
   });
 
+  it('renders the PyTorchJob only where a Training Operator serves it (the Instant Cluster has none)', () => {
+    expect(samplesOf().filter((o) => o.kind === 'PyTorchJob' || o.metadata.name === 'pytorch-ddp-script')).toEqual([]);
+    for (const mode of ['preinstalled', 'managed']) {
+      expect(samplesOf((d) => { d.installs = { trainingOperator: mode }; }).map((o) => `${o.kind}/${o.metadata.name}`)).toContain('PyTorchJob/pytorch-ddp');
+    }
+  });
+
   it('queues a PyTorchJob: master + workers across the GPU nodes, torchrun with one process per GPU', () => {
-    const objects = samplesOf();
+    const objects = samplesOf((d) => { d.installs = { trainingOperator: 'preinstalled' }; });
     const job = findObject(objects, 'PyTorchJob', 'pytorch-ddp', 'default') as any;
+    // created suspended: a Kueue without the pytorchjob integration never starts it outside the quota
+    expect(job.spec.runPolicy.suspend).toBe(true);
     expect(job.spec.nprocPerNode).toBe('8');
     expect(job.spec.pytorchReplicaSpecs.Master.replicas).toBe(1);
     expect(job.spec.pytorchReplicaSpecs.Worker.replicas).toBe(1);
@@ -178,6 +187,7 @@ describe('samples: the reference cluster', () => {
   it('runs the DCGM diagnostic at the described level, never retried', () => {
     const job = findObject(samplesOf((d) => { d.samples.dcgmDiag = { level: 3 }; }), 'Job', `dcgm-diag-${NODE_NAME_PLACEHOLDER}`, 'default') as any;
     expect(job.spec.backoffLimit).toBe(0);
+    expect(job.spec.suspend).toBe(true);
     expect(job.spec.activeDeadlineSeconds).toBe(7200);
     const c = job.spec.template.spec.containers[0];
     expect(c.command.join(' ')).toContain('dcgmi diag -r 3');
@@ -194,7 +204,6 @@ describe('samples: the reference cluster', () => {
     expect(names).toEqual([
       'Job/dcgm-diag-gpu-a', 'Job/dcgm-diag-gpu-b-cluster-local',
       'MPIJob/nccl-all-reduce', 'MPIJob/nccl-node-check-gpu-a', 'MPIJob/nccl-node-check-gpu-b-cluster-local',
-      'PyTorchJob/pytorch-ddp',
     ]);
     const b = findObject(objects, 'Job', 'dcgm-diag-gpu-b-cluster-local') as any;
     expect(b.spec.template.spec.nodeSelector['kubernetes.io/hostname']).toBe('gpu-b.cluster.local');
@@ -212,7 +221,8 @@ describe('samples: the reference cluster', () => {
     expect(podSpec(job, 'Worker').volumes[0].emptyDir.sizeLimit).toBe('32Gi');
     for (const o of objects.filter((m) => m.kind !== 'ConfigMap')) {
       expect(o.metadata.namespace).toBe('research');
-      expect(o.metadata.labels).toMatchObject({ 'kueue.x-k8s.io/queue-name': 'default', 'kueue.x-k8s.io/priority-class': 'high' });
+      // the tenant namespace's own LocalQueue (named after the tenant)
+      expect(o.metadata.labels).toMatchObject({ 'kueue.x-k8s.io/queue-name': 'research', 'kueue.x-k8s.io/priority-class': 'high' });
     }
   });
 
@@ -241,7 +251,7 @@ describe('samples: sizes follow the description', () => {
   const sizes = [1, 2, 16, 128].flatMap((count) => [4, 8].map((gpus) => [count, gpus] as const));
 
   it.each(sizes)('%i workers x %i GPUs', (count, gpus) => {
-    const model = modelOf(sized(count, gpus));
+    const model = modelOf((d) => { d.nodes.gpuWorkers.count = count; d.nodes.gpuWorkers.gpusPerNode = gpus; d.tenants = []; d.installs = { trainingOperator: 'preinstalled' }; });
     const objects = renderSamples(model).folders[0].objects;
     const nccl = findObject(objects, 'MPIJob', 'nccl-all-reduce') as any;
     expect(nccl.spec.mpiReplicaSpecs.Worker.replicas).toBe(count);
@@ -324,7 +334,8 @@ describe('samples: errors', () => {
   });
 
   it.each<[string, Edit, string, RegExp]>([
-    ['a queue no LocalQueue has', (d) => { d.samples.queue = 'fast'; }, 'samples.queue', /no LocalQueue is named "fast"/],
+    ['a queue no LocalQueue has', (d) => { d.samples.queue = 'fast'; }, 'samples.queue', /no LocalQueue "fast" in namespace "default": its LocalQueue is "default"/],
+    ['the default namespace\'s queue in a tenant namespace', (d) => { d.samples.namespace = 'research'; d.samples.queue = 'default'; }, 'samples.queue', /no LocalQueue "default" in namespace "research": its LocalQueue is "research"/],
     ['a namespace without a LocalQueue', (d) => { d.samples.namespace = 'scratch'; }, 'samples.namespace', /namespace "scratch" has no LocalQueue; use one of default, research, inference/],
     ['an unknown priority', (d) => { d.samples.priority = 'urgent'; }, 'samples.priority', /unknown priority "urgent"/],
     ['more node names than nodes', (d) => { d.samples.nodeNames = ['a', 'b', 'c']; }, 'samples.nodeNames', /3 node names but nodes.gpuWorkers.count is 2/],

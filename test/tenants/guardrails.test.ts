@@ -160,6 +160,69 @@ describe('tenant admission guardrails: Pod Security baseline (+ IPC_LOCK), whoev
   });
 });
 
+describe('tenant admission guardrails: no GPUs without a GPU request (NVIDIA_VISIBLE_DEVICES, the NVIDIA runtime, RDMA)', () => {
+  const env = (value: string | undefined, extra: Obj = {}) => ({ name: 'NVIDIA_VISIBLE_DEVICES', ...(value === undefined ? {} : { value }), ...extra });
+  const cpu = (e: Obj[], name = 'c') => ({ name, image: 'i', env: e, resources: { limits: { cpu: '1' } } });
+  const withGpus = (e: Obj[], gpus = '1') => ({ name: 'gpu', image: 'i', env: e, resources: { limits: { [RESOURCES.gpu]: gpus } } });
+  const ENV = /sets NVIDIA_VISIBLE_DEVICES .* must request nvidia.com\/gpu itself/;
+  const RUNTIME = /only pods that request nvidia.com\/gpu may use the NVIDIA runtime classes \(nvidia, nvidia-cdi, nvidia-legacy\)/;
+  const NO_LABEL = /must name a LocalQueue/;
+  const queuedGated = (spec: Obj) => kueueGated(pod(spec, { labels: queued('research') }));
+
+  it.each<[string, Obj]>([
+    ['NVIDIA_VISIBLE_DEVICES=all in a CPU-only container', { containers: [cpu([env('all')])] }],
+    ['GPU indices', { containers: [cpu([env('0,1')])] }],
+    ['a GPU UUID', { containers: [cpu([env('GPU-7c1b3a66-0000-0000-0000-000000000000')])] }],
+    ['a CDI device name', { containers: [cpu([env('nvidia.com/gpu=all')])] }],
+    ['a value read from a ConfigMap (unknown at admission)', { containers: [cpu([env(undefined, { valueFrom: { configMapKeyRef: { name: 'gpus', key: 'list' } } })])] }],
+    ['a request for zero GPUs', { containers: [withGpus([env('all')], '0')] }],
+    ['an init container', { containers: [cpu([])], initContainers: [cpu([env('all')], 'init')] }],
+    ['a sidecar beside a GPU container', { containers: [withGpus([]), cpu([env('all')], 'sidecar')] }],
+    ['an ephemeral (debug) container, which can request nothing', { containers: [withGpus([])], ephemeralContainers: [{ name: 'debug', image: 'i', env: [env('all')] }] }],
+  ])('refuse %s, whoever creates the pod, queued or not', (_what, spec) => {
+    expect(podDenials(pod(spec)).filter((m) => ENV.test(m))).toHaveLength(1);
+    expect(podDenials(pod(spec), { user: JOB_CONTROLLER }).filter((m) => ENV.test(m))).toHaveLength(1);
+    expect(podDenials(queuedGated(spec)).filter((m) => ENV.test(m))).toHaveLength(1);
+  });
+
+  it('refuse a debug container that names GPUs, added to a running GPU pod', () => {
+    const running = queuedGated({ containers: [withGpus([])] });
+    const debugged = clone(running);
+    debugged.spec.ephemeralContainers = [{ name: 'debug', image: 'i', env: [env('all')] }];
+    expect(podDenials(debugged, { operation: 'UPDATE', oldObject: running })).toEqual([expect.stringMatching(ENV)]);
+  });
+
+  it('admit "no device" values and a container that requests the GPUs it names', () => {
+    for (const value of ['', 'void', 'none', undefined]) expect(podDenials(pod({ containers: [cpu([env(value)])] }))).toEqual([]);
+    expect(podDenials(pod({ containers: [cpu([{ name: 'CUDA_VISIBLE_DEVICES', value: '0' }])] }))).toEqual([]);
+    expect(podDenials(queuedGated({ containers: [withGpus([env('all')], '8')] }))).toEqual([]);
+  });
+
+  it('refuse the NVIDIA runtime classes to a pod without GPUs, admit them to a queued GPU pod', () => {
+    for (const runtimeClassName of ['nvidia', 'nvidia-cdi', 'nvidia-legacy']) {
+      expect(podDenials(pod({ runtimeClassName, containers: [cpu([])] }))).toEqual([expect.stringMatching(RUNTIME)]);
+      expect(podDenials(pod({ runtimeClassName, containers: [withGpus([], '0')] }))).toEqual([expect.stringMatching(NO_LABEL), expect.stringMatching(RUNTIME)]);
+      expect(podDenials(queuedGated({ runtimeClassName, containers: [withGpus([])] }))).toEqual([]);
+    }
+    expect(podDenials(pod({ runtimeClassName: 'kata', containers: [cpu([])] }))).toEqual([]);
+  });
+
+  it('take the runtime classes from the props (a cluster whose operator.runtimeClass is another)', () => {
+    const spec = findObject(tenants, 'ValidatingAdmissionPolicy', 'tenant-pod-guardrails').spec as PolicySpec;
+    expect(spec.validations.map((v) => v.expression).join('\n')).toContain('["nvidia", "nvidia-cdi", "nvidia-legacy"]');
+  });
+
+  it('send a pod requesting the RDMA device through Kueue, like a GPU pod', () => {
+    const rdma = { containers: [{ name: 'c', image: 'i', resources: { limits: { 'rdma/rdma_shared_device_a': '1' } } }] };
+    expect(podDenials(pod(rdma))).toEqual([expect.stringMatching(NO_LABEL)]);
+    expect(podDenials(pod(rdma, { labels: queued('research') }))).toEqual([expect.stringMatching(/Kueue did not gate this queued GPU or RDMA pod/)]);
+    expect(podDenials(queuedGated(rdma))).toEqual([]);
+    expect(podDenials(pod(rdma), { user: JOB_CONTROLLER })).toEqual([]);
+    const requestOnly = { containers: [{ name: 'c', image: 'i', resources: { requests: { 'rdma/hca_shared_devices_b': '1' } } }] };
+    expect(podDenials(pod(requestOnly))).toEqual([expect.stringMatching(NO_LABEL)]);
+  });
+});
+
 describe('tenant admission guardrails: GPUs only through Kueue, trusted by requester', () => {
   const gpuPod = (metadata: Obj = {}) => pod({ containers: [gpuContainer()] }, metadata);
   const forgedOwner = { ownerReferences: [{ apiVersion: 'batch/v1', kind: 'Job', name: 'train', uid: '1', controller: true }] };

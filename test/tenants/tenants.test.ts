@@ -44,16 +44,19 @@ describe('tenants', () => {
     expect(objects.filter((o) => o.kind === 'Namespace').map((o) => o.metadata.name)).toEqual(['inference', 'interns', 'research', 'speech', 'vision']);
   });
 
-  it('gives each tenant a labelled namespace and a LocalQueue named queueing.defaultQueue on its ClusterQueue', () => {
+  it('gives each tenant a labelled namespace and a LocalQueue named after the tenant (or tenants[].queue) on its ClusterQueue', () => {
     const objects = tenantsOf((d: any) => {
       d.queueing.defaultQueue = 'main';
       d.tenants[0].namespace = 'team-research';
       d.tenants[0].labels = { 'cost-center': 'r-and-d', 'gpu-cluster.dev/tenant': 'someone-else' };
+      d.tenants[1].queue = 'serving';
     });
     const ns = findObject(objects, 'Namespace', 'team-research');
     expect(ns.metadata.labels).toMatchObject({ 'gpu-cluster.dev/tenant': 'research', 'cost-center': 'r-and-d', 'app.kubernetes.io/managed-by': 'gpu-cluster-manifests' });
-    expect((findObject(objects, 'LocalQueue', 'main', 'team-research') as any).spec.clusterQueue).toBe('research');
-    expect((findObject(objects, 'LocalQueue', 'main', 'inference') as any).spec.clusterQueue).toBe('inference');
+    // Not "default": Kueue's LocalQueue defaulting would queue every unlabelled pod of the namespace to it.
+    expect((findObject(objects, 'LocalQueue', 'research', 'team-research') as any).spec.clusterQueue).toBe('research');
+    expect((findObject(objects, 'LocalQueue', 'serving', 'inference') as any).spec.clusterQueue).toBe('inference');
+    expect(objects.filter((o) => o.kind === 'LocalQueue').map((o) => o.metadata.name)).not.toContain('default');
     const cq = findObject(folderObjects(renderOf((d: any) => { d.tenants[0].namespace = 'team-research'; }), 'kueue'), 'ClusterQueue', 'research') as any;
     expect(cq.spec.namespaceSelector.matchLabels).toEqual({ 'kubernetes.io/metadata.name': 'team-research' });
   });

@@ -44,6 +44,7 @@ export class GpuOperatorChart extends Chart {
       migStrategy: d.gpuOperator.migStrategy,
       nodeStatusExporter: d.gpuOperator.nodeStatusExporter,
       cdi: d.gpuOperator.cdi,
+      acceptVisibleDevicesEnvvarWhenUnprivileged: d.gpuOperator.acceptVisibleDevicesEnvvarWhenUnprivileged,
       devicePluginEnv: d.gpuOperator.devicePluginEnv,
       toolkitEnv: d.gpuOperator.toolkitEnv,
     });

@@ -1,7 +1,7 @@
 import { Construct } from 'constructs';
 import * as nvidia from '../../../imports/gpu-operator-nvidia.com';
 import { TolerationSpec } from '../../model/model';
-import { SINGLETONS } from '../../model/names';
+import { NVIDIA_RUNTIME_CLASSES, SINGLETONS } from '../../model/names';
 import { VERSIONS } from '../../versions';
 
 /** Where one operand image comes from (ClusterPolicy `repository`, `image`, `version`). */
@@ -112,6 +112,17 @@ export interface ClusterPolicyProps {
    */
   readonly cdi?: boolean;
   /**
+   * The managed container toolkit's `accept-nvidia-visible-devices-envvar-when-unprivileged`. true (the toolkit's own
+   * default) lets any unprivileged container get GPUs by naming them in NVIDIA_VISIBLE_DEVICES, or by an image that
+   * sets `ENV NVIDIA_VISIBLE_DEVICES=all` (every CUDA base image), without a GPU request. false hands an unprivileged
+   * container only the GPUs the device plugin allocated: through CDI with `cdi: true`; as volume mounts with
+   * `cdi: false` (the device plugin's DEVICE_LIST_STRATEGY becomes volume-mounts and the toolkit accepts them). The
+   * operator's own operands are privileged and keep their access. Only for `toolkit: "managed"`: a node image's
+   * toolkit is set in its /etc/nvidia-container-runtime/config.toml.
+   * @default false with a managed toolkit
+   */
+  readonly acceptVisibleDevicesEnvvarWhenUnprivileged?: boolean;
+  /**
    * Extra environment of the device plugin.
    * @default []
    */
@@ -133,9 +144,34 @@ export interface ClusterPolicyProps {
   readonly images?: ClusterPolicyImages;
 }
 
+/**
+ * The toolkit and device plugin environment that gives an unprivileged container only the GPUs the device plugin
+ * allocated (container toolkit v1.20 `nvidia-ctk-installer` flags; k8s-device-plugin DEVICE_LIST_STRATEGY). With CDI
+ * the plugin already hands devices over as CDI names (the operator sets cdi-annotations,cdi-cri); without it, the
+ * plugin must pass them as volume mounts, which the toolkit then has to accept.
+ */
+export function unprivilegedGpuAccessEnv(cdi: boolean): { readonly toolkit: EnvVarSpec[]; readonly devicePlugin: EnvVarSpec[] } {
+  return {
+    toolkit: [
+      { name: 'ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED', value: 'false' },
+      ...(cdi ? [] : [{ name: 'ACCEPT_NVIDIA_VISIBLE_DEVICES_AS_VOLUME_MOUNTS', value: 'true' }]),
+    ],
+    devicePlugin: cdi ? [] : [{ name: 'DEVICE_LIST_STRATEGY', value: 'volume-mounts' }],
+  };
+}
+
+/** Extra env from the props after the derived one; the props may not set a derived variable themselves. */
+function withDerivedEnv(prop: string, given: readonly EnvVarSpec[], derived: readonly EnvVarSpec[]): EnvVarSpec[] {
+  const clash = given.find((g) => derived.some((d) => d.name === g.name));
+  if (clash) {
+    throw new Error(`ClusterPolicy: ${prop} sets ${clash.name}, which acceptVisibleDevicesEnvvarWhenUnprivileged already sets; use that option instead`);
+  }
+  return [...derived, ...given];
+}
+
 /** Values the CRD fills in when they are missing; rendered explicitly so that Argo CD sees no drift. */
 const CRD_DEFAULTS = {
-  operatorRuntimeClass: 'nvidia',
+  operatorRuntimeClass: NVIDIA_RUNTIME_CLASSES.operator,
   toolkitInstallDir: '/usr/local/nvidia',
   kernelModuleType: nvidia.ClusterPolicySpecDriverKernelModuleType.AUTO,
   updateStrategy: nvidia.ClusterPolicySpecDaemonsetsUpdateStrategy.ROLLING_UPDATE,
@@ -168,8 +204,15 @@ export class ClusterPolicy extends Construct {
     const migStrategy = props.migStrategy ?? 'single';
     const nodeStatusExporter = props.nodeStatusExporter ?? false;
     const cdi = props.cdi ?? true;
-    const devicePluginEnv = props.devicePluginEnv ?? [];
-    const toolkitEnv = props.toolkitEnv ?? [];
+    if (!toolkitManaged && props.acceptVisibleDevicesEnvvarWhenUnprivileged !== undefined) {
+      throw new Error('ClusterPolicy: acceptVisibleDevicesEnvvarWhenUnprivileged configures a managed toolkit only; a node image\'s toolkit reads '
+        + 'accept-nvidia-visible-devices-envvar-when-unprivileged from /etc/nvidia-container-runtime/config.toml');
+    }
+    const hardening = toolkitManaged && !(props.acceptVisibleDevicesEnvvarWhenUnprivileged ?? false)
+      ? unprivilegedGpuAccessEnv(props.cdi ?? true)
+      : { toolkit: [], devicePlugin: [] };
+    const devicePluginEnv = withDerivedEnv('devicePluginEnv', props.devicePluginEnv ?? [], hardening.devicePlugin);
+    const toolkitEnv = withDerivedEnv('toolkitEnv', props.toolkitEnv ?? [], hardening.toolkit);
     const priorityClassName = props.priorityClassName ?? 'system-node-critical';
     const images = props.images ?? VERSIONS.gpuOperator.images;
 

@@ -85,15 +85,16 @@ export class KueueChart extends Chart {
       clusterQueue: defaultQueue.clusterQueue,
     });
 
+    // No PriorityClass is globalDefault: it would apply to every pod of the cluster (the pre-installed stack's
+    // DaemonSets included, which "high" could then preempt), and the API server refuses a second one. The default
+    // priority is what the queued work rendered here names when the description names none.
     for (const p of model.queueing.priorities) {
       const note = p.default
-        ? q.podPriorityClasses
-          ? 'Default: workloads without a kueue.x-k8s.io/priority-class label get this value from the globalDefault PriorityClass of the same name.'
-          : 'Default: the toolkit\'s samples carry this class in their kueue.x-k8s.io/priority-class label.'
+        ? 'Default: the queued work rendered for this cluster (samples, tutorials) carries this class when it names none.'
         : undefined;
       new KueueWorkloadPriorityClass(this, `WorkloadPriorityClass-${p.name}`, { name: p.name, value: p.value, description: note });
       if (q.podPriorityClasses) {
-        new PodPriorityClass(this, `PriorityClass-${p.name}`, { name: p.name, value: p.value, globalDefault: p.default, description: note });
+        new PodPriorityClass(this, `PriorityClass-${p.name}`, { name: p.name, value: p.value, description: note });
       }
     }
   }

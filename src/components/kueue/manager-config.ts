@@ -8,7 +8,8 @@ export const KUEUE_CONFIG_API_VERSION = 'config.kueue.x-k8s.io/v1beta2';
 /**
  * Job integrations the toolkit's workloads need; pytorchjob is off in Kueue's defaults. `pod` admits the
  * plain pods SkyPilot and the Dynamo operator create (one Workload per pod, or per pod group for a
- * SkyPilot multi-node cluster); it only touches pods that carry a queue label (manageJobsWithoutQueueName: false).
+ * SkyPilot multi-node cluster); it touches the pods that carry a queue label (manageJobsWithoutQueueName: false)
+ * and, through LocalQueue defaulting, every pod of a namespace whose LocalQueue is named "default".
  */
 export const KUEUE_FRAMEWORKS = ['batch/job', 'kubeflow.org/mpijob', 'kubeflow.org/pytorchjob', 'pod'] as const;
 export type KueueFramework = (typeof KUEUE_FRAMEWORKS)[number];
@@ -76,7 +77,8 @@ export function kueueManagerConfig(model: ClusterModel): KueueConfiguration {
     clientConnection: { qps: 50, burst: 100 },
     // With the pod integration on, "true" would gate every pod of these namespaces (an interactive debug pod,
     // the Dynamo operator's own helpers) behind a queue. Unlabelled GPU work is refused by the tenant
-    // guardrails instead, and every rendered job and tutorial pod carries its queue label.
+    // guardrails instead, and every rendered job and tutorial pod carries its queue label. LocalQueue defaulting
+    // (always on) still queues every unlabelled pod of a namespace whose LocalQueue is named "default".
     manageJobsWithoutQueueName: false,
     managedJobsNamespaceSelector: kueueManagedNamespaceSelector(model),
     integrations: { frameworks: [...KUEUE_FRAMEWORKS] },

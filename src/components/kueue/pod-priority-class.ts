@@ -8,8 +8,9 @@ export interface PodPriorityClassProps {
   /** Pod priority; the scheduler preempts lower-priority pods for higher ones. */
   readonly value: number;
   /**
-   * Makes this the priority of pods without a priorityClassName. Kueue also takes it as the
-   * priority of workloads without a kueue.x-k8s.io/priority-class label.
+   * Makes this the priority of every pod without a priorityClassName, in every namespace (the
+   * pre-installed stack's included); Kueue also takes it as the priority of workloads without a
+   * kueue.x-k8s.io/priority-class label. The API server refuses a second one.
    * @default false
    */
   readonly globalDefault?: boolean;

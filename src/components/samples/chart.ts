@@ -125,14 +125,17 @@ export class SamplesChart extends Chart {
       benchmark: nccl.benchmark,
     }));
 
-    fromDescription(PYTORCH_FIELDS, () => new PyTorchTrainingJob(this, 'PyTorchJob', {
-      ...queueing,
-      name: 'pytorch-ddp',
-      image: s.pytorch.image,
-      script: DDP_SMOKE_TEST,
-      env: [{ name: 'STEPS', value: String(s.pytorch.steps) }],
-      shmSize: nccl.shmSize,
-    }));
+    // Only where a Training Operator serves PyTorchJob: the Instant Cluster ships none (installs.trainingOperator: none).
+    if (model.description.installs.trainingOperator !== 'none') {
+      fromDescription(PYTORCH_FIELDS, () => new PyTorchTrainingJob(this, 'PyTorchJob', {
+        ...queueing,
+        name: 'pytorch-ddp',
+        image: s.pytorch.image,
+        script: DDP_SMOKE_TEST,
+        env: [{ name: 'STEPS', value: String(s.pytorch.steps) }],
+        shmSize: nccl.shmSize,
+      }));
+    }
 
     // Per-node health checks: the GPUs of one node (over NVLink only where the product has an NVLink fabric,
     // else NCCL's own path: PCIe peer to peer or shared memory), and DCGM's diagnostic.
@@ -171,6 +174,6 @@ export class SamplesChart extends Chart {
 
 export const samples: ComponentDefinition = {
   folder: 'samples',
-  description: 'Workloads applied by hand, never synced: a multi-node NCCL test (MPIJob), a PyTorchJob, per-node NCCL and DCGM health checks',
+  description: 'Workloads applied by hand, never synced: a multi-node NCCL test (MPIJob), a PyTorchJob where a Training Operator is installed, per-node NCCL and DCGM health checks',
   build: (scope: Construct, model: ClusterModel) => new SamplesChart(scope, 'samples', { model }),
 };

@@ -45,7 +45,6 @@ export class DcgmDiagnostic extends Construct {
     this.namespace = props.namespace ?? NAMESPACES.default;
     this.level = props.level ?? 2;
     const gpus = props.gpus ?? model.capacity.gpusPerNode;
-    const queue = props.queue ?? model.queueing.defaultQueue.localQueue;
 
     // The Job controller labels its pods with the Job name, so it must fit a label value.
     if (!isDnsLabel(this.name)) {
@@ -59,10 +58,12 @@ export class DcgmDiagnostic extends Construct {
     const resources = { [RESOURCES.cpu]: DIAG_CPU, [RESOURCES.memory]: DIAG_MEMORY, [RESOURCES.gpu]: String(gpus) };
     const quantities = Object.fromEntries(Object.entries(resources).map(([k, v]) => [k, k8s.Quantity.fromString(v)]));
 
-    const labels = kueueLabels(model, this.namespace, queue, props.priority);
+    const labels = kueueLabels(model, this.namespace, props.queue, props.priority);
     this.job = new k8s.KubeJob(this, 'Resource', {
       metadata: { name: this.name, namespace: this.namespace, labels },
       spec: {
+        // Created suspended: only Kueue starts it (a Kueue without the batch/job integration never does).
+        suspend: true,
         backoffLimit: 0,
         activeDeadlineSeconds: props.activeDeadlineSeconds ?? DEADLINE_SECONDS[this.level],
         ttlSecondsAfterFinished: props.ttlSecondsAfterFinished ?? 86400,

@@ -33,7 +33,7 @@ export interface QueuedJobProps {
   readonly image: string;
   /** @default "default" */
   readonly namespace?: string;
-  /** Kueue LocalQueue (must exist in the namespace). @default the cluster's default queue */
+  /** Kueue LocalQueue (must exist in the namespace). @default the namespace's LocalQueue */
   readonly queue?: string;
   /** Kueue WorkloadPriorityClass. @default the description's default priority */
   readonly priority?: string;
@@ -76,19 +76,21 @@ export function assertNodeName(prop: string, node: string): void {
 }
 
 /**
- * The Kueue labels of a job. The LocalQueue must exist in the job's namespace and the priority
- * class in the description; without a priority the cluster's default priority applies.
+ * The Kueue labels of a job. The LocalQueue (default: the namespace's) must exist in the job's
+ * namespace and the priority class in the description; without a priority the description's
+ * default priority applies (the cluster has no globalDefault PriorityClass to fall back on).
  */
-export function kueueLabels(model: ClusterModel, namespace: string, queue: string, priority?: string): Record<string, string> {
+export function kueueLabels(model: ClusterModel, namespace: string, queue: string | undefined, priority?: string): Record<string, string> {
   const queues = model.queueing.queues.filter((q) => q.namespace === namespace);
   if (queues.length === 0) {
     const namespaces = [...new Set(model.queueing.queues.map((q) => q.namespace))];
     throw new Error(`namespace: "${namespace}" has no LocalQueue; use one of ${namespaces.join(', ')}`);
   }
-  if (!queues.some((q) => q.localQueue === queue)) {
-    throw new Error(`queue: no LocalQueue "${queue}" in namespace "${namespace}" (it has ${queues.map((q) => q.localQueue).join(', ')})`);
+  const localQueue = queue ?? queues[0].localQueue;
+  if (!queues.some((q) => q.localQueue === localQueue)) {
+    throw new Error(`queue: no LocalQueue "${localQueue}" in namespace "${namespace}" (it has ${queues.map((q) => q.localQueue).join(', ')})`);
   }
-  const labels: Record<string, string> = { [LABELS.queueName]: queue };
+  const labels: Record<string, string> = { [LABELS.queueName]: localQueue };
   const priorityClass = priority ?? model.queueing.defaultPriority?.name;
   if (priorityClass !== undefined) {
     if (!model.queueing.priorities.some((p) => p.name === priorityClass)) {
@@ -108,16 +110,18 @@ export function podPriorityClassName(model: ClusterModel, labels: Record<string,
 }
 
 /**
- * CPU and memory of a pod that uses `gpus` GPUs of a node: the same share of the node's
- * allocatable CPU and memory, in canonical quantities (whole cores, whole GiB).
+ * CPU and memory of a pod that uses `gpus` GPUs of a node: the same share of GPU_NODE_SHARE of the
+ * node's allocatable CPU and memory, never more than what the node's quota holds (allocatable less
+ * nodes.gpuWorkers.reserved), in canonical quantities (whole cores, whole GiB).
  */
 export function gpuPodSize(model: ClusterModel, gpus: number): { readonly cpu: string; readonly memory: string } {
   const node = model.description.nodes.gpuWorkers;
-  const fraction = (GPU_NODE_SHARE * gpus) / model.capacity.gpusPerNode;
+  const fraction = gpus / model.capacity.gpusPerNode;
+  const usable = (r: 'cpu' | 'memory') => Math.min(GPU_NODE_SHARE * parseQuantity(node[r]), parseQuantity(node[r]) - parseQuantity(node.reserved[r]));
   const gib = 2 ** 30;
   return {
-    cpu: formatCpu(Math.max(1, Math.floor(parseQuantity(node.cpu) * fraction))),
-    memory: formatBytes(Math.max(1, Math.floor((parseQuantity(node.memory) * fraction) / gib)) * gib),
+    cpu: formatCpu(Math.max(1, Math.floor(usable('cpu') * fraction))),
+    memory: formatBytes(Math.max(1, Math.floor((usable('memory') * fraction) / gib)) * gib),
   };
 }
 

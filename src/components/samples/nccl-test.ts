@@ -99,7 +99,6 @@ export class NcclTest extends Construct {
     const iterations = props.iterations ?? 20;
     const ncclDebug = props.ncclDebug ?? 'INFO';
     const shmSize = props.shmSize ?? '64Gi';
-    const queue = props.queue ?? model.queueing.defaultQueue.localQueue;
 
     if (!/^[a-z]([-a-z0-9]*[a-z0-9])?$/.test(this.name) || this.name.length > 63) {
       throw new Error(`name: expected a DNS-1035 label of at most 63 characters (it names the job's Service), got "${this.name}"`);
@@ -121,7 +120,7 @@ export class NcclTest extends Construct {
     if (!Number.isInteger(iterations) || iterations < 1) throw new Error(`iterations: expected a positive integer, got ${iterations}`);
     this.ranks = this.workers * this.gpusPerWorker;
 
-    const kueue = kueueLabels(model, this.namespace, queue, props.priority);
+    const kueue = kueueLabels(model, this.namespace, props.queue, props.priority);
     const env = [
       ...ncclEnv(model, this.fabric, ncclDebug),
       // The nccl-tests image (ghcr.io/coreweave/nccl-tests, Dockerfile.ubuntu22) ships HPC-X with its NCCL
@@ -149,6 +148,8 @@ export class NcclTest extends Construct {
         slotsPerWorker: this.gpusPerWorker,
         launcherCreationPolicy: 'WaitForWorkersReady',
         runPolicy: {
+          // Created suspended: only Kueue starts it (a Kueue without the mpijob integration never does).
+          suspend: true,
           cleanPodPolicy: 'Running',
           backoffLimit: props.backoffLimit ?? 2,
           ttlSecondsAfterFinished: props.ttlSecondsAfterFinished ?? 86400,

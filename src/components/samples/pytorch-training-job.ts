@@ -82,7 +82,6 @@ export class PyTorchTrainingJob extends Construct {
     this.nodes = props.nodes ?? model.capacity.gpuNodes;
     this.gpusPerNode = props.gpusPerNode ?? model.capacity.gpusPerNode;
     const shmSize = props.shmSize ?? '64Gi';
-    const queue = props.queue ?? model.queueing.defaultQueue.localQueue;
     const fabric = model.rdma ? 'infiniband' : 'socket';
 
     if (!/^[a-z]([-a-z0-9]*[a-z0-9])?$/.test(this.name) || this.name.length > 56) {
@@ -120,7 +119,7 @@ export class PyTorchTrainingJob extends Construct {
     const torchrunArgs = props.entrypoint ?? [`${SCRIPT_DIR}/${SCRIPT_FILE}`, ...(props.scriptArgs ?? [])];
 
     const podLabels = { [LABELS.name]: this.name, [LABELS.component]: 'worker' };
-    const jobLabels = kueueLabels(model, this.namespace, queue, props.priority);
+    const jobLabels = kueueLabels(model, this.namespace, props.queue, props.priority);
     const resources = gpuPodResources(model, this.gpusPerNode, fabric === 'infiniband');
     const replica = (replicas: number): PyTorchJobSpecPytorchReplicaSpecs => ({
       replicas,
@@ -175,6 +174,9 @@ export class PyTorchTrainingJob extends Construct {
           maxRestarts: props.elastic.maxRestarts ?? 3,
         },
         runPolicy: {
+          // Created suspended: only Kueue starts it. A Kueue without the pytorchjob integration leaves it
+          // suspended instead of letting it run outside the quota.
+          suspend: true,
           cleanPodPolicy: 'Running',
           backoffLimit: props.backoffLimit ?? 2,
           ttlSecondsAfterFinished: props.ttlSecondsAfterFinished ?? 86400,

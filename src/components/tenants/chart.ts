@@ -26,6 +26,7 @@ export class TenantsChart extends Chart {
         tenantLabel: LABELS.tenant,
         queueLabel: LABELS.queueName,
         gpuResource: RESOURCES.gpu,
+        rdmaResourcePrefix: RESOURCES.rdmaPrefix,
         kueueGates: [KUEUE_POD.admissionGate, KUEUE_POD.topologyGate],
       });
     }

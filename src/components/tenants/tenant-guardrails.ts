@@ -1,6 +1,7 @@
 import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
 import { TRUSTED_REQUESTERS, TrustedRequester, usersTrustedWith } from './trusted-requesters';
+import { NVIDIA_RUNTIME_CLASSES } from '../../model/names';
 
 export interface TenantGuardrailsProps {
   /** Label key every tenant namespace carries (the policies bind to namespaces with it). */
@@ -9,6 +10,18 @@ export interface TenantGuardrailsProps {
   readonly queueLabel: string;
   /** Extended resource of the GPUs. */
   readonly gpuResource: string;
+  /**
+   * Prefix of the RDMA device resources (`rdma/`): a pod requesting one must go through Kueue like a GPU pod.
+   * @default "rdma/"
+   */
+  readonly rdmaResourcePrefix?: string;
+  /**
+   * RuntimeClasses that run a pod under the NVIDIA container runtime, which hands a container the GPUs its
+   * NVIDIA_VISIBLE_DEVICES names (an image's own `ENV NVIDIA_VISIBLE_DEVICES=all` included): only pods that request
+   * GPUs may use them.
+   * @default the GPU Operator's: nvidia, nvidia-cdi, nvidia-legacy
+   */
+  readonly nvidiaRuntimeClasses?: readonly string[];
   /** Scheduling gates Kueue puts on queued pods; the first is the admission gate a queued pod must carry. */
   readonly kueueGates: readonly [string, ...string[]];
   /**
@@ -53,6 +66,15 @@ const QUEUED_JOB_RESOURCES = [
 
 const API_VERSION = 'admissionregistration.k8s.io/v1';
 
+/**
+ * The NVIDIA container toolkit (v1.20, internal/config/image/devices.go and cuda_image.go) gives a container the
+ * GPUs NVIDIA_VISIBLE_DEVICES names: "all", indices, UUIDs or CDI names. Unset, empty and "void" mean no GPU
+ * (runc's behaviour); "none" means no GPU but the driver's libraries. Any other value is a GPU request that
+ * bypasses the device plugin and Kueue, honoured for unprivileged containers unless the node's toolkit sets
+ * accept-nvidia-visible-devices-envvar-when-unprivileged = false.
+ */
+export const NVIDIA_VISIBLE_DEVICES = { name: 'NVIDIA_VISIBLE_DEVICES', noDevices: ['', 'void', 'none'] } as const;
+
 interface Validation {
   readonly expression: string;
   readonly message: string;
@@ -85,11 +107,16 @@ function containerContexts(pred: string): string {
  * for every pod whoever creates it (a controller creates what the tenant's Job template says).
  *
  * Queueing: trust goes by who sends the request (`request.userInfo.username`), never by what the
- * object claims, since a tenant may write any ownerReferences. A GPU pod is admitted when Kueue
- * queues it (the queue label, and Kueue's admission gate, which proves the pod integration took
- * it), or when a controller creates it for a workload Kueue admits as a whole (a Job, MPIJob or
- * PyTorchJob). Jobs must name a queue and be suspended by Kueue; only Kueue starts them or lifts
- * its gates.
+ * object claims, since a tenant may write any ownerReferences. A pod requesting GPUs or the RDMA
+ * device is admitted when Kueue queues it (the queue label, and Kueue's admission gate, which
+ * proves the pod integration took it), or when a controller creates it for a workload Kueue admits
+ * as a whole (a Job, MPIJob or PyTorchJob). Jobs must name a queue and be suspended by Kueue; only
+ * Kueue starts them or lifts its gates.
+ *
+ * GPUs without a GPU request: a container may set NVIDIA_VISIBLE_DEVICES (to anything but no
+ * device) only if it requests GPUs itself, and only pods requesting GPUs may use the NVIDIA runtime
+ * classes. What admission cannot see (an image's own ENV, envFrom) only the node's toolkit setting
+ * accept-nvidia-visible-devices-envvar-when-unprivileged = false closes.
  *
  * Services: ClusterIP only and no externalIPs (a Service with externalIPs intercepts traffic to
  * any address, CVE-2020-8554; node ports are cluster-wide and the Dashboard's is taken).
@@ -115,7 +142,15 @@ export class TenantGuardrails extends Construct {
     this.servicePolicyName = `${prefix}-service-guardrails`;
     const tenantNamespaces = { matchExpressions: [{ key: props.tenantLabel, operator: 'Exists' }] };
     const gpu = JSON.stringify(props.gpuResource);
+    const rdmaPrefix = JSON.stringify(props.rdmaResourcePrefix ?? 'rdma/');
+    const runtimeClasses = props.nvidiaRuntimeClasses ?? Object.values(NVIDIA_RUNTIME_CLASSES);
     const queueLabel = JSON.stringify(props.queueLabel);
+    // A container's own request for GPUs: a non-zero nvidia.com/gpu limit or request (quantities are strings in admission).
+    const requestsGpus = (c: string) => `(has(${c}.resources) && ((has(${c}.resources.limits) && ${gpu} in ${c}.resources.limits && ${c}.resources.limits[${gpu}] != '0') `
+      + `|| (has(${c}.resources.requests) && ${gpu} in ${c}.resources.requests && ${c}.resources.requests[${gpu}] != '0')))`;
+    // NVIDIA_VISIBLE_DEVICES set to anything but "no device"; a value from a ConfigMap or Secret cannot be read here, so it counts.
+    const namesDevices = (c: string) => `(has(${c}.env) && ${c}.env.exists(e, e.name == ${JSON.stringify(NVIDIA_VISIBLE_DEVICES.name)} `
+      + `&& (has(e.valueFrom) || (has(e.value) && !(e.value in ${list(NVIDIA_VISIBLE_DEVICES.noDevices)})))))`;
     const [admissionGate] = props.kueueGates;
     const queuedObject = `has(object.metadata.labels) && ${queueLabel} in object.metadata.labels && object.metadata.labels[${queueLabel}] != ''`;
     const onCreate = (expression: string) => `request.operation != 'CREATE' || ${expression}`;
@@ -168,14 +203,25 @@ export class TenantGuardrails extends Construct {
         message: 'tenant pods may not run as Windows host processes',
       },
       {
-        expression: onCreate('!variables.gpu || variables.podOfQueuedWorkload || variables.queued'),
-        message: `a GPU pod must name a LocalQueue with the ${props.queueLabel} label (Kueue then admits it within the quota), `
-          + 'or belong to a Job, MPIJob or PyTorchJob that does',
+        expression: onCreate('!variables.accelerated || variables.podOfQueuedWorkload || variables.queued'),
+        message: `a pod requesting ${props.gpuResource} or ${props.rdmaResourcePrefix ?? 'rdma/'}* must name a LocalQueue with the ${props.queueLabel} label `
+          + '(Kueue then admits it within the quota), or belong to a Job, MPIJob or PyTorchJob that does',
       },
       {
-        expression: onCreate('!variables.gpu || variables.podOfQueuedWorkload || !variables.queued || variables.gated'),
-        message: `Kueue did not gate this queued GPU pod (no ${admissionGate} scheduling gate): its pod integration is off `
+        expression: onCreate('!variables.accelerated || variables.podOfQueuedWorkload || !variables.queued || variables.gated'),
+        message: `Kueue did not gate this queued GPU or RDMA pod (no ${admissionGate} scheduling gate): its pod integration is off `
           + 'or does not manage this namespace, so the pod would run outside the quota',
+      },
+      {
+        // Every container: an ephemeral one can request no resources, so it may never name GPUs.
+        expression: `variables.containers.all(c, !${namesDevices('c')} || ${requestsGpus('c')}) && variables.ephemeralContainers.all(c, !${namesDevices('c')})`,
+        message: `a container that sets ${NVIDIA_VISIBLE_DEVICES.name} (other than ${NVIDIA_VISIBLE_DEVICES.noDevices.map((v) => `"${v}"`).join(', ')}) must request `
+          + `${props.gpuResource} itself: the NVIDIA runtime would hand it GPUs outside the device plugin and the quota`,
+      },
+      {
+        expression: `!has(object.spec.runtimeClassName) || !(object.spec.runtimeClassName in ${list(runtimeClasses)}) || variables.containers.exists(c, ${requestsGpus('c')})`,
+        message: `only pods that request ${props.gpuResource} may use the NVIDIA runtime classes (${runtimeClasses.join(', ')}): `
+          + 'it hands every GPU of the node to a container whose image sets NVIDIA_VISIBLE_DEVICES=all',
       },
       {
         expression: onUpdate(`variables.admitter || !has(oldObject.spec.schedulingGates) || oldObject.spec.schedulingGates.all(g, !(g.name in ${list(props.kueueGates)}) `
@@ -195,6 +241,12 @@ export class TenantGuardrails extends Construct {
           expression: `variables.containers.exists(c, has(c.resources) && ((has(c.resources.limits) && ${gpu} in c.resources.limits) `
             + `|| (has(c.resources.requests) && ${gpu} in c.resources.requests)))`,
         },
+        {
+          name: 'rdma',
+          expression: `variables.containers.exists(c, has(c.resources) && ((has(c.resources.limits) && c.resources.limits.exists(r, r.startsWith(${rdmaPrefix}))) `
+            + `|| (has(c.resources.requests) && c.resources.requests.exists(r, r.startsWith(${rdmaPrefix})))))`,
+        },
+        { name: 'accelerated', expression: 'variables.gpu || variables.rdma' },
         { name: 'queued', expression: queuedObject },
         { name: 'gated', expression: `has(object.spec.schedulingGates) && object.spec.schedulingGates.exists(g, g.name == ${JSON.stringify(admissionGate)})` },
         { name: 'podOfQueuedWorkload', expression: trusted('pods-of-queued-workloads') },

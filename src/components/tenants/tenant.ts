@@ -10,7 +10,7 @@ export interface TenantProps {
   readonly name: string;
   /** The tenant's namespace (created here). */
   readonly namespace: string;
-  /** LocalQueue name in the namespace (queueing.defaultQueue). */
+  /** LocalQueue name in the namespace (tenants[].queue; "default" makes Kueue queue every unlabelled pod there). */
   readonly localQueue: string;
   /** The tenant's ClusterQueue. */
   readonly clusterQueue: string;
