@@ -25,7 +25,9 @@ const TENANT_USER = 'tenant-user@example.com';
 /** A pod as a tenant creates it without a queue label: one container asking for `resources`. */
 function unlabelledPod(namespace: string, resources: Record<string, string>): Record<string, unknown> {
   return {
-    apiVersion: 'v1', kind: 'Pod', metadata: { name: 'debug', namespace },
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'debug', namespace },
     spec: { containers: [{ name: 'main', image: 'busybox:1.37', resources: { requests: resources, limits: resources } }] },
   };
 }
