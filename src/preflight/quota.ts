@@ -69,7 +69,8 @@ const secondGlobalDefaultPriority: PreflightRule = {
         severity: 'error',
         object: describeObject(p),
         message: `is the cluster's globalDefault PriorityClass; the render adds ${describeObject(ours)} as a second one, which the API server refuses`,
-        fix: 'set queueing.podPriorityClasses: false in the description (keep the existing default), '
+        // the toolkit's own PriorityClasses are never globalDefault (check rule priorityclass-no-global-default): ours came from outside the description
+        fix: `drop globalDefault from ${describeObject(ours)} where it is defined, `
           + `or kubectl patch priorityclass ${p.metadata.name} --type merge -p '{"globalDefault":false}'`,
       }));
   },

@@ -59,6 +59,7 @@ const SCENARIOS: Scenario[] = [
       named(o, 'NicClusterPolicy', 'nic-cluster-policy').forEach((p) => { p.spec.rdmaSharedDevicePlugin.config = JSON.stringify({ configList: [{ resourceName: 'rdma_ib', rdmaHcaMax: 1000 }] }); });
     },
   },
+  { name: 'a Training Operator declared pre-installed that the cluster lacks', edit: (d) => { d.installs = { ...d.installs, trainingOperator: 'preinstalled' }; } },
   { name: 'described taints no node carries', edit: (d) => { d.nodes.gpuWorkers.taints = [{ key: 'gpu', value: 'true', effect: 'NoSchedule' }]; } },
   { name: 'no GPU worker at all', state: (o) => nodes(o).forEach((n) => { delete n.status.allocatable['nvidia.com/gpu']; }) },
   { name: 'a product label with a NUL', state: (o) => gpuNodes(o).forEach((n) => { n.metadata.labels['nvidia.com/gpu.product'] = 'NVIDIA\u0000H100'; }) },
@@ -130,7 +131,7 @@ describe('every description edit preflight suggests is valid in the description'
   it('the scenarios reach every rule that suggests description edits', () => {
     expect([...seen.keys()].sort()).toEqual([
       'api-missing', 'drift-allocatable', 'drift-gpu-product', 'drift-gpus-per-node', 'drift-node-count', 'drift-rdma', 'drift-taints',
-      'immutable-field', 'kueue-clusterqueue-metrics', 'kueue-integrations', 'nodeport-allocated', 'priorityclass-global-default', 'quota-outside-cohort',
+      'immutable-field', 'kueue-clusterqueue-metrics', 'kueue-integrations', 'nodeport-allocated', 'quota-outside-cohort',
     ]);
   });
 });
