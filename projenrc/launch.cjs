@@ -13,8 +13,6 @@
 // commands that answer asynchronously (a live cluster read), and only the CLI prints: no
 // task-runner lines around its output.
 'use strict';
-const { spawnSync } = require('node:child_process');
-const crypto = require('node:crypto');
 const fs = require('node:fs');
 const path = require('node:path');
 
@@ -91,7 +89,7 @@ function ensureCompiled(argv) {
     // a compiled file missing from lib/ is emitted again only by a full compilation
     if (now?.outputsMissing) fs.rmSync(BUILD_INFO, { force: true });
     const tsc = require.resolve('typescript/bin/tsc', { paths: [ROOT] });
-    const r = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.json', '--incremental', '--pretty', 'false'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' });
+    const r = require('node:child_process').spawnSync(process.execPath, [tsc, '-p', 'tsconfig.json', '--incremental', '--pretty', 'false'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' });
     const output = `${r.stdout ?? ''}${r.stderr ?? ''}`;
     const record = compileRecord(true);
     const before = now?.sources ?? record?.currentSources();
@@ -116,6 +114,7 @@ function installModuleCache(name) {
   const dir = cacheDir();
   if (!dir) return;
   const file = path.join(dir, `modules-${name}-${process.version}-${process.arch}.v8`);
+  const crypto = require('node:crypto');
   const Module = require('node:module');
   const vm = require('node:vm');
   const known = new Map();

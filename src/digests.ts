@@ -165,7 +165,7 @@ export function listTree(dir: string, accept: (name: string) => boolean = () => 
     if (viaLink) {
       let real: string;
       try {
-        real = realpathSync(d);
+        real = realpathSync.native(d);
       } catch {
         return;
       }
@@ -204,7 +204,7 @@ const packageDigests = new Map<string, string>();
 const codeDigests = new Map<string, string>();
 
 /** The folder of an installed package (its package.json's folder), found from its entry point. */
-function packageRoot(name: string): string {
+export function packageRoot(name: string): string {
   const req = createRequire(path.join(PROJECT_ROOT, 'package.json'));
   let dir = path.dirname(req.resolve(name));
   for (;;) {

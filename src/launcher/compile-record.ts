@@ -1,6 +1,6 @@
-import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { fileDigest, listTree, packageDigest } from '../digests';
+import { fileDigest, filesDigest, listTree, packageRoot } from '../digests';
 import { PROJECT_ROOT } from '../paths';
 
 /**
@@ -62,12 +62,20 @@ export function currentSources(root: string = PROJECT_ROOT): Record<string, stri
     for (const f of listTree(path.join(root, d), (n) => n.endsWith('.ts'))) out[path.relative(root, f)] = fileDigest(f) ?? '-';
   }
   for (const f of SOURCE_FILES) out[f] = fileDigest(path.join(root, f)) ?? '-';
-  try {
-    out[`(${COMPILER})`] = packageDigest(COMPILER);
-  } catch {
-    out[`(${COMPILER})`] = '-';
-  }
+  out[`(${COMPILER})`] = compilerDigest();
   return out;
+}
+
+/** The compiler's code: its package.json and the modules of its lib/ (not its type declarations and locales). */
+function compilerDigest(): string {
+  try {
+    const dir = packageRoot(COMPILER);
+    const lib = path.join(dir, 'lib');
+    const files = [path.join(dir, 'package.json'), ...readdirSync(lib).filter((n) => n.endsWith('.js')).sort().map((n) => path.join(lib, n))];
+    return filesDigest(dir, files);
+  } catch {
+    return '-';
+  }
 }
 
 function readRecord(root: string): CompileRecord | undefined {
