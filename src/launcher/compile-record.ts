@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { fileDigest, filesDigest, listTree, packageRoot } from '../digests';
 import { PROJECT_ROOT } from '../paths';
@@ -109,6 +109,37 @@ function parseDiagnostics(output: string): Array<{ file?: string; line: number; 
   return out;
 }
 
+/** What the compiler writes for a source `x.ts`. */
+const OUTPUT = /\.(js|js\.map|d\.ts|d\.ts\.map)$/;
+
+/**
+ * Deletes compiled files of lib/ whose source is gone (the compiler never does): a removed
+ * description or module would otherwise still load, and ship in the package.
+ */
+export function removeOrphanedOutputs(root: string = PROJECT_ROOT): string[] {
+  const removed: string[] = [];
+  const walk = (rel: string) => {
+    let names: string[];
+    try {
+      names = readdirSync(path.join(root, 'lib', rel));
+    } catch {
+      return;
+    }
+    for (const name of names) {
+      const child = path.join(rel, name);
+      const out = path.join(root, 'lib', child);
+      if (statSync(out, { throwIfNoEntry: false })?.isDirectory()) {
+        walk(child);
+      } else if (OUTPUT.test(name) && !existsSync(path.join(root, child.replace(OUTPUT, '.ts')))) {
+        rmSync(out, { force: true });
+        removed.push(child);
+      }
+    }
+  };
+  for (const d of SOURCE_DIRS) walk(d);
+  return removed;
+}
+
 /**
  * Records a compilation of `before` (the sources as they were when it started): returns false when
  * the compiler failed on anything but descriptions (the build is broken). Type errors only in
@@ -119,6 +150,7 @@ function parseDiagnostics(output: string): Array<{ file?: string; line: number; 
 export function recordCompilation(before: Record<string, string>, status: number | null, output: string, root: string = PROJECT_ROOT): boolean {
   const diagnostics = status === 0 ? [] : parseDiagnostics(output);
   if (status !== 0 && (diagnostics.length === 0 || diagnostics.some((d) => !d.file || !isDescriptionSource(d.file)))) return false;
+  removeOrphanedOutputs(root);
   const descriptionErrors: Record<string, TypeErrorAt[]> = {};
   for (const d of diagnostics) (descriptionErrors[path.normalize(d.file!)] ??= []).push({ line: d.line, column: d.column, message: d.message });
   const after = currentSources(root);

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -168,34 +168,38 @@ describe.skipIf(!HAS_SCHEMAS || !HAS_UPSTREAM)('caches keyed by content', () => 
   it('a source edited with its mtime put back is compiled; a description that reads the environment is never answered from the record', () => {
     editInPlace(EDITS.source, /Every upstream release this toolkit/, 'EVERY upstream release this toolkit');
     const description = readFileSync(path.join(ROOT, 'test', 'fixtures', 'descriptions', 'typed-cluster.ts'), 'utf8')
-      .replace('\'typed-cluster\'', '`env-${process.env.CLUSTER_SUFFIX}`')
-      .replace('\'dist/typed-cluster\'', '`dist/env-${process.env.CLUSTER_SUFFIX}`');
+      .replace('\'typed-cluster\'', '\'env-cluster\'')
+      .replace('\'dist/typed-cluster\'', '\'dist/env-cluster\'')
+      .replace('targetRevision: \'main\'', 'targetRevision: process.env.CLUSTER_REVISION');
     writeFileSync(path.join(project, 'src', 'clusters', 'env-cluster.ts'), description);
-    const a = npmSynth({ CLUSTER_SUFFIX: 'a' });
-    expectOk(a);
-    expect(a.stderr).toMatch(/^recompiling: 2 files changed…$/m);
+    const application = () => readFileSync(path.join(project, 'dist', 'env-cluster', 'gitops', 'application.argocd.env-cluster-kueue.yaml'), 'utf8');
+    const first = npmSynth({ CLUSTER_REVISION: 'release-1' });
+    expectOk(first);
+    expect(first.stderr).toMatch(/^recompiling: 2 files changed…\ncompiled in \d+\.\d s$/m);
     expect(readFileSync(path.join(project, 'lib', 'src', 'versions.js'), 'utf8')).toContain('EVERY upstream release');
-    expect(existsSync(path.join(project, 'dist', 'env-a'))).toBe(true);
-    for (const suffix of ['b', 'b']) {
-      const r = npmSynth({ CLUSTER_SUFFIX: suffix });
+    expect(application()).toContain('targetRevision: release-1');
+    for (const revision of ['release-2', 'release-2']) {
+      const r = npmSynth({ CLUSTER_REVISION: revision });
       expectOk(r);
       expect(r.stderr).not.toMatch(/compil/);
       expect(r.stdout).not.toMatch(UP_TO_DATE);
-      expect(existsSync(path.join(project, 'dist', `env-${suffix}`))).toBe(true);
+      expect(application()).toContain(`targetRevision: ${revision}`);
     }
   });
 
-  it('a type error in a description of src/clusters is bad input naming the file and line, at once on the next run', () => {
+  it('a first compilation says so; a type error in a description of src/clusters is bad input naming the file and line, at once on the next run', () => {
     const typo = path.join(project, 'src', 'clusters', 'typo.ts');
     const text = readFileSync(path.join(ROOT, 'test', 'fixtures', 'descriptions', 'typed-cluster.ts'), 'utf8');
     const line = text.split('\n').findIndex((l) => l.includes('gpusPerNode,')) + 1;
     writeFileSync(typo, text.replace('\'typed-cluster\'', '\'typo\'').replace('gpusPerNode,', 'gpusPerNode: \'eight\','));
+    // and as on a fresh clone: nothing recorded as compiled yet
+    rmSync(path.join(project, 'lib', '.compiled-sources.json'));
     for (const run of ['compiles', 'recorded']) {
-      const r = npmSynth({ CLUSTER_SUFFIX: 'a' });
+      const r = npmSynth({ CLUSTER_REVISION: 'release-1' });
       expect(r.status, r.stderr).toBe(2);
       expect(r.stderr).toMatch(new RegExp(`typo\\.ts: line ${line}, column \\d+: Type 'string' is not assignable to type 'number'`));
       expect(r.stderr).not.toMatch(/compiling the sources failed/);
-      if (run === 'compiles') expect(r.stderr).toMatch(/^recompiling: 1 file changed…$/m);
+      if (run === 'compiles') expect(r.stderr).toMatch(/^compiling sources \(first run\)…\ncompiled in \d+\.\d s$/m);
       else expect(r.stderr).not.toMatch(/compil/);
     }
   });
