@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SETTLED_MS } from '../../src/digests';
 import { HAS_SCHEMAS, HAS_UPSTREAM, ROOT, SHARED } from '../helpers';
 
@@ -79,6 +79,9 @@ function settle(): void {
 }
 
 describe.skipIf(!HAS_SCHEMAS || !HAS_UPSTREAM)('caches keyed by content', () => {
+  // the copy is some 60 MB
+  afterAll(() => rmSync(box, { recursive: true, force: true }));
+
   beforeAll(() => {
     cpSync(path.join(SHARED, 'crds'), path.join(shared, 'crds'), { recursive: true, filter: (src) => !src.startsWith(path.join(SHARED, 'crds', 'kueue')) });
     cpSync(path.join(SHARED, 'crds', 'kueue'), kueueCrds, { recursive: true });
