@@ -116,8 +116,9 @@ project.package.addField('files', ['lib/src/**/*.js', 'lib/src/**/*.d.ts', 'lib/
 // dist/ is the product: it is committed and CI checks that it matches a fresh render.
 project.gitignore.removePatterns('/dist/');
 
-// The launcher (plain JavaScript, runs before anything is compiled): compiles when a source under
-// src/ or imports/ changed (a cheap fingerprint check otherwise), then runs the CLI in its own process.
+// The launcher (plain JavaScript, runs before anything is compiled): compiles when the content of a
+// source under src/ or imports/ changed (a stat per file otherwise: src/launcher/compile-record.ts),
+// then runs the CLI in its own process, in the folder npm was run from (INIT_CWD).
 const launch = 'node projenrc/launch.cjs';
 
 // cdk8s.yaml: the cdk8s CLI deletes its output folder before each run, so point it at cdk8s.out/
@@ -130,7 +131,7 @@ cdk8sYaml.addOverride('imports', []);
 const env = { CDK8S_CHECK_UPGRADE: 'false' };
 for (const t of ['import', 'compile']) project.tasks.tryFind(t)!.env('CDK8S_CHECK_UPGRADE', 'false');
 
-// Compilation compiles (and records the sources' fingerprint for the launcher); it no longer synthesizes.
+// Compilation compiles when a source changed (and records the sources' digests for the launcher); it no longer synthesizes.
 project.compileTask.reset(`${launch} --compile`);
 project.postCompileTask.reset();
 

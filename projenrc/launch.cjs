@@ -3,70 +3,47 @@
 //
 //   node projenrc/launch.cjs COMMAND [ARGS...]   compile if sources changed, then run the CLI in this process
 //   node projenrc/launch.cjs --cdk8s-app         the same, then the cdk8s app entry (lib/src/main.js)
-//   node projenrc/launch.cjs --compile           compile now (tsc --build) and record the sources' fingerprint
-//   node projenrc/launch.cjs --build             compile only if the sources changed
+//   node projenrc/launch.cjs --compile           compile if sources changed (what the compile task runs)
+//   node projenrc/launch.cjs --build             the same
 //
-// Plain JavaScript on purpose: it must run before anything is compiled. On the fast path (nothing
-// changed) it prints nothing and costs a few milliseconds: one stat per source file, no tsc. The
-// CLI's own exit code (0 ok, 1 failed, 2 bad input) is this process's exit code, and only the CLI
-// prints: no task-runner lines around its output.
+// Plain JavaScript on purpose: it must run before anything is compiled. Whether the sources
+// changed is decided by their content (src/launcher/compile-record.ts, used from lib/ once it
+// exists); on the fast path (nothing changed) it prints nothing and costs a few milliseconds. The
+// CLI's own exit code (0 ok, 1 failed, 2 bad input) is this process's exit code, also for the
+// commands that answer asynchronously (a live cluster read), and only the CLI prints: no
+// task-runner lines around its output.
 'use strict';
-const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
 
 const ROOT = path.resolve(__dirname, '..');
 const LIB = path.join(ROOT, 'lib');
-const STAMP = path.join(LIB, '.sources-fingerprint');
 const LOCK = path.join(LIB, '.compile-lock');
-/** What tsconfig.json compiles (src/**, imports/**) and what changes its output. */
-const SOURCE_DIRS = ['src', 'imports'];
-const SOURCE_FILES = ['tsconfig.json'];
+const BUILD_INFO = path.join(LIB, 'tsconfig.tsbuildinfo');
 const CACHE_ENV = 'GPU_CLUSTER_MANIFESTS_CACHE';
 
-/** The cache folder, as src/validate/compiled-cache.ts resolves it; undefined when caching is off. */
+const lib = (...p) => path.join(LIB, 'src', ...p);
+
+/** Requires a module of lib/ afresh (after a compilation, the old copy of it must not be used). */
+function requireFresh(file) {
+  for (const k of Object.keys(require.cache)) if (k.startsWith(LIB + path.sep)) delete require.cache[k];
+  return require(file);
+}
+
+/** The compile record module of lib/, or undefined when lib/ has none that loads (a fresh clone). */
+function compileRecord(fresh) {
+  try {
+    return (fresh ? requireFresh : require)(lib('launcher', 'compile-record.js'));
+  } catch {
+    return undefined;
+  }
+}
+
+/** The cache folder, as src/cache-dir.ts resolves it; undefined when caching is off. */
 function cacheDir() {
   const setting = process.env[CACHE_ENV];
   if (setting && /^(off|0|false|no)$/i.test(setting)) return undefined;
   return setting || path.join(ROOT, 'node_modules', '.cache', 'gpu-cluster-manifests');
-}
-
-/**
- * Path, size and mtime of every compiled source: an edit, an added, removed or renamed .ts file
- * changes it; other files (descriptions, editors' swap files) do not.
- */
-function fingerprint() {
-  const parts = [];
-  const walk = (dir) => {
-    let entries;
-    try {
-      entries = fs.readdirSync(dir, { withFileTypes: true });
-    } catch {
-      return;
-    }
-    for (const e of entries) {
-      const p = path.join(dir, e.name);
-      if (e.isDirectory()) walk(p);
-      else if (e.name.endsWith('.ts')) {
-        const s = fs.statSync(p);
-        parts.push(`${path.relative(ROOT, p)} ${s.size} ${s.mtimeMs}`);
-      }
-    }
-  };
-  for (const d of SOURCE_DIRS) walk(path.join(ROOT, d));
-  for (const f of SOURCE_FILES) {
-    const s = fs.statSync(path.join(ROOT, f), { throwIfNoEntry: false });
-    parts.push(`${f} ${s ? `${s.size} ${s.mtimeMs}` : '-'}`);
-  }
-  return parts.join('\n');
-}
-
-function readStamp() {
-  try {
-    return fs.readFileSync(STAMP, 'utf8');
-  } catch {
-    return undefined;
-  }
 }
 
 const sleep = (ms) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
@@ -92,38 +69,52 @@ function withLock(fn) {
   }
 }
 
-/** Runs tsc --build; its diagnostics go to stderr (stdout stays the CLI's). Returns true when it succeeded. */
-function compile({ force }) {
+/**
+ * Compiles (tsc, incremental: it re-checks and re-emits what changed, by content) when a source
+ * changed since the last compilation, saying so on stderr (not under --quiet): the first run on a
+ * fresh clone takes a while. Type errors only in descriptions (src/clusters/*.ts) are bad input,
+ * reported when the description is loaded; any other compiler error stops here. Returns true when
+ * lib/ is usable.
+ */
+function ensureCompiled(argv) {
+  const say = argv.includes('--quiet') ? () => {} : (l) => process.stderr.write(`${l}\n`);
+  const state = compileRecord(false)?.compileState();
+  if (state?.upToDate) return true;
   return withLock(() => {
-    const before = fingerprint();
-    if (!force && readStamp() === before) return true;
+    // another process may have compiled meanwhile
+    const now = compileRecord(true)?.compileState();
+    if (now?.upToDate) return true;
+    say(!now || now.first ? 'compiling sources (first run)…' : `recompiling: ${now.changed} file${now.changed === 1 ? '' : 's'} changed…`);
+    const t0 = process.hrtime.bigint();
+    // a compiled file missing from lib/ is emitted again only by a full compilation
+    if (now?.outputsMissing) fs.rmSync(BUILD_INFO, { force: true });
     const tsc = require.resolve('typescript/bin/tsc', { paths: [ROOT] });
-    const r = spawnSync(process.execPath, [tsc, '--build'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
-    if (r.status !== 0) {
-      process.stderr.write(r.stdout ?? '');
-      process.stderr.write(`error: compiling the sources failed (tsc --build exited ${r.status ?? r.signal}); fix the errors above\n`);
+    const r = require('node:child_process').spawnSync(process.execPath, [tsc, '-p', 'tsconfig.json', '--incremental', '--pretty', 'false'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' });
+    const output = `${r.stdout ?? ''}${r.stderr ?? ''}`;
+    const record = compileRecord(true);
+    const before = now?.sources ?? record?.currentSources();
+    if (!record || !before || !record.recordCompilation(before, r.status, output)) {
+      process.stderr.write(output);
+      process.stderr.write(`error: compiling the sources failed (tsc exited ${r.status ?? r.signal}); fix the errors above\n`);
       return false;
     }
-    fs.writeFileSync(STAMP, before);
+    say(`compiled in ${(Number(process.hrtime.bigint() - t0) / 1e9).toFixed(1)} s`);
     return true;
   });
-}
-
-function ensureCompiled() {
-  if (readStamp() === fingerprint()) return true;
-  return compile({ force: false });
 }
 
 /**
  * V8 code cache for the modules the CLI loads (Node 20 has no module.enableCompileCache): parsing
  * and compiling ~9 MB of JavaScript is most of a run's start-up. One file per entry, written after
- * the first run (so it holds the functions that ran), keyed per module by size and mtime; a stale,
- * corrupt or foreign entry is simply recompiled. GPU_CLUSTER_MANIFESTS_CACHE=off disables it.
+ * the first run (so it holds the functions that ran), keyed per module by the SHA-256 of its
+ * source (V8 itself checks only the source's length); a stale, corrupt or foreign entry is simply
+ * recompiled. GPU_CLUSTER_MANIFESTS_CACHE=off disables it.
  */
 function installModuleCache(name) {
   const dir = cacheDir();
   if (!dir) return;
   const file = path.join(dir, `modules-${name}-${process.version}-${process.arch}.v8`);
+  const crypto = require('node:crypto');
   const Module = require('node:module');
   const vm = require('node:vm');
   const known = new Map();
@@ -145,8 +136,7 @@ function installModuleCache(name) {
   Module.prototype._compile = function cachedCompile(content, filename, format) {
     // ES modules loaded through require() (Node >= 20.19 passes format 'module') keep Node's own path.
     if (format === 'module' || !filename.startsWith(ROOT)) return original.call(this, content, filename, format);
-    const s = fs.statSync(filename);
-    const key = `${s.size}:${s.mtimeMs}`;
+    const key = crypto.createHash('sha256').update(content).digest('base64');
     const hit = known.get(filename);
     const cachedData = hit && hit.key === key ? hit.data : undefined;
     const source = content.startsWith('#!') ? `//${content}` : content;
@@ -192,156 +182,51 @@ function installModuleCache(name) {
 }
 
 /**
- * Up-to-date check of the plain `synth` (every description in src/clusters/ into dist/), as make
- * does for files: when nothing the render reads changed since the last successful run (the compiled
- * sources' fingerprint, package-lock.json, the descriptions' bytes, the path, size and mtime of
- * every file of ../shared/crds and ../shared/upstream-installs, Node's version) and dist/ still
- * holds exactly the files that run wrote (same paths, same SHA-256, nothing else: no lock, journal
- * or leftovers of an interrupted write), rendering again would write the same bytes: the stored
- * warnings and summary are printed and nothing is loaded. Any other argument, a fault-injection or
- * a disabled cache (GPU_CLUSTER_MANIFESTS_CACHE=off) takes the normal path.
+ * npm runs a script in the package root and says where it was typed in INIT_CWD. The arguments
+ * the user typed (after `--`) are relative to that folder, so the CLI runs there; the arguments
+ * written into the script itself (package.json: `schema --out src/clusters/...`) are relative to
+ * the package root, so they are made absolute first.
  */
-const crypto = require('node:crypto');
-const UP_TO_DATE_ARGS = [['synth'], ['synth', '--quiet']];
-const DIST = path.join(ROOT, 'dist');
-const SHARED = path.resolve(ROOT, '..', 'shared');
-
-/** Where the plain synth's record lives and the key of its inputs now; undefined when the command is not eligible. */
-function upToDateRecord(argv) {
-  const dir = cacheDir();
-  if (!dir || process.env.GPU_CLUSTER_MANIFESTS_FAULT || !UP_TO_DATE_ARGS.some((a) => JSON.stringify(a) === JSON.stringify(argv))) return undefined;
+function userArguments(argv) {
+  const typedIn = process.env.INIT_CWD;
+  const script = process.env.npm_lifecycle_script;
+  if (!typedIn || !script || path.resolve(typedIn) === process.cwd()) return argv;
+  const m = /^node projenrc\/launch\.cjs (.*)$/.exec(script);
+  if (!m) return argv;
+  const fixed = m[1].split(' ');
+  if (fixed.some((a, i) => argv[i] !== a)) return argv;
   try {
-    return { file: path.join(dir, 'synth-up-to-date.json'), key: synthInputsKey(argv) };
+    if (!fs.statSync(typedIn).isDirectory()) return argv;
+    process.chdir(typedIn);
   } catch {
-    return undefined;
+    return argv;
   }
-}
-
-function statTree(dir, out) {
-  let entries;
-  try {
-    entries = fs.readdirSync(dir, { withFileTypes: true });
-  } catch {
-    out.push(`${dir} -`);
-    return;
-  }
-  for (const e of entries.sort((a, b) => (a.name < b.name ? -1 : 1))) {
-    const p = path.join(dir, e.name);
-    if (e.isDirectory()) statTree(p, out);
-    else {
-      const st = fs.statSync(p);
-      out.push(`${p} ${st.size} ${st.mtimeMs}`);
-    }
-  }
-}
-
-function synthInputsKey(argv) {
-  const h = crypto.createHash('sha256');
-  h.update(`${process.version}\n${JSON.stringify(argv)}\n${readStamp() ?? ''}\n`);
-  h.update(fs.readFileSync(path.join(ROOT, 'package-lock.json')));
-  const clusters = path.join(ROOT, 'src', 'clusters');
-  for (const f of fs.readdirSync(clusters).sort()) {
-    h.update(`\n${f}\n`);
-    h.update(fs.readFileSync(path.join(clusters, f)));
-  }
-  const stats = [];
-  statTree(path.join(SHARED, 'crds'), stats);
-  statTree(path.join(SHARED, 'upstream-installs'), stats);
-  h.update(stats.join('\n'));
-  return h.digest('hex');
-}
-
-/** SHA-256 of every file under dist/ by relative path, or undefined when dist/ holds anything else. */
-function outputHashes() {
-  const files = {};
-  const walk = (rel) => {
-    for (const e of fs.readdirSync(path.join(DIST, rel), { withFileTypes: true })) {
-      const child = rel ? `${rel}/${e.name}` : e.name;
-      if (e.isDirectory()) walk(child);
-      else if (e.isFile()) files[child] = crypto.createHash('sha256').update(fs.readFileSync(path.join(DIST, child))).digest('hex');
-      else throw new Error(`not a file: ${child}`);
-    }
-  };
-  walk('');
-  return files;
-}
-
-function sameHashes(a, b) {
-  const ka = Object.keys(a);
-  return ka.length === Object.keys(b).length && ka.every((k) => a[k] === b[k]);
-}
-
-/** Prints the last run's output and returns 0 when the plain synth has nothing to do; undefined otherwise. */
-function synthUpToDate(rec, argv) {
-  if (!rec) return undefined;
-  const t0 = process.hrtime.bigint();
-  try {
-    // leftovers of an interrupted write beside dist/: the CLI recovers them
-    if (fs.readdirSync(ROOT).some((n) => /^dist\.(tmp|old)-/.test(n))) return undefined;
-    const record = JSON.parse(fs.readFileSync(rec.file, 'utf8'));
-    if (record.key !== rec.key || !sameHashes(record.files, outputHashes())) return undefined;
-    for (const l of record.stderr) process.stderr.write(l);
-    if (!argv.includes('--quiet')) {
-      for (const l of record.stdout) process.stdout.write(l);
-      const ms = Number(process.hrtime.bigint() - t0) / 1e6;
-      process.stdout.write(`dist already up to date (${Object.keys(record.files).length} files): no description, source, schema or upstream file changed since the last render (checked in ${(ms / 1000).toFixed(2)} s)\n`);
-    }
-    return 0;
-  } catch {
-    return undefined;
-  }
-}
-
-/** Runs the plain synth, and records its inputs, output and messages for synthUpToDate when it succeeds. */
-function recordSynth(rec, argv, runIt) {
-  if (!rec) return runIt();
-  const stdout = [];
-  const stderr = [];
-  const tap = (stream, into) => {
-    const write = stream.write.bind(stream);
-    stream.write = (chunk, ...rest) => {
-      into.push(String(chunk));
-      return write(chunk, ...rest);
-    };
-  };
-  tap(process.stdout, stdout);
-  tap(process.stderr, stderr);
-  const code = runIt();
-  if (code !== 0) return code;
-  try {
-    // the summary's last line (files written, timings) belongs to that run only
-    const summary = argv.includes('--quiet') ? [] : stdout.slice(0, -1);
-    fs.mkdirSync(path.dirname(rec.file), { recursive: true });
-    const tmp = `${rec.file}.${process.pid}.tmp`;
-    fs.writeFileSync(tmp, JSON.stringify({ key: rec.key, files: outputHashes(), stdout: summary, stderr }));
-    fs.renameSync(tmp, rec.file);
-  } catch {
-    // no record: the next run renders again
-  }
-  return code;
+  return [...fixed.map((a, i) => (i === 0 || a.startsWith('-') ? a : path.resolve(ROOT, a))), ...argv.slice(fixed.length)];
 }
 
 function run(argv) {
-  const [first, ...rest] = argv;
-  if (first === '--compile') return compile({ force: true }) ? 0 : 1;
-  if (first === '--build') return ensureCompiled() ? 0 : 1;
-  if (!ensureCompiled()) return 1;
+  const [first] = argv;
+  if (first === '--compile' || first === '--build') return ensureCompiled(argv) ? 0 : 1;
+  if (!ensureCompiled(argv)) return 1;
   if (first === '--cdk8s-app') {
     installModuleCache('cdk8s-app');
-    require(path.join(LIB, 'src', 'main.js'));
+    require(lib('main.js'));
     return undefined;
   }
-  const rec = upToDateRecord(argv);
-  const upToDate = synthUpToDate(rec, argv);
-  if (upToDate !== undefined) return upToDate;
+  const args = userArguments(argv);
+  const upToDate = require(lib('launcher', 'up-to-date.js'));
+  const answer = upToDate.answerFromRecord(args);
+  if (answer !== undefined) return answer;
   installModuleCache(first && /^[a-z][a-z-]*$/.test(first) ? first : 'cli');
   if (first === 'synth' || first === 'diff') {
     const io = { out: (l) => process.stdout.write(`${l}\n`), err: (l) => process.stderr.write(`${l}\n`) };
-    const bad = require(path.join(LIB, 'src', 'commands', 'precheck.js')).precheckDescriptions(argv, io);
+    const bad = require(lib('commands', 'precheck.js')).precheckDescriptions(args, io);
     if (bad !== undefined) return bad;
   }
-  return recordSynth(rec, argv, () => require(path.join(LIB, 'src', 'cli.js')).main(argv));
+  return upToDate.runRecorded(args, () => require(lib('cli.js')).main(args));
 }
 
-const code = run(process.argv.slice(2));
-if (code !== undefined) process.exitCode = code;
+// commands that read a live cluster answer asynchronously: their exit code is the promise's value
+void Promise.resolve(run(process.argv.slice(2))).then((code) => {
+  if (code !== undefined) process.exitCode = code;
+});

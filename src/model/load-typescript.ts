@@ -1,87 +1,118 @@
-import { readFileSync, statSync } from 'node:fs';
-import Module, { createRequire } from 'node:module';
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import * as path from 'node:path';
-import { defineCluster } from './define';
-import type { DescriptionIssue } from './load';
+import { deserialize } from 'node:v8';
+import type { SandboxRequest } from './typescript-sandbox';
+import { sha256 } from '../digests';
+import { InputError } from '../errors';
+import { compiledDescription } from '../launcher/compile-record';
 import { PROJECT_ROOT } from '../paths';
 
 /** The package name a TypeScript description imports `defineCluster` from. */
 export const PACKAGE_NAME = 'gpu-cluster-manifests';
 
-/** A TypeScript description that cannot be evaluated (the caller turns the issues into a DescriptionError). */
+/** Seconds a TypeScript description may run (transpiling included). */
+export const TS_TIME_ENV = 'GPU_CLUSTER_MANIFESTS_TS_TIMEOUT';
+export const DEFAULT_TS_SECONDS = 10;
+/** MiB of JavaScript heap a TypeScript description may use. */
+export const TS_MEMORY_ENV = 'GPU_CLUSTER_MANIFESTS_TS_MEMORY';
+export const DEFAULT_TS_MEMORY_MIB = 512;
+/** Address space of the sandbox beyond its heap (Node itself, buffers): Linux only (ulimit -v). */
+const ADDRESS_SPACE_EXTRA_MIB = 2048;
+/** Output a description may print (it is passed through to stderr). */
+const MAX_OUTPUT_BYTES = 16 * 2 ** 20;
+/** Index of the sandbox's answer pipe (file descriptor 3, RESULT_FD) among spawnSync's outputs. */
+const RESULT_FD_INDEX = 3;
+
+/** A TypeScript description that cannot be evaluated (the loader turns the issues into a DescriptionError). */
 export class TypeScriptDescriptionFailed extends Error {
-  constructor(readonly issues: DescriptionIssue[]) {
+  constructor(readonly issues: Array<{ readonly path: string; readonly message: string }>) {
     super(issues.map((i) => i.message).join('; '));
   }
 }
 
-const fail = (message: string): never => {
-  throw new TypeScriptDescriptionFailed([{ path: '', message }]);
+const fail = (...messages: string[]): never => {
+  throw new TypeScriptDescriptionFailed(messages.map((message) => ({ path: '', message })));
 };
 
-/**
- * JavaScript of a description under src/: its compiled twin in lib/ when that is at least as new
- * (the npm scripts compile changed sources first), so a run needs no TypeScript compiler.
- */
-function compiledTwin(file: string): { code: string; filename: string } | undefined {
-  const rel = path.relative(PROJECT_ROOT, file);
-  if (rel.startsWith('..') || path.isAbsolute(rel) || !rel.startsWith(`src${path.sep}`)) return undefined;
-  const twin = path.join(PROJECT_ROOT, 'lib', rel.replace(/\.ts$/, '.js'));
-  const js = statSync(twin, { throwIfNoEntry: false });
-  if (!js || js.mtimeMs < statSync(file).mtimeMs) return undefined;
-  return { code: readFileSync(twin, 'utf8'), filename: twin };
+function limit(name: string, fallback: number, unit: string, max: number): number {
+  const v = process.env[name];
+  if (v === undefined || v === '') return fallback;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n <= 0 || n > max) throw new InputError(`${name}=${v}: expected ${unit} between 1 and ${max}`);
+  return n;
 }
 
-/** Strips the types (no type-check: the compiler does that; zod validates the value). */
-function transpile(file: string, source: string): string {
-  let ts: typeof import('typescript');
-  try {
-    ts = createRequire(path.join(PROJECT_ROOT, 'package.json'))('typescript');
-  } catch {
-    return fail('a TypeScript description needs the "typescript" package (npm install --save-dev typescript)');
-  }
-  const out = ts.transpileModule(source, {
-    fileName: file,
-    reportDiagnostics: true,
-    compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2020, esModuleInterop: true },
-  });
-  const errors = (out.diagnostics ?? []).filter((d) => d.category === ts.DiagnosticCategory.Error);
-  if (errors.length > 0) {
-    throw new TypeScriptDescriptionFailed(errors.map((d) => {
-      const at = d.file && d.start !== undefined ? d.file.getLineAndCharacterOfPosition(d.start) : undefined;
-      return { path: '', message: `invalid TypeScript${at ? ` (line ${at.line + 1})` : ''}: ${ts.flattenDiagnosticMessageText(d.messageText, ' ')}` };
-    }));
-  }
-  return out.outputText;
+/** The limits a TypeScript description runs under (environment variables, else the defaults). */
+export function typeScriptLimits(): { seconds: number; memoryMiB: number } {
+  return {
+    seconds: limit(TS_TIME_ENV, DEFAULT_TS_SECONDS, 'a number of seconds', 3600),
+    memoryMiB: Math.round(limit(TS_MEMORY_ENV, DEFAULT_TS_MEMORY_MIB, 'a number of MiB', 65536)),
+  };
 }
 
-/**
- * What `import ... from 'gpu-cluster-manifests'` gives a description: defineCluster at once, the
- * rest of the library only when the description uses it (loading it all costs start-up time).
- */
-const library = new Proxy({ defineCluster } as Record<string | symbol, unknown>, {
-  get(target, prop) {
-    if (prop in target) return target[prop];
-    return (createRequire(__filename)('../index') as Record<string | symbol, unknown>)[prop];
-  },
-});
+/** The sandbox's entry point: compiled, also when this module runs from the sources (tests). */
+const SANDBOX = __filename.endsWith('.ts')
+  ? path.join(PROJECT_ROOT, 'lib', 'src', 'model', 'typescript-sandbox.js')
+  : path.join(__dirname, 'typescript-sandbox.js');
 
-/** Evaluates a `src/clusters/<name>.ts` description and returns its default export (the raw description). */
+/** The command that starts the sandbox: on Linux under ulimit (address space, no core dump). */
+function sandboxCommand(memoryMiB: number): [string, string[]] {
+  const node = [`--max-old-space-size=${memoryMiB}`, SANDBOX];
+  if (process.platform !== 'linux' || !existsSync('/bin/sh')) return [process.execPath, node];
+  const kib = (memoryMiB + ADDRESS_SPACE_EXTRA_MIB) * 1024;
+  return ['/bin/sh', ['-c', 'ulimit -c 0 2>/dev/null; ulimit -v "$1" 2>/dev/null; shift; exec "$@"', 'sh', String(kib), process.execPath, ...node]];
+}
+
+/** Results of this process: the launcher's early check and the CLI load the same descriptions. */
+const evaluated = new Map<string, unknown>();
+
+/**
+ * Evaluates a TypeScript description (`export default defineCluster({ ... })`) and returns its
+ * default export (the raw description). It runs in a process of its own, bounded in time and
+ * memory, so a description that loops, exits, allocates without end or leaves a timer running is
+ * bad input naming the file and the reason, never a hang or a crash of the CLI. A description
+ * under src/ runs as its compiled twin in lib/ while that is current (the launcher compiles changed
+ * sources and records the compiler's type errors in descriptions, reported here); any other is
+ * transpiled.
+ */
 export function evaluateTypeScriptDescription(file: string, source: string): unknown {
   const abs = path.resolve(file);
-  // relative imports resolve from the file that runs: the twin in lib/, or the description itself
-  const { code, filename } = compiledTwin(abs) ?? { code: transpile(abs, source), filename: abs };
-  const mod = new Module(filename);
-  mod.filename = filename;
-  mod.paths = (Module as unknown as { _nodeModulePaths(dir: string): string[] })._nodeModulePaths(path.dirname(filename));
-  const load = mod.require.bind(mod);
-  mod.require = ((id: string) => (id === PACKAGE_NAME ? library : load(id))) as NodeJS.Require;
-  try {
-    (mod as unknown as { _compile(code: string, file: string): void })._compile(code, filename);
-  } catch (e) {
-    fail(`cannot evaluate the description: ${(e as Error).message.split('\n')[0]}`);
+  const twin = compiledDescription(abs);
+  if (twin && twin.typeErrors.length > 0) fail(...twin.typeErrors.map((e) => `line ${e.line}, column ${e.column}: ${e.message}`));
+  const key = `${abs}\0${sha256(source)}\0${twin?.js ?? ''}`;
+  if (evaluated.has(key)) return evaluated.get(key);
+  const value = runSandbox({ file: abs, twin: twin?.js, source: twin ? undefined : source, root: PROJECT_ROOT, packageName: PACKAGE_NAME });
+  evaluated.set(key, value);
+  return value;
+}
+
+function runSandbox(request: SandboxRequest): unknown {
+  const { seconds, memoryMiB } = typeScriptLimits();
+  const outOfMemory = `the description used more than ${memoryMiB} MiB of memory (an allocation loop?); ${TS_MEMORY_ENV}=<MiB> changes the limit`;
+  const [command, args] = sandboxCommand(memoryMiB);
+  const r = spawnSync(command, args, {
+    input: JSON.stringify(request),
+    stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
+    timeout: seconds * 1000,
+    killSignal: 'SIGKILL',
+    maxBuffer: MAX_OUTPUT_BYTES,
+    windowsHide: true,
+  });
+  const code = (r.error as NodeJS.ErrnoException | undefined)?.code;
+  if (code === 'ETIMEDOUT') fail(`the description did not finish within ${seconds} s (an endless loop?); ${TS_TIME_ENV}=<seconds> changes the limit`);
+  if (code === 'ENOBUFS') fail(`the description printed more than ${MAX_OUTPUT_BYTES / 2 ** 20} MiB`);
+  if (r.error) fail(`cannot start a process to evaluate the description: ${r.error.message}`);
+  const answer = r.output[RESULT_FD_INDEX] as Buffer | null;
+  const tag = answer && answer.length > 0 ? String.fromCharCode(answer[0]) : undefined;
+  if (tag === 'M') fail(outOfMemory);
+  if (tag === undefined) {
+    if (/heap out of memory|Reached heap limit|allocation failed/i.test(String(r.stderr))) fail(outOfMemory);
+    if (r.signal) fail(`the description's process was killed (${r.signal})`);
+    fail(`the description ended its process (exit code ${r.status}) before exporting its value`);
   }
-  const exported = mod.exports as Record<string, unknown> | undefined;
-  if (!exported || !('default' in exported)) return fail(`expected \`export default defineCluster({ ... })\` (import { defineCluster } from '${PACKAGE_NAME}')`);
-  return exported.default;
+  // what the description printed is its own: passed on once it ran
+  for (const out of [r.stdout, r.stderr]) if (out && out.length > 0) process.stderr.write(out);
+  if (tag === 'E') fail(...(JSON.parse(answer!.subarray(1).toString('utf8')) as string[]));
+  return deserialize(answer!.subarray(1));
 }

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { stringify } from 'yaml';
-import { version as YAML_VERSION } from 'yaml/package.json';
-import { CompiledCache, resolveCacheDir } from '../validate/compiled-cache';
+import { resolveCacheDir } from '../cache-dir';
+import { packageDigest } from '../digests';
+import { CompiledCache } from '../validate/compiled-cache';
 
 const OPTIONS = { lineWidth: 0, minContentWidth: 0, aliasDuplicateObjects: false, indentSeq: true } as const;
 
@@ -11,7 +12,8 @@ const MAX_CACHED_BYTES = 8 * 2 ** 20;
 /**
  * Serialised documents of earlier runs, by a digest of the value's JSON. YAML serialisation is
  * the largest cost of a warm `synth` (the yaml package's code runs cold in every process), while
- * most objects are the same as last time. The key covers the yaml version and the options, and
+ * most objects are the same as last time. The key covers the yaml package's code as installed
+ * (its version, and any file of it patched in place) and the options, and
  * JSON cannot tell apart only values that never occur in a manifest (non-finite numbers, -0,
  * BigInt): those are never cached.
  */
@@ -25,7 +27,7 @@ class YamlCache {
   constructor() {
     const dir = resolveCacheDir(undefined);
     this.store = dir ? new CompiledCache(dir) : undefined;
-    this.key = this.store?.key('yaml', [YAML_VERSION, OPTIONS]) ?? '';
+    this.key = this.store?.key('yaml', [packageDigest('yaml'), OPTIONS]) ?? '';
   }
 
   get(json: string, make: () => string): string {

@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { Footprint } from './footprint';
@@ -6,19 +6,11 @@ import { helmFootprint } from './helm';
 import { ImageDefault, imageFieldsOfTemplate } from './images';
 import { kustomizeFootprint, KustomizePatch } from './kustomize';
 import { ApplicationSource, GPU_OPERATOR_CHART, NETWORK_OPERATOR_CHART, releaseOfSource, VendoredChart, VendoredRelease } from './releases';
-import { CompiledCache, defaultCacheDir, fileFingerprint } from '../validate/compiled-cache';
+import { filesDigest, listTree, moduleFolderDigest } from '../digests';
+import { CompiledCache, defaultCacheDir } from '../validate/compiled-cache';
 
 type Json = Record<string, unknown>;
 
-/** Bump when the footprint or image readers change what they derive (invalidates cached results). */
-const DERIVATION_VERSION = 1;
-
-function listFiles(dir: string): string[] {
-  return readdirSync(dir).sort().flatMap((f) => {
-    const p = path.join(dir, f);
-    return statSync(p).isDirectory() ? listFiles(p) : [p];
-  });
-}
 
 function get(values: unknown, dotted: string): unknown {
   return dotted.split('.').reduce<unknown>((cur, k) => (typeof cur === 'object' && cur !== null ? (cur as Json)[k] : undefined), values);
@@ -42,8 +34,8 @@ export interface NicGlobalDefault {
 /**
  * The vendored upstream installs (../shared/upstream-installs): chart values, Chart.yaml and the
  * footprint of each pinned chart/overlay. Everything is read lazily; derived results are cached in
- * memory per process and on disk (node_modules/.cache, keyed by the files' size and mtime), so a
- * render that checks against upstream stays cheap.
+ * memory per process and on disk (node_modules/.cache, keyed by the content of the release's
+ * files and of the readers' code), so a render that checks against upstream stays cheap.
  */
 export class Upstream {
 
@@ -60,7 +52,7 @@ export class Upstream {
 
   private static readonly opened = new Map<string, Upstream>();
   private readonly memo = new Map<string, unknown>();
-  private readonly fingerprints = new Map<string, string[]>();
+  private readonly fingerprints = new Map<string, string>();
   private readonly cache: CompiledCache | undefined;
 
   private constructor(readonly root: string) {
@@ -74,14 +66,18 @@ export class Upstream {
     return existsSync(dir) ? dir : undefined;
   }
 
-  /** Memoised in this process and cached on disk, keyed by every file of the release folder. */
+  /**
+   * Memoised in this process and cached on disk, keyed by the content of every file of the release
+   * folder (symlinks followed) and of the code of this folder that derives the result.
+   */
   private derived<T>(kind: string, r: VendoredRelease, input: unknown, compute: () => T): T {
-    let fingerprints = this.fingerprints.get(r.folder);
-    if (!fingerprints) {
-      fingerprints = listFiles(path.join(this.root, r.folder)).map((f) => fileFingerprint(f).slice(this.root.length));
-      this.fingerprints.set(r.folder, fingerprints);
+    let fingerprint = this.fingerprints.get(r.folder);
+    if (!fingerprint) {
+      const folder = path.join(this.root, r.folder);
+      fingerprint = filesDigest(folder, listTree(folder));
+      this.fingerprints.set(r.folder, fingerprint);
     }
-    const key = this.cache?.key(kind, [DERIVATION_VERSION, fingerprints, input]) ?? JSON.stringify([kind, fingerprints, input]);
+    const key = this.cache?.key(kind, [moduleFolderDigest(__filename), fingerprint, input]) ?? JSON.stringify([kind, fingerprint, input]);
     if (this.memo.has(key)) return this.memo.get(key) as T;
     let value = this.cache?.readJson<T>(key);
     if (value === undefined) {

@@ -1,15 +1,13 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { Script } from 'node:vm';
 import type { ValidateFunction } from 'ajv';
-import { InputError } from '../errors';
-import { makeDirs, pathProblem } from '../files';
-import { PROJECT_ROOT } from '../paths';
+import { fileDigest, sha256 } from '../digests';
+import { makeDirs } from '../files';
 
-/** Environment variable naming the cache folder; `off` (or `0`, `false`, `no`) disables the cache. */
-export const CACHE_ENV = 'GPU_CLUSTER_MANIFESTS_CACHE';
+export { CACHE_ENV, defaultCacheDir, resolveCacheDir } from '../cache-dir';
 
 /** The module id under which cached validators import the validator's formats. */
 export const FORMATS_MODULE = 'gpu-cluster-manifests/formats';
@@ -23,42 +21,11 @@ const V8_TAG = sha256(`${process.versions.v8}-${process.arch}-${process.platform
 const requireHere = createRequire(__filename);
 
 /**
- * The default cache folder: `$GPU_CLUSTER_MANIFESTS_CACHE`, else
- * `node_modules/.cache/gpu-cluster-manifests/` of the project (the convention of babel, eslint
- * and others); undefined (no cache) when the variable is `off` or the project has no node_modules.
+ * What a cached artefact derived from a file is keyed by: its path and the SHA-256 of its content
+ * (never its size and mtime, which an in-place edit can keep).
  */
-export function defaultCacheDir(): string | undefined {
-  const env = process.env[CACHE_ENV];
-  if (env !== undefined && env !== '') {
-    if (/^(off|0|false|no)$/i.test(env)) return undefined;
-    const problem = pathProblem(env);
-    if (problem) throw new InputError(`${CACHE_ENV}=${env}: the path ${problem}`);
-    let st;
-    try {
-      st = statSync(env, { throwIfNoEntry: false });
-    } catch (e) {
-      throw new InputError(`${CACHE_ENV}=${env}: cannot use it as the cache folder (${(e as NodeJS.ErrnoException).code}); point it at a folder, or set it to off`);
-    }
-    if (st && !st.isDirectory()) throw new InputError(`${CACHE_ENV}=${env}: not a folder; point it at a folder (created when missing), or set it to off`);
-    return path.resolve(env);
-  }
-  const modules = path.join(PROJECT_ROOT, 'node_modules');
-  return existsSync(modules) ? path.join(modules, '.cache', 'gpu-cluster-manifests') : undefined;
-}
-
-/** Resolves a `cacheDir` option: a folder, false for none, undefined for the default. */
-export function resolveCacheDir(option: string | false | undefined): string | undefined {
-  return option === false ? undefined : option ?? defaultCacheDir();
-}
-
-/** `path:size:mtime` of a file: cheap, and changes whenever the file is replaced or edited. */
 export function fileFingerprint(file: string): string {
-  const st = statSync(file, { throwIfNoEntry: false });
-  return st ? `${path.resolve(file)}:${st.size}:${st.mtimeMs}` : `${path.resolve(file)}:missing`;
-}
-
-function sha256(data: string | Buffer): string {
-  return createHash('sha256').update(data).digest('hex');
+  return `${path.resolve(file)}:${fileDigest(file) ?? 'missing'}`;
 }
 
 /** A validator loaded from the cache. */

@@ -2,6 +2,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { CompiledCache, fileFingerprint, resolveCacheDir } from './compiled-cache';
+import { moduleFolderDigest, packageDigest } from '../digests';
 import { InputError } from '../errors';
 import { VERSIONS } from '../versions';
 
@@ -82,14 +83,15 @@ function pinnedLast(files: readonly string[]): string[] {
 export interface SchemaStoreOptions {
   /**
    * Folder where the CRDs of parsed YAML files are kept as JSON across processes (keyed by the
-   * file's path, size and mtime), or false to parse the YAML in every process.
+   * file's content and the code that parses it), or false to parse the YAML in every process.
    * @default $GPU_CLUSTER_MANIFESTS_CACHE, else node_modules/.cache/gpu-cluster-manifests/ of the project
    */
   readonly cacheDir?: string | false;
 }
 
-/** Version of the cached file index and parsed CRD files; bump when their shape changes. */
-const PARSED_FORMAT_VERSION = 2;
+/** What the cached file index and parsed CRD files are derived by: this folder's code and js-yaml's. */
+let parserDigest: readonly string[] | undefined;
+const parser = (): readonly string[] => (parserDigest ??= [moduleFolderDigest(__filename), packageDigest('js-yaml')]);
 
 interface CrdDocument {
   kind?: string;
@@ -193,7 +195,7 @@ export class SchemaStore {
 
   private constructor(readonly dir: string, readonly files: readonly string[], private readonly cache?: CompiledCache) {
     // Scanning every file's text costs tens of milliseconds per process: cache the result.
-    const key = cache?.key('schema-index', [PARSED_FORMAT_VERSION, files.map(fileFingerprint)]);
+    const key = cache?.key('schema-index', [parser(), files.map(fileFingerprint)]);
     const cached = key ? cache!.readJson<FileIndex>(key) : undefined;
     const index = cached ?? indexFiles(files);
     if (key && !cached) cache!.writeJson(key, index);
@@ -239,7 +241,7 @@ export class SchemaStore {
   private indexCore(): void {
     if (this.coreIndexed || this.coreFiles.length === 0) return;
     this.coreIndexed = true;
-    const key = this.cache?.key('core-kinds', [PARSED_FORMAT_VERSION, this.coreFiles.map(fileFingerprint)]);
+    const key = this.cache?.key('core-kinds', [parser(), this.coreFiles.map(fileFingerprint)]);
     let kinds = key ? this.cache!.readJson<CoreKind[]>(key) : undefined;
     if (!kinds) {
       kinds = coreKinds((this.core()!.definitions ?? {}) as Record<string, unknown>);
@@ -268,7 +270,7 @@ export class SchemaStore {
   private readCrds(f: string): CrdDocument[] {
     let crds = this.crdFiles.get(f);
     if (crds) return crds;
-    const key = this.cache?.key('crds', [PARSED_FORMAT_VERSION, fileFingerprint(f)]);
+    const key = this.cache?.key('crds', [parser(), fileFingerprint(f)]);
     crds = key ? this.cache!.readJson<CrdDocument[]>(key) : undefined;
     if (!crds) {
       const text = readFileSync(f, 'utf8');
@@ -311,7 +313,7 @@ export class SchemaStore {
    * process whose validators come from the cache reads a few hundred bytes per file, not the schemas.
    */
   private crdVersions(f: string): CrdVersion[] {
-    const key = this.cache?.key('crd-versions', [PARSED_FORMAT_VERSION, fileFingerprint(f)]);
+    const key = this.cache?.key('crd-versions', [parser(), fileFingerprint(f)]);
     const cached = key ? this.cache!.readJson<CrdVersion[]>(key) : undefined;
     if (cached) return cached;
     const versions = this.readCrds(f).flatMap(({ spec }) => (spec!.versions ?? [])

@@ -90,13 +90,6 @@ export function pruneNulls<T>(value: T): T {
   return out as T;
 }
 
-/**
- * Version of the schema transforms (strictSchema, hoistSubschemas, the object schema the
- * validator assembles around them and its ajv options). Part of the key of cached compiled
- * validators: bump it with any change to them, or processes keep loading the old validators.
- */
-export const STRICT_TRANSFORM_VERSION = 2;
-
 /** Keys whose values are subschemas (or lists/maps of subschemas) rather than data. */
 const SCHEMA_MAPS = new Set(['properties', 'patternProperties', 'definitions']);
 const SCHEMA_VALUES = new Set(['items', 'additionalProperties', 'not', ...SUBSCHEMA_LISTS]);

@@ -1,10 +1,10 @@
 import { createRequire } from 'node:module';
 import type Ajv from 'ajv';
 import type { ErrorObject, ValidateFunction } from 'ajv';
-import { version as AJV_VERSION } from 'ajv/package.json';
 import { CachedValidator, CompiledCache, fileFingerprint, FORMATS_MODULE, resolveCacheDir } from './compiled-cache';
 import { CORE_SCHEMA_ID, SchemaEntry, SchemaStore } from './schemas';
-import { pruneNulls, hoistSubschemas, STRICT_TRANSFORM_VERSION, strictSchema } from './strict-schema';
+import { pruneNulls, hoistSubschemas, strictSchema } from './strict-schema';
+import { moduleFolderDigest, packageDigest } from '../digests';
 import { isDnsLabel, isDnsSubdomain, LABEL_NAME, LABEL_VALUE } from '../model/k8s-syntax';
 import { describeObject, Manifest, objectId } from '../render/manifest';
 
@@ -30,8 +30,8 @@ export interface ValidatorOptions {
 
   /**
    * Folder where compiled validators are kept across processes (ajv standalone code, keyed by
-   * the schema files' path, size and mtime, the ajv version and STRICT_TRANSFORM_VERSION), or
-   * false to compile in every process.
+   * the content of the schema files, of ajv's code and of the code of src/validate/ that
+   * transforms the schemas), or false to compile in every process.
    * @default $GPU_CLUSTER_MANIFESTS_CACHE, else node_modules/.cache/gpu-cluster-manifests/ of the project
    */
   readonly cacheDir?: string | false;
@@ -111,6 +111,7 @@ export class ManifestValidator {
   private readonly cache?: CompiledCache;
   private readonly compiled = new Map<SchemaEntry, ValidateFunction>();
   private readonly fingerprints = new Map<string, string>();
+  private codeDigest?: readonly string[];
   private readonly compiledCodeToSave = new Map<ValidateFunction, CachedValidator>();
   private coreAdded = false;
 
@@ -142,10 +143,14 @@ export class ManifestValidator {
     return fp;
   }
 
-  /** Everything a compiled validator depends on: its schema file, the core definitions, the transforms. */
+  /**
+   * Everything a compiled validator depends on, by content: its schema file, the core definitions,
+   * the transforms and the validator's options (this folder's code) and the compiler (ajv's code).
+   */
   private cacheKey(entry: SchemaEntry): string {
+    this.codeDigest ??= [moduleFolderDigest(__filename), packageDigest('ajv')];
     return this.cache!.key('validator', [
-      STRICT_TRANSFORM_VERSION, AJV_VERSION, entry.group, entry.version, entry.kind,
+      this.codeDigest, entry.group, entry.version, entry.kind,
       this.fingerprint(entry.source), this.store.coreSources.map((f) => this.fingerprint(f)),
     ]);
   }

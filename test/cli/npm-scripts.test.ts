@@ -16,6 +16,18 @@ const scripts = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'
 const dir = mkdtempSync(path.join(tmpdir(), 'npm-scripts-'));
 const broken = path.join(dir, 'broken.yaml');
 writeFileSync(broken, readFileSync(REFERENCE_FILE, 'utf8').replace('gpusPerNode: 8', 'gpusPerNode: eight'));
+const SNAPSHOT = path.join(ROOT, 'test', 'preflight', 'fixtures', 'instant-cluster.snapshot.yaml');
+const missing = path.join(dir, 'missing.yaml');
+// a kubeconfig of an API server nobody listens on (port 1 of the loopback: refused at once)
+const refused = path.join(dir, 'refused.kubeconfig');
+writeFileSync(refused, [
+  'apiVersion: v1', 'kind: Config', 'current-context: c',
+  'clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]',
+  'contexts: [{name: c, context: {cluster: c, user: u}}]',
+  'users: [{name: u, user: {token: t}}]', '',
+].join('\n'));
+const notYaml = path.join(dir, 'not-a.kubeconfig');
+writeFileSync(notYaml, 'clusters: [\n');
 
 /** The arguments the npm script passes to the CLI before the user's (e.g. `schema --out ... --readme ...`). */
 function scriptArgs(name: string): string[] {
@@ -29,22 +41,36 @@ function withoutNpmBanner(stdout: string): string {
   return stdout.split('\n').filter((l, i, all) => !(l.startsWith('> ') || (l === '' && all[i + 1]?.startsWith('> ')))).join('\n').replace(/^\n+/, '');
 }
 
-const BAD_INPUT: [string, string[], RegExp][] = [
-  ['synth', ['--config', broken, '--out', path.join(dir, 'out')], /nodes\.gpuWorkers\.gpusPerNode: expected a positive integer, got "eight"/],
-  ['validate', [path.join(dir, 'missing')], /no such file or folder/],
-  ['check', [REFERENCE_FILE], /is a file, not a folder/],
-  ['diff', ['--config', broken], /nodes\.gpuWorkers\.gpusPerNode/],
-  ['preflight', ['--no-such-option'], /no-such-option|unknown command/],
-  ['init', ['--no-such-option'], /no-such-option|unknown command/],
-  ['schema', ['--no-such-option'], /no-such-option/],
+// Every command, and the live-cluster commands both ways (a snapshot file, a kubeconfig: the
+// kubeconfig path answers asynchronously).
+const BAD_INPUT: [string, string, string[], RegExp][] = [
+  ['synth', 'a broken description', ['--config', broken, '--out', path.join(dir, 'out')], /nodes\.gpuWorkers\.gpusPerNode: expected a positive integer, got "eight"/],
+  ['synth', 'an unknown option', ['--no-such-option'], /no-such-option/],
+  ['validate', 'a missing folder', [path.join(dir, 'missing')], /no such file or folder/],
+  ['check', 'a file for a folder', [REFERENCE_FILE], /is a file, not a folder/],
+  ['diff', 'a broken description', ['--config', broken], /nodes\.gpuWorkers\.gpusPerNode/],
+  ['schema', 'an unknown option', ['--no-such-option'], /no-such-option/],
+  ['preflight', 'an unknown option', ['--no-such-option'], /no-such-option|unknown command/],
+  ['preflight', 'a broken description and a snapshot', ['--config', broken, '--snapshot', SNAPSHOT], /nodes\.gpuWorkers\.gpusPerNode/],
+  ['preflight', 'a missing snapshot', ['--config', REFERENCE_FILE, '--snapshot', missing], /missing\.yaml/],
+  ['preflight', 'a missing kubeconfig', ['--config', REFERENCE_FILE, '--kubeconfig', missing], /missing\.yaml/],
+  ['preflight', 'a kubeconfig that is not YAML', ['--config', REFERENCE_FILE, '--kubeconfig', notYaml], /not-a\.kubeconfig/],
+  ['preflight', 'an API server that refuses', ['--config', REFERENCE_FILE, '--kubeconfig', refused, '--timeout', '5'], /127\.0\.0\.1:1/],
+  ['init', 'an unknown option', ['--no-such-option'], /no-such-option|unknown command/],
+  ['init', 'a missing snapshot', ['--snapshot', missing], /missing\.yaml/],
+  ['init', 'a missing kubeconfig', ['--kubeconfig', missing], /missing\.yaml/],
+  ['init', 'a kubeconfig that is not YAML', ['--kubeconfig', notYaml], /not-a\.kubeconfig/],
+  ['init', 'an API server that refuses', ['--kubeconfig', refused, '--timeout', '5'], /127\.0\.0\.1:1/],
 ];
 
 describe('npm run <command> with bad input', () => {
-  it('has a launcher script for every command', () => {
+  it('has a launcher script for every command, and this test covers each', () => {
     for (const [name] of BAD_INPUT) expect(scriptArgs(name)[0]).toBe(name);
+    const commands = Object.entries(scripts).filter(([, s]) => s.startsWith('node projenrc/launch.cjs ')).map(([n]) => n);
+    expect(new Set(BAD_INPUT.map(([name]) => name))).toEqual(new Set(commands));
   });
 
-  it.each(BAD_INPUT)('npm run %s exits 2 and prints only the CLI\'s message', (name, args, says) => {
+  it.each(BAD_INPUT)('npm run %s with %s exits 2 and prints only the CLI\'s message', (name, _what, args, says) => {
     const npm = spawnSync('npm', ['run', name, '--', ...args], { cwd: ROOT, env, encoding: 'utf8' });
     const direct = spawnSync(process.execPath, [CLI, ...scriptArgs(name), ...args], { cwd: ROOT, env, encoding: 'utf8' });
     expect(direct.status, direct.stderr).toBe(2);
@@ -53,7 +79,7 @@ describe('npm run <command> with bad input', () => {
     // exactly what the CLI itself prints: no "Task failed", no step headers, no "npm error" lines
     expect(npm.stderr).toBe(direct.stderr);
     expect(withoutNpmBanner(npm.stdout)).toBe(direct.stdout);
-    expect(npm.stderr).not.toMatch(/npm error|Task .* failed|👾|\n\s+at /);
+    expect(npm.stderr).not.toMatch(/npm error|Task .* failed|👾|^\s+at |internal error|TypeError|ERR_/m);
   });
 });
 
@@ -98,17 +124,54 @@ describe('the launcher\'s up-to-date check of the plain synth', () => {
     expect(second.stdout).toMatch(UP_TO_DATE);
     // the same per-cluster summary as the render it stands for
     expect(second.stdout.split('\n').slice(0, -2)).toEqual(first.stdout.split('\n').slice(0, -2));
+    // what the record holds: the content of what the render read, found by watching it
+    const read = Object.keys((JSON.parse(readFileSync(record, 'utf8')) as { files: Record<string, string> }).files);
+    for (const input of [/src\/clusters\/instant-cluster\.yaml$/, /shared\/crds\/kueue\/.*\.yaml$/, /shared\/upstream-installs\/.*\/values\.yaml$/, /lib\/src\/cli\.js$/, /node_modules\/yaml\/dist\//, /package-lock\.json$/]) {
+      expect(read.some((f) => input.test(f)), String(input)).toBe(true);
+    }
 
     // dist/ no longer what the record says (as after an edit by hand): rendered again
     const saved = readFileSync(record, 'utf8');
-    const edited = JSON.parse(saved) as { key: string; files: Record<string, string> };
-    edited.files[Object.keys(edited.files)[0]] = '0'.repeat(64);
+    const edited = JSON.parse(saved) as { output: Record<string, string>; files: Record<string, string | null> };
+    edited.output[Object.keys(edited.output)[0]] = '0'.repeat(64);
     writeFileSync(record, JSON.stringify(edited));
     expect(synth().stdout).not.toMatch(UP_TO_DATE);
 
-    // an input changed (another key): rendered again
-    writeFileSync(record, JSON.stringify({ ...(JSON.parse(saved) as object), key: 'another' }));
+    // a file the render read is no longer what it was: rendered again
+    const input = JSON.parse(saved) as { files: Record<string, string | null> };
+    const description = Object.keys(input.files).find((f) => f.endsWith('instant-cluster.yaml'))!;
+    expect(input.files[description]).toMatch(/^[0-9a-f]{64}$/);
+    input.files[description] = '0'.repeat(64);
+    writeFileSync(record, JSON.stringify(input));
     expect(synth().stdout).not.toMatch(UP_TO_DATE);
     expect(synth().stdout).toMatch(UP_TO_DATE);
+  });
+});
+
+// npm runs every script in the package root; paths the user types are relative to where they typed
+// them (npm's INIT_CWD), for every command.
+describe('paths typed in a subfolder of the project', () => {
+  const SRC = path.join(ROOT, 'src');
+  const npmIn = (cwd: string, name: string, ...args: string[]) => spawnSync('npm', ['run', '-s', name, '--', ...args], { cwd, env, encoding: 'utf8' });
+  const snapshot = path.relative(SRC, SNAPSHOT);
+
+  it('synth --config and --out resolve where they were typed', () => {
+    const out = mkdtempSync(path.join(tmpdir(), 'npm-scripts-subfolder-'));
+    const r = npmIn(SRC, 'synth', '--config', path.join('clusters', 'instant-cluster.yaml'), '--out', path.relative(SRC, out));
+    expect(r.status, r.stderr).toBe(0);
+    expect(readFileSync(path.join(out, 'instant-cluster', 'kueue', 'localqueue.default.default.yaml'), 'utf8')).toContain('kind: LocalQueue');
+  });
+
+  it.skipIf(!HAS_SCHEMAS)('validate, check, diff, preflight and init read the paths typed there', () => {
+    expect(npmIn(SRC, 'validate', '--quiet', path.join('..', 'dist', 'instant-cluster')).status).toBe(0);
+    const check = npmIn(SRC, 'check', '--config', path.join('clusters', 'instant-cluster.yaml'), path.join('..', 'dist', 'instant-cluster'));
+    expect(check.status, check.stderr).toBe(0);
+    const diff = npmIn(SRC, 'diff', '--config', path.join('clusters', 'instant-cluster.yaml'), '--out', path.join('..', 'dist'));
+    expect(diff.status, diff.stderr).toBe(0);
+    const preflight = npmIn(SRC, 'preflight', '--config', path.join('clusters', 'instant-cluster.yaml'), '--snapshot', snapshot);
+    expect([0, 1], preflight.stderr).toContain(preflight.status);
+    const init = npmIn(SRC, 'init', '--snapshot', snapshot, '--name', 'lab');
+    expect(init.status, init.stderr).toBe(0);
+    expect(init.stdout).toContain('name: lab');
   });
 });

@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -156,6 +156,24 @@ describe.skipIf(!HAS_SCHEMAS)('compiled validator cache', () => {
     expect(validatorWith(dir, crd).validate(flavor)).toEqual([]);
     // The upstream schema changes: spec.nodeLabels is gone.
     writeFileSync(crd, crdText.replace(/^( {14})nodeLabels:/gm, '$1nodeLabelsRenamed:'));
+    expect(validatorWith(dir, crd).validate(flavor)).toEqual([expect.objectContaining({ path: 'spec.nodeLabels', message: 'unknown field' })]);
+  });
+
+  it('never uses an entry of a schema file edited in place with its size and mtime kept', () => {
+    const schemas = tempDir('in-place');
+    const crd = path.join(schemas, 'flavors.yaml');
+    const crdText = readFileSync(path.join(DEFAULT_SCHEMAS, 'kueue', 'kueue.x-k8s.io_resourceflavors.yaml'), 'utf8');
+    writeFileSync(crd, crdText);
+    utimesSync(crd, 1_700_000_000, 1_700_000_000);
+    const before = statSync(crd);
+    const dir = tempDir('in-place-cache');
+    const flavor: Manifest = { apiVersion: 'kueue.x-k8s.io/v1beta2', kind: 'ResourceFlavor', metadata: { name: 'gpu' }, spec: { nodeLabels: { a: 'b' } } };
+    expect(validatorWith(dir, crd).validate(flavor)).toEqual([]);
+    // the same number of bytes, the old mtime put back (as `touch -r`, `cp -p` or a checkout can)
+    writeFileSync(crd, crdText.replace(/^( {14})nodeLabels:/gm, '$1nodeLabelX:'));
+    utimesSync(crd, 1_700_000_000, 1_700_000_000);
+    const after = statSync(crd);
+    expect([after.size, after.mtimeMs]).toEqual([before.size, before.mtimeMs]);
     expect(validatorWith(dir, crd).validate(flavor)).toEqual([expect.objectContaining({ path: 'spec.nodeLabels', message: 'unknown field' })]);
   });
 });

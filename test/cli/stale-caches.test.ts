@@ -1,0 +1,209 @@
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SETTLED_MS } from '../../src/digests';
+import { HAS_SCHEMAS, HAS_UPSTREAM, ROOT, SHARED } from '../helpers';
+
+// Every cache is keyed by content: an input edited in place with its size and mtime kept (as
+// `fs.utimes`, `touch -r`, `cp -p` or a checkout leave it) is noticed by `validate`, `synth --out`
+// and the plain `npm run synth` (its up-to-date answer), through every cache: compiled validators,
+// parsed CRDs, the upstream readers' results, the YAML documents, V8's code of the modules, the
+// launcher's compile check and its record of the last render.
+//
+// It runs in a copy of the project (the schemas and upstream installs beside it, lib/, dist/, and
+// node_modules as links to this one's packages except ajv, which is copied to be patched), so
+// nothing of the repository or of ../shared is touched.
+const box = mkdtempSync(path.join(tmpdir(), 'stale-caches-'));
+const project = path.join(box, 'project');
+const shared = path.join(box, 'shared');
+const cache = path.join(box, 'cache');
+/** The kueue CRDs live elsewhere and are linked into the schema folder (a symlinked CRD folder). */
+const kueueCrds = path.join(box, 'kueue-crds');
+const env = { ...process.env, CDK8S_CHECK_UPGRADE: 'false', GPU_CLUSTER_MANIFESTS_CACHE: cache };
+const MTIME = 1_700_000_000;
+
+const EDITS = {
+  crd: path.join(kueueCrds, 'kueue.x-k8s.io_localqueues.yaml'),
+  chartValues: path.join(shared, 'upstream-installs', 'gpu-operator-v26.7.0', 'deployments', 'gpu-operator', 'values.yaml'),
+  dependency: path.join(project, 'node_modules', 'ajv', 'dist', 'vocabularies', 'validation', 'const.js'),
+  lib: path.join(project, 'lib', 'src', 'render', 'yaml.js'),
+  source: path.join(project, 'src', 'versions.ts'),
+};
+
+/**
+ * Replaces `from` with `to` (the same length) in place, then puts the mtime back: the file keeps
+ * its inode, size and mtime; only its content (and the ctime, which no tool can set) changes.
+ * Returns the undo, which does the same.
+ */
+function editInPlace(file: string, from: RegExp, to: string): () => void {
+  const text = readFileSync(file, 'utf8');
+  const edited = text.replace(from, to);
+  expect(edited).not.toBe(text);
+  expect(edited.length).toBe(text.length);
+  const before = statSync(file);
+  const write = (t: string) => {
+    writeFileSync(file, t);
+    utimesSync(file, MTIME, MTIME);
+    const after = statSync(file);
+    expect([after.size, after.mtimeMs, after.ino]).toEqual([before.size, before.mtimeMs, before.ino]);
+  };
+  write(edited);
+  return () => write(text);
+}
+
+function launcher(...args: string[]) {
+  return spawnSync(process.execPath, [path.join(project, 'projenrc', 'launch.cjs'), ...args], { cwd: project, env, encoding: 'utf8' });
+}
+
+const validate = () => launcher('validate', path.join(project, 'dist', 'instant-cluster'));
+const synthOut = () => launcher('synth', '--out', path.join(box, 'out'));
+const npmSynth = (extra: Record<string, string> = {}) => spawnSync('npm', ['run', 'synth'], { cwd: project, env: { ...env, ...extra }, encoding: 'utf8' });
+const UP_TO_DATE = /dist already up to date \(\d+ files\): no description/;
+
+function expectOk(r: ReturnType<typeof launcher>): void {
+  expect(r.status, `${r.stdout}\n${r.stderr}`).toBe(0);
+}
+
+function expectFailed(r: ReturnType<typeof launcher>, says: RegExp): void {
+  expect(r.status, `${r.stdout}\n${r.stderr}`).toBe(1);
+  expect(r.stderr).toMatch(says);
+  expect(r.stdout).not.toMatch(UP_TO_DATE);
+}
+
+/** Waits until every file written so far counts as settled, so the digest memo remembers it (the case to prove). */
+function settle(): void {
+  const until = Date.now() + SETTLED_MS + 200;
+  while (Date.now() < until) { /* wait */ }
+}
+
+describe.skipIf(!HAS_SCHEMAS || !HAS_UPSTREAM)('caches keyed by content', () => {
+  // the copy is some 60 MB
+  afterAll(() => rmSync(box, { recursive: true, force: true }));
+
+  beforeAll(() => {
+    cpSync(path.join(SHARED, 'crds'), path.join(shared, 'crds'), { recursive: true, filter: (src) => !src.startsWith(path.join(SHARED, 'crds', 'kueue')) });
+    cpSync(path.join(SHARED, 'crds', 'kueue'), kueueCrds, { recursive: true });
+    symlinkSync(kueueCrds, path.join(shared, 'crds', 'kueue'));
+    cpSync(path.join(SHARED, 'upstream-installs'), path.join(shared, 'upstream-installs'), { recursive: true });
+    mkdirSync(project);
+    for (const f of ['package.json', 'package-lock.json', 'tsconfig.json']) copyFileSync(path.join(ROOT, f), path.join(project, f));
+    for (const d of ['projenrc', 'src', 'imports', 'lib', 'dist']) cpSync(path.join(ROOT, d), path.join(project, d), { recursive: true });
+    mkdirSync(path.join(project, 'node_modules'));
+    for (const name of readdirSync(path.join(ROOT, 'node_modules'))) {
+      if (name === '.cache') continue;
+      if (name === 'ajv') cpSync(path.join(ROOT, 'node_modules', name), path.join(project, 'node_modules', name), { recursive: true });
+      else symlinkSync(path.join(ROOT, 'node_modules', name), path.join(project, 'node_modules', name));
+    }
+    mkdirSync(cache);
+    // compiled already, unless lib/ is behind the sources (then this compiles the copy first)
+    expectOk(launcher('--build'));
+    for (const f of Object.values(EDITS)) utimesSync(f, MTIME, MTIME);
+    settle();
+    // warm every cache: the validators, the parsed CRDs, the upstream results, the YAML
+    // documents, the modules' code, the record of the plain synth
+    expectOk(validate());
+    expectOk(synthOut());
+    expectOk(npmSynth());
+    const again = npmSynth();
+    expectOk(again);
+    expect(again.stdout).toMatch(UP_TO_DATE);
+  });
+
+  it('a CRD in a symlinked folder, edited in place: validate, synth --out and npm run synth see the new schema', () => {
+    const undo = editInPlace(EDITS.crd, /^( {14})clusterQueue:/gm, '$1clusterQueuX:');
+    try {
+      expectFailed(validate(), /LocalQueue .*spec\.clusterQueue: unknown field/);
+      expectFailed(synthOut(), /spec\.clusterQueue: unknown field/);
+      expectFailed(npmSynth(), /spec\.clusterQueue: unknown field/);
+    } finally {
+      undo();
+    }
+    expectOk(validate());
+    expect(npmSynth().stdout).toMatch(UP_TO_DATE);
+  });
+
+  it('a vendored chart\'s values.yaml, edited in place: synth --out and npm run synth check against the new defaults', () => {
+    // the MIG manager's default tag, which the rendered ClusterPolicy pins
+    const undo = editInPlace(EDITS.chartValues, /(image: k8s-mig-manager\n {2}version: )v0\.15\.0/, '$1v0.15.9');
+    try {
+      expectFailed(synthOut(), /image-matches-upstream.*v0\.15\.9/);
+      expectFailed(npmSynth(), /image-matches-upstream.*v0\.15\.9/);
+    } finally {
+      undo();
+    }
+    expect(npmSynth().stdout).toMatch(UP_TO_DATE);
+  });
+
+  it('a file of a dependency patched in place (ajv): validate, synth --out and npm run synth use the patched code', () => {
+    // inverts every `const` check: each object's apiVersion and kind now fail
+    const undo = editInPlace(EDITS.dependency, /\$\{schema\} !== \$\{data\}/, '${schema} === ${data}');
+    try {
+      expectFailed(validate(), /apiVersion/);
+      expectFailed(synthOut(), /apiVersion/);
+      expectFailed(npmSynth(), /apiVersion/);
+    } finally {
+      undo();
+    }
+    expectOk(validate());
+    expect(npmSynth().stdout).toMatch(UP_TO_DATE);
+  });
+
+  it('a compiled file of lib/ edited in place: the edited code runs (not V8\'s cached code of the old), and npm run synth renders', () => {
+    const undo = editInPlace(EDITS.lib, /Generated by gpu-cluster-manifests/, 'Generated BY gpu-cluster-manifests');
+    const header = () => readFileSync(path.join(project, 'dist', 'instant-cluster', 'kueue', readdirSync(path.join(project, 'dist', 'instant-cluster', 'kueue'))[0]), 'utf8').split('\n')[0];
+    try {
+      expectOk(synthOut());
+      const r = npmSynth();
+      expectOk(r);
+      expect(r.stdout).not.toMatch(UP_TO_DATE);
+      expect(header()).toContain('Generated BY');
+    } finally {
+      undo();
+    }
+    const back = npmSynth();
+    expectOk(back);
+    expect(back.stdout).not.toMatch(UP_TO_DATE);
+    expect(header()).toContain('Generated by');
+  });
+
+  it('a source edited with its mtime put back is compiled; a description that reads the environment is never answered from the record', () => {
+    editInPlace(EDITS.source, /Every upstream release this toolkit/, 'EVERY upstream release this toolkit');
+    const description = readFileSync(path.join(ROOT, 'test', 'fixtures', 'descriptions', 'typed-cluster.ts'), 'utf8')
+      .replace('\'typed-cluster\'', '\'env-cluster\'')
+      .replace('\'dist/typed-cluster\'', '\'dist/env-cluster\'')
+      .replace('targetRevision: \'main\'', 'targetRevision: process.env.CLUSTER_REVISION');
+    writeFileSync(path.join(project, 'src', 'clusters', 'env-cluster.ts'), description);
+    const application = () => readFileSync(path.join(project, 'dist', 'env-cluster', 'gitops', 'application.argocd.env-cluster-kueue.yaml'), 'utf8');
+    const first = npmSynth({ CLUSTER_REVISION: 'release-1' });
+    expectOk(first);
+    expect(first.stderr).toMatch(/^recompiling: 2 files changed…\ncompiled in \d+\.\d s$/m);
+    expect(readFileSync(path.join(project, 'lib', 'src', 'versions.js'), 'utf8')).toContain('EVERY upstream release');
+    expect(application()).toContain('targetRevision: release-1');
+    for (const revision of ['release-2', 'release-2']) {
+      const r = npmSynth({ CLUSTER_REVISION: revision });
+      expectOk(r);
+      expect(r.stderr).not.toMatch(/compil/);
+      expect(r.stdout).not.toMatch(UP_TO_DATE);
+      expect(application()).toContain(`targetRevision: ${revision}`);
+    }
+  });
+
+  it('a first compilation says so; a type error in a description of src/clusters is bad input naming the file and line, at once on the next run', () => {
+    const typo = path.join(project, 'src', 'clusters', 'typo.ts');
+    const text = readFileSync(path.join(ROOT, 'test', 'fixtures', 'descriptions', 'typed-cluster.ts'), 'utf8');
+    const line = text.split('\n').findIndex((l) => l.includes('gpusPerNode,')) + 1;
+    writeFileSync(typo, text.replace('\'typed-cluster\'', '\'typo\'').replace('gpusPerNode,', 'gpusPerNode: \'eight\','));
+    // and as on a fresh clone: nothing recorded as compiled yet
+    rmSync(path.join(project, 'lib', '.compiled-sources.json'));
+    for (const run of ['compiles', 'recorded']) {
+      const r = npmSynth({ CLUSTER_REVISION: 'release-1' });
+      expect(r.status, r.stderr).toBe(2);
+      expect(r.stderr).toMatch(new RegExp(`typo\\.ts: line ${line}, column \\d+: Type 'string' is not assignable to type 'number'`));
+      expect(r.stderr).not.toMatch(/compiling the sources failed/);
+      if (run === 'compiles') expect(r.stderr).toMatch(/^compiling sources \(first run\)…\ncompiled in \d+\.\d s$/m);
+      else expect(r.stderr).not.toMatch(/compil/);
+    }
+  });
+});
