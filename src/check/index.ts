@@ -15,3 +15,5 @@ export { PLACEMENT_RULES } from './placement/rule';
 export { simulatedNodes } from './placement/nodes';
 export { SERVICE_RULES } from './services';
 export { ADOPTION_RULES } from './adoption';
+export { CRD_ORDER_RULES } from './crd-order';
+export { renderClusterSources, RenderOptions } from './renders';
