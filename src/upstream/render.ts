@@ -266,7 +266,7 @@ async function renderOverlay(app: Manifest, index: number, source: ApplicationSo
   // The overlay refers to its bases elsewhere in the release folder: the whole folder is the input.
   const releaseDir = path.join(root, path.relative(root, dir).split(path.sep)[0]);
   const engine = ctx.engines.kustomize;
-  const key = [treeDigest(releaseDir), path.relative(releaseDir, dir), wrapperKustomization(source, '<overlay>', dir)];
+  const key = [treeDigest(releaseDir, true), path.relative(releaseDir, dir), wrapperKustomization(source, '<overlay>', dir)];
   try {
     const { objects } = await cachedRun(ctx, key, engine, what, () => withScratch(ctx, (scratch) => {
       writeFileSync(path.join(scratch, 'kustomization.yaml'), stringify(wrapperKustomization(source, path.relative(scratch, dir), dir)));

@@ -26,12 +26,13 @@ export function treeFiles(dir: string): TreeFile[] {
 const digests = new Map<string, string>();
 
 /**
- * SHA-256 of a folder's content: every file's relative path and bytes, in path order. Memoised per process
- * (the vendored trees and rendered folders do not change while a command runs); never keyed by size or mtime.
+ * SHA-256 of a folder's content: every file's relative path and bytes, in path order; never sizes or times.
+ * With `memo`, remembered per path for the life of the process (the vendored upstream trees, read-only while
+ * a command runs); a rendered folder is read each time (it may be rewritten between two checks of one process).
  */
-export function treeDigest(dir: string): string {
+export function treeDigest(dir: string, memo = false): string {
   const abs = path.resolve(dir);
-  const known = digests.get(abs);
+  const known = memo ? digests.get(abs) : undefined;
   if (known) return known;
   const hash = createHash('sha256');
   for (const f of treeFiles(abs)) {
@@ -39,7 +40,7 @@ export function treeDigest(dir: string): string {
     hash.update(readFileSync(path.join(abs, f.rel)));
   }
   const digest = hash.digest('hex');
-  digests.set(abs, digest);
+  if (memo) digests.set(abs, digest);
   return digest;
 }
 
