@@ -13,7 +13,7 @@ import { celViolations, crdVersionSchema } from '../crd-cel';
 import { Edit, findObject, folderObjects, HAS_SCHEMAS, issuesOf, modelOf, renderOf, SHARED, strictErrors } from '../helpers';
 
 const DGD_CRD = path.join(SHARED, 'crds', 'dynamo', 'nvidia.com_dynamographdeployments.yaml');
-const CHART_DIR = path.join(SHARED, 'upstream-installs', 'dynamo-platform-1.5.0-main', 'deploy', 'helm', 'charts', 'platform');
+const CHART_DIR = path.join(SHARED, 'upstream-installs', 'dynamo-platform-1.4.0-branchpoint', 'deploy', 'helm', 'charts', 'platform');
 const HAS_CHART = existsSync(path.join(CHART_DIR, 'values.yaml'));
 
 const dynamo = (mode: string, more: Edit = () => {}): Edit => (d) => { d.installs = { ...(d.installs ?? {}), dynamo: mode }; more(d); };

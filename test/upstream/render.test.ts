@@ -89,6 +89,12 @@ describe.skipIf(!HAS_UPSTREAM)('rendering a Helm source as Argo CD does', () => 
     expect(r.objects.filter((o) => o.metadata.annotations?.['helm.sh/hook'] === 'test')).toEqual([]);
   });
 
+  it('passes the API versions the cluster serves, as Argo CD does: the Dynamo operator\'s ServiceMonitors only where that CRD is served', async () => {
+    const source = { chart: 'dynamo-platform', repoURL: VERSIONS.dynamoPlatform.repoURL, targetRevision: '1.4.0' };
+    expect(kinds(await render(application('dynamo', source, 'dynamo-system')))).not.toContain('ServiceMonitor');
+    expect(kinds(await render(application('dynamo', source, 'dynamo-system'), { apiVersions: ['monitoring.coreos.com/v1'] }))).toContain('ServiceMonitor');
+  });
+
   it('an unreleased version is reported, not rendered', async () => {
     const r = await render(application('dynamo', { chart: 'dynamo-platform', targetRevision: '1.5.0' }));
     expect(r).toMatchObject({ objects: [], problem: { kind: 'unreleased', message: expect.stringMatching(/^chart dynamo-platform 1.5.0 has no vendored release in /) } });
