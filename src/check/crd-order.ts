@@ -84,4 +84,58 @@ const crdBeforeCr: Rule = {
   },
 };
 
-export const CRD_ORDER_RULES: readonly Rule[] = [crdBeforeCr];
+/** The annotation that makes a StorageClass the default one. */
+const DEFAULT_CLASS = 'storageclass.kubernetes.io/is-default-class';
+
+/** The volumes an object claims: the StorageClass each asks for (undefined: the default class). */
+function claimsOf(m: Manifest): { path: string; className?: string }[] {
+  const spec = (m.spec ?? {}) as Record<string, any>;
+  const group = apiGroup(m.apiVersion);
+  const out: { path: string; className?: string }[] = [];
+  const claim = (path: string, pvc: Record<string, any> | undefined) => {
+    // storageClassName "" asks for no class at all (a volume bound by hand)
+    if (pvc && typeof pvc === 'object' && pvc.storageClassName !== '') out.push({ path, className: pvc.storageClassName });
+  };
+  if (group === '' && m.kind === 'PersistentVolumeClaim') claim('spec', spec);
+  if (group === 'apps' && m.kind === 'StatefulSet') (spec.volumeClaimTemplates ?? []).forEach((t: any, i: number) => claim(`spec.volumeClaimTemplates[${i}].spec`, t?.spec));
+  if (group === 'operator.victoriametrics.com') {
+    // VMSingle: spec.storage is the claim's spec; VMAgent, VMAlertmanager: a claim template under spec.storage
+    if (m.kind === 'VMSingle' && spec.storage) claim('spec.storage', spec.storage);
+    if (spec.storage?.volumeClaimTemplate?.spec) claim('spec.storage.volumeClaimTemplate.spec', spec.storage.volumeClaimTemplate.spec);
+  }
+  return out;
+}
+
+/**
+ * A volume claimed from a StorageClass that another Application brings (the default class and its provisioner,
+ * when local-path-provisioner is managed) must be claimed after that Application: its pods stay Pending until
+ * the class exists, its Application never gets healthy, and the app-of-apps never reaches the class's wave.
+ */
+const storageBeforeClaims: Rule = {
+  id: 'storage-before-claims',
+  severity: 'error',
+  summary: 'every volume an Application claims comes from a StorageClass that is there before it: pre-installed, or synced by an Application of an earlier wave',
+  check(index: ClusterIndex) {
+    const sources = index.renders?.sources ?? [];
+    const classes = sources.flatMap((r) => r.objects.filter((o) => o.kind === 'StorageClass' && apiGroup(o.apiVersion) === 'storage.k8s.io')
+      .map((o) => ({ name: o.metadata.name, isDefault: o.metadata.annotations?.[DEFAULT_CLASS] === 'true', application: r.application })));
+    const out: Violation[] = [];
+    for (const r of sources) {
+      for (const m of r.objects) {
+        for (const c of claimsOf(m)) {
+          const from = classes.find((k) => (c.className === undefined ? k.isDefault : k.name === c.className));
+          if (!from || from.application === r.application || wave(r.application) > wave(from.application)) continue;
+          const what = c.className === undefined ? `the default StorageClass ${from.name}` : `StorageClass ${from.name}`;
+          out.push({
+            message: `(wave ${wave(r.application)}) claims a volume of ${what} (${describeObject(m)} ${c.path}), which Application ${from.application.metadata.name} `
+              + `brings in wave ${wave(from.application)}: the claim stays Pending, this Application never gets healthy and that wave never starts; sync it after`,
+            objects: [r.application, from.application],
+          });
+        }
+      }
+    }
+    return out;
+  },
+};
+
+export const CRD_ORDER_RULES: readonly Rule[] = [crdBeforeCr, storageBeforeClaims];

@@ -1,12 +1,12 @@
 import { existsSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { ClusterIndex } from './cluster-index';
-import { ARGO, renderedFolderOf } from './gitops';
+import { applicationSources, ARGO, renderedFolderOf } from './gitops';
 import { ClusterView, ScopeOf } from './rule';
 import { EngineOptions, resolveEngines } from '../engines';
 import { apiGroup, Manifest } from '../render/manifest';
 import { GPU_OPERATOR_CHART, NETWORK_OPERATOR_CHART, VendoredChart } from '../upstream/releases';
-import { ClusterRenders, renderApplications } from '../upstream/render';
+import { ClusterRenders, renderApplications, RenderedSource } from '../upstream/render';
 import { defaultCacheDir } from '../validate/compiled-cache';
 
 export interface RenderOptions {
@@ -83,9 +83,23 @@ export async function renderClusterSources(view: ClusterView, opts: RenderOption
     ...(index.ofKind('ClusterPolicy', 'nvidia.com').length > 0 ? [GPU_OPERATOR_CHART] : []),
     ...(index.ofKind('NicClusterPolicy', 'mellanox.com').length > 0 ? [NETWORK_OPERATOR_CHART] : []),
   ];
-  const [sources, defaults] = await Promise.all([
+  const [rendered, defaults] = await Promise.all([
     renderApplications(applications, ctx),
     upstream ? renderApplications(charts.map(defaultsApplication), { ...ctx, apiVersions: [] }) : Promise.resolve([]),
   ]);
-  return { engines, upstream, sources, defaults };
+  return { engines, upstream, sources: [...rendered, ...(dir === undefined ? folderObjectsOf(index, applications) : [])], defaults };
+}
+
+/**
+ * The folders of a tree checked in memory (not on disk: there is nothing to build), as their Applications sync
+ * them: the folder's objects.
+ */
+function folderObjectsOf(index: ClusterIndex, applications: readonly Manifest[]): RenderedSource[] {
+  return applications.flatMap((app) => applicationSources<{ repoURL?: string; path?: string; chart?: string }>(app).flatMap((s, i) => {
+    const folder = renderedFolderOf(index, s);
+    if (folder === undefined || folder === null) return [];
+    const namespace = ((app.spec as { destination?: { namespace?: string } } | undefined)?.destination?.namespace) ?? '';
+    const objects = folder === '' ? index.objects : index.inFolder(folder.split('/')[0]);
+    return [{ application: app, index: i, type: 'folder' as const, what: `folder ${s.path}`, namespace, objects, unrenderedCrds: [] }];
+  }));
 }

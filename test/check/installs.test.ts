@@ -84,6 +84,17 @@ describe.skipIf(!HAS_UPSTREAM || !HAS_SCHEMAS)('check renders every managed inst
       expect(found).toEqual([{ rule: 'released-versions', message: expect.stringMatching(/^Application argocd\/all-tainted-dynamo-platform-install: chart dynamo-platform 1.5.0 has no vendored release/) }]);
     });
 
+    it('a volume claimed before its StorageClass syncs: storage-before-claims', async () => {
+      const found = await findings((objects) => {
+        app(objects, 'monitoring-stack-install').metadata.annotations['argocd.argoproj.io/sync-wave'] = '1';
+        app(objects, '-monitoring').metadata.annotations['argocd.argoproj.io/sync-wave'] = '2';
+      });
+      expect(found).toEqual([{
+        rule: 'storage-before-claims',
+        message: expect.stringMatching(/^Application argocd\/all-tainted-monitoring-stack-install: \(wave 1\) claims a volume of the default StorageClass local-path \(VMSingle monitoring\/vm-victoria-metrics-k8s-stack spec.storage\), which Application all-tainted-storage brings in wave 1/),
+      }]);
+    });
+
     it('a custom resource synced before its CRD: crd-before-cr', async () => {
       const found = await findings((objects) => {
         const net = app(objects, 'network-operator-install');

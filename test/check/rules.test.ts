@@ -66,6 +66,10 @@ const SAYS: Record<string, readonly RegExp[]> = {
     /Application argocd\/instant-cluster-network-operator-install: \(wave 0\) applies NodeFeatureRule nvidia-nics-rules \(nfd.k8s-sigs.io\/NodeFeatureRule\)/,
     /CRD comes with Application instant-cluster-gpu-operator-install \(wave 0; chart gpu-operator v26.7.0, crds\/\)/, /SkipDryRunOnMissingResource=true/,
   ],
+  'storage-before-claims': [
+    /Application argocd\/instant-cluster-monitoring-stack-install: \(wave 0\) claims a volume of the default StorageClass local-path \(VMSingle monitoring\/vm-victoria-metrics-k8s-stack spec.storage\)/,
+    /Application instant-cluster-storage brings in wave 1/,
+  ],
   'tenant-guardrails-admit': [/Pod research\/probe/, /refused by ValidatingAdmissionPolicy tenant-pod-guardrails: tenant pods may not use the host network/,
     /Deployment research\/web: a pod of spec.template.spec, created by ReplicaSet controller/],
   'placement': [
