@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { checkClusterRendered, formatFinding, RULES } from '../check/engine';
+import { checkCluster, formatFinding, RULES } from '../check/engine';
+import { renderClusterSources } from '../check/renders';
 import { ScopeOf } from '../check/rule';
 import { readClusters } from '../check/tree';
 import { describeEngines, EngineError, LAYER_PACKAGE, MIN_VERSIONS, resolveEngines } from '../engines';
@@ -74,13 +75,17 @@ export async function runCheck(args: string[], io: Io = consoleIo, help = ''): P
   const views = dirs.flatMap(readClusters).map((v) => ({ ...v, model: models.find((m) => m.name === v.name) }));
   const objects = views.reduce((s, v) => s + v.folders.reduce((n, f) => n + f.objects.length, 0), 0);
   if (objects === 0) throw new InputError(`check: no rendered objects in ${dirs.join(', ')}`);
+  const t1 = performance.now();
   const engines = await resolveEngines().catch((e: unknown) => {
     if (e instanceof EngineError) throw new InputError(`check: no engines to render the Applications with: ${e.message}; put helm >= ${MIN_VERSIONS.helm} and kubectl with kustomize >= ${MIN_VERSIONS.kustomize} on PATH`);
     throw e;
   });
-  const results = await Promise.all(views.map((v) => checkClusterRendered(v, { scopeOf, upstream })));
-  const findings = results.flatMap((r) => r.findings);
-  const rendered = results.reduce((n, r) => n + r.renders.sources.filter((s) => s.problem === undefined).length, 0);
+  const renders = await Promise.all(views.map((v) => renderClusterSources(v, { scopeOf, upstream })));
+  const t2 = performance.now();
+  const findings = views.flatMap((v, i) => checkCluster(v, { scopeOf, renders: renders[i] }));
+  const t3 = performance.now();
+  const rendered = renders.reduce((n, r) => n + r.sources.filter((s) => s.problem === undefined).length, 0);
+  const timings = { read: t1 - t0, render: t2 - t1, rules: t3 - t2, total: t3 - t0 };
   const errors = findings.filter((f) => f.severity === 'error');
   const hasUpstream = existsSync(upstream);
   if (format === 'json') {
@@ -91,6 +96,7 @@ export async function runCheck(args: string[], io: Io = consoleIo, help = ''): P
       engines: { helm: engine(engines.helm), kustomize: engine(engines.kustomize) },
       upstream: hasUpstream ? upstream : null,
       renderedSources: rendered,
+      timings,
       errors: errors.length,
       warnings: findings.length - errors.length,
       findings,
@@ -104,7 +110,7 @@ export async function runCheck(args: string[], io: Io = consoleIo, help = ''): P
     if (!values.quiet) {
       for (const l of describeEngines(engines)) io.out(`engine: ${l}`);
       io.out(`${errors.length === 0 ? 'ok' : 'FAILED'}: ${views.length} cluster(s), ${objects} objects, ${rendered} Application sources rendered, ${errors.length} errors, `
-        + `${findings.length - errors.length} warnings (${((performance.now() - t0) / 1000).toFixed(2)} s)`);
+        + `${findings.length - errors.length} warnings (${(timings.total / 1000).toFixed(2)} s, rendering ${(timings.render / 1000).toFixed(2)} s)`);
     }
   }
   return errors.length === 0 ? EXIT.ok : EXIT.failed;

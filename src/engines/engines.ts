@@ -146,43 +146,53 @@ export function resolveEngines(opts: EngineOptions = {}): Promise<Engines> {
   return found;
 }
 
+/** An engine from PATH, or why the one there is passed over (undefined: none there). */
+async function fromPath<T>(file: string | undefined, probe: (file: string) => Promise<T | string>): Promise<T | string | undefined> {
+  if (!file) return undefined;
+  try {
+    return await probe(file);
+  } catch (e) {
+    return `${file}: ${(e as Error).message}`;
+  }
+}
+
 async function findEngines(searchPath: string, cacheDir: string | undefined): Promise<Engines> {
-  const passedOver: string[] = [];
   // helm's own folders: empty and private (one place, so nothing accumulates per run)
   const env = engineEnv(workDir(cacheDir, path.join('engines', 'helm-home')));
-
-  let helm: Engine | undefined;
   const helmOnPath = onPath('helm', searchPath);
-  if (helmOnPath) {
-    try {
-      const version = await helmVersion(helmOnPath, env);
-      if (atLeast(version, MIN_VERSIONS.helm)) helm = helmEngine(helmOnPath, version, 'PATH', env);
-      else passedOver.push(`${helmOnPath} is helm ${version}, older than ${MIN_VERSIONS.helm}`);
-    } catch (e) {
-      passedOver.push(`${helmOnPath}: ${(e as Error).message}`);
-    }
-  }
-  let kustomize: Engine | undefined;
   const kubectlOnPath = onPath('kubectl', searchPath);
-  if (kubectlOnPath) {
-    try {
-      const versions = await kubectlVersions(kubectlOnPath, env);
-      if (atLeast(versions.kustomize, MIN_VERSIONS.kustomize)) kustomize = kustomizeEngine(kubectlOnPath, versions, 'PATH', env);
-      else passedOver.push(`${kubectlOnPath} is kubectl ${versions.kubectl} with kustomize ${versions.kustomize}, older than ${MIN_VERSIONS.kustomize}`);
-    } catch (e) {
-      passedOver.push(`${kubectlOnPath}: ${(e as Error).message}`);
-    }
-  }
+  // Without one of them on PATH the packaged ones are needed: start on them (hashing the zip) at once.
+  const speculative = !helmOnPath || !kubectlOnPath ? unpackedLayer(cacheDir) : undefined;
+  speculative?.catch(() => undefined);
+  const [helmFound, kustomizeFound] = await Promise.all([
+    fromPath(helmOnPath, async (file): Promise<Engine | string> => {
+      const version = await helmVersion(file, env);
+      return atLeast(version, MIN_VERSIONS.helm) ? helmEngine(file, version, 'PATH', env) : `${file} is helm ${version}, older than ${MIN_VERSIONS.helm}`;
+    }),
+    fromPath(kubectlOnPath, async (file): Promise<Engine | string> => {
+      const v = await kubectlVersions(file, env);
+      return atLeast(v.kustomize, MIN_VERSIONS.kustomize)
+        ? kustomizeEngine(file, v, 'PATH', env)
+        : `${file} is kubectl ${v.kubectl} with kustomize ${v.kustomize}, older than ${MIN_VERSIONS.kustomize}`;
+    }),
+  ]);
+  const passedOver = [helmFound, kustomizeFound].filter((x): x is string => typeof x === 'string');
+  let helm = typeof helmFound === 'object' ? helmFound : undefined;
+  let kustomize = typeof kustomizeFound === 'object' ? kustomizeFound : undefined;
   if (!helm || !kustomize) {
     let layer;
     try {
-      layer = await unpackedLayer(cacheDir);
+      layer = await (speculative ?? unpackedLayer(cacheDir));
     } catch (e) {
       const missing = [!helm ? `helm >= ${MIN_VERSIONS.helm}` : '', !kustomize ? `kubectl with kustomize >= ${MIN_VERSIONS.kustomize}` : ''].filter(Boolean).join(' and ');
       throw new EngineError(`no ${missing} on PATH, and the packaged engines are unusable: ${(e as Error).message}`);
     }
-    helm ??= helmEngine(layer.helm, await helmVersion(layer.helm, env), 'package', env);
-    kustomize ??= kustomizeEngine(layer.kubectl, await kubectlVersions(layer.kubectl, env), 'package', env);
+    const [h, k] = await Promise.all([
+      helm ? undefined : helmVersion(layer.helm, env),
+      kustomize ? undefined : kubectlVersions(layer.kubectl, env),
+    ]);
+    helm ??= helmEngine(layer.helm, h!, 'package', env);
+    kustomize ??= kustomizeEngine(layer.kubectl, k!, 'package', env);
   }
   return { helm, kustomize, passedOver };
 }

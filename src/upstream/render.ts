@@ -279,12 +279,55 @@ async function renderOverlay(app: Manifest, index: number, source: ApplicationSo
   }
 }
 
+/** The cache key of a folder's build: its content. */
+const folderKey = (dir: string) => ['folder', treeDigest(dir)];
+
+/** kustomize's record of the file each object of a build came from (buildMetadata: originAnnotations). */
+const ORIGIN = 'config.kubernetes.io/origin';
+
+/**
+ * Builds the folders not in the cache yet with one kustomize run (a kustomization that lists them all, each
+ * object annotated with the file it came from), and caches each folder's objects as its own build would give
+ * them: one process instead of one per folder. When that build fails (one folder that does not build, or an
+ * object in two folders), nothing is cached and each folder is built on its own, which says which one fails.
+ */
+async function buildFoldersTogether(dirs: readonly string[], ctx: Context): Promise<void> {
+  const engine = ctx.engines.kustomize;
+  const keys = new Map(dirs.map((d) => [d, ctx.cache.key([engine.name, engine.version, ...folderKey(d)])]));
+  const missing = dirs.filter((d) => ctx.cache.get(keys.get(d)!) === undefined);
+  if (missing.length < 2) return;
+  await withScratch(ctx, async (scratch) => {
+    const rel = new Map(missing.map((d) => [d, path.relative(scratch, d)]));
+    writeFileSync(path.join(scratch, 'kustomization.yaml'), stringify({
+      apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', resources: [...rel.values()], buildMetadata: ['originAnnotations'],
+    }));
+    let output: RenderOutput;
+    try {
+      output = parseOutput(await engine.run([scratch], { label: 'kubectl kustomize (every folder)' }), 'kubectl kustomize (every folder)');
+    } catch (e) {
+      if (e instanceof EngineError) return;
+      throw e;
+    }
+    const byFolder = new Map<string, Manifest[]>(missing.map((d) => [d, []]));
+    for (const o of output.objects) {
+      const origin = o.metadata.annotations?.[ORIGIN];
+      const from = typeof origin === 'string' ? /^path: (.+)$/m.exec(origin)?.[1] : undefined;
+      const dir = missing.find((d) => from?.startsWith(`${rel.get(d)}/`));
+      if (!dir) return; // an object of no folder: leave it to the builds of each folder
+      const { [ORIGIN]: _, ...annotations } = o.metadata.annotations ?? {};
+      const { annotations: __, ...metadata } = o.metadata;
+      byFolder.get(dir)!.push({ ...o, metadata: Object.keys(annotations).length > 0 ? { ...metadata, annotations } : metadata });
+    }
+    for (const [dir, objects] of byFolder) ctx.cache.put(keys.get(dir)!, { objects, sources: [] });
+  });
+}
+
 async function renderFolder(app: Manifest, index: number, source: ApplicationSource, dir: string, ctx: Context): Promise<RenderedSource> {
   const what = `folder ${source.path}`;
   const base = { application: app, index, type: 'folder' as const, what, namespace: destinationNamespace(app), objects: [], unrenderedCrds: [] };
   const engine = ctx.engines.kustomize;
   try {
-    const { objects } = await cachedRun(ctx, [treeDigest(dir)], engine, what, () => engine.run([dir], { label: `kubectl kustomize ${source.path}` }));
+    const { objects } = await cachedRun(ctx, folderKey(dir), engine, what, () => engine.run([dir], { label: `kubectl kustomize ${source.path}` }));
     return { ...base, objects };
   } catch (e) {
     if (e instanceof EngineError) return { ...base, problem: { kind: 'failed', message: e.reason } };
@@ -302,6 +345,8 @@ async function renderFolder(app: Manifest, index: number, source: ApplicationSou
 export async function renderApplications(applications: readonly Manifest[], context: RenderContext): Promise<RenderedSource[]> {
   const ctx: Context = { ...context, cache: new RenderCache(context.cacheDir) };
   const jobs = applications.flatMap((app) => sourcesOf(app).map((source, index) => ({ app, source, index })));
+  const folders = [...new Set(jobs.map((j) => (chartOfSource(j.source) === undefined ? ctx.folderOf?.(j.source) : undefined)).filter((f): f is string => typeof f === 'string'))];
+  await buildFoldersTogether(folders, ctx);
   const rendered = await mapLimit(jobs, Math.max(1, availableParallelism()), async ({ app, source, index }) => {
     if (chartOfSource(source) !== undefined) return renderHelm(app, index, source, ctx);
     const folder = ctx.folderOf?.(source);

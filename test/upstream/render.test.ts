@@ -134,6 +134,24 @@ describe.skipIf(!HAS_UPSTREAM)('rendering a kustomize source', () => {
   });
 });
 
+describe('building the folders of a tree', () => {
+  it('builds every folder in one kustomize run, each folder\'s objects exactly as its own build gives them', async () => {
+    const tree = path.join(__dirname, '..', '..', 'dist', 'instant-cluster');
+    const folders = readdirSync(tree).filter((f) => statSync(path.join(tree, f)).isDirectory() && f !== 'tutorials');
+    const apps = folders.map((f) => application(f, { repoURL: 'https://git.example.com/x.git', path: `dist/x/${f}` }));
+    const folderOf = (s: ApplicationSource) => path.join(tree, s.path!.split('/').pop()!);
+    const together = counted(engines);
+    const all = await renderApplications(apps, { engines: together.engines, cacheDir: path.join(work, 'together'), folderOf });
+    expect(together.runs).toHaveLength(1);
+    const alone = counted(engines);
+    for (const app of apps) {
+      const [one] = await renderApplications([app], { engines: alone.engines, cacheDir: path.join(work, 'alone'), folderOf });
+      expect(all.find((r) => r.application === app)!.objects, app.metadata.name).toEqual(one.objects);
+    }
+    expect(alone.runs).toHaveLength(apps.length);
+  });
+});
+
 describe.skipIf(!HAS_UPSTREAM)('the render cache', () => {
   it('keys renders by content, never by path or time: a copy renders from the cache, a changed byte or value does not', async () => {
     const copy = (name: string) => {
