@@ -150,6 +150,19 @@ describe('building the folders of a tree', () => {
     }
     expect(alone.runs).toHaveLength(apps.length);
   });
+
+  it('when one folder does not build, builds each on its own and says which one fails', async () => {
+    const tree = path.join(work, 'two');
+    for (const f of ['kueue', 'storage']) cpSync(path.join(__dirname, '..', '..', 'dist', 'instant-cluster', f), path.join(tree, f), { recursive: true });
+    writeFileSync(path.join(tree, 'kueue', 'kustomization.yaml'), `${readFileSync(path.join(tree, 'kueue', 'kustomization.yaml'), 'utf8')}  - gone.yaml\n`);
+    const apps = ['kueue', 'storage'].map((f) => application(f, { repoURL: 'https://git.example.com/x.git', path: `dist/x/${f}` }));
+    const c = counted(engines);
+    const [kueue, storage] = await renderApplications(apps, { engines: c.engines, cacheDir: path.join(work, 'two-cache'), folderOf: (s) => path.join(tree, s.path!.split('/').pop()!) });
+    expect(c.runs).toHaveLength(3);
+    expect(kueue.problem).toEqual({ kind: 'failed', message: expect.stringMatching(/gone\.yaml/) });
+    expect(storage.problem).toBeUndefined();
+    expect(storage.objects.map((o) => o.kind)).toContain('StorageClass');
+  });
 });
 
 describe.skipIf(!HAS_UPSTREAM)('the render cache', () => {
