@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { availableParallelism } from 'node:os';
 
 /** An engine run that failed: one line naming the command and why (timeout, output too large, its own error). */
 export class EngineError extends Error {
@@ -51,11 +52,30 @@ function describe(file: string, args: readonly string[], label?: string): string
   return label ?? [file.split('/').pop(), args[0]].filter((s) => s !== undefined).join(' ');
 }
 
+/** Engines running now, and those waiting for a core: at most one engine per core in the whole process. */
+let running = 0;
+const waiting: (() => void)[] = [];
+
+async function withCore<T>(fn: () => Promise<T>): Promise<T> {
+  if (running >= Math.max(1, availableParallelism())) await new Promise<void>((resolve) => waiting.push(resolve));
+  running += 1;
+  try {
+    return await fn();
+  } finally {
+    running -= 1;
+    waiting.shift()?.();
+  }
+}
+
 /**
- * Runs an engine (never through a shell: `file` and an argument array), bounded in time and output.
- * Resolves with its standard output; rejects with an EngineError of one line.
+ * Runs an engine (never through a shell: `file` and an argument array), bounded in time and output, at most
+ * one per core at a time. Resolves with its standard output; rejects with an EngineError of one line.
  */
 export function runEngine(file: string, args: readonly string[], opts: RunOptions = {}): Promise<string> {
+  return withCore(() => spawnEngine(file, args, opts));
+}
+
+function spawnEngine(file: string, args: readonly string[], opts: RunOptions): Promise<string> {
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const maxOutputBytes = opts.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
   const what = describe(file, args, opts.label);
