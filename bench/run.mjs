@@ -8,7 +8,7 @@
 //     --only   run only these cases (ids as printed in the table)
 //     --keep   keep the temporary folder (generated descriptions and outputs)
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -31,6 +31,8 @@ const TARGETS = {
   fleetWallSeconds: 10,
   fleetPeakRssMB: 500,
   speedupOverCdk8sTsNode: 5,
+  /** What the engine-backed checks (helm and kustomize renders of every Application) add to `check` of the reference tree. */
+  engineChecksReferenceSeconds: 3,
 };
 
 const { values: opts } = parseArgs({
@@ -152,7 +154,9 @@ function runOnce(command, args, env, expectedStatus = 0) {
     rmSync(rssFile, { force: true });
   }
   let timings;
-  const last = r.stdout.trim().split('\n').pop() ?? '';
+  // synth prints its JSON report on one (the last) line, check pretty-prints a whole document
+  const text = r.stdout.trim();
+  const last = text.startsWith('{') ? text : text.split('\n').pop() ?? '';
   if (last.startsWith('{')) {
     try {
       timings = JSON.parse(last).timings;
@@ -203,6 +207,8 @@ function measure(c) {
     validateMs: t('validate'),
     writeMs: t('write'),
     totalMs: t('total'),
+    // check: the engine renders of every Application source (helm template, kustomize build), and the rules
+    ...(c.args.includes('check') ? { engineRenderMs: t('render'), rulesMs: t('rules'), renderMs: undefined } : {}),
   };
   results.push(result);
   process.stdout.write(` ${(result.wallMs / 1000).toFixed(2)} s\n`);
@@ -211,6 +217,14 @@ function measure(c) {
 
 const out = (name) => path.join(work, 'out', name);
 const freshCache = (i) => ({ [CACHE_ENV]: path.join(work, 'cold-cache', String(i)) });
+/** A fresh cache folder whose engines are already unpacked (the case measures the renders, not the unpacking). */
+const freshRenderCache = (i) => {
+  const dir = path.join(work, 'cold-renders', String(i));
+  mkdirSync(dir, { recursive: true });
+  const engines = path.join(ROOT, 'node_modules', '.cache', 'gpu-cluster-manifests', 'engines');
+  if (existsSync(engines)) symlinkSync(engines, path.join(dir, 'engines'));
+  return { [CACHE_ENV]: dir };
+};
 const fleetArgs = (n, name) => [...fleetFiles.slice(0, n).flatMap((f) => ['--config', f]), '--out', out(name), '--format', 'json'];
 
 console.log(`gpu-cluster-manifests benchmark: ${cpus().length} CPUs, node ${process.version}, load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
@@ -230,6 +244,14 @@ const CASES = [
     ...cli('synth', '--config', REFERENCE, '--out', out('reference-cold'), '--format', 'json'), env: freshCache, objectsDir: out('reference-cold'),
   },
   {
+    id: 'check-reference', title: 'check of the written reference tree, every Application rendered with helm/kustomize (warm render cache)', runs: 5,
+    ...cli('check', out('reference'), '--config', REFERENCE, '--format', 'json'), objectsDir: out('reference'),
+  },
+  {
+    id: 'check-reference-cold', title: 'the same with an empty render cache (engines already unpacked)', runs: 3, warmup: 0,
+    ...cli('check', out('reference'), '--config', REFERENCE, '--format', 'json'), env: freshRenderCache, objectsDir: out('reference'),
+  },
+  {
     id: 'validate-reference', title: 'validate the written reference tree (reads YAML)', runs: 5,
     ...cli('validate', '--quiet', out('reference')), objectsDir: out('reference'),
   },
@@ -243,6 +265,10 @@ const CASES = [
   {
     id: 'repo-clusters', title: 'every description in src/clusters (npm run synth, into a temp dir)', runs: 5,
     ...cli('synth', '--out', out('repo'), '--format', 'json'), objectsDir: out('repo'),
+  },
+  {
+    id: 'check-repo', title: 'check of every description in src/clusters: the training cluster\'s managed installs rendered (warm)', runs: 3,
+    ...cli('check', out('repo'), '--format', 'json'), objectsDir: out('repo'),
   },
   // End to end, as the README documents it: npm, the launcher's "compiled already?" check, the CLI.
   // `npm run synth` exactly as documented (into dist/): warm, nothing changed, so the launcher's
@@ -366,6 +392,17 @@ for (const id of ['reference', 'fleet-100']) {
 if (byId['cdk8s-ts-node'] && byId['repo-clusters']) {
   const speedup = byId['cdk8s-ts-node'].wallMs / byId['repo-clusters'].wallMs;
   check(`>= ${TARGETS.speedupOverCdk8sTsNode}x faster than cdk8s synth via ts-node`, speedup >= TARGETS.speedupOverCdk8sTsNode, `${speedup.toFixed(1)}x (${fmtS(byId['cdk8s-ts-node'].wallMs)} s vs ${fmtS(byId['repo-clusters'].wallMs)} s)`);
+}
+const engineRows = results.filter((r) => r.engineRenderMs !== undefined);
+if (engineRows.length > 0) {
+  console.log('\nengine-backed checks (check --format json timings): render = helm template / kustomize build of every Application source');
+  for (const r of engineRows) console.log(`  ${r.id.padEnd(22)} render ${fmtMs(r.engineRenderMs).padStart(6)} ms   rules ${fmtMs(r.rulesMs).padStart(5)} ms   wall ${fmtS(r.wallMs)} s`);
+}
+for (const id of ['check-reference', 'check-reference-cold']) {
+  const r = byId[id];
+  if (r?.engineRenderMs !== undefined) {
+    check(`${id}: engine renders add <= ${TARGETS.engineChecksReferenceSeconds} s`, r.engineRenderMs <= TARGETS.engineChecksReferenceSeconds * 1000, `${fmtS(r.engineRenderMs)} s`);
+  }
 }
 if (checks.length > 0) {
   console.log('\ntargets');

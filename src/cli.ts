@@ -3,7 +3,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { CheckFailed, formatFinding } from './check/engine';
-import { runCheck } from './commands/check';
+import { engineLines, runCheck } from './commands/check';
 import { runDiff } from './commands/diff';
 import { consoleIo, EXIT, Io } from './commands/io';
 import { RENDER_OPTIONS, renderInputs, schemaDirs } from './commands/options';
@@ -47,9 +47,12 @@ Commands:
              queue labels -> LocalQueues -> ClusterQueues -> flavors, resources covered,
              quotas and MPIJob ranks fit the GPUs, one nic-cluster-policy, one RDMA name,
              one default StorageClass, Application paths and sync waves, no privileged
-             containers, no latest images, no Secret data, operand images and AppProject
-             permissions against the pinned upstream charts. Capacity comes from the
-             description of the same name (--config FILE to name it). synth runs it too;
+             containers, no latest images, no Secret data. Every Application is rendered
+             as Argo CD renders it, with helm and kustomize (charts and overlays from
+             --upstream DIR, folders of the tree): what the installs create is checked
+             too (AppProject, placement, CRDs before their CRs, released versions and
+             images). Capacity comes from the description of the same name (--config
+             FILE to name it). synth runs the rules that need no engine;
              --list-rules prints every rule id, its severity and what it asserts.
   diff       Renders into a temporary folder and prints, per object, what would be added,
              removed or changed (field paths) against dist/ (or --out DIR). Exits 1 when
@@ -78,10 +81,9 @@ Options:
                     (default: ../shared/crds). To validate against your own cluster:
                     kubectl get crd -o yaml > my-crds/crds.yaml, then
                     --schemas my-crds --schemas ../shared/crds/kubernetes
-  --upstream DIR    vendored upstream Helm charts and kustomize manifests (synth, check, diff;
-                    default: ../shared/upstream-installs). Without it image-matches-upstream and
-                    appproject-permits-install-footprint report nothing and placement does not
-                    simulate the managed installs' Deployments
+  --upstream DIR    check: the vendored upstream Helm charts and kustomize overlays the
+                    Applications are rendered from with helm and kustomize (default:
+                    ../shared/upstream-installs; see README for filling one with helm pull)
   --no-validate     synth without schema validation (not recommended)
   --format FORMAT   text (default) or json (machine-readable findings)
   --allow-delete    synth: remove rendered objects (a dropped tenant, folder or cluster) from the
@@ -130,9 +132,9 @@ export function runSynth(args: string[], io: Io = consoleIo): number {
     return EXIT.ok;
   }
   const format = outputFormat(values.format);
-  const { configs, schemas, upstream } = renderInputs(values);
+  const { configs, schemas } = renderInputs(values);
   const out = values.out ?? DEFAULT_OUT;
-  const result = synth({ configs, clustersDir: CLUSTERS_DIR, out, schemas, upstream, notify: io.err, allowDelete: values['allow-delete'] });
+  const result = synth({ configs, clustersDir: CLUSTERS_DIR, out, schemas, notify: io.err, allowDelete: values['allow-delete'] });
   for (const w of result.warnings) io.err(formatIssue(w));
   for (const f of result.findings) io.err(formatFinding(f));
   if (result.deleted.length > 0) {
@@ -217,7 +219,12 @@ export function main(argv: string[], io: Io = consoleIo): number | Promise<numbe
   const [command, ...rest] = argv;
   if (!command || command === '--help' || command === '-h' || command === 'help') {
     io.out(HELP);
-    return command ? EXIT.ok : EXIT.badInput;
+    if (!command) return EXIT.badInput;
+    return engineLines().then((lines) => {
+      io.out('Engines (check renders every Application with them):');
+      for (const l of lines) io.out(`  ${l}`);
+      return EXIT.ok;
+    }, (e: unknown) => failure(e, io));
   }
   const run = COMMANDS[command];
   if (!run) {

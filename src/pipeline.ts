@@ -38,11 +38,6 @@ export interface SynthOptions {
   readonly out: string;
   /** Schema directories to validate against, or false to skip validation. */
   readonly schemas: readonly string[] | false;
-  /**
-   * Vendored upstream installs the upstream rules compare with.
-   * @default DEFAULT_UPSTREAM (those rules report nothing when it does not exist)
-   */
-  readonly upstream?: string;
   /** Told when the output folder is locked by another command and synth waits for it. */
   readonly notify?: (line: string) => void;
   /**
@@ -230,8 +225,9 @@ export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthR
     warnings = issues;
     scopeOf = (apiVersion, kind) => v.store.lookup(apiVersion, kind)?.scope;
   }
-  // Cross-object rules (src/check) before the swap: a broken cluster is never written.
-  const findings = checkClusters(clusters, { scopeOf, upstream: opts.upstream });
+  // Cross-object rules (src/check) before the swap: a broken cluster is never written. The rules that need
+  // the engines' renders of the managed installs are `check`'s (they report nothing here).
+  const findings = checkClusters(clusters, { scopeOf });
   if (findings.some((f) => f.severity === 'error')) throw new CheckFailed(findings);
   const t3 = now();
 

@@ -115,14 +115,14 @@ export const VERSIONS = {
     dashboardSchemaVersion: 39,
   },
   /**
-   * NVIDIA Dynamo platform chart (operator; its CRD hook installs DynamoGraphDeployment nvidia.com/v1beta1).
-   * 1.5.0 is the version of the chart vendored in ../shared/upstream-installs/dynamo-platform-1.5.0-main
-   * (main after the 1.4.0 branch cut; Chart.yaml version 1.5.0).
+   * NVIDIA Dynamo platform chart (operator `nvcr.io/nvidia/ai-dynamo/kubernetes-operator`, tagged with the chart's
+   * appVersion; its crd-apply init container installs the DynamoGraphDeployment CRD). 1.4.0 is the newest release
+   * (GA 2026-08-14), vendored in ../shared/upstream-installs/dynamo-platform-1.4.0-branchpoint; 1.5.0 is unreleased.
    */
   dynamoPlatform: {
     chart: 'dynamo-platform',
     repoURL: 'https://helm.ngc.nvidia.com/nvidia/ai-dynamo',
-    version: '1.5.0',
+    version: '1.4.0',
   },
   /** Kubernetes Dashboard Helm chart (v7: the UI is served through its Kong proxy). */
   kubernetesDashboard: {

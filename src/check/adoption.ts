@@ -40,11 +40,21 @@ const adoptedNoCascadeDelete: Rule = {
   summary: `adopted objects (${LABELS.adopted}: "true") can be neither pruned nor deleted in cascade by Argo CD (${ADOPTED_SYNC_OPTIONS.join(',')})`,
   check(index) {
     const out: Violation[] = [];
-    for (const m of index.objects) {
+    // the rendered tree's objects (synced by their folder's Applications) and the managed installs' (by theirs)
+    const candidates = [
+      ...index.objects.map((m) => ({
+        m,
+        apps: () => {
+          const folder = index.folderOf(m);
+          return folder === undefined ? [] : applicationsOf(index, folder);
+        },
+      })),
+      ...index.installObjects().map((i) => ({ m: i.object, apps: () => [i.source.application] })),
+    ];
+    for (const { m, apps: appsOf } of candidates) {
       if (m.metadata.annotations?.[LABELS.adopted] !== 'true') continue;
       const own = parseSyncOptions(m.metadata.annotations?.[LABELS.syncOptions]);
-      const folder = index.folderOf(m);
-      const apps = folder === undefined ? [] : applicationsOf(index, folder);
+      const apps = appsOf();
       const missing: string[] = [];
       const pruneOwn = optionValue(own, 'Prune');
       const deleteOwn = optionValue(own, 'Delete');

@@ -2,7 +2,8 @@ import { parse as parseYaml } from 'yaml';
 import { ClusterView, ScopeOf } from './rule';
 import { ClusterModel } from '../model/model';
 import { apiGroup, Manifest } from '../render/manifest';
-import type { Upstream } from '../upstream/upstream';
+import type { ClusterRenders, RenderedSource } from '../upstream/render';
+import { CLUSTER_SCOPED_CORE } from '../validate/schemas';
 
 type Json = Record<string, unknown>;
 
@@ -34,6 +35,14 @@ export interface PodSpecLike {
 /** Argo CD kinds carry other objects' settings (Helm values), not pods of their own. */
 const NOT_WORKLOADS = new Set(['Application', 'ApplicationSet', 'AppProject', 'ConfigMap', 'Secret', 'CustomResourceDefinition']);
 
+/** API groups of the built-in kinds (the schema store knows them too; this answers without it). */
+const BUILTIN_GROUP = /^(|apps|batch|policy|autoscaling|[a-z.]+\.k8s\.io)$/;
+
+function builtinScope(apiVersion: string, kind: string): 'Namespaced' | 'Cluster' | undefined {
+  if (!BUILTIN_GROUP.test(apiGroup(apiVersion))) return undefined;
+  return CLUSTER_SCOPED_CORE.has(kind) ? 'Cluster' : 'Namespaced';
+}
+
 function isObject(v: unknown): v is Json {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
@@ -63,6 +72,13 @@ export function requestedCount(spec: PodSpecLike, resource: string): number {
   return total;
 }
 
+/** An object an Application applies that the rendered tree does not hold (a chart's or an overlay's). */
+export interface InstallObject {
+  readonly object: Manifest;
+  /** The render it comes from (its Application, release, namespace). */
+  readonly source: RenderedSource;
+}
+
 /**
  * The rendered objects of one cluster with the look-ups the rules share. Rules read it and never
  * change it.
@@ -73,12 +89,14 @@ export class ClusterIndex {
   readonly objects: readonly Manifest[];
   readonly folders: readonly string[];
   private readonly folderByObject = new Map<Manifest, string>();
+  private installs?: InstallObject[];
+  private crdScopes?: Map<string, 'Namespaced' | 'Cluster'>;
   private readonly byKind = new Map<string, Manifest[]>();
 
   /**
-   * @param upstream the vendored upstream installs; rules that compare with upstream report nothing without them
+   * @param renders what the engines render for the cluster's Applications; rules that need it report nothing without it
    */
-  constructor(view: ClusterView, readonly scopeOf?: ScopeOf, readonly upstream?: Upstream) {
+  constructor(view: ClusterView, readonly scopeOf?: ScopeOf, readonly renders?: ClusterRenders) {
     this.name = view.name;
     this.model = view.model;
     const all: Manifest[] = [];
@@ -94,6 +112,36 @@ export class ClusterIndex {
     }
     this.objects = all;
     this.folders = view.folders.filter((f) => f.objects.length > 0).map((f) => f.folder);
+  }
+
+  /**
+   * The objects of every chart and git overlay the Applications install, as the engines render them
+   * (namespaced objects without a namespace in their Application's destination namespace). Empty without renders.
+   */
+  installObjects(): InstallObject[] {
+    this.installs ??= (this.renders?.sources ?? []).filter((r) => r.type !== 'folder').flatMap((source) => source.objects.map((object) => {
+      if (object.metadata?.namespace !== undefined || this.scopeIn(object.apiVersion, object.kind) === 'Cluster') return { object, source };
+      return { object: { ...object, metadata: { ...object.metadata, namespace: source.namespace } }, source };
+    }));
+    return this.installs;
+  }
+
+  /**
+   * Scope of a kind: from the CRDs the tree and the installs create, then the schema store, then the core
+   * kinds; undefined when nothing knows it.
+   */
+  scopeIn(apiVersion: string, kind: string): 'Namespaced' | 'Cluster' | undefined {
+    if (!this.crdScopes) {
+      const scopes = new Map<string, 'Namespaced' | 'Cluster'>();
+      const crds = [...this.ofKind('CustomResourceDefinition'), ...(this.renders?.sources ?? []).flatMap((r) => r.objects.filter((o) => o.kind === 'CustomResourceDefinition'))];
+      for (const crd of crds) {
+        const spec = (crd.spec ?? {}) as { group?: string; names?: { kind?: string }; scope?: string };
+        if (spec.scope === 'Namespaced' || spec.scope === 'Cluster') scopes.set(`${spec.group}/${spec.names?.kind}`, spec.scope);
+      }
+      for (const r of this.renders?.sources ?? []) for (const c of r.unrenderedCrds) scopes.set(`${c.group}/${c.kind}`, c.scope);
+      this.crdScopes = scopes;
+    }
+    return this.crdScopes.get(`${apiGroup(apiVersion)}/${kind}`) ?? this.scopeOf?.(apiVersion, kind) ?? builtinScope(apiVersion, kind);
   }
 
   /** Objects of a kind, optionally of one API group. */

@@ -1,6 +1,7 @@
 import { ADOPTION_RULES } from './adoption';
 import { ClusterIndex } from './cluster-index';
 import { DATA_SAFETY_RULES } from './data-safety';
+import { CRD_ORDER_RULES } from './crd-order';
 import { GITOPS_RULES } from './gitops';
 import { KUEUE_RULES } from './kueue';
 import { METADATA_RULES } from './metadata';
@@ -8,20 +9,20 @@ import { MPI_RULES } from './mpi';
 import { NETWORK_RULES } from './network';
 import { NODE_RESERVE_RULES } from './node-reserve';
 import { PLACEMENT_RULES } from './placement/rule';
+import { renderClusterSources, RenderOptions } from './renders';
 import { Finding, Rule, ClusterView, ScopeOf } from './rule';
 import { SECURITY_RULES } from './security';
 import { SERVICE_RULES } from './services';
 import { STORAGE_RULES } from './storage';
 import { TENANCY_RULES } from './tenancy';
 import { UPSTREAM_RULES } from './upstream';
-import { DEFAULT_UPSTREAM } from '../paths';
 import { describeObject } from '../render/manifest';
-import { Upstream } from '../upstream/upstream';
+import { ClusterRenders } from '../upstream/render';
 
 /** Every cross-object rule, by family. */
 export const RULES: readonly Rule[] = [
   ...KUEUE_RULES, ...NODE_RESERVE_RULES, ...MPI_RULES, ...NETWORK_RULES, ...STORAGE_RULES, ...GITOPS_RULES, ...SECURITY_RULES, ...TENANCY_RULES,
-  ...METADATA_RULES, ...SERVICE_RULES, ...ADOPTION_RULES, ...DATA_SAFETY_RULES, ...UPSTREAM_RULES, ...PLACEMENT_RULES,
+  ...METADATA_RULES, ...SERVICE_RULES, ...ADOPTION_RULES, ...DATA_SAFETY_RULES, ...UPSTREAM_RULES, ...CRD_ORDER_RULES, ...PLACEMENT_RULES,
 ];
 
 export interface CheckOptions {
@@ -30,16 +31,15 @@ export interface CheckOptions {
   /** The rules to run (default: all). */
   readonly rules?: readonly Rule[];
   /**
-   * Folder of the vendored upstream installs (Helm charts, kustomize manifests) that the
-   * upstream rules compare with; when it does not exist those rules report nothing.
-   * @default DEFAULT_UPSTREAM (../shared/upstream-installs beside the repository)
+   * What the engines render for the cluster's Applications (renderClusterSources). Without it, the rules
+   * that need the rendered charts and overlays report nothing and the others check the rendered tree alone.
    */
-  readonly upstream?: string;
+  readonly renders?: ClusterRenders;
 }
 
 /** Runs the rules over one cluster; findings in rule order, then object order. */
 export function checkCluster(view: ClusterView, opts: CheckOptions = {}): Finding[] {
-  const index = new ClusterIndex(view, opts.scopeOf, Upstream.open(opts.upstream ?? DEFAULT_UPSTREAM));
+  const index = new ClusterIndex(view, opts.scopeOf, opts.renders);
   return (opts.rules ?? RULES).flatMap((rule) => rule.check(index).map((v) => ({
     rule: rule.id,
     severity: rule.severity,
@@ -47,6 +47,15 @@ export function checkCluster(view: ClusterView, opts: CheckOptions = {}): Findin
     message: `${v.objects.length > 0 ? `${describeObject(v.objects[0])}: ` : ''}${v.message}`,
     objects: v.objects.map(describeObject),
   })));
+}
+
+/**
+ * Renders what Argo CD renders for every Application of the cluster with the real engines (helm, kustomize),
+ * then runs the rules over the tree and those renders.
+ */
+export async function checkClusterRendered(view: ClusterView, opts: Omit<CheckOptions, 'renders'> & RenderOptions = {}): Promise<{ findings: Finding[]; renders: ClusterRenders }> {
+  const renders = await renderClusterSources(view, opts);
+  return { findings: checkCluster(view, { ...opts, renders }), renders };
 }
 
 /** Runs the rules over several clusters (each its own API server). */

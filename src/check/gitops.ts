@@ -64,12 +64,22 @@ export function folderOfPath(index: ClusterIndex, path: string): string | undefi
   return rest;
 }
 
+/** Whether a source reads the cluster's own repository (a git source of the rendered tree, not a chart). */
+function ofRenderedTree(index: ClusterIndex, s: AppSource): s is AppSource & { path: string } {
+  return typeof s.path === 'string' && s.chart === undefined && !s.path.includes('{{') && s.repoURL === gitopsRepo(index);
+}
+
+/**
+ * The rendered folder (relative to the cluster's, '' for the cluster folder) a source reads; null for a source
+ * of the cluster's own repository outside its folder; undefined for a source of another repository or a chart.
+ */
+export function renderedFolderOf(index: ClusterIndex, s: AppSource): string | null | undefined {
+  return ofRenderedTree(index, s) ? folderOfPath(index, s.path) ?? null : undefined;
+}
+
 /** Applications that read this cluster's folders (git sources pointing into the rendered tree). */
 function folderSources(index: ClusterIndex, app: Manifest): { readonly path: string; readonly folder?: string }[] {
-  const repo = gitopsRepo(index);
-  return sources(app)
-    .filter((s) => typeof s.path === 'string' && s.chart === undefined && !s.path.includes('{{') && s.repoURL === repo)
-    .map((s) => ({ path: s.path!, folder: folderOfPath(index, s.path!) }));
+  return sources(app).filter((s) => ofRenderedTree(index, s)).map((s) => ({ path: s.path!, folder: folderOfPath(index, s.path!) }));
 }
 
 /** The repository of the rendered tree: from the description, else the repo of sources leading into the cluster folder. */

@@ -16,3 +16,5 @@ export { simulatedNodes } from './placement/nodes';
 export { SERVICE_RULES } from './services';
 export { ADOPTION_RULES } from './adoption';
 export { DATA_SAFETY_RULES } from './data-safety';
+export { CRD_ORDER_RULES } from './crd-order';
+export { renderClusterSources, RenderOptions } from './renders';

@@ -28,6 +28,8 @@ export interface ClusterView {
   readonly folders: readonly { readonly folder: string; readonly objects: readonly Manifest[] }[];
   /** The model the cluster was rendered from; capacity comes from it when present. */
   readonly model?: ClusterModel;
+  /** The cluster's folder on disk, for a tree read from disk: Applications' sources of the tree are built from it. */
+  readonly dir?: string;
 }
 
 /** Scope of a kind from its schema (undefined: unknown kind); the namespace rule needs it. */

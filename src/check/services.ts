@@ -1,23 +1,32 @@
 import { ClusterIndex } from './cluster-index';
 import { Rule, Violation } from './rule';
 import { LABELS } from '../model/names';
-import { Manifest } from '../render/manifest';
+import { describeObject, Manifest } from '../render/manifest';
 
 interface NodePortClaim {
   readonly service: Manifest;
+  /** What a finding names first: the Service, or the Application whose chart or overlay renders it. */
+  readonly owner: Manifest;
+  /** `Service ns/name`, with the render it comes from. */
+  readonly label: string;
   /** Field path of the port, e.g. `spec.ports[0].nodePort`. */
   readonly path: string;
   readonly port: number;
   readonly protocol: string;
 }
 
-/** Every node port a rendered Service asks for (ports of any Service type that set nodePort). */
+/** Every node port a Service asks for (ports of any Service type that set nodePort): rendered, and of the managed installs. */
 function nodePortClaims(index: ClusterIndex): NodePortClaim[] {
   const out: NodePortClaim[] = [];
-  for (const service of index.ofKind('Service', '')) {
+  const services = [
+    ...index.ofKind('Service', '').map((service) => ({ service, owner: service, label: describeObject(service) })),
+    ...index.installObjects().filter((i) => i.object.kind === 'Service' && i.object.apiVersion === 'v1')
+      .map((i) => ({ service: i.object, owner: i.source.application, label: `${describeObject(i.object)} (${i.source.what})` })),
+  ];
+  for (const { service, owner, label } of services) {
     const ports = (service.spec as { ports?: { nodePort?: unknown; protocol?: string }[] } | undefined)?.ports ?? [];
     ports.forEach((p, i) => {
-      if (typeof p.nodePort === 'number') out.push({ service, path: `spec.ports[${i}].nodePort`, port: p.nodePort, protocol: p.protocol ?? 'TCP' });
+      if (typeof p.nodePort === 'number') out.push({ service, owner, label, path: `spec.ports[${i}].nodePort`, port: p.nodePort, protocol: p.protocol ?? 'TCP' });
     });
   }
   return out;
@@ -34,7 +43,7 @@ const same = (a: Manifest, name: string, namespace: string) => a.metadata.name =
 const nodePortUnique: Rule = {
   id: 'nodeport-unique',
   severity: 'error',
-  summary: 'no two Services claim one node port, and none claims a port the cluster already allocates (the pre-installed Dashboard\'s, unless that Service is adopted)',
+  summary: 'no two Services (rendered, or of a managed install) claim one node port, and none claims a port the cluster already allocates (the pre-installed Dashboard\'s, unless that Service is adopted)',
   check(index) {
     const out: Violation[] = [];
     const claims = nodePortClaims(index);
@@ -42,9 +51,9 @@ const nodePortUnique: Rule = {
       const earlier = claims.slice(0, i).find((o) => o.port === c.port && (o.service !== c.service || o.protocol === c.protocol));
       if (earlier) {
         out.push({
-          message: `${c.path} ${c.port} is also claimed by ${earlier.service.kind} ${earlier.service.metadata.namespace}/${earlier.service.metadata.name} (${earlier.path}); `
+          message: `${c.owner === c.service ? '' : `${c.label}: `}${c.path} ${c.port} is also claimed by ${earlier.label} (${earlier.path}); `
             + 'the API server allocates a node port once ("provided port is already allocated")',
-          objects: [c.service, earlier.service],
+          objects: [c.owner, earlier.owner],
         });
       }
       for (const a of index.model?.allocatedNodePorts ?? []) {
@@ -59,9 +68,9 @@ const nodePortUnique: Rule = {
           continue;
         }
         out.push({
-          message: `${c.path} ${c.port} is already allocated to Service ${a.service.namespace}/${a.service.name} (${a.what}); the API server refuses it `
+          message: `${c.owner === c.service ? '' : `${c.label}: `}${c.path} ${c.port} is already allocated to Service ${a.service.namespace}/${a.service.name} (${a.what}); the API server refuses it `
             + '("provided port is already allocated"): choose a free port or adopt that Service (monitoring.dashboard.service)',
-          objects: [c.service],
+          objects: [c.owner],
         });
       }
     });

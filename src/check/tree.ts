@@ -21,7 +21,7 @@ export function readClusterFolder(dir: string): ClusterView {
     folder,
     objects: manifestFiles(path.join(dir, folder)).flatMap(readManifests).map((i) => i.manifest as Manifest),
   }));
-  return { name: path.basename(path.resolve(dir)), folders };
+  return { name: path.basename(path.resolve(dir)), folders, dir: path.resolve(dir) };
 }
 
 /**
@@ -36,6 +36,7 @@ export function readClusters(dir: string): ClusterView[] {
   return children.map((c) => {
     const child = path.join(dir, c);
     if (subdirs(child).length > 0 || !hasManifests(child)) return readClusterFolder(child);
-    return { name: c, folders: [{ folder: c, objects: manifestFiles(child).flatMap(readManifests).map((i) => i.manifest as Manifest) }] };
+    const objects = manifestFiles(child).flatMap(readManifests).map((i) => i.manifest as Manifest);
+    return { name: c, folders: [{ folder: c, objects }], dir: path.resolve(child) };
   });
 }

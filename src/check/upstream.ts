@@ -1,52 +1,118 @@
 import { ClusterIndex } from './cluster-index';
-import { applicationSources, ARGO } from './gitops';
+import { ARGO } from './gitops';
 import { Rule, Violation } from './rule';
-import { apiGroup, Manifest } from '../render/manifest';
-import { ApplicationSource, FootprintObject, IMAGE_FIELDS, ImageCoordinates, imageObjects, VendoredRelease } from '../upstream';
-import { VERSIONS } from '../versions';
-
+import { FootprintObject, footprintOf, IMAGE_FIELDS, ImageCoordinates, imageObjects, imageRefsOf, RenderedSource } from '../upstream';
+import { GPU_OPERATOR_CHART, NETWORK_OPERATOR_CHART, VendoredChart } from '../upstream/releases';
 
 function show(c: ImageCoordinates): string {
   return IMAGE_FIELDS.filter((f) => c[f] !== undefined).map((f) => `${f}: ${c[f]}`).join(', ');
 }
 
+/** The default render of a pinned chart (its release's own objects), when rendered. */
+function defaultsOf(index: ClusterIndex, chart: VendoredChart): RenderedSource | undefined {
+  return index.renders?.defaults.find((r) => r.release === chart && r.problem === undefined);
+}
+
 const imageMatchesUpstream: Rule = {
   id: 'image-matches-upstream',
   severity: 'error',
-  summary: 'every image field of the ClusterPolicy (and NicClusterPolicy spec.global) equals the pinned chart\'s values.yaml default',
+  summary: 'every image field of the ClusterPolicy equals the one the pinned GPU Operator chart renders with its defaults; NicClusterPolicy spec.global names the registry and tag of the Network Operator release\'s images',
   check(index) {
-    const upstream = index.upstream;
-    if (!upstream) return [];
     const out: Violation[] = [];
-    const chart = `gpu-operator ${VERSIONS.gpuOperator.version} chart`;
-    const defaults = upstream.clusterPolicyImageDefaults();
-    for (const cp of defaults ? index.ofKind('ClusterPolicy', 'nvidia.com') : []) {
-      for (const { path, value } of imageObjects(cp.spec ?? {}, 'spec')) {
-        const d = defaults![path];
-        if (!d) {
-          out.push({ message: `${path} sets an image (${show(value)}) that the ${chart}'s clusterpolicy.yaml does not fill from values.yaml: there is no upstream default to pin it to`, objects: [cp] });
-          continue;
-        }
-        for (const f of IMAGE_FIELDS) {
-          const got = value[f];
-          if (got === undefined) continue;
-          const want = d[f];
-          const from = f === 'version' && d.versionFromAppVersion ? `values.yaml ${d.valuesPath}.version unset: the chart's appVersion` : `values.yaml ${d.valuesPath}.${f}`;
-          if (want === undefined) out.push({ message: `${path}.${f} is "${got}" but the ${chart} has no default for it (${from})`, objects: [cp] });
-          else if (got !== want) out.push({ message: `${path}.${f} is "${got}"; the ${chart}'s default is "${want}" (${from})`, objects: [cp] });
+    const gpu = defaultsOf(index, GPU_OPERATOR_CHART);
+    const chartPolicy = gpu?.objects.find((o) => o.kind === 'ClusterPolicy');
+    if (gpu && chartPolicy) {
+      const chart = `${GPU_OPERATOR_CHART.chart} ${GPU_OPERATOR_CHART.version} chart`;
+      const defaults = new Map(imageObjects(chartPolicy.spec ?? {}, 'spec').map((x) => [x.path, x.value]));
+      for (const cp of index.ofKind('ClusterPolicy', 'nvidia.com')) {
+        for (const { path, value } of imageObjects(cp.spec ?? {}, 'spec')) {
+          const d = defaults.get(path);
+          if (!d) {
+            out.push({ message: `${path} sets an image (${show(value)}) that the ${chart}'s ClusterPolicy does not set: there is no upstream default to pin it to`, objects: [cp] });
+            continue;
+          }
+          for (const f of IMAGE_FIELDS) {
+            const got = value[f];
+            if (got === undefined) continue;
+            if (d[f] === undefined) out.push({ message: `${path}.${f} is "${got}" but the ${chart}'s ClusterPolicy sets none there`, objects: [cp] });
+            else if (got !== d[f]) out.push({ message: `${path}.${f} is "${got}"; the ${chart} renders "${d[f]}" (helm template with its default values)`, objects: [cp] });
+          }
         }
       }
     }
-    const global = upstream.nicClusterPolicyGlobalDefault();
-    for (const ncp of global ? index.ofKind('NicClusterPolicy', 'mellanox.com') : []) {
-      const g = ((ncp.spec ?? {}) as { global?: ImageCoordinates }).global ?? {};
-      for (const f of ['repository', 'version'] as const) {
-        if (g[f] !== undefined && g[f] !== global![f]) {
-          out.push({ message: `spec.global.${f} is "${g[f]}"; the network-operator ${VERSIONS.networkOperator.version} chart's release images use "${global![f]}" (values.yaml ${global!.from})`, objects: [ncp] });
+    const net = defaultsOf(index, NETWORK_OPERATOR_CHART);
+    if (net) {
+      const release = `${NETWORK_OPERATOR_CHART.chart} ${NETWORK_OPERATOR_CHART.version} chart`;
+      const refs = net.objects.flatMap((o) => imageRefsOf(o));
+      for (const ncp of index.ofKind('NicClusterPolicy', 'mellanox.com')) {
+        const g = ((ncp.spec ?? {}) as { global?: ImageCoordinates }).global ?? {};
+        const repository = g.repository;
+        if (repository === undefined || g.version === undefined) continue;
+        const inRepo = refs.filter((r) => r.repository.startsWith(`${repository.replace(/\/+$/, '')}/`) && r.tag !== undefined);
+        const tags = [...new Set(inRepo.map((r) => r.tag!))].sort();
+        if (tags.length === 0) {
+          const registries = [...new Set(refs.map((r) => r.repository.split('/').slice(0, -1).join('/')))].sort();
+          out.push({ message: `spec.global.repository is "${g.repository}"; the ${release} renders no image from it (its images come from ${registries.join(', ')})`, objects: [ncp] });
+        } else if (!tags.includes(g.version)) {
+          out.push({ message: `spec.global.version is "${g.version}"; the ${release}'s images in ${g.repository} are tagged ${tags.join(', ')} (e.g. ${inRepo[0].repository}:${inRepo[0].tag})`, objects: [ncp] });
         }
       }
     }
     return out;
+  },
+};
+
+/** The image repositories the vendored releases ship, with the tags they ship them with (their renders). */
+function releasedImages(index: ClusterIndex): Map<string, Set<string>> {
+  const out = new Map<string, Set<string>>();
+  const renders = [...(index.renders?.sources ?? []).filter((r) => r.type !== 'folder'), ...(index.renders?.defaults ?? [])];
+  for (const r of renders) {
+    for (const ref of r.objects.flatMap((o) => imageRefsOf(o))) {
+      if (ref.tag === undefined) continue;
+      const tags = out.get(ref.repository) ?? new Set<string>();
+      tags.add(ref.tag);
+      out.set(ref.repository, tags);
+    }
+  }
+  return out;
+}
+
+/** Kinds whose images image-matches-upstream compares with their chart's own. */
+const IMAGE_CHECKED_KINDS = new Set(['ClusterPolicy', 'NicClusterPolicy']);
+
+const releasedVersions: Rule = {
+  id: 'released-versions',
+  severity: 'error',
+  summary: 'every pinned chart version and overlay tag has a vendored release (--upstream), and every image of a repository those releases ship carries a tag they ship',
+  check(index) {
+    if (!index.renders?.upstream) return [];
+    const out: Violation[] = [];
+    for (const r of index.renders.sources) {
+      if (r.problem?.kind === 'unreleased') out.push({ message: r.problem.message, objects: [r.application] });
+    }
+    const released = releasedImages(index);
+    // The operators' CRs are compared field by field with their chart (image-matches-upstream).
+    for (const m of index.objects.filter((o) => !IMAGE_CHECKED_KINDS.has(o.kind))) {
+      for (const ref of imageRefsOf(m)) {
+        const tags = released.get(ref.repository);
+        if (!tags || ref.tag === undefined || tags.has(ref.tag)) continue;
+        out.push({
+          message: `${ref.path} is ${ref.repository}:${ref.tag}; the vendored releases ship ${ref.repository} only as ${[...tags].sort().join(', ')}: pin a released tag`,
+          objects: [m],
+        });
+      }
+    }
+    return out;
+  },
+};
+
+const applicationRenders: Rule = {
+  id: 'application-renders',
+  severity: 'error',
+  summary: 'every Application source renders with the real engines (helm template of the vendored chart with its values, kustomize build of the overlay or folder)',
+  check(index) {
+    return (index.renders?.sources ?? []).filter((r) => r.problem?.kind === 'failed')
+      .map((r) => ({ message: `${r.what} does not render: ${r.problem!.message}`, objects: [r.application] }));
   },
 };
 
@@ -76,67 +142,56 @@ function namespaceAllowed(spec: ProjectSpec, namespace: string): boolean {
   return dests.some((d) => !d.namespace?.startsWith('!') && glob(d.namespace, namespace));
 }
 
-function describeRelease(r: VendoredRelease): string {
-  return r.type === 'helm' ? `chart ${r.chart} ${r.version}` : `${r.repoURL.replace(/^https:\/\/github.com\//, '').replace(/\.git$/, '')}/${r.path} ${r.version}`;
-}
-
 function exampleOf(objs: readonly FootprintObject[]): string {
-  const names = [...new Set(objs.map((o) => `${o.kind}${o.name ? ` ${o.name}` : ''} (${o.source})`))];
+  const names = [...new Set(objs.map((o) => `${o.kind}${o.name ? ` ${o.name}` : ''}`))];
   return names.slice(0, 2).join(', ') + (names.length > 2 ? ` and ${names.length - 2} more` : '');
 }
 
-function checkApplication(index: ClusterIndex, app: Manifest, out: Violation[]): void {
-  const upstream = index.upstream!;
-  const spec = (app.spec ?? {}) as { project?: string; destination?: { namespace?: string }; syncPolicy?: { syncOptions?: string[] } };
+function checkFootprint(index: ClusterIndex, r: RenderedSource, out: Violation[]): void {
+  const app = r.application;
+  const spec = (app.spec ?? {}) as { project?: string; syncPolicy?: { syncOptions?: string[] } };
   const project = index.ofKind('AppProject', ARGO).find((p) => p.metadata.name === spec.project);
   if (!project) return; // application-project reports Applications without their project
   const pspec = (project.spec ?? {}) as ProjectSpec;
-  const destination = spec.destination?.namespace ?? '';
-  for (const source of applicationSources<ApplicationSource>(app)) {
-    const found = upstream.sourceFootprint(source, destination, app.metadata.name);
-    if (!found?.footprint) continue;
-    const what = describeRelease(found.release);
-    for (const f of found.footprint.failures) out.push({ message: `${what} refuses these values: ${f}`, objects: [app] });
-    const objects = [...found.footprint.objects];
-    if ((spec.syncPolicy?.syncOptions ?? []).includes('CreateNamespace=true')) {
-      objects.push({ apiVersion: 'v1', kind: 'Namespace', group: '', name: destination, scope: 'Cluster', source: 'syncOptions CreateNamespace=true' });
-    }
-    const missingKinds = new Map<string, FootprintObject[]>();
-    const missingNamespaces = new Map<string, FootprintObject[]>();
-    for (const o of objects) {
-      const scope = o.scope ?? index.scopeOf?.(o.apiVersion, o.kind) ?? 'Cluster';
-      if (scope === 'Cluster') {
-        if (!listed(pspec.clusterResourceWhitelist, o.group, o.kind) || listed(pspec.clusterResourceBlacklist, o.group, o.kind)) {
-          const key = `${o.group === '' ? 'core' : o.group}/${o.kind}${o.scope ? '' : ' (scope unknown, counted as cluster-scoped)'}`;
-          missingKinds.set(key, [...(missingKinds.get(key) ?? []), o]);
-        }
-      } else {
-        const ns = o.namespace ?? destination;
-        const kindRefused = (pspec.namespaceResourceWhitelist !== undefined && !listed(pspec.namespaceResourceWhitelist, o.group, o.kind))
-          || listed(pspec.namespaceResourceBlacklist, o.group, o.kind);
-        if (!namespaceAllowed(pspec, ns)) missingNamespaces.set(ns, [...(missingNamespaces.get(ns) ?? []), o]);
-        else if (kindRefused) missingKinds.set(`${o.group === '' ? 'core' : o.group}/${o.kind} (namespaced)`, [...(missingKinds.get(`${o.group}/${o.kind}`) ?? []), o]);
+  const objects = footprintOf(r, (apiVersion, kind) => index.scopeIn(apiVersion, kind));
+  if ((spec.syncPolicy?.syncOptions ?? []).includes('CreateNamespace=true')) {
+    objects.push({ apiVersion: 'v1', kind: 'Namespace', group: '', name: r.namespace, scope: 'Cluster', source: 'syncOptions CreateNamespace=true' });
+  }
+  const missingKinds = new Map<string, FootprintObject[]>();
+  const missingNamespaces = new Map<string, FootprintObject[]>();
+  const add = (map: Map<string, FootprintObject[]>, key: string, o: FootprintObject) => map.set(key, [...(map.get(key) ?? []), o]);
+  for (const o of objects) {
+    if ((o.scope ?? 'Cluster') === 'Cluster') {
+      if (!listed(pspec.clusterResourceWhitelist, o.group, o.kind) || listed(pspec.clusterResourceBlacklist, o.group, o.kind)) {
+        add(missingKinds, `${o.group === '' ? 'core' : o.group}/${o.kind}${o.scope ? '' : ' (scope unknown, counted as cluster-scoped)'}`, o);
       }
+      continue;
     }
-    for (const [kind, objs] of missingKinds) {
-      out.push({ message: `${what} creates ${kind}, e.g. ${exampleOf(objs)}; AppProject ${project.metadata.name} does not permit that kind, so Argo CD refuses the whole sync`, objects: [app, project] });
-    }
-    for (const [ns, objs] of missingNamespaces) {
-      out.push({ message: `${what} writes into namespace "${ns}" (${exampleOf(objs)}); AppProject ${project.metadata.name} has no destination for it, so Argo CD refuses the whole sync`, objects: [app, project] });
-    }
+    const ns = o.namespace ?? r.namespace;
+    const kindRefused = (pspec.namespaceResourceWhitelist !== undefined && !listed(pspec.namespaceResourceWhitelist, o.group, o.kind))
+      || listed(pspec.namespaceResourceBlacklist, o.group, o.kind);
+    if (!namespaceAllowed(pspec, ns)) add(missingNamespaces, ns, o);
+    else if (kindRefused) add(missingKinds, `${o.group === '' ? 'core' : o.group}/${o.kind} (namespaced)`, o);
+  }
+  for (const [kind, objs] of missingKinds) {
+    out.push({ message: `${r.what} creates ${kind}, e.g. ${exampleOf(objs)} (${objs[0].source}); AppProject ${project.metadata.name} does not permit that kind, so Argo CD refuses the whole sync`, objects: [app, project] });
+  }
+  for (const [ns, objs] of missingNamespaces) {
+    out.push({ message: `${r.what} writes into namespace "${ns}" (${exampleOf(objs)}); AppProject ${project.metadata.name} has no destination for it, so Argo CD refuses the whole sync`, objects: [app, project] });
   }
 }
 
 const appProjectPermitsFootprint: Rule = {
   id: 'appproject-permits-install-footprint',
   severity: 'error',
-  summary: 'the AppProject permits every namespace and cluster-scoped kind a managed install creates (read from the vendored chart/overlay with its values)',
+  summary: 'the AppProject permits every namespace and kind a managed install creates, as helm template / kustomize build render it with the Application\'s values or patches',
   check(index) {
-    if (!index.upstream) return [];
     const out: Violation[] = [];
-    for (const app of index.ofKind('Application', ARGO)) if (apiGroup(app.apiVersion) === ARGO) checkApplication(index, app, out);
+    for (const r of index.renders?.sources ?? []) if (r.type !== 'folder' && r.problem === undefined) checkFootprint(index, r, out);
     return out;
   },
 };
 
-export const UPSTREAM_RULES: readonly Rule[] = [imageMatchesUpstream, appProjectPermitsFootprint];
+/** The rules that need the engines' renders (`check` runs them; they report nothing without renders). */
+export const UPSTREAM_RULES: readonly Rule[] = [applicationRenders, releasedVersions, imageMatchesUpstream, appProjectPermitsFootprint];
+

@@ -1,9 +1,10 @@
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { checkCluster, formatFinding, RULES } from '../check/engine';
+import { renderClusterSources } from '../check/renders';
 import { ScopeOf } from '../check/rule';
 import { readClusters } from '../check/tree';
-import { UPSTREAM_RULES } from '../check/upstream';
+import { describeEngines, EngineError, LAYER_PACKAGE, MIN_VERSIONS, resolveEngines } from '../engines';
 import { CLUSTERS_DIR, DEFAULT_OUT, DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../paths';
 import { descriptionFiles, InputError, loadModels } from '../pipeline';
 import { consoleIo, EXIT, Io } from './io';
@@ -19,11 +20,23 @@ function scopeLookup(dirs: string[] | undefined): ScopeOf | undefined {
   return (apiVersion, kind) => store.lookup(apiVersion, kind)?.scope;
 }
 
+/** The engines line(s) of --help and the report: which helm and kustomize `check` runs, or why none. */
+export async function engineLines(): Promise<string[]> {
+  try {
+    return describeEngines(await resolveEngines());
+  } catch (e) {
+    if (e instanceof EngineError) return [`none usable: ${e.message}`];
+    throw e;
+  }
+}
+
 /**
  * `check DIR ...`: the cross-object rules over rendered trees read from disk, one cluster per
- * folder. The model of each cluster (its capacity) comes from the description of the same name.
+ * folder, with every Application's charts, overlays and folders rendered by the real engines (helm,
+ * kustomize) from the upstream installs folder. The model of each cluster (its capacity) comes from the
+ * description of the same name.
  */
-export function runCheck(args: string[], io: Io = consoleIo, help = ''): number {
+export async function runCheck(args: string[], io: Io = consoleIo, help = ''): Promise<number> {
   const { values, positionals } = parseArgs({
     args,
     options: {
@@ -39,6 +52,8 @@ export function runCheck(args: string[], io: Io = consoleIo, help = ''): number 
   });
   if (values.help) {
     io.out(help);
+    io.out(`Engines check renders the Applications with (helm >= ${MIN_VERSIONS.helm} and kustomize >= ${MIN_VERSIONS.kustomize} from PATH, else ${LAYER_PACKAGE}):`);
+    for (const l of await engineLines()) io.out(`  ${l}`);
     return EXIT.ok;
   }
   if (values['list-rules']) {
@@ -54,18 +69,34 @@ export function runCheck(args: string[], io: Io = consoleIo, help = ''): number 
   for (const c of configs) if (!existsSync(c)) throw new InputError(`--config ${c}: no such file`);
   const models = loadModels(configs.length > 0 ? configs : descriptionFiles(CLUSTERS_DIR));
   const scopeOf = scopeLookup(values.schemas);
-  const upstream = upstreamDir(values.upstream);
+  const upstream = upstreamDir(values.upstream) ?? DEFAULT_UPSTREAM;
 
   const t0 = performance.now();
   const views = dirs.flatMap(readClusters).map((v) => ({ ...v, model: models.find((m) => m.name === v.name) }));
-  const findings = views.flatMap((v) => checkCluster(v, { scopeOf, upstream }));
-  const errors = findings.filter((f) => f.severity === 'error');
   const objects = views.reduce((s, v) => s + v.folders.reduce((n, f) => n + f.objects.length, 0), 0);
   if (objects === 0) throw new InputError(`check: no rendered objects in ${dirs.join(', ')}`);
+  const t1 = performance.now();
+  const engines = await resolveEngines().catch((e: unknown) => {
+    if (e instanceof EngineError) throw new InputError(`check: no engines to render the Applications with: ${e.message}; put helm >= ${MIN_VERSIONS.helm} and kubectl with kustomize >= ${MIN_VERSIONS.kustomize} on PATH`);
+    throw e;
+  });
+  const renders = await Promise.all(views.map((v) => renderClusterSources(v, { scopeOf, upstream })));
+  const t2 = performance.now();
+  const findings = views.flatMap((v, i) => checkCluster(v, { scopeOf, renders: renders[i] }));
+  const t3 = performance.now();
+  const rendered = renders.reduce((n, r) => n + r.sources.filter((s) => s.problem === undefined).length, 0);
+  const timings = { read: t1 - t0, render: t2 - t1, rules: t3 - t2, total: t3 - t0 };
+  const errors = findings.filter((f) => f.severity === 'error');
+  const hasUpstream = existsSync(upstream);
   if (format === 'json') {
+    const engine = (e: typeof engines.helm) => ({ version: e.version, path: e.path, source: e.source, ...(e.via ? { via: e.via } : {}) });
     io.out(JSON.stringify({
       clusters: views.map((v) => ({ name: v.name, model: v.model !== undefined })),
       objects,
+      engines: { helm: engine(engines.helm), kustomize: engine(engines.kustomize) },
+      upstream: hasUpstream ? upstream : null,
+      renderedSources: rendered,
+      timings,
       errors: errors.length,
       warnings: findings.length - errors.length,
       findings,
@@ -73,12 +104,13 @@ export function runCheck(args: string[], io: Io = consoleIo, help = ''): number 
   } else {
     for (const f of findings) (f.severity === 'error' ? io.err : io.out)(formatFinding(f));
     for (const v of views) if (!v.model && !values.quiet && v.folders.some((f) => f.objects.some((m) => m.kind === 'ClusterQueue'))) io.out(`note: ${v.name}: no description of that name; capacity rules fall back to the queues' quotas`);
-    if (!values.quiet && !existsSync(upstream ?? DEFAULT_UPSTREAM)) {
-      io.out(`note: no upstream installs at ${upstream ?? DEFAULT_UPSTREAM}; ${UPSTREAM_RULES.map((r) => r.id).join(' and ')} skipped (--upstream DIR)`);
+    if (!values.quiet && !hasUpstream) {
+      io.out(`note: no upstream installs at ${upstream}: charts and git overlays are not rendered, so their rules see nothing of them (--upstream DIR)`);
     }
     if (!values.quiet) {
-      io.out(`${errors.length === 0 ? 'ok' : 'FAILED'}: ${views.length} cluster(s), ${objects} objects, ${errors.length} errors, `
-        + `${findings.length - errors.length} warnings (${((performance.now() - t0) / 1000).toFixed(2)} s)`);
+      for (const l of describeEngines(engines)) io.out(`engine: ${l}`);
+      io.out(`${errors.length === 0 ? 'ok' : 'FAILED'}: ${views.length} cluster(s), ${objects} objects, ${rendered} Application sources rendered, ${errors.length} errors, `
+        + `${findings.length - errors.length} warnings (${(timings.total / 1000).toFixed(2)} s, rendering ${(timings.render / 1000).toFixed(2)} s)`);
     }
   }
   return errors.length === 0 ? EXIT.ok : EXIT.failed;

@@ -149,14 +149,14 @@ export function runDiff(args: string[], io: Io = consoleIo, help = ''): number {
     return EXIT.ok;
   }
   const format = outputFormat(values.format);
-  const { configs, schemas, upstream } = renderInputs(values);
+  const { configs, schemas } = renderInputs(values);
   const committed = outputRoot(values.out ?? DEFAULT_OUT);
   recoverOutput(committed, { command: 'diff', notify: io.err });
 
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'gpu-cluster-diff-'));
   try {
     const fresh = path.join(tmp, 'out');
-    const result = synth({ configs, clustersDir: CLUSTERS_DIR, out: fresh, schemas, upstream });
+    const result = synth({ configs, clustersDir: CLUSTERS_DIR, out: fresh, schemas });
     const clusters = configs.length > 0 ? result.clusters.map((c) => c.name) : undefined;
     const d = diffTrees(committed, fresh, clusters);
     const count = (c: ObjectChange['change']) => d.objects.filter((o) => o.change === c).length;

@@ -8,7 +8,6 @@ export const RENDER_OPTIONS = {
   'config': { type: 'string', multiple: true },
   'out': { type: 'string' },
   'schemas': { type: 'string', multiple: true },
-  'upstream': { type: 'string' },
   'no-validate': { type: 'boolean' },
   'format': { type: 'string' },
   'help': { type: 'boolean', short: 'h' },
@@ -19,7 +18,6 @@ export interface RenderOptionValues {
   readonly 'config'?: string[];
   readonly 'schemas'?: string[];
   readonly 'no-validate'?: boolean;
-  readonly 'upstream'?: string;
 }
 
 /** The upstream installs folder a command names; an explicit one that does not exist is bad input. */
@@ -34,10 +32,10 @@ export function schemaDirs(values: readonly string[] | undefined): string[] {
 }
 
 /** Checks the description files and schema directories a render names; every missing one is bad input. */
-export function renderInputs(values: RenderOptionValues): { configs: string[]; schemas: string[] | false; upstream?: string } {
+export function renderInputs(values: RenderOptionValues): { configs: string[]; schemas: string[] | false } {
   const configs = values.config ?? [];
   for (const c of configs) if (!existsSync(c)) throw new InputError(`--config ${c}: no such file`);
   const schemas = values['no-validate'] ? false : schemaDirs(values.schemas);
   if (schemas) for (const s of schemas) if (!existsSync(s)) throw new SchemaDirectoryMissing(s);
-  return { configs, schemas, upstream: upstreamDir(values.upstream) };
+  return { configs, schemas };
 }

@@ -303,6 +303,11 @@ const monitoring = z.strictObject({
     .describe('ServiceAccount of the VMAgent in monitoring.namespace: the only subject allowed to read /metrics endpoints that authorise callers (Kueue). '
       + 'Default: vmagent-vm-victoria-metrics-k8s-stack, what the victoria-metrics-k8s-stack chart creates for release "vm" (installs.monitoring: managed); '
       + 'for a pre-installed stack, vmagent-<name of its VMAgent> (kubectl get vmagent -A).'),
+  serviceMonitorCrd: z.boolean().default(false)
+    .describe('The cluster serves the prometheus-operator ServiceMonitor CRD (monitoring.coreos.com/v1: kubectl get crd servicemonitors.monitoring.coreos.com). '
+      + 'Then the GPU Operator (v26.7.0) creates ServiceMonitors for itself and its node status exporter, and the VictoriaMetrics operator converts them '
+      + 'into scrapes (its default): no scrape of the toolkit\'s own is rendered for those two (each would be scraped twice). Charts render what they render '
+      + 'when the API exists (Argo CD passes it to helm).'),
   grafanaDashboardLabel: z.strictObject({
     key: labelKey().default('grafana_dashboard').describe('Label key.'),
     value: labelValue().default('1').describe('Label value.'),

@@ -149,6 +149,12 @@ export interface ClusterModel {
   readonly allocatedNodePorts: readonly AllocatedNodePort[];
   /** Labels carried by every rendered object. */
   readonly commonLabels: Readonly<Record<string, string>>;
+  /**
+   * API versions the cluster serves besides the built-in ones and the CRDs of the rendered objects, as far as
+   * the description tells (`monitoring.coreos.com/v1` with monitoring.serviceMonitorCrd): Argo CD passes what the
+   * cluster serves to helm, and charts render more when an API is there.
+   */
+  readonly servedApiVersions: readonly string[];
 }
 
 /**
@@ -376,5 +382,6 @@ export function buildModel(d: ClusterDescription): ClusterModel {
     adopted: adoptedObjects(d),
     allocatedNodePorts: allocatedNodePorts(d),
     commonLabels: { [LABELS.managedBy]: MANAGED_BY, [LABELS.partOf]: d.name },
+    servedApiVersions: d.monitoring.serviceMonitorCrd ? ['monitoring.coreos.com/v1'] : [],
   };
 }

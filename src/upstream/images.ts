@@ -5,44 +5,8 @@ export interface ImageCoordinates {
   readonly version?: string;
 }
 
-/** The chart's default for one image field of a CR, and where it comes from. */
-export interface ImageDefault extends ImageCoordinates {
-  /** values.yaml path the CR field is filled from (`validator`, `driver.manager`). */
-  readonly valuesPath: string;
-  /** The version came from the chart's appVersion (values.yaml leaves it unset). */
-  readonly versionFromAppVersion: boolean;
-}
-
 /** The fields of an image reference in the GPU Operator's values and ClusterPolicy. */
 export const IMAGE_FIELDS = ['repository', 'image', 'version'] as const;
-
-/**
- * Reads a CR template (clusterpolicy.yaml) line by line and maps each CR path that sets image
- * fields from `.Values` to the values path it reads: `spec.validator` -> `validator`, with whether the
- * version falls back to `.Chart.AppVersion`. Control lines (`{{- if ... }}`) do not count as keys.
- */
-export function imageFieldsOfTemplate(template: string): Map<string, { valuesPath: string; versionFromAppVersion: boolean }> {
-  const out = new Map<string, { valuesPath: string; versionFromAppVersion: boolean }>();
-  const stack: { indent: number; key: string }[] = [];
-  for (const line of template.split('\n')) {
-    const m = /^( *)([A-Za-z][\w-]*):\s*(.*)$/.exec(line);
-    if (!m) continue;
-    const indent = m[1].length;
-    const [key, value] = [m[2], m[3]];
-    while (stack.length > 0 && stack[stack.length - 1].indent >= indent) stack.pop();
-    const ref = /\{\{-?\s*\.Values\.([\w.]+)\.(repository|image|version)\b([^}]*)\}\}/.exec(value);
-    if ((IMAGE_FIELDS as readonly string[]).includes(key) && ref && ref[2] === key) {
-      const crPath = stack.map((s) => s.key).join('.');
-      const prev = out.get(crPath);
-      out.set(crPath, {
-        valuesPath: ref[1],
-        versionFromAppVersion: (prev?.versionFromAppVersion ?? false) || (key === 'version' && /default\s+\.Chart\.AppVersion/.test(ref[3])),
-      });
-    }
-    if (value === '') stack.push({ indent, key });
-  }
-  return out;
-}
 
 /** Image coordinate objects inside a CR's spec: every object with a string repository, image or version. */
 export function imageObjects(
@@ -58,5 +22,57 @@ export function imageObjects(
   // `image` alone under a container-like object is a full reference, not CR coordinates; CRs pair it with the others.
   if (Object.keys(fields).length > 0 && (fields.repository !== undefined || fields.version !== undefined || typeof o.image === 'string')) out.push({ path, value: fields });
   for (const [k, v] of Object.entries(o)) imageObjects(v, path ? `${path}.${k}` : k, out);
+  return out;
+}
+
+/** An image reference split into repository (registry and path) and tag. */
+export interface ImageRef {
+  readonly repository: string;
+  readonly tag?: string;
+  readonly digest?: string;
+  /** Field path it was found at. */
+  readonly path: string;
+}
+
+/** `registry/path/name:tag@digest` split; undefined for what is no image reference (spaces, templates, empty). */
+export function parseImageRef(ref: string, path = ''): ImageRef | undefined {
+  if (ref === '' || /[\s{}$]/.test(ref)) return undefined;
+  const at = ref.indexOf('@');
+  const name = at >= 0 ? ref.slice(0, at) : ref;
+  const colon = name.lastIndexOf(':');
+  const tagged = colon > name.lastIndexOf('/');
+  return {
+    repository: tagged ? name.slice(0, colon) : name,
+    ...(tagged ? { tag: name.slice(colon + 1) } : {}),
+    ...(at >= 0 ? { digest: ref.slice(at + 1) } : {}),
+    path,
+  };
+}
+
+/**
+ * Every complete image reference in an object: string `image` fields (containers, and CRs that name a whole
+ * reference), environment variables whose name ends in `_IMAGE` (operators pass their operands' images so),
+ * and CR coordinates that name repository, image and version together (`repository/image:version`).
+ */
+export function imageRefsOf(node: unknown, path = '', out: ImageRef[] = []): ImageRef[] {
+  if (Array.isArray(node)) {
+    node.forEach((v, i) => imageRefsOf(v, `${path}[${i}]`, out));
+    return out;
+  }
+  if (typeof node !== 'object' || node === null) return out;
+  const o = node as Record<string, unknown>;
+  const at = (k: string) => (path ? `${path}.${k}` : k);
+  if (typeof o.repository === 'string' && typeof o.image === 'string' && typeof o.version === 'string' && o.repository !== '' && o.version !== '') {
+    const ref = parseImageRef(`${o.repository.replace(/\/+$/, '')}/${o.image}:${o.version}`, path);
+    if (ref) out.push(ref);
+  } else if (typeof o.image === 'string') {
+    const ref = parseImageRef(o.image, at('image'));
+    if (ref) out.push(ref);
+  }
+  if (typeof o.name === 'string' && /_IMAGE$/.test(o.name) && typeof o.value === 'string') {
+    const ref = parseImageRef(o.value, at('value'));
+    if (ref) out.push(ref);
+  }
+  for (const [k, v] of Object.entries(o)) if (typeof v === 'object') imageRefsOf(v, at(k), out);
   return out;
 }

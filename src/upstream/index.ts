@@ -1,7 +1,8 @@
 export * from './footprint';
 export * from './images';
 export * from './releases';
-export * from './upstream';
-export { helmFootprint, loadChart, mergeValues, evaluateExpression } from './helm';
-export { kustomizeFootprint, KustomizePatch } from './kustomize';
-export { parseTemplate, parseExpression, renderNodes, Unknown, UNKNOWN_TEXT } from './go-template';
+export { ClusterRenders, parseOutput, renderApplications, RenderContext, RenderedSource, SourceType } from './render';
+export { RenderCache, RenderOutput } from './render-cache';
+export { DependencyNotVendored, locateChart, locateOverlay, renderableChart } from './chart';
+export { conditionHolds, mergeValues, valueAt } from './values';
+export { treeDigest } from './tree';

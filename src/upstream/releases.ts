@@ -1,6 +1,26 @@
 import { VERSIONS } from '../versions';
 
-/** A Helm chart of a pinned release, vendored under ../shared/upstream-installs/<folder>/<chartPath>. */
+/** A CRD an install brings that its rendered manifests do not show. */
+export interface CrdRef {
+  readonly group: string;
+  readonly kind: string;
+  readonly scope: 'Namespaced' | 'Cluster';
+}
+
+/** CRDs an install creates outside what `helm template`/`kustomize build` of the vendored copy prints. */
+export interface UnrenderedCrds {
+  /** Chart path ('' = the chart itself) whose CRDs these are; they count when that chart is part of the render. */
+  readonly chartPath: string;
+  /**
+   * Why the render lacks them: `crds/` of the upstream chart, not vendored (a folder filled with
+   * `helm pull --untar` has it: then the rendered CRDs count and this list is not used), or applied at run
+   * time by the operator.
+   */
+  readonly from: 'crds-not-vendored' | 'operator';
+  readonly crds: readonly CrdRef[];
+}
+
+/** A Helm chart of a pinned release, vendored under `<upstream>/<folder>/<chartPath>`. */
 export interface VendoredChart {
   readonly type: 'helm';
   /** Chart name as Argo CD sources name it. */
@@ -10,17 +30,20 @@ export interface VendoredChart {
   readonly folder: string;
   readonly chartPath: string;
   /**
-   * Version and appVersion of the published chart when the vendored Chart.yaml (read at the git tag)
-   * carries placeholders: the release workflow sets both to the tag (SOURCES.md).
+   * What the release workflow changes in the git tree before `helm package`, when the vendored copy (read at
+   * the git tag) differs from the published chart: Chart.yaml's version and appVersion, and values.yaml
+   * entries (dotted path -> value). The render uses a temporary copy stamped the same way.
    */
-  readonly published?: { readonly version: string; readonly appVersion: string };
-  /** Chart paths ('' = the chart) whose crds/ folder exists upstream but was not vendored (SOURCES.md). */
-  readonly crdsNotVendored: readonly string[];
-  /** False when only Chart.yaml/values.yaml were vendored: no footprint can be read. */
-  readonly templatesVendored: boolean;
+  readonly published?: { readonly version: string; readonly appVersion: string; readonly values?: Readonly<Record<string, unknown>> };
+  /**
+   * Dependencies listed in Chart.yaml that are not vendored, all disabled by default (SOURCES.md): the
+   * render uses a temporary copy without them, and values that enable one are refused.
+   */
+  readonly unvendoredDependencies: readonly string[];
+  readonly unrenderedCrds: readonly UnrenderedCrds[];
 }
 
-/** A kustomize overlay of a pinned release read from git at a tag. */
+/** A kustomize overlay of a pinned release read from git at a tag, vendored under `<upstream>/<folder>/<path>`. */
 export interface VendoredOverlay {
   readonly type: 'kustomize';
   readonly repoURL: string;
@@ -34,8 +57,16 @@ export type VendoredRelease = VendoredChart | VendoredOverlay;
 const gpu = VERSIONS.gpuOperator;
 const net = VERSIONS.networkOperator;
 const vm = VERSIONS.victoriaMetricsK8sStack;
+const dynamo = VERSIONS.dynamoPlatform;
 
-/** The GPU Operator chart at the pinned tag. */
+/** Node Feature Discovery's CRDs (charts/node-feature-discovery/crds/nfd-api-crds.yaml of both NVIDIA charts). */
+const NFD_CRDS: UnrenderedCrds['crds'] = [
+  { group: 'nfd.k8s-sigs.io', kind: 'NodeFeature', scope: 'Namespaced' },
+  { group: 'nfd.k8s-sigs.io', kind: 'NodeFeatureGroup', scope: 'Namespaced' },
+  { group: 'nfd.k8s-sigs.io', kind: 'NodeFeatureRule', scope: 'Cluster' },
+];
+
+/** The GPU Operator chart at the pinned tag (crds/ as listed in the tag's deployments/gpu-operator/crds/). */
 export const GPU_OPERATOR_CHART: VendoredChart = {
   type: 'helm',
   chart: gpu.chart,
@@ -43,8 +74,21 @@ export const GPU_OPERATOR_CHART: VendoredChart = {
   folder: `gpu-operator-${gpu.version}`,
   chartPath: 'deployments/gpu-operator',
   published: { version: gpu.version, appVersion: gpu.version },
-  crdsNotVendored: ['', 'charts/node-feature-discovery'],
-  templatesVendored: true,
+  unvendoredDependencies: [],
+  unrenderedCrds: [
+    {
+      chartPath: '',
+      from: 'crds-not-vendored',
+      crds: [
+        { group: 'nvidia.com', kind: 'ClusterPolicy', scope: 'Cluster' },
+        { group: 'nvidia.com', kind: 'GPUCluster', scope: 'Cluster' },
+        { group: 'nvidia.com', kind: 'NVIDIADriver', scope: 'Cluster' },
+        { group: 'resource.nvidia.com', kind: 'ComputeDomain', scope: 'Namespaced' },
+        { group: 'resource.nvidia.com', kind: 'ComputeDomainClique', scope: 'Namespaced' },
+      ],
+    },
+    { chartPath: 'charts/node-feature-discovery', from: 'crds-not-vendored', crds: NFD_CRDS },
+  ],
 };
 
 /** The Network Operator chart (its Chart.yaml at the tag already says 26.4.1 / v26.4.1). */
@@ -54,45 +98,113 @@ export const NETWORK_OPERATOR_CHART: VendoredChart = {
   version: net.version,
   folder: `network-operator-v${net.version}`,
   chartPath: 'deployment/network-operator',
-  crdsNotVendored: ['', 'charts/node-feature-discovery', 'charts/sriov-network-operator', 'charts/maintenance-operator-chart'],
-  templatesVendored: true,
+  unvendoredDependencies: [],
+  unrenderedCrds: [
+    {
+      chartPath: '',
+      from: 'crds-not-vendored',
+      crds: [
+        { group: 'k8s.cni.cncf.io', kind: 'NetworkAttachmentDefinition', scope: 'Namespaced' },
+        ...['HostDeviceNetwork', 'IPoIBNetwork', 'MacvlanNetwork', 'NicClusterPolicy', 'NicNodePolicy'].map((kind) => ({ group: 'mellanox.com', kind, scope: 'Cluster' as const })),
+      ],
+    },
+    { chartPath: 'charts/node-feature-discovery', from: 'crds-not-vendored', crds: NFD_CRDS },
+    {
+      chartPath: 'charts/maintenance-operator-chart',
+      from: 'crds-not-vendored',
+      crds: ['MaintenanceOperatorConfig', 'NodeMaintenance'].map((kind) => ({ group: 'maintenance.nvidia.com', kind, scope: 'Namespaced' as const })),
+    },
+    {
+      chartPath: 'charts/sriov-network-operator',
+      from: 'crds-not-vendored',
+      crds: [
+        ...['DeviceAttributes', 'SriovResourcePolicy'].map((kind) => ({ group: 'sriovnetwork.k8snetworkplumbingwg.io', kind, scope: 'Namespaced' as const })),
+        ...['OVSNetwork', 'SriovIBNetwork', 'SriovNetworkNodePolicy', 'SriovNetworkNodeState', 'SriovNetworkPoolConfig', 'SriovNetwork', 'SriovOperatorConfig']
+          .map((kind) => ({ group: 'sriovnetwork.openshift.io', kind, scope: 'Namespaced' as const })),
+      ],
+    },
+  ],
 };
 
-/** Every vendored release a managed install can point at. */
+/**
+ * Kueue's chart at the tag names the staging images (`us-central1-docker.pkg.dev/k8s-staging-images/kueue/...:release-0.19`,
+ * pull policy Always); hack/helm-chart-package.sh stamps the published chart of a release tag with the promoted
+ * images (`registry.k8s.io/kueue/<image>:<tag>`, IfNotPresent) and the tag as version and appVersion.
+ */
+const kueueTag = `v${VERSIONS.kueue.version}`;
+const kueueImage = (name: string) => ({ repository: `registry.k8s.io/kueue/${name}`, tag: kueueTag, pullPolicy: 'IfNotPresent' });
+export const KUEUE_CHART: VendoredChart = {
+  type: 'helm',
+  chart: VERSIONS.kueue.chart,
+  version: VERSIONS.kueue.version,
+  folder: `kueue-${kueueTag}`,
+  chartPath: 'charts/kueue',
+  published: {
+    version: VERSIONS.kueue.version,
+    appVersion: kueueTag,
+    values: {
+      'controllerManager.manager.image': kueueImage('kueue'),
+      'kueueViz.backend.image': kueueImage('kueueviz-backend'),
+      'kueueViz.frontend.image': kueueImage('kueueviz-frontend'),
+    },
+  },
+  unvendoredDependencies: [],
+  unrenderedCrds: [],
+};
+
+/** dynamo-platform 1.4.0 (the release's branch point; SOURCES.md). */
+export const DYNAMO_PLATFORM_CHART: VendoredChart = {
+  type: 'helm',
+  chart: dynamo.chart,
+  version: dynamo.version,
+  folder: `${dynamo.chart}-${dynamo.version}-branchpoint`,
+  chartPath: 'deploy/helm/charts/platform',
+  unvendoredDependencies: ['kai-scheduler', 'grove-charts'],
+  unrenderedCrds: [{
+    // upgradeCRD (default true): the operator's crd-apply init container applies the CRDs its image ships
+    chartPath: 'charts/dynamo-operator',
+    from: 'operator',
+    crds: ['DynamoGraphDeployment', 'DynamoComponentDeployment', 'DynamoGraphDeploymentRequest', 'DynamoGraphDeploymentScalingAdapter', 'DynamoModel']
+      .map((kind) => ({ group: 'nvidia.com', kind, scope: 'Namespaced' as const })),
+  }],
+};
+
+/**
+ * Every vendored release an Application may point at: the evidence that a pinned chart version or
+ * overlay revision was released (SOURCES.md names the tag of each folder).
+ */
 export const VENDORED_RELEASES: readonly VendoredRelease[] = [
   GPU_OPERATOR_CHART,
   NETWORK_OPERATOR_CHART,
-  {
-    type: 'helm',
-    chart: VERSIONS.kueue.chart,
-    version: VERSIONS.kueue.version,
-    folder: `kueue-v${VERSIONS.kueue.version}`,
-    chartPath: 'charts/kueue',
-    crdsNotVendored: [],
-    templatesVendored: true,
-  },
+  KUEUE_CHART,
   {
     type: 'helm',
     chart: vm.chart,
     version: vm.version,
     folder: `${vm.chart}-${vm.version}`,
     chartPath: `charts/${vm.chart}`,
-    crdsNotVendored: [],
-    templatesVendored: false,
+    unvendoredDependencies: [],
+    unrenderedCrds: [],
   },
+  DYNAMO_PLATFORM_CHART,
   {
-    // dynamo-platform at main (no release tag): only Chart.yaml and values.yaml are vendored.
     type: 'helm',
-    chart: VERSIONS.dynamoPlatform.chart,
-    version: VERSIONS.dynamoPlatform.version,
-    folder: `${VERSIONS.dynamoPlatform.chart}-${VERSIONS.dynamoPlatform.version}-main`,
-    chartPath: 'deploy/helm/charts/platform',
-    crdsNotVendored: [],
-    templatesVendored: false,
+    chart: 'kubernetes-dashboard',
+    version: '7.13.0',
+    folder: 'kubernetes-dashboard-7.13.0',
+    chartPath: 'charts/kubernetes-dashboard',
+    unvendoredDependencies: ['cert-manager'],
+    unrenderedCrds: [],
   },
   { type: 'kustomize', ...VERSIONS.mpiOperator, folder: `mpi-operator-${VERSIONS.mpiOperator.version}` },
   { type: 'kustomize', ...VERSIONS.trainingOperator, folder: `training-operator-${VERSIONS.trainingOperator.version}` },
 ];
+
+/**
+ * Vendored folders that are not releases (SOURCES.md: read from a branch with no release tag). A chart
+ * found there is no evidence of a release.
+ */
+export const UNRELEASED_FOLDERS: readonly string[] = ['dynamo-platform-1.5.0-main'];
 
 /** An Argo CD Application source, as rendered. */
 export interface ApplicationSource {
@@ -100,17 +212,45 @@ export interface ApplicationSource {
   readonly chart?: string;
   readonly path?: string;
   readonly targetRevision?: string;
-  readonly helm?: { readonly releaseName?: string; readonly valuesObject?: Record<string, unknown> };
-  readonly kustomize?: { readonly namespace?: string; readonly patches?: readonly Record<string, unknown>[] };
+  readonly helm?: {
+    readonly releaseName?: string;
+    readonly valuesObject?: Record<string, unknown>;
+    readonly values?: string;
+    readonly valueFiles?: readonly string[];
+    readonly parameters?: readonly { readonly name?: string; readonly value?: string; readonly forceString?: boolean }[];
+    readonly skipCrds?: boolean;
+    readonly skipTests?: boolean;
+    readonly namespace?: string;
+    readonly kubeVersion?: string;
+    readonly apiVersions?: readonly string[];
+  };
+  readonly kustomize?: {
+    readonly namespace?: string;
+    readonly namePrefix?: string;
+    readonly nameSuffix?: string;
+    readonly images?: readonly string[];
+    readonly patches?: readonly Record<string, unknown>[];
+    readonly commonLabels?: Record<string, string>;
+    readonly commonAnnotations?: Record<string, string>;
+  };
 }
 
-/** The vendored release an Application source installs, if any (same chart or repo/path, same version). */
+/** The chart name of a Helm source: `chart`, or the last segment of an `oci://` repository URL. */
+export function chartOfSource(s: ApplicationSource): string | undefined {
+  if (s.chart !== undefined) return s.chart;
+  return s.repoURL?.startsWith('oci://') ? s.repoURL.replace(/\/+$/, '').split('/').pop() : undefined;
+}
+
+/** Whether a source is a Helm chart (a repository chart or an OCI artifact). */
+export function isHelmSource(s: ApplicationSource): boolean {
+  return chartOfSource(s) !== undefined;
+}
+
+/** The registered release a source installs, if any (same chart or repo/path, same version). */
 export function releaseOfSource(s: ApplicationSource): VendoredRelease | undefined {
+  const chart = chartOfSource(s);
   return VENDORED_RELEASES.find((r) => {
-    if (r.type === 'kustomize') return s.repoURL === r.repoURL && s.path?.replace(/^\.\//, '') === r.path && s.targetRevision === r.version;
-    if (s.targetRevision !== r.version) return false;
-    if (s.chart !== undefined) return s.chart === r.chart;
-    // An OCI source names the chart as the last segment of the URL.
-    return s.repoURL?.startsWith('oci://') === true && s.repoURL.split('/').pop() === r.chart;
+    if (r.type === 'kustomize') return chart === undefined && s.repoURL === r.repoURL && s.path?.replace(/^\.\//, '').replace(/\/+$/, '') === r.path && s.targetRevision === r.version;
+    return chart === r.chart && s.targetRevision === r.version;
   });
 }

@@ -24,7 +24,7 @@ export interface SchemaEntry {
 }
 
 /** Core (non-CRD) kinds that are cluster-scoped; every other core kind is namespaced. */
-const CLUSTER_SCOPED_CORE = new Set([
+export const CLUSTER_SCOPED_CORE: ReadonlySet<string> = new Set([
   'Namespace', 'Node', 'PersistentVolume', 'StorageClass', 'ClusterRole', 'ClusterRoleBinding', 'PriorityClass',
   'CustomResourceDefinition', 'ValidatingWebhookConfiguration', 'MutatingWebhookConfiguration', 'APIService',
   'CSIDriver', 'CSINode', 'RuntimeClass', 'IngressClass', 'VolumeAttachment', 'ComponentStatus',

@@ -2,14 +2,12 @@ import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { checkCluster, ClusterView, PLACEMENT_RULES, simulatedNodes } from '../../src/check';
-import { upstreamDeployments } from '../../src/check/placement/upstream';
+import { checkCluster, checkClusterRendered, ClusterView, PLACEMENT_RULES, simulatedNodes } from '../../src/check';
 import { loadDescription } from '../../src/model/load';
 import { buildModel, ClusterModel } from '../../src/model/model';
 import { DEFAULT_UPSTREAM, PROJECT_ROOT } from '../../src/paths';
 import { Manifest } from '../../src/render/manifest';
 import { renderCluster } from '../../src/render/render';
-import { mergeValues } from '../../src/upstream/helm';
 import { modelOf } from '../helpers';
 
 /** The vendored upstream installs; the tests that read them are skipped (and reported so) without them. */
@@ -24,8 +22,8 @@ function viewOf(model: ClusterModel): ClusterView & { all: Manifest[] } {
   return { name: c.name, model, folders, all: folders.flatMap((f) => f.objects) };
 }
 
-function placementMessages(view: ClusterView, upstream?: string): string[] {
-  return checkCluster(view, { rules: PLACEMENT_RULES, upstream }).map((f) => f.message);
+function placementMessages(view: ClusterView): string[] {
+  return checkCluster(view, { rules: PLACEMENT_RULES }).map((f) => f.message);
 }
 
 function find(view: { all: Manifest[] }, kind: string, nameEnd: string): any {
@@ -136,44 +134,49 @@ describe('placement of the rendered clusters', () => {
   });
 });
 
-describe.skipIf(!HAS_UPSTREAM)('managed installs from the vendored upstream files', () => {
-  it('the MPI and Training Operator Deployments never schedule on the training cluster without our kustomize patches', () => {
+describe.skipIf(!HAS_UPSTREAM)('managed installs, as the engines render them', () => {
+  /** Placement findings of a view, its Applications rendered by helm and kustomize. */
+  async function rendered(view: ClusterView, upstream = DEFAULT_UPSTREAM): Promise<string[]> {
+    return (await checkClusterRendered(view, { rules: PLACEMENT_RULES, upstream })).findings.map((f) => f.message);
+  }
+
+  it('the MPI and Training Operator Deployments never schedule on the training cluster without our kustomize patches', async () => {
     const view = viewOf(TRAINING);
     for (const app of view.all.filter((o) => o.kind === 'Application' && /(mpi|training)-operator-install$/.test(o.metadata.name))) {
       const source = (app.spec as any).source;
       source.kustomize.patches = source.kustomize.patches.filter((p: { patch: string }) => !p.patch.includes('/spec/template/spec/tolerations'));
     }
-    expect(placementMessages(view)).toEqual([
-      expect.stringMatching(/Application argocd\/training-cluster-mpi-operator-install: Deployment mpi-operator\/mpi-operator \(mpi-operator-v0.8.2\/manifests\/overlays\/standalone, with the Application's kustomize patches\) fits no node.*service node: taint node-role.kubernetes.io\/control-plane:NoSchedule not tolerated; GPU worker: taint nvidia.com\/gpu:NoSchedule not tolerated/),
-      expect.stringMatching(/Application argocd\/training-cluster-training-operator-install: Deployment kubeflow\/training-operator .* fits no node/),
+    expect(await rendered(view)).toEqual([
+      expect.stringMatching(/^Application argocd\/training-cluster-mpi-operator-install: kubeflow\/mpi-operator\/manifests\/overlays\/standalone v0.8.2: Deployment mpi-operator\/mpi-operator spec.template.spec fits no node.*service node: taint node-role.kubernetes.io\/control-plane:NoSchedule not tolerated; GPU worker: taint nvidia.com\/gpu:NoSchedule not tolerated/),
+      expect.stringMatching(/^Application argocd\/training-cluster-training-operator-install: kubeflow\/trainer\/manifests\/overlays\/standalone v1.9.4: Deployment kubeflow\/training-operator .* fits no node/),
     ]);
   });
 
-  it('reads every managed operator Deployment, with the chart values merged under ours', () => {
-    const view = viewOf(TRAINING);
-    const deployments = upstreamDeployments(view.all.filter((o) => o.kind === 'Application'), DEFAULT_UPSTREAM);
-    expect(deployments.map((d) => d.what.split(' (')[0]).sort()).toEqual([
-      'Deployment gpu-operator', 'Deployment kubeflow/training-operator', 'Deployment kueue-controller-manager',
-      'Deployment mpi-operator/mpi-operator', 'Deployment network-operator',
+  it('simulates every workload the charts render with the Application\'s values, and the pods of the VictoriaMetrics CRs', async () => {
+    const model = modelOf((d) => {
+      d.installs = { gpuOperator: 'managed', kueue: 'managed', monitoring: 'managed' };
+      d.nodes.gpuWorkers.taints = [{ key: 'nvidia.com/gpu', effect: 'NoSchedule' }];
+    });
+    expect(await rendered(viewOf(model))).toEqual([]);
+    // without our values the stack's workloads and the pods its operator runs for its CRs fit no node
+    const view = viewOf(model);
+    const stack = view.all.find((o) => o.kind === 'Application' && o.metadata.name.endsWith('monitoring-stack-install')) as any;
+    stack.spec.source.helm.valuesObject = { grafana: stack.spec.source.helm.valuesObject.grafana };
+    delete stack.spec.source.helm.valuesObject.grafana.tolerations;
+    delete stack.spec.source.helm.valuesObject.grafana.nodeSelector;
+    const messages = await rendered(view);
+    const misplaced = messages.map((m) => /chart victoria-metrics-k8s-stack 0.54.0: (\w+ [\w/-]+)/.exec(m)?.[1]).sort();
+    expect(misplaced).toEqual([
+      'Deployment monitoring/vm-grafana', 'Deployment monitoring/vm-kube-state-metrics', 'Deployment monitoring/vm-victoria-metrics-operator',
+      'Job monitoring/vm-victoria-metrics-operator-cleanup-hook', 'VMAgent monitoring/vm-victoria-metrics-k8s-stack', 'VMAlert monitoring/vm-victoria-metrics-k8s-stack',
+      'VMAlertmanager monitoring/vm-victoria-metrics-k8s-stack', 'VMSingle monitoring/vm-victoria-metrics-k8s-stack',
     ]);
-    const chartValues = parse(readFileSync(path.join(DEFAULT_UPSTREAM, 'gpu-operator-v26.7.0/deployments/gpu-operator/values.yaml'), 'utf8'));
-    const gpuOperator = deployments.find((d) => d.what.startsWith('Deployment gpu-operator'))!;
-    // the chart's own nodeSelector (kubernetes.io/os) stays, ours is added; our tolerations replace the chart's list
-    expect(gpuOperator.spec.nodeSelector).toEqual({ ...chartValues.operator.nodeSelector, 'node-role.kubernetes.io/control-plane': '' });
-    expect(gpuOperator.spec.affinity).toEqual(chartValues.operator.affinity);
-    expect(gpuOperator.spec.tolerations).toEqual(TRAINING.serviceNode.tolerations);
-    const kueueValues = parse(readFileSync(path.join(DEFAULT_UPSTREAM, 'kueue-v0.19.2/charts/kueue/values.yaml'), 'utf8'));
-    const kueue = deployments.find((d) => d.what.startsWith('Deployment kueue-controller-manager'))!;
-    expect(kueue.spec.containers?.[0].resources).toEqual(kueueValues.controllerManager.manager.resources);
+    expect(messages[0]).toMatch(/fits no node of the cluster: service node: taint node-role.kubernetes.io\/control-plane:NoSchedule not tolerated/);
   });
 
-  it('an absent upstream folder leaves the managed installs out', () => {
+  it('an absent upstream folder leaves the managed installs out', async () => {
     const view = viewOf(TRAINING);
     for (const app of view.all.filter((o) => o.kind === 'Application' && o.metadata.name.endsWith('operator-install'))) delete (app.spec as any).source.kustomize;
-    expect(placementMessages(view, path.join(DEFAULT_UPSTREAM, 'missing'))).toEqual([]);
-  });
-
-  it('Helm values merge: maps merge, lists and scalars replace, null removes', () => {
-    expect(mergeValues({ a: { b: 1, c: [1] }, d: 1 }, { a: { c: [2] }, d: null })).toEqual({ a: { b: 1, c: [2] } });
+    expect(await rendered(view, path.join(DEFAULT_UPSTREAM, 'missing'))).toEqual([]);
   });
 });

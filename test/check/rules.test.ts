@@ -2,8 +2,10 @@ import { readdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { checkCluster, ClusterView, Finding, RULES, ScopeOf } from '../../src/check';
-import { DEFAULT_SCHEMAS } from '../../src/paths';
+import { checkCluster, checkClusterRendered, ClusterView, Finding, RULES, ScopeOf } from '../../src/check';
+import { CRD_ORDER_RULES } from '../../src/check/crd-order';
+import { UPSTREAM_RULES } from '../../src/check/upstream';
+import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../../src/paths';
 import { Manifest } from '../../src/render/manifest';
 import { SchemaStore } from '../../src/validate/schemas';
 import { HAS_SCHEMAS, HAS_UPSTREAM, modelOf } from '../helpers';
@@ -48,14 +50,31 @@ const SAYS: Record<string, readonly RegExp[]> = {
   'no-secret-data': [/Secret research\/registry-pull/, /data.token, stringData.user/],
   'image-matches-upstream': [
     /ClusterPolicy cluster-policy: spec.validator.repository is "nvcr.io\/nvidia\/cloud-native"/, /spec.validator.image is "gpu-operator-validator"/,
-    /values.yaml validator.image/, /spec.devicePlugin.version is "v0.17.0"/, /spec.sidecar sets an image .* no upstream default/,
-    /NicClusterPolicy nic-cluster-policy: spec.global.version is "network-operator-v25.10.0"/, /operator.ofedDriver.initContainer/,
+    /the gpu-operator v26.7.0 chart renders "gpu-operator"/, /spec.devicePlugin.version is "v0.17.0"/, /spec.sidecar sets an image .* no upstream default/,
+    /NicClusterPolicy nic-cluster-policy: spec.global.version is "network-operator-v25.10.0"/, /images in nvcr.io\/nvidia\/mellanox are tagged network-operator-v26.4.1/,
   ],
   'appproject-permits-install-footprint': [
     /Application argocd\/instant-cluster-kueue-install: chart kueue 0.19.2 writes into namespace "kube-system"/,
-    /RoleBinding kueue-visibility-server-auth-reader \(templates\/visibility\/role_binding.yaml\)/,
+    /\(RoleBinding kueue-visibility-server-auth-reader\)/,
     /Application argocd\/instant-cluster-network-operator-install: chart network-operator 26.4.1 creates nfd.k8s-sigs.io\/NodeFeatureRule/,
     /NodeFeatureRule nvidia-nics-rules/, /AppProject instant-cluster/,
+  ],
+  'application-renders': [
+    /Application argocd\/instant-cluster-dynamo-platform-install: chart dynamo-platform 1.4.0 does not render: the values enable dependency kai-scheduler \(global.kai-scheduler.install: true\)/,
+    /Application argocd\/instant-cluster-mpi-operator-install: kubeflow\/mpi-operator\/manifests\/overlays\/standalone v0.8.2 does not render: exit 1: .*Unable to remove nonexistent key: priorityClassName/,
+  ],
+  'released-versions': [
+    /Application argocd\/instant-cluster-dynamo-platform-install: chart dynamo-platform 1.5.0 has no vendored release/,
+    /Application argocd\/instant-cluster-mpi-operator-install: kubeflow\/mpi-operator\/manifests\/overlays\/standalone v0.8.1 has no vendored release/,
+    /Job default\/kueue-debug: spec.template.spec.containers\[0\].image is registry.k8s.io\/kueue\/kueue:v0.18.0; the vendored releases ship registry.k8s.io\/kueue\/kueue only as v0.19.2/,
+  ],
+  'crd-before-cr': [
+    /Application argocd\/instant-cluster-network-operator-install: \(wave 0\) applies NodeFeatureRule nvidia-nics-rules \(nfd.k8s-sigs.io\/NodeFeatureRule\)/,
+    /CRD comes with Application instant-cluster-gpu-operator-install \(wave 0; chart gpu-operator v26.7.0, crds\/\)/, /SkipDryRunOnMissingResource=true/,
+  ],
+  'storage-before-claims': [
+    /Application argocd\/instant-cluster-monitoring-stack-install: \(wave 0\) claims a volume of the default StorageClass local-path \(VMSingle monitoring\/vm-victoria-metrics-k8s-stack spec.storage\)/,
+    /Application instant-cluster-storage brings in wave 1/,
   ],
   'tenant-guardrails-admit': [/Pod research\/probe/, /refused by ValidatingAdmissionPolicy tenant-pod-guardrails: tenant pods may not use the host network/,
     /Deployment research\/web: a pod of spec.template.spec, created by ReplicaSet controller/],
@@ -84,8 +103,14 @@ const SAYS: Record<string, readonly RegExp[]> = {
 };
 
 const needsSchemas = new Set(['namespace-set']);
-/** Rules that compare with ../shared/upstream-installs (they report nothing without it). */
-const needsUpstream = new Set(['image-matches-upstream', 'appproject-permits-install-footprint']);
+/** Rules that read what the engines render from ../shared/upstream-installs (they report nothing without renders). */
+const needsUpstream = new Set([...UPSTREAM_RULES, ...CRD_ORDER_RULES].map((r) => r.id));
+
+/** Every rule over a fixture, the Applications in it rendered with the real engines (when the upstream folder is there). */
+async function checkFixture(file: string): Promise<Finding[]> {
+  const view = fixture(file);
+  return HAS_UPSTREAM ? (await checkClusterRendered(view, { scopeOf, upstream: DEFAULT_UPSTREAM })).findings : checkCluster(view, { scopeOf });
+}
 
 describe('cross-object rules', () => {
   it('every rule has an id, a passing and a failing fixture, and expectations', () => {
@@ -102,12 +127,12 @@ describe('cross-object rules', () => {
 
   for (const rule of RULES) {
     describe.skipIf((needsSchemas.has(rule.id) && !HAS_SCHEMAS) || (needsUpstream.has(rule.id) && !HAS_UPSTREAM))(rule.id, () => {
-      it('passes its passing fixture (and so does every other rule)', () => {
-        expect(checkCluster(fixture(`${rule.id}.pass.yaml`), { scopeOf })).toEqual([]);
+      it('passes its passing fixture (and so does every other rule)', async () => {
+        expect(await checkFixture(`${rule.id}.pass.yaml`)).toEqual([]);
       });
 
-      it('reports the failing fixture under its own id only, naming the objects', () => {
-        const findings: Finding[] = checkCluster(fixture(`${rule.id}.fail.yaml`), { scopeOf });
+      it('reports the failing fixture under its own id only, naming the objects', async () => {
+        const findings: Finding[] = await checkFixture(`${rule.id}.fail.yaml`);
         expect(findings.length).toBeGreaterThan(0);
         expect([...new Set(findings.map((f) => f.rule))]).toEqual([rule.id]);
         for (const f of findings) {

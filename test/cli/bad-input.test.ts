@@ -88,12 +88,12 @@ beforeAll(() => {
   }
 });
 
-function run(c: Case): { code: number; stderr: string } {
+async function run(c: Case): Promise<{ code: number; stderr: string }> {
   let stderr = '';
   const saved = Object.fromEntries(Object.keys(c.env ?? {}).map((k) => [k, process.env[k]]));
   Object.assign(process.env, c.env);
   try {
-    const code = main(c.args(), { out: () => {}, err: (l) => { stderr += `${l}\n`; } }) as number; // the commands here are synchronous
+    const code = await main(c.args(), { out: () => {}, err: (l) => { stderr += `${l}\n`; } });
     return { code, stderr };
   } finally {
     for (const [k, v] of Object.entries(saved)) {
@@ -104,9 +104,9 @@ function run(c: Case): { code: number; stderr: string } {
 }
 
 describe('bad input and unusable paths exit with a one-line reason and leave the output byte-identical', () => {
-  it.each(CASES.filter((c) => !c.skip))('$name', (c) => {
+  it.each(CASES.filter((c) => !c.skip))('$name', async (c) => {
     const before = readTreeFiles(out);
-    const r = run(c);
+    const r = await run(c);
     expect(r.code, r.stderr).toBe(c.code);
     expect(r.stderr).toMatch(c.says);
     expect(r.stderr).not.toMatch(/internal error|\n\s+at .*:\d+:\d+/);

@@ -71,9 +71,9 @@ describe('the compiled CLI', () => {
 });
 
 describe('bad input to every command exits 2 with a one-line reason', () => {
-  const run = (...args: string[]) => {
+  const run = async (...args: string[]) => {
     let err = '';
-    const code = main(args, { out: () => {}, err: (l) => { err += `${l}\n`; } });
+    const code = await main(args, { out: () => {}, err: (l) => { err += `${l}\n`; } });
     return { code, err };
   };
   const dir = mkdtempSync(path.join(tmpdir(), 'cli-bad-'));
@@ -92,8 +92,8 @@ describe('bad input to every command exits 2 with a one-line reason', () => {
       writeFileSync(f, readFileSync(REFERENCE_FILE, 'utf8').replace(/(\n {4}image: ghcr\.io\/coreweave[^\n]*)/, '$1\n    shmSize: 4Ti'));
       return f;
     })(), '--out', dir, '--no-validate'], /^samples\.ncclTests\.shmSize: .*4Ti/m],
-  ])('%s', (_name, args, says) => {
-    const r = run(...(args as string[]));
+  ])('%s', async (_name, args, says) => {
+    const r = await run(...(args as string[]));
     expect(r.code, r.err).toBe(2);
     expect(r.err).toMatch(says as RegExp);
     expect(r.err).not.toMatch(/internal error|\n\s+at /);

@@ -17,7 +17,7 @@ import { Edit, findObject, folderObjects, HAS_SCHEMAS, HAS_UPSTREAM, issuesOf, m
 
 /** The DynamoGraphDeployment CRD of the Dynamo release the samples are written for. */
 const DGD_CRD = path.join(DEFAULT_SCHEMAS, VERSIONS.dynamo.graphDeploymentCrd);
-const CHART_DIR = path.join(SHARED, 'upstream-installs', 'dynamo-platform-1.5.0-main', 'deploy', 'helm', 'charts', 'platform');
+const CHART_DIR = path.join(SHARED, 'upstream-installs', 'dynamo-platform-1.4.0-branchpoint', 'deploy', 'helm', 'charts', 'platform');
 const HAS_CHART = existsSync(path.join(CHART_DIR, 'values.yaml'));
 
 const dynamo = (mode: string, more: Edit = () => {}): Edit => (d) => { d.installs = { ...(d.installs ?? {}), dynamo: mode }; more(d); };

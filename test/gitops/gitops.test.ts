@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { appliedSize, CLIENT_SIDE_APPLY_LIMIT } from '../../src/components/gitops/api-kinds';
 import { checkGitops } from '../../src/components/gitops/checks';
-import { folderWaves, planGitops } from '../../src/components/gitops/plan';
+import { folderWaves, installWaveKey, planGitops } from '../../src/components/gitops/plan';
 import { LABELS } from '../../src/model/names';
 import { Manifest } from '../../src/render/manifest';
 import { findObject, folderObjects, HAS_SCHEMAS, renderOf, schemaErrors } from '../helpers';
@@ -176,6 +176,29 @@ describe('gitops: waves follow what the folders need', () => {
     expect(waves.get('crds')).toBe(1);
     expect(waves.get('tenants')).toBe(2);
     expect(waves.get('extra')).toBe(3);
+  });
+
+  it('syncs an install that claims volumes of the default StorageClass after the StorageClasses, and its custom resources after it', () => {
+    const objects = folderObjects(renderOf((d) => { d.installs = ALL_MANAGED; }), 'gitops');
+    const storage = wave(app(objects, 'instant-cluster-storage'));
+    const stack = wave(app(objects, 'instant-cluster-monitoring-stack-install'));
+    expect(stack).toBe(storage + 1);
+    expect(wave(app(objects, 'instant-cluster-monitoring'))).toBe(stack + 1);
+    expect(wave(app(objects, 'instant-cluster-kueue-install'))).toBe(0);
+    // with the StorageClasses pre-installed (nothing rendered to wait for) the stack stays with the other installs
+    const waves = folderWaves([folder('extra', [widget])], [{ name: 'stack', provides: [{ group: 'example.com', kind: '*' }], needsDefaultStorageClass: true }]);
+    expect(waves.get(installWaveKey('stack'))).toBe(0);
+    expect(waves.get('extra')).toBe(1);
+  });
+
+  it('an install whose custom resources another install of its wave defines skips their dry run; with its own NFD it does not', () => {
+    const options = (edit: Parameters<typeof renderOf>[0]) => app(folderObjects(renderOf(edit), 'gitops'), 'instant-cluster-network-operator-install').spec.syncPolicy.syncOptions;
+    // the GPU Operator deploys NFD: the Network Operator's NodeFeatureRule waits for that install's CRD
+    expect(options((d) => { d.installs = ALL_MANAGED; })).toContain('SkipDryRunOnMissingResource=true');
+    expect(options((d) => {
+      d.installs = ALL_MANAGED;
+      d.nodeFeatureDiscovery = { deployedBy: 'network-operator' };
+    })).not.toContain('SkipDryRunOnMissingResource=true');
   });
 
   it('refuses folders that need each other', () => {

@@ -100,6 +100,20 @@ describe('monitoring', () => {
     expect(names((d) => { d.gpuOperator = { nodeStatusExporter: true }; })).toContain('VMServiceScrape/gpu-node-status-exporter');
   });
 
+  it('where the cluster serves the ServiceMonitor CRD, leaves the GPU Operator and its node status exporter to the operator\'s own ServiceMonitors', () => {
+    const names = (serviceMonitorCrd: boolean) => monitoringOf((d) => {
+      d.gpuOperator = { nodeStatusExporter: true };
+      d.monitoring = { serviceMonitorCrd };
+    }).map((o) => `${o.kind}/${o.metadata.name}`);
+    expect(names(false)).toEqual(expect.arrayContaining(['VMServiceScrape/gpu-operator', 'VMServiceScrape/gpu-node-status-exporter']));
+    // GPU Operator v26.7.0 creates ServiceMonitor gpu-operator whenever the CRD exists (it cannot be switched off for the
+    // operator) and the VictoriaMetrics operator converts it: a scrape of ours would collect every series twice
+    expect(names(true)).not.toContain('VMServiceScrape/gpu-operator');
+    expect(names(true)).not.toContain('VMServiceScrape/gpu-node-status-exporter');
+    expect(names(true)).toContain('VMServiceScrape/dcgm-exporter');
+    expect(modelOf((d) => { d.monitoring = { serviceMonitorCrd: true }; }).servedApiVersions).toEqual(['monitoring.coreos.com/v1']);
+  });
+
   it('leaves node exporter and kube-state-metrics to the monitoring stack by default, pre-installed or managed', () => {
     for (const monitoring of ['preinstalled', 'managed']) {
       const names = monitoringOf((d) => { d.installs = { monitoring }; }).map((o) => `${o.kind}/${o.metadata.name}`);

@@ -1,140 +1,126 @@
-import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
-import { checkCluster } from '../../src/check';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { checkCluster, ClusterIndex, renderClusterSources } from '../../src/check';
 import { UPSTREAM_RULES } from '../../src/check/upstream';
 import { managedInstalls } from '../../src/components/gitops/managed-installs';
-import { loadDescription, parseDescription } from '../../src/model/load';
-import { buildModel } from '../../src/model/model';
-import { CLUSTERS_DIR, DEFAULT_UPSTREAM } from '../../src/paths';
+import { parseDescription } from '../../src/model/load';
+import { ClusterModel } from '../../src/model/model';
+import { DEFAULT_UPSTREAM } from '../../src/paths';
 import { Manifest } from '../../src/render/manifest';
 import { renderCluster } from '../../src/render/render';
-import { ApplicationSource, FootprintObject, GPU_OPERATOR_CHART, NETWORK_OPERATOR_CHART, Upstream } from '../../src/upstream';
+import { ClusterRenders, footprintOf, imageObjects, imageRefsOf, RenderedSource } from '../../src/upstream';
 import { VERSIONS } from '../../src/versions';
 import { HAS_UPSTREAM, modelOf, referenceInput } from '../helpers';
 
-const upstream = HAS_UPSTREAM ? Upstream.open(DEFAULT_UPSTREAM)! : undefined;
-const training = buildModel(loadDescription(path.join(CLUSTERS_DIR, 'training-cluster.yaml')));
+/** Every add-on managed, every node tainted: what the installs render is all there is. */
+const ALL_MANAGED = Object.fromEntries(['gpuOperator', 'networkOperator', 'kueue', 'mpiOperator', 'trainingOperator', 'localPathProvisioner', 'monitoring', 'dynamo']
+  .map((k) => [k, 'managed']));
+const managed: ClusterModel = modelOf((d) => {
+  d.installs = ALL_MANAGED;
+  d.nodes.gpuWorkers.taints = [{ key: 'nvidia.com/gpu', effect: 'NoSchedule' }];
+});
+
+/** Renders a model and what its Applications install (no folder builds: the tree is in memory). */
+type View = { name: string; model: ClusterModel; folders: { folder: string; objects: readonly Manifest[] }[] };
+
+async function rendered(model: ClusterModel): Promise<{ view: View; renders: ClusterRenders }> {
+  const c = renderCluster(model);
+  const view = { name: c.name, model, folders: c.folders.map((f) => ({ folder: f.folder, objects: f.objects })) };
+  return { view, renders: await renderClusterSources(view, { upstream: DEFAULT_UPSTREAM }) };
+}
 
 function get(values: unknown, dotted: string): Record<string, unknown> {
   return dotted.split('.').reduce<any>((cur, k) => cur?.[k], values);
 }
 
-/** Where each entry of VERSIONS.gpuOperator.images lives in values.yaml (the ClusterPolicy construct's mapping). */
-const VALUES_PATH: Record<keyof typeof VERSIONS.gpuOperator.images, string> = {
-  validator: 'validator',
-  driver: 'driver',
-  driverManager: 'driver.manager',
-  toolkit: 'toolkit',
-  devicePlugin: 'devicePlugin',
-  gfd: 'gfd',
-  dcgm: 'dcgm',
-  dcgmExporter: 'dcgmExporter',
-  migManager: 'migManager',
-  nodeStatusExporter: 'nodeStatusExporter',
-};
+describe.skipIf(!HAS_UPSTREAM)('pinned images against what the vendored charts render', () => {
+  let renders: ClusterRenders;
+  beforeAll(async () => {
+    renders = (await rendered(modelOf())).renders;
+  });
+  const defaults = (chart: string): RenderedSource => renders.defaults.find((r) => r.what.startsWith(`chart ${chart} `))!;
 
-function sourceOf(s: { repoUrl?: string } & Record<string, unknown>): ApplicationSource {
-  const { repoUrl, ...rest } = s;
-  return { ...rest, repoURL: repoUrl } as ApplicationSource;
-}
-
-describe.skipIf(!HAS_UPSTREAM)('pinned images against the vendored charts\' values.yaml', () => {
-  it('every entry of VERSIONS.gpuOperator.images equals the gpu-operator chart default', () => {
-    const d = upstream!.chartDefaults(GPU_OPERATOR_CHART)!;
-    expect(d.appVersion).toBe(VERSIONS.gpuOperator.version);
+  it('every entry of VERSIONS.gpuOperator.images is an image the gpu-operator chart\'s ClusterPolicy renders with its defaults', () => {
+    const policy = defaults('gpu-operator').objects.find((o) => o.kind === 'ClusterPolicy')!;
+    const chartImages = imageObjects(policy.spec ?? {}, 'spec').map((i) => i.value);
     for (const [key, image] of Object.entries(VERSIONS.gpuOperator.images)) {
-      const v = get(d.values, VALUES_PATH[key as keyof typeof VALUES_PATH]);
-      expect({ key, ...image }).toEqual({ key, repository: v.repository, image: v.image, version: v.version ?? d.appVersion });
+      expect(chartImages, key).toContainEqual(image);
     }
+    expect(get(policy.spec, 'validator')).toMatchObject({ image: 'gpu-operator', version: VERSIONS.gpuOperator.version });
   });
 
-  it('the ClusterPolicy template fills each rendered image field from those values (validator tagged with the appVersion)', () => {
-    const defaults = upstream!.clusterPolicyImageDefaults()!;
-    expect(defaults['spec.validator']).toMatchObject({ valuesPath: 'validator', versionFromAppVersion: true, version: VERSIONS.gpuOperator.version });
-    expect(defaults['spec.driver.manager']).toMatchObject({ valuesPath: 'driver.manager' });
-    for (const key of Object.values(VALUES_PATH)) expect(Object.values(defaults).map((x) => x.valuesPath)).toContain(key);
+  it('the DCGM diagnostic sample defaults to the DCGM image the chart renders', () => {
+    const policy = defaults('gpu-operator').objects.find((o) => o.kind === 'ClusterPolicy')!;
+    const dcgm = get(policy.spec, 'dcgm');
+    expect(parseDescription(referenceInput()).samples.dcgmDiag.image).toBe(`${dcgm.repository}/${dcgm.image}:${dcgm.version}`);
   });
 
-  it('the DCGM diagnostic sample defaults to the chart\'s DCGM image', () => {
-    const dcgm = get(upstream!.chartDefaults(GPU_OPERATOR_CHART)!.values, 'dcgm');
-    const d = parseDescription(referenceInput());
-    expect(d.samples.dcgmDiag.image).toBe(`${dcgm.repository}/${dcgm.image}:${dcgm.version}`);
-  });
-
-  it('NicClusterPolicy spec.global equals the network-operator release\'s component registry and tag', () => {
-    const g = upstream!.nicClusterPolicyGlobalDefault()!;
-    expect(VERSIONS.networkOperator.global).toEqual({ repository: g.repository, version: g.version });
-    expect(upstream!.chartDefaults(NETWORK_OPERATOR_CHART)!.appVersion).toBe(`v${VERSIONS.networkOperator.version}`);
+  it('NicClusterPolicy spec.global names the registry and tag of the network-operator release\'s own images', () => {
+    const refs = defaults('network-operator').objects.flatMap((o) => imageRefsOf(o));
+    const { repository, version } = VERSIONS.networkOperator.global;
+    expect(refs.filter((r) => r.repository.startsWith(`${repository}/`)).map((r) => r.tag)).toContain(version);
+    expect(refs.map((r) => `${r.repository}:${r.tag}`)).toContain(`nvcr.io/nvidia/cloud-native/network-operator:v${VERSIONS.networkOperator.version}`);
   });
 });
 
-describe.skipIf(!HAS_UPSTREAM)('managed install footprints', () => {
-  const installs = managedInstalls(training);
-
-  /** Installs whose templates or manifests are vendored (dynamo-platform has only Chart.yaml and values.yaml). */
-  const readable = installs.filter((i) => i.key !== 'dynamo');
-
-  it('training-cluster manages every install the footprint can be read for', () => {
-    expect(readable.map((i) => i.key).sort()).toEqual(['gpuOperator', 'kueue', 'mpiOperator', 'networkOperator', 'trainingOperator']);
+describe.skipIf(!HAS_UPSTREAM)('managed install footprints, rendered by the engines', () => {
+  let renders: ClusterRenders;
+  let index: ClusterIndex;
+  beforeAll(async () => {
+    const r = await rendered(managed);
+    renders = r.renders;
+    index = new ClusterIndex(r.view, undefined, renders);
   });
 
-  it('dynamo-platform has only Chart.yaml/values.yaml vendored: no footprint (its declared list stays unchecked)', () => {
-    const dynamo = installs.find((i) => i.key === 'dynamo')!;
-    const found = upstream!.sourceFootprint(sourceOf(dynamo.source as never), dynamo.namespace, dynamo.name);
-    expect(found?.release).toMatchObject({ chart: VERSIONS.dynamoPlatform.chart, templatesVendored: false });
-    expect(found?.footprint).toBeUndefined();
+  it('every install renders (none is declared by hand or skipped any more)', () => {
+    const installs = renders.sources.filter((r) => r.type !== 'folder');
+    expect(installs.map((r) => r.application.metadata.name).sort()).toEqual(managedInstalls(managed).map((i) => `${managed.name}-${i.name}`).sort());
+    for (const r of installs) expect(r.problem, r.what).toBeUndefined();
   });
 
-  for (const install of readable) {
-    it(`${install.name}: the hand-kept clusterKinds and namespaces equal the footprint read from upstream`, () => {
-      const found = upstream!.sourceFootprint(sourceOf(install.source as never), install.namespace, install.name);
-      expect(found?.footprint).toBeDefined();
-      const fp = found!.footprint!;
-      expect(fp.failures).toEqual([]);
-      expect(fp.notes).toEqual([]);
-      const clusterKinds = new Set(fp.objects.filter((o) => o.scope === 'Cluster').map((o) => `${o.group}/${o.kind}`));
+  for (const install of managedInstalls(managed)) {
+    it(`${install.name}: the cluster-scoped kinds and namespaces the AppProject is given equal what the install creates`, () => {
+      const r = renders.sources.find((s) => s.application.metadata.name === `${managed.name}-${install.name}`)!;
+      const objects = footprintOf(r, (apiVersion, kind) => index.scopeIn(apiVersion, kind));
+      expect(objects.every((o) => o.scope !== undefined)).toBe(true);
+      const clusterKinds = new Set(objects.filter((o) => o.scope === 'Cluster').map((o) => `${o.group}/${o.kind}`));
       if (install.createNamespace) clusterKinds.add('/Namespace');
       const declared = new Set([...install.clusterKinds, ...(install.createNamespace ? [{ group: '', kind: 'Namespace' }] : [])].map((g) => `${g.group}/${g.kind}`));
       expect([...declared].sort()).toEqual([...clusterKinds].sort());
-      const namespaces = new Set(fp.objects.filter((o) => o.scope !== 'Cluster').map((o) => o.namespace));
+      const namespaces = new Set(objects.filter((o) => o.scope !== 'Cluster').map((o) => o.namespace));
       expect([...namespaces].sort()).toEqual([install.namespace, ...install.extraNamespaces].sort());
-      expect(fp.objects.every((o: FootprintObject) => o.scope !== undefined)).toBe(true);
     });
   }
 
-  it('victoria-metrics-k8s-stack has only Chart.yaml/values.yaml vendored: no footprint (its hand list stays unchecked)', () => {
-    const model = modelOf((d) => { d.installs = { ...d.installs, monitoring: 'managed' }; });
-    const vm = managedInstalls(model).find((i) => i.key === 'monitoring')!;
-    const found = upstream!.sourceFootprint(sourceOf(vm.source as never), vm.namespace, vm.name);
-    expect(found?.release).toMatchObject({ chart: VERSIONS.victoriaMetricsK8sStack.chart, templatesVendored: false });
-    expect(found?.footprint).toBeUndefined();
+  it('the values decide: without the auth-reader RoleBinding no kube-system, without the rules no NodeFeatureRule', async () => {
+    const off = await rendered(modelOf((d) => {
+      d.installs = { kueue: 'managed', networkOperator: 'managed', gpuOperator: 'managed' };
+      d.nodeFeatureDiscovery = { deployedBy: 'network-operator' };
+    }));
+    const app = (name: string) => off.view.folders.flatMap((f) => f.objects).find((o) => o.kind === 'Application' && o.metadata.name.endsWith(name))!;
+    const kueue = app('kueue-install') as any;
+    kueue.spec.source.helm.valuesObject = { ...kueue.spec.source.helm.valuesObject, enableVisibilityAuthReaderRoleBinding: false };
+    const net = app('network-operator-install') as any;
+    net.spec.source.helm.valuesObject = { ...net.spec.source.helm.valuesObject, nfd: { enabled: true, deployNodeFeatureRules: false } };
+    const again = await renderClusterSources(off.view, { upstream: DEFAULT_UPSTREAM });
+    const objects = (name: string) => again.sources.find((s) => s.application.metadata.name.endsWith(name))!.objects;
+    expect(objects('kueue-install').map((o) => o.metadata.namespace)).not.toContain('kube-system');
+    expect(objects('network-operator-install').map((o) => o.kind)).not.toContain('NodeFeatureRule');
+    expect(objects('network-operator-install').map((o) => o.kind)).toEqual(expect.arrayContaining(['DaemonSet', 'Deployment']));
   });
 
-  it('the values decide: without the auth-reader RoleBinding no kube-system, without the rules no NodeFeatureRule, NFD from the subchart', () => {
-    const kueue = installs.find((i) => i.key === 'kueue')!;
-    const src = sourceOf(kueue.source as never);
-    const off = upstream!.sourceFootprint({ ...src, helm: { ...src.helm, valuesObject: { ...src.helm?.valuesObject, enableVisibilityAuthReaderRoleBinding: false } } }, 'kueue-system', 'k')!;
-    expect(off.footprint!.objects.map((o) => o.namespace)).not.toContain('kube-system');
-
-    const net = sourceOf(installs.find((i) => i.key === 'networkOperator')!.source as never);
-    const withValues = (nfd: object) => upstream!.sourceFootprint({ ...net, helm: { ...net.helm, valuesObject: { ...net.helm?.valuesObject, nfd } } }, 'nvidia-network-operator', 'n')!.footprint!;
-    expect(withValues({ enabled: false, deployNodeFeatureRules: false }).objects.map((o) => o.kind)).not.toContain('NodeFeatureRule');
-    expect(withValues({ enabled: true, deployNodeFeatureRules: true }).objects.filter((o) => o.source.startsWith('charts/node-feature-discovery/')).map((o) => o.kind))
-      .toEqual(expect.arrayContaining(['DaemonSet', 'Deployment', 'CustomResourceDefinition']));
+  it('the rendered all-managed cluster passes every rule that reads the renders', () => {
+    const c = renderCluster(managed);
+    expect(checkCluster({ name: c.name, model: managed, folders: c.folders }, { rules: UPSTREAM_RULES, renders })).toEqual([]);
   });
 
-  it('the rendered training-cluster passes both upstream rules', () => {
-    expect(checkCluster(renderCluster(training), { rules: UPSTREAM_RULES })).toEqual([]);
-  });
-
-  it('without the upstream folder the rules report nothing', () => {
-    for (const rule of UPSTREAM_RULES) {
-      const doc = parse(readFileSync(path.join(__dirname, '..', 'check', 'fixtures', `${rule.id}.fail.yaml`), 'utf8')) as { folders: Record<string, Manifest[]> };
-      const view = { name: 'fixture', folders: Object.entries(doc.folders).map(([folder, objects]) => ({ folder, objects })) };
-      expect(checkCluster(view, { rules: [rule] }).length).toBeGreaterThan(0);
-      expect(checkCluster(view, { rules: [rule], upstream: path.join(DEFAULT_UPSTREAM, 'missing') })).toEqual([]);
-    }
+  it('without the upstream folder nothing is rendered from it, and its rules report nothing', async () => {
+    const c = renderCluster(managed);
+    const view = { name: c.name, model: managed, folders: c.folders };
+    const none = await renderClusterSources(view, { upstream: path.join(DEFAULT_UPSTREAM, 'missing') });
+    expect(none.upstream).toBeUndefined();
+    // the tree's own folders need no upstream folder
+    expect(new Set(none.sources.filter((s) => s.type !== 'folder').map((s) => s.problem?.kind))).toEqual(new Set(['no-upstream']));
+    expect(checkCluster(view, { rules: UPSTREAM_RULES, renders: none })).toEqual([]);
   });
 });

@@ -2,9 +2,8 @@ import { parse as parseYaml } from 'yaml';
 import { SimNode, simulatedNodes } from './nodes';
 import { clusterPolicyOperands, nicClusterPolicyOperands } from './operands';
 import { fitOn, FitOptions, SchedulingSpec, TolerationLike } from './scheduling';
-import { upstreamDeployments } from './upstream';
 import { RESOURCES } from '../../model/names';
-import { Manifest } from '../../render/manifest';
+import { apiGroup, describeObject, Manifest } from '../../render/manifest';
 import { ClusterIndex } from '../cluster-index';
 import { queueOf } from '../kueue';
 import { Rule, Violation } from '../rule';
@@ -105,6 +104,11 @@ function targetsOf(index: ClusterIndex, nodes: readonly SimNode[]): Target[] {
   const gpuKeys = gpuOnlyKeys(nodes);
   const out: Target[] = [];
   for (const m of index.objects) {
+    const vm = vmPodSettings(m);
+    if (vm) {
+      out.push({ object: m, what: `${vm.path} (the pods its operator creates)`, spec: vm.spec, reach: 'some-node' });
+      continue;
+    }
     const flavors = flavorsOf(index, m);
     for (const t of index.podTemplates(m)) {
       const spec = t.spec as unknown as SchedulingSpec;
@@ -121,10 +125,42 @@ function targetsOf(index: ClusterIndex, nodes: readonly SimNode[]): Target[] {
   for (const ncp of index.ofKind('NicClusterPolicy', 'mellanox.com')) {
     for (const o of nicClusterPolicyOperands(ncp)) out.push({ object: ncp, what: `operand DaemonSet ${o.name} (${o.field})`, spec: o.spec, reach: 'every-gpu-worker' });
   }
-  for (const d of upstreamDeployments(index.ofKind('Application', 'argoproj.io'), index.upstream?.root)) {
-    out.push({ object: d.application, what: d.what, spec: d.spec, reach: 'some-node' });
+  // What the managed installs run, as helm and kustomize render it: their Application answers for it.
+  for (const { object, source } of index.installObjects()) {
+    const what = `${source.what}: ${describeObject(object)}`;
+    const vm = vmPodSettings(object);
+    if (vm) {
+      out.push({ object: source.application, what: `${what} ${vm.path} (the pods its operator creates)`, spec: vm.spec, reach: 'some-node' });
+      continue;
+    }
+    for (const t of index.podTemplates(object)) {
+      const spec = t.spec as unknown as SchedulingSpec;
+      const forGpus = object.kind === 'DaemonSet' && selectedKeys(spec).some((k) => gpuKeys.has(k));
+      out.push({ object: source.application, what: `${what} ${t.path}`, spec, reach: forGpus ? 'every-gpu-worker' : 'some-node' });
+    }
   }
   return out;
+}
+
+/** VictoriaMetrics custom resources whose spec carries the pod settings of what the operator runs for them. */
+const VM_POD_KINDS = new Set(['VMSingle', 'VMAgent', 'VMAlert', 'VMAlertmanager', 'VMAuth']);
+
+/**
+ * The scheduling fields of a VictoriaMetrics CR (operator.victoriametrics.com): the operator copies
+ * `spec.nodeSelector`, `spec.tolerations`, `spec.affinity` and `spec.resources` into the pods it runs.
+ */
+function vmPodSettings(m: Manifest): { path: string; spec: SchedulingSpec } | undefined {
+  if (!VM_POD_KINDS.has(m.kind) || apiGroup(m.apiVersion) !== 'operator.victoriametrics.com') return undefined;
+  const spec = (m.spec ?? {}) as Json;
+  return {
+    path: 'spec',
+    spec: {
+      nodeSelector: spec.nodeSelector as SchedulingSpec['nodeSelector'],
+      tolerations: spec.tolerations as SchedulingSpec['tolerations'],
+      affinity: spec.affinity as SchedulingSpec['affinity'],
+      containers: [{ resources: spec.resources as never }],
+    },
+  };
 }
 
 function checkTarget(t: Target, nodes: readonly SimNode[]): Violation[] {
@@ -194,7 +230,7 @@ function gpuFlavorViolations(index: ClusterIndex, nodes: readonly SimNode[]): Vi
 export const placement: Rule = {
   id: 'placement',
   severity: 'error',
-  summary: 'every pod template (workloads, local-path helper pod, ClusterPolicy/NicClusterPolicy operands, managed installs\' upstream Deployments) fits a described node: taints, nodeSelector, required node affinity, allocatable; GPU DaemonSets and GPU ResourceFlavors reach every GPU worker, MIG-enabled too',
+  summary: 'every pod template (workloads, local-path helper pod, ClusterPolicy/NicClusterPolicy operands, the managed installs\' workloads and VictoriaMetrics CRs as the engines render them) fits a described node: taints, nodeSelector, required node affinity, allocatable; GPU DaemonSets and GPU ResourceFlavors reach every GPU worker, MIG-enabled too',
   check(index) {
     // The nodes come from the description: without the model there is nothing to simulate.
     if (!index.model) return [];

@@ -13,7 +13,7 @@ interface NodeAffinity {
 
 /**
  * Values of the dynamo-platform chart (VERSIONS.dynamoPlatform) this toolkit sets; every other value
- * keeps the chart's default (../shared/upstream-installs/dynamo-platform-1.5.0-main/.../values.yaml):
+ * keeps the chart's default (../shared/upstream-installs/dynamo-platform-1.4.0-branchpoint/.../values.yaml):
  * the operator watches the whole cluster, discovers workers through Kubernetes, installs its CRDs
  * through its upgrade hook, and runs without NATS and etcd.
  */

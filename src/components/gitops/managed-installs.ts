@@ -3,10 +3,12 @@ import { ApplicationSpecIgnoreDifferences, ApplicationSpecSource } from '../../.
 import { ClusterDescription } from '../../model/description';
 import { ClusterModel, podPlacement } from '../../model/model';
 import { NAMESPACES, RELEASES } from '../../model/names';
+import { DYNAMO_PLATFORM_CHART } from '../../upstream/releases';
 import { VERSIONS } from '../../versions';
 import { dynamoPlatformHelmValues } from '../dynamo/helm-values';
 import { gpuOperatorHelmValues } from '../gpu-operator/helm-values';
 import { kueueHelmValues } from '../kueue/manager-config';
+import { victoriaMetricsHelmValues } from '../monitoring/helm-values';
 import { networkOperatorHelmValues } from '../network-operator/helm-values';
 
 /** An `ignoreDifferences` entry, with the reason it exists (kept in code, not rendered). */
@@ -39,6 +41,11 @@ export interface ManagedInstall {
   readonly createNamespace: boolean;
   /** Labels of the namespace Argo CD creates. */
   readonly namespaceLabels: Readonly<Record<string, string>>;
+  /**
+   * It claims volumes of the default StorageClass (no storageClassName): it syncs after the StorageClasses and
+   * their provisioner, or its Application never gets healthy and the waves behind it never start.
+   */
+  readonly needsDefaultStorageClass: boolean;
   readonly ignoreDifferences: readonly IgnoredDifference[];
 }
 
@@ -70,12 +77,6 @@ const LARGEST_CRD_BYTES = {
   dynamo: 801_365, // dynamographdeployments.nvidia.com (../shared/crds/dynamo)
 } as const;
 
-/**
- * What the dynamo-platform chart installs, declared here because its templates are not vendored
- * (../shared/upstream-installs has only its Chart.yaml and values.yaml): the operator's CRDs (through
- * its upgrade hook), its ClusterRoles and bindings, and its admission webhooks.
- */
-const DYNAMO_KINDS = ['DynamoGraphDeployment', 'DynamoComponentDeployment', 'DynamoGraphDeploymentRequest', 'DynamoGraphDeploymentScalingAdapter', 'DynamoModel'];
 
 /** caBundle written by a controller that generates its own serving certificate. */
 function injectedCaBundle(who: string, kind: 'MutatingWebhookConfiguration' | 'ValidatingWebhookConfiguration'): IgnoredDifference {
@@ -134,6 +135,7 @@ export function managedInstalls(model: ClusterModel): ManagedInstall[] {
       largestObjectBytes: LARGEST_CRD_BYTES.gpuOperator,
       createNamespace: true,
       namespaceLabels: PRIVILEGED_NAMESPACE,
+      needsDefaultStorageClass: false,
       ignoreDifferences: [],
     });
   }
@@ -150,6 +152,7 @@ export function managedInstalls(model: ClusterModel): ManagedInstall[] {
       largestObjectBytes: LARGEST_CRD_BYTES.networkOperator,
       createNamespace: true,
       namespaceLabels: PRIVILEGED_NAMESPACE,
+      needsDefaultStorageClass: false,
       ignoreDifferences: [],
     });
   }
@@ -167,6 +170,7 @@ export function managedInstalls(model: ClusterModel): ManagedInstall[] {
       largestObjectBytes: LARGEST_CRD_BYTES.kueue,
       createNamespace: true,
       namespaceLabels: {},
+      needsDefaultStorageClass: false,
       ignoreDifferences: [
         injectedCaBundle('Kueue\'s internal certificate manager', 'MutatingWebhookConfiguration'),
         injectedCaBundle('Kueue\'s internal certificate manager', 'ValidatingWebhookConfiguration'),
@@ -200,6 +204,7 @@ export function managedInstalls(model: ClusterModel): ManagedInstall[] {
       largestObjectBytes: LARGEST_CRD_BYTES.mpiOperator,
       createNamespace: false,
       namespaceLabels: {},
+      needsDefaultStorageClass: false,
       ignoreDifferences: [],
     });
   }
@@ -237,6 +242,7 @@ export function managedInstalls(model: ClusterModel): ManagedInstall[] {
       largestObjectBytes: LARGEST_CRD_BYTES.trainingOperator,
       createNamespace: false,
       namespaceLabels: {},
+      needsDefaultStorageClass: false,
       ignoreDifferences: [injectedCaBundle('The Training Operator\'s certificate rotator', 'ValidatingWebhookConfiguration')],
     });
   }
@@ -247,11 +253,13 @@ export function managedInstalls(model: ClusterModel): ManagedInstall[] {
       namespace: NAMESPACES.dynamo,
       extraNamespaces: [],
       source: helmSource(VERSIONS.dynamoPlatform, 'dynamo-platform', dynamoPlatformHelmValues(model)),
-      provides: DYNAMO_KINDS.map((kind) => ({ group: 'nvidia.com', kind })),
+      // The chart carries no CRDs: the operator applies those its image ships (the release's record of them).
+      provides: DYNAMO_PLATFORM_CHART.unrenderedCrds.flatMap((u) => u.crds).map(({ group, kind }) => ({ group, kind })),
       clusterKinds: [...OPERATOR_KINDS, MUTATING_WEBHOOK, VALIDATING_WEBHOOK],
       largestObjectBytes: LARGEST_CRD_BYTES.dynamo,
       createNamespace: true,
       namespaceLabels: {},
+      needsDefaultStorageClass: false,
       ignoreDifferences: [
         injectedCaBundle('The Dynamo operator', 'MutatingWebhookConfiguration'),
         injectedCaBundle('The Dynamo operator', 'ValidatingWebhookConfiguration'),
@@ -272,17 +280,14 @@ export function managedInstalls(model: ClusterModel): ManagedInstall[] {
       namespace: m.namespace,
       // The stack's Services for the control-plane components (scheduler, controller-manager, etcd) live in kube-system.
       extraNamespaces: ['kube-system'],
-      source: helmSource(VERSIONS.victoriaMetricsK8sStack, RELEASES.monitoring, {
-        // Grafana's sidecar loads the dashboard ConfigMaps the monitoring component renders.
-        'grafana': { sidecar: { dashboards: { enabled: true, label: m.grafanaDashboardLabel.key, labelValue: m.grafanaDashboardLabel.value } } },
-        // The chart would generate a new webhook certificate on every render: perpetual drift under Argo CD.
-        'victoria-metrics-operator': { admissionWebhooks: { enabled: false } },
-      }),
+      source: helmSource(VERSIONS.victoriaMetricsK8sStack, RELEASES.monitoring, victoriaMetricsHelmValues(model)),
       provides: [{ group: 'operator.victoriametrics.com', kind: '*' }],
       clusterKinds: OPERATOR_KINDS,
       largestObjectBytes: LARGEST_CRD_BYTES.monitoring,
       createNamespace: true,
       namespaceLabels: {},
+      // VMSingle keeps its data on a volume of the default StorageClass (vmsingle.spec.storage names none).
+      needsDefaultStorageClass: true,
       ignoreDifferences: [],
     });
   }

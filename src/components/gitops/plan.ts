@@ -1,7 +1,7 @@
 import {
   appliedSize, CLIENT_SIDE_APPLY_LIMIT, GroupKind, groupKindKey, groupKindOf, isBuiltInGroup, isProvided, kindsDefinedBy,
 } from './api-kinds';
-import { IgnoredDifference, managedInstalls } from './managed-installs';
+import { IgnoredDifference, ManagedInstall, managedInstalls } from './managed-installs';
 import { ApplicationSpecSource } from '../../../imports/argocd-application-argoproj.io';
 import { ClusterModel } from '../../model/model';
 import { Manifest, RenderedFolder } from '../../render/manifest';
@@ -94,42 +94,72 @@ function mainNamespace(objects: readonly Manifest[], fallback: string): string {
   return ranked[0]?.[0] ?? fallback;
 }
 
+/** What the wave order needs to know of a managed install. */
+export interface WaveInstall {
+  readonly name: string;
+  /** The kinds it installs: folders with such objects sync after it. */
+  readonly provides: readonly GroupKind[];
+  /** It claims volumes of the default StorageClass: it syncs after the folders that render StorageClasses. */
+  readonly needsDefaultStorageClass: boolean;
+}
+
+/** The key of an install in the map folderWaves returns. */
+export const installWaveKey = (name: string) => `install:${name}`;
+
 /**
- * Waves of the component folders: each at least its tier, and after every folder that defines its kinds
- * (CRDs) or creates its namespaces, and after the installs. Throws when folders depend on each other.
+ * Waves of the component folders and the managed installs: installs in WAVES.installs unless they need a
+ * folder's StorageClasses (then after that folder); each folder at least its tier and after the installs'
+ * wave, and after every install or folder that defines its kinds (CRDs) or creates its namespaces. Throws
+ * when folders and installs depend on each other in a circle. Installs are keyed with installWaveKey.
  */
-export function folderWaves(folders: readonly RenderedFolder[], installWave: number | undefined): Map<string, number> {
-  const defines = new Map(folders.map((f) => [f.folder, kindsDefinedBy(f.objects)]));
+export function folderWaves(folders: readonly RenderedFolder[], installs: readonly WaveInstall[] = []): Map<string, number> {
+  const defines = new Map<string, readonly GroupKind[]>([
+    ...folders.map((f) => [f.folder, kindsDefinedBy(f.objects)] as const),
+    ...installs.map((i) => [installWaveKey(i.name), i.provides] as const),
+  ]);
   const namespacesCreated = new Map(folders.map((f) => [f.folder, new Set(f.objects.filter((m) => m.kind === 'Namespace' && m.apiVersion === 'v1').map((m) => m.metadata.name))]));
+  const storageFolders = folders.filter((f) => f.objects.some((m) => m.kind === 'StorageClass' && m.apiVersion.startsWith('storage.k8s.io/'))).map((f) => f.folder);
   const deps = new Map<string, string[]>();
   for (const f of folders) {
     const needs = new Set<string>();
     for (const m of f.objects) {
       const gk = groupKindOf(m);
+      for (const [other, kinds] of defines) {
+        if (other !== f.folder && isProvided(gk, kinds)) needs.add(other);
+      }
       for (const other of folders) {
-        if (other.folder === f.folder) continue;
-        if (isProvided(gk, defines.get(other.folder)!)) needs.add(other.folder);
         const ns = m.metadata.namespace;
-        if (ns && namespacesCreated.get(other.folder)!.has(ns)) needs.add(other.folder);
+        if (other.folder !== f.folder && ns && namespacesCreated.get(other.folder)!.has(ns)) needs.add(other.folder);
       }
     }
     deps.set(f.folder, [...needs].sort());
   }
-  const floor = installWave === undefined ? WAVES.config : Math.max(WAVES.config, installWave + 1);
-  const waves = new Map(folders.map((f) => [f.folder, Math.max(FOLDER_TIERS[f.folder] ?? WAVES.config, floor)]));
-  for (let round = 0; round <= folders.length; round++) {
+  for (const i of installs) deps.set(installWaveKey(i.name), i.needsDefaultStorageClass ? storageFolders : []);
+  const floor = installs.length === 0 ? WAVES.config : Math.max(WAVES.config, WAVES.installs + 1);
+  const waves = new Map<string, number>([
+    ...folders.map((f) => [f.folder, Math.max(FOLDER_TIERS[f.folder] ?? WAVES.config, floor)] as const),
+    ...installs.map((i) => [installWaveKey(i.name), WAVES.installs] as const),
+  ]);
+  for (let round = 0; round <= waves.size; round++) {
     let changed = false;
-    for (const f of folders) {
-      const needed = Math.max(waves.get(f.folder)!, ...deps.get(f.folder)!.map((o) => waves.get(o)! + 1));
-      if (needed !== waves.get(f.folder)) {
-        waves.set(f.folder, needed);
+    for (const [node, wave] of waves) {
+      const needed = Math.max(wave, ...deps.get(node)!.map((o) => waves.get(o)! + 1));
+      if (needed !== wave) {
+        waves.set(node, needed);
         changed = true;
       }
     }
     if (!changed) return waves;
   }
-  const cyclic = folders.filter((f) => deps.get(f.folder)!.length > 0).map((f) => `${f.folder} -> ${deps.get(f.folder)!.join(', ')}`);
-  throw new Error(`gitops: component folders depend on each other, no wave order exists: ${cyclic.join('; ')}`);
+  const cyclic = [...deps].filter(([, d]) => d.length > 0).map(([node, d]) => `${node} -> ${d.join(', ')}`);
+  throw new Error(`gitops: component folders and installs depend on each other, no wave order exists: ${cyclic.join('; ')}`);
+}
+
+/** Whether an install creates custom resources whose kind another install of the same wave provides (and it does not). */
+function createsKindFromSameWave(i: ManagedInstall, installs: readonly ManagedInstall[], waves: ReadonlyMap<string, number>): boolean {
+  const wave = waves.get(installWaveKey(i.name));
+  const others = installs.filter((o) => o !== i && waves.get(installWaveKey(o.name)) === wave).flatMap((o) => o.provides);
+  return i.clusterKinds.some((gk) => !isBuiltInGroup(gk.group) && gk.kind !== 'CustomResourceDefinition' && !isProvided(gk, i.provides) && isProvided(gk, others));
 }
 
 /** Plans the Argo CD objects of one cluster from its model and its rendered component folders. */
@@ -145,15 +175,19 @@ export function planGitops(model: ClusterModel, folders: readonly RenderedFolder
   // CRDs that arrive in this sync: from the installs, or from a component folder.
   const arriving = [...installed, ...components.flatMap((f) => kindsDefinedBy(f.objects))];
 
+  const waves = folderWaves(components, installs);
   const installApps: ApplicationPlan[] = installs.map((i) => ({
     name: `${model.name}-${i.name}`,
     source: i.source,
     destinationNamespace: i.namespace,
-    wave: WAVES.installs,
+    wave: waves.get(installWaveKey(i.name))!,
     automated: configSync,
     syncOptions: [
       ...(i.createNamespace ? ['CreateNamespace=true'] : []),
       ...(i.largestObjectBytes > CLIENT_SIDE_APPLY_LIMIT ? ['ServerSideApply=true'] : []),
+      // It creates objects of a kind another install of its wave brings (the Network Operator's NodeFeatureRule
+      // when the GPU Operator deploys NFD): the first dry run would fail on the missing kind.
+      ...(createsKindFromSameWave(i, installs, waves) ? ['SkipDryRunOnMissingResource=true'] : []),
     ],
     // The API server defaults fields of the CRDs and webhooks the charts render.
     serverSideDiff: true,
@@ -164,7 +198,6 @@ export function planGitops(model: ClusterModel, folders: readonly RenderedFolder
     provides: i.provides,
   }));
 
-  const waves = folderWaves(components, installApps.length > 0 ? WAVES.installs : undefined);
   const folderApps: ApplicationPlan[] = components.map((f) => {
     const kinds = f.objects.map(groupKindOf);
     const crdsArrive = kinds.some((gk) => gk.kind !== 'CustomResourceDefinition' && isProvided(gk, arriving));

@@ -32,8 +32,12 @@ export class MonitoringChart extends Chart {
       kubeStateMetrics: m.scrape.kubeStateMetrics,
       // The Network Operator is deployed for InfiniBand only (NicClusterPolicy).
       networkOperator: model.rdma !== undefined,
+      // The GPU Operator (v26.7.0) creates ServiceMonitors for itself and the node status exporter wherever the
+      // ServiceMonitor CRD exists (it cannot be switched off for the operator), and the VictoriaMetrics operator
+      // converts them into scrapes: a scrape of our own would collect every series twice.
+      gpuOperator: !m.serviceMonitorCrd,
       // off by default in the ClusterPolicy: a scrape without targets would only mislead
-      nodeStatusExporter: d.gpuOperator.nodeStatusExporter,
+      nodeStatusExporter: d.gpuOperator.nodeStatusExporter && !m.serviceMonitorCrd,
     });
     new MetricsReader(this, 'MetricsReader', {
       scraperNamespace: m.namespace,

@@ -43,6 +43,12 @@ export interface ExporterScrapesProps {
    * @default true
    */
   readonly nodeStatusExporter?: boolean;
+  /**
+   * Scrape the GPU Operator itself (its metrics Service). Off where the GPU Operator's own ServiceMonitor is
+   * converted into a scrape already (clusters that serve the ServiceMonitor CRD).
+   * @default true
+   */
+  readonly gpuOperator?: boolean;
 }
 
 /** Token of the scraper's own ServiceAccount, presented to endpoints that authorise /metrics (Kueue). */
@@ -96,9 +102,11 @@ export class ExporterScrapes extends Construct {
       honorLabels: true,
       relabelConfigs: [NODE_LABEL_FROM_ENDPOINT],
     });
-    serviceScrape('gpu-operator', props.targets.gpuOperator, { app: 'gpu-operator' }, {
-      port: 'gpu-operator-metrics', scheme: VmServiceScrapeSpecEndpointsScheme.HTTP,
-    });
+    if (props.gpuOperator ?? true) {
+      serviceScrape('gpu-operator', props.targets.gpuOperator, { app: 'gpu-operator' }, {
+        port: 'gpu-operator-metrics', scheme: VmServiceScrapeSpecEndpointsScheme.HTTP,
+      });
+    }
     if (props.nodeStatusExporter ?? true) {
       serviceScrape('gpu-node-status-exporter', props.targets.gpuOperator, { app: 'nvidia-node-status-exporter' }, {
         port: 'node-status', scheme: VmServiceScrapeSpecEndpointsScheme.HTTP, honorLabels: true,

@@ -1,0 +1,141 @@
+import { ClusterIndex } from './cluster-index';
+import { ARGO } from './gitops';
+import { Rule, Violation } from './rule';
+import { LABELS } from '../model/names';
+import { apiGroup, describeObject, Manifest } from '../render/manifest';
+import { RenderedSource } from '../upstream';
+
+/** Where a CRD comes from: the Application that installs it, and how. */
+interface Provider {
+  readonly application: Manifest;
+  readonly what: string;
+}
+
+function wave(m: Manifest): number {
+  const v = Number(m.metadata.annotations?.[LABELS.syncWave] ?? 0);
+  return Number.isFinite(v) ? v : 0;
+}
+
+function skipsDryRun(m: Manifest): boolean {
+  const own = (m.metadata.annotations?.[LABELS.syncOptions] ?? '').split(',').map((s) => s.trim());
+  const app = ((m.spec as { syncPolicy?: { syncOptions?: string[] } } | undefined)?.syncPolicy?.syncOptions) ?? [];
+  return [...own, ...app].includes('SkipDryRunOnMissingResource=true');
+}
+
+/** Every CRD the Applications install (rendered, or brought otherwise), by `group/Kind`. */
+function providers(sources: readonly RenderedSource[]): Map<string, Provider[]> {
+  const out = new Map<string, Provider[]>();
+  const add = (gk: string, p: Provider) => out.set(gk, [...(out.get(gk) ?? []), p]);
+  for (const r of sources) {
+    for (const crd of r.objects.filter((o) => o.kind === 'CustomResourceDefinition' && apiGroup(o.apiVersion) === 'apiextensions.k8s.io')) {
+      const spec = (crd.spec ?? {}) as { group?: string; names?: { kind?: string } };
+      add(`${spec.group}/${spec.names?.kind}`, { application: r.application, what: `${r.what}, CustomResourceDefinition ${crd.metadata.name}` });
+    }
+    for (const c of r.unrenderedCrds) {
+      add(`${c.group}/${c.kind}`, { application: r.application, what: c.from === 'operator' ? `${r.what}, applied by its operator at run time` : `${r.what}, crds/` });
+    }
+  }
+  return out;
+}
+
+/**
+ * A custom resource whose CRD another Application installs must sync after it: in a later sync wave of the
+ * app-of-apps (which waits for each wave's Applications to be healthy), or, in the same wave, with
+ * `SkipDryRunOnMissingResource=true` (its first dry run would fail on the missing kind and the sync wait for a
+ * retry). An Application that syncs before its CRDs' Application never gets healthy, and the waves stop there.
+ * CRDs in the same Application are applied first by Argo CD itself; kinds no Application installs are served by
+ * the cluster already (pre-installed add-ons).
+ */
+const crdBeforeCr: Rule = {
+  id: 'crd-before-cr',
+  severity: 'error',
+  summary: 'every custom resource an Application applies (rendered folders and charts alike) syncs after the Application that installs its CRD: a later wave, or the same wave with SkipDryRunOnMissingResource',
+  check(index: ClusterIndex) {
+    const sources = index.renders?.sources ?? [];
+    if (sources.length === 0) return [];
+    const crds = providers(sources);
+    const out: Violation[] = [];
+    const seen = new Set<string>();
+    for (const r of sources) {
+      const app = r.application;
+      if (apiGroup(app.apiVersion) !== ARGO) continue;
+      for (const m of r.objects) {
+        if (m.kind === 'CustomResourceDefinition') continue;
+        const gk = `${apiGroup(m.apiVersion)}/${m.kind}`;
+        const from = crds.get(gk) ?? [];
+        if (from.length === 0 || from.some((p) => p.application === app && !p.what.endsWith('at run time'))) continue;
+        const earliest = from.reduce((a, b) => (wave(b.application) < wave(a.application) ? b : a));
+        const [w, pw] = [wave(app), wave(earliest.application)];
+        if (w > pw) continue;
+        if (w === pw && (skipsDryRun(app) || skipsDryRun(m))) continue;
+        const key = `${app.metadata.name}/${gk}`;
+        if (seen.has(key)) continue;
+        seen.add(key);
+        const fix = w === pw
+          ? 'give it a later sync-wave, or SkipDryRunOnMissingResource=true'
+          : 'it must sync in a later wave (the app-of-apps waits for this wave to be healthy, which it never is without the CRD)';
+        out.push({
+          message: `(wave ${w}) applies ${describeObject(m)} (${gk}), whose CRD comes with Application ${earliest.application.metadata.name} (wave ${pw}; ${earliest.what}): ${fix}`,
+          objects: [app, earliest.application],
+        });
+      }
+    }
+    return out;
+  },
+};
+
+/** The annotation that makes a StorageClass the default one. */
+const DEFAULT_CLASS = 'storageclass.kubernetes.io/is-default-class';
+
+/** The volumes an object claims: the StorageClass each asks for (undefined: the default class). */
+function claimsOf(m: Manifest): { path: string; className?: string }[] {
+  const spec = (m.spec ?? {}) as Record<string, any>;
+  const group = apiGroup(m.apiVersion);
+  const out: { path: string; className?: string }[] = [];
+  const claim = (path: string, pvc: Record<string, any> | undefined) => {
+    // storageClassName "" asks for no class at all (a volume bound by hand)
+    if (pvc && typeof pvc === 'object' && pvc.storageClassName !== '') out.push({ path, className: pvc.storageClassName });
+  };
+  if (group === '' && m.kind === 'PersistentVolumeClaim') claim('spec', spec);
+  if (group === 'apps' && m.kind === 'StatefulSet') (spec.volumeClaimTemplates ?? []).forEach((t: any, i: number) => claim(`spec.volumeClaimTemplates[${i}].spec`, t?.spec));
+  if (group === 'operator.victoriametrics.com') {
+    // VMSingle: spec.storage is the claim's spec; VMAgent, VMAlertmanager: a claim template under spec.storage
+    if (m.kind === 'VMSingle' && spec.storage) claim('spec.storage', spec.storage);
+    if (spec.storage?.volumeClaimTemplate?.spec) claim('spec.storage.volumeClaimTemplate.spec', spec.storage.volumeClaimTemplate.spec);
+  }
+  return out;
+}
+
+/**
+ * A volume claimed from a StorageClass that another Application brings (the default class and its provisioner,
+ * when local-path-provisioner is managed) must be claimed after that Application: its pods stay Pending until
+ * the class exists, its Application never gets healthy, and the app-of-apps never reaches the class's wave.
+ */
+const storageBeforeClaims: Rule = {
+  id: 'storage-before-claims',
+  severity: 'error',
+  summary: 'every volume an Application claims comes from a StorageClass that is there before it: pre-installed, or synced by an Application of an earlier wave',
+  check(index: ClusterIndex) {
+    const sources = index.renders?.sources ?? [];
+    const classes = sources.flatMap((r) => r.objects.filter((o) => o.kind === 'StorageClass' && apiGroup(o.apiVersion) === 'storage.k8s.io')
+      .map((o) => ({ name: o.metadata.name, isDefault: o.metadata.annotations?.[DEFAULT_CLASS] === 'true', application: r.application })));
+    const out: Violation[] = [];
+    for (const r of sources) {
+      for (const m of r.objects) {
+        for (const c of claimsOf(m)) {
+          const from = classes.find((k) => (c.className === undefined ? k.isDefault : k.name === c.className));
+          if (!from || from.application === r.application || wave(r.application) > wave(from.application)) continue;
+          const what = c.className === undefined ? `the default StorageClass ${from.name}` : `StorageClass ${from.name}`;
+          out.push({
+            message: `(wave ${wave(r.application)}) claims a volume of ${what} (${describeObject(m)} ${c.path}), which Application ${from.application.metadata.name} `
+              + `brings in wave ${wave(from.application)}: the claim stays Pending, this Application never gets healthy and that wave never starts; sync it after`,
+            objects: [r.application, from.application],
+          });
+        }
+      }
+    }
+    return out;
+  },
+};
+
+export const CRD_ORDER_RULES: readonly Rule[] = [crdBeforeCr, storageBeforeClaims];

@@ -1,0 +1,105 @@
+import { existsSync, statSync } from 'node:fs';
+import * as path from 'node:path';
+import { ClusterIndex } from './cluster-index';
+import { applicationSources, ARGO, renderedFolderOf } from './gitops';
+import { ClusterView, ScopeOf } from './rule';
+import { EngineOptions, resolveEngines } from '../engines';
+import { apiGroup, Manifest } from '../render/manifest';
+import { GPU_OPERATOR_CHART, NETWORK_OPERATOR_CHART, VendoredChart } from '../upstream/releases';
+import { ClusterRenders, renderApplications, RenderedSource } from '../upstream/render';
+import { defaultCacheDir } from '../validate/compiled-cache';
+
+export interface RenderOptions {
+  /** The upstream installs folder (a missing one: charts and overlays are not rendered). */
+  readonly upstream?: string;
+  readonly engines?: EngineOptions;
+  readonly scopeOf?: ScopeOf;
+  /**
+   * Cache folder of renders and prepared charts.
+   * @default defaultCacheDir()
+   */
+  readonly cacheDir?: string | false;
+}
+
+/** The Kubernetes version helm renders for: the description's minor version. */
+function kubeVersionOf(view: ClusterView): string | undefined {
+  const v = view.model?.description.kubernetesVersion;
+  return v ? `v${v}.0` : undefined;
+}
+
+/**
+ * API versions the cluster serves besides the built-in ones, as Argo CD passes them to helm
+ * (`--api-versions`): those of the custom resources the tree renders, and what the description says the
+ * cluster serves.
+ */
+function apiVersionsOf(index: ClusterIndex): string[] {
+  const out = new Set<string>(index.model?.servedApiVersions ?? []);
+  for (const m of index.objects) {
+    const group = apiGroup(m.apiVersion);
+    if (group.includes('.') && !group.endsWith('.k8s.io')) out.add(m.apiVersion);
+  }
+  return [...out].sort();
+}
+
+/** An Application that installs a pinned chart with its default values (the release's own objects). */
+function defaultsApplication(chart: VendoredChart): Manifest {
+  return {
+    apiVersion: `${ARGO}/v1alpha1`,
+    kind: 'Application',
+    metadata: { name: `${chart.chart}-defaults` },
+    spec: {
+      destination: { namespace: chart.chart },
+      source: { chart: chart.chart, targetRevision: chart.version, helm: { releaseName: chart.chart } },
+    },
+  };
+}
+
+/**
+ * Renders every Application source of a cluster with the real engines (src/upstream/render.ts), and the
+ * default renders of the charts whose custom resources the tree holds.
+ */
+export async function renderClusterSources(view: ClusterView, opts: RenderOptions = {}): Promise<ClusterRenders> {
+  const engines = await resolveEngines(opts.engines);
+  const given = opts.upstream;
+  const upstream = given !== undefined && existsSync(given) && statSync(given).isDirectory() ? path.resolve(given) : undefined;
+  const cacheDir = opts.cacheDir === false ? undefined : opts.cacheDir ?? defaultCacheDir();
+  const index = new ClusterIndex(view, opts.scopeOf);
+  const dir = view.dir;
+  const ctx = {
+    upstream,
+    engines,
+    cacheDir,
+    kubeVersion: kubeVersionOf(view),
+    apiVersions: apiVersionsOf(index),
+    // a source of the cluster's own repository is built from the folder on disk
+    folderOf: (s: { repoURL?: string; path?: string; chart?: string }) => {
+      const folder = renderedFolderOf(index, s);
+      if (folder === undefined || folder === null) return folder;
+      return dir === undefined ? null : path.join(dir, folder);
+    },
+  };
+  const applications = index.ofKind('Application', ARGO).filter((a) => apiGroup(a.apiVersion) === ARGO);
+  const charts = [
+    ...(index.ofKind('ClusterPolicy', 'nvidia.com').length > 0 ? [GPU_OPERATOR_CHART] : []),
+    ...(index.ofKind('NicClusterPolicy', 'mellanox.com').length > 0 ? [NETWORK_OPERATOR_CHART] : []),
+  ];
+  const [rendered, defaults] = await Promise.all([
+    renderApplications(applications, ctx),
+    upstream ? renderApplications(charts.map(defaultsApplication), { ...ctx, apiVersions: [] }) : Promise.resolve([]),
+  ]);
+  return { engines, upstream, sources: [...rendered, ...(dir === undefined ? folderObjectsOf(index, applications) : [])], defaults };
+}
+
+/**
+ * The folders of a tree checked in memory (not on disk: there is nothing to build), as their Applications sync
+ * them: the folder's objects.
+ */
+function folderObjectsOf(index: ClusterIndex, applications: readonly Manifest[]): RenderedSource[] {
+  return applications.flatMap((app) => applicationSources<{ repoURL?: string; path?: string; chart?: string }>(app).flatMap((s, i) => {
+    const folder = renderedFolderOf(index, s);
+    if (folder === undefined || folder === null) return [];
+    const namespace = ((app.spec as { destination?: { namespace?: string } } | undefined)?.destination?.namespace) ?? '';
+    const objects = folder === '' ? index.objects : index.inFolder(folder.split('/')[0]);
+    return [{ application: app, index: i, type: 'folder' as const, what: `folder ${s.path}`, namespace, objects, unrenderedCrds: [] }];
+  }));
+}

@@ -1,0 +1,67 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { digestOf } from './tree';
+import { moduleFolderDigest, packageDigest } from '../digests';
+import { makeDirs } from '../files';
+import { Manifest } from '../render/manifest';
+
+/** What an engine printed: its objects, and (helm) the template file of each document. */
+export interface RenderOutput {
+  readonly objects: readonly Manifest[];
+  /** helm's `# Source:` paths (`<chart>/charts/<subchart>/templates/x.yaml`), deduplicated. */
+  readonly sources: readonly string[];
+}
+
+/**
+ * What `helm template` and `kustomize build` printed, parsed,, kept in `<cacheDir>/renders/` as JSON (parsed
+ * once: reading JSON back is far cheaper than the engine and its YAML). An entry is found by the digest of
+ * everything the render depends on (the content of the chart or kustomization tree, the values, the engine
+ * and its version, the arguments, the code of src/upstream/ and of the YAML parser), never by sizes or modification times; it carries a checksum of its body,
+ * so a truncated or damaged entry reads as a miss. Writes go to a temporary file renamed into place.
+ * Best effort: a cache that cannot be written is skipped.
+ */
+export class RenderCache {
+  constructor(readonly dir: string | undefined) {}
+
+  /** The key of a render from everything it depends on, the code that parses and post-processes its output included. */
+  key(parts: readonly unknown[]): string {
+    return digestOf([moduleFolderDigest(__filename), packageDigest('yaml'), ...parts]).slice(0, 48);
+  }
+
+  private file(key: string): string {
+    return path.join(this.dir!, 'renders', `${key}.json`);
+  }
+
+  get(key: string): RenderOutput | undefined {
+    if (!this.dir) return undefined;
+    let text: string;
+    try {
+      text = readFileSync(this.file(key), 'utf8');
+    } catch {
+      return undefined;
+    }
+    const newline = text.indexOf('\n');
+    const body = text.slice(newline + 1);
+    if (newline !== 64 || text.slice(0, 64) !== createHash('sha256').update(body).digest('hex')) return undefined;
+    try {
+      return JSON.parse(body) as RenderOutput;
+    } catch {
+      return undefined;
+    }
+  }
+
+  put(key: string, output: RenderOutput): void {
+    if (!this.dir) return;
+    const file = this.file(key);
+    const tmp = `${file}.${process.pid}-${randomBytes(6).toString('hex')}.tmp`;
+    try {
+      makeDirs(path.dirname(file));
+      const body = JSON.stringify(output);
+      writeFileSync(tmp, `${createHash('sha256').update(body).digest('hex')}\n${body}`);
+      renameSync(tmp, file);
+    } catch {
+      rmSync(tmp, { force: true });
+    }
+  }
+}
