@@ -178,7 +178,7 @@ export function answerFromRecord(argv: readonly string[]): number | undefined {
     if (!argv.includes('--quiet')) {
       for (const l of r.stdout) process.stdout.write(l);
       const s = ((performance.now() - t0) / 1000).toFixed(2);
-      process.stdout.write(`dist already up to date (${Object.keys(output).length} files): no description, source, schema or upstream file changed since the last render (checked in ${s} s)\n`);
+      process.stdout.write(`dist already up to date (${Object.keys(output).length} files): no description, source or schema file changed since the last render (checked in ${s} s)\n`);
     }
     return 0;
   } catch {
