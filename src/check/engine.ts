@@ -1,7 +1,7 @@
 import { ADOPTION_RULES } from './adoption';
 import { ClusterIndex } from './cluster-index';
-import { DATA_SAFETY_RULES } from './data-safety';
 import { CRD_ORDER_RULES } from './crd-order';
+import { DATA_SAFETY_RULES } from './data-safety';
 import { GITOPS_RULES } from './gitops';
 import { KUEUE_RULES } from './kueue';
 import { METADATA_RULES } from './metadata';
