@@ -17,4 +17,5 @@ export { SERVICE_RULES } from './services';
 export { ADOPTION_RULES } from './adoption';
 export { DATA_SAFETY_RULES } from './data-safety';
 export { CRD_ORDER_RULES } from './crd-order';
+export { APPLIED_SIZE_RULES } from './applied-size';
 export { renderClusterSources, RenderOptions } from './renders';

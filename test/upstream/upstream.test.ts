@@ -2,11 +2,12 @@ import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { checkCluster, ClusterIndex, renderClusterSources } from '../../src/check';
 import { UPSTREAM_RULES } from '../../src/check/upstream';
+import { appliedSize, CLIENT_SIDE_APPLY_LIMIT } from '../../src/components/gitops/api-kinds';
 import { managedInstalls } from '../../src/components/gitops/managed-installs';
 import { parseDescription } from '../../src/model/load';
 import { ClusterModel } from '../../src/model/model';
 import { DEFAULT_UPSTREAM } from '../../src/paths';
-import { Manifest } from '../../src/render/manifest';
+import { apiGroup, Manifest } from '../../src/render/manifest';
 import { renderCluster } from '../../src/render/render';
 import { ClusterRenders, footprintOf, imageObjects, imageRefsOf, RenderedSource } from '../../src/upstream';
 import { VERSIONS } from '../../src/versions';
@@ -89,6 +90,23 @@ describe.skipIf(!HAS_UPSTREAM)('managed install footprints, rendered by the engi
       expect([...declared].sort()).toEqual([...clusterKinds].sort());
       const namespaces = new Set(objects.filter((o) => o.scope !== 'Cluster').map((o) => o.namespace));
       expect([...namespaces].sort()).toEqual([install.namespace, ...install.extraNamespaces].sort());
+    });
+  }
+
+  for (const install of managedInstalls(managed)) {
+    it(`${install.name}: largestObjectBytes is the largest object of the render (at least, where the vendored copy lacks the chart's crds/), on the same side of the client-side apply limit`, () => {
+      const r = renders.sources.find((s) => s.application.metadata.name === `${managed.name}-${install.name}`)!;
+      const largest = Math.max(...r.objects.map(appliedSize));
+      const crdsNotRendered = r.unrenderedCrds.some((c) => c.from === 'crds-not-vendored');
+      if (crdsNotRendered) expect(install.largestObjectBytes).toBeGreaterThanOrEqual(largest);
+      else expect(install.largestObjectBytes).toBe(largest);
+      expect(install.largestObjectBytes > CLIENT_SIDE_APPLY_LIMIT).toBe(largest > CLIENT_SIDE_APPLY_LIMIT);
+    });
+
+    it(`${install.name}: every ignoreDifferences entry names a kind its Application applies`, () => {
+      const r = renders.sources.find((s) => s.application.metadata.name === `${managed.name}-${install.name}`)!;
+      const applied = new Set(r.objects.map((o) => `${apiGroup(o.apiVersion)}/${o.kind}`));
+      for (const d of install.ignoreDifferences) expect(applied, d.why).toContain(`${d.group ?? ''}/${d.kind}`);
     });
   }
 
