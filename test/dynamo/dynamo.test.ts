@@ -270,4 +270,9 @@ describe('the cluster report lists the tutorials and the quota they take', () =>
     expect(report).toContain('svc/vllm-agg-frontend 8000:8000');
     expect(clusterReport(renderOf())).toContain('Not rendered (`installs.dynamo: none`)');
   });
+
+  it('says who applies the Dynamo CRDs: the operator\'s crd-apply init container, not the chart', () => {
+    expect(clusterReport(renderOf(dynamo('managed')))).toContain('the operator\'s `crd-apply` init container applies the CRDs shipped in its image');
+    expect(clusterReport(renderOf(dynamo('preinstalled')))).toContain('its operator, which applies the CRDs shipped in its image');
+  });
 });
