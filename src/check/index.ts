@@ -18,4 +18,5 @@ export { ADOPTION_RULES } from './adoption';
 export { DATA_SAFETY_RULES } from './data-safety';
 export { CRD_ORDER_RULES } from './crd-order';
 export { APPLIED_SIZE_RULES } from './applied-size';
+export { DYNAMO_RULES } from './dynamo';
 export { renderClusterSources, RenderOptions } from './renders';

@@ -293,7 +293,7 @@ const tutorials = z.strictObject({
       .describe('Tenant whose namespace and quota the Dynamo samples use. Default: the tenant named "inference" when there is one, else namespace "default".'),
     model: nonEmptyString('a Hugging Face model id').default('Qwen/Qwen3-0.6B').describe('Model the vLLM workers serve (Hugging Face id).'),
     image: pinnedImage().default(VERSIONS.dynamo.vllmRuntimeImage)
-      .describe(`Dynamo vLLM runtime image of the frontend and the workers, pinned; keep it at the Dynamo platform's release (default: the vllm-runtime of Dynamo ${VERSIONS.dynamo.release}).`),
+      .describe(`Dynamo vLLM runtime image of the frontend and the workers, pinned; an image of ${VERSIONS.dynamo.registry} must carry a tag published with the Dynamo platform's release (check: dynamo-image-release; default: the vllm-runtime of Dynamo ${VERSIONS.dynamo.release}).`),
   }).prefault({}).describe('NVIDIA Dynamo serving samples (rendered with installs.dynamo "preinstalled" or "managed").'),
 }).prefault({}).describe('Worked examples rendered from the description.');
 

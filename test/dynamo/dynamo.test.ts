@@ -148,6 +148,20 @@ describe('Dynamo samples', () => {
       .toEqual(['DynamoGraphDeployment inference/vllm-agg']);
   });
 
+  it('run a runtime of the platform\'s release: another release is a check error (synth runs it), managed or pre-installed', () => {
+    const image = (tag: string): Edit => (d) => { d.tutorials = { ...(d.tutorials ?? {}), dynamo: { image: `${VERSIONS.dynamo.registry}/vllm-runtime:${tag}` } }; };
+    const pairing = (mode: string, tag: string) => checkCluster(renderOf(dynamo(mode, image(tag)))).filter((f) => f.rule === 'dynamo-image-release');
+    for (const mode of ['managed', 'preinstalled']) {
+      expect(pairing(mode, VERSIONS.dynamo.release), mode).toEqual([]);
+      expect(pairing(mode, `${VERSIONS.dynamo.release}-efa`), mode).toEqual([]);
+      const found = pairing(mode, '1.2.0-post.1');
+      expect(new Set(found.map((f) => f.objects[0])), mode).toEqual(new Set(['DynamoGraphDeployment inference/vllm-agg', 'DynamoGraphDeployment inference/vllm-disagg']));
+      expect(found[0].message, mode).toMatch(mode === 'managed'
+        ? /vllm-runtime:1.2.0-post.1, but the Dynamo platform is release 1.4.0 \(Application instant-cluster-dynamo-platform-install installs chart dynamo-platform 1.4.0\)/
+        : /vllm-runtime:1.2.0-post.1, but the Dynamo platform is release 1.4.0 \(no Application installs the dynamo-platform chart: a pre-installed platform of the release the toolkit pins\)/);
+    }
+  });
+
   it.skipIf(!HAS_SCHEMAS)('validate strictly against the release\'s DynamoGraphDeployment CRD (schema), which serves their apiVersion', () => {
     const objects = folderObjects(renderOf(dynamo('managed')), 'dynamo');
     expect(objects.length).toBe(2);
@@ -257,6 +271,26 @@ describe('the Dynamo samples match the release\'s upstream examples', () => {
     const section = sources.slice(sources.indexOf(`## ${folder}/`), sources.indexOf('\n## ', sources.indexOf(`## ${folder}/`) + 1));
     expect(section).toMatch(/^- Runtime images published with v/m);
     expect(section).toContain(`\`${VERSIONS.dynamo.vllmRuntimeImage}\``);
+  });
+
+  it.skipIf(!HAS_UPSTREAM)('record exactly the images SOURCES.md quotes from the release\'s artifact inventory (VERSIONS.dynamo.publishedImages)', () => {
+    const folder = `dynamo-platform-${VERSIONS.dynamo.release}-branchpoint`;
+    const sources = readFileSync(path.join(DEFAULT_UPSTREAM, 'SOURCES.md'), 'utf8');
+    const section = sources.slice(sources.indexOf(`## ${folder}/`), sources.indexOf('\n## ', sources.indexOf(`## ${folder}/`) + 1));
+    const bullet = /^- Runtime images published with v.*$/m.exec(section)![0];
+    // `registry/path/name:tag` names a repository; `:tag` another tag of it; `name:tag` another image of its registry path
+    const listed = new Map<string, string[]>();
+    let repository: string | undefined;
+    for (const [, token] of bullet.matchAll(/`([^`]+)`/g)) {
+      const ref = /^(?:(.*\/)?([\w.-]+))?:([\w.-]+)$/.exec(token);
+      if (!ref) continue;
+      const [, dir, name, tag] = ref;
+      if (dir !== undefined) repository = `${dir}${name}`;
+      else if (name !== undefined) repository = `${repository!.slice(0, repository!.lastIndexOf('/'))}/${name}`;
+      listed.set(repository!, [...(listed.get(repository!) ?? []), tag]);
+    }
+    expect(listed.size).toBeGreaterThan(3);
+    expect(Object.fromEntries(listed)).toEqual(VERSIONS.dynamo.publishedImages);
   });
 });
 
