@@ -6,7 +6,7 @@ export { KUEUE_RULES, coveredResources, nominalQuota, cohortOf, defaultedQueue, 
 export { MPI_RULES, launcherRanks, mpiJobShape } from './mpi';
 export { NETWORK_RULES, nicRdmaResources } from './network';
 export { STORAGE_RULES } from './storage';
-export { GITOPS_RULES, OPERATOR_API_GROUPS, folderOfPath } from './gitops';
+export { GITOPS_RULES, folderOfPath } from './gitops';
 export { SECURITY_RULES, unpinnedImage } from './security';
 export { METADATA_RULES } from './metadata';
 export { UPSTREAM_RULES } from './upstream';

@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { ClusterIndex } from '../../src/check/cluster-index';
-import { checkCluster } from '../../src/check/engine';
+import { checkCluster, checkClusterRendered, RULES } from '../../src/check/engine';
 import { dynamoPlatformHelmValues } from '../../src/components/dynamo/helm-values';
 import { managedInstalls } from '../../src/components/gitops/managed-installs';
 import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../../src/paths';
@@ -308,5 +308,36 @@ describe('the cluster report lists the tutorials and the quota they take', () =>
   it('says who applies the Dynamo CRDs: the operator\'s crd-apply init container, not the chart', () => {
     expect(clusterReport(renderOf(dynamo('managed')))).toContain('the operator\'s `crd-apply` init container applies the CRDs shipped in its image');
     expect(clusterReport(renderOf(dynamo('preinstalled')))).toContain('its operator, which applies the CRDs shipped in its image');
+  });
+});
+
+describe.skipIf(!HAS_UPSTREAM)('sync-wave-order (synth) and crd-before-cr (engines) agree on which Application brings Dynamo\'s kinds', () => {
+  const ORDER_RULES = RULES.filter((r) => r.id === 'sync-wave-order' || r.id === 'crd-before-cr');
+
+  /** The findings of both rules with the dynamo folder's Application moved to wave -1, before every install. */
+  async function findings(edit: Edit): Promise<Map<string, string[][]>> {
+    const c = renderOf(edit);
+    const folders = c.folders.map((f) => ({ folder: f.folder, objects: structuredClone(f.objects) as any[] }));
+    const gitops = folders.find((f) => f.folder === 'gitops')!.objects;
+    const samples = gitops.find((o) => o.kind === 'Application' && o.metadata.name === `${c.name}-dynamo`)!;
+    samples.metadata.annotations['argocd.argoproj.io/sync-wave'] = '-1';
+    const view = { name: c.name, model: c.model, folders };
+    const { findings: found } = await checkClusterRendered(view, { upstream: DEFAULT_UPSTREAM, rules: ORDER_RULES });
+    const byRule = new Map<string, string[][]>(ORDER_RULES.map((r) => [r.id, []]));
+    for (const f of found) byRule.get(f.rule)!.push([...f.objects]);
+    return byRule;
+  }
+
+  it('GPU Operator pre-installed, Dynamo managed: both name the platform install as what the samples must follow', async () => {
+    const found = await findings(dynamo('managed'));
+    const pair = ['Application argocd/instant-cluster-dynamo', 'Application argocd/instant-cluster-dynamo-platform-install'];
+    expect(found.get('sync-wave-order')).toEqual([pair]);
+    expect(found.get('crd-before-cr')).toEqual([pair]);
+  });
+
+  it('GPU Operator managed, Dynamo pre-installed: neither ties the samples to the GPU Operator, whose kinds of nvidia.com are not Dynamo\'s', async () => {
+    const found = await findings(dynamo('preinstalled', (d) => { d.installs.gpuOperator = 'managed'; }));
+    expect(found.get('sync-wave-order')).toEqual([]);
+    expect(found.get('crd-before-cr')).toEqual([]);
   });
 });

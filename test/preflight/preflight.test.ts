@@ -70,6 +70,14 @@ describe('preflight on the pre-installed Instant Cluster fixture', () => {
     expect(fs.find((f) => f.rule === 'api-missing')?.message).toContain('no CRD for PyTorchJob.kubeflow.org');
   });
 
+  it('api-missing names the install that brings the kind: Dynamo\'s for a DynamoGraphDeployment, though its group is the GPU Operator\'s too', () => {
+    const fs = findingsOf({ edit: (d) => { d.installs = { dynamo: 'preinstalled' }; } }).filter((f) => f.rule === 'api-missing');
+    const dgd = fs.find((f) => f.object === 'CustomResourceDefinition nvidia.com/DynamoGraphDeployment');
+    expect(dgd?.fix).toBe('set installs.dynamo: managed in the description (the same sync installs the CRD), or install the operator that serves DynamoGraphDeployment');
+    const pytorch = findingsOf({ edit: (d) => { d.installs = { trainingOperator: 'preinstalled' }; } }).find((f) => f.rule === 'api-missing');
+    expect(pytorch?.fix).toMatch(/^set installs.trainingOperator: managed in the description/);
+  });
+
   it('--format json gives the same findings as objects with stable rule ids', () => {
     const text = capture();
     expect(main(['preflight', '--config', REFERENCE_FILE, '--snapshot', SNAPSHOT], text.io)).toBe(EXIT.failed);

@@ -3,7 +3,7 @@ import { ApplicationSpecIgnoreDifferences, ApplicationSpecSource } from '../../.
 import { ClusterDescription } from '../../model/description';
 import { ClusterModel, podPlacement } from '../../model/model';
 import { NAMESPACES, RELEASES } from '../../model/names';
-import { DYNAMO_PLATFORM_CHART } from '../../upstream/releases';
+import { DYNAMO_PLATFORM_CHART, GPU_OPERATOR_CHART, NETWORK_OPERATOR_CHART, VendoredChart } from '../../upstream/releases';
 import { VERSIONS } from '../../versions';
 import { dynamoPlatformHelmValues } from '../dynamo/helm-values';
 import { gpuOperatorHelmValues } from '../gpu-operator/helm-values';
@@ -56,7 +56,8 @@ const NAMESPACE: GroupKind = { group: '', kind: 'Namespace' };
 const MUTATING_WEBHOOK: GroupKind = { group: 'admissionregistration.k8s.io', kind: 'MutatingWebhookConfiguration' };
 const VALIDATING_WEBHOOK: GroupKind = { group: 'admissionregistration.k8s.io', kind: 'ValidatingWebhookConfiguration' };
 const API_SERVICE: GroupKind = { group: 'apiregistration.k8s.io', kind: 'APIService' };
-const NFD_KINDS: GroupKind = { group: 'nfd.k8s-sigs.io', kind: '*' };
+/** Node Feature Discovery, a subchart of both NVIDIA operator charts (one of them deploys it, or neither). */
+const NFD_SUBCHART = 'charts/node-feature-discovery';
 const NODE_FEATURE_RULE: GroupKind = { group: 'nfd.k8s-sigs.io', kind: 'NodeFeatureRule' };
 const OPERATOR_KINDS = [CRD, CLUSTER_ROLE, CLUSTER_ROLE_BINDING];
 /** Job kinds the Training Operator runs; MPIJob is left to the MPI Operator (v2beta1). */
@@ -87,6 +88,11 @@ const LARGEST_APPLIED_BYTES = {
   dynamo: 6_842,
 } as const;
 
+
+/** The kinds of the CRDs a pinned chart (or one of its subcharts) brings that its vendored render does not show. */
+function chartCrds(chart: VendoredChart, chartPath = ''): GroupKind[] {
+  return chart.unrenderedCrds.filter((u) => u.chartPath === chartPath).flatMap((u) => u.crds).map(({ group, kind }) => ({ group, kind }));
+}
 
 /** caBundle written by a controller that generates its own serving certificate. */
 function injectedCaBundle(who: string, kind: 'MutatingWebhookConfiguration' | 'ValidatingWebhookConfiguration'): IgnoredDifference {
@@ -140,7 +146,8 @@ export function managedInstalls(model: ClusterModel): ManagedInstall[] {
       namespace: NAMESPACES.gpuOperator,
       extraNamespaces: [],
       source: helmSource(VERSIONS.gpuOperator, 'gpu-operator', gpuOperatorHelmValues(model)),
-      provides: [{ group: 'nvidia.com', kind: '*' }, ...(nfdBy === 'gpu-operator' ? [NFD_KINDS] : [])],
+      // Exactly the chart's CRDs: nvidia.com is not the GPU Operator's alone (Dynamo's kinds are nvidia.com too).
+      provides: [...chartCrds(GPU_OPERATOR_CHART), ...(nfdBy === 'gpu-operator' ? chartCrds(GPU_OPERATOR_CHART, NFD_SUBCHART) : [])],
       clusterKinds: OPERATOR_KINDS,
       largestObjectBytes: LARGEST_APPLIED_BYTES.gpuOperator,
       createNamespace: true,
@@ -156,7 +163,7 @@ export function managedInstalls(model: ClusterModel): ManagedInstall[] {
       namespace: NAMESPACES.networkOperator,
       extraNamespaces: [],
       source: helmSource(VERSIONS.networkOperator, 'network-operator', networkOperatorHelmValues(model)),
-      provides: [{ group: 'mellanox.com', kind: '*' }, ...(nfdBy === 'network-operator' ? [NFD_KINDS] : [])],
+      provides: [...chartCrds(NETWORK_OPERATOR_CHART), ...(nfdBy === 'network-operator' ? chartCrds(NETWORK_OPERATOR_CHART, NFD_SUBCHART) : [])],
       // nfd.deployNodeFeatureRules (on): the chart's NodeFeatureRule labels the nodes with Mellanox NICs.
       clusterKinds: [...OPERATOR_KINDS, NODE_FEATURE_RULE],
       largestObjectBytes: LARGEST_APPLIED_BYTES.networkOperator,
@@ -264,7 +271,7 @@ export function managedInstalls(model: ClusterModel): ManagedInstall[] {
       extraNamespaces: [],
       source: helmSource(VERSIONS.dynamoPlatform, 'dynamo-platform', dynamoPlatformHelmValues(model)),
       // The chart carries no CRDs: the operator applies those its image ships (the release's record of them).
-      provides: DYNAMO_PLATFORM_CHART.unrenderedCrds.flatMap((u) => u.crds).map(({ group, kind }) => ({ group, kind })),
+      provides: chartCrds(DYNAMO_PLATFORM_CHART, 'charts/dynamo-operator'),
       clusterKinds: [...OPERATOR_KINDS, MUTATING_WEBHOOK, VALIDATING_WEBHOOK],
       largestObjectBytes: LARGEST_APPLIED_BYTES.dynamo,
       createNamespace: true,
