@@ -307,7 +307,7 @@ const monitoring = z.strictObject({
     .describe('The cluster serves the prometheus-operator ServiceMonitor CRD (monitoring.coreos.com/v1: kubectl get crd servicemonitors.monitoring.coreos.com). '
       + 'Then the GPU Operator (v26.7.0) creates ServiceMonitors for itself and its node status exporter, and the VictoriaMetrics operator converts them '
       + 'into scrapes (its default): no scrape of the toolkit\'s own is rendered for those two (each would be scraped twice). Charts render what they render '
-      + 'when the API exists (Argo CD passes it to helm).'),
+      + 'when the API exists (Argo CD passes it to helm). init sets it from the cluster\'s CRDs; preflight warns when it differs from them (drift-service-monitor-crd).'),
   grafanaDashboardLabel: z.strictObject({
     key: labelKey().default('grafana_dashboard').describe('Label key.'),
     value: labelValue().default('1').describe('Label value.'),
