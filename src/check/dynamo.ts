@@ -8,6 +8,9 @@ import { VERSIONS } from '../versions';
 
 const DGD = { group: 'nvidia.com', kind: 'DynamoGraphDeployment' } as const;
 
+/** How many fields of one image a finding names before it counts the rest. */
+const NAMED_PATHS = 3;
+
 /** An image of NVIDIA Dynamo's registry in a DynamoGraphDeployment: its tag is judged by dynamo-image-release. */
 export function isDynamoReleaseImage(m: Manifest, ref: ImageRef): boolean {
   return m.kind === DGD.kind && apiGroup(m.apiVersion) === DGD.group && ref.repository.startsWith(`${VERSIONS.dynamo.registry}/`);
@@ -59,14 +62,22 @@ const dynamoImageRelease: Rule = {
     const platforms = platformReleases(index);
     const out: Violation[] = [];
     for (const g of graphs) {
+      // one finding per image of the graph, naming every field that carries it
+      const mismatched = new Map<string, ImageRef[]>();
       for (const ref of imageRefsOf(g)) {
         if (!isDynamoReleaseImage(g, ref) || ref.tag === undefined) continue;
         if (platforms.some((p) => releaseTags(ref.repository, p.release).includes(ref.tag!))) continue;
+        const image = `${ref.repository}:${ref.tag}`;
+        mismatched.set(image, [...(mismatched.get(image) ?? []), ref]);
+      }
+      for (const [image, refs] of mismatched) {
+        const { repository } = refs[0];
         const p = platforms[0];
-        const tags = releaseTags(ref.repository, p.release);
+        const tags = releaseTags(repository, p.release);
+        const paths = refs.slice(0, NAMED_PATHS).map((r) => r.path).join(', ') + (refs.length > NAMED_PATHS ? ` and ${refs.length - NAMED_PATHS} more` : '');
         out.push({
-          message: `${ref.path} is ${ref.repository}:${ref.tag}, but the Dynamo platform is release ${platforms.map((x) => x.release).join(', ')} (${p.from}), `
-            + `whose ${ref.repository} is tagged ${tags.join(', ')}: operator and runtime must be one release; use ${ref.repository}:${tags[0]} (tutorials.dynamo.image) `
+          message: `runs ${image} (${paths}), but the Dynamo platform is release ${platforms.map((x) => x.release).join(', ')} (${p.from}), `
+            + `whose ${repository} is tagged ${tags.join(', ')}: operator and runtime must be one release; use ${repository}:${tags[0]} (tutorials.dynamo.image) `
             + 'or install the platform of the image\'s release',
           objects: [g, ...platforms.flatMap((x) => (x.application ? [x.application] : []))],
         });

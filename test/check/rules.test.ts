@@ -71,8 +71,8 @@ const SAYS: Record<string, readonly RegExp[]> = {
     /Job default\/vllm-bench: spec.template.spec.containers\[0\].image is nvcr.io\/nvidia\/ai-dynamo\/vllm-runtime:1.2.0-post.1; the vendored releases ship nvcr.io\/nvidia\/ai-dynamo\/vllm-runtime only as 1.4.0, 1.4.0-efa/,
   ],
   'dynamo-image-release': [
-    /^DynamoGraphDeployment default\/vllm-agg: spec.components\[0\].podTemplate.spec.containers\[0\].image is nvcr.io\/nvidia\/ai-dynamo\/vllm-runtime:1.2.0-post.1, but the Dynamo platform is release 1.4.0 \(Application instant-cluster-dynamo-platform-install installs chart dynamo-platform 1.4.0\)/,
-    /vllm-runtime:1.4.0-post.1, .* whose nvcr.io\/nvidia\/ai-dynamo\/vllm-runtime is tagged 1.4.0, 1.4.0-efa: operator and runtime must be one release; use nvcr.io\/nvidia\/ai-dynamo\/vllm-runtime:1.4.0/,
+    /^DynamoGraphDeployment default\/vllm-agg: runs nvcr.io\/nvidia\/ai-dynamo\/vllm-runtime:1.2.0-post.1 \(spec.components\[0\].podTemplate.spec.containers\[0\].image\), but the Dynamo platform is release 1.4.0 \(Application instant-cluster-dynamo-platform-install installs chart dynamo-platform 1.4.0\)/m,
+    /runs nvcr.io\/nvidia\/ai-dynamo\/vllm-runtime:1.4.0-post.1 \(spec.components\[1\].*\), .* whose nvcr.io\/nvidia\/ai-dynamo\/vllm-runtime is tagged 1.4.0, 1.4.0-efa: operator and runtime must be one release; use nvcr.io\/nvidia\/ai-dynamo\/vllm-runtime:1.4.0/,
   ],
   'crd-before-cr': [
     /Application argocd\/instant-cluster-network-operator-install: \(wave 0\) applies NodeFeatureRule nvidia-nics-rules \(nfd.k8s-sigs.io\/NodeFeatureRule\)/,

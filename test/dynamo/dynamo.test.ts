@@ -155,10 +155,12 @@ describe('Dynamo samples', () => {
       expect(pairing(mode, VERSIONS.dynamo.release), mode).toEqual([]);
       expect(pairing(mode, `${VERSIONS.dynamo.release}-efa`), mode).toEqual([]);
       const found = pairing(mode, '1.2.0-post.1');
-      expect(new Set(found.map((f) => f.objects[0])), mode).toEqual(new Set(['DynamoGraphDeployment inference/vllm-agg', 'DynamoGraphDeployment inference/vllm-disagg']));
+      // one finding per graph, naming every component that runs the image
+      expect(found.map((f) => f.objects[0]), mode).toEqual(['DynamoGraphDeployment inference/vllm-agg', 'DynamoGraphDeployment inference/vllm-disagg']);
+      expect(found[1].message).toMatch(/runs \S+:1.2.0-post.1 \(spec.components\[0\]\S+, spec.components\[1\]\S+, spec.components\[2\]\S+\)/);
       expect(found[0].message, mode).toMatch(mode === 'managed'
-        ? /vllm-runtime:1.2.0-post.1, but the Dynamo platform is release 1.4.0 \(Application instant-cluster-dynamo-platform-install installs chart dynamo-platform 1.4.0\)/
-        : /vllm-runtime:1.2.0-post.1, but the Dynamo platform is release 1.4.0 \(no Application installs the dynamo-platform chart: a pre-installed platform of the release the toolkit pins\)/);
+        ? /vllm-runtime:1.2.0-post.1 \(.*\), but the Dynamo platform is release 1.4.0 \(Application instant-cluster-dynamo-platform-install installs chart dynamo-platform 1.4.0\)/
+        : /vllm-runtime:1.2.0-post.1 \(.*\), but the Dynamo platform is release 1.4.0 \(no Application installs the dynamo-platform chart: a pre-installed platform of the release the toolkit pins\)/);
     }
   });
 
