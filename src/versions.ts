@@ -2,10 +2,13 @@
 const GPU_OPERATOR_RELEASE = 'v26.7.0';
 
 /**
- * NVIDIA Dynamo release, the newest (v1.4.0, GA 2026-08-14): its container images are tagged with it
- * (../shared/upstream-installs/SOURCES.md, dynamo-platform-1.4.0-branchpoint).
+ * NVIDIA Dynamo release, the newest (v1.4.0, GA 2026-08-14): its platform chart's version, and the tag of its
+ * container images (../shared/upstream-installs/SOURCES.md, dynamo-platform-1.4.0-branchpoint).
  */
 const DYNAMO_RELEASE = '1.4.0';
+
+/** Registry path of NVIDIA Dynamo's container images. */
+const DYNAMO_REGISTRY = 'nvcr.io/nvidia/ai-dynamo';
 
 /**
  * Every upstream release this toolkit renders for, in one place. Chart versions, CRD versions
@@ -84,12 +87,27 @@ export const VERSIONS = {
   },
   /**
    * NVIDIA Dynamo release the DynamoGraphDeployment samples are written for; the platform chart
-   * (dynamoPlatform) must be the same release. `vllmRuntimeImage`: published with v1.4.0 (the release's
-   * artifact inventory, ../shared/upstream-installs/SOURCES.md, dynamo-platform-1.4.0-branchpoint).
+   * (dynamoPlatform) is the same release.
    */
   dynamo: {
     release: DYNAMO_RELEASE,
-    vllmRuntimeImage: `nvcr.io/nvidia/ai-dynamo/vllm-runtime:${DYNAMO_RELEASE}`,
+    registry: DYNAMO_REGISTRY,
+    /**
+     * The container images published with the release, by repository: their tags. The release's artifact
+     * inventory as ../shared/upstream-installs/SOURCES.md (dynamo-platform-1.4.0-branchpoint) quotes it (a test
+     * reads it there); the evidence of released-versions and dynamo-image-release for images no chart renders.
+     * `-efa`: the experimental AWS EFA variants.
+     */
+    publishedImages: {
+      [`${DYNAMO_REGISTRY}/vllm-runtime`]: [DYNAMO_RELEASE, `${DYNAMO_RELEASE}-efa`],
+      [`${DYNAMO_REGISTRY}/sglang-runtime`]: [DYNAMO_RELEASE, `${DYNAMO_RELEASE}-efa`],
+      [`${DYNAMO_REGISTRY}/tensorrtllm-runtime`]: [DYNAMO_RELEASE, `${DYNAMO_RELEASE}-efa`],
+      [`${DYNAMO_REGISTRY}/dynamo-frontend`]: [DYNAMO_RELEASE],
+      [`${DYNAMO_REGISTRY}/dynamo-planner`]: [DYNAMO_RELEASE],
+      [`${DYNAMO_REGISTRY}/kubernetes-operator`]: [DYNAMO_RELEASE],
+      [`${DYNAMO_REGISTRY}/snapshot-agent`]: [DYNAMO_RELEASE],
+    } as Readonly<Record<string, readonly string[]>>,
+    vllmRuntimeImage: `${DYNAMO_REGISTRY}/vllm-runtime:${DYNAMO_RELEASE}`,
     /**
      * The release's DynamoGraphDeployment CRD, relative to the schema folder (../shared/crds,
      * SOURCES.md there): the file at the inferred v1.4.0 branch point, the tag itself being unreadable.
@@ -115,14 +133,15 @@ export const VERSIONS = {
     dashboardSchemaVersion: 39,
   },
   /**
-   * NVIDIA Dynamo platform chart (operator `nvcr.io/nvidia/ai-dynamo/kubernetes-operator`, tagged with the chart's
-   * appVersion; its crd-apply init container installs the DynamoGraphDeployment CRD). 1.4.0 is the newest release
-   * (GA 2026-08-14), vendored in ../shared/upstream-installs/dynamo-platform-1.4.0-branchpoint; 1.5.0 is unreleased.
+   * NVIDIA Dynamo platform chart of the Dynamo release (operator `nvcr.io/nvidia/ai-dynamo/kubernetes-operator`,
+   * tagged with the operator chart's appVersion, the release; its crd-apply init container applies the CRDs the
+   * operator image ships). 1.4.0 is the newest release (GA 2026-08-14), vendored in
+   * ../shared/upstream-installs/dynamo-platform-1.4.0-branchpoint; 1.5.0 is unreleased.
    */
   dynamoPlatform: {
     chart: 'dynamo-platform',
     repoURL: 'https://helm.ngc.nvidia.com/nvidia/ai-dynamo',
-    version: '1.4.0',
+    version: DYNAMO_RELEASE,
   },
   /** Kubernetes Dashboard Helm chart (v7: the UI is served through its Kong proxy). */
   kubernetesDashboard: {

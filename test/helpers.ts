@@ -26,6 +26,21 @@ export function referenceInput(): Record<string, any> {
   return parse(readFileSync(REFERENCE_FILE, 'utf8'));
 }
 
+/** The prometheus-operator ServiceMonitor CRD as a cluster that serves it lists it (a fresh copy each call). */
+export function serviceMonitorCrd(): Record<string, any> {
+  return {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: 'servicemonitors.monitoring.coreos.com' },
+    spec: {
+      group: 'monitoring.coreos.com',
+      scope: 'Namespaced',
+      names: { kind: 'ServiceMonitor', plural: 'servicemonitors', singular: 'servicemonitor', listKind: 'ServiceMonitorList' },
+      versions: [{ name: 'v1', served: true, storage: true }],
+    },
+  };
+}
+
 /** An edit of the reference description (raw input). */
 export type Edit = (d: ReturnType<typeof referenceInput>) => void;
 

@@ -1,7 +1,9 @@
 import { ADOPTION_RULES } from './adoption';
+import { APPLIED_SIZE_RULES } from './applied-size';
 import { ClusterIndex } from './cluster-index';
 import { CRD_ORDER_RULES } from './crd-order';
 import { DATA_SAFETY_RULES } from './data-safety';
+import { DYNAMO_RULES } from './dynamo';
 import { GITOPS_RULES } from './gitops';
 import { KUEUE_RULES } from './kueue';
 import { METADATA_RULES } from './metadata';
@@ -22,7 +24,8 @@ import { ClusterRenders } from '../upstream/render';
 /** Every cross-object rule, by family. */
 export const RULES: readonly Rule[] = [
   ...KUEUE_RULES, ...NODE_RESERVE_RULES, ...MPI_RULES, ...NETWORK_RULES, ...STORAGE_RULES, ...GITOPS_RULES, ...SECURITY_RULES, ...TENANCY_RULES,
-  ...METADATA_RULES, ...SERVICE_RULES, ...ADOPTION_RULES, ...DATA_SAFETY_RULES, ...UPSTREAM_RULES, ...CRD_ORDER_RULES, ...PLACEMENT_RULES,
+  ...METADATA_RULES, ...SERVICE_RULES, ...ADOPTION_RULES, ...DATA_SAFETY_RULES, ...DYNAMO_RULES,
+  ...UPSTREAM_RULES, ...CRD_ORDER_RULES, ...APPLIED_SIZE_RULES, ...PLACEMENT_RULES,
 ];
 
 export interface CheckOptions {

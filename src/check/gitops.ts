@@ -1,27 +1,12 @@
+import { ClusterIndex } from './cluster-index';
+import { Rule, Violation } from './rule';
+import { GroupKind, groupKindKey, groupKindOf, isProvided, kindsDefinedBy, parseProvides } from '../components/gitops/api-kinds';
 import { checkFolderOwnership, checkProjectDestinations, GitopsFinding, GitopsTreeView, hasRootApplication } from '../components/gitops/checks';
 import { LABELS } from '../model/names';
 import { apiGroup, describeObject, Manifest } from '../render/manifest';
-import { VERSIONS } from '../versions';
-import { ClusterIndex } from './cluster-index';
-import { Rule, Violation } from './rule';
 
 /** API group of Argo CD's Application, AppProject and ApplicationSet. */
 export const ARGO = 'argoproj.io';
-
-/**
- * API groups whose CRDs and controller an operator install brings, by Helm chart name (or the last
- * segment of a git source's repoURL). A folder of custom resources must sync after its operator.
- */
-export const OPERATOR_API_GROUPS: Readonly<Record<string, readonly string[]>> = {
-  [VERSIONS.gpuOperator.chart]: ['nvidia.com'],
-  [VERSIONS.networkOperator.chart]: ['mellanox.com'],
-  [VERSIONS.kueue.chart]: ['kueue.x-k8s.io'],
-  'mpi-operator': ['kubeflow.org'],
-  'training-operator': ['kubeflow.org'],
-  'trainer': ['kubeflow.org'],
-  'victoria-metrics-operator': ['operator.victoriametrics.com'],
-  'victoria-metrics-k8s-stack': ['operator.victoriametrics.com'],
-};
 
 interface AppSource {
   readonly repoURL?: string;
@@ -116,31 +101,32 @@ const applicationPath: Rule = {
   },
 };
 
-/** The API groups an Application installs (operator charts, CRDs in its folder). */
-function providedGroups(index: ClusterIndex, app: Manifest): string[] {
-  const groups = new Set<string>();
-  for (const s of sources(app)) {
-    const repoName = s.repoURL?.replace(/\.git$/, '').split('/').pop();
-    for (const key of [s.chart, repoName]) for (const g of OPERATOR_API_GROUPS[key ?? ''] ?? []) groups.add(g);
+/**
+ * The kinds an Application installs: those its `gpu-cluster.dev/provides` annotation declares (synth writes it on
+ * every managed install from the install's own CRDs, ManagedInstall.provides) and the CRDs of its folders. An
+ * Application of charts or overlays without the annotation is left to crd-before-cr, which reads their renders.
+ */
+function providedKinds(index: ClusterIndex, app: Manifest): GroupKind[] {
+  let kinds: GroupKind[];
+  try {
+    kinds = parseProvides(app.metadata.annotations?.[LABELS.provides]);
+  } catch {
+    kinds = []; // an annotation edited by hand into something else: no knowledge, not a crash
   }
   for (const s of folderSources(index, app)) {
     const folder = s.folder?.split('/')[0];
-    if (!folder) continue;
-    for (const crd of index.inFolder(folder).filter((m) => m.kind === 'CustomResourceDefinition')) {
-      const g = (crd.spec as { group?: string } | undefined)?.group;
-      if (g) groups.add(g);
-    }
+    if (folder) kinds.push(...kindsDefinedBy(index.inFolder(folder)));
   }
-  return [...groups];
+  return kinds;
 }
 
 const syncWaveOrder: Rule = {
   id: 'sync-wave-order',
   severity: 'error',
-  summary: 'custom resources sync in a later wave than the operator (or CRD) that defines them',
+  summary: `custom resources sync in a later wave than the Application that installs their kind (its ${LABELS.provides} annotation, or a CRD in its folder)`,
   check(index) {
     const apps = index.ofKind('Application', ARGO);
-    const providers = apps.map((app) => ({ app, groups: providedGroups(index, app) }));
+    const providers = apps.map((app) => ({ app, kinds: providedKinds(index, app) }));
     const out: Violation[] = [];
     for (const app of apps) {
       for (const s of folderSources(index, app)) {
@@ -148,13 +134,13 @@ const syncWaveOrder: Rule = {
         if (!folder) continue;
         const objects = index.inFolder(folder);
         const used = new Map<string, Manifest>();
-        for (const m of objects) if (m.kind !== 'CustomResourceDefinition') used.set(apiGroup(m.apiVersion), used.get(apiGroup(m.apiVersion)) ?? m);
-        for (const [group, example] of used) {
+        for (const m of objects) if (m.kind !== 'CustomResourceDefinition') used.set(groupKindKey(groupKindOf(m)), used.get(groupKindKey(groupKindOf(m))) ?? m);
+        for (const [kind, example] of used) {
           for (const p of providers) {
-            if (p.app === app || !p.groups.includes(group) || wave(app) > wave(p.app)) continue;
+            if (p.app === app || !isProvided(groupKindOf(example), p.kinds) || wave(app) > wave(p.app)) continue;
             out.push({
-              message: `syncs ${example.kind} ${example.metadata.name} (${group}) in wave ${wave(app)}, `
-                + `not after Application ${p.app.metadata.name} (wave ${wave(p.app)}) that installs ${group}`,
+              message: `syncs ${example.kind} ${example.metadata.name} (${kind}) in wave ${wave(app)}, `
+                + `not after Application ${p.app.metadata.name} (wave ${wave(p.app)}) that installs ${kind}`,
               objects: [app, p.app],
             });
           }

@@ -6,7 +6,7 @@ export { KUEUE_RULES, coveredResources, nominalQuota, cohortOf, defaultedQueue, 
 export { MPI_RULES, launcherRanks, mpiJobShape } from './mpi';
 export { NETWORK_RULES, nicRdmaResources } from './network';
 export { STORAGE_RULES } from './storage';
-export { GITOPS_RULES, OPERATOR_API_GROUPS, folderOfPath } from './gitops';
+export { GITOPS_RULES, folderOfPath } from './gitops';
 export { SECURITY_RULES, unpinnedImage } from './security';
 export { METADATA_RULES } from './metadata';
 export { UPSTREAM_RULES } from './upstream';
@@ -17,4 +17,6 @@ export { SERVICE_RULES } from './services';
 export { ADOPTION_RULES } from './adoption';
 export { DATA_SAFETY_RULES } from './data-safety';
 export { CRD_ORDER_RULES } from './crd-order';
+export { APPLIED_SIZE_RULES } from './applied-size';
+export { DYNAMO_RULES } from './dynamo';
 export { renderClusterSources, RenderOptions } from './renders';

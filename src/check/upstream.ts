@@ -1,8 +1,9 @@
 import { ClusterIndex } from './cluster-index';
+import { isDynamoReleaseImage } from './dynamo';
 import { ARGO } from './gitops';
 import { Rule, Violation } from './rule';
 import { FootprintObject, footprintOf, IMAGE_FIELDS, ImageCoordinates, imageObjects, imageRefsOf, RenderedSource } from '../upstream';
-import { GPU_OPERATOR_CHART, NETWORK_OPERATOR_CHART, VendoredChart } from '../upstream/releases';
+import { GPU_OPERATOR_CHART, NETWORK_OPERATOR_CHART, VENDORED_RELEASES, VendoredChart } from '../upstream/releases';
 
 function show(c: ImageCoordinates): string {
   return IMAGE_FIELDS.filter((f) => c[f] !== undefined).map((f) => `${f}: ${c[f]}`).join(', ');
@@ -62,9 +63,16 @@ const imageMatchesUpstream: Rule = {
   },
 };
 
-/** The image repositories the vendored releases ship, with the tags they ship them with (their renders). */
+/**
+ * The image repositories the vendored releases ship, with the tags they ship them with: their renders, and the images
+ * they publish beside their charts (Dynamo's runtime images).
+ */
 function releasedImages(index: ClusterIndex): Map<string, Set<string>> {
   const out = new Map<string, Set<string>>();
+  for (const release of VENDORED_RELEASES) {
+    const published = release.type === 'helm' ? release.publishedImages ?? {} : {};
+    for (const [repository, tags] of Object.entries(published)) out.set(repository, new Set(tags));
+  }
   const renders = [...(index.renders?.sources ?? []).filter((r) => r.type !== 'folder'), ...(index.renders?.defaults ?? [])];
   for (const r of renders) {
     for (const ref of r.objects.flatMap((o) => imageRefsOf(o))) {
@@ -94,6 +102,8 @@ const releasedVersions: Rule = {
     // The operators' CRs are compared field by field with their chart (image-matches-upstream).
     for (const m of index.objects.filter((o) => !IMAGE_CHECKED_KINDS.has(o.kind))) {
       for (const ref of imageRefsOf(m)) {
+        // a DynamoGraphDeployment's Dynamo images are held to the platform's release (dynamo-image-release)
+        if (isDynamoReleaseImage(m, ref)) continue;
         const tags = released.get(ref.repository);
         if (!tags || ref.tag === undefined || tags.has(ref.tag)) continue;
         out.push({

@@ -2,11 +2,11 @@ import { Document, isMap, isScalar, isSeq, Node as YamlNode } from 'yaml';
 import { KUEUE_FRAMEWORKS } from '../components/kueue/manager-config';
 import { InputError, printable } from '../errors';
 import { Taint } from '../model/description';
-import { LABELS, NAMESPACES, RESOURCES, STORAGE_CLASSES } from '../model/names';
+import { LABELS, NAMESPACES, RESOURCES, SERVICE_MONITOR_API, STORAGE_CLASSES } from '../model/names';
 import { MAX_GPUS_PER_NODE } from '../model/schema-types';
 import { liveKueueConfig } from '../preflight/foreign-config';
 import { allocatableAmount, gpuProduct, nicClusterPolicyDevices, nodeRoles, rdmaResources, readableAllocatable, taintKey, taintsOf } from '../preflight/nodes';
-import { crdFacts } from '../preflight/reads';
+import { crdFacts, servesServiceMonitors } from '../preflight/reads';
 import { ClusterState } from '../preflight/state';
 import { get, summarize } from '../preflight/util';
 import { Manifest } from '../render/manifest';
@@ -200,6 +200,15 @@ export function describeCluster(state: ClusterState, opts: InitOptions): InitRes
     }
   }
 
+  // Monitoring: with the ServiceMonitor API the GPU Operator scrapes itself, and the toolkit must not (a second scrape)
+  const serviceMonitors = servesServiceMonitors(state);
+  const monitoring = { serviceMonitorCrd: serviceMonitors ?? false };
+  if (serviceMonitors === undefined) {
+    todo('monitoring.serviceMonitorCrd', `the state holds no CustomResourceDefinition: true if kubectl get crd ${SERVICE_MONITOR_API.crd} finds it`);
+  } else {
+    seen('monitoring.serviceMonitorCrd', `the CRDs (${SERVICE_MONITOR_API.crd} ${serviceMonitors ? 'served' : 'absent'})`);
+  }
+
   const description: Record<string, unknown> = {
     name,
     kubernetesVersion,
@@ -208,6 +217,7 @@ export function describeCluster(state: ClusterState, opts: InitOptions): InitRes
     network,
     storage,
     ...(Object.keys(queueing).length > 0 ? { queueing } : {}),
+    monitoring,
     samples: { ncclTests: { image: PLACEHOLDERS.ncclTestsImage } },
     ...(Object.keys(installs).length > 0 ? { installs } : {}),
   };

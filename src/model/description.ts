@@ -293,7 +293,7 @@ const tutorials = z.strictObject({
       .describe('Tenant whose namespace and quota the Dynamo samples use. Default: the tenant named "inference" when there is one, else namespace "default".'),
     model: nonEmptyString('a Hugging Face model id').default('Qwen/Qwen3-0.6B').describe('Model the vLLM workers serve (Hugging Face id).'),
     image: pinnedImage().default(VERSIONS.dynamo.vllmRuntimeImage)
-      .describe(`Dynamo vLLM runtime image of the frontend and the workers, pinned; keep it at the Dynamo platform's release (default: the vllm-runtime of Dynamo ${VERSIONS.dynamo.release}).`),
+      .describe(`Dynamo vLLM runtime image of the frontend and the workers, pinned; an image of ${VERSIONS.dynamo.registry} must carry a tag published with the Dynamo platform's release (check: dynamo-image-release; default: the vllm-runtime of Dynamo ${VERSIONS.dynamo.release}).`),
   }).prefault({}).describe('NVIDIA Dynamo serving samples (rendered with installs.dynamo "preinstalled" or "managed").'),
 }).prefault({}).describe('Worked examples rendered from the description.');
 
@@ -307,7 +307,7 @@ const monitoring = z.strictObject({
     .describe('The cluster serves the prometheus-operator ServiceMonitor CRD (monitoring.coreos.com/v1: kubectl get crd servicemonitors.monitoring.coreos.com). '
       + 'Then the GPU Operator (v26.7.0) creates ServiceMonitors for itself and its node status exporter, and the VictoriaMetrics operator converts them '
       + 'into scrapes (its default): no scrape of the toolkit\'s own is rendered for those two (each would be scraped twice). Charts render what they render '
-      + 'when the API exists (Argo CD passes it to helm).'),
+      + 'when the API exists (Argo CD passes it to helm). init sets it from the cluster\'s CRDs; preflight warns when it differs from them (drift-service-monitor-crd).'),
   grafanaDashboardLabel: z.strictObject({
     key: labelKey().default('grafana_dashboard').describe('Label key.'),
     value: labelValue().default('1').describe('Label value.'),

@@ -1,7 +1,7 @@
 import { AdoptedObject, adoptedObjects, AllocatedNodePort, allocatedNodePorts } from './adoption';
 import { ClusterDescription, Taint } from './description';
 import { GpuProductFacts, gpuProductFacts } from './gpu-products';
-import { KUEUE_DEFAULT_LOCAL_QUEUE, LABELS, MANAGED_BY, NAMESPACES, RESOURCES } from './names';
+import { KUEUE_DEFAULT_LOCAL_QUEUE, LABELS, MANAGED_BY, NAMESPACES, RESOURCES, SERVICE_MONITOR_API } from './names';
 import { floorToMebibytes, formatBytes, formatMillis, parseQuantity } from './quantity';
 
 /** A Kubernetes toleration, in the shape of the core API (plain data, usable by every construct). */
@@ -382,6 +382,6 @@ export function buildModel(d: ClusterDescription): ClusterModel {
     adopted: adoptedObjects(d),
     allocatedNodePorts: allocatedNodePorts(d),
     commonLabels: { [LABELS.managedBy]: MANAGED_BY, [LABELS.partOf]: d.name },
-    servedApiVersions: d.monitoring.serviceMonitorCrd ? ['monitoring.coreos.com/v1'] : [],
+    servedApiVersions: d.monitoring.serviceMonitorCrd ? [`${SERVICE_MONITOR_API.group}/${SERVICE_MONITOR_API.version}`] : [],
   };
 }

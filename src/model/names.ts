@@ -87,6 +87,12 @@ export const ADOPTED_SYNC_OPTIONS: readonly string[] = ['Prune=false', 'Delete=f
 /** The value of app.kubernetes.io/managed-by on everything this toolkit renders. */
 export const MANAGED_BY = 'gpu-cluster-manifests';
 
+/**
+ * The prometheus-operator ServiceMonitor API (monitoring.serviceMonitorCrd): where the cluster serves it, GPU Operator
+ * v26.7.0 creates ServiceMonitors, and charts render theirs (Argo CD passes the API to helm).
+ */
+export const SERVICE_MONITOR_API = { group: 'monitoring.coreos.com', version: 'v1', kind: 'ServiceMonitor', crd: 'servicemonitors.monitoring.coreos.com' } as const;
+
 /** Namespaces of the add-ons (where their operators and agents run). */
 export const NAMESPACES = {
   gpuOperator: 'gpu-operator',

@@ -1,24 +1,30 @@
 import { crdFacts } from './reads';
 import { PreflightContext, PreflightFinding, PreflightRule, rulesOf } from './rule';
-import { groupKindKey, isBuiltInGroup, isProvided, kindsDefinedBy, parseProvides } from '../components/gitops/api-kinds';
+import { GroupKind, groupKindKey, isBuiltInGroup, isProvided, kindsDefinedBy, parseProvides } from '../components/gitops/api-kinds';
+import { ManagedInstall, managedInstalls } from '../components/gitops/managed-installs';
 import { GITOPS_FOLDER } from '../components/gitops/plan';
+import { ClusterDescription } from '../model/description';
+import { ClusterModel } from '../model/model';
 import { LABELS } from '../model/names';
 import { apiGroup } from '../render/manifest';
 
-/** Which install brings each API group, for the fix text. */
-const INSTALLS_BY_GROUP: Readonly<Record<string, string>> = {
-  'nvidia.com': 'installs.gpuOperator: managed',
-  'mellanox.com': 'installs.networkOperator: managed',
-  'kueue.x-k8s.io': 'installs.kueue: managed',
-  'operator.victoriametrics.com': 'installs.monitoring: managed',
-};
-
-function installFor(group: string, kind: string): string | undefined {
-  if (group === 'kubeflow.org') return kind === 'MPIJob' ? 'installs.mpiOperator: managed' : 'installs.trainingOperator: managed';
-  return INSTALLS_BY_GROUP[group];
+/**
+ * The `installs.<key>: managed` that would bring a kind in the same sync: the managed install whose provides (its
+ * chart's or overlay's own CRDs, as plan.ts declares them) include it, for this description with every add-on managed.
+ */
+function installsBringing(model: ClusterModel): (gk: GroupKind) => string | undefined {
+  let all: ManagedInstall[] | undefined;
+  return (gk) => {
+    if (!all) {
+      const installs = Object.fromEntries(Object.keys(model.description.installs).map((k) => [k, 'managed'])) as ClusterDescription['installs'];
+      all = managedInstalls({ ...model, description: { ...model.description, installs } });
+    }
+    const key = all.find((i) => isProvided(gk, i.provides))?.key;
+    return key && `installs.${key}: managed`;
+  };
 }
 
-function apiFindings({ rendered, state }: PreflightContext): PreflightFinding[] {
+function apiFindings({ model, rendered, state }: PreflightContext): PreflightFinding[] {
   // Without any CRD the state was not read completely (snapshot-incomplete says so), not "every API is missing".
   if (!state.has('apiextensions.k8s.io', 'CustomResourceDefinition')) return [];
   const crds = state.list('apiextensions.k8s.io', 'CustomResourceDefinition').map(crdFacts).filter((f) => f !== undefined);
@@ -28,6 +34,7 @@ function apiFindings({ rendered, state }: PreflightContext): PreflightFinding[] 
     ...kindsDefinedBy(manifests),
     ...manifests.filter((m) => m.kind === 'Application').flatMap((a) => parseProvides(a.metadata.annotations?.[LABELS.provides])),
   ];
+  const installFor = installsBringing(model);
   const seen = new Set<string>();
   const out: PreflightFinding[] = [];
   for (const { folder, manifest: m } of rendered) {
@@ -40,7 +47,7 @@ function apiFindings({ rendered, state }: PreflightContext): PreflightFinding[] 
     const users = rendered.filter((r) => r.manifest.apiVersion === m.apiVersion && r.manifest.kind === m.kind).length;
     // Argo CD itself is installed before the bootstrap; the gitops folder is applied by hand.
     const severity = folder === GITOPS_FOLDER ? 'warning' : 'error';
-    const install = installFor(group, m.kind);
+    const install = installFor({ group, kind: m.kind });
     if (!crd) {
       out.push({
         rule: 'api-missing',

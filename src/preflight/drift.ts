@@ -1,11 +1,13 @@
 import { descriptionEdit } from './fixes';
 import { allocatable, allocatableAmount, gpuProduct, nicClusterPolicyDevices, rdmaResources, readableAllocatable, rolesFor, taintKey, taintsOf } from './nodes';
+import { servesServiceMonitors } from './reads';
 import { PreflightContext, PreflightFinding, PreflightRule } from './rule';
 import { describeObject, summarize } from './util';
 import { ClusterDescription, Taint } from '../model/description';
-import { RESOURCES } from '../model/names';
+import { RESOURCES, SERVICE_MONITOR_API } from '../model/names';
 import { parseQuantity } from '../model/quantity';
 import { Manifest } from '../render/manifest';
+import { VERSIONS } from '../versions';
 
 function distinct<T>(xs: readonly T[]): T[] {
   return [...new Set(xs)];
@@ -232,4 +234,35 @@ const rdma: PreflightRule = {
   },
 };
 
-export const DRIFT_RULES: readonly PreflightRule[] = [nodeCount, gpusPerNode, product, allocatableDrift, taints, rdma];
+/**
+ * monitoring.serviceMonitorCrd against the cluster's CRDs. With the ServiceMonitor API, GPU Operator v26.7.0 creates
+ * ServiceMonitors for itself and its node status exporter (the operator's cannot be switched off) and the
+ * VictoriaMetrics operator converts them, so the toolkit renders no scrape of its own for them; without it, nothing
+ * but the toolkit's scrape collects them.
+ */
+const serviceMonitorCrd: PreflightRule = {
+  id: 'drift-service-monitor-crd',
+  family: 'drift',
+  summary: `monitoring.serviceMonitorCrd differs from whether the cluster serves ${SERVICE_MONITOR_API.crd} (a second scrape of the GPU Operator, or none)`,
+  check: ({ model, state }) => {
+    const served = servesServiceMonitors(state);
+    const described = model.description.monitoring.serviceMonitorCrd;
+    if (served === undefined || served === described) return [];
+    const operator = `GPU Operator ${VERSIONS.gpuOperator.version}`;
+    return [{
+      rule: 'drift-service-monitor-crd',
+      severity: 'warning',
+      object: `CustomResourceDefinition ${SERVICE_MONITOR_API.crd}`,
+      message: served
+        ? `the cluster serves ${SERVICE_MONITOR_API.group}/${SERVICE_MONITOR_API.version} ${SERVICE_MONITOR_API.kind} and the description says monitoring.serviceMonitorCrd: false: `
+          + `${operator} creates ServiceMonitors for itself and its node status exporter, the VictoriaMetrics operator converts them, `
+          + 'and the rendered scrapes of the same targets collect every series a second time'
+        : `the description says monitoring.serviceMonitorCrd: true but the cluster has no ${SERVICE_MONITOR_API.crd}: `
+          + `${operator} creates no ServiceMonitor, and the toolkit renders no scrape of its own for the operator, so nothing scrapes it`,
+      fix: descriptionEdit(model.description, { 'monitoring.serviceMonitorCrd': served })
+        ?? `kubectl get crd ${SERVICE_MONITOR_API.crd}, and describe what it shows in monitoring.serviceMonitorCrd`,
+    }];
+  },
+};
+
+export const DRIFT_RULES: readonly PreflightRule[] = [nodeCount, gpusPerNode, product, allocatableDrift, taints, rdma, serviceMonitorCrd];

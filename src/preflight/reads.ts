@@ -1,4 +1,5 @@
-import { NAMESPACES } from '../model/names';
+import { ClusterState } from './state';
+import { NAMESPACES, SERVICE_MONITOR_API } from '../model/names';
 import { apiGroup, Manifest } from '../render/manifest';
 
 /** A list call: an API group/version and its resource (plural), cluster-wide (all namespaces for namespaced kinds). */
@@ -83,6 +84,17 @@ export function crdFacts(crd: Manifest): CrdFacts | undefined {
     served: versions.filter((v) => v.served === true && typeof v.name === 'string').map((v) => v.name as string),
     storage: versions.find((v) => v.storage === true && typeof v.name === 'string')?.name as string | undefined,
   };
+}
+
+/**
+ * Whether a cluster serves the prometheus-operator ServiceMonitor API (monitoring.serviceMonitorCrd), from its CRDs;
+ * undefined when the state holds no CRD at all (they were not read: nothing can be told).
+ */
+export function servesServiceMonitors(state: ClusterState): boolean | undefined {
+  const crds = state.list('apiextensions.k8s.io', 'CustomResourceDefinition');
+  if (crds.length === 0) return undefined;
+  const { group, kind, version } = SERVICE_MONITOR_API;
+  return crds.map(crdFacts).some((c) => c?.group === group && c.kind === kind && c.served.includes(version));
 }
 
 /**

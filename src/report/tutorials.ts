@@ -131,8 +131,9 @@ function dynamoPart(c: RenderedCluster, index: ClusterIndex): string {
     quota(totalsOf(g)),
   ]);
   const platform = mode === 'managed'
-    ? `The Dynamo platform (operator and CRDs) is installed by Argo CD into ${code(NAMESPACES.dynamo)}.`
-    : 'The Dynamo platform (operator and CRDs) must already be installed (`installs.dynamo: preinstalled`).';
+    ? `Argo CD installs the Dynamo platform chart into ${code(NAMESPACES.dynamo)}; the operator's ${code('crd-apply')} init container applies `
+      + 'the CRDs shipped in its image before the operator starts, so the samples can be created once the operator runs.'
+    : 'The Dynamo platform (its operator, which applies the CRDs shipped in its image) must already be installed (`installs.dynamo: preinstalled`).';
   const first = graphs[0];
   return [
     `${platform} The samples run in ${target.tenant ? `tenant ${code(target.tenant)}'s` : 'the'} namespace ${code(target.namespace)}; `

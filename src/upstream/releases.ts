@@ -41,6 +41,11 @@ export interface VendoredChart {
    */
   readonly unvendoredDependencies: readonly string[];
   readonly unrenderedCrds: readonly UnrenderedCrds[];
+  /**
+   * Images the release publishes that its chart does not render (the runtime images of workloads users create),
+   * by repository: their tags. The evidence of released-versions for them.
+   */
+  readonly publishedImages?: Readonly<Record<string, readonly string[]>>;
 }
 
 /** A kustomize overlay of a pinned release read from git at a tag, vendored under `<upstream>/<folder>/<path>`. */
@@ -167,6 +172,7 @@ export const DYNAMO_PLATFORM_CHART: VendoredChart = {
     crds: ['DynamoGraphDeployment', 'DynamoComponentDeployment', 'DynamoGraphDeploymentRequest', 'DynamoGraphDeploymentScalingAdapter', 'DynamoModel']
       .map((kind) => ({ group: 'nvidia.com', kind, scope: 'Namespaced' as const })),
   }],
+  publishedImages: VERSIONS.dynamo.publishedImages,
 };
 
 /**

@@ -77,11 +77,17 @@ describe.skipIf(!HAS_UPSTREAM || !HAS_SCHEMAS)('check renders every managed inst
       expect(found.map((f) => f.message)).toContainEqual(expect.stringMatching(/^Application argocd\/all-tainted-kueue-install: chart kueue 0.19.2 creates admissionregistration.k8s.io\/ValidatingWebhookConfiguration, e.g. ValidatingWebhookConfiguration kueue-validating-webhook-configuration .*AppProject all-tainted does not permit that kind/));
     });
 
-    it('an unreleased version: released-versions', async () => {
+    it('an unreleased version: released-versions (and the samples no longer run the platform\'s release: dynamo-image-release)', async () => {
       const found = await findings((objects) => {
         app(objects, 'dynamo-platform-install').spec.source.targetRevision = '1.5.0';
       });
-      expect(found).toEqual([{ rule: 'released-versions', message: expect.stringMatching(/^Application argocd\/all-tainted-dynamo-platform-install: chart dynamo-platform 1.5.0 has no vendored release/) }]);
+      expect(found.filter((f) => f.rule !== 'dynamo-image-release')).toEqual([
+        { rule: 'released-versions', message: expect.stringMatching(/^Application argocd\/all-tainted-dynamo-platform-install: chart dynamo-platform 1.5.0 has no vendored release/) },
+      ]);
+      expect(found.filter((f) => f.rule === 'dynamo-image-release').map((f) => f.message)).toEqual([
+        expect.stringMatching(/^DynamoGraphDeployment inference\/vllm-agg: runs nvcr.io\/nvidia\/ai-dynamo\/vllm-runtime:1.4.0 \(.*\), but the Dynamo platform is release 1.5.0/),
+        expect.stringMatching(/^DynamoGraphDeployment inference\/vllm-disagg: runs nvcr.io\/nvidia\/ai-dynamo\/vllm-runtime:1.4.0 \(.*\), but the Dynamo platform is release 1.5.0/),
+      ]);
     });
 
     it('a volume claimed before its StorageClass syncs: storage-before-claims', async () => {

@@ -3,6 +3,7 @@ import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { checkCluster, checkClusterRendered, ClusterView, Finding, RULES, ScopeOf } from '../../src/check';
+import { APPLIED_SIZE_RULES } from '../../src/check/applied-size';
 import { CRD_ORDER_RULES } from '../../src/check/crd-order';
 import { UPSTREAM_RULES } from '../../src/check/upstream';
 import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../../src/paths';
@@ -67,10 +68,20 @@ const SAYS: Record<string, readonly RegExp[]> = {
     /Application argocd\/instant-cluster-dynamo-platform-install: chart dynamo-platform 1.5.0 has no vendored release/,
     /Application argocd\/instant-cluster-mpi-operator-install: kubeflow\/mpi-operator\/manifests\/overlays\/standalone v0.8.1 has no vendored release/,
     /Job default\/kueue-debug: spec.template.spec.containers\[0\].image is registry.k8s.io\/kueue\/kueue:v0.18.0; the vendored releases ship registry.k8s.io\/kueue\/kueue only as v0.19.2/,
+    /Job default\/vllm-bench: spec.template.spec.containers\[0\].image is nvcr.io\/nvidia\/ai-dynamo\/vllm-runtime:1.2.0-post.1; the vendored releases ship nvcr.io\/nvidia\/ai-dynamo\/vllm-runtime only as 1.4.0, 1.4.0-efa/,
+  ],
+  'dynamo-image-release': [
+    /^DynamoGraphDeployment default\/vllm-agg: runs nvcr.io\/nvidia\/ai-dynamo\/vllm-runtime:1.2.0-post.1 \(spec.components\[0\].podTemplate.spec.containers\[0\].image\), but the Dynamo platform is release 1.4.0 \(Application instant-cluster-dynamo-platform-install installs chart dynamo-platform 1.4.0\)/m,
+    /runs nvcr.io\/nvidia\/ai-dynamo\/vllm-runtime:1.4.0-post.1 \(spec.components\[1\].*\), .* whose nvcr.io\/nvidia\/ai-dynamo\/vllm-runtime is tagged 1.4.0, 1.4.0-efa: operator and runtime must be one release; use nvcr.io\/nvidia\/ai-dynamo\/vllm-runtime:1.4.0/,
   ],
   'crd-before-cr': [
     /Application argocd\/instant-cluster-network-operator-install: \(wave 0\) applies NodeFeatureRule nvidia-nics-rules \(nfd.k8s-sigs.io\/NodeFeatureRule\)/,
     /CRD comes with Application instant-cluster-gpu-operator-install \(wave 0; chart gpu-operator v26.7.0, crds\/\)/, /SkipDryRunOnMissingResource=true/,
+  ],
+  'applied-size-limit': [
+    /^Application argocd\/instant-cluster-kueue-install: chart kueue 0.19.2 applies CustomResourceDefinition workloads.kueue.x-k8s.io \(\d{6} bytes\), over the 262144 bytes/,
+    /^Application argocd\/instant-cluster-mpi-operator-install: kubeflow\/mpi-operator\/manifests\/overlays\/standalone v0.8.2 applies CustomResourceDefinition mpijobs.kubeflow.org \(\d{6} bytes\)/m,
+    /last-applied-configuration annotation: the sync fails .* add ServerSideApply=true to the Application's syncOptions/,
   ],
   'storage-before-claims': [
     /Application argocd\/instant-cluster-monitoring-stack-install: \(wave 0\) claims a volume of the default StorageClass local-path \(VMSingle monitoring\/vm-victoria-metrics-k8s-stack spec.storage\)/,
@@ -104,7 +115,7 @@ const SAYS: Record<string, readonly RegExp[]> = {
 
 const needsSchemas = new Set(['namespace-set']);
 /** Rules that read what the engines render from ../shared/upstream-installs (they report nothing without renders). */
-const needsUpstream = new Set([...UPSTREAM_RULES, ...CRD_ORDER_RULES].map((r) => r.id));
+const needsUpstream = new Set([...UPSTREAM_RULES, ...CRD_ORDER_RULES, ...APPLIED_SIZE_RULES].map((r) => r.id));
 
 /** Every rule over a fixture, the Applications in it rendered with the real engines (when the upstream folder is there). */
 async function checkFixture(file: string): Promise<Finding[]> {
@@ -173,5 +184,44 @@ describe('cross-object rules', () => {
     const noModel: ClusterView = { name: 'no-model', folders: [{ folder: 'samples', objects: [queued] }, { folder: 'kueue', objects: [...kueue, lq] }] };
     const fit = checkCluster(noModel).filter((f) => f.rule === 'mpijob-fit');
     expect(fit.map((f) => f.message)).toEqual([expect.stringMatching(/24 nvidia.com\/gpu, more than the 16 GPUs of cohort gpu-cohort/)]);
+  });
+
+  it('applied-size-limit: a folder\'s oversized object, unless the object itself (or its Application) skips the last-applied annotation', async () => {
+    const big = (name: string, syncOptions?: string): Manifest => ({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name, namespace: 'monitoring', ...(syncOptions ? { annotations: { 'argocd.argoproj.io/sync-options': syncOptions } } : {}) },
+      data: { 'dashboard.json': 'x'.repeat(270_000) },
+    } as Manifest);
+    const view = (objects: Manifest[], appOptions: string[] = []): ClusterView => ({
+      name: model.name,
+      model,
+      folders: [
+        {
+          folder: 'gitops',
+          objects: [{
+            apiVersion: 'argoproj.io/v1alpha1',
+            kind: 'Application',
+            metadata: { name: 'instant-cluster-dashboards', namespace: 'argocd' },
+            spec: {
+              project: 'instant-cluster',
+              source: { repoURL: model.description.gitops.repoURL, targetRevision: 'main', path: 'dist/instant-cluster/dashboards' },
+              destination: { server: 'https://kubernetes.default.svc', namespace: 'monitoring' },
+              syncPolicy: { syncOptions: appOptions },
+            },
+          } as Manifest],
+        },
+        { folder: 'dashboards', objects },
+      ],
+    });
+    const found = async (v: ClusterView) => (await checkClusterRendered(v, { rules: APPLIED_SIZE_RULES })).findings.map((f) => f.message);
+    expect(await found(view([{ ...big('small'), data: { 'dashboard.json': '{}' } } as Manifest]))).toEqual([]);
+    expect(await found(view([big('node-exporter-full'), big('replaced', 'Replace=true')]))).toEqual([
+      expect.stringMatching(/^Application argocd\/instant-cluster-dashboards: folder dist\/instant-cluster\/dashboards applies ConfigMap monitoring\/node-exporter-full \(270\d{3} bytes\), over the 262144 bytes/),
+    ]);
+    expect(await found(view([big('node-exporter-full', 'ServerSideApply=true')]))).toEqual([]);
+    expect(await found(view([big('node-exporter-full')], ['ServerSideApply=true']))).toEqual([]);
+    // the object's own option wins over its Application's
+    expect(await found(view([big('node-exporter-full', 'ServerSideApply=false')], ['ServerSideApply=true']))).toHaveLength(1);
   });
 });

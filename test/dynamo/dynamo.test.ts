@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { ClusterIndex } from '../../src/check/cluster-index';
-import { checkCluster } from '../../src/check/engine';
+import { checkCluster, checkClusterRendered, RULES } from '../../src/check/engine';
 import { dynamoPlatformHelmValues } from '../../src/components/dynamo/helm-values';
 import { managedInstalls } from '../../src/components/gitops/managed-installs';
 import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../../src/paths';
@@ -39,7 +39,8 @@ describe('installs.dynamo', () => {
     const v = VERSIONS.dynamoPlatform;
     expect(app.spec.source).toMatchObject({ chart: v.chart, repoURL: v.repoURL, targetRevision: v.version });
     expect(app.spec.destination.namespace).toBe('dynamo-system');
-    expect(app.spec.syncPolicy.syncOptions).toEqual(expect.arrayContaining(['CreateNamespace=true', 'ServerSideApply=true']));
+    // The chart renders no CRD (the operator applies them): nothing it applies is too large for client-side apply.
+    expect(app.spec.syncPolicy.syncOptions).toEqual(['CreateNamespace=true']);
   });
 
   it('never syncs the samples automatically, and syncs them after the platform', () => {
@@ -145,6 +146,22 @@ describe('Dynamo samples', () => {
     const folders = c.folders.map((f) => (f.folder === 'dynamo' ? { ...f, objects: [broken] } : f));
     expect(checkCluster({ ...c, folders }).filter((f) => f.rule === 'queue-resource-coverage').map((f) => f.objects[0]))
       .toEqual(['DynamoGraphDeployment inference/vllm-agg']);
+  });
+
+  it('run a runtime of the platform\'s release: another release is a check error (synth runs it), managed or pre-installed', () => {
+    const image = (tag: string): Edit => (d) => { d.tutorials = { ...(d.tutorials ?? {}), dynamo: { image: `${VERSIONS.dynamo.registry}/vllm-runtime:${tag}` } }; };
+    const pairing = (mode: string, tag: string) => checkCluster(renderOf(dynamo(mode, image(tag)))).filter((f) => f.rule === 'dynamo-image-release');
+    for (const mode of ['managed', 'preinstalled']) {
+      expect(pairing(mode, VERSIONS.dynamo.release), mode).toEqual([]);
+      expect(pairing(mode, `${VERSIONS.dynamo.release}-efa`), mode).toEqual([]);
+      const found = pairing(mode, '1.2.0-post.1');
+      // one finding per graph, naming every component that runs the image
+      expect(found.map((f) => f.objects[0]), mode).toEqual(['DynamoGraphDeployment inference/vllm-agg', 'DynamoGraphDeployment inference/vllm-disagg']);
+      expect(found[1].message).toMatch(/runs \S+:1.2.0-post.1 \(spec.components\[0\]\S+, spec.components\[1\]\S+, spec.components\[2\]\S+\)/);
+      expect(found[0].message, mode).toMatch(mode === 'managed'
+        ? /vllm-runtime:1.2.0-post.1 \(.*\), but the Dynamo platform is release 1.4.0 \(Application instant-cluster-dynamo-platform-install installs chart dynamo-platform 1.4.0\)/
+        : /vllm-runtime:1.2.0-post.1 \(.*\), but the Dynamo platform is release 1.4.0 \(no Application installs the dynamo-platform chart: a pre-installed platform of the release the toolkit pins\)/);
+    }
   });
 
   it.skipIf(!HAS_SCHEMAS)('validate strictly against the release\'s DynamoGraphDeployment CRD (schema), which serves their apiVersion', () => {
@@ -257,6 +274,26 @@ describe('the Dynamo samples match the release\'s upstream examples', () => {
     expect(section).toMatch(/^- Runtime images published with v/m);
     expect(section).toContain(`\`${VERSIONS.dynamo.vllmRuntimeImage}\``);
   });
+
+  it.skipIf(!HAS_UPSTREAM)('record exactly the images SOURCES.md quotes from the release\'s artifact inventory (VERSIONS.dynamo.publishedImages)', () => {
+    const folder = `dynamo-platform-${VERSIONS.dynamo.release}-branchpoint`;
+    const sources = readFileSync(path.join(DEFAULT_UPSTREAM, 'SOURCES.md'), 'utf8');
+    const section = sources.slice(sources.indexOf(`## ${folder}/`), sources.indexOf('\n## ', sources.indexOf(`## ${folder}/`) + 1));
+    const bullet = /^- Runtime images published with v.*$/m.exec(section)![0];
+    // `registry/path/name:tag` names a repository; `:tag` another tag of it; `name:tag` another image of its registry path
+    const listed = new Map<string, string[]>();
+    let repository: string | undefined;
+    for (const [, token] of bullet.matchAll(/`([^`]+)`/g)) {
+      const ref = /^(?:(.*\/)?([\w.-]+))?:([\w.-]+)$/.exec(token);
+      if (!ref) continue;
+      const [, dir, name, tag] = ref;
+      if (dir !== undefined) repository = `${dir}${name}`;
+      else if (name !== undefined) repository = `${repository!.slice(0, repository!.lastIndexOf('/'))}/${name}`;
+      listed.set(repository!, [...(listed.get(repository!) ?? []), tag]);
+    }
+    expect(listed.size).toBeGreaterThan(3);
+    expect(Object.fromEntries(listed)).toEqual(VERSIONS.dynamo.publishedImages);
+  });
 });
 
 describe('the cluster report lists the tutorials and the quota they take', () => {
@@ -268,5 +305,41 @@ describe('the cluster report lists the tutorials and the quota they take', () =>
     expect(report).toContain('[config.yaml](tutorials/skypilot/research/config.yaml)');
     expect(report).toContain('svc/vllm-agg-frontend 8000:8000');
     expect(clusterReport(renderOf())).toContain('Not rendered (`installs.dynamo: none`)');
+  });
+
+  it('says who applies the Dynamo CRDs: the operator\'s crd-apply init container, not the chart', () => {
+    expect(clusterReport(renderOf(dynamo('managed')))).toContain('the operator\'s `crd-apply` init container applies the CRDs shipped in its image');
+    expect(clusterReport(renderOf(dynamo('preinstalled')))).toContain('its operator, which applies the CRDs shipped in its image');
+  });
+});
+
+describe.skipIf(!HAS_UPSTREAM)('sync-wave-order (synth) and crd-before-cr (engines) agree on which Application brings Dynamo\'s kinds', () => {
+  const ORDER_RULES = RULES.filter((r) => r.id === 'sync-wave-order' || r.id === 'crd-before-cr');
+
+  /** The findings of both rules with the dynamo folder's Application moved to wave -1, before every install. */
+  async function findings(edit: Edit): Promise<Map<string, string[][]>> {
+    const c = renderOf(edit);
+    const folders = c.folders.map((f) => ({ folder: f.folder, objects: structuredClone(f.objects) as any[] }));
+    const gitops = folders.find((f) => f.folder === 'gitops')!.objects;
+    const samples = gitops.find((o) => o.kind === 'Application' && o.metadata.name === `${c.name}-dynamo`)!;
+    samples.metadata.annotations['argocd.argoproj.io/sync-wave'] = '-1';
+    const view = { name: c.name, model: c.model, folders };
+    const { findings: found } = await checkClusterRendered(view, { upstream: DEFAULT_UPSTREAM, rules: ORDER_RULES });
+    const byRule = new Map<string, string[][]>(ORDER_RULES.map((r) => [r.id, []]));
+    for (const f of found) byRule.get(f.rule)!.push([...f.objects]);
+    return byRule;
+  }
+
+  it('GPU Operator pre-installed, Dynamo managed: both name the platform install as what the samples must follow', async () => {
+    const found = await findings(dynamo('managed'));
+    const pair = ['Application argocd/instant-cluster-dynamo', 'Application argocd/instant-cluster-dynamo-platform-install'];
+    expect(found.get('sync-wave-order')).toEqual([pair]);
+    expect(found.get('crd-before-cr')).toEqual([pair]);
+  });
+
+  it('GPU Operator managed, Dynamo pre-installed: neither ties the samples to the GPU Operator, whose kinds of nvidia.com are not Dynamo\'s', async () => {
+    const found = await findings(dynamo('preinstalled', (d) => { d.installs.gpuOperator = 'managed'; }));
+    expect(found.get('sync-wave-order')).toEqual([]);
+    expect(found.get('crd-before-cr')).toEqual([]);
   });
 });

@@ -9,7 +9,7 @@ import { PreflightFinding } from '../../src/preflight/rule';
 import { readSnapshot } from '../../src/preflight/snapshot';
 import { ClusterState } from '../../src/preflight/state';
 import { renderCluster } from '../../src/render/render';
-import { Edit, referenceInput } from '../helpers';
+import { Edit, referenceInput, serviceMonitorCrd } from '../helpers';
 
 /*
  * Every description edit a preflight fix suggests ("set a.b: value [and c.d: value] in the
@@ -61,6 +61,8 @@ const SCENARIOS: Scenario[] = [
   },
   { name: 'a Training Operator declared pre-installed that the cluster lacks', edit: (d) => { d.installs = { ...d.installs, trainingOperator: 'preinstalled' }; } },
   { name: 'described taints no node carries', edit: (d) => { d.nodes.gpuWorkers.taints = [{ key: 'gpu', value: 'true', effect: 'NoSchedule' }]; } },
+  { name: 'a cluster serving the ServiceMonitor CRD, described without', state: (o) => o.push(serviceMonitorCrd()) },
+  { name: 'a ServiceMonitor CRD described that the cluster lacks', edit: (d) => { d.monitoring = { serviceMonitorCrd: true }; } },
   { name: 'no GPU worker at all', state: (o) => nodes(o).forEach((n) => { delete n.status.allocatable['nvidia.com/gpu']; }) },
   { name: 'a product label with a NUL', state: (o) => gpuNodes(o).forEach((n) => { n.metadata.labels['nvidia.com/gpu.product'] = 'NVIDIA\u0000H100'; }) },
   { name: 'a product label too long for a label value', state: (o) => gpuNodes(o).forEach((n) => { n.metadata.labels['nvidia.com/gpu.product'] = 'X'.repeat(100); }) },
@@ -130,7 +132,7 @@ describe('every description edit preflight suggests is valid in the description'
 
   it('the scenarios reach every rule that suggests description edits', () => {
     expect([...seen.keys()].sort()).toEqual([
-      'api-missing', 'drift-allocatable', 'drift-gpu-product', 'drift-gpus-per-node', 'drift-node-count', 'drift-rdma', 'drift-taints',
+      'api-missing', 'drift-allocatable', 'drift-gpu-product', 'drift-gpus-per-node', 'drift-node-count', 'drift-rdma', 'drift-service-monitor-crd', 'drift-taints',
       'immutable-field', 'kueue-clusterqueue-metrics', 'kueue-integrations', 'nodeport-allocated', 'quota-outside-cohort',
     ]);
   });

@@ -8,7 +8,7 @@ import { main } from '../../src/cli';
 import { EXIT } from '../../src/commands/io';
 import { parseQuantity } from '../../src/model/quantity';
 import { readSnapshot } from '../../src/preflight/snapshot';
-import { HAS_SCHEMAS } from '../helpers';
+import { HAS_SCHEMAS, serviceMonitorCrd } from '../helpers';
 
 const SNAPSHOT = path.join(__dirname, 'fixtures', 'instant-cluster.snapshot.yaml');
 
@@ -180,5 +180,17 @@ describe('init describes what it sees, marks what it cannot decide, refuses what
     expect(folder.err[0]).toMatch(/--out .*: a folder; init never overwrites/);
     expect(lstatSync(dangling).isSymbolicLink()).toBe(true);
     expect(existsSync(path.join(dir, 'nowhere'))).toBe(false);
+  });
+
+  it('monitoring.serviceMonitorCrd from the CRDs: absent, served, or a TODO when the state holds no CRD', () => {
+    const absent = init('--snapshot', SNAPSHOT, '--name', 'lab');
+    expect(parse(absent.text).monitoring).toEqual({ serviceMonitorCrd: false });
+    expect(absent.text).toContain('serviceMonitorCrd: false # from the CRDs (servicemonitors.monitoring.coreos.com absent)');
+    const served = init('--snapshot', snapshot('service-monitors', (o) => o.push(serviceMonitorCrd())), '--name', 'lab');
+    expect(parse(served.text).monitoring).toEqual({ serviceMonitorCrd: true });
+    expect(served.text).toContain('serviceMonitorCrd: true # from the CRDs (servicemonitors.monitoring.coreos.com served)');
+    const unread = init('--snapshot', snapshot('no-crds', (o) => o.splice(0, o.length, ...o.filter((x) => x.kind !== 'CustomResourceDefinition'))), '--name', 'lab');
+    expect(unread.code, unread.err.join('\n')).toBe(EXIT.ok);
+    expect(unread.text).toMatch(/serviceMonitorCrd: false # TODO\(init\): the state holds no CustomResourceDefinition: true if kubectl get crd servicemonitors.monitoring.coreos.com finds it/);
   });
 });

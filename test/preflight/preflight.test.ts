@@ -12,7 +12,7 @@ import { parseSnapshot, readSnapshot } from '../../src/preflight/snapshot';
 import { ClusterState } from '../../src/preflight/state';
 import { Manifest } from '../../src/render/manifest';
 import { RenderedCluster } from '../../src/render/render';
-import { REFERENCE_FILE, renderOf, Edit } from '../helpers';
+import { REFERENCE_FILE, renderOf, Edit, serviceMonitorCrd } from '../helpers';
 
 const FIXTURES = path.join(__dirname, 'fixtures');
 const SNAPSHOT = path.join(FIXTURES, 'instant-cluster.snapshot.yaml');
@@ -68,6 +68,35 @@ describe('preflight on the pre-installed Instant Cluster fixture', () => {
     expect(integrations?.message).toMatch(/lacks kubeflow.org\/pytorchjob; Kueue ignores PyTorchJob default\/pytorch-ddp/);
     // and the cluster has no PyTorchJob CRD at all
     expect(fs.find((f) => f.rule === 'api-missing')?.message).toContain('no CRD for PyTorchJob.kubeflow.org');
+  });
+
+  it('api-missing names the install that brings the kind: Dynamo\'s for a DynamoGraphDeployment, though its group is the GPU Operator\'s too', () => {
+    const fs = findingsOf({ edit: (d) => { d.installs = { dynamo: 'preinstalled' }; } }).filter((f) => f.rule === 'api-missing');
+    const dgd = fs.find((f) => f.object === 'CustomResourceDefinition nvidia.com/DynamoGraphDeployment');
+    expect(dgd?.fix).toBe('set installs.dynamo: managed in the description (the same sync installs the CRD), or install the operator that serves DynamoGraphDeployment');
+    const pytorch = findingsOf({ edit: (d) => { d.installs = { trainingOperator: 'preinstalled' }; } }).find((f) => f.rule === 'api-missing');
+    expect(pytorch?.fix).toMatch(/^set installs.trainingOperator: managed in the description/);
+  });
+
+  it('drift-service-monitor-crd: monitoring.serviceMonitorCrd against the cluster\'s CRDs, each way, with a fix that validates', () => {
+    const crd = serviceMonitorCrd();
+    const drift = (opts: Parameters<typeof findingsOf>[0]) => findingsOf(opts).filter((f) => f.rule === 'drift-service-monitor-crd');
+    // the fixture has no such CRD, and the default description says so
+    expect(drift({})).toEqual([]);
+    expect(drift({ state: stateOf((o) => o.push(crd)), edit: (d) => { d.monitoring = { serviceMonitorCrd: true }; } })).toEqual([]);
+    expect(drift({ state: stateOf((o) => o.push(crd)) })).toEqual([{
+      rule: 'drift-service-monitor-crd',
+      severity: 'warning',
+      object: 'CustomResourceDefinition servicemonitors.monitoring.coreos.com',
+      message: expect.stringMatching(/description says monitoring.serviceMonitorCrd: false: GPU Operator v26.7.0 creates ServiceMonitors .* a second time$/),
+      fix: 'set monitoring.serviceMonitorCrd: true in the description',
+    }]);
+    expect(drift({ edit: (d) => { d.monitoring = { serviceMonitorCrd: true }; } })).toEqual([expect.objectContaining({
+      message: expect.stringMatching(/says monitoring.serviceMonitorCrd: true but the cluster has no servicemonitors.monitoring.coreos.com: .* nothing scrapes it$/),
+      fix: 'set monitoring.serviceMonitorCrd: false in the description',
+    })]);
+    // a state without CRDs (not read) tells nothing
+    expect(drift({ state: stateOf((o) => o.splice(0, o.length, ...o.filter((x) => x.kind !== 'CustomResourceDefinition'))), edit: (d) => { d.monitoring = { serviceMonitorCrd: true }; } })).toEqual([]);
   });
 
   it('--format json gives the same findings as objects with stable rule ids', () => {

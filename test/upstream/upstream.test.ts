@@ -2,11 +2,12 @@ import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { checkCluster, ClusterIndex, renderClusterSources } from '../../src/check';
 import { UPSTREAM_RULES } from '../../src/check/upstream';
+import { appliedSize, CLIENT_SIDE_APPLY_LIMIT, isProvided, kindsDefinedBy } from '../../src/components/gitops/api-kinds';
 import { managedInstalls } from '../../src/components/gitops/managed-installs';
 import { parseDescription } from '../../src/model/load';
 import { ClusterModel } from '../../src/model/model';
 import { DEFAULT_UPSTREAM } from '../../src/paths';
-import { Manifest } from '../../src/render/manifest';
+import { apiGroup, Manifest } from '../../src/render/manifest';
 import { renderCluster } from '../../src/render/render';
 import { ClusterRenders, footprintOf, imageObjects, imageRefsOf, RenderedSource } from '../../src/upstream';
 import { VERSIONS } from '../../src/versions';
@@ -91,6 +92,39 @@ describe.skipIf(!HAS_UPSTREAM)('managed install footprints, rendered by the engi
       expect([...namespaces].sort()).toEqual([install.namespace, ...install.extraNamespaces].sort());
     });
   }
+
+  for (const install of managedInstalls(managed)) {
+    it(`${install.name}: largestObjectBytes is the largest object of the render (at least, where the vendored copy lacks the chart's crds/), on the same side of the client-side apply limit`, () => {
+      const r = renders.sources.find((s) => s.application.metadata.name === `${managed.name}-${install.name}`)!;
+      const largest = Math.max(...r.objects.map(appliedSize));
+      const crdsNotRendered = r.unrenderedCrds.some((c) => c.from === 'crds-not-vendored');
+      if (crdsNotRendered) expect(install.largestObjectBytes).toBeGreaterThanOrEqual(largest);
+      else expect(install.largestObjectBytes).toBe(largest);
+      expect(install.largestObjectBytes > CLIENT_SIDE_APPLY_LIMIT).toBe(largest > CLIENT_SIDE_APPLY_LIMIT);
+    });
+
+    it(`${install.name}: every ignoreDifferences entry names a kind its Application applies`, () => {
+      const r = renders.sources.find((s) => s.application.metadata.name === `${managed.name}-${install.name}`)!;
+      const applied = new Set(r.objects.map((o) => `${apiGroup(o.apiVersion)}/${o.kind}`));
+      for (const d of install.ignoreDifferences) expect(applied, d.why).toContain(`${d.group ?? ''}/${d.kind}`);
+    });
+  }
+
+  it('each install provides exactly the kinds of the CRDs it brings: all of them, and none another install brings (Dynamo\'s nvidia.com kinds are not the GPU Operator\'s)', () => {
+    const installs = managedInstalls(managed);
+    const defined = new Map(installs.map((install) => {
+      const r = renders.sources.find((s) => s.application.metadata.name === `${managed.name}-${install.name}`)!;
+      return [install.name, [...kindsDefinedBy(r.objects), ...r.unrenderedCrds.map(({ group, kind }) => ({ group, kind }))]] as const;
+    }));
+    for (const install of installs) {
+      const own = defined.get(install.name)!;
+      expect(own.filter((gk) => !isProvided(gk, install.provides)), install.name).toEqual([]);
+      for (const p of install.provides) expect(own.some((gk) => isProvided(gk, [p])), `${install.name} provides ${p.group}/${p.kind}`).toBe(true);
+      const others = installs.filter((o) => o !== install).flatMap((o) => defined.get(o.name)!.map((gk) => `${o.name}: ${gk.group}/${gk.kind}`)
+        .filter((_, i) => isProvided(defined.get(o.name)![i], install.provides)));
+      expect(others, `${install.name} provides kinds other installs bring`).toEqual([]);
+    }
+  });
 
   it('the values decide: without the auth-reader RoleBinding no kube-system, without the rules no NodeFeatureRule', async () => {
     const off = await rendered(modelOf((d) => {

@@ -14,8 +14,10 @@ interface NodeAffinity {
 /**
  * Values of the dynamo-platform chart (VERSIONS.dynamoPlatform) this toolkit sets; every other value
  * keeps the chart's default (../shared/upstream-installs/dynamo-platform-1.4.0-branchpoint/.../values.yaml):
- * the operator watches the whole cluster, discovers workers through Kubernetes, installs its CRDs
- * through its upgrade hook, and runs without NATS and etcd.
+ * the operator watches the whole cluster, discovers workers through Kubernetes, and runs without NATS
+ * and etcd. The chart renders no CRD and no hook: with `upgradeCRD: true` (the default for a cluster-wide
+ * operator) the operator Deployment's `crd-apply` init container applies the CRDs shipped in the operator
+ * image, wired to the operator's conversion webhook, before the operator starts.
  */
 export interface DynamoPlatformHelmValues {
   readonly 'dynamo-operator': {

@@ -3,7 +3,7 @@ import { ApplicationSpecIgnoreDifferences, ApplicationSpecSource } from '../../.
 import { ClusterDescription } from '../../model/description';
 import { ClusterModel, podPlacement } from '../../model/model';
 import { NAMESPACES, RELEASES } from '../../model/names';
-import { DYNAMO_PLATFORM_CHART } from '../../upstream/releases';
+import { DYNAMO_PLATFORM_CHART, GPU_OPERATOR_CHART, NETWORK_OPERATOR_CHART, VendoredChart } from '../../upstream/releases';
 import { VERSIONS } from '../../versions';
 import { dynamoPlatformHelmValues } from '../dynamo/helm-values';
 import { gpuOperatorHelmValues } from '../gpu-operator/helm-values';
@@ -35,7 +35,7 @@ export interface ManagedInstall {
    * the vendored chart/overlay, and the rule appproject-permits-install-footprint checks the AppProject.
    */
   readonly clusterKinds: readonly GroupKind[];
-  /** Size of the largest object it applies (measured on the release's CRDs as compact JSON). */
+  /** Size of the largest object its Application applies, as compact JSON (LARGEST_APPLIED_BYTES). */
   readonly largestObjectBytes: number;
   /** Argo CD creates the namespace (the manifests do not contain it). */
   readonly createNamespace: boolean;
@@ -56,7 +56,8 @@ const NAMESPACE: GroupKind = { group: '', kind: 'Namespace' };
 const MUTATING_WEBHOOK: GroupKind = { group: 'admissionregistration.k8s.io', kind: 'MutatingWebhookConfiguration' };
 const VALIDATING_WEBHOOK: GroupKind = { group: 'admissionregistration.k8s.io', kind: 'ValidatingWebhookConfiguration' };
 const API_SERVICE: GroupKind = { group: 'apiregistration.k8s.io', kind: 'APIService' };
-const NFD_KINDS: GroupKind = { group: 'nfd.k8s-sigs.io', kind: '*' };
+/** Node Feature Discovery, a subchart of both NVIDIA operator charts (one of them deploys it, or neither). */
+const NFD_SUBCHART = 'charts/node-feature-discovery';
 const NODE_FEATURE_RULE: GroupKind = { group: 'nfd.k8s-sigs.io', kind: 'NodeFeatureRule' };
 const OPERATOR_KINDS = [CRD, CLUSTER_ROLE, CLUSTER_ROLE_BINDING];
 /** Job kinds the Training Operator runs; MPIJob is left to the MPI Operator (v2beta1). */
@@ -65,18 +66,33 @@ const TRAINING_OPERATOR_SCHEMES = ['PyTorchJob', 'TFJob', 'XGBoostJob', 'PaddleJ
 /** The GPU and network operands load kernel modules and mount host paths: their namespaces run privileged pods. */
 const PRIVILEGED_NAMESPACE = { 'pod-security.kubernetes.io/enforce': 'privileged' };
 
-/** Compact JSON sizes of the largest CRD of each release (../shared/crds, measured for the pinned versions). */
-const LARGEST_CRD_BYTES = {
-  gpuOperator: 91_027, // clusterpolicies.nvidia.com
-  networkOperator: 68_695, // nicclusterpolicies.mellanox.com
-  kueue: 673_252, // workloads.kueue.x-k8s.io
-  mpiOperator: 313_329, // mpijobs.kubeflow.org
-  trainingOperator: 293_028, // pytorchjobs.kubeflow.org
-  // The operator's CRDs with descriptions (config/crd/overlay/crd.yaml) total over 4 MiB; VMAgent's alone exceeds the limit.
-  monitoring: 1_048_576,
-  dynamo: 801_365, // dynamographdeployments.nvidia.com (../shared/crds/dynamo)
+/**
+ * Compact JSON size of the largest object each install's Application applies (plan.ts turns on ServerSideApply above
+ * CLIENT_SIDE_APPLY_LIMIT), measured on what `helm template` / `kustomize build` render for the pinned release with
+ * the Application's values. Synth runs no engine, so the sizes are kept here; test/upstream compares them with the
+ * engines' render, and check's rule applied-size-limit checks every Application of a rendered tree.
+ */
+const LARGEST_APPLIED_BYTES = {
+  // CustomResourceDefinition clusterpolicies.nvidia.com of the chart's crds/ (not vendored: measured on ../shared/crds)
+  gpuOperator: 91_027,
+  // CustomResourceDefinition nicclusterpolicies.mellanox.com of the chart's crds/ (not vendored: measured on ../shared/crds)
+  networkOperator: 68_695,
+  kueue: 673_664, // CustomResourceDefinition workloads.kueue.x-k8s.io
+  mpiOperator: 313_477, // CustomResourceDefinition mpijobs.kubeflow.org
+  trainingOperator: 293_028, // CustomResourceDefinition pytorchjobs.kubeflow.org
+  // ConfigMap vm-victoria-metrics-k8s-stack-node-exporter-full (a Grafana dashboard); the chart's CRDs carry no
+  // descriptions, the largest (vmagents.operator.victoriametrics.com) is 169_108
+  monitoring: 334_757,
+  // ClusterRole dynamo-platform-dynamo-operator-manager-role: the chart renders no CRD (the operator's crd-apply
+  // init container applies those its image ships), so its Application needs no server-side apply
+  dynamo: 6_842,
 } as const;
 
+
+/** The kinds of the CRDs a pinned chart (or one of its subcharts) brings that its vendored render does not show. */
+function chartCrds(chart: VendoredChart, chartPath = ''): GroupKind[] {
+  return chart.unrenderedCrds.filter((u) => u.chartPath === chartPath).flatMap((u) => u.crds).map(({ group, kind }) => ({ group, kind }));
+}
 
 /** caBundle written by a controller that generates its own serving certificate. */
 function injectedCaBundle(who: string, kind: 'MutatingWebhookConfiguration' | 'ValidatingWebhookConfiguration'): IgnoredDifference {
@@ -130,9 +146,10 @@ export function managedInstalls(model: ClusterModel): ManagedInstall[] {
       namespace: NAMESPACES.gpuOperator,
       extraNamespaces: [],
       source: helmSource(VERSIONS.gpuOperator, 'gpu-operator', gpuOperatorHelmValues(model)),
-      provides: [{ group: 'nvidia.com', kind: '*' }, ...(nfdBy === 'gpu-operator' ? [NFD_KINDS] : [])],
+      // Exactly the chart's CRDs: nvidia.com is not the GPU Operator's alone (Dynamo's kinds are nvidia.com too).
+      provides: [...chartCrds(GPU_OPERATOR_CHART), ...(nfdBy === 'gpu-operator' ? chartCrds(GPU_OPERATOR_CHART, NFD_SUBCHART) : [])],
       clusterKinds: OPERATOR_KINDS,
-      largestObjectBytes: LARGEST_CRD_BYTES.gpuOperator,
+      largestObjectBytes: LARGEST_APPLIED_BYTES.gpuOperator,
       createNamespace: true,
       namespaceLabels: PRIVILEGED_NAMESPACE,
       needsDefaultStorageClass: false,
@@ -146,10 +163,10 @@ export function managedInstalls(model: ClusterModel): ManagedInstall[] {
       namespace: NAMESPACES.networkOperator,
       extraNamespaces: [],
       source: helmSource(VERSIONS.networkOperator, 'network-operator', networkOperatorHelmValues(model)),
-      provides: [{ group: 'mellanox.com', kind: '*' }, ...(nfdBy === 'network-operator' ? [NFD_KINDS] : [])],
+      provides: [...chartCrds(NETWORK_OPERATOR_CHART), ...(nfdBy === 'network-operator' ? chartCrds(NETWORK_OPERATOR_CHART, NFD_SUBCHART) : [])],
       // nfd.deployNodeFeatureRules (on): the chart's NodeFeatureRule labels the nodes with Mellanox NICs.
       clusterKinds: [...OPERATOR_KINDS, NODE_FEATURE_RULE],
-      largestObjectBytes: LARGEST_CRD_BYTES.networkOperator,
+      largestObjectBytes: LARGEST_APPLIED_BYTES.networkOperator,
       createNamespace: true,
       namespaceLabels: PRIVILEGED_NAMESPACE,
       needsDefaultStorageClass: false,
@@ -167,7 +184,7 @@ export function managedInstalls(model: ClusterModel): ManagedInstall[] {
       source: helmSource(VERSIONS.kueue, RELEASES.kueue, kueueHelmValues(model)),
       provides: [{ group: 'kueue.x-k8s.io', kind: '*' }],
       clusterKinds: [...OPERATOR_KINDS, MUTATING_WEBHOOK, VALIDATING_WEBHOOK, API_SERVICE],
-      largestObjectBytes: LARGEST_CRD_BYTES.kueue,
+      largestObjectBytes: LARGEST_APPLIED_BYTES.kueue,
       createNamespace: true,
       namespaceLabels: {},
       needsDefaultStorageClass: false,
@@ -201,7 +218,7 @@ export function managedInstalls(model: ClusterModel): ManagedInstall[] {
       source: { repoUrl: v.repoURL, path: v.path, targetRevision: v.version, kustomize: { patches: [servicePlacementPatch(model, 'mpi-operator')] } },
       provides: [{ group: 'kubeflow.org', kind: 'MPIJob' }],
       clusterKinds: [...OPERATOR_KINDS, NAMESPACE],
-      largestObjectBytes: LARGEST_CRD_BYTES.mpiOperator,
+      largestObjectBytes: LARGEST_APPLIED_BYTES.mpiOperator,
       createNamespace: false,
       namespaceLabels: {},
       needsDefaultStorageClass: false,
@@ -239,7 +256,7 @@ export function managedInstalls(model: ClusterModel): ManagedInstall[] {
       },
       provides: TRAINING_OPERATOR_SCHEMES.map((kind) => ({ group: 'kubeflow.org', kind })),
       clusterKinds: [...OPERATOR_KINDS, NAMESPACE, VALIDATING_WEBHOOK],
-      largestObjectBytes: LARGEST_CRD_BYTES.trainingOperator,
+      largestObjectBytes: LARGEST_APPLIED_BYTES.trainingOperator,
       createNamespace: false,
       namespaceLabels: {},
       needsDefaultStorageClass: false,
@@ -254,21 +271,16 @@ export function managedInstalls(model: ClusterModel): ManagedInstall[] {
       extraNamespaces: [],
       source: helmSource(VERSIONS.dynamoPlatform, 'dynamo-platform', dynamoPlatformHelmValues(model)),
       // The chart carries no CRDs: the operator applies those its image ships (the release's record of them).
-      provides: DYNAMO_PLATFORM_CHART.unrenderedCrds.flatMap((u) => u.crds).map(({ group, kind }) => ({ group, kind })),
+      provides: chartCrds(DYNAMO_PLATFORM_CHART, 'charts/dynamo-operator'),
       clusterKinds: [...OPERATOR_KINDS, MUTATING_WEBHOOK, VALIDATING_WEBHOOK],
-      largestObjectBytes: LARGEST_CRD_BYTES.dynamo,
+      largestObjectBytes: LARGEST_APPLIED_BYTES.dynamo,
       createNamespace: true,
       namespaceLabels: {},
       needsDefaultStorageClass: false,
+      // Not the CRDs: the operator applies them (with their conversion webhook's CA), so Argo CD does not track them.
       ignoreDifferences: [
         injectedCaBundle('The Dynamo operator', 'MutatingWebhookConfiguration'),
         injectedCaBundle('The Dynamo operator', 'ValidatingWebhookConfiguration'),
-        {
-          why: 'The Dynamo operator writes the CA of its conversion webhook (v1alpha1 <-> v1beta1) into the DynamoGraphDeployment CRD',
-          group: 'apiextensions.k8s.io',
-          kind: 'CustomResourceDefinition',
-          jqPathExpressions: ['.spec.conversion.webhook.clientConfig.caBundle'],
-        },
       ],
     });
   }
@@ -283,7 +295,7 @@ export function managedInstalls(model: ClusterModel): ManagedInstall[] {
       source: helmSource(VERSIONS.victoriaMetricsK8sStack, RELEASES.monitoring, victoriaMetricsHelmValues(model)),
       provides: [{ group: 'operator.victoriametrics.com', kind: '*' }],
       clusterKinds: OPERATOR_KINDS,
-      largestObjectBytes: LARGEST_CRD_BYTES.monitoring,
+      largestObjectBytes: LARGEST_APPLIED_BYTES.monitoring,
       createNamespace: true,
       namespaceLabels: {},
       // VMSingle keeps its data on a volume of the default StorageClass (vmsingle.spec.storage names none).
