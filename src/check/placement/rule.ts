@@ -1,7 +1,7 @@
 import { parse as parseYaml } from 'yaml';
 import { SimNode, simulatedNodes } from './nodes';
 import { clusterPolicyOperands, nicClusterPolicyOperands } from './operands';
-import { fitOn, FitOptions, SchedulingSpec, TolerationLike } from './scheduling';
+import { Fit, fitOn, FitOptions, SchedulingSpec, TolerationLike } from './scheduling';
 import { upstreamDeployments } from './upstream';
 import { RESOURCES } from '../../model/names';
 import { Manifest } from '../../render/manifest';
@@ -46,8 +46,8 @@ function isObject(v: unknown): v is Json {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-function hostnamesNote(node: SimNode, fits: readonly string[]): string {
-  return node.hostnames.length > 1 ? ` (fits ${fits.length} of ${node.hostnames.length} host names)` : '';
+function hostnamesNote(fit: Fit): string {
+  return fit.of > 1 ? ` (fits ${fit.fits} of ${fit.of} host names)` : '';
 }
 
 /** Label keys only GPU workers carry: a DaemonSet that selects on one of them is meant for the GPU workers. */
@@ -141,7 +141,7 @@ function checkTarget(t: Target, nodes: readonly SimNode[]): Violation[] {
       }))
       : [{ label: '', spec: t.spec }];
     const results = variants.map((v) => ({ ...v, nodes: nodes.map((n) => ({ node: n, ...fitOn(v.spec, n) })) }));
-    if (results.some((v) => v.nodes.some((r) => r.fits.length > 0))) return [];
+    if (results.some((v) => v.nodes.some((r) => r.fits > 0))) return [];
     const why = results.map((v) => `${v.label}${v.nodes.map((r) => `${r.node.name}: ${r.reasons.join(', ')}`).join('; ')}`).join(' | ');
     return [{ message: `${t.what} fits no node of the cluster: ${why}`, objects: [t.object] }];
   }
@@ -153,9 +153,9 @@ function checkTarget(t: Target, nodes: readonly SimNode[]): Violation[] {
   const out: Violation[] = [];
   for (const n of must) {
     const r = fitOn(spec, n, opts);
-    if (r.fits.length === n.hostnames.length) continue;
+    if (r.fits === r.of) continue;
     const meant = t.reach === 'every-gpu-worker' ? 'must run on every GPU worker' : t.reach === 'every-mig-worker' ? 'must run on every MIG-capable GPU worker' : 'must run wherever a volume lands';
-    out.push({ message: `${t.what} ${meant} but not on the ${n.name}${hostnamesNote(n, r.fits)}: ${r.reasons.join(', ')}`, objects: [t.object] });
+    out.push({ message: `${t.what} ${meant} but not on the ${n.name}${hostnamesNote(r)}: ${r.reasons.join(', ')}`, objects: [t.object] });
   }
   return out;
 }
@@ -179,7 +179,7 @@ function gpuFlavorViolations(index: ClusterIndex, nodes: readonly SimNode[]): Vi
         if (!flavor) continue;
         for (const n of gpuNodes) {
           const r = fitOn({ nodeSelector: nodeLabels, tolerations: [{ operator: 'Exists' }] }, n, { resources: false });
-          if (r.fits.length > 0) continue;
+          if (r.fits > 0) continue;
           out.push({
             message: `its nodeLabels (Kueue adds them to every admitted pod's nodeSelector) select no ${n.name}: ${r.reasons.join(', ')}; GPU quota of this flavor cannot be used there`,
             objects: [flavor, cq],
