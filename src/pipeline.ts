@@ -1,19 +1,21 @@
 import { readdirSync, realpathSync, statSync } from 'node:fs';
 import * as path from 'node:path';
-import { CheckFailed, checkClusters } from './check/engine';
+import { CheckFailed, checkCluster } from './check/engine';
 import { Finding, ScopeOf } from './check/rule';
-import { fleetFiles, renderFleet } from './components/gitops/fleet';
+import { FLEET_FOLDER, fleetFiles, renderFleet } from './components/gitops/fleet';
+import { GITOPS_FOLDER } from './components/gitops/plan';
 import { fsErrorText, InputError, isFsError } from './errors';
-import { isInside, pathProblem } from './files';
+import { pathProblem } from './files';
 import { isDescriptionFile } from './model/load';
 import { loadModels } from './model/load-models';
 import { ClusterModel } from './model/model';
+import { faultPoint } from './render/fault';
 import { clusterFiles, RenderedFile } from './render/layout';
 import { RenderedFolder } from './render/manifest';
 import { renderCluster, RenderedCluster } from './render/render';
-import { recoverOutput, TreeEntry, writeTrees } from './render/write';
+import { recoverOutput, TreeWriter } from './render/write';
 import { SchemaStore } from './validate/schemas';
-import { ManifestValidator, ValidationIssue } from './validate/validator';
+import { ManifestValidator, ValidationInput, ValidationIssue } from './validate/validator';
 
 export { InputError, loadModels };
 
@@ -44,6 +46,8 @@ export interface SynthOptions {
   readonly upstream?: string;
   /** Told when the output folder is locked by another command and synth waits for it. */
   readonly notify?: (line: string) => void;
+  /** Told after each cluster is rendered, validated, checked and written to its temporary name. */
+  readonly progress?: (p: SynthProgress) => void;
 }
 
 export interface Timings {
@@ -54,13 +58,36 @@ export interface Timings {
   total: number;
 }
 
+/** What synth keeps of one rendered cluster once its folder is written: counts for the summary. */
+export interface ClusterSummary {
+  readonly name: string;
+  /** Objects rendered. */
+  readonly objects: number;
+  /** Objects per component folder and kind. */
+  readonly folders: readonly { readonly folder: string; readonly objects: number; readonly kinds: Readonly<Record<string, number>> }[];
+}
+
+/** Progress of a render, one event per cluster rendered, checked and written (to its temporary name). */
+export interface SynthProgress {
+  /** Clusters done so far. */
+  readonly done: number;
+  readonly total: number;
+  /** The cluster just done. */
+  readonly cluster: string;
+}
+
 export interface SynthResult {
-  readonly clusters: readonly RenderedCluster[];
+  /** The rendered clusters, in description order (counts only: the objects are not kept). */
+  readonly clusters: readonly ClusterSummary[];
+  /** The fleet folder (dist/fleet/), when the whole fleet was rendered. */
+  readonly fleet?: ClusterSummary;
   readonly files: number;
   readonly warnings: readonly ValidationIssue[];
   /** Cross-object findings below error severity. */
   readonly findings: readonly Finding[];
   readonly timings: Timings;
+  /** The output root (absolute). */
+  readonly out: string;
   /** Folders that were replaced. */
   readonly written: readonly string[];
   /** Output entries (cluster folders, fleet/) that changed: replaced or removed. Empty: the output was up to date. */
@@ -91,13 +118,17 @@ export function renderFleetOf(clusters: readonly RenderedCluster[]): RenderedFol
   }
 }
 
+/** The objects of one rendered cluster as validation inputs (source: `<cluster>/<folder>`). */
+function validationInputs(c: RenderedCluster): ValidationInput[] {
+  return c.folders.flatMap((f) => f.objects.map((manifest) => ({ manifest, source: `${c.name}/${f.folder}` })));
+}
+
 /**
  * Validates every object of the rendered clusters against the upstream schemas. Duplicates are
  * looked for per cluster: each cluster is its own API server.
  */
 export function validateClusters(clusters: readonly RenderedCluster[], validator: ManifestValidator): ValidationIssue[] {
-  return clusters.flatMap((c) => validator.validateAll(
-    c.folders.flatMap((f) => f.objects.map((manifest) => ({ manifest, source: `${c.name}/${f.folder}` })))));
+  return clusters.flatMap((c) => validator.validateAll(validationInputs(c)));
 }
 
 /** The files of a set of rendered clusters, relative to the output root. */
@@ -134,38 +165,68 @@ function realOrResolved(p: string): string {
   }
 }
 
-/** Refuses targets the write would destroy something in: a description being rendered, the current directory. */
-function checkTargets(targets: readonly string[], configs: readonly string[]): void {
-  for (const t of targets) {
-    const real = realOrResolved(t);
-    for (const c of configs) {
-      if (isInside(realOrResolved(c), real)) {
-        throw new InputError(`${c}: the description lies inside ${t}, which synth replaces (it would be deleted by its own render); move it out of the output folder`);
-      }
-    }
-    if (isInside(realOrResolved(process.cwd()), real)) {
-      throw new InputError(`${t} contains the current directory, and synth replaces all of it; run from elsewhere or choose another --out`);
-    }
+/** The entry of `entries` (real paths -> what to name) that is `p` or one of its ancestors. */
+function enclosing<T>(p: string, entries: ReadonlyMap<string, T>): T | undefined {
+  for (let d = p; ; d = path.dirname(d)) {
+    const hit = entries.get(d);
+    if (hit !== undefined) return hit;
+    if (path.dirname(d) === d) return undefined;
   }
-}
-
-/** The rendered files grouped by their first path segment (a cluster folder, fleet/). */
-function entriesOf(files: readonly RenderedFile[]): TreeEntry[] {
-  const groups = new Map<string, RenderedFile[]>();
-  for (const [p, content] of files) {
-    const slash = p.indexOf('/');
-    if (slash <= 0) throw new Error(`rendered file ${p} is not inside a folder`);
-    const name = p.slice(0, slash);
-    const list = groups.get(name) ?? [];
-    list.push([p.slice(slash + 1), content]);
-    groups.set(name, list);
-  }
-  return [...groups].map(([name, list]) => ({ name, files: list }));
 }
 
 /**
- * Load -> model -> render -> validate -> check -> write atomically. Throws InputError (exit 2),
- * ValidationFailed or CheckFailed (exit 1); on any throw the output is untouched.
+ * Refuses targets the write would destroy something in: a description being rendered, the current
+ * directory. One real path per target and per description, then a walk up each description's
+ * folders: linear in targets + descriptions (a fleet of 1000 clusters is 2000 look-ups, not a
+ * million). `realpath` is a parameter for the tests that count its calls.
+ */
+export function checkTargets(targets: readonly string[], configs: readonly string[], realpath: (p: string) => string = realOrResolved): void {
+  const real = new Map<string, string>();
+  for (const t of targets) real.set(realpath(t), t);
+  for (const c of configs) {
+    const t = enclosing(realpath(c), real);
+    if (t !== undefined) {
+      throw new InputError(`${c}: the description lies inside ${t}, which synth replaces (it would be deleted by its own render); move it out of the output folder`);
+    }
+  }
+  const t = enclosing(realpath(process.cwd()), real);
+  if (t !== undefined) {
+    throw new InputError(`${t} contains the current directory, and synth replaces all of it; run from elsewhere or choose another --out`);
+  }
+}
+
+/** Objects per folder and kind of a rendered cluster (what the summary prints). */
+function summaryOf(name: string, folders: readonly RenderedFolder[]): ClusterSummary {
+  const summary = folders.map((f) => {
+    const kinds: Record<string, number> = {};
+    for (const o of f.objects) kinds[o.kind] = (kinds[o.kind] ?? 0) + 1;
+    return { folder: f.folder, objects: f.objects.length, kinds };
+  });
+  return { name, objects: summary.reduce((n, f) => n + f.objects, 0), folders: summary };
+}
+
+/** The files of one output entry (a cluster folder, fleet/), relative to the entry. */
+function entryFiles(name: string, files: readonly RenderedFile[]): RenderedFile[] {
+  return files.map(([p, content]): RenderedFile => {
+    if (!p.startsWith(`${name}/`)) throw new Error(`rendered file ${p} is not inside ${name}/`);
+    return [p.slice(name.length + 1), content];
+  });
+}
+
+/**
+ * What the fleet folder needs of a rendered cluster once its own folder is written: its name, model
+ * and gitops folder (the root Application and the kinds the fleet's AppProject must permit).
+ */
+function fleetMemberOf(c: RenderedCluster): RenderedCluster {
+  return { name: c.name, model: c.model, folders: c.folders.filter((f) => f.folder === GITOPS_FOLDER) };
+}
+
+/**
+ * Load -> model -> for each cluster: render -> validate -> check -> write to its temporary name ->
+ * (whole fleet: the fleet folder) -> swap every folder in at once. Only summaries, the fleet's
+ * inputs and the findings are kept across clusters, so memory does not grow with the objects of the
+ * fleet. Throws InputError (exit 2), ValidationFailed or CheckFailed (exit 1); on any throw the
+ * output is untouched (the temporary folders are deleted).
  */
 export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthResult {
   const t0 = now();
@@ -173,56 +234,93 @@ export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthR
   const lockOptions = { command: 'synth', notify: opts.notify };
   // An interrupted earlier run is finished or undone before anything else.
   recoverOutput(out, lockOptions);
-  const configs = opts.configs && opts.configs.length > 0 ? opts.configs : descriptionFiles(opts.clustersDir);
+  const only = opts.configs && opts.configs.length > 0;
+  const configs = only ? opts.configs! : descriptionFiles(opts.clustersDir);
   if (configs.length === 0) throw new InputError(`no cluster descriptions in ${opts.clustersDir}`);
   const models = loadModels(configs);
+  // With --config each cluster replaces <out>/<cluster>/ only; without, the whole output root.
+  checkTargets(only ? models.map((m) => path.join(out, m.name)) : [out], configs);
   const t1 = now();
-  const clusters = models.map(renderModel);
-  // Without --config the whole fleet is rendered, and dist/fleet/ points the hub at every cluster.
-  const fleet = opts.configs && opts.configs.length > 0 ? undefined : renderFleetOf(clusters);
-  const t2 = now();
 
-  let warnings: ValidationIssue[] = [];
-  let scopeOf: ScopeOf | undefined;
-  if (opts.schemas !== false) {
-    const v = validator ?? new ManifestValidator(SchemaStore.open(opts.schemas), { requireNamespace: true });
-    const issues = [...validateClusters(clusters, v), ...(fleet ? v.validateAll(fleet.objects.map((manifest) => ({ manifest, source: 'fleet' }))) : [])];
-    if (issues.some((i) => i.severity === 'error')) throw new ValidationFailed(issues);
-    warnings = issues;
-    scopeOf = (apiVersion, kind) => v.store.lookup(apiVersion, kind)?.scope;
-  }
-  // Cross-object rules (src/check) before the swap: a broken cluster is never written.
-  const findings = checkClusters(clusters, { scopeOf, upstream: opts.upstream });
-  if (findings.some((f) => f.severity === 'error')) throw new CheckFailed(findings);
-  const t3 = now();
-
-  const written: string[] = [];
-  let changed: string[];
-  let files = 0;
-  if (opts.configs && opts.configs.length > 0) {
-    const entries = entriesOf(renderFiles(clusters));
-    for (const e of entries) {
-      files += (e.files as RenderedFile[]).length;
-      written.push(path.join(out, e.name));
+  const v = opts.schemas === false ? undefined : validator ?? new ManifestValidator(SchemaStore.open(opts.schemas), { requireNamespace: true });
+  const scopeOf: ScopeOf | undefined = v ? (apiVersion, kind) => v.store.lookup(apiVersion, kind)?.scope : undefined;
+  const time = { render: 0, validate: 0, write: 0 };
+  const timed = <T>(phase: keyof typeof time, f: () => T): T => {
+    const start = now();
+    try {
+      return f();
+    } finally {
+      time[phase] += now() - start;
     }
-    checkTargets(written, configs);
-    changed = writeTrees(out, entries, lockOptions);
-  } else {
-    const all = [...renderFiles(clusters), ...(fleet ? fleetFiles(fleet) : [])];
-    files = all.length;
-    checkTargets([out], configs);
-    // The whole output root becomes the fleet: entries no longer rendered are removed.
-    changed = writeTrees(out, entriesOf(all), { ...lockOptions, replaceAll: true });
-    written.push(out);
-  }
-  const t4 = now();
-  return {
-    clusters,
-    files,
-    warnings,
-    findings,
-    written,
-    changed,
-    timings: { load: t1 - t0, render: t2 - t1, validate: t3 - t2, write: t4 - t3, total: t4 - t0 },
   };
+
+  const clusters: ClusterSummary[] = [];
+  const members: RenderedCluster[] = [];
+  const issues: ValidationIssue[] = [];
+  const findings: Finding[] = [];
+  let failed = false;
+  let files = 0;
+  let writer: TreeWriter | undefined;
+  try {
+    for (const model of models) {
+      faultPoint('render');
+      const c = timed('render', () => renderModel(model));
+      // Validation, then the cross-object rules (src/check): a broken cluster is never written.
+      const own = v ? timed('validate', () => v.validateAll(validationInputs(c))) : [];
+      issues.push(...own);
+      const invalid = own.some((i) => i.severity === 'error') || issues.some((i) => i.severity === 'error');
+      if (!invalid) findings.push(...timed('validate', () => checkCluster(c, { scopeOf, upstream: opts.upstream })));
+      // After the first error nothing more is written (what was is deleted); the rest is still
+      // rendered and checked so that every error is reported together.
+      if (!failed && (invalid || findings.some((f) => f.severity === 'error'))) {
+        failed = true;
+        writer?.abort();
+      }
+      clusters.push(summaryOf(c.name, c.folders));
+      if (!only) members.push(fleetMemberOf(c));
+      if (!failed) {
+        const rendered = timed('write', () => clusterFiles(c));
+        files += rendered.length;
+        timed('write', () => {
+          writer ??= TreeWriter.begin(out, { ...lockOptions, replaceAll: !only });
+          writer.add(c.name, entryFiles(c.name, rendered));
+        });
+      }
+      opts.progress?.({ done: clusters.length, total: models.length, cluster: c.name });
+    }
+    if (issues.some((i) => i.severity === 'error')) throw new ValidationFailed(issues);
+    if (findings.some((f) => f.severity === 'error')) throw new CheckFailed(findings);
+
+    // Without --config the whole fleet is rendered, and dist/fleet/ points the hub at every cluster.
+    let fleet: ClusterSummary | undefined;
+    if (!only) {
+      const folder = timed('render', () => renderFleetOf(members));
+      const fleetIssues = v ? timed('validate', () => v.validateAll(folder.objects.map((manifest) => ({ manifest, source: FLEET_FOLDER })))) : [];
+      issues.push(...fleetIssues);
+      if (fleetIssues.some((i) => i.severity === 'error')) throw new ValidationFailed(issues);
+      fleet = summaryOf(FLEET_FOLDER, [folder]);
+      const rendered = fleetFiles(folder);
+      files += rendered.length;
+      timed('write', () => {
+        writer ??= TreeWriter.begin(out, { ...lockOptions, replaceAll: true });
+        writer.add(FLEET_FOLDER, entryFiles(FLEET_FOLDER, rendered));
+      });
+    }
+    // Every folder is complete at its temporary name: swap them in at once.
+    const changed = timed('write', () => writer!.commit());
+    const t4 = now();
+    return {
+      clusters,
+      fleet,
+      files,
+      warnings: issues,
+      findings,
+      out,
+      written: only ? clusters.map((c) => path.join(out, c.name)) : [out],
+      changed,
+      timings: { load: t1 - t0, render: time.render, validate: time.validate, write: time.write, total: t4 - t0 },
+    };
+  } finally {
+    writer?.abort();
+  }
 }

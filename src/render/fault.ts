@@ -1,15 +1,17 @@
 import { appendFileSync } from 'node:fs';
 
 /**
- * Fault injection for the crash tests (test/faults/). Read only by the write protocol.
+ * Fault injection for the crash tests (test/faults/). Read only by the write protocol (and synth's
+ * loop over the clusters, which streams into it).
  *
  * `GPU_CLUSTER_MANIFESTS_FAULT=<step>:<n>[:stop]` kills the process with SIGKILL (or stops it with
  * SIGSTOP) right before the n-th occurrence of `<step>`; several faults may be given, separated by
  * commas. `GPU_CLUSTER_MANIFESTS_FAULT_TRACE=<file>` appends every step passed (`<step>:<n>`), so a
  * test can enumerate every point of a run. Steps, in order:
- * `lock` (the output lock is held), `recover-rename`, `recover-remove`, `recovered` (recovery),
- * `write` / `write-partial` (each file of the temporary trees; `write-partial` writes half of the
- * file first), `commit` (every tree is complete; before the journal is renamed into place),
+ * `render` (synth starts rendering a cluster; from the second one on, the earlier clusters' temporary
+ * trees are on disk and the lock is held), `lock` (the output lock is held), `recover-rename`,
+ * `recover-remove`, `recovered` (recovery), `write` / `write-partial` (each file of the temporary
+ * trees; `write-partial` writes half of the file first), `commit` (every tree is complete; before the journal is renamed into place),
  * `rename` (each rename of the swap), `remove` (each file or folder deleted while cleaning up),
  * `unjournal` (before the journal is deleted), `unlock` (before the lock file is deleted).
  */

@@ -158,7 +158,7 @@ describe.skipIf(process.platform !== 'linux')('a synth killed at any point loses
 
   it('passes every step of the protocol in a traced run', () => {
     const steps = tracedSteps();
-    for (const step of ['lock', 'recovered', 'write', 'write-partial', 'commit', 'rename', 'remove', 'unjournal', 'unlock']) {
+    for (const step of ['render', 'lock', 'recovered', 'write', 'write-partial', 'commit', 'rename', 'remove', 'unjournal', 'unlock']) {
       expect(steps.some((s) => s.startsWith(`${step}:`)), step).toBe(true);
     }
     // two existing folders: two renames each
@@ -198,6 +198,54 @@ describe.skipIf(process.platform !== 'linux')('a synth killed at any point loses
     expect(results.filter((r) => r.point.startsWith('write')).every((r) => states(r.dir)[0] === 'old')).toBe(true);
     expect(results.filter((r) => /^(rename|remove|unjournal|unlock)/.test(r.point)).every((r) => states(r.dir)[0] === 'new')).toBe(true);
   }, 300_000);
+
+  it('streams: each cluster\'s tree is written before the next cluster is rendered, and the lock is taken for the first', () => {
+    const steps = tracedSteps();
+    const firstWrite = steps.indexOf('write:1');
+    expect(steps.indexOf('render:1')).toBeLessThan(steps.indexOf('lock:1'));
+    expect(steps.indexOf('lock:1')).toBeLessThan(firstWrite);
+    // the first cluster's files, then the second cluster's render, then its files, then the commit
+    expect(firstWrite).toBeLessThan(steps.indexOf('render:2'));
+    expect(steps.slice(steps.indexOf('render:2')).some((s) => s.startsWith('write:'))).toBe(true);
+    expect(steps.indexOf('render:2')).toBeLessThan(steps.indexOf('commit:1'));
+  }, 120_000);
+
+  it('killed while rendering a later cluster: the earlier one\'s complete temporary tree is recovered away, the output stays old', () => {
+    const dir = freshCopy();
+    const killed = run(synthArgs(newConfigs, dir), { [FAULT_ENV]: 'render:2' });
+    expect(killed.signal).toBe('SIGKILL');
+    expect(states(dir)).toEqual(['old', 'old']);
+    // instant-cluster was written in full to its temporary name before training-cluster's render began
+    const tmp = leftovers(dir).filter((n) => n.startsWith('instant-cluster.tmp-'));
+    expect(tmp).toHaveLength(1);
+    const written = readTreeFiles(path.join(dir, tmp[0]));
+    expect([...written.keys()].sort()).toEqual([...newTree.keys()].filter((f) => f.startsWith('instant-cluster/')).map((f) => f.slice('instant-cluster/'.length)).sort());
+    expect(leftovers(dir).some((n) => n.startsWith('training-cluster.tmp-'))).toBe(false);
+    // the writer is dead: the next command (a reader too) rolls back first, then reads the old trees
+    const reader = run([CLI, 'check', dir, ...oldConfigs.flatMap((c) => ['--config', c])]);
+    expect(reader.status, reader.stderr).toBe(0);
+    expect(states(dir)).toEqual(['old', 'old']);
+    expect(leftovers(dir)).toEqual([]);
+  }, 120_000);
+
+  it('a reader goes on while a live writer streams (no journal yet); the writer then completes', async () => {
+    const dir = freshCopy();
+    const writer = start(synthArgs(newConfigs, dir), { [FAULT_ENV]: 'render:2:stop' });
+    await stopped(writer.child.pid!);
+    try {
+      expect(leftovers(dir)).toContain(LOCK_FILE);
+      expect(states(dir)).toEqual(['old', 'old']);
+      const reader = run([CLI, 'check', dir, ...oldConfigs.flatMap((c) => ['--config', c])], { [LOCK_WAIT_ENV]: '0.2' });
+      expect(reader.status, reader.stderr).toBe(0);
+      expect(reader.stderr).not.toContain('waiting for');
+    } finally {
+      writer.child.kill('SIGCONT');
+    }
+    const w = await writer.done;
+    expect(w.code, w.stderr).toBe(0);
+    expect(states(dir)).toEqual(['new', 'new']);
+    expect(leftovers(dir)).toEqual([]);
+  }, 120_000);
 
   it('every command recovers first: check, synth (and validate with the schemas)', () => {
     type Command = [name: string, args: (dir: string) => string[], final: string];
