@@ -1,9 +1,11 @@
 import { createHash } from 'node:crypto';
 import { stringify } from 'yaml';
 import { version as YAML_VERSION } from 'yaml/package.json';
+import { emitYaml } from './yaml-emit';
 import { CompiledCache, resolveCacheDir } from '../validate/compiled-cache';
 
-const OPTIONS = { lineWidth: 0, minContentWidth: 0, aliasDuplicateObjects: false, indentSeq: true } as const;
+/** The yaml package's options; yaml-emit.ts writes the same documents (a test compares them). */
+export const OPTIONS = { lineWidth: 0, minContentWidth: 0, aliasDuplicateObjects: false, indentSeq: true } as const;
 
 /** Entries kept across processes: enough for a few clusters' objects, small enough to read in a few ms. */
 const MAX_CACHED_BYTES = 8 * 2 ** 20;
@@ -74,12 +76,17 @@ function cacheableJson(value: unknown): string | undefined {
   return plain ? json : undefined;
 }
 
+/** The document of `value`: the direct emitter (yaml-emit.ts), or the yaml package where it gives up. */
+function serialize(value: unknown): string {
+  return emitYaml(value) ?? stringify(value, OPTIONS);
+}
+
 /** One YAML document, stable and diff-friendly (no line folding, no anchors). */
 export function toYaml(value: unknown): string {
   const json = cacheableJson(value);
-  if (json === undefined) return stringify(value, OPTIONS);
+  if (json === undefined) return serialize(value);
   cache ??= new YamlCache();
-  return cache.get(json, () => stringify(value, OPTIONS));
+  return cache.get(json, () => serialize(value));
 }
 
 /** First line of every generated file. */
