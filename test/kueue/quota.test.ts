@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { proportionalShare, QueueQuota, queueQuotas, QuotaTotals } from '../../src/model/model';
 import { formatBytes, parseQuantity } from '../../src/model/quantity';
-import { modelOf } from '../helpers';
+import { modelOf, seededRandom } from '../helpers';
 
 const GI = 2 ** 30;
 const MI = 2 ** 20;
@@ -32,15 +32,6 @@ function sums(quotas: readonly QueueQuota[]) {
     cpuMillis: quotas.reduce((s, q) => s + millis(q.cpu), 0),
     memoryBytes: quotas.reduce((s, q) => s + parseQuantity(q.memory), 0),
     rdma: quotas.reduce((s, q) => s + q.rdma, 0),
-  };
-}
-
-/** A small deterministic PRNG (Park-Miller), so that the property runs are reproducible. */
-function random(seed: number): () => number {
-  let state = seed % 2147483647;
-  return () => {
-    state = (state * 48271) % 2147483647;
-    return (state - 1) / 2147483646;
   };
 }
 
@@ -126,7 +117,7 @@ describe('queueQuotas', () => {
   });
 
   it('sums to capacity with canonical quantities over many cluster sizes', () => {
-    const next = random(20240611);
+    const next = seededRandom(20240611);
     const int = (lo: number, hi: number) => lo + Math.floor(next() * (hi - lo + 1));
     for (let run = 0; run < 400; run++) {
       const nodes = int(1, 512);

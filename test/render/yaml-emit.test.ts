@@ -5,8 +5,9 @@ import { parseAllDocuments, stringify } from 'yaml';
 import { fleetFiles } from '../../src/components/gitops/fleet';
 import { CLUSTERS_DIR } from '../../src/paths';
 import { descriptionFiles, loadModels, renderFleetOf, renderModel } from '../../src/pipeline';
-import { emitYaml } from '../../src/render/yaml-emit';
 import { OPTIONS } from '../../src/render/yaml';
+import { emitYaml } from '../../src/render/yaml-emit';
+import { seededRandom } from '../helpers';
 import { SAMPLES } from '../validate-cache/corpus';
 
 const viaPackage = (v: unknown) => stringify(v, OPTIONS);
@@ -19,31 +20,22 @@ function renderedObjects(): unknown[] {
   return [...clusters.flatMap((c) => c.folders.flatMap((f) => f.objects)), ...fleet.objects];
 }
 
-/** Deterministic PRNG (mulberry32). */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** Pieces of strings that hit every rule of plain, quoted and block scalars. */
 const PIECES = ['a', 'b', 'x y', ' ', '  ', '\n', '\n\n', '\t', ':', ': ', '#', ' #', '-', '- ', '?', '? ', '"', '\'', '|', '>', '%', '---', '...',
   '0', '12', '-7', '1.5', '.5', '1e3', '0x1F', '0o7', '.inf', '.NaN', 'true', 'False', 'null', 'NULL', '~', ',', '[', ']', '{', '}', '*', '&', '!', '@', '`',
   'é', '\u2028', '\r', '\x01', '\x7f', '\u00a0'];
 
 function generated(count: number): unknown[] {
-  const rnd = prng(22);
+  const rnd = seededRandom(22);
   const pick = <T>(xs: readonly T[]) => xs[Math.floor(rnd() * xs.length)];
   const str = () => Array.from({ length: Math.floor(rnd() * 6) }, () => pick(PIECES)).join('');
   const value = (depth: number): unknown => {
     const r = rnd();
     if (depth > 3 || r < 0.45) {
-      return pick<() => unknown>([str, str, str, () => Math.floor(rnd() * 2e6) - 1e6, () => rnd() * 10, () => null, () => rnd() < 0.5, () => -0, () => 1e21])();
+      const scalars: (() => unknown)[] = [
+        str, str, str, () => Math.floor(rnd() * 2e6) - 1e6, () => rnd() * 10, () => null, () => rnd() < 0.5, () => -0, () => 1e21,
+      ];
+      return pick(scalars)();
     }
     if (r < 0.7) return Array.from({ length: Math.floor(rnd() * 4) }, () => value(depth + 1));
     return Object.fromEntries(Array.from({ length: Math.floor(rnd() * 4) }, () => [str(), value(depth + 1)]));
@@ -92,7 +84,7 @@ describe('the direct YAML emitter writes what the yaml package writes', () => {
 
   it.each([
     ['block scalars: clip, strip, keep, leading spaces and blank lines', { a: 'x\n y\n', b: 'x\ny', c: 'a\n\n\n', d: '  lead\nx', e: '\nfoo\n', f: 'a\n\nb\n' }],
-    ['strings that would read as other types are quoted', { a: 'true', b: '8080', c: '', d: '~', e: '1e3', f: '0x1F', g: '.inf', '8080': 1, '': 'x' }],
+    ['strings that would read as other types are quoted', { 'a': 'true', 'b': '8080', 'c': '', 'd': '~', 'e': '1e3', 'f': '0x1F', 'g': '.inf', '8080': 1, '': 'x' }],
     ['quotes and indicators', { a: '"q"', b: '\'q\'', c: '- a', d: 'a: b', e: '#x', f: 'x #y', g: 'trail ', h: '-', i: 'a\tb' }],
     ['numbers', { a: 1e21, b: -0, c: 0.5, d: -3, e: 1.25e-7 }],
     ['empty and nested collections', { a: [], b: {}, c: [[], {}, [1, [2]], { x: [] }], d: [{ a: 1, b: [1, 2] }, ['x', 'y']] }],
