@@ -30,6 +30,10 @@ const TARGETS = {
   referenceWallSeconds: 0.5,
   fleetWallSeconds: 10,
   fleetPeakRssMB: 500,
+  // issue 22: a fleet of 1000 clusters in one synth, in linear time and bounded memory
+  fleet1000WallSeconds: 20,
+  fleet1000PeakRssMB: 600,
+  fleet1000Over300MaxRatio: 3.6,
   speedupOverCdk8sTsNode: 5,
 };
 
@@ -45,6 +49,15 @@ if (!existsSync(CLI)) {
 }
 
 const work = mkdtempSync(path.join(tmpdir(), 'gcm-bench-'));
+// Outputs go to tmpfs where there is one, so the fleet cases measure the tool, not the disk.
+const TMPFS = '/dev/shm';
+const outRoot = (() => {
+  try {
+    return mkdtempSync(path.join(TMPFS, 'gcm-bench-out-'));
+  } catch {
+    return path.join(work, 'out');
+  }
+})();
 const hasGnuTime = spawnSync(GNU_TIME, ['-f', '%M', 'true'], { encoding: 'utf8' }).status === 0;
 const rssProbe = path.join(work, 'rss-probe.cjs');
 // Fallback without GNU time: the child reports its own peak RSS when it exits.
@@ -98,11 +111,23 @@ const bigFile = writeDescription(path.join(work, 'big'), describeCluster(referen
 /** 100 clusters of mixed sizes: mostly small, some large (2 to 128 workers, 1 to 50 tenants). */
 const random = prng(9);
 const SIZES = [2, 2, 2, 4, 4, 8, 8, 16, 32, 64, 128];
-const fleetFiles = Array.from({ length: 100 }, (_, i) => {
+const mixedFiles = Array.from({ length: 100 }, (_, i) => {
   const workers = SIZES[Math.floor(random() * SIZES.length)];
   const tenants = 1 + Math.floor(random() * Math.min(50, workers * 2));
   const template = templates[i % templates.length];
-  return writeDescription(path.join(work, 'fleet'), describeCluster(template, `fleet-${String(i + 1).padStart(3, '0')}`, workers, tenants));
+  return writeDescription(path.join(work, 'mixed'), describeCluster(template, `mixed-${String(i + 1).padStart(3, '0')}`, workers, tenants));
+});
+
+/**
+ * A fleet of 1000 copies of the reference description that differ in name and gitops path only (issue
+ * 22's measure of scale); each fleet case takes the first N.
+ */
+const FLEET_SIZE = 1000;
+const fleetFiles = Array.from({ length: FLEET_SIZE }, (_, i) => {
+  const d = structuredClone(reference);
+  d.name = `cluster-${String(i + 1).padStart(4, '0')}`;
+  d.gitops.path = `dist/${d.name}`;
+  return writeDescription(path.join(work, 'fleet'), d);
 });
 
 // ---------------------------------------------------------------- measuring
@@ -209,12 +234,17 @@ function measure(c) {
   return result;
 }
 
-const out = (name) => path.join(work, 'out', name);
+const out = (name) => path.join(outRoot, name);
+function removeWork() {
+  rmSync(work, { recursive: true, force: true });
+  rmSync(outRoot, { recursive: true, force: true });
+}
 const freshCache = (i) => ({ [CACHE_ENV]: path.join(work, 'cold-cache', String(i)) });
-const fleetArgs = (n, name) => [...fleetFiles.slice(0, n).flatMap((f) => ['--config', f]), '--out', out(name), '--format', 'json'];
+const configArgs = (files, name) => [...files.flatMap((f) => ['--config', f]), '--out', out(name), '--format', 'json'];
+const fleetArgs = (n, name) => configArgs(fleetFiles.slice(0, n), name);
 
 console.log(`gpu-cluster-manifests benchmark: ${cpus().length} CPUs, node ${process.version}, load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
-console.log(`temporary folder: ${work}${hasGnuTime ? '' : ' (no /usr/bin/time: peak RSS reported by the node children only)'}\n`);
+console.log(`temporary folder: ${work}, outputs in ${outRoot}${hasGnuTime ? '' : ' (no /usr/bin/time: peak RSS reported by the node children only)'}\n`);
 
 const CASES = [
   {
@@ -237,9 +267,11 @@ const CASES = [
     id: 'big-128w-50t', title: '128 workers, 50 tenants', runs: 5,
     ...cli('synth', '--config', bigFile, '--out', out('big'), '--format', 'json'), objectsDir: out('big'),
   },
-  { id: 'fleet-1', title: 'fleet: 1 cluster', runs: 5, ...cli('synth', ...fleetArgs(1, 'fleet-1')), objectsDir: out('fleet-1') },
-  { id: 'fleet-10', title: 'fleet: 10 clusters', runs: 5, ...cli('synth', ...fleetArgs(10, 'fleet-10')), objectsDir: out('fleet-10') },
-  { id: 'fleet-100', title: 'fleet: 100 clusters of mixed sizes', runs: 3, ...cli('synth', ...fleetArgs(100, 'fleet-100')), objectsDir: out('fleet-100') },
+  ...[1, 10, 100, 300, 1000].map((n) => ({
+    id: `fleet-${n}`, title: `fleet: ${n} copies of the reference cluster (name and gitops path differ)`, runs: n >= 300 ? 3 : 5,
+    ...cli('synth', ...fleetArgs(n, `fleet-${n}`)), objectsDir: out(`fleet-${n}`),
+  })),
+  { id: 'mixed-100', title: '100 clusters of mixed sizes (2-128 workers, 1-50 tenants)', runs: 3, ...cli('synth', ...configArgs(mixedFiles, 'mixed-100')), objectsDir: out('mixed-100') },
   {
     id: 'repo-clusters', title: 'every description in src/clusters (npm run synth, into a temp dir)', runs: 5,
     ...cli('synth', '--out', out('repo'), '--format', 'json'), objectsDir: out('repo'),
@@ -281,7 +313,7 @@ try {
   for (const c of CASES) measure(c);
 } catch (e) {
   console.error(`\nbenchmark failed: ${e.message}`);
-  if (!opts.keep) rmSync(work, { recursive: true, force: true });
+  if (!opts.keep) removeWork();
   process.exit(1);
 }
 
@@ -317,7 +349,7 @@ console.log('render = load descriptions + build models + synth in memory; valida
 console.log('(and the cross-object checks); write = YAML + files. Phases are in-process, reported by the CLI (--format json).');
 
 // Linearity: cost per object as the fleet grows (in-process phases, and wall).
-const linearity = ['fleet-1', 'fleet-10', 'fleet-100'].filter((id) => byId[id]?.objects).map((id) => {
+const linearity = ['fleet-1', 'fleet-10', 'fleet-100', 'fleet-300', 'fleet-1000'].filter((id) => byId[id]?.objects).map((id) => {
   const r = byId[id];
   return {
     id,
@@ -339,6 +371,10 @@ if (linearity.length > 0) {
   if (a?.objects && b?.objects && b.objects > a.objects) {
     console.log(`marginal wall cost from 10 to 100 clusters: ${((b.wallMs - a.wallMs) / (b.objects - a.objects)).toFixed(3)} ms per object`);
   }
+  const [c, d] = [byId['fleet-300'], byId['fleet-1000']];
+  if (c?.objects && d?.objects && d.objects > c.objects) {
+    console.log(`marginal wall cost from 300 to 1000 clusters: ${((d.wallMs - c.wallMs) / (d.objects - c.objects)).toFixed(3)} ms per object`);
+  }
 }
 
 // Targets.
@@ -354,10 +390,20 @@ for (const [id, launched, target] of [['npm-synth-repo', 'launcher-synth-repo', 
   check(`${r.command.replace(/ -- .*/, '')}${id === 'npm-bad-input' ? ' (bad input)' : ''} <= ${target} s wall`, r.wallMs <= target * 1000, `${fmtS(r.wallMs)} s${overhead}`);
 }
 if (byId.reference) check(`reference cluster <= ${TARGETS.referenceWallSeconds} s wall`, byId.reference.wallMs <= TARGETS.referenceWallSeconds * 1000, `${fmtS(byId.reference.wallMs)} s`);
-if (byId['fleet-100']) {
-  const f = byId['fleet-100'];
-  check(`100-cluster fleet <= ${TARGETS.fleetWallSeconds} s wall`, f.wallMs <= TARGETS.fleetWallSeconds * 1000, `${fmtS(f.wallMs)} s`);
-  if (f.peakRssMB !== undefined) check(`100-cluster fleet < ${TARGETS.fleetPeakRssMB} MB peak RSS`, f.peakRssMB < TARGETS.fleetPeakRssMB, `${f.peakRssMB.toFixed(0)} MB`);
+if (byId['mixed-100']) {
+  const f = byId['mixed-100'];
+  check(`100 clusters of mixed sizes <= ${TARGETS.fleetWallSeconds} s wall`, f.wallMs <= TARGETS.fleetWallSeconds * 1000, `${fmtS(f.wallMs)} s`);
+  if (f.peakRssMB !== undefined) check(`100 clusters of mixed sizes < ${TARGETS.fleetPeakRssMB} MB peak RSS`, f.peakRssMB < TARGETS.fleetPeakRssMB, `${f.peakRssMB.toFixed(0)} MB`);
+}
+if (byId['fleet-1000']) {
+  const f = byId['fleet-1000'];
+  check(`1000-cluster fleet <= ${TARGETS.fleet1000WallSeconds} s wall`, f.wallMs <= TARGETS.fleet1000WallSeconds * 1000, `${fmtS(f.wallMs)} s`);
+  if (f.peakRssMB !== undefined) check(`1000-cluster fleet < ${TARGETS.fleet1000PeakRssMB} MB peak RSS`, f.peakRssMB < TARGETS.fleet1000PeakRssMB, `${f.peakRssMB.toFixed(0)} MB`);
+  const f300 = byId['fleet-300'];
+  if (f300) {
+    const ratio = f.wallMs / f300.wallMs;
+    check(`t(1000)/t(300) <= ${TARGETS.fleet1000Over300MaxRatio} (1000/300 = 3.33 when linear)`, ratio <= TARGETS.fleet1000Over300MaxRatio, `${ratio.toFixed(2)} (${fmtS(f.wallMs)} s / ${fmtS(f300.wallMs)} s)`);
+  }
 }
 for (const id of ['reference', 'fleet-100']) {
   const r = byId[id];
@@ -384,5 +430,5 @@ const report = {
 };
 writeFileSync(RESULTS, `${JSON.stringify(report, undefined, 2)}\n`);
 console.log(`\nwrote ${path.relative(process.cwd(), RESULTS)}`);
-if (opts.keep) console.log(`kept ${work}`);
-else rmSync(work, { recursive: true, force: true });
+if (opts.keep) console.log(`kept ${work} and ${outRoot}`);
+else removeWork();
