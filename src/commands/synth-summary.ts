@@ -1,5 +1,5 @@
 import * as path from 'node:path';
-import { FLEET_FOLDER } from '../components/gitops/fleet';
+import { FLEET_FOLDER } from '../components/gitops/plan';
 import type { ClusterSummary, SynthResult } from '../pipeline';
 
 /** Up to this many clusters the summary names each one; beyond, one line counts them. */
