@@ -3,10 +3,11 @@
 // Every measurement is a fresh process, as a user or CI runs it; each case is repeated and the
 // median reported. Prints a table and writes bench/results.json. See bench/README.md.
 //
-//   node bench/run.mjs [--quick] [--only ID[,ID...]] [--keep]
-//     --quick  one or two runs per case (a smoke test of the harness, not a measurement)
-//     --only   run only these cases (ids as printed in the table)
-//     --keep   keep the temporary folder (generated descriptions and outputs)
+//   node bench/run.mjs [--quick] [--only ID[,ID...]] [--keep] [--readme]
+//     --quick   one or two runs per case (a smoke test of the harness, not a measurement)
+//     --only    run only these cases (ids as printed in the table)
+//     --keep    keep the temporary folder (generated descriptions and outputs)
+//     --readme  write the results table into bench/README.md (between its bench-results markers)
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
@@ -21,6 +22,7 @@ const LAUNCHER = path.join(ROOT, 'projenrc', 'launch.cjs');
 const CLUSTERS = path.join(ROOT, 'src', 'clusters');
 const REFERENCE = path.join(CLUSTERS, 'instant-cluster.yaml');
 const RESULTS = path.join(ROOT, 'bench', 'results.json');
+const README = path.join(ROOT, 'bench', 'README.md');
 const GNU_TIME = '/usr/bin/time';
 const CACHE_ENV = 'GPU_CLUSTER_MANIFESTS_CACHE';
 
@@ -38,7 +40,7 @@ const TARGETS = {
 };
 
 const { values: opts } = parseArgs({
-  options: { quick: { type: 'boolean' }, only: { type: 'string' }, keep: { type: 'boolean' } },
+  options: { quick: { type: 'boolean' }, only: { type: 'string' }, keep: { type: 'boolean' }, readme: { type: 'boolean' } },
 });
 const only = opts.only ? new Set(opts.only.split(',')) : undefined;
 const runsOf = (n) => (opts.quick ? Math.min(n, 2) : n);
@@ -243,6 +245,7 @@ const freshCache = (i) => ({ [CACHE_ENV]: path.join(work, 'cold-cache', String(i
 const configArgs = (files, name) => [...files.flatMap((f) => ['--config', f]), '--out', out(name), '--format', 'json'];
 const fleetArgs = (n, name) => configArgs(fleetFiles.slice(0, n), name);
 
+const startLoad = loadavg();
 console.log(`gpu-cluster-manifests benchmark: ${cpus().length} CPUs, node ${process.version}, load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
 console.log(`temporary folder: ${work}, outputs in ${outRoot}${hasGnuTime ? '' : ' (no /usr/bin/time: peak RSS reported by the node children only)'}\n`);
 
@@ -430,5 +433,39 @@ const report = {
 };
 writeFileSync(RESULTS, `${JSON.stringify(report, undefined, 2)}\n`);
 console.log(`\nwrote ${path.relative(process.cwd(), RESULTS)}`);
+if (opts.readme) {
+  writeReadme(report);
+  console.log(`wrote the results into ${path.relative(process.cwd(), README)}`);
+}
+
+/**
+ * The results section of bench/README.md, from this run: every figure (objects included) is what the
+ * harness measured and counted, never typed in.
+ */
+function writeReadme(r) {
+  const start = '<!-- bench-results:start -->';
+  const end = '<!-- bench-results:end -->';
+  const text = readFileSync(README, 'utf8');
+  const i = text.indexOf(start);
+  const j = text.indexOf(end);
+  if (i < 0 || j < i) throw new Error(`${README}: no ${start} ... ${end} section`);
+  const load = (l) => l.map((x) => x.toFixed(1)).join(' ');
+  const fmt = (ms) => (ms === undefined ? '-' : (ms / 1000).toFixed(2));
+  const ms = (v) => (v === undefined ? '-' : v.toFixed(0));
+  const lines = [
+    start,
+    `Measured ${r.date.slice(0, 10)} by \`npm run bench -- --readme\`${r.quick ? ' --quick' : ''}: ${r.machine.cpus} CPUs (${r.machine.cpuModel}), Node ${r.machine.node.slice(1)}, `
+      + `load average ${load(startLoad)} at the start and ${load(r.machine.loadAverage)} at the end (other engineers share the machine: compare \`cpu\`). Medians; outputs on ${outRoot.startsWith(TMPFS) ? 'tmpfs' : 'disk'}.`,
+    '',
+    '| case | runs | objects | wall s | cpu s | RSS MB | render ms | validate ms | write ms |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    ...r.results.map((x) => `| \`${x.id}\` | ${x.runs} | ${x.objects ?? '-'} | ${fmt(x.wallMs)} | ${fmt(x.cpuMs)} | ${x.peakRssMB === undefined ? '-' : x.peakRssMB.toFixed(0)} | `
+      + `${ms(x.loadMs === undefined ? undefined : x.loadMs + x.renderMs)} | ${ms(x.validateMs)} | ${ms(x.writeMs)} |`),
+    '',
+    ...(r.checks.length > 0 ? ['Targets:', '', ...r.checks.map((c) => `- ${c.ok ? 'met' : '**missed**'}: ${c.name}: ${c.detail}`), ''] : []),
+    end,
+  ];
+  writeFileSync(README, `${text.slice(0, i)}${lines.join('\n')}${text.slice(j + end.length)}`);
+}
 if (opts.keep) console.log(`kept ${work} and ${outRoot}`);
 else removeWork();
