@@ -1,23 +1,26 @@
 import { readdirSync, realpathSync, statSync } from 'node:fs';
 import * as path from 'node:path';
-import { CheckFailed, checkCluster } from './check/engine';
-import { Finding, ScopeOf } from './check/rule';
+import { CheckFailed } from './check/engine';
+import { Finding } from './check/rule';
+import { ClusterOutcome, ClusterStage, ClusterSummary, entryFiles, hasError, PhaseTimes, processCluster, summaryOf, validationInputs } from './cluster-stage';
 import { FLEET_FOLDER, fleetFiles, renderFleet } from './components/gitops/fleet';
 import { GITOPS_FOLDER } from './components/gitops/plan';
 import { fsErrorText, InputError, isFsError } from './errors';
 import { pathProblem } from './files';
+import { renderOnThreads, renderThreads } from './fleet-workers';
 import { isDescriptionFile } from './model/load';
 import { loadModels } from './model/load-models';
 import { ClusterModel } from './model/model';
-import { faultPoint } from './render/fault';
 import { clusterFiles, RenderedFile } from './render/layout';
-import { RenderedFolder } from './render/manifest';
-import { renderCluster, RenderedCluster } from './render/render';
+import { Manifest, RenderedFolder } from './render/manifest';
+import { RenderedCluster } from './render/render';
 import { recoverOutput, TreeWriter } from './render/write';
 import { SchemaStore } from './validate/schemas';
-import { ManifestValidator, ValidationInput, ValidationIssue } from './validate/validator';
+import { ManifestValidator, ValidationIssue } from './validate/validator';
 
 export { InputError, loadModels };
+export { renderModel } from './cluster-stage';
+export type { ClusterOutcome, ClusterStage, ClusterSummary, PhaseTimes } from './cluster-stage';
 
 /** Rendered objects that fail schema validation. Exit code 1. */
 export class ValidationFailed extends Error {
@@ -58,15 +61,6 @@ export interface Timings {
   total: number;
 }
 
-/** What synth keeps of one rendered cluster once its folder is written: counts for the summary. */
-export interface ClusterSummary {
-  readonly name: string;
-  /** Objects rendered. */
-  readonly objects: number;
-  /** Objects per component folder and kind. */
-  readonly folders: readonly { readonly folder: string; readonly objects: number; readonly kinds: Readonly<Record<string, number>> }[];
-}
-
 /** Progress of a render, one event per cluster rendered, checked and written (to its temporary name). */
 export interface SynthProgress {
   /** Clusters done so far. */
@@ -100,15 +94,6 @@ export function descriptionFiles(dir: string): string[] {
 }
 
 
-/** Renders one model; a construct that refuses its props is bad input. */
-export function renderModel(model: ClusterModel): RenderedCluster {
-  try {
-    return renderCluster(model);
-  } catch (e) {
-    throw new InputError(`${model.name}: cannot render`, [(e as Error).message]);
-  }
-}
-
 /** The fleet folder (dist/fleet/) of the rendered clusters; a cluster that cannot join the fleet is bad input. */
 export function renderFleetOf(clusters: readonly RenderedCluster[]): RenderedFolder {
   try {
@@ -116,11 +101,6 @@ export function renderFleetOf(clusters: readonly RenderedCluster[]): RenderedFol
   } catch (e) {
     throw new InputError('fleet: cannot render', [(e as Error).message]);
   }
-}
-
-/** The objects of one rendered cluster as validation inputs (source: `<cluster>/<folder>`). */
-function validationInputs(c: RenderedCluster): ValidationInput[] {
-  return c.folders.flatMap((f) => f.objects.map((manifest) => ({ manifest, source: `${c.name}/${f.folder}` })));
 }
 
 /**
@@ -195,38 +175,21 @@ export function checkTargets(targets: readonly string[], configs: readonly strin
   }
 }
 
-/** Objects per folder and kind of a rendered cluster (what the summary prints). */
-function summaryOf(name: string, folders: readonly RenderedFolder[]): ClusterSummary {
-  const summary = folders.map((f) => {
-    const kinds: Record<string, number> = {};
-    for (const o of f.objects) kinds[o.kind] = (kinds[o.kind] ?? 0) + 1;
-    return { folder: f.folder, objects: f.objects.length, kinds };
-  });
-  return { name, objects: summary.reduce((n, f) => n + f.objects, 0), folders: summary };
-}
-
-/** The files of one output entry (a cluster folder, fleet/), relative to the entry. */
-function entryFiles(name: string, files: readonly RenderedFile[]): RenderedFile[] {
-  return files.map(([p, content]): RenderedFile => {
-    if (!p.startsWith(`${name}/`)) throw new Error(`rendered file ${p} is not inside ${name}/`);
-    return [p.slice(name.length + 1), content];
-  });
-}
-
 /**
  * What the fleet folder needs of a rendered cluster once its own folder is written: its name, model
  * and gitops folder (the root Application and the kinds the fleet's AppProject must permit).
  */
-function fleetMemberOf(c: RenderedCluster): RenderedCluster {
-  return { name: c.name, model: c.model, folders: c.folders.filter((f) => f.folder === GITOPS_FOLDER) };
+function fleetMember(model: ClusterModel, gitops: readonly Manifest[]): RenderedCluster {
+  return { name: model.name, model, folders: [{ folder: GITOPS_FOLDER, description: '', objects: gitops }] };
 }
 
 /**
  * Load -> model -> for each cluster: render -> validate -> check -> write to its temporary name ->
  * (whole fleet: the fleet folder) -> swap every folder in at once. Only summaries, the fleet's
  * inputs and the findings are kept across clusters, so memory does not grow with the objects of the
- * fleet. Throws InputError (exit 2), ValidationFailed or CheckFailed (exit 1); on any throw the
- * output is untouched (the temporary folders are deleted).
+ * fleet. A large fleet is shared out to worker threads (fleet-workers.ts), each streaming its
+ * clusters into the same write. Throws InputError (exit 2), ValidationFailed or CheckFailed (exit 1);
+ * on any throw the output is untouched (the temporary folders are deleted).
  */
 export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthResult {
   const t0 = now();
@@ -243,80 +206,83 @@ export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthR
   const t1 = now();
 
   const v = opts.schemas === false ? undefined : validator ?? new ManifestValidator(SchemaStore.open(opts.schemas), { requireNamespace: true });
-  const scopeOf: ScopeOf | undefined = v ? (apiVersion, kind) => v.store.lookup(apiVersion, kind)?.scope : undefined;
-  const time = { render: 0, validate: 0, write: 0 };
-  const timed = <T>(phase: keyof typeof time, f: () => T): T => {
-    const start = now();
-    try {
-      return f();
-    } finally {
-      time[phase] += now() - start;
-    }
-  };
-
-  const clusters: ClusterSummary[] = [];
-  const members: RenderedCluster[] = [];
-  const issues: ValidationIssue[] = [];
-  const findings: Finding[] = [];
+  const stage: ClusterStage = { validator: v, upstream: opts.upstream };
+  const time: PhaseTimes = { render: 0, validate: 0, write: 0 };
+  const outcomes: ClusterOutcome[] = new Array(models.length);
+  let done = 0;
   let failed = false;
+  let invalid = false;
   let files = 0;
   let writer: TreeWriter | undefined;
-  try {
-    for (const model of models) {
-      faultPoint('render');
-      const c = timed('render', () => renderModel(model));
-      // Validation, then the cross-object rules (src/check): a broken cluster is never written.
-      const own = v ? timed('validate', () => v.validateAll(validationInputs(c))) : [];
-      issues.push(...own);
-      const invalid = own.some((i) => i.severity === 'error') || issues.some((i) => i.severity === 'error');
-      if (!invalid) findings.push(...timed('validate', () => checkCluster(c, { scopeOf, upstream: opts.upstream })));
-      // After the first error nothing more is written (what was is deleted); the rest is still
-      // rendered and checked so that every error is reported together.
-      if (!failed && (invalid || findings.some((f) => f.severity === 'error'))) {
-        failed = true;
-        writer?.abort();
-      }
-      clusters.push(summaryOf(c.name, c.folders));
-      if (!only) members.push(fleetMemberOf(c));
-      if (!failed) {
-        const rendered = timed('write', () => clusterFiles(c));
-        files += rendered.length;
-        timed('write', () => {
-          writer ??= TreeWriter.begin(out, { ...lockOptions, replaceAll: !only });
-          writer.add(c.name, entryFiles(c.name, rendered));
-        });
-      }
-      opts.progress?.({ done: clusters.length, total: models.length, cluster: c.name });
+  const openWriter = () => (writer ??= TreeWriter.begin(out, { ...lockOptions, replaceAll: !only }));
+  const threads = renderThreads(models.length);
+  /** Takes one cluster's outcome in: its folder is written unless something failed; then only counts are kept. */
+  const take = (o: ClusterOutcome) => {
+    time.render += o.time.render;
+    time.validate += o.time.validate;
+    time.write += o.time.write;
+    invalid ||= hasError(o.issues);
+    // After the first error nothing more is written; the rest is still rendered and checked so that
+    // every error is reported together. Alone, the temporary folders go at once; with other threads
+    // writing, once they are done (the final abort).
+    if (!failed && !o.valid) {
+      failed = true;
+      if (threads <= 1) writer?.abort();
     }
-    if (issues.some((i) => i.severity === 'error')) throw new ValidationFailed(issues);
-    if (findings.some((f) => f.severity === 'error')) throw new CheckFailed(findings);
+    if (!failed) files += o.fileCount;
+    if (!failed && o.files) {
+      const start = now();
+      if (threads > 1) openWriter().stage(o.summary.name, o.files);
+      else openWriter().add(o.summary.name, o.files);
+      time.write += now() - start;
+    }
+    outcomes[o.index] = { ...o, files: undefined };
+    done += 1;
+    opts.progress?.({ done, total: models.length, cluster: o.summary.name });
+  };
+  try {
+    if (threads > 1) {
+      // the lock is taken before any thread writes
+      openWriter();
+      renderOnThreads(models, { threads, out, schemas: opts.schemas, upstream: opts.upstream, failed: () => failed }, stage, {
+        outcome: take,
+        staged: (s) => writer!.adopt(s),
+      });
+    } else {
+      models.forEach((m, i) => take(processCluster(m, i, stage, invalid)));
+    }
+    const issues = outcomes.flatMap((o) => o.issues);
+    const findings = outcomes.flatMap((o) => o.findings);
+    if (hasError(issues)) throw new ValidationFailed(issues);
+    if (hasError(findings)) throw new CheckFailed(findings);
 
     // Without --config the whole fleet is rendered, and dist/fleet/ points the hub at every cluster.
     let fleet: ClusterSummary | undefined;
     if (!only) {
-      const folder = timed('render', () => renderFleetOf(members));
-      const fleetIssues = v ? timed('validate', () => v.validateAll(folder.objects.map((manifest) => ({ manifest, source: FLEET_FOLDER })))) : [];
+      const start = now();
+      const folder = renderFleetOf(outcomes.map((o, i) => fleetMember(models[i], o.gitops)));
+      const fleetIssues = v ? v.validateAll(folder.objects.map((manifest) => ({ manifest, source: FLEET_FOLDER }))) : [];
       issues.push(...fleetIssues);
-      if (fleetIssues.some((i) => i.severity === 'error')) throw new ValidationFailed(issues);
+      if (hasError(fleetIssues)) throw new ValidationFailed(issues);
       fleet = summaryOf(FLEET_FOLDER, [folder]);
       const rendered = fleetFiles(folder);
       files += rendered.length;
-      timed('write', () => {
-        writer ??= TreeWriter.begin(out, { ...lockOptions, replaceAll: true });
-        writer.add(FLEET_FOLDER, entryFiles(FLEET_FOLDER, rendered));
-      });
+      openWriter().add(FLEET_FOLDER, entryFiles(FLEET_FOLDER, rendered));
+      time.render += now() - start;
     }
     // Every folder is complete at its temporary name: swap them in at once.
-    const changed = timed('write', () => writer!.commit());
+    const start = now();
+    const changed = writer!.commit();
+    time.write += now() - start;
     const t4 = now();
     return {
-      clusters,
+      clusters: outcomes.map((o) => o.summary),
       fleet,
       files,
       warnings: issues,
       findings,
       out,
-      written: only ? clusters.map((c) => path.join(out, c.name)) : [out],
+      written: only ? outcomes.map((o) => path.join(out, o.summary.name)) : [out],
       changed,
       timings: { load: t1 - t0, render: time.render, validate: time.validate, write: time.write, total: t4 - t0 },
     };

@@ -349,6 +349,33 @@ export function recoverOutput(dir: string, options: RecoverOptions = {}): void {
   }
 }
 
+/** A new tree written to a temporary folder of an output root, for the swap. */
+export interface StagedTree {
+  /** The entry it replaces. */
+  readonly name: string;
+  /** Its temporary name in the root. */
+  readonly tmp: string;
+  /** Whether the entry exists now. */
+  readonly existed: boolean;
+}
+
+/**
+ * Writes `files` as the new tree of the entry `name` of `root` to a temporary folder beside it, or
+ * nothing when the entry already holds exactly these files (undefined). `announce` hears the
+ * temporary name before anything is written to it. The caller holds the root's lock (a TreeWriter).
+ */
+export function stageTree(
+  root: string, name: string, files: readonly RenderedFile[], announce: (staged: StagedTree) => void,
+): StagedTree | undefined {
+  const target = path.join(root, name);
+  // A tree that is already on disk byte for byte is left as it is (no temporary copy, no swap).
+  if (holdsExactly(target, files)) return undefined;
+  const staged: StagedTree = { name, tmp: artifactName(name, 'tmp'), existed: exists(target) };
+  announce(staged);
+  writeTree(path.join(root, staged.tmp), files);
+  return staged;
+}
+
 /** What a streamed write would swap (TreeWriter.pending). */
 export interface PendingSwap {
   /** Entries replaced: the new tree is complete at `<root>/<tmp>`, the old one (if it `existed`) still at `<root>/<target>`. */
@@ -412,23 +439,43 @@ export class TreeWriter {
    * WriteFailed (the previous output is unchanged).
    */
   add(name: string, files: readonly RenderedFile[]): boolean {
+    try {
+      return this.stage(name, files);
+    } catch (e) {
+      this.abort();
+      throw e;
+    }
+  }
+
+  /**
+   * add() for a caller that aborts by itself (other threads may still be writing into the root): a
+   * failed write throws WriteFailed and leaves the write open for that abort().
+   */
+  stage(name: string, files: readonly RenderedFile[]): boolean {
+    this.claim(name);
+    try {
+      return stageTree(this.root, name, files, (staged) => this.adopt(staged, false)) !== undefined;
+    } catch (e) {
+      if (isFsError(e)) throw new WriteFailed(`${fsErrorText(e)}; nothing in ${this.root} was changed`);
+      throw e;
+    }
+  }
+
+  /**
+   * A tree another thread stages (stageTree) into this root while this write holds the lock: registered
+   * when it is announced, before its files are written, so that abort() deletes it too (the caller
+   * waits for that thread first) and commit() swaps it in.
+   */
+  adopt(staged: StagedTree, claim = true): void {
+    if (claim) this.claim(staged.name);
+    this.swaps.push({ target: staged.name, tmp: staged.tmp, old: artifactName(staged.name, 'old'), existed: staged.existed });
+  }
+
+  private claim(name: string): void {
     this.assertOpen();
     if (!plainName(name) || isWriteArtifact(name)) throw new Error(`cannot write an output entry named "${name}"`);
     if (this.names.has(name)) throw new Error(`output entry "${name}" written twice`);
     this.names.add(name);
-    const target = path.join(this.root, name);
-    try {
-      // A tree that is already on disk byte for byte is left as it is (no temporary copy, no swap).
-      if (holdsExactly(target, files)) return false;
-      const swap: Swap = { target: name, tmp: artifactName(name, 'tmp'), old: artifactName(name, 'old'), existed: exists(target) };
-      this.swaps.push(swap);
-      writeTree(path.join(this.root, swap.tmp!), files);
-      return true;
-    } catch (e) {
-      this.abort();
-      if (isFsError(e)) throw new WriteFailed(`${fsErrorText(e)}; nothing in ${this.root} was changed`);
-      throw e;
-    }
   }
 
   /**
