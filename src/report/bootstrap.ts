@@ -41,8 +41,8 @@ export function bootstrapSection(c: RenderedCluster, index: ClusterIndex): strin
       + `${code('kubectl apply -f')} on the folder would fail on the kustomization, which is no object. The root Application ${code(rootApp.metadata.name)} `
       + 'then keeps them in sync with the repository.'
       + (byHand.length > 0
-        ? ` ${byHand.map((a) => code(a.metadata.name)).join(', ')} ${byHand.length === 1 ? 'is' : 'are'} left out on purpose (never synced on its own); `
-          + `apply ${byHand.length === 1 ? 'it' : 'them'} by hand to sync the samples through Argo CD: `
+        ? ` Left out on purpose, as its folder starts GPU work when synced: ${byHand.map((a) => code(a.metadata.name)).join(', ')}; `
+          + 'to sync such a folder through Argo CD, apply its Application by hand: '
           + byHand.map((a) => code(`kubectl apply -f ${gitops}/${manifestFileName(a)}`)).join(', ') + '.'
         : ''),
     '',
