@@ -236,7 +236,8 @@ export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthR
       else openWriter().add(o.summary.name, o.files);
       time.write += now() - start;
     }
-    outcomes[o.index] = { ...o, files: undefined };
+    // the gitops objects only for the fleet folder
+    outcomes[o.index] = { ...o, files: undefined, gitops: only ? [] : o.gitops };
     done += 1;
     opts.progress?.({ done, total: models.length, cluster: o.summary.name });
   };
