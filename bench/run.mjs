@@ -140,11 +140,16 @@ const median = (xs) => {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 
-/** Rendered objects under a folder: every YAML file but the kustomizations (one object per file). */
+/**
+ * Rendered objects under a folder, for the cases that print no count of their own: every YAML file but
+ * the kustomizations (one object per file) and the client files under <cluster>/tutorials/ (no objects).
+ */
 function countObjects(dir) {
   if (!existsSync(dir)) return 0;
   let n = 0;
   for (const e of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    const where = path.relative(dir, e.parentPath ?? e.path).split(path.sep);
+    if (where.includes('tutorials')) continue;
     if (e.isFile() && /\.ya?ml$/.test(e.name) && e.name !== 'kustomization.yaml') n += 1;
   }
   return n;
@@ -179,15 +184,16 @@ function runOnce(command, args, env, expectedStatus = 0) {
     rmSync(rssFile, { force: true });
   }
   let timings;
+  let objects;
   const last = r.stdout.trim().split('\n').pop() ?? '';
   if (last.startsWith('{')) {
     try {
-      timings = JSON.parse(last).timings;
+      ({ timings, objects } = JSON.parse(last));
     } catch {
       timings = undefined;
     }
   }
-  return { wall, rssKB, cpu, timings };
+  return { wall, rssKB, cpu, timings, objects };
 }
 
 const cli = (...args) => ({ command: process.execPath, args: [CLI, ...args] });
@@ -210,7 +216,8 @@ function measure(c) {
     if (i >= (c.warmup ?? 1)) samples.push(s);
     process.stdout.write('.');
   }
-  const objects = c.objectsDir ? countObjects(c.objectsDir) : undefined;
+  // the CLI's own count (synth --format json), else the object files written
+  const objects = samples.find((x) => typeof x.objects === 'number')?.objects ?? (c.objectsDir ? countObjects(c.objectsDir) : undefined);
   const t = (k) => median(samples.map((s) => s.timings?.[k]));
   const walls = samples.map((s) => s.wall);
   const result = {

@@ -107,8 +107,13 @@ export function runSynth(args: string[], io: Io = consoleIo): number {
   }
   for (const w of result.warnings) io.err(formatIssue(w));
   for (const f of result.findings) io.err(formatFinding(f));
-  if (format === 'json') io.out(JSON.stringify({ clusters: result.clusters.map((c) => c.name), files: result.files, timings: result.timings, warnings: result.warnings, findings: result.findings }));
-  else if (!values.quiet) for (const line of synthSummary(result)) io.out(line);
+  if (format === 'json') {
+    const objects = result.clusters.reduce((n, c) => n + c.objects, result.fleet?.objects ?? 0);
+    const { files, timings, warnings, findings } = result;
+    io.out(JSON.stringify({ clusters: result.clusters.map((c) => c.name), objects, files, timings, warnings, findings }));
+  } else if (!values.quiet) {
+    for (const line of synthSummary(result)) io.out(line);
+  }
   return EXIT.ok;
 }
 
