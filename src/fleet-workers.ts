@@ -46,16 +46,10 @@ const SIGNAL = 3;
 const READY = 4;
 
 /**
- * Fewest CPUs for threads by default. On the shared 2-CPU machine, with other work on it, the process
- * got about one CPU's worth whatever its threads (two threads took 0.85-1.15x the time of one,
- * depending on the load), so two CPUs stay single-threaded unless GPU_CLUSTER_MANIFESTS_THREADS asks.
- */
-const MIN_CPUS = 4;
-
-/**
- * How many threads render `clusters` clusters: GPU_CLUSTER_MANIFESTS_THREADS, else, with MIN_CPUS or
- * more, the CPUs (at most 8) with at least MIN_CLUSTERS_PER_THREAD clusters each; 1 (no workers) from
- * the TypeScript sources.
+ * How many threads render `clusters` clusters: GPU_CLUSTER_MANIFESTS_THREADS, else the CPUs (at most 8)
+ * with at least MIN_CLUSTERS_PER_THREAD clusters each, as build tools use every CPU; 1 (no workers)
+ * from the TypeScript sources. Measured on the shared 2-CPU machine: two threads took 0.8x the time of
+ * one when it was quiet, and up to 1.15x when other work left the process one CPU's worth.
  */
 export function renderThreads(clusters: number): number {
   const given = process.env[THREADS_ENV];
@@ -64,9 +58,8 @@ export function renderThreads(clusters: number): number {
     if (!Number.isInteger(n) || n < 1 || n > 64) throw new InputError(`${THREADS_ENV}=${given}: expected a number of threads from 1 to 64`);
     return WORKER_FILE ? Math.min(n, clusters) : 1;
   }
-  const cpus = availableParallelism();
-  if (!WORKER_FILE || cpus < MIN_CPUS) return 1;
-  return Math.max(1, Math.min(cpus, MAX_THREADS, Math.floor(clusters / MIN_CLUSTERS_PER_THREAD)));
+  if (!WORKER_FILE) return 1;
+  return Math.max(1, Math.min(availableParallelism(), MAX_THREADS, Math.floor(clusters / MIN_CLUSTERS_PER_THREAD)));
 }
 
 /** An error as it crosses threads. */
