@@ -3,10 +3,11 @@
 // Every measurement is a fresh process, as a user or CI runs it; each case is repeated and the
 // median reported. Prints a table and writes bench/results.json. See bench/README.md.
 //
-//   node bench/run.mjs [--quick] [--only ID[,ID...]] [--keep]
-//     --quick  one or two runs per case (a smoke test of the harness, not a measurement)
-//     --only   run only these cases (ids as printed in the table)
-//     --keep   keep the temporary folder (generated descriptions and outputs)
+//   node bench/run.mjs [--quick] [--only ID[,ID...]] [--keep] [--readme]
+//     --quick   one or two runs per case (a smoke test of the harness, not a measurement)
+//     --only    run only these cases (ids as printed in the table)
+//     --keep    keep the temporary folder (generated descriptions and outputs)
+//     --readme  write the results table into bench/README.md (between its bench-results markers)
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
@@ -21,6 +22,7 @@ const LAUNCHER = path.join(ROOT, 'projenrc', 'launch.cjs');
 const CLUSTERS = path.join(ROOT, 'src', 'clusters');
 const REFERENCE = path.join(CLUSTERS, 'instant-cluster.yaml');
 const RESULTS = path.join(ROOT, 'bench', 'results.json');
+const README = path.join(ROOT, 'bench', 'README.md');
 const GNU_TIME = '/usr/bin/time';
 const CACHE_ENV = 'GPU_CLUSTER_MANIFESTS_CACHE';
 
@@ -30,13 +32,17 @@ const TARGETS = {
   referenceWallSeconds: 0.5,
   fleetWallSeconds: 10,
   fleetPeakRssMB: 500,
+  // issue 22: a fleet of 1000 clusters in one synth, in linear time and bounded memory
+  fleet1000WallSeconds: 20,
+  fleet1000PeakRssMB: 600,
+  fleet1000Over300MaxRatio: 3.6,
   speedupOverCdk8sTsNode: 5,
   /** What the engine-backed checks (helm and kustomize renders of every Application) add to `check` of the reference tree. */
   engineChecksReferenceSeconds: 3,
 };
 
 const { values: opts } = parseArgs({
-  options: { quick: { type: 'boolean' }, only: { type: 'string' }, keep: { type: 'boolean' } },
+  options: { quick: { type: 'boolean' }, only: { type: 'string' }, keep: { type: 'boolean' }, readme: { type: 'boolean' } },
 });
 const only = opts.only ? new Set(opts.only.split(',')) : undefined;
 const runsOf = (n) => (opts.quick ? Math.min(n, 2) : n);
@@ -47,6 +53,15 @@ if (!existsSync(CLI)) {
 }
 
 const work = mkdtempSync(path.join(tmpdir(), 'gcm-bench-'));
+// Outputs go to tmpfs where there is one, so the fleet cases measure the tool, not the disk.
+const TMPFS = '/dev/shm';
+const outRoot = (() => {
+  try {
+    return mkdtempSync(path.join(TMPFS, 'gcm-bench-out-'));
+  } catch {
+    return path.join(work, 'out');
+  }
+})();
 const hasGnuTime = spawnSync(GNU_TIME, ['-f', '%M', 'true'], { encoding: 'utf8' }).status === 0;
 const rssProbe = path.join(work, 'rss-probe.cjs');
 // Fallback without GNU time: the child reports its own peak RSS when it exits.
@@ -100,11 +115,23 @@ const bigFile = writeDescription(path.join(work, 'big'), describeCluster(referen
 /** 100 clusters of mixed sizes: mostly small, some large (2 to 128 workers, 1 to 50 tenants). */
 const random = prng(9);
 const SIZES = [2, 2, 2, 4, 4, 8, 8, 16, 32, 64, 128];
-const fleetFiles = Array.from({ length: 100 }, (_, i) => {
+const mixedFiles = Array.from({ length: 100 }, (_, i) => {
   const workers = SIZES[Math.floor(random() * SIZES.length)];
   const tenants = 1 + Math.floor(random() * Math.min(50, workers * 2));
   const template = templates[i % templates.length];
-  return writeDescription(path.join(work, 'fleet'), describeCluster(template, `fleet-${String(i + 1).padStart(3, '0')}`, workers, tenants));
+  return writeDescription(path.join(work, 'mixed'), describeCluster(template, `mixed-${String(i + 1).padStart(3, '0')}`, workers, tenants));
+});
+
+/**
+ * A fleet of 1000 copies of the reference description that differ in name and gitops path only (issue
+ * 22's measure of scale); each fleet case takes the first N.
+ */
+const FLEET_SIZE = 1000;
+const fleetFiles = Array.from({ length: FLEET_SIZE }, (_, i) => {
+  const d = structuredClone(reference);
+  d.name = `cluster-${String(i + 1).padStart(4, '0')}`;
+  d.gitops.path = `dist/${d.name}`;
+  return writeDescription(path.join(work, 'fleet'), d);
 });
 
 // ---------------------------------------------------------------- measuring
@@ -115,11 +142,16 @@ const median = (xs) => {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 
-/** Rendered objects under a folder: every YAML file but the kustomizations (one object per file). */
+/**
+ * Rendered objects under a folder, for the cases that print no count of their own: every YAML file but
+ * the kustomizations (one object per file) and the client files under <cluster>/tutorials/ (no objects).
+ */
 function countObjects(dir) {
   if (!existsSync(dir)) return 0;
   let n = 0;
   for (const e of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    const where = path.relative(dir, e.parentPath ?? e.path).split(path.sep);
+    if (where.includes('tutorials')) continue;
     if (e.isFile() && /\.ya?ml$/.test(e.name) && e.name !== 'kustomization.yaml') n += 1;
   }
   return n;
@@ -157,14 +189,15 @@ function runOnce(command, args, env, expectedStatus = 0) {
   // synth prints its JSON report on one (the last) line, check pretty-prints a whole document
   const text = r.stdout.trim();
   const last = text.startsWith('{') ? text : text.split('\n').pop() ?? '';
+  let objects;
   if (last.startsWith('{')) {
     try {
-      timings = JSON.parse(last).timings;
+      ({ timings, objects } = JSON.parse(last));
     } catch {
       timings = undefined;
     }
   }
-  return { wall, rssKB, cpu, timings };
+  return { wall, rssKB, cpu, timings, objects };
 }
 
 const cli = (...args) => ({ command: process.execPath, args: [CLI, ...args] });
@@ -187,7 +220,8 @@ function measure(c) {
     if (i >= (c.warmup ?? 1)) samples.push(s);
     process.stdout.write('.');
   }
-  const objects = c.objectsDir ? countObjects(c.objectsDir) : undefined;
+  // the CLI's own count (synth --format json), else the object files written
+  const objects = samples.find((x) => typeof x.objects === 'number')?.objects ?? (c.objectsDir ? countObjects(c.objectsDir) : undefined);
   const t = (k) => median(samples.map((s) => s.timings?.[k]));
   const walls = samples.map((s) => s.wall);
   const result = {
@@ -215,7 +249,11 @@ function measure(c) {
   return result;
 }
 
-const out = (name) => path.join(work, 'out', name);
+const out = (name) => path.join(outRoot, name);
+function removeWork() {
+  rmSync(work, { recursive: true, force: true });
+  rmSync(outRoot, { recursive: true, force: true });
+}
 const freshCache = (i) => ({ [CACHE_ENV]: path.join(work, 'cold-cache', String(i)) });
 /** A fresh cache folder whose engines are already unpacked (the case measures the renders, not the unpacking). */
 const freshRenderCache = (i) => {
@@ -225,10 +263,12 @@ const freshRenderCache = (i) => {
   if (existsSync(engines)) symlinkSync(engines, path.join(dir, 'engines'));
   return { [CACHE_ENV]: dir };
 };
-const fleetArgs = (n, name) => [...fleetFiles.slice(0, n).flatMap((f) => ['--config', f]), '--out', out(name), '--format', 'json'];
+const configArgs = (files, name) => [...files.flatMap((f) => ['--config', f]), '--out', out(name), '--format', 'json'];
+const fleetArgs = (n, name) => configArgs(fleetFiles.slice(0, n), name);
 
+const startLoad = loadavg();
 console.log(`gpu-cluster-manifests benchmark: ${cpus().length} CPUs, node ${process.version}, load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
-console.log(`temporary folder: ${work}${hasGnuTime ? '' : ' (no /usr/bin/time: peak RSS reported by the node children only)'}\n`);
+console.log(`temporary folder: ${work}, outputs in ${outRoot}${hasGnuTime ? '' : ' (no /usr/bin/time: peak RSS reported by the node children only)'}\n`);
 
 const CASES = [
   {
@@ -259,9 +299,11 @@ const CASES = [
     id: 'big-128w-50t', title: '128 workers, 50 tenants', runs: 5,
     ...cli('synth', '--config', bigFile, '--out', out('big'), '--format', 'json'), objectsDir: out('big'),
   },
-  { id: 'fleet-1', title: 'fleet: 1 cluster', runs: 5, ...cli('synth', ...fleetArgs(1, 'fleet-1')), objectsDir: out('fleet-1') },
-  { id: 'fleet-10', title: 'fleet: 10 clusters', runs: 5, ...cli('synth', ...fleetArgs(10, 'fleet-10')), objectsDir: out('fleet-10') },
-  { id: 'fleet-100', title: 'fleet: 100 clusters of mixed sizes', runs: 3, ...cli('synth', ...fleetArgs(100, 'fleet-100')), objectsDir: out('fleet-100') },
+  ...[1, 10, 100, 300, 1000].map((n) => ({
+    id: `fleet-${n}`, title: `fleet: ${n} copies of the reference cluster (name and gitops path differ)`, runs: n >= 300 ? 3 : 5,
+    ...cli('synth', ...fleetArgs(n, `fleet-${n}`)), objectsDir: out(`fleet-${n}`),
+  })),
+  { id: 'mixed-100', title: '100 clusters of mixed sizes (2-128 workers, 1-50 tenants)', runs: 3, ...cli('synth', ...configArgs(mixedFiles, 'mixed-100')), objectsDir: out('mixed-100') },
   {
     id: 'repo-clusters', title: 'every description in src/clusters (npm run synth, into a temp dir)', runs: 5,
     ...cli('synth', '--out', out('repo'), '--format', 'json'), objectsDir: out('repo'),
@@ -307,7 +349,7 @@ try {
   for (const c of CASES) measure(c);
 } catch (e) {
   console.error(`\nbenchmark failed: ${e.message}`);
-  if (!opts.keep) rmSync(work, { recursive: true, force: true });
+  if (!opts.keep) removeWork();
   process.exit(1);
 }
 
@@ -343,7 +385,7 @@ console.log('render = load descriptions + build models + synth in memory; valida
 console.log('(and the cross-object checks); write = YAML + files. Phases are in-process, reported by the CLI (--format json).');
 
 // Linearity: cost per object as the fleet grows (in-process phases, and wall).
-const linearity = ['fleet-1', 'fleet-10', 'fleet-100'].filter((id) => byId[id]?.objects).map((id) => {
+const linearity = ['fleet-1', 'fleet-10', 'fleet-100', 'fleet-300', 'fleet-1000'].filter((id) => byId[id]?.objects).map((id) => {
   const r = byId[id];
   return {
     id,
@@ -365,6 +407,10 @@ if (linearity.length > 0) {
   if (a?.objects && b?.objects && b.objects > a.objects) {
     console.log(`marginal wall cost from 10 to 100 clusters: ${((b.wallMs - a.wallMs) / (b.objects - a.objects)).toFixed(3)} ms per object`);
   }
+  const [c, d] = [byId['fleet-300'], byId['fleet-1000']];
+  if (c?.objects && d?.objects && d.objects > c.objects) {
+    console.log(`marginal wall cost from 300 to 1000 clusters: ${((d.wallMs - c.wallMs) / (d.objects - c.objects)).toFixed(3)} ms per object`);
+  }
 }
 
 // Targets.
@@ -380,10 +426,20 @@ for (const [id, launched, target] of [['npm-synth-repo', 'launcher-synth-repo', 
   check(`${r.command.replace(/ -- .*/, '')}${id === 'npm-bad-input' ? ' (bad input)' : ''} <= ${target} s wall`, r.wallMs <= target * 1000, `${fmtS(r.wallMs)} s${overhead}`);
 }
 if (byId.reference) check(`reference cluster <= ${TARGETS.referenceWallSeconds} s wall`, byId.reference.wallMs <= TARGETS.referenceWallSeconds * 1000, `${fmtS(byId.reference.wallMs)} s`);
-if (byId['fleet-100']) {
-  const f = byId['fleet-100'];
-  check(`100-cluster fleet <= ${TARGETS.fleetWallSeconds} s wall`, f.wallMs <= TARGETS.fleetWallSeconds * 1000, `${fmtS(f.wallMs)} s`);
-  if (f.peakRssMB !== undefined) check(`100-cluster fleet < ${TARGETS.fleetPeakRssMB} MB peak RSS`, f.peakRssMB < TARGETS.fleetPeakRssMB, `${f.peakRssMB.toFixed(0)} MB`);
+if (byId['mixed-100']) {
+  const f = byId['mixed-100'];
+  check(`100 clusters of mixed sizes <= ${TARGETS.fleetWallSeconds} s wall`, f.wallMs <= TARGETS.fleetWallSeconds * 1000, `${fmtS(f.wallMs)} s`);
+  if (f.peakRssMB !== undefined) check(`100 clusters of mixed sizes < ${TARGETS.fleetPeakRssMB} MB peak RSS`, f.peakRssMB < TARGETS.fleetPeakRssMB, `${f.peakRssMB.toFixed(0)} MB`);
+}
+if (byId['fleet-1000']) {
+  const f = byId['fleet-1000'];
+  check(`1000-cluster fleet <= ${TARGETS.fleet1000WallSeconds} s wall`, f.wallMs <= TARGETS.fleet1000WallSeconds * 1000, `${fmtS(f.wallMs)} s`);
+  if (f.peakRssMB !== undefined) check(`1000-cluster fleet < ${TARGETS.fleet1000PeakRssMB} MB peak RSS`, f.peakRssMB < TARGETS.fleet1000PeakRssMB, `${f.peakRssMB.toFixed(0)} MB`);
+  const f300 = byId['fleet-300'];
+  if (f300) {
+    const ratio = f.wallMs / f300.wallMs;
+    check(`t(1000)/t(300) <= ${TARGETS.fleet1000Over300MaxRatio} (1000/300 = 3.33 when linear)`, ratio <= TARGETS.fleet1000Over300MaxRatio, `${ratio.toFixed(2)} (${fmtS(f.wallMs)} s / ${fmtS(f300.wallMs)} s)`);
+  }
 }
 for (const id of ['reference', 'fleet-100']) {
   const r = byId[id];
@@ -421,5 +477,39 @@ const report = {
 };
 writeFileSync(RESULTS, `${JSON.stringify(report, undefined, 2)}\n`);
 console.log(`\nwrote ${path.relative(process.cwd(), RESULTS)}`);
-if (opts.keep) console.log(`kept ${work}`);
-else rmSync(work, { recursive: true, force: true });
+if (opts.readme) {
+  writeReadme(report);
+  console.log(`wrote the results into ${path.relative(process.cwd(), README)}`);
+}
+
+/**
+ * The results section of bench/README.md, from this run: every figure (objects included) is what the
+ * harness measured and counted, never typed in.
+ */
+function writeReadme(r) {
+  const start = '<!-- bench-results:start -->';
+  const end = '<!-- bench-results:end -->';
+  const text = readFileSync(README, 'utf8');
+  const i = text.indexOf(start);
+  const j = text.indexOf(end);
+  if (i < 0 || j < i) throw new Error(`${README}: no ${start} ... ${end} section`);
+  const load = (l) => l.map((x) => x.toFixed(1)).join(' ');
+  const fmt = (ms) => (ms === undefined ? '-' : (ms / 1000).toFixed(2));
+  const ms = (v) => (v === undefined ? '-' : v.toFixed(0));
+  const lines = [
+    start,
+    `Measured ${r.date.slice(0, 10)} by \`npm run bench -- --readme\`${r.quick ? ' --quick' : ''}: ${r.machine.cpus} CPUs (${r.machine.cpuModel}), Node ${r.machine.node.slice(1)}, `
+      + `load average ${load(startLoad)} at the start and ${load(r.machine.loadAverage)} at the end (other engineers share the machine: compare \`cpu\`). Medians; outputs on ${outRoot.startsWith(TMPFS) ? 'tmpfs' : 'disk'}.`,
+    '',
+    '| case | runs | objects | wall s | cpu s | RSS MB | render ms | validate ms | write ms |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    ...r.results.map((x) => `| \`${x.id}\` | ${x.runs} | ${x.objects ?? '-'} | ${fmt(x.wallMs)} | ${fmt(x.cpuMs)} | ${x.peakRssMB === undefined ? '-' : x.peakRssMB.toFixed(0)} | `
+      + `${ms(x.loadMs === undefined ? undefined : x.loadMs + x.renderMs)} | ${ms(x.validateMs)} | ${ms(x.writeMs)} |`),
+    '',
+    ...(r.checks.length > 0 ? ['Targets:', '', ...r.checks.map((c) => `- ${c.ok ? 'met' : '**missed**'}: ${c.name}: ${c.detail}`), ''] : []),
+    end,
+  ];
+  writeFileSync(README, `${text.slice(0, i)}${lines.join('\n')}${text.slice(j + end.length)}`);
+}
+if (opts.keep) console.log(`kept ${work} and ${outRoot}`);
+else removeWork();

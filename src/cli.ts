@@ -3,16 +3,18 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { CheckFailed, formatFinding } from './check/engine';
-import { engineLines, runCheck } from './commands/check';
-import { runDiff } from './commands/diff';
+import { CHECK, engineLines, runCheck } from './commands/check';
+import { DIFF, runDiff } from './commands/diff';
 import { consoleIo, EXIT, Io } from './commands/io';
-import { RENDER_OPTIONS, renderInputs, schemaDirs } from './commands/options';
+import { CommandSpec, commandHelp, globalHelp, OPTIONS, OptionTable, RENDER_OPTIONS, renderInputs, schemaDirs } from './commands/options';
+import { Progress } from './commands/progress';
+import { synthSummary } from './commands/synth-summary';
 import { fsErrorText, inputErrorLines, isFsError, outputFormat, WriteFailed } from './errors';
-import { runInit } from './init/command';
+import { INIT, runInit } from './init/command';
 import { descriptionJsonSchemaText, withDescriptionReference } from './model/json-schema';
 import { CLUSTERS_DIR, DEFAULT_OUT, SCHEMA_FILE } from './paths';
-import { InputError, synth, SynthResult, ValidationFailed } from './pipeline';
-import { runPreflight } from './preflight/command';
+import { InputError, synth, ValidationFailed } from './pipeline';
+import { PREFLIGHT, runPreflight } from './preflight/command';
 import { DeletionRefused, deletionLines } from './render/deletions';
 import { recoverAround } from './render/write';
 import { SchemaDirectoryMissing, SchemaStore } from './validate/schemas';
@@ -21,78 +23,57 @@ import { ManifestValidator, ValidationIssue } from './validate/validator';
 
 export { EXIT } from './commands/io';
 
-const HELP = `gpu-cluster-manifests: render GPU Kubernetes clusters from one typed description.
+const SYNTH_OPTIONS = { ...RENDER_OPTIONS, 'quiet': OPTIONS.quiet, 'allow-delete': OPTIONS['allow-delete'] } as const satisfies OptionTable;
 
-Usage:
-  npm run synth [-- --config FILE ... --out DIR]   render descriptions into manifests
-  npm run validate -- DIR|FILE ...                   validate rendered manifests
-  npm run check -- DIR                               cross-object rules over a rendered tree
-  npm run diff [-- --allow-delete]                   what a fresh render would change in dist/
-  npm run schema                                     write the description's JSON Schema
-  npm run preflight -- --config FILE (--snapshot FILE | --kubeconfig [PATH] [--context NAME])
-                                                     compare the render with a cluster (read-only)
-  npm run init -- (--snapshot FILE | --kubeconfig [PATH] [--context NAME]) [--name NAME --repo URL --path DIR] [--out FILE]
-                                                     write a description from a cluster (read-only)
+const VALIDATE_OPTIONS = {
+  schemas: OPTIONS.schemas,
+  format: OPTIONS.format,
+  quiet: OPTIONS.quiet,
+  help: OPTIONS.help,
+} as const satisfies OptionTable;
 
-Commands:
-  synth      Without --config: every description in src/clusters/ into dist/<cluster>/
-             (the whole output folder is replaced). With --config FILE (repeatable): that
-             description into DIR/<cluster>/ only. Renders in memory, validates every object
-             against the upstream schemas, then swaps the output in atomically: on any error
-             the previous output is left byte-identical. A render that would remove rendered
-             objects (Argo CD prunes them) exits 1 and writes nothing, unless --allow-delete.
-  validate   Strict schema validation of every object in the given folders or files
-             (unknown fields are errors; duplicates are errors; deprecated versions warn).
-  check      Cross-object rules over rendered trees (default: dist/), one cluster per folder:
-             queue labels -> LocalQueues -> ClusterQueues -> flavors, resources covered,
-             quotas and MPIJob ranks fit the GPUs, one nic-cluster-policy, one RDMA name,
-             one default StorageClass, Application paths and sync waves, no privileged
-             containers, no latest images, no Secret data. Every Application is rendered
-             as Argo CD renders it, with helm and kustomize (charts and overlays from
-             --upstream DIR, folders of the tree): what the installs create is checked
-             too (AppProject, placement, CRDs before their CRs, released versions and
-             images). Capacity comes from the description of the same name (--config
-             FILE to name it). synth runs the rules that need no engine;
-             --list-rules prints every rule id, its severity and what it asserts.
-  diff       Renders into a temporary folder and prints, per object, what would be added,
-             removed or changed (field paths) against dist/ (or --out DIR). Exits 1 when
-             an object would be deleted, unless --allow-delete.
+const SCHEMA_OPTIONS = {
+  out: { type: 'string', value: 'FILE', help: 'write the JSON Schema to FILE instead of printing it' },
+  readme: { type: 'string', value: 'FILE', help: 'regenerate the field reference section of FILE (between its description-reference markers)' },
+  help: OPTIONS.help,
+} as const satisfies OptionTable;
 
-  preflight  Compares what synth would render for --config with the cluster's state, read from
-             a snapshot (--snapshot FILE: kubectl get ... -o yaml output, see README) or live
-             (--kubeconfig [PATH] [--context NAME] [--timeout SECONDS]; GET requests only):
-             immutable fields, allocated node ports, quota counted twice, missing APIs, drift of
-             the nodes from the description, Kueue configuration, objects Argo CD would take over
-             or prune. Each finding names the fix. Exit 1 on blocking findings.
-             --list-rules prints every rule id. --timeout bounds the whole live read (exec
-             credential plugin, connect, TLS, every answer; default 30); limits: README.
-  init       Writes a description from the cluster (same sources as preflight) to stdout or
-             --out FILE (never overwritten); what cannot be observed or decided is marked
-             TODO(init); a cluster without GPU workers is refused (exit 2).
+/** `synth`: render descriptions into manifests. */
+export const SYNTH: CommandSpec<typeof SYNTH_OPTIONS> = {
+  name: 'synth',
+  usage: 'npm run synth [-- --config FILE ... --out DIR]',
+  summary: 'render descriptions into manifests (every description in src/clusters/ into dist/, or --config FILE ...)',
+  description: 'Without --config: every description in src/clusters/ into dist/<cluster>/, plus dist/fleet/ (an ApplicationSet '
+    + 'pointing a hub Argo CD at every cluster); the whole output folder is replaced. With --config FILE (repeatable): those '
+    + 'descriptions into DIR/<cluster>/ only. Each cluster is rendered, validated against the upstream schemas, checked by '
+    + 'the cross-object rules and written to a temporary folder beside its target; then every folder is swapped in at once. '
+    + 'On any error the previous output is left byte-identical. A render that would remove rendered objects (Argo CD prunes '
+    + 'them) exits 1 and writes nothing, unless --allow-delete. A fleet shows its progress per cluster on stderr; the '
+    + 'summary (objects per folder and kind, files written, time) goes to stdout.',
+  options: SYNTH_OPTIONS,
+  failed: 'a validation or a cross-object check failed (nothing was written)',
+};
 
-  schema     Print the JSON Schema of the cluster description (--out FILE to write it,
-             --readme FILE to regenerate its field reference section; npm run schema
-             writes ${path.relative(process.cwd(), SCHEMA_FILE) || SCHEMA_FILE} and the README's).
+/** `validate`: strict schema validation of rendered trees. */
+export const VALIDATE: CommandSpec<typeof VALIDATE_OPTIONS> = {
+  name: 'validate',
+  usage: 'npm run validate -- DIR|FILE ... [--schemas DIR]',
+  summary: 'validate rendered manifests (folders or files) strictly against the upstream schemas',
+  description: 'Strict schema validation of every object in the given folders or files, as the API server and kubeconform\'s '
+    + 'strict mode do: unknown fields are errors, duplicates (per cluster folder) are errors, deprecated API versions warn.',
+  options: VALIDATE_OPTIONS,
+  failed: 'an object is invalid',
+};
 
-Options:
-  --config FILE     a cluster description (YAML or JSON); repeatable
-  --out DIR         output root (default: dist/)
-  --schemas DIR     CRD YAML files and core definitions to validate against; repeatable
-                    (default: ../shared/crds). To validate against your own cluster:
-                    kubectl get crd -o yaml > my-crds/crds.yaml, then
-                    --schemas my-crds --schemas ../shared/crds/kubernetes
-  --upstream DIR    check: the vendored upstream Helm charts and kustomize overlays the
-                    Applications are rendered from with helm and kustomize (default:
-                    ../shared/upstream-installs; see README for filling one with helm pull)
-  --no-validate     synth without schema validation (not recommended)
-  --format FORMAT   text (default) or json (machine-readable findings)
-  --allow-delete    synth: remove rendered objects (a dropped tenant, folder or cluster) from the
-                    output; without it synth refuses and writes nothing. diff: exit 0 on deletions
-  --quiet           print errors only
-  -h, --help        this help
-
-Exit codes: 0 ok, 1 validation or check failed (diff: a deletion), 2 bad input (description, arguments, missing schemas).
-`;
+/** `schema`: the description's JSON Schema. */
+export const SCHEMA: CommandSpec<typeof SCHEMA_OPTIONS> = {
+  name: 'schema',
+  usage: 'npm run schema',
+  summary: 'write the JSON Schema of the cluster description and the README\'s field reference',
+  description: 'Prints the JSON Schema of the cluster description (--out FILE to write it, --readme FILE to regenerate its field reference section). '
+    + `npm run schema writes ${path.relative(process.cwd(), SCHEMA_FILE) || SCHEMA_FILE} and the README's.`,
+  options: SCHEMA_OPTIONS,
+};
 
 function formatIssue(i: ValidationIssue): string {
   const where = i.source ? `${i.source}: ` : '';
@@ -103,38 +84,30 @@ function seconds(ms: number): string {
   return `${(ms / 1000).toFixed(2)} s`;
 }
 
-function summary(r: SynthResult, io: Io): void {
-  for (const c of r.clusters) {
-    const total = c.folders.reduce((s, f) => s + f.objects.length, 0);
-    io.out(`${c.name}: ${total} objects in ${c.folders.length} folders`);
-    for (const f of c.folders) {
-      const kinds = new Map<string, number>();
-      for (const o of f.objects) kinds.set(o.kind, (kinds.get(o.kind) ?? 0) + 1);
-      const list = [...kinds.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, n]) => `${k} ${n}`).join(', ');
-      io.out(`  ${f.folder.padEnd(18)} ${String(f.objects.length).padStart(4)}  ${list}`);
-    }
-  }
-  const t = r.timings;
-  const where = r.written.map((w) => path.relative(process.cwd(), w) || '.').join(', ');
-  const what = r.changed.length > 0 ? `wrote ${r.files} files to ${where}` : `${where} already up to date (${r.files} files, nothing rewritten)`;
-  io.out(`${what} in ${seconds(t.total)} `
-    + `(load ${seconds(t.load)}, render ${seconds(t.render)}, validate ${seconds(t.validate)}, write ${seconds(t.write)})`);
-}
-
 export function runSynth(args: string[], io: Io = consoleIo): number {
-  const { values } = parseArgs({
-    args,
-    options: { ...RENDER_OPTIONS, 'quiet': { type: 'boolean' }, 'allow-delete': { type: 'boolean' } },
-    allowPositionals: false,
-  });
+  const { values } = parseArgs({ args, options: SYNTH_OPTIONS, allowPositionals: false });
   if (values.help) {
-    io.out(HELP);
+    io.out(commandHelp(SYNTH));
     return EXIT.ok;
   }
   const format = outputFormat(values.format);
   const { configs, schemas } = renderInputs(values);
   const out = values.out ?? DEFAULT_OUT;
-  const result = synth({ configs, clustersDir: CLUSTERS_DIR, out, schemas, notify: io.err, allowDelete: values['allow-delete'] });
+  const progress = values.quiet || !io.progress ? undefined : new Progress(io.progress, 'synth', 'clusters rendered, checked and written');
+  let result;
+  try {
+    result = synth({
+      configs,
+      clustersDir: CLUSTERS_DIR,
+      out,
+      schemas,
+      notify: io.err,
+      allowDelete: values['allow-delete'],
+      progress: progress && ((p) => progress.update(p.done, p.total, p.cluster)),
+    });
+  } finally {
+    progress?.end();
+  }
   for (const w of result.warnings) io.err(formatIssue(w));
   for (const f of result.findings) io.err(formatFinding(f));
   if (result.deleted.length > 0) {
@@ -142,24 +115,20 @@ export function runSynth(args: string[], io: Io = consoleIo): number {
     io.err(`note: ${result.deleted.length} rendered object(s) removed from ${path.relative(process.cwd(), out) || '.'} (--allow-delete); `
       + 'Argo CD prunes them when it syncs, Namespaces and volume claims only once someone confirms (Prune=confirm)');
   }
-  if (format === 'json') io.out(JSON.stringify({ clusters: result.clusters.map((c) => c.name), files: result.files, timings: result.timings, warnings: result.warnings, findings: result.findings, deleted: result.deleted }));
-  else if (!values.quiet) summary(result, io);
+  if (format === 'json') {
+    const objects = result.clusters.reduce((n, c) => n + c.objects, result.fleet?.objects ?? 0);
+    const { files, timings, warnings, findings, deleted } = result;
+    io.out(JSON.stringify({ clusters: result.clusters.map((c) => c.name), objects, files, timings, warnings, findings, deleted }));
+  } else if (!values.quiet) {
+    for (const line of synthSummary(result)) io.out(line);
+  }
   return EXIT.ok;
 }
 
 export function runValidate(args: string[], io: Io = consoleIo): number {
-  const { values, positionals } = parseArgs({
-    args,
-    options: {
-      schemas: { type: 'string', multiple: true },
-      format: { type: 'string' },
-      quiet: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    allowPositionals: true,
-  });
+  const { values, positionals } = parseArgs({ args, options: VALIDATE_OPTIONS, allowPositionals: true });
   if (values.help) {
-    io.out(HELP);
+    io.out(commandHelp(VALIDATE));
     return EXIT.ok;
   }
   const format = outputFormat(values.format);
@@ -188,9 +157,9 @@ export function runValidate(args: string[], io: Io = consoleIo): number {
 }
 
 export function runSchema(args: string[], io: Io = consoleIo): number {
-  const { values } = parseArgs({ args, options: { out: { type: 'string' }, readme: { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
+  const { values } = parseArgs({ args, options: SCHEMA_OPTIONS });
   if (values.help) {
-    io.out(HELP);
+    io.out(commandHelp(SCHEMA));
     return EXIT.ok;
   }
   if (values.readme && !existsSync(values.readme)) throw new InputError(`--readme ${values.readme}: no such file`);
@@ -204,35 +173,37 @@ export function runSchema(args: string[], io: Io = consoleIo): number {
 /** A command returns its exit code; commands that read a live cluster return it asynchronously. */
 type Command = (args: string[], io: Io) => number | Promise<number>;
 
-const COMMANDS: Record<string, Command> = {
-  synth: runSynth,
-  validate: runValidate,
-  schema: runSchema,
-  check: (args, io) => runCheck(args, io, HELP),
-  diff: (args, io) => runDiff(args, io, HELP),
-  preflight: (args, io) => runPreflight(args, io, HELP),
-  init: (args, io) => runInit(args, io, HELP),
+/** Every command by name: its spec (usage, options, help) and how it runs. */
+export const COMMANDS: Readonly<Record<string, { readonly spec: CommandSpec; readonly run: Command }>> = {
+  synth: { spec: SYNTH, run: runSynth },
+  validate: { spec: VALIDATE, run: runValidate },
+  check: { spec: CHECK, run: runCheck },
+  diff: { spec: DIFF, run: runDiff },
+  schema: { spec: SCHEMA, run: runSchema },
+  preflight: { spec: PREFLIGHT, run: runPreflight },
+  init: { spec: INIT, run: runInit },
 };
 
 /** Runs the CLI; returns the exit code (a promise for live cluster reads). Never throws or rejects. */
 export function main(argv: string[], io: Io = consoleIo): number | Promise<number> {
   const [command, ...rest] = argv;
   if (!command || command === '--help' || command === '-h' || command === 'help') {
-    io.out(HELP);
+    io.out(globalHelp(Object.values(COMMANDS).map((c) => c.spec)));
     if (!command) return EXIT.badInput;
     return engineLines().then((lines) => {
+      io.out('');
       io.out('Engines (check renders every Application with them):');
       for (const l of lines) io.out(`  ${l}`);
       return EXIT.ok;
     }, (e: unknown) => failure(e, io));
   }
-  const run = COMMANDS[command];
-  if (!run) {
+  const entry = COMMANDS[command];
+  if (!entry) {
     io.err(`unknown command "${command}" (expected one of: ${Object.keys(COMMANDS).join(', ')}); see --help`);
     return EXIT.badInput;
   }
   try {
-    const code = run(rest, io);
+    const code = entry.run(rest, io);
     return typeof code === 'number' ? code : code.catch((e: unknown) => failure(e, io));
   } catch (e) {
     return failure(e, io);

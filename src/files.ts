@@ -9,9 +9,10 @@ export const PATH_MAX = 4095;
  * `mkdir -p` without a retry loop. Node's recursive mkdirSync retries a component forever when
  * the file system answers ENOENT for a folder whose parent exists (procfs, some FUSE mounts:
  * `/proc/nonexistent/x` spins at 100 % CPU); this walks up to the nearest existing folder once,
- * then creates each missing component once, and throws the first error.
+ * then creates each missing component once, and throws the first error. Returns the folders it
+ * created, outermost first.
  */
-export function makeDirs(dir: string): void {
+export function makeDirs(dir: string): string[] {
   const missing: string[] = [];
   let d = path.resolve(dir);
   for (;;) {
@@ -25,14 +26,17 @@ export function makeDirs(dir: string): void {
     if (parent === d) break;
     d = parent;
   }
+  const made: string[] = [];
   for (const m of missing.reverse()) {
     try {
       mkdirSync(m);
+      made.push(m);
     } catch (e) {
       // another process made it in between: fine when it is a folder
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST' || !statSync(m).isDirectory()) throw e;
     }
   }
+  return made;
 }
 
 /** Flushes a folder's entries (renames, new files) to disk; best effort where folders cannot be opened or synced. */

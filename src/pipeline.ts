@@ -1,22 +1,27 @@
 import { readdirSync, realpathSync, statSync } from 'node:fs';
 import * as path from 'node:path';
-import { CheckFailed, checkClusters } from './check/engine';
-import { Finding, ScopeOf } from './check/rule';
-import { fleetFiles, renderFleet } from './components/gitops/fleet';
+import { CheckFailed } from './check/engine';
+import { Finding } from './check/rule';
+import { ClusterOutcome, ClusterStage, ClusterSummary, entryFiles, hasError, PhaseTimes, processCluster, summaryOf, validationInputs } from './cluster-stage';
+import { FLEET_FOLDER, fleetFiles, renderFleet } from './components/gitops/fleet';
+import { GITOPS_FOLDER } from './components/gitops/plan';
 import { fsErrorText, InputError, isFsError } from './errors';
-import { isInside, pathProblem } from './files';
+import { pathProblem } from './files';
+import { renderOnThreads, renderThreads } from './fleet-workers';
 import { isDescriptionFile } from './model/load';
 import { loadModels } from './model/load-models';
 import { ClusterModel } from './model/model';
-import { Deletion, DeletionRefused, readTreeObjects, removedObjects, TreeObject } from './render/deletions';
+import { byFile, clusterOf, Deletion, DeletionRefused, entryDeletions, readTreeObjects, treeObjects } from './render/deletions';
 import { clusterFiles, RenderedFile } from './render/layout';
-import { manifestFileName, RenderedFolder } from './render/manifest';
-import { renderCluster, RenderedCluster } from './render/render';
-import { EntryChange, recoverOutput, TreeEntry, writeTrees } from './render/write';
+import { describeObject, Manifest, RenderedFolder } from './render/manifest';
+import { RenderedCluster } from './render/render';
+import { recoverOutput, TreeWriter } from './render/write';
 import { SchemaStore } from './validate/schemas';
 import { ManifestValidator, ValidationIssue } from './validate/validator';
 
 export { InputError, loadModels };
+export { renderModel } from './cluster-stage';
+export type { ClusterOutcome, ClusterStage, ClusterSummary, PhaseTimes } from './cluster-stage';
 
 /** Rendered objects that fail schema validation. Exit code 1. */
 export class ValidationFailed extends Error {
@@ -46,6 +51,8 @@ export interface SynthOptions {
    * @default false
    */
   readonly allowDelete?: boolean;
+  /** Told after each cluster is rendered, validated, checked and written to its temporary name. */
+  readonly progress?: (p: SynthProgress) => void;
 }
 
 export interface Timings {
@@ -56,13 +63,27 @@ export interface Timings {
   total: number;
 }
 
+/** Progress of a render, one event per cluster rendered, checked and written (to its temporary name). */
+export interface SynthProgress {
+  /** Clusters done so far. */
+  readonly done: number;
+  readonly total: number;
+  /** The cluster just done. */
+  readonly cluster: string;
+}
+
 export interface SynthResult {
-  readonly clusters: readonly RenderedCluster[];
+  /** The rendered clusters, in description order (counts only: the objects are not kept). */
+  readonly clusters: readonly ClusterSummary[];
+  /** The fleet folder (dist/fleet/), when the whole fleet was rendered. */
+  readonly fleet?: ClusterSummary;
   readonly files: number;
   readonly warnings: readonly ValidationIssue[];
   /** Cross-object findings below error severity. */
   readonly findings: readonly Finding[];
   readonly timings: Timings;
+  /** The output root (absolute). */
+  readonly out: string;
   /** Folders that were replaced. */
   readonly written: readonly string[];
   /** Output entries (cluster folders, fleet/) that changed: replaced or removed. Empty: the output was up to date. */
@@ -76,15 +97,6 @@ export function descriptionFiles(dir: string): string[] {
   return readdirSync(dir).filter(isDescriptionFile).sort().map((f) => path.join(dir, f));
 }
 
-
-/** Renders one model; a construct that refuses its props is bad input. */
-export function renderModel(model: ClusterModel): RenderedCluster {
-  try {
-    return renderCluster(model);
-  } catch (e) {
-    throw new InputError(`${model.name}: cannot render`, [(e as Error).message]);
-  }
-}
 
 /** The fleet folder (dist/fleet/) of the rendered clusters; a cluster that cannot join the fleet is bad input. */
 export function renderFleetOf(clusters: readonly RenderedCluster[]): RenderedFolder {
@@ -100,8 +112,7 @@ export function renderFleetOf(clusters: readonly RenderedCluster[]): RenderedFol
  * looked for per cluster: each cluster is its own API server.
  */
 export function validateClusters(clusters: readonly RenderedCluster[], validator: ManifestValidator): ValidationIssue[] {
-  return clusters.flatMap((c) => validator.validateAll(
-    c.folders.flatMap((f) => f.objects.map((manifest) => ({ manifest, source: `${c.name}/${f.folder}` })))));
+  return clusters.flatMap((c) => validator.validateAll(validationInputs(c)));
 }
 
 /** The files of a set of rendered clusters, relative to the output root. */
@@ -138,68 +149,53 @@ function realOrResolved(p: string): string {
   }
 }
 
-/** Refuses targets the write would destroy something in: a description being rendered, the current directory. */
-function checkTargets(targets: readonly string[], configs: readonly string[]): void {
-  for (const t of targets) {
-    const real = realOrResolved(t);
-    for (const c of configs) {
-      if (isInside(realOrResolved(c), real)) {
-        throw new InputError(`${c}: the description lies inside ${t}, which synth replaces (it would be deleted by its own render); move it out of the output folder`);
-      }
-    }
-    if (isInside(realOrResolved(process.cwd()), real)) {
-      throw new InputError(`${t} contains the current directory, and synth replaces all of it; run from elsewhere or choose another --out`);
-    }
+/** The entry of `entries` (real paths -> what to name) that is `p` or one of its ancestors. */
+function enclosing<T>(p: string, entries: ReadonlyMap<string, T>): T | undefined {
+  for (let d = p; ; d = path.dirname(d)) {
+    const hit = entries.get(d);
+    if (hit !== undefined) return hit;
+    if (path.dirname(d) === d) return undefined;
   }
-}
-
-/** The rendered files grouped by their first path segment (a cluster folder, fleet/). */
-function entriesOf(files: readonly RenderedFile[]): TreeEntry[] {
-  const groups = new Map<string, RenderedFile[]>();
-  for (const [p, content] of files) {
-    const slash = p.indexOf('/');
-    if (slash <= 0) throw new Error(`rendered file ${p} is not inside a folder`);
-    const name = p.slice(0, slash);
-    const list = groups.get(name) ?? [];
-    list.push([p.slice(slash + 1), content]);
-    groups.set(name, list);
-  }
-  return [...groups].map(([name, list]) => ({ name, files: list }));
-}
-
-/** The rendered objects of each output entry (cluster folder, fleet/), with root-relative files. */
-function renderedObjects(clusters: readonly RenderedCluster[], fleet: RenderedFolder | undefined): Map<string, TreeObject[]> {
-  const byEntry = new Map<string, TreeObject[]>();
-  const add = (entry: string, folder: string | undefined, f: RenderedFolder) => {
-    const list = byEntry.get(entry) ?? [];
-    for (const manifest of f.objects) list.push({ file: [entry, folder, manifestFileName(manifest)].filter((p) => p !== undefined).join('/'), manifest });
-    byEntry.set(entry, list);
-  };
-  for (const c of clusters) for (const f of c.folders) add(c.name, f.folder, f);
-  if (fleet) add(fleet.folder, undefined, fleet);
-  return byEntry;
 }
 
 /**
- * The rendered objects a write removes: those of the entries it replaces that the new render no longer
- * holds, and all of those it removes (a cluster dropped from the fleet). A file of the old tree that is
- * no YAML counts as removed when the new render does not rewrite it.
+ * Refuses targets the write would destroy something in: a description being rendered, the current
+ * directory. One real path per target and per description, then a walk up each description's
+ * folders: linear in targets + descriptions (a fleet of 1000 clusters is 2000 look-ups, not a
+ * million). `realpath` is a parameter for the tests that count its calls.
  */
-function deletionsOf(root: string, changes: readonly EntryChange[], rendered: ReadonlyMap<string, readonly TreeObject[]>): Deletion[] {
-  const out: Deletion[] = [];
-  for (const change of changes) {
-    const rewritten = new Set((change.files ?? []).map(([rel]) => `${change.name}/${rel}`));
-    const before = readTreeObjects(root, [change.name], (file, reason) => {
-      if (!rewritten.has(file)) out.push({ cluster: change.name, object: `the objects of an unreadable file (${reason})`, file });
-    });
-    out.push(...removedObjects(before, rendered.get(change.name) ?? []));
+export function checkTargets(targets: readonly string[], configs: readonly string[], realpath: (p: string) => string = realOrResolved): void {
+  const real = new Map<string, string>();
+  for (const t of targets) real.set(realpath(t), t);
+  for (const c of configs) {
+    const t = enclosing(realpath(c), real);
+    if (t !== undefined) {
+      throw new InputError(`${c}: the description lies inside ${t}, which synth replaces (it would be deleted by its own render); move it out of the output folder`);
+    }
   }
-  return out;
+  const t = enclosing(realpath(process.cwd()), real);
+  if (t !== undefined) {
+    throw new InputError(`${t} contains the current directory, and synth replaces all of it; run from elsewhere or choose another --out`);
+  }
 }
 
 /**
- * Load -> model -> render -> validate -> check -> write atomically. Throws InputError (exit 2),
- * ValidationFailed, CheckFailed or DeletionRefused (exit 1); on any throw the output is untouched.
+ * What the fleet folder needs of a rendered cluster once its own folder is written: its name, model
+ * and gitops folder (the root Application and the kinds the fleet's AppProject must permit).
+ */
+function fleetMember(model: ClusterModel, gitops: readonly Manifest[]): RenderedCluster {
+  return { name: model.name, model, folders: [{ folder: GITOPS_FOLDER, description: '', objects: gitops }] };
+}
+
+/**
+ * Load -> model -> for each cluster: render -> validate -> check -> write to its temporary name ->
+ * (whole fleet: the fleet folder) -> swap every folder in at once. Only summaries, the fleet's
+ * inputs and the findings are kept across clusters, so memory does not grow with the objects of the
+ * fleet. A large fleet is shared out to worker threads (fleet-workers.ts), each streaming its
+ * clusters into the same write. Each cluster's render is compared with its folder on disk (under the
+ * output's lock): a render that removes rendered objects throws DeletionRefused unless allowDelete.
+ * Throws InputError (exit 2), ValidationFailed, CheckFailed or DeletionRefused (exit 1); on any throw
+ * the output is untouched (the temporary folders are deleted).
  */
 export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthResult {
   const t0 = now();
@@ -207,65 +203,113 @@ export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthR
   const lockOptions = { command: 'synth', notify: opts.notify };
   // An interrupted earlier run is finished or undone before anything else.
   recoverOutput(out, lockOptions);
-  const configs = opts.configs && opts.configs.length > 0 ? opts.configs : descriptionFiles(opts.clustersDir);
+  const only = opts.configs && opts.configs.length > 0;
+  const configs = only ? opts.configs! : descriptionFiles(opts.clustersDir);
   if (configs.length === 0) throw new InputError(`no cluster descriptions in ${opts.clustersDir}`);
   const models = loadModels(configs);
+  // With --config each cluster replaces <out>/<cluster>/ only; without, the whole output root.
+  checkTargets(only ? models.map((m) => path.join(out, m.name)) : [out], configs);
   const t1 = now();
-  const clusters = models.map(renderModel);
-  // Without --config the whole fleet is rendered, and dist/fleet/ points the hub at every cluster.
-  const fleet = opts.configs && opts.configs.length > 0 ? undefined : renderFleetOf(clusters);
-  const t2 = now();
 
-  let warnings: ValidationIssue[] = [];
-  let scopeOf: ScopeOf | undefined;
-  if (opts.schemas !== false) {
-    const v = validator ?? new ManifestValidator(SchemaStore.open(opts.schemas), { requireNamespace: true });
-    const issues = [...validateClusters(clusters, v), ...(fleet ? v.validateAll(fleet.objects.map((manifest) => ({ manifest, source: 'fleet' }))) : [])];
-    if (issues.some((i) => i.severity === 'error')) throw new ValidationFailed(issues);
-    warnings = issues;
-    scopeOf = (apiVersion, kind) => v.store.lookup(apiVersion, kind)?.scope;
-  }
-  // Cross-object rules (src/check) before the swap: a broken cluster is never written. The rules that need
-  // the engines' renders of the managed installs are `check`'s (they report nothing here).
-  const findings = checkClusters(clusters, { scopeOf });
-  if (findings.some((f) => f.severity === 'error')) throw new CheckFailed(findings);
-  const t3 = now();
-
-  const written: string[] = [];
-  let changed: string[];
+  const v = opts.schemas === false ? undefined : validator ?? new ManifestValidator(SchemaStore.open(opts.schemas), { requireNamespace: true });
+  const stage: ClusterStage = { validator: v, out };
+  const time: PhaseTimes = { render: 0, validate: 0, write: 0 };
+  const outcomes: ClusterOutcome[] = new Array(models.length);
+  let done = 0;
+  let failed = false;
+  let invalid = false;
   let files = 0;
-  // Checked under the output's lock, on what the write is about to replace.
-  let deleted: Deletion[] = [];
-  const rendered = renderedObjects(clusters, fleet);
-  const beforeWrite = (root: string, entryChanges: readonly EntryChange[]) => {
-    deleted = deletionsOf(root, entryChanges, rendered);
-    if (deleted.length > 0 && !opts.allowDelete) throw new DeletionRefused(deleted, path.relative(process.cwd(), root) || root);
-  };
-  if (opts.configs && opts.configs.length > 0) {
-    const entries = entriesOf(renderFiles(clusters));
-    for (const e of entries) {
-      files += (e.files as RenderedFile[]).length;
-      written.push(path.join(out, e.name));
+  const deleted: Deletion[] = [];
+  const refuse = (d: readonly Deletion[]) => d.length > 0 && !opts.allowDelete;
+  // The lock is taken before any cluster is rendered: each render is compared with the folder it replaces.
+  const threads = renderThreads(models.length);
+  const writer = TreeWriter.begin(out, { ...lockOptions, replaceAll: !only });
+  /** Takes one cluster's outcome in: its folder is written unless something failed; then only counts are kept. */
+  const take = (o: ClusterOutcome) => {
+    time.render += o.time.render;
+    time.validate += o.time.validate;
+    time.write += o.time.write;
+    invalid ||= hasError(o.issues);
+    deleted.push(...o.deleted);
+    // After the first error nothing more is written; the rest is still rendered and checked so that
+    // every error is reported together. Alone, the temporary folders go at once; with other threads
+    // writing, once they are done (the final abort).
+    if (!failed && !o.valid) {
+      failed = true;
+      if (threads <= 1) writer.abort();
     }
-    checkTargets(written, configs);
-    changed = writeTrees(out, entries, { ...lockOptions, beforeWrite });
-  } else {
-    const all = [...renderFiles(clusters), ...(fleet ? fleetFiles(fleet) : [])];
-    files = all.length;
-    checkTargets([out], configs);
-    // The whole output root becomes the fleet: entries no longer rendered are removed.
-    changed = writeTrees(out, entriesOf(all), { ...lockOptions, replaceAll: true, beforeWrite });
-    written.push(out);
-  }
-  const t4 = now();
-  return {
-    clusters,
-    files,
-    warnings,
-    findings,
-    written,
-    changed,
-    deleted,
-    timings: { load: t1 - t0, render: t2 - t1, validate: t3 - t2, write: t4 - t3, total: t4 - t0 },
+    // Refused deletions are all listed, so the lock stays (the removed entries are read under it at the end).
+    if (refuse(o.deleted)) failed = true;
+    if (!failed) files += o.fileCount;
+    if (!failed && o.files) {
+      const start = now();
+      if (threads > 1) writer.stage(o.summary.name, o.files);
+      else writer.add(o.summary.name, o.files);
+      time.write += now() - start;
+    }
+    // the gitops objects only for the fleet folder
+    outcomes[o.index] = { ...o, files: undefined, gitops: only ? [] : o.gitops };
+    done += 1;
+    opts.progress?.({ done, total: models.length, cluster: o.summary.name });
   };
+  try {
+    if (threads > 1) {
+      renderOnThreads(models, { threads, out, schemas: opts.schemas, failed: () => failed }, stage, {
+        outcome: take,
+        staged: (s) => writer.adopt(s),
+      });
+    } else {
+      models.forEach((m, i) => take(processCluster(m, i, stage, invalid)));
+    }
+    const issues = outcomes.flatMap((o) => o.issues);
+    const findings = outcomes.flatMap((o) => o.findings);
+    if (hasError(issues)) throw new ValidationFailed(issues);
+    if (hasError(findings)) throw new CheckFailed(findings);
+
+    // Without --config the whole fleet is rendered, and dist/fleet/ points the hub at every cluster.
+    let fleet: ClusterSummary | undefined;
+    if (!only) {
+      const start = now();
+      const folder = renderFleetOf(outcomes.map((o, i) => fleetMember(models[i], o.gitops)));
+      const fleetIssues = v ? v.validateAll(folder.objects.map((manifest) => ({ manifest, source: FLEET_FOLDER }))) : [];
+      issues.push(...fleetIssues);
+      if (hasError(fleetIssues)) throw new ValidationFailed(issues);
+      fleet = summaryOf(FLEET_FOLDER, [folder]);
+      const rendered = entryFiles(FLEET_FOLDER, fleetFiles(folder));
+      files += rendered.length;
+      deleted.push(...entryDeletions(out, FLEET_FOLDER, rendered, treeObjects(FLEET_FOLDER, [folder], true)));
+      if (!refuse(deleted)) writer.add(FLEET_FOLDER, rendered);
+      time.render += now() - start;
+    }
+    // Entries no longer rendered (a cluster dropped from the fleet) go with every object in them.
+    const unreadable = (file: string, reason: string) => deleted.push({ cluster: clusterOf(file), object: `the objects of an unreadable file (${reason})`, file });
+    // (what this render holds is not removed, also where a refusal stopped its write)
+    const renderedEntries = new Set([...models.map((m) => m.name), FLEET_FOLDER]);
+    const removed = writer.pending().removed.filter((name) => !renderedEntries.has(name));
+    for (const o of readTreeObjects(out, removed, unreadable)) {
+      deleted.push({ cluster: clusterOf(o.file), object: describeObject(o.manifest), file: o.file });
+    }
+    // threads hand the clusters' deletions in any order
+    deleted.sort(byFile);
+    if (refuse(deleted)) throw new DeletionRefused(deleted, path.relative(process.cwd(), out) || out);
+    // Every folder is complete at its temporary name: swap them in at once.
+    const start = now();
+    const changed = writer.commit();
+    time.write += now() - start;
+    const t4 = now();
+    return {
+      clusters: outcomes.map((o) => o.summary),
+      fleet,
+      files,
+      warnings: issues,
+      findings,
+      out,
+      written: only ? outcomes.map((o) => path.join(out, o.summary.name)) : [out],
+      changed,
+      deleted,
+      timings: { load: t1 - t0, render: time.render, validate: time.validate, write: time.write, total: t4 - t0 },
+    };
+  } finally {
+    writer.abort();
+  }
 }

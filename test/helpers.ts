@@ -109,3 +109,12 @@ export function schemaErrors(c: RenderedCluster): ValidationIssue[] {
   const inputs = c.folders.flatMap((f) => f.objects.map((manifest) => ({ manifest, source: f.folder })));
   return validator().validateAll(inputs).filter((i) => i.severity === 'error');
 }
+
+/** A small deterministic PRNG (Park-Miller), so that property and generated-input runs are reproducible. */
+export function seededRandom(seed: number): () => number {
+  let state = seed % 2147483647;
+  return () => {
+    state = (state * 48271) % 2147483647;
+    return (state - 1) / 2147483646;
+  };
+}

@@ -47,6 +47,27 @@ function isObject(v: unknown): v is Json {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
+/** Every `template` with a pod spec inside an object (or the object itself, a Pod), with its field path. */
+function findPodTemplates(m: Manifest): PodTemplate[] {
+  const found: PodTemplate[] = [];
+  const walk = (node: unknown, path: string) => {
+    if (Array.isArray(node)) {
+      node.forEach((v, i) => walk(v, `${path}[${i}]`));
+      return;
+    }
+    if (!isObject(node)) return;
+    const spec = node.spec;
+    if (isObject(spec) && Array.isArray(spec.containers)) {
+      const meta = isObject(node.metadata) ? node.metadata : {};
+      found.push({ path: path ? `${path}.spec` : 'spec', labels: (meta.labels ?? {}) as Record<string, string>, spec: spec as unknown as PodSpecLike });
+      return;
+    }
+    for (const [k, v] of Object.entries(node)) if (k !== 'metadata' && k !== 'status') walk(v, path ? `${path}.${k}` : k);
+  };
+  walk(m, '');
+  return found;
+}
+
 /** Every container of a pod spec: init, regular and ephemeral. */
 export function allContainers(spec: PodSpecLike): ContainerLike[] {
   return [...(spec.initContainers ?? []), ...spec.containers, ...(spec.ephemeralContainers ?? [])];
@@ -92,6 +113,9 @@ export class ClusterIndex {
   private installs?: InstallObject[];
   private crdScopes?: Map<string, 'Namespaced' | 'Cluster'>;
   private readonly byKind = new Map<string, Manifest[]>();
+  /** podTemplates per object: a dozen rules ask for them, and each walk visits the whole object. */
+  private readonly templates = new Map<Manifest, readonly PodTemplate[]>();
+  private configurations?: readonly { readonly owner: Manifest; readonly config: Json }[];
 
   /**
    * @param renders what the engines render for the cluster's Applications; rules that need it report nothing without it
@@ -164,24 +188,12 @@ export class ClusterIndex {
   }
 
   /** The pod templates of an object: the Pod itself, or every `template` with a pod spec inside it. */
-  podTemplates(m: Manifest): PodTemplate[] {
-    if (NOT_WORKLOADS.has(m.kind)) return [];
-    const found: PodTemplate[] = [];
-    const walk = (node: unknown, path: string) => {
-      if (Array.isArray(node)) {
-        node.forEach((v, i) => walk(v, `${path}[${i}]`));
-        return;
-      }
-      if (!isObject(node)) return;
-      const spec = node.spec;
-      if (isObject(spec) && Array.isArray(spec.containers)) {
-        const meta = isObject(node.metadata) ? node.metadata : {};
-        found.push({ path: path ? `${path}.spec` : 'spec', labels: (meta.labels ?? {}) as Record<string, string>, spec: spec as unknown as PodSpecLike });
-        return;
-      }
-      for (const [k, v] of Object.entries(node)) if (k !== 'metadata' && k !== 'status') walk(v, path ? `${path}.${k}` : k);
-    };
-    walk(m, '');
+  podTemplates(m: Manifest): readonly PodTemplate[] {
+    let found = this.templates.get(m);
+    if (!found) {
+      found = NOT_WORKLOADS.has(m.kind) ? [] : findPodTemplates(m);
+      this.templates.set(m, found);
+    }
     return found;
   }
 
@@ -189,7 +201,8 @@ export class ClusterIndex {
    * Kueue manager configurations (`config.kueue.x-k8s.io` `Configuration`) rendered anywhere: in a
    * ConfigMap, or in an Argo CD Application's Helm values (object or embedded YAML string).
    */
-  kueueConfigurations(): { readonly owner: Manifest; readonly config: Json }[] {
+  kueueConfigurations(): readonly { readonly owner: Manifest; readonly config: Json }[] {
+    if (this.configurations) return this.configurations;
     const out: { owner: Manifest; config: Json }[] = [];
     for (const m of this.objects) {
       const walk = (node: unknown, depth: number) => {
@@ -216,6 +229,7 @@ export class ClusterIndex {
       };
       walk(m, 0);
     }
+    this.configurations = out;
     return out;
   }
 

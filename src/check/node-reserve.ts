@@ -87,7 +87,7 @@ const quotaNodeReserve: Rule = {
     const out: Violation[] = [];
     const daemons = daemonPods(index);
     for (const k of kinds) {
-      const here = daemons.filter((p) => fitOn(p.spec, k.node, { resources: false }).fits.length > 0);
+      const here = daemons.filter((p) => fitOn(p.spec, k.node, { resources: false }).fits > 0);
       const requested = here.reduce((s, p) => {
         const r = podRequests(p.spec);
         const cpuMillis = s.cpuMillis + Math.round((r.get(RESOURCES.cpu) ?? 0) * 1000);

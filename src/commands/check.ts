@@ -8,7 +8,7 @@ import { describeEngines, EngineError, LAYER_PACKAGE, MIN_VERSIONS, resolveEngin
 import { CLUSTERS_DIR, DEFAULT_OUT, DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../paths';
 import { descriptionFiles, InputError, loadModels } from '../pipeline';
 import { consoleIo, EXIT, Io } from './io';
-import { upstreamDir } from './options';
+import { CommandSpec, commandHelp, OPTIONS, OptionTable, upstreamDir } from './options';
 import { outputFormat } from '../errors';
 import { recoverAround } from '../render/write';
 import { SchemaStore } from '../validate/schemas';
@@ -29,6 +29,31 @@ export async function engineLines(): Promise<string[]> {
     throw e;
   }
 }
+const CHECK_OPTIONS = {
+  'config': { ...OPTIONS.config, help: 'the description of a checked cluster (its capacity), when it is not the one of the same name in src/clusters/; YAML, JSON or TypeScript (.ts); repeatable' },
+  'schemas': { ...OPTIONS.schemas, help: 'CRD YAML files and core definitions that tell which kinds are cluster-scoped; repeatable (default: ../shared/crds)' },
+  'upstream': OPTIONS.upstream,
+  'format': OPTIONS.format,
+  'quiet': OPTIONS.quiet,
+  'list-rules': OPTIONS['list-rules'],
+  'help': OPTIONS.help,
+} as const satisfies OptionTable;
+
+/** `check`: the cross-object rules over rendered trees. */
+export const CHECK: CommandSpec<typeof CHECK_OPTIONS> = {
+  name: 'check',
+  usage: 'npm run check -- [DIR ...]',
+  summary: 'cross-object rules over rendered trees (default: dist/), one cluster per folder',
+  description: 'Runs the cross-object rules over rendered trees (default: dist/), one cluster per folder: queue labels -> '
+    + 'LocalQueues -> ClusterQueues -> flavors, resources covered, quotas and MPIJob ranks fit the GPUs, one nic-cluster-policy, '
+    + 'one RDMA name, one default StorageClass, Application paths and sync waves, no privileged containers, no latest images, '
+    + 'no Secret data. Every Application is rendered as Argo CD renders it, with helm and kustomize (charts and overlays from '
+    + '--upstream DIR, folders of the tree), and what the installs create is checked too: AppProject permissions, placement '
+    + 'of every pod template, CRDs before their CRs, released versions and images. Capacity comes from the description of '
+    + 'the same name. synth runs the rules that need no engine before it writes.',
+  options: CHECK_OPTIONS,
+  failed: 'a rule found an error',
+};
 
 /**
  * `check DIR ...`: the cross-object rules over rendered trees read from disk, one cluster per
@@ -36,22 +61,11 @@ export async function engineLines(): Promise<string[]> {
  * kustomize) from the upstream installs folder. The model of each cluster (its capacity) comes from the
  * description of the same name.
  */
-export async function runCheck(args: string[], io: Io = consoleIo, help = ''): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args,
-    options: {
-      'config': { type: 'string', multiple: true },
-      'schemas': { type: 'string', multiple: true },
-      'upstream': { type: 'string' },
-      'format': { type: 'string' },
-      'quiet': { type: 'boolean' },
-      'list-rules': { type: 'boolean' },
-      'help': { type: 'boolean', short: 'h' },
-    },
-    allowPositionals: true,
-  });
+export async function runCheck(args: string[], io: Io = consoleIo): Promise<number> {
+  const { values, positionals } = parseArgs({ args, options: CHECK_OPTIONS, allowPositionals: true });
   if (values.help) {
-    io.out(help);
+    io.out(commandHelp(CHECK));
+    io.out('');
     io.out(`Engines check renders the Applications with (helm >= ${MIN_VERSIONS.helm} and kustomize >= ${MIN_VERSIONS.kustomize} from PATH, else ${LAYER_PACKAGE}):`);
     for (const l of await engineLines()) io.out(`  ${l}`);
     return EXIT.ok;

@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util';
 import { CLUSTERS_DIR, DEFAULT_OUT } from '../paths';
 import { outputRoot, synth } from '../pipeline';
 import { consoleIo, EXIT, Io } from './io';
-import { RENDER_OPTIONS, renderInputs } from './options';
+import { CommandSpec, commandHelp, OptionTable, RENDER_OPTIONS, renderInputs } from './options';
 import { outputFormat } from '../errors';
 import { clusterOf, deletionLines, objectKey, outputEntries, readTreeObjects, TreeObject } from '../render/deletions';
 import { describeObject } from '../render/manifest';
@@ -138,20 +138,35 @@ export function formatDiff(d: TreeDiff): string[] {
  * `diff`: renders into a temporary directory (the whole synth pipeline, validation and checks
  * included; the committed tree is never touched) and reports per object what would change.
  */
-export function runDiff(args: string[], io: Io = consoleIo, help = ''): number {
-  const { values } = parseArgs({
-    args,
-    options: { ...RENDER_OPTIONS, 'allow-delete': { type: 'boolean' } },
-    allowPositionals: false,
-  });
+const DIFF_OPTIONS = {
+  ...RENDER_OPTIONS,
+  'out': { ...RENDER_OPTIONS.out, help: 'the rendered output to compare with (default: dist/)' },
+  'format': { ...RENDER_OPTIONS.format, help: 'text (default) or json (every change, machine-readable)' },
+  'allow-delete': { type: 'boolean', help: 'exit 0 even when objects would be deleted' },
+} as const satisfies OptionTable;
+
+/** `diff`: what a fresh render would change. */
+export const DIFF: CommandSpec<typeof DIFF_OPTIONS> = {
+  name: 'diff',
+  usage: 'npm run diff [-- --allow-delete]',
+  summary: 'what a fresh render would add, remove or change in dist/ (exit 1 on a deletion)',
+  description: 'Renders into a temporary folder (as synth would, --config FILE ... for some clusters only) and prints, per object, '
+    + 'what would be added, removed or changed (field paths) against dist/ (or --out DIR). Writes nothing. Exits 1 when an '
+    + 'object would be deleted, unless --allow-delete.',
+  options: DIFF_OPTIONS,
+  failed: 'an object would be deleted (without --allow-delete), or the render failed its validation or checks',
+};
+
+export function runDiff(args: string[], io: Io = consoleIo): number {
+  const { values } = parseArgs({ args, options: DIFF_OPTIONS, allowPositionals: false });
   if (values.help) {
-    io.out(help);
+    io.out(commandHelp(DIFF));
     return EXIT.ok;
   }
   const format = outputFormat(values.format);
   const { configs, schemas } = renderInputs(values);
   const committed = outputRoot(values.out ?? DEFAULT_OUT);
-  recoverOutput(committed, { command: 'diff', notify: io.err });
+  recoverOutput(committed, { command: 'diff', notify: io.err, reader: true });
 
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'gpu-cluster-diff-'));
   try {

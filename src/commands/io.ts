@@ -1,10 +1,14 @@
+import { ProgressSink, stderrProgress } from './progress';
+
 /** Exit codes of every command: 0 ok, 1 failed (validation, checks, a deletion refused), 2 bad input. */
 export const EXIT = { ok: 0, failed: 1, badInput: 2 } as const;
 
-/** Where a command prints: stdout lines and stderr lines (tests capture them). */
+/** Where a command prints: stdout lines and stderr lines (tests capture them), and progress of long work. */
 export interface Io {
+  /** Transient progress (see Progress); absent: none shown. */
+  readonly progress?: ProgressSink;
   out(line: string): void;
   err(line: string): void;
 }
 
-export const consoleIo: Io = { out: (l) => process.stdout.write(`${l}\n`), err: (l) => process.stderr.write(`${l}\n`) };
+export const consoleIo: Io = { out: (l) => process.stdout.write(`${l}\n`), err: (l) => process.stderr.write(`${l}\n`), progress: stderrProgress };

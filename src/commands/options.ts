@@ -3,15 +3,142 @@ import { InputError } from '../errors';
 import { DEFAULT_SCHEMAS } from '../paths';
 import { SchemaDirectoryMissing } from '../validate/schemas';
 
-/** Command-line options of every command that renders (`synth`, `diff`), for node:util parseArgs. */
+/**
+ * One command-line option: what node:util parseArgs needs (type, multiple, short) and what its
+ * help prints. A command declares its options once, in one table (`CommandSpec.options`): the
+ * table is both what parseArgs parses and what `<command> --help` lists, so the two never differ.
+ */
+export interface OptionSpec {
+  readonly type: 'string' | 'boolean';
+  readonly multiple?: boolean;
+  readonly short?: string;
+  /** The value's placeholder in the help (`FILE`); `[PATH]` for an optional value. Absent for a flag. */
+  readonly value?: string;
+  /** What it does (its help: a sentence or two; wrapped when printed). */
+  readonly help: string;
+}
+
+/** The options of one command, by long name (parseArgs' `options`). */
+export type OptionTable = Readonly<Record<string, OptionSpec>>;
+
+/** A command of the CLI: its usage line, what it does and its option table. */
+export interface CommandSpec<T extends OptionTable = OptionTable> {
+  readonly name: string;
+  /** `npm run <name> ...` as the user types it (positionals included). */
+  readonly usage: string;
+  /** One line for the global help's command list. */
+  readonly summary: string;
+  /** A paragraph for `<command> --help`. */
+  readonly description: string;
+  readonly options: T;
+  /** What exit code 1 means for this command (the others are the same everywhere); absent: it never exits 1. */
+  readonly failed?: string;
+}
+
+/** Options several commands share; a command may give one its own help (`{ ...OPTIONS.config, help }`). */
+export const OPTIONS = {
+  'config': { type: 'string', multiple: true, value: 'FILE', help: 'a cluster description: YAML, JSON or TypeScript (.ts, exporting defineCluster(...)); repeatable' },
+  'out': { type: 'string', value: 'DIR', help: 'output root (default: dist/)' },
+  'schemas': {
+    type: 'string',
+    multiple: true,
+    value: 'DIR',
+    help: 'CRD YAML files and core definitions to validate against; repeatable (default: ../shared/crds). Your own cluster\'s: '
+      + 'kubectl get crd -o yaml > my-crds/crds.yaml, then --schemas my-crds --schemas ../shared/crds/kubernetes',
+  },
+  'upstream': {
+    type: 'string',
+    value: 'DIR',
+    help: 'the vendored upstream Helm charts and kustomize overlays the Applications are rendered from with helm and '
+      + 'kustomize (default: ../shared/upstream-installs; the README says how to fill one with helm pull)',
+  },
+  'allow-delete': {
+    type: 'boolean',
+    help: 'remove rendered objects (a dropped tenant, folder or cluster) from the output; without it synth refuses and writes nothing',
+  },
+  'no-validate': { type: 'boolean', help: 'skip the schema validation (not recommended)' },
+  'format': { type: 'string', value: 'FORMAT', help: 'text (default) or json (machine-readable)' },
+  'quiet': { type: 'boolean', help: 'print errors only (no summary, no progress)' },
+  'list-rules': { type: 'boolean', help: 'print every rule id, its severity and what it asserts, then exit' },
+  'help': { type: 'boolean', short: 'h', help: 'this help' },
+} as const satisfies OptionTable;
+
+/** Command-line options of every command that renders (`synth`, `diff`). */
 export const RENDER_OPTIONS = {
-  'config': { type: 'string', multiple: true },
-  'out': { type: 'string' },
-  'schemas': { type: 'string', multiple: true },
-  'no-validate': { type: 'boolean' },
-  'format': { type: 'string' },
-  'help': { type: 'boolean', short: 'h' },
-} as const;
+  'config': OPTIONS.config,
+  'out': OPTIONS.out,
+  'schemas': OPTIONS.schemas,
+  'no-validate': OPTIONS['no-validate'],
+  'format': OPTIONS.format,
+  'help': OPTIONS.help,
+} as const satisfies OptionTable;
+
+/** Exit codes every command shares; `failed` says what 1 means for the command. */
+function exitCodes(failed: string | undefined): string {
+  return `Exit codes: 0 ok, ${failed ? `1 ${failed}, ` : ''}2 bad input (a description, an argument, a missing file or schema folder).`;
+}
+
+const WIDTH = 100;
+
+/** Words of `text` in lines of at most `width` characters, each prefixed by `indent` (the first by `first`). */
+function wrap(text: string, width: number, first: string, indent: string): string[] {
+  const lines: string[] = [];
+  let line = first;
+  let empty = true;
+  for (const word of text.split(/\s+/).filter((w) => w !== '')) {
+    if (!empty && line.length + 1 + word.length > width) {
+      lines.push(line);
+      line = indent;
+      empty = true;
+    }
+    line += empty ? word : ` ${word}`;
+    empty = false;
+  }
+  lines.push(line);
+  return lines;
+}
+
+function optionLabel(name: string, o: OptionSpec): string {
+  const long = `--${name}${o.value ? ` ${o.value}` : ''}`;
+  return o.short ? `-${o.short}, ${long}` : long;
+}
+
+/** `<command> --help`: usage, what it does, exactly the command's options, exit codes. */
+export function commandHelp(spec: CommandSpec): string {
+  // --help last, whatever the table's order
+  const entries = Object.entries(spec.options).sort(([a], [b]) => Number(a === 'help') - Number(b === 'help'));
+  const labels = entries.map(([name, o]) => [optionLabel(name, o), o.help] as const);
+  const column = Math.min(Math.max(...labels.map(([l]) => l.length)) + 4, 30);
+  const options = labels.flatMap(([label, help]) => {
+    const pad = ' '.repeat(column);
+    const first = `  ${label}`;
+    return first.length + 2 > column
+      ? [first, ...wrap(help, WIDTH, pad, pad)]
+      : wrap(help, WIDTH, first.padEnd(column), pad);
+  });
+  return [
+    `Usage: ${spec.usage}`,
+    '',
+    ...wrap(spec.description, WIDTH, '', ''),
+    '',
+    'Options:',
+    ...options,
+    '',
+    exitCodes(spec.failed),
+  ].join('\n');
+}
+
+/** The global help: every command with its usage and summary. */
+export function globalHelp(specs: readonly CommandSpec[]): string {
+  return [
+    'gpu-cluster-manifests: render GPU Kubernetes clusters from one typed description.',
+    '',
+    'Commands (npm run <command> -- --help lists a command\'s options):',
+    ...specs.flatMap((s) => [`  ${s.usage}`, ...wrap(s.summary, WIDTH, '      ', '      ')]),
+    '',
+    exitCodes('a validation, a check or a preflight failed (diff: an object would be deleted)'),
+  ].join('\n');
+}
 
 /** The options `synth` and `diff` share, as parsed. */
 export interface RenderOptionValues {

@@ -18,13 +18,11 @@ export function precheckDescriptions(argv: readonly string[], io: Io): number | 
   if (command !== 'synth' && command !== 'diff') return undefined;
   let configs: string[];
   try {
-    const { values } = parseArgs({
-      args,
-      options: { ...RENDER_OPTIONS, 'quiet': { type: 'boolean' }, 'allow-delete': { type: 'boolean' } },
-      allowPositionals: false,
-    });
+    // Not strict: the options of synth and diff other than --config and --help do not matter here,
+    // and an option another command version adds must not turn the check off.
+    const { values } = parseArgs({ args, options: { config: RENDER_OPTIONS.config, help: RENDER_OPTIONS.help }, strict: false });
     if (values.help) return undefined;
-    configs = values.config ?? [];
+    configs = (values.config ?? []).filter((c): c is string => typeof c === 'string');
   } catch {
     return undefined;
   }

@@ -3,11 +3,33 @@ import { parseArgs } from 'node:util';
 import { parse } from 'yaml';
 import { describeCluster, descriptionYaml } from './describe';
 import { consoleIo, EXIT, Io } from '../commands/io';
+import { CommandSpec, commandHelp, OPTIONS, OptionTable } from '../commands/options';
 import { InputError, printable } from '../errors';
 import { pathProblem } from '../files';
 import { DescriptionError, parseDescription } from '../model/load';
 import { CLUSTER_SOURCE_OPTIONS, clusterSource, normalizeKubeconfigArg, readClusterState } from '../preflight/command';
 import { ClusterState } from '../preflight/state';
+
+const INIT_OPTIONS = {
+  ...CLUSTER_SOURCE_OPTIONS,
+  name: { type: 'string', value: 'NAME', help: 'the cluster\'s name (DNS-1123 label; names dist/<name>/)' },
+  repo: { type: 'string', value: 'URL', help: 'the Git repository Argo CD reads the rendered manifests from (gitops.repoURL)' },
+  path: { type: 'string', value: 'DIR', help: 'the folder of the rendered cluster in that repository (gitops.path, e.g. dist/<name>)' },
+  out: { type: 'string', value: 'FILE', help: 'write the description to FILE (never overwritten) instead of printing it' },
+  help: OPTIONS.help,
+} as const satisfies OptionTable;
+
+/** `init`: a description from a cluster. */
+export const INIT: CommandSpec<typeof INIT_OPTIONS> = {
+  name: 'init',
+  usage: 'npm run init -- (--snapshot FILE | --kubeconfig [PATH] [--context NAME]) [--name NAME --repo URL --path DIR] [--out FILE]',
+  summary: 'write a description from a cluster (a snapshot or live; read-only)',
+  description: 'Writes a cluster description from what the cluster shows (the same sources as preflight): the service node\'s '
+    + 'taints, the GPU workers\' count, GPUs, product, allocatable CPU and memory, taints, the RDMA resource, the default '
+    + 'StorageClass, the pre-wired queue. What it cannot observe or decide (mixed GPU products, for one) is marked TODO(init) '
+    + 'with the alternatives; a cluster without GPU workers is refused (exit 2).',
+  options: INIT_OPTIONS,
+};
 
 /**
  * Refuses an --out init cannot write as a new file: empty, an unusable path, or an existing entry,
@@ -32,20 +54,10 @@ function checkOut(out: string): void {
  * `init (--snapshot FILE | --kubeconfig [PATH] [--context NAME]) [--name NAME --repo URL --path DIR] [--out FILE]`:
  * a cluster description from what the cluster shows. Read-only towards the cluster; --out never overwrites.
  */
-export function runInit(argv: string[], io: Io = consoleIo, help = ''): number | Promise<number> {
-  const { values } = parseArgs({
-    args: normalizeKubeconfigArg(argv),
-    options: {
-      ...CLUSTER_SOURCE_OPTIONS,
-      name: { type: 'string' },
-      repo: { type: 'string' },
-      path: { type: 'string' },
-      out: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
+export function runInit(argv: string[], io: Io = consoleIo): number | Promise<number> {
+  const { values } = parseArgs({ args: normalizeKubeconfigArg(argv), options: INIT_OPTIONS });
   if (values.help) {
-    io.out(help);
+    io.out(commandHelp(INIT));
     return EXIT.ok;
   }
   const source = clusterSource(values, 'init');

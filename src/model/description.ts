@@ -491,8 +491,10 @@ export const ClusterDescriptionSchema = z.strictObject({
   if (d.samples.nodeNames.length > d.nodes.gpuWorkers.count) {
     ctx.addIssue({ code: 'custom', path: ['samples', 'nodeNames'], message: `${d.samples.nodeNames.length} node names but nodes.gpuWorkers.count is ${d.nodes.gpuWorkers.count}` });
   }
+  const seenNodeNames = new Set<string>();
   d.samples.nodeNames.forEach((n, i) => {
-    if (d.samples.nodeNames.indexOf(n) !== i) ctx.addIssue({ code: 'custom', path: ['samples', 'nodeNames', i], message: `duplicate node name "${n}"` });
+    if (seenNodeNames.has(n)) ctx.addIssue({ code: 'custom', path: ['samples', 'nodeNames', i], message: `duplicate node name "${n}"` });
+    seenNodeNames.add(n);
   });
   const rdma = d.network.infiniband?.rdmaSharedDevice;
   if (rdma && rdma.vendors.length + rdma.deviceIDs.length + rdma.drivers.length + rdma.ifNames.length + rdma.linkTypes.length === 0) {

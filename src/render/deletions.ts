@@ -1,6 +1,7 @@
-import { existsSync, lstatSync, readdirSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
-import { describeObject, Manifest, objectId } from './manifest';
+import type { RenderedFile } from './layout';
+import { describeObject, Manifest, manifestFileName, objectId, RenderedFolder } from './manifest';
 import { isWriteArtifact } from './write';
 import { InputError } from '../errors';
 import { manifestFiles, readManifests } from '../validate/tree';
@@ -59,18 +60,60 @@ export function readTreeObjects(root: string, names: readonly string[], unreadab
   return out;
 }
 
+/**
+ * The objects of rendered folders as tree objects of the output entry `entry` (root-relative files):
+ * a cluster's component folders, or the entry's own objects (`inEntry`: the fleet folder).
+ */
+export function treeObjects(entry: string, folders: readonly RenderedFolder[], inEntry = false): TreeObject[] {
+  return folders.flatMap((f) => f.objects.map((manifest) => ({ file: [entry, ...(inEntry ? [] : [f.folder]), manifestFileName(manifest)].join('/'), manifest })));
+}
+
+/**
+ * The rendered objects a write of `files` (relative to the entry) into the entry `entry` of an output
+ * root removes: the objects of its files on disk that `objects` (the new render) no longer holds. A
+ * file the new render writes with the same bytes holds the same objects and is not read again; a file
+ * that is no YAML counts as removed unless the new render rewrites it.
+ */
+export function entryDeletions(root: string, entry: string, files: readonly RenderedFile[], objects: readonly TreeObject[]): Deletion[] {
+  const dir = path.join(root, entry);
+  if (!existsSync(dir) || !lstatSync(dir).isDirectory()) return [];
+  const wanted = new Map(files);
+  const out: Deletion[] = [];
+  const before: TreeObject[] = [];
+  for (const f of manifestFiles(dir)) {
+    const rel = path.relative(dir, f).split(path.sep).join('/');
+    const content = wanted.get(rel);
+    if (content !== undefined && statSync(f).size === Buffer.byteLength(content) && readFileSync(f, 'utf8') === content) continue;
+    const file = `${entry}/${rel}`;
+    let docs;
+    try {
+      docs = readManifests(f);
+    } catch (e) {
+      if (!(e instanceof InputError)) throw e;
+      if (content === undefined) out.push({ cluster: entry, object: `the objects of an unreadable file (${e.message})`, file });
+      continue;
+    }
+    for (const d of docs) if (isObject(d.manifest)) before.push({ file, manifest: d.manifest });
+  }
+  return [...out, ...removedObjects(before, objects)];
+}
+
 /** The cluster folders (and fleet/) of an output root, without the write protocol's bookkeeping. */
 export function outputEntries(root: string): string[] {
   if (!existsSync(root)) return [];
   return readdirSync(root).filter((n) => !isWriteArtifact(n) && lstatSync(path.join(root, n)).isDirectory()).sort();
 }
 
+/** Deletions in file order, then by object. */
+export const byFile = (a: Deletion, b: Deletion): number =>
+  (a.file < b.file ? -1 : a.file > b.file ? 1 : a.object < b.object ? -1 : a.object > b.object ? 1 : 0);
+
 /** The objects of `before` that `after` no longer holds (matched per cluster folder by identity), in file order. */
 export function removedObjects(before: readonly TreeObject[], after: readonly TreeObject[]): Deletion[] {
   const kept = new Set(after.map(objectKey));
   return before.filter((o) => !kept.has(objectKey(o)))
     .map((o) => ({ cluster: clusterOf(o.file), object: describeObject(o.manifest), file: o.file }))
-    .sort((a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : a.object < b.object ? -1 : a.object > b.object ? 1 : 0));
+    .sort(byFile);
 }
 
 /** One standard-error line per deleted object: `- <cluster>: Kind namespace/name (folder/file)`. */

@@ -1,15 +1,19 @@
 import { appendFileSync } from 'node:fs';
+import { isMainThread, threadId } from 'node:worker_threads';
 
 /**
- * Fault injection for the crash tests (test/faults/). Read only by the write protocol.
+ * Fault injection for the crash tests (test/faults/). Read only by the write protocol (and synth's
+ * loop over the clusters, which streams into it).
  *
  * `GPU_CLUSTER_MANIFESTS_FAULT=<step>:<n>[:stop]` kills the process with SIGKILL (or stops it with
- * SIGSTOP) right before the n-th occurrence of `<step>`; several faults may be given, separated by
+ * SIGSTOP) right before the n-th occurrence of `<step>` (in one thread: a fleet's render workers count
+ * their own steps, and trace them as `<step>:<n>@<thread>`); several faults may be given, separated by
  * commas. `GPU_CLUSTER_MANIFESTS_FAULT_TRACE=<file>` appends every step passed (`<step>:<n>`), so a
  * test can enumerate every point of a run. Steps, in order:
- * `lock` (the output lock is held), `recover-rename`, `recover-remove`, `recovered` (recovery),
- * `write` / `write-partial` (each file of the temporary trees; `write-partial` writes half of the
- * file first), `commit` (every tree is complete; before the journal is renamed into place),
+ * `render` (synth starts rendering a cluster; from the second one on, the earlier clusters' temporary
+ * trees are on disk and the lock is held), `lock` (the output lock is held), `recover-rename`,
+ * `recover-remove`, `recovered` (recovery), `write` / `write-partial` (each file of the temporary
+ * trees; `write-partial` writes half of the file first), `commit` (every tree is complete; before the journal is renamed into place),
  * `rename` (each rename of the swap), `remove` (each file or folder deleted while cleaning up),
  * `unjournal` (before the journal is deleted), `unlock` (before the lock file is deleted).
  */
@@ -41,7 +45,8 @@ export function faultPoint(step: string, beforeFault?: () => void): void {
   if (plan.faults.size === 0 && !plan.trace) return;
   const n = (counts.get(step) ?? 0) + 1;
   counts.set(step, n);
-  if (plan.trace) appendFileSync(plan.trace, `${step}:${n}\n`);
+  // a render worker's steps are counted in that thread, and traced with its id
+  if (plan.trace) appendFileSync(plan.trace, `${step}:${n}${isMainThread ? '' : `@${threadId}`}\n`);
   const fault = plan.faults.get(step)?.find((f) => f.n === n);
   if (!fault) return;
   beforeFault?.();

@@ -38,12 +38,12 @@ export function manifestYaml(m: Manifest): string {
 export function clusterFiles(cluster: RenderedCluster): RenderedFile[] {
   const files: RenderedFile[] = [];
   for (const f of cluster.folders) {
-    const names: string[] = [];
+    const names = new Set<string>();
     const applied: string[] = [];
     for (const m of f.objects) {
       const name = manifestFileName(m);
-      if (names.includes(name)) throw new Error(`${cluster.name}/${f.folder}: two objects would be written to ${name}`);
-      names.push(name);
+      if (names.has(name)) throw new Error(`${cluster.name}/${f.folder}: two objects would be written to ${name}`);
+      names.add(name);
       if (inKustomization(m)) applied.push(name);
       files.push([`${cluster.name}/${f.folder}/${name}`, manifestYaml(m)]);
     }

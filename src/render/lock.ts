@@ -203,6 +203,15 @@ export class OutputLock {
   }
 }
 
+/**
+ * True when the lock of `root` is held by a process that still runs (a writer at work); false when
+ * it is free, unreadable or stale.
+ */
+export function lockIsHeld(root: string): boolean {
+  const owner = readOwner(path.join(root, LOCK_FILE));
+  return owner !== undefined && owner !== 'unreadable' && !isStale(owner);
+}
+
 /** True when no process of this host has that pid. */
 export function pidIsGone(pid: number): boolean {
   try {

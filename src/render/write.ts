@@ -3,7 +3,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { faultPoint } from './fault';
 import type { RenderedFile } from './layout';
-import { BOOKKEEPING_PREFIX, LOCK_FILE, LockOptions, OutputLock, pidIsGone } from './lock';
+import { BOOKKEEPING_PREFIX, LOCK_FILE, LockOptions, lockIsHeld, OutputLock, pidIsGone } from './lock';
 import { fsErrorText, InputError, isFsError, WriteFailed } from '../errors';
 import { makeDirs, readTextIfPresent, syncDir } from '../files';
 
@@ -48,19 +48,6 @@ export interface TreeEntry {
 export interface WriteOptions extends LockOptions {
   /** Also remove every other entry of the root (the root becomes exactly `entries`). */
   readonly replaceAll?: boolean;
-  /**
-   * Called under the lock, after recovery and before anything is written, with the entries this write
-   * replaces (`files`: their new files) or removes (`files` undefined). Throwing stops the write: the
-   * output stays as it is.
-   */
-  readonly beforeWrite?: (root: string, changes: readonly EntryChange[]) => void;
-}
-
-/** An entry of the output root that a write replaces or removes. */
-export interface EntryChange {
-  readonly name: string;
-  /** The new tree's files, relative to the entry; undefined when the entry is removed. */
-  readonly files?: readonly RenderedFile[];
 }
 
 interface Swap {
@@ -318,14 +305,25 @@ function recoverLocked(root: string): void {
   faultPoint('recovered');
 }
 
+/** Options of a recovery. */
+export interface RecoverOptions extends LockOptions {
+  /**
+   * The command only reads the output: while a live writer holds the lock and has not committed
+   * (no journal), the trees in place are complete and its temporary trees are its own, so a reader
+   * goes on without waiting for it (a streamed synth of a large fleet holds the lock for its whole render).
+   */
+  readonly reader?: boolean;
+}
+
 /**
  * Brings an output root back to a complete state after an interrupted write: rolls the swap
  * forward or back from the journal, then deletes every leftover (`<name>.tmp-*`, `<name>.old-*`,
  * also those of older versions of the tool, and `<root>.tmp-*` beside the root). Cheap when there
  * is nothing to do (one readdir). Every command that reads or writes an output folder calls it
- * first. Waits (bounded) while another command holds the lock.
+ * first. Waits (bounded) while another command holds the lock, unless it only reads and the
+ * writer has not committed yet.
  */
-export function recoverOutput(dir: string, options: LockOptions = {}): void {
+export function recoverOutput(dir: string, options: RecoverOptions = {}): void {
   const root = path.resolve(dir);
   try {
     sweepBeside(root);
@@ -338,6 +336,7 @@ export function recoverOutput(dir: string, options: LockOptions = {}): void {
       throw e;
     }
     if (!names.some(isWriteArtifact)) return;
+    if (options.reader && !names.includes(JOURNAL_FILE) && lockIsHeld(root)) return;
     const lock = OutputLock.acquire(root, options);
     try {
       recoverLocked(root);
@@ -350,59 +349,235 @@ export function recoverOutput(dir: string, options: LockOptions = {}): void {
   }
 }
 
+/** A new tree written to a temporary folder of an output root, for the swap. */
+export interface StagedTree {
+  /** The entry it replaces. */
+  readonly name: string;
+  /** Its temporary name in the root. */
+  readonly tmp: string;
+  /** Whether the entry exists now. */
+  readonly existed: boolean;
+}
+
 /**
- * Replaces the entries of the output root `root` (each a folder named `entries[].name`) with
- * exactly the given files, all or none (see the protocol above). Throws InputError when the root
- * cannot be used at all (nothing was written) and WriteFailed when writing failed (the previous
- * output is unchanged). Entries already on disk byte for byte are not rewritten. Returns the names
- * of the entries replaced or removed.
+ * Writes `files` as the new tree of the entry `name` of `root` to a temporary folder beside it, or
+ * nothing when the entry already holds exactly these files (undefined). `announce` hears the
+ * temporary name before anything is written to it. The caller holds the root's lock (a TreeWriter).
  */
-export function writeTrees(root: string, given: readonly TreeEntry[], options: WriteOptions = {}): string[] {
-  const abs = path.resolve(root);
-  for (const e of given) if (!plainName(e.name) || isWriteArtifact(e.name)) throw new Error(`cannot write an output entry named "${e.name}"`);
-  let lock: OutputLock;
-  try {
-    makeDirs(abs);
-    lock = OutputLock.acquire(abs, options);
-  } catch (e) {
-    if (isFsError(e)) throw new InputError(`output folder ${abs}: ${fsErrorText(e)}`);
-    throw e;
-  }
-  try {
-    recoverLocked(abs);
-    const names = new Set(given.map((e) => e.name));
-    // A tree that is already on disk byte for byte is left as it is (no temporary copy, no swap).
-    const entries = given.map((e) => ({ name: e.name, files: [...e.files] })).filter((e) => !holdsExactly(path.join(abs, e.name), e.files));
-    const swaps: Swap[] = entries.map((e) => ({ target: e.name, tmp: artifactName(e.name, 'tmp'), old: artifactName(e.name, 'old'), existed: exists(path.join(abs, e.name)) }));
-    if (options.replaceAll) {
-      for (const name of readdirSync(abs).sort()) {
-        if (!names.has(name) && !isWriteArtifact(name)) swaps.push({ target: name, old: artifactName(name, 'old'), existed: true });
-      }
-    }
-    if (swaps.length === 0) return [];
-    options.beforeWrite?.(abs, swaps.map((sw, i) => ({ name: sw.target, files: entries[i]?.files })));
-    const journal: Journal = { format: 1, tool: 'gpu-cluster-manifests', state: 'commit', pid: process.pid, host: os.hostname(), swaps };
+export function stageTree(
+  root: string, name: string, files: readonly RenderedFile[], announce: (staged: StagedTree) => void,
+): StagedTree | undefined {
+  const target = path.join(root, name);
+  // A tree that is already on disk byte for byte is left as it is (no temporary copy, no swap).
+  if (holdsExactly(target, files)) return undefined;
+  const staged: StagedTree = { name, tmp: artifactName(name, 'tmp'), existed: exists(target) };
+  announce(staged);
+  writeTree(path.join(root, staged.tmp), files);
+  return staged;
+}
+
+/** What a streamed write would swap (TreeWriter.pending). */
+export interface PendingSwap {
+  /** Entries replaced: the new tree is complete at `<root>/<tmp>`, the old one (if it `existed`) still at `<root>/<target>`. */
+  readonly replaced: readonly { readonly target: string; readonly tmp: string; readonly existed: boolean }[];
+  /** Entries removed (replaceAll): every other entry of the root. */
+  readonly removed: readonly string[];
+}
+
+/**
+ * A write of several trees into one output root, streamed: `begin` takes the root's lock and
+ * recovers what an interrupted run left; each `add` writes one tree to its temporary name at once
+ * (or notes that the tree is on disk byte for byte already), so a caller renders, checks and adds
+ * one tree at a time and keeps none of them; `commit` swaps them all in together (protocol above),
+ * `abort` deletes the temporary trees. Either one releases the lock. Until `commit` the previous
+ * output is untouched, whatever happens to the process.
+ */
+export class TreeWriter {
+  /**
+   * Takes the lock of `root` (created when missing) and recovers it. Throws InputError when the root
+   * cannot be used at all (nothing was written).
+   */
+  static begin(root: string, options: WriteOptions = {}): TreeWriter {
+    const abs = path.resolve(root);
+    let made: string[];
+    let lock: OutputLock;
     try {
-      entries.forEach((e, i) => writeTree(path.join(abs, swaps[i].tmp!), e.files));
-      writeJournal(abs, journal);
+      made = makeDirs(abs);
+      lock = OutputLock.acquire(abs, options);
     } catch (e) {
-      for (const s of swaps) {
-        try {
-          if (s.tmp) removeTree(path.join(abs, s.tmp), 'remove');
-        } catch {
-          // left for the next run's recovery
-        }
-      }
-      if (isFsError(e)) throw new WriteFailed(`${fsErrorText(e)}; nothing in ${abs} was changed`);
+      if (isFsError(e)) throw new InputError(`output folder ${abs}: ${fsErrorText(e)}`);
       throw e;
     }
-    settle(abs, journal, 'rename', 'remove');
-    return swaps.map((sw) => sw.target);
-  } catch (e) {
-    if (isFsError(e)) throw new WriteFailed(`${fsErrorText(e)}; run the command again to finish or undo the write`);
-    throw e;
+    const writer = new TreeWriter(abs, lock, made, options.replaceAll ?? false);
+    try {
+      recoverLocked(abs);
+    } catch (e) {
+      writer.release();
+      if (isFsError(e)) throw new WriteFailed(`${fsErrorText(e)}; run the command again to finish or undo the write`);
+      throw e;
+    }
+    return writer;
+  }
+
+  private readonly names = new Set<string>();
+  private readonly swaps: Swap[] = [];
+  private done = false;
+
+  private constructor(
+    /** The output root (absolute). */
+    readonly root: string,
+    private readonly lock: OutputLock,
+    /** Folders begin() created (outermost first): removed again by abort() when they are empty. */
+    private readonly made: readonly string[],
+    private readonly replaceAll: boolean,
+  ) {}
+
+  /**
+   * One entry of the root (a folder named `name`) becomes exactly `files`: written now to a temporary
+   * folder beside it, swapped in by commit(). Returns false when the entry already holds exactly these
+   * files (nothing is written, commit leaves it). A write that fails aborts the whole write and throws
+   * WriteFailed (the previous output is unchanged).
+   */
+  add(name: string, files: readonly RenderedFile[]): boolean {
+    try {
+      return this.stage(name, files);
+    } catch (e) {
+      this.abort();
+      throw e;
+    }
+  }
+
+  /**
+   * add() for a caller that aborts by itself (other threads may still be writing into the root): a
+   * failed write throws WriteFailed and leaves the write open for that abort().
+   */
+  stage(name: string, files: readonly RenderedFile[]): boolean {
+    this.claim(name);
+    try {
+      return stageTree(this.root, name, files, (staged) => this.adopt(staged, false)) !== undefined;
+    } catch (e) {
+      if (isFsError(e)) throw new WriteFailed(`${fsErrorText(e)}; nothing in ${this.root} was changed`);
+      throw e;
+    }
+  }
+
+  /**
+   * A tree another thread stages (stageTree) into this root while this write holds the lock: registered
+   * when it is announced, before its files are written, so that abort() deletes it too (the caller
+   * waits for that thread first) and commit() swaps it in.
+   */
+  adopt(staged: StagedTree, claim = true): void {
+    if (claim) this.claim(staged.name);
+    this.swaps.push({ target: staged.name, tmp: staged.tmp, old: artifactName(staged.name, 'old'), existed: staged.existed });
+  }
+
+  private claim(name: string): void {
+    this.assertOpen();
+    if (!plainName(name) || isWriteArtifact(name)) throw new Error(`cannot write an output entry named "${name}"`);
+    if (this.names.has(name)) throw new Error(`output entry "${name}" written twice`);
+    this.names.add(name);
+  }
+
+  /**
+   * What commit() would do now: the entries it replaces (each one's new tree complete at
+   * `<root>/<tmp>`, the old one, if any, still at `<root>/<target>`) and, with `replaceAll`, the
+   * entries it removes. A check that must see both sides (a deletion guard) reads them from disk here.
+   */
+  pending(): PendingSwap {
+    this.assertOpen();
+    return {
+      replaced: this.swaps.map((s) => ({ target: s.target, tmp: s.tmp!, existed: s.existed })),
+      removed: this.removals().map((s) => s.target),
+    };
+  }
+
+  /** Swaps every added tree in at once and deletes what they replace; returns the entries replaced or removed. */
+  commit(): string[] {
+    this.assertOpen();
+    this.done = true;
+    try {
+      const swaps = [...this.swaps, ...this.removals()];
+      if (swaps.length === 0) return [];
+      const journal: Journal = { format: 1, tool: 'gpu-cluster-manifests', state: 'commit', pid: process.pid, host: os.hostname(), swaps };
+      try {
+        writeJournal(this.root, journal);
+      } catch (e) {
+        this.removeTemporaries();
+        if (isFsError(e)) throw new WriteFailed(`${fsErrorText(e)}; nothing in ${this.root} was changed`);
+        throw e;
+      }
+      settle(this.root, journal, 'rename', 'remove');
+      return swaps.map((sw) => sw.target);
+    } catch (e) {
+      if (isFsError(e)) throw new WriteFailed(`${fsErrorText(e)}; run the command again to finish or undo the write`);
+      throw e;
+    } finally {
+      this.release();
+    }
+  }
+
+  /** Deletes the temporary trees written so far and releases the lock; the output stays as it was. Idempotent. */
+  abort(): void {
+    if (this.done) return;
+    this.done = true;
+    try {
+      this.removeTemporaries();
+      // a root this write created and left empty goes again (the lock is released first)
+    } finally {
+      this.release();
+    }
+    for (const dir of [...this.made].reverse()) {
+      try {
+        rmdirSync(dir);
+      } catch {
+        break; // not empty (or not ours to remove): keep it and its parents
+      }
+    }
+  }
+
+  /** With replaceAll: every other entry of the root, to be removed. */
+  private removals(): Swap[] {
+    if (!this.replaceAll) return [];
+    return readdirSync(this.root).sort()
+      .filter((name) => !this.names.has(name) && !isWriteArtifact(name))
+      .map((name) => ({ target: name, old: artifactName(name, 'old'), existed: true }));
+  }
+
+  private removeTemporaries(): void {
+    for (const s of this.swaps) {
+      try {
+        if (s.tmp) removeTree(path.join(this.root, s.tmp), 'remove');
+      } catch {
+        // left for the next run's recovery
+      }
+    }
+  }
+
+  private release(): void {
+    this.done = true;
+    this.lock.release();
+  }
+
+  private assertOpen(): void {
+    if (this.done) throw new Error(`the write of ${this.root} is already committed or aborted`);
+  }
+}
+
+/**
+ * Replaces the entries of the output root `root` (each a folder named `entries[].name`) with
+ * exactly the given files, all or none (see the protocol above): a TreeWriter that adds every entry,
+ * then commits. Throws InputError when the root cannot be used at all (nothing was written) and
+ * WriteFailed when writing failed (the previous output is unchanged). Entries already on disk byte
+ * for byte are not rewritten. Returns the names of the entries replaced or removed.
+ */
+export function writeTrees(root: string, given: readonly TreeEntry[], options: WriteOptions = {}): string[] {
+  for (const e of given) if (!plainName(e.name) || isWriteArtifact(e.name)) throw new Error(`cannot write an output entry named "${e.name}"`);
+  const writer = TreeWriter.begin(root, options);
+  try {
+    for (const e of given) writer.add(e.name, [...e.files]);
+    return writer.commit();
   } finally {
-    lock.release();
+    writer.abort();
   }
 }
 
@@ -418,8 +593,10 @@ export function writeTreeAtomically(target: string, files: Iterable<RenderedFile
 /**
  * Recovery for a path a command reads (`validate dist/instant-cluster`): the path as an output
  * root, and its parent when that holds the protocol's lock or journal or leftovers of the path.
+ * A reader (see RecoverOptions.reader) unless told otherwise.
  */
-export function recoverAround(p: string, options: LockOptions = {}): void {
+export function recoverAround(p: string, given: RecoverOptions = {}): void {
+  const options = { reader: true, ...given };
   const abs = path.resolve(p);
   const parent = path.dirname(abs);
   let names: string[] = [];

@@ -1,19 +1,20 @@
 import { createHash } from 'node:crypto';
 import { stringify } from 'yaml';
+import { emitYaml } from './yaml-emit';
 import { resolveCacheDir } from '../cache-dir';
 import { packageDigest } from '../digests';
 import { CompiledCache } from '../validate/compiled-cache';
 
-const OPTIONS = { lineWidth: 0, minContentWidth: 0, aliasDuplicateObjects: false, indentSeq: true } as const;
+/** The yaml package's options; yaml-emit.ts writes the same documents (a test compares them). */
+export const OPTIONS = { lineWidth: 0, minContentWidth: 0, aliasDuplicateObjects: false, indentSeq: true } as const;
 
 /** Entries kept across processes: enough for a few clusters' objects, small enough to read in a few ms. */
 const MAX_CACHED_BYTES = 8 * 2 ** 20;
 
 /**
- * Serialised documents of earlier runs, by a digest of the value's JSON. YAML serialisation is
- * the largest cost of a warm `synth` (the yaml package's code runs cold in every process), while
- * most objects are the same as last time. The key covers the yaml package's code as installed
- * (its version, and any file of it patched in place) and the options, and
+ * Serialised documents of earlier runs, by a digest of the value's JSON, for the values the direct
+ * emitter leaves to the yaml package (whose code runs cold in every process). The key covers the
+ * yaml package's code as installed (its version, and any file of it patched in place) and the options, and
  * JSON cannot tell apart only values that never occur in a manifest (non-finite numbers, -0,
  * BigInt): those are never cached.
  */
@@ -76,8 +77,15 @@ function cacheableJson(value: unknown): string | undefined {
   return plain ? json : undefined;
 }
 
-/** One YAML document, stable and diff-friendly (no line folding, no anchors). */
+/**
+ * One YAML document, stable and diff-friendly (no line folding, no anchors). The direct emitter
+ * (yaml-emit.ts) writes it as the yaml package would, at the cost of one walk over the value: less
+ * than the cache's digest of its JSON. The cache serves the documents the emitter leaves to the
+ * package.
+ */
 export function toYaml(value: unknown): string {
+  const emitted = emitYaml(value);
+  if (emitted !== undefined) return emitted;
   const json = cacheableJson(value);
   if (json === undefined) return stringify(value, OPTIONS);
   cache ??= new YamlCache();

@@ -1,13 +1,16 @@
-import { coveredResources, cohortOf, mpiJobShape, queueLabels } from '../check';
+import { coveredResources, cohortOf } from '../check';
+import { bootstrapSection } from './bootstrap';
 import { code, table } from './markdown';
 import { Flowchart, nodeId } from './mermaid';
+import { observabilitySection } from './observability';
 import { queueDefaultingSection } from './queue-defaulting';
+import { samplesSection } from './samples';
 import { tutorialsSection } from './tutorials';
 import { ClusterIndex } from '../check/cluster-index';
 import { ClusterDescription } from '../model/description';
-import { LABELS, NODE_NAME_PLACEHOLDER, RESOURCES } from '../model/names';
+import { LABELS, RESOURCES } from '../model/names';
 import { formatBytes } from '../model/quantity';
-import { Manifest, manifestFileName } from '../render/manifest';
+import { Manifest } from '../render/manifest';
 import { RenderedCluster } from '../render/render';
 
 /** File name of the report inside `dist/<cluster>/`. */
@@ -197,49 +200,6 @@ function folderTable(c: RenderedCluster): string {
   return table(['Folder', 'Objects', 'What'], c.folders.map((f) => [`[${f.folder}/](${f.folder}/)`, f.objects.length, f.description]));
 }
 
-function ncclSection(c: RenderedCluster, index: ClusterIndex): string {
-  const root = c.model.description.gitops.path.replace(/\/+$/, '');
-  const jobs = index.ofKind('MPIJob', 'kubeflow.org');
-  if (jobs.length === 0) return 'This cluster renders no MPIJob sample; see the samples component.';
-  const parts: string[] = [];
-  for (const job of jobs) {
-    const s = mpiJobShape(index, job);
-    const ns = job.metadata.namespace ?? 'default';
-    const file = `${root}/${index.folderOf(job)}/${manifestFileName(job)}`;
-    const queue = queueLabels(index, job)[0]?.queue;
-    // A template (a placeholder node name) is filled in on the way to kubectl, never created as it is.
-    const template = job.metadata.annotations?.[LABELS.template] === 'true';
-    const fill = (text: string) => text.split(NODE_NAME_PLACEHOLDER).join('$NODE');
-    const create = template
-      ? ['NODE=gpu-worker-1  # the GPU worker to check (kubectl get nodes)', `sed "s/${NODE_NAME_PLACEHOLDER}/$NODE/g" ${file} | kubectl create -f -`]
-      : [`kubectl create -f ${file}`];
-    const remove = template ? `kubectl delete -n ${ns} mpijob ${fill(job.metadata.name)}` : `kubectl delete -f ${file}`;
-    parts.push([
-      `### ${code(job.metadata.name)}`,
-      '',
-      `${s.workers} worker(s) x ${s.slotsPerWorker} slots = ${s.ranks ?? s.workers * s.slotsPerWorker} ranks, ${s.gpus} GPUs${queue ? `, queued through LocalQueue ${code(`${ns}/${queue}`)}` : ''}.`
-        + (s.workers === 1 ? ' One worker: every rank shares one node, so NCCL moves data over the node\'s GPU interconnect and never over InfiniBand; this does not test the fabric.' : ''),
-      '',
-      '```sh',
-      ...create,
-      '# Kueue admits the job when the quota allows (ADMITTED: True)',
-      `kubectl get workloads -n ${ns}`,
-      '# the launcher runs mpirun and prints the results',
-      `kubectl logs -n ${ns} -f job/${fill(job.metadata.name)}-launcher`,
-      '# remove it before running it again',
-      remove,
-      '```',
-      '',
-    ].join('\n'));
-  }
-  return [
-    'The samples are never synced automatically. Run one by hand; the launcher log ends with a table per message size',
-    'and a `# Avg bus bandwidth` line (GB/s): compare it across runs and nodes; a low value points at a node or a link.',
-    '',
-    ...parts,
-  ].join('\n');
-}
-
 /** The README of one rendered cluster: everything in it derives from the rendered objects and the model. */
 export function clusterReport(c: RenderedCluster): string {
   const index = new ClusterIndex(c);
@@ -274,9 +234,17 @@ export function clusterReport(c: RenderedCluster): string {
     '',
     folderTable(c),
     '',
-    '## Run the NCCL test',
+    '## Bootstrap',
     '',
-    ncclSection(c, index),
+    bootstrapSection(c, index),
+    '',
+    '## Run the samples',
+    '',
+    samplesSection(c, index),
+    '',
+    '## Alerts and dashboards',
+    '',
+    observabilitySection(c, index),
     '',
     '## Tutorials',
     '',

@@ -3,6 +3,8 @@ import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { checkCluster, checkClusterRendered, ClusterView, PLACEMENT_RULES, simulatedNodes } from '../../src/check';
+import { SimNode } from '../../src/check/placement/nodes';
+import { fitOn } from '../../src/check/placement/scheduling';
 import { loadDescription } from '../../src/model/load';
 import { buildModel, ClusterModel } from '../../src/model/model';
 import { DEFAULT_UPSTREAM, PROJECT_ROOT } from '../../src/paths';
@@ -64,6 +66,68 @@ describe('simulated nodes', () => {
     expect(nodes[1].hostnames).toEqual(['gpu-1', 'gpu-2']);
     expect(nodes[1].labels['feature.node.kubernetes.io/pci-15b3.present']).toBeUndefined();
     expect(nodes[2].allocatable).toEqual({ 'nvidia.com/gpu': 0, 'cpu': 64, 'memory': 256 * 2 ** 30 });
+  });
+});
+
+describe('placement work grows with the nodes, not with nodes x templates', () => {
+  /** A GPU worker kind of `n` host names whose element reads are counted. */
+  function countedNode(n: number): { node: SimNode; reads: () => number } {
+    const names = Array.from({ length: n }, (_, i) => `gpu-${i}`);
+    let reads = 0;
+    const hostnames = new Proxy(names, {
+      get(target, key, receiver) {
+        if (typeof key === 'string' && /^\d+$/.test(key)) reads += 1;
+        return Reflect.get(target, key, receiver);
+      },
+    });
+    const node: SimNode = { name: 'GPU worker', role: 'gpu', labels: { 'nvidia.com/gpu.present': 'true' }, hostnames, taints: [], allocatable: { 'nvidia.com/gpu': 8 }, migEnabled: false };
+    return { node, reads: () => reads };
+  }
+
+  it('one pinned pod per host name reads each host name a bounded number of times (was once per pod and host name)', () => {
+    const n = 2000;
+    const { node, reads } = countedNode(n);
+    for (let i = 0; i < n; i++) {
+      const fit = fitOn({ nodeName: `gpu-${i}`, containers: [{ resources: { limits: { 'nvidia.com/gpu': 8 } } }] }, node);
+      expect(fit.fits).toBe(1);
+      expect(fit.of).toBe(n);
+    }
+    // a linear budget: building the host set once, then a few reads per pod (quadratic would be n * n = 4,000,000)
+    expect(reads()).toBeLessThanOrEqual(4 * n);
+  });
+
+  it('the host names a spec names are told apart, every other one gets the answer of one of them', () => {
+    const { node } = countedNode(10);
+    expect(fitOn({}, node)).toEqual({ fits: 10, of: 10, reasons: [] });
+    expect(fitOn({ nodeSelector: { 'kubernetes.io/hostname': 'gpu-3' } }, node).fits).toBe(1);
+    expect(fitOn({ nodeSelector: { 'kubernetes.io/hostname': 'elsewhere' } }, node)).toEqual({
+      fits: 0, of: 10, reasons: ['nodeSelector kubernetes.io/hostname=elsewhere (node: kubernetes.io/hostname=gpu-0)'],
+    });
+    const notIn = (values: string[]) => ({ affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'NotIn', values }] }] } } } });
+    expect(fitOn(notIn(['gpu-1', 'gpu-2', 'nowhere']), node).fits).toBe(8);
+    const byField = { affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchFields: [{ key: 'metadata.name', operator: 'In', values: ['gpu-4', 'gpu-5'] }] }] } } } };
+    expect(fitOn(byField, node).fits).toBe(2);
+    // host names compared as numbers: each one is tried
+    const numeric = { affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'Gt', values: ['1'] }] }] } } } };
+    expect(fitOn(numeric, node).fits).toBe(0);
+    // requests over allocatable miss every host name
+    expect(fitOn({ containers: [{ resources: { requests: { 'nvidia.com/gpu': 9 } } }] }, node)).toMatchObject({ fits: 0, reasons: ['requests 9 nvidia.com/gpu, allocatable 8'] });
+  });
+
+  it('a cluster with 300 named GPU workers: every per-node sample placed; an operand that misses one names the count', () => {
+    const names = Array.from({ length: 300 }, (_, i) => `gpu-worker-${i}`);
+    const model = modelOf((d) => {
+      d.nodes.gpuWorkers.count = names.length;
+      d.samples.nodeNames = names;
+    });
+    const view = viewOf(model);
+    expect(view.all.filter((m) => m.kind === 'Job' && m.metadata.name.startsWith('dcgm-diag-'))).toHaveLength(300);
+    expect(placementMessages(view)).toEqual([]);
+    const ncp = find(view, 'NicClusterPolicy', 'nic-cluster-policy');
+    ncp.spec.nodeAffinity = { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'NotIn', values: ['gpu-worker-7'] }] }] } };
+    const messages = placementMessages(view);
+    expect(messages.length).toBeGreaterThan(0);
+    for (const m of messages) expect(m).toMatch(/must run on every GPU worker but not on the GPU worker( with MIG enabled)? \(fits 299 of 300 host names\): required node affinity \(kubernetes.io\/hostname NotIn \[gpu-worker-7\]\)/);
   });
 });
 

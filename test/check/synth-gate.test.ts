@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
@@ -11,8 +11,8 @@ vi.mock('../../src/check/engine', async (importOriginal) => {
   const real = await importOriginal<typeof import('../../src/check/engine')>();
   return {
     ...real,
-    checkClusters: (clusters: Parameters<typeof real.checkClusters>[0], opts: Parameters<typeof real.checkClusters>[1]) => real.checkClusters(
-      clusters.map((c) => ({
+    checkCluster: (c: Parameters<typeof real.checkCluster>[0], opts: Parameters<typeof real.checkCluster>[1]) => real.checkCluster(
+      c.name === 'passes-checks' ? c : {
         ...c,
         folders: c.folders.map((f) => ({
           ...f,
@@ -20,7 +20,7 @@ vi.mock('../../src/check/engine', async (importOriginal) => {
             ? { ...m, metadata: { ...m.metadata, annotations: { ...m.metadata.annotations, 'storageclass.kubernetes.io/is-default-class': 'true' } } }
             : m)),
         })),
-      })), opts),
+      }, opts),
   };
 });
 
@@ -36,5 +36,16 @@ describe('synth runs the checks before the swap', () => {
     expect(err.at(-1)).toMatch(/cross-object check error\(s\); nothing was written/);
     expect(readdirSync(out)).toEqual([]);
     expect(existsSync(path.join(out, 'instant-cluster'))).toBe(false);
+  });
+
+  it('a later cluster that fails a check: the earlier one, already written to its temporary folder, is removed too', () => {
+    const first = path.join(mkdtempSync(path.join(tmpdir(), 'check-gate-')), 'passes.yaml');
+    writeFileSync(first, readFileSync(REFERENCE_FILE, 'utf8').replace(/^name: .*$/m, 'name: passes-checks').replace(/(\n {2}path: )dist\/instant-cluster/, '$1dist/passes-checks'));
+    const err: string[] = [];
+    const code = main(['synth', '--config', first, '--config', REFERENCE_FILE, '--out', out, '--no-validate'], { out: () => {}, err: (l) => err.push(l) });
+    expect(code, err.join('\n')).toBe(EXIT.failed);
+    expect(err.join('\n')).toMatch(/error \[default-storage-class\] instant-cluster:/);
+    expect(err.join('\n')).not.toMatch(/passes-checks:/);
+    expect(readdirSync(out)).toEqual([]);
   });
 });

@@ -158,7 +158,7 @@ describe.skipIf(process.platform !== 'linux')('a synth killed at any point loses
 
   it('passes every step of the protocol in a traced run', () => {
     const steps = tracedSteps();
-    for (const step of ['lock', 'recovered', 'write', 'write-partial', 'commit', 'rename', 'remove', 'unjournal', 'unlock']) {
+    for (const step of ['render', 'lock', 'recovered', 'write', 'write-partial', 'commit', 'rename', 'remove', 'unjournal', 'unlock']) {
       expect(steps.some((s) => s.startsWith(`${step}:`)), step).toBe(true);
     }
     // two existing folders: two renames each
@@ -198,6 +198,55 @@ describe.skipIf(process.platform !== 'linux')('a synth killed at any point loses
     expect(results.filter((r) => r.point.startsWith('write')).every((r) => states(r.dir)[0] === 'old')).toBe(true);
     expect(results.filter((r) => /^(rename|remove|unjournal|unlock)/.test(r.point)).every((r) => states(r.dir)[0] === 'new')).toBe(true);
   }, 300_000);
+
+  it('streams: each cluster\'s tree is written before the next cluster is rendered, under the lock taken before the first render', () => {
+    const steps = tracedSteps();
+    const firstWrite = steps.indexOf('write:1');
+    // each render is compared with the folder it replaces (the deletions), so the lock comes first
+    expect(steps.indexOf('lock:1')).toBeLessThan(steps.indexOf('render:1'));
+    expect(steps.indexOf('lock:1')).toBeLessThan(firstWrite);
+    // the first cluster's files, then the second cluster's render, then its files, then the commit
+    expect(firstWrite).toBeLessThan(steps.indexOf('render:2'));
+    expect(steps.slice(steps.indexOf('render:2')).some((s) => s.startsWith('write:'))).toBe(true);
+    expect(steps.indexOf('render:2')).toBeLessThan(steps.indexOf('commit:1'));
+  }, 120_000);
+
+  it('killed while rendering a later cluster: the earlier one\'s complete temporary tree is recovered away, the output stays old', () => {
+    const dir = freshCopy();
+    const killed = run(synthArgs(newConfigs, dir), { [FAULT_ENV]: 'render:2' });
+    expect(killed.signal).toBe('SIGKILL');
+    expect(states(dir)).toEqual(['old', 'old']);
+    // instant-cluster was written in full to its temporary name before training-cluster's render began
+    const tmp = leftovers(dir).filter((n) => n.startsWith('instant-cluster.tmp-'));
+    expect(tmp).toHaveLength(1);
+    const written = readTreeFiles(path.join(dir, tmp[0]));
+    expect([...written.keys()].sort()).toEqual([...newTree.keys()].filter((f) => f.startsWith('instant-cluster/')).map((f) => f.slice('instant-cluster/'.length)).sort());
+    expect(leftovers(dir).some((n) => n.startsWith('training-cluster.tmp-'))).toBe(false);
+    // the writer is dead: the next command (a reader too) rolls back first, then reads the old trees
+    const reader = run([CLI, 'check', dir, ...oldConfigs.flatMap((c) => ['--config', c])]);
+    expect(reader.status, reader.stderr).toBe(0);
+    expect(states(dir)).toEqual(['old', 'old']);
+    expect(leftovers(dir)).toEqual([]);
+  }, 120_000);
+
+  it('a reader goes on while a live writer streams (no journal yet); the writer then completes', async () => {
+    const dir = freshCopy();
+    const writer = start(synthArgs(newConfigs, dir), { [FAULT_ENV]: 'render:2:stop' });
+    await stopped(writer.child.pid!);
+    try {
+      expect(leftovers(dir)).toContain(LOCK_FILE);
+      expect(states(dir)).toEqual(['old', 'old']);
+      const reader = run([CLI, 'check', dir, ...oldConfigs.flatMap((c) => ['--config', c])], { [LOCK_WAIT_ENV]: '0.2' });
+      expect(reader.status, reader.stderr).toBe(0);
+      expect(reader.stderr).not.toContain('waiting for');
+    } finally {
+      writer.child.kill('SIGCONT');
+    }
+    const w = await writer.done;
+    expect(w.code, w.stderr).toBe(0);
+    expect(states(dir)).toEqual(['new', 'new']);
+    expect(leftovers(dir)).toEqual([]);
+  }, 120_000);
 
   it('every command recovers first: check, synth (and validate with the schemas)', () => {
     type Command = [name: string, args: (dir: string) => string[], final: string];
@@ -313,5 +362,89 @@ describe.skipIf(process.platform !== 'linux')('concurrent writers serialize on t
     expect(w.stderr).toContain('waiting for');
     expect(states(dir)).toEqual(['old', 'old']);
     expect(leftovers(dir)).toEqual([]);
+  }, 300_000);
+});
+
+describe.skipIf(process.platform !== 'linux')('a fleet rendered on several threads', () => {
+  const THREADS = 'GPU_CLUSTER_MANIFESTS_THREADS';
+  const NAMES = Array.from({ length: 6 }, (_, i) => `fleet-${i + 1}`);
+  let oldFleet: string[];
+  let newFleet: string[];
+
+  /** Copies of the reference description under other names (and, for OLD, 3 GPU workers). */
+  function fleetOf(dir: string, edit: (text: string) => string): string[] {
+    mkdirSync(dir, { recursive: true });
+    const reference = readFileSync(path.join(ROOT, 'src', 'clusters', 'instant-cluster.yaml'), 'utf8');
+    return NAMES.map((name) => {
+      const f = path.join(dir, `${name}.yaml`);
+      writeFileSync(f, edit(reference.replace(/^name: .*$/m, `name: ${name}`).replace('path: dist/instant-cluster', `path: dist/${name}`)));
+      return f;
+    });
+  }
+
+  const fleetStates = (out: string) => NAMES.map((n) => {
+    if (!existsSync(path.join(out, n))) return 'missing';
+    return readFileSync(path.join(out, n, 'kueue', 'clusterqueue.default.yaml'), 'utf8');
+  });
+
+  beforeAll(() => {
+    oldFleet = fleetOf(path.join(work, 'fleet-old'), (t) => t.replace(/\n {4}count: 2\n/, '\n    count: 3\n'));
+    newFleet = fleetOf(path.join(work, 'fleet-new'), (t) => t);
+  });
+
+  it('writes what one thread writes, byte for byte, and leaves nothing over', () => {
+    const one = path.join(work, 'threads-1');
+    const two = path.join(work, 'threads-2');
+    expect(run(synthArgs(newFleet, one), { [THREADS]: '1' }).status).toBe(0);
+    const trace = path.join(work, 'threads-2.trace');
+    const r = run(synthArgs(newFleet, two), { [THREADS]: '2', [FAULT_TRACE_ENV]: trace });
+    expect(r.status, r.stderr).toBe(0);
+    // both threads rendered and wrote clusters
+    const steps = readFileSync(trace, 'utf8').trim().split('\n');
+    expect(steps.filter((s) => /^render:\d+@\d+$/.test(s)).length).toBeGreaterThan(0);
+    expect(steps.filter((s) => /^render:\d+$/.test(s)).length).toBeGreaterThan(0);
+    expect(steps.filter((s) => /^write:\d+@\d+$/.test(s)).length).toBeGreaterThan(0);
+    expect(readTreeFiles(two)).toEqual(readTreeFiles(one));
+    expect(leftovers(two)).toEqual([]);
+  }, 300_000);
+
+  it('a cluster that cannot render, on any thread: exit 2, the output as it was, nothing left over', () => {
+    const dir = path.join(work, 'threads-refused');
+    expect(run(synthArgs(oldFleet, dir), { [THREADS]: '1' }).status).toBe(0);
+    const before = readTreeFiles(dir);
+    const refused = [...newFleet];
+    refused[4] = path.join(work, 'fleet-refused.yaml');
+    writeFileSync(refused[4], readFileSync(newFleet[4], 'utf8').replace(/(\n {4}image: ghcr\.io\/coreweave[^\n]*)/, '$1\n    shmSize: 4Ti'));
+    const r = run(synthArgs(refused, dir), { [THREADS]: '2' });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/fleet-5: cannot render/);
+    expect(readTreeFiles(dir)).toEqual(before);
+    expect(leftovers(dir)).toEqual([]);
+  }, 300_000);
+
+  it('killed anywhere, the fleet is all old or all new after recovery', () => {
+    const steps = (() => {
+      const dir = path.join(work, 'threads-trace');
+      expect(run(synthArgs(oldFleet, dir), { [THREADS]: '1' }).status).toBe(0);
+      const trace = path.join(work, 'threads-trace.txt');
+      expect(run(synthArgs(newFleet, dir), { [THREADS]: '2', [FAULT_TRACE_ENV]: trace }).status).toBe(0);
+      return readFileSync(trace, 'utf8').trim().split('\n');
+    })();
+    const writes = steps.filter((s) => /^write:\d+$/.test(s)).length;
+    const fresh = path.join(work, 'threads-new');
+    expect(run(synthArgs(newFleet, fresh), { [THREADS]: '1' }).status).toBe(0);
+    const newStates = fleetStates(fresh);
+    for (const point of ['render:3', `write:${Math.floor(writes / 3)}`, 'commit:1', 'rename:5', 'remove:1']) {
+      const dir = path.join(work, `threads-kill-${point.replace(':', '-')}`);
+      expect(run(synthArgs(oldFleet, dir), { [THREADS]: '1' }).status).toBe(0);
+      const old = fleetStates(dir);
+      const killed = run(synthArgs(newFleet, dir), { [THREADS]: '2', [FAULT_ENV]: point });
+      expect(killed.signal, point).toBe('SIGKILL');
+      const journaled = existsSync(path.join(dir, JOURNAL_FILE));
+      recoverOutput(dir);
+      // the journal is written once every new tree is complete: from then on the write is finished
+      expect(fleetStates(dir), point).toEqual(journaled ? newStates : old);
+      expect(leftovers(dir), point).toEqual([]);
+    }
   }, 300_000);
 });

@@ -6,7 +6,7 @@ import { gpuPodSize } from '../../src/components/samples/gpu-workload';
 import { CPU_WORKER_RESERVE, GPU_WORKER_RESERVE } from '../../src/model/description';
 import { proportionalShare, QueueQuota, queueQuotas, QuotaTotals } from '../../src/model/model';
 import { formatBytes, parseQuantity } from '../../src/model/quantity';
-import { HAS_UPSTREAM, issuesOf, modelOf, SHARED } from '../helpers';
+import { HAS_UPSTREAM, issuesOf, modelOf, SHARED, seededRandom } from '../helpers';
 
 const GI = 2 ** 30;
 const MI = 2 ** 20;
@@ -37,15 +37,6 @@ function sums(quotas: readonly QueueQuota[]) {
     cpuMillis: quotas.reduce((s, q) => s + millis(q.cpu), 0),
     memoryBytes: quotas.reduce((s, q) => s + parseQuantity(q.memory), 0),
     rdma: quotas.reduce((s, q) => s + q.rdma, 0),
-  };
-}
-
-/** A small deterministic PRNG (Park-Miller), so that the property runs are reproducible. */
-function random(seed: number): () => number {
-  let state = seed % 2147483647;
-  return () => {
-    state = (state * 48271) % 2147483647;
-    return (state - 1) / 2147483646;
   };
 }
 
@@ -131,7 +122,7 @@ describe('queueQuotas', () => {
   });
 
   it('sums to capacity with canonical quantities over many cluster sizes', () => {
-    const next = random(20240611);
+    const next = seededRandom(20240611);
     const int = (lo: number, hi: number) => lo + Math.floor(next() * (hi - lo + 1));
     for (let run = 0; run < 400; run++) {
       const nodes = int(1, 512);
@@ -222,7 +213,7 @@ describe('model quotas', () => {
   });
 
   it('over many node sizes and reserves, the quotas share exactly what the nodes keep for workloads, and a full-node sample fits one node\'s share', () => {
-    const next = random(20261130);
+    const next = seededRandom(20261130);
     const int = (lo: number, hi: number) => lo + Math.floor(next() * (hi - lo + 1));
     for (let run = 0; run < 200; run++) {
       const count = int(1, 64);

@@ -7,7 +7,7 @@ import { fleetFiles } from '../../src/components/gitops/fleet';
 import { parseDescription } from '../../src/model/load';
 import { buildModel } from '../../src/model/model';
 import { CLUSTERS_DIR, DEFAULT_OUT, DEFAULT_SCHEMAS } from '../../src/paths';
-import { descriptionFiles, InputError, loadModels, renderFiles, renderFleetOf, renderModel, synth, ValidationFailed } from '../../src/pipeline';
+import { checkTargets, descriptionFiles, InputError, loadModels, renderFiles, renderFleetOf, renderModel, synth, ValidationFailed } from '../../src/pipeline';
 import { writeTreeAtomically } from '../../src/render/write';
 import { HAS_SCHEMAS, readTreeFiles, REFERENCE_FILE, validator } from '../helpers';
 
@@ -124,6 +124,60 @@ describe.skipIf(!HAS_SCHEMAS)('synth', () => {
     const before = readTreeFiles(out);
     expect(() => synth({ configs: [bad], clustersDir: CLUSTERS_DIR, out, schemas: false })).toThrow(InputError);
     expect(readTreeFiles(out)).toEqual(before);
+  });
+});
+
+describe('synth of several clusters, each written as soon as it is checked', () => {
+  const training = path.join(CLUSTERS_DIR, 'training-cluster.yaml');
+  /** A description the shared-memory construct refuses at render time (after loading, so after the first cluster's write). */
+  function refusedAtRender(dir: string): string {
+    const f = path.join(dir, 'big-shm.yaml');
+    writeFileSync(f, readFileSync(REFERENCE_FILE, 'utf8').replace(/(\n {4}image: ghcr\.io\/coreweave[^\n]*)/, '$1\n    shmSize: 4Ti').replace(/^name: .*$/m, 'name: refused'));
+    return f;
+  }
+
+  it('a later cluster that cannot render leaves the output as it was: the earlier clusters\' temporary folders are deleted', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'stream-'));
+    const out = path.join(dir, 'out');
+    writeTreeAtomically(path.join(out, 'instant-cluster'), [['storage/old.yaml', 'previous\n']]);
+    const before = readTreeFiles(out);
+    expect(() => synth({ configs: [REFERENCE_FILE, training, refusedAtRender(dir)], clustersDir: CLUSTERS_DIR, out, schemas: false })).toThrow(/refused: cannot render/);
+    expect(readTreeFiles(out)).toEqual(before);
+    expect(readdirSync(out)).toEqual(['instant-cluster']);
+  });
+
+  it('an output folder that did not exist is not left behind by a failed render', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'stream-'));
+    const out = path.join(dir, 'new', 'out');
+    expect(() => synth({ configs: [REFERENCE_FILE, refusedAtRender(dir)], clustersDir: CLUSTERS_DIR, out, schemas: false })).toThrow(InputError);
+    expect(existsSync(path.join(dir, 'new'))).toBe(false);
+  });
+
+  it('reports each cluster as it is done, and keeps counts only', () => {
+    const out = mkdtempSync(path.join(tmpdir(), 'stream-'));
+    const seen: string[] = [];
+    const r = synth({ configs: [REFERENCE_FILE, training], clustersDir: CLUSTERS_DIR, out, schemas: false, progress: (p) => seen.push(`${p.done}/${p.total} ${p.cluster}`) });
+    expect(seen).toEqual(['1/2 instant-cluster', '2/2 training-cluster']);
+    expect(r.clusters.map((c) => c.name)).toEqual(['instant-cluster', 'training-cluster']);
+    expect(r.clusters[0].objects).toBe(r.clusters[0].folders.reduce((n, f) => n + Object.values(f.kinds).reduce((a, b) => a + b, 0), 0));
+    expect(r.changed).toEqual(['instant-cluster', 'training-cluster']);
+  });
+
+  it('checks where it writes in linear time: one real path per target and per description (was one per pair)', () => {
+    const n = 500;
+    const root = mkdtempSync(path.join(tmpdir(), 'targets-'));
+    const targets = Array.from({ length: n }, (_, i) => path.join(root, 'out', `cluster-${i}`));
+    const configs = Array.from({ length: n }, (_, i) => path.join(root, 'descriptions', `cluster-${i}.yaml`));
+    let calls = 0;
+    const counted = (p: string) => {
+      calls += 1;
+      return path.resolve(p);
+    };
+    checkTargets(targets, configs, counted);
+    expect(calls).toBe(2 * n + 1);
+    // and it still refuses a description inside a folder it replaces, and the current directory
+    expect(() => checkTargets(targets, [...configs, path.join(targets[42], 'mine.yaml')], counted)).toThrow(/mine\.yaml: the description lies inside .*cluster-42, which synth replaces/);
+    expect(() => checkTargets([path.dirname(process.cwd())], [], counted)).toThrow(/contains the current directory/);
   });
 });
 

@@ -6,12 +6,13 @@ import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { ROOT } from '../helpers';
 
-// toYaml keeps the documents of earlier runs (keyed by a digest of the value's JSON); a process
-// that finds them must print exactly what the yaml package would.
+// toYaml keeps the documents of earlier runs that the direct emitter leaves to the yaml package
+// (keyed by a digest of the value's JSON); a process that finds them must print exactly what the
+// yaml package would. Each value holds a control character, which only the package writes.
 const VALUES = [
-  { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'a', annotations: { on: 'true', n: '8' } }, data: { 'x.json': '{\n  "a": 1\n}\n' } },
-  { metadata: { name: 'a', annotations: { n: '8', on: 'true' } }, kind: 'ConfigMap', apiVersion: 'v1' },
-  { list: [1, 'two', null, { three: 3 }], empty: {}, none: [] },
+  { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'a', annotations: { on: 'true', n: '8' } }, data: { 'x.json': '{\n  "a": 1\n}\n', 'bell': '\x07' } },
+  { metadata: { name: 'a', annotations: { n: '8', on: 'true', bell: '\x07' } }, kind: 'ConfigMap', apiVersion: 'v1' },
+  { list: [1, 'two', null, { three: 3 }, '\x07'], empty: {}, none: [] },
   { odd: [Number.NaN, -0, Number.POSITIVE_INFINITY] },
 ];
 const OPTIONS = { lineWidth: 0, minContentWidth: 0, aliasDuplicateObjects: false, indentSeq: true } as const;

@@ -93,7 +93,7 @@ describe('the cluster report (dist/<cluster>/README.md)', () => {
   it('says that a one-worker NCCL run never touches InfiniBand', () => {
     const one = clusterReport(renderOf((d) => { d.nodes.gpuWorkers.count = 1; d.tenants = []; }));
     const section = one.slice(one.indexOf('### `nccl-all-reduce`'));
-    expect(section).toMatch(/^1 worker\(s\) x 8 slots = 8 ranks, 8 GPUs.* One worker: .*never over InfiniBand/m);
+    expect(section).toMatch(/^NCCL test \(MPIJob\): 1 worker\(s\) x 8 slots = 8 ranks, 8 GPUs.* One worker: .*never over InfiniBand/m);
     expect(report.slice(report.indexOf('### `nccl-all-reduce`')).split('\n')[2]).not.toContain('One worker');
   });
 
@@ -114,6 +114,57 @@ describe('the cluster report (dist/<cluster>/README.md)', () => {
     // Without guardrails (Kubernetes 1.29) nothing refuses a GPU pod outside the quota, and the report says so.
     const old = clusterReport(renderOf((d) => { d.kubernetesVersion = '1.29'; }));
     expect(row(old, 'research')).toContain('**not queued**: it runs at once, outside the quota, GPUs included');
+  });
+
+  it('bootstraps from the rendered gitops objects: kustomize, the root, the by-hand Application, and fleet registration', () => {
+    const gitops = folderObjects(cluster, 'gitops');
+    const section = report.slice(report.indexOf('## Bootstrap'), report.indexOf('## Run the samples'));
+    expect(section).toContain('kubectl apply -k dist/instant-cluster/gitops\n');
+    expect(section).not.toMatch(/kubectl apply -n \S+ -f dist\/instant-cluster\/gitops\/?\s/);
+    const project = gitops.find((m) => m.kind === 'AppProject')!;
+    expect(section).toContain(`AppProject \`${project.metadata.name}\``);
+    const apps = gitops.filter((m) => m.kind === 'Application');
+    const byHand = apps.filter((m) => m.metadata.annotations?.['gpu-cluster.dev/apply-by-hand'] === 'true');
+    expect(byHand.length).toBeGreaterThan(0);
+    expect(section).toContain(`the ${apps.length - byHand.length} Applications`);
+    for (const a of byHand) expect(section).toContain(`kubectl apply -f dist/instant-cluster/gitops/application.${a.metadata.namespace}.${a.metadata.name}.yaml`);
+    expect(section).toContain('argocd cluster add <kube-context-of-instant-cluster> --name instant-cluster');
+    expect(section).toContain('kubectl apply -k dist/fleet');
+  });
+
+  it('says how to run every sample of the samples folder, with the shape read from the object', () => {
+    const samplesOf = (c: typeof cluster) => folderObjects(c, 'samples').filter((m) => ['MPIJob', 'PyTorchJob', 'Job'].includes(m.kind));
+    const samples = samplesOf(cluster);
+    // the Instant Cluster has no Training Operator: no PyTorchJob sample, and the report has no section for one
+    expect(samples.map((m) => m.kind).sort()).toEqual(['Job', 'MPIJob', 'MPIJob']);
+    for (const m of samples) expect(report, m.metadata.name).toContain(`### \`${m.metadata.name}\``);
+    expect(report).not.toMatch(/^### .*\n\n.*\(PyTorchJob\)/m);
+    // with one (pre-installed by declaration), the DDP sample and how to run it
+    const withTraining = renderOf((d) => { d.installs = { ...d.installs, trainingOperator: 'preinstalled' }; });
+    const ddp = samplesOf(withTraining).find((m) => m.kind === 'PyTorchJob')! as any;
+    const ddpReport = clusterReport(withTraining);
+    expect(ddpReport).toContain(`### \`${ddp.metadata.name}\``);
+    const pods = Object.values(ddp.spec.pytorchReplicaSpecs as Record<string, { replicas: number }>).reduce((n, r) => n + r.replicas, 0);
+    const world = pods * Number(ddp.spec.nprocPerNode);
+    expect(ddpReport).toContain(`= world size ${world}, `);
+    expect(ddpReport).toContain(`kubectl logs -n default -f -l training.kubeflow.org/job-name=${ddp.metadata.name},training.kubeflow.org/job-role=master`);
+    expect(report).toContain(`\`dcgmi diag -r ${cluster.model.description.samples.dcgmDiag.level}\``);
+    const dcgm = samples.find((m) => m.kind === 'Job')!;
+    expect(report).toContain(`sed "s/replace-with-node-name/$NODE/g" dist/instant-cluster/samples/job.default.${dcgm.metadata.name}.yaml | kubectl create -f -`);
+    expect(report).toContain('kubectl logs -n default -f job/dcgm-diag-$NODE');
+  });
+
+  it('lists every alert and dashboard the monitoring folder installs, as rendered', () => {
+    const monitoring = folderObjects(cluster, 'monitoring');
+    const alerts = monitoring.filter((m) => m.kind === 'VMRule')
+      .flatMap((r: any) => r.spec.groups.flatMap((g: any) => g.rules.filter((a: any) => a.alert).map((a: any) => ({ group: g.name, ...a }))));
+    expect(alerts.length).toBeGreaterThan(5);
+    expect(report).toContain(`${alerts.length} alerts (VMRule`);
+    for (const a of alerts) expect(report).toMatch(new RegExp(`^\\| \`${a.alert}\` \\| ${a.group} \\| ${a.labels.severity} \\| ${a.for ?? 'at once'} \\|`, 'm'));
+    const dashboards = monitoring.filter((m) => m.kind === 'ConfigMap' && m.metadata.labels?.grafana_dashboard === '1')
+      .flatMap((cm: any) => Object.values(cm.data as Record<string, string>).map((t) => JSON.parse(t)));
+    expect(dashboards.length).toBeGreaterThan(0);
+    for (const d of dashboards) expect(report).toContain(`| \`${d.uid}\` | ${d.description} | ${d.panels.length}: `);
   });
 
   it('matches the snapshot', () => {

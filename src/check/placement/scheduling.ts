@@ -106,6 +106,10 @@ export interface FitOptions {
  * over allocatable (resources whose allocatable the description does not give are not compared).
  */
 export function misfits(spec: SchedulingSpec, node: SimNode, hostname: string, opts: FitOptions = {}): string[] {
+  return misfitsWith(spec, node, hostname, opts, (opts.resources ?? true) ? podRequests(spec) : undefined);
+}
+
+function misfitsWith(spec: SchedulingSpec, node: SimNode, hostname: string, opts: FitOptions, requests: Map<string, number> | undefined): string[] {
   const out: string[] = [];
   const labels: Record<string, string> = { ...node.labels, [LABELS.hostname]: hostname };
   if (spec.nodeName !== undefined && spec.nodeName !== '' && spec.nodeName !== hostname) out.push(`nodeName ${spec.nodeName}`);
@@ -122,32 +126,90 @@ export function misfits(spec: SchedulingSpec, node: SimNode, hostname: string, o
     if (!effects.includes(taint.effect)) continue;
     if (!(spec.tolerations ?? []).some((t) => tolerates(t, taint))) out.push(`taint ${taint.key}${taint.value !== undefined ? `=${taint.value}` : ''}:${taint.effect} not tolerated`);
   }
-  if (opts.resources ?? true) {
-    for (const [resource, amount] of podRequests(spec)) {
-      const has = node.allocatable[resource];
-      // unknown allocatable (the service node's cpu and memory, unnamed device plugins): not compared
-      if (has === undefined || amount <= has) continue;
-      out.push(`requests ${amount} ${resource}, allocatable ${has}`);
-    }
+  for (const [resource, amount] of requests ?? []) {
+    const has = node.allocatable[resource];
+    // unknown allocatable (the service node's cpu and memory, unnamed device plugins): not compared
+    if (has === undefined || amount <= has) continue;
+    out.push(`requests ${amount} ${resource}, allocatable ${has}`);
   }
   return out;
 }
 
-/** The host names of a node kind a pod fits on, and why it misses the others. */
+/** How many host names of a node kind a pod fits on, and why it misses the others. */
 export interface Fit {
-  /** Host names of the node kind the pod fits on. */
-  readonly fits: readonly string[];
+  /** The number of the node kind's (distinct) host names the pod fits on. */
+  readonly fits: number;
+  /** The number of distinct host names of the node kind. */
+  readonly of: number;
   /** Why it misses the others. */
   readonly reasons: readonly string[];
 }
 
-export function fitOn(spec: SchedulingSpec, node: SimNode, opts: FitOptions = {}): Fit {
-  const fits: string[] = [];
-  const reasons = new Set<string>();
-  for (const h of node.hostnames) {
-    const why = misfits(spec, node, h, opts);
-    if (why.length === 0) fits.push(h);
-    else why.forEach((r) => reasons.add(r));
+/**
+ * The host names a pod spec tells apart: its nodeName, a hostname nodeSelector, the values of hostname
+ * (label) and metadata.name (field) requirements. Every other host name of a node kind gets the same
+ * answer. Undefined when a requirement compares host names as numbers (Gt, Lt): then each one is tried.
+ */
+function namedHosts(spec: SchedulingSpec): Set<string> | undefined {
+  const named = new Set<string>();
+  if (spec.nodeName) named.add(spec.nodeName);
+  const selected = spec.nodeSelector?.[LABELS.hostname];
+  if (selected !== undefined) named.add(selected);
+  for (const term of spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? []) {
+    const onHost = [
+      ...(term.matchExpressions ?? []).filter((r) => r.key === LABELS.hostname),
+      ...(term.matchFields ?? []).filter((r) => r.key === 'metadata.name'),
+    ];
+    for (const r of onHost) {
+      if (r.operator === 'Gt' || r.operator === 'Lt') return undefined;
+      for (const v of r.values ?? []) named.add(v);
+    }
   }
-  return { fits, reasons: [...reasons] };
+  return named;
+}
+
+const hostSets = new WeakMap<SimNode, ReadonlySet<string>>();
+function hostSetOf(node: SimNode): ReadonlySet<string> {
+  let set = hostSets.get(node);
+  if (!set) {
+    set = new Set(node.hostnames);
+    hostSets.set(node, set);
+  }
+  return set;
+}
+
+/**
+ * Where a pod fits among the host names of one node kind. Host names the spec does not name are
+ * indistinguishable to it, so one of them stands for all: the work grows with what the spec names,
+ * not with the number of nodes (a thousand described node names times a thousand per-node samples
+ * stays linear).
+ */
+export function fitOn(spec: SchedulingSpec, node: SimNode, opts: FitOptions = {}): Fit {
+  const requests = (opts.resources ?? true) ? podRequests(spec) : undefined;
+  let fits = 0;
+  const reasons = new Set<string>();
+  const tryHost = (hostname: string, count: number) => {
+    const why = misfitsWith(spec, node, hostname, opts, requests);
+    if (why.length === 0) fits += count;
+    else why.forEach((r) => reasons.add(r));
+  };
+  const hosts = hostSetOf(node);
+  const named = namedHosts(spec);
+  if (named === undefined) {
+    for (const h of hosts) tryHost(h, 1);
+    return { fits, of: hosts.size, reasons: [...reasons] };
+  }
+  let namedHere = 0;
+  for (const h of named) {
+    if (!hosts.has(h)) continue;
+    namedHere += 1;
+    tryHost(h, 1);
+  }
+  // The first host name the spec does not name stands for the rest (at most |named| + 1 steps to find).
+  const others = hosts.size - namedHere;
+  if (others > 0) {
+    const stand = node.hostnames.find((h) => !named.has(h))!;
+    tryHost(stand, others);
+  }
+  return { fits, of: hosts.size, reasons: [...reasons] };
 }

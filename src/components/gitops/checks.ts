@@ -145,10 +145,17 @@ export function checkWaveOrder(view: GitopsTreeView): GitopsFinding[] {
   return findings;
 }
 
+/** Compiled destination patterns: every object of every Application is matched against the same few. */
+const globs = new Map<string, RegExp>();
+
 /** Argo CD destination patterns: `*` and `?` globs, `!` negation is not used here. */
 function globMatch(pattern: string | undefined, value: string): boolean {
   if (pattern === undefined) return false;
-  const re = new RegExp(`^${pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`);
+  let re = globs.get(pattern);
+  if (!re) {
+    re = new RegExp(`^${pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`);
+    if (globs.size < 1024) globs.set(pattern, re);
+  }
   return re.test(value);
 }
 

@@ -2,14 +2,13 @@ import { App, Chart } from 'cdk8s';
 import { GroupKind, groupKindKey, groupKindOf } from './api-kinds';
 import { FleetAppProject } from './fleet-app-project';
 import { FleetApplicationSet, FleetMember } from './fleet-application-set';
-import { GITOPS_FOLDER } from './plan';
+import { FLEET_FOLDER, GITOPS_FOLDER, rootApplicationOf } from './plan';
 import { MANAGED_BY, LABELS, NAMESPACES } from '../../model/names';
 import { inKustomization, kustomization, manifestYaml, RenderedFile } from '../../render/layout';
 import { compareManifests, Manifest, manifestFileName, RenderedFolder } from '../../render/manifest';
 import { RenderedCluster } from '../../render/render';
 
-/** Output folder of the fleet objects: dist/fleet/ (so no cluster may be named "fleet"). */
-export const FLEET_FOLDER = 'fleet';
+export { FLEET_FOLDER };
 
 export interface FleetOptions {
   /**
@@ -22,8 +21,7 @@ export interface FleetOptions {
 /** The root Application of a cluster: the Application of its gitops folder whose path is that folder. */
 function rootApplication(c: RenderedCluster): Manifest {
   const g = c.model.description.gitops;
-  const gitopsObjects = c.folders.find((f) => f.folder === GITOPS_FOLDER)?.objects ?? [];
-  const root = gitopsObjects.find((m) => m.kind === 'Application' && (m.spec as any)?.source?.path === `${g.path}/${GITOPS_FOLDER}`);
+  const root = rootApplicationOf(c.folders.find((f) => f.folder === GITOPS_FOLDER)?.objects ?? [], g.path);
   if (!root) throw new Error(`${c.name}: no root Application in ${GITOPS_FOLDER}/ (is the gitops wiring registered?)`);
   return root;
 }

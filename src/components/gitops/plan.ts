@@ -9,6 +9,14 @@ import { Manifest, RenderedFolder } from '../../render/manifest';
 /** Folder of the Argo CD objects of a cluster (dist/<cluster>/gitops/). */
 export const GITOPS_FOLDER = 'gitops';
 
+/** Output folder of the fleet objects: dist/fleet/ (so no cluster may be named "fleet"). */
+export const FLEET_FOLDER = 'fleet';
+
+/** The root Application among a cluster's gitops objects: the one whose path is the gitops folder itself. */
+export function rootApplicationOf(gitopsObjects: readonly Manifest[], gitopsPath: string): Manifest | undefined {
+  return gitopsObjects.find((m) => m.kind === 'Application' && (m.spec as { source?: { path?: string } } | undefined)?.source?.path === `${gitopsPath}/${GITOPS_FOLDER}`);
+}
+
 /**
  * Sync waves of the child Applications (the root Application syncs them in this order). A folder's wave
  * is its tier, or later when something it needs (its CRDs, its namespaces) comes from a later folder.

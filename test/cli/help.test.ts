@@ -1,0 +1,77 @@
+import { spawnSync } from 'node:child_process';
+import * as path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { COMMANDS, main } from '../../src/cli';
+import { EXIT } from '../../src/commands/io';
+import { ROOT } from '../helpers';
+
+/** The CLI's exit code and output (check's help and the global help name the engines they find: asynchronous). */
+async function run(...args: string[]): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const code = await main(args, { out: (l) => { out += `${l}\n`; }, err: (l) => { err += `${l}\n`; } });
+  return { code, out, err };
+}
+
+/** The long options an option list of a help text names (`  --out DIR   ...`, `  -h, --help`). */
+function listedOptions(help: string): string[] {
+  const section = help.split('\nOptions:\n')[1]?.split('\n\n')[0] ?? '';
+  return [...section.matchAll(/^ {2}(?:-\w, )?--([a-z][a-z-]*)/gm)].map((m) => m[1]);
+}
+
+const names = Object.keys(COMMANDS);
+const everyOption = new Set(names.flatMap((n) => Object.keys(COMMANDS[n].spec.options)));
+
+describe('--help of each command lists exactly that command\'s options', () => {
+  it.each(names)('%s --help', async (name) => {
+    const { spec } = COMMANDS[name];
+    const r = await run(name, '--help');
+    expect(r.code).toBe(EXIT.ok);
+    expect(r.out).toContain(`Usage: ${spec.usage}`);
+    const listed = listedOptions(r.out);
+    expect(listed.sort()).toEqual(Object.keys(spec.options).sort());
+    // what the help lists is what the command parses: each listed option is accepted ...
+    for (const o of listed) {
+      const value = spec.options[o].type === 'string' ? ['x'] : [];
+      const accepted = await run(name, `--${o}`, ...value, '--help');
+      expect(accepted.code, `${name} --${o}: ${accepted.err}`).toBe(EXIT.ok);
+    }
+    // ... and every other command's option is refused as unknown
+    for (const o of [...everyOption].filter((x) => !listed.includes(x))) {
+      const refused = await run(name, `--${o}`, 'x');
+      expect(refused.code, `${name} --${o}`).toBe(EXIT.badInput);
+      expect(refused.err).toMatch(new RegExp(`Unknown option '--${o}'`));
+    }
+  });
+
+  it('each command offers what it is documented to: cluster sources, init\'s names, rule lists, formats, TypeScript descriptions', async () => {
+    const optionsOf = async (name: string) => listedOptions((await run(name, '--help')).out);
+    expect(await optionsOf('synth')).toEqual(expect.arrayContaining(['config', 'out', 'schemas', 'no-validate', 'format', 'quiet', 'allow-delete']));
+    // synth runs no engine: the upstream installs are check's
+    expect(await optionsOf('synth')).not.toContain('upstream');
+    expect(await optionsOf('synth')).not.toContain('snapshot');
+    expect(await optionsOf('diff')).toContain('allow-delete');
+    expect(await optionsOf('check')).toEqual(expect.arrayContaining(['list-rules', 'format', 'config', 'upstream']));
+    expect(await optionsOf('preflight')).toEqual(expect.arrayContaining(['config', 'snapshot', 'kubeconfig', 'context', 'timeout', 'list-rules', 'format']));
+    expect(await optionsOf('init')).toEqual(expect.arrayContaining(['snapshot', 'kubeconfig', 'context', 'name', 'repo', 'path', 'out']));
+    expect(await optionsOf('init')).not.toContain('config');
+    for (const name of ['synth', 'diff', 'check', 'preflight']) expect((await run(name, '--help')).out, name).toMatch(/ --config FILE [^-]*TypeScript \(\.ts/);
+    // check names the engines it renders the Applications with, after its options
+    expect((await run('check', '--help')).out).toMatch(/\nEngines check renders the Applications with .*:\n {2}\S/);
+  });
+
+  it('the global help lists every command, and no command\'s options', async () => {
+    const r = await run('--help');
+    expect(r.code).toBe(EXIT.ok);
+    for (const name of names) expect(r.out).toContain(`npm run ${name}`);
+    expect(r.out).not.toContain('Options:');
+    expect(r.out).toContain('Engines (check renders every Application with them):');
+    expect((await run()).code).toBe(EXIT.badInput);
+  });
+
+  it('through the compiled CLI as npm runs it', () => {
+    const r = spawnSync(process.execPath, [path.join(ROOT, 'lib', 'src', 'cli.js'), 'preflight', '--help'], { cwd: ROOT, encoding: 'utf8' });
+    expect(r.status).toBe(0);
+    expect(listedOptions(r.stdout)).toEqual(Object.keys(COMMANDS.preflight.spec.options));
+  });
+});
