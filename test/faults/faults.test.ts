@@ -3,6 +3,7 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, 
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { FAULT_ENV, FAULT_TRACE_ENV } from '../../src/render/fault';
 import { isWriteArtifact, JOURNAL_FILE, LOCK_FILE, LOCK_WAIT_ENV, recoverOutput } from '../../src/render/write';
 import { HAS_SCHEMAS, readTreeFiles, ROOT } from '../helpers';
@@ -420,6 +421,36 @@ describe.skipIf(process.platform !== 'linux')('a fleet rendered on several threa
     expect(r.stderr).toMatch(/fleet-5: cannot render/);
     expect(readTreeFiles(dir)).toEqual(before);
     expect(leftovers(dir)).toEqual([]);
+  }, 300_000);
+
+  it('a tenant dropped from a cluster on a worker thread: refused without --allow-delete (exit 1, listed once), removed with it', () => {
+    const dir = path.join(work, 'threads-deletions');
+    expect(run(synthArgs(newFleet, dir), { [THREADS]: '1' }).status).toBe(0);
+    const before = readTreeFiles(dir);
+    // the last two clusters lose a tenant (either thread may take them: the deletions are found where the cluster is rendered)
+    const dropped = newFleet.map((f, i) => {
+      if (i < 4) return f;
+      const d = path.join(work, `threads-dropped-${i}.yaml`);
+      const text = readFileSync(f, 'utf8');
+      const tenants = parseYaml(text).tenants.filter((t: { name: string }) => t.name !== 'inference');
+      writeFileSync(d, stringifyYaml({ ...parseYaml(text), tenants }));
+      return d;
+    });
+    const trace = path.join(work, 'threads-deletions.trace');
+    const r = run(synthArgs(dropped, dir), { [THREADS]: '2', [FAULT_TRACE_ENV]: trace });
+    expect(r.status, r.stderr).toBe(1);
+    const steps = readFileSync(trace, 'utf8').trim().split('\n');
+    expect(steps.filter((s) => /^render:\d+@\d+$/.test(s)).length).toBeGreaterThan(0);
+    for (const name of NAMES.slice(4)) expect(r.stderr).toContain(`- ${name}: Namespace inference (tenants/namespace.inference.yaml)\n`);
+    for (const name of NAMES.slice(0, 4)) expect(r.stderr).not.toContain(`- ${name}:`);
+    expect(r.stderr.split('\n').filter((l) => l.includes(': Namespace inference ')).length).toBe(2);
+    expect(readTreeFiles(dir)).toEqual(before);
+    expect(leftovers(dir)).toEqual([]);
+    const allowed = run([...synthArgs(dropped, dir), '--allow-delete'], { [THREADS]: '2' });
+    expect(allowed.status, allowed.stderr).toBe(0);
+    expect(allowed.stderr).toContain(`- ${NAMES[5]}: Namespace inference (tenants/namespace.inference.yaml)`);
+    expect(existsSync(path.join(dir, NAMES[5], 'tenants', 'namespace.inference.yaml'))).toBe(false);
+    expect(existsSync(path.join(dir, NAMES[0], 'tenants', 'namespace.inference.yaml'))).toBe(true);
   }, 300_000);
 
   it('killed anywhere, the fleet is all old or all new after recovery', () => {
