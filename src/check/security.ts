@@ -15,17 +15,29 @@ export function unpinnedImage(image: string): string | undefined {
 
 type Json = Record<string, unknown>;
 
-/** `{ image, version }` and `{ repository, tag }` pairs in operator resources and Helm values. */
-function versionPairs(node: unknown, path: string, out: { path: string; version: string }[]): void {
+/**
+ * `{ image, version }` and `{ repository, tag }` pairs in operator resources and Helm values. The path of
+ * a node is a list of segments, joined only for a pair found (most objects hold none).
+ */
+function versionPairs(node: unknown, path: (string | number)[], out: { path: string; version: string }[]): void {
   if (Array.isArray(node)) {
-    node.forEach((v, i) => versionPairs(v, `${path}[${i}]`, out));
+    node.forEach((v, i) => {
+      path.push(i);
+      versionPairs(v, path, out);
+      path.pop();
+    });
     return;
   }
   if (typeof node !== 'object' || node === null) return;
   const o = node as Json;
-  if (typeof o.image === 'string' && typeof o.version === 'string') out.push({ path: `${path}.version`, version: o.version });
-  if (typeof o.repository === 'string' && typeof o.tag === 'string') out.push({ path: `${path}.tag`, version: o.tag });
-  for (const [k, v] of Object.entries(o)) versionPairs(v, path ? `${path}.${k}` : k, out);
+  const at = (key: string) => path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? p : `.${p}`)).join('') + `.${key}`;
+  if (typeof o.image === 'string' && typeof o.version === 'string') out.push({ path: at('version'), version: o.version });
+  if (typeof o.repository === 'string' && typeof o.tag === 'string') out.push({ path: at('tag'), version: o.tag });
+  for (const k in o) {
+    path.push(k);
+    versionPairs(o[k], path, out);
+    path.pop();
+  }
 }
 
 const noPrivileged: Rule = {
@@ -61,7 +73,7 @@ const pinnedImages: Rule = {
         }
       }
       const pairs: { path: string; version: string }[] = [];
-      versionPairs(m.spec ?? {}, 'spec', pairs);
+      versionPairs(m.spec ?? {}, ['spec'], pairs);
       for (const p of pairs) {
         if (p.version === '' || p.version === 'latest') out.push({ message: `${p.path}: "${p.version}" is not a pinned version`, objects: [m] });
       }

@@ -47,12 +47,13 @@ const resourceOf = (kind: string) => `${kind.toLowerCase()}s`;
  * namespace has a LocalQueue "default"); a queued job is suspended, a queued pod gated.
  */
 function kueueMutated(o: Json, defaulted: string | undefined): Json {
-  const out = structuredClone(o);
+  // a copy of what changes only (the policies read the object, never write it)
+  const out = { ...o };
   if (defaulted !== undefined && !out.metadata?.labels?.[LABELS.queueName]) {
     out.metadata = { ...(out.metadata ?? {}), labels: { ...(out.metadata?.labels ?? {}), [LABELS.queueName]: defaulted } };
   }
   if (!out.metadata?.labels?.[LABELS.queueName]) return out;
-  if (out.kind === 'Pod') out.spec.schedulingGates = [...(out.spec.schedulingGates ?? []), { name: KUEUE_POD.admissionGate }];
+  if (out.kind === 'Pod') out.spec = { ...out.spec, schedulingGates: [...(out.spec.schedulingGates ?? []), { name: KUEUE_POD.admissionGate }] };
   else if (out.apiVersion === 'batch/v1') out.spec = { ...out.spec, suspend: true };
   else out.spec = { ...out.spec, runPolicy: { ...(out.spec.runPolicy ?? {}), suspend: true } };
   return out;

@@ -29,9 +29,20 @@ export function isBuiltInGroup(group: string): boolean {
   return !group.includes('.') || group.endsWith('.k8s.io');
 }
 
-/** Size of an object as kubectl would store it in the last-applied annotation (compact JSON, UTF-8). */
+const sizes = new WeakMap<Manifest, number>();
+
+/**
+ * Size of an object as kubectl would store it in the last-applied annotation (compact JSON, UTF-8).
+ * Remembered per object: the gitops plan and the applied-size rule ask about the same rendered objects,
+ * which are not changed once rendered.
+ */
 export function appliedSize(m: Manifest): number {
-  return Buffer.byteLength(JSON.stringify(m), 'utf8');
+  let size = sizes.get(m);
+  if (size === undefined) {
+    size = Buffer.byteLength(JSON.stringify(m), 'utf8');
+    sizes.set(m, size);
+  }
+  return size;
 }
 
 /** Parses the `gpu-cluster.dev/provides` annotation: `group/Kind` entries, `group/*` for a whole group. */
