@@ -78,16 +78,34 @@ export function strictSchema(node: unknown): unknown {
   return out;
 }
 
-/** Removes null values (the API server prunes them for non-nullable fields) and undefined. */
+/**
+ * Removes null values (the API server prunes them for non-nullable fields) and undefined. Copies only
+ * what changes: a value without any is returned as it is (most rendered objects have none).
+ */
 export function pruneNulls<T>(value: T): T {
-  if (Array.isArray(value)) return value.map(pruneNulls) as T;
-  if (value === null || typeof value !== 'object') return value;
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
-    if (v === null || v === undefined) continue;
-    out[k] = pruneNulls(v);
+  if (Array.isArray(value)) {
+    let out: unknown[] | undefined;
+    for (let i = 0; i < value.length; i++) {
+      const p = pruneNulls(value[i]);
+      if (out === undefined && p !== value[i]) out = value.slice(0, i);
+      out?.push(p);
+    }
+    return (out ?? value) as T;
   }
-  return out as T;
+  if (value === null || typeof value !== 'object') return value;
+  const o = value as Record<string, unknown>;
+  let out: Record<string, unknown> | undefined;
+  const keys = Object.keys(o);
+  for (let i = 0; i < keys.length; i++) {
+    const v = o[keys[i]];
+    const p = v === null || v === undefined ? undefined : pruneNulls(v);
+    if (out === undefined && p !== v) {
+      out = {};
+      for (let j = 0; j < i; j++) out[keys[j]] = o[keys[j]];
+    }
+    if (out !== undefined && p !== undefined) out[keys[i]] = p;
+  }
+  return (out ?? value) as T;
 }
 
 /** Keys whose values are subschemas (or lists/maps of subschemas) rather than data. */
