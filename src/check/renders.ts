@@ -7,7 +7,7 @@ import { EngineOptions, resolveEngines } from '../engines';
 import { apiGroup, Manifest } from '../render/manifest';
 import { GPU_OPERATOR_CHART, NETWORK_OPERATOR_CHART, VendoredChart } from '../upstream/releases';
 import { ClusterRenders, renderApplications, RenderedSource } from '../upstream/render';
-import { defaultCacheDir } from '../validate/compiled-cache';
+import { defaultCacheDir } from '../cache/compiled-cache';
 
 export interface RenderOptions {
   /** The upstream installs folder (a missing one: charts and overlays are not rendered). */

@@ -1,10 +1,10 @@
 import { createRequire } from 'node:module';
 import type Ajv from 'ajv';
 import type { ErrorObject, ValidateFunction } from 'ajv';
-import { CachedValidator, CompiledCache, fileFingerprint, FORMATS_MODULE, resolveCacheDir } from './compiled-cache';
+import { CachedValidator, CompiledCache, fileFingerprint, FORMATS_MODULE, resolveCacheDir } from '../cache/compiled-cache';
 import { CORE_SCHEMA_ID, SchemaEntry, SchemaStore } from './schemas';
 import { pruneNulls, hoistSubschemas, strictSchema } from './strict-schema';
-import { moduleFolderDigest, packageDigest } from '../digests';
+import { moduleFolderDigest, packageDigest } from '../cache/digests';
 import { isDnsLabel, isDnsSubdomain, LABEL_NAME, LABEL_VALUE } from '../model/k8s-syntax';
 import { describeObject, Manifest, objectId } from '../render/manifest';
 
