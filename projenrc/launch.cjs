@@ -7,7 +7,7 @@
 //   node projenrc/launch.cjs --build             the same
 //
 // Plain JavaScript on purpose: it must run before anything is compiled. Whether the sources
-// changed is decided by their content (src/launcher/compile-record.ts, used from lib/ once it
+// changed is decided by their content (src/cache/compile-record.ts, used from lib/ once it
 // exists); on the fast path (nothing changed) it prints nothing and costs a few milliseconds. The
 // CLI's own exit code (0 ok, 1 failed, 2 bad input) is this process's exit code, also for the
 // commands that answer asynchronously (a live cluster read), and only the CLI prints: no
@@ -33,13 +33,13 @@ function requireFresh(file) {
 /** The compile record module of lib/, or undefined when lib/ has none that loads (a fresh clone). */
 function compileRecord(fresh) {
   try {
-    return (fresh ? requireFresh : require)(lib('launcher', 'compile-record.js'));
+    return (fresh ? requireFresh : require)(lib('cache', 'compile-record.js'));
   } catch {
     return undefined;
   }
 }
 
-/** The cache folder, as src/cache-dir.ts resolves it; undefined when caching is off. */
+/** The cache folder, as src/cache/cache-dir.ts resolves it; undefined when caching is off. */
 function cacheDir() {
   const setting = process.env[CACHE_ENV];
   if (setting && /^(off|0|false|no)$/i.test(setting)) return undefined;

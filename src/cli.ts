@@ -13,12 +13,12 @@ import { fsErrorText, inputErrorLines, isFsError, outputFormat, WriteFailed } fr
 import { INIT, runInit } from './init/command';
 import { descriptionJsonSchemaText, withDescriptionReference } from './model/json-schema';
 import { CLUSTERS_DIR, DEFAULT_OUT, SCHEMA_FILE } from './paths';
-import { InputError, synth, ValidationFailed } from './pipeline';
 import { PREFLIGHT, runPreflight } from './preflight/command';
 import { DeletionRefused, deletionLines } from './render/deletions';
+import { clusterScopes, readTree } from './render/tree';
 import { recoverAround } from './render/write';
+import { InputError, synth, ValidationFailed } from './synth/pipeline';
 import { SchemaDirectoryMissing, SchemaStore } from './validate/schemas';
-import { clusterScopes, readTree } from './validate/tree';
 import { ManifestValidator, ValidationIssue } from './validate/validator';
 
 export { EXIT } from './commands/io';

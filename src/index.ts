@@ -114,14 +114,15 @@ export type { FleetApplicationSetProps, FleetMember } from './components/gitops/
 export { renderFleet } from './components/gitops/fleet';
 
 // ---- the pipeline
-export { renderCluster } from './render/render';
-export type { RenderedCluster } from './render/render';
+export { renderCluster } from './synth/render';
+export type { RenderedCluster } from './render/manifest';
 export type { Manifest, RenderedFolder } from './render/manifest';
-export { clusterFiles } from './render/layout';
-export type { RenderedFile } from './render/layout';
+export { clusterFiles } from './synth/layout';
+export type { RenderedFile } from './render/folder-files';
 export { SchemaDirectoryMissing, SchemaStore } from './validate/schemas';
 export { ManifestValidator } from './validate/validator';
-export type { ValidationInput, ValidationIssue, ValidatorOptions } from './validate/validator';
+export type { ValidationIssue, ValidatorOptions } from './validate/validator';
+export type { ValidationInput } from './render/manifest';
 export { CheckFailed, checkCluster, checkClusterRendered, checkClusters, formatFinding, RULES } from './check/engine';
 export { renderClusterSources } from './check/renders';
 export type { RenderOptions } from './check/renders';
@@ -129,5 +130,5 @@ export { describeEngines, resolveEngines } from './engines';
 export type { Engine, EngineOptions, Engines } from './engines';
 export type { CheckOptions } from './check/engine';
 export type { Finding, Rule, Severity } from './check/rule';
-export { InputError, synth, validateClusters, ValidationFailed } from './pipeline';
-export type { SynthOptions, SynthResult, Timings } from './pipeline';
+export { InputError, synth, validateClusters, ValidationFailed } from './synth/pipeline';
+export type { SynthOptions, SynthResult, Timings } from './synth/pipeline';

@@ -4,8 +4,8 @@ import { parse } from 'yaml';
 import { DescriptionError, parseDescription } from '../src/model/load';
 import { buildModel, ClusterModel } from '../src/model/model';
 import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM, PROJECT_ROOT } from '../src/paths';
-import { Manifest } from '../src/render/manifest';
-import { renderCluster, RenderedCluster } from '../src/render/render';
+import { Manifest, RenderedCluster } from '../src/render/manifest';
+import { renderCluster } from '../src/synth/render';
 import { SchemaStore } from '../src/validate/schemas';
 import { ManifestValidator, ValidationIssue } from '../src/validate/validator';
 

@@ -1,5 +1,5 @@
 import { parse as parseYaml } from 'yaml';
-import { ClusterView, ScopeOf } from './rule';
+import { ClusterView, ScopeOf } from './cluster-view';
 import { ClusterModel } from '../model/model';
 import { apiGroup, Manifest } from '../render/manifest';
 import type { ClusterRenders, RenderedSource } from '../upstream/render';

@@ -1,6 +1,7 @@
 import { ADOPTION_RULES } from './adoption';
 import { APPLIED_SIZE_RULES } from './applied-size';
 import { ClusterIndex } from './cluster-index';
+import { ClusterView, ScopeOf } from './cluster-view';
 import { CRD_ORDER_RULES } from './crd-order';
 import { DATA_SAFETY_RULES } from './data-safety';
 import { DYNAMO_RULES } from './dynamo';
@@ -12,7 +13,7 @@ import { NETWORK_RULES } from './network';
 import { NODE_RESERVE_RULES } from './node-reserve';
 import { PLACEMENT_RULES } from './placement/rule';
 import { renderClusterSources, RenderOptions } from './renders';
-import { Finding, Rule, ClusterView, ScopeOf } from './rule';
+import { Finding, Rule } from './rule';
 import { SECURITY_RULES } from './security';
 import { SERVICE_RULES } from './services';
 import { STORAGE_RULES } from './storage';

@@ -1,4 +1,5 @@
 export * from './rule';
+export * from './cluster-view';
 export * from './cluster-index';
 export * from './engine';
 export * from './tree';

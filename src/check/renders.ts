@@ -2,12 +2,12 @@ import { existsSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { ClusterIndex } from './cluster-index';
 import { applicationSources, ARGO, renderedFolderOf } from './gitops';
-import { ClusterView, ScopeOf } from './rule';
+import { defaultCacheDir } from '../cache/compiled-cache';
 import { EngineOptions, resolveEngines } from '../engines';
+import { ClusterView, ScopeOf } from './cluster-view';
 import { apiGroup, Manifest } from '../render/manifest';
 import { GPU_OPERATOR_CHART, NETWORK_OPERATOR_CHART, VendoredChart } from '../upstream/releases';
 import { ClusterRenders, renderApplications, RenderedSource } from '../upstream/render';
-import { defaultCacheDir } from '../validate/compiled-cache';
 
 export interface RenderOptions {
   /** The upstream installs folder (a missing one: charts and overlays are not rendered). */

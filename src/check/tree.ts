@@ -1,10 +1,10 @@
 import { readdirSync, statSync } from 'node:fs';
 import * as path from 'node:path';
-import { ClusterView } from './rule';
+import { ClusterView } from './cluster-view';
 import { CLIENT_FILES_FOLDER } from '../render/client-files';
 import { Manifest } from '../render/manifest';
+import { manifestFiles, readManifests } from '../render/tree';
 import { isWriteArtifact } from '../render/write';
-import { manifestFiles, readManifests } from '../validate/tree';
 
 /** Subfolders of a rendered tree; the client files' folder (tutorials/) holds no objects and is left out. */
 function subdirs(dir: string): string[] {

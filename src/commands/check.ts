@@ -1,16 +1,16 @@
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { checkCluster, formatFinding, RULES } from '../check/engine';
-import { renderClusterSources } from '../check/renders';
-import { ScopeOf } from '../check/rule';
-import { readClusters } from '../check/tree';
-import { describeEngines, EngineError, LAYER_PACKAGE, MIN_VERSIONS, resolveEngines } from '../engines';
-import { CLUSTERS_DIR, DEFAULT_OUT, DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../paths';
-import { descriptionFiles, InputError, loadModels } from '../pipeline';
 import { consoleIo, EXIT, Io } from './io';
 import { CommandSpec, commandHelp, OPTIONS, OptionTable, upstreamDir } from './options';
+import { ScopeOf } from '../check/cluster-view';
+import { checkCluster, formatFinding, RULES } from '../check/engine';
+import { renderClusterSources } from '../check/renders';
+import { readClusters } from '../check/tree';
+import { describeEngines, EngineError, LAYER_PACKAGE, MIN_VERSIONS, resolveEngines } from '../engines';
 import { outputFormat } from '../errors';
+import { CLUSTERS_DIR, DEFAULT_OUT, DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../paths';
 import { recoverAround } from '../render/write';
+import { descriptionFiles, InputError, loadModels } from '../synth/pipeline';
 import { SchemaStore } from '../validate/schemas';
 
 /** Scope look-up from the schema directories; without an explicit --schemas, only when the default exists. */

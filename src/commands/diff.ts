@@ -3,14 +3,14 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { CLUSTERS_DIR, DEFAULT_OUT } from '../paths';
-import { outputRoot, synth } from '../pipeline';
 import { consoleIo, EXIT, Io } from './io';
 import { CommandSpec, commandHelp, OptionTable, RENDER_OPTIONS, renderInputs } from './options';
 import { outputFormat } from '../errors';
 import { clusterOf, deletionLines, objectKey, outputEntries, readTreeObjects, TreeObject } from '../render/deletions';
 import { describeObject } from '../render/manifest';
+import { isObjectPath } from '../render/tree';
 import { isWriteArtifact, recoverOutput } from '../render/write';
-import { isObjectPath } from '../validate/tree';
+import { outputRoot, synth } from '../synth/pipeline';
 
 export type { TreeObject } from '../render/deletions';
 

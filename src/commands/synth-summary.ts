@@ -1,6 +1,6 @@
 import * as path from 'node:path';
 import { FLEET_FOLDER } from '../components/gitops/plan';
-import type { ClusterSummary, SynthResult } from '../pipeline';
+import type { ClusterSummary, SynthResult } from '../synth/pipeline';
 
 /** Up to this many clusters the summary names each one; beyond, one line counts them. */
 export const LISTED_CLUSTERS = 10;

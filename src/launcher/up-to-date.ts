@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import type { BigIntStats, Dirent, Stats } from 'node:fs';
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
-import { defaultCacheDir } from '../cache-dir';
-import { fileDigest, observeDigests, sha256 } from '../digests';
+import { defaultCacheDir } from '../cache/cache-dir';
+import { fileDigest, observeDigests, sha256 } from '../cache/digests';
 import { isInside } from '../files';
 import { DEFAULT_OUT, PROJECT_ROOT } from '../paths';
 import { FAULT_ENV } from '../render/fault';
@@ -24,7 +24,7 @@ const workerThreads = requireHere('node:worker_threads') as typeof import('node:
  * probed existed, every environment variable it looked at; then Node's version, the arguments,
  * the working folder, package-lock.json (and npm's record of what is installed), and the SHA-256
  * of every file it left in dist/. The next plain synth checks all of it (the digests are
- * remembered by inode and ctime, see src/digests.ts) and, when nothing differs and dist/ holds
+ * remembered by inode and ctime, see src/cache/digests.ts) and, when nothing differs and dist/ holds
  * exactly those files, prints the recorded warnings and summary instead of rendering: a render
  * would write the same bytes. A run that did what cannot be checked this way (started a process
  * such as a TypeScript description's sandbox, read a file asynchronously) is not recorded.

@@ -8,8 +8,8 @@ import { consoleIo, EXIT, Io } from '../commands/io';
 import { CommandSpec, commandHelp, OPTIONS, OptionTable } from '../commands/options';
 import { InputError, outputFormat } from '../errors';
 import { INPUT_LIMITS } from '../input/limits';
-import { loadModels, renderModel } from '../pipeline';
 import { Manifest } from '../render/manifest';
+import { loadModels, renderModel } from '../synth/pipeline';
 
 /** Options of the commands that read a cluster (`preflight`, `init`). */
 export const CLUSTER_SOURCE_OPTIONS = {

@@ -9,7 +9,7 @@ import { ClusterState } from './state';
 import { TAKEOVER_RULES } from './takeover';
 import { get } from './util';
 import { printable } from '../errors';
-import { RenderedCluster } from '../render/render';
+import { RenderedCluster } from '../render/manifest';
 
 /** Every preflight rule, by family. */
 export const PREFLIGHT_RULES: readonly PreflightRule[] = [

@@ -1,10 +1,10 @@
 import { existsSync, lstatSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
-import type { RenderedFile } from './layout';
 import { describeObject, Manifest, manifestFileName, objectId, RenderedFolder } from './manifest';
 import { isWriteArtifact } from './write';
 import { InputError } from '../errors';
-import { manifestFiles, readManifests } from '../validate/tree';
+import { RenderedFile } from './folder-files';
+import { manifestFiles, readManifests } from './tree';
 
 /**
  * Objects that leave the rendered output. Argo CD prunes what leaves dist/ (and deletes what an

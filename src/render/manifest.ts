@@ -1,3 +1,6 @@
+import { ClientFile } from './client-files';
+import { ClusterModel } from '../model/model';
+
 /** A rendered Kubernetes object, as plain JSON. */
 export interface Manifest {
   readonly apiVersion: string;
@@ -73,4 +76,19 @@ export interface RenderedFolder {
   readonly folder: string;
   readonly description: string;
   readonly objects: readonly Manifest[];
+}
+
+/** One cluster, rendered in memory. */
+export interface RenderedCluster {
+  readonly name: string;
+  readonly model: ClusterModel;
+  readonly folders: readonly RenderedFolder[];
+  /** Files for the user's machine under dist/<cluster>/tutorials/, sorted by path (absent: none). */
+  readonly clientFiles?: readonly ClientFile[];
+}
+
+/** An object to validate, with where it came from. */
+export interface ValidationInput {
+  readonly manifest: Manifest;
+  readonly source?: string;
 }

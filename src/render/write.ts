@@ -2,10 +2,10 @@ import { closeSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, read
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { faultPoint } from './fault';
-import type { RenderedFile } from './layout';
 import { BOOKKEEPING_PREFIX, LOCK_FILE, LockOptions, lockIsHeld, OutputLock, pidIsGone } from './lock';
 import { fsErrorText, InputError, isFsError, WriteFailed } from '../errors';
 import { makeDirs, readTextIfPresent, syncDir } from '../files';
+import { RenderedFile } from './folder-files';
 
 export { BOOKKEEPING_PREFIX, LOCK_FILE, LOCK_WAIT_ENV } from './lock';
 

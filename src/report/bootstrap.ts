@@ -3,8 +3,7 @@ import { code } from './markdown';
 import { ClusterIndex } from '../check/cluster-index';
 import { FLEET_FOLDER, GITOPS_FOLDER, rootApplicationOf } from '../components/gitops/plan';
 import { LABELS } from '../model/names';
-import { manifestFileName } from '../render/manifest';
-import { RenderedCluster } from '../render/render';
+import { manifestFileName, RenderedCluster } from '../render/manifest';
 
 /**
  * How the cluster comes under Argo CD: on its own (the gitops folder's kustomization: the AppProject, the

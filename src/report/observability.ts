@@ -1,7 +1,6 @@
 import { code, table } from './markdown';
 import { ClusterIndex } from '../check/cluster-index';
-import { manifestFileName } from '../render/manifest';
-import { RenderedCluster } from '../render/render';
+import { manifestFileName, RenderedCluster } from '../render/manifest';
 
 interface AlertRule {
   readonly alert?: string;

@@ -2,8 +2,7 @@ import { code, table } from './markdown';
 import { ClusterIndex } from '../check/cluster-index';
 import { policiesRefusing } from '../check/tenancy';
 import { KUEUE_DEFAULT_LOCAL_QUEUE, LABELS, RESOURCES } from '../model/names';
-import { Manifest } from '../render/manifest';
-import { RenderedCluster } from '../render/render';
+import { Manifest, RenderedCluster } from '../render/manifest';
 
 const clusterQueueOf = (lq: Manifest) => (lq.spec as { clusterQueue?: string } | undefined)?.clusterQueue ?? '';
 

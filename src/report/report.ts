@@ -10,8 +10,7 @@ import { ClusterIndex } from '../check/cluster-index';
 import { ClusterDescription } from '../model/description';
 import { LABELS, RESOURCES } from '../model/names';
 import { formatBytes } from '../model/quantity';
-import { Manifest } from '../render/manifest';
-import { RenderedCluster } from '../render/render';
+import { Manifest, RenderedCluster } from '../render/manifest';
 
 /** File name of the report inside `dist/<cluster>/`. */
 export const REPORT_FILE = 'README.md';

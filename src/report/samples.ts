@@ -3,8 +3,7 @@ import { ClusterIndex, requestedCount } from '../check/cluster-index';
 import { queueLabels } from '../check/kueue';
 import { mpiJobShape } from '../check/mpi';
 import { LABELS, NODE_NAME_PLACEHOLDER, RESOURCES } from '../model/names';
-import { Manifest, manifestFileName } from '../render/manifest';
-import { RenderedCluster } from '../render/render';
+import { Manifest, manifestFileName, RenderedCluster } from '../render/manifest';
 
 /** Labels the Training Operator puts on a PyTorchJob's pods (kubeflow/common JobNameLabel, JobRoleLabel). */
 const TRAINING_JOB_NAME = 'training.kubeflow.org/job-name';

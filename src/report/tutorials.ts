@@ -1,16 +1,15 @@
 import { code, table } from './markdown';
 import { ClusterIndex } from '../check/cluster-index';
 import { DYNAMO_FOLDER, dynamoTarget } from '../components/dynamo/chart';
+import { gpuPodResources } from '../components/gpu-workload';
 import { kueueManagedNamespaces, kueuePodIntegrationRequirements } from '../components/kueue/manager-config';
-import { gpuPodResources } from '../components/samples/gpu-workload';
 import {
   skypilotAccelerator, skypilotContext, skypilotTaskNodes, SKYPILOT_FOLDER, SKYPILOT_IDENTITY, SKYPILOT_WORKLOAD_IDENTITY,
 } from '../components/skypilot/client-files';
 import { NAMESPACES, RESOURCES } from '../model/names';
 import { formatBytes, parseQuantity } from '../model/quantity';
 import { CLIENT_FILES_FOLDER } from '../render/client-files';
-import { Manifest, manifestFileName } from '../render/manifest';
-import { RenderedCluster } from '../render/render';
+import { Manifest, manifestFileName, RenderedCluster } from '../render/manifest';
 
 /** Resource totals of a set of pods, in integer units. */
 interface Totals {

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { digestOf } from './tree';
-import { moduleFolderDigest, packageDigest } from '../digests';
+import { moduleFolderDigest, packageDigest } from '../cache/digests';
 import { makeDirs } from '../files';
 import { Manifest } from '../render/manifest';
 

@@ -1,8 +1,8 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
-import { CompiledCache, fileFingerprint, resolveCacheDir } from './compiled-cache';
-import { moduleFolderDigest, packageDigest } from '../digests';
+import { CompiledCache, fileFingerprint, resolveCacheDir } from '../cache/compiled-cache';
+import { moduleFolderDigest, packageDigest } from '../cache/digests';
 import { InputError } from '../errors';
 import { VERSIONS } from '../versions';
 

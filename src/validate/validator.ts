@@ -1,12 +1,12 @@
 import { createRequire } from 'node:module';
 import type Ajv from 'ajv';
 import type { ErrorObject, ValidateFunction } from 'ajv';
-import { CachedValidator, CompiledCache, fileFingerprint, FORMATS_MODULE, resolveCacheDir } from './compiled-cache';
 import { CORE_SCHEMA_ID, SchemaEntry, SchemaStore } from './schemas';
 import { pruneNulls, hoistSubschemas, strictSchema } from './strict-schema';
-import { moduleFolderDigest, packageDigest } from '../digests';
+import { CachedValidator, CompiledCache, fileFingerprint, FORMATS_MODULE, resolveCacheDir } from '../cache/compiled-cache';
+import { moduleFolderDigest, packageDigest } from '../cache/digests';
 import { isDnsLabel, isDnsSubdomain, LABEL_NAME, LABEL_VALUE } from '../model/k8s-syntax';
-import { describeObject, Manifest, objectId } from '../render/manifest';
+import { describeObject, Manifest, objectId, ValidationInput } from '../render/manifest';
 
 /** One finding of the schema validation. */
 export interface ValidationIssue {
@@ -35,12 +35,6 @@ export interface ValidatorOptions {
    * @default $GPU_CLUSTER_MANIFESTS_CACHE, else node_modules/.cache/gpu-cluster-manifests/ of the project
    */
   readonly cacheDir?: string | false;
-}
-
-/** An object to validate, with where it came from. */
-export interface ValidationInput {
-  readonly manifest: Manifest;
-  readonly source?: string;
 }
 
 const OBJECT_META = `${CORE_SCHEMA_ID}#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta`;

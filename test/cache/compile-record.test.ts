@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, utimesSync, writeFile
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { compileState, currentSources, recordCompilation, removeOrphanedOutputs } from '../../src/launcher/compile-record';
+import { compileState, currentSources, recordCompilation, removeOrphanedOutputs } from '../../src/cache/compile-record';
 
 // The launcher's record of what it compiled (test/cli/stale-caches.test.ts runs the real compiler
 // end to end; these are the decisions on their own, in a project of a few files).

@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, readFileSync, statSync, symlinkSync, utimesSync
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DigestMemo, listTree, sha256, SETTLED_MS } from '../../src/digests';
+import { DigestMemo, listTree, sha256, SETTLED_MS } from '../../src/cache/digests';
 
 // Every cache is keyed by the SHA-256 of what it was derived from. Hashing is remembered across
 // processes by (device, inode, size, mtime, ctime): an edit that keeps the size and puts the mtime

@@ -6,8 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkClusterRendered, ClusterView, readClusters } from '../../src/check';
 import { EXIT, main } from '../../src/cli';
 import { CLUSTERS_DIR, DEFAULT_UPSTREAM } from '../../src/paths';
-import { loadModels } from '../../src/pipeline';
 import { Manifest } from '../../src/render/manifest';
+import { loadModels } from '../../src/synth/pipeline';
 import { HAS_SCHEMAS, HAS_UPSTREAM, ROOT } from '../helpers';
 
 /** The reference description, the training cluster, and every node tainted with every add-on managed. */

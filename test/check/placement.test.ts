@@ -9,7 +9,7 @@ import { loadDescription } from '../../src/model/load';
 import { buildModel, ClusterModel } from '../../src/model/model';
 import { DEFAULT_UPSTREAM, PROJECT_ROOT } from '../../src/paths';
 import { Manifest } from '../../src/render/manifest';
-import { renderCluster } from '../../src/render/render';
+import { renderCluster } from '../../src/synth/render';
 import { modelOf } from '../helpers';
 
 /** The vendored upstream installs; the tests that read them are skipped (and reported so) without them. */

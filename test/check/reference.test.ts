@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkCluster, readClusters, RULES } from '../../src/check';
 import { EXIT, main } from '../../src/cli';
 import { CLUSTERS_DIR } from '../../src/paths';
-import { descriptionFiles, loadModels, renderModel } from '../../src/pipeline';
+import { descriptionFiles, loadModels, renderModel } from '../../src/synth/pipeline';
 import { HAS_SCHEMAS, REFERENCE_FILE, renderOf, validator } from '../helpers';
 
 function capture() {

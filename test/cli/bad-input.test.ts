@@ -5,7 +5,7 @@ import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { EXIT, main } from '../../src/cli';
 import { DEFAULT_SCHEMAS } from '../../src/paths';
-import { CACHE_ENV } from '../../src/validate/compiled-cache';
+import { CACHE_ENV } from '../../src/cache/compiled-cache';
 import { HAS_SCHEMAS, readTreeFiles, REFERENCE_FILE } from '../helpers';
 
 /*

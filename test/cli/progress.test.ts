@@ -6,7 +6,7 @@ import { main } from '../../src/cli';
 import { Progress, ProgressOptions, ProgressSink } from '../../src/commands/progress';
 import { LISTED_CLUSTERS, synthSummary } from '../../src/commands/synth-summary';
 import { CLUSTERS_DIR } from '../../src/paths';
-import { ClusterSummary, SynthResult } from '../../src/pipeline';
+import { ClusterSummary, SynthResult } from '../../src/synth/pipeline';
 import { REFERENCE_FILE } from '../helpers';
 
 /** A progress sink that records what is written, on a clock the test moves. */
@@ -84,6 +84,7 @@ describe('the synth summary', () => {
       files: n * 25 + 3,
       warnings: [],
       findings: [],
+      deleted: [],
       out: path.resolve('dist'),
       written: [path.resolve('dist')],
       changed: [...clusters.map((c) => c.name).slice(0, n - 1), 'fleet', 'gone-cluster'],

@@ -3,7 +3,7 @@ import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SETTLED_MS } from '../../src/digests';
+import { SETTLED_MS } from '../../src/cache/digests';
 import { HAS_SCHEMAS, HAS_UPSTREAM, ROOT, SHARED } from '../helpers';
 
 // Every cache is keyed by content: an input edited in place with its size and mtime kept (as

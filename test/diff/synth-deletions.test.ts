@@ -5,8 +5,8 @@ import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { EXIT, main } from '../../src/cli';
-import { synth } from '../../src/pipeline';
 import { DeletionRefused, readTreeObjects } from '../../src/render/deletions';
+import { synth } from '../../src/synth/pipeline';
 import { referenceInput, readTreeFiles, ROOT } from '../helpers';
 
 // Argo CD prunes what leaves dist/: a dropped tenant takes its Namespace, and everything in it, with it.

@@ -5,8 +5,8 @@ import { adoptionAnnotations, refersTo } from '../../src/model/adoption';
 import { mergeSyncOptions, missingDataSyncOptions } from '../../src/model/data-safety';
 import { loadDescription } from '../../src/model/load';
 import { buildModel } from '../../src/model/model';
-import { clusterFiles } from '../../src/render/layout';
-import { renderCluster } from '../../src/render/render';
+import { clusterFiles } from '../../src/synth/layout';
+import { renderCluster } from '../../src/synth/render';
 import { renderOf, ROOT } from '../helpers';
 
 const ADOPTED = { 'gpu-cluster.dev/adopted': 'true', 'argocd.argoproj.io/sync-options': 'Prune=false,Delete=false' };

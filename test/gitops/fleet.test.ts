@@ -8,9 +8,9 @@ import { fleetFiles, renderFleet } from '../../src/components/gitops/fleet';
 import { loadDescription } from '../../src/model/load';
 import { buildModel } from '../../src/model/model';
 import { DEFAULT_SCHEMAS } from '../../src/paths';
-import { descriptionFiles, InputError, renderFleetOf, synth } from '../../src/pipeline';
-import { clusterFiles } from '../../src/render/layout';
-import { renderCluster } from '../../src/render/render';
+import { clusterFiles } from '../../src/synth/layout';
+import { descriptionFiles, InputError, renderFleetOf, synth } from '../../src/synth/pipeline';
+import { renderCluster } from '../../src/synth/render';
 import { findObject, HAS_SCHEMAS, modelOf, ROOT, validator } from '../helpers';
 
 const CLUSTERS_DIR = path.join(ROOT, 'src', 'clusters');

@@ -5,8 +5,8 @@ import { parse } from 'yaml';
 import { kueueHelmValues, kueueManagerConfig } from '../../src/components/kueue/manager-config';
 import { parseDescription } from '../../src/model/load';
 import { buildModel } from '../../src/model/model';
-import { Manifest } from '../../src/render/manifest';
-import { renderCluster, RenderedCluster } from '../../src/render/render';
+import { Manifest, RenderedCluster } from '../../src/render/manifest';
+import { renderCluster } from '../../src/synth/render';
 import { findObject, folderObjects, HAS_SCHEMAS, modelOf, renderOf, ROOT, schemaErrors } from '../helpers';
 
 const TRAINING_FILE = path.join(ROOT, 'src', 'clusters', 'training-cluster.yaml');

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { gpuPodSize } from '../../src/components/samples/gpu-workload';
+import { gpuPodSize } from '../../src/components/gpu-workload';
 import { CPU_WORKER_RESERVE, GPU_WORKER_RESERVE } from '../../src/model/description';
 import { proportionalShare, QueueQuota, queueQuotas, QuotaTotals } from '../../src/model/model';
 import { formatBytes, parseQuantity } from '../../src/model/quantity';

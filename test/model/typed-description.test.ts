@@ -7,9 +7,9 @@ import { defineCluster } from '../../src/model/define';
 import { ClusterDescriptionInput } from '../../src/model/description';
 import { DescriptionError, loadDescription, parseDescription } from '../../src/model/load';
 import { buildModel } from '../../src/model/model';
-import { descriptionFiles } from '../../src/pipeline';
-import { clusterFiles } from '../../src/render/layout';
-import { renderCluster } from '../../src/render/render';
+import { clusterFiles } from '../../src/synth/layout';
+import { descriptionFiles } from '../../src/synth/pipeline';
+import { renderCluster } from '../../src/synth/render';
 import { ROOT } from '../helpers';
 
 // TypeScript descriptions (`export default defineCluster({...})`): type-checked at compile time

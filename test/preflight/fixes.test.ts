@@ -8,7 +8,7 @@ import { preflight } from '../../src/preflight/engine';
 import { PreflightFinding } from '../../src/preflight/rule';
 import { readSnapshot } from '../../src/preflight/snapshot';
 import { ClusterState } from '../../src/preflight/state';
-import { renderCluster } from '../../src/render/render';
+import { renderCluster } from '../../src/synth/render';
 import { Edit, referenceInput, serviceMonitorCrd } from '../helpers';
 
 /*

@@ -10,8 +10,7 @@ import { kueueFramework } from '../../src/preflight/foreign-config';
 import { PreflightFinding } from '../../src/preflight/rule';
 import { parseSnapshot, readSnapshot } from '../../src/preflight/snapshot';
 import { ClusterState } from '../../src/preflight/state';
-import { Manifest } from '../../src/render/manifest';
-import { RenderedCluster } from '../../src/render/render';
+import { Manifest, RenderedCluster } from '../../src/render/manifest';
 import { REFERENCE_FILE, renderOf, Edit, serviceMonitorCrd } from '../helpers';
 
 const FIXTURES = path.join(__dirname, 'fixtures');

@@ -7,8 +7,8 @@ import { fleetFiles } from '../../src/components/gitops/fleet';
 import { parseDescription } from '../../src/model/load';
 import { buildModel } from '../../src/model/model';
 import { CLUSTERS_DIR, DEFAULT_OUT, DEFAULT_SCHEMAS } from '../../src/paths';
-import { checkTargets, descriptionFiles, InputError, loadModels, renderFiles, renderFleetOf, renderModel, synth, ValidationFailed } from '../../src/pipeline';
 import { writeTreeAtomically } from '../../src/render/write';
+import { checkTargets, descriptionFiles, InputError, loadModels, renderFiles, renderFleetOf, renderModel, synth, ValidationFailed } from '../../src/synth/pipeline';
 import { HAS_SCHEMAS, readTreeFiles, REFERENCE_FILE, validator } from '../helpers';
 
 

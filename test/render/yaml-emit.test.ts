@@ -4,9 +4,9 @@ import { describe, expect, it } from 'vitest';
 import { parseAllDocuments, stringify } from 'yaml';
 import { fleetFiles } from '../../src/components/gitops/fleet';
 import { CLUSTERS_DIR } from '../../src/paths';
-import { descriptionFiles, loadModels, renderFleetOf, renderModel } from '../../src/pipeline';
 import { OPTIONS } from '../../src/render/yaml';
 import { emitYaml } from '../../src/render/yaml-emit';
+import { descriptionFiles, loadModels, renderFleetOf, renderModel } from '../../src/synth/pipeline';
 import { seededRandom } from '../helpers';
 import { SAMPLES } from '../validate-cache/corpus';
 

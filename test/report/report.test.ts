@@ -3,9 +3,9 @@
 import { describe, expect, it } from 'vitest';
 import { nominalQuota } from '../../src/check';
 import { RESOURCES } from '../../src/model/names';
-import { clusterFiles } from '../../src/render/layout';
 import { Flowchart, label, nodeId } from '../../src/report/mermaid';
 import { clusterReport, REPORT_FILE } from '../../src/report/report';
+import { clusterFiles } from '../../src/synth/layout';
 import { folderObjects, renderOf } from '../helpers';
 
 function mermaidBlocks(markdown: string): string[] {

@@ -5,7 +5,7 @@ import { loadDescription } from '../../src/model/load';
 import { buildModel, ClusterModel } from '../../src/model/model';
 import { parseQuantity } from '../../src/model/quantity';
 import { Manifest } from '../../src/render/manifest';
-import { renderCluster } from '../../src/render/render';
+import { renderCluster } from '../../src/synth/render';
 import { modelOf, ROOT } from '../helpers';
 
 /**

@@ -10,9 +10,9 @@ import { gpuProductFacts } from '../../src/model/gpu-products';
 import { DescriptionError, loadDescription } from '../../src/model/load';
 import { buildModel, ClusterModel } from '../../src/model/model';
 import { NODE_NAME_PLACEHOLDER } from '../../src/model/names';
-import { Manifest } from '../../src/render/manifest';
-import { renderCluster, RenderedCluster } from '../../src/render/render';
+import { Manifest, RenderedCluster } from '../../src/render/manifest';
 import { toYaml } from '../../src/render/yaml';
+import { renderCluster } from '../../src/synth/render';
 import { findObject, HAS_SCHEMAS, modelOf, ROOT, schemaErrors } from '../helpers';
 
 type Edit = Parameters<typeof modelOf>[0];

@@ -1,6 +1,5 @@
 import { parse } from 'yaml';
-import { Manifest } from '../../src/render/manifest';
-import { RenderedCluster } from '../../src/render/render';
+import { Manifest, RenderedCluster } from '../../src/render/manifest';
 
 /**
  * The pods SkyPilot creates for the rendered tutorial task in one namespace, built the way SkyPilot

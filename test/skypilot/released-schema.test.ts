@@ -6,7 +6,8 @@ import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { loadDescription } from '../../src/model/load';
 import { buildModel } from '../../src/model/model';
-import { renderCluster, RenderedCluster } from '../../src/render/render';
+import { RenderedCluster } from '../../src/render/manifest';
+import { renderCluster } from '../../src/synth/render';
 import { renderOf, ROOT, SHARED } from '../helpers';
 
 /**

@@ -8,10 +8,9 @@ import { skypilotPodGroup } from './pod-shape';
 import { checkCluster } from '../../src/check/engine';
 import { readClusterFolder } from '../../src/check/tree';
 import { diffTrees } from '../../src/commands/diff';
-import { clusterFiles } from '../../src/render/layout';
-import { Manifest } from '../../src/render/manifest';
-import { RenderedCluster } from '../../src/render/render';
-import { manifestFiles } from '../../src/validate/tree';
+import { Manifest, RenderedCluster } from '../../src/render/manifest';
+import { manifestFiles } from '../../src/render/tree';
+import { clusterFiles } from '../../src/synth/layout';
 import { Edit, findObject, folderObjects, renderOf } from '../helpers';
 
 const clientFile = (c: RenderedCluster, p: string): any => {

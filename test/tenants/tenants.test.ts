@@ -4,8 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { parseDescription } from '../../src/model/load';
 import { buildModel } from '../../src/model/model';
-import { Manifest } from '../../src/render/manifest';
-import { renderCluster, RenderedCluster } from '../../src/render/render';
+import { Manifest, RenderedCluster } from '../../src/render/manifest';
+import { renderCluster } from '../../src/synth/render';
 import { findObject, folderObjects, HAS_SCHEMAS, renderOf, ROOT, schemaErrors } from '../helpers';
 
 const renderTraining = () => renderCluster(buildModel(parseDescription(parse(readFileSync(path.join(ROOT, 'src', 'clusters', 'training-cluster.yaml'), 'utf8')))));

@@ -8,7 +8,7 @@ import { parseDescription } from '../../src/model/load';
 import { ClusterModel } from '../../src/model/model';
 import { DEFAULT_UPSTREAM } from '../../src/paths';
 import { apiGroup, Manifest } from '../../src/render/manifest';
-import { renderCluster } from '../../src/render/render';
+import { renderCluster } from '../../src/synth/render';
 import { ClusterRenders, footprintOf, imageObjects, imageRefsOf, RenderedSource } from '../../src/upstream';
 import { VERSIONS } from '../../src/versions';
 import { HAS_UPSTREAM, modelOf, referenceInput } from '../helpers';

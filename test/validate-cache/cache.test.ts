@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { mutants, sampleObjects } from './corpus';
 import { DEFAULT_SCHEMAS } from '../../src/paths';
 import { Manifest } from '../../src/render/manifest';
-import { CompiledCache } from '../../src/validate/compiled-cache';
+import { CompiledCache } from '../../src/cache/compiled-cache';
 import { SchemaStore } from '../../src/validate/schemas';
 import { ManifestValidator, ValidationIssue } from '../../src/validate/validator';
 import { HAS_SCHEMAS } from '../helpers';

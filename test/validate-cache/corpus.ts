@@ -1,6 +1,6 @@
 import * as path from 'node:path';
 import { Manifest } from '../../src/render/manifest';
-import { manifestFiles, readManifests } from '../../src/validate/tree';
+import { manifestFiles, readManifests } from '../../src/render/tree';
 import { SHARED } from '../helpers';
 
 export const SAMPLES = path.join(SHARED, 'upstream-samples');

@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Manifest } from '../../src/render/manifest';
+import { manifestFiles, readTree } from '../../src/render/tree';
 import { SchemaDirectoryMissing, SchemaStore } from '../../src/validate/schemas';
-import { manifestFiles, readTree } from '../../src/validate/tree';
 import { ManifestValidator } from '../../src/validate/validator';
 import { HAS_SCHEMAS, SHARED, validator } from '../helpers';
 

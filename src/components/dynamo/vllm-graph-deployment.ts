@@ -9,7 +9,7 @@ import { ClusterModel } from '../../model/model';
 import { RESOURCES } from '../../model/names';
 import {
   assertPinnedImage, gpuNodeSelector, gpuPodResources, gpuTolerations, kueueLabels, podPriorityClassName, quantitiesOf,
-} from '../samples/gpu-workload';
+} from '../gpu-workload';
 
 /** How the vLLM workers split the work. */
 export type DynamoServing = 'aggregated' | 'disaggregated';

@@ -4,9 +4,8 @@ import { FleetAppProject } from './fleet-app-project';
 import { FleetApplicationSet, FleetMember } from './fleet-application-set';
 import { FLEET_FOLDER, GITOPS_FOLDER, rootApplicationOf } from './plan';
 import { MANAGED_BY, LABELS, NAMESPACES } from '../../model/names';
-import { inKustomization, kustomization, manifestYaml, RenderedFile } from '../../render/layout';
-import { compareManifests, Manifest, manifestFileName, RenderedFolder } from '../../render/manifest';
-import { RenderedCluster } from '../../render/render';
+import { inKustomization, kustomization, manifestYaml, RenderedFile } from '../../render/folder-files';
+import { compareManifests, Manifest, manifestFileName, RenderedCluster, RenderedFolder } from '../../render/manifest';
 
 export { FLEET_FOLDER };
 

@@ -1,10 +1,10 @@
 import { k8s } from 'cdk8s-plus-28';
 import { Construct } from 'constructs';
-import {
-  assertGpusPerNode, assertNodeName, assertPinnedImage, gpuNodeSelector, gpuTolerations, kueueLabels, podPriorityClassName, QueuedJobProps,
-} from './gpu-workload';
 import { isDnsLabel } from '../../model/k8s-syntax';
 import { LABELS, NAMESPACES, RESOURCES } from '../../model/names';
+import {
+  assertGpusPerNode, assertNodeName, assertPinnedImage, gpuNodeSelector, gpuTolerations, kueueLabels, podPriorityClassName, QueuedJobProps,
+} from '../gpu-workload';
 
 /** dcgmi diag run levels: 1 quick (seconds), 2 medium (minutes), 3 long (about half an hour), 4 extended (an hour or more). */
 export type DcgmDiagLevel = 1 | 2 | 3 | 4;

@@ -1,16 +1,16 @@
 import { Construct } from 'constructs';
 import {
-  assertFabric, assertGpusPerNode, assertNodeCount, assertNodeName, assertPinnedImage, assertShmFits, gpuNodeSelector,
-  gpuPodResources, gpuTolerations, kueueLabels, podPriorityClassName, QueuedJobProps, NcclFabric, ncclEnv, onePodPerNode, quantitiesOf,
-  workloadSecurityContext, SHM_PATH, SHM_VOLUME,
-} from './gpu-workload';
-import {
   MpiJob,
   MpiJobSpecMpiReplicaSpecsTemplateSpecContainersResourcesLimits as Limits,
   MpiJobSpecMpiReplicaSpecsTemplateSpecContainersResourcesRequests as Requests,
   MpiJobSpecMpiReplicaSpecsTemplateSpecVolumesEmptyDirSizeLimit as SizeLimit,
 } from '../../../imports/mpijob-kubeflow.org';
 import { LABELS, NAMESPACES } from '../../model/names';
+import {
+  assertFabric, assertGpusPerNode, assertNodeCount, assertNodeName, assertPinnedImage, assertShmFits, gpuNodeSelector,
+  gpuPodResources, gpuTolerations, kueueLabels, podPriorityClassName, QueuedJobProps, NcclFabric, ncclEnv, onePodPerNode, quantitiesOf,
+  workloadSecurityContext, SHM_PATH, SHM_VOLUME,
+} from '../gpu-workload';
 
 /** The nccl-tests binaries a test can run. */
 export type NcclBenchmark = 'all_reduce_perf' | 'all_gather_perf' | 'reduce_scatter_perf' | 'alltoall_perf' | 'sendrecv_perf';

@@ -4,7 +4,7 @@ import {
   assertFabric, assertGpusPerNode, assertNodeCount, assertPinnedImage, assertShmFits, WorkloadEnvVar, gpuNodeSelector, gpuPodResources,
   gpuTolerations, kueueLabels, podPriorityClassName, ncclEnv, QueuedJobProps, onePodPerNode, quantitiesOf,
   workloadSecurityContext, SHM_PATH, SHM_VOLUME,
-} from './gpu-workload';
+} from '../gpu-workload';
 import { NcclDebug } from './nccl-test';
 import {
   PyTorchJob,

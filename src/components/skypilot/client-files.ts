@@ -3,8 +3,8 @@ import { LABELS } from '../../model/names';
 import { parseQuantity } from '../../model/quantity';
 import { ClientFile, CLIENT_FILES_FOLDER } from '../../render/client-files';
 import { HEADER, toYaml } from '../../render/yaml';
-import { DDP_SMOKE_TEST } from '../samples/chart';
-import { gpuPodSize, gpuTolerations, kueueLabels, ncclEnv, podPriorityClassName } from '../samples/gpu-workload';
+import { DDP_SMOKE_TEST } from '../ddp-smoke-test';
+import { gpuPodSize, gpuTolerations, kueueLabels, ncclEnv, podPriorityClassName } from '../gpu-workload';
 
 /** Folder of the SkyPilot client files under dist/<cluster>/tutorials/. */
 export const SKYPILOT_FOLDER = 'skypilot';

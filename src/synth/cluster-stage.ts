@@ -1,14 +1,16 @@
-import { checkCluster } from './check/engine';
-import { Finding, ScopeOf } from './check/rule';
-import { GITOPS_FOLDER } from './components/gitops/plan';
-import { InputError } from './errors';
-import { ClusterModel } from './model/model';
-import { Deletion, entryDeletions, treeObjects } from './render/deletions';
-import { faultPoint } from './render/fault';
-import { clusterFiles, RenderedFile } from './render/layout';
-import { Manifest, RenderedFolder } from './render/manifest';
-import { renderCluster, RenderedCluster } from './render/render';
-import { ManifestValidator, ValidationInput, ValidationIssue } from './validate/validator';
+import { ScopeOf } from '../check/cluster-view';
+import { checkCluster } from '../check/engine';
+import { Finding } from '../check/rule';
+import { GITOPS_FOLDER } from '../components/gitops/plan';
+import { InputError } from '../errors';
+import { clusterFiles } from './layout';
+import { renderCluster } from './render';
+import { ClusterModel } from '../model/model';
+import { Deletion, entryDeletions, treeObjects } from '../render/deletions';
+import { faultPoint } from '../render/fault';
+import { RenderedFile } from '../render/folder-files';
+import { Manifest, RenderedCluster, RenderedFolder, ValidationInput } from '../render/manifest';
+import { ManifestValidator, ValidationIssue } from '../validate/validator';
 
 /**
  * One cluster's stage of synth: render, validate, check, and its files; what the main thread and the

@@ -1,8 +1,8 @@
 import { existsSync, statSync } from 'node:fs';
 import * as path from 'node:path';
-import { InputError } from './errors';
-import { pathProblem } from './files';
-import { PROJECT_ROOT } from './paths';
+import { InputError } from '../errors';
+import { pathProblem } from '../files';
+import { PROJECT_ROOT } from '../paths';
 
 /** Environment variable naming the cache folder; `off` (or `0`, `false`, `no`) disables every cache. */
 export const CACHE_ENV = 'GPU_CLUSTER_MANIFESTS_CACHE';

@@ -4,10 +4,10 @@ import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { Script } from 'node:vm';
 import type { ValidateFunction } from 'ajv';
-import { fileDigest, sha256 } from '../digests';
+import { fileDigest, sha256 } from './digests';
 import { makeDirs } from '../files';
 
-export { CACHE_ENV, defaultCacheDir, resolveCacheDir } from '../cache-dir';
+export { CACHE_ENV, defaultCacheDir, resolveCacheDir } from './cache-dir';
 
 /** The module id under which cached validators import the validator's formats. */
 export const FORMATS_MODULE = 'gpu-cluster-manifests/formats';

@@ -3,8 +3,8 @@ import { readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, 
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { defaultCacheDir } from './cache-dir';
-import { makeDirs } from './files';
-import { PROJECT_ROOT } from './paths';
+import { makeDirs } from '../files';
+import { PROJECT_ROOT } from '../paths';
 
 /**
  * Content digests of files: what every cache of the project is keyed by (never a file's size and

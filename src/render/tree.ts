@@ -2,10 +2,9 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { InputError } from '../errors';
-import { ValidationInput } from './validator';
-import { CLIENT_FILES_FOLDER } from '../render/client-files';
-import { Manifest } from '../render/manifest';
-import { isWriteArtifact } from '../render/write';
+import { CLIENT_FILES_FOLDER } from './client-files';
+import { Manifest, ValidationInput } from './manifest';
+import { isWriteArtifact } from './write';
 
 /** js-yaml only when YAML is parsed (a synth with a warm schema cache never does). */
 const jsYaml = (): typeof import('js-yaml') => createRequire(__filename)('js-yaml');

@@ -1,32 +1,7 @@
-import { CLIENT_FILES_FOLDER } from './client-files';
-import { manifestFileName, Manifest } from './manifest';
-import { RenderedCluster } from './render';
-import { HEADER, toYaml } from './yaml';
-import { LABELS } from '../model/names';
+import { CLIENT_FILES_FOLDER } from '../render/client-files';
+import { inKustomization, kustomization, manifestYaml, RenderedFile } from '../render/folder-files';
+import { manifestFileName, RenderedCluster } from '../render/manifest';
 import { clusterReport, REPORT_FILE } from '../report/report';
-
-/** A rendered file: path relative to the output root, and its content. */
-export type RenderedFile = readonly [path: string, content: string];
-
-/** The kustomization that lets `kubectl apply -k <folder>` apply a folder without Argo CD. */
-export function kustomization(files: readonly string[]): string {
-  return HEADER + toYaml({ apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', resources: files });
-}
-
-/**
- * True when a folder's kustomization.yaml lists the object: every object but the templates a user fills
- * in first (LABELS.template) and the objects applied by hand only (LABELS.byHand). What the root
- * Application syncs of the gitops folder, and so what the fleet syncs in its place.
- */
-export function inKustomization(m: Manifest): boolean {
-  const annotations = m.metadata.annotations ?? {};
-  return annotations[LABELS.template] !== 'true' && annotations[LABELS.byHand] !== 'true';
-}
-
-/** The file content of one object. */
-export function manifestYaml(m: Manifest): string {
-  return HEADER + toYaml(m);
-}
 
 /**
  * The files of one cluster, relative to the output root: `<cluster>/<folder>/<kind>.<name>.yaml`

@@ -2,12 +2,12 @@ import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { isMainThread, MessageChannel, MessagePort, receiveMessageOnPort, Worker, workerData } from 'node:worker_threads';
 import { ClusterOutcome, ClusterStage, processCluster } from './cluster-stage';
-import { InputError, WriteFailed, fsErrorText, isFsError } from './errors';
-import { ClusterDescription } from './model/description';
-import { buildModel, ClusterModel } from './model/model';
-import { stageTree, StagedTree } from './render/write';
-import { SchemaStore } from './validate/schemas';
-import { ManifestValidator } from './validate/validator';
+import { InputError, WriteFailed, fsErrorText, isFsError } from '../errors';
+import { ClusterDescription } from '../model/description';
+import { buildModel, ClusterModel } from '../model/model';
+import { stageTree, StagedTree } from '../render/write';
+import { SchemaStore } from '../validate/schemas';
+import { ManifestValidator } from '../validate/validator';
 
 /**
  * A large fleet is shared out to worker threads: each takes the next cluster from a shared counter,

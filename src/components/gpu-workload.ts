@@ -1,8 +1,8 @@
-import { isDnsSubdomain } from '../../model/k8s-syntax';
-import { ClusterModel, TolerationSpec } from '../../model/model';
-import { LABELS, RESOURCES } from '../../model/names';
-import { formatBytes, formatCpu, parseQuantity } from '../../model/quantity';
-import { pinnedImage } from '../../model/schema-types';
+import { isDnsSubdomain } from '../model/k8s-syntax';
+import { ClusterModel, TolerationSpec } from '../model/model';
+import { LABELS, RESOURCES } from '../model/names';
+import { formatBytes, formatCpu, parseQuantity } from '../model/quantity';
+import { pinnedImage } from '../model/schema-types';
 
 /**
  * What the sample constructs share: checks of their props against the cluster model, the Kueue

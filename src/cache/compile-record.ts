@@ -1,6 +1,6 @@
 import { existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { fileDigest, filesDigest, listTree, packageRoot } from '../digests';
+import { fileDigest, filesDigest, listTree, packageRoot } from './digests';
 import { PROJECT_ROOT } from '../paths';
 
 /**

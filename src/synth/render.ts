@@ -1,21 +1,12 @@
 import { ApiObject, App, Chart } from 'cdk8s';
 import { COMPONENTS, WIRING } from '../components';
-import { ClientFile, CLIENT_FILES_FOLDER } from './client-files';
-import { compareManifests, Manifest, RenderedFolder } from './manifest';
 import { ComponentDefinition, WiringDefinition } from '../components/component';
 import { adoptionAnnotations, refersTo } from '../model/adoption';
 import { DATA_SYNC_OPTIONS, holdsData, mergeSyncOptions } from '../model/data-safety';
 import { ClusterModel } from '../model/model';
 import { LABELS } from '../model/names';
-
-/** One cluster, rendered in memory. */
-export interface RenderedCluster {
-  readonly name: string;
-  readonly model: ClusterModel;
-  readonly folders: readonly RenderedFolder[];
-  /** Files for the user's machine under dist/<cluster>/tutorials/, sorted by path (absent: none). */
-  readonly clientFiles?: readonly ClientFile[];
-}
+import { ClientFile, CLIENT_FILES_FOLDER } from '../render/client-files';
+import { compareManifests, Manifest, RenderedCluster, RenderedFolder } from '../render/manifest';
 
 function chartObjects(chart: Chart): Manifest[] {
   return (chart.toJson() as Manifest[]).slice().sort(compareManifests);

@@ -1,0 +1,26 @@
+import { Manifest } from './manifest';
+import { HEADER, toYaml } from './yaml';
+import { LABELS } from '../model/names';
+
+/** A rendered file: path relative to the output root, and its content. */
+export type RenderedFile = readonly [path: string, content: string];
+
+/** The kustomization that lets `kubectl apply -k <folder>` apply a folder without Argo CD. */
+export function kustomization(files: readonly string[]): string {
+  return HEADER + toYaml({ apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', resources: files });
+}
+
+/**
+ * True when a folder's kustomization.yaml lists the object: every object but the templates a user fills
+ * in first (LABELS.template) and the objects applied by hand only (LABELS.byHand). What the root
+ * Application syncs of the gitops folder, and so what the fleet syncs in its place.
+ */
+export function inKustomization(m: Manifest): boolean {
+  const annotations = m.metadata.annotations ?? {};
+  return annotations[LABELS.template] !== 'true' && annotations[LABELS.byHand] !== 'true';
+}
+
+/** The file content of one object. */
+export function manifestYaml(m: Manifest): string {
+  return HEADER + toYaml(m);
+}
