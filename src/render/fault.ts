@@ -11,7 +11,7 @@ import { isMainThread, threadId } from 'node:worker_threads';
  * commas. `GPU_CLUSTER_MANIFESTS_FAULT_TRACE=<file>` appends every step passed (`<step>:<n>`), so a
  * test can enumerate every point of a run. Steps, in order:
  * `render` (synth starts rendering a cluster; from the second one on, the earlier clusters' temporary
- * trees are on disk and the lock is held), `lock` (the output lock is held), `recover-rename`,
+ * trees are on disk and the lock is held), `lock` (the output lock is held), `lock-busy` (the lock file of another command was read, before it is judged stale or waited for), `recover-rename`,
  * `recover-remove`, `recovered` (recovery), `write` / `write-partial` (each file of the temporary
  * trees; `write-partial` writes half of the file first), `commit` (every tree is complete; before the journal is renamed into place),
  * `rename` (each rename of the swap), `remove` (each file or folder deleted while cleaning up),
