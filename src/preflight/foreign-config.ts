@@ -90,7 +90,7 @@ function configFindings(ctx: PreflightContext): PreflightFinding[] {
 const localQueueDefaulting: PreflightRule = {
   id: 'localqueue-defaulting',
   family: 'foreign-config',
-  summary: 'a LocalQueue named "default" the render does not have: Kueue queues every unlabelled pod and job of its namespace to it',
+  summary: `a LocalQueue named "${KUEUE_DEFAULT_LOCAL_QUEUE}" the render does not have: Kueue queues every unlabelled pod and job of its namespace to it`,
   check: ({ model, rendered, state }) => model.queueing.queues.filter((q) => !q.defaulting).flatMap((q): PreflightFinding[] => {
     const live = state.get('kueue.x-k8s.io', 'LocalQueue', KUEUE_DEFAULT_LOCAL_QUEUE, q.namespace);
     const ours = rendered.some(({ manifest: m }) => m.kind === 'LocalQueue' && m.metadata.name === KUEUE_DEFAULT_LOCAL_QUEUE && m.metadata.namespace === q.namespace);

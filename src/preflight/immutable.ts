@@ -1,7 +1,6 @@
 import { descriptionEdit, withWhy } from './fixes';
 import { PreflightFinding, PreflightRule } from './rule';
 import { describeObject, get, isTemplate, same, show } from './util';
-import { NAMESPACES } from '../model/names';
 import { apiGroup, Manifest } from '../render/manifest';
 
 /** StorageClass fields the API server refuses to change (the StorageClass must be deleted and recreated). */
@@ -21,7 +20,8 @@ const immutableFields: PreflightRule = {
         const want = get(m, ['spec', 'clusterQueue']);
         const have = get(live, ['spec', 'clusterQueue']);
         if (!same(want, have)) {
-          const isDefault = m.metadata.namespace === NAMESPACES.default && m.metadata.name === model.queueing.defaultQueue.localQueue;
+          const { defaultQueue } = model.queueing;
+          const isDefault = m.metadata.namespace === defaultQueue.namespace && m.metadata.name === defaultQueue.localQueue;
           out.push({
             rule: 'immutable-field',
             severity: 'error',
