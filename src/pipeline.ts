@@ -1,12 +1,12 @@
-import { readdirSync, realpathSync, statSync } from 'node:fs';
+import { readdirSync, realpathSync } from 'node:fs';
 import * as path from 'node:path';
 import { CheckFailed } from './check/engine';
 import { Finding } from './check/rule';
 import { ClusterOutcome, ClusterStage, ClusterSummary, entryFiles, hasError, PhaseTimes, processCluster, summaryOf, validationInputs } from './cluster-stage';
 import { FLEET_FOLDER, fleetFiles, renderFleet } from './components/gitops/fleet';
 import { GITOPS_FOLDER } from './components/gitops/plan';
-import { fsErrorText, InputError, isFsError } from './errors';
-import { pathProblem } from './files';
+import { InputError } from './errors';
+import { usableFolder } from './files';
 import { renderOnThreads, renderThreads } from './fleet-workers';
 import { isDescriptionFile } from './model/load';
 import { loadModels } from './model/load-models';
@@ -128,17 +128,7 @@ const now = () => performance.now();
  */
 export function outputRoot(out: string, flag = '--out'): string {
   if (out === '') throw new InputError(`${flag} "": empty path; name the output folder (default: dist/)`);
-  const problem = pathProblem(out);
-  if (problem) throw new InputError(`${flag} ${out}: the path ${problem}`);
-  let st;
-  try {
-    st = statSync(out, { throwIfNoEntry: false });
-  } catch (e) {
-    if (isFsError(e)) throw new InputError(`${flag} ${out}: ${fsErrorText(e)}`);
-    throw e;
-  }
-  if (st && !st.isDirectory()) throw new InputError(`${flag} ${out}: not a folder; name a folder to render into`);
-  return path.resolve(out);
+  return usableFolder(out, `${flag} ${out}`, 'name a folder to render into');
 }
 
 function realOrResolved(p: string): string {
