@@ -34,6 +34,8 @@ export class ValidationFailed extends Error {
 export interface SynthOptions {
   /** Description files; default: every description in `clustersDir`. */
   readonly configs?: readonly string[];
+  /** The models of `configs`, already loaded (by the launcher's precheck): used instead of loading the files again. */
+  readonly models?: readonly ClusterModel[];
   /** Folder of descriptions used when `configs` is empty. */
   readonly clustersDir: string;
   /**
@@ -196,7 +198,7 @@ export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthR
   const only = opts.configs && opts.configs.length > 0;
   const configs = only ? opts.configs! : descriptionFiles(opts.clustersDir);
   if (configs.length === 0) throw new InputError(`no cluster descriptions in ${opts.clustersDir}`);
-  const models = loadModels(configs);
+  const models = only && opts.models?.length === configs.length ? opts.models : loadModels(configs);
   // With --config each cluster replaces <out>/<cluster>/ only; without, the whole output root.
   checkTargets(only ? models.map((m) => path.join(out, m.name)) : [out], configs);
   const t1 = now();
