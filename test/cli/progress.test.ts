@@ -87,6 +87,7 @@ describe('the synth summary', () => {
       out: path.resolve('dist'),
       written: [path.resolve('dist')],
       changed: [...clusters.map((c) => c.name).slice(0, n - 1), 'fleet', 'gone-cluster'],
+      deleted: [],
       timings: { load: 1000, render: 2000, validate: 3000, write: 4000, total: 10_000 },
     };
   };
