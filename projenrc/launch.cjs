@@ -218,12 +218,15 @@ function run(argv) {
   const answer = upToDate.answerFromRecord(args);
   if (answer !== undefined) return answer;
   installModuleCache(first && /^[a-z][a-z-]*$/.test(first) ? first : 'cli');
+  let preloaded;
   if (first === 'synth' || first === 'diff') {
     const io = { out: (l) => process.stdout.write(`${l}\n`), err: (l) => process.stderr.write(`${l}\n`) };
-    const bad = require(lib('commands', 'precheck.js')).precheckDescriptions(args, io);
-    if (bad !== undefined) return bad;
+    const checked = require(lib('commands', 'precheck.js')).precheckDescriptions(args, io);
+    if (typeof checked === 'number') return checked;
+    // good descriptions: the CLI takes the models as loaded, it does not parse them again
+    preloaded = checked;
   }
-  return upToDate.runRecorded(args, () => require(lib('cli.js')).main(args));
+  return upToDate.runRecorded(args, () => require(lib('cli.js')).main(args, undefined, preloaded));
 }
 
 // commands that read a live cluster answer asynchronously: their exit code is the promise's value

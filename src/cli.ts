@@ -7,6 +7,7 @@ import { CHECK, engineLines, runCheck } from './commands/check';
 import { DIFF, runDiff } from './commands/diff';
 import { consoleIo, EXIT, Io } from './commands/io';
 import { CommandSpec, commandHelp, globalHelp, OPTIONS, OptionTable, RENDER_OPTIONS, renderInputs, schemaDirs } from './commands/options';
+import { Preloaded, preloadedModels } from './commands/precheck';
 import { Progress } from './commands/progress';
 import { synthSummary } from './commands/synth-summary';
 import { fsErrorText, inputErrorLines, isFsError, outputFormat, WriteFailed } from './errors';
@@ -84,7 +85,8 @@ function seconds(ms: number): string {
   return `${(ms / 1000).toFixed(2)} s`;
 }
 
-export function runSynth(args: string[], io: Io = consoleIo): number {
+/** `preloaded`: descriptions the launcher's precheck already loaded (used when they are exactly the --config files). */
+export function runSynth(args: string[], io: Io = consoleIo, preloaded?: Preloaded): number {
   const { values } = parseArgs({ args, options: SYNTH_OPTIONS, allowPositionals: false });
   if (values.help) {
     io.out(commandHelp(SYNTH));
@@ -98,6 +100,7 @@ export function runSynth(args: string[], io: Io = consoleIo): number {
   try {
     result = synth({
       configs,
+      models: preloadedModels(preloaded, configs),
       clustersDir: CLUSTERS_DIR,
       out,
       schemas,
@@ -171,7 +174,7 @@ export function runSchema(args: string[], io: Io = consoleIo): number {
 }
 
 /** A command returns its exit code; commands that read a live cluster return it asynchronously. */
-type Command = (args: string[], io: Io) => number | Promise<number>;
+type Command = (args: string[], io: Io, preloaded?: Preloaded) => number | Promise<number>;
 
 /** Every command by name: its spec (usage, options, help) and how it runs. */
 export const COMMANDS: Readonly<Record<string, { readonly spec: CommandSpec; readonly run: Command }>> = {
@@ -184,8 +187,11 @@ export const COMMANDS: Readonly<Record<string, { readonly spec: CommandSpec; rea
   init: { spec: INIT, run: runInit },
 };
 
-/** Runs the CLI; returns the exit code (a promise for live cluster reads). Never throws or rejects. */
-export function main(argv: string[], io: Io = consoleIo): number | Promise<number> {
+/**
+ * Runs the CLI; returns the exit code (a promise for live cluster reads). Never throws or rejects.
+ * `preloaded`: the descriptions the launcher's precheck loaded, not parsed again.
+ */
+export function main(argv: string[], io: Io = consoleIo, preloaded?: Preloaded): number | Promise<number> {
   const [command, ...rest] = argv;
   if (!command || command === '--help' || command === '-h' || command === 'help') {
     io.out(globalHelp(Object.values(COMMANDS).map((c) => c.spec)));
@@ -203,7 +209,7 @@ export function main(argv: string[], io: Io = consoleIo): number | Promise<numbe
     return EXIT.badInput;
   }
   try {
-    const code = entry.run(rest, io);
+    const code = entry.run(rest, io, preloaded);
     return typeof code === 'number' ? code : code.catch((e: unknown) => failure(e, io));
   } catch (e) {
     return failure(e, io);

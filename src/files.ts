@@ -1,5 +1,6 @@
 import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
+import { fsErrorText, InputError, isFsError } from './errors';
 
 /** The longest file name (one path component) and path Linux and macOS file systems accept, in bytes. */
 export const NAME_MAX = 255;
@@ -60,6 +61,25 @@ export function pathProblem(p: string): string | undefined {
   const long = abs.split(path.sep).find((c) => Buffer.byteLength(c) > NAME_MAX);
   if (long) return `has a component of ${Buffer.byteLength(long)} bytes ("${long.slice(0, 20)}..."), more than the ${NAME_MAX} a file name may have; use a shorter name`;
   return undefined;
+}
+
+/**
+ * The resolved path of a folder a command may use (render into, keep a cache in): absent (it is
+ * created later) or a folder. Otherwise bad input naming the setting (`label`, e.g. `--out dist`):
+ * an unusable path, a file-system error reaching it, or not a folder (then `notFolderHint` says what to do).
+ */
+export function usableFolder(p: string, label: string, notFolderHint: string): string {
+  const problem = pathProblem(p);
+  if (problem) throw new InputError(`${label}: the path ${problem}`);
+  let st;
+  try {
+    st = statSync(p, { throwIfNoEntry: false });
+  } catch (e) {
+    if (isFsError(e)) throw new InputError(`${label}: ${fsErrorText(e)}`);
+    throw e;
+  }
+  if (st && !st.isDirectory()) throw new InputError(`${label}: not a folder; ${notFolderHint}`);
+  return path.resolve(p);
 }
 
 /** True when `inner` is `outer` or lies inside it (both resolved; no symlinks followed). */

@@ -1,7 +1,7 @@
-import { existsSync, statSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import { InputError } from '../errors';
-import { pathProblem } from '../files';
+import { pathProblem, usableFolder } from '../files';
 import { PROJECT_ROOT } from '../paths';
 
 /** Environment variable naming the cache folder; `off` (or `0`, `false`, `no`) disables every cache. */
@@ -16,16 +16,7 @@ export function defaultCacheDir(): string | undefined {
   const env = process.env[CACHE_ENV];
   if (env !== undefined && env !== '') {
     if (/^(off|0|false|no)$/i.test(env)) return undefined;
-    const problem = pathProblem(env);
-    if (problem) throw new InputError(`${CACHE_ENV}=${env}: the path ${problem}`);
-    let st;
-    try {
-      st = statSync(env, { throwIfNoEntry: false });
-    } catch (e) {
-      throw new InputError(`${CACHE_ENV}=${env}: cannot use it as the cache folder (${(e as NodeJS.ErrnoException).code}); point it at a folder, or set it to off`);
-    }
-    if (st && !st.isDirectory()) throw new InputError(`${CACHE_ENV}=${env}: not a folder; point it at a folder (created when missing), or set it to off`);
-    return path.resolve(env);
+    return usableFolder(env, `${CACHE_ENV}=${env}`, 'point it at a folder (created when missing), or set it to off');
   }
   const modules = path.join(PROJECT_ROOT, 'node_modules');
   return existsSync(modules) ? path.join(modules, '.cache', 'gpu-cluster-manifests') : undefined;

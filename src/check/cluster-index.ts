@@ -1,5 +1,6 @@
 import { parse as parseYaml } from 'yaml';
 import { ClusterView, ScopeOf } from './cluster-view';
+import { isJsonObject } from '../json';
 import { ClusterModel } from '../model/model';
 import { apiGroup, Manifest } from '../render/manifest';
 import type { ClusterRenders, RenderedSource } from '../upstream/render';
@@ -43,10 +44,6 @@ function builtinScope(apiVersion: string, kind: string): 'Namespaced' | 'Cluster
   return CLUSTER_SCOPED_CORE.has(kind) ? 'Cluster' : 'Namespaced';
 }
 
-function isObject(v: unknown): v is Json {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
 /** Every `template` with a pod spec inside an object (or the object itself, a Pod), with its field path. */
 function findPodTemplates(m: Manifest): PodTemplate[] {
   const found: PodTemplate[] = [];
@@ -55,10 +52,10 @@ function findPodTemplates(m: Manifest): PodTemplate[] {
       node.forEach((v, i) => walk(v, `${path}[${i}]`));
       return;
     }
-    if (!isObject(node)) return;
+    if (!isJsonObject(node)) return;
     const spec = node.spec;
-    if (isObject(spec) && Array.isArray(spec.containers)) {
-      const meta = isObject(node.metadata) ? node.metadata : {};
+    if (isJsonObject(spec) && Array.isArray(spec.containers)) {
+      const meta = isJsonObject(node.metadata) ? node.metadata : {};
       found.push({ path: path ? `${path}.spec` : 'spec', labels: (meta.labels ?? {}) as Record<string, string>, spec: spec as unknown as PodSpecLike });
       return;
     }
@@ -126,7 +123,7 @@ export class ClusterIndex {
     const all: Manifest[] = [];
     for (const f of view.folders) {
       for (const m of f.objects) {
-        if (!isObject(m) || typeof m.kind !== 'string') continue;
+        if (!isJsonObject(m) || typeof m.kind !== 'string') continue;
         all.push(m);
         this.folderByObject.set(m, f.folder);
         const list = this.byKind.get(m.kind) ?? [];
@@ -220,7 +217,7 @@ export class ClusterIndex {
           for (const v of node) walk(v, depth + 1);
           return;
         }
-        if (!isObject(node)) return;
+        if (!isJsonObject(node)) return;
         if (node.kind === 'Configuration' && typeof node.apiVersion === 'string' && node.apiVersion.startsWith('config.kueue.x-k8s.io/')) {
           out.push({ owner: m, config: node });
           return;
@@ -237,7 +234,7 @@ export class ClusterIndex {
   excludedResourcePrefixes(): string[] {
     return this.kueueConfigurations().flatMap(({ config }) => {
       const resources = config.resources;
-      const list = isObject(resources) ? resources.excludeResourcePrefixes : undefined;
+      const list = isJsonObject(resources) ? resources.excludeResourcePrefixes : undefined;
       return Array.isArray(list) ? list.filter((p): p is string => typeof p === 'string') : [];
     });
   }

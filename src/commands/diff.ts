@@ -5,7 +5,9 @@ import { parseArgs } from 'node:util';
 import { CLUSTERS_DIR, DEFAULT_OUT } from '../paths';
 import { consoleIo, EXIT, Io } from './io';
 import { CommandSpec, commandHelp, OptionTable, RENDER_OPTIONS, renderInputs } from './options';
+import { Preloaded, preloadedModels } from './precheck';
 import { outputFormat } from '../errors';
+import { isJsonObject } from '../json';
 import { clusterOf, deletionLines, objectKey, outputEntries, readTreeObjects, TreeObject } from '../render/deletions';
 import { describeObject } from '../render/manifest';
 import { isObjectPath } from '../render/tree';
@@ -45,8 +47,6 @@ export interface TreeDiff {
 
 type Json = Record<string, unknown>;
 
-const isPlain = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
-
 /** Paths of every leaf that differs between two JSON values (`spec.a[2].b`). */
 export function changedFields(before: unknown, after: unknown, at = ''): FieldChange[] {
   if (Array.isArray(before) && Array.isArray(after)) {
@@ -54,7 +54,7 @@ export function changedFields(before: unknown, after: unknown, at = ''): FieldCh
     for (let i = 0; i < Math.max(before.length, after.length); i++) out.push(...changedFields(before[i], after[i], `${at}[${i}]`));
     return out;
   }
-  if (isPlain(before) && isPlain(after)) {
+  if (isJsonObject(before) && isJsonObject(after)) {
     const keys = [...new Set([...Object.keys(before), ...Object.keys(after)])].sort();
     return keys.flatMap((k) => changedFields(before[k], after[k], at ? `${at}.${k}` : k));
   }
@@ -157,7 +157,8 @@ export const DIFF: CommandSpec<typeof DIFF_OPTIONS> = {
   failed: 'an object would be deleted (without --allow-delete), or the render failed its validation or checks',
 };
 
-export function runDiff(args: string[], io: Io = consoleIo): number {
+/** `preloaded`: descriptions the launcher's precheck already loaded (used when they are exactly the --config files). */
+export function runDiff(args: string[], io: Io = consoleIo, preloaded?: Preloaded): number {
   const { values } = parseArgs({ args, options: DIFF_OPTIONS, allowPositionals: false });
   if (values.help) {
     io.out(commandHelp(DIFF));
@@ -171,7 +172,7 @@ export function runDiff(args: string[], io: Io = consoleIo): number {
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'gpu-cluster-diff-'));
   try {
     const fresh = path.join(tmp, 'out');
-    const result = synth({ configs, clustersDir: CLUSTERS_DIR, out: fresh, schemas });
+    const result = synth({ configs, models: preloadedModels(preloaded, configs), clustersDir: CLUSTERS_DIR, out: fresh, schemas });
     const clusters = configs.length > 0 ? result.clusters.map((c) => c.name) : undefined;
     const d = diffTrees(committed, fresh, clusters);
     const count = (c: ObjectChange['change']) => d.objects.filter((o) => o.change === c).length;

@@ -4,16 +4,30 @@ import { Io } from './io';
 import { RENDER_OPTIONS } from './options';
 import { InputError, inputErrorLines } from '../errors';
 import { loadModels } from '../model/load-models';
+import { ClusterModel } from '../model/model';
+
+/** Descriptions loaded before the CLI ran (the files as --config named them, in order) and their models. */
+export interface Preloaded {
+  readonly configs: readonly string[];
+  readonly models: readonly ClusterModel[];
+}
+
+/** The preloaded models of exactly these description files, or undefined (load them). */
+export function preloadedModels(preloaded: Preloaded | undefined, configs: readonly string[]): readonly ClusterModel[] | undefined {
+  if (!preloaded || preloaded.configs.length !== configs.length || preloaded.configs.some((c, i) => c !== configs[i])) return undefined;
+  return preloaded.models;
+}
 
 /**
  * The bad-input path of `synth` and `diff` without the render stack: the launcher calls this before
  * it loads the CLI, so a description that does not load is reported after loading only the
  * description schema (about half the modules' start-up time). Returns the exit code (2) when the
- * named descriptions are bad input, printed exactly as the CLI prints it, and undefined for
- * everything else (good descriptions, no --config, help, arguments the CLI itself must judge):
- * the CLI then runs as usual.
+ * named descriptions are bad input, printed exactly as the CLI prints it; the loaded models when they
+ * are good, which the launcher hands to the CLI (`main`), so each description is parsed once a run;
+ * and undefined for everything else (no --config, help, arguments the CLI itself must judge): the CLI
+ * then runs as usual.
  */
-export function precheckDescriptions(argv: readonly string[], io: Io): number | undefined {
+export function precheckDescriptions(argv: readonly string[], io: Io): number | Preloaded | undefined {
   const [command, ...args] = argv;
   if (command !== 'synth' && command !== 'diff') return undefined;
   let configs: string[];
@@ -29,8 +43,7 @@ export function precheckDescriptions(argv: readonly string[], io: Io): number | 
   // a missing file is the CLI's own message (--config FILE: no such file)
   if (configs.length === 0 || configs.some((c) => !existsSync(c))) return undefined;
   try {
-    loadModels(configs);
-    return undefined;
+    return { configs, models: loadModels(configs) };
   } catch (e) {
     if (!(e instanceof InputError)) return undefined;
     for (const l of inputErrorLines(e)) io.err(l);

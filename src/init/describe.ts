@@ -1,6 +1,7 @@
 import { Document, isMap, isScalar, isSeq, Node as YamlNode } from 'yaml';
 import { KUEUE_FRAMEWORKS } from '../components/kueue/manager-config';
 import { InputError, printable } from '../errors';
+import { valueAt } from '../json';
 import { Taint } from '../model/description';
 import { LABELS, NAMESPACES, RESOURCES, SERVICE_MONITOR_API, STORAGE_CLASSES } from '../model/names';
 import { MAX_GPUS_PER_NODE } from '../model/schema-types';
@@ -8,7 +9,7 @@ import { liveKueueConfig } from '../preflight/foreign-config';
 import { allocatableAmount, gpuProduct, nicClusterPolicyDevices, nodeRoles, rdmaResources, readableAllocatable, taintKey, taintsOf } from '../preflight/nodes';
 import { crdFacts, servesServiceMonitors } from '../preflight/reads';
 import { ClusterState } from '../preflight/state';
-import { get, summarize } from '../preflight/util';
+import { summarize } from '../preflight/util';
 import { Manifest } from '../render/manifest';
 
 /** What init is told rather than what it observes. */
@@ -72,7 +73,7 @@ export function describeCluster(state: ClusterState, opts: InitOptions): InitRes
 
   const roles = nodeRoles(state, { [CONTROL_PLANE_LABEL]: '' });
   const nodes = [...roles.service, ...roles.gpu, ...roles.other];
-  const minors = nodes.map((n) => /^v?1\.(\d+)/.exec(String(get(n, ['status', 'nodeInfo', 'kubeletVersion']) ?? ''))?.[1]).filter((m): m is string => m !== undefined).map(Number);
+  const minors = nodes.map((n) => /^v?1\.(\d+)/.exec(String(valueAt(n, ['status', 'nodeInfo', 'kubeletVersion']) ?? ''))?.[1]).filter((m): m is string => m !== undefined).map(Number);
   const kubernetesVersion = minors.length > 0 ? `1.${Math.min(...minors)}` : PLACEHOLDERS.kubernetesVersion;
   if (minors.length > 0) seen('kubernetesVersion', 'the oldest kubelet');
   else todo('kubernetesVersion', 'no node shows its kubelet version');
@@ -175,7 +176,7 @@ export function describeCluster(state: ClusterState, opts: InitOptions): InitRes
   const lq = lqs.find((q) => q.metadata.name === 'default') ?? lqs[0];
   if (lq) {
     queueing.defaultQueue = lq.metadata.name;
-    const cq = get(lq, ['spec', 'clusterQueue']);
+    const cq = valueAt(lq, ['spec', 'clusterQueue']);
     if (typeof cq === 'string') queueing.defaultClusterQueue = cq;
     seen('queueing', `the pre-wired LocalQueue default/${lq.metadata.name}`);
   }
@@ -190,7 +191,7 @@ export function describeCluster(state: ClusterState, opts: InitOptions): InitRes
   }
   const kueue = liveKueueConfig(state);
   if (kueue) {
-    const frameworks = kueue.config ? get(kueue.config, ['integrations', 'frameworks']) : undefined;
+    const frameworks = kueue.config ? valueAt(kueue.config, ['integrations', 'frameworks']) : undefined;
     const have = Array.isArray(frameworks) ? frameworks.map(String) : [];
     // the frameworks the rendered jobs need (the pod integration only the tutorials do)
     const lacking = KUEUE_FRAMEWORKS.filter((f) => f !== 'pod' && !have.includes(f));

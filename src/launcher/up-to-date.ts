@@ -4,9 +4,9 @@ import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { defaultCacheDir } from '../cache/cache-dir';
 import { fileDigest, observeDigests, sha256 } from '../cache/digests';
+import { FAULT_ENV } from '../fault';
 import { isInside } from '../files';
 import { DEFAULT_OUT, PROJECT_ROOT } from '../paths';
-import { FAULT_ENV } from '../render/fault';
 
 // the modules themselves (not copies of their bindings): the watch replaces their functions
 const requireHere = createRequire(__filename);

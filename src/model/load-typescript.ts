@@ -3,9 +3,9 @@ import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import { deserialize } from 'node:v8';
 import type { SandboxRequest } from './typescript-sandbox';
+import { compiledDescription } from '../cache/compile-record';
 import { sha256 } from '../cache/digests';
 import { InputError } from '../errors';
-import { compiledDescription } from '../cache/compile-record';
 import { PROJECT_ROOT } from '../paths';
 
 /** The package name a TypeScript description imports `defineCluster` from. */

@@ -2,8 +2,10 @@ import * as path from 'node:path';
 import type { core } from 'zod';
 import { ClusterDescription, ClusterDescriptionSchema } from './description';
 import { evaluateTypeScriptDescription, TypeScriptDescriptionFailed } from './load-typescript';
+import { faultPoint } from '../fault';
 import { INPUT_LIMITS } from '../input/limits';
 import { checkNesting, decodeInput, formatPath, InputFileError, InputIssue, parseInputYaml, readInputBytes } from '../input/read';
+import { isJsonObject } from '../json';
 
 export { formatPath };
 
@@ -104,6 +106,8 @@ export function isDescriptionFile(name: string): boolean {
  * from a file. Every format goes through the same validation. Throws DescriptionError.
  */
 export function loadDescription(file: string): ClusterDescription {
+  // traced (GPU_CLUSTER_MANIFESTS_FAULT_TRACE): a test counts the loads of one run
+  faultPoint('load');
   const text = decodeDescription(file, readDescriptionBytes(file));
   let raw: unknown;
   const ext = path.extname(file).toLowerCase();
@@ -133,7 +137,7 @@ export function loadDescription(file: string): ClusterDescription {
     throw e;
   }
   asDescriptionError(() => checkNesting(file, raw, 'description'));
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
+  if (!isJsonObject(raw)) {
     throw new DescriptionError(file, [{ path: '', message: 'expected a mapping of description fields at the top level' }]);
   }
   return parseDescription(raw, file);

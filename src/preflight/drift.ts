@@ -4,7 +4,7 @@ import { servesServiceMonitors } from './reads';
 import { PreflightContext, PreflightFinding, PreflightRule } from './rule';
 import { describeObject, summarize } from './util';
 import { ClusterDescription, Taint } from '../model/description';
-import { RESOURCES, SERVICE_MONITOR_API } from '../model/names';
+import { NAMESPACES, RESOURCES, SERVICE_MONITOR_API } from '../model/names';
 import { parseQuantity } from '../model/quantity';
 import { Manifest } from '../render/manifest';
 import { VERSIONS } from '../versions';
@@ -37,7 +37,7 @@ const nodeCount: PreflightRule = {
       message: `the cluster has ${gpu.length} GPU worker(s) and the description ${want}: quotas, the NCCL test and the DDP sample are sized for ${want}`,
       // no GPU worker at all is a cluster to repair, not a description to change (a GPU node group has at least one node)
       fix: descriptionEdit(model.description, { 'nodes.gpuWorkers.count': gpu.length }) ?? (gpu.length === 0
-        ? `no node advertises ${RESOURCES.gpu}: check the GPU Operator's device plugin (kubectl -n gpu-operator get pods) and that the state holds every node (kubectl get nodes -o yaml)`
+        ? `no node advertises ${RESOURCES.gpu}: check the GPU Operator's device plugin (kubectl -n ${NAMESPACES.gpuOperator} get pods) and that the state holds every node (kubectl get nodes -o yaml)`
         : `${gpu.length} GPU workers are more than one description takes (nodes.gpuWorkers.count): describe the cluster in parts, one description per node group`),
     }];
   }),
@@ -79,7 +79,7 @@ const product: PreflightRule = {
       severity: 'error',
       object: `Nodes ${nodeList(off)}`,
       message: `nvidia.com/gpu.product is ${summarize(seen)} and the description says ${want}: GPU pods would select no node`,
-      fix: edit ?? 'check GPU Feature Discovery on these nodes (kubectl -n gpu-operator get pods)',
+      fix: edit ?? `check GPU Feature Discovery on these nodes (kubectl -n ${NAMESPACES.gpuOperator} get pods)`,
     }];
   }),
 };

@@ -7,8 +7,8 @@ import { QUOTA_RULES } from './quota';
 import { PreflightContext, PreflightFinding, PreflightRule, RenderedObject } from './rule';
 import { ClusterState } from './state';
 import { TAKEOVER_RULES } from './takeover';
-import { get } from './util';
 import { printable } from '../errors';
+import { valueAt } from '../json';
 import { RenderedCluster } from '../render/manifest';
 
 /** Every preflight rule, by family. */
@@ -22,7 +22,7 @@ function applicationsOf(cluster: RenderedCluster): Map<string, string> {
   for (const f of cluster.folders) {
     for (const m of f.objects) {
       if (m.kind !== 'Application') continue;
-      const p = get(m, ['spec', 'source', 'path']);
+      const p = valueAt(m, ['spec', 'source', 'path']);
       if (typeof p === 'string') out.set(p.split('/').pop()!, m.metadata.name);
     }
   }

@@ -1,21 +1,11 @@
 import { stringify } from 'yaml';
+import { setValueAt } from '../json';
 import { ClusterDescription } from '../model/description';
 import { DescriptionError, parseDescription } from '../model/load';
 
 /** A value as it is written after `field: ` in a YAML description (flow style, one line). */
 function yamlValue(v: unknown): string {
   return stringify(v, { collectionStyle: 'flow', lineWidth: 0 }).trimEnd();
-}
-
-/** Sets a dotted path of plain objects (creating what is missing). */
-function setPath(target: Record<string, unknown>, dotted: string, value: unknown): void {
-  const keys = dotted.split('.');
-  let at = target;
-  for (const k of keys.slice(0, -1)) {
-    if (at[k] === null || typeof at[k] !== 'object') at[k] = {};
-    at = at[k] as Record<string, unknown>;
-  }
-  at[keys[keys.length - 1]] = value;
 }
 
 /**
@@ -26,7 +16,7 @@ function setPath(target: Record<string, unknown>, dotted: string, value: unknown
  */
 export function descriptionEdit(description: ClusterDescription, edits: Readonly<Record<string, unknown>>): string | undefined {
   const edited = structuredClone(description) as unknown as Record<string, unknown>;
-  for (const [p, v] of Object.entries(edits)) setPath(edited, p, v);
+  for (const [p, v] of Object.entries(edits)) setValueAt(edited, p, v);
   try {
     parseDescription(edited);
   } catch (e) {

@@ -2,7 +2,8 @@ import { parse } from 'yaml';
 import { KUEUE_CONFIG_NAMESPACE } from './reads';
 import { PreflightContext, PreflightFinding, PreflightRule, rulesOf } from './rule';
 import { ClusterState } from './state';
-import { describeObject, get } from './util';
+import { describeObject } from './util';
+import { valueAt } from '../json';
 import { KUEUE_DEFAULT_LOCAL_QUEUE, LABELS } from '../model/names';
 import { apiGroup, Manifest } from '../render/manifest';
 
@@ -22,10 +23,10 @@ export function kueueFramework(m: Manifest): string {
 
 /** The Kueue manager ConfigMap of a cluster state, and its Configuration when it parses as a mapping. */
 export function liveKueueConfig(state: ClusterState): { configMap: Manifest; config?: Record<string, unknown> } | undefined {
-  const cm = state.list('', 'ConfigMap').find((c) => c.metadata.namespace === KUEUE_CONFIG_NAMESPACE && typeof get(c, ['data', KUEUE_CONFIG_KEY]) === 'string');
+  const cm = state.list('', 'ConfigMap').find((c) => c.metadata.namespace === KUEUE_CONFIG_NAMESPACE && typeof valueAt(c, ['data', KUEUE_CONFIG_KEY]) === 'string');
   if (!cm) return undefined;
   try {
-    const config = parse(get(cm, ['data', KUEUE_CONFIG_KEY]) as string) as unknown;
+    const config = parse(valueAt(cm, ['data', KUEUE_CONFIG_KEY]) as string) as unknown;
     return { configMap: cm, config: config && typeof config === 'object' ? config as Record<string, unknown> : undefined };
   } catch {
     return { configMap: cm };
@@ -57,7 +58,7 @@ function configFindings(ctx: PreflightContext): PreflightFinding[] {
     }];
   }
   const out: PreflightFinding[] = [];
-  const frameworks = get(live.config, ['integrations', 'frameworks']);
+  const frameworks = valueAt(live.config, ['integrations', 'frameworks']);
   const have = new Set(Array.isArray(frameworks) ? frameworks.map(String) : []);
   const missing = needed.filter((f) => !have.has(f));
   if (missing.length > 0) {
@@ -71,7 +72,7 @@ function configFindings(ctx: PreflightContext): PreflightFinding[] {
         + `kubectl -n ${KUEUE_CONFIG_NAMESPACE} edit configmap ${live.configMap.metadata.name} && ${RESTART}`,
     });
   }
-  if (alerts && get(live.config, ['metrics', 'enableClusterQueueResources']) !== true) {
+  if (alerts && valueAt(live.config, ['metrics', 'enableClusterQueueResources']) !== true) {
     out.push({
       rule: 'kueue-clusterqueue-metrics',
       severity: 'warning',
@@ -90,7 +91,7 @@ function configFindings(ctx: PreflightContext): PreflightFinding[] {
 const localQueueDefaulting: PreflightRule = {
   id: 'localqueue-defaulting',
   family: 'foreign-config',
-  summary: 'a LocalQueue named "default" the render does not have: Kueue queues every unlabelled pod and job of its namespace to it',
+  summary: `a LocalQueue named "${KUEUE_DEFAULT_LOCAL_QUEUE}" the render does not have: Kueue queues every unlabelled pod and job of its namespace to it`,
   check: ({ model, rendered, state }) => model.queueing.queues.filter((q) => !q.defaulting).flatMap((q): PreflightFinding[] => {
     const live = state.get('kueue.x-k8s.io', 'LocalQueue', KUEUE_DEFAULT_LOCAL_QUEUE, q.namespace);
     const ours = rendered.some(({ manifest: m }) => m.kind === 'LocalQueue' && m.metadata.name === KUEUE_DEFAULT_LOCAL_QUEUE && m.metadata.namespace === q.namespace);
@@ -102,7 +103,7 @@ const localQueueDefaulting: PreflightRule = {
       severity: 'warning',
       object: describeObject(live),
       message: `Kueue's LocalQueue defaulting queues every pod and job created in namespace ${q.namespace} without a queue label to this queue `
-        + `(ClusterQueue ${String(get(live, ['spec', 'clusterQueue']) ?? '?')}), CPU-only pods included, not to the rendered LocalQueue ${q.localQueue}`,
+        + `(ClusterQueue ${String(valueAt(live, ['spec', 'clusterQueue']) ?? '?')}), CPU-only pods included, not to the rendered LocalQueue ${q.localQueue}`,
       fix: `kubectl -n ${q.namespace} delete localqueue ${KUEUE_DEFAULT_LOCAL_QUEUE} once no workload uses it, or set ${field}: ${KUEUE_DEFAULT_LOCAL_QUEUE} to keep queueing everything there`,
     }];
   }),

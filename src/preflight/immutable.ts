@@ -1,7 +1,7 @@
 import { descriptionEdit, withWhy } from './fixes';
 import { PreflightFinding, PreflightRule } from './rule';
-import { describeObject, get, isTemplate, same, show } from './util';
-import { NAMESPACES } from '../model/names';
+import { describeObject, isTemplate, same, show } from './util';
+import { valueAt } from '../json';
 import { apiGroup, Manifest } from '../render/manifest';
 
 /** StorageClass fields the API server refuses to change (the StorageClass must be deleted and recreated). */
@@ -18,10 +18,11 @@ const immutableFields: PreflightRule = {
       const live = state.find(m);
       if (!live) continue;
       if (m.kind === 'LocalQueue' && apiGroup(m.apiVersion) === 'kueue.x-k8s.io') {
-        const want = get(m, ['spec', 'clusterQueue']);
-        const have = get(live, ['spec', 'clusterQueue']);
+        const want = valueAt(m, ['spec', 'clusterQueue']);
+        const have = valueAt(live, ['spec', 'clusterQueue']);
         if (!same(want, have)) {
-          const isDefault = m.metadata.namespace === NAMESPACES.default && m.metadata.name === model.queueing.defaultQueue.localQueue;
+          const { defaultQueue } = model.queueing;
+          const isDefault = m.metadata.namespace === defaultQueue.namespace && m.metadata.name === defaultQueue.localQueue;
           out.push({
             rule: 'immutable-field',
             severity: 'error',
@@ -63,7 +64,7 @@ function normalizedStorageField(sc: Manifest, field: (typeof STORAGE_CLASS_IMMUT
 
 /** Node ports of a Service. */
 function nodePorts(svc: Manifest): number[] {
-  const ports = get(svc, ['spec', 'ports']);
+  const ports = valueAt(svc, ['spec', 'ports']);
   return Array.isArray(ports) ? ports.map((p) => (p as { nodePort?: unknown }).nodePort).filter((n): n is number => typeof n === 'number') : [];
 }
 

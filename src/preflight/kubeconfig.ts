@@ -6,6 +6,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { InputError, printable } from '../errors';
 import { formatMiB, maxBytes } from '../input/limits';
 import { asInputError, decodeInput, readInputBytes, readYamlInput } from '../input/read';
+import { isJsonObject } from '../json';
 
 /*
  * The kubeconfig, read as kubectl reads it (--kubeconfig, else every file of $KUBECONFIG with the
@@ -31,13 +32,9 @@ export interface LoadedKubeConfig {
 
 type Obj = Record<string, unknown>;
 
-function isRecord(v: unknown): v is Obj {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
-
 function entries(doc: Obj, key: string): Obj[] {
   const v = doc[key];
-  return Array.isArray(v) ? v.filter(isRecord) : [];
+  return Array.isArray(v) ? v.filter(isJsonObject) : [];
 }
 
 /** The files to read and how to name them, or undefined when there is no kubeconfig at all. */
@@ -71,11 +68,11 @@ function readKubeconfigFile(file: string, label: string): Obj {
   if (doc === null || doc === undefined) {
     throw new InputError(`${label}: the kubeconfig is empty (no clusters, contexts or users); name another one, or write it with kubectl config (e.g. kubectl config set-cluster)`);
   }
-  if (!isRecord(doc)) throw new InputError(`${label}: not a kubeconfig (expected a mapping with clusters, contexts, users and current-context)`);
+  if (!isJsonObject(doc)) throw new InputError(`${label}: not a kubeconfig (expected a mapping with clusters, contexts, users and current-context)`);
   for (const f of FILE_FIELDS) {
     for (const e of entries(doc, f.list)) {
       const inner = e[f.entry];
-      if (isRecord(inner) && typeof inner[f.file] === 'string' && inner[f.file] !== '') inner[f.file] = path.resolve(path.dirname(file), inner[f.file] as string);
+      if (isJsonObject(inner) && typeof inner[f.file] === 'string' && inner[f.file] !== '') inner[f.file] = path.resolve(path.dirname(file), inner[f.file] as string);
     }
   }
   return doc;
@@ -99,7 +96,7 @@ function inlineFiles(merged: Obj, context: Obj, where: string): void {
   const named = { clusters: context.cluster, users: context.user };
   for (const f of FILE_FIELDS) {
     const inner = entries(merged, f.list).find((e) => e.name === named[f.list])?.[f.entry];
-    if (!isRecord(inner) || typeof inner[f.file] !== 'string' || inner[f.file] === '') continue;
+    if (!isJsonObject(inner) || typeof inner[f.file] !== 'string' || inner[f.file] === '') continue;
     const file = inner[f.file] as string;
     const bytes = asInputError(`${where}: ${f.entry}.${f.file} ${file}`, () => readInputBytes(file, 'kubeconfig'));
     inner[f.data] = f.data === 'token' ? asInputError(file, () => decodeInput(file, bytes)).trim() : bytes.toString('base64');
@@ -139,7 +136,7 @@ export async function loadKubeConfig(opts: { readonly kubeconfig?: string; reado
   if (opts.context !== undefined && !contexts.some((c) => c.name === opts.context)) throw new InputError(`--context ${printable(opts.context)}: no such context in ${where} (contexts: ${names})`);
   if (typeof name !== 'string' || name === '') throw new InputError(`${where} sets no current-context: pass --context NAME (contexts: ${names})`);
   const context = contexts.find((c) => c.name === name)?.context;
-  if (!isRecord(context)) throw new InputError(`${where}: the current-context "${printable(name)}" is not among its contexts (${names}): pass --context NAME, or kubectl config use-context NAME`);
+  if (!isJsonObject(context)) throw new InputError(`${where}: the current-context "${printable(name)}" is not among its contexts (${names}): pass --context NAME, or kubectl config use-context NAME`);
   inlineFiles(merged, context, where);
   try {
     kc.loadFromString(JSON.stringify(merged));

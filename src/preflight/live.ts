@@ -8,6 +8,7 @@ import { ClusterState } from './state';
 import { InputError, printable } from '../errors';
 import { formatMiB, INPUT_LIMITS, maxBytes } from '../input/limits';
 import { asInputError, checkNesting } from '../input/read';
+import { isJsonObject } from '../json';
 import { Manifest } from '../render/manifest';
 
 export interface LiveOptions {
@@ -74,10 +75,6 @@ interface Reader {
   readonly request: https.RequestOptions;
   readonly deadline: Deadline;
   bytesLeft: number;
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
 function seconds(ms: number): string {
@@ -229,10 +226,10 @@ async function getList(r: Reader, read: ListRead): Promise<Manifest[]> {
     const body = await getJson(r, path);
     if (body === undefined) return out;
     const where = `${r.config.server}: GET ${path}`;
-    if (!isRecord(body) || !Array.isArray(body.items)) throw new InputError(`${where}: the answer is not a list (no items): is this a Kubernetes API server?`);
+    if (!isJsonObject(body) || !Array.isArray(body.items)) throw new InputError(`${where}: the answer is not a list (no items): is this a Kubernetes API server?`);
     asInputError(where, () => checkNesting(where, body, 'snapshot'));
     listItems(read, body).forEach((o, i) => out.push(asStateObject(o, `${where}: items[${i}]`)));
-    const cont = isRecord(body.metadata) ? body.metadata.continue : undefined;
+    const cont = isJsonObject(body.metadata) ? body.metadata.continue : undefined;
     next = typeof cont === 'string' && cont !== '' ? cont : undefined;
   } while (next);
   return out;

@@ -1,5 +1,6 @@
 import { ClusterState, nodesOf } from './state';
-import { get } from './util';
+
+import { valueAt } from '../json';
 import { Taint } from '../model/description';
 import { ClusterModel } from '../model/model';
 import { LABELS, RESOURCES } from '../model/names';
@@ -16,7 +17,7 @@ export interface NodeRoles {
 }
 
 export function allocatable(node: Manifest, resource: string): string | undefined {
-  const v = get(node, ['status', 'allocatable', resource]);
+  const v = valueAt(node, ['status', 'allocatable', resource]);
   return typeof v === 'string' || typeof v === 'number' ? String(v) : undefined;
 }
 
@@ -37,7 +38,7 @@ export function readableAllocatable(resource: 'cpu' | 'memory', amount: number):
 }
 
 export function taintsOf(node: Manifest): Taint[] {
-  const t = get(node, ['spec', 'taints']);
+  const t = valueAt(node, ['spec', 'taints']);
   if (!Array.isArray(t)) return [];
   return t.map((x: { key: string; value?: string; effect: Taint['effect'] }) => (x.value === undefined || x.value === '' ? { key: x.key, effect: x.effect } : { key: x.key, value: x.value, effect: x.effect }));
 }
@@ -58,7 +59,7 @@ export function nodeRoles(state: ClusterState, serviceSelector: Readonly<Record<
 
 /** RDMA resources a node advertises: `rdma/<name>` -> units. */
 export function rdmaResources(node: Manifest): Map<string, number> {
-  const alloc = get(node, ['status', 'allocatable']) as Record<string, string> | undefined;
+  const alloc = valueAt(node, ['status', 'allocatable']) as Record<string, string> | undefined;
   return new Map(Object.entries(alloc ?? {}).filter(([k]) => k.startsWith(RESOURCES.rdmaPrefix)).map(([k, v]) => [k, parseQuantity(v)]));
 }
 
@@ -66,7 +67,7 @@ export function rdmaResources(node: Manifest): Map<string, number> {
 export function nicClusterPolicyDevices(state: ClusterState): { resourceName: string; rdmaHcaMax?: number; selectors?: Record<string, unknown> }[] {
   const out: { resourceName: string; rdmaHcaMax?: number; selectors?: Record<string, unknown> }[] = [];
   for (const p of state.list('mellanox.com', 'NicClusterPolicy')) {
-    const config = get(p, ['spec', 'rdmaSharedDevicePlugin', 'config']);
+    const config = valueAt(p, ['spec', 'rdmaSharedDevicePlugin', 'config']);
     if (typeof config !== 'string') continue;
     try {
       const parsed = JSON.parse(config) as { configList?: { resourceName?: unknown; rdmaHcaMax?: unknown; selectors?: unknown }[] };

@@ -7,6 +7,7 @@ import { ResourceFlavor, ResourceFlavorV1Beta2 } from '../../imports/kueue-resou
 import { WorkloadPriorityClass, WorkloadPriorityClassV1Beta2 } from '../../imports/kueue-workloadpriorityclass-kueue.x-k8s.io';
 import { NicClusterPolicy } from '../../imports/network-operator-mellanox.com';
 import { InputError, printable } from '../errors';
+import { isJsonObject } from '../json';
 import { parseQuantity } from '../model/quantity';
 import { apiGroup, describeObject, Manifest } from '../render/manifest';
 
@@ -25,10 +26,6 @@ export interface ReadObject {
 /** `group/version` or `version`, as Kubernetes spells them. */
 const API_VERSION = /^(?:[a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?v[1-9][0-9]*(?:(?:alpha|beta)[1-9][0-9]*)?$/;
 
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
-
 function quoted(v: unknown): string {
   const s = JSON.stringify(v) ?? String(v);
   return printable(s.length > 60 ? `${s.slice(0, 57)}...` : s);
@@ -37,7 +34,7 @@ function quoted(v: unknown): string {
 /** What is wrong with a map of strings (labels, annotations), or undefined. */
 function stringMapProblem(v: unknown, field: string): string | undefined {
   if (v === undefined || v === null) return undefined;
-  if (!isRecord(v)) return `${field}: expected a mapping of strings, got ${quoted(v)}`;
+  if (!isJsonObject(v)) return `${field}: expected a mapping of strings, got ${quoted(v)}`;
   const bad = Object.entries(v).find(([, x]) => typeof x !== 'string');
   return bad ? `${field}.${printable(bad[0])}: expected a string, got ${quoted(bad[1])}` : undefined;
 }
@@ -45,16 +42,16 @@ function stringMapProblem(v: unknown, field: string): string | undefined {
 /** What the node rules read of a Node: taints and allocatable quantities. */
 function nodeProblem(o: Record<string, unknown>): string | undefined {
   const spec = o.spec;
-  const taints = isRecord(spec) ? spec.taints : undefined;
+  const taints = isJsonObject(spec) ? spec.taints : undefined;
   if (taints !== undefined && taints !== null) {
     if (!Array.isArray(taints)) return `spec.taints: expected a list, got ${quoted(taints)}`;
-    const i = taints.findIndex((t) => !isRecord(t) || typeof t.key !== 'string' || typeof t.effect !== 'string' || !(t.value === undefined || typeof t.value === 'string'));
+    const i = taints.findIndex((t) => !isJsonObject(t) || typeof t.key !== 'string' || typeof t.effect !== 'string' || !(t.value === undefined || typeof t.value === 'string'));
     if (i >= 0) return `spec.taints[${i}]: expected key, effect (and value) strings, got ${quoted(taints[i])}`;
   }
   const status = o.status;
-  const alloc = isRecord(status) ? status.allocatable : undefined;
+  const alloc = isJsonObject(status) ? status.allocatable : undefined;
   if (alloc !== undefined && alloc !== null) {
-    if (!isRecord(alloc)) return `status.allocatable: expected a mapping of quantities, got ${quoted(alloc)}`;
+    if (!isJsonObject(alloc)) return `status.allocatable: expected a mapping of quantities, got ${quoted(alloc)}`;
     for (const [k, v] of Object.entries(alloc)) {
       let ok = typeof v === 'string' || typeof v === 'number';
       try {
@@ -74,9 +71,9 @@ function nodeProblem(o: Record<string, unknown>): string | undefined {
  * Throws bad input naming `where` and the field.
  */
 export function asStateObject(v: unknown, where: string): Manifest {
-  if (!isRecord(v)) throw new InputError(`${where}: not a Kubernetes object (expected a mapping, got ${quoted(v)})`);
+  if (!isJsonObject(v)) throw new InputError(`${where}: not a Kubernetes object (expected a mapping, got ${quoted(v)})`);
   const meta = v.metadata;
-  if (typeof v.apiVersion !== 'string' || typeof v.kind !== 'string' || !isRecord(meta) || typeof meta.name !== 'string') {
+  if (typeof v.apiVersion !== 'string' || typeof v.kind !== 'string' || !isJsonObject(meta) || typeof meta.name !== 'string') {
     throw new InputError(`${where}: not a Kubernetes object (apiVersion, kind and metadata.name are required)`);
   }
   if (!API_VERSION.test(v.apiVersion)) throw new InputError(`${where}: apiVersion ${quoted(v.apiVersion)} is not a Kubernetes API version (group/version, e.g. apps/v1)`);

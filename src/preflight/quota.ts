@@ -1,7 +1,8 @@
 import { descriptionEdit, withWhy } from './fixes';
 import { PreflightFinding, PreflightRule } from './rule';
-import { describeObject, get } from './util';
+import { describeObject } from './util';
 import { isDefaultClass } from '../check/storage';
+import { valueAt } from '../json';
 import { LABELS } from '../model/names';
 import { apiGroup, Manifest } from '../render/manifest';
 
@@ -11,7 +12,7 @@ function renderedOf(kind: string, group: string, rendered: readonly { manifest: 
 
 /** Resources a ClusterQueue covers (v1beta1 and v1beta2 spell resourceGroups the same). */
 function coveredResources(cq: Manifest): string[] {
-  const groups = get(cq, ['spec', 'resourceGroups']);
+  const groups = valueAt(cq, ['spec', 'resourceGroups']);
   if (!Array.isArray(groups)) return [];
   return groups.flatMap((g) => {
     const covered = (g as { coveredResources?: unknown }).coveredResources;
@@ -21,7 +22,7 @@ function coveredResources(cq: Manifest): string[] {
 
 /** Cohort of a ClusterQueue: v1beta2 `cohortName`, v1beta1 `cohort`. */
 function cohortOf(cq: Manifest): string | undefined {
-  const v = get(cq, ['spec', 'cohortName']) ?? get(cq, ['spec', 'cohort']);
+  const v = valueAt(cq, ['spec', 'cohortName']) ?? valueAt(cq, ['spec', 'cohort']);
   return typeof v === 'string' && v !== '' ? v : undefined;
 }
 
@@ -40,7 +41,7 @@ const clusterQueueOutsideCohort: PreflightRule = {
       if (ours.some((o) => o.metadata.name === cq.metadata.name) || cohortOf(cq) === cohort) continue;
       const both = coveredResources(cq).filter((r) => covered.has(r));
       if (both.length === 0) continue;
-      const preWired = get(defaultLq, ['spec', 'clusterQueue']) === cq.metadata.name;
+      const preWired = valueAt(defaultLq, ['spec', 'clusterQueue']) === cq.metadata.name;
       out.push({
         rule: 'quota-outside-cohort',
         severity: 'error',

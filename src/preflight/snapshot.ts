@@ -2,14 +2,11 @@ import { asStateObject, checkApiVersions, checkDuplicates, ReadObject } from './
 import { ClusterState } from './state';
 import { InputError, printable } from '../errors';
 import { asInputError, decodeInput, parseInputYaml, readInputBytes } from '../input/read';
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
+import { isJsonObject } from '../json';
 
 /** A `kind: List` (or `kind: <Kind>List` with items), as `kubectl get ... -o yaml` writes for several objects. */
 function isList(v: unknown): v is Record<string, unknown> {
-  return isRecord(v) && (v.kind === 'List' || (typeof v.kind === 'string' && v.kind.endsWith('List') && 'items' in v));
+  return isJsonObject(v) && (v.kind === 'List' || (typeof v.kind === 'string' && v.kind.endsWith('List') && 'items' in v));
 }
 
 /** The objects of a snapshot's documents, each with where it was read. */

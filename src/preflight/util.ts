@@ -1,19 +1,11 @@
 import { isDeepStrictEqual } from 'node:util';
+import { isJsonObject } from '../json';
 import { LABELS } from '../model/names';
 import { describeObject, Manifest } from '../render/manifest';
 
 /** Rendered templates (filled in by hand, never applied by Argo CD). */
 export function isTemplate(m: Manifest): boolean {
   return m.metadata.annotations?.[LABELS.template] !== undefined;
-}
-
-export function get(o: unknown, path: readonly string[]): unknown {
-  let cur: unknown = o;
-  for (const p of path) {
-    if (cur === null || typeof cur !== 'object') return undefined;
-    cur = (cur as Record<string, unknown>)[p];
-  }
-  return cur;
 }
 
 /** A list for a message, cut after `max` items (`a, b, c and 19997 more`): a finding stays one readable line on any cluster. */
@@ -36,9 +28,9 @@ export function show(v: unknown): string {
  * changes). Fields only the live object has are left alone by an apply and are not listed.
  */
 export function changedPaths(rendered: unknown, live: unknown, prefix = ''): string[] {
-  if (rendered !== null && typeof rendered === 'object' && !Array.isArray(rendered)) {
-    if (live === null || typeof live !== 'object' || Array.isArray(live)) return [prefix || '.'];
-    return Object.entries(rendered as Record<string, unknown>).flatMap(([k, v]) => changedPaths(v, (live as Record<string, unknown>)[k], prefix ? `${prefix}.${k}` : k));
+  if (isJsonObject(rendered)) {
+    if (!isJsonObject(live)) return [prefix || '.'];
+    return Object.entries(rendered).flatMap(([k, v]) => changedPaths(v, live[k], prefix ? `${prefix}.${k}` : k));
   }
   return same(rendered, live) ? [] : [prefix || '.'];
 }

@@ -1,8 +1,8 @@
 import { linkSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { faultPoint } from './fault';
 import { InputError } from '../errors';
+import { faultPoint } from '../fault';
 import { readTextIfPresent } from '../files';
 
 /** Prefix of every file the write protocol keeps in an output root (lock, journal); never rendered output. */
@@ -40,14 +40,18 @@ function sleep(ms: number): void {
   Atomics.wait(sleepCell, 0, 0, ms);
 }
 
-function readOwner(file: string): LockOwner | undefined | 'unreadable' {
+/**
+ * A lock file read once: its text (to remove it only while it still holds that) and its owner; undefined
+ * when there is no such file (released meanwhile). Never read again: it may be gone the next moment.
+ */
+function readLock(file: string): { readonly text: string; readonly owner: LockOwner | 'unreadable' } | undefined {
   const text = readTextIfPresent(file);
   if (text === undefined) return undefined;
   try {
     const o = JSON.parse(text) as LockOwner;
-    return typeof o.pid === 'number' && typeof o.host === 'string' ? o : 'unreadable';
+    return { text, owner: typeof o.pid === 'number' && typeof o.host === 'string' ? o : 'unreadable' };
   } catch {
-    return 'unreadable';
+    return { text, owner: 'unreadable' };
   }
 }
 
@@ -155,22 +159,24 @@ export class OutputLock {
         faultPoint('lock');
         return new OutputLock(file, content);
       }
-      const owner = readOwner(file);
-      if (owner === undefined) continue; // released in between
+      const lock = readLock(file);
+      if (lock === undefined) continue; // released in between
+      faultPoint('lock-busy');
+      const { owner } = lock;
       const unreadableAndOld = owner === 'unreadable' && Date.now() - (statSync(file, { throwIfNoEntry: false })?.mtimeMs ?? Date.now()) > 10_000;
       if (unreadableAndOld || (owner !== 'unreadable' && isStale(owner))) {
-        const stale = readFileSync(file, 'utf8');
+        // the text read above, not a second read: a lock released since then is not an error
         if (createExclusive(breaker, content)) {
           try {
-            removeIfSame(file, stale);
+            removeIfSame(file, lock.text);
           } finally {
             unlinkSync(breaker);
           }
           continue;
         }
-        const b = readOwner(breaker);
+        const b = readLock(breaker);
         // a breaker left by a process that died while breaking: remove it
-        if (b !== undefined && b !== 'unreadable' && isStale(b)) removeIfSame(breaker, readFileSync(breaker, 'utf8'));
+        if (b !== undefined && b.owner !== 'unreadable' && isStale(b.owner)) removeIfSame(breaker, b.text);
       }
       const who = owner === 'unreadable' ? 'another process' : describeOwner(owner);
       if (Date.now() >= deadline) {
@@ -208,7 +214,7 @@ export class OutputLock {
  * it is free, unreadable or stale.
  */
 export function lockIsHeld(root: string): boolean {
-  const owner = readOwner(path.join(root, LOCK_FILE));
+  const owner = readLock(path.join(root, LOCK_FILE))?.owner;
   return owner !== undefined && owner !== 'unreadable' && !isStale(owner);
 }
 

@@ -1,7 +1,7 @@
 import { closeSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmdirSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { faultPoint } from './fault';
+import { faultPoint } from '../fault';
 import { BOOKKEEPING_PREFIX, LOCK_FILE, LockOptions, lockIsHeld, OutputLock, pidIsGone } from './lock';
 import { fsErrorText, InputError, isFsError, WriteFailed } from '../errors';
 import { makeDirs, readTextIfPresent, syncDir } from '../files';

@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import { stringify } from 'yaml';
 import { emitYaml } from './yaml-emit';
 import { resolveCacheDir } from '../cache/cache-dir';
-import { packageDigest } from '../cache/digests';
 import { CompiledCache } from '../cache/compiled-cache';
+import { packageDigest } from '../cache/digests';
 
 /** The yaml package's options; yaml-emit.ts writes the same documents (a test compares them). */
 export const OPTIONS = { lineWidth: 0, minContentWidth: 0, aliasDuplicateObjects: false, indentSeq: true } as const;

@@ -1,4 +1,4 @@
-import { readdirSync, realpathSync, statSync } from 'node:fs';
+import { readdirSync, realpathSync } from 'node:fs';
 import * as path from 'node:path';
 import { ClusterOutcome, ClusterStage, ClusterSummary, entryFiles, hasError, PhaseTimes, processCluster, summaryOf, validationInputs } from './cluster-stage';
 import { CheckFailed } from '../check/engine';
@@ -6,7 +6,7 @@ import { Finding } from '../check/rule';
 import { FLEET_FOLDER, fleetFiles, renderFleet } from '../components/gitops/fleet';
 import { GITOPS_FOLDER } from '../components/gitops/plan';
 import { fsErrorText, InputError, isFsError } from '../errors';
-import { pathProblem } from '../files';
+import { pathProblem, usableFolder } from '../files';
 import { renderOnThreads, renderThreads } from './fleet-workers';
 import { clusterFiles } from './layout';
 import { isDescriptionFile } from '../model/load';
@@ -34,6 +34,8 @@ export class ValidationFailed extends Error {
 export interface SynthOptions {
   /** Description files; default: every description in `clustersDir`. */
   readonly configs?: readonly string[];
+  /** The models of `configs`, already loaded (by the launcher's precheck): used instead of loading the files again. */
+  readonly models?: readonly ClusterModel[];
   /** Folder of descriptions used when `configs` is empty. */
   readonly clustersDir: string;
   /**
@@ -128,17 +130,7 @@ const now = () => performance.now();
  */
 export function outputRoot(out: string, flag = '--out'): string {
   if (out === '') throw new InputError(`${flag} "": empty path; name the output folder (default: dist/)`);
-  const problem = pathProblem(out);
-  if (problem) throw new InputError(`${flag} ${out}: the path ${problem}`);
-  let st;
-  try {
-    st = statSync(out, { throwIfNoEntry: false });
-  } catch (e) {
-    if (isFsError(e)) throw new InputError(`${flag} ${out}: ${fsErrorText(e)}`);
-    throw e;
-  }
-  if (st && !st.isDirectory()) throw new InputError(`${flag} ${out}: not a folder; name a folder to render into`);
-  return path.resolve(out);
+  return usableFolder(out, `${flag} ${out}`, 'name a folder to render into');
 }
 
 function realOrResolved(p: string): string {
@@ -206,7 +198,7 @@ export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthR
   const only = opts.configs && opts.configs.length > 0;
   const configs = only ? opts.configs! : descriptionFiles(opts.clustersDir);
   if (configs.length === 0) throw new InputError(`no cluster descriptions in ${opts.clustersDir}`);
-  const models = loadModels(configs);
+  const models = only && opts.models?.length === configs.length ? opts.models : loadModels(configs);
   // With --config each cluster replaces <out>/<cluster>/ only; without, the whole output root.
   checkTargets(only ? models.map((m) => path.join(out, m.name)) : [out], configs);
   const t1 = now();

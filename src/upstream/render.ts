@@ -9,6 +9,7 @@ import { treeDigest } from './tree';
 import { mergeValues } from './values';
 import { Engine, EngineError, Engines } from '../engines';
 import { workDir } from '../engines/workspace';
+import { isJsonObject } from '../json';
 import { Manifest } from '../render/manifest';
 
 type Json = Record<string, unknown>;
@@ -72,10 +73,6 @@ export interface RenderContext {
 /** Helm hook types Argo CD never runs (Helm tests): those objects are not applied. */
 const TEST_HOOKS = new Set(['test', 'test-success', 'test-failure']);
 
-function isObject(v: unknown): v is Json {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
 /** The objects of an engine's YAML output (helm's test hooks dropped) and helm's template paths. */
 export function parseOutput(text: string, what: string): RenderOutput {
   const out: Manifest[] = [];
@@ -84,9 +81,9 @@ export function parseOutput(text: string, what: string): RenderOutput {
   for (const doc of parseAllDocuments(text)) {
     if (doc.errors.length > 0) throw new EngineError(`the output is not YAML: ${doc.errors[0].message.split('\n')[0]}`, what);
     const m = doc.toJS({ maxAliasCount: 1000 }) as unknown;
-    if (!isObject(m)) continue;
+    if (!isJsonObject(m)) continue;
     if (typeof m.kind !== 'string' || typeof m.apiVersion !== 'string') continue;
-    const hook = (isObject(m.metadata) && isObject(m.metadata.annotations) ? m.metadata.annotations['helm.sh/hook'] : undefined) as string | undefined;
+    const hook = (isJsonObject(m.metadata) && isJsonObject(m.metadata.annotations) ? m.metadata.annotations['helm.sh/hook'] : undefined) as string | undefined;
     if (typeof hook === 'string' && hook.split(',').every((h) => TEST_HOOKS.has(h.trim()))) continue;
     out.push(m as unknown as Manifest);
   }

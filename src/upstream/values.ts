@@ -1,8 +1,4 @@
-type Json = Record<string, unknown>;
-
-function isMap(v: unknown): v is Json {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
+import { isJsonObject, JsonObject as Json, valueAt } from '../json';
 
 /**
  * Helm's coalescing of user values over a chart's: maps merge key by key, anything else replaces, null
@@ -10,18 +6,13 @@ function isMap(v: unknown): v is Json {
  * itself is helm's).
  */
 export function mergeValues(base: unknown, over: unknown): unknown {
-  if (!isMap(base) || !isMap(over)) return over === undefined ? base : over;
+  if (!isJsonObject(base) || !isJsonObject(over)) return over === undefined ? base : over;
   const out: Json = { ...base };
   for (const [k, v] of Object.entries(over)) {
     if (v === null) delete out[k];
     else out[k] = mergeValues(base[k], v);
   }
   return out;
-}
-
-/** The value at a dotted path (`global.nats.install`), or undefined. */
-export function valueAt(values: unknown, dotted: string): unknown {
-  return dotted.split('.').reduce<unknown>((cur, k) => (isMap(cur) ? cur[k] : undefined), values);
 }
 
 /**

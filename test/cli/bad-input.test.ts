@@ -3,9 +3,9 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, 
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { CACHE_ENV } from '../../src/cache/compiled-cache';
 import { EXIT, main } from '../../src/cli';
 import { DEFAULT_SCHEMAS } from '../../src/paths';
-import { CACHE_ENV } from '../../src/cache/compiled-cache';
 import { HAS_SCHEMAS, readTreeFiles, REFERENCE_FILE } from '../helpers';
 
 /*

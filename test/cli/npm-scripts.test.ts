@@ -3,6 +3,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { FAULT_TRACE_ENV } from '../../src/fault';
 import { HAS_SCHEMAS, REFERENCE_FILE, ROOT } from '../helpers';
 
 // The documented npm commands keep the CLI's contract: its exit code (npm passes it through, no
@@ -89,6 +90,19 @@ describe('the launcher', () => {
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toBe('');
     expect(r.stderr).toBe('');
+  });
+
+  it('parses each good description once a run: the precheck hands its models to the CLI', () => {
+    const training = path.join(ROOT, 'src', 'clusters', 'training-cluster.yaml');
+    const loads = (name: string, args: string[]) => {
+      const trace = path.join(mkdtempSync(path.join(tmpdir(), 'npm-scripts-loads-')), 'trace');
+      const r = spawnSync('npm', ['run', '-s', name, '--', ...args], { cwd: ROOT, env: { ...env, [FAULT_TRACE_ENV]: trace }, encoding: 'utf8' });
+      expect(r.status, r.stderr).toBe(0);
+      return readFileSync(trace, 'utf8').split('\n').filter((l) => l.startsWith('load:'));
+    };
+    const out = mkdtempSync(path.join(tmpdir(), 'npm-scripts-once-'));
+    expect(loads('synth', ['--config', REFERENCE_FILE, '--config', training, '--out', out, '--no-validate', '--quiet'])).toEqual(['load:1', 'load:2']);
+    expect(loads('diff', ['--config', REFERENCE_FILE, '--out', out, '--no-validate'])).toEqual(['load:1']);
   });
 
   it.skipIf(!HAS_SCHEMAS)('npm run validate passes a validation failure through as exit 1', () => {

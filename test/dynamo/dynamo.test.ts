@@ -93,12 +93,16 @@ describe('Dynamo samples', () => {
     expect(graphsFound.length).toBe(2);
     for (const g of graphsFound) {
       expect(g.metadata.namespace).toBe('inference');
+      const components = (g as any).spec.components as { name: string }[];
       const templates = index.podTemplates(g);
-      expect(templates.length).toBe((g as any).spec.components.length);
+      // one pod template per component, each at that component's podTemplate
+      expect(templates.map((t) => t.path)).toEqual(components.map((_, i) => `spec.components[${i}].podTemplate.spec`));
       for (const t of templates) {
         const queue = t.labels['kueue.x-k8s.io/queue-name'];
         expect(queue, t.path).toBe('inference');
-        expect(index.find('LocalQueue', queue, g.metadata.namespace), t.path).toBeDefined();
+        const localQueue = index.find('LocalQueue', queue, g.metadata.namespace);
+        if (!localQueue) throw new Error(`${g.metadata.name} ${t.path}: no LocalQueue ${queue} in ${g.metadata.namespace}`);
+        expect(localQueue.metadata, t.path).toMatchObject({ name: queue, namespace: g.metadata.namespace });
       }
     }
   });

@@ -1,10 +1,10 @@
 import { ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
-import { FAULT_ENV, FAULT_TRACE_ENV } from '../../src/render/fault';
+import { FAULT_ENV, FAULT_TRACE_ENV } from '../../src/fault';
 import { isWriteArtifact, JOURNAL_FILE, LOCK_FILE, LOCK_WAIT_ENV, recoverOutput } from '../../src/render/write';
 import { HAS_SCHEMAS, readTreeFiles, ROOT } from '../helpers';
 
@@ -362,6 +362,29 @@ describe.skipIf(process.platform !== 'linux')('concurrent writers serialize on t
     expect(w.code, w.stderr).toBe(0);
     expect(w.stderr).toContain('waiting for');
     expect(states(dir)).toEqual(['old', 'old']);
+    expect(leftovers(dir)).toEqual([]);
+  }, 300_000);
+});
+
+describe.skipIf(process.platform !== 'linux')('a stale lock released while it is being judged', () => {
+  it('the lock file is read once: a lock that vanishes after that read is no lock, not a crash', async () => {
+    const dir = freshCopy();
+    // the lock of a process of this host that has ended: stale, so the writer goes on to break it
+    const gone = spawnSync(process.execPath, ['-e', '']).pid;
+    const lock = path.join(dir, LOCK_FILE);
+    writeFileSync(lock, `${JSON.stringify({ pid: gone, host: hostname(), since: new Date().toISOString(), command: 'synth' })}\n`);
+    const writer = start(synthArgs(newConfigs, dir), { [FAULT_ENV]: 'lock-busy:1:stop' });
+    await stopped(writer.child.pid!);
+    try {
+      // released between the read and what follows it
+      unlinkSync(lock);
+    } finally {
+      writer.child.kill('SIGCONT');
+    }
+    const r = await writer.done;
+    expect(r.stderr).not.toMatch(/ENOENT|internal error/);
+    expect(r.code, r.stderr).toBe(0);
+    expect(states(dir)).toEqual(['new', 'new']);
     expect(leftovers(dir)).toEqual([]);
   }, 300_000);
 });

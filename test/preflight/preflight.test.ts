@@ -149,6 +149,27 @@ describe('preflight on the pre-installed Instant Cluster fixture', () => {
   });
 });
 
+describe('fix texts name the Kueue objects the description names', () => {
+  it('a renamed default LocalQueue and ClusterQueue: the fixes follow the description, not the usual names', () => {
+    // the pre-wired LocalQueue of the fixture, under the name the description now gives the default queue
+    const state = stateOf((objects) => objects
+      .filter((o) => o.kind === 'LocalQueue' && o.metadata.name === 'default' && o.metadata.namespace === 'default')
+      .forEach((o) => { o.metadata.name = 'main'; }));
+    const fs = findingsOf({ edit: (d) => { d.queueing = { ...d.queueing, defaultQueue: 'main', defaultClusterQueue: 'shared-gpus' }; }, state });
+    const immutable = fs.find((f) => f.rule === 'immutable-field' && f.object.includes('LocalQueue'));
+    expect(immutable?.object).toContain('default/main');
+    expect(immutable?.message).toContain('"cluster-queue" in the cluster and "shared-gpus" in the render');
+    expect(immutable?.fix).toMatch(/^set queueing\.defaultClusterQueue: cluster-queue in the description \(adopt the pre-wired ClusterQueue\)/);
+    // the pre-wired LocalQueue is found under its new name: the quota fix adopts its ClusterQueue too
+    expect(fs.find((f) => f.rule === 'quota-outside-cohort')?.fix).toMatch(/^set queueing\.defaultClusterQueue: cluster-queue in the description \(the pre-wired default LocalQueue/);
+    // renamed only in the description: the live default/default is a LocalQueue the render does not own, named as it is
+    const lone = findingsOf({ edit: (d) => { d.queueing = { ...d.queueing, defaultQueue: 'main' }; } });
+    const defaulting = lone.find((f) => f.rule === 'localqueue-defaulting');
+    expect(defaulting?.message).toContain('not to the rendered LocalQueue main');
+    expect(defaulting?.fix).toContain('kubectl -n default delete localqueue default once no workload uses it, or set queueing.defaultQueue: default');
+  });
+});
+
 describe('each rule fires on its conflict', () => {
   const set = (kind: string, name: string, f: (o: any) => void) => (objects: any[]) => {
     objects.filter((o) => o.kind === kind && o.metadata.name === name).forEach(f);

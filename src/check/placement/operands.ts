@@ -1,5 +1,6 @@
 import { GPU_OPERATOR_OPERANDS } from './nodes';
 import { SchedulingSpec, TolerationLike } from './scheduling';
+import { isJsonObject } from '../../json';
 import { NODE_LABELS, RESOURCES } from '../../model/names';
 import { Manifest } from '../../render/manifest';
 
@@ -18,7 +19,7 @@ type Json = Record<string, unknown>;
 
 function section(spec: Json, field: string): Json | undefined {
   const v = spec[field];
-  return typeof v === 'object' && v !== null && !Array.isArray(v) ? v as Json : undefined;
+  return isJsonObject(v) ? v : undefined;
 }
 
 /** Every operand asset tolerates this taint; the ClusterPolicy's daemonsets.tolerations replace the asset's list. */

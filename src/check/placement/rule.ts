@@ -2,6 +2,7 @@ import { parse as parseYaml } from 'yaml';
 import { SimNode, simulatedNodes } from './nodes';
 import { clusterPolicyOperands, nicClusterPolicyOperands } from './operands';
 import { Fit, fitOn, FitOptions, SchedulingSpec, TolerationLike } from './scheduling';
+import { isJsonObject } from '../../json';
 import { RESOURCES } from '../../model/names';
 import { apiGroup, describeObject, Manifest } from '../../render/manifest';
 import { ClusterIndex } from '../cluster-index';
@@ -41,10 +42,6 @@ interface QueueFlavor {
   readonly tolerations: readonly TolerationLike[];
 }
 
-function isObject(v: unknown): v is Json {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
 function hostnamesNote(fit: Fit): string {
   return fit.of > 1 ? ` (fits ${fit.fits} of ${fit.of} host names)` : '';
 }
@@ -82,10 +79,10 @@ function localPathHelper(cm: Manifest): Target[] {
   } catch {
     return [];
   }
-  const spec = (isObject(pod) && isObject(pod.spec) ? pod.spec : {}) as SchedulingSpec;
-  const classes = isObject(config) && isObject(config.storageClassConfigs) ? Object.entries(config.storageClassConfigs) : [];
-  const shared = classes.filter(([, c]) => isObject(c) && typeof c.sharedFileSystemPath === 'string').map(([n]) => n);
-  const local = classes.filter(([, c]) => !(isObject(c) && typeof c.sharedFileSystemPath === 'string')).map(([n]) => n);
+  const spec = (isJsonObject(pod) && isJsonObject(pod.spec) ? pod.spec : {}) as SchedulingSpec;
+  const classes = isJsonObject(config) && isJsonObject(config.storageClassConfigs) ? Object.entries(config.storageClassConfigs) : [];
+  const shared = classes.filter(([, c]) => isJsonObject(c) && typeof c.sharedFileSystemPath === 'string').map(([n]) => n);
+  const local = classes.filter(([, c]) => !(isJsonObject(c) && typeof c.sharedFileSystemPath === 'string')).map(([n]) => n);
   const out: Target[] = [];
   // local-path-provisioner v0.0.37 pins a node-local class's helper with nodeName; a shared-filesystem
   // class's helper has no node, so the scheduler places it with the template's tolerations alone.

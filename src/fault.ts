@@ -3,15 +3,15 @@ import { isMainThread, threadId } from 'node:worker_threads';
 
 /**
  * Fault injection for the crash tests (test/faults/). Read only by the write protocol (and synth's
- * loop over the clusters, which streams into it).
+ * loop over the clusters, which streams into it) and the description loader.
  *
  * `GPU_CLUSTER_MANIFESTS_FAULT=<step>:<n>[:stop]` kills the process with SIGKILL (or stops it with
  * SIGSTOP) right before the n-th occurrence of `<step>` (in one thread: a fleet's render workers count
  * their own steps, and trace them as `<step>:<n>@<thread>`); several faults may be given, separated by
  * commas. `GPU_CLUSTER_MANIFESTS_FAULT_TRACE=<file>` appends every step passed (`<step>:<n>`), so a
  * test can enumerate every point of a run. Steps, in order:
- * `render` (synth starts rendering a cluster; from the second one on, the earlier clusters' temporary
- * trees are on disk and the lock is held), `lock` (the output lock is held), `recover-rename`,
+ * `load` (a description file is read and parsed, also by the launcher's precheck), `render` (synth starts rendering a cluster; from the second one on, the earlier clusters' temporary
+ * trees are on disk and the lock is held), `lock` (the output lock is held), `lock-busy` (the lock file of another command was read, before it is judged stale or waited for), `recover-rename`,
  * `recover-remove`, `recovered` (recovery), `write` / `write-partial` (each file of the temporary
  * trees; `write-partial` writes half of the file first), `commit` (every tree is complete; before the journal is renamed into place),
  * `rename` (each rename of the swap), `remove` (each file or folder deleted while cleaning up),
