@@ -112,7 +112,7 @@ function removeTree(p: string, step: string): void {
  * True when the folder `dir` already holds exactly `files` (the same paths, byte for byte, and no
  * other file or folder): rewriting it would change nothing, so the swap is skipped.
  */
-function holdsExactly(dir: string, files: readonly RenderedFile[]): boolean {
+export function holdsExactly(dir: string, files: readonly RenderedFile[]): boolean {
   const wanted = new Map(files.map(([rel, content]) => [rel, content]));
   const folders = new Set<string>();
   for (const rel of wanted.keys()) {
@@ -361,15 +361,16 @@ export interface StagedTree {
 
 /**
  * Writes `files` as the new tree of the entry `name` of `root` to a temporary folder beside it, or
- * nothing when the entry already holds exactly these files (undefined). `announce` hears the
- * temporary name before anything is written to it. The caller holds the root's lock (a TreeWriter).
+ * nothing when the entry already holds exactly these files (undefined; `compare` false: the caller
+ * found it differs already). `announce` hears the temporary name before anything is written to it.
+ * The caller holds the root's lock (a TreeWriter).
  */
 export function stageTree(
-  root: string, name: string, files: readonly RenderedFile[], announce: (staged: StagedTree) => void,
+  root: string, name: string, files: readonly RenderedFile[], announce: (staged: StagedTree) => void, compare = true,
 ): StagedTree | undefined {
   const target = path.join(root, name);
   // A tree that is already on disk byte for byte is left as it is (no temporary copy, no swap).
-  if (holdsExactly(target, files)) return undefined;
+  if (compare && holdsExactly(target, files)) return undefined;
   const staged: StagedTree = { name, tmp: artifactName(name, 'tmp'), existed: exists(target) };
   announce(staged);
   writeTree(path.join(root, staged.tmp), files);
@@ -438,9 +439,9 @@ export class TreeWriter {
    * files (nothing is written, commit leaves it). A write that fails aborts the whole write and throws
    * WriteFailed (the previous output is unchanged).
    */
-  add(name: string, files: readonly RenderedFile[]): boolean {
+  add(name: string, files: readonly RenderedFile[], compare = true): boolean {
     try {
-      return this.stage(name, files);
+      return this.stage(name, files, compare);
     } catch (e) {
       this.abort();
       throw e;
@@ -451,10 +452,10 @@ export class TreeWriter {
    * add() for a caller that aborts by itself (other threads may still be writing into the root): a
    * failed write throws WriteFailed and leaves the write open for that abort().
    */
-  stage(name: string, files: readonly RenderedFile[]): boolean {
+  stage(name: string, files: readonly RenderedFile[], compare = true): boolean {
     this.claim(name);
     try {
-      return stageTree(this.root, name, files, (staged) => this.adopt(staged, false)) !== undefined;
+      return stageTree(this.root, name, files, (staged) => this.adopt(staged, false), compare) !== undefined;
     } catch (e) {
       if (isFsError(e)) throw new WriteFailed(`${fsErrorText(e)}; nothing in ${this.root} was changed`);
       throw e;
@@ -469,6 +470,14 @@ export class TreeWriter {
   adopt(staged: StagedTree, claim = true): void {
     if (claim) this.claim(staged.name);
     this.swaps.push({ target: staged.name, tmp: staged.tmp, old: artifactName(staged.name, 'old'), existed: staged.existed });
+  }
+
+  /**
+   * An entry the caller found holding exactly its new tree already (holdsExactly): nothing is written,
+   * and commit leaves it as it is (with replaceAll it is one of the entries kept, not removed).
+   */
+  keep(name: string): void {
+    this.claim(name);
   }
 
   private claim(name: string): void {

@@ -1,3 +1,4 @@
+import * as path from 'node:path';
 import { ScopeOf } from '../check/cluster-view';
 import { checkCluster } from '../check/engine';
 import { Finding } from '../check/rule';
@@ -10,6 +11,7 @@ import { ClusterModel } from '../model/model';
 import { Deletion, entryDeletions, treeObjects } from '../render/deletions';
 import { RenderedFile } from '../render/folder-files';
 import { Manifest, RenderedCluster, RenderedFolder, ValidationInput } from '../render/manifest';
+import { holdsExactly } from '../render/write';
 import { ManifestValidator, ValidationIssue } from '../validate/validator';
 
 /**
@@ -88,6 +90,8 @@ export interface ClusterOutcome {
   readonly summary: ClusterSummary;
   readonly issues: readonly ValidationIssue[];
   readonly findings: readonly Finding[];
+  /** Its folder on disk holds exactly its files already (nothing to write). */
+  readonly unchanged: boolean;
   /** The rendered objects its folder on disk holds and the new render does not (Argo CD would prune them). */
   readonly deleted: readonly Deletion[];
   /** Its gitops folder's objects (for the fleet folder). */
@@ -126,7 +130,10 @@ export function processCluster(model: ClusterModel, index: number, stage: Cluste
   const findings = invalid ? [] : timed('validate', () => checkCluster(c, { scopeOf }));
   const valid = !invalid && !hasError(findings);
   const files = valid ? timed('write', () => entryFiles(c.name, clusterFiles(c))) : undefined;
-  const deleted = files && stage.out ? timed('write', () => entryDeletions(stage.out!, c.name, files, treeObjects(c.name, c.folders))) : [];
+  // Compared with its folder on disk once: unchanged (then nothing is read again or written), or its deletions.
+  const target = files && stage.out ? path.join(stage.out, c.name) : undefined;
+  const unchanged = target !== undefined && timed('write', () => holdsExactly(target, files!));
+  const deleted = target !== undefined && !unchanged ? timed('write', () => entryDeletions(stage.out!, c.name, files!, treeObjects(c.name, c.folders))) : [];
   const summary = summaryOf(c.name, c.folders);
-  return { index, summary, issues, findings, deleted, gitops: gitopsObjects(c), valid, files, fileCount: files?.length ?? 0, time };
+  return { index, summary, issues, findings, unchanged, deleted, gitops: gitopsObjects(c), valid, files, fileCount: files?.length ?? 0, time };
 }

@@ -230,9 +230,10 @@ function runWorker(data: WorkerData): void {
     for (i = Atomics.add(shared, NEXT, 1); i < total; i = Atomics.add(shared, NEXT, 1)) {
       const o = processCluster(buildModel(data.descriptions[i]), i, stage, false);
       if (!o.valid) Atomics.store(shared, FAILED, 1);
-      const write = o.files !== undefined && Atomics.load(shared, FAILED) === 0;
-      if (write) stageTree(data.out, o.summary.name, o.files!, (staged) => post({ type: 'staged', staged }));
-      post({ type: 'outcome', outcome: { ...o, files: undefined, fileCount: write ? o.fileCount : 0 } });
+      const counted = o.files !== undefined && Atomics.load(shared, FAILED) === 0;
+      // an unchanged folder is not written: the main thread keeps it when the outcome arrives
+      if (counted && !o.unchanged) stageTree(data.out, o.summary.name, o.files!, (staged) => post({ type: 'staged', staged }), false);
+      post({ type: 'outcome', outcome: { ...o, files: undefined, fileCount: counted ? o.fileCount : 0 } });
     }
   } catch (e) {
     Atomics.store(shared, FAILED, 1);

@@ -233,10 +233,12 @@ export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthR
     // Refused deletions are all listed, so the lock stays (the removed entries are read under it at the end).
     if (refuse(o.deleted)) failed = true;
     if (!failed) files += o.fileCount;
-    if (!failed && o.files) {
+    // An unchanged folder is claimed whichever thread rendered it, so that replacing the whole output keeps it.
+    if (!failed && o.valid && o.unchanged) {writer.keep(o.summary.name);} else if (!failed && o.files) {
       const start = now();
-      if (threads > 1) writer.stage(o.summary.name, o.files);
-      else writer.add(o.summary.name, o.files);
+      // (processCluster compared the folder on disk already)
+      if (threads > 1) writer.stage(o.summary.name, o.files, false);
+      else writer.add(o.summary.name, o.files, false);
       time.write += now() - start;
     }
     // the gitops objects only for the fleet folder

@@ -476,6 +476,36 @@ describe.skipIf(process.platform !== 'linux')('a fleet rendered on several threa
     expect(existsSync(path.join(dir, NAMES[0], 'tenants', 'namespace.inference.yaml'))).toBe(true);
   }, 300_000);
 
+  it('the whole output re-rendered on two threads: unchanged folders are kept whichever thread rendered them, and a changed one replaced', () => {
+    // `npm run synth` without --config replaces the whole output root: an entry no thread claims is removed
+    const clusters = path.join(work, 'threads-replace-all-clusters');
+    mkdirSync(clusters, { recursive: true });
+    for (const f of newFleet) cpSync(f, path.join(clusters, path.basename(f)));
+    const out = path.join(work, 'threads-replace-all');
+    const script = `const { synth } = require(${JSON.stringify(path.join(ROOT, 'lib', 'src', 'synth', 'pipeline.js'))});
+      const r = synth({ clustersDir: ${JSON.stringify(clusters)}, out: ${JSON.stringify(out)}, schemas: false });
+      console.log(JSON.stringify({ changed: r.changed, files: r.files }));`;
+    const synthAll = () => {
+      const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', env: { ...process.env, [THREADS]: '2' } });
+      expect(r.status, r.stderr).toBe(0);
+      return JSON.parse(r.stdout.trim().split('\n').pop()!) as { changed: string[]; files: number };
+    };
+    const first = synthAll();
+    expect(first.changed.sort()).toEqual([...NAMES, 'fleet'].sort());
+    const before = readTreeFiles(out);
+    const again = synthAll();
+    expect(again.changed).toEqual([]);
+    expect(again.files).toBe(first.files);
+    expect(readdirSync(out).sort()).toEqual([...NAMES, 'fleet'].sort());
+    expect(readTreeFiles(out)).toEqual(before);
+    // one cluster changes: only its folder is replaced, the others stay
+    writeFileSync(path.join(clusters, 'fleet-3.yaml'), readFileSync(oldFleet[2], 'utf8'));
+    const third = synthAll();
+    expect(third.changed).toEqual(['fleet-3']);
+    expect(readdirSync(out).sort()).toEqual([...NAMES, 'fleet'].sort());
+    expect(leftovers(out)).toEqual([]);
+  }, 300_000);
+
   it('killed anywhere, the fleet is all old or all new after recovery', () => {
     const steps = (() => {
       const dir = path.join(work, 'threads-trace');
