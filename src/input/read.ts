@@ -133,7 +133,6 @@ function lineColumn(text: string, offset: number): { line: number; column: numbe
  * DEL; C1 but next-line). kubectl and JSON escape them inside strings; raw, they mean a binary
  * or corrupted file, and would be printed raw into messages.
  */
-// eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u0084\u0086-\u009f]/;
 
 /** Decodes an input file as UTF-8; invalid bytes and control characters are refused with their line and column. */
