@@ -3,7 +3,7 @@ import { KUEUE_FRAMEWORKS } from '../components/kueue/manager-config';
 import { InputError, printable } from '../errors';
 import { valueAt } from '../json';
 import { Taint } from '../model/description';
-import { LABELS, NAMESPACES, RESOURCES, SERVICE_MONITOR_API, STORAGE_CLASSES } from '../model/names';
+import { KUEUE_DEFAULT_LOCAL_QUEUE, LABELS, NAMESPACES, RESOURCES, SERVICE_MONITOR_API, STORAGE_CLASSES } from '../model/names';
 import { MAX_GPUS_PER_NODE } from '../model/schema-types';
 import { liveKueueConfig } from '../preflight/foreign-config';
 import { allocatableAmount, gpuProduct, nicClusterPolicyDevices, nodeRoles, rdmaResources, readableAllocatable, taintKey, taintsOf } from '../preflight/nodes';
@@ -173,12 +173,12 @@ export function describeCluster(state: ClusterState, opts: InitOptions): InitRes
   // Queueing: the pre-wired LocalQueue in "default" and its ClusterQueue
   const queueing: Record<string, unknown> = {};
   const lqs = state.list('kueue.x-k8s.io', 'LocalQueue').filter((q) => q.metadata.namespace === NAMESPACES.default);
-  const lq = lqs.find((q) => q.metadata.name === 'default') ?? lqs[0];
+  const lq = lqs.find((q) => q.metadata.name === KUEUE_DEFAULT_LOCAL_QUEUE) ?? lqs[0];
   if (lq) {
     queueing.defaultQueue = lq.metadata.name;
     const cq = valueAt(lq, ['spec', 'clusterQueue']);
     if (typeof cq === 'string') queueing.defaultClusterQueue = cq;
-    seen('queueing', `the pre-wired LocalQueue default/${lq.metadata.name}`);
+    seen('queueing', `the pre-wired LocalQueue ${NAMESPACES.default}/${lq.metadata.name}`);
   }
 
   // Installs: what the cluster lacks for the rendered samples
