@@ -5,6 +5,7 @@ import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FAULT_TRACE_ENV } from '../../src/fault';
 import { HAS_SCHEMAS, REFERENCE_FILE, ROOT } from '../helpers';
+import { SNAPSHOT } from '../preflight/snapshots';
 
 // The documented npm commands keep the CLI's contract: its exit code (npm passes it through, no
 // task runner turns 2 into 1) and its output only (stderr: the CLI's lines and nothing else).
@@ -17,7 +18,6 @@ const scripts = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'
 const dir = mkdtempSync(path.join(tmpdir(), 'npm-scripts-'));
 const broken = path.join(dir, 'broken.yaml');
 writeFileSync(broken, readFileSync(REFERENCE_FILE, 'utf8').replace('gpusPerNode: 8', 'gpusPerNode: eight'));
-const SNAPSHOT = path.join(ROOT, 'test', 'preflight', 'fixtures', 'instant-cluster.snapshot.yaml');
 const missing = path.join(dir, 'missing.yaml');
 // a kubeconfig of an API server nobody listens on (port 1 of the loopback: refused at once)
 const refused = path.join(dir, 'refused.kubeconfig');

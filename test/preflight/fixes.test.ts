@@ -2,11 +2,11 @@ import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { snapshotObjects } from './snapshots';
 import { DescriptionError, parseDescription } from '../../src/model/load';
 import { buildModel } from '../../src/model/model';
 import { preflight } from '../../src/preflight/engine';
 import { PreflightFinding } from '../../src/preflight/rule';
-import { readSnapshot } from '../../src/preflight/snapshot';
 import { ClusterState } from '../../src/preflight/state';
 import { renderCluster } from '../../src/synth/render';
 import { Edit, referenceInput, serviceMonitorCrd } from '../helpers';
@@ -18,7 +18,6 @@ import { Edit, referenceInput, serviceMonitorCrd } from '../helpers';
  * NUL, a reclaim policy Kubernetes does not know), where the fix must suggest something else.
  */
 
-const SNAPSHOT = path.join(__dirname, 'fixtures', 'instant-cluster.snapshot.yaml');
 const ADOPTED = parse(readFileSync(path.join(__dirname, 'fixtures', 'instant-cluster.adopted.yaml'), 'utf8'));
 
 type Objects = any[];
@@ -111,7 +110,7 @@ function problemsAt(input: Record<string, any>, edit: { path: string; value: unk
 function run(s: Scenario): { input: Record<string, any>; findings: PreflightFinding[] } {
   const input = s.adopted ? structuredClone(ADOPTED) : referenceInput();
   s.edit?.(input);
-  const objects = structuredClone(readSnapshot(SNAPSHOT).objects) as Objects;
+  const objects = snapshotObjects() as Objects;
   s.state?.(objects);
   const cluster = renderCluster(buildModel(parseDescription(structuredClone(input))));
   return { input, findings: preflight(cluster, new ClusterState('scenario', objects)) };

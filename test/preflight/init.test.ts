@@ -4,13 +4,12 @@ import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { kubeconfigFor, serveState } from './api-server';
+import { changedSnapshot, SNAPSHOT, snapshotObjects } from './snapshots';
 import { main } from '../../src/cli';
 import { EXIT } from '../../src/commands/io';
 import { parseQuantity } from '../../src/model/quantity';
 import { readSnapshot } from '../../src/preflight/snapshot';
 import { HAS_SCHEMAS, serviceMonitorCrd } from '../helpers';
-
-const SNAPSHOT = path.join(__dirname, 'fixtures', 'instant-cluster.snapshot.yaml');
 
 describe('init writes a description from the cluster', () => {
   let dir: string;
@@ -25,7 +24,7 @@ describe('init writes a description from the cluster', () => {
     expect(text.split('\n')[0]).toBe('# yaml-language-server: $schema=./cluster-description.schema.json');
     expect(text).toContain('# TODO(init)');
     const d = parse(text);
-    const nodes = readSnapshot(SNAPSHOT).objects.filter((o) => o.kind === 'Node');
+    const nodes = snapshotObjects().filter((o) => o.kind === 'Node');
     const gpu = nodes.filter((n: any) => n.status.allocatable['nvidia.com/gpu']);
     const service = nodes.find((n) => n.metadata.labels?.['node-role.kubernetes.io/control-plane'] !== undefined) as any;
     expect(d.nodes.gpuWorkers.count).toBe(gpu.length);
@@ -99,14 +98,7 @@ describe('init describes what it sees, marks what it cannot decide, refuses what
   beforeAll(() => { dir = mkdtempSync(path.join(tmpdir(), 'init-cases-')); });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  /** The fixture's objects with `change` applied, written as a snapshot file. */
-  function snapshot(name: string, change: (objects: any[]) => void): string {
-    const objects = structuredClone(readSnapshot(SNAPSHOT).objects) as any[];
-    change(objects);
-    const file = path.join(dir, `${name}.yaml`);
-    writeFileSync(file, stringify({ apiVersion: 'v1', kind: 'List', items: objects }));
-    return file;
-  }
+  const snapshot = (name: string, change: (objects: any[]) => void) => changedSnapshot(dir, name, change);
   const gpuNodes = (objects: any[]) => objects.filter((o) => o.kind === 'Node' && o.status.allocatable['nvidia.com/gpu']);
 
   function init(...args: string[]) {

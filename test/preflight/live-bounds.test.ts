@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { kubeconfigFor, serveState } from './api-server';
+import { SNAPSHOT, snapshotObjects } from './snapshots';
 import { EXIT } from '../../src/commands/io';
 import { INPUT_LIMITS } from '../../src/input/limits';
 import { readSnapshot } from '../../src/preflight/snapshot';
@@ -22,7 +23,6 @@ import { REFERENCE_FILE } from '../helpers';
  * only the bound.
  */
 
-const SNAPSHOT = path.join(__dirname, 'fixtures', 'instant-cluster.snapshot.yaml');
 /** Seconds each hostile case may take (--timeout). */
 const TIMEOUT_S = 2;
 /** Tearing down after the deadline: destroying sockets, stopping a plugin's process group. */
@@ -269,7 +269,7 @@ describe('what the bounds leave working', () => {
   }, 120_000);
 
   it('a cluster larger than a page is read whole, page by page', async () => {
-    const objects = structuredClone(readSnapshot(SNAPSHOT).objects) as any[];
+    const objects = snapshotObjects();
     const node = objects.find((o) => o.kind === 'Node' && o.status.allocatable['nvidia.com/gpu']);
     for (let i = 0; i < 1200; i++) objects.push({ ...structuredClone(node), metadata: { ...structuredClone(node.metadata), name: `gpu-extra-${i}` } });
     const server = await serveState(new ClusterState('large', objects));

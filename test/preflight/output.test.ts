@@ -1,28 +1,19 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
+import { changedSnapshot } from './snapshots';
 import { main } from '../../src/cli';
 import { EXIT } from '../../src/commands/io';
-import { readSnapshot } from '../../src/preflight/snapshot';
 import { REFERENCE_FILE } from '../helpers';
 
 /* What preflight prints stays readable whatever the cluster holds: bounded lines, no raw control characters. */
-
-const SNAPSHOT = path.join(__dirname, 'fixtures', 'instant-cluster.snapshot.yaml');
 
 let dir: string;
 beforeAll(() => { dir = mkdtempSync(path.join(tmpdir(), 'preflight-output-')); });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-function snapshot(name: string, change: (objects: any[]) => void): string {
-  const objects = structuredClone(readSnapshot(SNAPSHOT).objects) as any[];
-  change(objects);
-  const file = path.join(dir, `${name}.yaml`);
-  writeFileSync(file, stringify({ apiVersion: 'v1', kind: 'List', items: objects }));
-  return file;
-}
+const snapshot = (name: string, change: (objects: any[]) => void) => changedSnapshot(dir, name, change);
 
 function preflight(file: string, ...more: string[]) {
   const lines: string[] = [];

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { kubeconfigFor, serveState } from './api-server';
+import { SNAPSHOT, snapshotObjects } from './snapshots';
 import { main } from '../../src/cli';
 import { EXIT } from '../../src/commands/io';
 import { preflight, PREFLIGHT_RULES } from '../../src/preflight/engine';
@@ -14,7 +15,6 @@ import { Manifest, RenderedCluster } from '../../src/render/manifest';
 import { REFERENCE_FILE, renderOf, Edit, serviceMonitorCrd } from '../helpers';
 
 const FIXTURES = path.join(__dirname, 'fixtures');
-const SNAPSHOT = path.join(FIXTURES, 'instant-cluster.snapshot.yaml');
 const ADOPTED = path.join(FIXTURES, 'instant-cluster.adopted.yaml');
 
 function capture() {
@@ -25,7 +25,7 @@ function capture() {
 
 /** The fixture's objects (fresh copies) with `change` applied, as a cluster state. */
 function stateOf(change: (objects: any[]) => void = () => {}): ClusterState {
-  const objects = structuredClone(readSnapshot(SNAPSHOT).objects) as any[];
+  const objects = snapshotObjects();
   change(objects);
   return new ClusterState('edited', objects);
 }
