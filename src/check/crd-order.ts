@@ -1,6 +1,7 @@
 import { ClusterIndex } from './cluster-index';
 import { ARGO } from './gitops';
 import { Rule, Violation } from './rule';
+import { definedKind, groupKindKey, groupKindOf } from '../components/gitops/api-kinds';
 import { LABELS } from '../model/names';
 import { apiGroup, describeObject, Manifest } from '../render/manifest';
 import { RenderedSource } from '../upstream';
@@ -27,12 +28,12 @@ function providers(sources: readonly RenderedSource[]): Map<string, Provider[]> 
   const out = new Map<string, Provider[]>();
   const add = (gk: string, p: Provider) => out.set(gk, [...(out.get(gk) ?? []), p]);
   for (const r of sources) {
-    for (const crd of r.objects.filter((o) => o.kind === 'CustomResourceDefinition' && apiGroup(o.apiVersion) === 'apiextensions.k8s.io')) {
-      const spec = (crd.spec ?? {}) as { group?: string; names?: { kind?: string } };
-      add(`${spec.group}/${spec.names?.kind}`, { application: r.application, what: `${r.what}, CustomResourceDefinition ${crd.metadata.name}` });
+    for (const crd of r.objects) {
+      const defined = definedKind(crd);
+      if (defined) add(groupKindKey(defined), { application: r.application, what: `${r.what}, CustomResourceDefinition ${crd.metadata.name}` });
     }
     for (const c of r.unrenderedCrds) {
-      add(`${c.group}/${c.kind}`, { application: r.application, what: c.from === 'operator' ? `${r.what}, applied by its operator at run time` : `${r.what}, crds/` });
+      add(groupKindKey(c), { application: r.application, what: c.from === 'operator' ? `${r.what}, applied by its operator at run time` : `${r.what}, crds/` });
     }
   }
   return out;
@@ -61,7 +62,7 @@ const crdBeforeCr: Rule = {
       if (apiGroup(app.apiVersion) !== ARGO) continue;
       for (const m of r.objects) {
         if (m.kind === 'CustomResourceDefinition') continue;
-        const gk = `${apiGroup(m.apiVersion)}/${m.kind}`;
+        const gk = groupKindKey(groupKindOf(m));
         const from = crds.get(gk) ?? [];
         if (from.length === 0 || from.some((p) => p.application === app && !p.what.endsWith('at run time'))) continue;
         const earliest = from.reduce((a, b) => (wave(b.application) < wave(a.application) ? b : a));
@@ -83,9 +84,6 @@ const crdBeforeCr: Rule = {
     return out;
   },
 };
-
-/** The annotation that makes a StorageClass the default one. */
-const DEFAULT_CLASS = 'storageclass.kubernetes.io/is-default-class';
 
 /** The volumes an object claims: the StorageClass each asks for (undefined: the default class). */
 function claimsOf(m: Manifest): { path: string; className?: string }[] {
@@ -118,7 +116,7 @@ const storageBeforeClaims: Rule = {
   check(index: ClusterIndex) {
     const sources = index.renders?.sources ?? [];
     const classes = sources.flatMap((r) => r.objects.filter((o) => o.kind === 'StorageClass' && apiGroup(o.apiVersion) === 'storage.k8s.io')
-      .map((o) => ({ name: o.metadata.name, isDefault: o.metadata.annotations?.[DEFAULT_CLASS] === 'true', application: r.application })));
+      .map((o) => ({ name: o.metadata.name, isDefault: o.metadata.annotations?.[LABELS.defaultStorageClass] === 'true', application: r.application })));
     const out: Violation[] = [];
     for (const r of sources) {
       for (const m of r.objects) {

@@ -64,12 +64,14 @@ export function isProvided(gk: GroupKind, provided: readonly GroupKind[]): boole
   return provided.some((p) => p.group === gk.group && (p.kind === '*' || p.kind === gk.kind));
 }
 
+/** The kind a CustomResourceDefinition defines; undefined for any other object. */
+export function definedKind(m: Manifest): GroupKind | undefined {
+  if (m.kind !== 'CustomResourceDefinition' || apiGroup(m.apiVersion) !== 'apiextensions.k8s.io') return undefined;
+  const spec = m.spec as { group?: string; names?: { kind?: string } } | undefined;
+  return { group: spec?.group ?? '', kind: spec?.names?.kind ?? '' };
+}
+
 /** The kinds the CustomResourceDefinitions among `objects` define. */
 export function kindsDefinedBy(objects: readonly Manifest[]): GroupKind[] {
-  return objects
-    .filter((m) => m.kind === 'CustomResourceDefinition' && apiGroup(m.apiVersion) === 'apiextensions.k8s.io')
-    .map((m) => {
-      const spec = m.spec as { group?: string; names?: { kind?: string } } | undefined;
-      return { group: spec?.group ?? '', kind: spec?.names?.kind ?? '' };
-    });
+  return objects.flatMap((m) => definedKind(m) ?? []);
 }
