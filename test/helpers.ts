@@ -118,3 +118,14 @@ export function seededRandom(seed: number): () => number {
     return (state - 1) / 2147483646;
   };
 }
+
+/** YAML whose aliases expand to 10^10 copies of a small list (a billion-laughs file): the readers must refuse it. */
+export function aliasBomb(): string {
+  let s = 'a: &a [x, x, x, x, x, x, x, x, x, x]\n';
+  let prev = 'a';
+  for (let i = 0; i < 9; i++) {
+    s += `b${i}: &b${i} [${Array(10).fill(`*${prev}`).join(', ')}]\n`;
+    prev = `b${i}`;
+  }
+  return s;
+}

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXIT } from '../../src/commands/io';
 import { INPUT_LIMITS, InputKind } from '../../src/input/limits';
 import { runCliChild } from '../child-cli';
-import { REFERENCE_FILE } from '../helpers';
+import { aliasBomb, REFERENCE_FILE } from '../helpers';
 import { kubeconfigFor } from '../preflight/api-server';
 
 /*
@@ -44,16 +44,6 @@ const BASE: Record<InputKind, () => string> = {
 
 /** A top-level key of each base, to give twice. */
 const TOP_KEY: Record<InputKind, string> = { description: 'name', snapshot: 'kind', kubeconfig: 'kind' };
-
-function aliasBomb(): string {
-  let s = 'a: &a [x, x, x, x, x, x, x, x, x, x]\n';
-  let prev = 'a';
-  for (let i = 0; i < 9; i++) {
-    s += `b${i}: &b${i} [${Array(10).fill(`*${prev}`).join(', ')}]\n`;
-    prev = `b${i}`;
-  }
-  return s;
-}
 
 function file(name: string, content: string | Buffer): string {
   const f = path.join(dir, name);

@@ -6,7 +6,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { CACHE_ENV } from '../../src/cache/compiled-cache';
 import { EXIT, main } from '../../src/cli';
 import { DEFAULT_SCHEMAS } from '../../src/paths';
-import { HAS_SCHEMAS, readTreeFiles, REFERENCE_FILE } from '../helpers';
+import { aliasBomb, HAS_SCHEMAS, readTreeFiles, REFERENCE_FILE } from '../helpers';
 
 /*
  * Hostile input and a hostile machine: every case exits with the documented code and one line
@@ -22,16 +22,6 @@ function file(name: string, content: string | Buffer): string {
   const f = path.join(dir, name);
   writeFileSync(f, content);
   return f;
-}
-
-function aliasBomb(): string {
-  let s = 'a: &a [x, x, x, x, x, x, x, x, x, x]\n';
-  let prev = 'a';
-  for (let i = 0; i < 9; i++) {
-    s += `b${i}: &b${i} [${Array(10).fill(`*${prev}`).join(', ')}]\n`;
-    prev = `b${i}`;
-  }
-  return s;
 }
 
 interface Case {
