@@ -24,29 +24,23 @@ function workerKinds(index: ClusterIndex): WorkerKind[] {
   const model = index.model;
   if (!model) return [];
   const nodes = simulatedNodes(model).filter((n) => !n.migEnabled);
-  const kinds: WorkerKind[] = [];
   const d = model.description.nodes;
-  const gpu = nodes.find((n) => n.role === 'gpu');
-  if (gpu) {
-    kinds.push({
-      node: gpu,
-      field: 'nodes.gpuWorkers',
-      count: d.gpuWorkers.count,
-      allocatable: { cpuMillis: millis(d.gpuWorkers.cpu), memoryBytes: parseQuantity(d.gpuWorkers.memory) },
-      reserved: { cpuMillis: millis(d.gpuWorkers.reserved.cpu), memoryBytes: parseQuantity(d.gpuWorkers.reserved.memory) },
-    });
-  }
-  const cpu = nodes.find((n) => n.role === 'cpu');
-  if (cpu && d.cpuWorkers) {
-    kinds.push({
-      node: cpu,
-      field: 'nodes.cpuWorkers',
-      count: d.cpuWorkers.count,
-      allocatable: { cpuMillis: millis(d.cpuWorkers.cpu), memoryBytes: parseQuantity(d.cpuWorkers.memory) },
-      reserved: { cpuMillis: millis(d.cpuWorkers.reserved.cpu), memoryBytes: parseQuantity(d.cpuWorkers.reserved.memory) },
-    });
-  }
-  return kinds;
+  const amounts = (cpu: string | number, memory: string | number) => ({ cpuMillis: millis(cpu), memoryBytes: parseQuantity(memory) });
+  const described = [
+    { role: 'gpu', field: 'nodes.gpuWorkers', workers: d.gpuWorkers },
+    { role: 'cpu', field: 'nodes.cpuWorkers', workers: d.cpuWorkers },
+  ] as const;
+  return described.flatMap(({ role, field, workers }) => {
+    const node = nodes.find((n) => n.role === role);
+    if (!node || !workers) return [];
+    return [{
+      node,
+      field,
+      count: workers.count,
+      allocatable: amounts(workers.cpu, workers.memory),
+      reserved: amounts(workers.reserved.cpu, workers.reserved.memory),
+    }];
+  });
 }
 
 /** Every DaemonSet pod the tree runs, with the object it comes from: rendered DaemonSets and the GPU Operator's operands. */
