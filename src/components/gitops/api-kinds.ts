@@ -29,20 +29,9 @@ export function isBuiltInGroup(group: string): boolean {
   return !group.includes('.') || group.endsWith('.k8s.io');
 }
 
-const sizes = new WeakMap<Manifest, number>();
-
-/**
- * Size of an object as kubectl would store it in the last-applied annotation (compact JSON, UTF-8).
- * Remembered per object: the gitops plan and the applied-size rule ask about the same rendered objects,
- * which are not changed once rendered.
- */
+/** Size of an object as kubectl would store it in the last-applied annotation (compact JSON, UTF-8). */
 export function appliedSize(m: Manifest): number {
-  let size = sizes.get(m);
-  if (size === undefined) {
-    size = Buffer.byteLength(JSON.stringify(m), 'utf8');
-    sizes.set(m, size);
-  }
-  return size;
+  return Buffer.byteLength(JSON.stringify(m), 'utf8');
 }
 
 /** Parses the `gpu-cluster.dev/provides` annotation: `group/Kind` entries, `group/*` for a whole group. */
