@@ -175,7 +175,7 @@ const queueing = z.strictObject({
   topology: z.strictObject({
     name: dnsLabel().default('gpu-topology').describe('Topology object name.'),
     levels: z.array(labelKey()).min(1, { error: 'expected at least one topology level' })
-      .default(['kubernetes.io/hostname']).describe('Node labels from the widest level to the node (e.g. block, rack, kubernetes.io/hostname).'),
+      .default([LABELS.hostname]).describe('Node labels from the widest level to the node (e.g. block, rack, kubernetes.io/hostname).'),
   }).optional().describe('Topology-aware scheduling: when set, GPU flavors reference this Topology.'),
 });
 
