@@ -4,7 +4,7 @@ import { clusterPolicyOperands } from './placement/operands';
 import { fitOn, podRequests, SchedulingSpec } from './placement/scheduling';
 import { Rule, Violation } from './rule';
 import { RESOURCES } from '../model/names';
-import { formatBytes, formatMillis, parseQuantity } from '../model/quantity';
+import { formatBytes, formatMillis, parseMillis, parseQuantity } from '../model/quantity';
 import { Manifest } from '../render/manifest';
 
 type Json = Record<string, unknown>;
@@ -18,14 +18,13 @@ interface WorkerKind {
   readonly reserved: { readonly cpuMillis: number; readonly memoryBytes: number };
 }
 
-const millis = (q: string | number) => Math.round(parseQuantity(q) * 1000);
 
 function workerKinds(index: ClusterIndex): WorkerKind[] {
   const model = index.model;
   if (!model) return [];
   const nodes = simulatedNodes(model).filter((n) => !n.migEnabled);
   const d = model.description.nodes;
-  const amounts = (cpu: string | number, memory: string | number) => ({ cpuMillis: millis(cpu), memoryBytes: parseQuantity(memory) });
+  const amounts = (cpu: string | number, memory: string | number) => ({ cpuMillis: parseMillis(cpu), memoryBytes: parseQuantity(memory) });
   const described = [
     { role: 'gpu', field: 'nodes.gpuWorkers', workers: d.gpuWorkers },
     { role: 'cpu', field: 'nodes.cpuWorkers', workers: d.cpuWorkers },
@@ -106,7 +105,7 @@ const quotaNodeReserve: Rule = {
         const sum = flavors.get(f.name) ?? { cpuMillis: 0, memoryBytes: 0, queues: [] };
         for (const r of f.resources ?? []) {
           if (r.nominalQuota === undefined) continue;
-          if (r.name === RESOURCES.cpu) sum.cpuMillis += millis(r.nominalQuota);
+          if (r.name === RESOURCES.cpu) sum.cpuMillis += parseMillis(r.nominalQuota);
           if (r.name === RESOURCES.memory) sum.memoryBytes += parseQuantity(r.nominalQuota);
         }
         if (!sum.queues.includes(cq)) sum.queues.push(cq);

@@ -2,7 +2,7 @@ import { AdoptedObject, adoptedObjects, AllocatedNodePort, allocatedNodePorts } 
 import { ClusterDescription, Taint } from './description';
 import { GpuProductFacts, gpuProductFacts } from './gpu-products';
 import { KUEUE_DEFAULT_LOCAL_QUEUE, LABELS, MANAGED_BY, NAMESPACES, RESOURCES, SERVICE_MONITOR_API } from './names';
-import { floorToMebibytes, formatBytes, formatMillis, parseQuantity } from './quantity';
+import { floorToMebibytes, formatBytes, formatMillis, parseMillis, parseQuantity } from './quantity';
 
 /** A Kubernetes toleration, in the shape of the core API (plain data, usable by every construct). */
 export interface TolerationSpec {
@@ -240,22 +240,18 @@ export function queueQuotas(totals: QuotaTotals, defaultClaim: Omit<QueueClaim, 
   const sum = (pick: (q: QueueQuota) => number) => tenantQuotas.reduce((s, q) => s + pick(q), 0);
   const defaultGpus = totals.gpus - claimed;
   const cpuOnlyRest: CpuOnlyAmounts | undefined = totals.cpuOnly && {
-    cpu: formatMillis(totals.cpuOnly.cpuMillis - sum((q) => millisOf(q.cpuOnly!.cpu))),
+    cpu: formatMillis(totals.cpuOnly.cpuMillis - sum((q) => parseMillis(q.cpuOnly!.cpu))),
     memory: formatBytes(totals.cpuOnly.memoryBytes - sum((q) => parseQuantity(q.cpuOnly!.memory))),
   };
   const defaultQuota: QueueQuota = {
     gpus: defaultGpus,
-    cpu: formatMillis(totals.cpuMillis - sum((q) => millisOf(q.cpu))),
+    cpu: formatMillis(totals.cpuMillis - sum((q) => parseMillis(q.cpu))),
     memory: formatBytes(totals.memoryBytes - sum((q) => parseQuantity(q.memory))),
     rdma: totals.rdma - sum((q) => q.rdma),
     ...limits({ ...defaultClaim, gpus: defaultGpus }),
     cpuOnly: cpuOnlyRest,
   };
   return [defaultQuota, ...tenantQuotas];
-}
-
-function millisOf(cpu: string): number {
-  return Math.round(parseQuantity(cpu) * 1000);
 }
 
 /** The queue of a namespace (undefined: the namespace has no LocalQueue). */
@@ -316,7 +312,7 @@ export function buildModel(d: ClusterDescription): ClusterModel {
   const limit = (v: number | null | undefined) => (v === null || v === undefined ? undefined : v);
   const cpuOnlyNodes = d.nodes.cpuWorkers;
   const forWorkloads = (n: { cpu: string; memory: string; reserved: { cpu: string; memory: string } }) => ({
-    cpuMillis: Math.round(parseQuantity(n.cpu) * 1000) - Math.round(parseQuantity(n.reserved.cpu) * 1000),
+    cpuMillis: parseMillis(n.cpu) - parseMillis(n.reserved.cpu),
     memoryBytes: Math.floor(parseQuantity(n.memory)) - Math.ceil(parseQuantity(n.reserved.memory)),
   });
   const gpuNode = forWorkloads(w);

@@ -22,6 +22,11 @@ export function parseQuantity(value: string | number): number {
   return num * 10 ** Number(suffix.slice(1));
 }
 
+/** A quantity in thousandths of its unit, rounded (`"500m"` -> 500, `"2"` -> 2000): CPU in millicores. */
+export function parseMillis(value: string | number): number {
+  return Math.round(parseQuantity(value) * 1000);
+}
+
 /** Canonical decimal-SI form of a value given in thousandths (`2000000` -> `"2k"`, `1500` -> `"1500m"`). */
 export function formatMillis(millis: number): string {
   if (!Number.isInteger(millis) || millis < 0) throw new Error(`cannot format ${millis} thousandths as a quantity`);

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { descriptionJsonSchemaText, withDescriptionReference } from '../../src/model/json-schema';
-import { floorToMebibytes, formatBytes, formatCpu, formatMillis, parseQuantity } from '../../src/model/quantity';
+import { floorToMebibytes, formatBytes, formatCpu, formatMillis, parseMillis, parseQuantity } from '../../src/model/quantity';
 import { PROJECT_ROOT, SCHEMA_FILE } from '../../src/paths';
 import { modelOf } from '../helpers';
 
@@ -18,6 +18,10 @@ describe('quantities', () => {
   it.each([
     [1000, '1'], [1500, '1500m'], [96000, '96'], [2_000_000, '2k'], [0, '0'], [192_000, '192'],
   ])('formats %d thousandths canonically as %s', (m, s) => expect(formatMillis(m)).toBe(s));
+
+  it.each([
+    ['500m', 500], ['2', 2000], [96, 96000], ['1.5', 1500], ['0.3333', 333],
+  ] as const)('reads %s as %d thousandths', (q, m) => expect(parseMillis(q)).toBe(m));
 
   it('formats CPU and bytes canonically', () => {
     expect(formatCpu(96)).toBe('96');
