@@ -155,7 +155,15 @@ export interface ClusterModel {
    * cluster serves to helm, and charts render more when an API is there.
    */
   readonly servedApiVersions: readonly string[];
+  /**
+   * Whether the cluster serves ValidatingAdmissionPolicy as GA (`admissionregistration.k8s.io/v1`, Kubernetes
+   * ADMISSION_POLICY_MINOR and later): the tenant guardrails and the SkyPilot identity policies render only then.
+   */
+  readonly admissionPolicies: boolean;
 }
+
+/** The Kubernetes minor version from which ValidatingAdmissionPolicy is GA (1.30). */
+export const ADMISSION_POLICY_MINOR = 30;
 
 /**
  * Whether a toleration tolerates a taint, as the scheduler decides it: an empty key with `Exists`
@@ -379,5 +387,6 @@ export function buildModel(d: ClusterDescription): ClusterModel {
     allocatedNodePorts: allocatedNodePorts(d),
     commonLabels: { [LABELS.managedBy]: MANAGED_BY, [LABELS.partOf]: d.name },
     servedApiVersions: d.monitoring.serviceMonitorCrd ? [`${SERVICE_MONITOR_API.group}/${SERVICE_MONITOR_API.version}`] : [],
+    admissionPolicies: Number(d.kubernetesVersion.split('.')[1]) >= ADMISSION_POLICY_MINOR,
   };
 }

@@ -6,7 +6,6 @@ import { SkyPilotIdentityGuard } from './skypilot-identity-guard';
 import { SkyPilotNodeReader } from './skypilot-node-reader';
 import { ClusterModel } from '../../model/model';
 import { componentChartProps, ComponentChartProps, ComponentDefinition } from '../component';
-import { ADMISSION_POLICY_MINOR } from '../tenants/chart';
 
 /**
  * The cluster side of the SkyPilot tutorial: the SkyPilot identities (launcher and workload) in every
@@ -20,7 +19,7 @@ export class SkyPilotChart extends Chart {
     const reader = new SkyPilotNodeReader(this, 'NodeReader');
     const namespaces = props.model.queueing.queues.map((q) => q.namespace);
     for (const ns of namespaces) new SkyPilotIdentity(this, `Identity-${ns}`, { namespace: ns, clusterRole: reader.name });
-    if (Number(props.model.description.kubernetesVersion.split('.')[1]) >= ADMISSION_POLICY_MINOR) {
+    if (props.model.admissionPolicies) {
       new SkyPilotIdentityGuard(this, 'IdentityGuard', { namespaces });
     }
   }

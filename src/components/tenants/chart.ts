@@ -8,9 +8,6 @@ import { Tenant } from './tenant';
 import { TenantGuardrails } from './tenant-guardrails';
 import { TenantNetworkPolicies } from './tenant-network-policies';
 
-/** ValidatingAdmissionPolicy is GA (admissionregistration.k8s.io/v1) from Kubernetes 1.30. */
-export const ADMISSION_POLICY_MINOR = 30;
-
 /**
  * Tenants: per tenant a labelled namespace, its LocalQueue, a namespaced role for its group and
  * ingress NetworkPolicies; admission guardrails for every tenant namespace (on Kubernetes 1.30 and
@@ -20,8 +17,7 @@ export const ADMISSION_POLICY_MINOR = 30;
 export class TenantsChart extends Chart {
   constructor(scope: Construct, id: string, props: ComponentChartProps) {
     super(scope, id, componentChartProps(props.model, props));
-    const minor = Number(props.model.description.kubernetesVersion.split('.')[1]);
-    if (minor >= ADMISSION_POLICY_MINOR) {
+    if (props.model.admissionPolicies) {
       new TenantGuardrails(this, 'Guardrails', {
         tenantLabel: LABELS.tenant,
         queueLabel: LABELS.queueName,
