@@ -377,14 +377,6 @@ export function stageTree(
   return staged;
 }
 
-/** What a streamed write would swap (TreeWriter.pending). */
-export interface PendingSwap {
-  /** Entries replaced: the new tree is complete at `<root>/<tmp>`, the old one (if it `existed`) still at `<root>/<target>`. */
-  readonly replaced: readonly { readonly target: string; readonly tmp: string; readonly existed: boolean }[];
-  /** Entries removed (replaceAll): every other entry of the root. */
-  readonly removed: readonly string[];
-}
-
 /**
  * A write of several trees into one output root, streamed: `begin` takes the root's lock and
  * recovers what an interrupted run left; each `add` writes one tree to its temporary name at once
@@ -485,19 +477,6 @@ export class TreeWriter {
     if (!plainName(name) || isWriteArtifact(name)) throw new Error(`cannot write an output entry named "${name}"`);
     if (this.names.has(name)) throw new Error(`output entry "${name}" written twice`);
     this.names.add(name);
-  }
-
-  /**
-   * What commit() would do now: the entries it replaces (each one's new tree complete at
-   * `<root>/<tmp>`, the old one, if any, still at `<root>/<target>`) and, with `replaceAll`, the
-   * entries it removes. A check that must see both sides (a deletion guard) reads them from disk here.
-   */
-  pending(): PendingSwap {
-    this.assertOpen();
-    return {
-      replaced: this.swaps.map((s) => ({ target: s.target, tmp: s.tmp!, existed: s.existed })),
-      removed: this.removals().map((s) => s.target),
-    };
   }
 
   /** Swaps every added tree in at once and deletes what they replace; returns the entries replaced or removed. */

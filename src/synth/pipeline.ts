@@ -12,7 +12,7 @@ import { clusterFiles } from './layout';
 import { isDescriptionFile } from '../model/load';
 import { loadModels } from '../model/load-models';
 import { ClusterModel } from '../model/model';
-import { byFile, clusterOf, Deletion, DeletionRefused, entryDeletions, readTreeObjects, treeObjects } from '../render/deletions';
+import { byFile, clusterOf, Deletion, DeletionRefused, entryDeletions, outputEntries, readTreeObjects, treeObjects } from '../render/deletions';
 import { RenderedFile } from '../render/folder-files';
 import { describeObject, Manifest, RenderedCluster, RenderedFolder } from '../render/manifest';
 import { recoverOutput, TreeWriter } from '../render/write';
@@ -277,9 +277,8 @@ export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthR
     }
     // Entries no longer rendered (a cluster dropped from the fleet) go with every object in them.
     const unreadable = (file: string, reason: string) => deleted.push({ cluster: clusterOf(file), object: `the objects of an unreadable file (${reason})`, file });
-    // (what this render holds is not removed, also where a refusal stopped its write)
     const renderedEntries = new Set([...models.map((m) => m.name), FLEET_FOLDER]);
-    const removed = writer.pending().removed.filter((name) => !renderedEntries.has(name));
+    const removed = only ? [] : outputEntries(out).filter((name) => !renderedEntries.has(name));
     for (const o of readTreeObjects(out, removed, unreadable)) {
       deleted.push({ cluster: clusterOf(o.file), object: describeObject(o.manifest), file: o.file });
     }
