@@ -2,6 +2,13 @@ import { InputError } from '../errors';
 
 /** The files a command reads besides its own output: what they are and how far they may go. */
 export type InputKind = 'description' | 'snapshot' | 'kubeconfig';
+/**
+ * What check reads for the engines: a file an Application names in a chart or overlay (values files, patches,
+ * Chart.yaml), and what an engine printed (helm template, kustomize build).
+ */
+export type EngineInputKind = 'chart' | 'render';
+/** Every kind of input with limits. */
+export type LimitedInput = InputKind | EngineInputKind;
 
 interface InputLimitSpec {
   /** What the file is, for messages ("far more than a cluster description needs"). */
@@ -25,17 +32,21 @@ interface InputLimitSpec {
  * disk image or a log is refused at once; nesting and aliases bound the parser's recursion and
  * what an alias bomb could expand to.
  */
-export const INPUT_LIMITS: Readonly<Record<InputKind, InputLimitSpec>> = {
+export const INPUT_LIMITS: Readonly<Record<LimitedInput, InputLimitSpec>> = {
   description: { what: 'a cluster description', hint: 'name a YAML or JSON description file', mib: 8, env: 'GPU_CLUSTER_MANIFESTS_MAX_DESCRIPTION_MIB', depth: 32, aliases: 100 },
   snapshot: { what: 'a cluster snapshot', hint: 'name the file kubectl get ... -o yaml wrote', mib: 64, env: 'GPU_CLUSTER_MANIFESTS_MAX_SNAPSHOT_MIB', depth: 100, aliases: 100 },
   kubeconfig: { what: 'a kubeconfig', hint: 'name a kubeconfig file', mib: 4, env: 'GPU_CLUSTER_MANIFESTS_MAX_KUBECONFIG_MIB', depth: 32, aliases: 100 },
+  // the largest file of a pinned chart is a CRD bundle of 2.6 MB; values files and patches are KiB
+  chart: { what: 'a file of a chart or overlay', hint: 'name a file of the chart or overlay', mib: 16, env: 'GPU_CLUSTER_MANIFESTS_MAX_CHART_FILE_MIB', depth: 100, aliases: 1000 },
+  // the largest pinned chart renders 3.2 MB with its CRDs (which nest some 40 levels); helm and kustomize print no aliases
+  render: { what: 'a render of a chart or overlay', hint: 'check the engine', mib: 64, env: 'GPU_CLUSTER_MANIFESTS_MAX_ENGINE_OUTPUT_MIB', depth: 100, aliases: 1000 },
 };
 
 /** Largest size any limit may be raised to: a Buffer, and the text decoded from it, must fit. */
 const MAX_MIB = 1024;
 
 /** The size limit of an input kind in bytes: the environment variable when set (MiB, fractions allowed), else the default. */
-export function maxBytes(kind: InputKind): number {
+export function maxBytes(kind: LimitedInput): number {
   const spec = INPUT_LIMITS[kind];
   const raw = process.env[spec.env];
   if (raw === undefined || raw === '') return spec.mib * 1024 * 1024;
@@ -50,6 +61,6 @@ export function formatMiB(bytes: number): string {
 }
 
 /** How to raise a kind's size limit, for messages. */
-export function raiseHint(kind: InputKind): string {
+export function raiseHint(kind: LimitedInput): string {
   return `${INPUT_LIMITS[kind].env}=<MiB> raises the limit`;
 }

@@ -6,6 +6,9 @@ import { moduleFolderDigest, packageDigest } from '../cache/digests';
 import { makeDirs } from '../files';
 import { Manifest } from '../render/manifest';
 
+/** The bounded reader that parses the engines' output (src/input/read): its code is part of every key. */
+const READER = path.join(__dirname, '..', 'input', `read${path.extname(__filename)}`);
+
 /** What an engine printed: its objects, and (helm) the template file of each document. */
 export interface RenderOutput {
   readonly objects: readonly Manifest[];
@@ -26,7 +29,7 @@ export class RenderCache {
 
   /** The key of a render from everything it depends on, the code that parses and post-processes its output included. */
   key(parts: readonly unknown[]): string {
-    return digestOf([moduleFolderDigest(__filename), packageDigest('yaml'), ...parts]).slice(0, 48);
+    return digestOf([moduleFolderDigest(__filename), moduleFolderDigest(READER), packageDigest('yaml'), packageDigest('js-yaml'), ...parts]).slice(0, 48);
   }
 
   private file(key: string): string {

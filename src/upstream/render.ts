@@ -1,14 +1,16 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import * as path from 'node:path';
-import { parse as parseYaml, parseAllDocuments, stringify } from 'yaml';
+import { parse as parseYaml, stringify } from 'yaml';
 import { DependencyNotVendored, locateChart, locateOverlay, refuseUnvendoredDependencies, renderableChart } from './chart';
 import { ApplicationSource, chartOfSource, CrdRef, releaseOfSource, UnrenderedCrds, VendoredRelease } from './releases';
 import { RenderCache, RenderOutput } from './render-cache';
 import { treeDigest } from './tree';
 import { mergeValues } from './values';
-import { Engine, EngineError, Engines } from '../engines';
+import { Engine, EngineError, engineLimit, Engines, raiseEngineLimit } from '../engines';
 import { workDir } from '../engines/workspace';
+import { stripControl } from '../errors';
+import { describeIssues, InputFileError, parseInputYaml } from '../input/read';
 import { isJsonObject } from '../json';
 import { Manifest } from '../render/manifest';
 
@@ -73,14 +75,24 @@ export interface RenderContext {
 /** Helm hook types Argo CD never runs (Helm tests): those objects are not applied. */
 const TEST_HOOKS = new Set(['test', 'test-success', 'test-failure']);
 
-/** The objects of an engine's YAML output (helm's test hooks dropped) and helm's template paths. */
-export function parseOutput(text: string, what: string): RenderOutput {
+/**
+ * The objects of an engine's YAML output (helm's test hooks dropped) and helm's template paths, parsed by
+ * the bounded reader (src/input/read.ts, kind `render`): within its nesting and alias limits (an alias
+ * bomb is refused, not expanded), without duplicate keys, and at most `maxDocuments` documents.
+ */
+export function parseOutput(text: string, what: string, maxDocuments = engineLimit('documents')): RenderOutput {
   const out: Manifest[] = [];
   const sources = new Set<string>();
-  for (const m of text.matchAll(/^# Source: (.+)$/gm)) sources.add(m[1].trim());
-  for (const doc of parseAllDocuments(text)) {
-    if (doc.errors.length > 0) throw new EngineError(`the output is not YAML: ${doc.errors[0].message.split('\n')[0]}`, what);
-    const m = doc.toJS({ maxAliasCount: 1000 }) as unknown;
+  for (const m of text.matchAll(/^# Source: (.+)$/gm)) sources.add(stripControl(m[1].trim()));
+  let docs: unknown[];
+  try {
+    docs = parseInputYaml(what, text, 'render', true);
+  } catch (e) {
+    if (e instanceof InputFileError) throw new EngineError(`its output is not usable YAML: ${describeIssues(e.issues)}`, what);
+    throw e;
+  }
+  if (docs.length > maxDocuments) throw new EngineError(`output over ${maxDocuments} YAML documents (${raiseEngineLimit('documents')})`, what);
+  for (const m of docs) {
     if (!isJsonObject(m)) continue;
     if (typeof m.kind !== 'string' || typeof m.apiVersion !== 'string') continue;
     const hook = (isJsonObject(m.metadata) && isJsonObject(m.metadata.annotations) ? m.metadata.annotations['helm.sh/hook'] : undefined) as string | undefined;
