@@ -3,9 +3,10 @@ import * as path from 'node:path';
 import { ClusterIndex } from './cluster-index';
 import { applicationSources, ARGO, renderedFolderOf } from './gitops';
 import { defaultCacheDir } from '../cache/compiled-cache';
-import { EngineOptions, resolveEngines } from '../engines';
+import { EngineBudget, EngineOptions, resolveEngines } from '../engines';
 import { ClusterView, ScopeOf } from './cluster-view';
 import { apiGroup, Manifest } from '../render/manifest';
+import { resolveInside } from '../upstream/inside';
 import { GPU_OPERATOR_CHART, NETWORK_OPERATOR_CHART, VendoredChart } from '../upstream/releases';
 import { ClusterRenders, renderApplications, RenderedSource } from '../upstream/render';
 
@@ -19,6 +20,11 @@ export interface RenderOptions {
    * @default defaultCacheDir()
    */
   readonly cacheDir?: string | false;
+  /**
+   * The bound of every engine run of the command together: pass one budget to every cluster's render.
+   * @default a budget of this call's own
+   */
+  readonly budget?: EngineBudget;
 }
 
 /** The Kubernetes version helm renders for: the description's minor version. */
@@ -69,13 +75,14 @@ export async function renderClusterSources(view: ClusterView, opts: RenderOption
     upstream,
     engines,
     cacheDir,
+    budget: opts.budget ?? new EngineBudget(),
     kubeVersion: kubeVersionOf(view),
     apiVersions: apiVersionsOf(index),
-    // a source of the cluster's own repository is built from the folder on disk
+    // a source of the cluster's own repository is built from the folder on disk, which lies inside the cluster's folder
     folderOf: (s: { repoURL?: string; path?: string; chart?: string }) => {
       const folder = renderedFolderOf(index, s);
       if (folder === undefined || folder === null) return folder;
-      return dir === undefined ? null : path.join(dir, folder);
+      return dir === undefined ? null : resolveInside(dir, folder === '' ? '.' : folder, 'path');
     },
   };
   const applications = index.ofKind('Application', ARGO).filter((a) => apiGroup(a.apiVersion) === ARGO);

@@ -6,7 +6,7 @@ import { ScopeOf } from '../check/cluster-view';
 import { checkCluster, formatFinding, RULES } from '../check/engine';
 import { renderClusterSources } from '../check/renders';
 import { readClusters } from '../check/tree';
-import { describeEngines, EngineError, LAYER_PACKAGE, MIN_VERSIONS, resolveEngines } from '../engines';
+import { describeEngines, EngineBudget, EngineError, LAYER_PACKAGE, MIN_VERSIONS, resolveEngines } from '../engines';
 import { outputFormat } from '../errors';
 import { CLUSTERS_DIR, DEFAULT_OUT, DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../paths';
 import { recoverAround } from '../render/write';
@@ -94,14 +94,16 @@ export async function runCheck(args: string[], io: Io = consoleIo): Promise<numb
     if (e instanceof EngineError) throw new InputError(`check: no engines to render the Applications with: ${e.message}; put helm >= ${MIN_VERSIONS.helm} and kubectl with kustomize >= ${MIN_VERSIONS.kustomize} on PATH`);
     throw e;
   });
-  const renders = await Promise.all(views.map((v) => renderClusterSources(v, { scopeOf, upstream })));
+  // one bound for all engine work of the command, whatever the number of clusters, Applications and retries
+  const budget = new EngineBudget();
+  const renders = await Promise.all(views.map((v) => renderClusterSources(v, { scopeOf, upstream, budget })));
   const t2 = performance.now();
   const findings = views.flatMap((v, i) => checkCluster(v, { scopeOf, renders: renders[i] }));
   const t3 = performance.now();
   const rendered = renders.reduce((n, r) => n + r.sources.filter((s) => s.problem === undefined).length, 0);
   const timings = { read: t1 - t0, render: t2 - t1, rules: t3 - t2, total: t3 - t0 };
   const errors = findings.filter((f) => f.severity === 'error');
-  const hasUpstream = existsSync(upstream);
+  const hasUpstream = renders.some((r) => r.upstream !== undefined);
   if (format === 'json') {
     const engine = (e: typeof engines.helm) => ({ version: e.version, path: e.path, source: e.source, ...(e.via ? { via: e.via } : {}) });
     io.out(JSON.stringify({

@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { InputError } from '../errors';
+import { usableFolder } from '../files';
 import { DEFAULT_SCHEMAS } from '../paths';
 import { SchemaDirectoryMissing } from '../validate/schemas';
 
@@ -147,10 +148,14 @@ export interface RenderOptionValues {
   readonly 'no-validate'?: boolean;
 }
 
-/** The upstream installs folder a command names; an explicit one that does not exist is bad input. */
+/**
+ * The upstream installs folder a command names; an explicit one that does not exist or is no folder (a
+ * regular file, /dev/null, a FIFO) is bad input.
+ */
 export function upstreamDir(value: string | undefined): string | undefined {
-  if (value !== undefined && !existsSync(value)) throw new InputError(`--upstream ${value}: no such folder`);
-  return value;
+  if (value === undefined) return undefined;
+  if (!existsSync(value)) throw new InputError(`--upstream ${value}: no such folder`);
+  return usableFolder(value, `--upstream ${value}`, 'name the folder of the vendored charts and overlays');
 }
 
 /** Schema directories to validate against: the given ones, or ../shared/crds. */

@@ -9,8 +9,10 @@ export class EngineError extends Error {
   /**
    * @param reason why, without naming the command
    * @param what the command (`helm template gpu-operator v26.7.0`), when there is one
+   * @param bounded the run was stopped by a bound (time, budget, output), not refused by the engine: running
+   * it again would only spend the bound again
    */
-  constructor(readonly reason: string, what?: string) {
+  constructor(readonly reason: string, what?: string, readonly bounded = false) {
     super(what ? `${what}: ${reason}` : reason);
     this.name = 'EngineError';
   }
@@ -116,7 +118,7 @@ function spawnEngine(file: string, args: readonly string[], opts: RunOptions): P
   const what = describe(file, args, opts.label);
   const own = opts.timeoutMs ?? engineLimit('timeout') * 1000;
   const left = opts.budget?.remaining();
-  if (left !== undefined && left <= 0) return Promise.reject(new EngineError(opts.budget!.message(), what));
+  if (left !== undefined && left <= 0) return Promise.reject(new EngineError(opts.budget!.message(), what, true));
   const byBudget = left !== undefined && left < own;
   const timeoutMs = byBudget ? left : own;
   const maxOutputBytes = opts.maxOutputBytes ?? engineOutputBytes();
@@ -193,7 +195,7 @@ function spawnEngine(file: string, args: readonly string[], opts: RunOptions): P
       end();
       const stderr = new TextDecoder('utf-8').decode(errTail);
       const mib = (n: number) => `${Number((n / 1024 / 1024).toFixed(2))} MiB`;
-      const fail = (reason: string) => reject(new EngineError(reason, what));
+      const fail = (reason: string) => reject(new EngineError(reason, what, stopped !== undefined));
       if (spawnError?.code === 'ENOENT') return fail(`${file} not found`);
       if (spawnError?.code === 'EACCES') return fail(`${file} is not executable`);
       if (spawnError) return fail(`cannot start ${file}: ${spawnError.message.split('\n')[0]}`);

@@ -4,9 +4,9 @@ import { InputError } from '../errors';
 export type InputKind = 'description' | 'snapshot' | 'kubeconfig';
 /**
  * What check reads for the engines: a file an Application names in a chart or overlay (values files, patches,
- * Chart.yaml), and what an engine printed (helm template, kustomize build).
+ * Chart.yaml), what an engine printed (helm template, kustomize build), and a YAML file of a rendered tree.
  */
-export type EngineInputKind = 'chart' | 'render';
+export type EngineInputKind = 'chart' | 'render' | 'tree';
 /** Every kind of input with limits. */
 export type LimitedInput = InputKind | EngineInputKind;
 
@@ -40,6 +40,8 @@ export const INPUT_LIMITS: Readonly<Record<LimitedInput, InputLimitSpec>> = {
   chart: { what: 'a file of a chart or overlay', hint: 'name a file of the chart or overlay', mib: 16, env: 'GPU_CLUSTER_MANIFESTS_MAX_CHART_FILE_MIB', depth: 100, aliases: 1000 },
   // the largest pinned chart renders 3.2 MB with its CRDs (which nest some 40 levels); helm and kustomize print no aliases
   render: { what: 'a render of a chart or overlay', hint: 'check the engine', mib: 64, env: 'GPU_CLUSTER_MANIFESTS_MAX_ENGINE_OUTPUT_MIB', depth: 100, aliases: 1000 },
+  // a rendered file holds one object; the largest (a CRD) is 1.5 MB
+  tree: { what: 'a file of a rendered tree', hint: 'a rendered tree holds YAML files', mib: 64, env: 'GPU_CLUSTER_MANIFESTS_MAX_MANIFEST_MIB', depth: 100, aliases: 1000 },
 };
 
 /** Largest size any limit may be raised to: a Buffer, and the text decoded from it, must fit. */

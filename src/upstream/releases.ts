@@ -243,8 +243,8 @@ export interface ApplicationSource {
 
 /** The chart name of a Helm source: `chart`, or the last segment of an `oci://` repository URL. */
 export function chartOfSource(s: ApplicationSource): string | undefined {
-  if (s.chart !== undefined) return s.chart;
-  return s.repoURL?.startsWith('oci://') ? s.repoURL.replace(/\/+$/, '').split('/').pop() : undefined;
+  if (s.chart !== undefined) return typeof s.chart === 'string' ? s.chart : JSON.stringify(s.chart);
+  return typeof s.repoURL === 'string' && s.repoURL.startsWith('oci://') ? s.repoURL.replace(/\/+$/, '').split('/').pop() : undefined;
 }
 
 /** Whether a source is a Helm chart (a repository chart or an OCI artifact). */
@@ -256,7 +256,7 @@ export function isHelmSource(s: ApplicationSource): boolean {
 export function releaseOfSource(s: ApplicationSource): VendoredRelease | undefined {
   const chart = chartOfSource(s);
   return VENDORED_RELEASES.find((r) => {
-    if (r.type === 'kustomize') return chart === undefined && s.repoURL === r.repoURL && s.path?.replace(/^\.\//, '').replace(/\/+$/, '') === r.path && s.targetRevision === r.version;
+    if (r.type === 'kustomize') return chart === undefined && s.repoURL === r.repoURL && typeof s.path === 'string' && s.path.replace(/^\.\//, '').replace(/\/+$/, '') === r.path && s.targetRevision === r.version;
     return chart === r.chart && s.targetRevision === r.version;
   });
 }
