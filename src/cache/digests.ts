@@ -118,7 +118,11 @@ export class DigestMemo {
       renameSync(tmp, this.file);
     } catch {
       // a memo that cannot be written only costs hashing time
-      rmSync(tmp, { force: true });
+      try {
+        rmSync(tmp, { force: true });
+      } catch {
+        // nor can its temporary file be removed: nothing was written
+      }
     }
   }
 }

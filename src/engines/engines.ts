@@ -3,7 +3,7 @@ import { isExecutableFile, LAYER_PACKAGE, unpackedLayer } from './packaged';
 import { EngineError, runEngine, RunOptions } from './run';
 import { workDir } from './workspace';
 import { defaultCacheDir } from '../cache/compiled-cache';
-import { stripControl } from '../errors';
+import { fsErrorText, isFsError, stripControl } from '../errors';
 
 /**
  * The oldest engines the checks accept from PATH (older ones are passed over for the packaged ones).
@@ -165,7 +165,14 @@ async function fromPath<T>(file: string | undefined, probe: (file: string) => Pr
 
 async function findEngines(searchPath: string, cacheDir: string | undefined): Promise<Engines> {
   // helm's own folders: empty and private (one place, so nothing accumulates per run)
-  const env = engineEnv(workDir(cacheDir, path.join('engines', 'helm-home')));
+  let home: string;
+  try {
+    home = workDir(cacheDir, path.join('engines', 'helm-home'));
+  } catch (e) {
+    if (isFsError(e)) throw new EngineError(`no folder for helm's own files: ${fsErrorText(e)}`);
+    throw e;
+  }
+  const env = engineEnv(home);
   const helmOnPath = onPath('helm', searchPath);
   const kubectlOnPath = onPath('kubectl', searchPath);
   // Without one of them on PATH the packaged ones are needed: start on them (hashing the zip) at once.

@@ -477,7 +477,12 @@ export async function renderApplications(applications: readonly Manifest[], cont
     .flatMap((app) => sourcesOf(app).map((source, index) => ({ app, source, index })).filter((j) => isJsonObject(j.source)))
     .map((j) => ({ ...j, folder: chartOfSource(j.source) === undefined ? folderOfSource(ctx, j.source) : undefined }));
   const folders = [...new Set(jobs.map((j) => j.folder).filter((f): f is string => typeof f === 'string'))];
-  await buildFoldersTogether(folders, ctx);
+  try {
+    await buildFoldersTogether(folders, ctx);
+  } catch (e) {
+    // no scratch folder (an unusable cache): each folder's own build says so
+    if (!isFsError(e)) throw e;
+  }
   const rendered = await mapLimit(jobs, Math.max(1, availableParallelism()), async ({ app, source, index, folder }) => {
     if (chartOfSource(source) !== undefined) return renderHelm(app, index, source, ctx);
     if (folder === null) return undefined;
