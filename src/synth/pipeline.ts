@@ -12,9 +12,9 @@ import { clusterFiles } from './layout';
 import { isDescriptionFile } from '../model/load';
 import { loadModels } from '../model/load-models';
 import { ClusterModel } from '../model/model';
-import { byFile, clusterOf, Deletion, DeletionRefused, entryDeletions, outputEntries, readTreeObjects, treeObjects } from '../render/deletions';
+import { allOutputEntries, byFile, Deletion, DeletionRefused, entryDeletions, removedEntries, treeObjects } from '../render/deletions';
 import { RenderedFile } from '../render/folder-files';
-import { describeObject, Manifest, RenderedCluster, RenderedFolder } from '../render/manifest';
+import { Manifest, RenderedCluster, RenderedFolder } from '../render/manifest';
 import { recoverOutput, TreeWriter } from '../render/write';
 import { SchemaStore } from '../validate/schemas';
 import { ManifestValidator, ValidationIssue } from '../validate/validator';
@@ -275,13 +275,10 @@ export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthR
       if (!refuse(deleted)) writer.add(FLEET_FOLDER, rendered);
       time.render += now() - start;
     }
-    // Entries no longer rendered (a cluster dropped from the fleet) go with every object in them.
-    const unreadable = (file: string, reason: string) => deleted.push({ cluster: clusterOf(file), object: `the objects of an unreadable file (${reason})`, file });
+    // Entries no longer rendered (a cluster dropped from the fleet) go with every object in them, and anything
+    // else at the root (a file, a folder or a link of your own) counts as removed too.
     const renderedEntries = new Set([...models.map((m) => m.name), FLEET_FOLDER]);
-    const removed = only ? [] : outputEntries(out).filter((name) => !renderedEntries.has(name));
-    for (const o of readTreeObjects(out, removed, unreadable)) {
-      deleted.push({ cluster: clusterOf(o.file), object: describeObject(o.manifest), file: o.file });
-    }
+    if (!only) deleted.push(...removedEntries(out, allOutputEntries(out).filter((name) => !renderedEntries.has(name))));
     // threads hand the clusters' deletions in any order
     deleted.sort(byFile);
     if (refuse(deleted)) throw new DeletionRefused(deleted, path.relative(process.cwd(), out) || out);
