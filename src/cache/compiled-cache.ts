@@ -51,6 +51,11 @@ export interface CachedValidator {
  * - a cache that cannot be written (read-only folder, full disk) is silently skipped.
  */
 export class CompiledCache {
+  /** The checksum of an entry: of its key and its content, so an entry is valid only under its own key. */
+  private static checksum(key: string, content: string | Buffer): Buffer {
+    return createHash('sha256').update(`compiled-cache-entry\0${key}\0`).update(content).digest();
+  }
+
   constructor(readonly dir: string) {}
 
   /** A stable key for the artefact derived from `parts` (any JSON-serialisable values). */
@@ -60,11 +65,6 @@ export class CompiledCache {
 
   private file(key: string, ext: string): string {
     return path.join(this.dir, `${key}.${ext}`);
-  }
-
-  /** The checksum of an entry: of its key and its content, so an entry is valid only under its own key. */
-  private static checksum(key: string, content: string | Buffer): Buffer {
-    return createHash('sha256').update(`compiled-cache-entry\0${key}\0`).update(content).digest();
   }
 
   /** A text entry: a header line with the checksum of the key and body, then the body. */
