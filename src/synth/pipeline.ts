@@ -214,7 +214,7 @@ export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthR
   const deleted: Deletion[] = [];
   const refuse = (d: readonly Deletion[]) => d.length > 0 && !opts.allowDelete;
   // The lock is taken before any cluster is rendered: each render is compared with the folder it replaces.
-  const threads = renderThreads(models.length);
+  const threads = renderThreads(models.length, opts.notify);
   const writer = TreeWriter.begin(out, { ...lockOptions, replaceAll: !only });
   /** Takes one cluster's outcome in: its folder is written unless something failed; then only counts are kept. */
   const take = (o: ClusterOutcome) => {
