@@ -62,9 +62,10 @@ const imageMatchesUpstream: Rule = {
       }
     }
     const net = defaultsOf(index, NETWORK_OPERATOR_CHART);
-    if (net) {
+    const refs = net?.objects.flatMap((o) => imageRefsOf(o)) ?? [];
+    // (a render without images is reported above: there is nothing to compare with)
+    if (refs.length > 0) {
       const release = `${NETWORK_OPERATOR_CHART.chart} ${NETWORK_OPERATOR_CHART.version} chart`;
-      const refs = net.objects.flatMap((o) => imageRefsOf(o));
       for (const ncp of index.ofKind('NicClusterPolicy', 'mellanox.com')) {
         const g = ((ncp.spec ?? {}) as { global?: ImageCoordinates }).global ?? {};
         const repository = g.repository;

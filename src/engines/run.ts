@@ -28,7 +28,7 @@ export interface RunOptions {
   readonly timeoutMs?: number;
   /**
    * Largest standard output (and, separately, standard error) accepted; the child is killed beyond it.
-   * @default engineOutputBytes(): GPU_CLUSTER_MANIFESTS_MAX_ENGINE_OUTPUT_MIB, else 64 MiB
+   * @default engineOutputBytes(): GPU_CLUSTER_MANIFESTS_MAX_ENGINE_OUTPUT_MIB, else 32 MiB
    */
   readonly maxOutputBytes?: number;
   /**
@@ -49,7 +49,7 @@ export interface RunOptions {
 }
 
 export const DEFAULT_TIMEOUT_MS = 120_000;
-export const DEFAULT_MAX_OUTPUT_BYTES = 64 * 1024 * 1024;
+export const DEFAULT_MAX_OUTPUT_BYTES = 32 * 1024 * 1024;
 /** Longest error text kept from a failing engine. */
 const MAX_ERROR_CHARS = 400;
 /** Standard error kept for the message: its end (the error is the last line). */
@@ -208,7 +208,9 @@ function spawnEngine(file: string, args: readonly string[], opts: RunOptions): P
       const last = errorLine(stderr);
       if (exit?.signal) return fail(`killed by ${exit.signal}${last ? `: ${last}` : ''}`);
       if (exit?.code !== 0) return fail(`exit ${exit?.code ?? '?'}: ${last || 'no error text'}`);
-      resolve(new TextDecoder('utf-8').decode(Buffer.concat(out)));
+      const bytes = Buffer.concat(out);
+      out.length = 0;
+      resolve(new TextDecoder('utf-8').decode(bytes));
     });
   });
 }

@@ -38,8 +38,9 @@ export const INPUT_LIMITS: Readonly<Record<LimitedInput, InputLimitSpec>> = {
   kubeconfig: { what: 'a kubeconfig', hint: 'name a kubeconfig file', mib: 4, env: 'GPU_CLUSTER_MANIFESTS_MAX_KUBECONFIG_MIB', depth: 32, aliases: 100 },
   // the largest file of a pinned chart is a CRD bundle of 2.6 MB; values files and patches are KiB
   chart: { what: 'a file of a chart or overlay', hint: 'name a file of the chart or overlay', mib: 16, env: 'GPU_CLUSTER_MANIFESTS_MAX_CHART_FILE_MIB', depth: 100, aliases: 1000 },
-  // the largest pinned chart renders 3.2 MB with its CRDs (which nest some 40 levels); helm and kustomize print no aliases
-  render: { what: 'a render of a chart or overlay', hint: 'check the engine', mib: 64, env: 'GPU_CLUSTER_MANIFESTS_MAX_ENGINE_OUTPUT_MIB', depth: 100, aliases: 1000 },
+  // the largest pinned chart renders 3.2 MB with its CRDs (which nest some 40 levels), kube-prometheus-stack some 8 MB;
+  // each run in flight holds its output some three times over while it is parsed; helm and kustomize print no aliases
+  render: { what: 'a render of a chart or overlay', hint: 'check the engine', mib: 32, env: 'GPU_CLUSTER_MANIFESTS_MAX_ENGINE_OUTPUT_MIB', depth: 100, aliases: 1000 },
   // a rendered file holds one object; the largest (a CRD) is 1.5 MB
   tree: { what: 'a file of a rendered tree', hint: 'a rendered tree holds YAML files', mib: 64, env: 'GPU_CLUSTER_MANIFESTS_MAX_MANIFEST_MIB', depth: 100, aliases: 1000 },
 };
