@@ -19,7 +19,13 @@ export function cacheDirProblem(dir: string): string | undefined {
   let d = path.resolve(dir);
   try {
     for (;;) {
-      const st = statSync(d, { throwIfNoEntry: false });
+      let st;
+      try {
+        st = statSync(d, { throwIfNoEntry: false });
+      } catch (e) {
+        // a part of the path is a file: the nearest existing part says which
+        if ((e as NodeJS.ErrnoException).code !== 'ENOTDIR') throw e;
+      }
       if (st) {
         if (!st.isDirectory()) return `${d} is not a folder`;
         // eslint-disable-next-line no-bitwise
@@ -56,7 +62,15 @@ export function defaultCacheDir(): string | undefined {
     if (problem) throw new InputError(`${CACHE_ENV}=${env}: cannot hold the cache: ${problem}; point it at a folder of yours, or set it to off`);
     return dir;
   }
-  const modules = path.join(PROJECT_ROOT, 'node_modules');
+  return projectCacheDir(PROJECT_ROOT);
+}
+
+/**
+ * The cache folder of a project, `<root>/node_modules/.cache/gpu-cluster-manifests/`: undefined when the
+ * project has no node_modules, or when that folder cannot hold the cache (said once on standard error).
+ */
+export function projectCacheDir(root: string): string | undefined {
+  const modules = path.join(root, 'node_modules');
   if (!existsSync(modules)) return undefined;
   const dir = path.join(modules, '.cache', 'gpu-cluster-manifests');
   if (unusable.has(dir)) return undefined;
