@@ -19,6 +19,7 @@ import { SERVICE_RULES } from './services';
 import { STORAGE_RULES } from './storage';
 import { TENANCY_RULES } from './tenancy';
 import { UPSTREAM_RULES } from './upstream';
+import { printable } from '../errors';
 import { describeObject } from '../render/manifest';
 import { ClusterRenders } from '../upstream/render';
 
@@ -67,9 +68,12 @@ export function checkClusters(views: readonly ClusterView[], opts: CheckOptions 
   return views.flatMap((v) => checkCluster(v, opts));
 }
 
-/** One line per finding: `error [rule] cluster: Kind ns/name: message`. */
+/**
+ * One line per finding: `error [rule] cluster: Kind ns/name: message`. What a tree or an engine put in it
+ * (a name, a path) is printed with its control characters escaped: it cannot forge a line or reach the terminal raw.
+ */
 export function formatFinding(f: Finding): string {
-  return `${f.severity} [${f.rule}] ${f.cluster}: ${f.message}`;
+  return printable(`${f.severity} [${f.rule}] ${f.cluster}: ${f.message}`);
 }
 
 /** Rendered objects that break cross-object rules. Exit code 1; nothing is written. */
