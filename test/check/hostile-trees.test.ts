@@ -146,6 +146,9 @@ describe('nothing from a tree becomes a flag or a path', () => {
     writeFileSync(path.join(upstream, 'secret.txt'), 'root:$6$SECRET-HASH:19000:0:99999:7:::\n');
     const linked = path.join(upstream, 'linked-v1.0.0', 'overlay');
     cpSync(overlay, linked, { recursive: true });
+    const fifo = path.join(upstream, 'fifo-v1.0.0', 'overlay');
+    cpSync(overlay, fifo, { recursive: true });
+    spawnSync('mkfifo', [path.join(fifo, 'patch.yaml')]);
     symlinkSync(path.join(upstream, 'secret.txt'), path.join(linked, 'patch.yaml'));
   });
   const render = async (source: Record<string, unknown>, ctx: Partial<RenderContext> = {}): Promise<RenderedSource> => {
@@ -199,10 +202,15 @@ describe('nothing from a tree becomes a flag or a path', () => {
 
   it('a kustomize patch path out of the overlay (../../../../etc/shadow) is refused, and nothing of the file is printed', async () => {
     const source = (patchPath: string) => ({ repoURL: 'https://github.com/example/repo.git', path: 'overlay', targetRevision: 'v1.0.0', kustomize: { patches: [{ path: patchPath, target: { kind: 'ConfigMap' } }] } });
-    for (const p of ['../../secret.txt', '../../../../../../../../etc/shadow']) {
+    for (const p of ['../../secret.txt', '../../../../../../../../etc/shadow', '../../../../../../../../dev/zero']) {
       const r = await render(source(p));
       expect(r.problem?.message).toMatch(/^kustomize\.patches path ".*" is not a relative path inside its folder$/);
       expect(JSON.stringify(r)).not.toContain('SECRET-HASH');
+    }
+    // a FIFO in the overlay is refused before a byte is read (it would wait for a writer for ever)
+    const fifo = { ...source('patch.yaml'), repoURL: 'https://github.com/example/fifo.git' };
+    if (existsSync(path.join(upstream, 'fifo-v1.0.0', 'overlay', 'patch.yaml'))) {
+      expect((await render(fifo)).problem?.message).toMatch(/^kustomize\.patches path "patch\.yaml": not a regular file \(a pipe\)/);
     }
     // an overlay whose folder holds a link to it: the whole release folder is refused (kustomize would follow it)
     const linked = { ...source('patch.yaml'), repoURL: 'https://github.com/example/linked.git' };
