@@ -1,4 +1,4 @@
-import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { ROOT } from '../helpers';
 
@@ -43,4 +43,13 @@ export function fakeEngines(root: string, name: string, engines: FakeEngines): s
 /** A shell loop that prints `count` ConfigMaps (one document each). */
 export function configMaps(count: number | string): string {
   return `i=0; while [ $i -lt ${count} ]; do printf -- '---\\napiVersion: v1\\nkind: ConfigMap\\nmetadata:\\n  name: c%s\\n' $i; i=$((i+1)); done`;
+}
+
+/** True when the process is gone (or a zombie nobody reaped: it runs nothing any more). Linux: /proc. */
+export function processGone(pid: number): boolean {
+  try {
+    return /^\S+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return true;
+  }
 }

@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { InputError } from '../../src/errors';
 import { loadModels } from '../../src/model/load-models';
+import { processGone } from '../engines/fake-engines';
 import { ROOT } from '../helpers';
 
 /*
@@ -35,13 +36,6 @@ function refused(file: string): string {
   throw new Error(`${file} loaded`);
 }
 
-function gone(pid: number): boolean {
-  try {
-    return /^\S+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return true;
-  }
-}
 
 const LINUX = process.platform === 'linux';
 
@@ -54,7 +48,7 @@ const child = spawn('sleep', ['600'], { detached: true, stdio: 'ignore' });
 writeFileSync(${JSON.stringify(pidFile)}, String(child.pid));
 child.unref();`);
     expect(loadModels([file]).map((m) => m.name)).toEqual(['typed-cluster']);
-    expect(gone(Number(readFileSync(pidFile, 'utf8')))).toBe(true);
+    expect(processGone(Number(readFileSync(pidFile, 'utf8')))).toBe(true);
   });
 
   it('a child holding the sandbox\'s output does not keep the load waiting (it would until the time limit)', () => {
@@ -70,7 +64,7 @@ child.unref();`, (s) => s.replace("'typed-cluster'", "'holder-cluster'").replace
     } finally {
       delete process.env.GPU_CLUSTER_MANIFESTS_TS_TIMEOUT;
     }
-    expect(gone(Number(readFileSync(pidFile, 'utf8')))).toBe(true);
+    expect(processGone(Number(readFileSync(pidFile, 'utf8')))).toBe(true);
   });
 });
 
