@@ -1,10 +1,19 @@
 import { ClusterModel } from '../model/model';
 import { Manifest } from '../render/manifest';
+import type { ReadFile } from '../render/tree';
 
 /** The rendered objects of one cluster, grouped by component folder. `RenderedCluster` is one. */
 export interface ClusterView {
   readonly name: string;
-  readonly folders: readonly { readonly folder: string; readonly objects: readonly Manifest[] }[];
+  readonly folders: readonly {
+    readonly folder: string;
+    readonly objects: readonly Manifest[];
+    /**
+     * The files the objects were read from, for a tree read from disk: a folder's build is compared with them, its
+     * digest taken from their bytes, without reading the folder again.
+     */
+    readonly files?: readonly ReadFile[];
+  }[];
   /** The model the cluster was rendered from; capacity comes from it when present. */
   readonly model?: ClusterModel;
   /** The cluster's folder on disk, for a tree read from disk: Applications' sources of the tree are built from it. */

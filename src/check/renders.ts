@@ -1,4 +1,4 @@
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, realpathSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { ClusterIndex } from './cluster-index';
 import { applicationSources, ARGO, renderedFolderOf } from './gitops';
@@ -6,9 +6,11 @@ import { defaultCacheDir } from '../cache/compiled-cache';
 import { EngineBudget, EngineOptions, resolveEngines } from '../engines';
 import { ClusterView, ScopeOf } from './cluster-view';
 import { apiGroup, Manifest } from '../render/manifest';
+import { FolderRead } from '../upstream/folder-build';
 import { resolveInside } from '../upstream/inside';
 import { GPU_OPERATOR_CHART, NETWORK_OPERATOR_CHART, VendoredChart } from '../upstream/releases';
 import { ClusterRenders, renderApplications, RenderedSource } from '../upstream/render';
+import { RenderSession } from '../upstream/render-session';
 
 export interface RenderOptions {
   /** The upstream installs folder (a missing one: charts and overlays are not rendered). */
@@ -25,6 +27,30 @@ export interface RenderOptions {
    * @default a budget of this call's own
    */
   readonly budget?: EngineBudget;
+  /**
+   * The renders of the whole command: pass one session to every cluster's render, so that each distinct input
+   * is rendered once per run (its budget is the command's).
+   * @default a session of this call's own
+   */
+  readonly session?: RenderSession;
+}
+
+/** The manifest files of the view's folders as it read them, by the folder's real path (a tree read from disk). */
+function readFolders(view: ClusterView): Map<string, FolderRead> {
+  const out = new Map<string, FolderRead>();
+  if (view.dir === undefined) return out;
+  for (const f of view.folders) {
+    if (!f.files) continue;
+    // a cluster folder's component folder; the fleet folder is a cluster of one folder, its own
+    const inFolder = path.join(view.dir, f.folder);
+    const base = f.files.every((r) => r.file.startsWith(`${inFolder}${path.sep}`)) ? inFolder : view.dir;
+    try {
+      out.set(realpathSync(base), { base, files: f.files });
+    } catch {
+      // gone since it was read: read again when built
+    }
+  }
+  return out;
 }
 
 /** The Kubernetes version helm renders for: the description's minor version. */
@@ -71,11 +97,15 @@ export async function renderClusterSources(view: ClusterView, opts: RenderOption
   const cacheDir = opts.cacheDir === false ? undefined : opts.cacheDir ?? defaultCacheDir();
   const index = new ClusterIndex(view, opts.scopeOf);
   const dir = view.dir;
+  const session = opts.session ?? new RenderSession(cacheDir, opts.budget);
+  const read = readFolders(view);
   const ctx = {
     upstream,
     engines,
     cacheDir,
-    budget: opts.budget ?? new EngineBudget(),
+    session,
+    budget: opts.budget ?? session.budget,
+    folderRead: (d: string) => read.get(d),
     kubeVersion: kubeVersionOf(view),
     apiVersions: apiVersionsOf(index),
     // a source of the cluster's own repository is built from the folder on disk, which lies inside the cluster's folder

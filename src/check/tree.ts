@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import { ClusterView } from './cluster-view';
 import { CLIENT_FILES_FOLDER } from '../render/client-files';
 import { Manifest } from '../render/manifest';
-import { manifestFiles, readManifests } from '../render/tree';
+import { manifestFiles, readManifestFile } from '../render/tree';
 import { isWriteArtifact } from '../render/write';
 
 /** Subfolders of a rendered tree; the client files' folder (tutorials/) holds no objects and is left out. */
@@ -17,26 +17,45 @@ function hasManifests(dir: string): boolean {
 
 /** One rendered cluster folder (`dist/<cluster>`): its component folders and their objects. */
 export function readClusterFolder(dir: string): ClusterView {
-  const folders = subdirs(dir).map((folder) => ({
-    folder,
-    objects: manifestFiles(path.join(dir, folder)).flatMap(readManifests).map((i) => i.manifest as Manifest),
-  }));
+  const folders = subdirs(dir).map((folder) => {
+    const files = manifestFiles(path.join(dir, folder)).map(readManifestFile);
+    return { folder, objects: files.flatMap((f) => f.inputs.map((i) => i.manifest as Manifest)), files };
+  });
   return { name: path.basename(path.resolve(dir)), folders, dir: path.resolve(dir) };
 }
 
+/** A cluster of a rendered tree, found but not read yet. */
+export interface ClusterFolder {
+  readonly name: string;
+  /** Reads its objects (every manifest file of its folders, once). */
+  read(): ClusterView;
+}
+
 /**
- * The clusters of a rendered tree: `dir` is either one cluster folder (its subfolders hold the
- * manifests) or an output root whose subfolders are cluster folders. A subfolder of the root that
- * holds manifests itself (the fleet folder) is checked as one cluster with one folder.
+ * The clusters of a rendered tree, each to be read when its turn comes (a fleet is checked one cluster after
+ * another, not held whole): `dir` is either one cluster folder (its subfolders hold the manifests) or an output
+ * root whose subfolders are cluster folders. A subfolder of the root that holds manifests itself (the fleet
+ * folder) is one cluster with one folder.
  */
-export function readClusters(dir: string): ClusterView[] {
+export function clusterFolders(dir: string): ClusterFolder[] {
   const children = subdirs(dir);
   const isRoot = children.some((c) => subdirs(path.join(dir, c)).length > 0);
-  if (!isRoot) return [readClusterFolder(dir)];
+  if (!isRoot) return [{ name: path.basename(path.resolve(dir)), read: () => readClusterFolder(dir) }];
   return children.map((c) => {
     const child = path.join(dir, c);
-    if (subdirs(child).length > 0 || !hasManifests(child)) return readClusterFolder(child);
-    const objects = manifestFiles(child).flatMap(readManifests).map((i) => i.manifest as Manifest);
-    return { name: c, folders: [{ folder: c, objects }], dir: path.resolve(child) };
+    if (subdirs(child).length > 0 || !hasManifests(child)) return { name: c, read: () => readClusterFolder(child) };
+    return {
+      name: c,
+      read: () => {
+        const files = manifestFiles(child).map(readManifestFile);
+        const objects = files.flatMap((f) => f.inputs.map((i) => i.manifest as Manifest));
+        return { name: c, folders: [{ folder: c, objects, files }], dir: path.resolve(child) };
+      },
+    };
   });
+}
+
+/** The clusters of a rendered tree (clusterFolders), read. */
+export function readClusters(dir: string): ClusterView[] {
+  return clusterFolders(dir).map((c) => c.read());
 }

@@ -1,17 +1,64 @@
 import { existsSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { consoleIo, EXIT, Io } from './io';
 import { CommandSpec, commandHelp, OPTIONS, OptionTable, upstreamDir } from './options';
-import { ScopeOf } from '../check/cluster-view';
+import { defaultCacheDir } from '../cache/compiled-cache';
+import { ClusterView, ScopeOf } from '../check/cluster-view';
 import { checkCluster, formatFinding, RULES } from '../check/engine';
 import { renderClusterSources } from '../check/renders';
-import { readClusters } from '../check/tree';
+import { ClusterFolder, clusterFolders } from '../check/tree';
 import { describeEngines, EngineBudget, EngineError, LAYER_PACKAGE, MIN_VERSIONS, resolveEngines } from '../engines';
 import { outputFormat } from '../errors';
+import { ClusterModel } from '../model/model';
 import { CLUSTERS_DIR, DEFAULT_OUT, DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../paths';
 import { recoverAround } from '../render/write';
 import { descriptionFiles, InputError, loadModels } from '../synth/pipeline';
+import { RenderSession } from '../upstream/render-session';
 import { SchemaStore } from '../validate/schemas';
+
+const objectCount = (v: ClusterView) => v.folders.reduce((n, f) => n + f.objects.length, 0);
+
+/**
+ * Clusters checked at the same time: while the engines render for some, the rules run over another. Each holds
+ * only its own tree while it is checked, so memory does not grow with the fleet.
+ */
+const IN_FLIGHT = Math.max(2, availableParallelism() + 1);
+
+/**
+ * Checks the clusters one after another, IN_FLIGHT at a time, each read when its turn comes (`early`: those read
+ * already); results in cluster order. The first error stops every cluster not started yet, and is thrown.
+ */
+async function streamClusters<R>(
+  found: readonly ClusterFolder[], early: (ClusterView | undefined)[], check: (view: ClusterView) => Promise<R>, read: (ms: number) => void,
+): Promise<R[]> {
+  const results = new Array<R>(found.length);
+  let next = 0;
+  let failed = false;
+  const worker = async () => {
+    while (!failed && next < found.length) {
+      const i = next++;
+      let view = early[i];
+      early[i] = undefined;
+      if (view === undefined) {
+        const r0 = performance.now();
+        view = found[i].read();
+        read(performance.now() - r0);
+      }
+      try {
+        results[i] = await check(view);
+      } catch (e) {
+        failed = true;
+        throw e;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(IN_FLIGHT, found.length) }, () => worker().catch((e: unknown) => {
+    failed = true;
+    throw e;
+  })));
+  return results;
+}
 
 /** Scope look-up from the schema directories; without an explicit --schemas, only when the default exists. */
 function scopeLookup(dirs: string[] | undefined): ScopeOf | undefined {
@@ -86,28 +133,54 @@ export async function runCheck(args: string[], io: Io = consoleIo): Promise<numb
   const upstream = upstreamDir(values.upstream) ?? DEFAULT_UPSTREAM;
 
   const t0 = performance.now();
-  const views = dirs.flatMap(readClusters).map((v) => ({ ...v, model: models.find((m) => m.name === v.name) }));
-  const objects = views.reduce((s, v) => s + v.folders.reduce((n, f) => n + f.objects.length, 0), 0);
-  if (objects === 0) throw new InputError(`check: no rendered objects in ${dirs.join(', ')}`);
+  const found = dirs.flatMap(clusterFolders);
+  // the first description of a name, as the model of the cluster of that name
+  const byName = new Map<string, ClusterModel>();
+  for (const m of models) if (!byName.has(m.name)) byName.set(m.name, m);
+  // read until a cluster holds objects: a tree without any is bad input before any engine is looked for
+  const early: (ClusterView | undefined)[] = [];
+  while (early.length < found.length && !early.some((v) => v !== undefined && objectCount(v) > 0)) early.push(found[early.length].read());
+  if (!early.some((v) => v !== undefined && objectCount(v) > 0)) throw new InputError(`check: no rendered objects in ${dirs.join(', ')}`);
   const t1 = performance.now();
   const engines = await resolveEngines().catch((e: unknown) => {
     if (e instanceof EngineError) throw new InputError(`check: no engines to render the Applications with: ${e.message}; put helm >= ${MIN_VERSIONS.helm} and kubectl with kustomize >= ${MIN_VERSIONS.kustomize} on PATH`);
     throw e;
   });
-  // one bound for all engine work of the command, whatever the number of clusters, Applications and retries
-  const budget = new EngineBudget();
-  const renders = await Promise.all(views.map((v) => renderClusterSources(v, { scopeOf, upstream, budget })));
-  const t2 = performance.now();
-  const findings = views.flatMap((v, i) => checkCluster(v, { scopeOf, renders: renders[i] }));
+  // one bound for all engine work of the command, whatever the number of clusters, Applications and retries, and
+  // one session: each distinct chart, overlay and folder rendered once per run
+  const session = new RenderSession(defaultCacheDir(), new EngineBudget());
+  const phases = { read: t1 - t0, render: 0, rules: 0 };
+  const results = await streamClusters(found, early, async (raw) => {
+    const r0 = performance.now();
+    const view = { ...raw, model: byName.get(raw.name) };
+    const renders = await renderClusterSources(view, { scopeOf, upstream, session });
+    const r1 = performance.now();
+    const clusterFindings = checkCluster(view, { scopeOf, renders });
+    phases.render += r1 - r0;
+    phases.rules += performance.now() - r1;
+    return {
+      name: view.name,
+      model: view.model !== undefined,
+      objects: objectCount(view),
+      rendered: renders.sources.filter((x) => x.problem === undefined).length,
+      upstream: renders.upstream !== undefined,
+      queues: view.folders.some((f) => f.objects.some((m) => m.kind === 'ClusterQueue')),
+      findings: clusterFindings,
+    };
+  }, (ms) => {
+    phases.read += ms;
+  });
   const t3 = performance.now();
-  const rendered = renders.reduce((n, r) => n + r.sources.filter((s) => s.problem === undefined).length, 0);
-  const timings = { read: t1 - t0, render: t2 - t1, rules: t3 - t2, total: t3 - t0 };
+  const findings = results.flatMap((r) => r.findings);
+  const objects = results.reduce((n, r) => n + r.objects, 0);
+  const rendered = results.reduce((n, r) => n + r.rendered, 0);
+  const timings = { ...phases, total: t3 - t0 };
   const errors = findings.filter((f) => f.severity === 'error');
-  const hasUpstream = renders.some((r) => r.upstream !== undefined);
+  const hasUpstream = results.some((r) => r.upstream);
   if (format === 'json') {
     const engine = (e: typeof engines.helm) => ({ version: e.version, path: e.path, source: e.source, ...(e.via ? { via: e.via } : {}) });
     io.out(JSON.stringify({
-      clusters: views.map((v) => ({ name: v.name, model: v.model !== undefined })),
+      clusters: results.map((r) => ({ name: r.name, model: r.model })),
       objects,
       engines: { helm: engine(engines.helm), kustomize: engine(engines.kustomize) },
       upstream: hasUpstream ? upstream : null,
@@ -119,13 +192,13 @@ export async function runCheck(args: string[], io: Io = consoleIo): Promise<numb
     }, undefined, 2));
   } else {
     for (const f of findings) (f.severity === 'error' ? io.err : io.out)(formatFinding(f));
-    for (const v of views) if (!v.model && !values.quiet && v.folders.some((f) => f.objects.some((m) => m.kind === 'ClusterQueue'))) io.out(`note: ${v.name}: no description of that name; capacity rules fall back to the queues' quotas`);
+    for (const r of results) if (!r.model && !values.quiet && r.queues) io.out(`note: ${r.name}: no description of that name; capacity rules fall back to the queues' quotas`);
     if (!values.quiet && !hasUpstream) {
       io.out(`note: no upstream installs at ${upstream}: charts and git overlays are not rendered, so their rules see nothing of them (--upstream DIR)`);
     }
     if (!values.quiet) {
       for (const l of describeEngines(engines)) io.out(`engine: ${l}`);
-      io.out(`${errors.length === 0 ? 'ok' : 'FAILED'}: ${views.length} cluster(s), ${objects} objects, ${rendered} Application sources rendered, ${errors.length} errors, `
+      io.out(`${errors.length === 0 ? 'ok' : 'FAILED'}: ${results.length} cluster(s), ${objects} objects, ${rendered} Application sources rendered, ${errors.length} errors, `
         + `${findings.length - errors.length} warnings (${(timings.total / 1000).toFixed(2)} s, rendering ${(timings.render / 1000).toFixed(2)} s)`);
     }
   }

@@ -37,12 +37,19 @@ export function manifestFiles(dir: string): string[] {
   return out;
 }
 
+/** One manifest file of a tree as it was read: its bytes (what a folder's digest and a build's copy use) and its objects. */
+export interface ReadFile {
+  readonly file: string;
+  readonly bytes: Buffer;
+  readonly inputs: readonly ValidationInput[];
+}
+
 /**
- * Reads every object of one YAML file (multi-document files too), through the bounded reader's checks of
- * the file (a regular file within its size limit: a FIFO or a device in a tree is refused, never waited on).
- * Invalid YAML is bad input naming the file.
+ * Reads one YAML file (multi-document files too), through the bounded reader's checks of the file (a
+ * regular file within its size limit: a FIFO or a device in a tree is refused, never waited on): its bytes
+ * and every object. Invalid YAML is bad input naming the file.
  */
-export function readManifests(file: string): ValidationInput[] {
+export function readManifestFile(file: string): ReadFile {
   let docs: unknown[];
   let bytes: Buffer;
   try {
@@ -57,7 +64,13 @@ export function readManifests(file: string): ValidationInput[] {
     if (e instanceof jsYaml().YAMLException) throw new InputError(`${file}: invalid YAML: ${e.reason} (line ${e.mark.line + 1})`);
     throw e;
   }
-  return docs.filter((d) => d !== null && d !== undefined).map((manifest) => ({ manifest: manifest as Manifest, source: file }));
+  const inputs = docs.filter((d) => d !== null && d !== undefined).map((manifest) => ({ manifest: manifest as Manifest, source: file }));
+  return { file, bytes, inputs };
+}
+
+/** Reads every object of one YAML file (readManifestFile). */
+export function readManifests(file: string): ValidationInput[] {
+  return [...readManifestFile(file).inputs];
 }
 
 /** Subfolders of a rendered tree; the client files' folder (tutorials/) holds no objects and is left out. */

@@ -3,7 +3,13 @@ import { printable } from '../errors';
 import { isJsonObject } from '../json';
 import { inKustomization } from '../render/folder-files';
 import { describeObject, Manifest, objectId } from '../render/manifest';
-import { manifestFiles, readManifests } from '../render/tree';
+import { manifestFiles, ReadFile, readManifestFile } from '../render/tree';
+
+/** A folder's manifest files as a caller read them already (readManifestFile of each of manifestFiles), under `base` (the folder as the caller named it). */
+export interface FolderRead {
+  readonly base: string;
+  readonly files: readonly ReadFile[];
+}
 
 /** At most this many files or objects are named in one message (then: `and N more`). */
 const NAMED = 3;
@@ -20,13 +26,15 @@ function listed(items: readonly string[]): string {
  * the build, so every object of the folder's files (but the templates and the objects applied by hand, which
  * the kustomization leaves out on purpose) must be in it, and nothing else. A kustomization that no longer
  * lists a file (Argo CD would not apply that Namespace), a build that renders nothing, or one that brings
- * objects from elsewhere: one line naming the files or objects.
+ * objects from elsewhere: one line naming the files or objects. `read`: the folder's files as the caller read them
+ * already.
  */
-export function compareFolderBuild(dir: string, built: readonly Manifest[]): string | undefined {
+export function compareFolderBuild(dir: string, built: readonly Manifest[], read?: FolderRead): string | undefined {
+  const { base, files: readFiles } = read ?? { base: dir, files: manifestFiles(dir).map(readManifestFile) };
   const expected = new Map<string, { file: string; object: Manifest }>();
-  for (const file of manifestFiles(dir)) {
-    for (const { manifest } of readManifests(file)) {
-      if (isObject(manifest) && inKustomization(manifest)) expected.set(objectId(manifest), { file: path.relative(dir, file), object: manifest });
+  for (const { file, inputs } of readFiles) {
+    for (const { manifest } of inputs) {
+      if (isObject(manifest) && inKustomization(manifest)) expected.set(objectId(manifest), { file: path.relative(base, file), object: manifest });
     }
   }
   const got = new Set(built.filter(isObject).map(objectId));

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import * as path from 'node:path';
 import { stringify } from 'yaml';
@@ -7,10 +7,12 @@ import {
   parameterNameProblem, relativePathProblem, releaseNameProblem,
 } from './arguments';
 import { DependencyNotVendored, locateChart, locateOverlay, refuseUnvendoredDependencies, renderableChart, templateCount } from './chart';
-import { compareFolderBuild } from './folder-build';
+import { batchPieces, FolderPlan, Piece, planFolder } from './folder-batches';
+import { compareFolderBuild, FolderRead } from './folder-build';
 import { readInside } from './inside';
 import { ApplicationSource, chartOfSource, CrdRef, releaseOfSource, UnrenderedCrds, VendoredRelease } from './releases';
-import { RenderCache, RenderOutput } from './render-cache';
+import { RenderOutput } from './render-cache';
+import { RenderSession } from './render-session';
 import { SourceRefused, treeDigest } from './tree';
 import { mergeValues } from './values';
 import { Engine, EngineBudget, EngineError, engineLimit, Engines, raiseEngineLimit, RunOptions } from '../engines';
@@ -20,6 +22,7 @@ import { maxBytes } from '../input/limits';
 import { describeIssues, InputFileError, parseInputYaml } from '../input/read';
 import { isJsonObject } from '../json';
 import { Manifest } from '../render/manifest';
+import { manifestFiles, ReadFile, readManifestFile } from '../render/tree';
 
 type Json = Record<string, unknown>;
 
@@ -80,9 +83,22 @@ export interface RenderContext {
   readonly folderOf?: (source: ApplicationSource) => string | null | undefined;
   /**
    * The bound of all engine runs of the command together (one deadline; retries share it).
-   * @default a budget of its own (ENGINE_LIMITS.budget)
+   * @default the session's, else a budget of its own (ENGINE_LIMITS.budget)
    */
   readonly budget?: EngineBudget;
+  /**
+   * The renders of the whole command (every cluster it checks): each distinct input rendered once per run.
+   * @default a session of this call's own
+   */
+  readonly session?: RenderSession;
+  /**
+   * Render with the engines again: neither from this run's earlier renders nor from the cache, and not cached
+   * (a determinism check compares two renders of one input).
+   * @default false
+   */
+  readonly fresh?: boolean;
+  /** The manifest files of a folder of the tree (by its real path) as the caller read them already; undefined: read here. */
+  readonly folderRead?: (dir: string) => FolderRead | undefined;
 }
 
 /** Helm hook types Argo CD never runs (Helm tests): those objects are not applied. */
@@ -154,21 +170,27 @@ async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) 
   return out;
 }
 
-/** Runs an engine, or reads its earlier output from the cache. */
-async function cachedRun(ctx: Context, key: readonly unknown[], engine: Engine, what: string, run: () => Promise<string>): Promise<RenderOutput> {
-  const k = ctx.cache.key([engine.name, engine.version, ...key]);
-  const hit = ctx.cache.get(k);
-  if (hit) return hit;
-  const output = parseOutput(await run(), what);
-  ctx.cache.put(k, output);
-  return output;
+/**
+ * Runs an engine, or takes its output from this run's earlier render of the same input or from the cache
+ * (RenderSession); `fresh`: runs it. `keep`: the output stays in the run's memory (charts and overlays).
+ */
+async function cachedRun(
+  ctx: Context, key: readonly unknown[], engine: Engine, what: string, run: () => Promise<string>, keep = true,
+): Promise<RenderOutput> {
+  if (ctx.fresh) return parseOutput(await run(), what);
+  const k = ctx.session.cache.key([engine.name, engine.version, ...key]);
+  return ctx.session.render(k, async () => parseOutput(await run(), what), keep);
 }
 
 interface Context extends RenderContext {
-  readonly cache: RenderCache;
+  readonly session: RenderSession;
   readonly budget: EngineBudget;
   /** Folders whose combined build was stopped by a bound: not built again one by one (the bound would only be spent again). */
   readonly folderFailures: Map<string, string>;
+  /** The builds of this call's folders that buildFolders made or found, by folder. */
+  readonly built: Map<string, RenderOutput>;
+  /** Each folder's files as read (once per call), and its cache key. */
+  readonly folders: Map<string, { read?: FolderRead; key?: readonly unknown[]; plan?: FolderPlan }>;
 }
 
 /** How every engine run of a render is bounded: the command's budget, the documents it may print. */
@@ -250,7 +272,7 @@ async function renderHelm(app: Manifest, index: number, source: ApplicationSourc
       return { ...base, problem: { kind: 'unreleased', message: `${what} has no vendored release in ${root}: pin a version upstream released (and vendor it there, see README)` } };
     }
     refuseUnvendoredDependencies(located, mergeValues(valuesOfText(valuesText), valuesObject) as Json);
-    const prepared = renderableChart(located, ctx.cacheDir);
+    const prepared = ctx.session.chart(located.dir, () => renderableChart(located, ctx.cacheDir));
     // The values files the Application names, read now, inside the chart (an Argo CD Helm source reads them from the chart's folder)
     const named = valueFiles.map((f) => ({ name: f, content: readInside(prepared.dir, f, 'helm.valueFiles entry') }));
     const flags = [
@@ -382,58 +404,143 @@ async function renderOverlay(app: Manifest, index: number, source: ApplicationSo
   }
 }
 
-/** The cache key of a folder's build: its content. */
-const folderKey = (dir: string) => ['folder', treeDigest(dir)];
+/** A folder's manifest files as read (the caller's reading, else read here once), undefined when they cannot be read (renderFolder says why). */
+function folderRead(ctx: Context, dir: string): FolderRead | undefined {
+  const entry = ctx.folders.get(dir) ?? {};
+  ctx.folders.set(dir, entry);
+  if (!('read' in entry)) {
+    try {
+      entry.read = ctx.folderRead?.(dir) ?? { base: dir, files: manifestFiles(dir).map(readManifestFile) };
+    } catch {
+      entry.read = undefined;
+    }
+  }
+  return entry.read;
+}
+
+/** The files of a reading by path relative to its folder. */
+function filesByPath(read: FolderRead): Map<string, ReadFile> {
+  return new Map(read.files.map((f) => [path.relative(read.base, f.file).split(path.sep).join('/'), f]));
+}
+
+/** The cache key of a folder's build: its content (the bytes read of its manifest files, the others read here). */
+function folderKey(ctx: Context, dir: string): readonly unknown[] {
+  const read = folderRead(ctx, dir);
+  const entry = ctx.folders.get(dir)!;
+  entry.key ??= ['folder', treeDigest(dir, false, read && new Map([...filesByPath(read)].map(([rel, f]) => [rel, f.bytes])))];
+  return entry.key;
+}
 
 /** kustomize's record of the file each object of a build came from (buildMetadata: originAnnotations). */
 const ORIGIN = 'config.kubernetes.io/origin';
 
+/** An object of a combined build without the origin annotation the build added. */
+function withoutOrigin(o: Manifest): Manifest {
+  const { [ORIGIN]: _, ...annotations } = o.metadata.annotations ?? {};
+  const { annotations: __, ...metadata } = o.metadata;
+  return { ...o, metadata: Object.keys(annotations).length > 0 ? { ...metadata, annotations } : metadata };
+}
+
 /**
- * Builds the folders not in the cache yet with one kustomize run (a kustomization that lists them all, each
- * object annotated with the file it came from), and caches each folder's objects as its own build would give
- * them: one process instead of one per folder. When the engine refuses that build (one folder that does not
- * build, or an object in two folders), nothing is cached and each folder is built on its own, which says which
- * one fails; those builds share the command's budget. When a bound stopped it (time, output), every folder
- * fails with that reason: building each again would only spend the bound again.
+ * One kustomize run over `pieces` (folders whole, parts of folders as copies of their files in the scratch
+ * folder), each object given back to its piece by the file it came from; undefined when the engine refused the
+ * build or an object came from no piece (each folder is then built on its own). A run stopped by a bound fails
+ * every folder in it with that reason.
  */
-async function buildFoldersTogether(dirs: readonly string[], ctx: Context): Promise<void> {
+async function buildPieces(pieces: readonly Piece[], label: string, ctx: Context): Promise<Map<Piece, Manifest[]> | undefined> {
   const engine = ctx.engines.kustomize;
-  const keys = new Map<string, string>();
-  for (const d of dirs) {
-    try {
-      keys.set(d, ctx.cache.key([engine.name, engine.version, ...folderKey(d)]));
-    } catch (e) {
-      ctx.folderFailures.set(d, failure(e));
-    }
-  }
-  const missing = [...keys.keys()].filter((d) => ctx.cache.get(keys.get(d)!) === undefined);
-  if (missing.length < 2) return;
-  await withScratch(ctx, async (scratch) => {
-    const rel = new Map(missing.map((d) => [d, path.relative(scratch, d)]));
+  return withScratch(ctx, async (scratch) => {
+    const rel = new Map<Piece, string>();
+    pieces.forEach((p, i) => {
+      if (!p.part) {
+        rel.set(p, path.relative(scratch, p.dir));
+        return;
+      }
+      const plan = ctx.folders.get(p.dir)?.plan;
+      const dir = path.join(scratch, `part-${i}`);
+      mkdirSync(dir);
+      for (const f of p.part.files) writeFileSync(path.join(dir, f.name), f.bytes);
+      writeFileSync(path.join(dir, 'kustomization.yaml'), stringify({ ...(plan?.kind === 'parts' ? plan.header : {}), resources: p.part.files.map((f) => f.name) }));
+      rel.set(p, `part-${i}`);
+    });
     writeFileSync(path.join(scratch, 'kustomization.yaml'), stringify({
       apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', resources: [...rel.values()], buildMetadata: ['originAnnotations'],
     }));
-    const label = 'kubectl kustomize (every folder)';
     let output: RenderOutput;
     try {
       output = parseOutput(await engine.run(['--', scratch], runOptions(ctx, label)), label);
     } catch (e) {
-      if (e instanceof EngineError && e.bounded) for (const d of missing) ctx.folderFailures.set(d, `${label}: ${e.reason}`);
-      if (e instanceof EngineError) return;
+      if (e instanceof EngineError && e.bounded) for (const p of pieces) ctx.folderFailures.set(p.dir, `${label}: ${e.reason}`);
+      if (e instanceof EngineError) return undefined;
       throw e;
     }
-    const byFolder = new Map<string, Manifest[]>(missing.map((d) => [d, []]));
+    const byPiece = new Map<Piece, Manifest[]>(pieces.map((p) => [p, []]));
     for (const o of output.objects) {
       const origin = o.metadata?.annotations?.[ORIGIN];
       const from = typeof origin === 'string' ? /^path: (.+)$/m.exec(origin)?.[1] : undefined;
-      const dir = missing.find((d) => from?.startsWith(`${rel.get(d)}/`));
-      if (!dir) return; // an object of no folder: leave it to the builds of each folder
-      const { [ORIGIN]: _, ...annotations } = o.metadata.annotations ?? {};
-      const { annotations: __, ...metadata } = o.metadata;
-      byFolder.get(dir)!.push({ ...o, metadata: Object.keys(annotations).length > 0 ? { ...metadata, annotations } : metadata });
+      const piece = pieces.find((p) => from?.startsWith(`${rel.get(p)}/`));
+      if (!piece) return undefined; // an object of no piece: leave it to the builds of each folder
+      byPiece.get(piece)!.push(withoutOrigin(o));
     }
-    for (const [dir, objects] of byFolder) ctx.cache.put(keys.get(dir)!, { objects, sources: [] });
+    return byPiece;
   });
+}
+
+/**
+ * Builds the folders not in the cache yet with as few kustomize runs as their sizes allow (folder-batches.ts: about
+ * BATCH_OBJECTS objects a run, several folders together, a large folder in parts, each object annotated with the
+ * file it came from), and caches each folder's objects as its own build would give them. When the engine refuses
+ * a run (one folder that does not build, or an object in two folders), nothing of it is cached and each of its
+ * folders is built on its own and whole, which says which one fails; those builds share the command's budget.
+ * When a bound stopped a run (time, output), every folder in it fails with that reason: building each again would
+ * only spend the bound again.
+ */
+async function buildFolders(dirs: readonly string[], ctx: Context): Promise<void> {
+  const engine = ctx.engines.kustomize;
+  const keys = new Map<string, string>();
+  for (const d of dirs) {
+    try {
+      keys.set(d, ctx.session.cache.key([engine.name, engine.version, ...folderKey(ctx, d)]));
+    } catch (e) {
+      ctx.folderFailures.set(d, failure(e));
+    }
+  }
+  const missing: string[] = [];
+  for (const [d, k] of keys) {
+    const hit = ctx.fresh ? undefined : ctx.session.known(k);
+    if (hit) ctx.built.set(d, hit);
+    else missing.push(d);
+  }
+  const plans = missing.flatMap((dir) => {
+    const read = folderRead(ctx, dir);
+    if (!read) return [];
+    const plan = planFolder(dir, filesByPath(read));
+    ctx.folders.get(dir)!.plan = plan;
+    return [{ dir, plan }];
+  });
+  // a large folder's parts never share a run with another folder: a refused run then concerns that folder alone
+  const batches = [
+    ...batchPieces(plans.filter((p) => p.plan.kind === 'whole')),
+    ...plans.filter((p) => p.plan.kind === 'parts').flatMap((p) => batchPieces([p])),
+  ].filter((b) => b.length > 1 || b[0].part !== undefined); // a folder alone is built by renderFolder, as its own build
+  if (batches.length === 0) return;
+  const results = await Promise.all(batches.map((b, i) => buildPieces(b, batches.length === 1 ? 'kubectl kustomize (every folder)' : `kubectl kustomize (folders, run ${i + 1} of ${batches.length})`, ctx)));
+  const parts = new Map<string, { pieces: number; objects: Manifest[][] }>();
+  batches.forEach((b, i) => {
+    for (const p of b) {
+      const entry = parts.get(p.dir) ?? { pieces: 0, objects: [] };
+      entry.pieces += 1;
+      const got = results[i]?.get(p);
+      if (got) entry.objects.push(got);
+      parts.set(p.dir, entry);
+    }
+  });
+  for (const [dir, { pieces, objects }] of parts) {
+    if (objects.length !== pieces || ctx.folderFailures.has(dir)) continue;
+    const output = { objects: objects.flat(), sources: [] };
+    ctx.built.set(dir, output);
+    if (!ctx.fresh) ctx.session.put(keys.get(dir)!, output);
+  }
 }
 
 async function renderFolder(app: Manifest, index: number, source: ApplicationSource, dir: string, ctx: Context): Promise<RenderedSource> {
@@ -444,9 +551,10 @@ async function renderFolder(app: Manifest, index: number, source: ApplicationSou
   if (known) return refused(known);
   const engine = ctx.engines.kustomize;
   try {
-    const { objects } = await cachedRun(ctx, folderKey(dir), engine, what, () => engine.run(['--', dir], runOptions(ctx, `kubectl kustomize ${printable(str(source.path))}`)));
+    const { objects } = ctx.built.get(dir)
+      ?? await cachedRun(ctx, folderKey(ctx, dir), engine, what, () => engine.run(['--', dir], runOptions(ctx, `kubectl kustomize ${printable(str(source.path))}`)), false);
     // what Argo CD applies of the folder is the build: it must be every object of the folder's files
-    const differs = compareFolderBuild(dir, objects);
+    const differs = compareFolderBuild(dir, objects, folderRead(ctx, dir));
     return differs ? { ...refused(differs), objects } : { ...base, objects };
   } catch (e) {
     return refused(failure(e));
@@ -471,14 +579,15 @@ function folderOfSource(ctx: Context, source: ApplicationSource): string | null 
  * failure, of an engine or of what the tree gives it, is the source's `problem`, one line.
  */
 export async function renderApplications(applications: readonly Manifest[], context: RenderContext): Promise<RenderedSource[]> {
-  const budget = context.budget ?? new EngineBudget();
-  const ctx: Context = { ...context, cache: new RenderCache(context.cacheDir), budget, folderFailures: new Map() };
+  const session = context.session ?? new RenderSession(context.cacheDir, context.budget);
+  const budget = context.budget ?? session.budget;
+  const ctx: Context = { ...context, session, budget, folderFailures: new Map(), built: new Map(), folders: new Map() };
   const jobs = applications
     .flatMap((app) => sourcesOf(app).map((source, index) => ({ app, source, index })).filter((j) => isJsonObject(j.source)))
     .map((j) => ({ ...j, folder: chartOfSource(j.source) === undefined ? folderOfSource(ctx, j.source) : undefined }));
   const folders = [...new Set(jobs.map((j) => j.folder).filter((f): f is string => typeof f === 'string'))];
   try {
-    await buildFoldersTogether(folders, ctx);
+    await buildFolders(folders, ctx);
   } catch (e) {
     // no scratch folder (an unusable cache): each folder's own build says so
     if (!isFsError(e)) throw e;

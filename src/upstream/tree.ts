@@ -66,15 +66,19 @@ const digests = new Map<string, string>();
  * SHA-256 of a folder's content: every file's relative path and bytes, in path order; never sizes or times.
  * With `memo`, remembered per path for the life of the process (the vendored upstream trees, read-only while
  * a command runs); a rendered folder is read each time (it may be rewritten between two checks of one process).
+ * `read`: bytes of files the caller read already, by path relative to `dir`.
  */
-export function treeDigest(dir: string, memo = false): string {
+export function treeDigest(dir: string, memo = false, read?: ReadonlyMap<string, Buffer>): string {
   const abs = path.resolve(dir);
   const known = memo ? digests.get(abs) : undefined;
   if (known) return known;
   const hash = createHash('sha256');
   for (const f of treeFiles(abs)) {
-    hash.update(`${f.rel}\0${f.size}\0`);
-    hash.update(readFileSync(path.join(abs, f.rel)));
+    // a file the caller read already, of the size it has now: its bytes as read (what the caller checks)
+    const given = read?.get(f.rel);
+    const bytes = given !== undefined && given.length === f.size ? given : readFileSync(path.join(abs, f.rel));
+    hash.update(`${f.rel}\0${bytes.length}\0`);
+    hash.update(bytes);
   }
   const digest = hash.digest('hex');
   if (memo) digests.set(abs, digest);

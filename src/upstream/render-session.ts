@@ -1,0 +1,73 @@
+import { RenderCache, RenderOutput } from './render-cache';
+import { EngineBudget } from '../engines';
+
+/** A chart made renderable (renderableChart): the folder helm renders and its digest. */
+export interface PreparedChart {
+  readonly dir: string;
+  readonly digest: string;
+}
+
+/**
+ * What the engines render for one command, shared by all the clusters it checks: each distinct engine input
+ * (a chart with its version, values, flags and Kubernetes version; an overlay with its patches; a folder's
+ * content) is rendered, or read from the cache and verified, once per run, also when several clusters ask for
+ * it at the same time; a prepared chart is made (or verified) once per run. It also holds the command's one
+ * engine budget: sharing renders never multiplies the bound, and never skips a check of what a render gives.
+ *
+ * Renders of charts and overlays stay in memory for the run (a fleet asks for the same few again and again);
+ * a folder's build only until its clusters took it (each cluster's folders are its own).
+ */
+export class RenderSession {
+  readonly cache: RenderCache;
+  readonly budget: EngineBudget;
+  private readonly renders = new Map<string, Promise<RenderOutput>>();
+  private readonly charts = new Map<string, PreparedChart>();
+
+  constructor(cacheDir: string | undefined, budget: EngineBudget = new EngineBudget()) {
+    this.cache = new RenderCache(cacheDir);
+    this.budget = budget;
+  }
+
+  /**
+   * The output of the render of `key`: this run's (also one still running), else the cache's, else `run`'s,
+   * which is then cached. A render that fails fails every caller that asked for it at the same time; the next
+   * one runs it again. `keep`: stays in memory for the rest of the run (otherwise only while it runs).
+   */
+  render(key: string, run: () => Promise<RenderOutput>, keep: boolean): Promise<RenderOutput> {
+    const known = this.renders.get(key);
+    if (known) return known;
+    const hit = this.cache.get(key);
+    const pending = hit ? Promise.resolve(hit) : run().then((output) => {
+      this.cache.put(key, output);
+      return output;
+    });
+    this.renders.set(key, pending);
+    const forget = () => {
+      if (this.renders.get(key) === pending) this.renders.delete(key);
+    };
+    pending.then(() => {
+      if (!keep) forget();
+    }, forget);
+    return pending;
+  }
+
+  /** A render's output known to this run or to the cache (nothing is run). */
+  known(key: string): RenderOutput | undefined {
+    return this.cache.get(key);
+  }
+
+  /** Records a render this run made by other means (a combined build), under its key. */
+  put(key: string, output: RenderOutput): void {
+    this.cache.put(key, output);
+  }
+
+  /** A chart prepared once per run: `prepare` runs (and verifies the cache's copy) the first time a chart folder is asked for. */
+  chart(dir: string, prepare: () => PreparedChart): PreparedChart {
+    let prepared = this.charts.get(dir);
+    if (!prepared) {
+      prepared = prepare();
+      this.charts.set(dir, prepared);
+    }
+    return prepared;
+  }
+}
