@@ -110,6 +110,7 @@ export class ClusterIndex {
   private installs?: InstallObject[];
   private crdScopes?: Map<string, 'Namespaced' | 'Cluster'>;
   private readonly byKind = new Map<string, Manifest[]>();
+  private readonly byName = new Map<string, Map<unknown, Manifest[]>>();
   /** podTemplates per object: a dozen rules ask for them, and each walk visits the whole object. */
   private readonly templates = new Map<Manifest, readonly PodTemplate[]>();
   private configurations?: readonly { readonly owner: Manifest; readonly config: Json }[];
@@ -171,8 +172,19 @@ export class ClusterIndex {
     return group === undefined ? list : list.filter((m) => apiGroup(m.apiVersion) === group);
   }
 
+  /** The first object of a kind with that name (in that namespace, when given): a look-up, not a scan (rules ask once per object). */
   find(kind: string, name: string, namespace?: string): Manifest | undefined {
-    return this.ofKind(kind).find((m) => m.metadata.name === name && (namespace === undefined || m.metadata.namespace === namespace));
+    let names = this.byName.get(kind);
+    if (!names) {
+      names = new Map();
+      for (const m of this.ofKind(kind)) {
+        const list = names.get(m.metadata?.name) ?? [];
+        list.push(m);
+        names.set(m.metadata?.name, list);
+      }
+      this.byName.set(kind, names);
+    }
+    return names.get(name)?.find((m) => namespace === undefined || m.metadata.namespace === namespace);
   }
 
   folderOf(m: Manifest): string | undefined {

@@ -81,9 +81,27 @@ function matches(policy: Policy, object: Json): boolean {
     && (r.resources ?? []).some((x) => x === '*' || x === resource));
 }
 
-/** The rendered ValidatingAdmissionPolicies that deny in a namespace, by the namespace's labels (as rendered) and its bindings. */
+const guardsOf = new WeakMap<ClusterIndex, (namespace: string) => Policy[]>();
+
+/** The label pairs (`key\0value`) a namespace selector requires, one of which a namespace must carry; undefined when it requires none. */
+function requiredPairs(selector: Json | undefined): string[] | undefined {
+  if (!selector) return undefined;
+  const [first] = Object.entries(selector.matchLabels ?? {});
+  if (first) return [`${first[0]}\0${String(first[1])}`];
+  const within = (selector.matchExpressions ?? []).find((e: Json) => e.operator === 'In' && Array.isArray(e.values));
+  return within ? (within.values as unknown[]).map((v) => `${within.key}\0${String(v)}`) : undefined;
+}
+
+/**
+ * The rendered ValidatingAdmissionPolicies that deny in a namespace, by the namespace's labels (as rendered) and its
+ * bindings, in binding order. Once per cluster index and namespace; each namespace looks only at the bindings whose
+ * selector it could match (indexed by a label pair the selector requires, as a tenant's own binding names its
+ * namespace), so a cluster of many tenants with bindings of their own is linear in its tenants, however many
+ * clauses each policy holds.
+ */
 function guardingPolicies(index: ClusterIndex): (namespace: string) => Policy[] {
-  const bindings = index.ofKind('ValidatingAdmissionPolicyBinding');
+  const known = guardsOf.get(index);
+  if (known) return known;
   const namespaceLabels = new Map<string, Json>(index.ofKind('Namespace').map((n) => [n.metadata.name,
     { ...(n.metadata.labels ?? {}), [LABELS.namespaceName]: n.metadata.name }]));
   const policies = new Map<string, Policy>(index.ofKind('ValidatingAdmissionPolicy').map((p) => {
@@ -95,12 +113,38 @@ function guardingPolicies(index: ClusterIndex): (namespace: string) => Policy[] 
       validations: spec.validations ?? [],
     }];
   }));
-  return (namespace) => bindings.flatMap((b) => {
+  const denying = index.ofKind('ValidatingAdmissionPolicyBinding').flatMap((b) => {
     const spec = (b as unknown as { spec: Json }).spec ?? {};
     const policy = policies.get(spec.policyName);
-    const labels = namespaceLabels.get(namespace) ?? { [LABELS.namespaceName]: namespace };
-    return policy && (spec.validationActions ?? ['Deny']).includes('Deny') && selects(spec.matchResources?.namespaceSelector, labels) ? [policy] : [];
+    return policy && (spec.validationActions ?? ['Deny']).includes('Deny') ? [{ policy, selector: spec.matchResources?.namespaceSelector as Json | undefined }] : [];
   });
+  const anywhere: number[] = [];
+  const byPair = new Map<string, number[]>();
+  denying.forEach((d, i) => {
+    const pairs = requiredPairs(d.selector);
+    if (!pairs) {
+      anywhere.push(i);
+    } else {
+      for (const p of pairs) {
+        const list = byPair.get(p) ?? [];
+        list.push(i);
+        byPair.set(p, list);
+      }
+    }
+  });
+  const memo = new Map<string, Policy[]>();
+  const guards = (namespace: string): Policy[] => {
+    let found = memo.get(namespace);
+    if (found) return found;
+    const labels = namespaceLabels.get(namespace) ?? { [LABELS.namespaceName]: namespace };
+    const candidates = new Set(anywhere);
+    for (const [key, value] of Object.entries(labels)) for (const i of byPair.get(`${key}\0${String(value)}`) ?? []) candidates.add(i);
+    found = [...candidates].sort((a, b) => a - b).filter((i) => selects(denying[i].selector, labels)).map((i) => denying[i].policy);
+    memo.set(namespace, found);
+    return found;
+  };
+  guardsOf.set(index, guards);
+  return guards;
 }
 
 /** Names of the rendered admission policies that refuse `object` when `username` creates it in `namespace`, as the API server would decide. */

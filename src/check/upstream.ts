@@ -2,7 +2,7 @@ import { ClusterIndex } from './cluster-index';
 import { isDynamoReleaseImage } from './dynamo';
 import { ARGO } from './gitops';
 import { Rule, Violation } from './rule';
-import { FootprintObject, footprintOf, IMAGE_FIELDS, ImageCoordinates, imageObjects, imageRefsOf, RenderedSource } from '../upstream';
+import { FootprintObject, footprintOf, IMAGE_FIELDS, ImageCoordinates, imageObjects, imageRefsOf, objectImageRefs, RenderedSource } from '../upstream';
 import { GPU_OPERATOR_CHART, NETWORK_OPERATOR_CHART, VENDORED_RELEASES, VendoredChart } from '../upstream/releases';
 
 function show(c: ImageCoordinates): string {
@@ -38,7 +38,7 @@ const imageMatchesUpstream: Rule = {
   check(index) {
     const out: Violation[] = [
       ...defaultsMissing(index, GPU_OPERATOR_CHART, 'ClusterPolicy', 'nvidia.com', (r) => r.objects.some((o) => o.kind === 'ClusterPolicy')),
-      ...defaultsMissing(index, NETWORK_OPERATOR_CHART, 'NicClusterPolicy', 'mellanox.com', (r) => r.objects.some((o) => imageRefsOf(o).length > 0)),
+      ...defaultsMissing(index, NETWORK_OPERATOR_CHART, 'NicClusterPolicy', 'mellanox.com', (r) => r.objects.some((o) => objectImageRefs(o).length > 0)),
     ];
     const gpu = defaultsOf(index, GPU_OPERATOR_CHART);
     const chartPolicy = gpu?.objects.find((o) => o.kind === 'ClusterPolicy');
@@ -62,7 +62,7 @@ const imageMatchesUpstream: Rule = {
       }
     }
     const net = defaultsOf(index, NETWORK_OPERATOR_CHART);
-    const refs = net?.objects.flatMap((o) => imageRefsOf(o)) ?? [];
+    const refs = net?.objects.flatMap((o) => objectImageRefs(o)) ?? [];
     // (a render without images is reported above: there is nothing to compare with)
     if (refs.length > 0) {
       const release = `${NETWORK_OPERATOR_CHART.chart} ${NETWORK_OPERATOR_CHART.version} chart`;
@@ -96,7 +96,7 @@ function releasedImages(index: ClusterIndex): Map<string, Set<string>> {
   }
   const renders = [...(index.renders?.sources ?? []).filter((r) => r.type !== 'folder'), ...(index.renders?.defaults ?? [])];
   for (const r of renders) {
-    for (const ref of r.objects.flatMap((o) => imageRefsOf(o))) {
+    for (const ref of r.objects.flatMap((o) => objectImageRefs(o))) {
       if (ref.tag === undefined) continue;
       const tags = out.get(ref.repository) ?? new Set<string>();
       tags.add(ref.tag);

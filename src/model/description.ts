@@ -179,6 +179,14 @@ const queueing = z.strictObject({
   }).optional().describe('Topology-aware scheduling: when set, GPU flavors reference this Topology.'),
 });
 
+/**
+ * Tenants per cluster. Every tenant's objects are one folder that Argo CD builds with one kustomize run, and
+ * kustomize compares each resource with every one it holds already: 2,800 objects (400 tenants) take 20 s of CPU,
+ * 7,000 (1,000 tenants) over two minutes, beyond Argo CD's default manifest generation timeout (90 s; 60 s for the
+ * controller's call to the repo server).
+ */
+export const MAX_TENANTS = 500;
+
 const tenant = z.strictObject({
   name: dnsLabel().describe('Tenant name; names its ClusterQueue.'),
   gpus: gpuCount().describe('Nominal GPU quota; may borrow idle GPUs from the cohort.'),
@@ -358,7 +366,11 @@ export const ClusterDescriptionSchema = z.strictObject({
   network: network.describe('Pod network and InfiniBand fabric.'),
   storage: storage.describe('StorageClasses served by local-path-provisioner.'),
   queueing: queueing.prefault({}).describe('Kueue: cohort, default queue, priorities, preemption.'),
-  tenants: z.array(tenant).default([]).describe('Teams sharing the GPUs: a namespace, a ClusterQueue with GPU quota and namespaced RBAC each.'),
+  tenants: z.array(tenant).max(MAX_TENANTS, {
+    error: `expected at most ${MAX_TENANTS} tenants: Argo CD builds the tenants folder with one kustomize run, whose time grows with the square of its `
+      + 'objects (500 tenants: some 3,500 objects, about 25 s of CPU; Argo CD stops a manifest generation after 60 to 90 s by default); '
+      + 'share the teams out to more clusters',
+  }).default([]).describe(`Teams sharing the GPUs: a namespace, a ClusterQueue with GPU quota and namespaced RBAC each; at most ${MAX_TENANTS}.`),
   samples,
   tutorials,
   installs,

@@ -46,7 +46,9 @@ function toIssues(issues: readonly core.$ZodIssue[]): DescriptionIssue[] {
       out.push({ path: at, message: `required field is missing (${issue.message})` });
       continue;
     }
-    const got = issue.code === 'custom' || !('input' in issue) ? '' : `, got ${describeValue(issue.input)}`;
+    // a list too long or too short: its length, not its start
+    const list = (issue.code === 'too_big' || issue.code === 'too_small') && Array.isArray(issue.input);
+    const got = issue.code === 'custom' || !('input' in issue) ? '' : list ? `, got ${(issue.input as unknown[]).length}` : `, got ${describeValue(issue.input)}`;
     // zod's own wording ("Invalid input: expected string, received number") for fields without a message of ours
     const message = issue.code === 'invalid_type' && issue.message.startsWith('Invalid input') ? `expected ${issue.expected}` : issue.message;
     out.push({ path: at, message: `${message}${got}` });

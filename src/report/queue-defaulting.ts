@@ -39,10 +39,16 @@ function unlabelledPod(namespace: string, resources: Record<string, string>): Re
 export function queueDefaultingSection(c: RenderedCluster, index: ClusterIndex): string {
   const localQueues = index.ofKind('LocalQueue');
   if (localQueues.length === 0) return '';
-  const namespaces = [...new Set(localQueues.map((lq) => lq.metadata.namespace ?? ''))];
+  const byNamespace = new Map<string, Manifest[]>();
+  for (const lq of localQueues) {
+    const list = byNamespace.get(lq.metadata.namespace ?? '') ?? [];
+    list.push(lq);
+    byNamespace.set(lq.metadata.namespace ?? '', list);
+  }
+  const namespaces = [...byNamespace.keys()];
   const accelerators = [RESOURCES.gpu, ...(c.model.rdma ? [c.model.rdma.resourceName] : [])].map(code).join(' or ');
   const rows = namespaces.map((ns) => {
-    const here = localQueues.filter((lq) => lq.metadata.namespace === ns);
+    const here = byNamespace.get(ns)!;
     const queues = here.map((lq) => `${code(lq.metadata.name)} -> ${code(clusterQueueOf(lq))}`).join(', ');
     const defaultQueue = here.find((lq) => lq.metadata.name === KUEUE_DEFAULT_LOCAL_QUEUE);
     if (defaultQueue) {

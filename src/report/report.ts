@@ -57,8 +57,22 @@ function quotaOf(f: FlavorQuota, resource: string): { nominal?: string; borrowin
   return { nominal: s(r?.nominalQuota), borrowing: s(r?.borrowingLimit), lending: s(r?.lendingLimit) };
 }
 
+const queuesByClusterQueue = new WeakMap<ClusterIndex, Map<unknown, Manifest[]>>();
+
+/** The LocalQueues pointing at a ClusterQueue (grouped once per index: the report asks for each ClusterQueue). */
 function localQueuesOf(index: ClusterIndex, cq: Manifest): Manifest[] {
-  return index.ofKind('LocalQueue').filter((lq) => (lq.spec as { clusterQueue?: string } | undefined)?.clusterQueue === cq.metadata.name);
+  let groups = queuesByClusterQueue.get(index);
+  if (!groups) {
+    groups = new Map();
+    for (const lq of index.ofKind('LocalQueue')) {
+      const key = (lq.spec as { clusterQueue?: string } | undefined)?.clusterQueue;
+      const list = groups.get(key) ?? [];
+      list.push(lq);
+      groups.set(key, list);
+    }
+    queuesByClusterQueue.set(index, groups);
+  }
+  return groups.get(cq.metadata.name) ?? [];
 }
 
 function glance(c: RenderedCluster, index: ClusterIndex): string {

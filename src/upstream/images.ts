@@ -76,3 +76,18 @@ export function imageRefsOf(node: unknown, path = '', out: ImageRef[] = []): Ima
   for (const [k, v] of Object.entries(o)) if (typeof v === 'object') imageRefsOf(v, at(k), out);
   return out;
 }
+
+const refsByObject = new WeakMap<object, readonly ImageRef[]>();
+
+/**
+ * imageRefsOf of a whole object, remembered for the object: the renders of a chart are shared by every cluster
+ * of a command that installs it, and walked by the image rules of each. The object must not change afterwards.
+ */
+export function objectImageRefs(o: object): readonly ImageRef[] {
+  let refs = refsByObject.get(o);
+  if (!refs) {
+    refs = imageRefsOf(o);
+    refsByObject.set(o, refs);
+  }
+  return refs;
+}

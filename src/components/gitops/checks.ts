@@ -159,6 +159,31 @@ function globMatch(pattern: string | undefined, value: string): boolean {
   return re.test(value);
 }
 
+type Destination = { server?: string; name?: string; namespace?: string };
+const destinationIndex = new WeakMap<Manifest, { exact: Map<string, Destination[]>; patterns: Destination[] }>();
+
+/**
+ * An AppProject's destinations: those naming one namespace by its name, by that name (a project of many tenants
+ * lists each one's namespace: looked up, not scanned per object), and those with a glob pattern.
+ */
+function destinationsOf(project: Manifest): { exact: Map<string, Destination[]>; patterns: Destination[] } {
+  let found = destinationIndex.get(project);
+  if (!found) {
+    found = { exact: new Map(), patterns: [] };
+    for (const d of ((project.spec ?? {}) as { destinations?: Destination[] }).destinations ?? []) {
+      if (typeof d.namespace === 'string' && !/[*?[\]!]/.test(d.namespace)) {
+        const list = found.exact.get(d.namespace) ?? [];
+        list.push(d);
+        found.exact.set(d.namespace, list);
+      } else {
+        found.patterns.push(d);
+      }
+    }
+    destinationIndex.set(project, found);
+  }
+  return found;
+}
+
 /**
  * No Application writes where its AppProject forbids: its destination and every object of its folder
  * must be a permitted destination namespace, and every cluster-scoped object a whitelisted kind.
@@ -173,13 +198,11 @@ export function checkProjectDestinations(view: GitopsTreeView): GitopsFinding[] 
       findings.push({ rule: 'gitops-project-destination', message: `${describeObject(a.app)} refers to AppProject "${a.project}", which is not rendered`, objects: [a.app] });
       continue;
     }
-    const spec = (project.spec ?? {}) as {
-      destinations?: { server?: string; name?: string; namespace?: string }[];
-      clusterResourceWhitelist?: GroupKind[];
-    };
-    const destinations = spec.destinations ?? [];
-    const permitted = (namespace: string) => destinations.some((d) => globMatch(d.namespace, namespace)
-      && (a.destination.server !== undefined ? globMatch(d.server, a.destination.server) : globMatch(d.name, a.destination.name ?? '')));
+    const spec = (project.spec ?? {}) as { clusterResourceWhitelist?: GroupKind[] };
+    const sameCluster = (d: { server?: string; name?: string }) => (a.destination.server !== undefined ? globMatch(d.server, a.destination.server) : globMatch(d.name, a.destination.name ?? ''));
+    const { exact, patterns } = destinationsOf(project);
+    const permitted = (namespace: string) => (exact.get(namespace) ?? []).some(sameCluster)
+      || patterns.some((d) => globMatch(d.namespace, namespace) && sameCluster(d));
     const whitelisted = (gk: GroupKind) => (spec.clusterResourceWhitelist ?? [])
       .some((w) => globMatch(w.group, gk.group) && globMatch(w.kind, gk.kind));
     const forbid = (what: string, objects: Manifest[]) => findings.push({
