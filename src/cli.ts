@@ -12,6 +12,7 @@ import { Progress } from './commands/progress';
 import { synthSummary } from './commands/synth-summary';
 import { fsErrorText, inputErrorLines, isFsError, outputFormat, WriteFailed } from './errors';
 import { INIT, runInit } from './init/command';
+import { noteSynthResult, reusableClusters } from './launcher/up-to-date';
 import { descriptionJsonSchemaText, withDescriptionReference } from './model/json-schema';
 import { CLUSTERS_DIR, DEFAULT_OUT, SCHEMA_FILE } from './paths';
 import { PREFLIGHT, runPreflight } from './preflight/command';
@@ -95,6 +96,8 @@ export function runSynth(args: string[], io: Io = consoleIo, preloaded?: Preload
   const format = outputFormat(values.format);
   const { configs, schemas } = renderInputs(values);
   const out = values.out ?? DEFAULT_OUT;
+  // the plain synth: the launcher's up-to-date record may have found that only some descriptions changed
+  const plain = configs.length === 0 && values.out === undefined;
   const progress = values.quiet || !io.progress ? undefined : new Progress(io.progress, 'synth', 'clusters rendered, checked and written');
   let result;
   try {
@@ -107,10 +110,12 @@ export function runSynth(args: string[], io: Io = consoleIo, preloaded?: Preload
       notify: io.err,
       allowDelete: values['allow-delete'],
       progress: progress && ((p) => progress.update(p.done, p.total, p.cluster)),
+      reuse: plain ? reusableClusters() : undefined,
     });
   } finally {
     progress?.end();
   }
+  if (plain) noteSynthResult(result);
   for (const w of result.warnings) io.err(formatIssue(w));
   for (const f of result.findings) io.err(formatFinding(f));
   if (result.deleted.length > 0) {

@@ -1,356 +1,183 @@
-import { createHash } from 'node:crypto';
-import type { BigIntStats, Dirent, Stats } from 'node:fs';
-import { createRequire } from 'node:module';
+import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { checkEntry, EntryRecord, recordEntry } from './output-record';
 import { defaultCacheDir } from '../cache/cache-dir';
-import { fileDigest, observeDigests, sha256 } from '../cache/digests';
+import { fileDigest } from '../cache/digests';
+import { Observed, stillObserved, Watcher } from '../cache/read-watch';
 import { FAULT_ENV } from '../fault';
-import { isInside } from '../files';
 import { DEFAULT_OUT, PROJECT_ROOT } from '../paths';
-
-// the modules themselves (not copies of their bindings): the watch replaces their functions
-const requireHere = createRequire(__filename);
-const fs = requireHere('node:fs') as typeof import('node:fs');
-const childProcess = requireHere('node:child_process') as typeof import('node:child_process');
-const workerThreads = requireHere('node:worker_threads') as typeof import('node:worker_threads');
+import type { ReusedCluster, SynthResult } from '../synth/pipeline';
 
 /**
- * The up-to-date answer of the plain `npm run synth` (every description in src/clusters/ into
- * dist/), as make gives it, with the dependencies found as tup and bazel find them: by watching.
+ * The up-to-date answer of the plain `npm run synth` (every description in src/clusters/ into dist/), as make
+ * gives it, with the dependencies found as tup and bazel find them: by watching (src/cache/read-watch.ts), and
+ * kept per description, so that a fleet where one description changed renders that cluster only.
  *
- * A run that renders records everything it observed while it ran: the SHA-256 of every file it
- * read (descriptions, CRDs, upstream charts, and every module of lib/ and node_modules/ it loaded,
- * hashed from the bytes it was given), the listing of every folder it listed, whether each path it
- * probed existed, every environment variable it looked at; then Node's version, the arguments,
- * the working folder, package-lock.json (and npm's record of what is installed), and the SHA-256
- * of every file it left in dist/. The next plain synth checks all of it (the digests are
- * remembered by inode and ctime, see src/cache/digests.ts) and, when nothing differs and dist/ holds
- * exactly those files, prints the recorded warnings and summary instead of rendering: a render
- * would write the same bytes. A run that did what cannot be checked this way (started a process
- * such as a TypeScript description's sandbox, read a file asynchronously) is not recorded.
+ * A run that renders records everything it observed while it ran, its render threads included: the SHA-256 of
+ * every file it read (descriptions, CRDs, upstream charts, and every module of lib/ and node_modules/ it loaded,
+ * hashed from the bytes it was given), the listing of every folder it listed, whether each path it probed
+ * existed, every environment variable it looked at; then Node's version, the arguments, the working folder,
+ * package-lock.json (and npm's record of what is installed); per description, what its cluster left for the
+ * summary and the fleet folder; and per entry of dist/, its files (output-record.ts). The next plain synth
+ * checks all of it (file digests are remembered by inode and ctime, see src/cache/digests.ts):
+ *
+ * - nothing differs and dist/ holds exactly those entries: it prints the recorded warnings and summary instead
+ *   of rendering (a render would write the same bytes);
+ * - only descriptions differ (their content; the listing of src/clusters/ is a folder the render listed, so a
+ *   description added or removed renders everything): synth renders, validates, checks and swaps in those
+ *   clusters and the fleet folder, and keeps every other folder as it is (SynthOptions.reuse), the same bytes
+ *   as a full render;
+ * - anything else renders everything.
+ *
+ * A run that did what cannot be checked this way (started a process such as a TypeScript description's
+ * sandbox, a thread that does not watch itself, read a file asynchronously) is not recorded.
  */
 
 const RECORD_FILE = 'synth-up-to-date.json';
-const RECORD_VERSION = 1;
+const RECORD_VERSION = 2;
 /** The arguments answered from the record; anything else renders. */
 const ELIGIBLE = [['synth'], ['synth', '--quiet']];
-/** Pseudo files (a process's own /proc/<pid>/stat, devices): never an input of a render. */
-const NOT_INPUTS = ['/proc', '/sys', '/dev'];
 /** Always inputs, whether or not the render reads them: what npm installed. */
 const INSTALL_FILES = ['package-lock.json', path.join('node_modules', '.package-lock.json')];
+/** The fleet folder's entry (components/gitops/plan FLEET_FOLDER; not imported: the launcher loads this module before the render stack). */
+const FLEET_ENTRY = 'fleet';
 
-type Kind = 'file' | 'dir' | 'symlink' | 'other' | 'missing';
-
-/** What one run observed. */
-interface Observed {
-  /** path -> SHA-256 of its bytes (null: it did not exist). */
-  files: Record<string, string | null>;
-  /** `path\0withTypes` -> digest of its sorted entries. */
-  dirs: Record<string, string>;
-  /** `path\0stat|lstat` -> the kind of file found. */
-  kinds: Record<string, Kind>;
-  /** path -> its real path (null: did not resolve). */
-  realpaths: Record<string, string | null>;
-  /** variable -> value (null: unset). */
-  env: Record<string, string | null>;
+/**
+ * Where the plain synth's inputs and output are: the one place this module takes the project's paths from.
+ * Undefined when the cache setting is unusable (the CLI reports it).
+ */
+interface Scope {
+  readonly root: string;
+  readonly out: string;
+  readonly record: string;
 }
 
-interface RunRecord extends Observed {
-  version: number;
-  context: string;
-  /** dist/ file (relative) -> SHA-256. */
-  output: Record<string, string>;
-  stdout: string[];
-  stderr: string[];
-}
-
-function recordFile(argv: readonly string[]): string | undefined {
+function scopeOf(argv: readonly string[]): Scope | undefined {
   if (process.env[FAULT_ENV] || !ELIGIBLE.some((a) => JSON.stringify(a) === JSON.stringify(argv))) return undefined;
   let dir: string | undefined;
   try {
     dir = defaultCacheDir();
   } catch {
-    return undefined; // the CLI reports an unusable cache setting
+    return undefined;
   }
-  return dir && path.join(dir, RECORD_FILE);
+  return dir === undefined ? undefined : { root: PROJECT_ROOT, out: DEFAULT_OUT, record: path.join(dir, RECORD_FILE) };
+}
+
+/** One description of the fleet: its file (its digest is the record's `files` entry) and what its cluster left. */
+interface ClusterRecord {
+  readonly config: string;
+  readonly cluster: ReusedCluster;
+}
+
+interface RunRecord extends Observed {
+  version: number;
+  context: string;
+  clusters: ClusterRecord[];
+  /** Entry of dist/ (a cluster folder, fleet/) -> its files. */
+  entries: Record<string, EntryRecord>;
+  stdout: string[];
+  stderr: string[];
 }
 
 /** Node, the platform, the arguments and where they were typed: a record of another of these is another run's. */
-function context(argv: readonly string[]): string {
-  return JSON.stringify([RECORD_VERSION, process.version, process.platform, process.arch, argv, process.cwd(), PROJECT_ROOT]);
+function context(argv: readonly string[], scope: Scope): string {
+  return JSON.stringify([RECORD_VERSION, process.version, process.platform, process.arch, argv, process.cwd(), scope.root]);
 }
 
-function kindOf(st: Stats | BigIntStats | undefined): Kind {
-  if (!st) return 'missing';
-  return st.isFile() ? 'file' : st.isDirectory() ? 'dir' : st.isSymbolicLink() ? 'symlink' : 'other';
-}
-
-function probe(p: string, how: 'stat' | 'lstat'): Kind {
-  try {
-    return kindOf((how === 'stat' ? fs.statSync : fs.lstatSync)(p, { throwIfNoEntry: false }));
-  } catch {
-    return 'other';
-  }
-}
-
-function listingDigest(entries: ReadonlyArray<string | Buffer | Dirent>): string {
-  const names = entries.map((e) => (typeof e === 'string' || Buffer.isBuffer(e) ? String(e) : `${e.name}\0${e.isDirectory() ? 'd' : e.isFile() ? 'f' : e.isSymbolicLink() ? 'l' : 'o'}`));
-  return sha256(names.sort().join('\n'));
-}
-
-function listing(p: string, withTypes: boolean): string | undefined {
-  try {
-    return listingDigest(withTypes ? fs.readdirSync(p, { withFileTypes: true }) : fs.readdirSync(p));
-  } catch {
-    return undefined;
-  }
-}
-
-function realpath(p: string): string | null {
-  try {
-    return fs.realpathSync.native(p);
-  } catch {
-    return null;
-  }
-}
-
-/** SHA-256 of every file under dist/ by relative path; undefined when dist/ holds anything but files and folders. */
-function outputDigests(): Record<string, string> | undefined {
-  const out: Record<string, string> = {};
-  const walk = (rel: string): boolean => {
-    for (const e of fs.readdirSync(path.join(DEFAULT_OUT, rel), { withFileTypes: true })) {
-      const child = rel ? `${rel}/${e.name}` : e.name;
-      if (e.isDirectory()) {
-        if (!walk(child)) return false;
-      } else {
-        const digest = e.isFile() ? fileDigest(path.join(DEFAULT_OUT, child)) : undefined;
-        if (digest === undefined) return false;
-        out[child] = digest;
-      }
-    }
-    return true;
-  };
-  try {
-    return walk('') ? out : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** True when everything the record observed is still so. */
-function unchanged(r: RunRecord): boolean {
-  for (const [f, d] of Object.entries(r.files)) if ((fileDigest(f) ?? null) !== d) return false;
-  for (const [key, d] of Object.entries(r.dirs)) {
-    const [p, withTypes] = key.split('\0');
-    if (listing(p, withTypes === '1') !== d) return false;
-  }
-  for (const [key, k] of Object.entries(r.kinds)) {
-    const [p, how] = key.split('\0');
-    if (probe(p, how as 'stat' | 'lstat') !== k) return false;
-  }
-  for (const [p, real] of Object.entries(r.realpaths)) if (realpath(p) !== real) return false;
-  for (const [name, value] of Object.entries(r.env)) if ((process.env[name] ?? null) !== value) return false;
-  return true;
-}
-
-/** Leftovers of an interrupted write beside dist/: the CLI recovers them. */
-function interruptedWrite(): boolean {
-  const parent = path.dirname(DEFAULT_OUT);
-  const base = path.basename(DEFAULT_OUT);
+/** Leftovers of an interrupted write beside or in dist/: the CLI recovers them. */
+function interruptedWrite(out: string): boolean {
+  const parent = path.dirname(out);
+  const base = path.basename(out);
   return fs.readdirSync(parent).some((n) => n.startsWith(`${base}.tmp-`) || n.startsWith(`${base}.old-`));
 }
 
+type Plan =
+  | { readonly kind: 'render' }
+  | { readonly kind: 'answer'; readonly record: RunRecord; readonly refreshed: boolean }
+  | { readonly kind: 'incremental'; readonly record: RunRecord; readonly changed: ReadonlySet<string> };
+
 /**
- * Prints the last render's output and returns 0 when the plain synth has nothing to do; undefined
- * (render) otherwise.
+ * What the plain synth has to do, by its record: nothing (answer), render the clusters of the changed
+ * descriptions (incremental), or render everything. Entries of dist/ whose signatures were not settled are read and
+ * compared; their records are refreshed then (`refreshed`: the record is to be written again).
+ */
+function planOf(argv: readonly string[], scope: Scope): Plan {
+  const render = { kind: 'render' } as const;
+  if (interruptedWrite(scope.out)) return render;
+  const r = JSON.parse(fs.readFileSync(scope.record, 'utf8')) as RunRecord;
+  if (r.version !== RECORD_VERSION || r.context !== context(argv, scope) || !Array.isArray(r.clusters)) return render;
+  const configs = new Set(r.clusters.map((c) => c.config));
+  if (!stillObserved(r, configs)) return render;
+  const changed = new Set([...configs].filter((c) => (fileDigest(c) ?? null) !== r.files[c]));
+  // dist/ holds exactly the recorded entries, each as recorded (but those rendered again)
+  const names = fs.readdirSync(scope.out).sort();
+  const recorded = Object.keys(r.entries).sort();
+  if (JSON.stringify(names) !== JSON.stringify(recorded)) return render;
+  const again = new Set(r.clusters.filter((c) => changed.has(c.config)).map((c) => c.cluster.summary.name));
+  if (changed.size > 0) again.add(FLEET_ENTRY);
+  let refreshed = false;
+  for (const name of recorded) {
+    if (again.has(name)) continue;
+    const state = checkEntry(path.join(scope.out, name), r.entries[name]);
+    if (state.state === 'changed') return render;
+    if (state.state === 'verified') {
+      r.entries[name] = state.fresh;
+      refreshed = true;
+    }
+  }
+  return changed.size === 0 ? { kind: 'answer', record: r, refreshed } : { kind: 'incremental', record: r, changed };
+}
+
+/** The plan of this process's plain synth, when it is to render some clusters only (runSynth asks). */
+let pending: { readonly record: RunRecord; readonly changed: ReadonlySet<string> } | undefined;
+
+/**
+ * Prints the last render's output and returns 0 when the plain synth has nothing to do; undefined (render)
+ * otherwise. When only descriptions changed, the clusters to keep are remembered for the render
+ * (reusableClusters).
  */
 export function answerFromRecord(argv: readonly string[]): number | undefined {
-  const file = recordFile(argv);
-  if (!file) return undefined;
+  const scope = scopeOf(argv);
+  if (!scope) return undefined;
   const t0 = performance.now();
+  let plan: Plan;
   try {
-    if (interruptedWrite()) return undefined;
-    const r = JSON.parse(fs.readFileSync(file, 'utf8')) as RunRecord;
-    if (r.version !== RECORD_VERSION || r.context !== context(argv) || !unchanged(r)) return undefined;
-    const output = outputDigests();
-    if (!output || JSON.stringify(output) !== JSON.stringify(r.output)) return undefined;
-    for (const l of r.stderr) process.stderr.write(l);
-    if (!argv.includes('--quiet')) {
-      for (const l of r.stdout) process.stdout.write(l);
-      const s = ((performance.now() - t0) / 1000).toFixed(2);
-      process.stdout.write(`dist already up to date (${Object.keys(output).length} files): no description, source or schema file changed since the last render (checked in ${s} s)\n`);
-    }
-    return 0;
+    plan = planOf(argv, scope);
   } catch {
     return undefined;
   }
+  if (plan.kind === 'render') return undefined;
+  if (plan.kind === 'incremental') {
+    pending = { record: plan.record, changed: plan.changed };
+    return undefined;
+  }
+  const r = plan.record;
+  if (plan.refreshed) writeRecord(scope.record, r);
+  for (const l of r.stderr) process.stderr.write(l);
+  if (!argv.includes('--quiet')) {
+    for (const l of r.stdout) process.stdout.write(l);
+    const files = Object.values(r.entries).reduce((n, e) => n + Object.keys(e.files).length, 0);
+    const s = ((performance.now() - t0) / 1000).toFixed(2);
+    process.stdout.write(`dist already up to date (${files} files): no description, source or schema file changed since the last render (checked in ${s} s)\n`);
+  }
+  return 0;
 }
 
-/** Watches what the process reads while it renders. */
-class Watcher {
-  readonly seen: Observed = { files: {}, dirs: {}, kinds: {}, realpaths: {}, env: {} };
-  /** Why this run cannot be recorded, once known. */
-  unsound: string | undefined;
-  private readonly undo: Array<() => void> = [];
-  private readonly fds = new Map<number, { file: string; hash: ReturnType<typeof createHash> | undefined; eof: boolean }>();
-  private readonly excluded: string[];
-  /** Inside a hook: the hook's own file system calls are not the render's. */
-  private busy = false;
+/**
+ * The clusters the plain synth of this process keeps as they are, by description file: those of the unchanged
+ * descriptions, when the record found that only descriptions changed (answerFromRecord); undefined otherwise.
+ */
+export function reusableClusters(): ReadonlyMap<string, ReusedCluster> | undefined {
+  if (!pending) return undefined;
+  const { record, changed } = pending;
+  return new Map(record.clusters.filter((c) => !changed.has(c.config)).map((c) => [c.config, c.cluster]));
+}
 
-  constructor(excluded: readonly (string | undefined)[]) {
-    this.excluded = [...NOT_INPUTS, ...excluded.filter((e): e is string => e !== undefined)];
-  }
+/** The result of this process's synth, told by runSynth: what each cluster leaves for the record. */
+let synthResult: SynthResult | undefined;
 
-  private watched(p: unknown): string | undefined {
-    if (typeof p !== 'string' && !Buffer.isBuffer(p) && !(p instanceof URL)) return undefined;
-    const abs = path.resolve(p instanceof URL ? p.pathname : String(p));
-    if (this.excluded.some((e) => isInside(abs, e) || abs.startsWith(`${e}.`))) return undefined;
-    return abs;
-  }
-
-  private replace<T extends object, K extends keyof T>(obj: T, key: K, make: (original: T[K]) => T[K]): void {
-    const original = obj[key];
-    obj[key] = make(original);
-    this.undo.push(() => {
-      obj[key] = original;
-    });
-  }
-
-  private file(abs: string, digest: string | null): void {
-    // the first read is what the render used
-    if (!(abs in this.seen.files)) this.seen.files[abs] = digest;
-  }
-
-  start(): void {
-    const self = this;
-    type Fn = (...args: any[]) => any;
-    const wrap = <T extends object>(obj: T, key: keyof T, after: (args: any[], result: any) => void, onError?: (args: any[], e: unknown) => void) => {
-      this.replace(obj, key, (original) => Object.assign(function wrapped(this: unknown, ...args: any[]) {
-        if (self.busy) return (original as Fn).apply(this, args);
-        let result;
-        try {
-          result = (original as Fn).apply(this, args);
-        } catch (e) {
-          self.busy = true;
-          try {
-            onError?.(args, e);
-          } finally {
-            self.busy = false;
-          }
-          throw e;
-        }
-        self.busy = true;
-        try {
-          after(args, result);
-        } finally {
-          self.busy = false;
-        }
-        return result;
-      }, original) as T[keyof T]);
-    };
-    const unsound = (why: string) => (): void => {
-      self.unsound ??= why;
-    };
-
-    wrap(fs, 'readFileSync', ([p, options], result: string | Buffer) => {
-      const abs = self.watched(p);
-      if (!abs) return;
-      const encoding = typeof options === 'string' ? options : options?.encoding;
-      if (typeof result === 'string' && !/^utf-?8$/i.test(encoding ?? '')) self.file(abs, fileDigest(abs) ?? null);
-      else self.file(abs, sha256(typeof result === 'string' ? Buffer.from(result, 'utf8') : result));
-    }, ([p], e) => {
-      const abs = self.watched(p);
-      if (abs && (e as NodeJS.ErrnoException).code === 'ENOENT') self.file(abs, null);
-    });
-    wrap(fs, 'openSync', ([p, flags], fd: number) => {
-      const abs = self.watched(p);
-      // eslint-disable-next-line no-bitwise
-      const readOnly = flags === undefined || flags === 'r' || flags === 'rs' || (typeof flags === 'number' && (flags & (fs.constants.O_WRONLY | fs.constants.O_RDWR)) === 0);
-      if (abs && readOnly) self.fds.set(fd, { file: abs, hash: createHash('sha256'), eof: false });
-    }, ([p], e) => {
-      const abs = self.watched(p);
-      if (abs && (e as NodeJS.ErrnoException).code === 'ENOENT') self.file(abs, null);
-    });
-    wrap(fs, 'readSync', ([fd, buffer, offsetOrOptions, length, position], n: number) => {
-      const open = self.fds.get(fd);
-      if (!open?.hash) return;
-      const options = typeof offsetOrOptions === 'object' && offsetOrOptions !== null ? offsetOrOptions : { offset: offsetOrOptions, length, position };
-      if (options.position !== undefined && options.position !== null) {
-        open.hash = undefined; // not a front-to-back read: hashed from the file when closed
-        return;
-      }
-      if (n === 0) open.eof = true;
-      else open.hash.update((buffer as Uint8Array).subarray(options.offset ?? 0, (options.offset ?? 0) + n));
-    });
-    wrap(fs, 'closeSync', ([fd]) => {
-      const open = self.fds.get(fd);
-      if (!open) return;
-      self.fds.delete(fd);
-      self.file(open.file, open.hash && open.eof ? open.hash.digest('hex') : fileDigest(open.file) ?? null);
-    });
-    wrap(fs, 'readdirSync', ([p, options], result: Array<string | Buffer | Dirent>) => {
-      const abs = self.watched(p);
-      if (abs) self.seen.dirs[`${abs}\0${options?.withFileTypes ? '1' : '0'}`] ??= listingDigest(result);
-    });
-    for (const how of ['stat', 'lstat'] as const) {
-      wrap(fs, `${how}Sync`, ([p], result) => {
-        const abs = self.watched(p);
-        if (abs) self.seen.kinds[`${abs}\0${how}`] ??= kindOf(result as Stats | undefined);
-      }, ([p]) => {
-        const abs = self.watched(p);
-        if (abs) self.seen.kinds[`${abs}\0${how}`] ??= probe(abs, how);
-      });
-    }
-    wrap(fs, 'existsSync', ([p], exists: boolean) => {
-      const abs = self.watched(p);
-      if (abs) self.seen.kinds[`${abs}\0stat`] ??= exists ? probe(abs, 'stat') : 'missing';
-    });
-    wrap(fs, 'realpathSync', ([p], result: string) => {
-      const abs = self.watched(p);
-      if (abs && !(abs in self.seen.realpaths)) self.seen.realpaths[abs] = result;
-    }, ([p]) => {
-      const abs = self.watched(p);
-      if (abs && !(abs in self.seen.realpaths)) self.seen.realpaths[abs] = null;
-    });
-    // what cannot be followed: another process's reads, another thread's, an asynchronous read
-    for (const key of ['spawn', 'spawnSync', 'exec', 'execSync', 'execFile', 'execFileSync', 'fork'] as const) {
-      wrap(childProcess, key, unsound('it ran another process'));
-    }
-    this.replace(workerThreads, 'Worker', (W) => class extends W {
-      constructor(...args: ConstructorParameters<typeof W>) {
-        self.unsound ??= 'it started a thread';
-        super(...args);
-      }
-    });
-    for (const key of ['readFile', 'readdir', 'open', 'createReadStream', 'opendirSync', 'watch'] as const) wrap(fs, key, unsound('it read a file asynchronously'));
-    for (const key of ['readFile', 'readdir', 'open'] as const) wrap(fs.promises, key, unsound('it read a file asynchronously'));
-
-    observeDigests((file, digest) => {
-      if (self.watched(file)) self.file(file, digest ?? null);
-    });
-    this.undo.push(() => observeDigests(undefined));
-
-    const env = process.env;
-    this.replace(process, 'env', () => new Proxy(env, {
-      get(target, name) {
-        if (typeof name === 'string' && !(name in self.seen.env)) self.seen.env[name] = target[name] ?? null;
-        return Reflect.get(target, name);
-      },
-      has(target, name) {
-        if (typeof name === 'string' && !(name in self.seen.env)) self.seen.env[name] = target[name] ?? null;
-        return Reflect.has(target, name);
-      },
-      ownKeys(target) {
-        self.unsound ??= 'it listed every environment variable';
-        return Reflect.ownKeys(target);
-      },
-    }));
-  }
-
-  stop(): void {
-    for (const u of this.undo.reverse()) u();
-    this.undo.length = 0;
-  }
+export function noteSynthResult(result: SynthResult): void {
+  synthResult = result;
 }
 
 /** Copies what a stream writes. */
@@ -366,19 +193,13 @@ function tap(stream: NodeJS.WriteStream, into: string[]): () => void {
 }
 
 /**
- * Runs the plain synth while watching what it reads, and records it for answerFromRecord when it
- * succeeds and everything it depended on could be watched. Other commands just run.
+ * Runs the plain synth while watching what it reads, and records it for answerFromRecord when it succeeds and
+ * everything it depended on could be watched. Other commands just run.
  */
 export function runRecorded(argv: readonly string[], run: () => number | Promise<number>): number | Promise<number> {
-  const file = recordFile(argv);
-  if (!file) return run();
-  let cacheDir: string | undefined;
-  try {
-    cacheDir = defaultCacheDir();
-  } catch {
-    cacheDir = undefined;
-  }
-  const watcher = new Watcher([DEFAULT_OUT, cacheDir]);
+  const scope = scopeOf(argv);
+  if (!scope) return run();
+  const watcher = new Watcher([scope.out, path.dirname(scope.record)]);
   const stdout: string[] = [];
   const stderr: string[] = [];
   const untap = [tap(process.stdout, stdout), tap(process.stderr, stderr)];
@@ -388,7 +209,7 @@ export function runRecorded(argv: readonly string[], run: () => number | Promise
   };
   const finish = (code: number): number => {
     stop();
-    if (code === 0 && watcher.unsound === undefined) save(file, argv, watcher.seen, stdout, stderr);
+    if (code === 0 && watcher.whyUnsound() === undefined) save(scope, argv, watcher, stdout, stderr);
     return code;
   };
   watcher.start();
@@ -405,29 +226,56 @@ export function runRecorded(argv: readonly string[], run: () => number | Promise
   });
 }
 
-function save(file: string, argv: readonly string[], seen: Observed, stdout: string[], stderr: string[]): void {
+function save(scope: Scope, argv: readonly string[], watcher: Watcher, stdout: string[], stderr: string[]): void {
+  const members = synthResult?.members;
+  if (!synthResult || !members) return;
+  // the modules loaded before the watch began (the launcher's), and what npm installed
+  watcher.addLoadedModules();
+  const seen = watcher.seen;
+  for (const f of INSTALL_FILES) {
+    const abs = path.join(scope.root, f);
+    if (!(abs in seen.files)) seen.files[abs] = fileDigest(abs) ?? null;
+  }
+  // a render of some clusters: what the record it started from observed holds still (checked when it was planned)
+  const old = pending?.record;
+  if (old) {
+    for (const key of ['files', 'dirs', 'kinds', 'realpaths', 'env'] as const) {
+      const into = seen[key] as Record<string, unknown>;
+      for (const [k, v] of Object.entries(old[key])) if (!(k in into)) into[k] = v;
+    }
+  }
   // a file whose content is recorded needs no separate check that it exists
   for (const key of Object.keys(seen.kinds)) {
     const [p, how] = key.split('\0');
     if (how === 'stat' && seen.kinds[key] === 'file' && typeof seen.files[p] === 'string') delete seen.kinds[key];
   }
-  // the modules loaded before the watch began (the launcher's), and what npm installed
-  for (const m of Object.keys(require.cache)) if (!(m in seen.files)) seen.files[m] = fileDigest(m) ?? null;
-  for (const f of INSTALL_FILES) {
-    const abs = path.join(PROJECT_ROOT, f);
-    if (!(abs in seen.files)) seen.files[abs] = fileDigest(abs) ?? null;
+  // every description read (this run, or the one whose clusters were kept)
+  if (members.some((m) => typeof seen.files[m.config] !== 'string')) return;
+  const rendered = new Set([...synthResult.rendered, FLEET_ENTRY]);
+  const entries: Record<string, EntryRecord> = {};
+  const names = fs.readdirSync(scope.out).sort();
+  const expected = [...members.map((m) => m.summary.name), FLEET_ENTRY].sort();
+  if (JSON.stringify(names) !== JSON.stringify(expected)) return;
+  for (const name of names) {
+    const kept = rendered.has(name) ? undefined : old?.entries[name];
+    const entry = kept ?? recordEntry(path.join(scope.out, name));
+    if (!entry) return;
+    entries[name] = entry;
   }
-  const output = outputDigests();
-  if (!output) return;
   const record: RunRecord = {
     version: RECORD_VERSION,
-    context: context(argv),
+    context: context(argv, scope),
     ...seen,
-    output,
+    clusters: members.map(({ config, ...cluster }) => ({ config, cluster })),
+    entries,
     // the summary's last line (files written, timings) belongs to that run only
     stdout: argv.includes('--quiet') ? [] : stdout.slice(0, -1),
     stderr,
   };
+  writeRecord(scope.record, record);
+}
+
+function writeRecord(file: string, record: RunRecord): void {
   const tmp = `${file}.${process.pid}.tmp`;
   try {
     fs.mkdirSync(path.dirname(file), { recursive: true });

@@ -2,6 +2,7 @@ import * as path from 'node:path';
 import { ScopeOf } from '../check/cluster-view';
 import { checkCluster } from '../check/engine';
 import { Finding } from '../check/rule';
+import { FleetEntry, fleetEntryOf } from '../components/gitops/fleet';
 import { GITOPS_FOLDER } from '../components/gitops/plan';
 import { InputError } from '../errors';
 import { clusterFiles } from './layout';
@@ -62,11 +63,6 @@ export function entryFiles(name: string, files: readonly RenderedFile[]): Render
   });
 }
 
-/** The objects of a rendered cluster's gitops folder: what the fleet folder reads of it. */
-export function gitopsObjects(c: RenderedCluster): readonly Manifest[] {
-  return c.folders.find((f) => f.folder === GITOPS_FOLDER)?.objects ?? [];
-}
-
 /** What a thread needs to render, validate and check clusters. */
 export interface ClusterStage {
   readonly validator?: ManifestValidator;
@@ -75,6 +71,8 @@ export interface ClusterStage {
    * deletions); the caller holds its lock. Absent: no comparison.
    */
   readonly out?: string;
+  /** The whole fleet is rendered: each outcome carries its fleet entry (for the fleet folder). */
+  readonly fleet?: boolean;
 }
 
 /** Milliseconds spent per phase. */
@@ -94,8 +92,8 @@ export interface ClusterOutcome {
   readonly unchanged: boolean;
   /** The rendered objects its folder on disk holds and the new render does not (Argo CD would prune them). */
   readonly deleted: readonly Deletion[];
-  /** Its gitops folder's objects (for the fleet folder). */
-  readonly gitops: readonly Manifest[];
+  /** What the fleet folder needs of it (ClusterStage.fleet), or why it cannot join the fleet. */
+  readonly fleet?: FleetEntry | { readonly error: string };
   /** No validation or check error: its folder may be written. */
   readonly valid: boolean;
   /** Its files, relative to its folder (absent when invalid, and once written by another thread). */
@@ -135,5 +133,13 @@ export function processCluster(model: ClusterModel, index: number, stage: Cluste
   const unchanged = target !== undefined && timed('write', () => holdsExactly(target, files!));
   const deleted = target !== undefined && !unchanged ? timed('write', () => entryDeletions(stage.out!, c.name, files!, treeObjects(c.name, c.folders))) : [];
   const summary = summaryOf(c.name, c.folders);
-  return { index, summary, issues, findings, unchanged, deleted, gitops: gitopsObjects(c), valid, files, fileCount: files?.length ?? 0, time };
+  return { index, summary, issues, findings, unchanged, deleted, fleet: stage.fleet ? fleetEntry(c) : undefined, valid, files, fileCount: files?.length ?? 0, time };
+}
+
+function fleetEntry(c: RenderedCluster): FleetEntry | { error: string } {
+  try {
+    return fleetEntryOf(c);
+  } catch (e) {
+    return { error: (e as Error).message };
+  }
 }

@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
 import { isMainThread, MessageChannel, MessagePort, receiveMessageOnPort, Worker, workerData } from 'node:worker_threads';
 import type { ClusterOutcome, ClusterStage } from './cluster-stage';
+import { currentWatch, WATCHED_WORKER, Watcher, WatchReport } from '../cache/read-watch';
 import { InputError, WriteFailed, fsErrorText, isFsError } from '../errors';
 import type { ClusterDescription } from '../model/description';
 import type { ClusterModel } from '../model/model';
@@ -132,6 +133,7 @@ function fromThreadError(e: ThreadError): Error {
 type Message =
   | { readonly type: 'staged'; readonly staged: StagedTree }
   | { readonly type: 'outcome'; readonly outcome: ClusterOutcome }
+  | { readonly type: 'watched'; readonly report: WatchReport }
   | { readonly type: 'error'; readonly index: number; readonly error: ThreadError };
 
 interface WorkerData {
@@ -139,10 +141,15 @@ interface WorkerData {
   readonly descriptions: readonly ClusterDescription[];
   readonly out: string;
   readonly schemas: readonly string[] | false;
+  /** The whole fleet is rendered (ClusterStage.fleet). */
+  readonly fleet: boolean;
   readonly shared: Int32Array;
   readonly port: MessagePort;
   /** This worker's slots in `shared`. */
   readonly slot: number;
+  /** The main thread's run is watched (the up-to-date record): the worker watches what it reads too (excluding these paths) and reports it. */
+  readonly watch?: readonly string[];
+  readonly [WATCHED_WORKER]?: true;
 }
 
 /** What the render threads need besides the models. */
@@ -205,6 +212,7 @@ export function renderOnThreads(models: readonly ClusterModel[], plan: ThreadPla
   const handle = (m: Message) => {
     if (m.type === 'staged') sinks.staged(m.staged);
     else if (m.type === 'outcome') sinks.outcome(m.outcome);
+    else if (m.type === 'watched') currentWatch()?.merge(m.report);
     else fail(m.index, fromThreadError(m.error));
   };
   const drain = () => {
@@ -231,10 +239,14 @@ export function renderOnThreads(models: readonly ClusterModel[], plan: ThreadPla
     }
     return true;
   };
+  const watch = currentWatch();
   try {
     for (let t = 0; t < workerCount; t++) {
       const { port1, port2 } = new MessageChannel();
-      const data: WorkerData = { [TAG]: true, descriptions, out: plan.out, schemas: plan.schemas, shared, port: port2, slot: t };
+      const data: WorkerData = {
+        [TAG]: true, descriptions, out: plan.out, schemas: plan.schemas, fleet: stage.fleet ?? false, shared, port: port2, slot: t,
+        ...(watch ? { watch: watch.excluded, [WATCHED_WORKER]: true as const } : {}),
+      };
       const worker = new Worker(WORKER_FILE!, { workerData: data, transferList: [port2], resourceLimits: { maxOldGenerationSizeMb: memoryMb } });
       // its death is seen through its thread (lookAtThreads), at once; the event comes later, if at all
       worker.on('error', () => undefined);
@@ -285,6 +297,9 @@ function runWorker(data: WorkerData): void {
   const { shared, port } = data;
   // first of all: the main thread sees this thread die from now on
   Atomics.store(shared, slot(data.slot, THREAD_ID), osThreadId());
+  // before anything is loaded or read: what this thread reads is part of the watched run
+  const watcher = data.watch ? new Watcher(data.watch) : undefined;
+  watcher?.start();
   const post = (m: Message) => {
     port.postMessage(m);
     Atomics.add(shared, SIGNAL, 1);
@@ -295,7 +310,7 @@ function runWorker(data: WorkerData): void {
   try {
     const { processCluster, buildModel, stageTree, SchemaStore, ManifestValidator } = stack();
     const validator = data.schemas === false ? undefined : new ManifestValidator(SchemaStore.open(data.schemas), { requireNamespace: true });
-    const stage: ClusterStage = { validator, out: data.out };
+    const stage: ClusterStage = { validator, out: data.out, fleet: data.fleet };
     Atomics.add(shared, READY, 1);
     Atomics.add(shared, SIGNAL, 1);
     Atomics.notify(shared, SIGNAL);
@@ -314,6 +329,11 @@ function runWorker(data: WorkerData): void {
     Atomics.store(shared, NEXT, total);
     post({ type: 'error', index: i, error: toThreadError(e) });
   } finally {
+    if (watcher) {
+      watcher.addLoadedModules();
+      watcher.stop();
+      post({ type: 'watched', report: { seen: watcher.seen, unsound: watcher.whyUnsound() } });
+    }
     Atomics.store(shared, slot(data.slot, FINISHED), 1);
     Atomics.add(shared, DONE, 1);
     Atomics.add(shared, SIGNAL, 1);

@@ -3,8 +3,7 @@ import * as path from 'node:path';
 import { ClusterOutcome, ClusterStage, ClusterSummary, entryFiles, hasError, PhaseTimes, processCluster, summaryOf, validationInputs } from './cluster-stage';
 import { CheckFailed } from '../check/engine';
 import { Finding } from '../check/rule';
-import { FLEET_FOLDER, fleetFiles, renderFleet } from '../components/gitops/fleet';
-import { GITOPS_FOLDER } from '../components/gitops/plan';
+import { FLEET_FOLDER, FleetEntry, fleetFiles, renderFleet, renderFleetOfEntries } from '../components/gitops/fleet';
 import { fsErrorText, InputError, isFsError } from '../errors';
 import { pathProblem, usableFolder } from '../files';
 import { renderOnThreads, renderThreads } from './fleet-workers';
@@ -55,6 +54,24 @@ export interface SynthOptions {
   readonly allowDelete?: boolean;
   /** Told after each cluster is rendered, validated, checked and written to its temporary name. */
   readonly progress?: (p: SynthProgress) => void;
+  /**
+   * Clusters of the whole fleet (no `configs`) not to render again, by description file (as descriptionFiles
+   * names it): their folders are on disk as this same toolkit rendered them from these same descriptions (the
+   * launcher's up-to-date record says so), so they are kept as they are, and what the summary and the fleet folder
+   * need of them is taken from here. Only the other descriptions are loaded, rendered, validated and checked; the
+   * fleet folder is rendered from every cluster's entry, so the output is byte for byte a full render's.
+   */
+  readonly reuse?: ReadonlyMap<string, ReusedCluster>;
+}
+
+/** What a rendered cluster leaves for the summary and the fleet folder (plain data: an up-to-date record keeps it). */
+export interface ReusedCluster {
+  readonly summary: ClusterSummary;
+  readonly fleet: FleetEntry;
+  /** Its schema validation warnings and its cross-object findings below error severity. */
+  readonly warnings: readonly ValidationIssue[];
+  readonly findings: readonly Finding[];
+  readonly fileCount: number;
 }
 
 export interface Timings {
@@ -92,6 +109,10 @@ export interface SynthResult {
   readonly changed: readonly string[];
   /** Rendered objects removed from the output (only with allowDelete). */
   readonly deleted: readonly Deletion[];
+  /** The whole fleet: every cluster by its description file, as a later run may reuse it (SynthOptions.reuse), in description order. */
+  readonly members?: readonly (ReusedCluster & { readonly config: string })[];
+  /** The clusters rendered (not reused), by name. */
+  readonly rendered: readonly string[];
 }
 
 /** Description files of a folder: *.yaml, *.yml, *.json (not *.schema.json), *.ts (not *.d.ts), sorted. */
@@ -171,12 +192,35 @@ export function checkTargets(targets: readonly string[], configs: readonly strin
   }
 }
 
-/**
- * What the fleet folder needs of a rendered cluster once its own folder is written: its name, model
- * and gitops folder (the root Application and the kinds the fleet's AppProject must permit).
- */
-function fleetMember(model: ClusterModel, gitops: readonly Manifest[]): RenderedCluster {
-  return { name: model.name, model, folders: [{ folder: GITOPS_FOLDER, description: '', objects: gitops }] };
+/** The fleet folder of the clusters' fleet entries; a cluster that cannot join the fleet is bad input. */
+function fleetFolderOf(entries: ReadonlyArray<FleetEntry | { readonly error: string } | undefined>): RenderedFolder {
+  try {
+    return renderFleetOfEntries(entries.map((e) => {
+      if (e === undefined || 'error' in e) throw new Error(e?.error ?? 'a cluster has no fleet entry');
+      return e;
+    }));
+  } catch (e) {
+    throw new InputError('fleet: cannot render', [(e as Error).message]);
+  }
+}
+
+/** The outcome of a reused cluster: kept as it is on disk, its summary and findings as recorded. */
+function reusedOutcome(r: ReusedCluster, index: number): ClusterOutcome {
+  return {
+    index, summary: r.summary, issues: r.warnings, findings: r.findings, unchanged: true, deleted: [], fleet: r.fleet,
+    valid: true, fileCount: r.fileCount, time: { render: 0, validate: 0, write: 0 },
+  };
+}
+
+/** The models of the descriptions to render, with the names the reused clusters keep: two descriptions of one name are bad input. */
+function modelsBesides(configs: readonly string[], reuse: ReadonlyMap<string, ReusedCluster>): (ClusterModel | undefined)[] {
+  const fresh = configs.filter((c) => !reuse.has(c));
+  const loaded = fresh.length > 0 ? loadModels(fresh) : [];
+  const byFile = new Map(fresh.map((c, i) => [c, loaded[i]]));
+  const kept = new Map([...reuse].map(([file, r]) => [r.summary.name, file]));
+  const problems = loaded.flatMap((m, i) => (kept.has(m.name) ? [`${fresh[i]}: name: cluster "${m.name}" is also described in ${kept.get(m.name)}`] : []));
+  if (problems.length > 0) throw new InputError('invalid cluster description', problems);
+  return configs.map((c) => byFile.get(c));
 }
 
 /**
@@ -198,15 +242,21 @@ export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthR
   const only = opts.configs && opts.configs.length > 0;
   const configs = only ? opts.configs! : descriptionFiles(opts.clustersDir);
   if (configs.length === 0) throw new InputError(`no cluster descriptions in ${opts.clustersDir}`);
-  const models = only && opts.models?.length === configs.length ? opts.models : loadModels(configs);
+  const listed = new Set(configs);
+  const reuse = only ? new Map<string, ReusedCluster>() : new Map([...opts.reuse ?? []].filter(([c]) => listed.has(c)));
+  // each description's model, or undefined for a reused cluster
+  const slots: (ClusterModel | undefined)[] = reuse.size > 0 ? modelsBesides(configs, reuse)
+    : only && opts.models?.length === configs.length ? [...opts.models] : loadModels(configs);
+  const names = slots.map((m, i) => m?.name ?? reuse.get(configs[i])!.summary.name);
   // With --config each cluster replaces <out>/<cluster>/ only; without, the whole output root.
-  checkTargets(only ? models.map((m) => path.join(out, m.name)) : [out], configs);
+  checkTargets(only ? names.map((n) => path.join(out, n)) : [out], configs);
   const t1 = now();
 
-  const v = opts.schemas === false ? undefined : validator ?? new ManifestValidator(SchemaStore.open(opts.schemas), { requireNamespace: true });
-  const stage: ClusterStage = { validator: v, out };
+  const work = slots.flatMap((m, index) => (m ? [{ model: m, index }] : []));
+  const v = opts.schemas === false || work.length === 0 ? undefined : validator ?? new ManifestValidator(SchemaStore.open(opts.schemas), { requireNamespace: true });
+  const stage: ClusterStage = { validator: v, out, fleet: !only };
   const time: PhaseTimes = { render: 0, validate: 0, write: 0 };
-  const outcomes: ClusterOutcome[] = new Array(models.length);
+  const outcomes: ClusterOutcome[] = new Array(configs.length);
   let done = 0;
   let failed = false;
   let invalid = false;
@@ -214,7 +264,7 @@ export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthR
   const deleted: Deletion[] = [];
   const refuse = (d: readonly Deletion[]) => d.length > 0 && !opts.allowDelete;
   // The lock is taken before any cluster is rendered: each render is compared with the folder it replaces.
-  const threads = renderThreads(models.length, opts.notify);
+  const threads = renderThreads(work.length, opts.notify);
   const writer = TreeWriter.begin(out, { ...lockOptions, replaceAll: !only });
   /** Takes one cluster's outcome in: its folder is written unless something failed; then only counts are kept. */
   const take = (o: ClusterOutcome) => {
@@ -241,19 +291,26 @@ export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthR
       else writer.add(o.summary.name, o.files, false);
       time.write += now() - start;
     }
-    // the gitops objects only for the fleet folder
-    outcomes[o.index] = { ...o, files: undefined, gitops: only ? [] : o.gitops };
+    outcomes[o.index] = { ...o, files: undefined };
     done += 1;
-    opts.progress?.({ done, total: models.length, cluster: o.summary.name });
+    opts.progress?.({ done, total: work.length, cluster: o.summary.name });
   };
   try {
+    // reused clusters first: their folders are kept as they are
+    configs.forEach((c, i) => {
+      const r = reuse.get(c);
+      if (!r) return;
+      writer.keep(r.summary.name);
+      files += r.fileCount;
+      outcomes[i] = reusedOutcome(r, i);
+    });
     if (threads > 1) {
-      renderOnThreads(models, { threads, out, schemas: opts.schemas, failed: () => failed }, stage, {
-        outcome: take,
+      renderOnThreads(work.map((w) => w.model), { threads, out, schemas: opts.schemas, failed: () => failed }, stage, {
+        outcome: (o) => take({ ...o, index: work[o.index].index }),
         staged: (s) => writer.adopt(s),
       });
     } else {
-      models.forEach((m, i) => take(processCluster(m, i, stage, invalid)));
+      for (const w of work) take(processCluster(w.model, w.index, stage, invalid));
     }
     const issues = outcomes.flatMap((o) => o.issues);
     const findings = outcomes.flatMap((o) => o.findings);
@@ -264,7 +321,7 @@ export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthR
     let fleet: ClusterSummary | undefined;
     if (!only) {
       const start = now();
-      const folder = renderFleetOf(outcomes.map((o, i) => fleetMember(models[i], o.gitops)));
+      const folder = fleetFolderOf(outcomes.map((o) => o.fleet));
       const fleetIssues = v ? v.validateAll(folder.objects.map((manifest) => ({ manifest, source: FLEET_FOLDER }))) : [];
       issues.push(...fleetIssues);
       if (hasError(fleetIssues)) throw new ValidationFailed(issues);
@@ -277,7 +334,7 @@ export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthR
     }
     // Entries no longer rendered (a cluster dropped from the fleet) go with every object in them, and anything
     // else at the root (a file, a folder or a link of your own) counts as removed too.
-    const renderedEntries = new Set([...models.map((m) => m.name), FLEET_FOLDER]);
+    const renderedEntries = new Set([...names, FLEET_FOLDER]);
     if (!only) deleted.push(...removedEntries(out, allOutputEntries(out).filter((name) => !renderedEntries.has(name))));
     // threads hand the clusters' deletions in any order
     deleted.sort(byFile);
@@ -297,6 +354,15 @@ export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthR
       written: only ? outcomes.map((o) => path.join(out, o.summary.name)) : [out],
       changed,
       deleted,
+      members: only ? undefined : outcomes.map((o, i) => ({
+        config: configs[i],
+        summary: o.summary,
+        fleet: o.fleet as FleetEntry,
+        warnings: o.issues,
+        findings: o.findings,
+        fileCount: o.fileCount,
+      })),
+      rendered: work.map((w) => names[w.index]),
       timings: { load: t1 - t0, render: time.render, validate: time.validate, write: time.write, total: t4 - t0 },
     };
   } finally {

@@ -39,19 +39,25 @@ export function fleetInclude(c: RenderedCluster): string {
 }
 
 /**
- * The fleet folder: an ApplicationSet (list generator, one element per rendered cluster) that points each
- * cluster's Argo CD at its gitops folder, and the hub AppProject it needs. Linear in the number of clusters.
+ * What the fleet folder needs of one rendered cluster, as plain data (it crosses threads, and an up-to-date record
+ * keeps it for a cluster that is not rendered again): its ApplicationSet element and the kinds of its gitops folder.
  */
-export function renderFleet(clusters: readonly RenderedCluster[], options: FleetOptions = {}): RenderedFolder {
-  const namespace = options.namespace ?? NAMESPACES.argocd;
-  const named = clusters.find((c) => c.name === FLEET_FOLDER);
-  if (named) throw new Error(`name: a cluster may not be named "${FLEET_FOLDER}": dist/${FLEET_FOLDER}/ holds the fleet ApplicationSet`);
-  if (clusters.length === 0) throw new Error('renderFleet: no clusters');
+export interface FleetEntry {
+  readonly member: FleetMember;
+  readonly kinds: readonly GroupKind[];
+}
 
-  const sorted = [...clusters].sort((a, b) => (a.name < b.name ? -1 : 1));
-  const members: FleetMember[] = sorted.map((c) => {
-    const g = c.model.description.gitops;
-    return {
+function refuseFleetName(cluster: string): void {
+  if (cluster === FLEET_FOLDER) throw new Error(`name: a cluster may not be named "${FLEET_FOLDER}": dist/${FLEET_FOLDER}/ holds the fleet ApplicationSet`);
+}
+
+/** The fleet entry of a rendered cluster. */
+export function fleetEntryOf(c: RenderedCluster): FleetEntry {
+  const g = c.model.description.gitops;
+  const kinds = new Map<string, GroupKind>();
+  for (const m of c.folders.find((f) => f.folder === GITOPS_FOLDER)?.objects ?? []) kinds.set(groupKindKey(groupKindOf(m)), groupKindOf(m));
+  return {
+    member: {
       cluster: c.name,
       repoURL: g.repoURL,
       targetRevision: g.targetRevision,
@@ -60,12 +66,30 @@ export function renderFleet(clusters: readonly RenderedCluster[], options: Fleet
       include: fleetInclude(c),
       prune: g.automated.prune,
       selfHeal: g.automated.selfHeal,
-    };
-  });
+    },
+    kinds: [...kinds.values()],
+  };
+}
+
+/**
+ * The fleet folder: an ApplicationSet (list generator, one element per rendered cluster) that points each
+ * cluster's Argo CD at its gitops folder, and the hub AppProject it needs. Linear in the number of clusters.
+ */
+export function renderFleet(clusters: readonly RenderedCluster[], options: FleetOptions = {}): RenderedFolder {
+  for (const c of clusters) refuseFleetName(c.name);
+  return renderFleetOfEntries(clusters.map(fleetEntryOf), options);
+}
+
+/** The fleet folder of the clusters' fleet entries (renderFleet). */
+export function renderFleetOfEntries(entries: readonly FleetEntry[], options: FleetOptions = {}): RenderedFolder {
+  const namespace = options.namespace ?? NAMESPACES.argocd;
+  for (const e of entries) refuseFleetName(e.member.cluster);
+  if (entries.length === 0) throw new Error('renderFleet: no clusters');
+
+  const sorted = [...entries].sort((a, b) => (a.member.cluster < b.member.cluster ? -1 : 1));
+  const members: FleetMember[] = sorted.map((e) => e.member);
   const kinds = new Map<string, GroupKind>();
-  for (const c of sorted) {
-    for (const m of c.folders.find((f) => f.folder === GITOPS_FOLDER)?.objects ?? []) kinds.set(groupKindKey(groupKindOf(m)), groupKindOf(m));
-  }
+  for (const e of sorted) for (const gk of e.kinds) kinds.set(groupKindKey(gk), gk);
 
   const app = new App({ outdir: '/nonexistent-never-written' });
   const chart = new Chart(app, FLEET_FOLDER, { disableResourceNameHashes: true, labels: { [LABELS.managedBy]: MANAGED_BY } });
