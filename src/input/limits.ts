@@ -1,7 +1,7 @@
 import { InputError } from '../errors';
 
 /** The files a command reads besides its own output: what they are and how far they may go. */
-export type InputKind = 'description' | 'snapshot' | 'kubeconfig';
+export type InputKind = 'description' | 'snapshot' | 'kubeconfig' | 'project';
 
 interface InputLimitSpec {
   /** What the file is, for messages ("far more than a cluster description needs"). */
@@ -29,6 +29,8 @@ export const INPUT_LIMITS: Readonly<Record<InputKind, InputLimitSpec>> = {
   description: { what: 'a cluster description', hint: 'name a YAML or JSON description file', mib: 8, env: 'GPU_CLUSTER_MANIFESTS_MAX_DESCRIPTION_MIB', depth: 32, aliases: 100 },
   snapshot: { what: 'a cluster snapshot', hint: 'name the file kubectl get ... -o yaml wrote', mib: 64, env: 'GPU_CLUSTER_MANIFESTS_MAX_SNAPSHOT_MIB', depth: 100, aliases: 100 },
   kubeconfig: { what: 'a kubeconfig', hint: 'name a kubeconfig file', mib: 4, env: 'GPU_CLUSTER_MANIFESTS_MAX_KUBECONFIG_MIB', depth: 32, aliases: 100 },
+  // gpu-cluster-manifests.yaml: two keys
+  project: { what: 'a project file', hint: 'gpu-cluster-manifests.yaml must be a file (clusters: and out:)', mib: 1, env: 'GPU_CLUSTER_MANIFESTS_MAX_PROJECT_MIB', depth: 8, aliases: 10 },
 };
 
 /** Largest size any limit may be raised to: a Buffer, and the text decoded from it, must fit. */
