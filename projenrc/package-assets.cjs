@@ -47,6 +47,12 @@ const ASSETS = [
   },
 ];
 
+/**
+ * Files npm pack never ships, wherever they are (it also applies their patterns to the files beside
+ * them): a vendored tree's own ignore files, which hold no chart or overlay content.
+ */
+const NEVER_PACKED = new Set(['.gitignore', '.npmignore']);
+
 const sha256 = (buf) => crypto.createHash('sha256').update(buf).digest('hex');
 
 function listFiles(dir, rel = '') {
@@ -78,7 +84,7 @@ function copyAsset(asset, shared, into) {
   if (!fs.existsSync(from)) throw new Error(`${from}: no such folder (the package is built from ../shared beside this checkout)`);
   const drops = Object.keys(asset.drop ?? {});
   const matches = (d, rel) => (d.endsWith('/') ? rel.startsWith(d) : rel === d);
-  const dropped = (rel) => drops.some((d) => matches(d, rel));
+  const dropped = (rel) => drops.some((d) => matches(d, rel)) || NEVER_PACKED.has(path.posix.basename(rel));
   const all = listFiles(from);
   const stale = drops.filter((d) => !all.some((rel) => matches(d, rel)));
   if (stale.length > 0) throw new Error(`${from}: nothing to drop at ${stale.join(', ')}: update ASSETS in ${path.relative(ROOT, __filename)}`);
