@@ -89,7 +89,8 @@ export function readProject(file: string): Project {
     }
   }
   const folder = (key: ProjectKey): string => {
-    const raw = given[key] ?? PROJECT_KEYS[key].default;
+    // a key given without a value is no default: say so
+    const raw = key in given ? given[key] : PROJECT_KEYS[key].default;
     const where = `${at(key in given ? key : undefined, true)} ${key}`;
     if (typeof raw !== 'string' || raw.trim() === '') throw new InputError(`${where}: expected a folder path relative to ${PROJECT_FILE}, got ${JSON.stringify(raw)}`);
     const problem = pathProblem(raw);

@@ -53,6 +53,7 @@ describe('the project file', () => {
     ['an unknown key, at its line and column', 'clusters: clusters\n  # typo below\noutdir: dist\n', /gpu-cluster-manifests\.yaml:3:1 outdir: unknown key; a project file has clusters \(.*\), out \(.*\)$/],
     ['a value that is no path', 'clusters: 3\n', /:1:11 clusters: expected a folder path relative to gpu-cluster-manifests\.yaml, got 3$/],
     ['an empty path', 'out: ""\n', /:1:6 out: expected a folder path .*, got ""$/],
+    ['a key without a value', 'clusters:\nout: dist\n', /:1:10 clusters: expected a folder path .*, got null$/],
     ['an absolute path', 'out: /var/www\n', /:1:6 out: expected a path relative to the project folder, got the absolute path "\/var\/www"$/],
     ['a folder outside the project folder', 'clusters: ../elsewhere\n', /:1:11 clusters: "\.\.\/elsewhere" is outside the project folder .*; name a folder inside it$/],
     ['the project folder itself as the output (synth would replace the project)', 'out: .\n', /:1:6 out: "\." is the project folder itself; name a folder inside it \(dist\)$/],
