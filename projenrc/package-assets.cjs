@@ -17,8 +17,9 @@ const path = require('node:path');
 const ROOT = path.resolve(__dirname, '..');
 
 /**
- * What ships, from where (relative to `--shared`, default ../shared), and what is left out because
- * no command reads it. More package data (a folder of src/, say) is one more entry.
+ * What ships, from where (relative to `--shared`, default ../shared; `base: 'repo'`: relative to this
+ * checkout, for package data kept in src/), into lib/assets/<to>/, and what is left out because no
+ * command reads it. More package data is one more entry; src/paths.ts resolves lib/assets/ at run time.
  */
 const ASSETS = [
   {
@@ -79,7 +80,7 @@ function readSums(file) {
 
 /** Copies one asset folder into `into`, verified; returns the files written (relative to the folder) and the bytes. */
 function copyAsset(asset, shared, into) {
-  const from = path.join(shared, asset.from);
+  const from = path.join(asset.base === 'repo' ? ROOT : shared, asset.from);
   const to = path.join(into, asset.to);
   if (!fs.existsSync(from)) throw new Error(`${from}: no such folder (the package is built from ../shared beside this checkout)`);
   const drops = Object.keys(asset.drop ?? {});
