@@ -1,22 +1,24 @@
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { consoleIo, EXIT, Io } from './io';
-import { CommandSpec, commandHelp, OPTIONS, OptionTable, upstreamDir } from './options';
+import { CommandSpec, commandHelp, OPTIONS, OptionTable, schemaDirs, upstreamDir } from './options';
 import { ScopeOf } from '../check/cluster-view';
 import { checkCluster, formatFinding, RULES } from '../check/engine';
 import { renderClusterSources } from '../check/renders';
 import { readClusters } from '../check/tree';
 import { describeEngines, EngineBudget, EngineError, LAYER_PACKAGE, MIN_VERSIONS, resolveEngines } from '../engines';
 import { outputFormat } from '../errors';
-import { CLUSTERS_DIR, DEFAULT_OUT, DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../paths';
+import { PACKAGE_NAME } from '../paths';
+import { projectOf, requireProject } from '../project/project-file';
 import { recoverAround } from '../render/write';
 import { descriptionFiles, InputError, loadModels } from '../synth/pipeline';
 import { SchemaStore } from '../validate/schemas';
 
 /** Scope look-up from the schema directories; without an explicit --schemas, only when the default exists. */
 function scopeLookup(dirs: string[] | undefined): ScopeOf | undefined {
-  if ((!dirs || dirs.length === 0) && !existsSync(DEFAULT_SCHEMAS)) return undefined;
-  const store = SchemaStore.open(dirs && dirs.length > 0 ? dirs : [DEFAULT_SCHEMAS]);
+  const schemas = schemaDirs(dirs);
+  if ((!dirs || dirs.length === 0) && !existsSync(schemas[0])) return undefined;
+  const store = SchemaStore.open(schemas);
   return (apiVersion, kind) => store.lookup(apiVersion, kind)?.scope;
 }
 
@@ -30,8 +32,8 @@ export async function engineLines(): Promise<string[]> {
   }
 }
 const CHECK_OPTIONS = {
-  'config': { ...OPTIONS.config, help: 'the description of a checked cluster (its capacity), when it is not the one of the same name in src/clusters/; YAML, JSON or TypeScript (.ts); repeatable' },
-  'schemas': { ...OPTIONS.schemas, help: 'CRD YAML files and core definitions that tell which kinds are cluster-scoped; repeatable (default: ../shared/crds)' },
+  'config': { ...OPTIONS.config, help: 'the description of a checked cluster (its capacity), when not the project\'s of the same name; YAML, JSON or TypeScript (.ts); repeatable' },
+  'schemas': { ...OPTIONS.schemas, help: 'CRD YAML files and core definitions that tell which kinds are cluster-scoped; repeatable (default: the pinned ones the package ships)' },
   'upstream': OPTIONS.upstream,
   'format': OPTIONS.format,
   'quiet': OPTIONS.quiet,
@@ -42,9 +44,9 @@ const CHECK_OPTIONS = {
 /** `check`: the cross-object rules over rendered trees. */
 export const CHECK: CommandSpec<typeof CHECK_OPTIONS> = {
   name: 'check',
-  usage: 'npm run check -- [DIR ...]',
-  summary: 'cross-object rules over rendered trees (default: dist/), one cluster per folder',
-  description: 'Runs the cross-object rules over rendered trees (default: dist/), one cluster per folder: queue labels -> '
+  usage: `${PACKAGE_NAME} check [DIR ...]`,
+  summary: 'cross-object rules over rendered trees (default: the project\'s output folder), one cluster per folder',
+  description: 'Runs the cross-object rules over rendered trees (default: the project\'s output folder), one cluster per folder: queue labels -> '
     + 'LocalQueues -> ClusterQueues -> flavors, resources covered, quotas and MPIJob ranks fit the GPUs, one nic-cluster-policy, '
     + 'one RDMA name, one default StorageClass, Application paths and sync waves, no privileged containers, no latest images, '
     + 'no Secret data. Every Application is rendered as Argo CD renders it, with helm and kustomize (charts and overlays from '
@@ -76,14 +78,15 @@ export async function runCheck(args: string[], io: Io = consoleIo): Promise<numb
     return EXIT.ok;
   }
   const format = outputFormat(values.format);
-  const dirs = positionals.length > 0 ? positionals : [DEFAULT_OUT];
+  const dirs = positionals.length > 0 ? positionals : [requireProject('check', 'the rendered folders (check DIR ...)').out];
   for (const d of dirs) recoverAround(d, { command: 'check', notify: io.err });
   for (const d of dirs) if (!existsSync(d)) throw new InputError(`check: ${d}: no such folder`);
   const configs = values.config ?? [];
   for (const c of configs) if (!existsSync(c)) throw new InputError(`--config ${c}: no such file`);
-  const models = loadModels(configs.length > 0 ? configs : descriptionFiles(CLUSTERS_DIR));
+  const clusters = configs.length > 0 ? undefined : projectOf()?.clusters;
+  const models = loadModels(configs.length > 0 ? configs : clusters ? descriptionFiles(clusters) : []);
   const scopeOf = scopeLookup(values.schemas);
-  const upstream = upstreamDir(values.upstream) ?? DEFAULT_UPSTREAM;
+  const upstream = upstreamDir(values.upstream);
 
   const t0 = performance.now();
   const views = dirs.flatMap(readClusters).map((v) => ({ ...v, model: models.find((m) => m.name === v.name) }));

@@ -11,9 +11,7 @@ import { DEFAULT_SCHEMAS } from '../../src/paths';
 import { clusterFiles } from '../../src/synth/layout';
 import { descriptionFiles, InputError, renderFleetOf, synth } from '../../src/synth/pipeline';
 import { renderCluster } from '../../src/synth/render';
-import { findObject, HAS_SCHEMAS, modelOf, ROOT, validator } from '../helpers';
-
-const CLUSTERS_DIR = path.join(ROOT, 'src', 'clusters');
+import { findObject, FIXTURE_CLUSTERS, HAS_SCHEMAS, modelOf, REFERENCE_FILE, validator } from '../helpers';
 
 /**
  * Argo CD's directory glob (gobwas/glob) for what the fleet renders: a literal name or a `{a,b,...}` list
@@ -40,13 +38,13 @@ function fleetSyncs(set: any, element: Record<string, string>, files: readonly s
     .filter((f) => (include === undefined || globNames(include).has(f)) && (exclude === undefined || !globNames(exclude).has(f)))
     .sort();
 }
-const fleetClusters = () => descriptionFiles(CLUSTERS_DIR).map((f) => renderCluster(buildModel(loadDescription(f))));
+const fleetClusters = () => descriptionFiles(FIXTURE_CLUSTERS).map((f) => renderCluster(buildModel(loadDescription(f))));
 
 describe('fleet', () => {
   const clusters = fleetClusters();
   const fleet = renderFleet(clusters);
 
-  it('renders both clusters of src/clusters, each passing the GitOps checks', () => {
+  it('renders both fixture clusters, each passing the GitOps checks', () => {
     expect(clusters.map((c) => c.name)).toEqual(['instant-cluster', 'training-cluster']);
     for (const c of clusters) expect(checkGitops(c), c.name).toEqual([]);
   });
@@ -119,7 +117,7 @@ describe.skipIf(!HAS_SCHEMAS)('fleet: synth', () => {
   it('writes dist/fleet/ beside the clusters when it renders every description', () => {
     const out = mkdtempSync(path.join(tmpdir(), 'gitops-fleet-'));
     try {
-      synth({ clustersDir: CLUSTERS_DIR, out, schemas: [DEFAULT_SCHEMAS] }, validator());
+      synth({ clustersDir: FIXTURE_CLUSTERS, out, schemas: [DEFAULT_SCHEMAS] }, validator());
       expect(readdirSync(out).sort()).toEqual(['fleet', 'instant-cluster', 'training-cluster']);
       expect(readdirSync(path.join(out, 'fleet')).sort()).toEqual(['applicationset.argocd.fleet.yaml', 'appproject.argocd.fleet.yaml', 'kustomization.yaml']);
     } finally {
@@ -130,7 +128,7 @@ describe.skipIf(!HAS_SCHEMAS)('fleet: synth', () => {
   it('writes no fleet folder for single clusters (--config)', () => {
     const out = mkdtempSync(path.join(tmpdir(), 'gitops-fleet-'));
     try {
-      synth({ clustersDir: CLUSTERS_DIR, configs: [path.join(CLUSTERS_DIR, 'instant-cluster.yaml')], out, schemas: [DEFAULT_SCHEMAS] }, validator());
+      synth({ configs: [REFERENCE_FILE], out, schemas: [DEFAULT_SCHEMAS] }, validator());
       expect(readdirSync(out)).toEqual(['instant-cluster']);
     } finally {
       rmSync(out, { recursive: true, force: true });
