@@ -16,13 +16,21 @@ import {
  * (`.describe()`), which editors show on hover.
  */
 
+/** The API server of the cluster Argo CD runs in, as Argo CD names it. */
+export const IN_CLUSTER_SERVER = 'https://kubernetes.default.svc';
+
 const gitops = z.strictObject({
   repoURL: nonEmptyString('a git repository URL').describe('Git repository Argo CD reads the rendered manifests from.'),
   targetRevision: nonEmptyString('a git revision').default('HEAD').describe('Branch, tag or commit Argo CD syncs.'),
   path: nonEmptyString('a path in the repository').describe('Folder of this cluster\'s rendered manifests in the repository (dist/<name>).'),
   namespace: dnsLabel().default('argocd').describe('Namespace Argo CD runs in (Applications and the AppProject live there).'),
   project: dnsLabel().optional().describe('AppProject name. Default: the cluster name.'),
-  destinationServer: nonEmptyString('a Kubernetes API server URL').default('https://kubernetes.default.svc').describe('API server the Applications deploy to.'),
+  destinationServer: nonEmptyString('a Kubernetes API server URL').default(IN_CLUSTER_SERVER).describe('API server the Applications deploy to.'),
+  argocd: z.enum(['managed', 'external'], { error: 'expected "managed" or "external"' }).optional()
+    .describe('Who runs the Argo CD that syncs this cluster. "managed": the toolkit renders it into dist/<name>/argocd/ (the pinned Argo CD release, '
+      + 'every pod on the service node, argocd-cm with the health checks the sync waves wait on), applied once by hand at bootstrap and managed by '
+      + 'Argo CD itself afterwards. "external": an Argo CD installed otherwise (a fleet hub, or one the cluster already runs) syncs it, and its argocd-cm '
+      + `needs the same health checks (dist/fleet/). Default: "managed" when destinationServer is the cluster itself (${IN_CLUSTER_SERVER}), else "external".`),
   automated: z.strictObject({
     prune: z.boolean().default(true).describe('Delete objects that disappeared from dist/.'),
     selfHeal: z.boolean().default(true).describe('Revert changes made in the cluster by hand.'),
@@ -437,6 +445,14 @@ export const ClusterDescriptionSchema = z.strictObject({
   }
   if (d.queueing.rdma === 'excluded' && d.installs.kueue !== 'managed') {
     ctx.addIssue({ code: 'custom', path: ['queueing', 'rdma'], message: '"excluded" needs the Kueue manager configuration, which is rendered only with installs.kueue: managed' });
+  }
+  if (d.gitops.argocd === 'managed' && d.gitops.destinationServer !== IN_CLUSTER_SERVER) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['gitops', 'argocd'],
+      message: `"managed" installs Argo CD into this cluster, but gitops.destinationServer names another API server (${d.gitops.destinationServer}); `
+        + `use "external" for a cluster synced by an Argo CD elsewhere, or set destinationServer to ${IN_CLUSTER_SERVER}`,
+    });
   }
   const dash = d.monitoring.dashboard;
   if (dash.enabled && dash.service === 'own' && dash.nodePort === DASHBOARD.preinstalledNodePort) {

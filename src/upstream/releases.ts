@@ -202,6 +202,7 @@ export const VENDORED_RELEASES: readonly VendoredRelease[] = [
     unvendoredDependencies: ['cert-manager'],
     unrenderedCrds: [],
   },
+  { type: 'kustomize', ...VERSIONS.argocd, folder: `argo-cd-${VERSIONS.argocd.version}` },
   { type: 'kustomize', ...VERSIONS.mpiOperator, folder: `mpi-operator-${VERSIONS.mpiOperator.version}` },
   { type: 'kustomize', ...VERSIONS.trainingOperator, folder: `training-operator-${VERSIONS.trainingOperator.version}` },
 ];

@@ -1,9 +1,10 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import * as path from 'node:path';
 import { parse as parseYaml, parseAllDocuments, stringify } from 'yaml';
 import { DependencyNotVendored, locateChart, locateOverlay, refuseUnvendoredDependencies, renderableChart } from './chart';
 import { ApplicationSource, chartOfSource, CrdRef, releaseOfSource, UnrenderedCrds, VendoredRelease } from './releases';
+import { folderFiles, offlineKustomization, remoteResourcesOf, vendoredBases } from './remote-bases';
 import { RenderCache, RenderOutput } from './render-cache';
 import { treeDigest } from './tree';
 import { mergeValues } from './values';
@@ -333,6 +334,49 @@ async function renderFolder(app: Manifest, index: number, source: ApplicationSou
 }
 
 /**
+ * A folder whose kustomization builds on remote bases (the argocd folder: Argo CD's install at its release tag), as
+ * Argo CD's repo server builds it, but offline: a copy of the folder whose remote bases point at their vendored
+ * copies (remote-bases.ts). What it applies is an upstream install: it is rendered as one (type `kustomize`, its
+ * release the base's), so the rules check its objects as they check a managed install's. A remote base that is no
+ * vendored release is not fetched: the source is `unreleased`.
+ */
+async function renderRemoteBased(
+  app: Manifest, index: number, source: ApplicationSource, dir: string, remotes: readonly string[], ctx: Context,
+): Promise<RenderedSource> {
+  const base0 = { application: app, index, type: 'kustomize' as const, namespace: destinationNamespace(app), objects: [], unrenderedCrds: [] };
+  const root = ctx.upstream;
+  const named = `folder ${source.path} (on ${remotes.join(', ')})`;
+  if (!root) return { ...base0, what: named, problem: { kind: 'no-upstream', message: `${named} is not rendered: no upstream installs folder` } };
+  const { bases, unmapped } = vendoredBases(remotes, root);
+  const release = bases[0]?.release;
+  const what = release ? `folder ${source.path} (on ${release.repoURL.replace(/^https:\/\/github.com\//, '').replace(/\.git$/, '')}/${release.path} ${release.version})` : named;
+  const base = { ...base0, what, release };
+  if (unmapped.length > 0) {
+    return {
+      ...base,
+      problem: {
+        kind: 'unreleased',
+        message: `${what}: remote base ${unmapped.join(', ')} is no vendored release in ${root} (check builds offline: pin a released tag and vendor it there, see README)`,
+      },
+    };
+  }
+  const engine = ctx.engines.kustomize;
+  const key = ['remote-based', treeDigest(dir), ...bases.map((b) => [treeDigest(b.releaseDir, true), path.relative(b.releaseDir, b.dir)])];
+  try {
+    const { objects } = await cachedRun(ctx, key, engine, what, () => withScratch(ctx, (scratch) => {
+      for (const f of folderFiles(dir)) copyFileSync(path.join(dir, f), path.join(scratch, f));
+      for (const f of ['kustomization.yml', 'Kustomization']) rmSync(path.join(scratch, f), { force: true });
+      writeFileSync(path.join(scratch, 'kustomization.yaml'), stringify(offlineKustomization(dir, scratch, bases)));
+      return engine.run([scratch], { label: `kubectl kustomize ${source.path}` });
+    }));
+    return { ...base, objects };
+  } catch (e) {
+    if (e instanceof EngineError) return { ...base, problem: { kind: 'failed', message: e.reason } };
+    throw e;
+  }
+}
+
+/**
  * What Argo CD renders for each source of each Application, with the engines it runs: `helm template` of the
  * vendored chart of exactly that name and version (release name, destination namespace, values, CRDs,
  * Kubernetes version), `kustomize build` of the vendored overlay with the Application's kustomize options,
@@ -343,12 +387,16 @@ export async function renderApplications(applications: readonly Manifest[], cont
   const ctx: Context = { ...context, cache: new RenderCache(context.cacheDir) };
   const jobs = applications.flatMap((app) => sourcesOf(app).map((source, index) => ({ app, source, index })));
   const folders = [...new Set(jobs.map((j) => (chartOfSource(j.source) === undefined ? ctx.folderOf?.(j.source) : undefined)).filter((f): f is string => typeof f === 'string'))];
-  await buildFoldersTogether(folders, ctx);
+  const remotes = new Map(folders.map((f) => [f, remoteResourcesOf(f)]));
+  await buildFoldersTogether(folders.filter((f) => remotes.get(f)!.length === 0), ctx);
   const rendered = await mapLimit(jobs, Math.max(1, availableParallelism()), async ({ app, source, index }) => {
     if (chartOfSource(source) !== undefined) return renderHelm(app, index, source, ctx);
     const folder = ctx.folderOf?.(source);
     if (folder === null) return undefined;
-    if (folder !== undefined) return renderFolder(app, index, source, folder, ctx);
+    if (folder !== undefined) {
+      const remote = remotes.get(folder) ?? [];
+      return remote.length > 0 ? renderRemoteBased(app, index, source, folder, remote, ctx) : renderFolder(app, index, source, folder, ctx);
+    }
     if (source.repoURL && source.path !== undefined) return renderOverlay(app, index, source, ctx);
     return undefined;
   });
