@@ -35,7 +35,8 @@ function renderedSchemas(index: ClusterIndex): Map<string, Record<string, unknow
   const crds = [...index.ofKind('CustomResourceDefinition'), ...rendered];
   for (const crd of crds) {
     const gk = definedKind(crd);
-    const versions = ((crd.spec as { versions?: { storage?: boolean; schema?: { openAPIV3Schema?: Record<string, unknown> } }[] } | undefined)?.versions) ?? [];
+    type Version = { storage?: boolean; schema?: { openAPIV3Schema?: Record<string, unknown> } };
+    const versions = ((crd.spec as { versions?: Version[] } | undefined)?.versions) ?? [];
     const schema = (versions.find((v) => v.storage) ?? versions[0])?.schema?.openAPIV3Schema;
     if (gk && schema) out.set(groupKindKey(gk), schema);
   }
@@ -91,7 +92,8 @@ const waveHealth: Rule = {
         if (isBuiltInGroup(group) || m.kind === 'CustomResourceDefinition' || known(group, m.kind)) continue;
         const key = `${app.metadata.name}/${group}/${m.kind}`;
         if (seen.has(key)) continue;
-        const recorded = (index.renders?.sources ?? []).flatMap((r) => r.unrenderedCrds).find((c) => c.group === group && c.kind === m.kind)?.readiness;
+        const unrendered = (index.renders?.sources ?? []).flatMap((r) => r.unrenderedCrds);
+        const recorded = unrendered.find((c) => c.group === group && c.kind === m.kind)?.readiness;
         const schema = schemas.get(`${group}/${m.kind}`) ?? index.schemaOf?.(m.apiVersion, m.kind);
         const readiness = schema ? reportsReadiness(schema) : recorded;
         if (readiness === false) continue;
