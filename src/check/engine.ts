@@ -4,6 +4,7 @@ import { ClusterIndex } from './cluster-index';
 import { ClusterView, SchemaOf, ScopeOf } from './cluster-view';
 import { CRD_ORDER_RULES } from './crd-order';
 import { DATA_SAFETY_RULES } from './data-safety';
+import { DETERMINISM_RULES } from './determinism';
 import { DYNAMO_RULES } from './dynamo';
 import { GITOPS_RULES } from './gitops';
 import { HEALTH_RULES } from './health';
@@ -27,7 +28,7 @@ import { ClusterRenders } from '../upstream/render';
 export const RULES: readonly Rule[] = [
   ...KUEUE_RULES, ...NODE_RESERVE_RULES, ...MPI_RULES, ...NETWORK_RULES, ...STORAGE_RULES, ...GITOPS_RULES, ...SECURITY_RULES, ...TENANCY_RULES,
   ...METADATA_RULES, ...SERVICE_RULES, ...ADOPTION_RULES, ...DATA_SAFETY_RULES, ...DYNAMO_RULES,
-  ...UPSTREAM_RULES, ...CRD_ORDER_RULES, ...APPLIED_SIZE_RULES, ...PLACEMENT_RULES, ...HEALTH_RULES,
+  ...UPSTREAM_RULES, ...CRD_ORDER_RULES, ...APPLIED_SIZE_RULES, ...PLACEMENT_RULES, ...HEALTH_RULES, ...DETERMINISM_RULES,
 ];
 
 export interface CheckOptions {

@@ -316,6 +316,15 @@ const monitoring = z.strictObject({
       + 'Then the GPU Operator (v26.7.0) creates ServiceMonitors for itself and its node status exporter, and the VictoriaMetrics operator converts them '
       + 'into scrapes (its default): no scrape of the toolkit\'s own is rendered for those two (each would be scraped twice). Charts render what they render '
       + 'when the API exists (Argo CD passes it to helm). init sets it from the cluster\'s CRDs; preflight warns when it differs from them (drift-service-monitor-crd).'),
+  grafanaAdminSecret: dnsSubdomain().default('grafana-admin')
+    .describe('installs.monitoring: managed: the Secret in monitoring.namespace with Grafana\'s admin credentials (keys admin-user and admin-password), '
+      + 'created once by hand (the cluster report gives the command) and never rendered: without it the chart would generate a new random password on every '
+      + 'render (helm template cannot look the old one up), which Argo CD would apply on every refresh.'),
+  controlPlaneScrapes: z.boolean().default(false)
+    .describe('installs.monitoring: managed: scrape kube-scheduler, kube-controller-manager and etcd (and keep the stack\'s alerts on them). Off by default: '
+      + 'kubeadm binds the scheduler and controller manager to 127.0.0.1 and serves etcd\'s metrics on 127.0.0.1:2381 only, so the scrapes fail and '
+      + 'KubeSchedulerDown / KubeControllerManagerDown fire from day one. On: first set bind-address 0.0.0.0 for both and etcd listen-metrics-urls '
+      + 'http://0.0.0.0:2381 in the kubeadm ClusterConfiguration (README: monitoring).'),
   grafanaDashboardLabel: z.strictObject({
     key: labelKey().default('grafana_dashboard').describe('Label key.'),
     value: labelValue().default('1').describe('Label value.'),
@@ -452,6 +461,13 @@ export const ClusterDescriptionSchema = z.strictObject({
       path: ['gitops', 'argocd'],
       message: `"managed" installs Argo CD into this cluster, but gitops.destinationServer names another API server (${d.gitops.destinationServer}); `
         + `use "external" for a cluster synced by an Argo CD elsewhere, or set destinationServer to ${IN_CLUSTER_SERVER}`,
+    });
+  }
+  if (d.monitoring.controlPlaneScrapes && d.installs.monitoring !== 'managed') {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['monitoring', 'controlPlaneScrapes'],
+      message: 'the control-plane scrapes are values of the managed monitoring stack: set installs.monitoring: managed, or configure the pre-installed stack itself',
     });
   }
   const dash = d.monitoring.dashboard;

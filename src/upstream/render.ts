@@ -52,6 +52,11 @@ export interface ClusterRenders {
    * Network Operator's NicClusterPolicy), rendered with their default values: the release's own images.
    */
   readonly defaults: readonly RenderedSource[];
+  /**
+   * Every Helm source rendered a second time with the same values, by a fresh engine run (never from the cache): a
+   * render that differs from the first is not deterministic (random values, time, lookup fallbacks).
+   */
+  readonly reruns?: readonly RenderedSource[];
 }
 
 export interface RenderContext {
@@ -69,6 +74,11 @@ export interface RenderContext {
    * not on disk (a tree checked in memory: not rendered); undefined for any other source.
    */
   readonly folderOf?: (source: ApplicationSource) => string | null | undefined;
+  /**
+   * Run every engine, whatever the render cache holds (and leave the cache as it is): a second render that must not
+   * be the first one read back.
+   */
+  readonly fresh?: boolean;
 }
 
 /** Helm hook types Argo CD never runs (Helm tests): those objects are not applied. */
@@ -117,10 +127,11 @@ async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) 
 /** Runs an engine, or reads its earlier output from the cache. */
 async function cachedRun(ctx: Context, key: readonly unknown[], engine: Engine, what: string, run: () => Promise<string>): Promise<RenderOutput> {
   const k = ctx.cache.key([engine.name, engine.version, ...key]);
-  const hit = ctx.cache.get(k);
+  // A fresh render (the determinism rule's second one) runs the engine whatever the cache holds, and keeps the entry.
+  const hit = ctx.fresh ? undefined : ctx.cache.get(k);
   if (hit) return hit;
   const output = parseOutput(await run(), what);
-  ctx.cache.put(k, output);
+  if (!ctx.fresh) ctx.cache.put(k, output);
   return output;
 }
 

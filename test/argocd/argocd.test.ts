@@ -11,10 +11,11 @@ import { ARGOCD_FOLDER } from '../../src/components/argocd/chart';
 import { healthKey, healthChecks } from '../../src/components/argocd/health-checks';
 import { appliedSize } from '../../src/components/gitops/api-kinds';
 import { ClusterModel } from '../../src/model/model';
-import { DEFAULT_UPSTREAM } from '../../src/paths';
+import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../../src/paths';
 import { apiGroup, Manifest, objectId } from '../../src/render/manifest';
 import { loadModels } from '../../src/synth/pipeline';
 import { ClusterRenders } from '../../src/upstream/render';
+import { SchemaStore } from '../../src/validate/schemas';
 import { findObject, folderObjects, HAS_SCHEMAS, HAS_UPSTREAM, issuesOf, referenceInput, renderOf, ROOT } from '../helpers';
 
 const ALL_TAINTED = path.join(ROOT, 'test', 'fixtures', 'descriptions', 'all-tainted.yaml');
@@ -26,11 +27,14 @@ describe('the argocd folder (gitops.argocd: managed)', () => {
   const objects = folderObjects(cluster, ARGOCD_FOLDER);
   const folder = cluster.folders.find((f) => f.folder === ARGOCD_FOLDER)!;
 
-  it('is the default on a cluster that is its own Argo CD: the namespace and argocd-cm with every health check', () => {
+  it('is the default on a cluster that is its own Argo CD: the namespace and argocd-cm with every health check (Dynamo\'s with Dynamo)', () => {
     expect(cluster.model.argocd).toBe('managed');
     expect(objects.map((m) => `${m.kind} ${m.metadata.namespace ?? ''}/${m.metadata.name}`)).toEqual(['Namespace /argocd', 'ConfigMap argocd/argocd-cm']);
     const cm = findObject(objects, 'ConfigMap', 'argocd-cm') as Manifest & { data: Record<string, string> };
-    expect(Object.keys(cm.data).sort()).toEqual(healthChecks().map((c) => healthKey(c.group, c.kind)).sort());
+    const all = healthChecks().map((c) => healthKey(c.group, c.kind));
+    expect(Object.keys(cm.data).sort()).toEqual(all.filter((k) => !k.endsWith('_DynamoGraphDeployment')).sort());
+    const withDynamo = findObject(folderObjects(renderOf((d) => { d.installs = { dynamo: 'preinstalled' }; }), ARGOCD_FOLDER), 'ConfigMap', 'argocd-cm') as Manifest & { data: Record<string, string> };
+    expect(Object.keys(withDynamo.data).sort()).toEqual(all.sort());
     // Argo CD reads its settings only from ConfigMaps labelled part-of: argocd
     expect(cm.metadata.labels).toMatchObject({ 'app.kubernetes.io/part-of': 'argocd', 'app.kubernetes.io/name': 'argocd-cm' });
   });
@@ -118,7 +122,19 @@ describe.skipIf(!HAS_UPSTREAM || !HAS_SCHEMAS)('check builds the argocd folder w
       expect(spec.nodeSelector['kubernetes.io/os'], 'upstream\'s own selector stays').toBe('linux');
     }
     // and the rules (placement among them) find nothing
-    expect(checkCluster(views.get(name)!.view, { renders: views.get(name)!.renders })).toEqual([]);
+    expect(checkCluster(views.get(name)!.view, { renders: views.get(name)!.renders, ...lookups })).toEqual([]);
+  });
+
+  it('every managed Helm Application of the all-tainted cluster renders identically twice with its values, the second time afresh', () => {
+    const { renders } = views.get('all-tainted')!;
+    const helm = renders.sources.filter((r) => r.type === 'helm');
+    expect(helm.map((r) => r.what.split(' ')[1]).sort()).toEqual(['dynamo-platform', 'gpu-operator', 'kueue', 'network-operator', 'victoria-metrics-k8s-stack']);
+    expect(renders.reruns!.filter((r) => r.type === 'helm').map((r) => r.what).sort()).toEqual(helm.map((r) => r.what).sort());
+    for (const second of renders.reruns!.filter((r) => r.type === 'helm')) {
+      const first = helm.find((r) => r.application === second.application)!;
+      expect(second.problem, second.what).toBeUndefined();
+      expect(second.objects, second.what).toEqual(first.objects);
+    }
   });
 
   it('holds every object of the upstream install, argocd-cm with upstream\'s entries and the health checks', async () => {
@@ -130,7 +146,8 @@ describe.skipIf(!HAS_UPSTREAM || !HAS_SCHEMAS)('check builds the argocd folder w
     expect(ids(r.objects)).toEqual([...ids(stock), objectId({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'argocd' } })].sort());
     const cm = r.objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'argocd-cm') as Manifest & { data: Record<string, string> };
     const stockCm = stock.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'argocd-cm') as Manifest & { data: Record<string, string> };
-    expect(cm.data).toEqual({ ...stockCm.data, ...Object.fromEntries(healthChecks().map((c) => [healthKey(c.group, c.kind), c.script])) });
+    const ours = healthChecks().filter((c) => c.kind !== 'DynamoGraphDeployment');
+    expect(cm.data).toEqual({ ...stockCm.data, ...Object.fromEntries(ours.map((c) => [healthKey(c.group, c.kind), c.script])) });
   });
 
   it('the declared footprint is the build\'s: its cluster-scoped kinds and its largest object', () => {
@@ -149,7 +166,7 @@ describe.skipIf(!HAS_UPSTREAM || !HAS_SCHEMAS)('check builds the argocd folder w
     for (const o of r.objects.filter((x) => !isClusterScoped(x))) expect(o.metadata.namespace, objectId(o)).toBe('gitops');
     const subjects = r.objects.filter((o) => o.kind === 'ClusterRoleBinding' || o.kind === 'RoleBinding').flatMap((o) => (o as any).subjects as { kind: string; namespace?: string }[]);
     expect(subjects.filter((s) => s.kind === 'ServiceAccount').map((s) => s.namespace)).toEqual(subjects.filter((s) => s.kind === 'ServiceAccount').map(() => 'gitops'));
-    expect(checkCluster(views.get('other-namespace')!.view, { renders: views.get('other-namespace')!.renders })).toEqual([]);
+    expect(checkCluster(views.get('other-namespace')!.view, { renders: views.get('other-namespace')!.renders, ...lookups })).toEqual([]);
   });
 
   it('never fetches: a remote base that is no vendored release is unreleased, and released-versions says so', async () => {
@@ -162,12 +179,19 @@ describe.skipIf(!HAS_UPSTREAM || !HAS_SCHEMAS)('check builds the argocd folder w
       const renders = await renderClusterSources({ ...view, model }, { upstream: DEFAULT_UPSTREAM, cacheDir: false });
       const r = renders.sources.find((s) => s.what.startsWith('folder dist/instant-cluster/argocd '))!;
       expect(r.problem).toEqual({ kind: 'unreleased', message: expect.stringMatching(/remote base https:\/\/github.com\/argoproj\/argo-cd\/\/manifests\/cluster-install\?ref=v3.4.0 is no vendored release/) });
-      expect(checkCluster({ ...view, model }, { renders }).map((f) => f.rule)).toEqual(['released-versions']);
+      expect(checkCluster({ ...view, model }, { renders, ...lookups }).map((f) => f.rule)).toEqual(['released-versions']);
     } finally {
       writeFileSync(file, original);
     }
   });
 });
+
+/** The pinned CRDs, as check reads them (--schemas default). */
+const store = HAS_SCHEMAS ? SchemaStore.open(DEFAULT_SCHEMAS) : undefined;
+const lookups = {
+  scopeOf: (apiVersion: string, kind: string) => store?.lookup(apiVersion, kind)?.scope,
+  schemaOf: (apiVersion: string, kind: string) => store?.lookup(apiVersion, kind)?.schema,
+};
 
 /** Cluster-scoped kinds of the install (the upstream objects name no namespace). */
 function isClusterScoped(o: Manifest): boolean {

@@ -2,7 +2,7 @@ import { Chart } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-28';
 import { Construct } from 'constructs';
 import { ARGOCD_CM, ArgocdConfig } from './argocd-config';
-import { healthCheckData } from './health-checks';
+import { HealthCheck, healthCheckData } from './health-checks';
 import { ClusterModel, podPlacement } from '../../model/model';
 import { FolderKustomization, KustomizePatch, manifestFileName } from '../../render/manifest';
 import { remoteBase } from '../../upstream/remote-bases';
@@ -65,7 +65,9 @@ export class ArgocdChart extends Chart {
     super(scope, id, componentChartProps(props.model, props));
     const namespace = props.model.description.gitops.namespace;
     new k8s.KubeNamespace(this, 'Namespace', { metadata: { name: namespace } });
-    new ArgocdConfig(this, 'Config', { namespace, data: healthCheckData() });
+    // Every check, but Dynamo's where the cluster has no Dynamo.
+    const kinds = (c: HealthCheck) => c.kind !== 'DynamoGraphDeployment' || props.model.description.installs.dynamo !== 'none';
+    new ArgocdConfig(this, 'Config', { namespace, data: healthCheckData(kinds) });
   }
 }
 

@@ -51,9 +51,9 @@ export function healthKey(group: string, kind: string): string {
   return `resource.customizations.health.${group}_${kind}`;
 }
 
-/** The argocd-cm data that installs every check of this toolkit. */
-export function healthCheckData(): Record<string, string> {
-  return Object.fromEntries(healthChecks().map((c) => [healthKey(c.group, c.kind), c.script]));
+/** The argocd-cm data that installs the checks of this toolkit (those `wanted`; default every one). */
+export function healthCheckData(wanted: (c: HealthCheck) => boolean = () => true): Record<string, string> {
+  return Object.fromEntries(healthChecks().filter(wanted).map((c) => [healthKey(c.group, c.kind), c.script]));
 }
 
 /** Whether `group`/`kind` match a `group/Kind` pattern in which `wildcard` stands for any text. */
