@@ -96,12 +96,12 @@ const waveHealth: Rule = {
         const recorded = unrendered.find((c) => c.group === group && c.kind === m.kind)?.readiness;
         const schema = schemas.get(`${group}/${m.kind}`) ?? index.schemaOf?.(m.apiVersion, m.kind);
         const readiness = schema ? reportsReadiness(schema) : recorded;
-        if (readiness === false) continue;
+        // A kind no schema tells of (none in the tree, the renders or the pinned CRDs) is not held to it: nothing to read.
+        if (readiness !== true) continue;
         seen.add(key);
         out.push({
           message: `(wave ${wave(app)}) applies ${describeObject(m)}, and wave ${later} waits for it to be Healthy, but Argo CD has no health check for ${group}/${m.kind} `
-            + `(${readiness === undefined ? 'no CRD schema tells whether its status reports readiness' : 'its status reports readiness'}): `
-            + `it would be Healthy the moment it exists. Add resource.customizations.health.${group}_${m.kind} to ${where}`,
+            + `(its status reports readiness): it would be Healthy the moment it exists. Add resource.customizations.health.${group}_${m.kind} to ${where}`,
           objects: [app, m],
         });
       }
