@@ -1,8 +1,8 @@
 import { crdFacts } from './reads';
 import { PreflightContext, PreflightFinding, PreflightRule, rulesOf } from './rule';
+import { ARGOCD_FOLDER } from '../components/argocd/chart';
 import { GroupKind, groupKindKey, isBuiltInGroup, isProvided, kindsDefinedBy, parseProvides } from '../components/gitops/api-kinds';
 import { ManagedInstall, managedInstalls } from '../components/gitops/managed-installs';
-import { ARGOCD_FOLDER } from '../components/argocd/chart';
 import { GITOPS_FOLDER } from '../components/gitops/plan';
 import { ClusterDescription } from '../model/description';
 import { ClusterModel } from '../model/model';
