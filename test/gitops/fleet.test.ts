@@ -55,7 +55,9 @@ describe('fleet', () => {
 
   it('renders the fleet folder', () => {
     expect(fleet.objects).toMatchSnapshot();
-    expect(fleetFiles(fleet).map(([p]) => p)).toEqual(['fleet/appproject.argocd.fleet.yaml', 'fleet/applicationset.argocd.fleet.yaml', 'fleet/kustomization.yaml']);
+    expect(fleetFiles(fleet).map(([p]) => p)).toEqual([
+      'fleet/configmap.argocd.argocd-cm.yaml', 'fleet/appproject.argocd.fleet.yaml', 'fleet/applicationset.argocd.fleet.yaml', 'fleet/kustomization.yaml',
+    ]);
   });
 
   it('points the ApplicationSet at every cluster\'s gitops folder, leaving out the root it replaces', () => {
