@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { consoleIo, EXIT, Io } from './io';
 import { CommandSpec, commandHelp, OPTIONS, OptionTable, schemaDirs, upstreamDir } from './options';
-import { ScopeOf } from '../check/cluster-view';
+import { SchemaOf, ScopeOf } from '../check/cluster-view';
 import { checkCluster, formatFinding, RULES } from '../check/engine';
 import { renderClusterSources } from '../check/renders';
 import { readClusters } from '../check/tree';
@@ -14,12 +14,15 @@ import { recoverAround } from '../render/write';
 import { descriptionFiles, InputError, loadModels } from '../synth/pipeline';
 import { SchemaStore } from '../validate/schemas';
 
-/** Scope look-up from the schema directories; without an explicit --schemas, only when the default exists. */
-function scopeLookup(dirs: string[] | undefined): ScopeOf | undefined {
+/** Scope and schema look-ups from the schema directories; without an explicit --schemas, only when the default exists. */
+function schemaLookups(dirs: string[] | undefined): { scopeOf?: ScopeOf; schemaOf?: SchemaOf } {
   const schemas = schemaDirs(dirs);
-  if ((!dirs || dirs.length === 0) && !existsSync(schemas[0])) return undefined;
+  if ((!dirs || dirs.length === 0) && !existsSync(schemas[0])) return {};
   const store = SchemaStore.open(schemas);
-  return (apiVersion, kind) => store.lookup(apiVersion, kind)?.scope;
+  return {
+    scopeOf: (apiVersion, kind) => store.lookup(apiVersion, kind)?.scope,
+    schemaOf: (apiVersion, kind) => store.lookup(apiVersion, kind)?.schema,
+  };
 }
 
 /** The engines line(s) of --help and the report: which helm and kustomize `check` runs, or why none. */
@@ -85,7 +88,7 @@ export async function runCheck(args: string[], io: Io = consoleIo): Promise<numb
   for (const c of configs) if (!existsSync(c)) throw new InputError(`--config ${c}: no such file`);
   const clusters = configs.length > 0 ? undefined : projectOf()?.clusters;
   const models = loadModels(configs.length > 0 ? configs : clusters ? descriptionFiles(clusters) : []);
-  const scopeOf = scopeLookup(values.schemas);
+  const { scopeOf, schemaOf } = schemaLookups(values.schemas);
   const upstream = upstreamDir(values.upstream);
 
   const t0 = performance.now();
@@ -101,7 +104,7 @@ export async function runCheck(args: string[], io: Io = consoleIo): Promise<numb
   const budget = new EngineBudget();
   const renders = await Promise.all(views.map((v) => renderClusterSources(v, { scopeOf, upstream, budget })));
   const t2 = performance.now();
-  const findings = views.flatMap((v, i) => checkCluster(v, { scopeOf, renders: renders[i] }));
+  const findings = views.flatMap((v, i) => checkCluster(v, { scopeOf, schemaOf, renders: renders[i] }));
   const t3 = performance.now();
   const rendered = renders.reduce((n, r) => n + r.sources.filter((s) => s.problem === undefined).length, 0);
   const timings = { read: t1 - t0, render: t2 - t1, rules: t3 - t2, total: t3 - t0 };

@@ -3,15 +3,17 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { healthCheckData } from '../../src/components/argocd/health-checks';
 import { checkGitops } from '../../src/components/gitops/checks';
 import { fleetFiles, renderFleet } from '../../src/components/gitops/fleet';
 import { loadDescription } from '../../src/model/load';
 import { buildModel } from '../../src/model/model';
 import { DEFAULT_SCHEMAS } from '../../src/paths';
+import { Manifest } from '../../src/render/manifest';
 import { clusterFiles } from '../../src/synth/layout';
 import { descriptionFiles, InputError, renderFleetOf, synth } from '../../src/synth/pipeline';
 import { renderCluster } from '../../src/synth/render';
-import { findObject, FIXTURE_CLUSTERS, HAS_SCHEMAS, modelOf, REFERENCE_FILE, validator } from '../helpers';
+import { findObject, FIXTURE_CLUSTERS, HAS_SCHEMAS, modelOf, REFERENCE_FILE, renderOf, validator } from '../helpers';
 
 /**
  * Argo CD's directory glob (gobwas/glob) for what the fleet renders: a literal name or a `{a,b,...}` list
@@ -51,7 +53,9 @@ describe('fleet', () => {
 
   it('renders the fleet folder', () => {
     expect(fleet.objects).toMatchSnapshot();
-    expect(fleetFiles(fleet).map(([p]) => p)).toEqual(['fleet/appproject.argocd.fleet.yaml', 'fleet/applicationset.argocd.fleet.yaml', 'fleet/kustomization.yaml']);
+    expect(fleetFiles(fleet).map(([p]) => p)).toEqual([
+      'fleet/configmap.argocd.argocd-cm.yaml', 'fleet/appproject.argocd.fleet.yaml', 'fleet/applicationset.argocd.fleet.yaml', 'fleet/kustomization.yaml',
+    ]);
   });
 
   it('points the ApplicationSet at every cluster\'s gitops folder, leaving out the root it replaces', () => {
@@ -119,10 +123,20 @@ describe.skipIf(!HAS_SCHEMAS)('fleet: synth', () => {
     try {
       synth({ clustersDir: FIXTURE_CLUSTERS, out, schemas: [DEFAULT_SCHEMAS] }, validator());
       expect(readdirSync(out).sort()).toEqual(['fleet', 'instant-cluster', 'training-cluster']);
-      expect(readdirSync(path.join(out, 'fleet')).sort()).toEqual(['applicationset.argocd.fleet.yaml', 'appproject.argocd.fleet.yaml', 'kustomization.yaml']);
+      expect(readdirSync(path.join(out, 'fleet')).sort()).toEqual([
+        'applicationset.argocd.fleet.yaml', 'appproject.argocd.fleet.yaml', 'configmap.argocd.argocd-cm.yaml', 'kustomization.yaml',
+      ]);
     } finally {
       rmSync(out, { recursive: true, force: true });
     }
+  });
+
+  it('gives the hub the same health checks as a cluster\'s own Argo CD: its argocd-cm entries, every check of the toolkit', () => {
+    const fleet = renderFleet([renderOf()]);
+    const cm = fleet.objects.find((m) => m.kind === 'ConfigMap') as Manifest & { data: Record<string, string> };
+    expect(cm.metadata).toMatchObject({ name: 'argocd-cm', namespace: 'argocd', labels: { 'app.kubernetes.io/part-of': 'argocd' } });
+    expect(cm.data).toEqual(healthCheckData());
+    expect(Object.keys(cm.data)).toContain('resource.customizations.health.argoproj.io_Application');
   });
 
   it('writes no fleet folder for single clusters (--config)', () => {
