@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import { isMainThread } from 'node:worker_threads';
 import { fsErrorText, InputError, isFsError } from '../errors';
 import { pathProblem, usableFolder } from '../files';
-import { PROJECT_ROOT } from '../paths';
+import { INSTALL_ROOT } from '../paths';
 
 /** Environment variable naming the cache folder; `off` (or `0`, `false`, `no`) disables every cache. */
 export const CACHE_ENV = 'GPU_CLUSTER_MANIFESTS_CACHE';
@@ -47,11 +47,11 @@ const unusable = new Set<string>();
 
 /**
  * The default cache folder: `$GPU_CLUSTER_MANIFESTS_CACHE`, else
- * `node_modules/.cache/gpu-cluster-manifests/` of the project (the convention of babel, eslint
- * and others); undefined (no cache) when the variable is `off` or the project has no node_modules.
- * A folder the variable names that cannot hold the cache is bad input (exit 2, one line); the default
- * location when it cannot (a link to /dev/null, another user's folder) means a run without a cache, said
- * once on standard error.
+ * `node_modules/.cache/gpu-cluster-manifests/` of the folder the toolkit is installed into (the
+ * convention of babel, eslint and others; this checkout's own when it runs from here); undefined
+ * (no cache) when the variable is `off` or there is no node_modules. A folder the variable names
+ * that cannot hold the cache is bad input (exit 2, one line); the default location when it cannot
+ * (a link to /dev/null, another user's folder) means a run without a cache, said once on standard error.
  */
 export function defaultCacheDir(): string | undefined {
   const env = process.env[CACHE_ENV];
@@ -62,7 +62,7 @@ export function defaultCacheDir(): string | undefined {
     if (problem) throw new InputError(`${CACHE_ENV}=${env}: cannot hold the cache: ${problem}; point it at a folder of yours, or set it to off`);
     return dir;
   }
-  return projectCacheDir(PROJECT_ROOT);
+  return projectCacheDir(INSTALL_ROOT);
 }
 
 /**

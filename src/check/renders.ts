@@ -8,7 +8,7 @@ import { ClusterView, ScopeOf } from './cluster-view';
 import { apiGroup, Manifest } from '../render/manifest';
 import { FolderRead } from '../upstream/folder-build';
 import { resolveInside } from '../upstream/inside';
-import { GPU_OPERATOR_CHART, NETWORK_OPERATOR_CHART, VendoredChart } from '../upstream/releases';
+import { ApplicationSource, GPU_OPERATOR_CHART, isHelmSource, NETWORK_OPERATOR_CHART, VendoredChart } from '../upstream/releases';
 import { ClusterRenders, renderApplications, RenderedSource } from '../upstream/render';
 import { RenderSession } from '../upstream/render-session';
 
@@ -124,7 +124,10 @@ export async function renderClusterSources(view: ClusterView, opts: RenderOption
     renderApplications(applications, ctx),
     upstream ? renderApplications(charts.map(defaultsApplication), { ...ctx, apiVersions: [] }) : Promise.resolve([]),
   ]);
-  return { engines, upstream, sources: [...rendered, ...(dir === undefined ? folderObjectsOf(index, applications) : [])], defaults };
+  // Argo CD renders a Helm Application again on every refresh: each renders a second time, afresh (rule render-deterministic).
+  const helmApplications = applications.filter((a) => applicationSources<ApplicationSource>(a).some(isHelmSource));
+  const reruns = upstream && helmApplications.length > 0 ? await renderApplications(helmApplications, { ...ctx, fresh: true }) : [];
+  return { engines, upstream, sources: [...rendered, ...(dir === undefined ? folderObjectsOf(index, applications) : [])], defaults, reruns };
 }
 
 /**

@@ -2,16 +2,17 @@ import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { consoleIo, EXIT, Io } from './io';
-import { CommandSpec, commandHelp, OPTIONS, OptionTable, upstreamDir } from './options';
+import { CommandSpec, commandHelp, OPTIONS, OptionTable, schemaDirs, upstreamDir } from './options';
 import { defaultCacheDir } from '../cache/compiled-cache';
-import { ClusterView, ScopeOf } from '../check/cluster-view';
+import { ClusterView, SchemaOf, ScopeOf } from '../check/cluster-view';
 import { checkCluster, formatFinding, RULES } from '../check/engine';
 import { renderClusterSources } from '../check/renders';
 import { ClusterFolder, clusterFolders } from '../check/tree';
 import { describeEngines, EngineBudget, EngineError, LAYER_PACKAGE, MIN_VERSIONS, resolveEngines } from '../engines';
 import { outputFormat } from '../errors';
 import { ClusterModel } from '../model/model';
-import { CLUSTERS_DIR, DEFAULT_OUT, DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../paths';
+import { PACKAGE_NAME } from '../paths';
+import { projectOf, requireProject } from '../project/project-file';
 import { recoverAround } from '../render/write';
 import { descriptionFiles, InputError, loadModels } from '../synth/pipeline';
 import { RenderSession } from '../upstream/render-session';
@@ -60,11 +61,15 @@ async function streamClusters<R>(
   return results;
 }
 
-/** Scope look-up from the schema directories; without an explicit --schemas, only when the default exists. */
-function scopeLookup(dirs: string[] | undefined): ScopeOf | undefined {
-  if ((!dirs || dirs.length === 0) && !existsSync(DEFAULT_SCHEMAS)) return undefined;
-  const store = SchemaStore.open(dirs && dirs.length > 0 ? dirs : [DEFAULT_SCHEMAS]);
-  return (apiVersion, kind) => store.lookup(apiVersion, kind)?.scope;
+/** Scope and schema look-ups from the schema directories; without an explicit --schemas, only when the default exists. */
+function schemaLookups(dirs: string[] | undefined): { scopeOf?: ScopeOf; schemaOf?: SchemaOf } {
+  const schemas = schemaDirs(dirs);
+  if ((!dirs || dirs.length === 0) && !existsSync(schemas[0])) return {};
+  const store = SchemaStore.open(schemas);
+  return {
+    scopeOf: (apiVersion, kind) => store.lookup(apiVersion, kind)?.scope,
+    schemaOf: (apiVersion, kind) => store.lookup(apiVersion, kind)?.schema,
+  };
 }
 
 /** The engines line(s) of --help and the report: which helm and kustomize `check` runs, or why none. */
@@ -77,8 +82,8 @@ export async function engineLines(): Promise<string[]> {
   }
 }
 const CHECK_OPTIONS = {
-  'config': { ...OPTIONS.config, help: 'the description of a checked cluster (its capacity), when it is not the one of the same name in src/clusters/; YAML, JSON or TypeScript (.ts); repeatable' },
-  'schemas': { ...OPTIONS.schemas, help: 'CRD YAML files and core definitions that tell which kinds are cluster-scoped; repeatable (default: ../shared/crds)' },
+  'config': { ...OPTIONS.config, help: 'the description of a checked cluster (its capacity), when not the project\'s of the same name; YAML, JSON or TypeScript (.ts); repeatable' },
+  'schemas': { ...OPTIONS.schemas, help: 'CRD YAML files and core definitions that tell which kinds are cluster-scoped; repeatable (default: the pinned ones the package ships)' },
   'upstream': OPTIONS.upstream,
   'format': OPTIONS.format,
   'quiet': OPTIONS.quiet,
@@ -89,9 +94,9 @@ const CHECK_OPTIONS = {
 /** `check`: the cross-object rules over rendered trees. */
 export const CHECK: CommandSpec<typeof CHECK_OPTIONS> = {
   name: 'check',
-  usage: 'npm run check -- [DIR ...]',
-  summary: 'cross-object rules over rendered trees (default: dist/), one cluster per folder',
-  description: 'Runs the cross-object rules over rendered trees (default: dist/), one cluster per folder: queue labels -> '
+  usage: `${PACKAGE_NAME} check [DIR ...]`,
+  summary: 'cross-object rules over rendered trees (default: the project\'s output folder), one cluster per folder',
+  description: 'Runs the cross-object rules over rendered trees (default: the project\'s output folder), one cluster per folder: queue labels -> '
     + 'LocalQueues -> ClusterQueues -> flavors, resources covered, quotas and MPIJob ranks fit the GPUs, one nic-cluster-policy, '
     + 'one RDMA name, one default StorageClass, Application paths and sync waves, no privileged containers, no latest images, '
     + 'no Secret data. Every Application is rendered as Argo CD renders it, with helm and kustomize (charts and overlays from '
@@ -123,14 +128,15 @@ export async function runCheck(args: string[], io: Io = consoleIo): Promise<numb
     return EXIT.ok;
   }
   const format = outputFormat(values.format);
-  const dirs = positionals.length > 0 ? positionals : [DEFAULT_OUT];
+  const dirs = positionals.length > 0 ? positionals : [requireProject('check', 'the rendered folders (check DIR ...)').out];
   for (const d of dirs) recoverAround(d, { command: 'check', notify: io.err });
   for (const d of dirs) if (!existsSync(d)) throw new InputError(`check: ${d}: no such folder`);
   const configs = values.config ?? [];
   for (const c of configs) if (!existsSync(c)) throw new InputError(`--config ${c}: no such file`);
-  const models = loadModels(configs.length > 0 ? configs : descriptionFiles(CLUSTERS_DIR));
-  const scopeOf = scopeLookup(values.schemas);
-  const upstream = upstreamDir(values.upstream) ?? DEFAULT_UPSTREAM;
+  const clusters = configs.length > 0 ? undefined : projectOf()?.clusters;
+  const models = loadModels(configs.length > 0 ? configs : clusters ? descriptionFiles(clusters) : []);
+  const { scopeOf, schemaOf } = schemaLookups(values.schemas);
+  const upstream = upstreamDir(values.upstream);
 
   const t0 = performance.now();
   const found = dirs.flatMap(clusterFolders);
@@ -155,7 +161,7 @@ export async function runCheck(args: string[], io: Io = consoleIo): Promise<numb
     const view = { ...raw, model: byName.get(raw.name) };
     const renders = await renderClusterSources(view, { scopeOf, upstream, session });
     const r1 = performance.now();
-    const clusterFindings = checkCluster(view, { scopeOf, renders });
+    const clusterFindings = checkCluster(view, { scopeOf, schemaOf, renders });
     phases.render += r1 - r0;
     phases.rules += performance.now() - r1;
     return {

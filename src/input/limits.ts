@@ -1,7 +1,7 @@
 import { InputError } from '../errors';
 
 /** The files a command reads besides its own output: what they are and how far they may go. */
-export type InputKind = 'description' | 'snapshot' | 'kubeconfig';
+export type InputKind = 'description' | 'snapshot' | 'kubeconfig' | 'project';
 /**
  * What check reads for the engines: a file an Application names in a chart or overlay (values files, patches,
  * Chart.yaml), what an engine printed (helm template, kustomize build), and a YAML file of a rendered tree.
@@ -43,6 +43,8 @@ export const INPUT_LIMITS: Readonly<Record<LimitedInput, InputLimitSpec>> = {
   render: { what: 'a render of a chart or overlay', hint: 'check the engine', mib: 32, env: 'GPU_CLUSTER_MANIFESTS_MAX_ENGINE_OUTPUT_MIB', depth: 100, aliases: 1000 },
   // a rendered file holds one object; the largest (a CRD) is 1.5 MB
   tree: { what: 'a file of a rendered tree', hint: 'a rendered tree holds YAML files', mib: 64, env: 'GPU_CLUSTER_MANIFESTS_MAX_MANIFEST_MIB', depth: 100, aliases: 1000 },
+  // gpu-cluster-manifests.yaml: two keys
+  project: { what: 'a project file', hint: 'gpu-cluster-manifests.yaml must be a file (clusters: and out:)', mib: 1, env: 'GPU_CLUSTER_MANIFESTS_MAX_PROJECT_MIB', depth: 8, aliases: 10 },
 };
 
 /** Largest size any limit may be raised to: a Buffer, and the text decoded from it, must fit. */

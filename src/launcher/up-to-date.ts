@@ -5,12 +5,13 @@ import { defaultCacheDir } from '../cache/cache-dir';
 import { fileDigest } from '../cache/digests';
 import { Observed, stillObserved, Watcher } from '../cache/read-watch';
 import { FAULT_ENV } from '../fault';
-import { DEFAULT_OUT, PROJECT_ROOT } from '../paths';
+import { INSTALL_ROOT, PACKAGE_ROOT } from '../paths';
+import { Project, projectOf } from '../project/project-file';
 import type { ReusedCluster, SynthResult } from '../synth/pipeline';
 
 /**
- * The up-to-date answer of the plain `npm run synth` (every description in src/clusters/ into dist/), as make
- * gives it, with the dependencies found as tup and bazel find them: by watching (src/cache/read-watch.ts), and
+ * The up-to-date answer of the plain `synth` (every description of the project into its output folder, as the
+ * project file names them), as make gives it, with the dependencies found as tup and bazel find them: by watching (src/cache/read-watch.ts), and
  * kept per description, so that a fleet where one description changed renders that cluster only.
  *
  * A run that renders records everything it observed while it ran, its render threads included: the SHA-256 of
@@ -23,7 +24,7 @@ import type { ReusedCluster, SynthResult } from '../synth/pipeline';
  *
  * - nothing differs and dist/ holds exactly those entries: it prints the recorded warnings and summary instead
  *   of rendering (a render would write the same bytes);
- * - only descriptions differ (their content; the listing of src/clusters/ is a folder the render listed, so a
+ * - only descriptions differ (their content; the listing of the descriptions folder is a folder the render listed, so a
  *   description added or removed renders everything): synth renders, validates, checks and swaps in those
  *   clusters and the fleet folder, and keeps every other folder as it is (SynthOptions.reuse), the same bytes
  *   as a full render;
@@ -42,25 +43,26 @@ const INSTALL_FILES = ['package-lock.json', path.join('node_modules', '.package-
 /** The fleet folder's entry (components/gitops/plan FLEET_FOLDER; not imported: the launcher loads this module before the render stack). */
 const FLEET_ENTRY = 'fleet';
 
-/**
- * Where the plain synth's inputs and output are: the one place this module takes the project's paths from.
- * Undefined when the cache setting is unusable (the CLI reports it).
- */
+/** Where the plain synth's inputs and output are: its project (the project file is read before the watch begins) and its record. */
 interface Scope {
-  readonly root: string;
+  readonly project: Project;
   readonly out: string;
   readonly record: string;
+  readonly cacheDir: string;
 }
 
+/** The scope of a plain synth in a project; undefined for any other run, or when the cache setting or project file is unusable (the CLI reports it). */
 function scopeOf(argv: readonly string[]): Scope | undefined {
   if (process.env[FAULT_ENV] || !ELIGIBLE.some((a) => JSON.stringify(a) === JSON.stringify(argv))) return undefined;
   let dir: string | undefined;
+  let project: Project | undefined;
   try {
     dir = defaultCacheDir();
+    project = projectOf();
   } catch {
     return undefined;
   }
-  return dir === undefined ? undefined : { root: PROJECT_ROOT, out: DEFAULT_OUT, record: path.join(dir, RECORD_FILE) };
+  return dir !== undefined && project !== undefined ? { project, out: project.out, record: path.join(dir, RECORD_FILE), cacheDir: dir } : undefined;
 }
 
 /** One description of the fleet: its file (its digest is the record's `files` entry) and what its cluster left. */
@@ -79,12 +81,17 @@ interface RunRecord extends Observed {
   stderr: string[];
 }
 
-/** Node, the platform, the arguments and where they were typed: a record of another of these is another run's. */
+/**
+ * Node, the platform, the arguments, where they were typed, the toolkit and the project's folders: a record of
+ * another of these is another run's.
+ */
 function context(argv: readonly string[], scope: Scope): string {
-  return JSON.stringify([RECORD_VERSION, process.version, process.platform, process.arch, argv, process.cwd(), scope.root]);
+  const { project } = scope;
+  const where = [process.cwd(), PACKAGE_ROOT, project.file, project.clusters, project.out];
+  return JSON.stringify([RECORD_VERSION, process.version, process.platform, process.arch, argv, ...where]);
 }
 
-/** Leftovers of an interrupted write beside or in dist/: the CLI recovers them. */
+/** Leftovers of an interrupted write beside the output folder: the CLI recovers them. */
 function interruptedWrite(out: string): boolean {
   const parent = path.dirname(out);
   const base = path.basename(out);
@@ -158,7 +165,8 @@ export function answerFromRecord(argv: readonly string[]): number | undefined {
     for (const l of r.stdout) process.stdout.write(l);
     const files = Object.values(r.entries).reduce((n, e) => n + Object.keys(e.files).length, 0);
     const s = ((performance.now() - t0) / 1000).toFixed(2);
-    process.stdout.write(`dist already up to date (${files} files): no description, source or schema file changed since the last render (checked in ${s} s)\n`);
+    const shown = path.relative(process.cwd(), scope.out) || '.';
+    process.stdout.write(`${shown} already up to date (${files} files): no description, source or schema file changed since the last render (checked in ${s} s)\n`);
   }
   return 0;
 }
@@ -199,7 +207,7 @@ function tap(stream: NodeJS.WriteStream, into: string[]): () => void {
 export function runRecorded(argv: readonly string[], run: () => number | Promise<number>): number | Promise<number> {
   const scope = scopeOf(argv);
   if (!scope) return run();
-  const watcher = new Watcher([scope.out, path.dirname(scope.record)]);
+  const watcher = new Watcher([scope.out, scope.cacheDir]);
   const stdout: string[] = [];
   const stderr: string[] = [];
   const untap = [tap(process.stdout, stdout), tap(process.stderr, stderr)];
@@ -233,7 +241,7 @@ function save(scope: Scope, argv: readonly string[], watcher: Watcher, stdout: s
   watcher.addLoadedModules();
   const seen = watcher.seen;
   for (const f of INSTALL_FILES) {
-    const abs = path.join(scope.root, f);
+    const abs = path.join(INSTALL_ROOT, f);
     if (!(abs in seen.files)) seen.files[abs] = fileDigest(abs) ?? null;
   }
   // a render of some clusters: what the record it started from observed holds still (checked when it was planned)

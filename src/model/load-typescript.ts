@@ -7,11 +7,8 @@ import type { SandboxRequest } from './typescript-sandbox';
 import { compiledDescription } from '../cache/compile-record';
 import { sha256 } from '../cache/digests';
 import { InputError } from '../errors';
-import { PROJECT_ROOT } from '../paths';
+import { PACKAGE_NAME, PACKAGE_ROOT } from '../paths';
 import { killTagged, RUN_TOKEN_ENV, runToken } from '../processes';
-
-/** The package name a TypeScript description imports `defineCluster` from. */
-export const PACKAGE_NAME = 'gpu-cluster-manifests';
 
 /** Seconds a TypeScript description may run (transpiling included). */
 export const TS_TIME_ENV = 'GPU_CLUSTER_MANIFESTS_TS_TIMEOUT';
@@ -55,7 +52,7 @@ export function typeScriptLimits(): { seconds: number; memoryMiB: number } {
 
 /** The sandbox's entry point: compiled, also when this module runs from the sources (tests). */
 const SANDBOX = __filename.endsWith('.ts')
-  ? path.join(PROJECT_ROOT, 'lib', 'src', 'model', 'typescript-sandbox.js')
+  ? path.join(PACKAGE_ROOT, 'lib', 'src', 'model', 'typescript-sandbox.js')
   : path.join(__dirname, 'typescript-sandbox.js');
 
 /** The command that starts the sandbox: on Linux under ulimit (address space, no core dump). */
@@ -84,7 +81,7 @@ export function evaluateTypeScriptDescription(file: string, source: string): unk
   if (twin && twin.typeErrors.length > 0) fail(...twin.typeErrors.map((e) => `line ${e.line}, column ${e.column}: ${e.message}`));
   const key = `${abs}\0${sha256(source)}\0${twin?.js ?? ''}`;
   if (evaluated.has(key)) return evaluated.get(key);
-  const value = runSandbox({ file: abs, twin: twin?.js, source: twin ? undefined : source, root: PROJECT_ROOT, packageName: PACKAGE_NAME });
+  const value = runSandbox({ file: abs, twin: twin?.js, source: twin ? undefined : source, root: PACKAGE_ROOT, packageName: PACKAGE_NAME });
   evaluated.set(key, value);
   return value;
 }

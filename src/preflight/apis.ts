@@ -1,5 +1,6 @@
 import { crdFacts } from './reads';
 import { PreflightContext, PreflightFinding, PreflightRule, rulesOf } from './rule';
+import { ARGOCD_FOLDER } from '../components/argocd/chart';
 import { GroupKind, groupKindKey, isBuiltInGroup, isProvided, kindsDefinedBy, parseProvides } from '../components/gitops/api-kinds';
 import { ManagedInstall, managedInstalls } from '../components/gitops/managed-installs';
 import { GITOPS_FOLDER } from '../components/gitops/plan';
@@ -54,7 +55,9 @@ function apiFindings({ model, rendered, state }: PreflightContext): PreflightFin
         severity,
         object: `CustomResourceDefinition ${groupKindKey({ group, kind: m.kind })}`,
         message: `the render has ${users} ${m.kind} object(s) (${folder}/) but the cluster has no CRD for ${m.kind}.${group}`,
-        fix: folder === GITOPS_FOLDER ? 'install Argo CD before the bootstrap (README: gitops and the fleet)'
+        fix: folder === GITOPS_FOLDER
+          ? (model.argocd === 'managed' ? `the bootstrap installs it first: kubectl apply --server-side --force-conflicts -k ${model.description.gitops.path}/${ARGOCD_FOLDER}`
+            : 'install Argo CD before the bootstrap, or set gitops.argocd: managed (README: gitops and the fleet)')
           : install ? `set ${install} in the description (the same sync installs the CRD), or install the operator that serves ${m.kind}` : `install the operator that serves ${m.kind}.${group}`,
       });
     } else if (!crd.served.includes(version)) {

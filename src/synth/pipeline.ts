@@ -35,8 +35,8 @@ export interface SynthOptions {
   readonly configs?: readonly string[];
   /** The models of `configs`, already loaded (by the launcher's precheck): used instead of loading the files again. */
   readonly models?: readonly ClusterModel[];
-  /** Folder of descriptions used when `configs` is empty. */
-  readonly clustersDir: string;
+  /** Folder of descriptions used when `configs` is empty (a project's `clusters:`); one of the two is needed. */
+  readonly clustersDir?: string;
   /**
    * Output root. With `configs`, each cluster replaces `<out>/<cluster>/` only; without, the
    * whole `<out>` becomes the rendered fleet.
@@ -240,7 +240,8 @@ export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthR
   // An interrupted earlier run is finished or undone before anything else.
   recoverOutput(out, lockOptions);
   const only = opts.configs && opts.configs.length > 0;
-  const configs = only ? opts.configs! : descriptionFiles(opts.clustersDir);
+  if (!only && opts.clustersDir === undefined) throw new InputError('synth: name the descriptions (configs) or their folder (clustersDir)');
+  const configs = only ? opts.configs! : descriptionFiles(opts.clustersDir!);
   if (configs.length === 0) throw new InputError(`no cluster descriptions in ${opts.clustersDir}`);
   const listed = new Set(configs);
   const reuse = only ? new Map<string, ReusedCluster>() : new Map([...opts.reuse ?? []].filter(([c]) => listed.has(c)));

@@ -22,6 +22,7 @@ export class RenderSession {
   readonly budget: EngineBudget;
   private readonly renders = new Map<string, Promise<RenderOutput>>();
   private readonly charts = new Map<string, PreparedChart>();
+  private readonly reruns = new Map<string, Promise<RenderOutput>>();
 
   constructor(cacheDir: string | undefined, budget: EngineBudget = new EngineBudget()) {
     this.cache = new RenderCache(cacheDir);
@@ -48,6 +49,21 @@ export class RenderSession {
     pending.then(() => {
       if (!keep) forget();
     }, forget);
+    return pending;
+  }
+
+  /**
+   * A second render of `key`, afresh (the determinism rule compares it with the first): `run`'s output, run once
+   * per run whatever the cache holds, and never cached; a failed one runs again when asked again.
+   */
+  rerun(key: string, run: () => Promise<RenderOutput>): Promise<RenderOutput> {
+    const known = this.reruns.get(key);
+    if (known) return known;
+    const pending = run();
+    this.reruns.set(key, pending);
+    pending.catch(() => {
+      if (this.reruns.get(key) === pending) this.reruns.delete(key);
+    });
     return pending;
   }
 

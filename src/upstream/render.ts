@@ -11,6 +11,7 @@ import { batchPieces, FolderPlan, Piece, planFolder } from './folder-batches';
 import { compareFolderBuild, FolderRead } from './folder-build';
 import { readInside } from './inside';
 import { ApplicationSource, chartOfSource, CrdRef, releaseOfSource, UnrenderedCrds, VendoredRelease } from './releases';
+import { folderFiles, offlineKustomization, remoteResourcesOf, vendoredBases } from './remote-bases';
 import { RenderOutput } from './render-cache';
 import { RenderSession } from './render-session';
 import { SourceRefused, treeDigest } from './tree';
@@ -63,6 +64,11 @@ export interface ClusterRenders {
    * Network Operator's NicClusterPolicy), rendered with their default values: the release's own images.
    */
   readonly defaults: readonly RenderedSource[];
+  /**
+   * Every Helm source rendered a second time with the same values, by a fresh engine run (never from the cache): a
+   * render that differs from the first is not deterministic (random values, time, lookup fallbacks).
+   */
+  readonly reruns?: readonly RenderedSource[];
 }
 
 export interface RenderContext {
@@ -92,8 +98,8 @@ export interface RenderContext {
    */
   readonly session?: RenderSession;
   /**
-   * Render with the engines again: neither from this run's earlier renders nor from the cache, and not cached
-   * (a determinism check compares two renders of one input).
+   * Render with the engines again: never from the cache or this run's first renders, and not cached; once per run
+   * per distinct input (the determinism rule's second render, which must not be the first one read back).
    * @default false
    */
   readonly fresh?: boolean;
@@ -172,13 +178,13 @@ async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) 
 
 /**
  * Runs an engine, or takes its output from this run's earlier render of the same input or from the cache
- * (RenderSession); `fresh`: runs it. `keep`: the output stays in the run's memory (charts and overlays).
+ * (RenderSession); `fresh`: runs it again, once per run (RenderSession.rerun). `keep`: the output stays in the run's memory (charts and overlays).
  */
 async function cachedRun(
   ctx: Context, key: readonly unknown[], engine: Engine, what: string, run: () => Promise<string>, keep = true,
 ): Promise<RenderOutput> {
-  if (ctx.fresh) return parseOutput(await run(), what);
   const k = ctx.session.cache.key([engine.name, engine.version, ...key]);
+  if (ctx.fresh) return ctx.session.rerun(k, async () => parseOutput(await run(), what));
   return ctx.session.render(k, async () => parseOutput(await run(), what), keep);
 }
 
@@ -571,6 +577,49 @@ function folderOfSource(ctx: Context, source: ApplicationSource): string | null 
 }
 
 /**
+ * A folder whose kustomization builds on remote bases (the argocd folder: Argo CD's install at its release tag), as
+ * Argo CD's repo server builds it, but offline: a copy of the folder whose remote bases point at their vendored
+ * copies (remote-bases.ts). What it applies is an upstream install: it is rendered as one (type `kustomize`, its
+ * release the base's), so the rules check its objects as they check a managed install's. A remote base that is no
+ * vendored release is not fetched: the source is `unreleased`.
+ */
+async function renderRemoteBased(
+  app: Manifest, index: number, source: ApplicationSource, dir: string, remotes: readonly string[], ctx: Context,
+): Promise<RenderedSource> {
+  const base0 = { application: app, index, type: 'kustomize' as const, namespace: destinationNamespace(app), objects: [], unrenderedCrds: [] };
+  const root = ctx.upstream;
+  const named = `folder ${source.path} (on ${remotes.join(', ')})`;
+  if (!root) return { ...base0, what: named, problem: { kind: 'no-upstream', message: `${named} is not rendered: no upstream installs folder` } };
+  const { bases, unmapped } = vendoredBases(remotes, root);
+  const release = bases[0]?.release;
+  const what = release ? `folder ${source.path} (on ${release.repoURL.replace(/^https:\/\/github.com\//, '').replace(/\.git$/, '')}/${release.path} ${release.version})` : named;
+  const base = { ...base0, what, release };
+  if (unmapped.length > 0) {
+    return {
+      ...base,
+      problem: {
+        kind: 'unreleased',
+        message: `${what}: remote base ${unmapped.join(', ')} is no vendored release in ${root} (check builds offline: pin a released tag and vendor it there, see README)`,
+      },
+    };
+  }
+  const engine = ctx.engines.kustomize;
+  const key = ['remote-based', treeDigest(dir), ...bases.map((b) => [treeDigest(b.releaseDir, true), path.relative(b.releaseDir, b.dir)])];
+  try {
+    const { objects } = await cachedRun(ctx, key, engine, what, () => withScratch(ctx, (scratch) => {
+      // the folder's files read as every file a tree gives the engines (inside it, regular, bounded)
+      for (const f of folderFiles(dir)) writeFileSync(path.join(scratch, f), readInside(dir, f, 'file'));
+      for (const f of ['kustomization.yml', 'Kustomization']) rmSync(path.join(scratch, f), { force: true });
+      writeFileSync(path.join(scratch, 'kustomization.yaml'), stringify(offlineKustomization(dir, scratch, bases)));
+      return engine.run(['--', scratch], runOptions(ctx, `kubectl kustomize ${printable(str(source.path))}`));
+    }));
+    return { ...base, objects };
+  } catch (e) {
+    return { ...base, problem: { kind: 'failed', message: failure(e) } };
+  }
+}
+
+/**
  * What Argo CD renders for each source of each Application, with the engines it runs: `helm template` of the
  * vendored chart of exactly that name and version (release name, destination namespace, values, CRDs,
  * Kubernetes version), `kustomize build` of the vendored overlay with the Application's kustomize options,
@@ -586,8 +635,9 @@ export async function renderApplications(applications: readonly Manifest[], cont
     .flatMap((app) => sourcesOf(app).map((source, index) => ({ app, source, index })).filter((j) => isJsonObject(j.source)))
     .map((j) => ({ ...j, folder: chartOfSource(j.source) === undefined ? folderOfSource(ctx, j.source) : undefined }));
   const folders = [...new Set(jobs.map((j) => j.folder).filter((f): f is string => typeof f === 'string'))];
+  const remotes = new Map(folders.map((f) => [f, remoteResourcesOf(f)]));
   try {
-    await buildFolders(folders, ctx);
+    await buildFolders(folders.filter((f) => remotes.get(f)!.length === 0), ctx);
   } catch (e) {
     // no scratch folder (an unusable cache): each folder's own build says so
     if (!isFsError(e)) throw e;
@@ -599,7 +649,10 @@ export async function renderApplications(applications: readonly Manifest[], cont
       const what = printable(`folder ${str(source.path)}`);
       return { application: app, index, type: 'folder' as const, what, namespace: destinationNamespace(app), objects: [], unrenderedCrds: [], problem: { kind: 'failed' as const, message: folder.refused } };
     }
-    if (folder !== undefined) return renderFolder(app, index, source, folder, ctx);
+    if (folder !== undefined) {
+      const remote = remotes.get(folder) ?? [];
+      return remote.length > 0 ? renderRemoteBased(app, index, source, folder, remote, ctx) : renderFolder(app, index, source, folder, ctx);
+    }
     if (source.repoURL && source.path !== undefined) return renderOverlay(app, index, source, ctx);
     return undefined;
   });

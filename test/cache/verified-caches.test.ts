@@ -7,7 +7,7 @@ import { projectCacheDir } from '../../src/cache/cache-dir';
 import { cacheDirProblem, CompiledCache, defaultCacheDir } from '../../src/cache/compiled-cache';
 import { DigestMemo } from '../../src/cache/digests';
 import { runEngine, unpackedLayer } from '../../src/engines';
-import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM, PROJECT_ROOT as PROJECT } from '../../src/paths';
+import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM, PACKAGE_ROOT as PROJECT } from '../../src/paths';
 import { Manifest } from '../../src/render/manifest';
 import { locateChart, renderableChart } from '../../src/upstream/chart';
 import { RenderCache } from '../../src/upstream/render-cache';

@@ -37,7 +37,7 @@ describe.skipIf(process.platform !== 'linux')('render threads', () => {
     // every cluster is too large for a 32 MB heap: whichever the worker takes kills it (the main thread has no such limit)
     const configs = fleet('oom', 3, 100);
     const out = path.join(work, 'oom-out');
-    const r = spawnSync(process.execPath, [path.join(LIB, 'cli.js'), 'synth', ...configs.flatMap((c) => ['--config', c]), '--out', out, '--no-validate', '--quiet'], {
+    const r = spawnSync(process.execPath, [path.join(LIB, 'bin.js'), 'synth', ...configs.flatMap((c) => ['--config', c]), '--out', out, '--no-validate', '--quiet'], {
       env: { ...process.env, [THREADS_ENV]: '2', [THREAD_MEMORY_ENV]: '32' }, encoding: 'utf8', timeout: 280_000,
     });
     expect(r.signal, 'the synth did not end').toBeNull();

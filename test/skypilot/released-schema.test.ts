@@ -8,7 +8,7 @@ import { loadDescription } from '../../src/model/load';
 import { buildModel } from '../../src/model/model';
 import { RenderedCluster } from '../../src/render/manifest';
 import { renderCluster } from '../../src/synth/render';
-import { renderOf, ROOT, SHARED } from '../helpers';
+import { renderOf, SHARED, TRAINING_FILE } from '../helpers';
 
 /**
  * The SkyPilot client files must work with a released SkyPilot. SkyPilot validates `~/.sky/config.yaml`
@@ -55,7 +55,7 @@ const errors = (v: ValidateFunction, data: unknown) => (v(data) ? [] : (v.errors
 
 describe.skipIf(!existsSync(FILE))(`SkyPilot client files against released SkyPilot ${RELEASE.tag}`, () => {
   const v = validators();
-  const training = renderCluster(buildModel(loadDescription(path.join(ROOT, 'src', 'clusters', 'training-cluster.yaml'))));
+  const training = renderCluster(buildModel(loadDescription(TRAINING_FILE)));
   const clusters: RenderedCluster[] = [renderOf(), training, renderOf((d) => { delete d.network.infiniband; })];
 
   it('the schema dump names the release tag and commit it was read from', () => {
