@@ -3,7 +3,6 @@ import type { BigIntStats, Dirent, Stats } from 'node:fs';
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { fileDigest, observeDigests, sha256 } from './digests';
-import { isInside } from '../files';
 
 /**
  * What a process reads, found by watching it (as tup and bazel find dependencies): the SHA-256 of every file it
@@ -61,14 +60,32 @@ export function probe(p: string, how: 'stat' | 'lstat'): Kind {
   }
 }
 
-function listingDigest(entries: ReadonlyArray<string | Buffer | Dirent>): string {
-  const names = entries.map((e) => (typeof e === 'string' || Buffer.isBuffer(e) ? String(e) : `${e.name}\0${e.isDirectory() ? 'd' : e.isFile() ? 'f' : e.isSymbolicLink() ? 'l' : 'o'}`));
+/** The paths a watch leaves out: pseudo files, and the given ones (the output, the cache) with what is named after them. */
+export function watchExclusions(excluded: readonly (string | undefined)[]): readonly string[] {
+  return [...new Set([...NOT_INPUTS, ...excluded.filter((e): e is string => e !== undefined).map((e) => path.resolve(e))])];
+}
+
+/** `abs` (absolute, normalised) is an excluded path, inside one, or named after one (`dist.tmp-…`). */
+function isExcluded(abs: string, excluded: readonly string[]): boolean {
+  for (const e of excluded) {
+    if (abs.startsWith(e) && (abs.length === e.length || abs[e.length] === path.sep || abs[e.length] === '.' || e === path.sep)) return true;
+  }
+  return false;
+}
+
+/**
+ * The digest of a folder's listing, without the entries left out (the output folder and the write protocol's
+ * files beside it come and go with every render: the folder holding them is listed by the render all the same).
+ */
+function listingDigest(dir: string, entries: ReadonlyArray<string | Buffer | Dirent>, excluded: readonly string[]): string {
+  const kept = entries.filter((e) => !isExcluded(path.join(dir, typeof e === 'string' || Buffer.isBuffer(e) ? String(e) : e.name), excluded));
+  const names = kept.map((e) => (typeof e === 'string' || Buffer.isBuffer(e) ? String(e) : `${e.name}\0${e.isDirectory() ? 'd' : e.isFile() ? 'f' : e.isSymbolicLink() ? 'l' : 'o'}`));
   return sha256(names.sort().join('\n'));
 }
 
-function listing(p: string, withTypes: boolean): string | undefined {
+function listing(p: string, withTypes: boolean, excluded: readonly string[]): string | undefined {
   try {
-    return listingDigest(withTypes ? fs.readdirSync(p, { withFileTypes: true }) : fs.readdirSync(p));
+    return listingDigest(p, withTypes ? fs.readdirSync(p, { withFileTypes: true }) : fs.readdirSync(p), excluded);
   } catch {
     return undefined;
   }
@@ -83,11 +100,11 @@ function realpath(p: string): string | null {
 }
 
 /** True when everything observed is still so; `skip`: files the caller compares itself (a record's descriptions). */
-export function stillObserved(r: Observed, skip: ReadonlySet<string> = new Set()): boolean {
+export function stillObserved(r: Observed, excluded: readonly string[], skip: ReadonlySet<string> = new Set()): boolean {
   for (const [f, d] of Object.entries(r.files)) if (!skip.has(f) && (fileDigest(f) ?? null) !== d) return false;
   for (const [key, d] of Object.entries(r.dirs)) {
     const [p, withTypes] = key.split('\0');
-    if (listing(p, withTypes === '1') !== d) return false;
+    if (listing(p, withTypes === '1', excluded) !== d) return false;
   }
   for (const [key, k] of Object.entries(r.kinds)) {
     const [p, how] = key.split('\0');
@@ -120,13 +137,13 @@ export class Watcher {
   private pending = 0;
 
   constructor(excluded: readonly (string | undefined)[]) {
-    this.excluded = [...new Set([...NOT_INPUTS, ...excluded.filter((e): e is string => e !== undefined)])];
+    this.excluded = watchExclusions(excluded);
   }
 
   private watched(p: unknown): string | undefined {
     if (typeof p !== 'string' && !Buffer.isBuffer(p) && !(p instanceof URL)) return undefined;
     const abs = path.resolve(p instanceof URL ? p.pathname : String(p));
-    if (this.excluded.some((e) => isInside(abs, e) || abs.startsWith(`${e}.`))) return undefined;
+    if (isExcluded(abs, this.excluded)) return undefined;
     return abs;
   }
 
@@ -227,7 +244,7 @@ export class Watcher {
     });
     wrap(fs, 'readdirSync', ([p, options], result: Array<string | Buffer | Dirent>) => {
       const abs = self.watched(p);
-      if (abs) self.seen.dirs[`${abs}\0${options?.withFileTypes ? '1' : '0'}`] ??= listingDigest(result);
+      if (abs) self.seen.dirs[`${abs}\0${options?.withFileTypes ? '1' : '0'}`] ??= listingDigest(abs, result, self.excluded);
     });
     for (const how of ['stat', 'lstat'] as const) {
       wrap(fs, `${how}Sync`, ([p], result) => {

@@ -2,8 +2,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { checkEntry, EntryRecord, recordEntry } from './output-record';
 import { defaultCacheDir } from '../cache/cache-dir';
-import { fileDigest } from '../cache/digests';
-import { Observed, stillObserved, Watcher } from '../cache/read-watch';
+import { fileDigest, sha256 } from '../cache/digests';
+import { Observed, stillObserved, watchExclusions, Watcher } from '../cache/read-watch';
 import { FAULT_ENV } from '../fault';
 import { INSTALL_ROOT, PACKAGE_ROOT } from '../paths';
 import { Project, projectOf } from '../project/project-file';
@@ -34,7 +34,8 @@ import type { ReusedCluster, SynthResult } from '../synth/pipeline';
  * sandbox, a thread that does not watch itself, read a file asynchronously) is not recorded.
  */
 
-const RECORD_FILE = 'synth-up-to-date.json';
+/** The record of a project's plain synth, named after its project file (one toolkit install may serve several projects). */
+const recordFileOf = (project: Project): string => `synth-up-to-date-${sha256(project.file).slice(0, 16)}.json`;
 const RECORD_VERSION = 2;
 /** The arguments answered from the record; anything else renders. */
 const ELIGIBLE = [['synth'], ['synth', '--quiet']];
@@ -62,7 +63,8 @@ function scopeOf(argv: readonly string[]): Scope | undefined {
   } catch {
     return undefined;
   }
-  return dir !== undefined && project !== undefined ? { project, out: project.out, record: path.join(dir, RECORD_FILE), cacheDir: dir } : undefined;
+  if (dir === undefined || project === undefined) return undefined;
+  return { project, out: project.out, record: path.join(dir, recordFileOf(project)), cacheDir: dir };
 }
 
 /** One description of the fleet: its file (its digest is the record's `files` entry) and what its cluster left. */
@@ -79,6 +81,11 @@ interface RunRecord extends Observed {
   entries: Record<string, EntryRecord>;
   stdout: string[];
   stderr: string[];
+}
+
+/** What the watch of the plain synth leaves out: its output and the cache. */
+function unwatched(scope: Scope): string[] {
+  return [scope.out, scope.cacheDir];
 }
 
 /**
@@ -114,7 +121,7 @@ function planOf(argv: readonly string[], scope: Scope): Plan {
   const r = JSON.parse(fs.readFileSync(scope.record, 'utf8')) as RunRecord;
   if (r.version !== RECORD_VERSION || r.context !== context(argv, scope) || !Array.isArray(r.clusters)) return render;
   const configs = new Set(r.clusters.map((c) => c.config));
-  if (!stillObserved(r, configs)) return render;
+  if (!stillObserved(r, watchExclusions(unwatched(scope)), configs)) return render;
   const changed = new Set([...configs].filter((c) => (fileDigest(c) ?? null) !== r.files[c]));
   // dist/ holds exactly the recorded entries, each as recorded (but those rendered again)
   const names = fs.readdirSync(scope.out).sort();
@@ -163,7 +170,7 @@ export function answerFromRecord(argv: readonly string[]): number | undefined {
   for (const l of r.stderr) process.stderr.write(l);
   if (!argv.includes('--quiet')) {
     for (const l of r.stdout) process.stdout.write(l);
-    const files = Object.values(r.entries).reduce((n, e) => n + Object.keys(e.files).length, 0);
+    const files = Object.values(r.entries).reduce((n, e) => n + e.files, 0);
     const s = ((performance.now() - t0) / 1000).toFixed(2);
     const shown = path.relative(process.cwd(), scope.out) || '.';
     process.stdout.write(`${shown} already up to date (${files} files): no description, source or schema file changed since the last render (checked in ${s} s)\n`);
@@ -207,7 +214,7 @@ function tap(stream: NodeJS.WriteStream, into: string[]): () => void {
 export function runRecorded(argv: readonly string[], run: () => number | Promise<number>): number | Promise<number> {
   const scope = scopeOf(argv);
   if (!scope) return run();
-  const watcher = new Watcher([scope.out, scope.cacheDir]);
+  const watcher = new Watcher(unwatched(scope));
   const stdout: string[] = [];
   const stderr: string[] = [];
   const untap = [tap(process.stdout, stdout), tap(process.stderr, stderr)];

@@ -134,7 +134,8 @@ export function processCluster(model: ClusterModel, index: number, stage: Cluste
   const unchanged = target !== undefined && timed('write', () => holdsExactly(target, files!));
   const deleted = target !== undefined && !unchanged ? timed('write', () => entryDeletions(stage.out!, c.name, files!, treeObjects(c.name, c.folders))) : [];
   const summary = summaryOf(c.name, c.folders);
-  return { index, summary, issues, findings, unchanged, deleted, fleet: stage.fleet ? fleetEntry(c) : undefined, valid, files, fileCount: files?.length ?? 0, time };
+  const fleet = stage.fleet ? fleetEntry(c) : undefined;
+  return { index, summary, issues, findings, unchanged, deleted, fleet, valid, files, fileCount: files?.length ?? 0, time };
 }
 
 function fleetEntry(c: RenderedCluster): FleetEntry | { error: string } {

@@ -244,7 +244,14 @@ export function renderOnThreads(models: readonly ClusterModel[], plan: ThreadPla
     for (let t = 0; t < workerCount; t++) {
       const { port1, port2 } = new MessageChannel();
       const data: WorkerData = {
-        [TAG]: true, descriptions, out: plan.out, schemas: plan.schemas, fleet: stage.fleet ?? false, shared, port: port2, slot: t,
+        [TAG]: true,
+        descriptions,
+        out: plan.out,
+        schemas: plan.schemas,
+        fleet: stage.fleet ?? false,
+        shared,
+        port: port2,
+        slot: t,
         ...(watch ? { watch: watch.excluded, [WATCHED_WORKER]: true as const } : {}),
       };
       const worker = new Worker(WORKER_FILE!, { workerData: data, transferList: [port2], resourceLimits: { maxOldGenerationSizeMb: memoryMb } });

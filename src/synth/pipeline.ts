@@ -207,20 +207,30 @@ function fleetFolderOf(entries: ReadonlyArray<FleetEntry | { readonly error: str
 /** The outcome of a reused cluster: kept as it is on disk, its summary and findings as recorded. */
 function reusedOutcome(r: ReusedCluster, index: number): ClusterOutcome {
   return {
-    index, summary: r.summary, issues: r.warnings, findings: r.findings, unchanged: true, deleted: [], fleet: r.fleet,
-    valid: true, fileCount: r.fileCount, time: { render: 0, validate: 0, write: 0 },
+    index,
+    summary: r.summary,
+    issues: r.warnings,
+    findings: r.findings,
+    unchanged: true,
+    deleted: [],
+    fleet: r.fleet,
+    valid: true,
+    fileCount: r.fileCount,
+    time: { render: 0, validate: 0, write: 0 },
   };
 }
 
-/** The models of the descriptions to render, with the names the reused clusters keep: two descriptions of one name are bad input. */
+/**
+ * The models of the descriptions to render, beside the names the reused clusters keep. A description that takes the
+ * name of a reused cluster is bad input, said as a full render says it (every description loaded).
+ */
 function modelsBesides(configs: readonly string[], reuse: ReadonlyMap<string, ReusedCluster>): (ClusterModel | undefined)[] {
   const fresh = configs.filter((c) => !reuse.has(c));
   const loaded = fresh.length > 0 ? loadModels(fresh) : [];
-  const byFile = new Map(fresh.map((c, i) => [c, loaded[i]]));
-  const kept = new Map([...reuse].map(([file, r]) => [r.summary.name, file]));
-  const problems = loaded.flatMap((m, i) => (kept.has(m.name) ? [`${fresh[i]}: name: cluster "${m.name}" is also described in ${kept.get(m.name)}`] : []));
-  if (problems.length > 0) throw new InputError('invalid cluster description', problems);
-  return configs.map((c) => byFile.get(c));
+  const kept = new Set([...reuse.values()].map((r) => r.summary.name));
+  if (loaded.some((m) => kept.has(m.name))) return loadModels(configs);
+  const ofFile = new Map(fresh.map((c, i) => [c, loaded[i]]));
+  return configs.map((c) => ofFile.get(c));
 }
 
 /**
@@ -254,7 +264,7 @@ export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthR
   const t1 = now();
 
   const work = slots.flatMap((m, index) => (m ? [{ model: m, index }] : []));
-  const v = opts.schemas === false || work.length === 0 ? undefined : validator ?? new ManifestValidator(SchemaStore.open(opts.schemas), { requireNamespace: true });
+  const v = opts.schemas === false ? undefined : validator ?? new ManifestValidator(SchemaStore.open(opts.schemas), { requireNamespace: true });
   const stage: ClusterStage = { validator: v, out, fleet: !only };
   const time: PhaseTimes = { render: 0, validate: 0, write: 0 };
   const outcomes: ClusterOutcome[] = new Array(configs.length);

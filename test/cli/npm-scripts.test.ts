@@ -1,11 +1,11 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FAULT_TRACE_ENV } from '../../src/fault';
 import { PROJECT_FILE } from '../../src/project/project-file';
-import { BIN, fixtureProject, HAS_SCHEMAS, REFERENCE_FILE, renderedFixtures, ROOT, TRAINING_FILE } from '../helpers';
+import { BIN, fixtureProject, HAS_SCHEMAS, readTreeFiles, REFERENCE_FILE, renderedFixtures, ROOT, TRAINING_FILE } from '../helpers';
 import { SNAPSHOT } from '../preflight/snapshots';
 
 // The documented npm commands keep the CLI's contract: its exit code (npm passes it through, no
@@ -117,53 +117,73 @@ describe('the launcher', () => {
 });
 
 // The plain synth (every description of the project into its output folder) is answered by the
-// launcher's up-to-date record when nothing it reads changed. This test runs the launcher in a
-// clusters repository of the fixtures (a temporary folder with its own project file), so neither
-// this repository's dist/ nor its examples play a part.
+// launcher's up-to-date record when nothing it reads changed, and renders only the clusters of the
+// descriptions that changed when nothing else did. This test runs the launcher in a clusters
+// repository of the fixtures (a temporary folder with its own project file), so neither this
+// repository's dist/ nor its examples play a part. The fault trace counts the descriptions loaded.
 describe('the launcher\'s up-to-date check of the plain synth', () => {
   const LAUNCHER = path.join(ROOT, 'projenrc', 'launch.cjs');
   const cache = mkdtempSync(path.join(tmpdir(), 'up-to-date-'));
-  const record = path.join(cache, 'synth-up-to-date.json');
+  const recordFile = () => path.join(cache, readdirSync(cache).find((f) => /^synth-up-to-date-[0-9a-f]{16}\.json$/.test(f))!);
   const project = fixtureProject('up-to-date-project-');
-  // as in a repository rendered before: a first render that creates the output folder changes the
-  // listing of the project folder it read, so only the next one is answered from the record
-  mkdirSync(path.join(project, 'dist'));
-  const synth = () => spawnSync(process.execPath, [LAUNCHER, 'synth'], { cwd: project, env: { ...env, GPU_CLUSTER_MANIFESTS_CACHE: cache }, encoding: 'utf8' });
+  const trace = path.join(dir, 'up-to-date.trace');
+  const run = (...args: string[]) => {
+    writeFileSync(trace, '');
+    const r = spawnSync(process.execPath, [LAUNCHER, 'synth', ...args], { cwd: project, env: { ...env, GPU_CLUSTER_MANIFESTS_CACHE: cache, [FAULT_TRACE_ENV]: trace }, encoding: 'utf8' });
+    expect(r.status, r.stderr).toBe(0);
+    return { stdout: r.stdout, loads: readFileSync(trace, 'utf8').split('\n').filter((l) => l.startsWith('load:')).length };
+  };
+  const synth = () => run();
   const UP_TO_DATE = /dist already up to date \(\d+ files\): no description, source or schema file changed/;
+  const dist = path.join(project, 'dist');
 
   it.skipIf(!HAS_SCHEMAS)('answers from its record only while the inputs and the output folder are what the record says', () => {
+    // the first render creates the output folder (the project folder it lists changes, but not in what it holds for the render)
     const first = synth();
-    expect(first.status, first.stderr).toBe(0);
     expect(first.stdout).not.toMatch(UP_TO_DATE);
-    expect(readdirSync(path.join(project, 'dist')).sort()).toEqual(['fleet', 'instant-cluster', 'training-cluster']);
+    expect(first.loads).toBe(2);
+    expect(readdirSync(dist).sort()).toEqual(['fleet', 'instant-cluster', 'training-cluster']);
     const second = synth();
-    expect(second.status, second.stderr).toBe(0);
     expect(second.stdout).toMatch(UP_TO_DATE);
+    expect(second.loads).toBe(0);
     // the same per-cluster summary as the render it stands for
     expect(second.stdout.split('\n').slice(0, -2)).toEqual(first.stdout.split('\n').slice(0, -2));
     // what the record holds: the content of what the render read, found by watching it
-    const read = Object.keys((JSON.parse(readFileSync(record, 'utf8')) as { files: Record<string, string> }).files);
+    const read = Object.keys((JSON.parse(readFileSync(recordFile(), 'utf8')) as { files: Record<string, string> }).files);
     for (const input of [/up-to-date-project-[^/]+\/clusters\/instant-cluster\.yaml$/, /shared\/crds\/kueue\/.*\.yaml$/, /lib\/src\/cli\.js$/, /node_modules\/yaml\/dist\//, /package-lock\.json$/]) {
       expect(read.some((f) => input.test(f)), String(input)).toBe(true);
     }
     // synth reads no upstream install (the rules that render them are check's), so none of them is in the record
     expect(read.filter((f) => f.includes('upstream-installs'))).toEqual([]);
 
-    // the output no longer what the record says (as after an edit by hand): rendered again
-    const saved = readFileSync(record, 'utf8');
-    const edited = JSON.parse(saved) as { output: Record<string, string>; files: Record<string, string | null> };
-    edited.output[Object.keys(edited.output)[0]] = '0'.repeat(64);
-    writeFileSync(record, JSON.stringify(edited));
-    expect(synth().stdout).not.toMatch(UP_TO_DATE);
+    // a file of the output edited by hand: everything rendered again, and the file as the render writes it
+    const queue = path.join(dist, 'instant-cluster', 'kueue', 'localqueue.default.default.yaml');
+    const rendered = readFileSync(queue, 'utf8');
+    writeFileSync(queue, `${rendered}# edited\n`);
+    const restored = synth();
+    expect(restored.stdout).not.toMatch(UP_TO_DATE);
+    expect(restored.loads).toBe(2);
+    expect(readFileSync(queue, 'utf8')).toBe(rendered);
 
-    // a file the render read is no longer what it was: rendered again
-    const input = JSON.parse(saved) as { files: Record<string, string | null> };
-    const description = Object.keys(input.files).find((f) => f.endsWith('instant-cluster.yaml'))!;
-    expect(input.files[description]).toMatch(/^[0-9a-f]{64}$/);
-    input.files[description] = '0'.repeat(64);
-    writeFileSync(record, JSON.stringify(input));
-    expect(synth().stdout).not.toMatch(UP_TO_DATE);
+    // one description changed: only its cluster is rendered (and the fleet folder), the output a full render's
+    const training = path.join(project, 'clusters', 'training-cluster.yaml');
+    writeFileSync(training, readFileSync(training, 'utf8').replace(/^(\s+gpus: )(\d+)$/m, (_, key: string, n: string) => `${key}${Number(n) - 1}`));
+    const incremental = synth();
+    expect(incremental.loads).toBe(1);
+    expect(incremental.stdout).toMatch(/wrote \d+ files to dist: 2 cluster folders and fleet\/ \(1 replaced, 2 unchanged\)/);
+    const full = path.join(mkdtempSync(path.join(tmpdir(), 'up-to-date-full-')), 'dist');
+    expect(run('--out', full).loads).toBe(2);
+    expect([...readTreeFiles(dist)]).toEqual([...readTreeFiles(full)]);
     expect(synth().stdout).toMatch(UP_TO_DATE);
+
+    // a file the render read besides the descriptions is no longer what it was: everything rendered again
+    const saved = JSON.parse(readFileSync(recordFile(), 'utf8')) as { files: Record<string, string | null> };
+    const crd = Object.keys(saved.files).find((f) => /shared\/crds\/kueue\/.*\.yaml$/.test(f))!;
+    saved.files[crd] = '0'.repeat(64);
+    writeFileSync(recordFile(), JSON.stringify(saved));
+    const again = synth();
+    expect(again.stdout).not.toMatch(UP_TO_DATE);
+    expect(again.loads).toBe(2);
 
     // another project file (an output folder elsewhere) is another run: rendered, not answered
     writeFileSync(path.join(project, PROJECT_FILE), 'clusters: clusters\nout: rendered\n');
