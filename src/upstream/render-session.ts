@@ -14,15 +14,23 @@ export interface PreparedChart {
  * it at the same time; a prepared chart is made (or verified) once per run. It also holds the command's one
  * engine budget: sharing renders never multiplies the bound, and never skips a check of what a render gives.
  *
- * Renders of charts and overlays stay in memory for the run (a fleet asks for the same few again and again);
- * a folder's build only until its clusters took it (each cluster's folders are its own).
+ * Renders of charts and overlays stay in memory (a fleet asks for the same few again and again), the
+ * KEPT_RENDERS used last: a fleet whose every cluster has its own (its name in the values, say) holds a few of
+ * them at a time, not the fleet's; a folder's build only until its clusters took it (each cluster's folders are
+ * its own).
  */
+/** Finished renders kept in memory, the ones used last (each some MB of objects: Argo CD's install is 5 MB). */
+const KEPT_RENDERS = 16;
+
 export class RenderSession {
   readonly cache: RenderCache;
   readonly budget: EngineBudget;
+  /** Renders running, and the ones kept (in the order used, the last used last). */
   private readonly renders = new Map<string, Promise<RenderOutput>>();
+  private readonly kept = new Map<string, Promise<RenderOutput>>();
   private readonly charts = new Map<string, PreparedChart>();
   private readonly reruns = new Map<string, Promise<RenderOutput>>();
+  private readonly rerunsKept = new Map<string, Promise<RenderOutput>>();
 
   constructor(cacheDir: string | undefined, budget: EngineBudget = new EngineBudget()) {
     this.cache = new RenderCache(cacheDir);
@@ -35,8 +43,11 @@ export class RenderSession {
    * one runs it again. `keep`: stays in memory for the rest of the run (otherwise only while it runs).
    */
   render(key: string, run: () => Promise<RenderOutput>, keep: boolean): Promise<RenderOutput> {
-    const known = this.renders.get(key);
-    if (known) return known;
+    const known = this.renders.get(key) ?? this.kept.get(key);
+    if (known) {
+      if (this.kept.delete(key)) this.kept.set(key, known);
+      return known;
+    }
     const hit = this.cache.get(key);
     const pending = hit ? Promise.resolve(hit) : run().then((output) => {
       this.cache.put(key, output);
@@ -47,23 +58,38 @@ export class RenderSession {
       if (this.renders.get(key) === pending) this.renders.delete(key);
     };
     pending.then(() => {
-      if (!keep) forget();
+      forget();
+      if (keep) this.keep(this.kept, key, pending);
     }, forget);
     return pending;
   }
 
+  private keep(into: Map<string, Promise<RenderOutput>>, key: string, output: Promise<RenderOutput>): void {
+    into.delete(key);
+    into.set(key, output);
+    while (into.size > KEPT_RENDERS) into.delete(into.keys().next().value!);
+  }
+
   /**
-   * A second render of `key`, afresh (the determinism rule compares it with the first): `run`'s output, run once
-   * per run whatever the cache holds, and never cached; a failed one runs again when asked again.
+   * A second render of `key`, afresh (the determinism rule compares it with the first): `run`'s output, whatever
+   * the cache holds, never cached, and kept in memory as the first renders are (the KEPT_RENDERS used last): once
+   * per run for what a fleet shares; a failed one runs again when asked again.
    */
   rerun(key: string, run: () => Promise<RenderOutput>): Promise<RenderOutput> {
-    const known = this.reruns.get(key);
-    if (known) return known;
+    const known = this.reruns.get(key) ?? this.rerunsKept.get(key);
+    if (known) {
+      if (this.rerunsKept.delete(key)) this.rerunsKept.set(key, known);
+      return known;
+    }
     const pending = run();
     this.reruns.set(key, pending);
-    pending.catch(() => {
+    const forget = () => {
       if (this.reruns.get(key) === pending) this.reruns.delete(key);
-    });
+    };
+    pending.then(() => {
+      forget();
+      this.keep(this.rerunsKept, key, pending);
+    }, forget);
     return pending;
   }
 

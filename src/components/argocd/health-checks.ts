@@ -57,15 +57,33 @@ export function healthCheckData(wanted: (c: HealthCheck) => boolean = () => true
 }
 
 /** Whether `group`/`kind` match a `group/Kind` pattern in which `wildcard` stands for any text. */
+/** The expressions of `group/kind` patterns, made once per pattern (a check asks for every kind of a tree). */
+const globs = new Map<string, RegExp>();
+
 function kindMatches(pattern: string, wildcard: string, group: string, kind: string): boolean {
-  const i = pattern.lastIndexOf('/');
-  const glob = (p: string, v: string) => new RegExp(`^${p.split(wildcard).map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`).test(v);
-  return glob(pattern.slice(0, i), group) && glob(pattern.slice(i + 1), kind);
+  const key = `${wildcard}\0${pattern}`;
+  let re = globs.get(key);
+  if (!re) {
+    const i = pattern.lastIndexOf('/');
+    const glob = (p: string) => p.split(wildcard).map((x) => x.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('[^/]*');
+    re = new RegExp(`^${glob(pattern.slice(0, i))}/${glob(pattern.slice(i + 1))}$`);
+    globs.set(key, re);
+  }
+  return re.test(`${group}/${kind}`);
 }
+
+/** Built-in health by `group/kind`, as asked. */
+const builtIn = new Map<string, boolean>();
 
 /** Whether Argo CD v3.5.1 itself knows the health of a kind (a Go check, or a Lua check it ships). */
 export function hasBuiltInHealth(group: string, kind: string): boolean {
-  return ARGOCD_BUILTIN_GO_HEALTH.includes(`${group}/${kind}`) || ARGOCD_BUILTIN_LUA_HEALTH.some((p) => kindMatches(p, '_', group, kind));
+  const key = `${group}/${kind}`;
+  let known = builtIn.get(key);
+  if (known === undefined) {
+    known = ARGOCD_BUILTIN_GO_HEALTH.includes(key) || ARGOCD_BUILTIN_LUA_HEALTH.some((p) => kindMatches(p, '_', group, kind));
+    builtIn.set(key, known);
+  }
+  return known;
 }
 
 /**
