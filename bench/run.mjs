@@ -39,6 +39,16 @@ const TARGETS = {
   speedupOverCdk8sTsNode: 5,
   /** What the engine-backed checks (helm and kustomize renders of every Application) add to `check` of the reference tree. */
   engineChecksReferenceSeconds: 3,
+  // issue 30: check of the 1000-cluster fleet within 3x its synth, in one run, under 1 GB
+  checkFleet1000OverSynthMaxRatio: 3,
+  checkFleet1000PeakRssMB: 1024,
+  // issue 30: the plain synth of a 1000-cluster repository, nothing changed / one description changed
+  synthFleet1000NoopWallSeconds: 2,
+  synthFleet1000OneChangedWallSeconds: 3,
+  // issue 30: check of a 400-tenant cluster within 2x its synth
+  checkTenantsOverSynthMaxRatio: 2,
+  // issue 30: the two examples through npm (a full render into a temporary folder)
+  npmSynthFullWallSeconds: 1.0,
 };
 
 const { values: opts } = parseArgs({
@@ -134,6 +144,39 @@ const fleetFiles = Array.from({ length: FLEET_SIZE }, (_, i) => {
   return writeDescription(path.join(work, 'fleet'), d);
 });
 
+/**
+ * A clusters repository of the same 1000 descriptions (its project file: clusters/ into dist/), for the plain synth
+ * of a large fleet: nothing changed, one description changed, and check of its output.
+ */
+const fleetProject = path.join(work, 'fleet-project');
+mkdirSync(path.join(fleetProject, 'clusters'), { recursive: true });
+writeFileSync(path.join(fleetProject, 'gpu-cluster-manifests.yaml'), 'clusters: clusters\nout: dist\n');
+for (const f of fleetFiles) writeFileSync(path.join(fleetProject, 'clusters', path.basename(f)), readFileSync(f));
+/** Each run of the one-changed case changes this description's first tenant quota (one GPU less, then back). */
+const changedDescription = path.join(fleetProject, 'clusters', path.basename(fleetFiles[FLEET_SIZE / 2 - 1]));
+const changeOneDescription = (i) => {
+  const d = parse(readFileSync(changedDescription, 'utf8'));
+  const original = parse(readFileSync(fleetFiles[FLEET_SIZE / 2 - 1], 'utf8')).tenants[0].gpus;
+  d.tenants[0].gpus = i % 2 === 0 ? original - 1 : original;
+  writeFileSync(changedDescription, stringify(d));
+};
+
+/**
+ * One cluster with N tenants of one GPU each on N/8 + 1 workers (issue 30's measure of tenancy): each tenant has its
+ * namespace, quota, LocalQueue and bindings; the schema allows 500 tenants per cluster.
+ */
+function tenantsCluster(n) {
+  const d = structuredClone(reference);
+  d.name = `tenants-${n}`;
+  d.gitops.path = `dist/${d.name}`;
+  d.nodes.gpuWorkers.count = Math.floor(n / 8) + 1;
+  if (d.samples?.nodeNames) delete d.samples.nodeNames;
+  d.tenants = Array.from({ length: n }, (_, i) => ({ name: `team-${String(i + 1).padStart(4, '0')}`, gpus: 1 }));
+  return writeDescription(path.join(work, 'tenants'), d);
+}
+const tenants400 = tenantsCluster(400);
+const tenants4000 = tenantsCluster(4000);
+
 // ---------------------------------------------------------------- measuring
 
 const median = (xs) => {
@@ -158,7 +201,7 @@ function countObjects(dir) {
 }
 
 /** One fresh process: wall time (measured here), peak RSS, and the CLI's own timings (--format json). */
-function runOnce(command, args, env, expectedStatus = 0) {
+function runOnce(command, args, env, expectedStatus = 0, cwd = ROOT, expectOut = undefined) {
   const rssFile = path.join(work, `rss-${process.pid}-${Date.now()}`);
   let cmd = command;
   let argv = args;
@@ -171,10 +214,14 @@ function runOnce(command, args, env, expectedStatus = 0) {
     childEnv = { ...childEnv, GCM_BENCH_RSS_FILE: rssFile };
   }
   const t0 = performance.now();
-  const r = spawnSync(cmd, argv, { cwd: ROOT, env: childEnv, encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
+  const r = spawnSync(cmd, argv, { cwd, env: childEnv, encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
   const wall = performance.now() - t0;
   if (r.status !== expectedStatus) {
     throw new Error(`${[command, ...args].join(' ')} exited ${r.status} (expected ${expectedStatus})\n${(r.stderr || '').slice(-4000)}`);
+  }
+  // a case that measures something else than it says (a full render where an incremental one was meant) fails
+  if (expectOut && !expectOut.test(`${r.stdout}${r.stderr}`)) {
+    throw new Error(`${[command, ...args].join(' ')}: the output does not match ${expectOut}\n${`${r.stdout}${r.stderr}`.slice(-2000)}`);
   }
   // GNU time: "maxRSS-KB user-s sys-s"; the probe: "maxRSS-KB".
   let rssKB;
@@ -215,7 +262,8 @@ function measure(c) {
   const samples = [];
   for (let i = 0; i < runs + (c.warmup ?? 1); i += 1) {
     const env = typeof c.env === 'function' ? c.env(i) : c.env;
-    const s = runOnce(c.command, c.args, env, c.status);
+    c.before?.(i);
+    const s = runOnce(c.command, c.args, env, c.status, c.cwd, i >= (c.warmup ?? 1) ? c.expect : undefined);
     // The first run of a warm case fills the disk cache and the page cache: not measured.
     if (i >= (c.warmup ?? 1)) samples.push(s);
     process.stdout.write('.');
@@ -227,6 +275,7 @@ function measure(c) {
   const result = {
     id: c.id,
     title: c.title,
+    ...(c.cwd ? { cwd: c.cwd.startsWith(work) ? `$TMP${c.cwd.slice(work.length)}` : c.cwd } : {}),
     command: [c.command === process.execPath ? 'node' : c.command, ...c.args.map((a) => (a.startsWith(work) ? `$TMP${a.slice(work.length)}` : path.isAbsolute(a) ? path.relative(ROOT, a) : a))].join(' '),
     runs,
     objects,
@@ -303,6 +352,33 @@ const CASES = [
     id: `fleet-${n}`, title: `fleet: ${n} copies of the reference cluster (name and gitops path differ)`, runs: n >= 300 ? 3 : 5,
     ...cli('synth', ...fleetArgs(n, `fleet-${n}`)), objectsDir: out(`fleet-${n}`),
   })),
+  // issue 30: a 1000-cluster repository's plain synth (the launcher's up-to-date record), and check of its output
+  {
+    id: 'synth-fleet-1000-noop', title: 'plain synth of a 1000-cluster repository, nothing changed (the warm-up run renders it)', runs: 3,
+    ...cli('synth'), cwd: fleetProject, expect: /already up to date \(\d+ files\): no description/, objectsDir: path.join(fleetProject, 'dist'),
+  },
+  {
+    id: 'synth-fleet-1000-one-changed', title: 'plain synth of a 1000-cluster repository, one description changed (a tenant quota)', runs: 3, warmup: 0,
+    ...cli('synth'), cwd: fleetProject, before: changeOneDescription, expect: /1000 cluster folders and fleet\/ \(1 replaced, 1000 unchanged\)/,
+    objectsDir: path.join(fleetProject, 'dist'),
+  },
+  {
+    id: 'check-fleet-1000', title: 'check of the 1000-cluster repository\'s output with its descriptions (one run: each distinct engine input rendered once)', runs: 1,
+    ...cli('check', '--format', 'json'), cwd: fleetProject, objectsDir: path.join(fleetProject, 'dist'),
+  },
+  // issue 30: tenancy at scale
+  {
+    id: 'synth-tenants-400', title: 'one cluster, 400 tenants of one GPU each (51 workers)', runs: 3,
+    ...cli('synth', '--config', tenants400, '--out', out('tenants-400'), '--format', 'json'), objectsDir: out('tenants-400'),
+  },
+  {
+    id: 'check-tenants-400', title: 'check of that cluster with its description', runs: 2,
+    ...cli('check', out('tenants-400'), '--config', tenants400, '--format', 'json'), objectsDir: out('tenants-400'),
+  },
+  {
+    id: 'synth-tenants-4000', title: 'one cluster, 4000 tenants: refused by the schema (at most 500 per cluster), exit 2', runs: 3, status: 2,
+    ...cli('synth', '--config', tenants4000, '--out', out('tenants-4000')), expect: /tenants: .*at most 500/,
+  },
   { id: 'mixed-100', title: '100 clusters of mixed sizes (2-128 workers, 1-50 tenants)', runs: 3, ...cli('synth', ...configArgs(mixedFiles, 'mixed-100')), objectsDir: out('mixed-100') },
   {
     id: 'repo-clusters', title: 'every description in src/clusters (npm run synth, into a temp dir)', runs: 5,
@@ -448,6 +524,24 @@ for (const id of ['reference', 'fleet-100']) {
 if (byId['cdk8s-ts-node'] && byId['repo-clusters']) {
   const speedup = byId['cdk8s-ts-node'].wallMs / byId['repo-clusters'].wallMs;
   check(`>= ${TARGETS.speedupOverCdk8sTsNode}x faster than cdk8s synth via ts-node`, speedup >= TARGETS.speedupOverCdk8sTsNode, `${speedup.toFixed(1)}x (${fmtS(byId['cdk8s-ts-node'].wallMs)} s vs ${fmtS(byId['repo-clusters'].wallMs)} s)`);
+}
+if (byId['check-fleet-1000']) {
+  const c = byId['check-fleet-1000'];
+  const s = byId['fleet-1000'];
+  if (s) check(`check-fleet-1000 <= ${TARGETS.checkFleet1000OverSynthMaxRatio}x synth of the same fleet (fleet-1000)`, c.wallMs <= TARGETS.checkFleet1000OverSynthMaxRatio * s.wallMs, `${(c.wallMs / s.wallMs).toFixed(2)}x (${fmtS(c.wallMs)} s / ${fmtS(s.wallMs)} s)`);
+  if (c.peakRssMB !== undefined) check(`check-fleet-1000 < ${TARGETS.checkFleet1000PeakRssMB} MB peak RSS`, c.peakRssMB < TARGETS.checkFleet1000PeakRssMB, `${c.peakRssMB.toFixed(0)} MB`);
+}
+for (const [id, target] of [['synth-fleet-1000-noop', TARGETS.synthFleet1000NoopWallSeconds], ['synth-fleet-1000-one-changed', TARGETS.synthFleet1000OneChangedWallSeconds]]) {
+  const r = byId[id];
+  if (r) check(`${id} <= ${target} s wall`, r.wallMs <= target * 1000, `${fmtS(r.wallMs)} s (cpu ${fmtS(r.cpuMs)} s)`);
+}
+if (byId['check-tenants-400'] && byId['synth-tenants-400']) {
+  const [c, s] = [byId['check-tenants-400'], byId['synth-tenants-400']];
+  check(`check-tenants-400 <= ${TARGETS.checkTenantsOverSynthMaxRatio}x its synth`, c.wallMs <= TARGETS.checkTenantsOverSynthMaxRatio * s.wallMs, `${(c.wallMs / s.wallMs).toFixed(2)}x (${fmtS(c.wallMs)} s / ${fmtS(s.wallMs)} s)`);
+}
+if (byId['npm-synth']) {
+  const r = byId['npm-synth'];
+  check(`npm run synth -- --out DIR (a full render of the examples) <= ${TARGETS.npmSynthFullWallSeconds} s wall`, r.wallMs <= TARGETS.npmSynthFullWallSeconds * 1000, `${fmtS(r.wallMs)} s (cpu ${fmtS(r.cpuMs)} s)`);
 }
 const engineRows = results.filter((r) => r.engineRenderMs !== undefined);
 if (engineRows.length > 0) {
