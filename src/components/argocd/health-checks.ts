@@ -74,13 +74,16 @@ function kindMatches(pattern: string, wildcard: string, group: string, kind: str
 
 /** Built-in health by `group/kind`, as asked. */
 const builtIn = new Map<string, boolean>();
+/** The built-in checks of one kind each, and those with a wildcard (`_`). */
+const builtInExact = new Set([...ARGOCD_BUILTIN_GO_HEALTH, ...ARGOCD_BUILTIN_LUA_HEALTH.filter((p) => !p.includes('_'))]);
+const builtInWildcards = ARGOCD_BUILTIN_LUA_HEALTH.filter((p) => p.includes('_'));
 
 /** Whether Argo CD v3.5.1 itself knows the health of a kind (a Go check, or a Lua check it ships). */
 export function hasBuiltInHealth(group: string, kind: string): boolean {
   const key = `${group}/${kind}`;
   let known = builtIn.get(key);
   if (known === undefined) {
-    known = ARGOCD_BUILTIN_GO_HEALTH.includes(key) || ARGOCD_BUILTIN_LUA_HEALTH.some((p) => kindMatches(p, '_', group, kind));
+    known = builtInExact.has(key) || builtInWildcards.some((p) => kindMatches(p, '_', group, kind));
     builtIn.set(key, known);
   }
   return known;
