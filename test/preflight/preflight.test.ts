@@ -70,7 +70,7 @@ describe('preflight on the pre-installed Instant Cluster fixture', () => {
   });
 
   it('api-missing names the install that brings the kind: Dynamo\'s for a DynamoGraphDeployment, though its group is the GPU Operator\'s too', () => {
-    const fs = findingsOf({ edit: (d) => { d.installs = { dynamo: 'preinstalled' }; } }).filter((f) => f.rule === 'api-missing');
+    const fs = findingsOf({ edit: (d) => { d.installs = { dynamo: 'preinstalled' }; d.tutorials = { dynamo: { enabled: true } }; } }).filter((f) => f.rule === 'api-missing');
     const dgd = fs.find((f) => f.object === 'CustomResourceDefinition nvidia.com/DynamoGraphDeployment');
     expect(dgd?.fix).toBe('set installs.dynamo: managed in the description (the same sync installs the CRD), or install the operator that serves DynamoGraphDeployment');
     const pytorch = findingsOf({ edit: (d) => { d.installs = { trainingOperator: 'preinstalled' }; } }).find((f) => f.rule === 'api-missing');
