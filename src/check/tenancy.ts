@@ -59,9 +59,9 @@ function kueueMutated(o: Json, defaulted: string | undefined): Json {
   return out;
 }
 
-/** Messages of the validations `object` fails under `policy` when `username` creates it. */
-function refusals(policy: Policy, object: Json, username: string): string[] {
-  const context: Json = { object, oldObject: null, request: { operation: 'CREATE', userInfo: { username } }, variables: {} };
+/** Messages of the validations `object` fails under `policy` when `username` creates it in the namespace `namespaceObject`. */
+function refusals(policy: Policy, object: Json, username: string, namespaceObject: Json): string[] {
+  const context: Json = { object, oldObject: null, namespaceObject, request: { operation: 'CREATE', userInfo: { username } }, variables: {} };
   const variables: Json = {};
   const out: string[] = [];
   try {
@@ -81,11 +81,17 @@ function matches(policy: Policy, object: Json): boolean {
     && (r.resources ?? []).some((x) => x === '*' || x === resource));
 }
 
+/** A namespace as the API server hands it to a policy (`namespaceObject`): the rendered one, with the name label the API server sets. */
+function namespaceObjects(index: ClusterIndex): (namespace: string) => Json {
+  const rendered = new Map<string, Json>(index.ofKind('Namespace').map((n) => [n.metadata.name,
+    { ...n, metadata: { ...n.metadata, labels: { ...(n.metadata.labels ?? {}), [LABELS.namespaceName]: n.metadata.name } } }]));
+  return (namespace) => rendered.get(namespace) ?? { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace, labels: { [LABELS.namespaceName]: namespace } } };
+}
+
 /** The rendered ValidatingAdmissionPolicies that deny in a namespace, by the namespace's labels (as rendered) and its bindings. */
 function guardingPolicies(index: ClusterIndex): (namespace: string) => Policy[] {
   const bindings = index.ofKind('ValidatingAdmissionPolicyBinding');
-  const namespaceLabels = new Map<string, Json>(index.ofKind('Namespace').map((n) => [n.metadata.name,
-    { ...(n.metadata.labels ?? {}), [LABELS.namespaceName]: n.metadata.name }]));
+  const namespaceOf = namespaceObjects(index);
   const policies = new Map<string, Policy>(index.ofKind('ValidatingAdmissionPolicy').map((p) => {
     const spec = (p as unknown as { spec: Json }).spec ?? {};
     return [p.metadata.name, {
@@ -98,14 +104,17 @@ function guardingPolicies(index: ClusterIndex): (namespace: string) => Policy[] 
   return (namespace) => bindings.flatMap((b) => {
     const spec = (b as unknown as { spec: Json }).spec ?? {};
     const policy = policies.get(spec.policyName);
-    const labels = namespaceLabels.get(namespace) ?? { [LABELS.namespaceName]: namespace };
+    const labels = namespaceOf(namespace).metadata.labels;
     return policy && (spec.validationActions ?? ['Deny']).includes('Deny') && selects(spec.matchResources?.namespaceSelector, labels) ? [policy] : [];
   });
 }
 
 /** Names of the rendered admission policies that refuse `object` when `username` creates it in `namespace`, as the API server would decide. */
 export function policiesRefusing(index: ClusterIndex, namespace: string, object: Json, username: string): string[] {
-  return guardingPolicies(index)(namespace).filter((p) => matches(p, object) && refusals(p, object, username).length > 0).map((p) => p.name);
+  const namespaceObject = namespaceObjects(index)(namespace);
+  return guardingPolicies(index)(namespace)
+    .filter((p) => matches(p, object) && refusals(p, object, username, namespaceObject).length > 0)
+    .map((p) => p.name);
 }
 
 /**
@@ -121,6 +130,7 @@ const guardrailsAdmit: Rule = {
   check(index) {
     if (index.ofKind('ValidatingAdmissionPolicyBinding').length === 0) return [];
     const guarding = guardingPolicies(index);
+    const namespaceOf = namespaceObjects(index);
     const podCreator = (m: Manifest) => TRUSTED_REQUESTERS.find((r) => r.createsPodsOf.includes(`${apiGroup(m.apiVersion)}/${m.kind}`));
 
     const out: Violation[] = [];
@@ -131,7 +141,7 @@ const guardrailsAdmit: Rule = {
       if (guards.length === 0) continue;
       const report = (what: string, object: Json, username: string) => {
         for (const p of guards.filter((g) => matches(g, object))) {
-          for (const why of refusals(p, object, username)) out.push({ message: `${what} is refused by ValidatingAdmissionPolicy ${p.name}: ${why}`, objects: [m] });
+          for (const why of refusals(p, object, username, namespaceOf(namespace))) out.push({ message: `${what} is refused by ValidatingAdmissionPolicy ${p.name}: ${why}`, objects: [m] });
         }
       };
       // LocalQueue defaulting labels the object, and the pods its controller creates, when the namespace has a "default" LocalQueue.

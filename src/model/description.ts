@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { DASHBOARD, KUEUE_DEFAULT_LOCAL_QUEUE, LABELS, NAMESPACES, SINGLETONS, STORAGE_CLASSES } from './names';
-import { parseQuantity } from './quantity';
+import { DASHBOARD, KUEUE_DEFAULT_LOCAL_QUEUE, LABELS, NAMESPACES, SINGLETONS, STORAGE_CLASSES, TENANCY } from './names';
+import { formatBytes, formatMillis, parseQuantity } from './quantity';
 import { VERSIONS } from '../versions';
 import {
   absolutePath, dnsLabel, dnsSubdomain, envVar, exactMemoryTotal, gpuCount, gpusPerNode, installMode, intRange, labelKey, labels, labelValue,
@@ -179,6 +179,19 @@ const queueing = z.strictObject({
   }).optional().describe('Topology-aware scheduling: when set, GPU flavors reference this Topology.'),
 });
 
+/**
+ * Node taints no tenant pod may tolerate besides the service node's (nodes.reservedTaints): the node lifecycle
+ * controller's for a cordoned node and for nodes under memory, disk or PID pressure, which only DaemonSet pods
+ * tolerate (their controller adds it). Kubernetes' DefaultTolerationSeconds admission gives every pod a toleration
+ * of node.kubernetes.io/not-ready and unreachable (NoExecute, 300 s): those stay allowed.
+ */
+export const DEFAULT_RESERVED_TAINTS = ['unschedulable', 'memory-pressure', 'disk-pressure', 'pid-pressure']
+  .map((c) => ({ key: `node.kubernetes.io/${c}`, effect: 'NoSchedule' as const }));
+
+/** What a tenant may run outside Kueue, and the requests a container without any gets. */
+export const UNQUEUED_DEFAULTS = { cpu: '4', memory: '16Gi', pods: 10 } as const;
+export const CONTAINER_DEFAULT_REQUEST = { cpu: '250m', memory: '256Mi' } as const;
+
 const tenant = z.strictObject({
   name: dnsLabel().describe('Tenant name; names its ClusterQueue.'),
   gpus: gpuCount().describe('Nominal GPU quota; may borrow idle GPUs from the cohort.'),
@@ -195,6 +208,17 @@ const tenant = z.strictObject({
   fairSharingWeight: z.number({ error: 'expected a fair-sharing weight from 0 to 1000' }).min(0, { error: 'expected a fair-sharing weight from 0 to 1000' })
     .max(1000, { error: 'expected a fair-sharing weight from 0 to 1000' }).default(1)
     .describe('Weight of the tenant\'s ClusterQueue when queueing.fairSharing is on (0: always last).'),
+  priorities: z.array(dnsSubdomain()).optional()
+    .describe('Names of queueing.priorities the tenant\'s queued work may use, as a pod\'s priorityClassName or a kueue.x-k8s.io/priority-class label (the guardrails refuse any other class, system-* included). Default: all of them.'),
+  unqueued: z.strictObject({
+    cpu: quantity('cpu', { zero: true }).default(UNQUEUED_DEFAULTS.cpu).describe('CPU requests of all its pods outside Kueue together.'),
+    memory: quantity('memory', { zero: true }).default(UNQUEUED_DEFAULTS.memory).describe('Memory requests of all its pods outside Kueue together.'),
+    pods: nonNegativeInt().default(UNQUEUED_DEFAULTS.pods).describe('Pods outside Kueue at a time.'),
+  }).prefault({}).describe(`What the tenant may run outside Kueue (a debug or data-preparation pod without a queue label): such a pod must set priorityClassName: ${TENANCY.unqueuedPriorityClass} (the lowest priority, never preempting), and the namespace's ResourceQuota ${TENANCY.unqueuedQuota} holds them to these amounts. The amounts of all tenants come out of what the Kueue quotas share (like nodes.gpuWorkers.reserved), so the workers' reserve stays with the DaemonSets and Kueue never promises what unqueued pods hold.`),
+  defaultRequest: z.strictObject({
+    cpu: quantity('cpu').default(CONTAINER_DEFAULT_REQUEST.cpu).describe('CPU request.'),
+    memory: quantity('memory').default(CONTAINER_DEFAULT_REQUEST.memory).describe('Memory request.'),
+  }).prefault({}).describe('Requests a container of the tenant\'s namespace gets when it sets none (LimitRange container-defaults): Kueue and the ResourceQuota count them. No default limits: a limit the tenant did not ask for would throttle its jobs.'),
 });
 
 const installs = z.strictObject({
@@ -345,6 +369,51 @@ const monitoring = z.strictObject({
   }).prefault({}).describe('Alert thresholds and durations.'),
 }).prefault({}).describe('Scrapes, alerts and dashboards for the pre-installed VictoriaMetrics + Grafana.');
 
+/**
+ * The tenants' allowances outside Kueue come out of what the quotas share on the GPU workers (their allocatable less
+ * nodes.gpuWorkers.reserved): they must leave something. The issue names the first tenant that tips it over.
+ */
+const show = (r: 'cpu' | 'memory', n: number) => (r === 'cpu' ? formatMillis(Math.round(n * 1000)) : formatBytes(n));
+
+interface Requests {
+  readonly cpu: string;
+  readonly memory: string;
+}
+interface UnqueuedInput {
+  readonly nodes: { readonly gpuWorkers: { readonly count: number; readonly cpu: string; readonly memory: string; readonly reserved: Requests } };
+  readonly tenants: readonly { readonly unqueued: Requests }[];
+}
+
+function unqueuedFits(d: UnqueuedInput, ctx: z.RefinementCtx): void {
+  const w = d.nodes.gpuWorkers;
+  for (const r of ['cpu', 'memory'] as const) {
+    let shared: number;
+    let taken = 0;
+    try {
+      shared = w.count * (parseQuantity(w[r]) - parseQuantity(w.reserved[r]));
+    } catch {
+      return; // the fields' own checks report it
+    }
+    if (shared <= 0) continue; // the reserve's own check reports it
+    for (let i = 0; i < d.tenants.length; i++) {
+      try {
+        taken += parseQuantity(d.tenants[i].unqueued[r]);
+      } catch {
+        return;
+      }
+      if (taken >= shared) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['tenants', i, 'unqueued', r],
+          message: `the tenants' ${r} outside Kueue adds up to ${show(r, taken)} here, and the GPU workers keep ${show(r, shared)} for the quotas `
+            + `(${w.count} x (${w[r]} - reserved ${w.reserved[r]})): nothing would be left for Kueue; lower tenants[].unqueued.${r}`,
+        });
+        return;
+      }
+    }
+  }
+}
+
 /** Namespaces a tenant may never take (besides kube-* and the monitoring, dashboard and Argo CD namespaces of the description). */
 const SYSTEM_NAMESPACES: ReadonlySet<string> = new Set([...Object.values(NAMESPACES), 'cilium']);
 
@@ -356,6 +425,8 @@ export const ClusterDescriptionSchema = z.strictObject({
     service: serviceNode.prefault({}).describe('The tainted service node: control plane, add-on management, monitoring.'),
     gpuWorkers: gpuWorkers.describe('The GPU workers (all of one type).'),
     cpuWorkers: cpuWorkers.optional().describe('CPU-only workers, if any (a cpu-only Kueue flavor).'),
+    reservedTaints: z.array(taint()).default(DEFAULT_RESERVED_TAINTS)
+      .describe('Taints no tenant pod may tolerate, besides the service node\'s (nodes.service.taints, always reserved): by default the node lifecycle taints of a cordoned node and of nodes under memory, disk or PID pressure. Add a taint you put on nodes kept from tenants (maintenance, a reserved pool).'),
   }).describe('The nodes of the cluster.'),
   network: network.describe('Pod network and InfiniBand fabric.'),
   storage: storage.describe('StorageClasses served by local-path-provisioner.'),
@@ -411,6 +482,30 @@ export const ClusterDescriptionSchema = z.strictObject({
       ctx.addIssue({ code: 'custom', path: ['tenants', i, 'lendingLimit'], message: `lendingLimit ${t.lendingLimit} exceeds the tenant's nominal quota of ${nominal} GPUs (Kueue rejects it)` });
     }
   });
+  const priorityNames = new Set(d.queueing.priorities.map((p) => p.name));
+  d.tenants.forEach((t, i) => {
+    (t.priorities ?? []).forEach((p, j) => {
+      if (!priorityNames.has(p)) {
+        ctx.addIssue({ code: 'custom', path: ['tenants', i, 'priorities', j], message: `unknown priority "${p}"; queueing.priorities has ${[...priorityNames].join(', ')}` });
+      }
+    });
+    for (const key of Object.keys(t.labels)) {
+      if (key.startsWith(TENANCY.priorityLabelPrefix)) {
+        ctx.addIssue({ code: 'custom', path: ['tenants', i, 'labels', key], message: `the label "${key}" is the toolkit's (the guardrails read it); use tenants[${i}].priorities for priorities` });
+      }
+    }
+  });
+  if (d.tenants.length > 0) {
+    d.queueing.priorities.forEach((p, i) => {
+      if (p.name === TENANCY.unqueuedPriorityClass) {
+        ctx.addIssue({ code: 'custom', path: ['queueing', 'priorities', i, 'name'], message: `"${p.name}" is the PriorityClass of the tenants' pods outside Kueue; choose another name` });
+      } else if (p.name.length > 63) {
+        // the guardrails read a tenant's priorities from namespace labels named after them
+        ctx.addIssue({ code: 'custom', path: ['queueing', 'priorities', i, 'name'], message: `expected at most 63 characters (a label name) with tenants, got ${p.name.length}` });
+      }
+    });
+  }
+  unqueuedFits(d, ctx);
   const defaults = d.queueing.priorities.filter((p) => p.default);
   if (defaults.length > 1) {
     ctx.addIssue({ code: 'custom', path: ['queueing', 'priorities'], message: `at most one priority may be the default, got ${defaults.map((p) => p.name).join(', ')}` });

@@ -266,10 +266,14 @@ describe('the Dynamo samples match the release\'s upstream examples', () => {
     for (const g of ours) {
       const upstream = upstreamExample(examples[g.metadata.name as keyof typeof examples]).doc;
       expect(servingShape(g), g.metadata.name).toEqual(servingShape(upstream));
-      // Upstream names the Hugging Face token secret where the pod needs it; ours has it there too (optional).
+      // Upstream names the Hugging Face token secret where the pod needs it (envFrom); ours reads its HF_TOKEN key there
+      // (optional), through env: the tenant guardrails refuse an envFrom without a prefix.
       for (const [i, c] of upstream.spec.components.entries()) {
-        const secrets = (x: any) => (mainContainer(x).envFrom ?? []).map((e: any) => e.secretRef?.name);
-        expect(secrets(g.spec.components[i]), c.name).toEqual(expect.arrayContaining(secrets(c)));
+        const upstreamSecrets = (mainContainer(c).envFrom ?? []).map((e: any) => e.secretRef?.name);
+        const main = mainContainer(g.spec.components[i]);
+        expect(main.envFrom, c.name).toBeUndefined();
+        const secrets = (main.env ?? []).map((e: any) => e.valueFrom?.secretKeyRef).filter((r: any) => r?.key === 'HF_TOKEN').map((r: any) => r.name);
+        expect(secrets, c.name).toEqual(expect.arrayContaining(upstreamSecrets));
       }
     }
   });
