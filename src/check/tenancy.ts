@@ -109,11 +109,22 @@ function guardingPolicies(index: ClusterIndex): (namespace: string) => Policy[] 
   });
 }
 
-/** Names of the rendered admission policies that refuse `object` when `username` creates it in `namespace`, as the API server would decide. */
-export function policiesRefusing(index: ClusterIndex, namespace: string, object: Json, username: string): string[] {
-  const namespaceObject = namespaceObjects(index)(namespace);
-  return guardingPolicies(index)(namespace)
-    .filter((p) => matches(p, object) && refusals(p, object, username, namespaceObject).length > 0)
+/** The rendered admission policies that deny in a namespace and the messages of their validations (what they refuse, in words). */
+export function policiesGuarding(index: ClusterIndex): (namespace: string) => { readonly name: string; readonly messages: readonly string[] }[] {
+  const guarding = guardingPolicies(index);
+  return (namespace) => guarding(namespace).map((p) => ({ name: p.name, messages: p.validations.map((v) => v.message) }));
+}
+
+/**
+ * Names of the rendered admission policies that refuse `object` when `username` creates it in `namespace`, as the API
+ * server would decide. The bindings and namespaces are read once, when the function is made: ask it for every
+ * namespace of a cluster in linear time.
+ */
+export function policiesRefusing(index: ClusterIndex): (namespace: string, object: Json, username: string) => string[] {
+  const guarding = guardingPolicies(index);
+  const namespaceOf = namespaceObjects(index);
+  return (namespace, object, username) => guarding(namespace)
+    .filter((p) => matches(p, object) && refusals(p, object, username, namespaceOf(namespace)).length > 0)
     .map((p) => p.name);
 }
 
