@@ -130,6 +130,17 @@ const network = z.strictObject({
 
 const STORAGE_CLASS_NAMES = [STORAGE_CLASSES.localPath, STORAGE_CLASSES.sharedPath, STORAGE_CLASSES.localDisk] as const;
 
+const reclaimPolicyValue = () => z.enum(['Delete', 'Retain'], { error: 'expected "Delete" or "Retain"' });
+/** A pre-installed cluster may keep one class's volumes (local-disk: Retain) and delete the others': a reclaim policy per class. */
+const reclaimPolicy = z.union([
+  reclaimPolicyValue(),
+  z.strictObject({
+    [STORAGE_CLASSES.localPath]: reclaimPolicyValue().optional(),
+    [STORAGE_CLASSES.sharedPath]: reclaimPolicyValue().optional(),
+    [STORAGE_CLASSES.localDisk]: reclaimPolicyValue().optional(),
+  }),
+], { error: `expected "Delete", "Retain", or a mapping of the StorageClasses (${STORAGE_CLASS_NAMES.join(', ')}) to them` });
+
 const storage = z.strictObject({
   defaultClass: z.enum(STORAGE_CLASS_NAMES, { error: `expected one of the rendered StorageClasses: ${STORAGE_CLASS_NAMES.join(', ')}` })
     .default('local-path').describe('The one StorageClass marked default.'),
@@ -139,7 +150,8 @@ const storage = z.strictObject({
   sharedFilesystem: z.strictObject({
     path: absolutePath().describe('Folder on the shared filesystem (/home) backing the shared-path RWX StorageClass.'),
   }).describe('The shared filesystem mounted on every node.'),
-  reclaimPolicy: z.enum(['Delete', 'Retain'], { error: 'expected "Delete" or "Retain"' }).default('Delete').describe('Reclaim policy of the StorageClasses.'),
+  reclaimPolicy: reclaimPolicy.default('Delete')
+    .describe('Reclaim policy of the StorageClasses: one for all ("Delete", "Retain"), or one per class ({local-disk: Retain}; a class left out: Delete). The field is immutable in a live StorageClass: init writes what each pre-installed class has.'),
 });
 
 const priority = z.strictObject({
@@ -354,6 +366,8 @@ const monitoring = z.strictObject({
       .describe('Also scrape node exporter on every node (port 9100). Off: the monitoring stack scrapes it already, pre-installed or managed alike (victoria-metrics-k8s-stack deploys node exporter with its own scrape by default), and a second scrape doubles every series. Turn on only for a stack that does not.'),
     kubeStateMetrics: z.boolean().default(false)
       .describe('Also scrape kube-state-metrics. Off: the monitoring stack scrapes it already, pre-installed or managed alike (victoria-metrics-k8s-stack default). Turn on only for a stack that does not.'),
+    networkOperator: z.boolean().default(true)
+      .describe('Scrape the Network Operator (a VMPodScrape; with network.infiniband only). Off for a pre-installed VictoriaMetrics operator that serves no VMPodScrape (init sets it from the cluster\'s CRDs): the other scrapes do not need it, the alert on the operator\'s reconcile errors then has no data.'),
   }).prefault({}).describe('What the VictoriaMetrics scrape objects collect (the DCGM exporter, operators and Kueue always; the GPU Operator\'s own DCGM ServiceMonitor is switched off, so it is scraped once).'),
   alerts: z.strictObject({
     for: promDuration().default('5m').describe('Default "for" duration of alerts.'),

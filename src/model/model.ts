@@ -277,6 +277,12 @@ export function queueQuotas(totals: QuotaTotals, defaultClaim: Omit<QueueClaim, 
   return [defaultQuota, ...tenantQuotas];
 }
 
+/** The reclaim policy of one StorageClass: storage.reclaimPolicy, for all classes or per class (a class left out: Delete). */
+export function reclaimPolicyOf(storage: ClusterDescription['storage'], className: string): 'Delete' | 'Retain' {
+  const p = storage.reclaimPolicy;
+  return typeof p === 'string' ? p : p[className as keyof typeof p] ?? 'Delete';
+}
+
 /** The queue of a namespace (undefined: the namespace has no LocalQueue). */
 export function queueOfNamespace(model: ClusterModel, namespace: string): QueueModel | undefined {
   return model.queueing.queues.find((q) => q.namespace === namespace);
