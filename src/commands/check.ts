@@ -1,5 +1,7 @@
 import { existsSync } from 'node:fs';
+import * as path from 'node:path';
 import { parseArgs } from 'node:util';
+import { findDescription } from './find-description';
 import { consoleIo, EXIT, Io } from './io';
 import { CommandSpec, commandHelp, OPTIONS, OptionTable, upstreamDir } from './options';
 import { ScopeOf } from '../check/cluster-view';
@@ -117,7 +119,14 @@ export async function runCheck(args: string[], io: Io = consoleIo): Promise<numb
     }, undefined, 2));
   } else {
     for (const f of findings) (f.severity === 'error' ? io.err : io.out)(formatFinding(f));
-    for (const v of views) if (!v.model && !values.quiet && v.folders.some((f) => f.objects.some((m) => m.kind === 'ClusterQueue'))) io.out(`note: ${v.name}: no description of that name; capacity rules fall back to the queues' quotas`);
+    for (const v of views) {
+      if (v.model || values.quiet || !v.folders.some((f) => f.objects.some((m) => m.kind === 'ClusterQueue'))) continue;
+      // a tree rendered with --config FILE --out DIR: say which --config gives the capacity rules the cluster's description
+      const found = v.dir === undefined ? undefined : findDescription(v.name, v.dir);
+      const where = configs.length > 0 ? 'none of the --config descriptions is' : `no description in ${path.relative(process.cwd(), CLUSTERS_DIR) || CLUSTERS_DIR} is`;
+      io.out(`note: ${v.name}: ${where} named "${v.name}", so the capacity rules fall back to the queues' quotas; `
+        + (found ? `add --config ${found} (it names ${v.name})` : `add --config FILE, the description ${v.name} was rendered from`));
+    }
     if (!values.quiet && !hasUpstream) {
       io.out(`note: no upstream installs at ${upstream}: charts and git overlays are not rendered, so their rules see nothing of them (--upstream DIR)`);
     }
