@@ -457,7 +457,7 @@ export const ClusterDescriptionSchema = z.strictObject({
   // Cross-field rules: each names the field that has to change.
   const seen = new Map<string, number>();
   d.tenants.forEach((t, i) => {
-    if (seen.has(t.name)) ctx.addIssue({ code: 'custom', path: ['tenants', i, 'name'], message: `duplicate tenant name "${t.name}" (also tenants.${seen.get(t.name)}.name)` });
+    if (seen.has(t.name)) ctx.addIssue({ code: 'custom', path: ['tenants', i, 'name'], message: `duplicate tenant name "${t.name}" (also tenants[${seen.get(t.name)}].name)` });
     seen.set(t.name, i);
   });
   const namespaces = new Map<string, number>();
@@ -466,7 +466,7 @@ export const ClusterDescriptionSchema = z.strictObject({
     if (SYSTEM_NAMESPACES.has(ns) || ns.startsWith('kube-') || [d.monitoring.namespace, d.monitoring.dashboard.namespace, d.gitops.namespace].includes(ns)) {
       ctx.addIssue({ code: 'custom', path: ['tenants', i, t.namespace ? 'namespace' : 'name'], message: `tenant namespace "${ns}" collides with a system namespace` });
     }
-    if (namespaces.has(ns)) ctx.addIssue({ code: 'custom', path: ['tenants', i, 'namespace'], message: `tenant namespace "${ns}" is already used by tenants.${namespaces.get(ns)}` });
+    if (namespaces.has(ns)) ctx.addIssue({ code: 'custom', path: ['tenants', i, 'namespace'], message: `tenant namespace "${ns}" is already used by tenants[${namespaces.get(ns)}]` });
     namespaces.set(ns, i);
   });
   const capacity = d.nodes.gpuWorkers.count * d.nodes.gpuWorkers.gpusPerNode;

@@ -279,7 +279,7 @@ describe('what a tenant runs outside Kueue: the unqueued PriorityClass, a Resour
     expect(shared(modelOf((d) => { d.tenants.forEach((t: Obj) => { t.unqueued = { cpu: '0', memory: '0' }; }); }))).toBe(forWorkloads);
     expect(issuesOf((d) => { d.tenants[1].unqueued = { cpu: '400' }; })).toEqual([{
       path: 'tenants[1].unqueued.cpu',
-      message: 'the tenants\' cpu outside Kueue adds up to 404 here, and the GPU workers keep 380 for the quotas (2 x (192 - reserved 2)): nothing would be left for Kueue; lower tenants[].unqueued.cpu',
+      message: 'the tenants\' cpu outside Kueue adds up to 404 here, and the GPU workers keep 380 for the quotas (2 x (192 - reserved 2)): nothing would be left for Kueue; lower tenants[].unqueued.cpu, got "400"',
     }]);
   });
 
