@@ -3,6 +3,19 @@
  * platform keeps (tolerations, nodeName, node selection), no priority but the tenant's own and none at all outside
  * Kueue, no GPUs but the device plugin's (device variables, runtime classes). The pod policy of TenantGuardrails
  * puts them together with Pod Security and queueing; `test/tenants/lane.test.ts` evaluates each on probe pods.
+ *
+ * Read at the pinned tags:
+ * - Kueue v0.19.2 (8eab68778fc1b52affe165fdf5af29d1e9b4f3cb): pkg/controller/jobs/pod/pod_webhook.go (Default: a pod
+ *   with the queue label, or defaulted to LocalQueue "default", gets the label kueue.x-k8s.io/managed=true, the
+ *   finalizer of that name and the scheduling gate kueue.x-k8s.io/admission, plus kueue.x-k8s.io/topology with TAS;
+ *   pods whose ancestor job Kueue manages get none of it), pkg/podset/podset.go (FromAssignment, Merge: on admission
+ *   the flavor's nodeLabels and tolerations, and TAS's gate and annotation, are added to the pod templates; never a
+ *   priority class). The managed label is anyone's to write, so "admitted" is told by requester and gate only.
+ * - Kubernetes v1.31.0, kubernetes/api v0.31.0 (2df39ffd2977494f6e7b8dc38206eec1a1129e38): core/v1/types.go (EnvFrom:
+ *   "Values defined by an Env with a duplicate key will take precedence"; Toleration semantics; schedulingGates set
+ *   at creation and only removed), admissionregistration/v1/types.go (`namespaceObject` in a policy's CEL).
+ * - NVIDIA container toolkit v1.20.0 (5505e2f94d9aaa08561490db974ba3cd676af209), the GPU Operator v26.7.0's: see
+ *   DEVICE_VARIABLES.
  */
 
 /** One validation of a ValidatingAdmissionPolicy. */
