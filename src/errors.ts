@@ -1,3 +1,6 @@
+/** Exit codes of every command: 0 ok, 1 failed (validation, checks, a deletion refused), 2 bad input. */
+export const EXIT = { ok: 0, failed: 1, badInput: 2 } as const;
+
 /** Bad input: descriptions that do not load, constructs that refuse a combination, unreadable files or arguments. Exit code 2. */
 export class InputError extends Error {
   /**
@@ -75,4 +78,50 @@ const ESCAPES: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' 
  */
 export function printable(text: string): string {
   return text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => ESCAPES[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/**
+ * A text with its terminal escape sequences (ANSI CSI and OSC) and control characters removed, tabs
+ * made spaces: what an engine or another program printed is shown without letting it move the cursor,
+ * recolour the terminal, ring its bell or forge a line.
+ */
+export function stripControl(text: string): string {
+  return text
+    .replace(/\u001b\[[0-?]*[ -/]*[@-~]/g, '')
+    .replace(/\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)?/g, '')
+    .replace(/\t/g, ' ')
+    .replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, '');
+}
+
+/**
+ * Reports an error the way every entry point does, in one line and without a stack trace, and
+ * returns the exit code: bad input, a bad argument, a file-system error and a broken install (a
+ * module of the package missing: reinstall) are 2; a failed write is 1; anything else is an
+ * internal error (1). The commands' own failures (validation, checks, deletions) are the CLI's.
+ */
+export function reportError(e: unknown, err: (line: string) => void): number {
+  if (e instanceof InputError) {
+    for (const l of inputErrorLines(e)) err(l);
+    return EXIT.badInput;
+  }
+  if (e instanceof WriteFailed) {
+    err(`error: ${e.message}`);
+    return EXIT.failed;
+  }
+  if (isFsError(e)) {
+    err(`error: ${fsErrorText(e)}`);
+    return EXIT.badInput;
+  }
+  const code = (e as NodeJS.ErrnoException | undefined)?.code;
+  if (e instanceof TypeError && code?.startsWith('ERR_PARSE_ARGS')) {
+    err(`error: ${e.message}; see --help`);
+    return EXIT.badInput;
+  }
+  const message = String((e as Error | undefined)?.message ?? e).split('\n')[0];
+  if (code === 'MODULE_NOT_FOUND') {
+    err(`error: the installed gpu-cluster-manifests is incomplete (${message}): reinstall it (npm ci)`);
+    return EXIT.badInput;
+  }
+  err(`internal error: ${message}`);
+  return EXIT.failed;
 }

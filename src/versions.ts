@@ -63,6 +63,16 @@ export const VERSIONS = {
     repoURL: 'oci://registry.k8s.io/kueue/charts',
     version: '0.19.2',
   },
+  /**
+   * Argo CD, for a cluster that is its own Argo CD (gitops.argocd: managed): the `cluster-install` kustomize base of
+   * the release tag, the tree behind its install.yaml (../shared/upstream-installs/argo-cd-v3.5.1/, SOURCES.md), as a
+   * remote base of the argocd folder's kustomization (upstream's documented kustomize install).
+   */
+  argocd: {
+    repoURL: 'https://github.com/argoproj/argo-cd.git',
+    path: 'manifests/cluster-install',
+    version: 'v3.5.1',
+  },
   /** MPI Operator (MPIJob v2beta1). No Helm chart: the release's kustomize overlay, read from git at the tag. */
   mpiOperator: {
     repoURL: 'https://github.com/kubeflow/mpi-operator.git',

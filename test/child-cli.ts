@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import { ROOT } from './helpers';
 
 /*
- * The compiled CLI (`node lib/src/cli.js`, as users run it; `npm test` compiles first) in a child,
+ * The compiled CLI (`node lib/src/bin.js`, as users run it; `npm test` compiles first) in a child,
  * through a small wrapper that reports, on file descriptor 3, the exit code, the child's peak RSS
  * (process.resourceUsage()) and how long its live read took by the child's own clock (from the
  * start of readLive to its end, so that loading the CLI on a busy machine does not count).
@@ -14,7 +14,7 @@ const LIB = path.join(ROOT, 'lib', 'src');
 
 const WRAPPER = `
 const fs = require('node:fs');
-const [cli, live, ...args] = process.argv.slice(2);
+const [bin, live, ...args] = process.argv.slice(2);
 const liveModule = require(live);
 const readLive = liveModule.readLive;
 let liveMs;
@@ -24,7 +24,7 @@ liveModule.readLive = (...a) => {
   p.then(() => {}, () => {}).finally(() => { liveMs = performance.now() - t0; });
   return p;
 };
-Promise.resolve(require(cli).main(args)).then((code) => {
+Promise.resolve(require(bin).runCli(args)).then((code) => {
   process.exitCode = code;
   fs.writeSync(3, JSON.stringify({ code, liveMs, maxRSS: process.resourceUsage().maxRSS * 1024 }));
 });
@@ -41,7 +41,8 @@ export interface ChildOutcome {
 }
 
 /**
- * Runs the CLI in a child; resolves once the child has exited (lingering handles would show as a
+ * Runs the CLI in a child, in `dir` (a temporary folder: no project file above it, so init prints
+ * and nothing falls back to this repository's project); resolves once the child has exited (lingering handles would show as a
  * hang). `killAfterMs` is the bound: a child still running then is killed and the promise rejects.
  */
 export function runCliChild(
@@ -51,8 +52,8 @@ export function runCliChild(
   writeFileSync(wrapper, WRAPPER);
   const childEnv: Record<string, string> = {};
   for (const [k, v] of Object.entries({ ...process.env, CDK8S_CHECK_UPGRADE: 'false', ...env })) if (v !== undefined) childEnv[k] = v;
-  const child = spawn(process.execPath, [wrapper, path.join(LIB, 'cli.js'), path.join(LIB, 'preflight', 'live.js'), ...args], {
-    cwd: ROOT, env: childEnv, stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
+  const child = spawn(process.execPath, [wrapper, path.join(LIB, 'bin.js'), path.join(LIB, 'preflight', 'live.js'), ...args], {
+    cwd: dir, env: childEnv, stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
   });
   let stdout = '';
   let stderr = '';

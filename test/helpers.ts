@@ -1,17 +1,33 @@
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { parse } from 'yaml';
 import { DescriptionError, parseDescription } from '../src/model/load';
 import { buildModel, ClusterModel } from '../src/model/model';
-import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM, PROJECT_ROOT } from '../src/paths';
+import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM, PACKAGE_ROOT } from '../src/paths';
+import { PROJECT_FILE } from '../src/project/project-file';
 import { Manifest, RenderedCluster } from '../src/render/manifest';
+import { synth } from '../src/synth/pipeline';
 import { renderCluster } from '../src/synth/render';
 import { SchemaStore } from '../src/validate/schemas';
 import { ManifestValidator, ValidationIssue } from '../src/validate/validator';
 
-export const ROOT = PROJECT_ROOT;
-export const REFERENCE_FILE = path.join(ROOT, 'src', 'clusters', 'instant-cluster.yaml');
+export const ROOT = PACKAGE_ROOT;
+/**
+ * The descriptions tests render: fixtures, a folder of clusters as a project has one. The examples of
+ * src/clusters/ are examples: adding, changing or removing one changes no test result, except those of
+ * the tests about "whatever src/clusters/ holds" (EXAMPLES_DIR), which pass for any valid examples.
+ */
+export const FIXTURE_CLUSTERS = path.join(ROOT, 'test', 'fixtures', 'clusters');
+/** The reference description (../shared/reference/instant-cluster.yaml): a two-worker Instant Cluster. */
+export const REFERENCE_FILE = path.join(FIXTURE_CLUSTERS, 'instant-cluster.yaml');
+/** A larger fleet member: 16 GPU workers, five tenants, the add-ons managed by Argo CD. */
+export const TRAINING_FILE = path.join(FIXTURE_CLUSTERS, 'training-cluster.yaml');
+/** The examples of this repository (its project's descriptions): only tests about whatever they are read them. */
+export const EXAMPLES_DIR = path.join(ROOT, 'src', 'clusters');
 export const SHARED = path.resolve(ROOT, '..', 'shared');
+/** The compiled command line (`npm test` compiles first): what the package's bin and the npm scripts run. */
+export const BIN = path.join(ROOT, 'lib', 'src', 'bin.js');
 
 /** True when ../shared/crds exists; schema tests are skipped (and reported as skipped) otherwise. */
 export const HAS_SCHEMAS = existsSync(path.join(DEFAULT_SCHEMAS, 'kubernetes'));
@@ -53,6 +69,34 @@ export function modelOf(edit: Edit = () => {}): ClusterModel {
 
 export function renderOf(edit?: Edit): RenderedCluster {
   return renderCluster(modelOf(edit));
+}
+
+let fixtureTree: string | undefined;
+
+/**
+ * The fixture clusters rendered as `synth` renders a project (every cluster and fleet/), into a
+ * temporary folder, once per test file (schema validation skipped: the render is what is wanted).
+ * Tests that read a rendered tree read this one, never this repository's dist/.
+ */
+export function renderedFixtures(): string {
+  if (fixtureTree === undefined) {
+    const out = path.join(mkdtempSync(path.join(tmpdir(), 'fixture-tree-')), 'dist');
+    synth({ clustersDir: FIXTURE_CLUSTERS, out, schemas: false });
+    fixtureTree = out;
+  }
+  return fixtureTree;
+}
+
+/**
+ * A clusters repository of the fixtures in a new temporary folder: the project file (`clusters:
+ * clusters`, `out: dist`) and copies of the fixture descriptions in clusters/ (nothing rendered).
+ * Commands run with it as their working folder find their project there, not this repository's.
+ */
+export function fixtureProject(prefix = 'fixture-project-'): string {
+  const root = mkdtempSync(path.join(tmpdir(), prefix));
+  writeFileSync(path.join(root, PROJECT_FILE), 'clusters: clusters\nout: dist\n');
+  cpSync(FIXTURE_CLUSTERS, path.join(root, 'clusters'), { recursive: true });
+  return root;
 }
 
 /** All objects of one folder of a rendered cluster (empty when the folder is absent). */

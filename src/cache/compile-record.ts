@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { fileDigest, filesDigest, listTree, packageRoot } from './digests';
-import { PROJECT_ROOT } from '../paths';
+import { PACKAGE_ROOT } from '../paths';
 
 /**
  * What the launcher (projenrc/launch.cjs) compiled: the SHA-256 of every source of lib/ at the
@@ -56,7 +56,7 @@ export function isDescriptionSource(rel: string): boolean {
   return rel.split(path.sep).join('/').startsWith('src/clusters/') && rel.endsWith('.ts') && !isDeclaration(rel);
 }
 
-export function currentSources(root: string = PROJECT_ROOT): Record<string, string> {
+export function currentSources(root: string = PACKAGE_ROOT): Record<string, string> {
   const out: Record<string, string> = {};
   for (const d of SOURCE_DIRS) {
     for (const f of listTree(path.join(root, d), (n) => n.endsWith('.ts'))) out[path.relative(root, f)] = fileDigest(f) ?? '-';
@@ -87,7 +87,7 @@ function readRecord(root: string): CompileRecord | undefined {
   }
 }
 
-export function compileState(root: string = PROJECT_ROOT): CompileState {
+export function compileState(root: string = PACKAGE_ROOT): CompileState {
   const sources = currentSources(root);
   const record = readRecord(root);
   const recorded = record?.sources ?? {};
@@ -116,7 +116,7 @@ const OUTPUT = /\.(js|js\.map|d\.ts|d\.ts\.map)$/;
  * Deletes compiled files of lib/ whose source is gone (the compiler never does): a removed
  * description or module would otherwise still load, and ship in the package.
  */
-export function removeOrphanedOutputs(root: string = PROJECT_ROOT): string[] {
+export function removeOrphanedOutputs(root: string = PACKAGE_ROOT): string[] {
   const removed: string[] = [];
   const walk = (rel: string) => {
     let names: string[];
@@ -147,7 +147,7 @@ export function removeOrphanedOutputs(root: string = PROJECT_ROOT): string[] {
  * reports them as the description's own errors. Nothing is recorded when a source changed while
  * the compiler ran: the next run compiles again.
  */
-export function recordCompilation(before: Record<string, string>, status: number | null, output: string, root: string = PROJECT_ROOT): boolean {
+export function recordCompilation(before: Record<string, string>, status: number | null, output: string, root: string = PACKAGE_ROOT): boolean {
   const diagnostics = status === 0 ? [] : parseDiagnostics(output);
   if (status !== 0 && (diagnostics.length === 0 || diagnostics.some((d) => !d.file || !isDescriptionSource(d.file)))) return false;
   removeOrphanedOutputs(root);
@@ -173,12 +173,12 @@ let matches: boolean | undefined;
  * lib/ is compiled from the sources as they are now; undefined otherwise (it is then transpiled).
  */
 export function compiledDescription(file: string): { js: string; typeErrors: readonly TypeErrorAt[] } | undefined {
-  const rel = path.relative(PROJECT_ROOT, path.resolve(file));
+  const rel = path.relative(PACKAGE_ROOT, path.resolve(file));
   if (!isDescriptionSource(rel)) return undefined;
-  const record = readRecord(PROJECT_ROOT);
+  const record = readRecord(PACKAGE_ROOT);
   if (!record) return undefined;
-  matches ??= compileState(PROJECT_ROOT).upToDate;
-  const js = compiledFile(PROJECT_ROOT, rel);
+  matches ??= compileState(PACKAGE_ROOT).upToDate;
+  const js = compiledFile(PACKAGE_ROOT, rel);
   if (!matches || !(rel in record.sources) || !existsSync(js)) return undefined;
   return { js, typeErrors: record.descriptionErrors[rel] ?? [] };
 }

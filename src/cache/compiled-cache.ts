@@ -7,7 +7,7 @@ import type { ValidateFunction } from 'ajv';
 import { fileDigest, sha256 } from './digests';
 import { makeDirs } from '../files';
 
-export { CACHE_ENV, defaultCacheDir, resolveCacheDir } from './cache-dir';
+export { CACHE_ENV, cacheDirProblem, defaultCacheDir, resolveCacheDir } from './cache-dir';
 
 /** The module id under which cached validators import the validator's formats. */
 export const FORMATS_MODULE = 'gpu-cluster-manifests/formats';
@@ -51,6 +51,11 @@ export interface CachedValidator {
  * - a cache that cannot be written (read-only folder, full disk) is silently skipped.
  */
 export class CompiledCache {
+  /** The checksum of an entry: of its key and its content, so an entry is valid only under its own key. */
+  private static checksum(key: string, content: string | Buffer): Buffer {
+    return createHash('sha256').update(`compiled-cache-entry\0${key}\0`).update(content).digest();
+  }
+
   constructor(readonly dir: string) {}
 
   /** A stable key for the artefact derived from `parts` (any JSON-serialisable values). */
@@ -62,8 +67,8 @@ export class CompiledCache {
     return path.join(this.dir, `${key}.${ext}`);
   }
 
-  /** A text entry: a header line with the checksum of the body, then the body. */
-  private readText(file: string): { body: string; digest: string } | undefined {
+  /** A text entry: a header line with the checksum of the key and body, then the body. */
+  private readText(key: string, file: string): { body: string; digest: string } | undefined {
     let text: string;
     try {
       text = readFileSync(file, 'utf8');
@@ -73,12 +78,12 @@ export class CompiledCache {
     const newline = text.indexOf('\n');
     if (!text.startsWith(HEADER) || newline < 0) return undefined;
     const body = text.slice(newline + 1);
-    const digest = sha256(body);
-    return text.slice(HEADER.length, newline) === digest ? { body, digest } : undefined;
+    if (text.slice(HEADER.length, newline) !== CompiledCache.checksum(key, body).toString('hex')) return undefined;
+    return { body, digest: sha256(body) };
   }
 
-  /** A binary entry: the SHA-256 digest of the payload, then the payload. */
-  private readBinary(file: string): Buffer | undefined {
+  /** A binary entry: the checksum of the key and payload, then the payload. */
+  private readBinary(key: string, file: string): Buffer | undefined {
     let data: Buffer;
     try {
       data = readFileSync(file);
@@ -86,15 +91,15 @@ export class CompiledCache {
       return undefined;
     }
     const payload = data.subarray(DIGEST_BYTES);
-    return data.length > DIGEST_BYTES && data.subarray(0, DIGEST_BYTES).equals(createHash('sha256').update(payload).digest()) ? payload : undefined;
+    return data.length > DIGEST_BYTES && data.subarray(0, DIGEST_BYTES).equals(CompiledCache.checksum(key, payload)) ? payload : undefined;
   }
 
-  private write(file: string, content: string | Buffer): void {
+  private write(key: string, file: string, content: string | Buffer): void {
     const tmp = `${file}.${process.pid}-${randomBytes(6).toString('hex')}.tmp`;
     try {
       makeDirs(this.dir);
-      if (typeof content === 'string') writeFileSync(tmp, `${HEADER}${sha256(content)}\n${content}`);
-      else writeFileSync(tmp, Buffer.concat([createHash('sha256').update(content).digest(), content]));
+      if (typeof content === 'string') writeFileSync(tmp, `${HEADER}${CompiledCache.checksum(key, content).toString('hex')}\n${content}`);
+      else writeFileSync(tmp, Buffer.concat([CompiledCache.checksum(key, content), content]));
       renameSync(tmp, file);
     } catch {
       try {
@@ -107,7 +112,7 @@ export class CompiledCache {
 
   /** A cached JSON value, or undefined when absent or unreadable. */
   readJson<T>(key: string): T | undefined {
-    const entry = this.readText(this.file(key, 'json'));
+    const entry = this.readText(key, this.file(key, 'json'));
     if (entry === undefined) return undefined;
     try {
       return JSON.parse(entry.body) as T;
@@ -117,7 +122,7 @@ export class CompiledCache {
   }
 
   writeJson(key: string, value: unknown): void {
-    this.write(this.file(key, 'json'), JSON.stringify(value));
+    this.write(key, this.file(key, 'json'), JSON.stringify(value));
   }
 
   /**
@@ -127,7 +132,7 @@ export class CompiledCache {
    */
   readValidator(key: string, formats: object): CachedValidator | undefined {
     const file = this.file(key, 'js');
-    const entry = this.readText(file);
+    const entry = this.readText(key, file);
     if (entry === undefined) return undefined;
     const load = (id: string): unknown => {
       if (id === FORMATS_MODULE) return formats;
@@ -139,7 +144,7 @@ export class CompiledCache {
     // have written their own, equivalent source).
     const codeFile = this.file(key, `v8-${V8_TAG}.bin`);
     const source = Buffer.from(entry.digest, 'hex');
-    const code = this.readBinary(codeFile);
+    const code = this.readBinary(key, codeFile);
     const cachedData = code?.subarray(0, DIGEST_BYTES).equals(source) ? code.subarray(DIGEST_BYTES) : undefined;
     try {
       const script = new Script(`(function (require, module, exports) {${entry.body}\n})`, { filename: file, cachedData });
@@ -150,7 +155,7 @@ export class CompiledCache {
       return {
         validate: mod.exports as ValidateFunction,
         saveCompiledCode: () => {
-          if (save) this.write(codeFile, Buffer.concat([source, script.createCachedData()]));
+          if (save) this.write(key, codeFile, Buffer.concat([source, script.createCachedData()]));
           save = false;
         },
       };
@@ -161,6 +166,6 @@ export class CompiledCache {
 
   /** Stores ajv standalone code (a CommonJS module exporting the validate function). */
   writeValidator(key: string, source: string): void {
-    this.write(this.file(key, 'js'), source);
+    this.write(key, this.file(key, 'js'), source);
   }
 }

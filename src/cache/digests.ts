@@ -4,7 +4,7 @@ import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { defaultCacheDir } from './cache-dir';
 import { makeDirs } from '../files';
-import { PROJECT_ROOT } from '../paths';
+import { PACKAGE_ROOT } from '../paths';
 
 /**
  * Content digests of files: what every cache of the project is keyed by (never a file's size and
@@ -118,7 +118,11 @@ export class DigestMemo {
       renameSync(tmp, this.file);
     } catch {
       // a memo that cannot be written only costs hashing time
-      rmSync(tmp, { force: true });
+      try {
+        rmSync(tmp, { force: true });
+      } catch {
+        // nor can its temporary file be removed: nothing was written
+      }
     }
   }
 }
@@ -205,7 +209,7 @@ const codeDigests = new Map<string, string>();
 
 /** The folder of an installed package (its package.json's folder), found from its entry point. */
 export function packageRoot(name: string): string {
-  const req = createRequire(path.join(PROJECT_ROOT, 'package.json'));
+  const req = createRequire(path.join(PACKAGE_ROOT, 'package.json'));
   let dir = path.dirname(req.resolve(name));
   for (;;) {
     try {

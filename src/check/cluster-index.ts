@@ -1,5 +1,5 @@
 import { parse as parseYaml } from 'yaml';
-import { ClusterView, ScopeOf } from './cluster-view';
+import { ClusterView, SchemaOf, ScopeOf } from './cluster-view';
 import { isJsonObject } from '../json';
 import { ClusterModel } from '../model/model';
 import { apiGroup, Manifest } from '../render/manifest';
@@ -116,8 +116,9 @@ export class ClusterIndex {
 
   /**
    * @param renders what the engines render for the cluster's Applications; rules that need it report nothing without it
+   * @param schemaOf the schemas of kinds whose CRD the tree and the renders lack (the pinned CRDs)
    */
-  constructor(view: ClusterView, readonly scopeOf?: ScopeOf, readonly renders?: ClusterRenders) {
+  constructor(view: ClusterView, readonly scopeOf?: ScopeOf, readonly renders?: ClusterRenders, readonly schemaOf?: SchemaOf) {
     this.name = view.name;
     this.model = view.model;
     const all: Manifest[] = [];

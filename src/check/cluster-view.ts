@@ -13,3 +13,6 @@ export interface ClusterView {
 
 /** Scope of a kind from its schema (undefined: unknown kind); the namespace rule needs it. */
 export type ScopeOf = (apiVersion: string, kind: string) => 'Namespaced' | 'Cluster' | undefined;
+
+/** The openAPIV3Schema of a kind's version from its CRD (undefined: unknown); the health rule reads its status. */
+export type SchemaOf = (apiVersion: string, kind: string) => Readonly<Record<string, unknown>> | undefined;

@@ -30,7 +30,9 @@ function providers(sources: readonly RenderedSource[]): Map<string, Provider[]> 
   for (const r of sources) {
     for (const crd of r.objects) {
       const defined = definedKind(crd);
-      if (defined) add(groupKindKey(defined), { application: r.application, what: `${r.what}, CustomResourceDefinition ${crd.metadata.name}` });
+      // Argo CD's own kinds are served before any Application syncs (whatever runs the Applications is Argo CD): the
+      // Application that keeps a cluster's Argo CD in sync brings them again, it does not bring them first.
+      if (defined && defined.group !== ARGO) add(groupKindKey(defined), { application: r.application, what: `${r.what}, CustomResourceDefinition ${crd.metadata.name}` });
     }
     for (const c of r.unrenderedCrds) {
       add(groupKindKey(c), { application: r.application, what: c.from === 'operator' ? `${r.what}, applied by its operator at run time` : `${r.what}, crds/` });

@@ -1,11 +1,13 @@
 import { ADOPTION_RULES } from './adoption';
 import { APPLIED_SIZE_RULES } from './applied-size';
 import { ClusterIndex } from './cluster-index';
-import { ClusterView, ScopeOf } from './cluster-view';
+import { ClusterView, SchemaOf, ScopeOf } from './cluster-view';
 import { CRD_ORDER_RULES } from './crd-order';
 import { DATA_SAFETY_RULES } from './data-safety';
+import { DETERMINISM_RULES } from './determinism';
 import { DYNAMO_RULES } from './dynamo';
 import { GITOPS_RULES } from './gitops';
+import { HEALTH_RULES } from './health';
 import { KUEUE_RULES } from './kueue';
 import { METADATA_RULES } from './metadata';
 import { MPI_RULES } from './mpi';
@@ -19,6 +21,7 @@ import { SERVICE_RULES } from './services';
 import { STORAGE_RULES } from './storage';
 import { TENANCY_RULES } from './tenancy';
 import { UPSTREAM_RULES } from './upstream';
+import { printable } from '../errors';
 import { describeObject } from '../render/manifest';
 import { ClusterRenders } from '../upstream/render';
 
@@ -26,7 +29,7 @@ import { ClusterRenders } from '../upstream/render';
 export const RULES: readonly Rule[] = [
   ...KUEUE_RULES, ...NODE_RESERVE_RULES, ...MPI_RULES, ...NETWORK_RULES, ...STORAGE_RULES, ...GITOPS_RULES, ...SECURITY_RULES, ...TENANCY_RULES,
   ...METADATA_RULES, ...SERVICE_RULES, ...ADOPTION_RULES, ...DATA_SAFETY_RULES, ...DYNAMO_RULES,
-  ...UPSTREAM_RULES, ...CRD_ORDER_RULES, ...APPLIED_SIZE_RULES, ...PLACEMENT_RULES,
+  ...UPSTREAM_RULES, ...CRD_ORDER_RULES, ...APPLIED_SIZE_RULES, ...PLACEMENT_RULES, ...HEALTH_RULES, ...DETERMINISM_RULES,
 ];
 
 export interface CheckOptions {
@@ -39,11 +42,13 @@ export interface CheckOptions {
    * that need the rendered charts and overlays report nothing and the others check the rendered tree alone.
    */
   readonly renders?: ClusterRenders;
+  /** Schemas of kinds (from the schema store), for the rules that read a CRD's status (wave-health). */
+  readonly schemaOf?: SchemaOf;
 }
 
 /** Runs the rules over one cluster; findings in rule order, then object order. */
 export function checkCluster(view: ClusterView, opts: CheckOptions = {}): Finding[] {
-  const index = new ClusterIndex(view, opts.scopeOf, opts.renders);
+  const index = new ClusterIndex(view, opts.scopeOf, opts.renders, opts.schemaOf);
   return (opts.rules ?? RULES).flatMap((rule) => rule.check(index).map((v) => ({
     rule: rule.id,
     severity: rule.severity,
@@ -67,9 +72,12 @@ export function checkClusters(views: readonly ClusterView[], opts: CheckOptions 
   return views.flatMap((v) => checkCluster(v, opts));
 }
 
-/** One line per finding: `error [rule] cluster: Kind ns/name: message`. */
+/**
+ * One line per finding: `error [rule] cluster: Kind ns/name: message`. What a tree or an engine put in it
+ * (a name, a path) is printed with its control characters escaped: it cannot forge a line or reach the terminal raw.
+ */
 export function formatFinding(f: Finding): string {
-  return `${f.severity} [${f.rule}] ${f.cluster}: ${f.message}`;
+  return printable(`${f.severity} [${f.rule}] ${f.cluster}: ${f.message}`);
 }
 
 /** Rendered objects that break cross-object rules. Exit code 1; nothing is written. */

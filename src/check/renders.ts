@@ -3,10 +3,11 @@ import * as path from 'node:path';
 import { ClusterIndex } from './cluster-index';
 import { applicationSources, ARGO, renderedFolderOf } from './gitops';
 import { defaultCacheDir } from '../cache/compiled-cache';
-import { EngineOptions, resolveEngines } from '../engines';
+import { EngineBudget, EngineOptions, resolveEngines } from '../engines';
 import { ClusterView, ScopeOf } from './cluster-view';
 import { apiGroup, Manifest } from '../render/manifest';
-import { GPU_OPERATOR_CHART, NETWORK_OPERATOR_CHART, VendoredChart } from '../upstream/releases';
+import { resolveInside } from '../upstream/inside';
+import { ApplicationSource, GPU_OPERATOR_CHART, isHelmSource, NETWORK_OPERATOR_CHART, VendoredChart } from '../upstream/releases';
 import { ClusterRenders, renderApplications, RenderedSource } from '../upstream/render';
 
 export interface RenderOptions {
@@ -19,6 +20,11 @@ export interface RenderOptions {
    * @default defaultCacheDir()
    */
   readonly cacheDir?: string | false;
+  /**
+   * The bound of every engine run of the command together: pass one budget to every cluster's render.
+   * @default a budget of this call's own
+   */
+  readonly budget?: EngineBudget;
 }
 
 /** The Kubernetes version helm renders for: the description's minor version. */
@@ -69,13 +75,14 @@ export async function renderClusterSources(view: ClusterView, opts: RenderOption
     upstream,
     engines,
     cacheDir,
+    budget: opts.budget ?? new EngineBudget(),
     kubeVersion: kubeVersionOf(view),
     apiVersions: apiVersionsOf(index),
-    // a source of the cluster's own repository is built from the folder on disk
+    // a source of the cluster's own repository is built from the folder on disk, which lies inside the cluster's folder
     folderOf: (s: { repoURL?: string; path?: string; chart?: string }) => {
       const folder = renderedFolderOf(index, s);
       if (folder === undefined || folder === null) return folder;
-      return dir === undefined ? null : path.join(dir, folder);
+      return dir === undefined ? null : resolveInside(dir, folder === '' ? '.' : folder, 'path');
     },
   };
   const applications = index.ofKind('Application', ARGO).filter((a) => apiGroup(a.apiVersion) === ARGO);
@@ -87,7 +94,10 @@ export async function renderClusterSources(view: ClusterView, opts: RenderOption
     renderApplications(applications, ctx),
     upstream ? renderApplications(charts.map(defaultsApplication), { ...ctx, apiVersions: [] }) : Promise.resolve([]),
   ]);
-  return { engines, upstream, sources: [...rendered, ...(dir === undefined ? folderObjectsOf(index, applications) : [])], defaults };
+  // Argo CD renders a Helm Application again on every refresh: each renders a second time, afresh (rule render-deterministic).
+  const helmApplications = applications.filter((a) => applicationSources<ApplicationSource>(a).some(isHelmSource));
+  const reruns = upstream && helmApplications.length > 0 ? await renderApplications(helmApplications, { ...ctx, fresh: true }) : [];
+  return { engines, upstream, sources: [...rendered, ...(dir === undefined ? folderObjectsOf(index, applications) : [])], defaults, reruns };
 }
 
 /**

@@ -14,12 +14,32 @@ function defaultsOf(index: ClusterIndex, chart: VendoredChart): RenderedSource |
   return index.renders?.defaults.find((r) => r.release === chart && r.problem === undefined);
 }
 
+/**
+ * The comparison a custom resource of the tree needs and cannot have: its chart's default render failed
+ * (the engine, the chart), or rendered no such resource. Fails closed: a render that serves a comparison
+ * and fails is an error of the rule, never a skipped rule.
+ */
+function defaultsMissing(index: ClusterIndex, chart: VendoredChart, kind: string, group: string, has: (r: RenderedSource) => boolean): Violation[] {
+  const crs = index.ofKind(kind, group);
+  if (crs.length === 0 || !index.renders?.upstream) return [];
+  const what = `${chart.chart} ${chart.version} chart`;
+  const render = index.renders.defaults.find((r) => r.release === chart);
+  const why = render === undefined ? `the ${what} was not rendered`
+    : render.problem !== undefined ? `helm template of the ${what} with its default values fails: ${render.problem.message}`
+      : !has(render) ? `helm template of the ${what} with its default values renders no ${kind === 'ClusterPolicy' ? 'ClusterPolicy' : 'image'}` : undefined;
+  if (why === undefined) return [];
+  return crs.map((cr) => ({ message: `cannot be compared with its release's images: ${why}`, objects: [cr] }));
+}
+
 const imageMatchesUpstream: Rule = {
   id: 'image-matches-upstream',
   severity: 'error',
   summary: 'every image field of the ClusterPolicy equals the one the pinned GPU Operator chart renders with its defaults; NicClusterPolicy spec.global names the registry and tag of the Network Operator release\'s images',
   check(index) {
-    const out: Violation[] = [];
+    const out: Violation[] = [
+      ...defaultsMissing(index, GPU_OPERATOR_CHART, 'ClusterPolicy', 'nvidia.com', (r) => r.objects.some((o) => o.kind === 'ClusterPolicy')),
+      ...defaultsMissing(index, NETWORK_OPERATOR_CHART, 'NicClusterPolicy', 'mellanox.com', (r) => r.objects.some((o) => imageRefsOf(o).length > 0)),
+    ];
     const gpu = defaultsOf(index, GPU_OPERATOR_CHART);
     const chartPolicy = gpu?.objects.find((o) => o.kind === 'ClusterPolicy');
     if (gpu && chartPolicy) {
@@ -42,9 +62,10 @@ const imageMatchesUpstream: Rule = {
       }
     }
     const net = defaultsOf(index, NETWORK_OPERATOR_CHART);
-    if (net) {
+    const refs = net?.objects.flatMap((o) => imageRefsOf(o)) ?? [];
+    // (a render without images is reported above: there is nothing to compare with)
+    if (refs.length > 0) {
       const release = `${NETWORK_OPERATOR_CHART.chart} ${NETWORK_OPERATOR_CHART.version} chart`;
-      const refs = net.objects.flatMap((o) => imageRefsOf(o));
       for (const ncp of index.ofKind('NicClusterPolicy', 'mellanox.com')) {
         const g = ((ncp.spec ?? {}) as { global?: ImageCoordinates }).global ?? {};
         const repository = g.repository;

@@ -3,23 +3,28 @@ import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { findDescription } from './find-description';
 import { consoleIo, EXIT, Io } from './io';
-import { CommandSpec, commandHelp, OPTIONS, OptionTable, upstreamDir } from './options';
-import { ScopeOf } from '../check/cluster-view';
+import { CommandSpec, commandHelp, OPTIONS, OptionTable, schemaDirs, upstreamDir } from './options';
+import { SchemaOf, ScopeOf } from '../check/cluster-view';
 import { checkCluster, formatFinding, RULES } from '../check/engine';
 import { renderClusterSources } from '../check/renders';
 import { readClusters } from '../check/tree';
-import { describeEngines, EngineError, LAYER_PACKAGE, MIN_VERSIONS, resolveEngines } from '../engines';
+import { describeEngines, EngineBudget, EngineError, LAYER_PACKAGE, MIN_VERSIONS, resolveEngines } from '../engines';
 import { outputFormat } from '../errors';
-import { CLUSTERS_DIR, DEFAULT_OUT, DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../paths';
+import { PACKAGE_NAME } from '../paths';
+import { projectOf, requireProject } from '../project/project-file';
 import { recoverAround } from '../render/write';
 import { descriptionFiles, InputError, loadModels } from '../synth/pipeline';
 import { SchemaStore } from '../validate/schemas';
 
-/** Scope look-up from the schema directories; without an explicit --schemas, only when the default exists. */
-function scopeLookup(dirs: string[] | undefined): ScopeOf | undefined {
-  if ((!dirs || dirs.length === 0) && !existsSync(DEFAULT_SCHEMAS)) return undefined;
-  const store = SchemaStore.open(dirs && dirs.length > 0 ? dirs : [DEFAULT_SCHEMAS]);
-  return (apiVersion, kind) => store.lookup(apiVersion, kind)?.scope;
+/** Scope and schema look-ups from the schema directories; without an explicit --schemas, only when the default exists. */
+function schemaLookups(dirs: string[] | undefined): { scopeOf?: ScopeOf; schemaOf?: SchemaOf } {
+  const schemas = schemaDirs(dirs);
+  if ((!dirs || dirs.length === 0) && !existsSync(schemas[0])) return {};
+  const store = SchemaStore.open(schemas);
+  return {
+    scopeOf: (apiVersion, kind) => store.lookup(apiVersion, kind)?.scope,
+    schemaOf: (apiVersion, kind) => store.lookup(apiVersion, kind)?.schema,
+  };
 }
 
 /** The engines line(s) of --help and the report: which helm and kustomize `check` runs, or why none. */
@@ -32,8 +37,8 @@ export async function engineLines(): Promise<string[]> {
   }
 }
 const CHECK_OPTIONS = {
-  'config': { ...OPTIONS.config, help: 'the description of a checked cluster (its capacity), when it is not the one of the same name in src/clusters/; YAML, JSON or TypeScript (.ts); repeatable' },
-  'schemas': { ...OPTIONS.schemas, help: 'CRD YAML files and core definitions that tell which kinds are cluster-scoped; repeatable (default: ../shared/crds)' },
+  'config': { ...OPTIONS.config, help: 'the description of a checked cluster (its capacity), when not the project\'s of the same name; YAML, JSON or TypeScript (.ts); repeatable' },
+  'schemas': { ...OPTIONS.schemas, help: 'CRD YAML files and core definitions that tell which kinds are cluster-scoped; repeatable (default: the pinned ones the package ships)' },
   'upstream': OPTIONS.upstream,
   'format': OPTIONS.format,
   'quiet': OPTIONS.quiet,
@@ -44,9 +49,9 @@ const CHECK_OPTIONS = {
 /** `check`: the cross-object rules over rendered trees. */
 export const CHECK: CommandSpec<typeof CHECK_OPTIONS> = {
   name: 'check',
-  usage: 'npm run check -- [DIR ...]',
-  summary: 'cross-object rules over rendered trees (default: dist/), one cluster per folder',
-  description: 'Runs the cross-object rules over rendered trees (default: dist/), one cluster per folder: queue labels -> '
+  usage: `${PACKAGE_NAME} check [DIR ...]`,
+  summary: 'cross-object rules over rendered trees (default: the project\'s output folder), one cluster per folder',
+  description: 'Runs the cross-object rules over rendered trees (default: the project\'s output folder), one cluster per folder: queue labels -> '
     + 'LocalQueues -> ClusterQueues -> flavors, resources covered, quotas and MPIJob ranks fit the GPUs, one nic-cluster-policy, '
     + 'one RDMA name, one default StorageClass, Application paths and sync waves, no privileged containers, no latest images, '
     + 'no Secret data. Every Application is rendered as Argo CD renders it, with helm and kustomize (charts and overlays from '
@@ -78,14 +83,15 @@ export async function runCheck(args: string[], io: Io = consoleIo): Promise<numb
     return EXIT.ok;
   }
   const format = outputFormat(values.format);
-  const dirs = positionals.length > 0 ? positionals : [DEFAULT_OUT];
+  const dirs = positionals.length > 0 ? positionals : [requireProject('check', 'the rendered folders (check DIR ...)').out];
   for (const d of dirs) recoverAround(d, { command: 'check', notify: io.err });
   for (const d of dirs) if (!existsSync(d)) throw new InputError(`check: ${d}: no such folder`);
   const configs = values.config ?? [];
   for (const c of configs) if (!existsSync(c)) throw new InputError(`--config ${c}: no such file`);
-  const models = loadModels(configs.length > 0 ? configs : descriptionFiles(CLUSTERS_DIR));
-  const scopeOf = scopeLookup(values.schemas);
-  const upstream = upstreamDir(values.upstream) ?? DEFAULT_UPSTREAM;
+  const clusters = configs.length > 0 ? undefined : projectOf()?.clusters;
+  const models = loadModels(configs.length > 0 ? configs : clusters ? descriptionFiles(clusters) : []);
+  const { scopeOf, schemaOf } = schemaLookups(values.schemas);
+  const upstream = upstreamDir(values.upstream);
 
   const t0 = performance.now();
   const views = dirs.flatMap(readClusters).map((v) => ({ ...v, model: models.find((m) => m.name === v.name) }));
@@ -96,14 +102,16 @@ export async function runCheck(args: string[], io: Io = consoleIo): Promise<numb
     if (e instanceof EngineError) throw new InputError(`check: no engines to render the Applications with: ${e.message}; put helm >= ${MIN_VERSIONS.helm} and kubectl with kustomize >= ${MIN_VERSIONS.kustomize} on PATH`);
     throw e;
   });
-  const renders = await Promise.all(views.map((v) => renderClusterSources(v, { scopeOf, upstream })));
+  // one bound for all engine work of the command, whatever the number of clusters, Applications and retries
+  const budget = new EngineBudget();
+  const renders = await Promise.all(views.map((v) => renderClusterSources(v, { scopeOf, upstream, budget })));
   const t2 = performance.now();
-  const findings = views.flatMap((v, i) => checkCluster(v, { scopeOf, renders: renders[i] }));
+  const findings = views.flatMap((v, i) => checkCluster(v, { scopeOf, schemaOf, renders: renders[i] }));
   const t3 = performance.now();
   const rendered = renders.reduce((n, r) => n + r.sources.filter((s) => s.problem === undefined).length, 0);
   const timings = { read: t1 - t0, render: t2 - t1, rules: t3 - t2, total: t3 - t0 };
   const errors = findings.filter((f) => f.severity === 'error');
-  const hasUpstream = existsSync(upstream);
+  const hasUpstream = renders.some((r) => r.upstream !== undefined);
   if (format === 'json') {
     const engine = (e: typeof engines.helm) => ({ version: e.version, path: e.path, source: e.source, ...(e.via ? { via: e.via } : {}) });
     io.out(JSON.stringify({
@@ -123,7 +131,8 @@ export async function runCheck(args: string[], io: Io = consoleIo): Promise<numb
       if (v.model || values.quiet || !v.folders.some((f) => f.objects.some((m) => m.kind === 'ClusterQueue'))) continue;
       // a tree rendered with --config FILE --out DIR: say which --config gives the capacity rules the cluster's description
       const found = v.dir === undefined ? undefined : findDescription(v.name, v.dir);
-      const where = configs.length > 0 ? 'none of the --config descriptions is' : `no description in ${path.relative(process.cwd(), CLUSTERS_DIR) || CLUSTERS_DIR} is`;
+      const where = configs.length > 0 ? 'none of the --config descriptions is'
+        : clusters ? `no description in ${path.relative(process.cwd(), clusters) || clusters} is` : 'no project file, so no description is';
       io.out(`note: ${v.name}: ${where} named "${v.name}", so the capacity rules fall back to the queues' quotas; `
         + (found ? `add --config ${found} (it names ${v.name})` : `add --config FILE, the description ${v.name} was rendered from`));
     }

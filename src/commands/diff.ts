@@ -2,12 +2,13 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } 
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
-import { CLUSTERS_DIR, DEFAULT_OUT } from '../paths';
+import { PACKAGE_NAME } from '../paths';
 import { consoleIo, EXIT, Io } from './io';
 import { CommandSpec, commandHelp, OptionTable, RENDER_OPTIONS, renderInputs } from './options';
 import { Preloaded, preloadedModels } from './precheck';
 import { outputFormat } from '../errors';
 import { isJsonObject } from '../json';
+import { requireProject } from '../project/project-file';
 import { clusterOf, deletionLines, objectKey, outputEntries, readTreeObjects, TreeObject } from '../render/deletions';
 import { describeObject } from '../render/manifest';
 import { isObjectPath } from '../render/tree';
@@ -140,7 +141,7 @@ export function formatDiff(d: TreeDiff): string[] {
  */
 const DIFF_OPTIONS = {
   ...RENDER_OPTIONS,
-  'out': { ...RENDER_OPTIONS.out, help: 'the rendered output to compare with (default: dist/)' },
+  'out': { ...RENDER_OPTIONS.out, help: 'the rendered output to compare with (default: the project\'s output folder, dist/)' },
   'format': { ...RENDER_OPTIONS.format, help: 'text (default) or json (every change, machine-readable)' },
   'allow-delete': { type: 'boolean', help: 'exit 0 even when objects would be deleted' },
 } as const satisfies OptionTable;
@@ -148,11 +149,12 @@ const DIFF_OPTIONS = {
 /** `diff`: what a fresh render would change. */
 export const DIFF: CommandSpec<typeof DIFF_OPTIONS> = {
   name: 'diff',
-  usage: 'npm run diff [-- --allow-delete]',
-  summary: 'what a fresh render would add, remove or change in dist/ (exit 1 on a deletion)',
-  description: 'Renders into a temporary folder (as synth would, --config FILE ... for some clusters only) and prints, per object, '
-    + 'what would be added, removed or changed (field paths) against dist/ (or --out DIR). Writes nothing. Exits 1 when an '
-    + 'object would be deleted, unless --allow-delete.',
+  usage: `${PACKAGE_NAME} diff [--config FILE ... --out DIR] [--allow-delete]`,
+  summary: 'what a fresh render would add, remove or change in the output folder (exit 1 on a deletion)',
+  description: 'Renders into a temporary folder (as synth would, --config FILE ... for some clusters only) and prints, per cluster '
+    + 'and object (its folder, kind, namespace and name), what would be added, removed or changed (field paths) against the '
+    + 'project\'s output folder (or --out DIR): after updating the toolkit, what the new version renders differently. Writes '
+    + 'nothing. Exits 1 when an object would be deleted, unless --allow-delete.',
   options: DIFF_OPTIONS,
   failed: 'an object would be deleted (without --allow-delete), or the render failed its validation or checks',
 };
@@ -166,13 +168,14 @@ export function runDiff(args: string[], io: Io = consoleIo, preloaded?: Preloade
   }
   const format = outputFormat(values.format);
   const { configs, schemas } = renderInputs(values);
-  const committed = outputRoot(values.out ?? DEFAULT_OUT);
+  const project = configs.length === 0 || values.out === undefined ? requireProject('diff', '--config FILE ... and --out DIR') : undefined;
+  const committed = outputRoot(values.out ?? project!.out);
   recoverOutput(committed, { command: 'diff', notify: io.err, reader: true });
 
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'gpu-cluster-diff-'));
   try {
     const fresh = path.join(tmp, 'out');
-    const result = synth({ configs, models: preloadedModels(preloaded, configs), clustersDir: CLUSTERS_DIR, out: fresh, schemas });
+    const result = synth({ configs, models: preloadedModels(preloaded, configs), clustersDir: project?.clusters, out: fresh, schemas });
     const clusters = configs.length > 0 ? result.clusters.map((c) => c.name) : undefined;
     const d = diffTrees(committed, fresh, clusters);
     const count = (c: ObjectChange['change']) => d.objects.filter((o) => o.change === c).length;

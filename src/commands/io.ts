@@ -1,7 +1,6 @@
 import { ProgressSink, stderrProgress } from './progress';
 
-/** Exit codes of every command: 0 ok, 1 failed (validation, checks, a deletion refused), 2 bad input. */
-export const EXIT = { ok: 0, failed: 1, badInput: 2 } as const;
+export { EXIT } from '../errors';
 
 /** Where a command prints: stdout lines and stderr lines (tests capture them), and progress of long work. */
 export interface Io {

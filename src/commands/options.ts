@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { InputError } from '../errors';
-import { DEFAULT_SCHEMAS } from '../paths';
+import { usableFolder } from '../files';
+import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM, DEV_CHECKOUT, PACKAGE_NAME } from '../paths';
 import { SchemaDirectoryMissing } from '../validate/schemas';
 
 /**
@@ -24,7 +25,7 @@ export type OptionTable = Readonly<Record<string, OptionSpec>>;
 /** A command of the CLI: its usage line, what it does and its option table. */
 export interface CommandSpec<T extends OptionTable = OptionTable> {
   readonly name: string;
-  /** `npm run <name> ...` as the user types it (positionals included). */
+  /** `gpu-cluster-manifests <name> ...` as the user types it (positionals included). */
   readonly usage: string;
   /** One line for the global help's command list. */
   readonly summary: string;
@@ -38,19 +39,19 @@ export interface CommandSpec<T extends OptionTable = OptionTable> {
 /** Options several commands share; a command may give one its own help (`{ ...OPTIONS.config, help }`). */
 export const OPTIONS = {
   'config': { type: 'string', multiple: true, value: 'FILE', help: 'a cluster description: YAML, JSON or TypeScript (.ts, exporting defineCluster(...)); repeatable' },
-  'out': { type: 'string', value: 'DIR', help: 'output root (default: dist/)' },
+  'out': { type: 'string', value: 'DIR', help: 'output root (default: the project\'s output folder, out: in gpu-cluster-manifests.yaml)' },
   'schemas': {
     type: 'string',
     multiple: true,
     value: 'DIR',
-    help: 'CRD YAML files and core definitions to validate against; repeatable (default: ../shared/crds). Your own cluster\'s: '
-      + 'kubectl get crd -o yaml > my-crds/crds.yaml, then --schemas my-crds --schemas ../shared/crds/kubernetes',
+    help: 'CRD YAML files and core definitions to validate against; repeatable (default: the pinned ones the package ships). Your own '
+      + 'cluster\'s: kubectl get crd -o yaml > my-crds/crds.yaml, then --schemas my-crds --schemas <the core definitions folder>',
   },
   'upstream': {
     type: 'string',
     value: 'DIR',
     help: 'the vendored upstream Helm charts and kustomize overlays the Applications are rendered from with helm and '
-      + 'kustomize (default: ../shared/upstream-installs; the README says how to fill one with helm pull)',
+      + 'kustomize (default: the pinned ones the package ships; the README says how to fill one with helm pull)',
   },
   'allow-delete': {
     type: 'boolean',
@@ -133,7 +134,7 @@ export function globalHelp(specs: readonly CommandSpec[]): string {
   return [
     'gpu-cluster-manifests: render GPU Kubernetes clusters from one typed description.',
     '',
-    'Commands (npm run <command> -- --help lists a command\'s options):',
+    `Commands (${PACKAGE_NAME} <command> --help lists a command's options; in the toolkit's own repository: npm run <command> -- ...):`,
     ...specs.flatMap((s) => [`  ${s.usage}`, ...wrap(s.summary, WIDTH, '      ', '      ')]),
     '',
     exitCodes('a validation, a check or a preflight failed (diff: an object would be deleted)'),
@@ -147,15 +148,29 @@ export interface RenderOptionValues {
   readonly 'no-validate'?: boolean;
 }
 
-/** The upstream installs folder a command names; an explicit one that does not exist is bad input. */
-export function upstreamDir(value: string | undefined): string | undefined {
-  if (value !== undefined && !existsSync(value)) throw new InputError(`--upstream ${value}: no such folder`);
-  return value;
+/**
+ * A folder the package ships (its pinned schemas, its upstream installs): in an installed package a
+ * missing one is a broken install, bad input saying how to fix it. In the toolkit's own checkout
+ * (`../shared`) the caller reports a missing one as before.
+ */
+export function packagedFolder(dir: string, what: string, flag: string): string {
+  if (!DEV_CHECKOUT && !existsSync(dir)) throw new InputError(`the installed ${PACKAGE_NAME} lacks ${what} (${dir}): reinstall it (npm ci), or name ${flag} DIR`);
+  return dir;
 }
 
-/** Schema directories to validate against: the given ones, or ../shared/crds. */
+/**
+ * The upstream installs folder a command names, or the packaged one; an explicit one that does not exist or
+ * is no folder (a regular file, /dev/null, a FIFO) is bad input.
+ */
+export function upstreamDir(value: string | undefined): string {
+  if (value === undefined) return packagedFolder(DEFAULT_UPSTREAM, 'its pinned upstream charts and overlays', '--upstream');
+  if (!existsSync(value)) throw new InputError(`--upstream ${value}: no such folder`);
+  return usableFolder(value, `--upstream ${value}`, 'name the folder of the vendored charts and overlays');
+}
+
+/** Schema directories to validate against: the given ones, or the packaged ones. */
 export function schemaDirs(values: readonly string[] | undefined): string[] {
-  return values && values.length > 0 ? [...values] : [DEFAULT_SCHEMAS];
+  return values && values.length > 0 ? [...values] : [packagedFolder(DEFAULT_SCHEMAS, 'its pinned CRD schemas', '--schemas')];
 }
 
 /** Checks the description files and schema directories a render names; every missing one is bad input. */

@@ -2,7 +2,7 @@ import { Chart, ChartProps } from 'cdk8s';
 import { Construct } from 'constructs';
 import { ClusterModel } from '../model/model';
 import { ClientFile } from '../render/client-files';
-import { RenderedFolder } from '../render/manifest';
+import { FolderKustomization, RenderedFolder } from '../render/manifest';
 
 /** Props of every component chart: the one validated model, read-only. */
 export interface ComponentChartProps extends ChartProps {
@@ -29,6 +29,11 @@ export interface ComponentDefinition {
    * (see render/client-files.ts). Omitted: none.
    */
   clientFiles?(model: ClusterModel): ClientFile[];
+  /**
+   * Bases and patches the folder's kustomization.yaml adds to the folder's object files (see FolderKustomization).
+   * Omitted: the kustomization lists the object files only.
+   */
+  kustomization?(model: ClusterModel): FolderKustomization | undefined;
 }
 
 /** Chart props every component uses: readable names (no hashes) and the common labels. */

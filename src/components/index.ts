@@ -1,3 +1,4 @@
+import { argocd } from './argocd/chart';
 import { ComponentDefinition, WiringDefinition } from './component';
 import { dashboard } from './dashboard/chart';
 import { dynamo } from './dynamo/chart';
@@ -12,11 +13,12 @@ import { storage } from './storage/chart';
 import { tenants } from './tenants/chart';
 
 /**
- * Every component, in dependency order: operators' custom resources, then queues, then what uses
+ * Every component, in dependency order: Argo CD itself, operators' custom resources, then queues, then what uses
  * them (tenants, monitoring), samples last. Each renders into dist/<cluster>/<folder>/; the
  * Argo CD wiring derives the sync waves from what the folders contain, not from this order.
  */
 export const COMPONENTS: readonly ComponentDefinition[] = [
+  argocd,
   storage,
   gpuOperator,
   networkOperator,

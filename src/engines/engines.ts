@@ -3,6 +3,7 @@ import { isExecutableFile, LAYER_PACKAGE, unpackedLayer } from './packaged';
 import { EngineError, runEngine, RunOptions } from './run';
 import { workDir } from './workspace';
 import { defaultCacheDir } from '../cache/compiled-cache';
+import { fsErrorText, isFsError, stripControl } from '../errors';
 
 /**
  * The oldest engines the checks accept from PATH (older ones are passed over for the packaged ones).
@@ -77,10 +78,16 @@ function onPath(name: string, searchPath: string): string | undefined {
 
 const PROBE = { timeoutMs: 20_000, maxOutputBytes: 1024 * 1024 };
 
+/** A whole version string as engines print them (`v4.1.4`, `v1.32.4-dispatcher`, `v3.19.0+g3d8990f`): nothing else is taken. */
+const VERSION = /^v?\d+\.\d+(?:\.\d+)?(?:[-+][0-9A-Za-z.+-]{1,64})?$/;
+
+/** The answer of a version probe, shown in a message: control characters stripped, cut short. */
+const shown = (text: string) => stripControl(text.trim()).slice(0, 80);
+
 /** helm's version (`helm version --template {{.Version}}`). */
 async function helmVersion(file: string, env: NodeJS.ProcessEnv): Promise<string> {
   const out = (await runEngine(file, ['version', '--template', '{{.Version}}'], { ...PROBE, env, label: 'helm version' })).trim();
-  if (!parseVersion(out)) throw new EngineError(`unexpected answer "${out.slice(0, 80)}"`, 'helm version');
+  if (!VERSION.test(out)) throw new EngineError(`unexpected answer "${shown(out)}"`, 'helm version');
   return out;
 }
 
@@ -91,11 +98,11 @@ async function kubectlVersions(file: string, env: NodeJS.ProcessEnv): Promise<{ 
   try {
     parsed = JSON.parse(out) as typeof parsed;
   } catch {
-    throw new EngineError(`unexpected answer "${out.trim().slice(0, 80)}"`, 'kubectl version');
+    throw new EngineError(`unexpected answer "${shown(out)}"`, 'kubectl version');
   }
-  const kubectl = typeof parsed.clientVersion?.gitVersion === 'string' ? parsed.clientVersion.gitVersion : '';
+  const kubectl = typeof parsed.clientVersion?.gitVersion === 'string' && VERSION.test(parsed.clientVersion.gitVersion) ? parsed.clientVersion.gitVersion : '';
   const kustomize = typeof parsed.kustomizeVersion === 'string' ? parsed.kustomizeVersion : '';
-  if (!parseVersion(kustomize)) throw new EngineError(`no kustomize version in its answer (kubectl ${kubectl || '?'})`, 'kubectl version');
+  if (!VERSION.test(kustomize)) throw new EngineError(`no kustomize version in its answer (kubectl ${kubectl || '?'})`, 'kubectl version');
   return { kubectl, kustomize };
 }
 
@@ -158,7 +165,14 @@ async function fromPath<T>(file: string | undefined, probe: (file: string) => Pr
 
 async function findEngines(searchPath: string, cacheDir: string | undefined): Promise<Engines> {
   // helm's own folders: empty and private (one place, so nothing accumulates per run)
-  const env = engineEnv(workDir(cacheDir, path.join('engines', 'helm-home')));
+  let home: string;
+  try {
+    home = workDir(cacheDir, path.join('engines', 'helm-home'));
+  } catch (e) {
+    if (isFsError(e)) throw new EngineError(`no folder for helm's own files: ${fsErrorText(e)}`);
+    throw e;
+  }
+  const env = engineEnv(home);
   const helmOnPath = onPath('helm', searchPath);
   const kubectlOnPath = onPath('kubectl', searchPath);
   // Without one of them on PATH the packaged ones are needed: start on them (hashing the zip) at once.
@@ -204,5 +218,5 @@ export function describeEngines(e: Engines): string[] {
     `helm ${e.helm.version} (${e.helm.path}, ${from(e.helm)})`,
     `kustomize ${e.kustomize.version} (${e.kustomize.via}, ${e.kustomize.path}, ${from(e.kustomize)})`,
     ...e.passedOver.map((p) => `passed over: ${p}`),
-  ];
+  ].map(stripControl);
 }

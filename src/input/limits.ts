@@ -1,7 +1,14 @@
 import { InputError } from '../errors';
 
 /** The files a command reads besides its own output: what they are and how far they may go. */
-export type InputKind = 'description' | 'snapshot' | 'kubeconfig';
+export type InputKind = 'description' | 'snapshot' | 'kubeconfig' | 'project';
+/**
+ * What check reads for the engines: a file an Application names in a chart or overlay (values files, patches,
+ * Chart.yaml), what an engine printed (helm template, kustomize build), and a YAML file of a rendered tree.
+ */
+export type EngineInputKind = 'chart' | 'render' | 'tree';
+/** Every kind of input with limits. */
+export type LimitedInput = InputKind | EngineInputKind;
 
 interface InputLimitSpec {
   /** What the file is, for messages ("far more than a cluster description needs"). */
@@ -25,17 +32,26 @@ interface InputLimitSpec {
  * disk image or a log is refused at once; nesting and aliases bound the parser's recursion and
  * what an alias bomb could expand to.
  */
-export const INPUT_LIMITS: Readonly<Record<InputKind, InputLimitSpec>> = {
+export const INPUT_LIMITS: Readonly<Record<LimitedInput, InputLimitSpec>> = {
   description: { what: 'a cluster description', hint: 'name a YAML or JSON description file', mib: 8, env: 'GPU_CLUSTER_MANIFESTS_MAX_DESCRIPTION_MIB', depth: 32, aliases: 100 },
   snapshot: { what: 'a cluster snapshot', hint: 'name the file kubectl get ... -o yaml wrote', mib: 64, env: 'GPU_CLUSTER_MANIFESTS_MAX_SNAPSHOT_MIB', depth: 100, aliases: 100 },
   kubeconfig: { what: 'a kubeconfig', hint: 'name a kubeconfig file', mib: 4, env: 'GPU_CLUSTER_MANIFESTS_MAX_KUBECONFIG_MIB', depth: 32, aliases: 100 },
+  // the largest file of a pinned chart is a CRD bundle of 2.6 MB; values files and patches are KiB
+  chart: { what: 'a file of a chart or overlay', hint: 'name a file of the chart or overlay', mib: 16, env: 'GPU_CLUSTER_MANIFESTS_MAX_CHART_FILE_MIB', depth: 100, aliases: 1000 },
+  // the largest pinned chart renders 3.2 MB with its CRDs (which nest some 40 levels), kube-prometheus-stack some 8 MB;
+  // each run in flight holds its output some three times over while it is parsed; helm and kustomize print no aliases
+  render: { what: 'a render of a chart or overlay', hint: 'check the engine', mib: 32, env: 'GPU_CLUSTER_MANIFESTS_MAX_ENGINE_OUTPUT_MIB', depth: 100, aliases: 1000 },
+  // a rendered file holds one object; the largest (a CRD) is 1.5 MB
+  tree: { what: 'a file of a rendered tree', hint: 'a rendered tree holds YAML files', mib: 64, env: 'GPU_CLUSTER_MANIFESTS_MAX_MANIFEST_MIB', depth: 100, aliases: 1000 },
+  // gpu-cluster-manifests.yaml: two keys
+  project: { what: 'a project file', hint: 'gpu-cluster-manifests.yaml must be a file (clusters: and out:)', mib: 1, env: 'GPU_CLUSTER_MANIFESTS_MAX_PROJECT_MIB', depth: 8, aliases: 10 },
 };
 
 /** Largest size any limit may be raised to: a Buffer, and the text decoded from it, must fit. */
 const MAX_MIB = 1024;
 
 /** The size limit of an input kind in bytes: the environment variable when set (MiB, fractions allowed), else the default. */
-export function maxBytes(kind: InputKind): number {
+export function maxBytes(kind: LimitedInput): number {
   const spec = INPUT_LIMITS[kind];
   const raw = process.env[spec.env];
   if (raw === undefined || raw === '') return spec.mib * 1024 * 1024;
@@ -50,6 +66,6 @@ export function formatMiB(bytes: number): string {
 }
 
 /** How to raise a kind's size limit, for messages. */
-export function raiseHint(kind: InputKind): string {
+export function raiseHint(kind: LimitedInput): string {
   return `${INPUT_LIMITS[kind].env}=<MiB> raises the limit`;
 }

@@ -1,7 +1,7 @@
 import { closeSync, constants, fstatSync, openSync, readSync, Stats } from 'node:fs';
 import { createRequire } from 'node:module';
 import { isMap, isPair, isScalar, isSeq, LineCounter, Node, parseAllDocuments, parseDocument, visit, Document } from 'yaml';
-import { formatMiB, INPUT_LIMITS, InputKind, maxBytes, raiseHint } from './limits';
+import { formatMiB, INPUT_LIMITS, LimitedInput, maxBytes, raiseHint } from './limits';
 import { InputError } from '../errors';
 
 /**
@@ -32,7 +32,8 @@ export class InputFileError extends Error {
   }
 }
 
-function describeIssues(issues: readonly InputIssue[]): string {
+/** The first issue, and how many more there are. */
+export function describeIssues(issues: readonly InputIssue[]): string {
   return `${describeIssue(issues[0])}${issues.length > 1 ? ` (and ${issues.length - 1} more problem(s))` : ''}`;
 }
 
@@ -68,7 +69,7 @@ function fileKind(st: Stats): string {
  * The bytes of an input file. Refuses, before reading, anything but a regular file (a device such
  * as /dev/zero, a FIFO, a folder) and files over the kind's size limit; never waits for a writer.
  */
-export function readInputBytes(file: string, kind: InputKind): Buffer {
+export function readInputBytes(file: string, kind: LimitedInput): Buffer {
   const spec = INPUT_LIMITS[kind];
   const fail = (message: string) => new InputFileError(file, [{ path: '', message }]);
   let max: number;
@@ -347,7 +348,7 @@ function tooDeep(root: unknown, max: number, shared: boolean): string | undefine
 }
 
 /** Refuses a value nested deeper than the kind allows (also for values that were not parsed from text). */
-export function checkNesting(file: string, value: unknown, kind: InputKind, opts: { shared?: boolean; document?: number } = {}): void {
+export function checkNesting(file: string, value: unknown, kind: LimitedInput, opts: { shared?: boolean; document?: number } = {}): void {
   const spec = INPUT_LIMITS[kind];
   const deep = tooDeep(value, spec.depth, opts.shared ?? false);
   if (deep !== undefined) throw new InputFileError(file, [{ path: deep, message: `nested more than ${spec.depth} levels deep; ${spec.what} needs far fewer`, document: opts.document }]);
@@ -358,7 +359,7 @@ export function checkNesting(file: string, value: unknown, kind: InputKind, opts
  * kind's nesting and alias limits and without duplicate keys. YAML 1.2 core schema (JSON is YAML):
  * no timestamps, no merge keys, as the `yaml` library reads descriptions.
  */
-export function parseInputYaml(file: string, text: string, kind: InputKind, multi: boolean): unknown[] {
+export function parseInputYaml(file: string, text: string, kind: LimitedInput, multi: boolean): unknown[] {
   const spec = INPUT_LIMITS[kind];
   const yaml = jsYaml();
   const fail = (issue: InputIssue) => new InputFileError(file, [issue]);
@@ -380,6 +381,6 @@ export function parseInputYaml(file: string, text: string, kind: InputKind, mult
 }
 
 /** Reads, decodes and parses an input file with the kind's limits. */
-export function readYamlInput(file: string, kind: InputKind, multi: boolean): unknown[] {
+export function readYamlInput(file: string, kind: LimitedInput, multi: boolean): unknown[] {
   return parseInputYaml(file, decodeInput(file, readInputBytes(file, kind)), kind, multi);
 }

@@ -6,7 +6,8 @@ import { defaultCacheDir } from '../cache/cache-dir';
 import { fileDigest, observeDigests, sha256 } from '../cache/digests';
 import { FAULT_ENV } from '../fault';
 import { isInside } from '../files';
-import { DEFAULT_OUT, PROJECT_ROOT } from '../paths';
+import { INSTALL_ROOT, PACKAGE_ROOT } from '../paths';
+import { Project, projectOf } from '../project/project-file';
 
 // the modules themselves (not copies of their bindings): the watch replaces their functions
 const requireHere = createRequire(__filename);
@@ -15,8 +16,8 @@ const childProcess = requireHere('node:child_process') as typeof import('node:ch
 const workerThreads = requireHere('node:worker_threads') as typeof import('node:worker_threads');
 
 /**
- * The up-to-date answer of the plain `npm run synth` (every description in src/clusters/ into
- * dist/), as make gives it, with the dependencies found as tup and bazel find them: by watching.
+ * The up-to-date answer of the plain `synth` (every description of the project into its output
+ * folder, as the project file names them), as make gives it, with the dependencies found as tup and bazel find them: by watching.
  *
  * A run that renders records everything it observed while it ran: the SHA-256 of every file it
  * read (descriptions, CRDs, upstream charts, and every module of lib/ and node_modules/ it loaded,
@@ -58,26 +59,33 @@ interface Observed {
 interface RunRecord extends Observed {
   version: number;
   context: string;
-  /** dist/ file (relative) -> SHA-256. */
+  /** Output file (relative) -> SHA-256. */
   output: Record<string, string>;
   stdout: string[];
   stderr: string[];
 }
 
-function recordFile(argv: readonly string[]): string | undefined {
+/** The record of a plain synth in a project, and that project; undefined for any other run. */
+function recordFile(argv: readonly string[]): { file: string; project: Project } | undefined {
   if (process.env[FAULT_ENV] || !ELIGIBLE.some((a) => JSON.stringify(a) === JSON.stringify(argv))) return undefined;
   let dir: string | undefined;
+  let project: Project | undefined;
   try {
     dir = defaultCacheDir();
+    project = projectOf();
   } catch {
-    return undefined; // the CLI reports an unusable cache setting
+    return undefined; // the CLI reports an unusable cache setting or project file
   }
-  return dir && path.join(dir, RECORD_FILE);
+  return dir !== undefined && project !== undefined ? { file: path.join(dir, RECORD_FILE), project } : undefined;
 }
 
-/** Node, the platform, the arguments and where they were typed: a record of another of these is another run's. */
-function context(argv: readonly string[]): string {
-  return JSON.stringify([RECORD_VERSION, process.version, process.platform, process.arch, argv, process.cwd(), PROJECT_ROOT]);
+/**
+ * Node, the platform, the arguments, where they were typed, the toolkit and the project's folders
+ * (the project file is read before the watch begins): a record of another of these is another run's.
+ */
+function context(argv: readonly string[], project: Project): string {
+  const where = [process.cwd(), PACKAGE_ROOT, project.file, project.clusters, project.out];
+  return JSON.stringify([RECORD_VERSION, process.version, process.platform, process.arch, argv, ...where]);
 }
 
 function kindOf(st: Stats | BigIntStats | undefined): Kind {
@@ -114,16 +122,16 @@ function realpath(p: string): string | null {
   }
 }
 
-/** SHA-256 of every file under dist/ by relative path; undefined when dist/ holds anything but files and folders. */
-function outputDigests(): Record<string, string> | undefined {
+/** SHA-256 of every file under the output folder by relative path; undefined when it holds anything but files and folders. */
+function outputDigests(root: string): Record<string, string> | undefined {
   const out: Record<string, string> = {};
   const walk = (rel: string): boolean => {
-    for (const e of fs.readdirSync(path.join(DEFAULT_OUT, rel), { withFileTypes: true })) {
+    for (const e of fs.readdirSync(path.join(root, rel), { withFileTypes: true })) {
       const child = rel ? `${rel}/${e.name}` : e.name;
       if (e.isDirectory()) {
         if (!walk(child)) return false;
       } else {
-        const digest = e.isFile() ? fileDigest(path.join(DEFAULT_OUT, child)) : undefined;
+        const digest = e.isFile() ? fileDigest(path.join(root, child)) : undefined;
         if (digest === undefined) return false;
         out[child] = digest;
       }
@@ -153,10 +161,10 @@ function unchanged(r: RunRecord): boolean {
   return true;
 }
 
-/** Leftovers of an interrupted write beside dist/: the CLI recovers them. */
-function interruptedWrite(): boolean {
-  const parent = path.dirname(DEFAULT_OUT);
-  const base = path.basename(DEFAULT_OUT);
+/** Leftovers of an interrupted write beside the output folder: the CLI recovers them. */
+function interruptedWrite(out: string): boolean {
+  const parent = path.dirname(out);
+  const base = path.basename(out);
   return fs.readdirSync(parent).some((n) => n.startsWith(`${base}.tmp-`) || n.startsWith(`${base}.old-`));
 }
 
@@ -165,20 +173,22 @@ function interruptedWrite(): boolean {
  * (render) otherwise.
  */
 export function answerFromRecord(argv: readonly string[]): number | undefined {
-  const file = recordFile(argv);
-  if (!file) return undefined;
+  const recorded = recordFile(argv);
+  if (!recorded) return undefined;
+  const { file, project } = recorded;
   const t0 = performance.now();
   try {
-    if (interruptedWrite()) return undefined;
+    if (interruptedWrite(project.out)) return undefined;
     const r = JSON.parse(fs.readFileSync(file, 'utf8')) as RunRecord;
-    if (r.version !== RECORD_VERSION || r.context !== context(argv) || !unchanged(r)) return undefined;
-    const output = outputDigests();
+    if (r.version !== RECORD_VERSION || r.context !== context(argv, project) || !unchanged(r)) return undefined;
+    const output = outputDigests(project.out);
     if (!output || JSON.stringify(output) !== JSON.stringify(r.output)) return undefined;
     for (const l of r.stderr) process.stderr.write(l);
     if (!argv.includes('--quiet')) {
       for (const l of r.stdout) process.stdout.write(l);
       const s = ((performance.now() - t0) / 1000).toFixed(2);
-      process.stdout.write(`dist already up to date (${Object.keys(output).length} files): no description, source or schema file changed since the last render (checked in ${s} s)\n`);
+      const shown = path.relative(process.cwd(), project.out) || '.';
+      process.stdout.write(`${shown} already up to date (${Object.keys(output).length} files): no description, source or schema file changed since the last render (checked in ${s} s)\n`);
     }
     return 0;
   } catch {
@@ -370,15 +380,16 @@ function tap(stream: NodeJS.WriteStream, into: string[]): () => void {
  * succeeds and everything it depended on could be watched. Other commands just run.
  */
 export function runRecorded(argv: readonly string[], run: () => number | Promise<number>): number | Promise<number> {
-  const file = recordFile(argv);
-  if (!file) return run();
+  const recorded = recordFile(argv);
+  if (!recorded) return run();
+  const { file, project } = recorded;
   let cacheDir: string | undefined;
   try {
     cacheDir = defaultCacheDir();
   } catch {
     cacheDir = undefined;
   }
-  const watcher = new Watcher([DEFAULT_OUT, cacheDir]);
+  const watcher = new Watcher([project.out, cacheDir]);
   const stdout: string[] = [];
   const stderr: string[] = [];
   const untap = [tap(process.stdout, stdout), tap(process.stderr, stderr)];
@@ -388,7 +399,7 @@ export function runRecorded(argv: readonly string[], run: () => number | Promise
   };
   const finish = (code: number): number => {
     stop();
-    if (code === 0 && watcher.unsound === undefined) save(file, argv, watcher.seen, stdout, stderr);
+    if (code === 0 && watcher.unsound === undefined) save(file, argv, project, watcher.seen, stdout, stderr);
     return code;
   };
   watcher.start();
@@ -405,7 +416,7 @@ export function runRecorded(argv: readonly string[], run: () => number | Promise
   });
 }
 
-function save(file: string, argv: readonly string[], seen: Observed, stdout: string[], stderr: string[]): void {
+function save(file: string, argv: readonly string[], project: Project, seen: Observed, stdout: string[], stderr: string[]): void {
   // a file whose content is recorded needs no separate check that it exists
   for (const key of Object.keys(seen.kinds)) {
     const [p, how] = key.split('\0');
@@ -414,14 +425,14 @@ function save(file: string, argv: readonly string[], seen: Observed, stdout: str
   // the modules loaded before the watch began (the launcher's), and what npm installed
   for (const m of Object.keys(require.cache)) if (!(m in seen.files)) seen.files[m] = fileDigest(m) ?? null;
   for (const f of INSTALL_FILES) {
-    const abs = path.join(PROJECT_ROOT, f);
+    const abs = path.join(INSTALL_ROOT, f);
     if (!(abs in seen.files)) seen.files[abs] = fileDigest(abs) ?? null;
   }
-  const output = outputDigests();
+  const output = outputDigests(project.out);
   if (!output) return;
   const record: RunRecord = {
     version: RECORD_VERSION,
-    context: context(argv),
+    context: context(argv, project),
     ...seen,
     output,
     // the summary's last line (files written, timings) belongs to that run only

@@ -16,13 +16,21 @@ import {
  * (`.describe()`), which editors show on hover.
  */
 
+/** The API server of the cluster Argo CD runs in, as Argo CD names it. */
+export const IN_CLUSTER_SERVER = 'https://kubernetes.default.svc';
+
 const gitops = z.strictObject({
   repoURL: nonEmptyString('a git repository URL').describe('Git repository Argo CD reads the rendered manifests from.'),
   targetRevision: nonEmptyString('a git revision').default('HEAD').describe('Branch, tag or commit Argo CD syncs.'),
   path: nonEmptyString('a path in the repository').describe('Folder of this cluster\'s rendered manifests in the repository (dist/<name>).'),
   namespace: dnsLabel().default('argocd').describe('Namespace Argo CD runs in (Applications and the AppProject live there).'),
   project: dnsLabel().optional().describe('AppProject name. Default: the cluster name.'),
-  destinationServer: nonEmptyString('a Kubernetes API server URL').default('https://kubernetes.default.svc').describe('API server the Applications deploy to.'),
+  destinationServer: nonEmptyString('a Kubernetes API server URL').default(IN_CLUSTER_SERVER).describe('API server the Applications deploy to.'),
+  argocd: z.enum(['managed', 'external'], { error: 'expected "managed" or "external"' }).optional()
+    .describe('Who runs the Argo CD that syncs this cluster. "managed": the toolkit renders it into dist/<name>/argocd/ (the pinned Argo CD release, '
+      + 'every pod on the service node, argocd-cm with the health checks the sync waves wait on), applied once by hand at bootstrap and managed by '
+      + 'Argo CD itself afterwards. "external": an Argo CD installed otherwise (a fleet hub, or one the cluster already runs) syncs it, and its argocd-cm '
+      + `needs the same health checks (dist/fleet/). Default: "managed" when destinationServer is the cluster itself (${IN_CLUSTER_SERVER}), else "external".`),
   automated: z.strictObject({
     prune: z.boolean().default(true).describe('Delete objects that disappeared from dist/.'),
     selfHeal: z.boolean().default(true).describe('Revert changes made in the cluster by hand.'),
@@ -346,6 +354,15 @@ const monitoring = z.strictObject({
       + 'Then the GPU Operator (v26.7.0) creates ServiceMonitors for itself and its node status exporter, and the VictoriaMetrics operator converts them '
       + 'into scrapes (its default): no scrape of the toolkit\'s own is rendered for those two (each would be scraped twice). Charts render what they render '
       + 'when the API exists (Argo CD passes it to helm). init sets it from the cluster\'s CRDs; preflight warns when it differs from them (drift-service-monitor-crd).'),
+  grafanaAdminSecret: dnsSubdomain().default('grafana-admin')
+    .describe('installs.monitoring: managed: the Secret in monitoring.namespace with Grafana\'s admin credentials (keys admin-user and admin-password), '
+      + 'created once by hand (the cluster report gives the command) and never rendered: without it the chart would generate a new random password on every '
+      + 'render (helm template cannot look the old one up), which Argo CD would apply on every refresh.'),
+  controlPlaneScrapes: z.boolean().default(false)
+    .describe('installs.monitoring: managed: scrape kube-scheduler, kube-controller-manager and etcd (and keep the stack\'s alerts on them). Off by default: '
+      + 'kubeadm binds the scheduler and controller manager to 127.0.0.1 and serves etcd\'s metrics on 127.0.0.1:2381 only, so the scrapes fail and '
+      + 'KubeSchedulerDown / KubeControllerManagerDown fire from day one. On: first set bind-address 0.0.0.0 for both and etcd listen-metrics-urls '
+      + 'http://0.0.0.0:2381 in the kubeadm ClusterConfiguration (README: monitoring).'),
   grafanaDashboardLabel: z.strictObject({
     key: labelKey().default('grafana_dashboard').describe('Label key.'),
     value: labelValue().default('1').describe('Label value.'),
@@ -548,6 +565,21 @@ export const ClusterDescriptionSchema = z.strictObject({
   }
   if (d.queueing.rdma === 'excluded' && d.installs.kueue !== 'managed') {
     ctx.addIssue({ code: 'custom', path: ['queueing', 'rdma'], message: '"excluded" needs the Kueue manager configuration, which is rendered only with installs.kueue: managed' });
+  }
+  if (d.gitops.argocd === 'managed' && d.gitops.destinationServer !== IN_CLUSTER_SERVER) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['gitops', 'argocd'],
+      message: `"managed" installs Argo CD into this cluster, but gitops.destinationServer names another API server (${d.gitops.destinationServer}); `
+        + `use "external" for a cluster synced by an Argo CD elsewhere, or set destinationServer to ${IN_CLUSTER_SERVER}`,
+    });
+  }
+  if (d.monitoring.controlPlaneScrapes && d.installs.monitoring !== 'managed') {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['monitoring', 'controlPlaneScrapes'],
+      message: 'the control-plane scrapes are values of the managed monitoring stack: set installs.monitoring: managed, or configure the pre-installed stack itself',
+    });
   }
   const dash = d.monitoring.dashboard;
   if (dash.enabled && dash.service === 'own' && dash.nodePort === DASHBOARD.preinstalledNodePort) {

@@ -1,5 +1,5 @@
 import { AdoptedObject, adoptedObjects, AllocatedNodePort, allocatedNodePorts } from './adoption';
-import { ClusterDescription, Taint } from './description';
+import { ClusterDescription, IN_CLUSTER_SERVER, Taint } from './description';
 import { GpuProductFacts, gpuProductFacts } from './gpu-products';
 import { KUEUE_DEFAULT_LOCAL_QUEUE, LABELS, MANAGED_BY, NAMESPACES, RESOURCES, SERVICE_MONITOR_API } from './names';
 import { floorToMebibytes, formatBytes, formatMillis, parseMillis, parseQuantity } from './quantity';
@@ -162,6 +162,11 @@ export interface ClusterModel {
   readonly adopted: readonly AdoptedObject[];
   /** Node ports held by objects outside the rendered tree (the pre-installed Dashboard's). */
   readonly allocatedNodePorts: readonly AllocatedNodePort[];
+  /**
+   * Who runs the Argo CD that syncs the cluster (gitops.argocd, its default resolved): "managed" renders it into the
+   * argocd folder, "external" leaves it to a fleet hub or an Argo CD the cluster already runs.
+   */
+  readonly argocd: 'managed' | 'external';
   /** Labels carried by every rendered object. */
   readonly commonLabels: Readonly<Record<string, string>>;
   /**
@@ -419,6 +424,7 @@ export function buildModel(d: ClusterDescription): ClusterModel {
     tenants,
     adopted: adoptedObjects(d),
     allocatedNodePorts: allocatedNodePorts(d),
+    argocd: d.gitops.argocd ?? (d.gitops.destinationServer === IN_CLUSTER_SERVER ? 'managed' : 'external'),
     commonLabels: { [LABELS.managedBy]: MANAGED_BY, [LABELS.partOf]: d.name },
     servedApiVersions: d.monitoring.serviceMonitorCrd ? [`${SERVICE_MONITOR_API.group}/${SERVICE_MONITOR_API.version}`] : [],
     admissionPolicies: Number(d.kubernetesVersion.split('.')[1]) >= ADMISSION_POLICY_MINOR,

@@ -3,6 +3,7 @@ import Module, { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { serialize } from 'node:v8';
 import { defineCluster } from './define';
+import { killTagged, RUN_TOKEN_ENV } from '../processes';
 
 /**
  * The process a TypeScript description runs in (started by load-typescript.ts, which bounds its
@@ -22,6 +23,8 @@ export interface SandboxRequest {
   /** The project root: where the `typescript` package is found. */
   readonly root: string;
   readonly packageName: string;
+  /** What the answer starts with: the loader takes nothing else from the answer channel. */
+  readonly nonce: string;
 }
 
 export const RESULT_FD = 3;
@@ -34,8 +37,13 @@ class Refused extends Error {
   }
 }
 
+let nonce = '';
+
 function answer(tag: 'V' | 'E' | 'M', body: Buffer = Buffer.alloc(0)): never {
-  const data = Buffer.concat([Buffer.from(tag), body]);
+  // what the description started ends before the answer (it would hold the output open, or outlive the command)
+  const token = process.env[RUN_TOKEN_ENV];
+  if (token) killTagged(token);
+  const data = Buffer.concat([Buffer.from(nonce, 'latin1'), Buffer.from(tag), body]);
   let off = 0;
   while (off < data.length) off += writeSync(RESULT_FD, data, off);
   return exit(0);
@@ -96,6 +104,7 @@ const STDIO = new Set(['TTYWrap', 'PipeWrap', 'FSReqCallback']);
 
 function main(): void {
   const request = JSON.parse(readFileSync(0, 'utf8')) as SandboxRequest;
+  nonce = request.nonce;
   process.exit = ((code?: number) => {
     throw new Error(`the description calls process.exit(${code ?? ''}); a description only exports its value`);
   }) as typeof process.exit;

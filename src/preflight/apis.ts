@@ -1,6 +1,7 @@
 import { crdFacts } from './reads';
 import { installBringing, missingKindFixes } from './remedies';
 import { PreflightContext, PreflightFinding, PreflightRule, rulesOf } from './rule';
+import { ARGOCD_FOLDER } from '../components/argocd/chart';
 import { groupKindKey, isBuiltInGroup, isProvided, kindsDefinedBy, parseProvides } from '../components/gitops/api-kinds';
 import { GITOPS_FOLDER } from '../components/gitops/plan';
 import { LABELS } from '../model/names';
@@ -38,7 +39,9 @@ function apiFindings({ model, rendered, state, crdFileOf }: PreflightContext): P
         severity,
         object: `CustomResourceDefinition ${groupKindKey({ group, kind: m.kind })}`,
         message: `the render has ${users} ${m.kind} object(s) (${folder}/) but the cluster has no CRD for ${m.kind}.${group}`,
-        fix: folder === GITOPS_FOLDER ? 'install Argo CD before the bootstrap (README: gitops and the fleet)'
+        fix: folder === GITOPS_FOLDER
+          ? (model.argocd === 'managed' ? `the bootstrap installs it first: kubectl apply --server-side --force-conflicts -k ${model.description.gitops.path}/${ARGOCD_FOLDER}`
+            : 'install Argo CD before the bootstrap, or set gitops.argocd: managed (README: gitops and the fleet)')
           : fixes.length > 0 ? fixes.join('; or ') : `install the operator that serves ${m.kind}.${group}`,
       });
     } else if (!crd.served.includes(version)) {

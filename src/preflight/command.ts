@@ -9,7 +9,7 @@ import { consoleIo, EXIT, Io } from '../commands/io';
 import { CommandSpec, commandHelp, OPTIONS, OptionTable } from '../commands/options';
 import { InputError, outputFormat } from '../errors';
 import { INPUT_LIMITS } from '../input/limits';
-import { DEFAULT_SCHEMAS } from '../paths';
+import { DEFAULT_SCHEMAS, PACKAGE_NAME } from '../paths';
 import { Manifest } from '../render/manifest';
 import { loadModels, renderModel } from '../synth/pipeline';
 import { SchemaStore } from '../validate/schemas';
@@ -85,7 +85,7 @@ const PREFLIGHT_OPTIONS = {
 /** `preflight`: the render compared with a cluster. */
 export const PREFLIGHT: CommandSpec<typeof PREFLIGHT_OPTIONS> = {
   name: 'preflight',
-  usage: 'npm run preflight -- --config FILE (--snapshot FILE | --kubeconfig [PATH] [--context NAME])',
+  usage: `${PACKAGE_NAME} preflight --config FILE (--snapshot FILE | --kubeconfig [PATH] [--context NAME])`,
   summary: 'compare what synth would render with a cluster (a snapshot or live; read-only)',
   description: 'Compares what synth would render for --config with the cluster\'s state, read from a snapshot (--snapshot FILE) '
     + 'or live (--kubeconfig; GET requests only): immutable fields, allocated node ports, quota counted twice, missing APIs, '

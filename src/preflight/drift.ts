@@ -184,7 +184,7 @@ const rdma: PreflightRule = {
           severity: 'warning',
           object: gpu.length > 0 ? `Nodes ${nodeList(gpu)}` : `NicClusterPolicy ${model.description.networkOperator.nicClusterPolicyName}`,
           message: `the cluster advertises ${summarize(advertised)} but the description has no network.infiniband: jobs will not use InfiniBand`,
-          fix: `describe network.infiniband (rdmaSharedDevice.name: ${advertised[0].slice(RESOURCES.rdmaPrefix.length)}); npm run init prints it from the cluster`,
+          fix: `describe network.infiniband (rdmaSharedDevice.name: ${advertised[0].slice(RESOURCES.rdmaPrefix.length)}); gpu-cluster-manifests init prints it from the cluster`,
         });
       }
       return out;

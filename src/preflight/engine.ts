@@ -1,4 +1,5 @@
 import { API_RULES } from './apis';
+import { ARGOCD_RULES } from './argocd';
 import { DRIFT_RULES } from './drift';
 import { FOREIGN_CONFIG_RULES } from './foreign-config';
 import { IMMUTABLE_RULES } from './immutable';
@@ -14,7 +15,7 @@ import { RenderedCluster } from '../render/manifest';
 
 /** Every preflight rule, by family. */
 export const PREFLIGHT_RULES: readonly PreflightRule[] = [
-  ...STATE_RULES, ...IMMUTABLE_RULES, ...QUOTA_RULES, ...API_RULES, ...DRIFT_RULES, ...FOREIGN_CONFIG_RULES, ...TAKEOVER_RULES,
+  ...STATE_RULES, ...IMMUTABLE_RULES, ...QUOTA_RULES, ...API_RULES, ...DRIFT_RULES, ...FOREIGN_CONFIG_RULES, ...TAKEOVER_RULES, ...ARGOCD_RULES,
 ];
 
 /** Application name per rendered folder, read from the rendered Applications' source paths. */

@@ -1,13 +1,26 @@
-import { Manifest } from './manifest';
+import { FolderKustomization, Manifest } from './manifest';
 import { HEADER, toYaml } from './yaml';
 import { LABELS } from '../model/names';
 
 /** A rendered file: path relative to the output root, and its content. */
 export type RenderedFile = readonly [path: string, content: string];
 
-/** The kustomization that lets `kubectl apply -k <folder>` apply a folder without Argo CD. */
-export function kustomization(files: readonly string[]): string {
-  return HEADER + toYaml({ apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', resources: files });
+/**
+ * The kustomization that lets `kubectl apply -k <folder>` apply a folder without Argo CD: its object files, and a
+ * folder's bases and patches (those of its files that are patches are not resources).
+ */
+export function kustomization(files: readonly string[], k?: FolderKustomization): string {
+  if (!k) return HEADER + toYaml({ apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', resources: files });
+  return HEADER + toYaml({
+    apiVersion: 'kustomize.config.k8s.io/v1beta1',
+    kind: 'Kustomization',
+    ...(k.namespace ? { namespace: k.namespace } : {}),
+    resources: [...k.bases, ...files.filter((f) => !k.patchFiles.some((p) => p.file === f))],
+    patches: [
+      ...k.patchFiles.filter((p) => files.includes(p.file)).map((p) => ({ path: p.file, target: { ...p.target } })),
+      ...k.patches.map((p) => ({ target: { ...p.target }, patch: p.patch })),
+    ],
+  });
 }
 
 /**

@@ -71,11 +71,47 @@ export function manifestFileName(m: Manifest): string {
   return ns ? `${kind}.${ns}.${m.metadata.name}.yaml` : `${kind}.${m.metadata.name}.yaml`;
 }
 
+/** A kustomize patch with a target selector (`patches:` entry of a kustomization). */
+export interface KustomizePatch {
+  readonly target: Readonly<Record<string, string>>;
+  /** A JSON 6902 patch (JSON) or a strategic-merge patch (YAML). */
+  readonly patch: string;
+}
+
+/**
+ * What a folder's kustomization.yaml holds besides its own object files: upstream bases it builds on, and patches
+ * of their objects (the argocd folder: Argo CD's install at its release tag, placed on the service node). Synth runs
+ * no engine, so what the bases create that the folder's files do not show is declared here (`footprint`) for the
+ * Argo CD wiring; `check` builds the folder with kustomize over the vendored bases and compares.
+ */
+export interface FolderKustomization {
+  /** Remote bases, `https://github.com/<org>/<repo>//<path>?ref=<tag>`, listed before the folder's object files. */
+  readonly bases: readonly string[];
+  /** The namespace kustomize gives every namespaced object (the bases' objects name none). */
+  readonly namespace?: string;
+  /**
+   * The folder's objects that are strategic-merge patches of the bases' objects, not resources: their file names and
+   * the object each patches (a target: kustomize patches before it sets the namespace, which the bases' objects lack).
+   */
+  readonly patchFiles: readonly { readonly file: string; readonly target: Readonly<Record<string, string>> }[];
+  /** Patches with a target selector. */
+  readonly patches: readonly KustomizePatch[];
+  /** What the bases create besides the folder's objects. */
+  readonly footprint: {
+    /** Cluster-scoped kinds (`group`, `kind`; core group ""). */
+    readonly clusterKinds: readonly { readonly group: string; readonly kind: string }[];
+    /** Compact JSON size of the largest object the build applies. */
+    readonly largestObjectBytes: number;
+  };
+}
+
 /** The objects of one component folder of a cluster, in deterministic order. */
 export interface RenderedFolder {
   readonly folder: string;
   readonly description: string;
   readonly objects: readonly Manifest[];
+  /** Bases and patches of the folder's kustomization (absent: it lists the folder's object files only). */
+  readonly kustomization?: FolderKustomization;
 }
 
 /** One cluster, rendered in memory. */

@@ -1,10 +1,11 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { InputError } from '../errors';
 import { CLIENT_FILES_FOLDER } from './client-files';
 import { Manifest, ValidationInput } from './manifest';
 import { isWriteArtifact } from './write';
+import { InputFileError, readInputBytes } from '../input/read';
 
 /** js-yaml only when YAML is parsed (a synth with a warm schema cache never does). */
 const jsYaml = (): typeof import('js-yaml') => createRequire(__filename)('js-yaml');
@@ -36,11 +37,22 @@ export function manifestFiles(dir: string): string[] {
   return out;
 }
 
-/** Reads every object of one YAML file (multi-document files too). Invalid YAML is bad input naming the file. */
+/**
+ * Reads every object of one YAML file (multi-document files too), through the bounded reader's checks of
+ * the file (a regular file within its size limit: a FIFO or a device in a tree is refused, never waited on).
+ * Invalid YAML is bad input naming the file.
+ */
 export function readManifests(file: string): ValidationInput[] {
   let docs: unknown[];
+  let bytes: Buffer;
   try {
-    docs = jsYaml().loadAll(readFileSync(file, 'utf8'));
+    bytes = readInputBytes(file, 'tree');
+  } catch (e) {
+    if (e instanceof InputFileError) throw new InputError(e.message);
+    throw e;
+  }
+  try {
+    docs = jsYaml().loadAll(bytes.toString('utf8'));
   } catch (e) {
     if (e instanceof jsYaml().YAMLException) throw new InputError(`${file}: invalid YAML: ${e.reason} (line ${e.mark.line + 1})`);
     throw e;

@@ -36,6 +36,15 @@ export function isWriteArtifact(name: string): boolean {
   return name.startsWith(BOOKKEEPING_PREFIX) || ARTIFACT.test(name);
 }
 
+/**
+ * `.gitignore` lines for what the write protocol keeps around an output root `out` (a path relative
+ * to the .gitignore, `/`-separated): its lock and journal, temporary and old trees inside it and
+ * beside it. Never committed; a crash leaves them for the next run to recover.
+ */
+export function writeArtifactIgnores(out: string): string[] {
+  return [`/${out}.tmp-*/`, `/${out}.old-*/`, `/${out}/${BOOKKEEPING_PREFIX}*`, `/${out}/*.tmp-*/`, `/${out}/*.old-*/`];
+}
+
 /** One entry directly under the output root that a write replaces. */
 export interface TreeEntry {
   /** Its name in the output root (one path component). */

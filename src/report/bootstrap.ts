@@ -1,9 +1,13 @@
 import * as path from 'node:path';
 import { code } from './markdown';
 import { ClusterIndex } from '../check/cluster-index';
+import { ARGOCD_CM } from '../components/argocd/argocd-config';
+import { ARGOCD_FOLDER } from '../components/argocd/chart';
 import { FLEET_FOLDER, GITOPS_FOLDER, rootApplicationOf } from '../components/gitops/plan';
+import { GRAFANA_ADMIN_KEYS } from '../components/monitoring/helm-values';
 import { LABELS } from '../model/names';
 import { manifestFileName, RenderedCluster } from '../render/manifest';
+import { VERSIONS } from '../versions';
 
 /**
  * How the cluster comes under Argo CD: on its own (the gitops folder's kustomization: the AppProject, the
@@ -24,15 +28,45 @@ export function bootstrapSection(c: RenderedCluster, index: ClusterIndex): strin
   if (!rootApp || !project) return `No Argo CD objects are rendered for this cluster: apply each folder with ${code('kubectl apply -k <folder>')}.`;
   // The fleet folder sits beside the cluster folders in the output root.
   const fleet = path.posix.basename(root) === c.name ? `${path.posix.dirname(root)}/${FLEET_FOLDER}` : `<output root>/${FLEET_FOLDER}`;
+  const managed = c.model.argocd === 'managed';
+  const argocdFolder = `${root}/${ARGOCD_FOLDER}`;
+  const argocdApp = objects.find((a) => (a.spec as { source?: { path?: string } } | undefined)?.source?.path === argocdFolder);
+  const monitoring = c.model.description.monitoring;
+  const grafanaSecret = c.model.description.installs.monitoring === 'managed'
+    ? [
+      '',
+      `The managed monitoring stack reads Grafana's admin credentials from the Secret ${code(`${monitoring.namespace}/${monitoring.grafanaAdminSecret}`)}, `
+        + 'which is never rendered (nothing secret goes to dist/): create it once, before the bootstrap or as soon as the stack\'s namespace exists.',
+      '',
+      '```sh',
+      `kubectl create namespace ${monitoring.namespace} --dry-run=client -o yaml | kubectl apply -f -`,
+      `kubectl create secret generic ${monitoring.grafanaAdminSecret} -n ${monitoring.namespace} --from-literal=${GRAFANA_ADMIN_KEYS.user}=admin `
+        + `--from-literal=${GRAFANA_ADMIN_KEYS.password}="$(openssl rand -base64 30)"`,
+      '```',
+    ]
+    : [];
+  const health = `${fleet}/${manifestFileName({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: ARGOCD_CM.name, namespace: argocd } })}`;
   return [
-    `Argo CD must run in the cluster (namespace ${code(argocd)}) and be able to read ${code(g.repoURL)} at ${code(g.targetRevision)} `
-      + `(${code(`argocd repo add ${g.repoURL}`)} for a private repository). For the sync waves to wait for each Application to be healthy, `
-      + 'Argo CD needs its Application health check in `argocd-cm` (see the Argo CD documentation, "Argo CD App" health).',
+    ...(managed
+      ? [
+        `From a bare cluster, two commands: the first installs Argo CD ${VERSIONS.argocd.version} (the upstream install, every pod on the service node, `
+          + `${code('argocd-cm')} with the health checks the sync waves wait on) from ${code(`${argocdFolder}/`)}, server-side as upstream installs it; `
+          + 'the second applies the AppProject and the root Application, after which Argo CD keeps everything in sync, itself included '
+          + `(Application ${code(argocdApp?.metadata.name ?? `${c.name}-${ARGOCD_FOLDER}`)}). Argo CD must be able to read ${code(g.repoURL)} at ${code(g.targetRevision)} `
+          + `(${code(`argocd repo add ${g.repoURL}`)} for a private repository), and GitHub for the upstream base.`,
+      ]
+      : [
+        `Argo CD runs elsewhere (${code('gitops.argocd: external')}): it must reach this cluster and read ${code(g.repoURL)} at ${code(g.targetRevision)}, `
+          + `and its ${code('argocd-cm')} must carry the health checks the sync waves wait on: `
+          + `${code(`kubectl apply --server-side -f ${health}`)} (on the Argo CD's cluster; written by a synth of every description).`,
+      ]),
+    ...grafanaSecret,
     '',
     '### One cluster',
     '',
     '```sh',
-    `kubectl apply -k ${gitops}`,
+    ...(managed ? [`kubectl apply --server-side --force-conflicts -k ${argocdFolder}   # 1. Argo CD itself`] : []),
+    `kubectl apply -k ${gitops}${managed ? '   # 2. the AppProject and the root Application' : ''}`,
     `kubectl get applications -n ${argocd} -w   # ${applied.length} Applications: ${rootApp.metadata.name} (the root) and what it syncs, in waves`,
     '```',
     '',
@@ -49,7 +83,8 @@ export function bootstrapSection(c: RenderedCluster, index: ClusterIndex): strin
     '',
     `A hub Argo CD manages every cluster of the fleet from ${code(`${fleet}/`)} (written by a synth of every description). `
       + `Register this cluster with the hub under the description's name, ${code(c.name)}, then apply the fleet folder on the hub once; `
-      + `its ApplicationSet applies ${code(gitops)} to this cluster's Argo CD (in place of the root Application above).`,
+      + `its ApplicationSet applies ${code(gitops)} to this cluster's Argo CD (in place of the root Application above), and its ${code('argocd-cm')} entries `
+      + 'give the hub the same health checks (merged into the hub\'s own).',
     '',
     '```sh',
     `argocd cluster add <kube-context-of-${c.name}> --name ${c.name}   # on the hub`,

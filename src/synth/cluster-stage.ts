@@ -1,5 +1,5 @@
 import * as path from 'node:path';
-import { ScopeOf } from '../check/cluster-view';
+import { SchemaOf, ScopeOf } from '../check/cluster-view';
 import { checkCluster } from '../check/engine';
 import { Finding } from '../check/rule';
 import { GITOPS_FOLDER } from '../components/gitops/plan';
@@ -126,8 +126,9 @@ export function processCluster(model: ClusterModel, index: number, stage: Cluste
   const v = stage.validator;
   const issues = v ? timed('validate', () => v.validateAll(validationInputs(c))) : [];
   const scopeOf: ScopeOf | undefined = v ? (apiVersion, kind) => v.store.lookup(apiVersion, kind)?.scope : undefined;
+  const schemaOf: SchemaOf | undefined = v ? (apiVersion, kind) => v.store.lookup(apiVersion, kind)?.schema : undefined;
   const invalid = invalidBefore || hasError(issues);
-  const findings = invalid ? [] : timed('validate', () => checkCluster(c, { scopeOf }));
+  const findings = invalid ? [] : timed('validate', () => checkCluster(c, { scopeOf, schemaOf }));
   const valid = !invalid && !hasError(findings);
   const files = valid ? timed('write', () => entryFiles(c.name, clusterFiles(c))) : undefined;
   // Compared with its folder on disk once: unchanged (then nothing is read again or written), or its deletions.

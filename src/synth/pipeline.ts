@@ -12,9 +12,9 @@ import { clusterFiles } from './layout';
 import { isDescriptionFile } from '../model/load';
 import { loadModels } from '../model/load-models';
 import { ClusterModel } from '../model/model';
-import { byFile, clusterOf, Deletion, DeletionRefused, entryDeletions, outputEntries, readTreeObjects, treeObjects } from '../render/deletions';
+import { allOutputEntries, byFile, Deletion, DeletionRefused, entryDeletions, removedEntries, treeObjects } from '../render/deletions';
 import { RenderedFile } from '../render/folder-files';
-import { describeObject, Manifest, RenderedCluster, RenderedFolder } from '../render/manifest';
+import { Manifest, RenderedCluster, RenderedFolder } from '../render/manifest';
 import { recoverOutput, TreeWriter } from '../render/write';
 import { SchemaStore } from '../validate/schemas';
 import { ManifestValidator, ValidationIssue } from '../validate/validator';
@@ -36,8 +36,8 @@ export interface SynthOptions {
   readonly configs?: readonly string[];
   /** The models of `configs`, already loaded (by the launcher's precheck): used instead of loading the files again. */
   readonly models?: readonly ClusterModel[];
-  /** Folder of descriptions used when `configs` is empty. */
-  readonly clustersDir: string;
+  /** Folder of descriptions used when `configs` is empty (a project's `clusters:`); one of the two is needed. */
+  readonly clustersDir?: string;
   /**
    * Output root. With `configs`, each cluster replaces `<out>/<cluster>/` only; without, the
    * whole `<out>` becomes the rendered fleet.
@@ -196,7 +196,8 @@ export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthR
   // An interrupted earlier run is finished or undone before anything else.
   recoverOutput(out, lockOptions);
   const only = opts.configs && opts.configs.length > 0;
-  const configs = only ? opts.configs! : descriptionFiles(opts.clustersDir);
+  if (!only && opts.clustersDir === undefined) throw new InputError('synth: name the descriptions (configs) or their folder (clustersDir)');
+  const configs = only ? opts.configs! : descriptionFiles(opts.clustersDir!);
   if (configs.length === 0) throw new InputError(`no cluster descriptions in ${opts.clustersDir}`);
   const models = only && opts.models?.length === configs.length ? opts.models : loadModels(configs);
   // With --config each cluster replaces <out>/<cluster>/ only; without, the whole output root.
@@ -214,7 +215,7 @@ export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthR
   const deleted: Deletion[] = [];
   const refuse = (d: readonly Deletion[]) => d.length > 0 && !opts.allowDelete;
   // The lock is taken before any cluster is rendered: each render is compared with the folder it replaces.
-  const threads = renderThreads(models.length);
+  const threads = renderThreads(models.length, opts.notify);
   const writer = TreeWriter.begin(out, { ...lockOptions, replaceAll: !only });
   /** Takes one cluster's outcome in: its folder is written unless something failed; then only counts are kept. */
   const take = (o: ClusterOutcome) => {
@@ -275,13 +276,10 @@ export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthR
       if (!refuse(deleted)) writer.add(FLEET_FOLDER, rendered);
       time.render += now() - start;
     }
-    // Entries no longer rendered (a cluster dropped from the fleet) go with every object in them.
-    const unreadable = (file: string, reason: string) => deleted.push({ cluster: clusterOf(file), object: `the objects of an unreadable file (${reason})`, file });
+    // Entries no longer rendered (a cluster dropped from the fleet) go with every object in them, and anything
+    // else at the root (a file, a folder or a link of your own) counts as removed too.
     const renderedEntries = new Set([...models.map((m) => m.name), FLEET_FOLDER]);
-    const removed = only ? [] : outputEntries(out).filter((name) => !renderedEntries.has(name));
-    for (const o of readTreeObjects(out, removed, unreadable)) {
-      deleted.push({ cluster: clusterOf(o.file), object: describeObject(o.manifest), file: o.file });
-    }
+    if (!only) deleted.push(...removedEntries(out, allOutputEntries(out).filter((name) => !renderedEntries.has(name))));
     // threads hand the clusters' deletions in any order
     deleted.sort(byFile);
     if (refuse(deleted)) throw new DeletionRefused(deleted, path.relative(process.cwd(), out) || out);

@@ -57,7 +57,8 @@ export function renderCluster(
     const chart = c.build(app, model);
     if (chart) markAdopted(chart, model);
     if (chart) markDataHolders(chart);
-    if (chart) folders.push({ folder: c.folder, description: c.description, objects: chartObjects(chart) });
+    const k = chart ? c.kustomization?.(model) : undefined;
+    if (chart) folders.push({ folder: c.folder, description: c.description, objects: chartObjects(chart), ...(k ? { kustomization: k } : {}) });
     clientFiles.push(...(c.clientFiles?.(model) ?? []));
   }
   for (const w of wiring) {

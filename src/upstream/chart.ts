@@ -1,12 +1,16 @@
 import { randomBytes } from 'node:crypto';
-import { copyFileSync, existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { parse as parseYaml, parseDocument } from 'yaml';
+import { parseDocument } from 'yaml';
+import { resolveInside } from './inside';
 import { UNRELEASED_FOLDERS, VENDORED_RELEASES, VendoredChart, VendoredOverlay } from './releases';
-import { digestOf, treeDigest, treeFiles } from './tree';
+import { digestOf, SourceRefused, treeDigest, TreeFile, treeFiles } from './tree';
 import { conditionHolds, mergeValues } from './values';
 import { removeLeftovers, temporaryName, workDir } from '../engines/workspace';
-import { makeDirs } from '../files';
+import { printable } from '../errors';
+import { isInside, makeDirs } from '../files';
+import { describeIssues, InputFileError, readYamlInput } from '../input/read';
+import { isJsonObject } from '../json';
 
 type Json = Record<string, unknown>;
 
@@ -28,11 +32,36 @@ export interface LocatedChart {
   readonly release?: VendoredChart;
 }
 
+/** A YAML file of a chart (Chart.yaml, values.yaml) through the bounded reader; one line naming the file when it is unusable. */
+function chartYaml(file: string): Json {
+  let doc: unknown;
+  try {
+    [doc] = readYamlInput(file, 'chart', false);
+  } catch (e) {
+    if (e instanceof InputFileError) throw new SourceRefused(`${printable(file)}: ${describeIssues(e.issues)}`);
+    throw e;
+  }
+  if (doc === null || doc === undefined) return {};
+  if (!isJsonObject(doc)) throw new SourceRefused(`${printable(file)}: expected a mapping`);
+  return doc;
+}
+
+/** Chart.yaml of a chart folder; SourceRefused when it is unusable (a duplicate key, no YAML, a device). */
+export function chartMeta(dir: string): ChartMeta {
+  const meta = chartYaml(path.join(dir, 'Chart.yaml')) as ChartMeta;
+  if (meta.dependencies !== undefined && (!Array.isArray(meta.dependencies) || !meta.dependencies.every((d) => isJsonObject(d) && typeof d.name === 'string'))) {
+    throw new SourceRefused(`${printable(path.join(dir, 'Chart.yaml'))}: dependencies: expected a list of charts with a name`);
+  }
+  return meta;
+}
+
+/** Chart.yaml as the scan for a chart of some name and version reads it: a chart whose Chart.yaml is unusable is no candidate. */
 function readMeta(dir: string): ChartMeta | undefined {
   try {
-    return parseYaml(readFileSync(path.join(dir, 'Chart.yaml'), 'utf8')) as ChartMeta;
-  } catch {
-    return undefined;
+    return chartMeta(dir);
+  } catch (e) {
+    if (e instanceof SourceRefused) return undefined;
+    throw e;
   }
 }
 
@@ -68,6 +97,14 @@ const scans = new Map<string, { dir: string; name?: string; version?: string }[]
  * chart folder under `root` whose Chart.yaml says that name and version (what `helm pull --untar` writes).
  */
 export function locateChart(root: string, chart: string, version: string): LocatedChart | undefined {
+  const found = findChart(root, chart, version);
+  if (found && !isInside(realpathSync(found.dir), realpathSync(root))) {
+    throw new SourceRefused(`${printable(found.dir)}: the chart folder is a symbolic link out of the upstream installs (to ${printable(realpathSync(found.dir))})`);
+  }
+  return found;
+}
+
+function findChart(root: string, chart: string, version: string): LocatedChart | undefined {
   const release = VENDORED_RELEASES.find((r): r is VendoredChart => r.type === 'helm' && r.chart === chart && r.version === version);
   if (release) {
     const dir = path.join(root, release.folder, release.chartPath);
@@ -82,11 +119,22 @@ export function locateChart(root: string, chart: string, version: string): Locat
   return hit ? { chart, version, dir: hit.dir } : undefined;
 }
 
-/** The vendored overlay folder of a registered release, or `<repo>-<revision>/<path>` under `root`. */
+/**
+ * The vendored overlay folder of a registered release, or `<repo>-<revision>/<path>` under `root`; undefined
+ * when neither is there. The path resolves inside its release folder (symbolic links resolved), else
+ * SourceRefused: a tree's `path: ../../..` never leaves the upstream installs.
+ */
 export function locateOverlay(root: string, repoURL: string, revision: string, overlayPath: string, release?: VendoredOverlay): string | undefined {
   const repo = repoURL.replace(/\.git$/, '').replace(/\/+$/, '').split('/').pop() ?? '';
-  const candidates = [release ? path.join(root, release.folder, release.path) : undefined, path.join(root, `${repo}-${revision}`, overlayPath)];
-  return candidates.find((d): d is string => d !== undefined && existsSync(d) && statSync(d).isDirectory());
+  const candidates: [string, string][] = [...(release ? [[release.folder, release.path] as [string, string]] : []), [`${repo}-${revision}`, overlayPath]];
+  for (const [folder, rel] of candidates) {
+    const base = path.join(root, folder);
+    if (!existsSync(path.join(base, rel))) continue;
+    const dir = resolveInside(base, rel === '' ? '.' : rel, 'path');
+    if (!isInside(base, root) || !statSync(dir).isDirectory()) continue;
+    return dir;
+  }
+  return undefined;
 }
 
 /** Values that switch on a dependency which is not vendored: the render cannot show what it would install. */
@@ -130,8 +178,8 @@ function preparationOf(located: LocatedChart): Preparation {
 export function refuseUnvendoredDependencies(located: LocatedChart, values: Json): void {
   const drop = located.release?.unvendoredDependencies ?? [];
   if (drop.length === 0) return;
-  const meta = readMeta(located.dir) ?? {};
-  const defaults = (parseYaml(readFileSync(path.join(located.dir, 'values.yaml'), 'utf8')) ?? {}) as Json;
+  const meta = chartMeta(located.dir);
+  const defaults = existsSync(path.join(located.dir, 'values.yaml')) ? chartYaml(path.join(located.dir, 'values.yaml')) : {};
   const merged = mergeValues(defaults, values);
   for (const dep of meta.dependencies ?? []) {
     if (!drop.includes(dep.name)) continue;
@@ -143,59 +191,125 @@ export function refuseUnvendoredDependencies(located: LocatedChart, values: Json
   }
 }
 
-function copyTree(from: string, to: string, prep: Preparation): void {
-  for (const f of treeFiles(from)) {
+/** A YAML file of the copy, edited as a document (comments and order kept); SourceRefused when the `yaml` library finds errors. */
+function editYaml(file: string, edit: (doc: ReturnType<typeof parseDocument>) => void): void {
+  const doc = parseDocument(readFileSync(file, 'utf8'), { uniqueKeys: true });
+  if (doc.errors.length > 0) throw new SourceRefused(`${printable(file)}: ${doc.errors[0].message.split('\n')[0]}`);
+  edit(doc);
+  writeFileSync(file, doc.toString());
+}
+
+function copyTree(from: string, to: string, files: readonly TreeFile[], prep: Preparation): void {
+  for (const f of files) {
     const dest = path.join(to, f.rel);
     makeDirs(path.dirname(dest));
     const stub = prep.stubs.find((s) => s.rel === f.rel);
     copyFileSync(stub ? stub.target : path.join(from, f.rel), dest);
   }
-  const chartYaml = path.join(to, 'Chart.yaml');
-  const doc = parseDocument(readFileSync(chartYaml, 'utf8'));
-  if (prep.stamp) {
-    doc.set('version', prep.stamp.version);
-    doc.set('appVersion', prep.stamp.appVersion);
-    if (prep.stamp.values) {
-      const valuesYaml = path.join(to, 'values.yaml');
-      const values = parseDocument(readFileSync(valuesYaml, 'utf8'));
-      for (const [dotted, value] of Object.entries(prep.stamp.values)) values.setIn(dotted.split('.'), value);
-      writeFileSync(valuesYaml, values.toString());
+  const meta = chartMeta(to);
+  editYaml(path.join(to, 'Chart.yaml'), (doc) => {
+    if (prep.stamp) {
+      doc.set('version', prep.stamp.version);
+      doc.set('appVersion', prep.stamp.appVersion);
     }
+    if (prep.drop.length > 0) doc.set('dependencies', (meta.dependencies ?? []).filter((d) => !prep.drop.includes(d.name)));
+  });
+  const stampValues = prep.stamp?.values;
+  if (stampValues) {
+    const valuesYaml = path.join(to, 'values.yaml');
+    chartYaml(valuesYaml);
+    editYaml(valuesYaml, (doc) => {
+      for (const [dotted, value] of Object.entries(stampValues)) doc.setIn(dotted.split('.'), value);
+    });
   }
-  if (prep.drop.length > 0) {
-    const deps = ((doc.toJS() as ChartMeta).dependencies ?? []).filter((d) => !prep.drop.includes(d.name));
-    doc.set('dependencies', deps);
-  }
-  writeFileSync(chartYaml, doc.toString());
 }
 
 /**
+ * Refuses a chart helm could not render as a release: a dependency Chart.yaml lists (and the render keeps)
+ * that is not in `charts/` (a folder of that chart, or its `.tgz`), or one that is the chart itself.
+ */
+function checkDependencies(dir: string, drop: readonly string[]): void {
+  const meta = chartMeta(dir);
+  const deps = (meta.dependencies ?? []).filter((d) => !drop.includes(d.name));
+  if (deps.length === 0) return;
+  const charts = path.join(dir, 'charts');
+  const present = new Set<string>();
+  for (const name of existsSync(charts) ? readdirSync(charts) : []) {
+    const p = path.join(charts, name);
+    if (name.endsWith('.tgz')) present.add(name.replace(/-v?\d+\.\d+\.\d+.*\.tgz$/, ''));
+    else if (statSync(p).isDirectory() && existsSync(path.join(p, 'Chart.yaml'))) present.add(readMeta(p)?.name ?? name);
+  }
+  for (const d of deps) {
+    if (d.name === meta.name && d.alias === undefined) throw new SourceRefused(`${printable(path.join(dir, 'Chart.yaml'))}: the chart lists itself as a dependency`);
+    if (!present.has(d.name)) {
+      throw new SourceRefused(`${printable(path.join(dir, 'Chart.yaml'))}: dependency ${printable(d.name)} is not in charts/ (helm would refuse the chart): vendor it (helm dependency build) or drop it from Chart.yaml`);
+    }
+  }
+}
+
+/** Files of a chart that render objects: templates (not `_helpers` and NOTES.txt) and CRDs, of the chart and its subcharts. */
+export function templateCount(dir: string): number {
+  return treeFiles(dir).filter((f) => {
+    const parts = f.rel.split('/');
+    const name = parts[parts.length - 1];
+    if (parts.includes('crds')) return /\.(ya?ml|json)$/.test(name);
+    return parts.includes('templates') && !name.startsWith('_') && name !== 'NOTES.txt';
+  }).length;
+}
+
+/** The record of a prepared copy's content, beside the copy in its cache folder. */
+const CONTENT_RECORD = 'content.sha256';
+
+/**
  * The folder helm renders for a located chart, and the digest of its content. The vendored folder itself
- * when it renders as published; otherwise a copy (`<cacheDir>/charts/<chart>-<version>-<digest>`, written to
- * a temporary name and renamed into place) with Chart.yaml stamped with the published version and
- * appVersion, the dependencies that are not vendored removed, and git symbolic links resolved.
+ * when it renders as published; otherwise a copy (`<cacheDir>/charts/<chart>-<version>-<digest>/chart`,
+ * written to a temporary name and renamed into place) with Chart.yaml stamped with the published version and
+ * appVersion, the dependencies that are not vendored removed, and git symbolic links resolved. The copy's
+ * content is recorded beside it and verified on every use: a copy edited by hand (or half deleted) is a
+ * miss, and is made again. Throws SourceRefused when the chart cannot be rendered (an unusable Chart.yaml,
+ * a missing dependency, a symbolic link out of the chart).
  */
 export function renderableChart(located: LocatedChart, cacheDir: string | undefined): { dir: string; digest: string } {
   const source = treeDigest(located.dir, true);
   const prep = preparationOf(located);
-  if (!prep.stamp && prep.drop.length === 0 && prep.stubs.length === 0) return { dir: located.dir, digest: source };
-  const digest = digestOf(['prepared-chart-2', source, prep.stamp ?? null, prep.drop, prep.stubs.map((s) => s.rel)]);
+  if (!prep.stamp && prep.drop.length === 0 && prep.stubs.length === 0) {
+    checkDependencies(located.dir, []);
+    return { dir: located.dir, digest: source };
+  }
+  const digest = digestOf(['prepared-chart-3', source, prep.stamp ?? null, prep.drop, prep.stubs.map((s) => s.rel)]);
   const parent = workDir(cacheDir, 'charts');
   const name = `${located.chart}-${located.version}-${digest.slice(0, 24)}`;
-  const dir = path.join(parent, name);
-  if (existsSync(path.join(dir, 'Chart.yaml'))) return { dir, digest };
-  removeLeftovers(parent, name);
-  const tmp = temporaryName(dir, 'tmp', randomBytes(6).toString('hex'));
-  try {
-    copyTree(located.dir, tmp, prep);
+  const entry = path.join(parent, name);
+  const chart = path.join(entry, 'chart');
+  const intact = () => {
     try {
-      renameSync(tmp, dir);
+      return readFileSync(path.join(entry, CONTENT_RECORD), 'utf8') === treeDigest(chart);
+    } catch {
+      return false;
+    }
+  };
+  if (existsSync(entry) && intact()) return { dir: chart, digest };
+  removeLeftovers(parent, name);
+  const random = randomBytes(6).toString('hex');
+  const tmp = temporaryName(entry, 'tmp', random);
+  try {
+    copyTree(located.dir, path.join(tmp, 'chart'), treeFiles(located.dir), prep);
+    checkDependencies(path.join(tmp, 'chart'), []);
+    writeFileSync(path.join(tmp, CONTENT_RECORD), treeDigest(path.join(tmp, 'chart')));
+    try {
+      renameSync(tmp, entry);
     } catch (e) {
-      // another process put the same copy in place first
-      if (!['EEXIST', 'ENOTEMPTY'].includes((e as NodeJS.ErrnoException).code ?? '') || !existsSync(path.join(dir, 'Chart.yaml'))) throw e;
+      if (!['EEXIST', 'ENOTEMPTY'].includes((e as NodeJS.ErrnoException).code ?? '')) throw e;
+      // another process put the same copy in place first, or a damaged copy is there: ours replaces it
+      if (!intact()) {
+        const old = temporaryName(entry, 'old', random);
+        renameSync(entry, old);
+        renameSync(tmp, entry);
+        rmSync(old, { recursive: true, force: true });
+      }
     }
   } finally {
     rmSync(tmp, { recursive: true, force: true });
   }
-  return { dir, digest };
+  return { dir: chart, digest };
 }

@@ -5,6 +5,11 @@ export interface CrdRef {
   readonly group: string;
   readonly kind: string;
   readonly scope: 'Namespaced' | 'Cluster';
+  /**
+   * Whether the CRD's status reports readiness (conditions, a state, ...), read from the upstream CRD, for the
+   * wave-health rule (which reads it from the schema where one is vendored); undefined: not recorded.
+   */
+  readonly readiness?: boolean;
 }
 
 /** CRDs an install creates outside what `helm template`/`kustomize build` of the vendored copy prints. */
@@ -64,11 +69,15 @@ const net = VERSIONS.networkOperator;
 const vm = VERSIONS.victoriaMetricsK8sStack;
 const dynamo = VERSIONS.dynamoPlatform;
 
-/** Node Feature Discovery's CRDs (charts/node-feature-discovery/crds/nfd-api-crds.yaml of both NVIDIA charts). */
+/**
+ * Node Feature Discovery's CRDs (charts/node-feature-discovery/crds/nfd-api-crds.yaml of both NVIDIA charts). None
+ * reports readiness: NodeFeature and NodeFeatureRule have no status, NodeFeatureGroup's lists its nodes
+ * (nfd-api-crds.yaml of Mellanox/network-operator tag v26.4.1, commit 85afd6d9c6978eb871a3292b9897f49746cc43cd).
+ */
 const NFD_CRDS: UnrenderedCrds['crds'] = [
-  { group: 'nfd.k8s-sigs.io', kind: 'NodeFeature', scope: 'Namespaced' },
-  { group: 'nfd.k8s-sigs.io', kind: 'NodeFeatureGroup', scope: 'Namespaced' },
-  { group: 'nfd.k8s-sigs.io', kind: 'NodeFeatureRule', scope: 'Cluster' },
+  { group: 'nfd.k8s-sigs.io', kind: 'NodeFeature', scope: 'Namespaced', readiness: false },
+  { group: 'nfd.k8s-sigs.io', kind: 'NodeFeatureGroup', scope: 'Namespaced', readiness: false },
+  { group: 'nfd.k8s-sigs.io', kind: 'NodeFeatureRule', scope: 'Cluster', readiness: false },
 ];
 
 /** The GPU Operator chart at the pinned tag (crds/ as listed in the tag's deployments/gpu-operator/crds/). */
@@ -202,6 +211,7 @@ export const VENDORED_RELEASES: readonly VendoredRelease[] = [
     unvendoredDependencies: ['cert-manager'],
     unrenderedCrds: [],
   },
+  { type: 'kustomize', ...VERSIONS.argocd, folder: `argo-cd-${VERSIONS.argocd.version}` },
   { type: 'kustomize', ...VERSIONS.mpiOperator, folder: `mpi-operator-${VERSIONS.mpiOperator.version}` },
   { type: 'kustomize', ...VERSIONS.trainingOperator, folder: `training-operator-${VERSIONS.trainingOperator.version}` },
 ];
@@ -243,8 +253,8 @@ export interface ApplicationSource {
 
 /** The chart name of a Helm source: `chart`, or the last segment of an `oci://` repository URL. */
 export function chartOfSource(s: ApplicationSource): string | undefined {
-  if (s.chart !== undefined) return s.chart;
-  return s.repoURL?.startsWith('oci://') ? s.repoURL.replace(/\/+$/, '').split('/').pop() : undefined;
+  if (s.chart !== undefined) return typeof s.chart === 'string' ? s.chart : JSON.stringify(s.chart);
+  return typeof s.repoURL === 'string' && s.repoURL.startsWith('oci://') ? s.repoURL.replace(/\/+$/, '').split('/').pop() : undefined;
 }
 
 /** Whether a source is a Helm chart (a repository chart or an OCI artifact). */
@@ -256,7 +266,7 @@ export function isHelmSource(s: ApplicationSource): boolean {
 export function releaseOfSource(s: ApplicationSource): VendoredRelease | undefined {
   const chart = chartOfSource(s);
   return VENDORED_RELEASES.find((r) => {
-    if (r.type === 'kustomize') return chart === undefined && s.repoURL === r.repoURL && s.path?.replace(/^\.\//, '').replace(/\/+$/, '') === r.path && s.targetRevision === r.version;
+    if (r.type === 'kustomize') return chart === undefined && s.repoURL === r.repoURL && typeof s.path === 'string' && s.path.replace(/^\.\//, '').replace(/\/+$/, '') === r.path && s.targetRevision === r.version;
     return chart === r.chart && s.targetRevision === r.version;
   });
 }

@@ -1,14 +1,24 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import * as path from 'node:path';
-import { parse as parseYaml, parseAllDocuments, stringify } from 'yaml';
-import { DependencyNotVendored, locateChart, locateOverlay, refuseUnvendoredDependencies, renderableChart } from './chart';
+import { stringify } from 'yaml';
+import {
+  apiVersionProblem, chartNameProblem, chartVersionProblem, firstProblem, folderPartProblem, kubeVersionProblem, namespaceProblem,
+  parameterNameProblem, relativePathProblem, releaseNameProblem,
+} from './arguments';
+import { DependencyNotVendored, locateChart, locateOverlay, refuseUnvendoredDependencies, renderableChart, templateCount } from './chart';
+import { compareFolderBuild } from './folder-build';
+import { readInside } from './inside';
 import { ApplicationSource, chartOfSource, CrdRef, releaseOfSource, UnrenderedCrds, VendoredRelease } from './releases';
+import { folderFiles, offlineKustomization, remoteResourcesOf, vendoredBases } from './remote-bases';
 import { RenderCache, RenderOutput } from './render-cache';
-import { treeDigest } from './tree';
+import { SourceRefused, treeDigest } from './tree';
 import { mergeValues } from './values';
-import { Engine, EngineError, Engines } from '../engines';
+import { Engine, EngineBudget, EngineError, engineLimit, Engines, raiseEngineLimit, RunOptions } from '../engines';
 import { workDir } from '../engines/workspace';
+import { fsErrorText, isFsError, printable, stripControl } from '../errors';
+import { maxBytes } from '../input/limits';
+import { describeIssues, InputFileError, parseInputYaml } from '../input/read';
 import { isJsonObject } from '../json';
 import { Manifest } from '../render/manifest';
 
@@ -51,6 +61,11 @@ export interface ClusterRenders {
    * Network Operator's NicClusterPolicy), rendered with their default values: the release's own images.
    */
   readonly defaults: readonly RenderedSource[];
+  /**
+   * Every Helm source rendered a second time with the same values, by a fresh engine run (never from the cache): a
+   * render that differs from the first is not deterministic (random values, time, lookup fallbacks).
+   */
+  readonly reruns?: readonly RenderedSource[];
 }
 
 export interface RenderContext {
@@ -65,22 +80,43 @@ export interface RenderContext {
   readonly apiVersions?: readonly string[];
   /**
    * The folder on disk a source of the cluster's own repository reads; null for such a source whose folder is
-   * not on disk (a tree checked in memory: not rendered); undefined for any other source.
+   * not on disk (a tree checked in memory: not rendered); undefined for any other source. A folder that
+   * cannot be used (a path out of the tree) is a SourceRefused, thrown, reported as that source's failed render.
    */
   readonly folderOf?: (source: ApplicationSource) => string | null | undefined;
+  /**
+   * The bound of all engine runs of the command together (one deadline; retries share it).
+   * @default a budget of its own (ENGINE_LIMITS.budget)
+   */
+  readonly budget?: EngineBudget;
+  /**
+   * Run every engine, whatever the render cache holds (and leave the cache as it is): a second render that must not
+   * be the first one read back.
+   */
+  readonly fresh?: boolean;
 }
 
 /** Helm hook types Argo CD never runs (Helm tests): those objects are not applied. */
 const TEST_HOOKS = new Set(['test', 'test-success', 'test-failure']);
 
-/** The objects of an engine's YAML output (helm's test hooks dropped) and helm's template paths. */
-export function parseOutput(text: string, what: string): RenderOutput {
+/**
+ * The objects of an engine's YAML output (helm's test hooks dropped) and helm's template paths, parsed by
+ * the bounded reader (src/input/read.ts, kind `render`): within its nesting and alias limits (an alias
+ * bomb is refused, not expanded), without duplicate keys, and at most `maxDocuments` documents.
+ */
+export function parseOutput(text: string, what: string, maxDocuments = engineLimit('documents')): RenderOutput {
   const out: Manifest[] = [];
   const sources = new Set<string>();
-  for (const m of text.matchAll(/^# Source: (.+)$/gm)) sources.add(m[1].trim());
-  for (const doc of parseAllDocuments(text)) {
-    if (doc.errors.length > 0) throw new EngineError(`the output is not YAML: ${doc.errors[0].message.split('\n')[0]}`, what);
-    const m = doc.toJS({ maxAliasCount: 1000 }) as unknown;
+  for (const m of text.matchAll(/^# Source: (.+)$/gm)) sources.add(stripControl(m[1].trim()));
+  let docs: unknown[];
+  try {
+    docs = parseInputYaml(what, text, 'render', true);
+  } catch (e) {
+    if (e instanceof InputFileError) throw new EngineError(`its output is not usable YAML: ${describeIssues(e.issues)}`, what);
+    throw e;
+  }
+  if (docs.length > maxDocuments) throw new EngineError(`output over ${maxDocuments} YAML documents (${raiseEngineLimit('documents')})`, what);
+  for (const m of docs) {
     if (!isJsonObject(m)) continue;
     if (typeof m.kind !== 'string' || typeof m.apiVersion !== 'string') continue;
     const hook = (isJsonObject(m.metadata) && isJsonObject(m.metadata.annotations) ? m.metadata.annotations['helm.sh/hook'] : undefined) as string | undefined;
@@ -91,12 +127,28 @@ export function parseOutput(text: string, what: string): RenderOutput {
 }
 
 function sourcesOf(app: Manifest): ApplicationSource[] {
-  const spec = (app.spec ?? {}) as { source?: ApplicationSource; sources?: ApplicationSource[] };
-  return [...(spec.source ? [spec.source] : []), ...(spec.sources ?? [])];
+  const spec = (isJsonObject(app.spec) ? app.spec : {}) as { source?: ApplicationSource; sources?: ApplicationSource[] };
+  return [...(spec.source ? [spec.source] : []), ...(Array.isArray(spec.sources) ? spec.sources : [])];
 }
 
 function destinationNamespace(app: Manifest): string {
-  return ((app.spec as { destination?: { namespace?: string } } | undefined)?.destination?.namespace) ?? '';
+  const ns = ((app.spec as { destination?: { namespace?: unknown } } | undefined)?.destination?.namespace) ?? '';
+  return typeof ns === 'string' ? ns : String(ns);
+}
+
+/** A field of a tree's Application as a string (a tree is not validated: a number or a mapping may stand anywhere). */
+function str(value: unknown, fallback = ''): string {
+  if (value === undefined || value === null) return fallback;
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}
+
+/** Why a source failed before or in its engine run, as one line; rethrows what is no failure of the source. */
+function failure(e: unknown): string {
+  if (e instanceof EngineError) return e.reason;
+  if (e instanceof SourceRefused || e instanceof DependencyNotVendored) return e.message;
+  if (e instanceof InputFileError) return e.message;
+  if (isFsError(e)) return fsErrorText(e);
+  throw e;
 }
 
 /** Runs `fn` over `items`, at most `limit` at a time, results in order. */
@@ -116,15 +168,24 @@ async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) 
 /** Runs an engine, or reads its earlier output from the cache. */
 async function cachedRun(ctx: Context, key: readonly unknown[], engine: Engine, what: string, run: () => Promise<string>): Promise<RenderOutput> {
   const k = ctx.cache.key([engine.name, engine.version, ...key]);
-  const hit = ctx.cache.get(k);
+  // A fresh render (the determinism rule's second one) runs the engine whatever the cache holds, and keeps the entry.
+  const hit = ctx.fresh ? undefined : ctx.cache.get(k);
   if (hit) return hit;
   const output = parseOutput(await run(), what);
-  ctx.cache.put(k, output);
+  if (!ctx.fresh) ctx.cache.put(k, output);
   return output;
 }
 
 interface Context extends RenderContext {
   readonly cache: RenderCache;
+  readonly budget: EngineBudget;
+  /** Folders whose combined build was stopped by a bound: not built again one by one (the bound would only be spent again). */
+  readonly folderFailures: Map<string, string>;
+}
+
+/** How every engine run of a render is bounded: the command's budget, the documents it may print. */
+function runOptions(ctx: Context, label: string): RunOptions {
+  return { label, budget: ctx.budget, maxDocuments: engineLimit('documents') };
 }
 
 /** A temporary folder for one engine run's input files, removed afterwards. */
@@ -151,45 +212,75 @@ function crdsOf(release: VendoredRelease | undefined, output: RenderOutput): Ren
     .flatMap((u) => u.crds.filter((c) => !rendered.has(`${c.group}/${c.kind}`)).map((c) => ({ ...c, from: u.from })));
 }
 
+/** The text of `helm.values` as values (the bounded reader's limits); SourceRefused when it is no YAML mapping. */
+function valuesOfText(valuesText: string): Json {
+  if (Buffer.byteLength(valuesText) > maxBytes('chart')) throw new SourceRefused(`helm.values is larger than ${maxBytes('chart') / 1024 / 1024} MiB`);
+  if (valuesText.trim() === '') return {};
+  let doc: unknown;
+  try {
+    [doc] = parseInputYaml('helm.values', valuesText, 'chart', false);
+  } catch (e) {
+    if (e instanceof InputFileError) throw new SourceRefused(`helm.values is not YAML: ${describeIssues(e.issues)}`);
+    throw e;
+  }
+  if (doc === null || doc === undefined) return {};
+  if (!isJsonObject(doc)) throw new SourceRefused('helm.values is not a YAML mapping');
+  return doc;
+}
+
 async function renderHelm(app: Manifest, index: number, source: ApplicationSource, ctx: Context): Promise<RenderedSource> {
-  const chart = chartOfSource(source)!;
-  const version = source.targetRevision ?? '';
-  const what = `chart ${chart} ${version}`;
-  const helm = source.helm ?? {};
-  const namespace = helm.namespace ?? destinationNamespace(app);
+  const chart = str(chartOfSource(source));
+  const version = str(source.targetRevision);
+  const what = printable(`chart ${chart} ${version}`);
+  const helm = (isJsonObject(source.helm) ? source.helm : {}) as NonNullable<ApplicationSource['helm']>;
+  const namespace = helm.namespace !== undefined ? str(helm.namespace) : destinationNamespace(app);
   const base = { application: app, index, type: 'helm' as const, what, release: releaseOfSource(source), namespace, objects: [], unrenderedCrds: [] };
+  const refused = (message: string): RenderedSource => ({ ...base, problem: { kind: 'failed', message } });
+  const releaseName = helm.releaseName !== undefined ? str(helm.releaseName) : str(app.metadata?.name);
+  const kubeVersion = helm.kubeVersion !== undefined ? str(helm.kubeVersion) : ctx.kubeVersion;
+  const apiVersions = [...(Array.isArray(helm.apiVersions) ? helm.apiVersions : ctx.apiVersions ?? [])].map((a) => str(a)).sort();
+  const valueFiles = Array.isArray(helm.valueFiles) ? helm.valueFiles.map((f) => str(f)) : [];
+  const parameters = Array.isArray(helm.parameters) ? helm.parameters.filter(isJsonObject) : [];
+  const syntax = firstProblem(
+    chartNameProblem(chart), chartVersionProblem(version), releaseNameProblem(releaseName),
+    namespaceProblem(namespace, helm.namespace !== undefined ? 'helm.namespace' : 'spec.destination.namespace'),
+    kubeVersion === undefined ? undefined : kubeVersionProblem(kubeVersion),
+    ...apiVersions.map(apiVersionProblem),
+    ...valueFiles.map((f) => relativePathProblem(f, 'helm.valueFiles entry')),
+    ...parameters.map((p) => parameterNameProblem(str(p.name))),
+    helm.values !== undefined && typeof helm.values !== 'string' ? 'helm.values is not a string (YAML text; valuesObject takes a mapping)' : undefined,
+    helm.valuesObject !== undefined && !isJsonObject(helm.valuesObject) ? 'helm.valuesObject is not a mapping' : undefined,
+  );
+  if (syntax) return refused(syntax);
   const root = ctx.upstream;
   if (!root) return { ...base, problem: { kind: 'no-upstream', message: `${what} is not rendered: no upstream installs folder` } };
-  const located = locateChart(root, chart, version);
-  if (!located) {
-    return { ...base, problem: { kind: 'unreleased', message: `${what} has no vendored release in ${root}: pin a version upstream released (and vendor it there, see README)` } };
-  }
   const valuesText = helm.values ?? '';
   const valuesObject = helm.valuesObject ?? {};
   try {
-    const fromText = valuesText.trim() === '' ? {} : parseYaml(valuesText) as Json;
-    refuseUnvendoredDependencies(located, mergeValues(fromText ?? {}, valuesObject) as Json);
-  } catch (e) {
-    if (e instanceof DependencyNotVendored) return { ...base, problem: { kind: 'failed', message: e.message } };
-    return { ...base, problem: { kind: 'failed', message: `helm.values is not YAML: ${(e as Error).message.split('\n')[0]}` } };
-  }
-  const prepared = renderableChart(located, ctx.cacheDir);
-  const releaseName = helm.releaseName ?? app.metadata.name;
-  const kubeVersion = helm.kubeVersion ?? ctx.kubeVersion;
-  const apiVersions = [...(helm.apiVersions ?? ctx.apiVersions ?? [])].sort();
-  const flags = [
-    '--namespace', namespace,
-    ...(helm.skipCrds ? [] : ['--include-crds']),
-    ...(helm.skipTests ? ['--skip-tests'] : []),
-    ...(kubeVersion ? ['--kube-version', kubeVersion] : []),
-    ...apiVersions.flatMap((a) => ['--api-versions', a]),
-    ...(helm.parameters ?? []).flatMap((p) => [p.forceString ? '--set-string' : '--set', `${p.name}=${p.value ?? ''}`]),
-  ];
-  const engine = ctx.engines.helm;
-  try {
-    const key = [prepared.digest, releaseName, flags, helm.valueFiles ?? [], valuesText, valuesObject];
+    const located = locateChart(root, chart, version);
+    if (!located) {
+      return { ...base, problem: { kind: 'unreleased', message: `${what} has no vendored release in ${root}: pin a version upstream released (and vendor it there, see README)` } };
+    }
+    refuseUnvendoredDependencies(located, mergeValues(valuesOfText(valuesText), valuesObject) as Json);
+    const prepared = renderableChart(located, ctx.cacheDir);
+    // The values files the Application names, read now, inside the chart (an Argo CD Helm source reads them from the chart's folder)
+    const named = valueFiles.map((f) => ({ name: f, content: readInside(prepared.dir, f, 'helm.valueFiles entry') }));
+    const flags = [
+      `--namespace=${namespace}`,
+      ...(helm.skipCrds === true ? [] : ['--include-crds']),
+      ...(helm.skipTests === true ? ['--skip-tests'] : []),
+      ...(kubeVersion ? [`--kube-version=${kubeVersion}`] : []),
+      ...apiVersions.map((a) => `--api-versions=${a}`),
+      ...parameters.map((p) => `${p.forceString === true ? '--set-string' : '--set'}=${str(p.name)}=${str(p.value)}`),
+    ];
+    const engine = ctx.engines.helm;
+    const key = [prepared.digest, releaseName, flags, named, valuesText, valuesObject];
     const output = await cachedRun(ctx, key, engine, what, () => withScratch(ctx, (dir) => {
-      const files: string[] = (helm.valueFiles ?? []).map((f) => path.join(prepared.dir, f));
+      const files = named.map((f, i) => {
+        const file = path.join(dir, `value-file-${i}.yaml`);
+        writeFileSync(file, f.content);
+        return file;
+      });
       if (valuesText.trim() !== '') {
         files.push(path.join(dir, 'values.yaml'));
         writeFileSync(files[files.length - 1], valuesText);
@@ -197,12 +288,17 @@ async function renderHelm(app: Manifest, index: number, source: ApplicationSourc
       // valuesObject last: it takes precedence over values (Argo CD)
       files.push(path.join(dir, 'values-object.yaml'));
       writeFileSync(files[files.length - 1], stringify(valuesObject));
-      return engine.run(['template', releaseName, prepared.dir, ...flags, ...files.flatMap((f) => ['--values', f])], { label: `helm template ${chart} ${version}` });
+      // the release name and the chart after `--`: never read as flags
+      const args = ['template', ...flags, ...files.map((f) => `--values=${f}`), '--', releaseName, prepared.dir];
+      return engine.run(args, runOptions(ctx, `helm template ${what.replace(/^chart /, '')}`));
     }));
+    if (output.objects.length === 0) {
+      const templates = templateCount(prepared.dir);
+      if (templates > 0) return refused(`helm template rendered no object, though the chart has ${templates} template file(s): an empty render installs nothing`);
+    }
     return { ...base, objects: output.objects, unrenderedCrds: crdsOf(base.release, output) };
   } catch (e) {
-    if (e instanceof EngineError) return { ...base, problem: { kind: 'failed', message: e.reason } };
-    throw e;
+    return refused(failure(e));
   }
 }
 
@@ -225,54 +321,76 @@ function kustomizeImage(spec: string): Json {
 /**
  * The kustomization Argo CD effectively builds for a kustomize source with Application-level options: the
  * overlay as a resource, and the Application's namespace, name prefix/suffix, images, labels, annotations and
- * patches on top (a patch given by path is inlined: it lives beside the overlay).
+ * patches on top (a patch given by path is inlined: it lives in the overlay, and is read there by the bounded
+ * reader). SourceRefused when an option has the wrong shape or a patch path leads out of the overlay.
  */
 function wrapperKustomization(source: ApplicationSource, overlayRel: string, overlayDir: string): Json {
-  const k = source.kustomize ?? {};
-  const patches = (k.patches ?? []).map((p) => {
-    if (typeof p.path === 'string' && p.patch === undefined) {
+  const k = (isJsonObject(source.kustomize) ? source.kustomize : {}) as NonNullable<ApplicationSource['kustomize']>;
+  const list = <T>(v: unknown, field: string, ok: (x: unknown) => x is T): T[] => {
+    if (v === undefined) return [];
+    if (!Array.isArray(v) || !v.every(ok)) throw new SourceRefused(`kustomize.${field} is not a list of ${field === 'images' ? 'strings' : 'mappings'}`);
+    return v;
+  };
+  const mapping = (v: unknown, field: string) => {
+    if (v !== undefined && !isJsonObject(v)) throw new SourceRefused(`kustomize.${field} is not a mapping`);
+    return v;
+  };
+  const images = list(k.images, 'images', (x): x is string => typeof x === 'string');
+  const patches = list(k.patches, 'patches', isJsonObject).map((p) => {
+    if (p.path !== undefined && p.patch === undefined) {
       const { path: file, ...rest } = p;
-      return { ...rest, patch: readFileSync(path.join(overlayDir, file), 'utf8') };
+      return { ...rest, patch: readInside(overlayDir, str(file), 'kustomize.patches path') };
     }
     return p;
   });
+  const labels = mapping(k.commonLabels, 'commonLabels');
+  const annotations = mapping(k.commonAnnotations, 'commonAnnotations');
   return {
     apiVersion: 'kustomize.config.k8s.io/v1beta1',
     kind: 'Kustomization',
     resources: [overlayRel],
-    ...(k.namespace ? { namespace: k.namespace } : {}),
-    ...(k.namePrefix ? { namePrefix: k.namePrefix } : {}),
-    ...(k.nameSuffix ? { nameSuffix: k.nameSuffix } : {}),
-    ...(k.commonLabels ? { commonLabels: k.commonLabels } : {}),
-    ...(k.commonAnnotations ? { commonAnnotations: k.commonAnnotations } : {}),
-    ...(k.images && k.images.length > 0 ? { images: k.images.map(kustomizeImage) } : {}),
+    ...(k.namespace ? { namespace: str(k.namespace) } : {}),
+    ...(k.namePrefix ? { namePrefix: str(k.namePrefix) } : {}),
+    ...(k.nameSuffix ? { nameSuffix: str(k.nameSuffix) } : {}),
+    ...(labels ? { commonLabels: labels } : {}),
+    ...(annotations ? { commonAnnotations: annotations } : {}),
+    ...(images.length > 0 ? { images: images.map(kustomizeImage) } : {}),
     ...(patches.length > 0 ? { patches } : {}),
   };
 }
 
 async function renderOverlay(app: Manifest, index: number, source: ApplicationSource, ctx: Context): Promise<RenderedSource> {
-  const repo = (source.repoURL ?? '').replace(/^https:\/\/github.com\//, '').replace(/\.git$/, '');
-  const overlayPath = (source.path ?? '').replace(/^\.\//, '').replace(/\/+$/, '');
-  const what = `${repo}/${overlayPath} ${source.targetRevision ?? ''}`;
+  const repoURL = str(source.repoURL);
+  const revision = str(source.targetRevision);
+  const repo = repoURL.replace(/^https:\/\/github.com\//, '').replace(/\.git$/, '');
+  const overlayPath = str(source.path).replace(/^\.\//, '').replace(/\/+$/, '');
+  const what = printable(`${repo}/${overlayPath} ${revision}`);
   const release = releaseOfSource(source);
   const base = { application: app, index, type: 'kustomize' as const, what, release, namespace: destinationNamespace(app), objects: [], unrenderedCrds: [] };
+  const refused = (message: string): RenderedSource => ({ ...base, problem: { kind: 'failed', message } });
+  const repoName = repoURL.replace(/\.git$/, '').replace(/\/+$/, '').split('/').pop() ?? '';
+  const syntax = firstProblem(
+    folderPartProblem(repoName, 'repoURL'), folderPartProblem(revision, 'targetRevision'),
+    overlayPath === '' ? undefined : relativePathProblem(overlayPath, 'path'),
+  );
+  if (syntax) return refused(syntax);
   const root = ctx.upstream;
   if (!root) return { ...base, problem: { kind: 'no-upstream', message: `${what} is not rendered: no upstream installs folder` } };
-  const dir = locateOverlay(root, source.repoURL ?? '', source.targetRevision ?? '', overlayPath, release?.type === 'kustomize' ? release : undefined);
-  if (!dir) return { ...base, problem: { kind: 'unreleased', message: `${what} has no vendored release in ${root}: pin a tag upstream released (and vendor it there, see README)` } };
-  // The overlay refers to its bases elsewhere in the release folder: the whole folder is the input.
-  const releaseDir = path.join(root, path.relative(root, dir).split(path.sep)[0]);
-  const engine = ctx.engines.kustomize;
-  const key = [treeDigest(releaseDir, true), path.relative(releaseDir, dir), wrapperKustomization(source, '<overlay>', dir)];
   try {
+    const dir = locateOverlay(root, repoURL, revision, overlayPath, release?.type === 'kustomize' ? release : undefined);
+    if (!dir) return { ...base, problem: { kind: 'unreleased', message: `${what} has no vendored release in ${root}: pin a tag upstream released (and vendor it there, see README)` } };
+    // The overlay refers to its bases elsewhere in the release folder: the whole folder is the input.
+    const releaseDir = path.join(root, path.relative(root, dir).split(path.sep)[0]);
+    const engine = ctx.engines.kustomize;
+    const key = [treeDigest(releaseDir, true), path.relative(releaseDir, dir), wrapperKustomization(source, '<overlay>', dir)];
     const { objects } = await cachedRun(ctx, key, engine, what, () => withScratch(ctx, (scratch) => {
       writeFileSync(path.join(scratch, 'kustomization.yaml'), stringify(wrapperKustomization(source, path.relative(scratch, dir), dir)));
-      return engine.run([scratch], { label: `kubectl kustomize ${what}` });
+      return engine.run(['--', scratch], runOptions(ctx, `kubectl kustomize ${what}`));
     }));
+    if (objects.length === 0) return refused('kustomize build rendered no object: an empty overlay installs nothing');
     return { ...base, objects };
   } catch (e) {
-    if (e instanceof EngineError) return { ...base, problem: { kind: 'failed', message: e.reason } };
-    throw e;
+    return refused(failure(e));
   }
 }
 
@@ -285,29 +403,40 @@ const ORIGIN = 'config.kubernetes.io/origin';
 /**
  * Builds the folders not in the cache yet with one kustomize run (a kustomization that lists them all, each
  * object annotated with the file it came from), and caches each folder's objects as its own build would give
- * them: one process instead of one per folder. When that build fails (one folder that does not build, or an
- * object in two folders), nothing is cached and each folder is built on its own, which says which one fails.
+ * them: one process instead of one per folder. When the engine refuses that build (one folder that does not
+ * build, or an object in two folders), nothing is cached and each folder is built on its own, which says which
+ * one fails; those builds share the command's budget. When a bound stopped it (time, output), every folder
+ * fails with that reason: building each again would only spend the bound again.
  */
 async function buildFoldersTogether(dirs: readonly string[], ctx: Context): Promise<void> {
   const engine = ctx.engines.kustomize;
-  const keys = new Map(dirs.map((d) => [d, ctx.cache.key([engine.name, engine.version, ...folderKey(d)])]));
-  const missing = dirs.filter((d) => ctx.cache.get(keys.get(d)!) === undefined);
+  const keys = new Map<string, string>();
+  for (const d of dirs) {
+    try {
+      keys.set(d, ctx.cache.key([engine.name, engine.version, ...folderKey(d)]));
+    } catch (e) {
+      ctx.folderFailures.set(d, failure(e));
+    }
+  }
+  const missing = [...keys.keys()].filter((d) => ctx.cache.get(keys.get(d)!) === undefined);
   if (missing.length < 2) return;
   await withScratch(ctx, async (scratch) => {
     const rel = new Map(missing.map((d) => [d, path.relative(scratch, d)]));
     writeFileSync(path.join(scratch, 'kustomization.yaml'), stringify({
       apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', resources: [...rel.values()], buildMetadata: ['originAnnotations'],
     }));
+    const label = 'kubectl kustomize (every folder)';
     let output: RenderOutput;
     try {
-      output = parseOutput(await engine.run([scratch], { label: 'kubectl kustomize (every folder)' }), 'kubectl kustomize (every folder)');
+      output = parseOutput(await engine.run(['--', scratch], runOptions(ctx, label)), label);
     } catch (e) {
+      if (e instanceof EngineError && e.bounded) for (const d of missing) ctx.folderFailures.set(d, `${label}: ${e.reason}`);
       if (e instanceof EngineError) return;
       throw e;
     }
     const byFolder = new Map<string, Manifest[]>(missing.map((d) => [d, []]));
     for (const o of output.objects) {
-      const origin = o.metadata.annotations?.[ORIGIN];
+      const origin = o.metadata?.annotations?.[ORIGIN];
       const from = typeof origin === 'string' ? /^path: (.+)$/m.exec(origin)?.[1] : undefined;
       const dir = missing.find((d) => from?.startsWith(`${rel.get(d)}/`));
       if (!dir) return; // an object of no folder: leave it to the builds of each folder
@@ -320,15 +449,71 @@ async function buildFoldersTogether(dirs: readonly string[], ctx: Context): Prom
 }
 
 async function renderFolder(app: Manifest, index: number, source: ApplicationSource, dir: string, ctx: Context): Promise<RenderedSource> {
-  const what = `folder ${source.path}`;
+  const what = printable(`folder ${str(source.path)}`);
   const base = { application: app, index, type: 'folder' as const, what, namespace: destinationNamespace(app), objects: [], unrenderedCrds: [] };
+  const refused = (message: string): RenderedSource => ({ ...base, problem: { kind: 'failed', message } });
+  const known = ctx.folderFailures.get(dir);
+  if (known) return refused(known);
   const engine = ctx.engines.kustomize;
   try {
-    const { objects } = await cachedRun(ctx, folderKey(dir), engine, what, () => engine.run([dir], { label: `kubectl kustomize ${source.path}` }));
+    const { objects } = await cachedRun(ctx, folderKey(dir), engine, what, () => engine.run(['--', dir], runOptions(ctx, `kubectl kustomize ${printable(str(source.path))}`)));
+    // what Argo CD applies of the folder is the build: it must be every object of the folder's files
+    const differs = compareFolderBuild(dir, objects);
+    return differs ? { ...refused(differs), objects } : { ...base, objects };
+  } catch (e) {
+    return refused(failure(e));
+  }
+}
+
+/** A source's folder of the tree (RenderContext.folderOf), or why it cannot be used. */
+function folderOfSource(ctx: Context, source: ApplicationSource): string | null | undefined | { readonly refused: string } {
+  try {
+    return ctx.folderOf?.(source);
+  } catch (e) {
+    return { refused: failure(e) };
+  }
+}
+
+/**
+ * A folder whose kustomization builds on remote bases (the argocd folder: Argo CD's install at its release tag), as
+ * Argo CD's repo server builds it, but offline: a copy of the folder whose remote bases point at their vendored
+ * copies (remote-bases.ts). What it applies is an upstream install: it is rendered as one (type `kustomize`, its
+ * release the base's), so the rules check its objects as they check a managed install's. A remote base that is no
+ * vendored release is not fetched: the source is `unreleased`.
+ */
+async function renderRemoteBased(
+  app: Manifest, index: number, source: ApplicationSource, dir: string, remotes: readonly string[], ctx: Context,
+): Promise<RenderedSource> {
+  const base0 = { application: app, index, type: 'kustomize' as const, namespace: destinationNamespace(app), objects: [], unrenderedCrds: [] };
+  const root = ctx.upstream;
+  const named = `folder ${source.path} (on ${remotes.join(', ')})`;
+  if (!root) return { ...base0, what: named, problem: { kind: 'no-upstream', message: `${named} is not rendered: no upstream installs folder` } };
+  const { bases, unmapped } = vendoredBases(remotes, root);
+  const release = bases[0]?.release;
+  const what = release ? `folder ${source.path} (on ${release.repoURL.replace(/^https:\/\/github.com\//, '').replace(/\.git$/, '')}/${release.path} ${release.version})` : named;
+  const base = { ...base0, what, release };
+  if (unmapped.length > 0) {
+    return {
+      ...base,
+      problem: {
+        kind: 'unreleased',
+        message: `${what}: remote base ${unmapped.join(', ')} is no vendored release in ${root} (check builds offline: pin a released tag and vendor it there, see README)`,
+      },
+    };
+  }
+  const engine = ctx.engines.kustomize;
+  const key = ['remote-based', treeDigest(dir), ...bases.map((b) => [treeDigest(b.releaseDir, true), path.relative(b.releaseDir, b.dir)])];
+  try {
+    const { objects } = await cachedRun(ctx, key, engine, what, () => withScratch(ctx, (scratch) => {
+      // the folder's files read as every file a tree gives the engines (inside it, regular, bounded)
+      for (const f of folderFiles(dir)) writeFileSync(path.join(scratch, f), readInside(dir, f, 'file'));
+      for (const f of ['kustomization.yml', 'Kustomization']) rmSync(path.join(scratch, f), { force: true });
+      writeFileSync(path.join(scratch, 'kustomization.yaml'), stringify(offlineKustomization(dir, scratch, bases)));
+      return engine.run(['--', scratch], runOptions(ctx, `kubectl kustomize ${printable(str(source.path))}`));
+    }));
     return { ...base, objects };
   } catch (e) {
-    if (e instanceof EngineError) return { ...base, problem: { kind: 'failed', message: e.reason } };
-    throw e;
+    return { ...base, problem: { kind: 'failed', message: failure(e) } };
   }
 }
 
@@ -336,19 +521,35 @@ async function renderFolder(app: Manifest, index: number, source: ApplicationSou
  * What Argo CD renders for each source of each Application, with the engines it runs: `helm template` of the
  * vendored chart of exactly that name and version (release name, destination namespace, values, CRDs,
  * Kubernetes version), `kustomize build` of the vendored overlay with the Application's kustomize options,
- * `kustomize build` of a rendered folder. Engines run in parallel (one per core); results are cached by
- * content (RenderCache).
+ * `kustomize build` of a rendered folder (compared with the folder's files). Engines run in parallel (one per
+ * core), bounded (RunOptions, the context's budget); results are cached by content (RenderCache). Every
+ * failure, of an engine or of what the tree gives it, is the source's `problem`, one line.
  */
 export async function renderApplications(applications: readonly Manifest[], context: RenderContext): Promise<RenderedSource[]> {
-  const ctx: Context = { ...context, cache: new RenderCache(context.cacheDir) };
-  const jobs = applications.flatMap((app) => sourcesOf(app).map((source, index) => ({ app, source, index })));
-  const folders = [...new Set(jobs.map((j) => (chartOfSource(j.source) === undefined ? ctx.folderOf?.(j.source) : undefined)).filter((f): f is string => typeof f === 'string'))];
-  await buildFoldersTogether(folders, ctx);
-  const rendered = await mapLimit(jobs, Math.max(1, availableParallelism()), async ({ app, source, index }) => {
+  const budget = context.budget ?? new EngineBudget();
+  const ctx: Context = { ...context, cache: new RenderCache(context.cacheDir), budget, folderFailures: new Map() };
+  const jobs = applications
+    .flatMap((app) => sourcesOf(app).map((source, index) => ({ app, source, index })).filter((j) => isJsonObject(j.source)))
+    .map((j) => ({ ...j, folder: chartOfSource(j.source) === undefined ? folderOfSource(ctx, j.source) : undefined }));
+  const folders = [...new Set(jobs.map((j) => j.folder).filter((f): f is string => typeof f === 'string'))];
+  const remotes = new Map(folders.map((f) => [f, remoteResourcesOf(f)]));
+  try {
+    await buildFoldersTogether(folders.filter((f) => remotes.get(f)!.length === 0), ctx);
+  } catch (e) {
+    // no scratch folder (an unusable cache): each folder's own build says so
+    if (!isFsError(e)) throw e;
+  }
+  const rendered = await mapLimit(jobs, Math.max(1, availableParallelism()), async ({ app, source, index, folder }) => {
     if (chartOfSource(source) !== undefined) return renderHelm(app, index, source, ctx);
-    const folder = ctx.folderOf?.(source);
     if (folder === null) return undefined;
-    if (folder !== undefined) return renderFolder(app, index, source, folder, ctx);
+    if (typeof folder === 'object') {
+      const what = printable(`folder ${str(source.path)}`);
+      return { application: app, index, type: 'folder' as const, what, namespace: destinationNamespace(app), objects: [], unrenderedCrds: [], problem: { kind: 'failed' as const, message: folder.refused } };
+    }
+    if (folder !== undefined) {
+      const remote = remotes.get(folder) ?? [];
+      return remote.length > 0 ? renderRemoteBased(app, index, source, folder, remote, ctx) : renderFolder(app, index, source, folder, ctx);
+    }
     if (source.repoURL && source.path !== undefined) return renderOverlay(app, index, source, ctx);
     return undefined;
   });

@@ -1,6 +1,24 @@
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { lstatSync, readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import * as path from 'node:path';
+import { printable } from '../errors';
+import { isInside } from '../files';
+
+/**
+ * An Application source that cannot be rendered before an engine runs (a path out of its folder, a chart
+ * that includes itself, a Chart.yaml that is no YAML): the message is one line, reported as the source's
+ * failed render.
+ */
+export class SourceRefused extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SourceRefused';
+  }
+}
+
+/** A vendored chart or overlay is a few thousand files at most; a tree deeper or larger than this is no chart. */
+const MAX_TREE_DEPTH = 64;
+const MAX_TREE_FILES = 100_000;
 
 /** A file of a vendored tree: its path relative to the tree, and its content. */
 export interface TreeFile {
@@ -8,18 +26,37 @@ export interface TreeFile {
   readonly size: number;
 }
 
-/** Every regular file under `dir` (symbolic links followed), relative paths sorted. */
+/**
+ * Every regular file under `dir`, relative paths sorted. A symbolic link is followed when it stays inside
+ * `dir` (its real path) and does not lead back to a folder it lies in; a link out of the folder, or one that
+ * makes the tree include itself, is SourceRefused (the engines would read what the link points at, or walk
+ * for ever). Devices, FIFOs and sockets are not files of a tree and are left out.
+ */
 export function treeFiles(dir: string): TreeFile[] {
   const out: TreeFile[] = [];
-  const walk = (rel: string) => {
+  const root = realpathSync(dir);
+  const walk = (rel: string, real: string, depth: number) => {
+    if (depth > MAX_TREE_DEPTH) throw new SourceRefused(`${printable(dir)}: folders nested more than ${MAX_TREE_DEPTH} levels deep (${printable(rel)})`);
     for (const name of readdirSync(path.join(dir, rel)).sort()) {
       const r = rel === '' ? name : `${rel}/${name}`;
-      const st = statSync(path.join(dir, r));
-      if (st.isDirectory()) walk(r);
+      const p = path.join(dir, r);
+      let target = path.join(real, name);
+      if (lstatSync(p).isSymbolicLink()) {
+        try {
+          target = realpathSync(p);
+        } catch {
+          throw new SourceRefused(`${printable(r)} in ${printable(dir)} is a symbolic link that leads nowhere`);
+        }
+        if (!isInside(target, root)) throw new SourceRefused(`${printable(r)} in ${printable(dir)} is a symbolic link out of the folder (to ${printable(target)})`);
+        if (isInside(real, target)) throw new SourceRefused(`${printable(r)} in ${printable(dir)} is a symbolic link to a folder it lies in: the tree includes itself`);
+      }
+      const st = statSync(p);
+      if (st.isDirectory()) walk(r, target, depth + 1);
       else if (st.isFile()) out.push({ rel: r, size: st.size });
+      if (out.length > MAX_TREE_FILES) throw new SourceRefused(`${printable(dir)} holds more than ${MAX_TREE_FILES} files: no chart or overlay is that large`);
     }
   };
-  walk('');
+  walk('', root, 0);
   return out;
 }
 

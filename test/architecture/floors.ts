@@ -7,7 +7,7 @@ import type { ICruiseOptions, IForbiddenRuleType, IViolation } from 'dependency-
  * The README's "Architecture" section lists the same entries (imports.test.ts checks both ways).
  */
 export const FLOORS: readonly { readonly name: string; readonly entries: readonly string[] }[] = [
-  { name: 'foundation', entries: ['errors.ts', 'fault.ts', 'files.ts', 'json.ts', 'paths.ts', 'versions.ts', 'cache/', 'input/'] },
+  { name: 'foundation', entries: ['errors.ts', 'fault.ts', 'files.ts', 'json.ts', 'paths.ts', 'processes.ts', 'versions.ts', 'cache/', 'input/', 'project/'] },
   { name: 'model', entries: ['model/'] },
   { name: 'render-primitives', entries: ['render/'] },
   { name: 'validation-and-engines', entries: ['engines/', 'upstream/', 'validate/'] },
@@ -15,7 +15,7 @@ export const FLOORS: readonly { readonly name: string; readonly entries: readonl
   { name: 'checks', entries: ['check/'] },
   { name: 'report', entries: ['report/'] },
   { name: 'driver', entries: ['synth/'] },
-  { name: 'commands', entries: ['commands/', 'preflight/', 'init/', 'launcher/', 'cli.ts', 'main.ts', 'index.ts'] },
+  { name: 'commands', entries: ['commands/', 'preflight/', 'init/', 'launcher/', 'bin.ts', 'cli.ts', 'main.ts', 'index.ts'] },
   // TypeScript descriptions import the package (index.ts) by its name
   { name: 'descriptions', entries: ['clusters/'] },
 ];

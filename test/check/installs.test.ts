@@ -5,18 +5,17 @@ import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkClusterRendered, ClusterView, readClusters } from '../../src/check';
 import { EXIT, main } from '../../src/cli';
-import { CLUSTERS_DIR, DEFAULT_UPSTREAM } from '../../src/paths';
+import { DEFAULT_UPSTREAM } from '../../src/paths';
 import { Manifest } from '../../src/render/manifest';
 import { loadModels } from '../../src/synth/pipeline';
-import { HAS_SCHEMAS, HAS_UPSTREAM, ROOT } from '../helpers';
+import { BIN, HAS_SCHEMAS, HAS_UPSTREAM, REFERENCE_FILE, ROOT, TRAINING_FILE } from '../helpers';
 
 /** The reference description, the training cluster, and every node tainted with every add-on managed. */
 const DESCRIPTIONS = [
-  path.join(CLUSTERS_DIR, 'instant-cluster.yaml'),
-  path.join(CLUSTERS_DIR, 'training-cluster.yaml'),
+  REFERENCE_FILE,
+  TRAINING_FILE,
   path.join(ROOT, 'test', 'fixtures', 'descriptions', 'all-tainted.yaml'),
 ];
-const CLI = path.join(ROOT, 'lib', 'src', 'cli.js');
 
 describe.skipIf(!HAS_UPSTREAM || !HAS_SCHEMAS)('check renders every managed install with the real engines', () => {
   const work = mkdtempSync(path.join(tmpdir(), 'installs-'));
@@ -29,7 +28,7 @@ describe.skipIf(!HAS_UPSTREAM || !HAS_SCHEMAS)('check renders every managed inst
   it('the reference, training and all-tainted clusters pass, with no helm or kubectl on PATH (the packaged engines)', () => {
     const empty = path.join(work, 'empty-path');
     mkdirSync(empty);
-    const r = spawnSync(process.execPath, [CLI, 'check', out, ...DESCRIPTIONS.flatMap((d) => ['--config', d]), '--format', 'json'], {
+    const r = spawnSync(process.execPath, [BIN, 'check', out, ...DESCRIPTIONS.flatMap((d) => ['--config', d]), '--format', 'json'], {
       cwd: ROOT, encoding: 'utf8', env: { ...process.env, PATH: empty }, maxBuffer: 64 * 1024 * 1024,
     });
     expect(r.status, r.stderr).toBe(EXIT.ok);

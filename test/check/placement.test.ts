@@ -7,15 +7,15 @@ import { SimNode } from '../../src/check/placement/nodes';
 import { fitOn } from '../../src/check/placement/scheduling';
 import { loadDescription } from '../../src/model/load';
 import { buildModel, ClusterModel } from '../../src/model/model';
-import { DEFAULT_UPSTREAM, PROJECT_ROOT } from '../../src/paths';
+import { DEFAULT_UPSTREAM } from '../../src/paths';
 import { Manifest } from '../../src/render/manifest';
 import { renderCluster } from '../../src/synth/render';
-import { modelOf } from '../helpers';
+import { modelOf, TRAINING_FILE } from '../helpers';
 
 /** The vendored upstream installs; the tests that read them are skipped (and reported so) without them. */
 const HAS_UPSTREAM = existsSync(DEFAULT_UPSTREAM);
 
-const TRAINING = buildModel(loadDescription(path.join(PROJECT_ROOT, 'src', 'clusters', 'training-cluster.yaml')));
+const TRAINING = buildModel(loadDescription(TRAINING_FILE));
 
 /** A rendered cluster as a mutable check view (a deep copy: edits never reach the renderer's objects). */
 function viewOf(model: ClusterModel): ClusterView & { all: Manifest[] } {

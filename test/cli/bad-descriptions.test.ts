@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { EXIT, main } from '../../src/cli';
-import { referenceInput } from '../helpers';
+import { REFERENCE_FILE, referenceInput } from '../helpers';
 
 type Input = ReturnType<typeof referenceInput>;
 
@@ -110,7 +110,7 @@ describe('a broken description exits 2, names the field, and leaves the output u
 
   it('reports duplicate keys with exit 2', () => {
     const file = path.join(dir, 'dup.yaml');
-    writeFileSync(file, `${readFileSync(path.join(__dirname, '..', '..', 'src', 'clusters', 'instant-cluster.yaml'), 'utf8')}\nname: again\n`);
+    writeFileSync(file, `${readFileSync(REFERENCE_FILE, 'utf8')}\nname: again\n`);
     const r = run(['synth', '--config', file, '--out', out, '--no-validate']);
     expect(r.code).toBe(EXIT.badInput);
     expect(r.stderr).toMatch(/dup\.yaml:\d+:1 name: duplicate key "name" \(line \d+; first given on line 5\)/m);

@@ -4,15 +4,13 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { main } from '../../src/cli';
-import { DEFAULT_OUT } from '../../src/paths';
-import { HAS_SCHEMAS, readTreeFiles, REFERENCE_FILE, ROOT } from '../helpers';
+import { BIN, fixtureProject, HAS_SCHEMAS, readTreeFiles, REFERENCE_FILE, renderedFixtures, ROOT } from '../helpers';
 
 // These run the compiled CLI (lib/), as users do: `npm test` compiles first.
-const CLI = path.join(ROOT, 'lib', 'src', 'cli.js');
 const env = { ...process.env, CDK8S_CHECK_UPGRADE: 'false' };
 
 function cli(...args: string[]) {
-  return spawnSync(process.execPath, [CLI, ...args], { cwd: ROOT, env, encoding: 'utf8' });
+  return spawnSync(process.execPath, [BIN, ...args], { cwd: ROOT, env, encoding: 'utf8' });
 }
 
 
@@ -34,7 +32,7 @@ describe('the compiled CLI', () => {
   });
 
   it('exits 2 and says so when the schema directory is missing', () => {
-    const r = cli('validate', DEFAULT_OUT, '--schemas', '/nonexistent/crds');
+    const r = cli('validate', renderedFixtures(), '--schemas', '/nonexistent/crds');
     expect(r.status).toBe(2);
     expect(r.stderr).toMatch(/schema directory \/nonexistent\/crds does not exist/);
   });
@@ -50,7 +48,7 @@ describe('the compiled CLI', () => {
     expect(v.status, v.stderr).toBe(0);
     expect(v.stdout).toMatch(/^ok: \d+ objects, 0 errors/m);
     // the whole output root: each cluster is its own API server, so shared names are no duplicates
-    const all = cli('validate', DEFAULT_OUT);
+    const all = cli('validate', renderedFixtures());
     expect(all.status, all.stderr).toBe(0);
   });
 
@@ -62,25 +60,33 @@ describe('the compiled CLI', () => {
     expect(JSON.parse(r.stdout).issues[0]).toMatchObject({ path: 'volumeBindingMod', message: 'unknown field' });
   });
 
+  // The cdk8s habit in a clusters repository of the fixtures: cdk8s.yaml's app is this checkout's launcher.
+  const CDK8S = path.join(ROOT, 'node_modules', 'cdk8s-cli', 'bin', 'cdk8s');
+  const cdk8sProject = () => {
+    const root = fixtureProject('cdk8s-project-');
+    writeFileSync(path.join(root, 'cdk8s.yaml'), `language: typescript\napp: node ${path.join(ROOT, 'projenrc', 'launch.cjs')} --cdk8s-app\noutput: cdk8s.out\n`);
+    return root;
+  };
+
   // cdk8s-cli asks registry.npmjs.org for a newer version first; offline the documented flag keeps it quiet.
   const canIsolateNetwork = process.platform === 'linux' && spawnSync('unshare', ['-n', 'true']).status === 0;
-  it.skipIf(!HAS_SCHEMAS || !canIsolateNetwork)('npx cdk8s synth --no-check-upgrade without a network prints no stack trace', () => {
-    const out = path.join(mkdtempSync(path.join(tmpdir(), 'cdk8s-offline-')), 'cdk8s.out');
+  it.skipIf(!HAS_SCHEMAS || !canIsolateNetwork)('cdk8s synth --no-check-upgrade without a network prints no stack trace', () => {
+    const root = cdk8sProject();
     const home = mkdtempSync(path.join(tmpdir(), 'home-'));
     const offline = { ...process.env, HOME: home, CDK8S_CHECK_UPGRADE: undefined };
-    const r = spawnSync('unshare', ['-n', 'npx', 'cdk8s', 'synth', '--no-check-upgrade', '--output', out], { cwd: ROOT, env: offline, encoding: 'utf8' });
+    const r = spawnSync('unshare', ['-n', process.execPath, CDK8S, 'synth', '--no-check-upgrade'], { cwd: root, env: offline, encoding: 'utf8' });
     expect(r.status, r.stderr).toBe(0);
     expect(r.stderr).not.toMatch(/\n\s+at |new version|Error:/);
     // without the flag cdk8s-cli's own check fails offline (why the README documents the flag)
-    const noisy = spawnSync('unshare', ['-n', 'npx', 'cdk8s', 'synth', '--output', `${out}-2`], { cwd: ROOT, env: offline, encoding: 'utf8' });
+    const noisy = spawnSync('unshare', ['-n', process.execPath, CDK8S, 'synth', '--output', 'cdk8s.out-2'], { cwd: root, env: offline, encoding: 'utf8' });
     expect(noisy.stderr).toMatch(/new version undefined of cdk8s-cli/);
   });
 
-  it.skipIf(!HAS_SCHEMAS)('npx cdk8s synth yields the same manifests as dist/, into its own output folder', () => {
-    const out = path.join(mkdtempSync(path.join(tmpdir(), 'cdk8s-')), 'cdk8s.out');
-    const r = spawnSync('npx', ['cdk8s', 'synth', '--output', out], { cwd: ROOT, env, encoding: 'utf8' });
+  it.skipIf(!HAS_SCHEMAS)('cdk8s synth renders the project as synth does, into its own output folder', () => {
+    const root = cdk8sProject();
+    const r = spawnSync(process.execPath, [CDK8S, 'synth'], { cwd: root, env, encoding: 'utf8' });
     expect(r.status, r.stderr).toBe(0);
-    expect(readTreeFiles(out)).toEqual(readTreeFiles(DEFAULT_OUT));
+    expect(readTreeFiles(path.join(root, 'cdk8s.out'))).toEqual(readTreeFiles(renderedFixtures()));
   });
 });
 

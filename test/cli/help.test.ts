@@ -1,9 +1,9 @@
 import { spawnSync } from 'node:child_process';
-import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { COMMANDS, main } from '../../src/cli';
 import { EXIT } from '../../src/commands/io';
-import { ROOT } from '../helpers';
+import { PACKAGE_NAME } from '../../src/paths';
+import { BIN, ROOT } from '../helpers';
 
 /** The CLI's exit code and output (check's help and the global help name the engines they find: asynchronous). */
 async function run(...args: string[]): Promise<{ code: number; out: string; err: string }> {
@@ -63,14 +63,14 @@ describe('--help of each command lists exactly that command\'s options', () => {
   it('the global help lists every command, and no command\'s options', async () => {
     const r = await run('--help');
     expect(r.code).toBe(EXIT.ok);
-    for (const name of names) expect(r.out).toContain(`npm run ${name}`);
+    for (const name of names) expect(r.out).toContain(`${PACKAGE_NAME} ${name}`);
     expect(r.out).not.toContain('Options:');
     expect(r.out).toContain('Engines (check renders every Application with them):');
     expect((await run()).code).toBe(EXIT.badInput);
   });
 
   it('through the compiled CLI as npm runs it', () => {
-    const r = spawnSync(process.execPath, [path.join(ROOT, 'lib', 'src', 'cli.js'), 'preflight', '--help'], { cwd: ROOT, encoding: 'utf8' });
+    const r = spawnSync(process.execPath, [BIN, 'preflight', '--help'], { cwd: ROOT, encoding: 'utf8' });
     expect(r.status).toBe(0);
     expect(listedOptions(r.stdout)).toEqual(Object.keys(COMMANDS.preflight.spec.options));
   });

@@ -1,17 +1,17 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FAULT_TRACE_ENV } from '../../src/fault';
-import { HAS_SCHEMAS, REFERENCE_FILE, ROOT } from '../helpers';
+import { PROJECT_FILE } from '../../src/project/project-file';
+import { BIN, fixtureProject, HAS_SCHEMAS, REFERENCE_FILE, renderedFixtures, ROOT, TRAINING_FILE } from '../helpers';
 import { SNAPSHOT } from '../preflight/snapshots';
 
 // The documented npm commands keep the CLI's contract: its exit code (npm passes it through, no
 // task runner turns 2 into 1) and its output only (stderr: the CLI's lines and nothing else).
 // These run `npm run`, as users and CI do; `npm test` compiles first, so the launcher's
 // compile-on-change step has nothing to do here.
-const CLI = path.join(ROOT, 'lib', 'src', 'cli.js');
 const env = { ...process.env, CDK8S_CHECK_UPGRADE: 'false' };
 const scripts = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
 
@@ -67,13 +67,14 @@ const BAD_INPUT: [string, string, string[], RegExp][] = [
 describe('npm run <command> with bad input', () => {
   it('has a launcher script for every command, and this test covers each', () => {
     for (const [name] of BAD_INPUT) expect(scriptArgs(name)[0]).toBe(name);
-    const commands = Object.entries(scripts).filter(([, s]) => s.startsWith('node projenrc/launch.cjs ')).map(([n]) => n);
+    // the CLI's commands (not the launcher's own --build of prepack)
+    const commands = Object.entries(scripts).filter(([, s]) => /^node projenrc\/launch\.cjs [a-z]/.test(s)).map(([n]) => n);
     expect(new Set(BAD_INPUT.map(([name]) => name))).toEqual(new Set(commands));
   });
 
   it.each(BAD_INPUT)('npm run %s with %s exits 2 and prints only the CLI\'s message', (name, _what, args, says) => {
     const npm = spawnSync('npm', ['run', name, '--', ...args], { cwd: ROOT, env, encoding: 'utf8' });
-    const direct = spawnSync(process.execPath, [CLI, ...scriptArgs(name), ...args], { cwd: ROOT, env, encoding: 'utf8' });
+    const direct = spawnSync(process.execPath, [BIN, ...scriptArgs(name), ...args], { cwd: ROOT, env, encoding: 'utf8' });
     expect(direct.status, direct.stderr).toBe(2);
     expect(npm.status, npm.stderr).toBe(2);
     expect(npm.stderr).toMatch(says);
@@ -93,7 +94,7 @@ describe('the launcher', () => {
   });
 
   it('parses each good description once a run: the precheck hands its models to the CLI', () => {
-    const training = path.join(ROOT, 'src', 'clusters', 'training-cluster.yaml');
+    const training = TRAINING_FILE;
     const loads = (name: string, args: string[]) => {
       const trace = path.join(mkdtempSync(path.join(tmpdir(), 'npm-scripts-loads-')), 'trace');
       const r = spawnSync('npm', ['run', '-s', name, '--', ...args], { cwd: ROOT, env: { ...env, [FAULT_TRACE_ENV]: trace }, encoding: 'utf8' });
@@ -115,24 +116,26 @@ describe('the launcher', () => {
   });
 });
 
-// The plain `npm run synth` (every description into dist/) is answered by the launcher's up-to-date
-// record when nothing it reads changed. This test renders into the repository's dist/, so it first
-// makes sure dist/ is a fresh render (a stale dist/ fails here instead of being rewritten by a test).
+// The plain synth (every description of the project into its output folder) is answered by the
+// launcher's up-to-date record when nothing it reads changed. This test runs the launcher in a
+// clusters repository of the fixtures (a temporary folder with its own project file), so neither
+// this repository's dist/ nor its examples play a part.
 describe('the launcher\'s up-to-date check of the plain synth', () => {
   const LAUNCHER = path.join(ROOT, 'projenrc', 'launch.cjs');
   const cache = mkdtempSync(path.join(tmpdir(), 'up-to-date-'));
   const record = path.join(cache, 'synth-up-to-date.json');
-  const synth = () => spawnSync(process.execPath, [LAUNCHER, 'synth'], { cwd: ROOT, env: { ...env, GPU_CLUSTER_MANIFESTS_CACHE: cache }, encoding: 'utf8' });
+  const project = fixtureProject('up-to-date-project-');
+  // as in a repository rendered before: a first render that creates the output folder changes the
+  // listing of the project folder it read, so only the next one is answered from the record
+  mkdirSync(path.join(project, 'dist'));
+  const synth = () => spawnSync(process.execPath, [LAUNCHER, 'synth'], { cwd: project, env: { ...env, GPU_CLUSTER_MANIFESTS_CACHE: cache }, encoding: 'utf8' });
   const UP_TO_DATE = /dist already up to date \(\d+ files\): no description, source or schema file changed/;
 
-  it.skipIf(!HAS_SCHEMAS)('answers from its record only while the inputs and dist/ are what the record says', () => {
-    const fresh = spawnSync(process.execPath, [CLI, 'diff', '--format', 'json'], { cwd: ROOT, env, encoding: 'utf8' });
-    const d = JSON.parse(fresh.stdout) as { added: number; removed: number; changed: number; files: unknown[] };
-    expect(d.added + d.removed + d.changed + d.files.length, 'dist/ is not a fresh render: run npm run synth').toBe(0);
-
+  it.skipIf(!HAS_SCHEMAS)('answers from its record only while the inputs and the output folder are what the record says', () => {
     const first = synth();
     expect(first.status, first.stderr).toBe(0);
     expect(first.stdout).not.toMatch(UP_TO_DATE);
+    expect(readdirSync(path.join(project, 'dist')).sort()).toEqual(['fleet', 'instant-cluster', 'training-cluster']);
     const second = synth();
     expect(second.status, second.stderr).toBe(0);
     expect(second.stdout).toMatch(UP_TO_DATE);
@@ -140,13 +143,13 @@ describe('the launcher\'s up-to-date check of the plain synth', () => {
     expect(second.stdout.split('\n').slice(0, -2)).toEqual(first.stdout.split('\n').slice(0, -2));
     // what the record holds: the content of what the render read, found by watching it
     const read = Object.keys((JSON.parse(readFileSync(record, 'utf8')) as { files: Record<string, string> }).files);
-    for (const input of [/src\/clusters\/instant-cluster\.yaml$/, /shared\/crds\/kueue\/.*\.yaml$/, /lib\/src\/cli\.js$/, /node_modules\/yaml\/dist\//, /package-lock\.json$/]) {
+    for (const input of [/up-to-date-project-[^/]+\/clusters\/instant-cluster\.yaml$/, /shared\/crds\/kueue\/.*\.yaml$/, /lib\/src\/cli\.js$/, /node_modules\/yaml\/dist\//, /package-lock\.json$/]) {
       expect(read.some((f) => input.test(f)), String(input)).toBe(true);
     }
     // synth reads no upstream install (the rules that render them are check's), so none of them is in the record
     expect(read.filter((f) => f.includes('upstream-installs'))).toEqual([]);
 
-    // dist/ no longer what the record says (as after an edit by hand): rendered again
+    // the output no longer what the record says (as after an edit by hand): rendered again
     const saved = readFileSync(record, 'utf8');
     const edited = JSON.parse(saved) as { output: Record<string, string>; files: Record<string, string | null> };
     edited.output[Object.keys(edited.output)[0]] = '0'.repeat(64);
@@ -161,32 +164,42 @@ describe('the launcher\'s up-to-date check of the plain synth', () => {
     writeFileSync(record, JSON.stringify(input));
     expect(synth().stdout).not.toMatch(UP_TO_DATE);
     expect(synth().stdout).toMatch(UP_TO_DATE);
+
+    // another project file (an output folder elsewhere) is another run: rendered, not answered
+    writeFileSync(path.join(project, PROJECT_FILE), 'clusters: clusters\nout: rendered\n');
+    const moved = synth();
+    expect(moved.stdout).not.toMatch(/already up to date/);
+    expect(readdirSync(path.join(project, 'rendered'))).toContain('instant-cluster');
   });
 });
 
 // npm runs every script in the package root; paths the user types are relative to where they typed
-// them (npm's INIT_CWD), for every command.
+// them (npm's INIT_CWD), for every command. Typed in test/fixtures/ (the fixture descriptions are in
+// clusters/ there); the project found from there is this repository's, whose defaults nothing here uses.
 describe('paths typed in a subfolder of the project', () => {
-  const SRC = path.join(ROOT, 'src');
+  const SUB = path.join(ROOT, 'test', 'fixtures');
   const npmIn = (cwd: string, name: string, ...args: string[]) => spawnSync('npm', ['run', '-s', name, '--', ...args], { cwd, env, encoding: 'utf8' });
-  const snapshot = path.relative(SRC, SNAPSHOT);
+  const snapshot = path.relative(SUB, SNAPSHOT);
+  const description = path.join('clusters', 'instant-cluster.yaml');
 
   it('synth --config and --out resolve where they were typed', () => {
     const out = mkdtempSync(path.join(tmpdir(), 'npm-scripts-subfolder-'));
-    const r = npmIn(SRC, 'synth', '--config', path.join('clusters', 'instant-cluster.yaml'), '--out', path.relative(SRC, out));
+    const r = npmIn(SUB, 'synth', '--config', description, '--out', path.relative(SUB, out));
     expect(r.status, r.stderr).toBe(0);
     expect(readFileSync(path.join(out, 'instant-cluster', 'kueue', 'localqueue.default.default.yaml'), 'utf8')).toContain('kind: LocalQueue');
   });
 
   it.skipIf(!HAS_SCHEMAS)('validate, check, diff, preflight and init read the paths typed there', () => {
-    expect(npmIn(SRC, 'validate', '--quiet', path.join('..', 'dist', 'instant-cluster')).status).toBe(0);
-    const check = npmIn(SRC, 'check', '--config', path.join('clusters', 'instant-cluster.yaml'), path.join('..', 'dist', 'instant-cluster'));
+    const tree = path.relative(SUB, renderedFixtures());
+    expect(npmIn(SUB, 'validate', '--quiet', path.join(tree, 'instant-cluster')).status).toBe(0);
+    const check = npmIn(SUB, 'check', '--config', description, path.join(tree, 'instant-cluster'));
     expect(check.status, check.stderr).toBe(0);
-    const diff = npmIn(SRC, 'diff', '--config', path.join('clusters', 'instant-cluster.yaml'), '--out', path.join('..', 'dist'));
+    const diff = npmIn(SUB, 'diff', '--config', description, '--out', tree);
     expect(diff.status, diff.stderr).toBe(0);
-    const preflight = npmIn(SRC, 'preflight', '--config', path.join('clusters', 'instant-cluster.yaml'), '--snapshot', snapshot);
+    const preflight = npmIn(SUB, 'preflight', '--config', description, '--snapshot', snapshot);
     expect([0, 1], preflight.stderr).toContain(preflight.status);
-    const init = npmIn(SRC, 'init', '--snapshot', snapshot, '--name', 'lab');
+    // printed (--out -): without --out, init writes into the project's descriptions folder
+    const init = npmIn(SUB, 'init', '--snapshot', snapshot, '--name', 'lab', '--out', '-');
     expect(init.status, init.stderr).toBe(0);
     expect(init.stdout).toContain('name: lab');
   });

@@ -5,9 +5,8 @@ import { describe, expect, it } from 'vitest';
 import { main } from '../../src/cli';
 import { Progress, ProgressOptions, ProgressSink } from '../../src/commands/progress';
 import { LISTED_CLUSTERS, synthSummary } from '../../src/commands/synth-summary';
-import { CLUSTERS_DIR } from '../../src/paths';
 import { ClusterSummary, SynthResult } from '../../src/synth/pipeline';
-import { REFERENCE_FILE } from '../helpers';
+import { REFERENCE_FILE, TRAINING_FILE } from '../helpers';
 
 /** A progress sink that records what is written, on a clock the test moves. */
 function sink(isTTY: boolean, timing: Omit<ProgressOptions, 'clock'> = {}) {
@@ -61,7 +60,7 @@ describe('progress of long work', () => {
       const t = sink(true, { delayMs: 0, redrawMs: 0 });
       const out = mkdtempSync(path.join(tmpdir(), 'progress-'));
       const lines: string[] = [];
-      const code = main(['synth', '--config', REFERENCE_FILE, '--config', path.join(CLUSTERS_DIR, 'training-cluster.yaml'), '--out', out, '--no-validate', ...extra],
+      const code = main(['synth', '--config', REFERENCE_FILE, '--config', TRAINING_FILE, '--out', out, '--no-validate', ...extra],
         { out: (l) => lines.push(l), err: (l) => lines.push(l), progress: t.sink });
       expect(code).toBe(0);
       return t.written;

@@ -4,7 +4,9 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SETTLED_MS } from '../../src/cache/digests';
-import { HAS_SCHEMAS, HAS_UPSTREAM, ROOT, SHARED } from '../helpers';
+import { isDescriptionFile } from '../../src/model/load';
+import { PROJECT_FILE } from '../../src/project/project-file';
+import { FIXTURE_CLUSTERS, HAS_SCHEMAS, HAS_UPSTREAM, ROOT, SHARED } from '../helpers';
 
 // Every cache is keyed by content: an input edited in place with its size and mtime kept (as
 // `fs.utimes`, `touch -r`, `cp -p` or a checkout leave it) is noticed by `validate`, `synth --out`
@@ -12,9 +14,10 @@ import { HAS_SCHEMAS, HAS_UPSTREAM, ROOT, SHARED } from '../helpers';
 // parsed CRDs, the upstream readers' results, the YAML documents, V8's code of the modules, the
 // launcher's compile check and its record of the last render.
 //
-// It runs in a copy of the project (the schemas and upstream installs beside it, lib/, dist/, and
-// node_modules as links to this one's packages except ajv, which is copied to be patched), so
-// nothing of the repository or of ../shared is touched.
+// It runs in a copy of the project (the schemas and upstream installs beside it, lib/, the fixture
+// clusters as its descriptions in src/clusters/, and node_modules as links to this one's packages
+// except ajv, which is copied to be patched), so nothing of the repository or of ../shared is touched.
+// Its dist/ is rendered there, first thing.
 const box = mkdtempSync(path.join(tmpdir(), 'stale-caches-'));
 const project = path.join(box, 'project');
 const shared = path.join(box, 'shared');
@@ -89,8 +92,14 @@ describe.skipIf(!HAS_SCHEMAS || !HAS_UPSTREAM)('caches keyed by content', () => 
     symlinkSync(kueueCrds, path.join(shared, 'crds', 'kueue'));
     cpSync(path.join(SHARED, 'upstream-installs'), path.join(shared, 'upstream-installs'), { recursive: true });
     mkdirSync(project);
-    for (const f of ['package.json', 'package-lock.json', 'tsconfig.json']) copyFileSync(path.join(ROOT, f), path.join(project, f));
-    for (const d of ['projenrc', 'src', 'imports', 'lib', 'dist']) cpSync(path.join(ROOT, d), path.join(project, d), { recursive: true });
+    for (const f of ['package.json', 'package-lock.json', 'tsconfig.json', '.projenrc.ts', PROJECT_FILE]) copyFileSync(path.join(ROOT, f), path.join(project, f));
+    // lib/ without the package assets (a checkout reads ../shared; the pack test may be rewriting them meanwhile)
+    const assets = path.join(ROOT, 'lib', 'assets');
+    for (const d of ['projenrc', 'src', 'imports', 'lib']) cpSync(path.join(ROOT, d), path.join(project, d), { recursive: true, filter: (src) => !src.startsWith(assets) });
+    // the fixtures are the copy's descriptions, whatever the examples of this repository are
+    const clusters = path.join(project, 'src', 'clusters');
+    for (const f of readdirSync(clusters).filter(isDescriptionFile)) rmSync(path.join(clusters, f));
+    cpSync(FIXTURE_CLUSTERS, clusters, { recursive: true });
     mkdirSync(path.join(project, 'node_modules'));
     for (const name of readdirSync(path.join(ROOT, 'node_modules'))) {
       if (name === '.cache') continue;
@@ -100,6 +109,7 @@ describe.skipIf(!HAS_SCHEMAS || !HAS_UPSTREAM)('caches keyed by content', () => 
     mkdirSync(cache);
     // compiled already, unless lib/ is behind the sources (then this compiles the copy first)
     expectOk(launcher('--build'));
+    expectOk(launcher('synth'));
     for (const f of Object.values(EDITS)) utimesSync(f, MTIME, MTIME);
     settle();
     // warm every cache: the validators, the parsed CRDs, the upstream results, the YAML

@@ -5,9 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { EXIT, main } from '../../src/cli';
 import { changedFields, diffObjects, TreeObject } from '../../src/commands/diff';
-import { DEFAULT_OUT } from '../../src/paths';
 import { Manifest } from '../../src/render/manifest';
-import { HAS_SCHEMAS, REFERENCE_FILE, referenceInput } from '../helpers';
+import { HAS_SCHEMAS, REFERENCE_FILE, referenceInput, ROOT } from '../helpers';
 
 function capture() {
   const out: string[] = [];
@@ -101,6 +100,6 @@ describe.skipIf(!HAS_SCHEMAS)('npm run diff', () => {
   it('never touches the committed tree, which stays the reference render', () => {
     const c = capture();
     expect(main(['diff', '--config', REFERENCE_FILE, '--out', committed], c.io)).toBe(EXIT.ok);
-    expect(path.resolve(committed)).not.toBe(path.resolve(DEFAULT_OUT));
+    expect(path.resolve(committed)).not.toBe(path.join(ROOT, 'dist'));
   });
 });

@@ -55,8 +55,8 @@ describe('running an engine', () => {
 
   it('stops an engine that does not answer in time, and one whose output is too large', async () => {
     const slow = binDir('slow', { helm: 'exec sleep 30' });
-    await expect(runEngine(path.join(slow, 'helm'), ['version'], { timeoutMs: 500 })).rejects.toThrow(/^helm version: no answer within 1 s; stopped$/);
-    await expect(runEngine('/usr/bin/yes', [], { maxOutputBytes: 1024 * 1024, label: 'yes' })).rejects.toThrow(/^yes: output over 1 MiB; stopped$/);
+    await expect(runEngine(path.join(slow, 'helm'), ['version'], { timeoutMs: 500 })).rejects.toThrow(/^helm version: no answer within 0\.5 s; stopped \(GPU_CLUSTER_MANIFESTS_ENGINE_TIMEOUT=<seconds> raises it\)$/);
+    await expect(runEngine('/usr/bin/yes', [], { maxOutputBytes: 1024 * 1024, label: 'yes' })).rejects.toThrow(/^yes: output over 1 MiB; stopped \(GPU_CLUSTER_MANIFESTS_MAX_ENGINE_OUTPUT_MIB=<MiB> raises it\)$/);
     await expect(runEngine(path.join(work, 'missing', 'helm'), ['version'])).rejects.toThrow(/helm version: .*missing\/helm not found/);
   });
 });

@@ -6,10 +6,10 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { FAULT_ENV, FAULT_TRACE_ENV } from '../../src/fault';
 import { isWriteArtifact, JOURNAL_FILE, LOCK_FILE, LOCK_WAIT_ENV, recoverOutput } from '../../src/render/write';
-import { HAS_SCHEMAS, readTreeFiles, ROOT } from '../helpers';
+import { BIN, FIXTURE_CLUSTERS, HAS_SCHEMAS, readTreeFiles, REFERENCE_FILE, ROOT } from '../helpers';
 
 /*
- * Crash tests of the write protocol (src/render/write.ts). A child `node lib/src/cli.js synth`
+ * Crash tests of the write protocol (src/render/write.ts). A child `node lib/src/bin.js synth`
  * replaces two cluster folders rendered from OLD descriptions with NEW ones and is killed
  * (SIGKILL, by itself: GPU_CLUSTER_MANIFESTS_FAULT=<step>:<n>) at deterministic points: during the
  * write of the temporary trees, at the commit, before and after each rename, during cleanup.
@@ -18,7 +18,6 @@ import { HAS_SCHEMAS, readTreeFiles, ROOT } from '../helpers';
  * left over. No sleeps: every wait is for a condition (a process stopped, a line printed).
  */
 
-const CLI = path.join(ROOT, 'lib', 'src', 'cli.js');
 const CLUSTERS = ['instant-cluster', 'training-cluster'];
 const baseEnv = { ...process.env, CDK8S_CHECK_UPGRADE: 'false', [FAULT_ENV]: '', [FAULT_TRACE_ENV]: '' };
 
@@ -30,7 +29,7 @@ let newTree: Map<string, string>;
 let oldDir: string;
 
 function synthArgs(configs: readonly string[], out: string): string[] {
-  return [CLI, 'synth', ...configs.flatMap((c) => ['--config', c]), '--out', out, '--no-validate', '--quiet'];
+  return [BIN, 'synth', ...configs.flatMap((c) => ['--config', c]), '--out', out, '--no-validate', '--quiet'];
 }
 
 function run(args: string[], env: Record<string, string> = {}) {
@@ -112,8 +111,8 @@ beforeAll(() => {
   };
   mkdirSync(path.join(work, 'old'));
   mkdirSync(path.join(work, 'new'));
-  const ref = (name: string) => path.join(ROOT, 'src', 'clusters', `${name}.yaml`);
-  // OLD: fewer GPU workers (other quotas, other report); NEW: the descriptions as committed.
+  const ref = (name: string) => path.join(FIXTURE_CLUSTERS, `${name}.yaml`);
+  // OLD: fewer GPU workers (other quotas, other report); NEW: the fixture descriptions.
   oldConfigs = [
     variant(ref('instant-cluster'), /\n {4}count: 2\n/, '\n    count: 3\n'),
     variant(ref('training-cluster'), /\n {4}count: 16\n/, '\n    count: 17\n'),
@@ -224,7 +223,7 @@ describe.skipIf(process.platform !== 'linux')('a synth killed at any point loses
     expect([...written.keys()].sort()).toEqual([...newTree.keys()].filter((f) => f.startsWith('instant-cluster/')).map((f) => f.slice('instant-cluster/'.length)).sort());
     expect(leftovers(dir).some((n) => n.startsWith('training-cluster.tmp-'))).toBe(false);
     // the writer is dead: the next command (a reader too) rolls back first, then reads the old trees
-    const reader = run([CLI, 'check', dir, ...oldConfigs.flatMap((c) => ['--config', c])]);
+    const reader = run([BIN, 'check', dir, ...oldConfigs.flatMap((c) => ['--config', c])]);
     expect(reader.status, reader.stderr).toBe(0);
     expect(states(dir)).toEqual(['old', 'old']);
     expect(leftovers(dir)).toEqual([]);
@@ -237,7 +236,7 @@ describe.skipIf(process.platform !== 'linux')('a synth killed at any point loses
     try {
       expect(leftovers(dir)).toContain(LOCK_FILE);
       expect(states(dir)).toEqual(['old', 'old']);
-      const reader = run([CLI, 'check', dir, ...oldConfigs.flatMap((c) => ['--config', c])], { [LOCK_WAIT_ENV]: '0.2' });
+      const reader = run([BIN, 'check', dir, ...oldConfigs.flatMap((c) => ['--config', c])], { [LOCK_WAIT_ENV]: '0.2' });
       expect(reader.status, reader.stderr).toBe(0);
       expect(reader.stderr).not.toContain('waiting for');
     } finally {
@@ -252,10 +251,10 @@ describe.skipIf(process.platform !== 'linux')('a synth killed at any point loses
   it('every command recovers first: check, synth (and validate with the schemas)', () => {
     type Command = [name: string, args: (dir: string) => string[], final: string];
     const commands: Command[] = [
-      ['check', (dir) => [CLI, 'check', dir, ...newConfigs.flatMap((c) => ['--config', c])], 'new'],
+      ['check', (dir) => [BIN, 'check', dir, ...newConfigs.flatMap((c) => ['--config', c])], 'new'],
       // recovers (rolls the killed write forward), then writes its own render
       ['synth', (dir) => synthArgs(oldConfigs, dir), 'old'],
-      ...(HAS_SCHEMAS ? [['validate', (dir: string) => [CLI, 'validate', path.join(dir, 'instant-cluster')], 'new'] as Command] : []),
+      ...(HAS_SCHEMAS ? [['validate', (dir: string) => [BIN, 'validate', path.join(dir, 'instant-cluster')], 'new'] as Command] : []),
     ];
     for (const [name, args, final] of commands) {
       const dir = freshCopy();
@@ -274,7 +273,7 @@ describe.skipIf(process.platform !== 'linux')('a synth killed at any point loses
     for (const fault of ['recover-rename:1', 'recover-remove:1']) {
       const dir = freshCopy();
       expect(run(synthArgs(newConfigs, dir), { [FAULT_ENV]: 'rename:3' }).signal).toBe('SIGKILL');
-      const again = run([CLI, 'check', dir, ...newConfigs.flatMap((c) => ['--config', c])], { [FAULT_ENV]: fault });
+      const again = run([BIN, 'check', dir, ...newConfigs.flatMap((c) => ['--config', c])], { [FAULT_ENV]: fault });
       expect(again.signal, fault).toBe('SIGKILL');
       recoverOutput(dir);
       expect(states(dir), fault).toEqual(['new', 'new']);
@@ -337,7 +336,7 @@ describe.skipIf(process.platform !== 'linux')('concurrent writers serialize on t
       expect(second.stderr).toContain(`locked by pid ${holder.child.pid} (synth)`);
       expect(second.stderr).toContain(LOCK_FILE);
       expect(second.stderr).not.toMatch(/internal error/);
-      const reader = run([CLI, 'check', dir, ...newConfigs.flatMap((c) => ['--config', c])], { [LOCK_WAIT_ENV]: '0.2' });
+      const reader = run([BIN, 'check', dir, ...newConfigs.flatMap((c) => ['--config', c])], { [LOCK_WAIT_ENV]: '0.2' });
       expect(reader.status).toBe(2);
     } finally {
       holder.child.kill('SIGKILL');
@@ -398,7 +397,7 @@ describe.skipIf(process.platform !== 'linux')('a fleet rendered on several threa
   /** Copies of the reference description under other names (and, for OLD, 3 GPU workers). */
   function fleetOf(dir: string, edit: (text: string) => string): string[] {
     mkdirSync(dir, { recursive: true });
-    const reference = readFileSync(path.join(ROOT, 'src', 'clusters', 'instant-cluster.yaml'), 'utf8');
+    const reference = readFileSync(REFERENCE_FILE, 'utf8');
     return NAMES.map((name) => {
       const f = path.join(dir, `${name}.yaml`);
       writeFileSync(f, edit(reference.replace(/^name: .*$/m, `name: ${name}`).replace('path: dist/instant-cluster', `path: dist/${name}`)));

@@ -7,7 +7,7 @@ import { loadDescription } from '../../src/model/load';
 import { buildModel } from '../../src/model/model';
 import { clusterFiles } from '../../src/synth/layout';
 import { renderCluster } from '../../src/synth/render';
-import { renderOf, ROOT } from '../helpers';
+import { renderOf, TRAINING_FILE } from '../helpers';
 
 const ADOPTED = { 'gpu-cluster.dev/adopted': 'true', 'argocd.argoproj.io/sync-options': 'Prune=false,Delete=false' };
 
@@ -30,7 +30,7 @@ describe('adopted objects (what the Instant Cluster already runs)', () => {
   });
 
   it('managed add-ons create their objects here: the training cluster adopts only what stays pre-installed', () => {
-    const c = renderCluster(buildModel(loadDescription(path.join(ROOT, 'src', 'clusters', 'training-cluster.yaml'))));
+    const c = renderCluster(buildModel(loadDescription(TRAINING_FILE)));
     expect(c.model.adopted).toEqual([]);
     expect(c.folders.flatMap((f) => f.objects).some((m) => m.metadata.annotations?.['gpu-cluster.dev/adopted'])).toBe(false);
   });
@@ -57,7 +57,7 @@ describe('adopted objects (what the Instant Cluster already runs)', () => {
 
 describe('objects that hold data (Namespaces, claims)', () => {
   it('every Namespace the reference and training clusters render makes Argo CD ask before pruning or deleting it', () => {
-    const training = renderCluster(buildModel(loadDescription(path.join(ROOT, 'src', 'clusters', 'training-cluster.yaml'))));
+    const training = renderCluster(buildModel(loadDescription(TRAINING_FILE)));
     for (const c of [renderOf(), training]) {
       const namespaces = c.folders.flatMap((f) => f.objects).filter((m) => m.kind === 'Namespace');
       expect(namespaces.length, c.name).toBeGreaterThan(1);

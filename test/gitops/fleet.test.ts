@@ -3,17 +3,17 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { healthCheckData } from '../../src/components/argocd/health-checks';
 import { checkGitops } from '../../src/components/gitops/checks';
 import { fleetFiles, renderFleet } from '../../src/components/gitops/fleet';
 import { loadDescription } from '../../src/model/load';
 import { buildModel } from '../../src/model/model';
 import { DEFAULT_SCHEMAS } from '../../src/paths';
+import { Manifest } from '../../src/render/manifest';
 import { clusterFiles } from '../../src/synth/layout';
 import { descriptionFiles, InputError, renderFleetOf, synth } from '../../src/synth/pipeline';
 import { renderCluster } from '../../src/synth/render';
-import { findObject, HAS_SCHEMAS, modelOf, ROOT, validator } from '../helpers';
-
-const CLUSTERS_DIR = path.join(ROOT, 'src', 'clusters');
+import { findObject, FIXTURE_CLUSTERS, HAS_SCHEMAS, modelOf, REFERENCE_FILE, renderOf, validator } from '../helpers';
 
 /**
  * Argo CD's directory glob (gobwas/glob) for what the fleet renders: a literal name or a `{a,b,...}` list
@@ -40,20 +40,22 @@ function fleetSyncs(set: any, element: Record<string, string>, files: readonly s
     .filter((f) => (include === undefined || globNames(include).has(f)) && (exclude === undefined || !globNames(exclude).has(f)))
     .sort();
 }
-const fleetClusters = () => descriptionFiles(CLUSTERS_DIR).map((f) => renderCluster(buildModel(loadDescription(f))));
+const fleetClusters = () => descriptionFiles(FIXTURE_CLUSTERS).map((f) => renderCluster(buildModel(loadDescription(f))));
 
 describe('fleet', () => {
   const clusters = fleetClusters();
   const fleet = renderFleet(clusters);
 
-  it('renders both clusters of src/clusters, each passing the GitOps checks', () => {
+  it('renders both fixture clusters, each passing the GitOps checks', () => {
     expect(clusters.map((c) => c.name)).toEqual(['instant-cluster', 'training-cluster']);
     for (const c of clusters) expect(checkGitops(c), c.name).toEqual([]);
   });
 
   it('renders the fleet folder', () => {
     expect(fleet.objects).toMatchSnapshot();
-    expect(fleetFiles(fleet).map(([p]) => p)).toEqual(['fleet/appproject.argocd.fleet.yaml', 'fleet/applicationset.argocd.fleet.yaml', 'fleet/kustomization.yaml']);
+    expect(fleetFiles(fleet).map(([p]) => p)).toEqual([
+      'fleet/configmap.argocd.argocd-cm.yaml', 'fleet/appproject.argocd.fleet.yaml', 'fleet/applicationset.argocd.fleet.yaml', 'fleet/kustomization.yaml',
+    ]);
   });
 
   it('points the ApplicationSet at every cluster\'s gitops folder, leaving out the root it replaces', () => {
@@ -119,18 +121,28 @@ describe.skipIf(!HAS_SCHEMAS)('fleet: synth', () => {
   it('writes dist/fleet/ beside the clusters when it renders every description', () => {
     const out = mkdtempSync(path.join(tmpdir(), 'gitops-fleet-'));
     try {
-      synth({ clustersDir: CLUSTERS_DIR, out, schemas: [DEFAULT_SCHEMAS] }, validator());
+      synth({ clustersDir: FIXTURE_CLUSTERS, out, schemas: [DEFAULT_SCHEMAS] }, validator());
       expect(readdirSync(out).sort()).toEqual(['fleet', 'instant-cluster', 'training-cluster']);
-      expect(readdirSync(path.join(out, 'fleet')).sort()).toEqual(['applicationset.argocd.fleet.yaml', 'appproject.argocd.fleet.yaml', 'kustomization.yaml']);
+      expect(readdirSync(path.join(out, 'fleet')).sort()).toEqual([
+        'applicationset.argocd.fleet.yaml', 'appproject.argocd.fleet.yaml', 'configmap.argocd.argocd-cm.yaml', 'kustomization.yaml',
+      ]);
     } finally {
       rmSync(out, { recursive: true, force: true });
     }
   });
 
+  it('gives the hub the same health checks as a cluster\'s own Argo CD: its argocd-cm entries, every check of the toolkit', () => {
+    const fleet = renderFleet([renderOf()]);
+    const cm = fleet.objects.find((m) => m.kind === 'ConfigMap') as Manifest & { data: Record<string, string> };
+    expect(cm.metadata).toMatchObject({ name: 'argocd-cm', namespace: 'argocd', labels: { 'app.kubernetes.io/part-of': 'argocd' } });
+    expect(cm.data).toEqual(healthCheckData());
+    expect(Object.keys(cm.data)).toContain('resource.customizations.health.argoproj.io_Application');
+  });
+
   it('writes no fleet folder for single clusters (--config)', () => {
     const out = mkdtempSync(path.join(tmpdir(), 'gitops-fleet-'));
     try {
-      synth({ clustersDir: CLUSTERS_DIR, configs: [path.join(CLUSTERS_DIR, 'instant-cluster.yaml')], out, schemas: [DEFAULT_SCHEMAS] }, validator());
+      synth({ configs: [REFERENCE_FILE], out, schemas: [DEFAULT_SCHEMAS] }, validator());
       expect(readdirSync(out)).toEqual(['instant-cluster']);
     } finally {
       rmSync(out, { recursive: true, force: true });

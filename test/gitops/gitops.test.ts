@@ -68,6 +68,8 @@ describe('gitops: app-of-apps of the reference cluster', () => {
     expect(project.spec.destinations.map((d: any) => d.namespace).sort()).toEqual([...used].sort());
     expect(project.spec.destinations.some((d: any) => d.namespace.includes('*'))).toBe(false);
     const clusterScoped = new Set(cluster.folders.flatMap((f) => f.objects).filter((m) => !m.metadata.namespace).map((m) => `${m.apiVersion.includes('/') ? m.apiVersion.split('/')[0] : ''}/${m.kind}`));
+    // and what the argocd folder's upstream base creates (its declared footprint, checked against the build in test/argocd)
+    for (const f of cluster.folders) for (const gk of f.kustomization?.footprint.clusterKinds ?? []) clusterScoped.add(`${gk.group}/${gk.kind}`);
     expect(project.spec.clusterResourceWhitelist.map((w: any) => `${w.group}/${w.kind}`).sort()).toEqual([...clusterScoped].sort());
     expect(project.spec.sourceRepos).toEqual(['https://git.example.com/platform/clusters.git']);
   });

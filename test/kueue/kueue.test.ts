@@ -7,9 +7,8 @@ import { parseDescription } from '../../src/model/load';
 import { buildModel } from '../../src/model/model';
 import { Manifest, RenderedCluster } from '../../src/render/manifest';
 import { renderCluster } from '../../src/synth/render';
-import { findObject, folderObjects, HAS_SCHEMAS, modelOf, renderOf, ROOT, schemaErrors } from '../helpers';
+import { findObject, folderObjects, HAS_SCHEMAS, modelOf, renderOf, schemaErrors, TRAINING_FILE } from '../helpers';
 
-const TRAINING_FILE = path.join(ROOT, 'src', 'clusters', 'training-cluster.yaml');
 const trainingInput = () => parse(readFileSync(TRAINING_FILE, 'utf8'));
 const renderTraining = (edit: (d: any) => void = () => {}) => {
   const d = trainingInput();

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { descriptionJsonSchemaText, withDescriptionReference } from '../../src/model/json-schema';
 import { floorToMebibytes, formatBytes, formatCpu, formatMillis, parseMillis, parseQuantity } from '../../src/model/quantity';
-import { PROJECT_ROOT, SCHEMA_FILE } from '../../src/paths';
+import { PACKAGE_ROOT, PACKAGED_SCHEMA_FILE } from '../../src/paths';
 import { modelOf } from '../helpers';
 
 describe('quantities', () => {
@@ -76,12 +76,12 @@ describe('model', () => {
 });
 
 describe('JSON Schema of the description', () => {
-  it('is committed and current (npm run schema regenerates it)', () => {
-    expect(readFileSync(SCHEMA_FILE, 'utf8')).toBe(descriptionJsonSchemaText());
+  it('is committed and current, where the package ships it (npm run schema regenerates it)', () => {
+    expect(readFileSync(PACKAGED_SCHEMA_FILE, 'utf8')).toBe(descriptionJsonSchemaText());
   });
 
   it('is documented field by field in the README (npm run schema regenerates the section)', () => {
-    const readme = readFileSync(`${PROJECT_ROOT}/README.md`, 'utf8');
+    const readme = readFileSync(`${PACKAGE_ROOT}/README.md`, 'utf8');
     expect(readme).toBe(withDescriptionReference(readme));
     expect(readme).toContain('| `nodes.gpuWorkers.gpusPerNode` | integer | **required** |');
   });

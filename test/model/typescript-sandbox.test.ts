@@ -4,14 +4,14 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { TS_MEMORY_ENV, TS_TIME_ENV } from '../../src/model/load-typescript';
-import { ROOT } from '../helpers';
+import { BIN, ROOT } from '../helpers';
 
 // A TypeScript description is a program: it runs in a process of its own, bounded in time and
 // memory, and whatever it does there ends as bad input (exit 2) naming the file and the reason:
 // never a hang, a V8 crash dump, an exit 0 having written nothing, or a CLI kept alive by a timer.
 // Each case runs the CLI as users do and asserts the bound it documents (the limit set here plus
 // an allowance for starting the CLI and transpiling on a loaded machine), not a speed.
-const CLI = path.join(ROOT, 'lib', 'src', 'cli.js');
+const CLI = BIN;
 const TYPED = path.join(ROOT, 'test', 'fixtures', 'descriptions', 'typed-cluster.ts');
 const dir = mkdtempSync(path.join(tmpdir(), 'ts-sandbox-'));
 /** Starting the CLI, the sandbox and the TypeScript transpiler on two shared cores. */

@@ -1,20 +1,92 @@
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
+import { spawnSync, SpawnSyncReturns } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { describe, expect, it } from 'vitest';
-import { ROOT } from '../helpers';
+import { afterAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { isInside } from '../../src/files';
+import { PACKAGE_NAME } from '../../src/paths';
+import { synth } from '../../src/synth/pipeline';
+import { VENDORED_RELEASES } from '../../src/upstream/releases';
+import { readTreeFiles, ROOT, SHARED, TRAINING_FILE } from '../helpers';
+import { SNAPSHOT } from '../preflight/snapshots';
 
-// The package as another cdk8s app gets it: `npm pack`, installed into a temporary app, imported by
-// its name. Offline on purpose: the tarball is unpacked where npm would put it and the app's other
-// dependencies are this repository's installed ones (linked), so no registry is needed.
-const NAME = 'gpu-cluster-manifests';
-const env = { ...process.env, CDK8S_CHECK_UPGRADE: 'false', npm_config_audit: 'false', npm_config_fund: 'false' };
-const TYPED_FIXTURE = path.join(ROOT, 'test', 'fixtures', 'descriptions', 'typed-cluster.ts');
+/*
+ * The whole path of a platform engineer, end to end, as the README's quick start has it: the package
+ * packed (`npm pack`, which copies the pinned schemas and charts in), a clusters repository made with
+ * `new` in a fresh folder outside this checkout (no ../shared anywhere above it), the tarball
+ * installed there with `npm install --offline` (every dependency from the npm cache `npm ci` filled),
+ * then `npx gpu-cluster-manifests` init, synth, validate, check (the packaged engines and charts),
+ * preflight, diff (after an "update"), the repository's CI script, and a cdk8s app of the user's that
+ * imports the package's constructs. One pack and one install for the whole scenario.
+ */
+
+const VERSION = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+const MAX_TARBALL_BYTES = 15 * 1024 * 1024;
+
+/** The user's environment: none of this checkout's npm script variables, no cache setting of its own, npm offline. */
+const env: Record<string, string> = {};
+for (const [k, v] of Object.entries(process.env)) {
+  const npmScriptVariable = /^npm_/i.test(k) && !/^npm_config_(cache|userconfig|registry)$/i.test(k);
+  if (v !== undefined && !npmScriptVariable && k !== 'INIT_CWD' && !k.startsWith('GPU_CLUSTER_MANIFESTS_')) env[k] = v;
+}
+Object.assign(env, { CDK8S_CHECK_UPGRADE: 'false', npm_config_offline: 'true', npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false' });
+
+type Run = SpawnSyncReturns<string>;
+function exec(command: string, args: readonly string[], cwd: string, extra: Record<string, string> = {}): Run {
+  return spawnSync(command, args, { cwd, env: { ...env, ...extra }, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+}
+/** `npx gpu-cluster-manifests ...`, as the user types it. */
+const npx = (cwd: string, args: readonly string[], extra?: Record<string, string>) => exec('npx', ['--no-install', PACKAGE_NAME, ...args], cwd, extra);
+const says = (r: Run) => `exit ${r.status}\n${r.stdout}\n${r.stderr}`;
+/** Bad input: exit 2 and one line on stderr, no stack trace. */
+function expectOneLine(r: Run, line: RegExp): void {
+  expect(r.status, says(r)).toBe(2);
+  expect(r.stderr.trimEnd().split('\n'), r.stderr).toEqual([expect.stringMatching(line)]);
+  expect(r.stderr).not.toMatch(/\n\s+at |internal error/);
+}
+
+/**
+ * This checkout's lock entries of `roots` and everything they need, as the user's repository would lock
+ * them, with each package's registry tarball as its source (the tarballs `npm ci` put in the npm cache):
+ * installing from it needs no registry metadata, so it works offline.
+ */
+function offlineLock(roots: Record<string, Record<string, unknown>>): object {
+  const lock = JSON.parse(readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, any> };
+  const entries = lock.packages;
+  const find = (from: string, name: string): string | undefined => {
+    for (let dir = from; ; dir = dir.includes('/node_modules/') ? dir.slice(0, dir.lastIndexOf('/node_modules/')) : '') {
+      const key = `${dir ? `${dir}/` : ''}node_modules/${name}`;
+      if (entries[key]) return key;
+      if (dir === '') return undefined;
+    }
+  };
+  const needed = new Set<string>();
+  const queue = Object.values(roots).flatMap((r) => Object.keys({ ...(r.dependencies as object) }).map((n) => find('', n)));
+  for (const name of Object.keys(roots).filter((n) => n !== PACKAGE_NAME)) queue.push(find('', name));
+  while (queue.length > 0) {
+    const key = queue.pop();
+    if (key === undefined || needed.has(key) || entries[key].inBundle) continue;
+    needed.add(key);
+    for (const dep of Object.keys({ ...entries[key].dependencies, ...entries[key].optionalDependencies })) queue.push(find(key, dep));
+  }
+  const packages: Record<string, unknown> = { '': { name: 'clusters', devDependencies: Object.fromEntries(Object.entries(roots).map(([n, r]) => [n, r.version])) } };
+  for (const [name, entry] of Object.entries(roots)) packages[`node_modules/${name}`] = { ...entry, dev: true };
+  for (const key of [...needed].sort()) {
+    const name = key.slice(key.lastIndexOf('node_modules/') + 'node_modules/'.length);
+    packages[key] = { ...entries[key], dev: true, resolved: entries[key].resolved ?? `https://registry.npmjs.org/${name}/-/${name.split('/').pop()}-${entries[key].version}.tgz` };
+  }
+  // what a package bundles comes inside its own tarball
+  for (const [key, entry] of Object.entries(entries)) if (entry.inBundle && [...needed].some((k) => key.startsWith(`${k}/node_modules/`))) packages[key] = entry;
+  return { name: 'clusters', lockfileVersion: 3, requires: true, packages };
+}
+
+const sha256 = (file: string) => createHash('sha256').update(readFileSync(file)).digest('hex');
 
 const APP = `import { App, Chart } from 'cdk8s';
-import { buildModel, ClusterModel, KueueLocalQueue, loadDescription, StorageChart } from '${NAME}';
+import { buildModel, ClusterModel, KueueLocalQueue, loadDescription, StorageChart } from '${PACKAGE_NAME}';
 
 const [description, outdir] = process.argv.slice(2);
 const model: ClusterModel = buildModel(loadDescription(description));
@@ -25,40 +97,64 @@ new KueueLocalQueue(queues, 'Team', { name: 'team-queue', namespace: 'team', clu
 app.synth();
 `;
 
-function run(command: string, args: string[], cwd: string) {
-  const r = spawnSync(command, args, { cwd, env, encoding: 'utf8' });
-  expect(r.status, `${command} ${args.join(' ')}\n${r.stdout}\n${r.stderr}`).toBe(0);
-  return r;
-}
+describe('a clusters repository of a platform engineer, with the packed toolkit installed', () => {
+  const work = realpathSync(mkdtempSync(path.join(tmpdir(), 'user-repo-')));
+  const repo = path.join(work, 'clusters-repo');
+  const installed = path.join(repo, 'node_modules', PACKAGE_NAME);
+  let tarball = '';
+  let packed: string[] = [];
+  /** The installed bin itself (what npx runs; npm's own start-up spared where npx is not the point). */
+  const cli = (cwd: string, args: readonly string[], extra?: Record<string, string>) => exec(path.join(repo, 'node_modules', '.bin', PACKAGE_NAME), args, cwd, extra);
+  /** A PATH of node, npm, npx and what the repository's CI script runs, without helm or kubectl: check must use the package's engines. */
+  const bin = path.join(work, 'path');
+  afterAll(() => rmSync(work, { recursive: true, force: true }));
 
-describe('the npm package', () => {
-  const work = mkdtempSync(path.join(tmpdir(), 'pack-'));
-  const app = path.join(work, 'app');
-  const installed = path.join(app, 'node_modules', NAME);
-  let packedFiles: string[] = [];
-
-  it('packs the compiled library with its types, and nothing else', () => {
-    const packed = run('npm', ['pack', '--json', '--pack-destination', work], ROOT);
-    const [info] = JSON.parse(packed.stdout) as { filename: string; files: { path: string }[] }[];
-    packedFiles = info.files.map((f) => f.path);
-    expect(packedFiles).toEqual(expect.arrayContaining(['package.json', 'lib/src/index.js', 'lib/src/index.d.ts', 'lib/src/model/define.d.ts']));
-    expect(packedFiles.filter((f) => f.endsWith('.map') || f.startsWith('test/') || f.startsWith('dist/') || /^src\/.*\.ts$/.test(f))).toEqual([]);
-
-    // install: the tarball where npm puts it, the app's other dependencies linked from this repository
-    mkdirSync(path.join(app, 'node_modules'), { recursive: true });
-    run('tar', ['-xzf', path.join(work, info.filename), '-C', work], work);
-    renameSync(path.join(work, 'package'), installed);
-    for (const dep of readdirSync(path.join(ROOT, 'node_modules'))) {
-      if (!dep.startsWith('.') && dep !== NAME) symlinkSync(path.join(ROOT, 'node_modules', dep), path.join(app, 'node_modules', dep), 'dir');
-    }
-    writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'consumer-app', private: true, dependencies: { [NAME]: `file:../${info.filename}` } }));
+  it('packs the CLI, the library, the pinned schemas and charts with their checksums, and nothing of test/ (under 15 MB)', () => {
+    const r = exec('npm', ['pack', '--json', '--pack-destination', work], ROOT, { npm_config_offline: 'false' });
+    expect(r.status, says(r)).toBe(0);
+    const [info] = JSON.parse(r.stdout) as { filename: string; size: number; files: { path: string }[] }[];
+    tarball = path.join(work, info.filename);
+    packed = info.files.map((f) => f.path);
+    expect(statSync(tarball).size).toBeLessThan(MAX_TARBALL_BYTES);
+    expect(packed).toEqual(expect.arrayContaining([
+      'package.json', 'README.md', 'LICENSE', 'lib/src/bin.js', 'lib/src/index.js', 'lib/src/index.d.ts', 'src/clusters/cluster-description.schema.json',
+      'lib/assets/crds/SOURCES.md', 'lib/assets/crds/SHA256SUMS', 'lib/assets/crds/kubernetes/v1.33.0_definitions.json',
+      'lib/assets/upstream-installs/SOURCES.md', 'lib/assets/upstream-installs/SHA256SUMS',
+      // the Argo CD install tree of the pinned release
+      'lib/assets/upstream-installs/argo-cd-v3.5.1/manifests/cluster-install/kustomization.yaml',
+    ]));
+    for (const release of VENDORED_RELEASES) expect(packed.some((f) => f.startsWith(`lib/assets/upstream-installs/${release.folder}/`)), release.folder).toBe(true);
+    expect(packed.filter((f) => f.startsWith('test/') || f.startsWith('dist/') || f.endsWith('.map') || /^src\/.*\.ts$/.test(f) || f.startsWith('lib/src/clusters/'))).toEqual([]);
+    // what no command reads stays out
+    expect(packed.filter((f) => f.includes('dynamo-platform-1.5.0-main') || f.includes('/docs/') || f.includes('crds/local-path-provisioner/'))).toEqual([]);
   });
 
-  it('declares every package its code requires', () => {
-    const manifest = JSON.parse(readFileSync(path.join(installed, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+  it('unpacked, every shipped chart and overlay file is the one ../shared/upstream-installs/SHA256SUMS lists', () => {
+    const unpacked = path.join(work, 'unpacked');
+    mkdirSync(unpacked);
+    expect(exec('tar', ['-xzf', tarball, '-C', unpacked], work).status).toBe(0);
+    const upstream = path.join(unpacked, 'package', 'lib', 'assets', 'upstream-installs');
+    const lines = readFileSync(path.join(upstream, 'SHA256SUMS'), 'utf8').trimEnd().split('\n').map((l) => l.split('  '));
+    const shared = existsSync(path.join(SHARED, 'upstream-installs', 'SHA256SUMS'))
+      ? new Map(readFileSync(path.join(SHARED, 'upstream-installs', 'SHA256SUMS'), 'utf8').trimEnd().split('\n').map((l) => l.split('  ').reverse() as [string, string]))
+      : undefined;
+    expect(lines.length).toBeGreaterThan(500);
+    for (const [digest, file] of lines) {
+      expect(sha256(path.join(upstream, file)), file).toBe(digest);
+      if (shared) expect(shared.get(file), file).toBe(digest);
+    }
+    const crds = path.join(unpacked, 'package', 'lib', 'assets', 'crds');
+    for (const [digest, file] of readFileSync(path.join(crds, 'SHA256SUMS'), 'utf8').trimEnd().split('\n').map((l) => l.split('  '))) {
+      expect(sha256(path.join(crds, file)), file).toBe(digest);
+    }
+    // the package declares every package its code requires
+    const manifest = JSON.parse(readFileSync(path.join(unpacked, 'package', 'package.json'), 'utf8')) as { dependencies: Record<string, string>; bin: Record<string, string>; engines: Record<string, string> };
+    expect(manifest.bin).toEqual({ [PACKAGE_NAME]: 'lib/src/bin.js' });
+    expect(manifest.engines.node).toBe('>= 20.0.0');
+    expect(readFileSync(path.join(unpacked, 'package', 'lib', 'src', 'bin.js'), 'utf8')).toMatch(/^#!\/usr\/bin\/env node\n/);
     const required = new Set<string>();
-    for (const f of packedFiles.filter((p) => p.endsWith('.js'))) {
-      for (const [, id] of readFileSync(path.join(installed, f), 'utf8').matchAll(/\brequire\("([^".][^"]*)"\)/g)) {
+    for (const f of packed.filter((p) => p.endsWith('.js'))) {
+      for (const [, id] of readFileSync(path.join(unpacked, 'package', f), 'utf8').matchAll(/\brequire\("([^".][^"]*)"\)/g)) {
         const pkg = id.startsWith('@') ? id.split('/').slice(0, 2).join('/') : id.split('/')[0];
         if (!builtinModules.includes(pkg) && !pkg.startsWith('node:')) required.add(pkg);
       }
@@ -67,32 +163,182 @@ describe('the npm package', () => {
     expect([...required].filter((p) => !(p in manifest.dependencies))).toEqual([]);
   });
 
-  it('type-checks and synthesizes a cdk8s app that imports it by name', () => {
+  it('new makes the repository in a fresh folder with no ../shared above it, straight from the unpacked package (no dependency installed)', () => {
+    expect(isInside(work, ROOT)).toBe(false);
+    for (let dir = repo; ; dir = path.dirname(dir)) {
+      expect(existsSync(path.join(dir, 'shared')), `${dir}/shared`).toBe(false);
+      if (path.dirname(dir) === dir) break;
+    }
+    const unpackedBin = path.join(work, 'unpacked', 'package', 'lib', 'src', 'bin.js');
+    const r = exec(process.execPath, [unpackedBin, 'new', repo], work);
+    expect(r.status, says(r)).toBe(0);
+    expect(JSON.parse(readFileSync(path.join(repo, 'package.json'), 'utf8')).devDependencies).toEqual({ [PACKAGE_NAME]: VERSION });
+    expectOneLine(exec(process.execPath, [unpackedBin, 'new', repo], work), /^error: new: .* is not empty .*; name a new or empty folder/);
+  });
+
+  it('npm install --offline installs the pinned version (this tarball) with its dependencies from the npm cache', () => {
+    // the user's cdk8s app (below) needs the compiler, as any TypeScript app does
+    const pkg = JSON.parse(readFileSync(path.join(repo, 'package.json'), 'utf8'));
+    const typescript = JSON.parse(readFileSync(path.join(ROOT, 'node_modules', 'typescript', 'package.json'), 'utf8')).version as string;
+    pkg.devDependencies.typescript = typescript;
+    writeFileSync(path.join(repo, 'package.json'), `${JSON.stringify(pkg, undefined, 2)}\n`);
+    const manifest = JSON.parse(readFileSync(path.join(work, 'unpacked', 'package', 'package.json'), 'utf8'));
+    const integrity = `sha512-${createHash('sha512').update(readFileSync(tarball)).digest('base64')}`;
+    writeFileSync(path.join(repo, 'package-lock.json'), JSON.stringify(offlineLock({
+      [PACKAGE_NAME]: { version: VERSION, resolved: `file:${path.relative(repo, tarball)}`, integrity, dependencies: manifest.dependencies, bin: manifest.bin, engines: manifest.engines },
+      typescript: { version: typescript },
+    }), undefined, 2));
+    const r = exec('npm', ['install'], repo);
+    expect(r.status, says(r)).toBe(0);
+    expect(JSON.parse(readFileSync(path.join(installed, 'package.json'), 'utf8')).version).toBe(VERSION);
+    expect(existsSync(path.join(repo, 'node_modules', '.bin', PACKAGE_NAME))).toBe(true);
+    // the kubectl layer's peer (aws-cdk-lib, for a construct never loaded) is not installed: the repository's .npmrc
+    expect(existsSync(path.join(repo, 'node_modules', 'aws-cdk-lib'))).toBe(false);
+  });
+
+  it('init writes the first description into clusters/ from a snapshot, typed in any folder of the repository', () => {
+    const r = npx(path.join(repo, 'clusters'), ['init', '--snapshot', SNAPSHOT, '--name', 'lab', '--repo', 'https://git.example.com/platform/clusters.git']);
+    expect(r.status, says(r)).toBe(0);
+    expect(r.stderr.trim()).toBe('wrote lab.yaml: check every TODO(init) line');
+    expect(parse(readFileSync(path.join(repo, 'clusters', 'lab.yaml'), 'utf8')).gitops).toEqual({ repoURL: 'https://git.example.com/platform/clusters.git', path: 'dist/lab' });
+    // a second cluster, whose add-ons Argo CD installs from the pinned charts (check renders them)
+    copyFileSync(TRAINING_FILE, path.join(repo, 'clusters', 'training-cluster.yaml'));
+  });
+
+  let expected: Map<string, string>;
+  it('synth renders clusters/ into dist/ exactly as this checkout renders the same descriptions', () => {
+    const r = npx(repo, ['synth']);
+    expect(r.status, says(r)).toBe(0);
+    expect(readdirSync(path.join(repo, 'dist')).sort()).toEqual(['fleet', 'lab', 'training-cluster']);
+    const reference = path.join(work, 'reference-render');
+    synth({ clustersDir: path.join(repo, 'clusters'), out: reference, schemas: false });
+    expected = readTreeFiles(reference);
+    expect(readTreeFiles(path.join(repo, 'dist'))).toEqual(expected);
+    expect([...expected.keys()].filter((f) => f.startsWith('lab/kueue/'))).toContain('lab/kueue/clusterqueue.cluster-queue.yaml');
+  });
+
+  it('validate and check pass with what the package ships: its schemas, its charts, its engines (nothing on PATH but node, npm and sh)', () => {
+    const validate = cli(repo, ['validate', 'dist']);
+    expect(validate.status, says(validate)).toBe(0);
+    expect(validate.stdout).toMatch(/^ok: \d+ objects, 0 errors/m);
+    mkdirSync(bin);
+    // npm runs scripts and bins through sh; ci.sh uses git and dirname
+    for (const name of ['node', 'npm', 'npx', 'sh', 'git', 'dirname']) symlinkSync(realpathSync(exec('which', [name], work).stdout.trim()), path.join(bin, name));
+    expect(exec('which', ['helm'], work, { PATH: bin }).status).not.toBe(0);
+    const check = npx(repo, ['check', '--format', 'json'], { PATH: bin });
+    expect(check.status, says(check)).toBe(0);
+    const report = JSON.parse(check.stdout);
+    expect(report.engines.helm.source).toBe('package');
+    expect(report.engines.kustomize.source).toBe('package');
+    expect(report.upstream).toBe(path.join(installed, 'lib', 'assets', 'upstream-installs'));
+    expect(report.findings).toEqual([]);
+    expect(report.clusters).toEqual([{ name: 'fleet', model: false }, { name: 'lab', model: true }, { name: 'training-cluster', model: true }]);
+    // the training cluster's managed installs: charts and overlays rendered from the packaged copies
+    expect(report.renderedSources).toBeGreaterThan(20);
+  });
+
+  it('preflight compares the description with the snapshot; the only block init leaves is the Dashboard\'s node port', () => {
+    const r = cli(repo, ['preflight', '--config', 'clusters/lab.yaml', '--snapshot', SNAPSHOT, '--format', 'json']);
+    const blocking = (JSON.parse(r.stdout).findings as { rule: string; severity: string }[]).filter((f) => f.severity === 'error');
+    expect(blocking.filter((f) => f.rule !== 'nodeport-allocated')).toEqual([]);
+    expect(r.status, says(r)).toBe(blocking.length === 0 ? 0 : 1);
+  });
+
+  it('after an update of the toolkit, diff lists every object it adds, changes and removes before anything is written; synth keeps its deletion guard', () => {
+    const dist = path.join(repo, 'dist');
+    expect(cli(repo, ['diff']).stdout.trim()).toBe('no changes: dist matches a fresh render');
+    // the committed output as an older version rendered it: a value it rendered otherwise, an object it
+    // lacked, an object it had and the new version drops
+    const quota = path.join(dist, 'lab', 'kueue', 'clusterqueue.cluster-queue.yaml');
+    writeFileSync(quota, readFileSync(quota, 'utf8').replace(/nominalQuota: "?(\d+)"?/, 'nominalQuota: "999"'));
+    const localQueue = 'lab/kueue/localqueue.default.default.yaml';
+    rmSync(path.join(dist, localQueue));
+    writeFileSync(path.join(dist, 'lab', 'storage', 'configmap.kube-system.retired.yaml'), 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: retired\n  namespace: kube-system\n');
+    const before = readTreeFiles(dist);
+    const diff = npx(repo, ['diff']);
+    expect(diff.status, says(diff)).toBe(1);
+    expect(diff.stdout).toMatch(/^lab:$/m);
+    expect(diff.stdout).toMatch(/^ {2}~ ClusterQueue cluster-queue \(kueue\/clusterqueue\.cluster-queue\.yaml\)\n( {6}.*\n)* {6}spec\.resourceGroups\[0\]\.flavors\[0\]\.resources\[\d\]\.nominalQuota: "999" -> /m);
+    expect(diff.stdout).toMatch(/^ {2}\+ LocalQueue default\/default \(kueue\/localqueue\.default\.default\.yaml\)$/m);
+    expect(diff.stdout).toMatch(/^ {2}- ConfigMap kube-system\/retired \(storage\/configmap\.kube-system\.retired\.yaml\)$/m);
+    expect(diff.stdout).toMatch(/^1 added, 1 removed, 1 changed/m);
+    expect(diff.stderr).toMatch(/error: 1 object\(s\) would be deleted; re-run with --allow-delete/);
+    expect(readTreeFiles(dist)).toEqual(before);
+    const refused = cli(repo, ['synth']);
+    expect(refused.status, says(refused)).toBe(1);
+    expect(refused.stderr).toMatch(/ConfigMap kube-system\/retired/);
+    expect(readTreeFiles(dist)).toEqual(before);
+    const allowed = cli(repo, ['synth', '--allow-delete', '--quiet']);
+    expect(allowed.status, says(allowed)).toBe(0);
+    expect(readTreeFiles(dist)).toEqual(expected);
+  });
+
+  // (its passing run is synth, schema and check, each proven above: only the drift case runs here)
+  it('the repository\'s CI script (npm test) fails when the committed dist/ differs from a fresh render', () => {
+    const who = { GIT_AUTHOR_NAME: 'ci', GIT_AUTHOR_EMAIL: 'ci@example.com', GIT_COMMITTER_NAME: 'ci', GIT_COMMITTER_EMAIL: 'ci@example.com' };
+    const git = (...args: string[]) => exec('git', args, repo, who);
+    for (const args of [['init', '-q'], ['add', '-A'], ['commit', '-q', '-m', 'clusters']]) expect(git(...args).status, args.join(' ')).toBe(0);
+    expect(git('status', '--porcelain').stdout).toBe('');
+    const file = path.join(repo, 'dist', 'lab', 'README.md');
+    writeFileSync(file, `${readFileSync(file, 'utf8')}edited by hand\n`);
+    expect(git('commit', '-q', '-am', 'an edit by hand').status).toBe(0);
+    const drift = exec('npm', ['test', '--silent'], repo, { PATH: bin });
+    expect(drift.status, says(drift)).toBe(1);
+    expect(drift.stderr).toMatch(/^dist\/ differs from a fresh render: run npx gpu-cluster-manifests synth \(and schema\), then commit:\n M dist\/lab\/README\.md$/m);
+  });
+
+  it('a cdk8s app of the user\'s imports the exported constructs by the package name, type-checks and synthesizes; deep imports are refused', () => {
+    const app = path.join(repo, 'app');
+    mkdirSync(app);
     writeFileSync(path.join(app, 'main.ts'), APP);
     writeFileSync(path.join(app, 'tsconfig.json'), JSON.stringify({
       compilerOptions: { module: 'node16', target: 'es2020', strict: true, skipLibCheck: true, outDir: 'out', types: ['node'] },
       files: ['main.ts'],
     }));
-    run(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], app);
-    // a TypeScript description (defineCluster) loads through the installed package too
-    run(process.execPath, ['out/main.js', TYPED_FIXTURE, 'manifests'], app);
+    const tsc = exec(path.join(repo, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.json'], app);
+    expect(tsc.status, says(tsc)).toBe(0);
+    const run = exec(process.execPath, ['out/main.js', path.join(repo, 'clusters', 'lab.yaml'), 'manifests'], app);
+    expect(run.status, says(run)).toBe(0);
     const storage = readFileSync(path.join(app, 'manifests', 'storage.k8s.yaml'), 'utf8');
     expect(storage).toMatch(/kind: StorageClass\n\s*metadata:\n\s*annotations:\n\s*storageclass\.kubernetes\.io\/is-default-class: "true"/);
-    expect(storage).toContain('app.kubernetes.io/part-of: typed-cluster');
+    expect(storage).toContain('app.kubernetes.io/part-of: lab');
     expect(readFileSync(path.join(app, 'manifests', 'queues.k8s.yaml'), 'utf8')).toMatch(/kind: LocalQueue\nmetadata:\n {2}name: team-queue\n {2}namespace: team/);
-  });
-
-  it('exports its public API only', () => {
-    const r = run(process.execPath, ['-e', `
-      const lib = require('${NAME}');
+    // a TypeScript description (defineCluster) loads through the installed package, with the user's compiler
+    const typed = path.join(repo, 'clusters', 'typed-cluster.ts');
+    copyFileSync(path.join(ROOT, 'test', 'fixtures', 'descriptions', 'typed-cluster.ts'), typed);
+    const fromTs = exec(process.execPath, ['out/main.js', typed, 'typed'], app);
+    expect(fromTs.status, says(fromTs)).toBe(0);
+    expect(readFileSync(path.join(app, 'typed', 'storage.k8s.yaml'), 'utf8')).toContain('app.kubernetes.io/part-of: typed-cluster');
+    rmSync(typed);
+    const api = exec(process.execPath, ['-e', `
+      const lib = require('${PACKAGE_NAME}');
       let deep = 'allowed';
-      try { require('${NAME}/lib/src/cli'); } catch (e) { deep = e.code; }
+      try { require('${PACKAGE_NAME}/lib/src/cli'); } catch (e) { deep = e.code; }
       console.log(JSON.stringify({ keys: Object.keys(lib), deep }));
     `], app);
-    const { keys, deep } = JSON.parse(r.stdout) as { keys: string[]; deep: string };
-    expect(keys).toEqual(expect.arrayContaining(['defineCluster', 'loadDescription', 'parseDescription', 'buildModel', 'StorageChart', 'ClusterPolicy', 'synth', 'renderCluster', 'ManifestValidator', 'checkClusters']));
-    expect(keys.filter((k) => ['main', 'runDiff', 'writeTreeAtomically', 'formatPath'].includes(k))).toEqual([]);
+    const { keys, deep } = JSON.parse(api.stdout) as { keys: string[]; deep: string };
+    expect(keys).toEqual(expect.arrayContaining(['defineCluster', 'loadDescription', 'buildModel', 'StorageChart', 'ClusterPolicy', 'synth', 'renderCluster', 'ManifestValidator', 'checkClusters']));
+    expect(keys.filter((k) => ['main', 'runCli', 'runDiff', 'writeTreeAtomically'].includes(k))).toEqual([]);
     expect(deep).toBe('ERR_PACKAGE_PATH_NOT_EXPORTED');
-    expect(existsSync(path.join(app, 'manifests'))).toBe(true);
+  });
+
+  it('every failure is one line and exit 2: an unknown command, no project file, a package file gone', () => {
+    expectOneLine(cli(repo, ['deploy']), /^unknown command "deploy" \(expected one of: .*\); see --help$/);
+    expectOneLine(cli(work, ['synth']), /^error: synth: no gpu-cluster-manifests\.yaml in .* or any folder above it; .*$/);
+    const crds = path.join(installed, 'lib', 'assets', 'crds');
+    renameSync(crds, `${crds}.moved`);
+    try {
+      expectOneLine(cli(repo, ['validate', 'dist']), /^error: the installed gpu-cluster-manifests lacks its pinned CRD schemas \(.*lib\/assets\/crds\): reinstall it \(npm ci\), or name --schemas DIR; nothing was written$/);
+    } finally {
+      renameSync(`${crds}.moved`, crds);
+    }
+    const module = path.join(installed, 'lib', 'src', 'commands', 'diff.js');
+    cpSync(module, `${module}.saved`);
+    rmSync(module);
+    try {
+      expectOneLine(cli(repo, ['diff']), /^error: the installed gpu-cluster-manifests is incomplete \(Cannot find module '\.\/commands\/diff'\): reinstall it \(npm ci\)$/);
+    } finally {
+      renameSync(`${module}.saved`, module);
+    }
   });
 });

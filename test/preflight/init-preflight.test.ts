@@ -35,7 +35,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 function initThenPreflight(snapshot: string): Run {
   const out: string[] = [];
   const err: string[] = [];
-  expect(main(['init', '--snapshot', snapshot, '--name', 'lab'], { out: (l) => out.push(l), err: (l) => err.push(l) }), err.join('\n')).toBe(EXIT.ok);
+  expect(main(['init', '--snapshot', snapshot, '--name', 'lab', '--out', '-'], { out: (l) => out.push(l), err: (l) => err.push(l) }), err.join('\n')).toBe(EXIT.ok);
   const text = `${out.join('\n')}\n`;
   const file = path.join(dir, `${path.basename(snapshot, '.yaml')}.description.yaml`);
   writeFileSync(file, text);

@@ -51,7 +51,7 @@ describe('init writes a description from the cluster', () => {
   it.skipIf(!HAS_SCHEMAS)('and synth renders it; preflight finds no drift against the same cluster', () => {
     const file = path.join(dir, 'lab2.yaml');
     const lines: string[] = [];
-    expect(main(['init', '--snapshot', SNAPSHOT, '--name', 'lab2'], { out: (l) => lines.push(l), err: () => {} })).toBe(EXIT.ok);
+    expect(main(['init', '--snapshot', SNAPSHOT, '--name', 'lab2', '--out', '-'], { out: (l) => lines.push(l), err: () => {} })).toBe(EXIT.ok);
     writeFileSync(file, `${lines.join('\n')}\n`);
     const err: string[] = [];
     expect(main(['synth', '--config', file, '--out', path.join(dir, 'dist'), '--quiet'], { out: () => {}, err: (l) => err.push(l) })).toBe(EXIT.ok);
@@ -73,9 +73,9 @@ describe('init writes a description from the cluster', () => {
       writeFileSync(kubeconfig, kubeconfigFor(server.url));
       process.env.KUBECONFIG = kubeconfig;
       const live: string[] = [];
-      expect(await main(['init', '--kubeconfig', '--name', 'lab'], { out: (l) => live.push(l), err: () => {} })).toBe(EXIT.ok);
+      expect(await main(['init', '--kubeconfig', '--name', 'lab', '--out', '-'], { out: (l) => live.push(l), err: () => {} })).toBe(EXIT.ok);
       const snap: string[] = [];
-      expect(main(['init', '--snapshot', SNAPSHOT, '--name', 'lab'], { out: (l) => snap.push(l), err: () => {} })).toBe(EXIT.ok);
+      expect(main(['init', '--snapshot', SNAPSHOT, '--name', 'lab', '--out', '-'], { out: (l) => snap.push(l), err: () => {} })).toBe(EXIT.ok);
       const body = (lines: string[]) => lines.join('\n').split('\n').filter((l) => !l.startsWith('# Written by'));
       expect(body(live)).toEqual(body(snap));
       expect(server.requests.every((r) => r.method === 'GET')).toBe(true);
@@ -88,7 +88,7 @@ describe('init writes a description from the cluster', () => {
 
   it('a bad --name exits 2 naming the option', () => {
     const err: string[] = [];
-    expect(main(['init', '--snapshot', SNAPSHOT, '--name', 'Not_A_Label'], { out: () => {}, err: (l) => err.push(l) })).toBe(EXIT.badInput);
+    expect(main(['init', '--snapshot', SNAPSHOT, '--name', 'Not_A_Label', '--out', '-'], { out: () => {}, err: (l) => err.push(l) })).toBe(EXIT.badInput);
     expect(err[0]).toContain('--name');
   });
 });
@@ -101,10 +101,11 @@ describe('init describes what it sees, marks what it cannot decide, refuses what
   const snapshot = (name: string, change: (objects: any[]) => void) => changedSnapshot(dir, name, change);
   const gpuNodes = (objects: any[]) => objects.filter((o) => o.kind === 'Node' && o.status.allocatable['nvidia.com/gpu']);
 
+  /** init, printing the description (--out -) unless the case names an --out: this repository is a project too. */
   function init(...args: string[]) {
     const out: string[] = [];
     const err: string[] = [];
-    const code = main(['init', ...args], { out: (l) => out.push(l), err: (l) => err.push(l) }) as number;
+    const code = main(['init', ...args, ...(args.includes('--out') ? [] : ['--out', '-'])], { out: (l) => out.push(l), err: (l) => err.push(l) }) as number;
     return { code, out, err, text: out.join('\n') };
   }
 
@@ -162,7 +163,7 @@ describe('init describes what it sees, marks what it cannot decide, refuses what
   it('--out "" is refused as synth refuses it; an existing name is named for what it is', () => {
     const empty = init('--snapshot', SNAPSHOT, '--out', '');
     expect(empty.code).toBe(EXIT.badInput);
-    expect(empty.err).toEqual(['error: --out "": empty path; name the file to write, or leave --out out to print the description; nothing was written']);
+    expect(empty.err).toEqual(['error: --out "": empty path; name the file to write, or --out - to print the description; nothing was written']);
     const dangling = path.join(dir, 'dangling.yaml');
     symlinkSync(path.join(dir, 'nowhere', 'x.yaml'), dangling);
     const link = init('--snapshot', SNAPSHOT, '--out', dangling);

@@ -443,3 +443,30 @@ describe('preflight --kubeconfig reads the same state live (GET only)', () => {
     expect(c.err[0]).toContain('--context nope');
   }, 120_000);
 });
+
+describe('preflight: a cluster that already runs Argo CD', () => {
+  const argocd = (fs: readonly PreflightFinding[]) => fs.filter((f) => f.rule === 'argocd-present');
+  const app = (namespace: string) => ({ apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', metadata: { name: 'legacy', namespace }, spec: {} });
+
+  it('tells it to adopt or keep it, a warning when the description renders Argo CD into the same namespace', () => {
+    expect(argocd(findingsOf({ state: stateOf((o) => o.push(app('argocd'))) }))).toEqual([{
+      rule: 'argocd-present',
+      severity: 'warning',
+      object: 'CustomResourceDefinition applications.argoproj.io',
+      message: expect.stringMatching(/^the cluster already runs Argo CD \(Applications in argocd\), and gitops.argocd is "managed": bootstrapping argocd\/ takes it over \(Argo CD v3.5.1/),
+      fix: expect.stringMatching(/^keep it: set gitops.argocd: external and merge the health checks into its argocd-cm .*; or adopt it: gitops.namespace: argocd/),
+    }]);
+  });
+
+  it('blocks a second Argo CD beside one in another namespace', () => {
+    const [f] = argocd(findingsOf({ state: stateOf((o) => o.push(app('gitops-system'))) }));
+    expect(f.severity).toBe('error');
+    expect(f.message).toMatch(/its Applications live in gitops-system, not argocd: a second Argo CD would share the cluster-wide CRDs and roles/);
+    expect(f.fix).toMatch(/adopt it: gitops.namespace: gitops-system/);
+  });
+
+  it('says nothing with gitops.argocd: external, or without Argo CD', () => {
+    expect(argocd(findingsOf({ edit: (d) => { d.gitops.argocd = 'external'; } }))).toEqual([]);
+    expect(argocd(findingsOf({ state: stateOf((o) => o.splice(0, o.length, ...o.filter((x) => x.spec?.group !== 'argoproj.io'))) }))).toEqual([]);
+  });
+});

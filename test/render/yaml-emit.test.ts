@@ -3,18 +3,17 @@ import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments, stringify } from 'yaml';
 import { fleetFiles } from '../../src/components/gitops/fleet';
-import { CLUSTERS_DIR } from '../../src/paths';
 import { OPTIONS } from '../../src/render/yaml';
 import { emitYaml } from '../../src/render/yaml-emit';
 import { descriptionFiles, loadModels, renderFleetOf, renderModel } from '../../src/synth/pipeline';
-import { seededRandom } from '../helpers';
+import { FIXTURE_CLUSTERS, seededRandom } from '../helpers';
 import { SAMPLES } from '../validate-cache/corpus';
 
 const viaPackage = (v: unknown) => stringify(v, OPTIONS);
 
-/** Every object the repository's clusters and fleet render. */
+/** Every object the fixture clusters and their fleet render. */
 function renderedObjects(): unknown[] {
-  const clusters = loadModels(descriptionFiles(CLUSTERS_DIR)).map(renderModel);
+  const clusters = loadModels(descriptionFiles(FIXTURE_CLUSTERS)).map(renderModel);
   const fleet = renderFleetOf(clusters);
   expect(fleetFiles(fleet).length).toBeGreaterThan(0);
   return [...clusters.flatMap((c) => c.folders.flatMap((f) => f.objects)), ...fleet.objects];

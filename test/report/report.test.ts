@@ -135,7 +135,13 @@ describe('the cluster report (dist/<cluster>/README.md)', () => {
   it('bootstraps from the rendered gitops objects: kustomize, the root, the by-hand Application, and fleet registration', () => {
     const gitops = folderObjects(cluster, 'gitops');
     const section = report.slice(report.indexOf('## Bootstrap'), report.indexOf('## Run the samples'));
-    expect(section).toContain('kubectl apply -k dist/instant-cluster/gitops\n');
+    // from a bare cluster in two commands: Argo CD itself (server-side), then the gitops folder
+    const commands = section.slice(section.indexOf('```sh'), section.indexOf('```', section.indexOf('```sh') + 5)).split('\n').filter((l) => l.startsWith('kubectl apply'));
+    expect(commands).toEqual([
+      'kubectl apply --server-side --force-conflicts -k dist/instant-cluster/argocd   # 1. Argo CD itself',
+      'kubectl apply -k dist/instant-cluster/gitops   # 2. the AppProject and the root Application',
+    ]);
+    expect(section).toContain('itself included (Application `instant-cluster-argocd`)');
     expect(section).not.toMatch(/kubectl apply -n \S+ -f dist\/instant-cluster\/gitops\/?\s/);
     const project = gitops.find((m) => m.kind === 'AppProject')!;
     expect(section).toContain(`AppProject \`${project.metadata.name}\``);
@@ -146,6 +152,17 @@ describe('the cluster report (dist/<cluster>/README.md)', () => {
     for (const a of byHand) expect(section).toContain(`kubectl apply -f dist/instant-cluster/gitops/application.${a.metadata.namespace}.${a.metadata.name}.yaml`);
     expect(section).toContain('argocd cluster add <kube-context-of-instant-cluster> --name instant-cluster');
     expect(section).toContain('kubectl apply -k dist/fleet');
+  });
+
+  it('external Argo CD: no first command, the health checks for its argocd-cm instead; a managed stack: the Grafana Secret to create', () => {
+    const external = clusterReport(renderOf((d) => { d.gitops.argocd = 'external'; }));
+    const section = external.slice(external.indexOf('## Bootstrap'), external.indexOf('## Run the samples'));
+    expect(section).not.toContain('-k dist/instant-cluster/argocd');
+    expect(section).toContain('kubectl apply --server-side -f dist/fleet/configmap.argocd.argocd-cm.yaml');
+    expect(section).toContain('kubectl apply -k dist/instant-cluster/gitops\n');
+    const stack = clusterReport(renderOf((d) => { d.installs = { monitoring: 'managed' }; }));
+    expect(stack).toContain('kubectl create secret generic grafana-admin -n monitoring --from-literal=admin-user=admin --from-literal=admin-password="$(openssl rand -base64 30)"');
+    expect(report).not.toContain('grafana-admin');
   });
 
   it('says how to run every sample of the samples folder, with the shape read from the object', () => {

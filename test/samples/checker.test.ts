@@ -6,7 +6,7 @@ import { buildModel, ClusterModel } from '../../src/model/model';
 import { parseQuantity } from '../../src/model/quantity';
 import { Manifest } from '../../src/render/manifest';
 import { renderCluster } from '../../src/synth/render';
-import { modelOf, ROOT } from '../helpers';
+import { modelOf, TRAINING_FILE } from '../helpers';
 
 /**
  * An independent check of the rendered samples: it reads only the rendered objects and the raw
@@ -126,7 +126,7 @@ describe('independent check of the samples', () => {
   });
 
   it('passes for the training cluster', () => {
-    const model = buildModel(loadDescription(path.join(ROOT, 'src', 'clusters', 'training-cluster.yaml')));
+    const model = buildModel(loadDescription(TRAINING_FILE));
     expect(check(model, samplesOf(model))).toEqual([]);
   });
 

@@ -13,14 +13,14 @@ import { NODE_NAME_PLACEHOLDER } from '../../src/model/names';
 import { Manifest, RenderedCluster } from '../../src/render/manifest';
 import { toYaml } from '../../src/render/yaml';
 import { renderCluster } from '../../src/synth/render';
-import { findObject, HAS_SCHEMAS, modelOf, ROOT, schemaErrors } from '../helpers';
+import { findObject, HAS_SCHEMAS, modelOf, schemaErrors, TRAINING_FILE } from '../helpers';
 
 type Edit = Parameters<typeof modelOf>[0];
 
 /** Only the samples component, so that these tests depend on nothing else being rendered. */
 const renderSamples = (model: ClusterModel): RenderedCluster => renderCluster(model, [samples], []);
 const samplesOf = (edit?: Edit): readonly Manifest[] => renderSamples(modelOf(edit)).folders[0].objects;
-const trainingCluster = () => buildModel(loadDescription(path.join(ROOT, 'src', 'clusters', 'training-cluster.yaml')));
+const trainingCluster = () => buildModel(loadDescription(TRAINING_FILE));
 
 const sized = (count: number, gpusPerNode: number): Edit => (d) => {
   d.nodes.gpuWorkers.count = count;

@@ -8,7 +8,7 @@ import { loadDescription } from '../../src/model/load';
 import { buildModel } from '../../src/model/model';
 import { RenderedCluster } from '../../src/render/manifest';
 import { renderCluster } from '../../src/synth/render';
-import { Edit, renderOf, ROOT, SHARED } from '../helpers';
+import { Edit, renderOf, SHARED, TRAINING_FILE } from '../helpers';
 
 /**
  * The SkyPilot client files must work with a released SkyPilot. SkyPilot validates `~/.sky/config.yaml`
@@ -55,7 +55,7 @@ const errors = (v: ValidateFunction, data: unknown) => (v(data) ? [] : (v.errors
 
 describe.skipIf(!existsSync(FILE))(`SkyPilot client files against released SkyPilot ${RELEASE.tag}`, () => {
   const v = validators();
-  const training = renderCluster(buildModel(loadDescription(path.join(ROOT, 'src', 'clusters', 'training-cluster.yaml'))));
+  const training = renderCluster(buildModel(loadDescription(TRAINING_FILE)));
   const skypilot = (edit: Edit = () => {}): Edit => (d) => { d.tutorials = { skypilot: { enabled: true } }; edit(d); };
   const clusters: RenderedCluster[] = [renderOf(skypilot()), training, renderOf(skypilot((d) => { delete d.network.infiniband; }))];
 

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { evaluate } from '@marcbachmann/cel-js';
@@ -14,7 +14,7 @@ import { Manifest, RenderedCluster } from '../../src/render/manifest';
 import { manifestFiles } from '../../src/render/tree';
 import { clusterFiles } from '../../src/synth/layout';
 import { renderCluster } from '../../src/synth/render';
-import { Edit, findObject, folderObjects, renderOf, ROOT } from '../helpers';
+import { Edit, findObject, folderObjects, renderOf, TRAINING_FILE } from '../helpers';
 
 const clientFile = (c: RenderedCluster, p: string): any => {
   const f = (c.clientFiles ?? []).find((x) => x.path === p);
@@ -101,7 +101,6 @@ describe('SkyPilot identities', () => {
 });
 
 describe('the tutorials are opt-in', () => {
-  const TRAINING = path.join(ROOT, 'src', 'clusters', 'training-cluster.yaml');
   const tutorialObjects = (c: RenderedCluster) => [
     ...folderObjects(c, 'skypilot'), ...folderObjects(c, 'dynamo'),
     ...folderObjects(c, 'gitops').filter((a) => /-(skypilot|dynamo)$/.test(a.metadata.name)),
@@ -115,8 +114,8 @@ describe('the tutorials are opt-in', () => {
     expect(c.clientFiles ?? []).toEqual([]);
   });
 
-  it.skipIf(!existsSync(TRAINING))('the training cluster example turns both on and renders both', () => {
-    const c = renderCluster(buildModel(loadDescription(TRAINING)));
+  it('the training cluster (as the example of the same name) turns both on and renders both', () => {
+    const c = renderCluster(buildModel(loadDescription(TRAINING_FILE)));
     expect(folderObjects(c, 'skypilot').length).toBeGreaterThan(0);
     expect(folderObjects(c, 'dynamo').map((g) => g.kind)).toEqual(['DynamoGraphDeployment', 'DynamoGraphDeployment']);
     expect((c.clientFiles ?? []).map((f) => f.path)).toContain('skypilot/research/train.yaml');

@@ -6,9 +6,9 @@ import { parseDescription } from '../../src/model/load';
 import { buildModel } from '../../src/model/model';
 import { Manifest, RenderedCluster } from '../../src/render/manifest';
 import { renderCluster } from '../../src/synth/render';
-import { findObject, folderObjects, HAS_SCHEMAS, renderOf, ROOT, schemaErrors } from '../helpers';
+import { findObject, folderObjects, HAS_SCHEMAS, renderOf, schemaErrors, TRAINING_FILE } from '../helpers';
 
-const renderTraining = () => renderCluster(buildModel(parseDescription(parse(readFileSync(path.join(ROOT, 'src', 'clusters', 'training-cluster.yaml'), 'utf8')))));
+const renderTraining = () => renderCluster(buildModel(parseDescription(parse(readFileSync(TRAINING_FILE, 'utf8')))));
 const tenantsOf = (edit?: Parameters<typeof renderOf>[0]) => folderObjects(renderOf(edit), 'tenants');
 const all = (c: RenderedCluster): Manifest[] => c.folders.flatMap((f) => [...f.objects]);
 

@@ -9,8 +9,9 @@ import { DEFAULT_UPSTREAM } from '../../src/paths';
 import { Manifest } from '../../src/render/manifest';
 import { ApplicationSource, imageObjects, imageRefsOf, locateChart, renderApplications, RenderContext, RenderedSource } from '../../src/upstream';
 import { GPU_OPERATOR_CHART, KUEUE_CHART } from '../../src/upstream/releases';
+import { remoteResourcesOf } from '../../src/upstream/remote-bases';
 import { VERSIONS } from '../../src/versions';
-import { HAS_UPSTREAM } from '../helpers';
+import { HAS_UPSTREAM, renderedFixtures } from '../helpers';
 
 const work = mkdtempSync(path.join(tmpdir(), 'render-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -123,7 +124,7 @@ describe.skipIf(!HAS_UPSTREAM)('rendering a kustomize source', () => {
 
   it('builds a folder of the rendered tree, and reports one that does not build', async () => {
     const folder = path.join(work, 'tree', 'storage');
-    cpSync(path.join(__dirname, '..', '..', 'dist', 'instant-cluster', 'storage'), folder, { recursive: true });
+    cpSync(path.join(renderedFixtures(), 'instant-cluster', 'storage'), folder, { recursive: true });
     const source = { repoURL: 'https://git.example.com/x.git', path: 'dist/x/storage' };
     const ok = await render(application('storage', source), { folderOf: () => folder });
     expect(ok.problem).toBeUndefined();
@@ -136,8 +137,11 @@ describe.skipIf(!HAS_UPSTREAM)('rendering a kustomize source', () => {
 
 describe('building the folders of a tree', () => {
   it('builds every folder in one kustomize run, each folder\'s objects exactly as its own build gives them', async () => {
-    const tree = path.join(__dirname, '..', '..', 'dist', 'instant-cluster');
-    const folders = readdirSync(tree).filter((f) => statSync(path.join(tree, f)).isDirectory() && f !== 'tutorials');
+    const tree = path.join(renderedFixtures(), 'instant-cluster');
+    // the argocd folder builds on a remote base: on its own, over the vendored tree (test/argocd)
+    const dirs = readdirSync(tree).filter((f) => statSync(path.join(tree, f)).isDirectory() && f !== 'tutorials');
+    const folders = dirs.filter((f) => remoteResourcesOf(path.join(tree, f)).length === 0);
+    expect(dirs.filter((f) => !folders.includes(f))).toEqual(['argocd']);
     const apps = folders.map((f) => application(f, { repoURL: 'https://git.example.com/x.git', path: `dist/x/${f}` }));
     const folderOf = (s: ApplicationSource) => path.join(tree, s.path!.split('/').pop()!);
     const together = counted(engines);
@@ -153,7 +157,7 @@ describe('building the folders of a tree', () => {
 
   it('when one folder does not build, builds each on its own and says which one fails', async () => {
     const tree = path.join(work, 'two');
-    for (const f of ['kueue', 'storage']) cpSync(path.join(__dirname, '..', '..', 'dist', 'instant-cluster', f), path.join(tree, f), { recursive: true });
+    for (const f of ['kueue', 'storage']) cpSync(path.join(renderedFixtures(), 'instant-cluster', f), path.join(tree, f), { recursive: true });
     writeFileSync(path.join(tree, 'kueue', 'kustomization.yaml'), `${readFileSync(path.join(tree, 'kueue', 'kustomization.yaml'), 'utf8')}  - gone.yaml\n`);
     const apps = ['kueue', 'storage'].map((f) => application(f, { repoURL: 'https://git.example.com/x.git', path: `dist/x/${f}` }));
     const c = counted(engines);
@@ -206,6 +210,6 @@ describe('--upstream', () => {
   it('an explicit folder that does not exist is bad input for check', async () => {
     const missing = path.join(tmpdir(), 'no-such-upstream-installs');
     const io = { out: () => undefined, err: () => undefined };
-    await expect(runCheck(['dist', '--upstream', missing], io)).rejects.toThrow(InputError);
+    await expect(runCheck([renderedFixtures(), '--upstream', missing], io)).rejects.toThrow(InputError);
   });
 });

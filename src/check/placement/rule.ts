@@ -5,6 +5,7 @@ import { Fit, fitOn, FitOptions, SchedulingSpec, TolerationLike } from './schedu
 import { isJsonObject } from '../../json';
 import { RESOURCES } from '../../model/names';
 import { apiGroup, describeObject, Manifest } from '../../render/manifest';
+import { VERSIONS } from '../../versions';
 import { ClusterIndex } from '../cluster-index';
 import { queueOf } from '../kueue';
 import { Rule, Violation } from '../rule';
@@ -20,7 +21,9 @@ type Reach =
   /** Every MIG-capable GPU worker (the MIG manager). */
   | 'every-mig-worker'
   /** Pinned by nodeName to whichever node a volume lands on: only labels and NoExecute taints apply there. */
-  | 'pinned-anywhere';
+  | 'pinned-anywhere'
+  /** The service node and no other (Argo CD: add-on management, outside the workers' reserve and quotas). */
+  | 'service-node-only';
 
 /** One pod template the cluster will run, and the object that causes it. */
 interface Target {
@@ -133,6 +136,8 @@ function targetsOf(index: ClusterIndex, nodes: readonly SimNode[]): Target[] {
   }
   // What the managed installs run, as helm and kustomize render it: their Application answers for it.
   for (const { object, source } of index.installObjects()) {
+    // Argo CD itself (the argocd folder, built on the pinned install) manages the add-ons: the service node's work.
+    const argocd = source.release?.type === 'kustomize' && source.release.repoURL === VERSIONS.argocd.repoURL;
     const what = `${source.what}: ${describeObject(object)}`;
     const vm = vmPodSettings(object);
     if (vm) {
@@ -142,10 +147,28 @@ function targetsOf(index: ClusterIndex, nodes: readonly SimNode[]): Target[] {
     for (const t of index.podTemplates(object)) {
       const spec = t.spec as unknown as SchedulingSpec;
       const forGpus = object.kind === 'DaemonSet' && selectedKeys(spec).some((k) => gpuKeys.has(k));
-      out.push({ object: source.application, what: `${what} ${t.path}`, spec, reach: forGpus ? 'every-gpu-worker' : 'some-node' });
+      out.push({ object: source.application, what: `${what} ${t.path}`, spec, reach: forGpus ? 'every-gpu-worker' : argocd ? 'service-node-only' : 'some-node' });
     }
   }
   return out;
+}
+
+/** A pod that belongs on the service node: it fits there, and nowhere else. */
+function serviceNodeOnly(t: Target, nodes: readonly SimNode[]): Violation[] {
+  const fits = nodes.map((node) => ({ node, ...fitOn(t.spec, node) }));
+  const service = fits.filter((r) => r.node.role === 'service');
+  const elsewhere = fits.filter((r) => r.node.role !== 'service' && r.fits > 0);
+  if (service.length > 0 && service.every((r) => r.fits === 0)) {
+    return [{ message: `${t.what} must run on the service node but does not fit it: ${service.map((r) => `${r.node.name}: ${r.reasons.join(', ')}`).join('; ')}`, objects: [t.object] }];
+  }
+  if (elsewhere.length > 0) {
+    return [{
+      message: `${t.what} must run on the service node only, but the scheduler may also place it on ${elsewhere.map((r) => r.node.name).join(', ')}: `
+        + 'select the service node\'s labels (nodeSelector) and tolerate its taints',
+      objects: [t.object],
+    }];
+  }
+  return [];
 }
 
 /** VictoriaMetrics custom resources whose spec carries the pod settings of what the operator runs for them. */
@@ -170,6 +193,7 @@ function vmPodSettings(m: Manifest): { path: string; spec: SchedulingSpec } | un
 }
 
 function checkTarget(t: Target, nodes: readonly SimNode[]): Violation[] {
+  if (t.reach === 'service-node-only') return serviceNodeOnly(t, nodes);
   if (t.reach === 'some-node') {
     // Queued: Kueue admits the pods on one flavor and adds its node labels and tolerations.
     const variants = t.flavors
@@ -236,7 +260,7 @@ function gpuFlavorViolations(index: ClusterIndex, nodes: readonly SimNode[]): Vi
 export const placement: Rule = {
   id: 'placement',
   severity: 'error',
-  summary: 'every pod template (workloads, local-path helper pod, ClusterPolicy/NicClusterPolicy operands, the managed installs\' workloads and VictoriaMetrics CRs as the engines render them) fits a described node: taints, nodeSelector, required node affinity, allocatable; GPU DaemonSets and GPU ResourceFlavors reach every GPU worker, MIG-enabled too',
+  summary: 'every pod template (workloads, local-path helper pod, ClusterPolicy/NicClusterPolicy operands, the managed installs\' workloads and VictoriaMetrics CRs as the engines render them) fits a described node: taints, nodeSelector, required node affinity, allocatable; GPU DaemonSets and GPU ResourceFlavors reach every GPU worker, MIG-enabled too; the pods of the cluster\'s own Argo CD fit the service node and no other',
   check(index) {
     // The nodes come from the description: without the model there is nothing to simulate.
     if (!index.model) return [];

@@ -24,6 +24,8 @@ export interface DynamoPlatformHelmValues {
     readonly controllerManager: {
       readonly tolerations: readonly TolerationSpec[];
       readonly affinity: NodeAffinity;
+      /** Replicas of the operator (DYNAMO_OPERATOR_REPLICAS). */
+      readonly replicas: number;
     };
   };
   readonly 'global': {
@@ -31,6 +33,19 @@ export interface DynamoPlatformHelmValues {
     readonly etcd: { readonly install: false };
   };
 }
+
+/**
+ * Two operators, not the chart's one. The Dynamo 1.4.0 CRD stores v1alpha1 and serves v1beta1 through the operator's
+ * conversion webhook: with DynamoGraphDeployments in the cluster and the webhook down, Argo CD's cluster cache cannot
+ * list them and every Application of the cluster goes Unknown (argoproj/argo-cd#20828). The webhook server runs in every
+ * replica (controller-runtime serves webhooks outside leader election); the controllers run in the leader only, the
+ * chart always enabling leader election (templates/operator-config.yaml: leaderElection.enabled: true, one lease
+ * "dynamo.nvidia.com" in kube-system). So one operator restarting or rolling out leaves the webhook served. The chart
+ * has no PodDisruptionBudget, and none is rendered here: both replicas run on the one service node, where a budget would
+ * only block that node's drain (the evicted replica has nowhere else to go), and a service node that is down takes the
+ * API server with it.
+ */
+export const DYNAMO_OPERATOR_REPLICAS = 2;
 
 function requireManaged(model: ClusterModel): void {
   const mode = model.description.installs.dynamo;
@@ -48,6 +63,7 @@ export function dynamoPlatformHelmValues(model: ClusterModel): DynamoPlatformHel
       controllerManager: {
         tolerations: model.serviceNode.tolerations.map((t) => ({ ...t })),
         affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions }] } } },
+        replicas: DYNAMO_OPERATOR_REPLICAS,
       },
     },
     // The chart's defaults, stated: the operator's Kubernetes discovery needs neither (Dynamo >= 1.0).

@@ -6,6 +6,8 @@ import { FLEET_FOLDER, GITOPS_FOLDER, rootApplicationOf } from './plan';
 import { MANAGED_BY, LABELS, NAMESPACES } from '../../model/names';
 import { inKustomization, kustomization, manifestYaml, RenderedFile } from '../../render/folder-files';
 import { compareManifests, Manifest, manifestFileName, RenderedCluster, RenderedFolder } from '../../render/manifest';
+import { ArgocdConfig } from '../argocd/argocd-config';
+import { healthCheckData } from '../argocd/health-checks';
 
 export { FLEET_FOLDER };
 
@@ -77,10 +79,13 @@ export function renderFleet(clusters: readonly RenderedCluster[], options: Fleet
     namespacedKinds: [...kinds.values()].sort((a, b) => (groupKindKey(a) < groupKindKey(b) ? -1 : 1)),
   });
   new FleetApplicationSet(chart, 'ApplicationSet', { name: FLEET_FOLDER, namespace, project: project.name, members });
+  // The hub's Argo CD syncs each cluster's Applications in their waves: it needs the same health checks (the
+  // Application check above all) as an Argo CD of the cluster's own. Applied with the folder, merged into its argocd-cm.
+  new ArgocdConfig(chart, 'Config', { namespace, data: healthCheckData() });
 
   return {
     folder: FLEET_FOLDER,
-    description: 'The fleet: an ApplicationSet that points every cluster at its dist/<cluster>/gitops folder, and its AppProject',
+    description: 'The fleet: an ApplicationSet that points every cluster at its dist/<cluster>/gitops folder, its AppProject, and the health checks of the hub\'s argocd-cm',
     objects: (chart.toJson() as Manifest[]).sort(compareManifests),
   };
 }

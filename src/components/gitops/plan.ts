@@ -209,7 +209,9 @@ export function planGitops(model: ClusterModel, folders: readonly RenderedFolder
   const folderApps: ApplicationPlan[] = components.map((f) => {
     const kinds = f.objects.map(groupKindOf);
     const crdsArrive = kinds.some((gk) => gk.kind !== 'CustomResourceDefinition' && isProvided(gk, arriving));
-    const oversized = f.objects.some((m) => appliedSize(m) > CLIENT_SIDE_APPLY_LIMIT);
+    // A folder built on an upstream install (the argocd folder) applies what its bases create too.
+    const upstream = f.kustomization?.footprint;
+    const oversized = [...f.objects.map(appliedSize), upstream?.largestObjectBytes ?? 0].some((bytes) => bytes > CLIENT_SIDE_APPLY_LIMIT);
     const manual = MANUAL_FOLDERS.has(f.folder);
     return {
       name: `${model.name}-${f.folder}`,
@@ -222,10 +224,13 @@ export function planGitops(model: ClusterModel, folders: readonly RenderedFolder
         ...(crdsArrive ? ['SkipDryRunOnMissingResource=true'] : []),
         ...(oversized ? ['ServerSideApply=true'] : []),
       ],
-      serverSideDiff: kinds.some((gk) => !isBuiltInGroup(gk.group)),
+      // The API server defaults fields of custom resources, and of the CRDs an upstream install brings.
+      serverSideDiff: upstream !== undefined || kinds.some((gk) => !isBuiltInGroup(gk.group)),
       // Cascading delete cleans up what this toolkit created; adopted objects opt out with their own
       // Delete=false (and Prune=false) sync options, which win over the Application's (model/adoption.ts).
-      finalizer: true,
+      // Not for an upstream install: deleting the Application of Argo CD itself must not take Argo CD, its CRDs
+      // and with them every Application of the cluster.
+      finalizer: upstream === undefined,
       ignoreDifferences: [],
       namespaceLabels: {},
       provides: kindsDefinedBy(f.objects),
@@ -256,6 +261,8 @@ export function planGitops(model: ClusterModel, folders: readonly RenderedFolder
       if (m.metadata.namespace) namespaces.add(m.metadata.namespace);
       else clusterKinds.set(groupKindKey(groupKindOf(m)), groupKindOf(m));
     }
+    for (const gk of f.kustomization?.footprint.clusterKinds ?? []) clusterKinds.set(groupKindKey(gk), { group: gk.group, kind: gk.kind });
+    if (f.kustomization?.namespace) namespaces.add(f.kustomization.namespace);
   }
   for (const a of applications) namespaces.add(a.destinationNamespace);
   for (const i of installs) {

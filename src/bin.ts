@@ -1,0 +1,59 @@
+#!/usr/bin/env node
+import { createRequire } from 'node:module';
+import type * as Cli from './cli';
+import type * as NewCommand from './commands/new';
+import type * as Precheck from './commands/precheck';
+import { EXIT, reportError } from './errors';
+import type * as UpToDate from './launcher/up-to-date';
+
+/**
+ * The command line: `gpu-cluster-manifests <command>` (package.json `bin`, `npx gpu-cluster-manifests`
+ * in a clusters repository), and what this repository's npm scripts run once projenrc/launch.cjs has
+ * compiled the sources. One contract everywhere: exit 0 ok, 1 a check failed, 2 bad input; every
+ * error one line, never a stack trace, whatever throws (an unknown command, no project file, a
+ * package file that is missing or unreadable).
+ *
+ * Modules load as late as they can: the up-to-date answer of a plain synth needs almost none, the
+ * precheck of a bad description the description schema only, `new` none of the dependencies.
+ */
+
+const load = createRequire(__filename);
+
+export interface EntryOptions {
+  /** Called once, before the CLI's own modules load (the launcher installs its V8 code cache there). */
+  readonly beforeLoad?: (command: string | undefined) => void;
+}
+
+const print = {
+  out: (l: string) => process.stdout.write(`${l}\n`),
+  err: (l: string) => process.stderr.write(`${l}\n`),
+};
+
+/** Runs a command line; returns the exit code (a promise for live cluster reads). Never throws or rejects. */
+export function runCli(argv: readonly string[], opts: EntryOptions = {}): number | Promise<number> {
+  const fail = (e: unknown) => reportError(e, print.err);
+  try {
+    const [command] = argv;
+    // a clusters repository from the unpacked package alone: no dependency is installed yet
+    if (command === 'new') return (load('./commands/new') as typeof NewCommand).runNew(argv.slice(1), { ...print });
+    const upToDate = load('./launcher/up-to-date') as typeof UpToDate;
+    const answer = upToDate.answerFromRecord(argv);
+    if (answer !== undefined) return answer;
+    opts.beforeLoad?.(command);
+    // a bad description is reported before the render stack loads; good ones are handed to the CLI, parsed once
+    const checked = (load('./commands/precheck') as typeof Precheck).precheckDescriptions(argv, print);
+    if (typeof checked === 'number') return checked;
+    const result = upToDate.runRecorded(argv, () => (load('./cli') as typeof Cli).main([...argv], undefined, checked));
+    return typeof result === 'number' ? result : result.catch(fail);
+  } catch (e) {
+    return fail(e);
+  }
+}
+
+if (require.main === module) {
+  void Promise.resolve(runCli(process.argv.slice(2))).then((code) => {
+    process.exitCode = code;
+  }, () => {
+    process.exitCode = EXIT.failed;
+  });
+}

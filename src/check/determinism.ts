@@ -1,0 +1,76 @@
+import { Rule, Violation } from './rule';
+import { isJsonObject } from '../json';
+import { describeObject, Manifest, objectId } from '../render/manifest';
+
+/** A field of a path: `.name`, or `["checksum/secret"]` where the key is no plain name. */
+function field(key: string): string {
+  return /^[A-Za-z_][\w-]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`;
+}
+
+/** The paths (at most `limit`) where two JSON values differ, leaves first found first. */
+function differences(a: unknown, b: unknown, at: string, out: string[], limit: number): void {
+  if (out.length >= limit) return;
+  if (Array.isArray(a) && Array.isArray(b)) {
+    if (a.length !== b.length) {
+      out.push(at);
+      return;
+    }
+    a.forEach((v, i) => differences(v, b[i], `${at}[${i}]`, out, limit));
+    return;
+  }
+  if (isJsonObject(a) && isJsonObject(b)) {
+    for (const k of [...new Set([...Object.keys(a), ...Object.keys(b)])].sort()) differences(a[k], b[k], `${at}${field(k)}`, out, limit);
+    return;
+  }
+  if (JSON.stringify(a) !== JSON.stringify(b)) out.push(at);
+}
+
+/** Fields named per object in a finding: the first few tell the cause (a random secret, the checksum that follows it). */
+const FIELDS_SHOWN = 4;
+
+/**
+ * Argo CD renders a Helm Application again on every refresh and compares the result with the cluster: a chart that
+ * renders something else each time (`randAlphaNum`, `now`, a `lookup` that `helm template` answers with nothing, a
+ * generated certificate) is OutOfSync for ever, and with automated sync every refresh re-applies it: a new password,
+ * a restart. Every Helm source is rendered twice with its own values, the second time afresh; any difference is an
+ * error naming the object and the field.
+ */
+const renderDeterministic: Rule = {
+  id: 'render-deterministic',
+  severity: 'error',
+  summary: 'every Helm Application renders the same twice with its own values (no random values, time, lookup fallbacks or generated certificates: each would be drift on every refresh)',
+  check(index) {
+    const out: Violation[] = [];
+    for (const second of index.renders?.reruns ?? []) {
+      if (second.problem !== undefined || second.type !== 'helm') continue;
+      const first = index.renders?.sources.find((r) => r.application === second.application && r.index === second.index);
+      if (!first || first.problem !== undefined) continue;
+      const byId = (objects: readonly Manifest[]) => new Map(objects.map((o) => [objectId(o), o]));
+      const [a, b] = [byId(first.objects), byId(second.objects)];
+      const changes: string[] = [];
+      for (const [id, o] of a) {
+        const other = b.get(id);
+        if (!other) {
+          changes.push(`${describeObject(o)} (only in the first render)`);
+          continue;
+        }
+        const fields: string[] = [];
+        differences(o, other, '', fields, FIELDS_SHOWN + 1);
+        if (fields.length > 0) {
+          const shown = fields.slice(0, FIELDS_SHOWN).map((f) => f.replace(/^\./, ''));
+          changes.push(`${describeObject(o)} ${shown.join(', ')}${fields.length > FIELDS_SHOWN ? ' and more' : ''}`);
+        }
+      }
+      for (const [id, o] of b) if (!a.has(id)) changes.push(`${describeObject(o)} (only in the second render)`);
+      if (changes.length === 0) continue;
+      out.push({
+        message: `${second.what} renders differently each time with the Application's values: ${changes.join('; ')}. Argo CD would find it OutOfSync `
+          + 'on every refresh and re-apply it: give the value in the values (an existing Secret, a fixed certificate) instead of letting the chart generate it',
+        objects: [second.application],
+      });
+    }
+    return out;
+  },
+};
+
+export const DETERMINISM_RULES: readonly Rule[] = [renderDeterministic];

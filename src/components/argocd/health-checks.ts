@@ -1,0 +1,93 @@
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import * as path from 'node:path';
+import { ARGOCD_BUILTIN_GO_HEALTH, ARGOCD_BUILTIN_LUA_HEALTH } from './builtin-health';
+
+/**
+ * The Lua health checks this toolkit adds to Argo CD, one folder per kind in Argo CD's own layout
+ * (`health/<group>/<kind>/health.lua`, `health_test.yaml`, `testdata/`), so each could be contributed upstream as
+ * it is. They are read at run time: the folder ships in the package beside the compiled code (package.json `files`).
+ */
+export interface HealthCheck {
+  readonly group: string;
+  readonly kind: string;
+  /** The folder of the check (health.lua, health_test.yaml, testdata/). */
+  readonly dir: string;
+  /** The Lua script (Lua 5.1, as Argo CD's gopher-lua runs it, with only the base, table and a safe os library). */
+  readonly script: string;
+}
+
+/**
+ * The folder of the checks: beside this module when it runs from src/ (tests, ts-node), and at the same path under
+ * the package root when it runs compiled from lib/src/ (the sources' folder ships in the package).
+ */
+export const HEALTH_DIR: string = [
+  path.join(__dirname, 'health'),
+  path.join(__dirname, '..', '..', '..', '..', 'src', 'components', 'argocd', 'health'),
+].find((d) => existsSync(d)) ?? path.join(__dirname, 'health');
+
+let loaded: readonly HealthCheck[] | undefined;
+
+/** Every check, sorted by group and kind (read once per process). */
+export function healthChecks(): readonly HealthCheck[] {
+  if (loaded) return loaded;
+  if (!existsSync(HEALTH_DIR)) throw new Error(`the Argo CD health checks are missing: no folder ${HEALTH_DIR} (a broken installation of the package?)`);
+  const out: HealthCheck[] = [];
+  for (const group of readdirSync(HEALTH_DIR).sort()) {
+    const groupDir = path.join(HEALTH_DIR, group);
+    if (!statSync(groupDir).isDirectory()) continue;
+    for (const kind of readdirSync(groupDir).sort()) {
+      const dir = path.join(groupDir, kind);
+      const file = path.join(dir, 'health.lua');
+      if (!statSync(dir).isDirectory() || !existsSync(file)) continue;
+      out.push({ group, kind, dir, script: readFileSync(file, 'utf8') });
+    }
+  }
+  loaded = out;
+  return out;
+}
+
+/** The argocd-cm key of a kind's health check (`resource.customizations.health.<group>_<kind>`, core group empty). */
+export function healthKey(group: string, kind: string): string {
+  return `resource.customizations.health.${group}_${kind}`;
+}
+
+/** The argocd-cm data that installs the checks of this toolkit (those `wanted`; default every one). */
+export function healthCheckData(wanted: (c: HealthCheck) => boolean = () => true): Record<string, string> {
+  return Object.fromEntries(healthChecks().filter(wanted).map((c) => [healthKey(c.group, c.kind), c.script]));
+}
+
+/** Whether `group`/`kind` match a `group/Kind` pattern in which `wildcard` stands for any text. */
+function kindMatches(pattern: string, wildcard: string, group: string, kind: string): boolean {
+  const i = pattern.lastIndexOf('/');
+  const glob = (p: string, v: string) => new RegExp(`^${p.split(wildcard).map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`).test(v);
+  return glob(pattern.slice(0, i), group) && glob(pattern.slice(i + 1), kind);
+}
+
+/** Whether Argo CD v3.5.1 itself knows the health of a kind (a Go check, or a Lua check it ships). */
+export function hasBuiltInHealth(group: string, kind: string): boolean {
+  return ARGOCD_BUILTIN_GO_HEALTH.includes(`${group}/${kind}`) || ARGOCD_BUILTIN_LUA_HEALTH.some((p) => kindMatches(p, '_', group, kind));
+}
+
+/**
+ * The kinds whose health an argocd-cm's data configures: `resource.customizations.health.<group>_<kind>` keys, and
+ * the `health.lua` entries of a `resource.customizations` block (`group/Kind` keys, `*` wildcards allowed).
+ */
+export function configuredHealth(data: Readonly<Record<string, unknown>>): (group: string, kind: string) => boolean {
+  const exact = new Set<string>();
+  for (const key of Object.keys(data)) {
+    const m = /^resource\.customizations\.health\.(.*)_([^_]+)$/.exec(key);
+    if (m && typeof data[key] === 'string' && (data[key] as string).trim() !== '') exact.add(`${m[1]}/${m[2]}`);
+  }
+  const patterns: string[] = [];
+  const block = data['resource.customizations'];
+  if (typeof block === 'string') {
+    // `group/Kind:` keys at the top of the block, each with a `health.lua:` entry below it
+    let current: string | undefined;
+    for (const line of block.split('\n')) {
+      const top = /^"?([^\s"]+\/[^\s"]+)"?:\s*$/.exec(line);
+      if (top) current = top[1];
+      else if (current && /^\s+health\.lua:/.test(line)) patterns.push(current);
+    }
+  }
+  return (group, kind) => exact.has(`${group}/${kind}`) || patterns.some((p) => kindMatches(p, '*', group, kind));
+}

@@ -1,0 +1,46 @@
+-- Health of a Kueue ClusterQueue (kueue.x-k8s.io/v1beta2): Healthy once Kueue reports it Active, i.e. it admits
+-- workloads and lends its quota in the cohort. From kubernetes-sigs/kueue tag v0.19.2, commit
+-- 8eab68778fc1b52affe165fdf5af29d1e9b4f3cb:
+--   apis/kueue/v1beta2/clusterqueue_types.go: condition type "Active" and its reasons ("Ready"; "Stopped" by its
+--     stopPolicy; "Terminating"; "FlavorNotFound", "TopologyNotFound", "AdmissionCheckNotFound", ... for a queue
+--     that refers to what does not exist or is inactive; "Unknown" while Kueue cannot tell);
+--   pkg/cache/scheduler/clusterqueue.go: the condition's messages (inactiveReason);
+--   pkg/controller/core/clusterqueue_controller.go: the condition carries observedGeneration.
+local hs = { status = "Progressing", message = "Waiting for Kueue to report the ClusterQueue's Active condition" }
+if obj.status == nil or obj.status.conditions == nil then
+  return hs
+end
+local active = nil
+for _, c in ipairs(obj.status.conditions) do
+  if c.type == "Active" then
+    active = c
+  end
+end
+if active == nil then
+  return hs
+end
+if obj.metadata.generation ~= nil and active.observedGeneration ~= nil and active.observedGeneration < obj.metadata.generation then
+  hs.message = "Waiting for Kueue to observe the ClusterQueue's latest spec"
+  return hs
+end
+
+local message = active.message
+if message == nil or message == "" then
+  message = active.reason or ""
+elseif active.reason ~= nil and active.reason ~= "" then
+  message = active.reason .. ": " .. message
+end
+
+if active.status == "True" then
+  hs.status = "Healthy"
+  hs.message = message
+elseif active.reason == "Stopped" then
+  hs.status = "Suspended"
+  hs.message = message
+elseif active.reason == "Terminating" or active.reason == "Unknown" then
+  hs.message = message
+else
+  hs.status = "Degraded"
+  hs.message = message
+end
+return hs

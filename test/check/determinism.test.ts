@@ -1,0 +1,32 @@
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { checkClusterRendered, ClusterView } from '../../src/check';
+import { DEFAULT_UPSTREAM } from '../../src/paths';
+import { Manifest } from '../../src/render/manifest';
+import { HAS_UPSTREAM, modelOf } from '../helpers';
+
+const model = modelOf();
+const view = (file: string): ClusterView => {
+  const doc = parse(readFileSync(path.join(__dirname, 'fixtures', file), 'utf8')) as { folders: Record<string, Manifest[]> };
+  return { name: model.name, model, folders: Object.entries(doc.folders).map(([folder, objects]) => ({ folder, objects })) };
+};
+
+describe.skipIf(!HAS_UPSTREAM)('render-deterministic: the render cache does not hide a chart that renders differently each time', () => {
+  const cacheDir = mkdtempSync(path.join(tmpdir(), 'determinism-'));
+  afterAll(() => rmSync(cacheDir, { recursive: true, force: true }));
+
+  it('fires on a cold cache and again on a warm one: the first render comes from the cache, the second runs helm', async () => {
+    const rules = async () => (await checkClusterRendered(view('render-deterministic.fail.yaml'), { upstream: DEFAULT_UPSTREAM, cacheDir }))
+      .findings.filter((f) => f.rule === 'render-deterministic').map((f) => f.message);
+    const cold = await rules();
+    expect(cold).toEqual([expect.stringMatching(/Secret monitoring\/vm-grafana data.admin-password/)]);
+    const entries = readdirSync(path.join(cacheDir, 'renders'));
+    expect(entries.length).toBeGreaterThan(0);
+    expect(await rules()).toEqual(cold);
+    // the second render never wrote over the first one's entry
+    expect(readdirSync(path.join(cacheDir, 'renders')).sort()).toEqual(entries.sort());
+  });
+});
