@@ -5,6 +5,7 @@ import { ClusterDescription } from '../model/description';
 import { parseDescription } from '../model/load';
 import { buildModel } from '../model/model';
 import { LABELS } from '../model/names';
+import { argocdNamespaces } from '../preflight/argocd';
 import { KUEUE_CONFIG_KEY, kueueFramework, liveFrameworks, liveKueueConfig, queuedFrameworks } from '../preflight/foreign-config';
 import { crdFacts, KUEUE_CONFIG_NAMESPACE } from '../preflight/reads';
 import { installBringing, renderWithout, runsAddOn } from '../preflight/remedies';
@@ -92,6 +93,19 @@ export function judgeAddOns(state: ClusterState, description: Record<string, unk
           todos.add(`the pre-installed Kueue lacks the integration ${framework} (${kinds.join(', ')} would run outside the quotas): add it to integrations.frameworks `
             + `(kubectl -n ${KUEUE_CONFIG_NAMESPACE} edit configmap ${printable(kueue.configMap.metadata.name)}, key ${KUEUE_CONFIG_KEY}) and restart Kueue`);
         }
+      }
+    }
+    // An Argo CD the cluster runs in another namespace: kept (preflight argocd-present's first fix), never a second one beside it.
+    const argocd = (argocdNamespaces(state) ?? []).map(printable);
+    const elsewhere = argocd.filter((ns) => ns !== d.gitops.namespace);
+    if (model.argocd === 'managed' && elsewhere.length > 0) {
+      if (argocd.length === 1) {
+        edit({ 'gitops.argocd': 'external', 'gitops.namespace': argocd[0] }, `the cluster runs an Argo CD (its Applications in ${argocd[0]}): kept as it is, `
+          + 'the gitops objects in its namespace, never a second Argo CD beside it');
+        todos.add(`the running Argo CD in ${argocd[0]} must carry the health checks the sync waves wait on in its argocd-cm: the cluster report says how (Bootstrap)`);
+      } else {
+        todos.add(`the cluster runs Applications in ${argocd.join(', ')}: set gitops.namespace to the Argo CD that syncs this cluster and gitops.argocd: external `
+          + '(a second Argo CD would share the cluster-wide CRDs and roles)');
       }
     }
     if (edits.size === 0) break;

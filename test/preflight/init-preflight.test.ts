@@ -104,6 +104,21 @@ describe('init then preflight on what a cluster really lacks', () => {
     noSecondCopy(run, snapshot);
   });
 
+  it('an Argo CD whose Applications live in another namespace: kept (gitops.argocd: external, its namespace), no second Argo CD beside it', () => {
+    const application = (namespace: string) => ({
+      apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', metadata: { name: 'platform', namespace }, spec: { project: 'default' },
+    });
+    const run = initThenPreflight(variant('argocd-elsewhere', (o) => o.push(application('gitops-system'))));
+    expect(run.description.gitops).toMatchObject({ argocd: 'external', namespace: 'gitops-system' });
+    expect(run.text).toMatch(/argocd: external # the cluster runs an Argo CD \(its Applications in gitops-system\): kept as it is/);
+    expect(run.text).toMatch(/^# TODO\(init\): the running Argo CD in gitops-system must carry the health checks the sync waves wait on/m);
+    expect(run.blocking).toEqual([]);
+    // Applications in the namespace the description names already: the bootstrap adopts that Argo CD (a warning), nothing to change
+    const same = initThenPreflight(variant('argocd-adopted', (o) => o.push(application('argocd'))));
+    expect(same.description.gitops.argocd).toBeUndefined();
+    expect(same.blocking).toEqual([]);
+  });
+
   it('a Training Operator beside a Kueue without the pytorchjob integration: the PyTorchJob sample is left out, no second Kueue', () => {
     const pytorchJobs = {
       apiVersion: 'apiextensions.k8s.io/v1',
