@@ -288,3 +288,26 @@ describe('what a tenant runs outside Kueue: the unqueued PriorityClass, a Resour
     expect(checkCluster(c).filter((f) => f.rule === 'tenant-guardrails-admit' && !f.message.includes('dcgm-diag'))).toEqual([]);
   });
 });
+
+describe('Argo CD (the argocd component) and the tenant guardrails agree', () => {
+  const c = renderOf();
+  const project = findObject(folderObjects(c, 'gitops'), 'AppProject', c.model.name) as Manifest & { spec: any };
+
+  it('Argo CD\'s namespace is no tenant\'s: no tenant label (the guardrails\' bindings select by it), and no tenant may take it', () => {
+    const ns = findObject(folderObjects(c, 'argocd'), 'Namespace', c.model.description.gitops.namespace);
+    expect(Object.keys(ns.metadata.labels ?? {})).not.toContain(LABELS.tenant);
+    const bindings = tenants.filter((o) => o.kind === 'ValidatingAdmissionPolicyBinding') as (Manifest & { spec: any })[];
+    for (const b of bindings) expect(b.spec.matchResources.namespaceSelector.matchExpressions).toEqual([{ key: LABELS.tenant, operator: 'Exists' }]);
+    expect(issuesOf((d) => { d.tenants[1].namespace = 'argocd'; })).toEqual([{ path: 'tenants[1].namespace', message: 'tenant namespace "argocd" collides with a system namespace' }]);
+    expect(issuesOf((d) => { d.gitops.namespace = 'gitops'; d.tenants[1].namespace = 'gitops'; }))
+      .toEqual([{ path: 'tenants[1].namespace', message: 'tenant namespace "gitops" collides with a system namespace' }]);
+  });
+
+  it('the AppProject lets the tenants Application write the unqueued PriorityClass, and the ResourceQuota and LimitRange into every tenant namespace', () => {
+    expect(project.spec.clusterResourceWhitelist).toContainEqual({ group: 'scheduling.k8s.io', kind: 'PriorityClass' });
+    // no namespaced whitelist: every namespaced kind, in the listed destinations only
+    expect(project.spec.namespaceResourceWhitelist).toBeUndefined();
+    const destinations = project.spec.destinations.map((d: Obj) => d.namespace);
+    for (const q of tenants.filter((o) => o.kind === 'ResourceQuota' || o.kind === 'LimitRange')) expect(destinations).toContain(q.metadata.namespace);
+  });
+});
