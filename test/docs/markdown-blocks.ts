@@ -89,8 +89,9 @@ export function sessionScript(blocks: readonly Block[], merge: string): string {
       while (command.endsWith('\\') && i + 1 < lines.length) command = `${command.slice(0, -1)} ${lines[++i].trim()}`;
       if (command.trim() === '' || command.trim().startsWith('#')) continue;
       const expected = /\s#\s*exit (\d+)\b/.exec(command);
-      out.push(`printf '%s\\n' ${quote(`$ ${command}`)} >>"$LOG"`, '{', command, '} >>"$LOG" 2>&1');
+      out.push(`printf '%s\\n' ${quote(`$ ${command}`)} >>"$LOG"`, '__t=$(date +%s%N)', '{', command, '} >>"$LOG" 2>&1');
       check(at, command.trim(), expected ? Number(expected[1]) : 0);
+      out.push('echo "  ($(( ($(date +%s%N) - __t) / 1000000 )) ms)" >>"$LOG"');
     }
   }
   return `${out.join('\n')}\n`;

@@ -4,7 +4,12 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { documentationFiles, fencedBlocks, KNOWN_INFO, readBlocks, sessionScript } from './markdown-blocks';
-import { BIN, HAS_SCHEMAS, HAS_UPSTREAM, ROOT } from '../helpers';
+import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM, PACKAGE_ROOT as ROOT } from '../../src/paths';
+
+// test/helpers.ts would load the whole render stack for four paths: this test only runs the compiled CLI
+const BIN = path.join(ROOT, 'lib', 'src', 'bin.js');
+const HAS_SCHEMAS = existsSync(path.join(DEFAULT_SCHEMAS, 'kubernetes'));
+const HAS_UPSTREAM = existsSync(DEFAULT_UPSTREAM);
 
 /*
  * The commands of the README and docs/ run as written, so the text cannot drift from the tool: every
