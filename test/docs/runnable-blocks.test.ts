@@ -132,6 +132,14 @@ describe('the README and docs/', () => {
     }
   });
 
+  it('README.md gives this repository exactly two set-up commands: one renders the examples, one runs every test', () => {
+    const blocks = readBlocks(ROOT, 'README.md');
+    const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('\n## Developing this toolkit'));
+    const commands = blocks.filter((b) => b.line > readme.split('\n').length - section.split('\n').length + 1);
+    expect(commands.map((b) => b.body.split('\n').map((l) => l.replace(/\s+#.*$/, '')))).toEqual([['npm ci && npm run synth', 'npm test']]);
+  });
+
   it('mark their blocks only with the known markers (a misspelt one would silently not run)', () => {
     const unknown = files.flatMap((f) => readBlocks(ROOT, f)).filter((b) => !KNOWN_INFO.test(b.info)).map((b) => `${b.file}:${b.line} ${b.info}`);
     expect(unknown).toEqual([]);
