@@ -140,6 +140,13 @@ describe('the README and docs/', () => {
     expect(commands.map((b) => b.body.split('\n').map((l) => l.replace(/\s+#.*$/, '')))).toEqual([['npm ci && npm run synth', 'npm test']]);
   });
 
+  it('the example description of docs/description.md is the reference fixture (test/fixtures/clusters/), with the schema line of a clusters repository', () => {
+    const [example] = readBlocks(ROOT, 'docs/description.md').filter((b) => b.info === 'yaml file=clusters/instant-cluster.yaml');
+    const fixture = readFileSync(path.join(ROOT, 'test', 'fixtures', 'clusters', 'instant-cluster.yaml'), 'utf8').split('\n');
+    expect(fixture[0]).toMatch(/^# yaml-language-server: /);
+    expect(`${example.body}\n`).toBe(['# yaml-language-server: $schema=./cluster-description.schema.json', ...fixture.slice(4)].join('\n'));
+  });
+
   it('mark their blocks only with the known markers (a misspelt one would silently not run)', () => {
     const unknown = files.flatMap((f) => readBlocks(ROOT, f)).filter((b) => !KNOWN_INFO.test(b.info)).map((b) => `${b.file}:${b.line} ${b.info}`);
     expect(unknown).toEqual([]);
