@@ -362,7 +362,7 @@ const monitoring = z.strictObject({
     .describe('installs.monitoring: managed: scrape kube-scheduler, kube-controller-manager and etcd (and keep the stack\'s alerts on them). Off by default: '
       + 'kubeadm binds the scheduler and controller manager to 127.0.0.1 and serves etcd\'s metrics on 127.0.0.1:2381 only, so the scrapes fail and '
       + 'KubeSchedulerDown / KubeControllerManagerDown fire from day one. On: first set bind-address 0.0.0.0 for both and etcd listen-metrics-urls '
-      + 'http://0.0.0.0:2381 in the kubeadm ClusterConfiguration (README: monitoring).'),
+      + 'http://0.0.0.0:2381 in the kubeadm ClusterConfiguration (docs/components/gitops-and-fleet.md, managed installs).'),
   grafanaDashboardLabel: z.strictObject({
     key: labelKey().default('grafana_dashboard').describe('Label key.'),
     value: labelValue().default('1').describe('Label value.'),

@@ -41,7 +41,7 @@ function apiFindings({ model, rendered, state, crdFileOf }: PreflightContext): P
         message: `the render has ${users} ${m.kind} object(s) (${folder}/) but the cluster has no CRD for ${m.kind}.${group}`,
         fix: folder === GITOPS_FOLDER
           ? (model.argocd === 'managed' ? `the bootstrap installs it first: kubectl apply --server-side --force-conflicts -k ${model.description.gitops.path}/${ARGOCD_FOLDER}`
-            : 'install Argo CD before the bootstrap, or set gitops.argocd: managed (README: gitops and the fleet)')
+            : 'install Argo CD before the bootstrap, or set gitops.argocd: managed (docs/components/gitops-and-fleet.md)')
           : fixes.length > 0 ? fixes.join('; or ') : `install the operator that serves ${m.kind}.${group}`,
       });
     } else if (!crd.served.includes(version)) {

@@ -27,7 +27,7 @@ function crdFiles(): CrdFileOf | undefined {
 
 /** Options of the commands that read a cluster (`preflight`, `init`). */
 export const CLUSTER_SOURCE_OPTIONS = {
-  snapshot: { type: 'string', value: 'FILE', help: `the cluster's state as \`kubectl get ... -o yaml\` output (see the README for the command); at most ${INPUT_LIMITS.snapshot.mib} MiB (${INPUT_LIMITS.snapshot.env})` },
+  snapshot: { type: 'string', value: 'FILE', help: `the cluster's state as \`kubectl get ... -o yaml\` output (docs/pre-installed-cluster.md has the command); at most ${INPUT_LIMITS.snapshot.mib} MiB (${INPUT_LIMITS.snapshot.env})` },
   kubeconfig: { type: 'string', value: '[PATH]', help: 'read the cluster live instead (GET requests only) through this kubeconfig (default: $KUBECONFIG or ~/.kube/config, as kubectl)' },
   context: { type: 'string', value: 'NAME', help: 'the kubeconfig context to use (default: its current context)' },
   timeout: { type: 'string', value: 'SECONDS', help: `bounds the whole live read: exec credential plugin, connect, TLS and every answer (default: ${LIVE_TIMEOUT_MS / 1000}, at most 600)` },
