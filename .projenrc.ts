@@ -118,11 +118,12 @@ project.package.addBin({ 'gpu-cluster-manifests': 'lib/src/bin.js' });
 // lib/ is git-ignored, so the package lists what it ships: the compiled library and CLI, its typed CRD
 // imports, the description schema, the Argo CD health checks (the Lua files synth puts into argocd-cm, read from
 // the same path under the package root), and lib/assets/ (the pinned CRD schemas and the vendored upstream
-// charts and overlays, copied from ../shared at pack time). No source maps (they point at sources the
+// charts and overlays, copied from ../shared at pack time), and the documentation the README and the CLI's
+// messages point at (docs/). No source maps (they point at sources the
 // package does not ship), no compiled examples of src/clusters/.
 project.package.addField('files', [
   'lib/src/**/*.js', 'lib/src/**/*.d.ts', '!lib/src/clusters/**', 'lib/imports/**/*.js', 'lib/imports/**/*.d.ts',
-  'lib/assets/**', 'src/clusters/cluster-description.schema.json', 'src/components/argocd/health/**/health.lua',
+  'lib/assets/**', 'src/clusters/cluster-description.schema.json', 'src/components/argocd/health/**/health.lua', 'docs/**/*.md',
 ]);
 
 // The kubectl layer declares aws-cdk-lib and constructs as peers for its Lambda construct, which this project never
@@ -175,8 +176,8 @@ const COMMANDS: Record<string, { description: string; args?: string }> = {
   preflight: { description: 'Compare a description with a live cluster or a snapshot (read-only)' },
   init: { description: 'Write a cluster description from a live cluster or a snapshot' },
   schema: {
-    description: 'Write the JSON Schema of the cluster description (src/clusters/cluster-description.schema.json) and the README\'s field reference',
-    args: 'schema --readme README.md',
+    description: 'Write the JSON Schema of the cluster description (src/clusters/cluster-description.schema.json) and the field reference of docs/description.md',
+    args: 'schema --readme docs/description.md',
   },
 };
 for (const [name, { description, args }] of Object.entries(COMMANDS)) {

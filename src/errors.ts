@@ -3,7 +3,11 @@ export const EXIT = { ok: 0, failed: 1, badInput: 2 } as const;
 
 /** Bad input: descriptions that do not load, constructs that refuse a combination, unreadable files or arguments. Exit code 2. */
 export class InputError extends Error {
-  constructor(message: string, readonly details: readonly string[] = []) {
+  /**
+   * `details`: lines printed before the summary. With `detailsOnly` they are all that is printed: each already names
+   * the file, where and what (a description's problems, one line each).
+   */
+  constructor(message: string, readonly details: readonly string[] = [], readonly opts: { readonly detailsOnly?: boolean } = {}) {
     super(message);
     this.name = 'InputError';
   }
@@ -11,7 +15,7 @@ export class InputError extends Error {
 
 /** What every command prints for bad input (stderr lines; exit code 2). */
 export function inputErrorLines(e: InputError): string[] {
-  return [...e.details, `error: ${e.message}; nothing was written`];
+  return e.opts.detailsOnly && e.details.length > 0 ? [...e.details] : [...e.details, `error: ${e.message}; nothing was written`];
 }
 
 /** Writing the output failed (disk full, a folder in use, ...); the previous output is unchanged. Exit code 1. */

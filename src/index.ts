@@ -76,6 +76,8 @@ export { TenantRole } from './components/tenants/tenant-role';
 export type { TenantRoleProps } from './components/tenants/tenant-role';
 export { TenantGuardrails } from './components/tenants/tenant-guardrails';
 export type { TenantGuardrailsProps } from './components/tenants/tenant-guardrails';
+export { TenantUnqueued } from './components/tenants/tenant-unqueued';
+export type { TenantUnqueuedProps } from './components/tenants/tenant-unqueued';
 
 export { MonitoringChart } from './components/monitoring/chart';
 export { ExporterScrapes } from './components/monitoring/exporter-scrapes';

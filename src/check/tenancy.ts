@@ -59,9 +59,9 @@ function kueueMutated(o: Json, defaulted: string | undefined): Json {
   return out;
 }
 
-/** Messages of the validations `object` fails under `policy` when `username` creates it. */
-function refusals(policy: Policy, object: Json, username: string): string[] {
-  const context: Json = { object, oldObject: null, request: { operation: 'CREATE', userInfo: { username } }, variables: {} };
+/** Messages of the validations `object` fails under `policy` when `username` creates it in the namespace `namespaceObject`. */
+function refusals(policy: Policy, object: Json, username: string, namespaceObject: Json): string[] {
+  const context: Json = { object, oldObject: null, namespaceObject, request: { operation: 'CREATE', userInfo: { username } }, variables: {} };
   const variables: Json = {};
   const out: string[] = [];
   try {
@@ -79,6 +79,13 @@ function matches(policy: Policy, object: Json): boolean {
   return policy.rules.some((r) => (r.operations ?? []).some((o) => o === 'CREATE' || o === '*')
     && (r.apiGroups ?? []).some((g) => g === '*' || g === group)
     && (r.resources ?? []).some((x) => x === '*' || x === resource));
+}
+
+/** A namespace as the API server hands it to a policy (`namespaceObject`): the rendered one, with the name label the API server sets. */
+function namespaceObjects(index: ClusterIndex): (namespace: string) => Json {
+  const rendered = new Map<string, Json>(index.ofKind('Namespace').map((n) => [n.metadata.name,
+    { ...n, metadata: { ...n.metadata, labels: { ...(n.metadata.labels ?? {}), [LABELS.namespaceName]: n.metadata.name } } }]));
+  return (namespace) => rendered.get(namespace) ?? { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace, labels: { [LABELS.namespaceName]: namespace } } };
 }
 
 const guardsOf = new WeakMap<ClusterIndex, (namespace: string) => Policy[]>();
@@ -102,8 +109,7 @@ function requiredPairs(selector: Json | undefined): string[] | undefined {
 function guardingPolicies(index: ClusterIndex): (namespace: string) => Policy[] {
   const known = guardsOf.get(index);
   if (known) return known;
-  const namespaceLabels = new Map<string, Json>(index.ofKind('Namespace').map((n) => [n.metadata.name,
-    { ...(n.metadata.labels ?? {}), [LABELS.namespaceName]: n.metadata.name }]));
+  const namespaceOf = namespaceObjects(index);
   const policies = new Map<string, Policy>(index.ofKind('ValidatingAdmissionPolicy').map((p) => {
     const spec = (p as unknown as { spec: Json }).spec ?? {};
     return [p.metadata.name, {
@@ -136,7 +142,7 @@ function guardingPolicies(index: ClusterIndex): (namespace: string) => Policy[] 
   const guards = (namespace: string): Policy[] => {
     let found = memo.get(namespace);
     if (found) return found;
-    const labels = namespaceLabels.get(namespace) ?? { [LABELS.namespaceName]: namespace };
+    const labels: Json = namespaceOf(namespace).metadata.labels;
     const candidates = new Set(anywhere);
     for (const [key, value] of Object.entries(labels)) for (const i of byPair.get(`${key}\0${String(value)}`) ?? []) candidates.add(i);
     found = [...candidates].sort((a, b) => a - b).filter((i) => selects(denying[i].selector, labels)).map((i) => denying[i].policy);
@@ -147,9 +153,23 @@ function guardingPolicies(index: ClusterIndex): (namespace: string) => Policy[] 
   return guards;
 }
 
-/** Names of the rendered admission policies that refuse `object` when `username` creates it in `namespace`, as the API server would decide. */
-export function policiesRefusing(index: ClusterIndex, namespace: string, object: Json, username: string): string[] {
-  return guardingPolicies(index)(namespace).filter((p) => matches(p, object) && refusals(p, object, username).length > 0).map((p) => p.name);
+/** The rendered admission policies that deny in a namespace and the messages of their validations (what they refuse, in words). */
+export function policiesGuarding(index: ClusterIndex): (namespace: string) => { readonly name: string; readonly messages: readonly string[] }[] {
+  const guarding = guardingPolicies(index);
+  return (namespace) => guarding(namespace).map((p) => ({ name: p.name, messages: p.validations.map((v) => v.message) }));
+}
+
+/**
+ * Names of the rendered admission policies that refuse `object` when `username` creates it in `namespace`, as the API
+ * server would decide. The bindings and namespaces are read once, when the function is made: ask it for every
+ * namespace of a cluster in linear time.
+ */
+export function policiesRefusing(index: ClusterIndex): (namespace: string, object: Json, username: string) => string[] {
+  const guarding = guardingPolicies(index);
+  const namespaceOf = namespaceObjects(index);
+  return (namespace, object, username) => guarding(namespace)
+    .filter((p) => matches(p, object) && refusals(p, object, username, namespaceOf(namespace)).length > 0)
+    .map((p) => p.name);
 }
 
 /**
@@ -165,6 +185,7 @@ const guardrailsAdmit: Rule = {
   check(index) {
     if (index.ofKind('ValidatingAdmissionPolicyBinding').length === 0) return [];
     const guarding = guardingPolicies(index);
+    const namespaceOf = namespaceObjects(index);
     const podCreator = (m: Manifest) => TRUSTED_REQUESTERS.find((r) => r.createsPodsOf.includes(`${apiGroup(m.apiVersion)}/${m.kind}`));
 
     const out: Violation[] = [];
@@ -175,7 +196,7 @@ const guardrailsAdmit: Rule = {
       if (guards.length === 0) continue;
       const report = (what: string, object: Json, username: string) => {
         for (const p of guards.filter((g) => matches(g, object))) {
-          for (const why of refusals(p, object, username)) out.push({ message: `${what} is refused by ValidatingAdmissionPolicy ${p.name}: ${why}`, objects: [m] });
+          for (const why of refusals(p, object, username, namespaceOf(namespace))) out.push({ message: `${what} is refused by ValidatingAdmissionPolicy ${p.name}: ${why}`, objects: [m] });
         }
       };
       // LocalQueue defaulting labels the object, and the pods its controller creates, when the namespace has a "default" LocalQueue.

@@ -1,6 +1,8 @@
 import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
+import * as path from 'node:path';
 import { parseArgs } from 'node:util';
+import { findDescription } from './find-description';
 import { consoleIo, EXIT, Io } from './io';
 import { CommandSpec, commandHelp, OPTIONS, OptionTable, schemaDirs, upstreamDir } from './options';
 import { defaultCacheDir } from '../cache/compiled-cache';
@@ -171,6 +173,7 @@ export async function runCheck(args: string[], io: Io = consoleIo): Promise<numb
       rendered: renders.sources.filter((x) => x.problem === undefined).length,
       upstream: renders.upstream !== undefined,
       queues: view.folders.some((f) => f.objects.some((m) => m.kind === 'ClusterQueue')),
+      dir: view.dir,
       findings: clusterFindings,
     };
   }, (ms) => {
@@ -198,7 +201,15 @@ export async function runCheck(args: string[], io: Io = consoleIo): Promise<numb
     }, undefined, 2));
   } else {
     for (const f of findings) (f.severity === 'error' ? io.err : io.out)(formatFinding(f));
-    for (const r of results) if (!r.model && !values.quiet && r.queues) io.out(`note: ${r.name}: no description of that name; capacity rules fall back to the queues' quotas`);
+    for (const v of results) {
+      if (v.model || values.quiet || !v.queues) continue;
+      // a tree rendered with --config FILE --out DIR: say which --config gives the capacity rules the cluster's description
+      const described = v.dir === undefined ? undefined : findDescription(v.name, v.dir);
+      const where = configs.length > 0 ? 'none of the --config descriptions is'
+        : clusters ? `no description in ${path.relative(process.cwd(), clusters) || clusters} is` : 'no project file, so no description is';
+      io.out(`note: ${v.name}: ${where} named "${v.name}", so the capacity rules fall back to the queues' quotas; `
+        + (described ? `add --config ${described} (it names ${v.name})` : `add --config FILE, the description ${v.name} was rendered from`));
+    }
     if (!values.quiet && !hasUpstream) {
       io.out(`note: no upstream installs at ${upstream}: charts and git overlays are not rendered, so their rules see nothing of them (--upstream DIR)`);
     }

@@ -51,7 +51,7 @@ export const OPTIONS = {
     type: 'string',
     value: 'DIR',
     help: 'the vendored upstream Helm charts and kustomize overlays the Applications are rendered from with helm and '
-      + 'kustomize (default: the pinned ones the package ships; the README says how to fill one with helm pull)',
+      + 'kustomize (default: the pinned ones the package ships; docs/upstream-installs.md says how to fill one with helm pull)',
   },
   'allow-delete': {
     type: 'boolean',

@@ -2,7 +2,7 @@ import { InputError } from '../errors';
 import { maxBytes, raiseHint } from '../input/limits';
 
 /**
- * The bounds of every engine run (helm, kustomize), in one place (the README's "Upstream installs"
+ * The bounds of every engine run (helm, kustomize), in one place (docs/upstream-installs.md
  * lists them): each can be changed with its environment variable. The largest pinned chart renders
  * 3.2 MB and some 300 documents with its CRDs in a few seconds on two shared cores; the bounds are far
  * above that and far below what would hang a command or exhaust its memory.

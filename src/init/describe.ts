@@ -1,11 +1,10 @@
 import { Document, isMap, isScalar, isSeq, Node as YamlNode } from 'yaml';
-import { KUEUE_FRAMEWORKS } from '../components/kueue/manager-config';
+import { judgeAddOns } from './add-ons';
 import { InputError, printable } from '../errors';
 import { valueAt } from '../json';
 import { Taint } from '../model/description';
 import { KUEUE_DEFAULT_LOCAL_QUEUE, LABELS, NAMESPACES, RESOURCES, SERVICE_MONITOR_API, STORAGE_CLASSES } from '../model/names';
 import { MAX_GPUS_PER_NODE } from '../model/schema-types';
-import { liveKueueConfig } from '../preflight/foreign-config';
 import { allocatableAmount, gpuProduct, nicClusterPolicyDevices, nodeRoles, rdmaResources, readableAllocatable, taintKey, taintsOf } from '../preflight/nodes';
 import { crdFacts, servesServiceMonitors } from '../preflight/reads';
 import { ClusterState } from '../preflight/state';
@@ -34,10 +33,12 @@ export const PLACEHOLDERS = {
 /** The service node's role label (kubeadm). */
 const CONTROL_PLANE_LABEL = 'node-role.kubernetes.io/control-plane';
 
-/** A description as plain data plus comments by field path (dotted). */
+/** A description as plain data plus comments by field path (dotted), and what needs a change of the cluster. */
 export interface InitResult {
   readonly description: Record<string, unknown>;
   readonly comments: ReadonlyMap<string, string>;
+  /** Changes the cluster needs before the description fits it, written as TODO(init) lines of the header. */
+  readonly todos?: readonly string[];
 }
 
 function minBy<T>(xs: readonly T[], f: (x: T) => number): T {
@@ -167,8 +168,18 @@ export function describeCluster(state: ClusterState, opts: InitOptions): InitRes
   }
   storage.sharedFilesystem = { path: PLACEHOLDERS.sharedFilesystem };
   todo('storage.sharedFilesystem.path', 'the folder on /home that backs shared-path (local-path-config in local-path-storage shows it)');
-  const policies = [...new Set(classes.filter((c) => ours.includes(c.metadata.name)).map((c) => c.reclaimPolicy ?? 'Delete'))];
-  if (policies.length === 1) storage.reclaimPolicy = policies[0];
+  // reclaimPolicy is immutable in a live StorageClass: each class keeps what it has (local-disk Retain beside local-path Delete)
+  const policies = Object.fromEntries(classes.filter((c) => ours.includes(c.metadata.name))
+    .sort((a, b) => ours.indexOf(a.metadata.name) - ours.indexOf(b.metadata.name))
+    .map((c) => [c.metadata.name, String(c.reclaimPolicy ?? 'Delete')]));
+  const distinct = [...new Set(Object.values(policies))];
+  if (distinct.length === 1) {
+    storage.reclaimPolicy = distinct[0];
+    seen('storage.reclaimPolicy', `the StorageClasses ${Object.keys(policies).join(', ')}`);
+  } else if (distinct.length > 1) {
+    storage.reclaimPolicy = policies;
+    seen('storage.reclaimPolicy', 'each StorageClass (the field is immutable: every class keeps its own)');
+  }
 
   // Queueing: the pre-wired LocalQueue in "default" and its ClusterQueue
   const queueing: Record<string, unknown> = {};
@@ -188,17 +199,6 @@ export function describeCluster(state: ClusterState, opts: InitOptions): InitRes
   if (crds.some((c) => c?.group === 'kubeflow.org' && c.kind === 'PyTorchJob')) {
     installs.trainingOperator = 'preinstalled';
     comments.set('installs.trainingOperator', 'the cluster serves PyTorchJob: a Training Operator is already installed');
-  }
-  const kueue = liveKueueConfig(state);
-  if (kueue) {
-    const frameworks = kueue.config ? valueAt(kueue.config, ['integrations', 'frameworks']) : undefined;
-    const have = Array.isArray(frameworks) ? frameworks.map(String) : [];
-    // the frameworks the rendered jobs need (the pod integration only the tutorials do)
-    const lacking = KUEUE_FRAMEWORKS.filter((f) => f !== 'pod' && !have.includes(f));
-    if (lacking.length > 0) {
-      installs.kueue = 'managed';
-      comments.set('installs.kueue', `the pre-installed Kueue lacks the integrations ${lacking.join(', ')}: the toolkit owns its configuration`);
-    }
   }
 
   // Monitoring: with the ServiceMonitor API the GPU Operator scrapes itself, and the toolkit must not (a second scrape)
@@ -223,7 +223,10 @@ export function describeCluster(state: ClusterState, opts: InitOptions): InitRes
     ...(Object.keys(installs).length > 0 ? { installs } : {}),
   };
   todo('samples.ncclTests.image', 'a pinned nccl-tests image your nodes can pull');
-  return { description, comments };
+  // Every pre-installed add-on judged against what this description renders (never a second copy of one the cluster runs).
+  const judged = judgeAddOns(state, description);
+  for (const [path, text] of judged.comments) comments.set(path, text);
+  return { description, comments, todos: judged.todos };
 }
 
 /** The description as YAML, with the schema line, a header and the comments. */
@@ -245,6 +248,7 @@ export function descriptionYaml(result: InitResult, source: string): string {
     '# yaml-language-server: $schema=./cluster-description.schema.json',
     `# Written by \`gpu-cluster-manifests init\` from ${source}.`,
     '# Check every TODO(init) line (facts the cluster does not show), then: npx gpu-cluster-manifests preflight --config <this file> ...',
+    ...(result.todos ?? []).map((t) => `# TODO(init): ${printable(t)}`),
   ].join('\n');
   return `${header}\n${doc.toString({ lineWidth: 0 })}`;
 }

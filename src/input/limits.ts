@@ -25,7 +25,7 @@ interface InputLimitSpec {
 }
 
 /**
- * The limits of every input file, in one place (the README's "Limits of every input" lists them).
+ * The limits of every input file, in one place (docs/guarantees.md, "Limits of every input", lists them).
  * A description is a few KiB and nests 6 levels; a complete snapshot of an Instant Cluster with
  * its CRDs is a few MiB and nests 37 levels (CRD schemas inside a List); a kubeconfig with
  * embedded certificates is a few KiB. Sizes are checked before a byte is read, so a device, a

@@ -1,6 +1,6 @@
 import { closeSync, constants, fstatSync, openSync, readSync, Stats } from 'node:fs';
 import { createRequire } from 'node:module';
-import { isPair, isScalar, isSeq, LineCounter, Node, parseAllDocuments, parseDocument, visit, Document } from 'yaml';
+import { isMap, isPair, isScalar, isSeq, LineCounter, Node, parseAllDocuments, parseDocument, visit, Document } from 'yaml';
 import { formatMiB, INPUT_LIMITS, LimitedInput, maxBytes, raiseHint } from './limits';
 import { InputError } from '../errors';
 
@@ -19,6 +19,9 @@ export interface InputIssue {
   readonly message: string;
   /** The document (1-based) of a multi-document file. */
   readonly document?: number;
+  /** Where in the file (1-based), when the reader knows it. */
+  readonly line?: number;
+  readonly column?: number;
 }
 
 /** An input file that cannot be read or parsed. The message is one line: the file, where, what. */
@@ -185,11 +188,12 @@ function duplicateKeys(doc: Document.Parsed, lines: LineCounter, document: numbe
       const seen = new Map<string, number>();
       for (const pair of map.items) {
         const key = isScalar(pair.key) ? String(pair.key.value) : String(pair.key);
-        const line = lines.linePos((pair.key as Node | null)?.range?.[0] ?? 0).line;
+        const pos = lines.linePos((pair.key as Node | null)?.range?.[0] ?? 0);
+        const line = pos.line;
         const first = seen.get(key);
         if (first !== undefined) {
           const at = yamlPath([...ancestors, map, pair], pair.value);
-          issues.push({ path: at, message: `duplicate key "${key}" (line ${line}; first given on line ${first}): keep one`, document });
+          issues.push({ path: at, message: `duplicate key "${key}" (line ${line}; first given on line ${first}): keep one`, document, line, column: pos.col });
         } else {
           seen.set(key, line);
         }
@@ -216,10 +220,58 @@ function explain(text: string, multi: boolean, e: { reason: string; mark?: { lin
   const issues = docs.flatMap((doc, d) => {
     const document = multi && docs.length > 1 ? d + 1 : undefined;
     return doc.errors.length > 0
-      ? doc.errors.map((err) => ({ path: '', message: `invalid YAML: ${err.message.split('\n')[0].replace(/:$/, '')}`, document }))
+      ? doc.errors.map((err) => ({
+        path: '',
+        message: `invalid YAML: ${err.message.split('\n')[0].replace(/:$/, '')}`,
+        document,
+        ...(err.linePos ? { line: err.linePos[0].line, column: err.linePos[0].col } : {}),
+      }))
       : duplicateKeys(doc, lines, document);
   });
   return issues.length > 0 ? issues : fallback;
+}
+
+/**
+ * Where each field of a YAML (or JSON) text is: the line and column (1-based) of the key that names a field path
+ * (`['nodes', 'gpuWorkers', 'gpusPerNod']`), of the item of a list index, or, for a path the text does not hold
+ * (a missing field), of the deepest field of it that it does hold (the top-level mapping for a missing top-level
+ * field). Undefined for the whole file, or a text the `yaml`
+ * library cannot parse. Parsed once, on the first question; meant for the few issues of a refused file.
+ */
+export function yamlPositions(text: string): (path: readonly PropertyKey[]) => { line: number; column: number } | undefined {
+  let parsed: { doc: Document.Parsed; lines: LineCounter } | null | undefined;
+  return (segments) => {
+    if (segments.length === 0 || text.length > EXPLAIN_MAX_CHARS) return undefined;
+    if (parsed === undefined) {
+      const lines = new LineCounter();
+      try {
+        const doc = parseDocument(text, { uniqueKeys: false, lineCounter: lines });
+        parsed = doc.errors.length > 0 ? null : { doc, lines };
+      } catch {
+        parsed = null;
+      }
+    }
+    if (parsed === null) return undefined;
+    let node: unknown = parsed.doc.contents;
+    // a field missing at the top level: where the mapping it belongs to starts
+    let at: number | undefined = (node as Node | null)?.range?.[0];
+    for (const seg of segments) {
+      if (isMap(node)) {
+        const pair = node.items.find((p) => (isScalar(p.key) ? String(p.key.value) : String(p.key)) === String(seg));
+        if (!pair) break;
+        at = (pair.key as Node | null)?.range?.[0] ?? at;
+        node = pair.value;
+      } else if (isSeq(node) && typeof seg === 'number' && node.items[seg] !== undefined) {
+        node = node.items[seg];
+        at = (node as Node | null)?.range?.[0] ?? at;
+      } else {
+        break;
+      }
+    }
+    if (at === undefined) return undefined;
+    const pos = parsed.lines.linePos(at);
+    return { line: pos.line, column: pos.col };
+  };
 }
 
 class TooManyAliases extends Error {}

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { DASHBOARD, KUEUE_DEFAULT_LOCAL_QUEUE, LABELS, NAMESPACES, SINGLETONS, STORAGE_CLASSES } from './names';
-import { parseQuantity } from './quantity';
+import { DASHBOARD, KUEUE_DEFAULT_LOCAL_QUEUE, LABELS, NAMESPACES, SINGLETONS, STORAGE_CLASSES, TENANCY } from './names';
+import { formatBytes, formatMillis, parseQuantity } from './quantity';
 import { VERSIONS } from '../versions';
 import {
   absolutePath, dnsLabel, dnsSubdomain, envVar, exactMemoryTotal, gpuCount, gpusPerNode, installMode, intRange, labelKey, labels, labelValue,
@@ -138,6 +138,17 @@ const network = z.strictObject({
 
 const STORAGE_CLASS_NAMES = [STORAGE_CLASSES.localPath, STORAGE_CLASSES.sharedPath, STORAGE_CLASSES.localDisk] as const;
 
+const reclaimPolicyValue = () => z.enum(['Delete', 'Retain'], { error: 'expected "Delete" or "Retain"' });
+/** A pre-installed cluster may keep one class's volumes (local-disk: Retain) and delete the others': a reclaim policy per class. */
+const reclaimPolicy = z.union([
+  reclaimPolicyValue(),
+  z.strictObject({
+    [STORAGE_CLASSES.localPath]: reclaimPolicyValue().optional(),
+    [STORAGE_CLASSES.sharedPath]: reclaimPolicyValue().optional(),
+    [STORAGE_CLASSES.localDisk]: reclaimPolicyValue().optional(),
+  }),
+], { error: `expected "Delete", "Retain", or a mapping of the StorageClasses (${STORAGE_CLASS_NAMES.join(', ')}) to them` });
+
 const storage = z.strictObject({
   defaultClass: z.enum(STORAGE_CLASS_NAMES, { error: `expected one of the rendered StorageClasses: ${STORAGE_CLASS_NAMES.join(', ')}` })
     .default('local-path').describe('The one StorageClass marked default.'),
@@ -147,7 +158,8 @@ const storage = z.strictObject({
   sharedFilesystem: z.strictObject({
     path: absolutePath().describe('Folder on the shared filesystem (/home) backing the shared-path RWX StorageClass.'),
   }).describe('The shared filesystem mounted on every node.'),
-  reclaimPolicy: z.enum(['Delete', 'Retain'], { error: 'expected "Delete" or "Retain"' }).default('Delete').describe('Reclaim policy of the StorageClasses.'),
+  reclaimPolicy: reclaimPolicy.default('Delete')
+    .describe('Reclaim policy of the StorageClasses: one for all ("Delete", "Retain"), or one per class ({local-disk: Retain}; a class left out: Delete). The field is immutable in a live StorageClass: init writes what each pre-installed class has.'),
 });
 
 const priority = z.strictObject({
@@ -195,6 +207,19 @@ const queueing = z.strictObject({
  */
 export const MAX_TENANTS = 500;
 
+/**
+ * Node taints no tenant pod may tolerate besides the service node's (nodes.reservedTaints): the node lifecycle
+ * controller's for a cordoned node and for nodes under memory, disk or PID pressure, which only DaemonSet pods
+ * tolerate (their controller adds it). Kubernetes' DefaultTolerationSeconds admission gives every pod a toleration
+ * of node.kubernetes.io/not-ready and unreachable (NoExecute, 300 s): those stay allowed.
+ */
+export const DEFAULT_RESERVED_TAINTS = ['unschedulable', 'memory-pressure', 'disk-pressure', 'pid-pressure']
+  .map((c) => ({ key: `node.kubernetes.io/${c}`, effect: 'NoSchedule' as const }));
+
+/** What a tenant may run outside Kueue, and the requests a container without any gets. */
+export const UNQUEUED_DEFAULTS = { cpu: '4', memory: '16Gi', pods: 10 } as const;
+export const CONTAINER_DEFAULT_REQUEST = { cpu: '250m', memory: '256Mi' } as const;
+
 const tenant = z.strictObject({
   name: dnsLabel().describe('Tenant name; names its ClusterQueue.'),
   gpus: gpuCount().describe('Nominal GPU quota; may borrow idle GPUs from the cohort.'),
@@ -211,6 +236,17 @@ const tenant = z.strictObject({
   fairSharingWeight: z.number({ error: 'expected a fair-sharing weight from 0 to 1000' }).min(0, { error: 'expected a fair-sharing weight from 0 to 1000' })
     .max(1000, { error: 'expected a fair-sharing weight from 0 to 1000' }).default(1)
     .describe('Weight of the tenant\'s ClusterQueue when queueing.fairSharing is on (0: always last).'),
+  priorities: z.array(dnsSubdomain()).optional()
+    .describe('Names of queueing.priorities the tenant\'s queued work may use, as a pod\'s priorityClassName or a kueue.x-k8s.io/priority-class label (the guardrails refuse any other class, system-* included). Default: all of them.'),
+  unqueued: z.strictObject({
+    cpu: quantity('cpu', { zero: true }).default(UNQUEUED_DEFAULTS.cpu).describe('CPU requests of all its pods outside Kueue together.'),
+    memory: quantity('memory', { zero: true }).default(UNQUEUED_DEFAULTS.memory).describe('Memory requests of all its pods outside Kueue together.'),
+    pods: nonNegativeInt().default(UNQUEUED_DEFAULTS.pods).describe('Pods outside Kueue at a time.'),
+  }).prefault({}).describe(`What the tenant may run outside Kueue (a debug or data-preparation pod without a queue label): such a pod must set priorityClassName: ${TENANCY.unqueuedPriorityClass} (the lowest priority, never preempting), and the namespace's ResourceQuota ${TENANCY.unqueuedQuota} holds them to these amounts. The amounts of all tenants come out of what the Kueue quotas share (like nodes.gpuWorkers.reserved), so the workers' reserve stays with the DaemonSets and Kueue never promises what unqueued pods hold.`),
+  defaultRequest: z.strictObject({
+    cpu: quantity('cpu').default(CONTAINER_DEFAULT_REQUEST.cpu).describe('CPU request.'),
+    memory: quantity('memory').default(CONTAINER_DEFAULT_REQUEST.memory).describe('Memory request.'),
+  }).prefault({}).describe('Requests a container of the tenant\'s namespace gets when it sets none (LimitRange container-defaults): Kueue and the ResourceQuota count them. No default limits: a limit the tenant did not ask for would throttle its jobs.'),
 });
 
 const installs = z.strictObject({
@@ -224,7 +260,7 @@ const installs = z.strictObject({
   localPathProvisioner: installMode().default('preinstalled').describe('local-path-provisioner (rendered in storage/).'),
   monitoring: installMode().default('preinstalled').describe('VictoriaMetrics + Grafana (victoria-metrics-k8s-stack chart).'),
   dynamo: z.enum(['none', 'preinstalled', 'managed'], { error: 'expected "none", "preinstalled" or "managed"' }).default('none')
-    .describe('NVIDIA Dynamo platform (dynamo-platform chart): "none" renders nothing of Dynamo, "preinstalled" only the DynamoGraphDeployment samples, "managed" also installs the platform through Argo CD.'),
+    .describe('NVIDIA Dynamo platform (dynamo-platform chart): "none" (not used), "preinstalled" (the cluster already runs it), "managed" (installed here through Argo CD). Its serving samples render with tutorials.dynamo.enabled.'),
 }).prefault({}).describe('Who installs each add-on: "preinstalled" (the Instant Cluster image) or "managed" (rendered here, synced by Argo CD).');
 
 const gpuOperator = z.strictObject({
@@ -298,20 +334,22 @@ const samples = z.strictObject({
 
 const tutorials = z.strictObject({
   skypilot: z.strictObject({
-    enabled: z.boolean().default(true)
-      .describe('Render the SkyPilot tutorial: per queue namespace a launcher and a workload identity (ServiceAccount, Role; the launcher also a read-only ClusterRole), admission policies that keep them with SkyPilot, and client files for SkyPilot v0.10 in dist/<cluster>/tutorials/skypilot/.'),
+    enabled: z.boolean().default(false)
+      .describe('Render the SkyPilot tutorial: per queue namespace a launcher and a workload identity (ServiceAccount, Role; the launcher also a read-only ClusterRole), admission policies that keep them with SkyPilot, and client files for SkyPilot v0.10 in dist/<cluster>/tutorials/skypilot/. Off by default: a tutorial\'s RBAC has no place on a production cluster unless someone follows it.'),
     context: nonEmptyString('a kubeconfig context name').optional()
       .describe('kubeconfig context SkyPilot may use (kubernetes.allowed_contexts); it names the namespace. Default: the cluster name.'),
     image: pinnedImage().optional().describe('Image of the multi-node torchrun task, pinned. Default: samples.pytorch.image.'),
   }).prefault({}).describe('Gang-scheduled multi-node training submitted with SkyPilot through Kueue.'),
   dynamo: z.strictObject({
+    enabled: z.boolean().default(false)
+      .describe('Render the Dynamo serving samples (dist/<cluster>/dynamo/, applied by hand); needs the Dynamo platform (installs.dynamo "preinstalled" or "managed"). Off by default.'),
     tenant: dnsLabel().optional()
       .describe('Tenant whose namespace and quota the Dynamo samples use. Default: the tenant named "inference" when there is one, else namespace "default".'),
     model: nonEmptyString('a Hugging Face model id').default('Qwen/Qwen3-0.6B').describe('Model the vLLM workers serve (Hugging Face id).'),
     image: pinnedImage().default(VERSIONS.dynamo.vllmRuntimeImage)
       .describe(`Dynamo vLLM runtime image of the frontend and the workers, pinned; an image of ${VERSIONS.dynamo.registry} must carry a tag published with the Dynamo platform's release (check: dynamo-image-release; default: the vllm-runtime of Dynamo ${VERSIONS.dynamo.release}).`),
-  }).prefault({}).describe('NVIDIA Dynamo serving samples (rendered with installs.dynamo "preinstalled" or "managed").'),
-}).prefault({}).describe('Worked examples rendered from the description.');
+  }).prefault({}).describe('NVIDIA Dynamo serving samples (tutorials.dynamo.enabled, with installs.dynamo "preinstalled" or "managed").'),
+}).prefault({}).describe('Worked examples rendered from the description, each opt-in (tutorials.*.enabled, default false).');
 
 const monitoring = z.strictObject({
   namespace: dnsLabel().default('monitoring').describe('Namespace of the monitoring stack and its scrape objects.'),
@@ -332,7 +370,7 @@ const monitoring = z.strictObject({
     .describe('installs.monitoring: managed: scrape kube-scheduler, kube-controller-manager and etcd (and keep the stack\'s alerts on them). Off by default: '
       + 'kubeadm binds the scheduler and controller manager to 127.0.0.1 and serves etcd\'s metrics on 127.0.0.1:2381 only, so the scrapes fail and '
       + 'KubeSchedulerDown / KubeControllerManagerDown fire from day one. On: first set bind-address 0.0.0.0 for both and etcd listen-metrics-urls '
-      + 'http://0.0.0.0:2381 in the kubeadm ClusterConfiguration (README: monitoring).'),
+      + 'http://0.0.0.0:2381 in the kubeadm ClusterConfiguration (docs/components/gitops-and-fleet.md, managed installs).'),
   grafanaDashboardLabel: z.strictObject({
     key: labelKey().default('grafana_dashboard').describe('Label key.'),
     value: labelValue().default('1').describe('Label value.'),
@@ -353,6 +391,8 @@ const monitoring = z.strictObject({
       .describe('Also scrape node exporter on every node (port 9100). Off: the monitoring stack scrapes it already, pre-installed or managed alike (victoria-metrics-k8s-stack deploys node exporter with its own scrape by default), and a second scrape doubles every series. Turn on only for a stack that does not.'),
     kubeStateMetrics: z.boolean().default(false)
       .describe('Also scrape kube-state-metrics. Off: the monitoring stack scrapes it already, pre-installed or managed alike (victoria-metrics-k8s-stack default). Turn on only for a stack that does not.'),
+    networkOperator: z.boolean().default(true)
+      .describe('Scrape the Network Operator (a VMPodScrape; with network.infiniband only). Off for a pre-installed VictoriaMetrics operator that serves no VMPodScrape (init sets it from the cluster\'s CRDs): the other scrapes do not need it, the alert on the operator\'s reconcile errors then has no data.'),
   }).prefault({}).describe('What the VictoriaMetrics scrape objects collect (the DCGM exporter, operators and Kueue always; the GPU Operator\'s own DCGM ServiceMonitor is switched off, so it is scraped once).'),
   alerts: z.strictObject({
     for: promDuration().default('5m').describe('Default "for" duration of alerts.'),
@@ -368,6 +408,51 @@ const monitoring = z.strictObject({
   }).prefault({}).describe('Alert thresholds and durations.'),
 }).prefault({}).describe('Scrapes, alerts and dashboards for the pre-installed VictoriaMetrics + Grafana.');
 
+/**
+ * The tenants' allowances outside Kueue come out of what the quotas share on the GPU workers (their allocatable less
+ * nodes.gpuWorkers.reserved): they must leave something. The issue names the first tenant that tips it over.
+ */
+const show = (r: 'cpu' | 'memory', n: number) => (r === 'cpu' ? formatMillis(Math.round(n * 1000)) : formatBytes(n));
+
+interface Requests {
+  readonly cpu: string;
+  readonly memory: string;
+}
+interface UnqueuedInput {
+  readonly nodes: { readonly gpuWorkers: { readonly count: number; readonly cpu: string; readonly memory: string; readonly reserved: Requests } };
+  readonly tenants: readonly { readonly unqueued: Requests }[];
+}
+
+function unqueuedFits(d: UnqueuedInput, ctx: z.RefinementCtx): void {
+  const w = d.nodes.gpuWorkers;
+  for (const r of ['cpu', 'memory'] as const) {
+    let shared: number;
+    let taken = 0;
+    try {
+      shared = w.count * (parseQuantity(w[r]) - parseQuantity(w.reserved[r]));
+    } catch {
+      return; // the fields' own checks report it
+    }
+    if (shared <= 0) continue; // the reserve's own check reports it
+    for (let i = 0; i < d.tenants.length; i++) {
+      try {
+        taken += parseQuantity(d.tenants[i].unqueued[r]);
+      } catch {
+        return;
+      }
+      if (taken >= shared) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['tenants', i, 'unqueued', r],
+          message: `the tenants' ${r} outside Kueue adds up to ${show(r, taken)} here, and the GPU workers keep ${show(r, shared)} for the quotas `
+            + `(${w.count} x (${w[r]} - reserved ${w.reserved[r]})): nothing would be left for Kueue; lower tenants[].unqueued.${r}`,
+        });
+        return;
+      }
+    }
+  }
+}
+
 /** Namespaces a tenant may never take (besides kube-* and the monitoring, dashboard and Argo CD namespaces of the description). */
 const SYSTEM_NAMESPACES: ReadonlySet<string> = new Set([...Object.values(NAMESPACES), 'cilium']);
 
@@ -379,6 +464,8 @@ export const ClusterDescriptionSchema = z.strictObject({
     service: serviceNode.prefault({}).describe('The tainted service node: control plane, add-on management, monitoring.'),
     gpuWorkers: gpuWorkers.describe('The GPU workers (all of one type).'),
     cpuWorkers: cpuWorkers.optional().describe('CPU-only workers, if any (a cpu-only Kueue flavor).'),
+    reservedTaints: z.array(taint()).default(DEFAULT_RESERVED_TAINTS)
+      .describe('Taints no tenant pod may tolerate, besides the service node\'s (nodes.service.taints, always reserved): by default the node lifecycle taints of a cordoned node and of nodes under memory, disk or PID pressure. Add a taint you put on nodes kept from tenants (maintenance, a reserved pool).'),
   }).describe('The nodes of the cluster.'),
   network: network.describe('Pod network and InfiniBand fabric.'),
   storage: storage.describe('StorageClasses served by local-path-provisioner.'),
@@ -399,7 +486,7 @@ export const ClusterDescriptionSchema = z.strictObject({
   // Cross-field rules: each names the field that has to change.
   const seen = new Map<string, number>();
   d.tenants.forEach((t, i) => {
-    if (seen.has(t.name)) ctx.addIssue({ code: 'custom', path: ['tenants', i, 'name'], message: `duplicate tenant name "${t.name}" (also tenants.${seen.get(t.name)}.name)` });
+    if (seen.has(t.name)) ctx.addIssue({ code: 'custom', path: ['tenants', i, 'name'], message: `duplicate tenant name "${t.name}" (also tenants[${seen.get(t.name)}].name)` });
     seen.set(t.name, i);
   });
   const namespaces = new Map<string, number>();
@@ -408,7 +495,7 @@ export const ClusterDescriptionSchema = z.strictObject({
     if (SYSTEM_NAMESPACES.has(ns) || ns.startsWith('kube-') || [d.monitoring.namespace, d.monitoring.dashboard.namespace, d.gitops.namespace].includes(ns)) {
       ctx.addIssue({ code: 'custom', path: ['tenants', i, t.namespace ? 'namespace' : 'name'], message: `tenant namespace "${ns}" collides with a system namespace` });
     }
-    if (namespaces.has(ns)) ctx.addIssue({ code: 'custom', path: ['tenants', i, 'namespace'], message: `tenant namespace "${ns}" is already used by tenants.${namespaces.get(ns)}` });
+    if (namespaces.has(ns)) ctx.addIssue({ code: 'custom', path: ['tenants', i, 'namespace'], message: `tenant namespace "${ns}" is already used by tenants[${namespaces.get(ns)}]` });
     namespaces.set(ns, i);
   });
   const capacity = d.nodes.gpuWorkers.count * d.nodes.gpuWorkers.gpusPerNode;
@@ -438,6 +525,30 @@ export const ClusterDescriptionSchema = z.strictObject({
       ctx.addIssue({ code: 'custom', path: ['tenants', i, 'lendingLimit'], message: `lendingLimit ${t.lendingLimit} exceeds the tenant's nominal quota of ${nominal} GPUs (Kueue rejects it)` });
     }
   });
+  const priorityNames = new Set(d.queueing.priorities.map((p) => p.name));
+  d.tenants.forEach((t, i) => {
+    (t.priorities ?? []).forEach((p, j) => {
+      if (!priorityNames.has(p)) {
+        ctx.addIssue({ code: 'custom', path: ['tenants', i, 'priorities', j], message: `unknown priority "${p}"; queueing.priorities has ${[...priorityNames].join(', ')}` });
+      }
+    });
+    for (const key of Object.keys(t.labels)) {
+      if (key.startsWith(TENANCY.priorityLabelPrefix)) {
+        ctx.addIssue({ code: 'custom', path: ['tenants', i, 'labels', key], message: `the label "${key}" is the toolkit's (the guardrails read it); use tenants[${i}].priorities for priorities` });
+      }
+    }
+  });
+  if (d.tenants.length > 0) {
+    d.queueing.priorities.forEach((p, i) => {
+      if (p.name === TENANCY.unqueuedPriorityClass) {
+        ctx.addIssue({ code: 'custom', path: ['queueing', 'priorities', i, 'name'], message: `"${p.name}" is the PriorityClass of the tenants' pods outside Kueue; choose another name` });
+      } else if (p.name.length > 63) {
+        // the guardrails read a tenant's priorities from namespace labels named after them
+        ctx.addIssue({ code: 'custom', path: ['queueing', 'priorities', i, 'name'], message: `expected at most 63 characters (a label name) with tenants, got ${p.name.length}` });
+      }
+    });
+  }
+  unqueuedFits(d, ctx);
   const defaults = d.queueing.priorities.filter((p) => p.default);
   if (defaults.length > 1) {
     ctx.addIssue({ code: 'custom', path: ['queueing', 'priorities'], message: `at most one priority may be the default, got ${defaults.map((p) => p.name).join(', ')}` });
@@ -555,6 +666,13 @@ export const ClusterDescriptionSchema = z.strictObject({
   }
   if (secondary.ipoib && !secondary.multus) {
     ctx.addIssue({ code: 'custom', path: ['network', 'secondaryNetwork', 'ipoib'], message: 'IPoIB networks attach through Multus: set network.secondaryNetwork.multus: true' });
+  }
+  if (d.tutorials.dynamo.enabled && d.installs.dynamo === 'none') {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['tutorials', 'dynamo', 'enabled'],
+      message: 'the Dynamo samples need the Dynamo platform: set installs.dynamo to "preinstalled" (the cluster runs it) or "managed" (installed here)',
+    });
   }
   const dynamoTenant = d.tutorials.dynamo.tenant;
   if (dynamoTenant !== undefined && !d.tenants.some((t) => t.name === dynamoTenant)) {

@@ -42,7 +42,7 @@ function cell(v: string): string {
   return v.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 }
 
-/** Markdown table of every field of the description (path, type, default, meaning), for the README. */
+/** Markdown table of every field of the description (path, type, default, meaning), for docs/description.md. */
 export function descriptionFieldTable(): string {
   const rows: string[] = ['| field | type | default | meaning |', '|---|---|---|---|'];
   const walk = (node: JsonSchemaNode, prefix: string, required: boolean) => {

@@ -19,6 +19,7 @@ export function loadModels(files: readonly string[]): ClusterModel[] {
     if (names.has(m.name)) problems.push(`${files[i]}: name: cluster "${m.name}" is also described in ${files[names.get(m.name)!]}`);
     names.set(m.name, i);
   });
-  if (problems.length > 0) throw new InputError('invalid cluster description', problems);
+  // one line per problem, each naming its file, line and field: exit 2 and nothing else (nothing is written)
+  if (problems.length > 0) throw new InputError('invalid cluster description', problems.flatMap((p) => p.split('\n')), { detailsOnly: true });
   return models;
 }

@@ -3,22 +3,29 @@ import type { core } from 'zod';
 import { ClusterDescription, ClusterDescriptionSchema } from './description';
 import { evaluateTypeScriptDescription, TypeScriptDescriptionFailed } from './load-typescript';
 import { faultPoint } from '../fault';
+import { closestField, echoedValue } from './issue-hints';
 import { INPUT_LIMITS } from '../input/limits';
-import { checkNesting, decodeInput, formatPath, InputFileError, InputIssue, parseInputYaml, readInputBytes } from '../input/read';
+import { checkNesting, decodeInput, formatPath, InputFileError, InputIssue, parseInputYaml, readInputBytes, yamlPositions } from '../input/read';
 import { isJsonObject } from '../json';
 
 export { formatPath };
 
-/** One problem of a cluster description, with the field path (`nodes.gpuWorkers.gpusPerNode`, `tenants[1].name`; empty for the whole file). */
-export type DescriptionIssue = Pick<InputIssue, 'path' | 'message'>;
+/**
+ * One problem of a cluster description, with the field path (`nodes.gpuWorkers.gpusPerNode`, `tenants[1].name`; empty
+ * for the whole file) and, for a YAML or JSON file, where it is (1-based line and column of the field's key).
+ */
+export type DescriptionIssue = Pick<InputIssue, 'path' | 'message' | 'line' | 'column'>;
 
-/** A cluster description that cannot be rendered: bad YAML, wrong types, impossible combinations. */
+/** `lab.yaml:18:5 nodes.gpuWorkers.gpusPerNod: unknown field`: the file, where, the field path, what is wrong. */
+export function describeDescriptionIssue(source: string, i: DescriptionIssue): string {
+  const where = i.line !== undefined ? `${source}:${i.line}:${i.column ?? 1}` : `${source}:`;
+  return `${where} ${i.path ? `${i.path}: ` : ''}${i.message}`;
+}
+
+/** A cluster description that cannot be rendered: bad YAML, wrong types, impossible combinations. One line per problem. */
 export class DescriptionError extends Error {
   constructor(readonly source: string, readonly issues: readonly DescriptionIssue[]) {
-    super(issues.length === 1 && !issues[0].path
-      // a problem of the whole file: one line
-      ? `${source}: ${issues[0].message}`
-      : `${source}: invalid cluster description\n${issues.map((i) => `  ${i.path ? `${i.path}: ` : ''}${i.message}`).join('\n')}`);
+    super(issues.map((i) => describeDescriptionIssue(source, i)).join('\n'));
     this.name = 'DescriptionError';
   }
 }
@@ -29,37 +36,47 @@ function describeValue(v: unknown): string {
   return s.length > 80 ? `${s.slice(0, 77)}...` : s;
 }
 
-function toIssues(issues: readonly core.$ZodIssue[]): DescriptionIssue[] {
+/** The issues of a refused description, each with where it is when `positionOf` knows (a YAML or JSON text). */
+function toIssues(issues: readonly core.$ZodIssue[], raw: unknown, positionOf?: ReturnType<typeof yamlPositions>): DescriptionIssue[] {
   const out: DescriptionIssue[] = [];
+  const push = (segments: readonly PropertyKey[], message: string) => out.push({ path: formatPath(segments), message, ...positionOf?.(segments) });
   for (const issue of issues) {
-    const at = formatPath(issue.path);
     if (issue.code === 'unrecognized_keys') {
-      for (const key of issue.keys) out.push({ path: formatPath([...issue.path, key]), message: 'unknown field' });
+      for (const key of issue.keys) {
+        const meant = closestField(ClusterDescriptionSchema, issue.path, key);
+        push([...issue.path, key], `unknown field${meant ? ` (did you mean "${meant}"?)` : ''}`);
+      }
       continue;
     }
+    const at = issue.path;
     if (issue.code === 'invalid_union' && issue.errors.length > 0) {
       // a union of alternatives (e.g. quantity string|number): report the outer message
-      out.push({ path: at, message: `${issue.message}, got ${describeValue(issue.input)}` });
+      push(at, `${issue.message}, got ${describeValue(issue.input)}`);
       continue;
     }
     if (issue.code === 'invalid_type' && issue.input === undefined) {
-      out.push({ path: at, message: `required field is missing (${issue.message})` });
+      push(at, `required field is missing (${issue.message})`);
       continue;
     }
-    // a list too long or too short: its length, not its start
+    // a list too long or too short: its length, not its start; a cross-field rule's issue carries no input: the value
+    // is read from the description where the message lacks it
     const list = (issue.code === 'too_big' || issue.code === 'too_small') && Array.isArray(issue.input);
-    const got = issue.code === 'custom' || !('input' in issue) ? '' : list ? `, got ${(issue.input as unknown[]).length}` : `, got ${describeValue(issue.input)}`;
+    const got = issue.code === 'custom' ? echoedValue(issue, raw, describeValue) : !('input' in issue) ? ''
+      : list ? `, got ${(issue.input as unknown[]).length}` : `, got ${describeValue(issue.input)}`;
     // zod's own wording ("Invalid input: expected string, received number") for fields without a message of ours
     const message = issue.code === 'invalid_type' && issue.message.startsWith('Invalid input') ? `expected ${issue.expected}` : issue.message;
-    out.push({ path: at, message: `${message}${got}` });
+    push(at, `${message}${got}`);
   }
   return out;
 }
 
-/** Validates a parsed description and applies every default. Throws DescriptionError. */
-export function parseDescription(raw: unknown, source = '<description>'): ClusterDescription {
+/**
+ * Validates a parsed description and applies every default. Throws DescriptionError; with `text`, the YAML or JSON the
+ * description was parsed from, each issue says where in it the field is.
+ */
+export function parseDescription(raw: unknown, source = '<description>', text?: string): ClusterDescription {
   const result = ClusterDescriptionSchema.safeParse(raw, { reportInput: true });
-  if (!result.success) throw new DescriptionError(source, toIssues(result.error.issues));
+  if (!result.success) throw new DescriptionError(source, toIssues(result.error.issues, raw, text === undefined ? undefined : yamlPositions(text)));
   return result.data;
 }
 
@@ -70,12 +87,25 @@ export const MAX_DEPTH = INPUT_LIMITS.description.depth;
 /** YAML aliases a description may expand (none are needed; a few are convenient; thousands are an alias bomb). */
 export const MAX_ALIAS_COUNT = INPUT_LIMITS.description.aliases;
 
-/** The limits of the shared input reader, reported as a description's problems. */
-function asDescriptionError<T>(read: () => T): T {
+/** `a.b[2].c` as path segments (best effort: a key with a dot in it is taken for two). */
+function pathSegments(p: string): PropertyKey[] {
+  return [...p.matchAll(/([^.[\]]+)|\[(\d+)\]/g)].map((m) => (m[2] !== undefined ? Number(m[2]) : m[1]));
+}
+
+/**
+ * The limits of the shared input reader, reported as a description's problems: where the reader knows the position it
+ * leads the line (the message need not repeat it); a problem of a field it found in `text` gets that field's position.
+ */
+function asDescriptionError<T>(read: () => T, text?: string): T {
   try {
     return read();
   } catch (e) {
-    if (e instanceof InputFileError) throw new DescriptionError(e.file, e.issues.map((i) => ({ path: i.path, message: i.message })));
+    if (e instanceof InputFileError) {
+      const positionOf = text === undefined ? undefined : yamlPositions(text);
+      throw new DescriptionError(e.file, e.issues.map((i) => (i.line !== undefined
+        ? { path: i.path, message: i.message.replace(/ at line \d+, column \d+$/, ''), line: i.line, column: i.column }
+        : { path: i.path, message: i.message, ...(i.path ? positionOf?.(pathSegments(i.path)) : undefined) })));
+    }
     throw e;
   }
 }
@@ -95,7 +125,7 @@ export function decodeDescription(file: string, buf: Buffer): string {
 
 /** The parsed YAML or JSON of a description: nesting, aliases and duplicate keys within the limits. */
 function parseYaml(file: string, text: string): unknown {
-  return asDescriptionError(() => parseInputYaml(file, text, 'description', false)[0]);
+  return asDescriptionError(() => parseInputYaml(file, text, 'description', false)[0], text);
 }
 
 /** Description files: YAML, JSON (not a *.schema.json) or TypeScript (not a *.d.ts). */
@@ -138,9 +168,9 @@ export function loadDescription(file: string): ClusterDescription {
     if (e instanceof RangeError) throw new DescriptionError(file, [{ path: '', message: `fields nested too deeply to parse (a description nests ${MAX_DEPTH} levels at most)` }]);
     throw e;
   }
-  asDescriptionError(() => checkNesting(file, raw, 'description'));
+  asDescriptionError(() => checkNesting(file, raw, 'description'), ext === '.ts' ? undefined : text);
   if (!isJsonObject(raw)) {
     throw new DescriptionError(file, [{ path: '', message: 'expected a mapping of description fields at the top level' }]);
   }
-  return parseDescription(raw, file);
+  return parseDescription(raw, file, ext === '.ts' ? undefined : text);
 }

@@ -104,6 +104,13 @@ export interface QueueModel {
   readonly quota: QueueQuota;
 }
 
+/** CPU and memory requests (canonical quantities) and a pod count. */
+export interface PodAllowance {
+  readonly cpu: string;
+  readonly memory: string;
+  readonly pods: number;
+}
+
 export interface TenantModel extends QueueModel {
   readonly name: string;
   /** Group bound to the tenant role. */
@@ -111,6 +118,12 @@ export interface TenantModel extends QueueModel {
   readonly borrowingOnly: boolean;
   /** Extra namespace labels from the description. */
   readonly labels: Readonly<Record<string, string>>;
+  /** Priorities (queueing.priorities names) its queued work may use. */
+  readonly priorities: readonly string[];
+  /** What it may run outside Kueue (ResourceQuota of TENANCY.unqueuedQuota); subtracted from the quotas' totals. */
+  readonly unqueued: PodAllowance;
+  /** Requests a container of its namespace gets when it sets none (LimitRange). */
+  readonly defaultRequest: { readonly cpu: string; readonly memory: string };
 }
 
 export interface PriorityModel {
@@ -134,6 +147,8 @@ export interface ClusterModel {
   readonly gpuProduct: GpuProductFacts;
   readonly serviceNode: NodePlacement;
   readonly cpuWorkers?: NodePlacement;
+  /** Taints no tenant pod may tolerate: the service node's, then nodes.reservedTaints (without repeats). */
+  readonly reservedTaints: readonly Taint[];
   readonly queueing: {
     readonly cohort: string;
     readonly defaultQueue: QueueModel;
@@ -267,9 +282,20 @@ export function queueQuotas(totals: QuotaTotals, defaultClaim: Omit<QueueClaim, 
   return [defaultQuota, ...tenantQuotas];
 }
 
+/** The reclaim policy of one StorageClass: storage.reclaimPolicy, for all classes or per class (a class left out: Delete). */
+export function reclaimPolicyOf(storage: ClusterDescription['storage'], className: string): 'Delete' | 'Retain' {
+  const p = storage.reclaimPolicy;
+  return typeof p === 'string' ? p : p[className as keyof typeof p] ?? 'Delete';
+}
+
 /** The queue of a namespace (undefined: the namespace has no LocalQueue). */
 export function queueOfNamespace(model: ClusterModel, namespace: string): QueueModel | undefined {
   return model.queueing.queues.find((q) => q.namespace === namespace);
+}
+
+/** CPU and memory as canonical quantities (memory rounded up to whole bytes). */
+function canonicalRequests(r: { readonly cpu: string; readonly memory: string }): { cpu: string; memory: string } {
+  return { cpu: formatMillis(parseMillis(r.cpu)), memory: formatBytes(Math.ceil(parseQuantity(r.memory))) };
 }
 
 export function buildModel(d: ClusterDescription): ClusterModel {
@@ -330,10 +356,13 @@ export function buildModel(d: ClusterDescription): ClusterModel {
   });
   const gpuNode = forWorkloads(w);
   const cpuNode = cpuOnlyNodes && forWorkloads(cpuOnlyNodes);
+  // What tenants may run outside Kueue is kept out of the quotas too (the description checks that something is left).
+  const unqueuedCpuMillis = d.tenants.reduce((n, t) => n + parseMillis(t.unqueued.cpu), 0);
+  const unqueuedMemoryBytes = d.tenants.reduce((n, t) => n + Math.ceil(parseQuantity(t.unqueued.memory)), 0);
   const totals: QuotaTotals = {
     gpus,
-    cpuMillis: w.count * gpuNode.cpuMillis,
-    memoryBytes: w.count * gpuNode.memoryBytes,
+    cpuMillis: w.count * gpuNode.cpuMillis - unqueuedCpuMillis,
+    memoryBytes: w.count * gpuNode.memoryBytes - unqueuedMemoryBytes,
     rdma: rdmaDevices,
     cpuOnly: cpuOnlyNodes && cpuNode && {
       cpuMillis: cpuOnlyNodes.count * cpuNode.cpuMillis,
@@ -359,6 +388,9 @@ export function buildModel(d: ClusterDescription): ClusterModel {
     fairSharingWeight: t.fairSharingWeight,
     labels: t.labels,
     quota: tenantQuotas[i],
+    priorities: t.priorities ?? q.priorities.map((p) => p.name),
+    unqueued: { ...canonicalRequests(t.unqueued), pods: t.unqueued.pods },
+    defaultRequest: canonicalRequests(t.defaultRequest),
   }));
   const defaultQueue: QueueModel = {
     clusterQueue: q.defaultClusterQueue,
@@ -380,6 +412,8 @@ export function buildModel(d: ClusterDescription): ClusterModel {
     gpuProduct: gpuProductFacts(w.gpuProduct),
     serviceNode,
     cpuWorkers,
+    reservedTaints: [...d.nodes.service.taints, ...d.nodes.reservedTaints]
+      .filter((t, i, all) => all.findIndex((u) => u.key === t.key && u.value === t.value && u.effect === t.effect) === i),
     queueing: {
       cohort: q.cohort,
       defaultQueue,

@@ -64,6 +64,23 @@ export const KUEUE_POD = {
 } as const;
 
 /**
+ * What keeps tenants in their lane outside Kueue (the tenants component renders it, the guardrails enforce it).
+ * A pod in a tenant namespace that Kueue does not admit (no queue label, or not gated by Kueue) must name the
+ * PriorityClass `unqueuedPriorityClass`: the lowest priority, which never preempts, and the scope of the namespace's
+ * ResourceQuota `unqueuedQuota` (ResourceQuota scopes cannot select "not queued" otherwise: Kubernetes matches a
+ * quota's scope on a pod's priority class, activeDeadlineSeconds, QoS or cross-namespace affinity only). The priorities
+ * a tenant may use are namespace labels `<priorityLabelPrefix><name>: allowed`, which one policy reads for every
+ * tenant through `namespaceObject` (tenants cannot write Namespaces).
+ */
+export const TENANCY = {
+  unqueuedPriorityClass: 'unqueued',
+  unqueuedQuota: 'unqueued',
+  limitRange: 'container-defaults',
+  priorityLabelPrefix: 'priority.gpu-cluster.dev/',
+  priorityAllowed: 'allowed',
+} as const;
+
+/**
  * RuntimeClasses the GPU Operator creates (v26.7.0, assets/pre-requisites): `operator.runtimeClass` (CRD and chart
  * default "nvidia") and, with CDI on, "nvidia-cdi" and "nvidia-legacy". A pod using one runs under the NVIDIA
  * container runtime, which gives a container the GPUs its NVIDIA_VISIBLE_DEVICES names.

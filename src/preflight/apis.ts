@@ -1,31 +1,13 @@
 import { crdFacts } from './reads';
+import { installBringing, missingKindFixes } from './remedies';
 import { PreflightContext, PreflightFinding, PreflightRule, rulesOf } from './rule';
 import { ARGOCD_FOLDER } from '../components/argocd/chart';
-import { GroupKind, groupKindKey, isBuiltInGroup, isProvided, kindsDefinedBy, parseProvides } from '../components/gitops/api-kinds';
-import { ManagedInstall, managedInstalls } from '../components/gitops/managed-installs';
+import { groupKindKey, isBuiltInGroup, isProvided, kindsDefinedBy, parseProvides } from '../components/gitops/api-kinds';
 import { GITOPS_FOLDER } from '../components/gitops/plan';
-import { ClusterDescription } from '../model/description';
-import { ClusterModel } from '../model/model';
 import { LABELS } from '../model/names';
 import { apiGroup } from '../render/manifest';
 
-/**
- * The `installs.<key>: managed` that would bring a kind in the same sync: the managed install whose provides (its
- * chart's or overlay's own CRDs, as plan.ts declares them) include it, for this description with every add-on managed.
- */
-function installsBringing(model: ClusterModel): (gk: GroupKind) => string | undefined {
-  let all: ManagedInstall[] | undefined;
-  return (gk) => {
-    if (!all) {
-      const installs = Object.fromEntries(Object.keys(model.description.installs).map((k) => [k, 'managed'])) as ClusterDescription['installs'];
-      all = managedInstalls({ ...model, description: { ...model.description, installs } });
-    }
-    const key = all.find((i) => isProvided(gk, i.provides))?.key;
-    return key && `installs.${key}: managed`;
-  };
-}
-
-function apiFindings({ model, rendered, state }: PreflightContext): PreflightFinding[] {
+function apiFindings({ model, rendered, state, crdFileOf }: PreflightContext): PreflightFinding[] {
   // Without any CRD the state was not read completely (snapshot-incomplete says so), not "every API is missing".
   if (!state.has('apiextensions.k8s.io', 'CustomResourceDefinition')) return [];
   const crds = state.list('apiextensions.k8s.io', 'CustomResourceDefinition').map(crdFacts).filter((f) => f !== undefined);
@@ -35,7 +17,6 @@ function apiFindings({ model, rendered, state }: PreflightContext): PreflightFin
     ...kindsDefinedBy(manifests),
     ...manifests.filter((m) => m.kind === 'Application').flatMap((a) => parseProvides(a.metadata.annotations?.[LABELS.provides])),
   ];
-  const installFor = installsBringing(model);
   const seen = new Set<string>();
   const out: PreflightFinding[] = [];
   for (const { folder, manifest: m } of rendered) {
@@ -48,8 +29,11 @@ function apiFindings({ model, rendered, state }: PreflightContext): PreflightFin
     const users = rendered.filter((r) => r.manifest.apiVersion === m.apiVersion && r.manifest.kind === m.kind).length;
     // Argo CD itself is installed before the bootstrap; the gitops folder is applied by hand.
     const severity = folder === GITOPS_FOLDER ? 'warning' : 'error';
-    const install = installFor({ group, kind: m.kind });
+    const installKey = installBringing(model, { group, kind: m.kind })?.key;
+    const install = installKey && `installs.${installKey}: managed`;
     if (!crd) {
+      // least invasive first: render without the kind, install its CRD, a managed install last
+      const fixes = folder === GITOPS_FOLDER ? [] : missingKindFixes(model, state, { group, kind: m.kind }, m.apiVersion, crdFileOf);
       out.push({
         rule: 'api-missing',
         severity,
@@ -57,8 +41,8 @@ function apiFindings({ model, rendered, state }: PreflightContext): PreflightFin
         message: `the render has ${users} ${m.kind} object(s) (${folder}/) but the cluster has no CRD for ${m.kind}.${group}`,
         fix: folder === GITOPS_FOLDER
           ? (model.argocd === 'managed' ? `the bootstrap installs it first: kubectl apply --server-side --force-conflicts -k ${model.description.gitops.path}/${ARGOCD_FOLDER}`
-            : 'install Argo CD before the bootstrap, or set gitops.argocd: managed (README: gitops and the fleet)')
-          : install ? `set ${install} in the description (the same sync installs the CRD), or install the operator that serves ${m.kind}` : `install the operator that serves ${m.kind}.${group}`,
+            : 'install Argo CD before the bootstrap, or set gitops.argocd: managed (docs/components/gitops-and-fleet.md)')
+          : fixes.length > 0 ? fixes.join('; or ') : `install the operator that serves ${m.kind}.${group}`,
       });
     } else if (!crd.served.includes(version)) {
       out.push({

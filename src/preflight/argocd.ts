@@ -1,7 +1,14 @@
 import { PreflightFinding, PreflightRule } from './rule';
+import { ClusterState } from './state';
 import { ARGOCD_FOLDER } from '../components/argocd/chart';
 import { FLEET_FOLDER } from '../components/gitops/plan';
 import { VERSIONS } from '../versions';
+
+/** The namespaces of the cluster's Argo CD Applications, sorted; undefined when it serves no Application CRD (runs no Argo CD). */
+export function argocdNamespaces(state: ClusterState): string[] | undefined {
+  if (!state.get('apiextensions.k8s.io', 'CustomResourceDefinition', 'applications.argoproj.io')) return undefined;
+  return [...new Set(state.list('argoproj.io', 'Application').map((a) => a.metadata.namespace).filter((n): n is string => !!n))].sort();
+}
 
 /**
  * A cluster that already runs an Argo CD (its Application CRD is served) while the description renders one of its own
@@ -16,10 +23,9 @@ const argocdPresent: PreflightRule = {
   summary: 'the cluster already runs an Argo CD while gitops.argocd is "managed": the bootstrap would take it over (adopt it, or keep it and say external)',
   check: ({ model, state }) => {
     if (model.argocd !== 'managed') return [];
-    const crd = state.get('apiextensions.k8s.io', 'CustomResourceDefinition', 'applications.argoproj.io');
-    if (!crd) return [];
+    const namespaces = argocdNamespaces(state);
+    if (namespaces === undefined) return [];
     const ns = model.description.gitops.namespace;
-    const namespaces = [...new Set(state.list('argoproj.io', 'Application').map((a) => a.metadata.namespace).filter((n): n is string => !!n))].sort();
     const elsewhere = namespaces.filter((n) => n !== ns);
     const out: PreflightFinding = {
       rule: 'argocd-present',

@@ -2,19 +2,32 @@ import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { formatPreflightFinding, preflight, PREFLIGHT_RULES } from './engine';
 import { LIVE_TIMEOUT_MS, LiveOptions, readLive } from './live';
+import type { CrdFileOf } from './remedies';
 import { readSnapshot } from './snapshot';
 import { ClusterState } from './state';
 import { consoleIo, EXIT, Io } from '../commands/io';
 import { CommandSpec, commandHelp, OPTIONS, OptionTable } from '../commands/options';
 import { InputError, outputFormat } from '../errors';
 import { INPUT_LIMITS } from '../input/limits';
-import { PACKAGE_NAME } from '../paths';
+import { DEFAULT_SCHEMAS, PACKAGE_NAME } from '../paths';
 import { Manifest } from '../render/manifest';
 import { loadModels, renderModel } from '../synth/pipeline';
+import { SchemaStore } from '../validate/schemas';
+
+/** The CRD file of a kind in the schema folder the toolkit validates with, opened only when a fix asks (none without the folder). */
+function crdFiles(): CrdFileOf | undefined {
+  if (!existsSync(DEFAULT_SCHEMAS)) return undefined;
+  let store: SchemaStore | undefined;
+  return (apiVersion, kind) => {
+    store ??= SchemaStore.open(DEFAULT_SCHEMAS);
+    const source = store.lookup(apiVersion, kind)?.source;
+    return source !== undefined && /\.ya?ml$/.test(source) ? source : undefined;
+  };
+}
 
 /** Options of the commands that read a cluster (`preflight`, `init`). */
 export const CLUSTER_SOURCE_OPTIONS = {
-  snapshot: { type: 'string', value: 'FILE', help: `the cluster's state as \`kubectl get ... -o yaml\` output (see the README for the command); at most ${INPUT_LIMITS.snapshot.mib} MiB (${INPUT_LIMITS.snapshot.env})` },
+  snapshot: { type: 'string', value: 'FILE', help: `the cluster's state as \`kubectl get ... -o yaml\` output (docs/pre-installed-cluster.md has the command); at most ${INPUT_LIMITS.snapshot.mib} MiB (${INPUT_LIMITS.snapshot.env})` },
   kubeconfig: { type: 'string', value: '[PATH]', help: 'read the cluster live instead (GET requests only) through this kubeconfig (default: $KUBECONFIG or ~/.kube/config, as kubectl)' },
   context: { type: 'string', value: 'NAME', help: 'the kubeconfig context to use (default: its current context)' },
   timeout: { type: 'string', value: 'SECONDS', help: `bounds the whole live read: exec credential plugin, connect, TLS and every answer (default: ${LIVE_TIMEOUT_MS / 1000}, at most 600)` },
@@ -103,7 +116,7 @@ export function runPreflight(argv: string[], io: Io = consoleIo): number | Promi
   const [model] = loadModels([values.config]);
   const cluster = renderModel(model);
   const report = (state: ClusterState): number => {
-    const findings = preflight(cluster, state);
+    const findings = preflight(cluster, state, undefined, { crdFileOf: crdFiles() });
     const errors = findings.filter((f) => f.severity === 'error').length;
     if (format === 'json') {
       const summary = { cluster: model.name, source: state.source, objects: state.objects.length, errors, warnings: findings.length - errors };

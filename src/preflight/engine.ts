@@ -5,6 +5,7 @@ import { FOREIGN_CONFIG_RULES } from './foreign-config';
 import { IMMUTABLE_RULES } from './immutable';
 import { STATE_RULES } from './incomplete';
 import { QUOTA_RULES } from './quota';
+import type { CrdFileOf } from './remedies';
 import { PreflightContext, PreflightFinding, PreflightRule, RenderedObject } from './rule';
 import { ClusterState } from './state';
 import { TAKEOVER_RULES } from './takeover';
@@ -31,9 +32,11 @@ function applicationsOf(cluster: RenderedCluster): Map<string, string> {
 }
 
 /** Compares a rendered cluster with a cluster state; findings in rule order. */
-export function preflight(cluster: RenderedCluster, state: ClusterState, rules: readonly PreflightRule[] = PREFLIGHT_RULES): PreflightFinding[] {
+export function preflight(
+  cluster: RenderedCluster, state: ClusterState, rules: readonly PreflightRule[] = PREFLIGHT_RULES, options: { readonly crdFileOf?: CrdFileOf } = {},
+): PreflightFinding[] {
   const rendered: RenderedObject[] = cluster.folders.flatMap((f) => f.objects.map((manifest) => ({ folder: f.folder, manifest })));
-  const ctx: PreflightContext = { model: cluster.model, rendered, state, applications: applicationsOf(cluster) };
+  const ctx: PreflightContext = { model: cluster.model, rendered, state, applications: applicationsOf(cluster), crdFileOf: options.crdFileOf };
   return rules.flatMap((r) => r.check(ctx));
 }
 

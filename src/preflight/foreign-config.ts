@@ -1,5 +1,6 @@
 import { parse } from 'yaml';
 import { KUEUE_CONFIG_NAMESPACE } from './reads';
+import { renderWithout } from './remedies';
 import { PreflightContext, PreflightFinding, PreflightRule, rulesOf } from './rule';
 import { ClusterState } from './state';
 import { describeObject } from './util';
@@ -19,6 +20,18 @@ export function kueueFramework(m: Manifest): string {
   if (group === '') return m.kind.toLowerCase();
   if (group === 'apps') return m.kind.toLowerCase();
   return `${group}/${m.kind.toLowerCase()}`;
+}
+
+/** The rendered objects that carry a queue label, and the Kueue integrations (frameworks) they need, sorted. */
+export function queuedFrameworks(rendered: readonly Manifest[]): { readonly queued: Manifest[]; readonly needed: string[] } {
+  const queued = rendered.filter((m) => m.metadata.labels?.[LABELS.queueName] !== undefined);
+  return { queued, needed: [...new Set(queued.map(kueueFramework))].sort() };
+}
+
+/** The frameworks of a live Kueue configuration (integrations.frameworks). */
+export function liveFrameworks(config: Record<string, unknown>): Set<string> {
+  const frameworks = valueAt(config, ['integrations', 'frameworks']);
+  return new Set(Array.isArray(frameworks) ? frameworks.map(String) : []);
 }
 
 /** The Kueue manager ConfigMap of a cluster state, and its Configuration when it parses as a mapping. */
@@ -43,8 +56,7 @@ const RESTART = `kubectl -n ${KUEUE_CONFIG_NAMESPACE} rollout restart deployment
 
 function configFindings(ctx: PreflightContext): PreflightFinding[] {
   if (ctx.model.description.installs.kueue === 'managed') return []; // the rendered configuration is ours
-  const queued = ctx.rendered.map((r) => r.manifest).filter((m) => m.metadata.labels?.[LABELS.queueName] !== undefined);
-  const needed = [...new Set(queued.map(kueueFramework))].sort();
+  const { queued, needed } = queuedFrameworks(ctx.rendered.map((r) => r.manifest));
   const alerts = ctx.rendered.some((r) => r.manifest.kind === 'VMRule' && CLUSTER_QUEUE_RESOURCE_METRICS.some((s) => JSON.stringify(r.manifest.spec).includes(s)));
   if (needed.length === 0 && !alerts) return [];
   const live = kueueConfig(ctx);
@@ -58,18 +70,24 @@ function configFindings(ctx: PreflightContext): PreflightFinding[] {
     }];
   }
   const out: PreflightFinding[] = [];
-  const frameworks = valueAt(live.config, ['integrations', 'frameworks']);
-  const have = new Set(Array.isArray(frameworks) ? frameworks.map(String) : []);
+  const have = liveFrameworks(live.config);
   const missing = needed.filter((f) => !have.has(f));
   if (missing.length > 0) {
     const users = (f: string) => queued.filter((m) => kueueFramework(m) === f).map(describeObject);
+    // least invasive first: render without what needs the integration, then add it to the running Kueue, a Kueue of ours last
+    const kinds = [...new Map(queued.filter((m) => missing.includes(kueueFramework(m))).map((m) => [`${apiGroup(m.apiVersion)}/${m.kind}`, m])).values()];
+    const without = kinds.map((m) => renderWithout(ctx.model.description, { group: apiGroup(m.apiVersion), kind: m.kind }));
+    const fixes = [
+      ...(without.every((w) => w !== undefined) ? [`${without.map((w) => w.text).join(' and ')} (the cluster then lacks ${without.map((w) => w.loses).join(' and ')})`] : []),
+      `add ${missing.join(', ')} to integrations.frameworks: kubectl -n ${KUEUE_CONFIG_NAMESPACE} edit configmap ${live.configMap.metadata.name} && ${RESTART}`,
+      'set installs.kueue: managed in the description (the toolkit then renders the manager configuration; a second Kueue beside the pre-installed one, so remove that first)',
+    ];
     out.push({
       rule: 'kueue-integrations',
       severity: 'error',
       object: describeObject(live.configMap),
       message: `integrations.frameworks lacks ${missing.join(', ')}; Kueue ignores ${missing.flatMap(users).join(', ')}, which then run outside the quotas (or never start)`,
-      fix: `set installs.kueue: managed in the description (the toolkit then renders the manager configuration), or add ${missing.join(', ')} to integrations.frameworks: `
-        + `kubectl -n ${KUEUE_CONFIG_NAMESPACE} edit configmap ${live.configMap.metadata.name} && ${RESTART}`,
+      fix: fixes.join('; or '),
     });
   }
   if (alerts && valueAt(live.config, ['metrics', 'enableClusterQueueResources']) !== true) {

@@ -2,6 +2,8 @@ import { descriptionEdit, withWhy } from './fixes';
 import { PreflightFinding, PreflightRule } from './rule';
 import { describeObject, isTemplate, same, show } from './util';
 import { valueAt } from '../json';
+import { reclaimPolicyOf } from '../model/model';
+import { STORAGE_CLASSES } from '../model/names';
 import { apiGroup, Manifest } from '../render/manifest';
 
 /** StorageClass fields the API server refuses to change (the StorageClass must be deleted and recreated). */
@@ -13,6 +15,7 @@ const immutableFields: PreflightRule = {
   summary: 'a rendered object changes a field the API server refuses to update (LocalQueue spec.clusterQueue, StorageClass provisioner/parameters/reclaimPolicy/volumeBindingMode)',
   check: ({ rendered, state, model }) => {
     const out: PreflightFinding[] = [];
+    const livePolicies = liveReclaimPolicies(model.description, rendered.map((r) => r.manifest), state.find.bind(state));
     for (const { manifest: m } of rendered) {
       if (isTemplate(m)) continue;
       const live = state.find(m);
@@ -43,7 +46,7 @@ const immutableFields: PreflightRule = {
             object: describeObject(live),
             message: diffs.map((f) => `${f} is ${show(live[f])} in the cluster and ${show(m[f])} in the render`).join('; ')
               + '; these fields are immutable, so the sync fails',
-            fix: `${(onlyReclaim ? descriptionEdit(model.description, { 'storage.reclaimPolicy': live.reclaimPolicy }) : undefined)?.concat(', or ') ?? ''}`
+            fix: `${(onlyReclaim ? descriptionEdit(model.description, { 'storage.reclaimPolicy': livePolicies }) : undefined)?.concat(', or ') ?? ''}`
               + `kubectl delete storageclass ${m.metadata.name} and let Argo CD recreate it (bound volumes keep working; new claims wait for the sync)`,
           });
         }
@@ -52,6 +55,26 @@ const immutableFields: PreflightRule = {
     return out;
   },
 };
+
+/**
+ * storage.reclaimPolicy as the cluster has it: each rendered StorageClass's live policy (the described one where the
+ * class is not there yet), one value when all agree, else one per class. The same edit for every class that differs,
+ * so following one finding's fix never makes another class differ.
+ */
+function liveReclaimPolicies(
+  description: Parameters<typeof descriptionEdit>[0], rendered: readonly Manifest[], find: (m: Manifest) => Manifest | undefined,
+): string | Record<string, string> {
+  const ours: readonly string[] = Object.values(STORAGE_CLASSES);
+  const policies: Record<string, string> = {};
+  const classes = rendered.filter((m) => m.kind === 'StorageClass' && ours.includes(m.metadata.name))
+    .sort((a, b) => ours.indexOf(a.metadata.name) - ours.indexOf(b.metadata.name));
+  for (const m of classes) {
+    const live = find(m);
+    policies[m.metadata.name] = live ? String(normalizedStorageField(live, 'reclaimPolicy')) : reclaimPolicyOf(description.storage, m.metadata.name);
+  }
+  const values = [...new Set(Object.values(policies))];
+  return values.length === 1 ? values[0] : policies;
+}
 
 /** The API server defaults reclaimPolicy to Delete and volumeBindingMode to Immediate; parameters absent equals empty. */
 function normalizedStorageField(sc: Manifest, field: (typeof STORAGE_CLASS_IMMUTABLE)[number]): unknown {

@@ -17,7 +17,7 @@ const snapshotIncomplete: PreflightRule = {
     severity: 'warning',
     object: `${n.kind} (none)`,
     message: `${state.source} holds no ${n.kind}: ${n.rules} checked nothing`,
-    fix: `add the output of ${n.command} to the snapshot (README: First sync on a pre-installed cluster)`,
+    fix: `add the output of ${n.command} to the snapshot (docs/pre-installed-cluster.md)`,
   })),
 };
 

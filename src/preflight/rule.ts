@@ -1,3 +1,4 @@
+import type { CrdFileOf } from './remedies';
 import { ClusterState } from './state';
 import { ClusterModel } from '../model/model';
 import { Manifest } from '../render/manifest';
@@ -31,6 +32,8 @@ export interface PreflightContext {
   readonly state: ClusterState;
   /** The Argo CD Application name of each rendered folder. */
   readonly applications: ReadonlyMap<string, string>;
+  /** The CRD file of a kind in the toolkit's schema folder, for a fix that installs one CRD (absent: no such fix). */
+  readonly crdFileOf?: CrdFileOf;
 }
 
 export type PreflightFamily = 'state' | 'immutable' | 'quota' | 'api' | 'drift' | 'foreign-config' | 'takeover';

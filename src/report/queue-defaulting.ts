@@ -1,7 +1,7 @@
 import { code, table } from './markdown';
 import { ClusterIndex } from '../check/cluster-index';
 import { policiesRefusing } from '../check/tenancy';
-import { KUEUE_DEFAULT_LOCAL_QUEUE, LABELS, RESOURCES } from '../model/names';
+import { KUEUE_DEFAULT_LOCAL_QUEUE, LABELS, RESOURCES, TENANCY } from '../model/names';
 import { Manifest, RenderedCluster } from '../render/manifest';
 
 const clusterQueueOf = (lq: Manifest) => (lq.spec as { clusterQueue?: string } | undefined)?.clusterQueue ?? '';
@@ -21,14 +21,24 @@ function flavorPlacement(index: ClusterIndex, clusterQueue: string): string {
 /** A tenant's user, as the guardrails see requesters that are neither controllers nor administrators. */
 const TENANT_USER = 'tenant-user@example.com';
 
-/** A pod as a tenant creates it without a queue label: one container asking for `resources`. */
-function unlabelledPod(namespace: string, resources: Record<string, string>): Record<string, unknown> {
+/** A pod as a tenant creates it without a queue label: one container asking for `resources`, at `priorityClassName` if given. */
+function unlabelledPod(namespace: string, resources: Record<string, string>, priorityClassName?: string): Record<string, unknown> {
   return {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name: 'debug', namespace },
-    spec: { containers: [{ name: 'main', image: 'busybox:1.37', resources: { requests: resources, limits: resources } }] },
+    spec: {
+      ...(priorityClassName ? { priorityClassName } : {}),
+      containers: [{ name: 'main', image: 'busybox:1.37', resources: { requests: resources, limits: resources } }],
+    },
   };
+}
+
+/** `4 CPU, 16Gi memory, 10 pods` from a ResourceQuota's hard requests. */
+function quotaText(quota: Manifest | undefined): string | undefined {
+  const hard = (quota?.spec as { hard?: Record<string, string | number> } | undefined)?.hard;
+  if (!hard) return undefined;
+  return [`${hard['requests.cpu'] ?? '?'} CPU`, `${hard['requests.memory'] ?? '?'} memory`, `${hard.pods ?? '?'} pods`].join(', ');
 }
 
 /**
@@ -47,6 +57,8 @@ export function queueDefaultingSection(c: RenderedCluster, index: ClusterIndex):
   }
   const namespaces = [...byNamespace.keys()];
   const accelerators = [RESOURCES.gpu, ...(c.model.rdma ? [c.model.rdma.resourceName] : [])].map(code).join(' or ');
+  const refusingIn = policiesRefusing(index);
+  const unqueuedQuotas = new Map(index.ofKind('ResourceQuota').filter((q) => q.metadata.name === TENANCY.unqueuedQuota).map((q) => [q.metadata.namespace, q]));
   const rows = namespaces.map((ns) => {
     const here = byNamespace.get(ns)!;
     const queues = here.map((lq) => `${code(lq.metadata.name)} -> ${code(clusterQueueOf(lq))}`).join(', ');
@@ -56,10 +68,17 @@ export function queueDefaultingSection(c: RenderedCluster, index: ClusterIndex):
         + `held (a pod gated, a job suspended) until ClusterQueue ${code(clusterQueueOf(defaultQueue))} admits it, its requests charged to that quota, then placed on the nodes of `
         + `the flavor it is admitted on: ${flavorPlacement(index, clusterQueueOf(defaultQueue))}`];
     }
-    const refusing = (resources: Record<string, string>) => policiesRefusing(index, ns, unlabelledPod(ns, resources), TENANT_USER);
+    const refusing = (resources: Record<string, string>, priorityClassName?: string) => (
+      refusingIn(ns, unlabelledPod(ns, resources, priorityClassName), TENANT_USER));
     const cpuOnly = refusing({ cpu: '1' });
     const accelerated = [...new Set([RESOURCES.gpu, ...(c.model.rdma ? [c.model.rdma.resourceName] : [])].flatMap((r) => refusing({ cpu: '1', [r]: '1' })))];
-    const cpu = cpuOnly.length === 0 ? 'a CPU-only pod runs at once, outside the quota' : `a CPU-only pod is refused by ${cpuOnly.map(code).join(', ')}`;
+    const unqueuedQuota = quotaText(unqueuedQuotas.get(ns));
+    const atUnqueued = cpuOnly.length > 0 && refusing({ cpu: '1' }, TENANCY.unqueuedPriorityClass).length === 0;
+    const cpu = cpuOnly.length === 0 ? 'a CPU-only pod runs at once, outside the quota'
+      : atUnqueued ? `a CPU-only pod runs at once, outside the quota, when it names ${code(`priorityClassName: ${TENANCY.unqueuedPriorityClass}`)} (the lowest `
+        + `priority, never preempting${unqueuedQuota ? `; ResourceQuota ${code(TENANCY.unqueuedQuota)} holds such pods to ${unqueuedQuota}` : ''}), and is refused by `
+        + `${cpuOnly.map(code).join(', ')} without it`
+        : `a CPU-only pod is refused by ${cpuOnly.map(code).join(', ')}`;
     if (accelerated.length > 0) return [code(ns), queues, `**not queued**: ${cpu}; one requesting ${accelerators} is refused by ${accelerated.map(code).join(', ')}`];
     return [code(ns), queues, cpuOnly.length === 0
       ? `**not queued**: it runs at once, outside the quota, GPUs included (no admission policy refuses a pod requesting ${accelerators})`

@@ -5,11 +5,12 @@ import { Flowchart, nodeId } from './mermaid';
 import { observabilitySection } from './observability';
 import { queueDefaultingSection } from './queue-defaulting';
 import { samplesSection } from './samples';
+import { tenantsSection } from './tenants';
 import { tutorialsSection } from './tutorials';
 import { ClusterIndex } from '../check/cluster-index';
 import { ClusterDescription } from '../model/description';
 import { LABELS, RESOURCES } from '../model/names';
-import { formatBytes } from '../model/quantity';
+import { formatBytes, formatMillis, parseMillis, parseQuantity } from '../model/quantity';
 import { Manifest, RenderedCluster } from '../render/manifest';
 
 /** File name of the report inside `dist/<cluster>/`. */
@@ -145,12 +146,18 @@ function quotaTable(c: RenderedCluster, index: ClusterIndex): string {
   const head = ['ClusterQueue', 'Cohort', 'LocalQueues', 'Flavor', ...resources.map((r) => code(r)), 'GPU borrowing limit', 'GPU lending limit'];
   const n = c.model.description.nodes;
   const reserve = (field: string, r: { cpu: string; memory: string }) => `${code(field)} (${r.cpu} CPU, ${r.memory} memory per node)`;
+  const outside = c.model.tenants.reduce(
+    (sum, t) => ({ cpu: sum.cpu + parseMillis(t.unqueued.cpu), memory: sum.memory + parseQuantity(t.unqueued.memory) }),
+    { cpu: 0, memory: 0 },
+  );
+  const unqueued = c.model.tenants.length === 0 ? ''
+    : `, and less what the tenants may run outside Kueue, ${code('tenants[].unqueued')} (${formatMillis(outside.cpu)} CPU, ${formatBytes(outside.memory)} memory in all)`;
   return [
     table(head, rows),
     '',
     `Nominal ${code(RESOURCES.gpu)} over all ClusterQueues: **${total}** of the cluster's **${c.model.capacity.gpus}** GPUs. `
       + 'The CPU and memory quotas share the workers\' allocatable less what each node keeps for its DaemonSets and system pods: '
-      + `${[reserve('nodes.gpuWorkers.reserved', n.gpuWorkers.reserved), ...(n.cpuWorkers ? [reserve('nodes.cpuWorkers.reserved', n.cpuWorkers.reserved)] : [])].join(', ')}.`,
+      + `${[reserve('nodes.gpuWorkers.reserved', n.gpuWorkers.reserved), ...(n.cpuWorkers ? [reserve('nodes.cpuWorkers.reserved', n.cpuWorkers.reserved)] : [])].join(', ')}${unqueued}.`,
   ].join('\n');
 }
 
@@ -234,6 +241,10 @@ export function clusterReport(c: RenderedCluster): string {
     queueDiagram(index),
     ...(quotas ? ['', quotas] : []),
     ...(defaulting ? ['', defaulting] : []),
+    '',
+    '## Tenants',
+    '',
+    tenantsSection(c, index),
     '',
     '## Argo CD sync waves',
     '',

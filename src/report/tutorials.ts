@@ -119,7 +119,7 @@ function totalsOf(dgd: Manifest): Totals {
 function dynamoPart(c: RenderedCluster, index: ClusterIndex): string {
   const m = c.model;
   const mode = m.description.installs.dynamo;
-  if (mode === 'none') return `Not rendered (${code('installs.dynamo: none')}).`;
+  if (!m.description.tutorials.dynamo.enabled) return `Not rendered (${code('tutorials.dynamo.enabled: false')}).`;
   const target = dynamoTarget(m);
   const graphs = index.ofKind('DynamoGraphDeployment', 'nvidia.com');
   const root = m.description.gitops.path.replace(/\/+$/, '');

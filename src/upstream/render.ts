@@ -275,7 +275,7 @@ async function renderHelm(app: Manifest, index: number, source: ApplicationSourc
   try {
     const located = locateChart(root, chart, version);
     if (!located) {
-      return { ...base, problem: { kind: 'unreleased', message: `${what} has no vendored release in ${root}: pin a version upstream released (and vendor it there, see README)` } };
+      return { ...base, problem: { kind: 'unreleased', message: `${what} has no vendored release in ${root}: pin a version upstream released (and vendor it there, see docs/upstream-installs.md)` } };
     }
     refuseUnvendoredDependencies(located, mergeValues(valuesOfText(valuesText), valuesObject) as Json);
     const prepared = ctx.session.chart(located.dir, () => renderableChart(located, ctx.cacheDir));
@@ -394,7 +394,7 @@ async function renderOverlay(app: Manifest, index: number, source: ApplicationSo
   if (!root) return { ...base, problem: { kind: 'no-upstream', message: `${what} is not rendered: no upstream installs folder` } };
   try {
     const dir = locateOverlay(root, repoURL, revision, overlayPath, release?.type === 'kustomize' ? release : undefined);
-    if (!dir) return { ...base, problem: { kind: 'unreleased', message: `${what} has no vendored release in ${root}: pin a tag upstream released (and vendor it there, see README)` } };
+    if (!dir) return { ...base, problem: { kind: 'unreleased', message: `${what} has no vendored release in ${root}: pin a tag upstream released (and vendor it there, see docs/upstream-installs.md)` } };
     // The overlay refers to its bases elsewhere in the release folder: the whole folder is the input.
     const releaseDir = path.join(root, path.relative(root, dir).split(path.sep)[0]);
     const engine = ctx.engines.kustomize;
@@ -599,7 +599,7 @@ async function renderRemoteBased(
       ...base,
       problem: {
         kind: 'unreleased',
-        message: `${what}: remote base ${unmapped.join(', ')} is no vendored release in ${root} (check builds offline: pin a released tag and vendor it there, see README)`,
+        message: `${what}: remote base ${unmapped.join(', ')} is no vendored release in ${root} (check builds offline: pin a released tag and vendor it there, see docs/upstream-installs.md)`,
       },
     };
   }

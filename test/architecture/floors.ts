@@ -4,7 +4,7 @@ import type { ICruiseOptions, IForbiddenRuleType, IViolation } from 'dependency-
 /**
  * The floors of src/, bottom to top. A module imports only from its own floor or below; within a
  * floor anything goes, as long as there is no circle. Entries are folders (`name/`) or files of src/.
- * The README's "Architecture" section lists the same entries (imports.test.ts checks both ways).
+ * The "Architecture" section of docs/development.md lists the same entries (imports.test.ts checks both ways).
  */
 export const FLOORS: readonly { readonly name: string; readonly entries: readonly string[] }[] = [
   { name: 'foundation', entries: ['errors.ts', 'fault.ts', 'files.ts', 'json.ts', 'paths.ts', 'processes.ts', 'versions.ts', 'cache/', 'input/', 'project/'] },

@@ -18,16 +18,16 @@ describe('the imports of src/', () => {
     expect(offFloor(modules)).toEqual([]);
   });
 
-  test('every file and folder of src/ is on a floor, and the README names each in its Architecture section', () => {
+  test('every file and folder of src/ is on a floor, and docs/development.md names each in its Architecture section', () => {
     const entries = readdirSync(path.join(ROOT, 'src')).map((n) => (statSync(path.join(ROOT, 'src', n)).isDirectory() ? `${n}/` : n));
     const floored = FLOORS.flatMap((f) => f.entries);
     expect(entries.filter((e) => !floored.includes(e))).toEqual([]);
     expect(floored.filter((e) => !entries.includes(e))).toEqual([]);
 
-    const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
-    const start = readme.indexOf('\n### Architecture\n');
+    const readme = readFileSync(path.join(ROOT, 'docs', 'development.md'), 'utf8');
+    const start = readme.indexOf('\n## Architecture\n');
     expect(start).toBeGreaterThan(0);
-    const end = readme.slice(start + 1).search(/\n#{1,3} /);
+    const end = readme.slice(start + 1).search(/\n#{1,2} /);
     const section = end < 0 ? readme.slice(start) : readme.slice(start, start + 1 + end);
     const named = new Set([...section.matchAll(/`src\/([^`\s]+)`/g)].map((m) => m[1]));
     expect(floored.filter((e) => !named.has(e))).toEqual([]);

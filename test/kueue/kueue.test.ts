@@ -101,7 +101,7 @@ describe('kueue', () => {
       flavors: [{
         name: 'nvidia-h100-80gb-hbm3',
         resources: [
-          { name: 'cpu', nominalQuota: '190' }, { name: 'memory', nominalQuota: '1796Gi' },
+          { name: 'cpu', nominalQuota: '186' }, { name: 'memory', nominalQuota: '1780Gi' },
           { name: 'nvidia.com/gpu', nominalQuota: '8' }, { name: 'rdma/rdma_shared_device_a', nominalQuota: '63' },
         ],
       }],
@@ -149,8 +149,8 @@ describe('kueue', () => {
   it('writes borrowing and lending limits per resource, in proportion', () => {
     const cq = spec(findObject(kueueOf((d: any) => { d.queueing.borrowingLimit = 4; d.tenants[0].lendingLimit = 2; }), 'ClusterQueue', 'research'));
     expect(cq.resourceGroups[0].flavors[0].resources).toEqual([
-      { name: 'cpu', nominalQuota: '190', borrowingLimit: '95', lendingLimit: '47500m' },
-      { name: 'memory', nominalQuota: '1796Gi', borrowingLimit: '898Gi', lendingLimit: '449Gi' },
+      { name: 'cpu', nominalQuota: '186', borrowingLimit: '93', lendingLimit: '46500m' },
+      { name: 'memory', nominalQuota: '1780Gi', borrowingLimit: '890Gi', lendingLimit: '445Gi' },
       { name: 'nvidia.com/gpu', nominalQuota: '8', borrowingLimit: '4', lendingLimit: '2' },
       { name: 'rdma/rdma_shared_device_a', nominalQuota: '63', borrowingLimit: '31', lendingLimit: '15' },
     ]);

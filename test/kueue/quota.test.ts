@@ -167,15 +167,19 @@ describe('queueQuotas', () => {
 });
 
 describe('model quotas', () => {
-  it('derives the reference quotas from the description, less what each node keeps for its DaemonSets', () => {
+  it('derives the reference quotas from the description, less what each node keeps for its DaemonSets and what tenants run outside Kueue', () => {
     const m = modelOf();
-    // 2 GPU workers x (192 - 2) CPU and (1800Gi - 4Gi) memory: nodes.gpuWorkers.reserved defaults to 2 CPU and 4Gi
+    // 2 GPU workers x (192 - 2) CPU and (1800Gi - 4Gi) memory: nodes.gpuWorkers.reserved defaults to 2 CPU and 4Gi;
+    // less 2 tenants x 4 CPU and 16Gi (tenants[].unqueued, the default)
     expect(m.queueing.queues.map((q) => [q.clusterQueue, q.quota.gpus, q.quota.cpu, q.quota.memory, q.quota.rdma])).toEqual([
-      ['default', 4, '95', '898Gi', 32], ['research', 8, '190', '1796Gi', 63], ['inference', 4, '95', '898Gi', 31],
+      ['default', 4, '93', '890Gi', 32], ['research', 8, '186', '1780Gi', 63], ['inference', 4, '93', '890Gi', 31],
     ]);
-    expect(sums(m.queueing.queues.map((q) => q.quota))).toEqual({ gpus: 16, cpuMillis: 380_000, memoryBytes: 3592 * GI, rdma: 126 });
-    // no reserve at all: the quotas take the whole allocatable (what the nodes have is then promised twice)
-    const none = modelOf((d: any) => { d.nodes.gpuWorkers.reserved = { cpu: '0', memory: '0' }; });
+    expect(sums(m.queueing.queues.map((q) => q.quota))).toEqual({ gpus: 16, cpuMillis: 372_000, memoryBytes: 3560 * GI, rdma: 126 });
+    // no reserve and nothing outside Kueue: the quotas take the whole allocatable (what the nodes have is then promised twice)
+    const none = modelOf((d: any) => {
+      d.nodes.gpuWorkers.reserved = { cpu: '0', memory: '0' };
+      for (const t of d.tenants) t.unqueued = { cpu: '0', memory: '0' };
+    });
     expect(sums(none.queueing.queues.map((q) => q.quota))).toEqual({ gpus: 16, cpuMillis: 384_000, memoryBytes: 3600 * GI, rdma: 126 });
     const unlimited = (q: (typeof m.queueing.queues)[number]) => q.quota.borrowingLimit === undefined && q.quota.lendingLimit === undefined;
     expect(m.queueing.queues.every((q) => unlimited(q) && q.quota.cpuOnly === undefined)).toBe(true);
@@ -185,7 +189,7 @@ describe('model quotas', () => {
     const m = modelOf((d: any) => { d.tenants.push({ name: 'interns', gpus: 24, borrowingOnly: true }); });
     const interns = m.tenants.find((t) => t.name === 'interns')!;
     expect(interns.quota).toMatchObject({ gpus: 0, cpu: '0', memory: '0', rdma: 0 });
-    expect(interns.quota.borrowingLimit).toEqual({ gpus: 24, cpu: '570', memory: '5388Gi', rdma: 189 });
+    expect(interns.quota.borrowingLimit).toEqual({ gpus: 24, cpu: '552', memory: '5316Gi', rdma: 189 });
     expect(m.queueing.defaultQueue.quota.gpus).toBe(4);
   });
 
@@ -221,15 +225,19 @@ describe('model quotas', () => {
       const memoryMi = int(2, 4096) * 1024 + int(0, 1023);
       const reservedCpu = int(0, cpuMillis - 1);
       const reservedMi = int(0, memoryMi - 1);
+      // each tenant's allowance outside Kueue: up to a third of what the nodes keep for workloads
+      const unqueuedCpu = int(0, Math.floor((count * (cpuMillis - reservedCpu) - 1) / 3));
+      const unqueuedMi = int(0, Math.floor((count * (memoryMi - reservedMi) - 1) / 3));
       const m = modelOf((d: any) => {
         d.nodes.gpuWorkers = { ...d.nodes.gpuWorkers, count, cpu: `${cpuMillis}m`, memory: `${memoryMi}Mi`, reserved: { cpu: `${reservedCpu}m`, memory: `${reservedMi}Mi` } };
         d.tenants[0].gpus = Math.min(d.tenants[0].gpus, count * 4);
         d.tenants[1].gpus = Math.min(d.tenants[1].gpus, count * 8 - d.tenants[0].gpus);
+        for (const t of d.tenants) t.unqueued = { cpu: `${unqueuedCpu}m`, memory: `${unqueuedMi}Mi` };
       });
-      const context = JSON.stringify({ count, cpuMillis, memoryMi, reservedCpu, reservedMi });
+      const context = JSON.stringify({ count, cpuMillis, memoryMi, reservedCpu, reservedMi, unqueuedCpu, unqueuedMi });
       const total = sums(m.queueing.queues.map((q) => q.quota));
-      expect(total.cpuMillis, context).toBe(count * (cpuMillis - reservedCpu));
-      expect(total.memoryBytes, context).toBe(count * (memoryMi - reservedMi) * MI);
+      expect(total.cpuMillis, context).toBe(count * (cpuMillis - reservedCpu) - 2 * unqueuedCpu);
+      expect(total.memoryBytes, context).toBe((count * (memoryMi - reservedMi) - 2 * unqueuedMi) * MI);
       const pod = gpuPodSize(m, m.capacity.gpusPerNode);
       if (cpuMillis - reservedCpu >= 1000) expect(millis(pod.cpu), context).toBeLessThanOrEqual(cpuMillis - reservedCpu);
       if (memoryMi - reservedMi >= 1024) expect(parseQuantity(pod.memory), context).toBeLessThanOrEqual((memoryMi - reservedMi) * MI);

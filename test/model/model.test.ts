@@ -80,8 +80,8 @@ describe('JSON Schema of the description', () => {
     expect(readFileSync(PACKAGED_SCHEMA_FILE, 'utf8')).toBe(descriptionJsonSchemaText());
   });
 
-  it('is documented field by field in the README (npm run schema regenerates the section)', () => {
-    const readme = readFileSync(`${PACKAGE_ROOT}/README.md`, 'utf8');
+  it('is documented field by field in docs/description.md (npm run schema regenerates the section)', () => {
+    const readme = readFileSync(`${PACKAGE_ROOT}/docs/description.md`, 'utf8');
     expect(readme).toBe(withDescriptionReference(readme));
     expect(readme).toContain('| `nodes.gpuWorkers.gpusPerNode` | integer | **required** |');
   });

@@ -8,7 +8,7 @@ import { processGone } from '../engines/fake-engines';
 import { ROOT } from '../helpers';
 
 /*
- * A TypeScript description is trusted code (the README says so), but what it does by accident never outlives
+ * A TypeScript description is trusted code (docs/guarantees.md says so), but what it does by accident never outlives
  * the command nor forges its answer: the processes it starts are ended with it (a detached child, one holding
  * its output), anything but its value on the sandbox's answer channel is exit 2 naming the file, and a value
  * too large says so. In-process: the sandbox is a process of its own anyway.

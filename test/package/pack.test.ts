@@ -117,7 +117,7 @@ describe('a clusters repository of a platform engineer, with the packed toolkit 
     packed = info.files.map((f) => f.path);
     expect(statSync(tarball).size).toBeLessThan(MAX_TARBALL_BYTES);
     expect(packed).toEqual(expect.arrayContaining([
-      'package.json', 'README.md', 'LICENSE', 'lib/src/bin.js', 'lib/src/index.js', 'lib/src/index.d.ts', 'src/clusters/cluster-description.schema.json',
+      'package.json', 'README.md', 'docs/description.md', 'docs/components/argocd.md', 'LICENSE', 'lib/src/bin.js', 'lib/src/index.js', 'lib/src/index.d.ts', 'src/clusters/cluster-description.schema.json',
       'lib/assets/crds/SOURCES.md', 'lib/assets/crds/SHA256SUMS', 'lib/assets/crds/kubernetes/v1.33.0_definitions.json',
       'lib/assets/upstream-installs/SOURCES.md', 'lib/assets/upstream-installs/SHA256SUMS',
       // the Argo CD install tree of the pinned release

@@ -70,11 +70,14 @@ describe('preflight on the pre-installed Instant Cluster fixture', () => {
   });
 
   it('api-missing names the install that brings the kind: Dynamo\'s for a DynamoGraphDeployment, though its group is the GPU Operator\'s too', () => {
-    const fs = findingsOf({ edit: (d) => { d.installs = { dynamo: 'preinstalled' }; } }).filter((f) => f.rule === 'api-missing');
+    const fs = findingsOf({ edit: (d) => { d.installs = { dynamo: 'preinstalled' }; d.tutorials = { dynamo: { enabled: true } }; } }).filter((f) => f.rule === 'api-missing');
     const dgd = fs.find((f) => f.object === 'CustomResourceDefinition nvidia.com/DynamoGraphDeployment');
-    expect(dgd?.fix).toBe('set installs.dynamo: managed in the description (the same sync installs the CRD), or install the operator that serves DynamoGraphDeployment');
+    // least invasive first: render without the samples; the managed platform last (the fixture runs no Dynamo: no second copy)
+    expect(dgd?.fix).toBe('set tutorials.dynamo.enabled: false in the description (renders no DynamoGraphDeployment; the cluster then lacks the Dynamo samples); '
+      + 'or set installs.dynamo: managed in the description (the same sync installs the CRD)');
     const pytorch = findingsOf({ edit: (d) => { d.installs = { trainingOperator: 'preinstalled' }; } }).find((f) => f.rule === 'api-missing');
-    expect(pytorch?.fix).toMatch(/^set installs.trainingOperator: managed in the description/);
+    // the cluster runs no Training Operator: leaving the sample out comes first, a managed one (no second copy) last
+    expect(pytorch?.fix).toMatch(/^set installs.trainingOperator: none in the description .*; or set installs.trainingOperator: managed in the description \(the same sync installs the CRD\)$/);
   });
 
   it('drift-service-monitor-crd: monitoring.serviceMonitorCrd against the cluster\'s CRDs, each way, with a fix that validates', () => {
@@ -193,6 +196,30 @@ describe('each rule fires on its conflict', () => {
     expect(blocking(findingsOf({ state: onlyReclaim, edit: (d) => { d.storage.reclaimPolicy = 'Retain'; } })).filter((x) => x.object.startsWith('StorageClass'))).toEqual([]);
   });
 
+  it('immutable-field: mixed reclaim policies get one per-class fix that, followed, leaves no StorageClass differing (no loop)', () => {
+    const mixed = stateOf(set('StorageClass', 'local-disk', (o) => { o.reclaimPolicy = 'Retain'; }));
+    const [f, ...more] = findingsOf({ state: mixed }).filter((x) => x.rule === 'immutable-field' && x.object.startsWith('StorageClass'));
+    expect(more).toEqual([]);
+    expect(f.fix).toMatch(/^set storage.reclaimPolicy: \{ local-path: Delete, shared-path: Delete, local-disk: Retain \} in the description, or kubectl delete storageclass local-disk/);
+    const followed = findingsOf({ state: mixed, edit: (d) => { d.storage.reclaimPolicy = { 'local-path': 'Delete', 'shared-path': 'Delete', 'local-disk': 'Retain' }; } });
+    expect(followed.filter((x) => x.rule === 'immutable-field' && x.object.startsWith('StorageClass'))).toEqual([]);
+    // a class left out of the mapping deletes its volumes, as the single value's default does
+    const rendered = renderOf((d) => { d.storage.reclaimPolicy = { 'local-disk': 'Retain' }; }).folders.flatMap((x) => x.objects).filter((o) => o.kind === 'StorageClass');
+    expect(Object.fromEntries(rendered.map((o: any) => [o.metadata.name, o.reclaimPolicy]))).toEqual({ 'local-path': 'Delete', 'shared-path': 'Delete', 'local-disk': 'Retain' });
+  });
+
+  it('api-missing orders its fixes from the least invasive: render without the kind, its one CRD, a managed install (a second stack) last', () => {
+    const noPodScrapes = stateOf((objects) => objects.splice(objects.findIndex((o) => o.metadata.name === 'vmpodscrapes.operator.victoriametrics.com'), 1));
+    const crdFileOf = (apiVersion: string, kind: string) => (kind === 'VMPodScrape' ? `/schemas/${apiVersion.split('/')[0]}_vmpodscrapes.yaml` : undefined);
+    const f = preflight(renderOf(), noPodScrapes, undefined, { crdFileOf }).find((x) => x.rule === 'api-missing');
+    expect(f?.fix.split('; or ')).toEqual([
+      'set monitoring.scrape.networkOperator: false in the description (renders no VMPodScrape; the cluster then lacks the Network Operator\'s metrics)',
+      'install its CRD alone: kubectl apply --server-side -f /schemas/operator.victoriametrics.com_vmpodscrapes.yaml (the running operator must be one that watches VMPodScrape)',
+      'set installs.monitoring: managed in the description (the same sync installs the CRD; a second copy of the add-on beside the one the cluster runs, so remove that first)',
+    ]);
+    expect(blocking(findingsOf({ state: noPodScrapes, edit: (d) => { d.monitoring = { scrape: { networkOperator: false } }; } })).map((x) => x.rule)).not.toContain('api-missing');
+  });
+
   it('immutable-field: a tenant LocalQueue pointing elsewhere', () => {
     const state = stateOf((objects) => objects.push({ apiVersion: 'kueue.x-k8s.io/v1beta2', kind: 'LocalQueue', metadata: { name: 'research', namespace: 'research' }, spec: { clusterQueue: 'cluster-queue' } }));
     const f = findingsOf({ state }).find((x) => x.rule === 'immutable-field' && x.object === 'LocalQueue research/research');
@@ -289,6 +316,15 @@ describe('each rule fires on its conflict', () => {
     const f = findingsOf({ cluster, state }).find((x) => x.rule === 'kueue-integrations');
     expect(f?.message).toContain('lacks pod;');
     expect(f?.message).toContain('Pod default/sky-head');
+  });
+
+  it('kueue-integrations orders its fixes from the least invasive: render without what needs it, add it to the running Kueue, a Kueue of ours last', () => {
+    const f = findingsOf({ edit: (d) => { d.installs = { trainingOperator: 'preinstalled' }; } }).find((x) => x.rule === 'kueue-integrations');
+    expect(f?.fix.split('; or ')).toEqual([
+      'set installs.trainingOperator: none in the description (the cluster then lacks the PyTorchJob sample)',
+      expect.stringMatching(/^add kubeflow.org\/pytorchjob to integrations.frameworks: kubectl -n kueue-system edit configmap kueue-manager-config && kubectl .* rollout restart/),
+      'set installs.kueue: managed in the description (the toolkit then renders the manager configuration; a second Kueue beside the pre-installed one, so remove that first)',
+    ]);
   });
 
   it('argocd-prune: a live object tracked by a rendered Application but not rendered', () => {

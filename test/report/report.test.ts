@@ -98,15 +98,16 @@ describe('the cluster report (dist/<cluster>/README.md)', () => {
   });
 
   it('says what happens to a pod or job without a queue label in each namespace with a LocalQueue', () => {
-    const section = (text: string) => text.slice(text.indexOf('### Pods and jobs without a queue label'), text.indexOf('## Argo CD sync waves'));
+    const section = (text: string) => text.slice(text.indexOf('### Pods and jobs without a queue label'), text.indexOf('## Tenants'));
     const row = (text: string, ns: string) => section(text).split('\n').find((l) => l.startsWith(`| \`${ns}\` |`)) ?? '';
     // Kueue's LocalQueue defaulting queues everything in "default", whose pre-wired LocalQueue is named "default" ...
     expect(row(report, 'default')).toMatch(/^\| `default` \| `default` -> `default` \| \*\*queued\*\* to `default`, CPU-only debug pods .* held \(a pod gated, a job suspended\) until ClusterQueue `default` admits it, its requests charged to that quota, .*`nvidia-h100-80gb-hbm3` \(`nvidia.com\/gpu.present=true`\)/);
     // ... and nothing in a tenant namespace, whose LocalQueue is named after the tenant: GPU and RDMA pods are refused there, by the
     // guardrails only (the SkyPilot identity policies guard the same namespaces but refuse only pods of those identities).
     for (const ns of ['research', 'inference']) {
-      expect(row(report, ns)).toMatch(new RegExp(`^\\| \`${ns}\` \\| \`${ns}\` -> \`${ns}\` \\| \\*\\*not queued\\*\\*: a CPU-only pod runs at once, outside the quota; `
-        + 'one requesting `nvidia.com/gpu` or `rdma/rdma_shared_device_a` is refused by `tenant-pod-guardrails` |$'));
+      expect(row(report, ns)).toMatch(new RegExp(`^\\| \`${ns}\` \\| \`${ns}\` -> \`${ns}\` \\| \\*\\*not queued\\*\\*: a CPU-only pod runs at once, outside the quota, `
+        + 'when it names `priorityClassName: unqueued` \\(the lowest priority, never preempting; ResourceQuota `unqueued` holds such pods to 4 CPU, 16Gi memory, 10 pods\\), '
+        + 'and is refused by `tenant-pod-guardrails` without it; one requesting `nvidia.com/gpu` or `rdma/rdma_shared_device_a` is refused by `tenant-pod-guardrails` \\|$'));
     }
     // A tenant that opts in to defaulting (its LocalQueue named "default") has every pod queued, CPU-only ones too.
     const optIn = clusterReport(renderOf((d) => { d.tenants[0].queue = 'default'; }));
@@ -114,6 +115,21 @@ describe('the cluster report (dist/<cluster>/README.md)', () => {
     // Without guardrails (Kubernetes 1.29) nothing refuses a GPU pod outside the quota, and the report says so.
     const old = clusterReport(renderOf((d) => { d.kubernetesVersion = '1.29'; }));
     expect(row(old, 'research')).toContain('**not queued**: it runs at once, outside the quota, GPUs included');
+  });
+
+  it('has a tenant table saying what each tenant gets, may and may not do, read from the rendered Role and policies', () => {
+    const section = report.slice(report.indexOf('## Tenants'), report.indexOf('## Argo CD sync waves'));
+    expect(section).toContain('| research | `research` | `tenant-research` | `research` -> `research` | 8 | `high`, `low`, `normal` | 4 CPU, 16Gi memory, 10 pods | 250m CPU, 256Mi memory |');
+    expect(section).toContain('- create, get: `pods/portforward`');
+    for (const refused of [/^- tenant pods may not tolerate the taints the platform keeps/m, /^- tenant pods may not set spec.nodeName/m, /^- a pod outside Kueue .* must set priorityClassName: unqueued/m,
+      /^- envFrom could set NVIDIA_VISIBLE_DEVICES/m, /^- tenant Services must be ClusterIP/m]) expect(section).toMatch(refused);
+    const lines = section.split('\n').filter((l) => l.startsWith('- '));
+    expect(new Set(lines).size).toBe(lines.length);
+    // the priorities and allowances follow the description
+    const restricted = clusterReport(renderOf((d) => { d.tenants[1].priorities = ['low']; d.tenants[1].unqueued = { cpu: '1', memory: '2Gi', pods: 3 }; }));
+    expect(restricted).toContain('| inference | `inference` | `tenant-inference` | `inference` -> `inference` | 4 | `low` | 1 CPU, 2Gi memory, 3 pods |');
+    // without guardrails (Kubernetes 1.29) the report says nothing refuses
+    expect(clusterReport(renderOf((d) => { d.kubernetesVersion = '1.29'; }))).toContain('**No admission policy guards the tenant namespaces**');
   });
 
   it('bootstraps from the rendered gitops objects: kustomize, the root, the by-hand Application, and fleet registration', () => {

@@ -8,7 +8,7 @@ import { loadDescription } from '../../src/model/load';
 import { buildModel } from '../../src/model/model';
 import { RenderedCluster } from '../../src/render/manifest';
 import { renderCluster } from '../../src/synth/render';
-import { renderOf, SHARED, TRAINING_FILE } from '../helpers';
+import { Edit, renderOf, SHARED, TRAINING_FILE } from '../helpers';
 
 /**
  * The SkyPilot client files must work with a released SkyPilot. SkyPilot validates `~/.sky/config.yaml`
@@ -56,7 +56,8 @@ const errors = (v: ValidateFunction, data: unknown) => (v(data) ? [] : (v.errors
 describe.skipIf(!existsSync(FILE))(`SkyPilot client files against released SkyPilot ${RELEASE.tag}`, () => {
   const v = validators();
   const training = renderCluster(buildModel(loadDescription(TRAINING_FILE)));
-  const clusters: RenderedCluster[] = [renderOf(), training, renderOf((d) => { delete d.network.infiniband; })];
+  const skypilot = (edit: Edit = () => {}): Edit => (d) => { d.tutorials = { skypilot: { enabled: true } }; edit(d); };
+  const clusters: RenderedCluster[] = [renderOf(skypilot()), training, renderOf(skypilot((d) => { delete d.network.infiniband; }))];
 
   it('the schema dump names the release tag and commit it was read from', () => {
     const sources = readFileSync(path.join(DIR, 'SOURCES.md'), 'utf8');
@@ -86,7 +87,7 @@ describe.skipIf(!existsSync(FILE))(`SkyPilot client files against released SkyPi
   });
 
   it('refuses what the release does not know (the validators can fail)', () => {
-    const config = parse((renderOf().clientFiles ?? []).find((f) => f.path === 'skypilot/research/config.yaml')!.content);
+    const config = parse((renderOf(skypilot()).clientFiles ?? []).find((f) => f.path === 'skypilot/research/config.yaml')!.content);
     config.kubernetes.namespace = 'research';
     expect(errors(v.config, config)).toEqual([expect.stringMatching(/^\/kubernetes must NOT have additional properties .*"additionalProperty":"namespace"/)]);
     expect(errors(v.config, { kubernetes: { networking: 'tunnel' } })).not.toEqual([]);

@@ -8,17 +8,25 @@ import { skypilotPodGroup } from './pod-shape';
 import { checkCluster } from '../../src/check/engine';
 import { readClusterFolder } from '../../src/check/tree';
 import { diffTrees } from '../../src/commands/diff';
+import { loadDescription } from '../../src/model/load';
+import { buildModel } from '../../src/model/model';
 import { Manifest, RenderedCluster } from '../../src/render/manifest';
 import { manifestFiles } from '../../src/render/tree';
 import { clusterFiles } from '../../src/synth/layout';
-import { Edit, findObject, folderObjects, renderOf } from '../helpers';
+import { renderCluster } from '../../src/synth/render';
+import { Edit, findObject, folderObjects, renderOf, TRAINING_FILE } from '../helpers';
 
 const clientFile = (c: RenderedCluster, p: string): any => {
   const f = (c.clientFiles ?? []).find((x) => x.path === p);
   if (!f) throw new Error(`no client file ${p} among ${(c.clientFiles ?? []).map((x) => x.path).join(', ')}`);
   return parse(f.content);
 };
-const ref = renderOf();
+/** The reference with the SkyPilot tutorial on (it is opt-in), and `edit` applied. */
+const skypilot = (edit: Edit = () => {}): Edit => (d) => {
+  d.tutorials = { ...d.tutorials, skypilot: { ...d.tutorials?.skypilot, enabled: true } };
+  edit(d);
+};
+const ref = renderOf(skypilot());
 const queueNamespaces = ref.model.queueing.queues.map((q) => q.namespace);
 
 describe('SkyPilot identities', () => {
@@ -85,10 +93,32 @@ describe('SkyPilot identities', () => {
     }
   });
 
-  it('is not rendered when the tutorial is off', () => {
-    const off = renderOf((d) => { d.tutorials = { skypilot: { enabled: false } }; });
+  it('is not rendered unless the tutorial is on (tutorials.skypilot.enabled, default false)', () => {
+    const off = renderOf();
     expect(off.folders.map((f) => f.folder)).not.toContain('skypilot');
     expect(off.clientFiles ?? []).toEqual([]);
+  });
+});
+
+describe('the tutorials are opt-in', () => {
+  const tutorialObjects = (c: RenderedCluster) => [
+    ...folderObjects(c, 'skypilot'), ...folderObjects(c, 'dynamo'),
+    ...folderObjects(c, 'gitops').filter((a) => /-(skypilot|dynamo)$/.test(a.metadata.name)),
+  ];
+
+  it('the reference renders no tutorial object and no client file', () => {
+    const c = renderOf();
+    expect(c.model.description.tutorials.skypilot.enabled).toBe(false);
+    expect(c.model.description.tutorials.dynamo.enabled).toBe(false);
+    expect(tutorialObjects(c)).toEqual([]);
+    expect(c.clientFiles ?? []).toEqual([]);
+  });
+
+  it('the training cluster (as the example of the same name) turns both on and renders both', () => {
+    const c = renderCluster(buildModel(loadDescription(TRAINING_FILE)));
+    expect(folderObjects(c, 'skypilot').length).toBeGreaterThan(0);
+    expect(folderObjects(c, 'dynamo').map((g) => g.kind)).toEqual(['DynamoGraphDeployment', 'DynamoGraphDeployment']);
+    expect((c.clientFiles ?? []).map((f) => f.path)).toContain('skypilot/research/train.yaml');
   });
 });
 
@@ -159,7 +189,7 @@ describe('SkyPilot identity guard (admission policies, evaluated with CEL)', () 
   });
 
   it('is left out below Kubernetes 1.30 (no ValidatingAdmissionPolicy v1)', () => {
-    const old = renderOf((d) => { d.kubernetesVersion = '1.29'; });
+    const old = renderOf(skypilot((d) => { d.kubernetesVersion = '1.29'; }));
     expect(folderObjects(old, 'skypilot').some((m) => m.kind === 'ValidatingAdmissionPolicy')).toBe(false);
   });
 });
@@ -178,7 +208,7 @@ describe('SkyPilot client files', () => {
         .some((m) => m.kind === 'LocalQueue' && m.metadata.name === q.localQueue && m.metadata.namespace === q.namespace)).toBe(true);
       expect(k.provision_timeout).toBe(-1);
     }
-    const other = renderOf((d) => { d.tutorials = { skypilot: { context: 'admin@lab' } }; });
+    const other = renderOf(skypilot((d) => { d.tutorials.skypilot.context = 'admin@lab'; }));
     expect(clientFile(other, 'skypilot/default/config.yaml').kubernetes.allowed_contexts).toEqual(['admin@lab']);
   });
 
@@ -191,7 +221,7 @@ describe('SkyPilot client files', () => {
     const env = Object.fromEntries(container.env.map((e: any) => [e.name, e.value]));
     expect(env).toMatchObject({ NCCL_IB_HCA: `=${ref.model.rdma!.hcas.join(',')}`, NCCL_SOCKET_IFNAME: 'eth0', NCCL_IB_DISABLE: '0' });
     expect(spec.volumes).toEqual([{ name: 'dshm', emptyDir: { medium: 'Memory', sizeLimit: '64Gi' } }]);
-    const noIb = renderOf((d) => { delete d.network.infiniband; });
+    const noIb = renderOf(skypilot((d) => { delete d.network.infiniband; }));
     const plain = clientFile(noIb, 'skypilot/research/config.yaml').kubernetes.pod_config.spec.containers[0];
     expect(plain.resources).toBeUndefined();
     expect(plain.env.find((e: any) => e.name === 'NCCL_IB_DISABLE').value).toBe('1');
@@ -205,7 +235,7 @@ describe('SkyPilot client files', () => {
     expect(task.resources.infra).toBe('k8s/instant-cluster');
     expect(task.run).toContain('torchrun --nnodes="$SKYPILOT_NUM_NODES"');
     const big: Edit = (d) => { d.nodes.gpuWorkers.count = 16; d.nodes.gpuWorkers.gpuProduct = 'NVIDIA-H200'; d.tenants[0].gpus = 48; };
-    const c = renderOf(big);
+    const c = renderOf(skypilot(big));
     expect(clientFile(c, 'skypilot/research/train.yaml').num_nodes).toBe(6);
     expect(clientFile(c, 'skypilot/research/train.yaml').resources.accelerators).toBe('H200:8');
     expect(clientFile(c, 'skypilot/inference/train.yaml').num_nodes).toBe(2);
@@ -258,7 +288,7 @@ describe('diff of client files', () => {
 describe('SkyPilot\'s pods, as it creates them from the rendered files', () => {
   it('form one pod group per namespace that names its LocalQueue and asks only for resources its ClusterQueue covers', () => {
     // research's gang: 2 nodes on the reference, 6 (its 48 GPUs / 8 per node) on the larger cluster
-    for (const [c, gang] of [[ref, 2], [renderOf((d) => { d.nodes.gpuWorkers.count = 16; d.tenants[0].gpus = 48; }), 6]] as const) {
+    for (const [c, gang] of [[ref, 2], [renderOf(skypilot((d) => { d.nodes.gpuWorkers.count = 16; d.tenants[0].gpus = 48; })), 6]] as const) {
       const pods = c.model.queueing.queues.flatMap((q) => skypilotPodGroup(c, q.namespace));
       const folders = [...c.folders, { folder: 'skypilot-pods', description: '', objects: pods }];
       const rules = ['queue-label-target', 'queue-resource-coverage', 'no-privileged', 'image-pinned'];

@@ -1,30 +1,20 @@
 import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { evaluate } from '@marcbachmann/cel-js';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { checkCluster } from '../../src/check';
 import { OPERATOR_SERVICE_ACCOUNTS, TRUSTED_REQUESTERS } from '../../src/components/tenants/trusted-requesters';
 import { helmFullname, serviceAccountUser } from '../../src/model/helm-names';
-import { KUEUE_POD, LABELS, NAMESPACES, RESOURCES } from '../../src/model/names';
+import { KUEUE_POD, LABELS, NAMESPACES, RESOURCES, TENANCY } from '../../src/model/names';
 import { Manifest } from '../../src/render/manifest';
 import { findObject, folderObjects, renderOf, SHARED } from '../helpers';
+import { gpuContainer, kueueGated, kueueSuspended, outside, pod, policyDenials, queued, Request } from './admission-eval';
 
-/**
- * The admission policies are CEL: evaluate them with a CEL implementation against pods, jobs and
- * services, with the request (operation, requesting user, old object) the API server would pass.
- */
+/** The admission policies are CEL: evaluated with the project's CEL engine (admission-eval.ts). */
 const tenants = folderObjects(renderOf(), 'tenants');
 const samples = folderObjects(renderOf(), 'samples');
 
-interface PolicySpec {
-  variables?: { name: string; expression: string }[];
-  validations: { expression: string; message: string }[];
-}
-
 const userOf = (who: string) => TRUSTED_REQUESTERS.find((r) => r.who === who)!.username;
-/** A member of the tenant's group, as the identity provider names them. */
-const TENANT_USER = 'oidc:alice@example.com';
 /** SkyPilot's per-tenant identity: a ServiceAccount in the tenant's namespace, trusted with nothing. */
 const SKYPILOT = serviceAccountUser('research', 'skypilot-research');
 const JOB_CONTROLLER = userOf('Job controller');
@@ -33,49 +23,12 @@ const MPI_OPERATOR = userOf('MPI Operator');
 const TRAINING_OPERATOR = userOf('Training Operator');
 const KUEUE = userOf('Kueue');
 
-interface Request {
-  operation?: 'CREATE' | 'UPDATE';
-  user?: string;
-  oldObject?: unknown;
-}
-
-/** Messages of the validations `object` fails under the named policy (empty: admitted). */
-function denials(policy: string, object: unknown, req: Request = {}): string[] {
-  const spec = findObject(tenants, 'ValidatingAdmissionPolicy', policy).spec as PolicySpec;
-  const operation = req.operation ?? 'CREATE';
-  const request = { operation, userInfo: { username: req.user ?? TENANT_USER, groups: ['system:authenticated'] } };
-  const context: Record<string, unknown> = { object, oldObject: operation === 'UPDATE' ? req.oldObject : null, request, variables: {} };
-  const variables: Record<string, unknown> = {};
-  for (const v of spec.variables ?? []) variables[v.name] = evaluate(v.expression, { ...context, variables });
-  return spec.validations.filter((v) => evaluate(v.expression, { ...context, variables }) !== true).map((v) => v.message);
-}
-const podDenials = (p: unknown, req?: Request) => denials('tenant-pod-guardrails', p, req);
-const jobDenials = (job: unknown, req?: Request) => denials('tenant-queue-required', job, req);
-
 type Obj = Record<string, any>;
+const denials = (policy: string, object: Obj, req?: Request) => policyDenials(tenants, policy, object, req);
+const podDenials = (p: Obj, req?: Request) => denials('tenant-pod-guardrails', p, req);
+const jobDenials = (job: Obj, req?: Request) => denials('tenant-queue-required', job, req);
+
 const clone = <T>(o: T): T => structuredClone(o);
-
-function pod(spec: Obj, metadata: Obj = {}): Obj {
-  return { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: 'research', ...metadata }, spec };
-}
-const queued = (queue = 'default') => ({ [LABELS.queueName]: queue });
-const gpuContainer = (gpus = 8) => ({ name: 'c', image: 'i', resources: { limits: { [RESOURCES.gpu]: String(gpus) } } });
-
-/** What Kueue's pod webhook does to a pod carrying the queue label (v0.19): gate it until admitted. */
-function kueueGated<T extends Obj>(p: T): T {
-  const out = clone(p);
-  if (out.metadata.labels?.[LABELS.queueName]) out.spec.schedulingGates = [...(out.spec.schedulingGates ?? []), { name: KUEUE_POD.admissionGate }];
-  return out;
-}
-/** What Kueue's job webhooks do to a queued job: suspend it until admitted. */
-function kueueSuspended<T extends Obj>(job: T): T {
-  const out = clone(job);
-  if (out.metadata.labels?.[LABELS.queueName]) {
-    if (out.apiVersion === 'batch/v1') out.spec.suspend = true;
-    else out.spec.runPolicy = { ...(out.spec.runPolicy ?? {}), suspend: true };
-  }
-  return out;
-}
 
 /** The rendered NCCL test's worker pod spec (GPUs, the RDMA device, IPC_LOCK). */
 function ncclWorkerSpec(): Obj {
@@ -140,7 +93,7 @@ describe('tenant admission guardrails: Pod Security baseline (+ IPC_LOCK), whoev
     ['a Windows host process', c({ windowsOptions: { hostProcess: true } }), {}, /Windows host process/],
   ];
   it.each(refused)('refuse %s, from a tenant and from the Job controller', (_what, spec, metadata, says) => {
-    expect(podDenials(pod(spec, metadata))).toEqual([expect.stringMatching(says)]);
+    expect(podDenials(pod(outside(spec), metadata))).toEqual([expect.stringMatching(says)]);
     expect(podDenials(pod(spec, metadata), { user: JOB_CONTROLLER })).toEqual([expect.stringMatching(says)]);
   });
 
@@ -164,8 +117,8 @@ describe('tenant admission guardrails: no GPUs without a GPU request (NVIDIA_VIS
   const env = (value: string | undefined, extra: Obj = {}) => ({ name: 'NVIDIA_VISIBLE_DEVICES', ...(value === undefined ? {} : { value }), ...extra });
   const cpu = (e: Obj[], name = 'c') => ({ name, image: 'i', env: e, resources: { limits: { cpu: '1' } } });
   const withGpus = (e: Obj[], gpus = '1') => ({ name: 'gpu', image: 'i', env: e, resources: { limits: { [RESOURCES.gpu]: gpus } } });
-  const ENV = /sets NVIDIA_VISIBLE_DEVICES .* must request nvidia.com\/gpu itself/;
-  const RUNTIME = /only pods that request nvidia.com\/gpu may use the NVIDIA runtime classes \(nvidia, nvidia-cdi, nvidia-legacy\)/;
+  const ENV = /^no container may set NVIDIA_VISIBLE_DEVICES, NVIDIA_IMEX_CHANNELS to anything but "", "void", "none", nor from a ConfigMap or Secret/;
+  const RUNTIME = /^only pods whose every container and init container requests nvidia.com\/gpu, and that have no ephemeral container, may use the NVIDIA runtime classes \(nvidia, nvidia-cdi, nvidia-legacy\)/;
   const NO_LABEL = /must name a LocalQueue/;
   const queuedGated = (spec: Obj) => kueueGated(pod(spec, { labels: queued('research') }));
 
@@ -176,6 +129,8 @@ describe('tenant admission guardrails: no GPUs without a GPU request (NVIDIA_VIS
     ['a CDI device name', { containers: [cpu([env('nvidia.com/gpu=all')])] }],
     ['a value read from a ConfigMap (unknown at admission)', { containers: [cpu([env(undefined, { valueFrom: { configMapKeyRef: { name: 'gpus', key: 'list' } } })])] }],
     ['a request for zero GPUs', { containers: [withGpus([env('all')], '0')] }],
+    ['"all" in a container that requests one GPU (its pod, admitted for 1 GPU, would see 8)', { containers: [withGpus([env('all')], '1')] }],
+    ['IMEX channels', { containers: [cpu([{ name: 'NVIDIA_IMEX_CHANNELS', value: '0' }])] }],
     ['an init container', { containers: [cpu([])], initContainers: [cpu([env('all')], 'init')] }],
     ['a sidecar beside a GPU container', { containers: [withGpus([]), cpu([env('all')], 'sidecar')] }],
     ['an ephemeral (debug) container, which can request nothing', { containers: [withGpus([])], ephemeralContainers: [{ name: 'debug', image: 'i', env: [env('all')] }] }],
@@ -192,23 +147,30 @@ describe('tenant admission guardrails: no GPUs without a GPU request (NVIDIA_VIS
     expect(podDenials(debugged, { operation: 'UPDATE', oldObject: running })).toEqual([expect.stringMatching(ENV)]);
   });
 
-  it('admit "no device" values and a container that requests the GPUs it names', () => {
-    for (const value of ['', 'void', 'none', undefined]) expect(podDenials(pod({ containers: [cpu([env(value)])] }))).toEqual([]);
-    expect(podDenials(pod({ containers: [cpu([{ name: 'CUDA_VISIBLE_DEVICES', value: '0' }])] }))).toEqual([]);
-    expect(podDenials(queuedGated({ containers: [withGpus([env('all')], '8')] }))).toEqual([]);
+  it('admit "no device" values, CUDA_VISIBLE_DEVICES, and a GPU container that leaves the variable to the device plugin', () => {
+    for (const value of ['', 'void', 'none', undefined]) expect(podDenials(pod(outside({ containers: [cpu([env(value)])] })))).toEqual([]);
+    expect(podDenials(pod(outside({ containers: [cpu([{ name: 'CUDA_VISIBLE_DEVICES', value: '0' }])] })))).toEqual([]);
+    expect(podDenials(queuedGated({ containers: [withGpus([env('void')], '8')] }))).toEqual([]);
+    expect(podDenials(queuedGated({ containers: [withGpus([], '8')] }))).toEqual([]);
   });
 
-  it('refuse the NVIDIA runtime classes to a pod without GPUs, admit them to a queued GPU pod', () => {
+  it('refuse the NVIDIA runtime classes to a pod with a container, init container or debug container without GPUs; admit them to a queued all-GPU pod', () => {
     for (const runtimeClassName of ['nvidia', 'nvidia-cdi', 'nvidia-legacy']) {
-      expect(podDenials(pod({ runtimeClassName, containers: [cpu([])] }))).toEqual([expect.stringMatching(RUNTIME)]);
+      expect(podDenials(pod(outside({ runtimeClassName, containers: [cpu([])] })))).toEqual([expect.stringMatching(RUNTIME)]);
       expect(podDenials(pod({ runtimeClassName, containers: [withGpus([], '0')] }))).toEqual([expect.stringMatching(NO_LABEL), expect.stringMatching(RUNTIME)]);
       expect(podDenials(queuedGated({ runtimeClassName, containers: [withGpus([])] }))).toEqual([]);
+      // the issue's escape: a GPU pod's CPU sidecar would get every GPU its image names (CUDA images: all)
+      expect(podDenials(queuedGated({ runtimeClassName, containers: [withGpus([]), cpu([], 'sidecar')] }))).toEqual([expect.stringMatching(RUNTIME)]);
+      expect(podDenials(queuedGated({ runtimeClassName, containers: [withGpus([])], initContainers: [cpu([], 'init')] }))).toEqual([expect.stringMatching(RUNTIME)]);
+      const running = queuedGated({ runtimeClassName, containers: [withGpus([])] });
+      const debugged = { ...clone(running), spec: { ...clone(running.spec), ephemeralContainers: [{ name: 'debug', image: 'i' }] } };
+      expect(podDenials(debugged, { operation: 'UPDATE', oldObject: running })).toEqual([expect.stringMatching(RUNTIME)]);
     }
-    expect(podDenials(pod({ runtimeClassName: 'kata', containers: [cpu([])] }))).toEqual([]);
+    expect(podDenials(pod(outside({ runtimeClassName: 'kata', containers: [cpu([])] })))).toEqual([]);
   });
 
   it('take the runtime classes from the props (a cluster whose operator.runtimeClass is another)', () => {
-    const spec = findObject(tenants, 'ValidatingAdmissionPolicy', 'tenant-pod-guardrails').spec as PolicySpec;
+    const spec = findObject(tenants, 'ValidatingAdmissionPolicy', 'tenant-pod-guardrails').spec as { validations: { expression: string }[] };
     expect(spec.validations.map((v) => v.expression).join('\n')).toContain('["nvidia", "nvidia-cdi", "nvidia-legacy"]');
   });
 
@@ -258,8 +220,8 @@ describe('tenant admission guardrails: GPUs only through Kueue, trusted by reque
     expect(podDenials(kueueGated(gpuPod({ labels: queued() })), { user: REPLICASET_CONTROLLER })).toEqual([]);
   });
 
-  it('admit a CPU-only pod without a label (debugging, data preparation)', () => {
-    expect(podDenials(pod({ containers: [{ name: 'debug', image: 'i', resources: { limits: { cpu: '1' } } }] }))).toEqual([]);
+  it('admit a CPU-only pod without a label (debugging, data preparation) at the unqueued priority', () => {
+    expect(podDenials(pod(outside({ containers: [{ name: 'debug', image: 'i', resources: { limits: { cpu: '1' } } }] })))).toEqual([]);
   });
 
   it('let only Kueue lift its scheduling gates', () => {
@@ -282,6 +244,7 @@ describe('tenant admission guardrails: GPUs only through Kueue, trusted by reque
 
 describe('tenant admission guardrails: jobs', () => {
   const job = (metadata: Obj = {}, spec: Obj = {}) => ({ apiVersion: 'batch/v1', kind: 'Job', metadata: { name: 'j', namespace: 'research', ...metadata }, spec });
+  const inResearch = (o: Obj): Obj => ({ ...o, metadata: { ...o.metadata, namespace: 'research' } });
   const NO_LABEL = /must name a LocalQueue/;
 
   it('require a queue label on jobs a tenant submits, and that Kueue took them (suspended)', () => {
@@ -313,7 +276,7 @@ describe('tenant admission guardrails: jobs', () => {
     const moved = { ...clone(waiting), metadata: { ...waiting.metadata, labels: queued('other') } };
     expect(jobDenials(moved, { operation: 'UPDATE', oldObject: waiting })).toEqual([]);
     // Kubeflow jobs suspend with spec.runPolicy.suspend.
-    const mpiJob = kueueSuspended(clone(findObject(samples, 'MPIJob', 'nccl-all-reduce')) as Obj);
+    const mpiJob = inResearch(kueueSuspended(clone(findObject(samples, 'MPIJob', 'nccl-all-reduce')) as Obj));
     const mpiStarted = { ...clone(mpiJob), spec: { ...mpiJob.spec, runPolicy: { ...mpiJob.spec.runPolicy, suspend: false } } };
     expect(jobDenials(mpiStarted, { operation: 'UPDATE', oldObject: mpiJob })).toEqual([expect.stringMatching(/only Kueue starts/)]);
     expect(jobDenials(mpiStarted, { operation: 'UPDATE', oldObject: mpiJob, user: KUEUE })).toEqual([]);

@@ -66,7 +66,7 @@ describe('the admission policies guarding a namespace', () => {
   const pod = (ns: string) => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: ns }, spec: { containers: [{ name: 'c', image: 'x:1' }] } });
   const refusing = (ns: string) => {
     const index = new ClusterIndex({ name: 'x', folders: [{ folder: 'tenants', objects }] });
-    return policiesRefusing(index, ns, pod(ns), 'someone');
+    return policiesRefusing(index)(ns, pod(ns), 'someone');
   };
 
   it('are those whose binding selects the namespace by its labels, in binding order, whichever way the selector is written', () => {

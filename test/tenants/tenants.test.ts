@@ -69,7 +69,7 @@ describe('tenants', () => {
     expect(binding.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'tenant' });
   });
 
-  it('lets a tenant run Jobs, MPIJobs, PyTorchJobs and Pods, keep Secrets, Services and ServiceAccounts, and read its queue and Workloads, in its namespace only', () => {
+  it('lets a tenant run Jobs, MPIJobs, PyTorchJobs and Pods (logs, exec, port-forward), keep Secrets, Services and ServiceAccounts, and read its queue and Workloads, in its namespace only', () => {
     const grants = grantsOf(renderOf(), 'tenant-research');
     for (const g of ['batch/jobs', 'kubeflow.org/mpijobs', 'kubeflow.org/pytorchjobs', 'core/pods']) {
       for (const v of ['create', 'get', 'list', 'watch', 'delete', 'patch']) expect(grants).toContain(`research ${g} ${v}`);
@@ -78,6 +78,8 @@ describe('tenants', () => {
       for (const v of ['get', 'list', 'watch']) expect(grants).toContain(`research ${g} ${v}`);
     }
     expect(grants).toContain('research core/pods/exec create');
+    // the service guardrails tell tenants to reach their ClusterIP Services with kubectl port-forward
+    for (const v of ['create', 'get']) expect(grants).toContain(`research core/pods/portforward ${v}`);
     // Inference work: image-pull Secrets, Services and ServiceAccounts of its own, namespaced.
     for (const g of ['core/secrets', 'core/services', 'core/serviceaccounts']) {
       for (const v of ['create', 'update', 'delete', 'get']) expect(grants).toContain(`research ${g} ${v}`);

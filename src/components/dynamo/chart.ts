@@ -55,5 +55,5 @@ export const dynamo: ComponentDefinition = {
   folder: DYNAMO_FOLDER,
   description: 'NVIDIA Dynamo samples applied by hand, never synced: aggregated and disaggregated (RDMA) vLLM DynamoGraphDeployments, queued through Kueue',
   build: (scope: Construct, model: ClusterModel) =>
-    (model.description.installs.dynamo === 'none' ? undefined : new DynamoSamplesChart(scope, DYNAMO_FOLDER, { model })),
+    (model.description.tutorials.dynamo.enabled && model.description.installs.dynamo !== 'none' ? new DynamoSamplesChart(scope, DYNAMO_FOLDER, { model }) : undefined),
 };

@@ -38,8 +38,12 @@ export interface VllmGraphDeploymentProps {
 
 /** CPU and memory of the frontend (OpenAI-compatible HTTP server and router; no GPU). */
 const FRONTEND_RESOURCES = { [RESOURCES.cpu]: '2', [RESOURCES.memory]: '8Gi' };
-/** Secret with HF_TOKEN for gated models; optional, so a public model needs none. */
-const HF_TOKEN_SECRET = 'hf-token-secret';
+/**
+ * Secret with HF_TOKEN for gated models; optional, so a public model needs none. Upstream's examples take the whole
+ * Secret with envFrom; here only its HF_TOKEN key: the tenant guardrails refuse an envFrom without a prefix, whose
+ * keys admission cannot see (one could be NVIDIA_VISIBLE_DEVICES).
+ */
+const HF_TOKEN_SECRET = { name: 'hf-token-secret', key: 'HF_TOKEN' } as const;
 /** Where upstream's examples run the workers: the image's copy of examples/backends/vllm. */
 const WORKER_DIR = '/workspace/examples/backends/vllm';
 /**
@@ -79,7 +83,7 @@ export class VllmGraphDeployment extends Construct {
           name: 'main',
           image: props.image,
           ...(args ? { command: ['python3', '-m', 'dynamo.vllm'], args, workingDir: WORKER_DIR } : {}),
-          envFrom: [{ secretRef: { name: HF_TOKEN_SECRET, optional: true } }],
+          env: [{ name: HF_TOKEN_SECRET.key, valueFrom: { secretKeyRef: { name: HF_TOKEN_SECRET.name, key: HF_TOKEN_SECRET.key, optional: true } } }],
           resources: { requests: quantitiesOf(resources, Requests.fromString), limits: quantitiesOf(resources, Limits.fromString) },
           // RDMA memory registration needs unlimited locked memory: IPC_LOCK, never privileged.
           securityContext: { allowPrivilegeEscalation: false, ...(gpu && rdma ? { capabilities: { add: ['IPC_LOCK'] } } : {}) },

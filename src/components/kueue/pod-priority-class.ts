@@ -19,6 +19,11 @@ export interface PodPriorityClassProps {
    * @default - none
    */
   readonly description?: string;
+  /**
+   * Whether its pods preempt lower-priority pods to be scheduled.
+   * @default "PreemptLowerPriority"
+   */
+  readonly preemptionPolicy?: 'PreemptLowerPriority' | 'Never';
 }
 
 /** A Kubernetes PriorityClass (scheduling.k8s.io/v1). */
@@ -37,7 +42,7 @@ export class PodPriorityClass extends Construct {
       value: props.value,
       globalDefault: props.globalDefault ?? false,
       // The API default, written out so that Argo CD sees no drift.
-      preemptionPolicy: 'PreemptLowerPriority',
+      preemptionPolicy: props.preemptionPolicy ?? 'PreemptLowerPriority',
       description: props.description,
     });
   }

@@ -31,7 +31,7 @@ export class MonitoringChart extends Chart {
       nodeExporter: m.scrape.nodeExporter,
       kubeStateMetrics: m.scrape.kubeStateMetrics,
       // The Network Operator is deployed for InfiniBand only (NicClusterPolicy).
-      networkOperator: model.rdma !== undefined,
+      networkOperator: model.rdma !== undefined && m.scrape.networkOperator,
       // The GPU Operator (v26.7.0) creates ServiceMonitors for itself and the node status exporter wherever the
       // ServiceMonitor CRD exists (it cannot be switched off for the operator), and the VictoriaMetrics operator
       // converts them into scrapes: a scrape of our own would collect every series twice.

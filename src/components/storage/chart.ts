@@ -1,6 +1,6 @@
 import { Chart } from 'cdk8s';
 import { Construct } from 'constructs';
-import { ClusterModel, TolerationSpec } from '../../model/model';
+import { ClusterModel, reclaimPolicyOf, TolerationSpec } from '../../model/model';
 import { NAMESPACES, STORAGE_CLASSES } from '../../model/names';
 import { VERSIONS } from '../../versions';
 import { componentChartProps, ComponentChartProps, ComponentDefinition } from '../component';
@@ -29,7 +29,7 @@ export class StorageChart extends Chart {
     super(scope, id, componentChartProps(props.model, props));
     const d = props.model.description;
     const defaultClass = d.storage.defaultClass;
-    const reclaimPolicy = d.storage.reclaimPolicy;
+    const reclaimPolicy = (name: string) => reclaimPolicyOf(d.storage, name);
 
     const config = new LocalPathConfig(this, 'Config', {
       namespace: NAMESPACES.localPathStorage,
@@ -44,16 +44,16 @@ export class StorageChart extends Chart {
     });
 
     new LocalPathStorageClass(this, 'LocalPath', {
-      name: STORAGE_CLASSES.localPath, isDefault: defaultClass === STORAGE_CLASSES.localPath, reclaimPolicy,
+      name: STORAGE_CLASSES.localPath, isDefault: defaultClass === STORAGE_CLASSES.localPath, reclaimPolicy: reclaimPolicy(STORAGE_CLASSES.localPath),
     });
     new LocalPathStorageClass(this, 'SharedPath', {
       name: STORAGE_CLASSES.sharedPath,
       isDefault: defaultClass === STORAGE_CLASSES.sharedPath,
-      reclaimPolicy,
+      reclaimPolicy: reclaimPolicy(STORAGE_CLASSES.sharedPath),
       volumeBindingMode: 'Immediate',
     });
     new LocalPathStorageClass(this, 'LocalDisk', {
-      name: STORAGE_CLASSES.localDisk, isDefault: defaultClass === STORAGE_CLASSES.localDisk, reclaimPolicy,
+      name: STORAGE_CLASSES.localDisk, isDefault: defaultClass === STORAGE_CLASSES.localDisk, reclaimPolicy: reclaimPolicy(STORAGE_CLASSES.localDisk),
     });
 
     if (d.installs.localPathProvisioner === 'managed') {

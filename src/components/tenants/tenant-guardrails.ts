@@ -1,5 +1,9 @@
 import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
+import {
+  deviceRules, everyContainer, jobPriorityRules, list, placementRules, podPriorityRules, PriorityRuleProps, ReservedTaint, runtimeClassRule,
+  Validation,
+} from './lane-rules';
 import { TRUSTED_REQUESTERS, TrustedRequester, usersTrustedWith } from './trusted-requesters';
 import { NVIDIA_RUNTIME_CLASSES } from '../../model/names';
 
@@ -24,6 +28,15 @@ export interface TenantGuardrailsProps {
   readonly nvidiaRuntimeClasses?: readonly string[];
   /** Scheduling gates Kueue puts on queued pods; the first is the admission gate a queued pod must carry. */
   readonly kueueGates: readonly [string, ...string[]];
+  /** Taints no tenant pod may tolerate (the service node's and the description's reserved taints). */
+  readonly reservedTaints: readonly ReservedTaint[];
+  /** Labels of the service node: no tenant pod may select it. */
+  readonly serviceNodeLabels: Readonly<Record<string, string>>;
+  /**
+   * Priorities: Kueue's WorkloadPriorityClass label, the PriorityClass and ResourceQuota of pods outside Kueue, and
+   * the namespace labels that say which priorities the namespace's tenant may use.
+   */
+  readonly priorities: Omit<PriorityRuleProps, 'queueLabel'>;
   /**
    * Controllers recognised by `request.userInfo.username`, and what each may do that a tenant may not.
    * @default TRUSTED_REQUESTERS
@@ -65,30 +78,6 @@ const QUEUED_JOB_RESOURCES = [
 ];
 
 const API_VERSION = 'admissionregistration.k8s.io/v1';
-
-/**
- * The NVIDIA container toolkit (v1.20, internal/config/image/devices.go and cuda_image.go) gives a container the
- * GPUs NVIDIA_VISIBLE_DEVICES names: "all", indices, UUIDs or CDI names. Unset, empty and "void" mean no GPU
- * (runc's behaviour); "none" means no GPU but the driver's libraries. Any other value is a GPU request that
- * bypasses the device plugin and Kueue, honoured for unprivileged containers unless the node's toolkit sets
- * accept-nvidia-visible-devices-envvar-when-unprivileged = false.
- */
-export const NVIDIA_VISIBLE_DEVICES = { name: 'NVIDIA_VISIBLE_DEVICES', noDevices: ['', 'void', 'none'] } as const;
-
-interface Validation {
-  readonly expression: string;
-  readonly message: string;
-}
-
-const list = (items: readonly string[]) => `[${items.map((i) => JSON.stringify(i)).join(', ')}]`;
-
-/**
- * `pred` over every container. Containers and init containers are one type; ephemeral containers
- * another, so they get their own list (CEL lists are homogeneous once type-checked).
- */
-function everyContainer(pred: string): string {
-  return `variables.containers.all(c, ${pred}) && variables.ephemeralContainers.all(c, ${pred})`;
-}
 /** Placeholder for "the security context" in the predicates below (CEL has no lambdas to bind it). */
 const SC = '$sc';
 /** `pred` over the pod's security context (`$sc`), when it has one. */
@@ -113,9 +102,11 @@ function containerContexts(pred: string): string {
  * as a whole (a Job, MPIJob or PyTorchJob). Jobs must name a queue and be suspended by Kueue; only
  * Kueue starts them or lifts its gates.
  *
- * GPUs without a GPU request: a container may set NVIDIA_VISIBLE_DEVICES (to anything but no
- * device) only if it requests GPUs itself, and only pods requesting GPUs may use the NVIDIA runtime
- * classes. What admission cannot see (an image's own ENV, envFrom) only the node's toolkit setting
+ * In their lane (lane-rules.ts): no toleration of a reserved taint, no nodeName, no node selection
+ * onto the service node; a queued pod names only its tenant's priorities, a pod outside Kueue the
+ * unqueued class (counted by the namespace's ResourceQuota); no device variable naming devices (env,
+ * and envFrom without a safe prefix), the NVIDIA runtime classes only for pods whose every container
+ * requests GPUs. What admission cannot see (an image's own ENV) only the node's toolkit setting
  * accept-nvidia-visible-devices-envvar-when-unprivileged = false closes.
  *
  * Services: ClusterIP only and no externalIPs (a Service with externalIPs intercepts traffic to
@@ -145,12 +136,10 @@ export class TenantGuardrails extends Construct {
     const rdmaPrefix = JSON.stringify(props.rdmaResourcePrefix ?? 'rdma/');
     const runtimeClasses = props.nvidiaRuntimeClasses ?? Object.values(NVIDIA_RUNTIME_CLASSES);
     const queueLabel = JSON.stringify(props.queueLabel);
+    const priorities: PriorityRuleProps = { ...props.priorities, queueLabel: props.queueLabel };
     // A container's own request for GPUs: a non-zero nvidia.com/gpu limit or request (quantities are strings in admission).
     const requestsGpus = (c: string) => `(has(${c}.resources) && ((has(${c}.resources.limits) && ${gpu} in ${c}.resources.limits && ${c}.resources.limits[${gpu}] != '0') `
       + `|| (has(${c}.resources.requests) && ${gpu} in ${c}.resources.requests && ${c}.resources.requests[${gpu}] != '0')))`;
-    // NVIDIA_VISIBLE_DEVICES set to anything but "no device"; a value from a ConfigMap or Secret cannot be read here, so it counts.
-    const namesDevices = (c: string) => `(has(${c}.env) && ${c}.env.exists(e, e.name == ${JSON.stringify(NVIDIA_VISIBLE_DEVICES.name)} `
-      + `&& (has(e.valueFrom) || (has(e.value) && !(e.value in ${list(NVIDIA_VISIBLE_DEVICES.noDevices)})))))`;
     const [admissionGate] = props.kueueGates;
     const queuedObject = `has(object.metadata.labels) && ${queueLabel} in object.metadata.labels && object.metadata.labels[${queueLabel}] != ''`;
     const onCreate = (expression: string) => `request.operation != 'CREATE' || ${expression}`;
@@ -212,17 +201,10 @@ export class TenantGuardrails extends Construct {
         message: `Kueue did not gate this queued GPU or RDMA pod (no ${admissionGate} scheduling gate): its pod integration is off `
           + 'or does not manage this namespace, so the pod would run outside the quota',
       },
-      {
-        // Every container: an ephemeral one can request no resources, so it may never name GPUs.
-        expression: `variables.containers.all(c, !${namesDevices('c')} || ${requestsGpus('c')}) && variables.ephemeralContainers.all(c, !${namesDevices('c')})`,
-        message: `a container that sets ${NVIDIA_VISIBLE_DEVICES.name} (other than ${NVIDIA_VISIBLE_DEVICES.noDevices.map((v) => `"${v}"`).join(', ')}) must request `
-          + `${props.gpuResource} itself: the NVIDIA runtime would hand it GPUs outside the device plugin and the quota`,
-      },
-      {
-        expression: `!has(object.spec.runtimeClassName) || !(object.spec.runtimeClassName in ${list(runtimeClasses)}) || variables.containers.exists(c, ${requestsGpus('c')})`,
-        message: `only pods that request ${props.gpuResource} may use the NVIDIA runtime classes (${runtimeClasses.join(', ')}): `
-          + 'it hands every GPU of the node to a container whose image sets NVIDIA_VISIBLE_DEVICES=all',
-      },
+      ...deviceRules(props.gpuResource, requestsGpus),
+      runtimeClassRule(runtimeClasses, props.gpuResource, requestsGpus),
+      ...placementRules(props.reservedTaints, props.serviceNodeLabels),
+      ...podPriorityRules(priorities),
       {
         expression: onUpdate(`variables.admitter || !has(oldObject.spec.schedulingGates) || oldObject.spec.schedulingGates.all(g, !(g.name in ${list(props.kueueGates)}) `
           + '|| (has(object.spec.schedulingGates) && object.spec.schedulingGates.exists(n, n.name == g.name)))'),
@@ -251,6 +233,9 @@ export class TenantGuardrails extends Construct {
         { name: 'gated', expression: `has(object.spec.schedulingGates) && object.spec.schedulingGates.exists(g, g.name == ${JSON.stringify(admissionGate)})` },
         { name: 'podOfQueuedWorkload', expression: trusted('pods-of-queued-workloads') },
         { name: 'admitter', expression: trusted('admits-workloads') },
+        // Part of a workload Kueue admits: created for a queued job by its controller, or queued and gated by Kueue's pod webhook.
+        { name: 'admitted', expression: 'variables.podOfQueuedWorkload || (variables.queued && variables.gated)' },
+        { name: 'priorityClass', expression: "has(object.spec.priorityClassName) ? object.spec.priorityClassName : ''" },
       ],
       validations: podChecks,
     }, tenantNamespaces);
@@ -282,6 +267,7 @@ export class TenantGuardrails extends Construct {
           expression: onUpdate(`!${suspended('oldObject')} || variables.suspended || variables.admitter || variables.partOfQueuedWorkload`),
           message: 'only Kueue starts a suspended job (it does when the queue admits it)',
         },
+        ...jobPriorityRules(priorities),
       ],
     }, tenantNamespaces);
 

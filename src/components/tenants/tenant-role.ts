@@ -6,8 +6,8 @@ const MANAGE = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete', '
 const READ = ['get', 'list', 'watch'];
 
 /**
- * What a tenant may do in its namespace: run Jobs, MPIJobs, PyTorchJobs and Pods (with logs and
- * exec for debugging), keep ConfigMaps (scripts), PersistentVolumeClaims (RWX volumes), Secrets
+ * What a tenant may do in its namespace: run Jobs, MPIJobs, PyTorchJobs and Pods (with logs, exec
+ * and port-forward for debugging and for reaching its ClusterIP Services), keep ConfigMaps (scripts), PersistentVolumeClaims (RWX volumes), Secrets
  * (image pull credentials, model tokens), Services (inference endpoints; the guardrails keep them
  * ClusterIP) and ServiceAccounts, and read events, its LocalQueue and its Workloads. Nothing else:
  * no RBAC, no quota objects, no NetworkPolicies, and no ClusterRole at all. Pods (and so SkyPilot's
@@ -20,6 +20,8 @@ export const TENANT_RULES: readonly k8s.PolicyRule[] = [
   { apiGroups: [''], resources: ['pods/log'], verbs: READ },
   // exec is "create" (SPDY) and "get" (WebSocket upgrade, Kubernetes 1.30+).
   { apiGroups: [''], resources: ['pods/exec'], verbs: ['create', 'get'] },
+  // kubectl port-forward (the way the service guardrails point tenants to their ClusterIP Services): the same two verbs.
+  { apiGroups: [''], resources: ['pods/portforward'], verbs: ['create', 'get'] },
   { apiGroups: ['', 'events.k8s.io'], resources: ['events'], verbs: READ },
   { apiGroups: ['kueue.x-k8s.io'], resources: ['localqueues', 'workloads'], verbs: READ },
 ];
