@@ -17,7 +17,7 @@ const work = mkdtempSync(path.join(tmpdir(), 'render-threads-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 const LIB = path.join(ROOT, 'lib', 'src');
 
-/** Copies of the reference description under other names, each with `tenants` tenants that borrow only. */
+/** Copies of the reference description under other names, each with `tenants` tenants that borrow only (and run little outside Kueue, so many fit). */
 function fleet(label: string, count: number, tenants: number): string[] {
   const dir = path.join(work, label);
   mkdirSync(dir);
@@ -25,7 +25,7 @@ function fleet(label: string, count: number, tenants: number): string[] {
     const d = referenceInput();
     d.name = `${label}-${i}`;
     d.gitops.path = `dist/${d.name}`;
-    d.tenants = Array.from({ length: tenants }, (__, j) => ({ name: `t${j}`, gpus: 0 }));
+    d.tenants = Array.from({ length: tenants }, (__, j) => ({ name: `t${j}`, gpus: 0, unqueued: { cpu: '100m', memory: '128Mi' } }));
     const f = path.join(dir, `${d.name}.yaml`);
     writeFileSync(f, stringify(d));
     return f;

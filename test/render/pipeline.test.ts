@@ -55,6 +55,7 @@ describe('rendering', () => {
   it('renames the RDMA device everywhere from one field: no old name left in any file', () => {
     const input = parse(readFileSync(REFERENCE_FILE, 'utf8'));
     input.network.infiniband.rdmaSharedDevice.name = 'rdma_ib_fabric';
+    input.tutorials = { ...input.tutorials, skypilot: { ...input.tutorials?.skypilot, enabled: true } };
     const files = renderFiles([renderModel(buildModel(parseDescription(input)))]);
     const text = files.map(([, content]) => content).join('\n');
     expect(text).not.toContain('rdma_shared_device_a');
