@@ -62,7 +62,8 @@ function fifo(name: string): string {
 
 /** The command that reads a file of the kind. */
 function command(kind: CliKind, f: string): string[] {
-  if (kind === 'description') return ['synth', '--config', f, '--out', path.join(dir, 'out'), '--no-validate'];
+  // an output folder of its own: the cases run at the same time
+  if (kind === 'description') return ['synth', '--config', f, '--out', path.join(dir, `out-${path.basename(f)}`), '--no-validate'];
   if (kind === 'snapshot') return ['init', '--snapshot', f];
   return ['init', '--kubeconfig', f, '--timeout', '5'];
 }
@@ -180,7 +181,8 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-describe('bad input files of every reader exit 2 with one line naming the file, in bounded time and memory', () => {
+// concurrently: each case is a child that starts, reads one file and exits (the files have names of their own)
+describe.concurrent('bad input files of every reader exit 2 with one line naming the file, in bounded time and memory', () => {
   it.each([...COMMON, ...SNAPSHOTS, ...KUBECONFIGS].filter((c) => !c.skip).map((c) => ({ ...c, title: `${c.kind}: ${c.name}` })))('$title', async (c) => {
     const f = c.file();
     const r = await runCliChild(dir, c.args?.(f) ?? command(c.kind, f), c.env, 60_000);

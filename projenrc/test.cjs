@@ -1,0 +1,60 @@
+#!/usr/bin/env node
+// The test task's checks after compiling (generated into .projen/tasks.json by .projenrc.ts):
+//
+//   node projenrc/test.cjs [VITEST ARGS...]
+//
+// The type check of the tests and eslint are one process each, single-threaded; vitest's workers
+// wait on child processes much of the time. So the two static checks run beside vitest instead of
+// before it: their output is held and printed once vitest has finished (vitest's own output goes
+// straight through), and the exit code is the first failure's, vitest's first. Plain JavaScript:
+// it runs what is installed, nothing of lib/.
+'use strict';
+const { spawn } = require('node:child_process');
+const path = require('node:path');
+
+const ROOT = path.resolve(__dirname, '..');
+const bin = (name) => path.join(ROOT, 'node_modules', '.bin', name);
+
+/** The checks beside vitest: the same commands the tasks ran one after the other. */
+const CHECKS = [
+  {
+    name: 'tsc -p test/tsconfig.json --noEmit',
+    command: bin('tsc'),
+    // incremental: a re-run re-checks what changed (the record is a cache, outside the tracked tree)
+    args: ['-p', 'test/tsconfig.json', '--noEmit', '--incremental', '--tsBuildInfoFile', path.join('node_modules', '.cache', 'tsc-test.tsbuildinfo')],
+    env: {},
+  },
+  {
+    name: 'eslint',
+    command: bin('eslint'),
+    args: ['--ext', '.ts,.tsx', '--no-error-on-unmatched-pattern', 'src', 'test', 'projenrc', '.projenrc.ts'],
+    env: { ESLINT_USE_FLAT_CONFIG: 'true' },
+  },
+];
+
+function run(command, args, env, capture) {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: capture ? ['ignore', 'pipe', 'pipe'] : 'inherit' });
+    let output = '';
+    if (capture) {
+      child.stdout.on('data', (c) => { output += c; });
+      child.stderr.on('data', (c) => { output += c; });
+    }
+    child.on('error', (e) => resolve({ code: 1, output: `${output}${e.message}\n` }));
+    child.on('close', (code, signal) => resolve({ code: code ?? (signal ? 1 : 0), output }));
+  });
+}
+
+async function main() {
+  const checks = CHECKS.map((c) => run(c.command, c.args, c.env, true).then((r) => ({ ...r, name: c.name })));
+  const vitest = await run(bin('vitest'), ['run', ...process.argv.slice(2)], {}, false);
+  let code = vitest.code;
+  for (const c of await Promise.all(checks)) {
+    process.stdout.write(`\n${c.code === 0 ? 'passed' : 'FAILED'}: ${c.name}\n`);
+    if (c.output.trim() !== '') process.stdout.write(c.output.endsWith('\n') ? c.output : `${c.output}\n`);
+    if (code === 0) code = c.code;
+  }
+  process.exitCode = code;
+}
+
+void main();
