@@ -6,6 +6,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { FAULT_ENV, FAULT_TRACE_ENV } from '../../src/fault';
 import { isWriteArtifact, JOURNAL_FILE, LOCK_FILE, LOCK_WAIT_ENV, recoverOutput } from '../../src/render/write';
+import { synth } from '../../src/synth/pipeline';
 import { BIN, FIXTURE_CLUSTERS, HAS_SCHEMAS, readTreeFiles, REFERENCE_FILE, ROOT } from '../helpers';
 
 /*
@@ -18,7 +19,8 @@ import { BIN, FIXTURE_CLUSTERS, HAS_SCHEMAS, readTreeFiles, REFERENCE_FILE, ROOT
  * left over. No sleeps: every wait is for a condition (a process stopped, a line printed).
  */
 
-const CLUSTERS = ['instant-cluster', 'training-cluster'];
+const CLUSTERS = ['small-a', 'small-b'];
+const FULL_CLUSTERS = ['instant-cluster', 'training-cluster'];
 const baseEnv = { ...process.env, CDK8S_CHECK_UPGRADE: 'false', [FAULT_ENV]: '', [FAULT_TRACE_ENV]: '' };
 
 let work: string;
@@ -27,6 +29,25 @@ let newConfigs: string[];
 let oldTree: Map<string, string>;
 let newTree: Map<string, string>;
 let oldDir: string;
+let newDir: string;
+
+/**
+ * A small valid description (one GPU worker more in OLD, one tenant): every child renders two of them.
+ * The protocol does not depend on what is rendered; one case replaces the two full fixtures.
+ */
+function smallDescription(name: string, workers: number): string {
+  const reference = parseYaml(readFileSync(REFERENCE_FILE, 'utf8'));
+  return stringifyYaml({
+    name,
+    kubernetesVersion: reference.kubernetesVersion,
+    gitops: { repoURL: reference.gitops.repoURL, path: `dist/${name}` },
+    nodes: { gpuWorkers: { ...reference.nodes.gpuWorkers, count: workers } },
+    network: {},
+    storage: { sharedFilesystem: reference.storage.sharedFilesystem },
+    tenants: [{ name: 'inference', gpus: 4 }],
+    samples: reference.samples,
+  });
+}
 
 function synthArgs(configs: readonly string[], out: string): string[] {
   return [BIN, 'synth', ...configs.flatMap((c) => ['--config', c]), '--out', out, '--no-validate', '--quiet'];
@@ -34,6 +55,11 @@ function synthArgs(configs: readonly string[], out: string): string[] {
 
 function run(args: string[], env: Record<string, string> = {}) {
   return spawnSync(process.execPath, args, { cwd: ROOT, env: { ...baseEnv, ...env }, encoding: 'utf8' });
+}
+
+/** Renders each set of descriptions into its folder, in-process, as `synth --no-validate` does: the baselines the cases copy. */
+function renderBaselines(outputs: ReadonlyArray<{ configs: readonly string[]; out: string }>): void {
+  for (const { configs, out } of outputs) synth({ configs, out, schemas: false });
 }
 
 /** A child process and everything it printed, with a promise of its end. */
@@ -63,14 +89,15 @@ function isStopped(pid: number): boolean {
   return stat.slice(stat.lastIndexOf(')') + 2).startsWith('T');
 }
 
+/** Waits until the process has stopped itself (looking every 2 ms: a busy loop would take a CPU from the child). */
 async function stopped(pid: number): Promise<void> {
-  while (!isStopped(pid)) await new Promise((r) => setImmediate(r));
+  while (!isStopped(pid)) await new Promise((r) => setTimeout(r, 2));
 }
 
 /** The files of every cluster folder of an output root, keyed `<cluster>/<file>`. */
-function clusterTrees(out: string): Map<string, string> {
+function clusterTrees(out: string, clusters: readonly string[] = CLUSTERS): Map<string, string> {
   const all = new Map<string, string>();
-  for (const c of CLUSTERS) {
+  for (const c of clusters) {
     if (!existsSync(path.join(out, c))) continue;
     for (const [f, content] of readTreeFiles(path.join(out, c))) all.set(`${c}/${f}`, content);
   }
@@ -78,8 +105,8 @@ function clusterTrees(out: string): Map<string, string> {
 }
 
 /** Which complete state each cluster folder is in. */
-function states(out: string): string[] {
-  return CLUSTERS.map((c) => {
+function states(out: string, clusters: readonly string[] = CLUSTERS, trees = { old: oldTree, new: newTree }): string[] {
+  return clusters.map((c) => {
     const dir = path.join(out, c);
     if (!existsSync(dir)) return 'missing';
     const files = readTreeFiles(dir);
@@ -87,7 +114,7 @@ function states(out: string): string[] {
       const own = [...tree].filter(([f]) => f.startsWith(`${c}/`)).map(([f, content]) => [f.slice(c.length + 1), content]);
       return own.length === files.size && own.every(([f, content]) => files.get(f) === content);
     };
-    return same(oldTree) ? 'old' : same(newTree) ? 'new' : 'mixed';
+    return same(trees.old) ? 'old' : same(trees.new) ? 'new' : 'mixed';
   });
 }
 
@@ -95,50 +122,81 @@ function leftovers(out: string): string[] {
   return readdirSync(out).filter(isWriteArtifact);
 }
 
-function freshCopy(): string {
+function copyOf(from: string): string {
   const dir = mkdtempSync(path.join(work, 'case-'));
-  cpSync(oldDir, dir, { recursive: true });
+  cpSync(from, dir, { recursive: true });
   return dir;
 }
+
+function freshCopy(): string {
+  return copyOf(oldDir);
+}
+
+/** The full fixtures, OLD (more GPU workers: other quotas, other report) and NEW, for the one case that renders them. */
+let full: { oldConfigs: string[]; newConfigs: string[]; oldDir: string; newDir: string };
 
 beforeAll(() => {
   work = mkdtempSync(path.join(tmpdir(), 'faults-'));
   const variant = (file: string, from: RegExp, to: string) => {
-    const f = path.join(work, path.basename(file));
+    const f = path.join(work, 'full-old', path.basename(file));
     mkdirSync(path.dirname(f), { recursive: true });
     writeFileSync(f, readFileSync(file, 'utf8').replace(from, to));
     return f;
   };
-  mkdirSync(path.join(work, 'old'));
-  mkdirSync(path.join(work, 'new'));
   const ref = (name: string) => path.join(FIXTURE_CLUSTERS, `${name}.yaml`);
-  // OLD: fewer GPU workers (other quotas, other report); NEW: the fixture descriptions.
-  oldConfigs = [
-    variant(ref('instant-cluster'), /\n {4}count: 2\n/, '\n    count: 3\n'),
-    variant(ref('training-cluster'), /\n {4}count: 16\n/, '\n    count: 17\n'),
-  ];
-  newConfigs = CLUSTERS.map(ref);
+  full = {
+    oldConfigs: [
+      variant(ref('instant-cluster'), /\n {4}count: 2\n/, '\n    count: 3\n'),
+      variant(ref('training-cluster'), /\n {4}count: 16\n/, '\n    count: 17\n'),
+    ],
+    newConfigs: FULL_CLUSTERS.map(ref),
+    oldDir: path.join(work, 'full-old-out'),
+    newDir: path.join(work, 'full-new-out'),
+  };
+  const small = (dir: string, workers: number) => {
+    mkdirSync(path.join(work, dir));
+    return CLUSTERS.map((name) => {
+      const f = path.join(work, dir, `${name}.yaml`);
+      writeFileSync(f, smallDescription(name, workers));
+      return f;
+    });
+  };
+  oldConfigs = small('old', 2);
+  newConfigs = small('new', 1);
   oldDir = path.join(work, 'old-out');
-  const o = run(synthArgs(oldConfigs, oldDir));
-  expect(o.status, o.stderr).toBe(0);
-  const n = run(synthArgs(newConfigs, path.join(work, 'new-out')));
-  expect(n.status, n.stderr).toBe(0);
+  newDir = path.join(work, 'new-out');
+  renderBaselines([
+    { configs: oldConfigs, out: oldDir },
+    { configs: newConfigs, out: newDir },
+    { configs: full.oldConfigs, out: full.oldDir },
+    { configs: full.newConfigs, out: full.newDir },
+  ]);
   oldTree = clusterTrees(oldDir);
-  newTree = clusterTrees(path.join(work, 'new-out'));
-  expect(oldTree.size).toBeGreaterThan(100);
-  expect([...oldTree.keys()].some((f) => oldTree.get(f) !== newTree.get(f))).toBe(true);
+  newTree = clusterTrees(newDir);
+  expect(oldTree.size).toBeGreaterThan(60);
+  // every cluster's folder differs between OLD and NEW (nested folders: the swap moves whole trees)
+  for (const c of CLUSTERS) expect([...oldTree.keys()].some((f) => f.startsWith(`${c}/`) && oldTree.get(f) !== newTree.get(f)), c).toBe(true);
+  expect([...oldTree.keys()].some((f) => f.split('/').length > 2)).toBe(true);
 }, 120_000);
 
-/** Every fault point of one NEW-over-OLD synth, from a traced run: `<step>:<n>`. */
+let traced: string[] | undefined;
+
+/** Every fault point of one NEW-over-OLD synth, from a traced run (once per file): `<step>:<n>`. */
 function tracedSteps(): string[] {
+  if (traced) return traced;
   const dir = freshCopy();
   const trace = path.join(work, 'trace.txt');
   const r = run(synthArgs(newConfigs, dir), { [FAULT_TRACE_ENV]: trace });
   expect(r.status, r.stderr).toBe(0);
-  return readFileSync(trace, 'utf8').trim().split('\n');
+  traced = readFileSync(trace, 'utf8').trim().split('\n');
+  return traced;
 }
 
-/** First and last point of each step, and every rename (each point costs a child process: CI has 2 cores). */
+/**
+ * The points killed: the first of each step, and where a later one leaves another state: every rename (each
+ * one a different half-swapped output) and the second render (the first cluster's temporary tree complete).
+ * Each point costs a child process.
+ */
 function pickPoints(steps: readonly string[]): string[] {
   const byStep = new Map<string, string[]>();
   for (const s of steps) {
@@ -147,24 +205,43 @@ function pickPoints(steps: readonly string[]): string[] {
   }
   const picked = new Set<string>();
   for (const [name, list] of byStep) {
+    picked.add(list[0]);
     if (name === 'rename') list.forEach((s) => picked.add(s));
-    else [list[0], list[list.length - 1]].forEach((s) => picked.add(s));
+    if (name === 'render') picked.add(list[1]);
   }
   return [...picked];
 }
+
+/** Copies of the output a synth killed at `point` left, unrecovered (the sweep keeps them for the cases that start there). */
+const killedOutputs = new Map<string, string>();
+
+/** A fresh copy of what a NEW-over-OLD synth killed at `point` leaves (killing one when the sweep has not). */
+function killedAt(point: string): string {
+  let kept = killedOutputs.get(point);
+  if (!kept) {
+    kept = freshCopy();
+    const killed = run(synthArgs(newConfigs, kept), { [FAULT_ENV]: point });
+    expect(killed.signal, point).toBe('SIGKILL');
+    killedOutputs.set(point, kept);
+  }
+  return copyOf(kept);
+}
+
+const KEPT_POINTS = ['render:2', 'rename:2', 'rename:3'];
 
 describe.skipIf(process.platform !== 'linux')('a synth killed at any point loses nothing', () => {
   let points: string[] = [];
 
   it('passes every step of the protocol in a traced run', () => {
     const steps = tracedSteps();
-    for (const step of ['render', 'lock', 'recovered', 'write', 'write-partial', 'commit', 'rename', 'remove', 'unjournal', 'unlock']) {
+    for (const step of ['load', 'render', 'lock', 'recovered', 'write', 'write-partial', 'commit', 'rename', 'remove', 'unjournal', 'unlock']) {
       expect(steps.some((s) => s.startsWith(`${step}:`)), step).toBe(true);
     }
     // two existing folders: two renames each
     expect(steps.filter((s) => s.startsWith('rename:'))).toEqual(['rename:1', 'rename:2', 'rename:3', 'rename:4']);
     points = pickPoints(steps);
-    expect(points.length).toBeGreaterThanOrEqual(14);
+    expect(points).toEqual(expect.arrayContaining(KEPT_POINTS));
+    expect(points.length).toBeGreaterThanOrEqual(15);
   }, 120_000);
 
   it('after each kill the folders are old or new (or journaled), and recovery completes them with nothing left over', async () => {
@@ -177,6 +254,7 @@ describe.skipIf(process.platform !== 'linux')('a synth killed at any point loses
       for (let c = queue.shift(); c; c = queue.shift()) {
         const r = await start(synthArgs(newConfigs, c.dir), { [FAULT_ENV]: c.point }).done;
         results.push({ ...c, signal: r.signal, journaled: existsSync(path.join(c.dir, JOURNAL_FILE)), before: states(c.dir) });
+        if (KEPT_POINTS.includes(c.point)) killedOutputs.set(c.point, copyOf(c.dir));
       }
     };
     await Promise.all([worker(), worker()]);
@@ -195,9 +273,27 @@ describe.skipIf(process.platform !== 'linux')('a synth killed at any point loses
       expect(leftovers(r.dir), r.point).toEqual([]);
     }
     // the points before the commit roll back, the ones after it roll forward
-    expect(results.filter((r) => r.point.startsWith('write')).every((r) => states(r.dir)[0] === 'old')).toBe(true);
+    expect(results.filter((r) => /^(load|lock|recovered|render|write)/.test(r.point)).every((r) => states(r.dir)[0] === 'old')).toBe(true);
     expect(results.filter((r) => /^(rename|remove|unjournal|unlock)/.test(r.point)).every((r) => states(r.dir)[0] === 'new')).toBe(true);
   }, 300_000);
+
+  it('the full fixtures (hundreds of files, nested folders): killed in the middle of the swap, recovered to the new trees', () => {
+    const trees = { old: clusterTrees(full.oldDir, FULL_CLUSTERS), new: clusterTrees(full.newDir, FULL_CLUSTERS) };
+    expect(trees.old.size).toBeGreaterThan(100);
+    const dir = copyOf(full.oldDir);
+    expect(states(dir, FULL_CLUSTERS, trees)).toEqual(['old', 'old']);
+    const trace = path.join(work, 'full-trace.txt');
+    const killed = run(synthArgs(full.newConfigs, dir), { [FAULT_ENV]: 'rename:3', [FAULT_TRACE_ENV]: trace });
+    expect(killed.signal).toBe('SIGKILL');
+    // both trees written in full before the commit, then the first swapped: instant-cluster new, training-cluster old
+    const steps = readFileSync(trace, 'utf8').trim().split('\n');
+    expect(steps.filter((s) => s.startsWith('write:')).length).toBe(trees.new.size);
+    expect(existsSync(path.join(dir, JOURNAL_FILE))).toBe(true);
+    expect(states(dir, FULL_CLUSTERS, trees)).toEqual(['new', 'old']);
+    recoverOutput(dir);
+    expect(states(dir, FULL_CLUSTERS, trees)).toEqual(['new', 'new']);
+    expect(leftovers(dir)).toEqual([]);
+  }, 120_000);
 
   it('streams: each cluster\'s tree is written before the next cluster is rendered, under the lock taken before the first render', () => {
     const steps = tracedSteps();
@@ -212,16 +308,15 @@ describe.skipIf(process.platform !== 'linux')('a synth killed at any point loses
   }, 120_000);
 
   it('killed while rendering a later cluster: the earlier one\'s complete temporary tree is recovered away, the output stays old', () => {
-    const dir = freshCopy();
-    const killed = run(synthArgs(newConfigs, dir), { [FAULT_ENV]: 'render:2' });
-    expect(killed.signal).toBe('SIGKILL');
+    const [first, second] = CLUSTERS;
+    const dir = killedAt('render:2');
     expect(states(dir)).toEqual(['old', 'old']);
-    // instant-cluster was written in full to its temporary name before training-cluster's render began
-    const tmp = leftovers(dir).filter((n) => n.startsWith('instant-cluster.tmp-'));
+    // the first cluster was written in full to its temporary name before the second one's render began
+    const tmp = leftovers(dir).filter((n) => n.startsWith(`${first}.tmp-`));
     expect(tmp).toHaveLength(1);
     const written = readTreeFiles(path.join(dir, tmp[0]));
-    expect([...written.keys()].sort()).toEqual([...newTree.keys()].filter((f) => f.startsWith('instant-cluster/')).map((f) => f.slice('instant-cluster/'.length)).sort());
-    expect(leftovers(dir).some((n) => n.startsWith('training-cluster.tmp-'))).toBe(false);
+    expect([...written.keys()].sort()).toEqual([...newTree.keys()].filter((f) => f.startsWith(`${first}/`)).map((f) => f.slice(first.length + 1)).sort());
+    expect(leftovers(dir).some((n) => n.startsWith(`${second}.tmp-`))).toBe(false);
     // the writer is dead: the next command (a reader too) rolls back first, then reads the old trees
     const reader = run([BIN, 'check', dir, ...oldConfigs.flatMap((c) => ['--config', c])]);
     expect(reader.status, reader.stderr).toBe(0);
@@ -254,13 +349,11 @@ describe.skipIf(process.platform !== 'linux')('a synth killed at any point loses
       ['check', (dir) => [BIN, 'check', dir, ...newConfigs.flatMap((c) => ['--config', c])], 'new'],
       // recovers (rolls the killed write forward), then writes its own render
       ['synth', (dir) => synthArgs(oldConfigs, dir), 'old'],
-      ...(HAS_SCHEMAS ? [['validate', (dir: string) => [BIN, 'validate', path.join(dir, 'instant-cluster')], 'new'] as Command] : []),
+      ...(HAS_SCHEMAS ? [['validate', (dir: string) => [BIN, 'validate', path.join(dir, CLUSTERS[0])], 'new'] as Command] : []),
     ];
     for (const [name, args, final] of commands) {
-      const dir = freshCopy();
-      const killed = run(synthArgs(newConfigs, dir), { [FAULT_ENV]: 'rename:2' });
-      expect(killed.signal).toBe('SIGKILL');
-      // killed between the two renames of instant-cluster: its folder is gone until recovery
+      const dir = killedAt('rename:2');
+      // killed between the two renames of the first cluster: its folder is gone until recovery
       expect(states(dir), name).toEqual(['missing', 'old']);
       const r = run(args(dir));
       expect(r.status, `${name}: ${r.stderr}`).toBe(0);
@@ -271,8 +364,7 @@ describe.skipIf(process.platform !== 'linux')('a synth killed at any point loses
 
   it('a recovery that is itself killed is recovered by the next command', () => {
     for (const fault of ['recover-rename:1', 'recover-remove:1']) {
-      const dir = freshCopy();
-      expect(run(synthArgs(newConfigs, dir), { [FAULT_ENV]: 'rename:3' }).signal).toBe('SIGKILL');
+      const dir = killedAt('rename:3');
       const again = run([BIN, 'check', dir, ...newConfigs.flatMap((c) => ['--config', c])], { [FAULT_ENV]: fault });
       expect(again.signal, fault).toBe('SIGKILL');
       recoverOutput(dir);
@@ -283,7 +375,7 @@ describe.skipIf(process.platform !== 'linux')('a synth killed at any point loses
 
   it('an aborted swap (a rename that failed after the commit) is rolled back to the old trees', () => {
     const dir = freshCopy();
-    const newOut = path.join(work, 'new-out');
+    const newOut = newDir;
     const swaps = CLUSTERS.map((c, i) => ({ target: c, tmp: `${c}.tmp-999999-${2 * i + 1}`, old: `${c}.old-999999-${2 * i + 2}`, existed: true }));
     for (const s of swaps) cpSync(path.join(newOut, s.target), path.join(dir, s.tmp), { recursive: true });
     // the first folder was swapped, the second one's first rename failed
@@ -298,12 +390,13 @@ describe.skipIf(process.platform !== 'linux')('a synth killed at any point loses
 
   it('removes the leftovers of older versions of the tool, and restores a folder they left renamed away', () => {
     const dir = freshCopy();
-    cpSync(path.join(dir, 'training-cluster'), path.join(dir, 'training-cluster.tmp-999999-1'), { recursive: true });
-    cpSync(path.join(dir, 'instant-cluster'), path.join(dir, 'instant-cluster.old-999999-2'), { recursive: true });
-    cpSync(path.join(dir, 'training-cluster'), path.join(dir, 'training-cluster.old-999999-4'), { recursive: true });
+    const [first, second] = CLUSTERS.map((c) => path.join(dir, c));
+    cpSync(second, `${second}.tmp-999999-1`, { recursive: true });
+    cpSync(first, `${first}.old-999999-2`, { recursive: true });
+    cpSync(second, `${second}.old-999999-4`, { recursive: true });
     // killed between its two renames: only the old tree is left
-    cpSync(path.join(dir, 'instant-cluster'), path.join(dir, 'instant-cluster.old-999999-3'), { recursive: true });
-    expect(spawnSync('rm', ['-rf', path.join(dir, 'instant-cluster'), path.join(dir, 'instant-cluster.old-999999-2')]).status).toBe(0);
+    cpSync(first, `${first}.old-999999-3`, { recursive: true });
+    expect(spawnSync('rm', ['-rf', first, `${first}.old-999999-2`]).status).toBe(0);
     const besides = `${dir}.tmp-999999-5`;
     mkdirSync(besides);
     recoverOutput(dir);
@@ -394,13 +487,16 @@ describe.skipIf(process.platform !== 'linux')('a fleet rendered on several threa
   let oldFleet: string[];
   let newFleet: string[];
 
-  /** Copies of the reference description under other names (and, for OLD, 3 GPU workers). */
-  function fleetOf(dir: string, edit: (text: string) => string): string[] {
+  /** Rendered once (on one thread), copied by the cases. */
+  let oldFleetOut: string;
+  let newFleetOut: string;
+
+  /** Small descriptions under these names (OLD: one GPU worker more). */
+  function fleetOf(dir: string, workers: number): string[] {
     mkdirSync(dir, { recursive: true });
-    const reference = readFileSync(REFERENCE_FILE, 'utf8');
     return NAMES.map((name) => {
       const f = path.join(dir, `${name}.yaml`);
-      writeFileSync(f, edit(reference.replace(/^name: .*$/m, `name: ${name}`).replace('path: dist/instant-cluster', `path: dist/${name}`)));
+      writeFileSync(f, smallDescription(name, workers));
       return f;
     });
   }
@@ -411,29 +507,41 @@ describe.skipIf(process.platform !== 'linux')('a fleet rendered on several threa
   });
 
   beforeAll(() => {
-    oldFleet = fleetOf(path.join(work, 'fleet-old'), (t) => t.replace(/\n {4}count: 2\n/, '\n    count: 3\n'));
-    newFleet = fleetOf(path.join(work, 'fleet-new'), (t) => t);
-  });
+    oldFleet = fleetOf(path.join(work, 'fleet-old'), 2);
+    newFleet = fleetOf(path.join(work, 'fleet-new'), 1);
+    oldFleetOut = path.join(work, 'fleet-old-out');
+    newFleetOut = path.join(work, 'fleet-new-out');
+    renderBaselines([{ configs: oldFleet, out: oldFleetOut }, { configs: newFleet, out: newFleetOut }]);
+    expect(fleetStates(oldFleetOut).every((q, i) => q !== fleetStates(newFleetOut)[i])).toBe(true);
+  }, 120_000);
+
+  let fleetTrace: string[] | undefined;
+
+  /** The steps of a NEW-over-OLD fleet synth on two threads (once per file), and its output. */
+  function threadedRender(): { steps: string[]; out: string } {
+    const out = path.join(work, 'threads-2');
+    if (!fleetTrace) {
+      cpSync(oldFleetOut, out, { recursive: true });
+      const trace = path.join(work, 'threads-2.trace');
+      const r = run(synthArgs(newFleet, out), { [THREADS]: '2', [FAULT_TRACE_ENV]: trace });
+      expect(r.status, r.stderr).toBe(0);
+      fleetTrace = readFileSync(trace, 'utf8').trim().split('\n');
+    }
+    return { steps: fleetTrace, out };
+  }
 
   it('writes what one thread writes, byte for byte, and leaves nothing over', () => {
-    const one = path.join(work, 'threads-1');
-    const two = path.join(work, 'threads-2');
-    expect(run(synthArgs(newFleet, one), { [THREADS]: '1' }).status).toBe(0);
-    const trace = path.join(work, 'threads-2.trace');
-    const r = run(synthArgs(newFleet, two), { [THREADS]: '2', [FAULT_TRACE_ENV]: trace });
-    expect(r.status, r.stderr).toBe(0);
+    const { steps, out } = threadedRender();
     // both threads rendered and wrote clusters
-    const steps = readFileSync(trace, 'utf8').trim().split('\n');
     expect(steps.filter((s) => /^render:\d+@\d+$/.test(s)).length).toBeGreaterThan(0);
     expect(steps.filter((s) => /^render:\d+$/.test(s)).length).toBeGreaterThan(0);
     expect(steps.filter((s) => /^write:\d+@\d+$/.test(s)).length).toBeGreaterThan(0);
-    expect(readTreeFiles(two)).toEqual(readTreeFiles(one));
-    expect(leftovers(two)).toEqual([]);
+    expect(readTreeFiles(out)).toEqual(readTreeFiles(newFleetOut));
+    expect(leftovers(out)).toEqual([]);
   }, 300_000);
 
   it('a cluster that cannot render, on any thread: exit 2, the output as it was, nothing left over', () => {
-    const dir = path.join(work, 'threads-refused');
-    expect(run(synthArgs(oldFleet, dir), { [THREADS]: '1' }).status).toBe(0);
+    const dir = copyOf(oldFleetOut);
     const before = readTreeFiles(dir);
     const refused = [...newFleet];
     refused[4] = path.join(work, 'fleet-refused.yaml');
@@ -446,8 +554,7 @@ describe.skipIf(process.platform !== 'linux')('a fleet rendered on several threa
   }, 300_000);
 
   it('a tenant dropped from a cluster on a worker thread: refused without --allow-delete (exit 1, listed once), removed with it', () => {
-    const dir = path.join(work, 'threads-deletions');
-    expect(run(synthArgs(newFleet, dir), { [THREADS]: '1' }).status).toBe(0);
+    const dir = copyOf(newFleetOut);
     const before = readTreeFiles(dir);
     // the last two clusters lose a tenant (either thread may take them: the deletions are found where the cluster is rendered)
     const dropped = newFleet.map((f, i) => {
@@ -506,21 +613,12 @@ describe.skipIf(process.platform !== 'linux')('a fleet rendered on several threa
   }, 300_000);
 
   it('killed anywhere, the fleet is all old or all new after recovery', () => {
-    const steps = (() => {
-      const dir = path.join(work, 'threads-trace');
-      expect(run(synthArgs(oldFleet, dir), { [THREADS]: '1' }).status).toBe(0);
-      const trace = path.join(work, 'threads-trace.txt');
-      expect(run(synthArgs(newFleet, dir), { [THREADS]: '2', [FAULT_TRACE_ENV]: trace }).status).toBe(0);
-      return readFileSync(trace, 'utf8').trim().split('\n');
-    })();
+    const old = fleetStates(oldFleetOut);
+    const newStates = fleetStates(newFleetOut);
+    const { steps } = threadedRender();
     const writes = steps.filter((s) => /^write:\d+$/.test(s)).length;
-    const fresh = path.join(work, 'threads-new');
-    expect(run(synthArgs(newFleet, fresh), { [THREADS]: '1' }).status).toBe(0);
-    const newStates = fleetStates(fresh);
     for (const point of ['render:3', `write:${Math.floor(writes / 3)}`, 'commit:1', 'rename:5', 'remove:1']) {
-      const dir = path.join(work, `threads-kill-${point.replace(':', '-')}`);
-      expect(run(synthArgs(oldFleet, dir), { [THREADS]: '1' }).status).toBe(0);
-      const old = fleetStates(dir);
+      const dir = copyOf(oldFleetOut);
       const killed = run(synthArgs(newFleet, dir), { [THREADS]: '2', [FAULT_ENV]: point });
       expect(killed.signal, point).toBe('SIGKILL');
       const journaled = existsSync(path.join(dir, JOURNAL_FILE));
