@@ -2,16 +2,37 @@
 // Generous timeouts: CI shares two cores, so a test may wait for the CPU; a timeout only catches a hang.
 // One worker per core, at least two: the files that wait on child processes overlap the ones that compute.
 // The modules are loaded once per worker (isolate: false), except for the files that mock a module.
+// The slowest files start first (then vitest's own order: by the last run's times, else by size).
 import { availableParallelism } from 'node:os';
+import * as path from 'node:path';
 import { configDefaults } from 'vitest/config';
+import { BaseSequencer } from 'vitest/node';
 
 const MOCKS_MODULES = ['test/check/synth-gate.test.ts'];
+const SLOW_FIRST = ['test/faults/faults.test.ts', 'test/cli/stale-caches.test.ts', 'test/package/pack.test.ts', 'test/cli/npm-scripts.test.ts', 'test/check/installs.test.ts', 'test/docs/runnable-blocks.test.ts', 'test/preflight/live-bounds.test.ts', 'test/cli/bad-input-files.test.ts', 'test/cli/hostile-check.test.ts', 'test/package/eslint.test.ts'];
+
+class SlowFilesFirst extends BaseSequencer {
+  async sort(files) {
+    const sorted = await super.sort(files);
+    const projects = [...new Set(sorted.map((f) => f.project.name))];
+    const rank = (f) => {
+      const i = SLOW_FIRST.indexOf(path.relative(this.ctx.config.root, f.moduleId).split(path.sep).join('/'));
+      return i < 0 ? SLOW_FIRST.length : i;
+    };
+    // projects keep their order (vitest runs them one after the other); within one, the slow files lead
+    return sorted
+      .map((f, i) => ({ f, i, project: projects.indexOf(f.project.name), rank: rank(f) }))
+      .sort((a, b) => a.project - b.project || a.rank - b.rank || a.i - b.i)
+      .map(({ f }) => f);
+  }
+}
 
 export default {
   test: {
     testTimeout: 300_000,
     hookTimeout: 300_000,
     maxWorkers: Math.max(2, availableParallelism()),
+    sequence: { sequencer: SlowFilesFirst },
     projects: [
       { extends: true, test: { name: 'shared', isolate: false, exclude: [...configDefaults.exclude, ...MOCKS_MODULES] } },
       { extends: true, test: { name: 'isolated', include: MOCKS_MODULES } },

@@ -39,7 +39,11 @@ export interface CompileState {
   readonly first: boolean;
   /** Sources added, removed or changed since the last compilation. */
   readonly changed: number;
-  /** A source's compiled file is missing from lib/: the compiler must emit everything again. */
+  /**
+   * A source compiled before (unchanged since, or nothing recorded) lacks its compiled file in lib/:
+   * the incremental compiler emits only what changed, so it must emit everything again. A new or
+   * changed source is emitted anyway (adding a description costs an incremental compilation).
+   */
   readonly outputsMissing: boolean;
   readonly sources: Record<string, string>;
 }
@@ -93,7 +97,7 @@ export function compileState(root: string = PACKAGE_ROOT): CompileState {
   const recorded = record?.sources ?? {};
   const names = new Set([...Object.keys(sources), ...Object.keys(recorded)]);
   const changed = [...names].filter((n) => sources[n] !== recorded[n]).length;
-  const outputsMissing = Object.keys(sources).some((rel) => rel.endsWith('.ts') && !isDeclaration(rel) && !existsSync(compiledFile(root, rel)));
+  const outputsMissing = Object.keys(sources).some((rel) => rel.endsWith('.ts') && !isDeclaration(rel) && (record === undefined || sources[rel] === recorded[rel]) && !existsSync(compiledFile(root, rel)));
   return { upToDate: changed === 0 && !outputsMissing, first: record === undefined, changed, outputsMissing, sources };
 }
 

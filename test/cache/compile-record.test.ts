@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -27,6 +27,21 @@ describe('the compile record', () => {
     writeFileSync(path.join(root, 'src', 'versions.ts'), 'export const VERSION = \'v0.12.9\';\n');
     utimesSync(path.join(root, 'src', 'versions.ts'), 1_700_000_000, 1_700_000_000);
     expect(compileState(root)).toMatchObject({ upToDate: false, first: false, changed: 1 });
+  });
+
+  it('asks for a full compilation when a compiled source lost its output, not when a new source has none yet', () => {
+    const root = project();
+    recordCompilation(currentSources(root), 0, '', root);
+    // a new description: the incremental compiler emits it (adding one costs no full compilation)
+    writeFileSync(path.join(root, 'src', 'clusters', 'new.ts'), 'export default {};\n');
+    expect(compileState(root)).toMatchObject({ upToDate: false, changed: 1, outputsMissing: false });
+    // a compiled file deleted, its source unchanged: only a full compilation emits it again
+    rmSync(path.join(root, 'lib', 'src', 'versions.js'));
+    expect(compileState(root)).toMatchObject({ upToDate: false, outputsMissing: true });
+    // nothing recorded: any missing output may be an unchanged source's
+    rmSync(path.join(root, 'lib', '.compiled-sources.json'));
+    writeFileSync(path.join(root, 'lib', 'src', 'versions.js'), '');
+    expect(compileState(root)).toMatchObject({ first: true, outputsMissing: true });
   });
 
   it('records type errors of descriptions as theirs, and fails on any other', () => {
