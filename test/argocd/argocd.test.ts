@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -103,6 +103,16 @@ describe.skipIf(!HAS_UPSTREAM || !HAS_SCHEMAS)('check builds the argocd folder w
     writeFileSync(path.join(dir, 'kustomization.yaml'), stringify({ resources: [path.relative(dir, UPSTREAM_BASE)] }));
     return dir;
   };
+
+  it('an upstream folder named through a symbolic link (a mirror mounted elsewhere) renders the same', async () => {
+    const link = path.join(work, 'upstream-link');
+    symlinkSync(path.resolve(DEFAULT_UPSTREAM), link);
+    const { view } = views.get('instant-cluster')!;
+    const linked = await renderClusterSources(view, { upstream: link });
+    const problems = (r: ClusterRenders) => r.sources.map((x) => [x.what, x.problem?.kind]);
+    expect(problems(linked)).toEqual(problems(views.get('instant-cluster')!.renders));
+    expect(linked.sources.filter((x) => x.problem !== undefined)).toEqual([]);
+  });
 
   it.each(['instant-cluster', 'all-tainted'])('%s: the upstream install and the folder\'s namespace, every pod of it only on the service node', (name) => {
     const r = argocdRender(name);
