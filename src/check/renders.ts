@@ -93,9 +93,7 @@ function defaultsApplication(chart: VendoredChart): Manifest {
 export async function renderClusterSources(view: ClusterView, opts: RenderOptions = {}): Promise<ClusterRenders> {
   const engines = await resolveEngines(opts.engines);
   const given = opts.upstream;
-  // its real path: the folder named may be a link (a mirror mounted elsewhere), and what lies in it is compared with
-  // real paths (a link inside that leads out is refused)
-  const upstream = given !== undefined && existsSync(given) && statSync(given).isDirectory() ? realpathSync(given) : undefined;
+  const upstream = given !== undefined && existsSync(given) && statSync(given).isDirectory() ? path.resolve(given) : undefined;
   const cacheDir = opts.cacheDir === false ? undefined : opts.cacheDir ?? defaultCacheDir();
   const index = new ClusterIndex(view, opts.scopeOf);
   const dir = view.dir;

@@ -81,11 +81,18 @@ function matches(policy: Policy, object: Json): boolean {
     && (r.resources ?? []).some((x) => x === '*' || x === resource));
 }
 
-/** A namespace as the API server hands it to a policy (`namespaceObject`): the rendered one, with the name label the API server sets. */
+const namespacesOf = new WeakMap<ClusterIndex, (namespace: string) => Json>();
+
+/** A namespace as the API server hands it to a policy (`namespaceObject`): the rendered one, with the name label the API server sets. Once per cluster index. */
 function namespaceObjects(index: ClusterIndex): (namespace: string) => Json {
+  const known = namespacesOf.get(index);
+  if (known) return known;
   const rendered = new Map<string, Json>(index.ofKind('Namespace').map((n) => [n.metadata.name,
     { ...n, metadata: { ...n.metadata, labels: { ...(n.metadata.labels ?? {}), [LABELS.namespaceName]: n.metadata.name } } }]));
-  return (namespace) => rendered.get(namespace) ?? { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace, labels: { [LABELS.namespaceName]: namespace } } };
+  const lookup = (namespace: string): Json => rendered.get(namespace)
+    ?? { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace, labels: { [LABELS.namespaceName]: namespace } } };
+  namespacesOf.set(index, lookup);
+  return lookup;
 }
 
 const guardsOf = new WeakMap<ClusterIndex, (namespace: string) => Policy[]>();

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import * as path from 'node:path';
 import { stringify } from 'yaml';
@@ -630,7 +630,10 @@ async function renderRemoteBased(
 export async function renderApplications(applications: readonly Manifest[], context: RenderContext): Promise<RenderedSource[]> {
   const session = context.session ?? new RenderSession(context.cacheDir, context.budget);
   const budget = context.budget ?? session.budget;
-  const ctx: Context = { ...context, session, budget, folderFailures: new Map(), built: new Map(), folders: new Map() };
+  // the upstream folder by its real path: it may be named through a link (a mirror mounted elsewhere), and the
+  // overlays and charts found in it are compared with it by their real paths (a link inside that leads out is refused)
+  const upstream = context.upstream === undefined || !existsSync(context.upstream) ? context.upstream : realpathSync(context.upstream);
+  const ctx: Context = { ...context, upstream, session, budget, folderFailures: new Map(), built: new Map(), folders: new Map() };
   const jobs = applications
     .flatMap((app) => sourcesOf(app).map((source, index) => ({ app, source, index })).filter((j) => isJsonObject(j.source)))
     .map((j) => ({ ...j, folder: chartOfSource(j.source) === undefined ? folderOfSource(ctx, j.source) : undefined }));
