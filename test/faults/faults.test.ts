@@ -20,8 +20,11 @@ import { BIN, FIXTURE_CLUSTERS, HAS_SCHEMAS, readTreeFiles, REFERENCE_FILE, ROOT
  * left over. No sleeps: every wait is for a condition (a process stopped, a line printed).
  * Each child costs a CPU-second or so (CI has 2 cores): the children render two small descriptions (the
  * protocol does not depend on what is rendered; one case renders the two full fixtures), the baselines are
- * rendered once in-process and copied, each step is killed once (each rename, and the second render, where
- * a later point leaves another state), and the cases that start from a killed output copy the sweep's.
+ * rendered once in-process and copied, each step is reached once (each rename, and the second render, where
+ * a later point leaves another state) by one writer that stops itself at every point and is copied there
+ * (one point is also killed for real, and its output compared with the copy), the cases that start from a
+ * killed output copy the sweep's, and a command that is neither killed nor stopped (a reader, the next
+ * writer) runs through the CLI's entry in this process.
  */
 
 const CLUSTERS = ['small-a', 'small-b'];
