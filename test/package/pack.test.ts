@@ -21,7 +21,10 @@ import { SNAPSHOT } from '../preflight/snapshots';
  * installed there with `npm install --offline` (every dependency from the npm cache `npm ci` filled),
  * then `npx gpu-cluster-manifests` init, synth, validate, check (the packaged engines and charts),
  * preflight, diff (after an "update"), the repository's CI script, and a cdk8s app of the user's that
- * imports the package's constructs. One pack and one install for the whole scenario.
+ * imports the package's constructs. One pack and one install for the whole scenario. npx runs the commands
+ * where finding the bin is the point (init from a subfolder, check with a PATH of node, npm and sh only), the
+ * installed bin the others; the variations whose failure does not depend on what is installed (a second new
+ * into a folder, an unknown command) run through the CLI's entry in this process.
  */
 
 const VERSION = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
