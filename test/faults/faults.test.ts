@@ -268,7 +268,9 @@ const lastStep = (trace: string) => (existsSync(trace) ? readFileSync(trace, 'ut
  * holds (the sweep kills one point for real and compares). The copies' locks name the process, which has ended
  * when they are recovered, as a killed one has. One process for a sweep instead of one per point.
  */
-async function snapshotsAt(args: string[], dir: string, points: readonly string[]): Promise<{ snapshots: Map<string, string>; pid: number; code: number | null }> {
+async function snapshotsAt(
+  args: string[], dir: string, points: readonly string[],
+): Promise<{ snapshots: Map<string, string>; pid: number; code: number | null }> {
   const trace = path.join(work, `stops-${path.basename(dir)}.trace`);
   const writer = start(args, { [FAULT_ENV]: points.map((p) => `${p}:stop`).join(','), [FAULT_TRACE_ENV]: trace });
   let ended = false;
@@ -302,12 +304,15 @@ function comparable(dir: string, pid: number): Map<string, unknown> {
   const out = new Map<string, unknown>();
   const name = (n: string) => n.split(`-${pid}-`).join('-PID-');
   for (const [f, content] of readTreeFiles(dir)) {
-    if (f === LOCK_FILE) out.set(f, 'the lock');
-    else if (f === JOURNAL_FILE) {
+    if (f === LOCK_FILE) {
+      out.set(f, 'the lock');
+    } else if (f === JOURNAL_FILE) {
       const { pid: writer, host, swaps, ...rest } = JSON.parse(content) as { pid: number; host: string; swaps: Array<Record<string, unknown>> };
       expect([writer, host]).toEqual([pid, hostname()]);
       out.set(f, { ...rest, swaps: swaps.map((w) => Object.fromEntries(Object.entries(w).map(([k, v]) => [k, typeof v === 'string' ? name(v) : v]))) });
-    } else out.set(name(f), content);
+    } else {
+      out.set(name(f), content);
+    }
   }
   return out;
 }
