@@ -36,6 +36,33 @@ const closers: Array<() => void> = [];
 
 const run = (args: string[], env?: Record<string, string | undefined>) => runCliChild(dir, args, env);
 
+/**
+ * The command through the CLI's entry in this process, with `env` this process's while it runs (so: one at a
+ * time, never beside a child being started), and --out - (init prints, as outside a project): its exit code,
+ * what it printed, and how long it took.
+ */
+async function runHere(
+  args: string[], env: Record<string, string | undefined> = {},
+): Promise<{ code: number; stdout: string; stderr: string; ms: number }> {
+  const setEnv = (values: Record<string, string | undefined>) => {
+    for (const [k, v] of Object.entries(values)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  };
+  const given = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
+  const out: string[] = [];
+  const err: string[] = [];
+  const t0 = performance.now();
+  setEnv(env);
+  try {
+    const code = await main([...args, '--out', '-'], { out: (l) => out.push(l), err: (l) => err.push(l) });
+    return { code, stdout: out.map((l) => `${l}\n`).join(''), stderr: err.map((l) => `${l}\n`).join(''), ms: performance.now() - t0 };
+  } finally {
+    setEnv(given);
+  }
+}
+
 async function listen<S extends Server | HttpServer>(server: S): Promise<string> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   closers.push(() => server.close());
@@ -263,39 +290,21 @@ describe.concurrent('live reads end within --timeout with exit 2 and a reason th
   }, 120_000);
 });
 
-describe('refused before a connection waits, or another message of a failure a child shows: exit 2 and the reason', () => {
+describe('in this process: refused before a connection waits, another message of a failure a child shows, and what the bounds leave working', () => {
   it.each(CASES.filter((c) => !c.skip && c.inProcess))('$name', async (c) => {
-    const args = [...argsOf(c, await c.kubeconfig()), '--out', '-'];
-    const given = Object.fromEntries(Object.keys(c.env ?? {}).map((k) => [k, process.env[k]]));
-    const setEnv = (env: Record<string, string | undefined>) => {
-      for (const [k, v] of Object.entries(env)) {
-        if (v === undefined) delete process.env[k];
-        else process.env[k] = v;
-      }
-    };
-    const out: string[] = [];
-    const err: string[] = [];
-    const t0 = performance.now();
-    setEnv(c.env ?? {});
-    let code: number;
-    try {
-      code = await main(args, { out: (l) => out.push(l), err: (l) => err.push(l) });
-    } finally {
-      setEnv(given);
-    }
-    expectOneLine(c, { code, stdout: out.join('\n'), stderr: err.join('\n') });
-    expect(performance.now() - t0).toBeLessThan((c.timeout ?? TIMEOUT_S) * 1000 + GRACE_MS);
+    const r = await runHere(argsOf(c, await c.kubeconfig()), c.env);
+    expectOneLine(c, r);
+    expect(r.ms).toBeLessThan((c.timeout ?? TIMEOUT_S) * 1000 + GRACE_MS);
     c.after?.();
   }, 120_000);
-});
 
-describe.concurrent('what the bounds leave working', () => {
+  // what the bounds leave working, where the process adds nothing (a child reads the large cluster below)
   it('an exec plugin that prints an ExecCredential authenticates every request', async () => {
     const server = await serveState(readSnapshot(SNAPSHOT));
     closers.push(() => void server.close());
     const credential = JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', status: { token: 'from-the-plugin' } });
     const kubeconfig = execKubeconfig('good-plugin', server.url, `echo '${credential}'`);
-    const r = await run(['init', '--kubeconfig', kubeconfig, '--name', 'lab', '--timeout', '60']);
+    const r = await runHere(['init', '--kubeconfig', kubeconfig, '--name', 'lab', '--timeout', '60']);
     expect(r.code, r.stderr).toBe(EXIT.ok);
     expect(r.stdout).toContain('gpusPerNode: 8');
     expect(server.requests.length).toBeGreaterThan(5);
@@ -309,11 +318,13 @@ describe.concurrent('what the bounds leave working', () => {
     closers.push(() => void server.close());
     const first = kubeconfigFile('first', kubeconfigFor(server.url));
     const second = kubeconfigFile('second', kubeconfigFor(`http://${await servers.refusing()}`).replace('current-context: test', 'current-context: other'));
-    const r = await run(['init', '--kubeconfig', '--name', 'lab'], { KUBECONFIG: [first, path.join(dir, 'missing'), second].join(path.delimiter) });
+    const r = await runHere(['init', '--kubeconfig', '--name', 'lab'], { KUBECONFIG: [first, path.join(dir, 'missing'), second].join(path.delimiter) });
     expect(r.code, r.stderr).toBe(EXIT.ok);
     expect(r.stdout).toContain('gpusPerNode: 8');
   }, 120_000);
+});
 
+describe.concurrent('what the bounds leave working', () => {
   it('a cluster larger than a page is read whole, page by page', async () => {
     const objects = snapshotObjects();
     const node = objects.find((o) => o.kind === 'Node' && o.status.allocatable['nvidia.com/gpu']);
