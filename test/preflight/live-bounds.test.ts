@@ -21,7 +21,9 @@ import { REFERENCE_FILE } from '../helpers';
  * --timeout (+ a small grace for tearing down) with exit 2 and one line that says what to do, and
  * the child's peak memory stays bounded. The commands run as a child (test/child-cli.ts), which
  * reports the time of its live read by its own clock and its peak RSS. Nothing here measures speed:
- * only the bound. The cases run concurrently: each child mostly waits for its deadline.
+ * only the bound. The cases run concurrently: each child mostly waits for its deadline. What a process
+ * adds nothing to (a kubeconfig refused before any request, a plugin that cannot start, a second message
+ * of a failure a child shows, two working reads) runs through the CLI's entry in this process.
  */
 
 /** Seconds each hostile case may take (--timeout). */
