@@ -69,11 +69,93 @@ export function runCliChild(
   dir: string, args: readonly string[], env: Record<string, string | undefined> = {}, killAfterMs = 120_000,
 ): Promise<ChildOutcome> {
   const wrapper = writeWrapper(dir);
+  const child = [wrapper, path.join(LIB, 'bin.js'), path.join(LIB, 'preflight', 'live.js'), path.join(LIB, 'preflight', 'kubeconfig.js'), ...args];
+  return reportingChild(dir, child, env, killAfterMs).then(({ signal, stdout, stderr, report }) => {
+    if (signal) throw new Error(`the CLI did not end within ${killAfterMs / 1000} s (killed): ${args.join(' ')}\n${stderr}`);
+    try {
+      return { ...(JSON.parse(report) as { code: number; liveMs?: number; maxRSS: number }), stdout, stderr };
+    } catch {
+      throw new Error(`no report from the child (exit without one): ${stderr}`);
+    }
+  });
+}
+
+const BATCH_WRAPPER = `
+const fs = require('node:fs');
+const [bin, runsFile] = process.argv.slice(2);
+const { runCli } = require(bin);
+const runs = JSON.parse(fs.readFileSync(runsFile, 'utf8'));
+const writes = { stdout: process.stdout.write, stderr: process.stderr.write };
+(async () => {
+  for (const run of runs) {
+    const captured = { stdout: '', stderr: '' };
+    for (const s of ['stdout', 'stderr']) {
+      process[s].write = (chunk, ...rest) => {
+        captured[s] += String(chunk);
+        const done = rest.find((a) => typeof a === 'function');
+        if (done) done();
+        return true;
+      };
+    }
+    const saved = Object.keys(run.env).map((k) => [k, process.env[k]]);
+    Object.assign(process.env, run.env);
+    let code;
+    try {
+      code = await runCli(run.args);
+    } finally {
+      Object.assign(process.stdout, { write: writes.stdout });
+      Object.assign(process.stderr, { write: writes.stderr });
+      for (const [k, v] of saved) if (v === undefined) delete process.env[k]; else process.env[k] = v;
+    }
+    fs.writeSync(3, JSON.stringify({ code, ...captured }) + '\\n');
+  }
+  fs.writeSync(3, JSON.stringify({ maxRSS: process.resourceUsage().maxRSS * 1024 }) + '\\n');
+})();
+`;
+
+export interface BatchOutcome {
+  /** Per command line, in order: its exit code and what it printed. */
+  readonly runs: readonly { readonly code: number; readonly stdout: string; readonly stderr: string }[];
+  /** Peak resident memory of the child over all the runs, bytes. */
+  readonly maxRSS: number;
+  /** What the child printed besides the runs' own output (nothing, unless something writes past process.stdout and process.stderr). */
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/**
+ * Several command lines through the compiled CLI's entry (runCli of lib/src/bin.js) one after the other in one
+ * child, in `dir`, each with its own environment variables and its output captured: one module load for a
+ * table of cases whose process is the same. Resolves once the child has exited; a child still running after
+ * `killAfterMs` is killed and the promise rejects, naming the command line that had not ended.
+ */
+export function runCliChildBatch(
+  dir: string, runs: readonly { readonly args: readonly string[]; readonly env?: Record<string, string> }[], killAfterMs = 120_000,
+): Promise<BatchOutcome> {
+  const name = `cli-batch-${process.pid}-${Math.random().toString(36).slice(2)}`;
+  const wrapper = path.join(dir, `${name}.cjs`);
+  const runsFile = path.join(dir, `${name}.json`);
+  writeFileSync(wrapper, BATCH_WRAPPER);
+  writeFileSync(runsFile, JSON.stringify(runs.map((r) => ({ args: r.args, env: r.env ?? {} }))));
+  return reportingChild(dir, [wrapper, path.join(LIB, 'bin.js'), runsFile], {}, killAfterMs).then(({ signal, stdout, stderr, report }) => {
+    const lines = report.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as { code: number; stdout: string; stderr: string; maxRSS?: number });
+    const done = lines.filter((l) => l.maxRSS === undefined);
+    const end = lines.find((l) => l.maxRSS !== undefined);
+    if (signal || !end) {
+      const pending = runs[done.length]?.args.join(' ') ?? '(after the last run)';
+      throw new Error(`${signal ? `the CLI did not end within ${killAfterMs / 1000} s (killed)` : 'the child ended without its report'}: ${pending}\n${stderr}`);
+    }
+    return { runs: done, maxRSS: end.maxRSS!, stdout, stderr };
+  });
+}
+
+/** Node running `args` in `dir`, its stdout and stderr and what it reports on file descriptor 3 collected; killed after `killAfterMs`. */
+function reportingChild(
+  dir: string, args: readonly string[], env: Record<string, string | undefined>, killAfterMs: number,
+): Promise<{ signal: NodeJS.Signals | null; stdout: string; stderr: string; report: string }> {
   const childEnv: Record<string, string> = {};
   for (const [k, v] of Object.entries({ ...process.env, CDK8S_CHECK_UPGRADE: 'false', ...env })) if (v !== undefined) childEnv[k] = v;
-  const child = spawn(process.execPath, [wrapper, path.join(LIB, 'bin.js'), path.join(LIB, 'preflight', 'live.js'), path.join(LIB, 'preflight', 'kubeconfig.js'), ...args], {
-    cwd: dir, env: childEnv, stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
-  });
+  const child = spawn(process.execPath, args, { cwd: dir, env: childEnv, stdio: ['ignore', 'pipe', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   let report = '';
@@ -85,12 +167,7 @@ export function runCliChild(
     child.on('error', reject);
     child.on('close', (_, signal) => {
       clearTimeout(timer);
-      if (signal) return reject(new Error(`the CLI did not end within ${killAfterMs / 1000} s (killed): ${args.join(' ')}\n${stderr}`));
-      try {
-        resolve({ ...(JSON.parse(report) as { code: number; liveMs?: number; maxRSS: number }), stdout, stderr });
-      } catch {
-        reject(new Error(`no report from the child (exit without one): ${stderr}`));
-      }
+      resolve({ signal, stdout, stderr, report });
     });
   });
 }

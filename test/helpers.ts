@@ -173,3 +173,42 @@ export function aliasBomb(): string {
   }
   return s;
 }
+
+/** What a command line printed (each line with its newline, as the bin prints it) and its exit code. */
+export interface CliRun {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/**
+ * A command line run in this process as src/bin.ts runs it (the precheck of the descriptions of synth and diff,
+ * then main with the models it loaded; the plain synth's up-to-date answer aside), its output captured; `env`
+ * set and `cwd` the working folder for this run only. For the cases where the process boundary is not the point.
+ */
+export async function runCliInProcess(argv: readonly string[], opts: { env?: Record<string, string>; cwd?: string } = {}): Promise<CliRun> {
+  const [{ main }, { precheckDescriptions }, { reportError }] = await Promise.all([import('../src/cli'), import('../src/commands/precheck'), import('../src/errors')]);
+  let stdout = '';
+  let stderr = '';
+  const io = { out: (l: string) => { stdout += `${l}\n`; }, err: (l: string) => { stderr += `${l}\n`; } };
+  const saved = Object.fromEntries(Object.keys(opts.env ?? {}).map((k) => [k, process.env[k]]));
+  const cwd = process.cwd();
+  Object.assign(process.env, opts.env);
+  if (opts.cwd) process.chdir(opts.cwd);
+  try {
+    let code: number;
+    try {
+      const checked = precheckDescriptions(argv, io);
+      code = typeof checked === 'number' ? checked : await main([...argv], io, checked);
+    } catch (e) {
+      code = reportError(e, io.err);
+    }
+    return { code, stdout, stderr };
+  } finally {
+    process.chdir(cwd);
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  }
+}

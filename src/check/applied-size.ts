@@ -9,6 +9,21 @@ import { apiGroup, describeObject, Manifest } from '../render/manifest';
 /** How many oversized objects a finding names before it counts the rest. */
 const NAMED = 3;
 
+const sizes = new WeakMap<Manifest, number>();
+
+/**
+ * appliedSize of a rendered object, remembered for the object: a render (a chart's, Argo CD's install with its 340 KB
+ * CRDs) is shared by every cluster of a command that applies it, and measured by the rule for each. Renders never change.
+ */
+function renderedSize(o: Manifest): number {
+  let bytes = sizes.get(o);
+  if (bytes === undefined) {
+    bytes = appliedSize(o);
+    sizes.set(o, bytes);
+  }
+  return bytes;
+}
+
 /**
  * Whether Argo CD applies an object without client-side apply's last-applied annotation: `ServerSideApply=true`
  * or `Replace=true`, in the object's own sync options or its Application's. The object's own setting of an option
@@ -40,7 +55,7 @@ const appliedSizeLimit: Rule = {
       if (apiGroup(app.apiVersion) !== ARGO) continue;
       const appOptions = ((app.spec as { syncPolicy?: { syncOptions?: string[] } } | undefined)?.syncPolicy?.syncOptions) ?? [];
       const oversized: { object: Manifest; bytes: number }[] = r.objects
-        .map((object) => ({ object, bytes: appliedSize(object) }))
+        .map((object) => ({ object, bytes: renderedSize(object) }))
         .filter(({ object, bytes }) => bytes > CLIENT_SIDE_APPLY_LIMIT
           && !withoutLastApplied(parseSyncOptions(object.metadata.annotations?.[LABELS.syncOptions]), appOptions))
         .sort((a, b) => b.bytes - a.bytes);

@@ -194,6 +194,8 @@ export async function runCheck(args: string[], io: Io = consoleIo): Promise<numb
       engines: { helm: engine(engines.helm), kustomize: engine(engines.kustomize) },
       upstream: hasUpstream ? upstream : null,
       renderedSources: rendered,
+      // where the renders came from, by kind: engine runs, the cache, this run's renders of the same input
+      renders: session.counts,
       timings,
       errors: errors.length,
       warnings: findings.length - errors.length,

@@ -37,22 +37,40 @@ function kustomizationFile(dir: string): string | undefined {
   return ['kustomization.yaml', 'kustomization.yml', 'Kustomization'].map((f) => path.join(dir, f)).find((f) => existsSync(f));
 }
 
-/** A folder's kustomization, parsed (undefined: it has none, or it is no YAML object: the build says why). */
-export function readKustomization(dir: string): Record<string, unknown> | undefined {
-  const file = kustomizationFile(dir);
-  if (!file) return undefined;
+/** A kustomization's text, parsed (undefined: it is no YAML object: the build says why). */
+function parseKustomization(text: string): Record<string, unknown> | undefined {
   try {
-    const k = parseYaml(readFileSync(file, 'utf8')) as unknown;
+    const k = parseYaml(text) as unknown;
     return isJsonObject(k) ? k : undefined;
   } catch {
     return undefined;
   }
 }
 
+/** A folder's kustomization, parsed (undefined: it has none, or it is no YAML object: the build says why). */
+export function readKustomization(dir: string): Record<string, unknown> | undefined {
+  const file = kustomizationFile(dir);
+  return file === undefined ? undefined : parseKustomization(readFileSync(file, 'utf8'));
+}
+
+/** The remote resources of the (small) kustomizations read last, by their text (alike clusters' folders have the same). */
+const remotesByText = new Map<string, readonly string[]>();
+const REMEMBERED_KUSTOMIZATIONS = 256;
+const REMEMBERED_CHARS = 64 * 1024;
+
 /** The remote resources a folder's kustomization lists (empty: it builds from the folder alone). */
 export function remoteResourcesOf(dir: string): string[] {
-  const resources = readKustomization(dir)?.resources;
-  return Array.isArray(resources) ? resources.filter((r): r is string => typeof r === 'string' && isRemoteResource(r)) : [];
+  const file = kustomizationFile(dir);
+  if (file === undefined) return [];
+  const text = readFileSync(file, 'utf8');
+  let remotes = remotesByText.get(text);
+  if (remotes === undefined) {
+    const resources = parseKustomization(text)?.resources;
+    remotes = Array.isArray(resources) ? resources.filter((r): r is string => typeof r === 'string' && isRemoteResource(r)) : [];
+    if (remotesByText.size >= REMEMBERED_KUSTOMIZATIONS) remotesByText.clear();
+    if (text.length <= REMEMBERED_CHARS) remotesByText.set(text, remotes);
+  }
+  return [...remotes];
 }
 
 /** A remote base mapped to its vendored copy. */

@@ -19,6 +19,24 @@ export interface PreparedChart {
  * them at a time, not the fleet's; a folder's build only until its clusters took it (each cluster's folders are
  * its own).
  */
+/**
+ * What a render renders: a chart (helm template), an overlay of a vendored release, a folder of the tree (alone, or
+ * several in one kustomize run), a folder built on remote bases (a cluster's argocd folder over Argo CD's install).
+ */
+export type RenderKind = 'chart' | 'overlay' | 'folder' | 'remote-based';
+
+/** Where a run's renders of one kind came from. */
+export interface RenderCount {
+  /** Engine runs (a build of several folders together is one run; the determinism rule's second renders count). */
+  runs: number;
+  /** Renders read from the cache (and verified) instead. */
+  cached: number;
+  /** Renders this run had made already, or was making, given again (another cluster's, another Application's). */
+  shared: number;
+}
+
+const RENDER_KINDS: readonly RenderKind[] = ['chart', 'overlay', 'folder', 'remote-based'];
+
 /** Finished renders kept in memory, the ones used last (each some MB of objects: Argo CD's install is 5 MB). */
 const KEPT_RENDERS = 16;
 
@@ -31,6 +49,8 @@ export class RenderSession {
   private readonly charts = new Map<string, PreparedChart>();
   private readonly reruns = new Map<string, Promise<RenderOutput>>();
   private readonly rerunsKept = new Map<string, Promise<RenderOutput>>();
+  /** Where this run's renders came from, by kind (check --format json reports it). */
+  readonly counts = Object.fromEntries(RENDER_KINDS.map((k) => [k, { runs: 0, cached: 0, shared: 0 }])) as Readonly<Record<RenderKind, RenderCount>>;
 
   constructor(cacheDir: string | undefined, budget: EngineBudget = new EngineBudget()) {
     this.cache = new RenderCache(cacheDir);
@@ -42,13 +62,15 @@ export class RenderSession {
    * which is then cached. A render that fails fails every caller that asked for it at the same time; the next
    * one runs it again. `keep`: stays in memory for the rest of the run (otherwise only while it runs).
    */
-  render(key: string, run: () => Promise<RenderOutput>, keep: boolean): Promise<RenderOutput> {
+  render(key: string, kind: RenderKind, run: () => Promise<RenderOutput>, keep: boolean): Promise<RenderOutput> {
     const known = this.renders.get(key) ?? this.kept.get(key);
     if (known) {
       if (this.kept.delete(key)) this.kept.set(key, known);
+      this.counts[kind].shared += 1;
       return known;
     }
     const hit = this.cache.get(key);
+    this.counts[kind][hit ? 'cached' : 'runs'] += 1;
     const pending = hit ? Promise.resolve(hit) : run().then((output) => {
       this.cache.put(key, output);
       return output;
@@ -75,12 +97,14 @@ export class RenderSession {
    * the cache holds, never cached, and kept in memory as the first renders are (the KEPT_RENDERS used last): once
    * per run for what a fleet shares; a failed one runs again when asked again.
    */
-  rerun(key: string, run: () => Promise<RenderOutput>): Promise<RenderOutput> {
+  rerun(key: string, kind: RenderKind, run: () => Promise<RenderOutput>): Promise<RenderOutput> {
     const known = this.reruns.get(key) ?? this.rerunsKept.get(key);
     if (known) {
       if (this.rerunsKept.delete(key)) this.rerunsKept.set(key, known);
+      this.counts[kind].shared += 1;
       return known;
     }
+    this.counts[kind].runs += 1;
     const pending = run();
     this.reruns.set(key, pending);
     const forget = () => {
@@ -94,8 +118,15 @@ export class RenderSession {
   }
 
   /** A render's output known to this run or to the cache (nothing is run). */
-  known(key: string): RenderOutput | undefined {
-    return this.cache.get(key);
+  known(key: string, kind: RenderKind): RenderOutput | undefined {
+    const hit = this.cache.get(key);
+    if (hit) this.counts[kind].cached += 1;
+    return hit;
+  }
+
+  /** Counts an engine run made by other means (a combined build of several folders). */
+  ran(kind: RenderKind): void {
+    this.counts[kind].runs += 1;
   }
 
   /** Records a render this run made by other means (a combined build), under its key. */

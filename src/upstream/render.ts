@@ -13,7 +13,7 @@ import { readInside } from './inside';
 import { ApplicationSource, chartOfSource, CrdRef, releaseOfSource, UnrenderedCrds, VendoredRelease } from './releases';
 import { folderFiles, offlineKustomization, remoteResourcesOf, vendoredBases } from './remote-bases';
 import { RenderOutput } from './render-cache';
-import { RenderSession } from './render-session';
+import { RenderKind, RenderSession } from './render-session';
 import { SourceRefused, treeDigest } from './tree';
 import { mergeValues } from './values';
 import { Engine, EngineBudget, EngineError, engineLimit, Engines, raiseEngineLimit, RunOptions } from '../engines';
@@ -181,11 +181,11 @@ async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) 
  * (RenderSession); `fresh`: runs it again, once per run (RenderSession.rerun). `keep`: the output stays in the run's memory (charts and overlays).
  */
 async function cachedRun(
-  ctx: Context, key: readonly unknown[], engine: Engine, what: string, run: () => Promise<string>, keep = true,
+  ctx: Context, kind: RenderKind, key: readonly unknown[], engine: Engine, what: string, run: () => Promise<string>, keep = true,
 ): Promise<RenderOutput> {
   const k = ctx.session.cache.key([engine.name, engine.version, ...key]);
-  if (ctx.fresh) return ctx.session.rerun(k, async () => parseOutput(await run(), what));
-  return ctx.session.render(k, async () => parseOutput(await run(), what), keep);
+  if (ctx.fresh) return ctx.session.rerun(k, kind, async () => parseOutput(await run(), what));
+  return ctx.session.render(k, kind, async () => parseOutput(await run(), what), keep);
 }
 
 interface Context extends RenderContext {
@@ -291,7 +291,7 @@ async function renderHelm(app: Manifest, index: number, source: ApplicationSourc
     ];
     const engine = ctx.engines.helm;
     const key = [prepared.digest, releaseName, flags, named, valuesText, valuesObject];
-    const output = await cachedRun(ctx, key, engine, what, () => withScratch(ctx, (dir) => {
+    const output = await cachedRun(ctx, 'chart', key, engine, what, () => withScratch(ctx, (dir) => {
       const files = named.map((f, i) => {
         const file = path.join(dir, `value-file-${i}.yaml`);
         writeFileSync(file, f.content);
@@ -399,7 +399,7 @@ async function renderOverlay(app: Manifest, index: number, source: ApplicationSo
     const releaseDir = path.join(root, path.relative(root, dir).split(path.sep)[0]);
     const engine = ctx.engines.kustomize;
     const key = [treeDigest(releaseDir, true), path.relative(releaseDir, dir), wrapperKustomization(source, '<overlay>', dir)];
-    const { objects } = await cachedRun(ctx, key, engine, what, () => withScratch(ctx, (scratch) => {
+    const { objects } = await cachedRun(ctx, 'overlay', key, engine, what, () => withScratch(ctx, (scratch) => {
       writeFileSync(path.join(scratch, 'kustomization.yaml'), stringify(wrapperKustomization(source, path.relative(scratch, dir), dir)));
       return engine.run(['--', scratch], runOptions(ctx, `kubectl kustomize ${what}`));
     }));
@@ -473,6 +473,7 @@ async function buildPieces(pieces: readonly Piece[], label: string, ctx: Context
       apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', resources: [...rel.values()], buildMetadata: ['originAnnotations'],
     }));
     let output: RenderOutput;
+    ctx.session.ran('folder');
     try {
       output = parseOutput(await engine.run(['--', scratch], runOptions(ctx, label)), label);
     } catch (e) {
@@ -513,7 +514,7 @@ async function buildFolders(dirs: readonly string[], ctx: Context): Promise<void
   }
   const missing: string[] = [];
   for (const [d, k] of keys) {
-    const hit = ctx.fresh ? undefined : ctx.session.known(k);
+    const hit = ctx.fresh ? undefined : ctx.session.known(k, 'folder');
     if (hit) ctx.built.set(d, hit);
     else missing.push(d);
   }
@@ -558,7 +559,7 @@ async function renderFolder(app: Manifest, index: number, source: ApplicationSou
   const engine = ctx.engines.kustomize;
   try {
     const { objects } = ctx.built.get(dir)
-      ?? await cachedRun(ctx, folderKey(ctx, dir), engine, what, () => engine.run(['--', dir], runOptions(ctx, `kubectl kustomize ${printable(str(source.path))}`)), false);
+      ?? await cachedRun(ctx, 'folder', folderKey(ctx, dir), engine, what, () => engine.run(['--', dir], runOptions(ctx, `kubectl kustomize ${printable(str(source.path))}`)), false);
     // what Argo CD applies of the folder is the build: it must be every object of the folder's files
     const differs = compareFolderBuild(dir, objects, folderRead(ctx, dir));
     return differs ? { ...refused(differs), objects } : { ...base, objects };
@@ -606,7 +607,7 @@ async function renderRemoteBased(
   const engine = ctx.engines.kustomize;
   const key = ['remote-based', treeDigest(dir), ...bases.map((b) => [treeDigest(b.releaseDir, true), path.relative(b.releaseDir, b.dir)])];
   try {
-    const { objects } = await cachedRun(ctx, key, engine, what, () => withScratch(ctx, (scratch) => {
+    const { objects } = await cachedRun(ctx, 'remote-based', key, engine, what, () => withScratch(ctx, (scratch) => {
       // the folder's files read as every file a tree gives the engines (inside it, regular, bounded)
       for (const f of folderFiles(dir)) writeFileSync(path.join(scratch, f), readInside(dir, f, 'file'));
       for (const f of ['kustomization.yml', 'Kustomization']) rmSync(path.join(scratch, f), { force: true });

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments, stringify } from 'yaml';
+import { defaultCacheDir } from '../../src/cache/compiled-cache';
 import { checkCluster, ClusterView, readClusters, renderClusterSources } from '../../src/check';
 import { simulatedNodes } from '../../src/check/placement/nodes';
 import { fitOn } from '../../src/check/placement/scheduling';
@@ -15,8 +16,9 @@ import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../../src/paths';
 import { apiGroup, Manifest, objectId } from '../../src/render/manifest';
 import { loadModels } from '../../src/synth/pipeline';
 import { ClusterRenders } from '../../src/upstream/render';
+import { RenderSession } from '../../src/upstream/render-session';
 import { SchemaStore } from '../../src/validate/schemas';
-import { findObject, folderObjects, HAS_SCHEMAS, HAS_UPSTREAM, issuesOf, REFERENCE_FILE, referenceInput, renderOf, ROOT } from '../helpers';
+import { findObject, folderObjects, HAS_SCHEMAS, HAS_UPSTREAM, issuesOf, readTreeFiles, REFERENCE_FILE, referenceInput, renderOf, ROOT } from '../helpers';
 
 const ALL_TAINTED = path.join(ROOT, 'test', 'fixtures', 'descriptions', 'all-tainted.yaml');
 /** The upstream install at the pinned tag, as `kubectl apply -k` of the vendored base renders it. */
@@ -77,6 +79,7 @@ describe.skipIf(!HAS_UPSTREAM || !HAS_SCHEMAS)('check builds the argocd folder w
   const work = mkdtempSync(path.join(tmpdir(), 'argocd-'));
   const out = path.join(work, 'dist');
   const other = path.join(work, 'other-namespace.yaml');
+  const alike = path.join(work, 'alike-cluster.yaml');
   const views = new Map<string, { view: ClusterView; model: ClusterModel; renders: ClusterRenders }>();
 
   beforeAll(async () => {
@@ -86,7 +89,12 @@ describe.skipIf(!HAS_UPSTREAM || !HAS_SCHEMAS)('check builds the argocd folder w
     input.gitops.path = 'dist/other-namespace';
     input.gitops.namespace = 'gitops';
     writeFileSync(other, stringify(input));
-    const files = [REFERENCE_FILE, ALL_TAINTED, other];
+    // and the reference under another name: a fleet's alike cluster
+    const copy = referenceInput();
+    copy.name = 'alike-cluster';
+    copy.gitops.path = 'dist/alike-cluster';
+    writeFileSync(alike, stringify(copy));
+    const files = [REFERENCE_FILE, ALL_TAINTED, other, alike];
     expect(await main(['synth', ...files.flatMap((f) => ['--config', f]), '--out', out, '--quiet'])).toBe(EXIT.ok);
     const models = loadModels(files);
     for (const v of readClusters(out)) {
@@ -177,6 +185,25 @@ describe.skipIf(!HAS_UPSTREAM || !HAS_SCHEMAS)('check builds the argocd folder w
     const subjects = r.objects.filter((o) => o.kind === 'ClusterRoleBinding' || o.kind === 'RoleBinding').flatMap((o) => (o as any).subjects as { kind: string; namespace?: string }[]);
     expect(subjects.filter((s) => s.kind === 'ServiceAccount').map((s) => s.namespace)).toEqual(subjects.filter((s) => s.kind === 'ServiceAccount').map(() => 'gitops'));
     expect(checkCluster(views.get('other-namespace')!.view, { renders: views.get('other-namespace')!.renders, ...lookups })).toEqual([]);
+  });
+
+  it('alike clusters share one build of Argo CD\'s install in a run (their argocd folders are the same); another namespace is a build of its own', async () => {
+    const folderOf = (name: string) => readTreeFiles(path.join(out, name, ARGOCD_FOLDER));
+    expect(folderOf('alike-cluster')).toEqual(folderOf('instant-cluster'));
+    const session = new RenderSession(defaultCacheDir());
+    const names = ['instant-cluster', 'alike-cluster', 'other-namespace'];
+    // at the same time, as check renders a few clusters at once
+    const renders = await Promise.all(names.map((n) => renderClusterSources(views.get(n)!.view, { upstream: DEFAULT_UPSTREAM, session })));
+    const built = session.counts['remote-based'];
+    expect(built.runs + built.cached, 'one build per distinct folder: by the engine, or from the cache').toBe(2);
+    expect(built.shared).toBe(1);
+    const [one, two] = renders.map((r, i) => r.sources.find((s) => s.what.startsWith(`folder dist/${names[i]}/${ARGOCD_FOLDER} `))!);
+    expect(two.objects).toBe(one.objects);
+    const namespace = one.objects.find((o) => o.kind === 'Namespace')!;
+    expect(namespace.metadata.labels).toMatchObject({ 'app.kubernetes.io/part-of': 'argocd' });
+    // the pinned charts' default renders, asked for by each cluster, are shared too
+    expect(session.counts.chart.shared).toBeGreaterThanOrEqual(names.length - 1);
+    expect(checkCluster(views.get('alike-cluster')!.view, { renders: renders[1], ...lookups })).toEqual([]);
   });
 
   it('never fetches: a remote base that is no vendored release is unreleased, and released-versions says so', async () => {

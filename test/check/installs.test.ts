@@ -52,6 +52,11 @@ describe.skipIf(!HAS_UPSTREAM || !HAS_SCHEMAS)('check renders every managed inst
       .filter((o) => o.kind === 'Application')
       .reduce((n, app) => n + ((app.spec as { source?: unknown; sources?: unknown[] }).sources?.length ?? 1), 0);
     expect(report.renderedSources).toBe(sources);
+    // where the renders came from, by kind: one for each cluster's argocd folder (an engine run, the cache, or the run's own)
+    const argocdFolders = readClusters(out).filter((v) => v.folders.some((f) => f.folder === 'argocd')).length;
+    const remote = report.renders['remote-based'];
+    expect(remote.runs + remote.cached + remote.shared).toBe(argocdFolders);
+    expect(Object.keys(report.renders).sort()).toEqual(['chart', 'folder', 'overlay', 'remote-based']);
     expect(report.clusters.map((c: { name: string }) => c.name)).toEqual(['all-tainted', 'instant-cluster', 'training-cluster']);
   });
 

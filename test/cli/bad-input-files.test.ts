@@ -5,14 +5,14 @@ import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXIT } from '../../src/commands/io';
 import { INPUT_LIMITS, InputKind } from '../../src/input/limits';
-import { runCliChild } from '../child-cli';
+import { BatchOutcome, runCliChildBatch } from '../child-cli';
 import { aliasBomb, REFERENCE_FILE } from '../helpers';
 import { kubeconfigFor } from '../preflight/api-server';
 
 /*
  * Every reader of input files (description, snapshot, kubeconfig) through the one input reader:
  * each bad file exits 2 with its reason on one line naming the file, in bounded time (the child is
- * killed, and the case fails, if it runs 60 s) and bounded memory (the child's peak RSS).
+ * killed, and the cases fail, if it runs 120 s) and bounded memory (the child's peak RSS).
  */
 
 /** The child's peak RSS: the CLI loads its render stack (about 200 MiB); /dev/zero read whole would take GiBs. */
@@ -62,8 +62,7 @@ function fifo(name: string): string {
 
 /** The command that reads a file of the kind. */
 function command(kind: CliKind, f: string): string[] {
-  // an output folder of its own: the cases run at the same time
-  if (kind === 'description') return ['synth', '--config', f, '--out', path.join(dir, `out-${path.basename(f)}`), '--no-validate'];
+  if (kind === 'description') return ['synth', '--config', f, '--out', path.join(dir, 'out'), '--no-validate'];
   if (kind === 'snapshot') return ['init', '--snapshot', f];
   return ['init', '--kubeconfig', f, '--timeout', '5'];
 }
@@ -176,24 +175,46 @@ const KUBECONFIGS: Case[] = [
   },
 ];
 
+const CASES = [...COMMON, ...SNAPSHOTS, ...KUBECONFIGS].filter((c) => !c.skip).map((c) => ({ ...c, title: `${c.kind}: ${c.name}` }));
+
+/** The file each case reads (its name is in the line), by case. */
+const files = new Map<Case, string>();
+let batch: Promise<BatchOutcome>;
+
+// One child runs every case (each through the CLI's entry, with its own environment, its output captured):
+// the children were the same but for the file they read. The bounds hold for each case, since they hold for
+// them all: the child is killed (and every case fails, naming the one that had not ended) after 120 s, and
+// its peak RSS is the highest of any case.
 beforeAll(() => {
   dir = mkdtempSync(path.join(tmpdir(), 'bad-input-files-'));
+  const runs = CASES.map((c) => {
+    const f = c.file();
+    files.set(c, f);
+    return { args: c.args?.(f) ?? command(c.kind, f), env: c.env };
+  });
+  batch = runCliChildBatch(dir, runs, 120_000);
+  batch.catch(() => {});
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-// concurrently: each case is a child that starts, reads one file and exits (the files have names of their own)
-describe.concurrent('bad input files of every reader exit 2 with one line naming the file, in bounded time and memory', () => {
-  it.each([...COMMON, ...SNAPSHOTS, ...KUBECONFIGS].filter((c) => !c.skip).map((c) => ({ ...c, title: `${c.kind}: ${c.name}` })))('$title', async (c) => {
-    const f = c.file();
-    const r = await runCliChild(dir, c.args?.(f) ?? command(c.kind, f), c.env, 60_000);
+describe('bad input files of every reader exit 2 with one line naming the file, in bounded time and memory', () => {
+  it.each(CASES)('$title', async (c) => {
+    const r = (await batch).runs[CASES.indexOf(c)];
     expect(r.code, r.stderr).toBe(EXIT.badInput);
     const lines = r.stderr.trimEnd().split('\n');
     // the reason on one line, and nothing else (a description's problems: one line each, naming file, line and field)
     expect(lines.filter((l) => c.says.test(l)), r.stderr).toHaveLength(1);
     expect(lines.filter((l) => !c.says.test(l)), r.stderr).toEqual([]);
-    expect(r.stderr).toContain(path.basename(f));
+    expect(r.stderr).toContain(path.basename(files.get(c)!));
     expect(r.stderr).not.toMatch(/internal error|\n\s+at .*:\d+:\d+/);
     expect(r.stdout).toBe('');
-    expect(r.maxRSS).toBeLessThan(MAX_RSS);
-  }, 120_000);
+  });
+
+  it('in bounded memory, and nothing printed past the CLI\'s own lines', async () => {
+    const b = await batch;
+    expect(b.runs).toHaveLength(CASES.length);
+    expect(b.maxRSS).toBeLessThan(MAX_RSS);
+    expect(b.stdout).toBe('');
+    expect(b.stderr).toBe('');
+  });
 });

@@ -5,7 +5,7 @@ import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FAULT_TRACE_ENV } from '../../src/fault';
 import { PROJECT_FILE } from '../../src/project/project-file';
-import { BIN, fixtureProject, HAS_SCHEMAS, readTreeFiles, REFERENCE_FILE, renderedFixtures, ROOT, TRAINING_FILE } from '../helpers';
+import { fixtureProject, HAS_SCHEMAS, readTreeFiles, REFERENCE_FILE, renderedFixtures, ROOT, runCliInProcess, TRAINING_FILE } from '../helpers';
 import { SNAPSHOT } from '../preflight/snapshots';
 
 // The documented npm commands keep the CLI's contract: its exit code (npm passes it through, no
@@ -44,7 +44,7 @@ function withoutNpmBanner(stdout: string): string {
 }
 
 // Every command, and the live-cluster commands both ways (a snapshot file, a kubeconfig: the
-// kubeconfig path answers asynchronously).
+// kubeconfig path answers asynchronously; it is the first case of preflight and init, so npm runs it).
 const BAD_INPUT: [string, string, string[], RegExp][] = [
   ['synth', 'a broken description', ['--config', broken, '--out', path.join(dir, 'out')], /nodes\.gpuWorkers\.gpusPerNode: expected a positive integer, got "eight"/],
   ['synth', 'an unknown option', ['--no-such-option'], /no-such-option/],
@@ -52,17 +52,17 @@ const BAD_INPUT: [string, string, string[], RegExp][] = [
   ['check', 'a file for a folder', [REFERENCE_FILE], /is a file, not a folder/],
   ['diff', 'a broken description', ['--config', broken], /nodes\.gpuWorkers\.gpusPerNode/],
   ['schema', 'an unknown option', ['--no-such-option'], /no-such-option/],
+  ['preflight', 'an API server that refuses', ['--config', REFERENCE_FILE, '--kubeconfig', refused, '--timeout', '5'], /127\.0\.0\.1:1/],
   ['preflight', 'an unknown option', ['--no-such-option'], /no-such-option|unknown command/],
   ['preflight', 'a broken description and a snapshot', ['--config', broken, '--snapshot', SNAPSHOT], /nodes\.gpuWorkers\.gpusPerNode/],
   ['preflight', 'a missing snapshot', ['--config', REFERENCE_FILE, '--snapshot', missing], /missing\.yaml/],
   ['preflight', 'a missing kubeconfig', ['--config', REFERENCE_FILE, '--kubeconfig', missing], /missing\.yaml/],
   ['preflight', 'a kubeconfig that is not YAML', ['--config', REFERENCE_FILE, '--kubeconfig', notYaml], /not-a\.kubeconfig/],
-  ['preflight', 'an API server that refuses', ['--config', REFERENCE_FILE, '--kubeconfig', refused, '--timeout', '5'], /127\.0\.0\.1:1/],
+  ['init', 'an API server that refuses', ['--kubeconfig', refused, '--timeout', '5'], /127\.0\.0\.1:1/],
   ['init', 'an unknown option', ['--no-such-option'], /no-such-option|unknown command/],
   ['init', 'a missing snapshot', ['--snapshot', missing], /missing\.yaml/],
   ['init', 'a missing kubeconfig', ['--kubeconfig', missing], /missing\.yaml/],
   ['init', 'a kubeconfig that is not YAML', ['--kubeconfig', notYaml], /not-a\.kubeconfig/],
-  ['init', 'an API server that refuses', ['--kubeconfig', refused, '--timeout', '5'], /127\.0\.0\.1:1/],
 ];
 
 describe('npm run <command> with bad input', () => {
@@ -73,26 +73,25 @@ describe('npm run <command> with bad input', () => {
     expect(new Set(BAD_INPUT.map(([name]) => name))).toEqual(new Set(commands));
   });
 
-  // npm itself once per script (its first case), its output compared with the CLI's own; the other
-  // cases of a script run what the script runs (`node projenrc/launch.cjs <script's arguments>`):
-  // exit 2 and the CLI's one line, nothing else (the CLI's bad-input line itself is its own tests')
+  // npm itself once per script (its first case: the launcher, and the CLI through it, as npm starts them), its
+  // output compared with the CLI's own; the other cases of a script run what the script runs, in this process
+  // (the CLI as bin.ts runs it, with the script's arguments): exit 2 and the CLI's one line, nothing else (the
+  // CLI's bad-input line itself is its own tests'). The process the launcher's cases added was the one npm starts.
   const viaNpm = new Set(BAD_INPUT.filter(([name], i) => BAD_INPUT.findIndex(([n]) => n === name) === i));
-  it.each(BAD_INPUT.map((c) => [viaNpm.has(c) ? 'npm run' : 'the launcher of', ...c] as const))('%s %s with %s exits 2 and prints only the CLI\'s message', (how, name, _what, args, says) => {
-    const script = how === 'npm run'
-      ? spawnSync('npm', ['run', name, '--', ...args], { cwd: ROOT, env, encoding: 'utf8' })
-      : spawnSync(process.execPath, [LAUNCHER, ...scriptArgs(name), ...args], { cwd: ROOT, env, encoding: 'utf8' });
+  it.each(BAD_INPUT.map((c) => [viaNpm.has(c) ? 'npm run' : 'the CLI of', ...c] as const))('%s %s with %s exits 2 and prints only the CLI\'s message', async (how, name, _what, args, says) => {
+    const direct = await runCliInProcess([...scriptArgs(name), ...args]);
+    const script = how === 'npm run' ? spawnSync('npm', ['run', name, '--', ...args], { cwd: ROOT, env, encoding: 'utf8' }) : { status: direct.code, ...direct };
     expect(script.status, script.stderr).toBe(2);
     expect(script.stderr).toMatch(says);
     expect(script.stderr).not.toMatch(/npm error|Task .* failed|👾|^\s+at |internal error|TypeError|ERR_/m);
+    // the CLI's one line, nothing else
+    expect(direct.stderr.trimEnd().split('\n'), direct.stderr).toHaveLength(1);
+    expect(direct.stdout).toBe('');
     if (how === 'npm run') {
       // exactly what the CLI itself prints: no "Task failed", no step headers, no "npm error" lines
-      const direct = spawnSync(process.execPath, [BIN, ...scriptArgs(name), ...args], { cwd: ROOT, env, encoding: 'utf8' });
-      expect(direct.status, direct.stderr).toBe(2);
+      expect(direct.code, direct.stderr).toBe(2);
       expect(script.stderr).toBe(direct.stderr);
       expect(withoutNpmBanner(script.stdout)).toBe(direct.stdout);
-    } else {
-      expect(script.stderr.trimEnd().split('\n'), script.stderr).toHaveLength(1);
-      expect(script.stdout).toBe('');
     }
   });
 });
@@ -208,6 +207,9 @@ describe('the launcher\'s up-to-date check of the plain synth', () => {
 // npm runs every script in the package root; paths the user types are relative to where they typed
 // them (npm's INIT_CWD), for every command. Typed in test/fixtures/ (the fixture descriptions are in
 // clusters/ there); the project found from there is this repository's, whose defaults nothing here uses.
+// npm runs synth there: the launcher moves into the folder the user typed in (the same for every script that
+// is the launcher and its command, which the other commands' scripts are); each of the other commands, run in
+// this process in that folder, reads the paths typed there.
 describe('paths typed in a subfolder of the project', () => {
   const SUB = path.join(ROOT, 'test', 'fixtures');
   const npmIn = (cwd: string, name: string, ...args: string[]) => spawnSync('npm', ['run', '-s', name, '--', ...args], { cwd, env, encoding: 'utf8' });
@@ -221,18 +223,20 @@ describe('paths typed in a subfolder of the project', () => {
     expect(readFileSync(path.join(out, 'instant-cluster', 'kueue', 'localqueue.default.default.yaml'), 'utf8')).toContain('kind: LocalQueue');
   });
 
-  it.skipIf(!HAS_SCHEMAS)('validate, check, diff, preflight and init read the paths typed there', () => {
+  it.skipIf(!HAS_SCHEMAS)('validate, check, diff, preflight and init read the paths typed there', async () => {
+    for (const name of ['validate', 'check', 'diff', 'preflight', 'init']) expect(scriptArgs(name)).toEqual([name]);
+    const inSub = (...argv: string[]) => runCliInProcess(argv, { cwd: SUB });
     const tree = path.relative(SUB, renderedFixtures());
-    expect(npmIn(SUB, 'validate', '--quiet', path.join(tree, 'instant-cluster')).status).toBe(0);
-    const check = npmIn(SUB, 'check', '--config', description, path.join(tree, 'instant-cluster'));
-    expect(check.status, check.stderr).toBe(0);
-    const diff = npmIn(SUB, 'diff', '--config', description, '--out', tree);
-    expect(diff.status, diff.stderr).toBe(0);
-    const preflight = npmIn(SUB, 'preflight', '--config', description, '--snapshot', snapshot);
-    expect([0, 1], preflight.stderr).toContain(preflight.status);
+    expect((await inSub('validate', '--quiet', path.join(tree, 'instant-cluster'))).code).toBe(0);
+    const check = await inSub('check', '--config', description, path.join(tree, 'instant-cluster'));
+    expect(check.code, check.stderr).toBe(0);
+    const diff = await inSub('diff', '--config', description, '--out', tree);
+    expect(diff.code, diff.stderr).toBe(0);
+    const preflight = await inSub('preflight', '--config', description, '--snapshot', snapshot);
+    expect([0, 1], preflight.stderr).toContain(preflight.code);
     // printed (--out -): without --out, init writes into the project's descriptions folder
-    const init = npmIn(SUB, 'init', '--snapshot', snapshot, '--name', 'lab', '--out', '-');
-    expect(init.status, init.stderr).toBe(0);
+    const init = await inSub('init', '--snapshot', snapshot, '--name', 'lab', '--out', '-');
+    expect(init.code, init.stderr).toBe(0);
     expect(init.stdout).toContain('name: lab');
   });
 });

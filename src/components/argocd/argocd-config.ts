@@ -2,8 +2,14 @@ import { k8s } from 'cdk8s-plus-28';
 import { Construct } from 'constructs';
 import { LABELS } from '../../model/names';
 
+/**
+ * The label every object of Argo CD's install carries (all 59 of the cluster-install at the pinned tag): argocd-cm
+ * needs it (Argo CD reads its settings only from ConfigMaps so labelled), and the folder's Namespace has it too.
+ */
+export const ARGOCD_PART_OF = { [LABELS.partOf]: 'argocd' } as const;
+
 /** argocd-cm's name and the labels Argo CD finds its settings by (it watches ConfigMaps labelled part-of: argocd). */
-export const ARGOCD_CM = { name: 'argocd-cm', labels: { [LABELS.name]: 'argocd-cm', [LABELS.partOf]: 'argocd' } } as const;
+export const ARGOCD_CM = { name: 'argocd-cm', labels: { [LABELS.name]: 'argocd-cm', ...ARGOCD_PART_OF } } as const;
 
 export interface ArgocdConfigProps {
   /** Namespace Argo CD runs in. */

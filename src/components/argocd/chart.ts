@@ -1,7 +1,7 @@
 import { Chart } from 'cdk8s';
 import { k8s } from 'cdk8s-plus-28';
 import { Construct } from 'constructs';
-import { ARGOCD_CM, ArgocdConfig } from './argocd-config';
+import { ARGOCD_CM, ARGOCD_PART_OF, ArgocdConfig } from './argocd-config';
 import { HealthCheck, healthCheckData } from './health-checks';
 import { ClusterModel, podPlacement } from '../../model/model';
 import { FolderKustomization, KustomizePatch, manifestFileName } from '../../render/manifest';
@@ -64,7 +64,10 @@ export class ArgocdChart extends Chart {
   constructor(scope: Construct, id: string, props: ComponentChartProps) {
     super(scope, id, componentChartProps(props.model, props));
     const namespace = props.model.description.gitops.namespace;
-    new k8s.KubeNamespace(this, 'Namespace', { metadata: { name: namespace } });
+    const ns = new k8s.KubeNamespace(this, 'Namespace', { metadata: { name: namespace } });
+    // After the chart's labels: the Namespace is part of Argo CD's install, as every object of the install is, not of
+    // the cluster. The folders of alike clusters are then the same, and check builds them once for a whole fleet.
+    for (const [k, v] of Object.entries(ARGOCD_PART_OF)) ns.metadata.addLabel(k, v);
     // Every check, but Dynamo's where the cluster has no Dynamo.
     const kinds = (c: HealthCheck) => c.kind !== 'DynamoGraphDeployment' || props.model.description.installs.dynamo !== 'none';
     new ArgocdConfig(this, 'Config', { namespace, data: healthCheckData(kinds) });
