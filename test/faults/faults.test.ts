@@ -4,6 +4,7 @@ import { hostname, tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
+import { main } from '../../src/cli';
 import { FAULT_ENV, FAULT_TRACE_ENV } from '../../src/fault';
 import { isWriteArtifact, JOURNAL_FILE, LOCK_FILE, LOCK_WAIT_ENV, recoverOutput } from '../../src/render/write';
 import { synth } from '../../src/synth/pipeline';
@@ -19,8 +20,11 @@ import { BIN, FIXTURE_CLUSTERS, HAS_SCHEMAS, readTreeFiles, REFERENCE_FILE, ROOT
  * left over. No sleeps: every wait is for a condition (a process stopped, a line printed).
  * Each child costs a CPU-second or so (CI has 2 cores): the children render two small descriptions (the
  * protocol does not depend on what is rendered; one case renders the two full fixtures), the baselines are
- * rendered once in-process and copied, each step is killed once (each rename, and the second render, where
- * a later point leaves another state), and the cases that start from a killed output copy the sweep's.
+ * rendered once in-process and copied, each step is reached once (each rename, and the second render, where
+ * a later point leaves another state) by one writer that stops itself at every point and is copied there
+ * (one point is also killed for real, and its output compared with the copy), the cases that start from a
+ * killed output copy the sweep's, and a command that is neither killed nor stopped (a reader, the next
+ * writer) runs through the CLI's entry in this process.
  */
 
 const CLUSTERS = ['small-a', 'small-b'];
@@ -59,6 +63,27 @@ function synthArgs(configs: readonly string[], out: string): string[] {
 
 function run(args: string[], env: Record<string, string> = {}) {
   return spawnSync(process.execPath, args, { cwd: ROOT, env: { ...baseEnv, ...env }, encoding: 'utf8' });
+}
+
+/**
+ * A command that is not killed (a reader, a later writer, the command after a kill) through the CLI's entry in
+ * this process: what such a case checks is the command's recovery, its lock and what it prints, which the same
+ * code does here; the process boundary is the point only of what is killed, stopped or runs beside another writer.
+ * `args` as for `run` (the compiled CLI first, dropped here); `env` set while the command runs.
+ */
+async function inProcess(args: string[], env: Record<string, string> = {}): Promise<{ status: number; stderr: string }> {
+  const given = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, env);
+  const err: string[] = [];
+  try {
+    const status = await main(args.slice(1), { out: () => {}, err: (l) => err.push(l) });
+    return { status, stderr: err.map((l) => `${l}\n`).join('') };
+  } finally {
+    for (const [k, v] of Object.entries(given)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  }
 }
 
 /** Renders each set of descriptions into its folder, in-process, as `synth --no-validate` does: the baselines the cases copy. */
@@ -233,6 +258,65 @@ function killedAt(point: string): string {
 
 const KEPT_POINTS = ['render:2', 'rename:2', 'rename:3'];
 
+const lastStep = (trace: string) => (existsSync(trace) ? readFileSync(trace, 'utf8').trimEnd().split('\n').pop() : undefined);
+
+/**
+ * What a command (`args`, on the output `dir`) leaves at each of `points` (given in the order it passes them),
+ * from one process: it stops itself right before each point (SIGSTOP, where a kill would be) and the output is
+ * copied while it stands still; then it goes on to the next, and ends. Nothing of the process runs after the
+ * point either way, and what it wrote is in the file system, not in the process: a kill leaves what the copy
+ * holds (the sweep kills one point for real and compares). The copies' locks name the process, which has ended
+ * when they are recovered, as a killed one has. One process for a sweep instead of one per point.
+ */
+async function snapshotsAt(
+  args: string[], dir: string, points: readonly string[],
+): Promise<{ snapshots: Map<string, string>; pid: number; code: number | null }> {
+  const trace = path.join(work, `stops-${path.basename(dir)}.trace`);
+  const writer = start(args, { [FAULT_ENV]: points.map((p) => `${p}:stop`).join(','), [FAULT_TRACE_ENV]: trace });
+  let ended = false;
+  void writer.done.then(() => { ended = true; });
+  const pid = writer.child.pid!;
+  const snapshots = new Map<string, string>();
+  try {
+    for (const point of points) {
+      // stopped right before this point: the last step it traced is this one (a step is traced before its fault)
+      while (ended || !isStopped(pid) || lastStep(trace) !== point) {
+        if (ended) throw new Error(`the writer ended before ${point}: ${(await writer.done).stderr}`);
+        await new Promise((r) => setTimeout(r, 2));
+      }
+      snapshots.set(point, copyOf(dir));
+      writer.child.kill('SIGCONT');
+    }
+  } catch (e) {
+    writer.child.kill('SIGKILL');
+    throw e;
+  }
+  const r = await writer.done;
+  return { snapshots, pid, code: r.code };
+}
+
+/**
+ * An output as two writers' kills can be compared: every file by name and content, the writer's pid in the
+ * temporary names and in the journal replaced, the journal's host dropped, the lock file's content (pid, host,
+ * start time) left out.
+ */
+function comparable(dir: string, pid: number): Map<string, unknown> {
+  const out = new Map<string, unknown>();
+  const name = (n: string) => n.split(`-${pid}-`).join('-PID-');
+  for (const [f, content] of readTreeFiles(dir)) {
+    if (f === LOCK_FILE) {
+      out.set(f, 'the lock');
+    } else if (f === JOURNAL_FILE) {
+      const { pid: writer, host, swaps, ...rest } = JSON.parse(content) as { pid: number; host: string; swaps: Array<Record<string, unknown>> };
+      expect([writer, host]).toEqual([pid, hostname()]);
+      out.set(f, { ...rest, swaps: swaps.map((w) => Object.fromEntries(Object.entries(w).map(([k, v]) => [k, typeof v === 'string' ? name(v) : v]))) });
+    } else {
+      out.set(name(f), content);
+    }
+  }
+  return out;
+}
+
 describe.skipIf(process.platform !== 'linux')('a synth killed at any point loses nothing', () => {
   let points: string[] = [];
 
@@ -250,20 +334,23 @@ describe.skipIf(process.platform !== 'linux')('a synth killed at any point loses
 
   it('after each kill the folders are old or new (or journaled), and recovery completes them with nothing left over', async () => {
     expect(points.length).toBeGreaterThan(0);
-    const cases = points.map((point) => ({ point, dir: freshCopy() }));
-    // two at a time: the children are independent (one output folder each)
-    const queue = [...cases];
-    const results: Array<{ point: string; dir: string; journaled: boolean; before: string[]; signal: string | null }> = [];
-    const worker = async () => {
-      for (let c = queue.shift(); c; c = queue.shift()) {
-        const r = await start(synthArgs(newConfigs, c.dir), { [FAULT_ENV]: c.point }).done;
-        results.push({ ...c, signal: r.signal, journaled: existsSync(path.join(c.dir, JOURNAL_FILE)), before: states(c.dir) });
-        if (KEPT_POINTS.includes(c.point)) killedOutputs.set(c.point, copyOf(c.dir));
-      }
-    };
-    await Promise.all([worker(), worker()]);
+    const steps = tracedSteps();
+    const ordered = [...points].sort((a, b) => steps.indexOf(a) - steps.indexOf(b));
+    const sweep = freshCopy();
+    const { snapshots, pid, code } = await snapshotsAt(synthArgs(newConfigs, sweep), sweep, ordered);
+    expect(code).toBe(0);
+    expect(states(sweep)).toEqual(['new', 'new']);
+    // the stopped writer's copy is what a kill there leaves: one point killed for real (in the middle of the swap)
+    const killedDir = freshCopy();
+    const killed = run(synthArgs(newConfigs, killedDir), { [FAULT_ENV]: 'rename:2' });
+    expect(killed.signal).toBe('SIGKILL');
+    expect(comparable(killedDir, killed.pid)).toEqual(comparable(snapshots.get('rename:2')!, pid));
+    const results = ordered.map((point) => {
+      const dir = snapshots.get(point)!;
+      if (KEPT_POINTS.includes(point)) killedOutputs.set(point, copyOf(dir));
+      return { point, dir, journaled: existsSync(path.join(dir, JOURNAL_FILE)), before: states(dir) };
+    });
     for (const r of results) {
-      expect(r.signal, r.point).toBe('SIGKILL');
       if (!r.journaled) {
         // no journal: nothing was swapped yet, or everything was
         expect(new Set(r.before).size, `${r.point}: ${r.before}`).toBe(1);
@@ -311,7 +398,7 @@ describe.skipIf(process.platform !== 'linux')('a synth killed at any point loses
     expect(steps.indexOf('render:2')).toBeLessThan(steps.indexOf('commit:1'));
   }, 120_000);
 
-  it('killed while rendering a later cluster: the earlier one\'s complete temporary tree is recovered away, the output stays old', () => {
+  it('killed while rendering a later cluster: the earlier one\'s complete temporary tree is recovered away, the output stays old', async () => {
     const [first, second] = CLUSTERS;
     const dir = killedAt('render:2');
     expect(states(dir)).toEqual(['old', 'old']);
@@ -322,7 +409,7 @@ describe.skipIf(process.platform !== 'linux')('a synth killed at any point loses
     expect([...written.keys()].sort()).toEqual([...newTree.keys()].filter((f) => f.startsWith(`${first}/`)).map((f) => f.slice(first.length + 1)).sort());
     expect(leftovers(dir).some((n) => n.startsWith(`${second}.tmp-`))).toBe(false);
     // the writer is dead: the next command (a reader too) rolls back first, then reads the old trees
-    const reader = run([BIN, 'check', dir, ...oldConfigs.flatMap((c) => ['--config', c])]);
+    const reader = await inProcess([BIN, 'check', dir, ...oldConfigs.flatMap((c) => ['--config', c])]);
     expect(reader.status, reader.stderr).toBe(0);
     expect(states(dir)).toEqual(['old', 'old']);
     expect(leftovers(dir)).toEqual([]);
@@ -335,7 +422,7 @@ describe.skipIf(process.platform !== 'linux')('a synth killed at any point loses
     try {
       expect(leftovers(dir)).toContain(LOCK_FILE);
       expect(states(dir)).toEqual(['old', 'old']);
-      const reader = run([BIN, 'check', dir, ...oldConfigs.flatMap((c) => ['--config', c])], { [LOCK_WAIT_ENV]: '0.2' });
+      const reader = await inProcess([BIN, 'check', dir, ...oldConfigs.flatMap((c) => ['--config', c])], { [LOCK_WAIT_ENV]: '0.2' });
       expect(reader.status, reader.stderr).toBe(0);
       expect(reader.stderr).not.toContain('waiting for');
     } finally {
@@ -347,7 +434,7 @@ describe.skipIf(process.platform !== 'linux')('a synth killed at any point loses
     expect(leftovers(dir)).toEqual([]);
   }, 120_000);
 
-  it('every command recovers first: check, synth (and validate with the schemas)', () => {
+  it('every command recovers first: check, synth (and validate with the schemas)', async () => {
     type Command = [name: string, args: (dir: string) => string[], final: string];
     const commands: Command[] = [
       ['check', (dir) => [BIN, 'check', dir, ...newConfigs.flatMap((c) => ['--config', c])], 'new'],
@@ -359,21 +446,24 @@ describe.skipIf(process.platform !== 'linux')('a synth killed at any point loses
       const dir = killedAt('rename:2');
       // killed between the two renames of the first cluster: its folder is gone until recovery
       expect(states(dir), name).toEqual(['missing', 'old']);
-      const r = run(args(dir));
+      const r = await inProcess(args(dir));
       expect(r.status, `${name}: ${r.stderr}`).toBe(0);
       expect(states(dir), name).toEqual([final, final]);
       expect(leftovers(dir), name).toEqual([]);
     }
   }, 300_000);
 
-  it('a recovery that is itself killed is recovered by the next command', () => {
-    for (const fault of ['recover-rename:1', 'recover-remove:1']) {
-      const dir = killedAt('rename:3');
-      const again = run([BIN, 'check', dir, ...newConfigs.flatMap((c) => ['--config', c])], { [FAULT_ENV]: fault });
-      expect(again.signal, fault).toBe('SIGKILL');
-      recoverOutput(dir);
-      expect(states(dir), fault).toEqual(['new', 'new']);
-      expect(leftovers(dir), fault).toEqual([]);
+  it('a recovery that is itself killed is recovered by the next command', async () => {
+    // one reader recovering the output a killed writer left, stopped (where a kill would be) at each step of its recovery
+    const dir = killedAt('rename:3');
+    const faults = ['recover-rename:1', 'recover-remove:1'];
+    const { snapshots, code } = await snapshotsAt([BIN, 'check', dir, ...newConfigs.flatMap((c) => ['--config', c])], dir, faults);
+    expect(code).toBe(0);
+    for (const fault of faults) {
+      const killed = snapshots.get(fault)!;
+      recoverOutput(killed);
+      expect(states(killed), fault).toEqual(['new', 'new']);
+      expect(leftovers(killed), fault).toEqual([]);
     }
   }, 300_000);
 
@@ -428,19 +518,19 @@ describe.skipIf(process.platform !== 'linux')('concurrent writers serialize on t
     await stopped(holder.child.pid!);
     try {
       expect(states(dir)).toEqual(['missing', 'old']);
-      const second = run(synthArgs(oldConfigs, dir), { [LOCK_WAIT_ENV]: '0.2' });
+      const second = await inProcess(synthArgs(oldConfigs, dir), { [LOCK_WAIT_ENV]: '0.2' });
       expect(second.status).toBe(2);
       expect(second.stderr).toContain(`locked by pid ${holder.child.pid} (synth)`);
       expect(second.stderr).toContain(LOCK_FILE);
       expect(second.stderr).not.toMatch(/internal error/);
-      const reader = run([BIN, 'check', dir, ...newConfigs.flatMap((c) => ['--config', c])], { [LOCK_WAIT_ENV]: '0.2' });
+      const reader = await inProcess([BIN, 'check', dir, ...newConfigs.flatMap((c) => ['--config', c])], { [LOCK_WAIT_ENV]: '0.2' });
       expect(reader.status).toBe(2);
     } finally {
       holder.child.kill('SIGKILL');
     }
     await holder.done;
     // the holder is dead: its lock is stale and broken; its journal is committed: rolled forward
-    const next = run(synthArgs(oldConfigs, dir));
+    const next = await inProcess(synthArgs(oldConfigs, dir));
     expect(next.status, next.stderr).toBe(0);
     expect(states(dir)).toEqual(['old', 'old']);
     expect(leftovers(dir)).toEqual([]);
@@ -592,25 +682,28 @@ describe.skipIf(process.platform !== 'linux')('a fleet rendered on several threa
     mkdirSync(clusters, { recursive: true });
     for (const f of newFleet) cpSync(f, path.join(clusters, path.basename(f)));
     const out = path.join(work, 'threads-replace-all');
-    const script = `const { synth } = require(${JSON.stringify(path.join(ROOT, 'lib', 'src', 'synth', 'pipeline.js'))});
-      const r = synth({ clustersDir: ${JSON.stringify(clusters)}, out: ${JSON.stringify(out)}, schemas: false });
-      console.log(JSON.stringify({ changed: r.changed, files: r.files }));`;
-    const synthAll = () => {
-      const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', env: { ...process.env, [THREADS]: '2' } });
-      expect(r.status, r.stderr).toBe(0);
-      return JSON.parse(r.stdout.trim().split('\n').pop()!) as { changed: string[]; files: number };
-    };
-    const first = synthAll();
+    // the three renders in one child (one process, its threads started per render as each synth starts them):
+    // after the first and the second, a copy of the output; before the third, fleet-3's description changes
+    const script = `const { cpSync } = require('node:fs');
+      const { synth } = require(${JSON.stringify(path.join(ROOT, 'lib', 'src', 'synth', 'pipeline.js'))});
+      const synthAll = () => synth({ clustersDir: ${JSON.stringify(clusters)}, out: ${JSON.stringify(out)}, schemas: false });
+      const results = [];
+      for (const [i, copy] of [${JSON.stringify(`${out}-1`)}, ${JSON.stringify(`${out}-2`)}, undefined].entries()) {
+        if (i === 2) cpSync(${JSON.stringify(oldFleet[2])}, ${JSON.stringify(path.join(clusters, 'fleet-3.yaml'))});
+        const r = synthAll();
+        results.push({ changed: r.changed, files: r.files });
+        if (copy) cpSync(${JSON.stringify(out)}, copy, { recursive: true });
+      }
+      console.log(JSON.stringify(results));`;
+    const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', env: { ...process.env, [THREADS]: '2' } });
+    expect(r.status, r.stderr).toBe(0);
+    const [first, again, third] = JSON.parse(r.stdout.trim().split('\n').pop()!) as Array<{ changed: string[]; files: number }>;
     expect(first.changed.sort()).toEqual([...NAMES, 'fleet'].sort());
-    const before = readTreeFiles(out);
-    const again = synthAll();
     expect(again.changed).toEqual([]);
     expect(again.files).toBe(first.files);
-    expect(readdirSync(out).sort()).toEqual([...NAMES, 'fleet'].sort());
-    expect(readTreeFiles(out)).toEqual(before);
+    expect(readdirSync(`${out}-2`).sort()).toEqual([...NAMES, 'fleet'].sort());
+    expect(readTreeFiles(`${out}-2`)).toEqual(readTreeFiles(`${out}-1`));
     // one cluster changes: only its folder is replaced, the others stay
-    writeFileSync(path.join(clusters, 'fleet-3.yaml'), readFileSync(oldFleet[2], 'utf8'));
-    const third = synthAll();
     expect(third.changed).toEqual(['fleet-3']);
     expect(readdirSync(out).sort()).toEqual([...NAMES, 'fleet'].sort());
     expect(leftovers(out)).toEqual([]);

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { main } from '../../src/cli';
 import { isInside } from '../../src/files';
 import { PACKAGE_NAME } from '../../src/paths';
 import { synth } from '../../src/synth/pipeline';
@@ -20,7 +21,10 @@ import { SNAPSHOT } from '../preflight/snapshots';
  * installed there with `npm install --offline` (every dependency from the npm cache `npm ci` filled),
  * then `npx gpu-cluster-manifests` init, synth, validate, check (the packaged engines and charts),
  * preflight, diff (after an "update"), the repository's CI script, and a cdk8s app of the user's that
- * imports the package's constructs. One pack and one install for the whole scenario.
+ * imports the package's constructs. One pack and one install for the whole scenario. npx runs the commands
+ * where finding the bin is the point (init from a subfolder, check with a PATH of node, npm and sh only), the
+ * installed bin the others; the variations whose failure does not depend on what is installed (a second new
+ * into a folder, an unknown command) run through the CLI's entry in this process.
  */
 
 const VERSION = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
@@ -40,9 +44,19 @@ function exec(command: string, args: readonly string[], cwd: string, extra: Reco
 }
 /** `npx gpu-cluster-manifests ...`, as the user types it. */
 const npx = (cwd: string, args: readonly string[], extra?: Record<string, string>) => exec('npx', ['--no-install', PACKAGE_NAME, ...args], cwd, extra);
-const says = (r: Run) => `exit ${r.status}\n${r.stdout}\n${r.stderr}`;
+const says = (r: Pick<Run, 'status' | 'stdout' | 'stderr'>) => `exit ${r.status}\n${r.stdout}\n${r.stderr}`;
+/**
+ * A command through the CLI's entry in this process, for the variations whose failure does not depend on what
+ * is installed (the same code prints it in the package): its exit code and what it printed, as a Run.
+ */
+async function inProcess(args: string[]): Promise<Pick<Run, 'status' | 'stdout' | 'stderr'>> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const status = await main(args, { out: (l) => out.push(l), err: (l) => err.push(l) });
+  return { status, stdout: out.map((l) => `${l}\n`).join(''), stderr: err.map((l) => `${l}\n`).join('') };
+}
 /** Bad input: exit 2 and one line on stderr, no stack trace. */
-function expectOneLine(r: Run, line: RegExp): void {
+function expectOneLine(r: Pick<Run, 'status' | 'stdout' | 'stderr'>, line: RegExp): void {
   expect(r.status, says(r)).toBe(2);
   expect(r.stderr.trimEnd().split('\n'), r.stderr).toEqual([expect.stringMatching(line)]);
   expect(r.stderr).not.toMatch(/\n\s+at |internal error/);
@@ -163,7 +177,7 @@ describe('a clusters repository of a platform engineer, with the packed toolkit 
     expect([...required].filter((p) => !(p in manifest.dependencies))).toEqual([]);
   });
 
-  it('new makes the repository in a fresh folder with no ../shared above it, straight from the unpacked package (no dependency installed)', () => {
+  it('new makes the repository in a fresh folder with no ../shared above it, straight from the unpacked package (no dependency installed)', async () => {
     expect(isInside(work, ROOT)).toBe(false);
     for (let dir = repo; ; dir = path.dirname(dir)) {
       expect(existsSync(path.join(dir, 'shared')), `${dir}/shared`).toBe(false);
@@ -173,7 +187,8 @@ describe('a clusters repository of a platform engineer, with the packed toolkit 
     const r = exec(process.execPath, [unpackedBin, 'new', repo], work);
     expect(r.status, says(r)).toBe(0);
     expect(JSON.parse(readFileSync(path.join(repo, 'package.json'), 'utf8')).devDependencies).toEqual({ [PACKAGE_NAME]: VERSION });
-    expectOneLine(exec(process.execPath, [unpackedBin, 'new', repo], work), /^error: new: .* is not empty .*; name a new or empty folder/);
+    // a second new into it is refused (the refusal is the command's, the same in this checkout)
+    expectOneLine(await inProcess(['new', repo]), /^error: new: .* is not empty .*; name a new or empty folder/);
   });
 
   it('npm install --offline installs the pinned version (this tarball) with its dependencies from the npm cache', () => {
@@ -207,7 +222,7 @@ describe('a clusters repository of a platform engineer, with the packed toolkit 
 
   let expected: Map<string, string>;
   it('synth renders clusters/ into dist/ exactly as this checkout renders the same descriptions', () => {
-    const r = npx(repo, ['synth']);
+    const r = cli(repo, ['synth']);
     expect(r.status, says(r)).toBe(0);
     expect(readdirSync(path.join(repo, 'dist')).sort()).toEqual(['fleet', 'lab', 'training-cluster']);
     const reference = path.join(work, 'reference-render');
@@ -255,7 +270,7 @@ describe('a clusters repository of a platform engineer, with the packed toolkit 
     rmSync(path.join(dist, localQueue));
     writeFileSync(path.join(dist, 'lab', 'storage', 'configmap.kube-system.retired.yaml'), 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: retired\n  namespace: kube-system\n');
     const before = readTreeFiles(dist);
-    const diff = npx(repo, ['diff']);
+    const diff = cli(repo, ['diff']);
     expect(diff.status, says(diff)).toBe(1);
     expect(diff.stdout).toMatch(/^lab:$/m);
     expect(diff.stdout).toMatch(/^ {2}~ ClusterQueue cluster-queue \(kueue\/clusterqueue\.cluster-queue\.yaml\)\n( {6}.*\n)* {6}spec\.resourceGroups\[0\]\.flavors\[0\]\.resources\[\d\]\.nominalQuota: "999" -> /m);
@@ -322,8 +337,9 @@ describe('a clusters repository of a platform engineer, with the packed toolkit 
     expect(deep).toBe('ERR_PACKAGE_PATH_NOT_EXPORTED');
   });
 
-  it('every failure is one line and exit 2: an unknown command, no project file, a package file gone', () => {
-    expectOneLine(cli(repo, ['deploy']), /^unknown command "deploy" \(expected one of: .*\); see --help$/);
+  it('every failure is one line and exit 2: an unknown command, no project file, a package file gone', async () => {
+    // an unknown command: the CLI's own refusal, whatever is installed
+    expectOneLine(await inProcess(['deploy']), /^unknown command "deploy" \(expected one of: .*\); see --help$/);
     expectOneLine(cli(work, ['synth']), /^error: synth: no gpu-cluster-manifests\.yaml in .* or any folder above it; .*$/);
     const crds = path.join(installed, 'lib', 'assets', 'crds');
     renameSync(crds, `${crds}.moved`);

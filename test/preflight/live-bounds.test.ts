@@ -8,6 +8,7 @@ import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { kubeconfigFor, serveState } from './api-server';
 import { SNAPSHOT, snapshotObjects } from './snapshots';
+import { main } from '../../src/cli';
 import { EXIT } from '../../src/commands/io';
 import { INPUT_LIMITS } from '../../src/input/limits';
 import { readSnapshot } from '../../src/preflight/snapshot';
@@ -20,7 +21,9 @@ import { REFERENCE_FILE } from '../helpers';
  * --timeout (+ a small grace for tearing down) with exit 2 and one line that says what to do, and
  * the child's peak memory stays bounded. The commands run as a child (test/child-cli.ts), which
  * reports the time of its live read by its own clock and its peak RSS. Nothing here measures speed:
- * only the bound. The cases run concurrently: each child mostly waits for its deadline.
+ * only the bound. The cases run concurrently: each child mostly waits for its deadline. What a process
+ * adds nothing to (a kubeconfig refused before any request, a plugin that cannot start, a second message
+ * of a failure a child shows, two working reads) runs through the CLI's entry in this process.
  */
 
 /** Seconds each hostile case may take (--timeout). */
@@ -34,6 +37,33 @@ let dir: string;
 const closers: Array<() => void> = [];
 
 const run = (args: string[], env?: Record<string, string | undefined>) => runCliChild(dir, args, env);
+
+/**
+ * The command through the CLI's entry in this process, with `env` this process's while it runs (so: one at a
+ * time, never beside a child being started), and --out - (init prints, as outside a project): its exit code,
+ * what it printed, and how long it took.
+ */
+async function runHere(
+  args: string[], env: Record<string, string | undefined> = {},
+): Promise<{ code: number; stdout: string; stderr: string; ms: number }> {
+  const setEnv = (values: Record<string, string | undefined>) => {
+    for (const [k, v] of Object.entries(values)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  };
+  const given = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
+  const out: string[] = [];
+  const err: string[] = [];
+  const t0 = performance.now();
+  setEnv(env);
+  try {
+    const code = await main([...args, '--out', '-'], { out: (l) => out.push(l), err: (l) => err.push(l) });
+    return { code, stdout: out.map((l) => `${l}\n`).join(''), stderr: err.map((l) => `${l}\n`).join(''), ms: performance.now() - t0 };
+  } finally {
+    setEnv(given);
+  }
+}
 
 async function listen<S extends Server | HttpServer>(server: S): Promise<string> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -132,6 +162,14 @@ interface Case {
   /** After the command: what must hold (e.g. the plugin's processes are gone). */
   readonly after?: () => void;
   readonly skip?: boolean;
+  /**
+   * Run through the CLI's entry in this process (after the children, one at a time: `env` is this process's
+   * while it runs), with --out - (as outside a project): a case that never waits on a connection (the
+   * kubeconfig refused before any request, a plugin that cannot start) or a variation of a case a child
+   * runs (another message of the same failure). A child proves the process ends and its memory; these
+   * prove the line and the exit code, which the same code prints here.
+   */
+  readonly inProcess?: boolean;
 }
 
 const at = (scheme: 'http' | 'https', server: () => Promise<string>) => async () => `${scheme}://${await server()}`;
@@ -180,12 +218,13 @@ const CASES: Case[] = [
   },
   {
     name: 'plain http without insecure-skip-tls-verify',
+    inProcess: true,
     kubeconfig: async () => kubeconfigFile('http-strict', kubeconfigFor(`http://${await servers.refusing()}`).replace('    insecure-skip-tls-verify: true\n', '')),
     says: /a plain http:\/\/ address, which the client reads only with insecure-skip-tls-verify: true .* use the API server's https:\/\/ address/,
   },
   { name: 'an exec plugin that fails without a word', kubeconfig: async () => execKubeconfig('fails', `http://${await servers.refusing()}`, 'exit 3'), says: /the exec credential plugin ".*fails\.sh" of user "admin" exited with code 3 without a message; run it yourself to see why: .*fails\.sh/ },
-  { name: 'an exec plugin that fails with a reason', kubeconfig: async () => execKubeconfig('fails-why', `http://${await servers.refusing()}`, 'echo "token expired: run aws sso login" >&2; exit 1'), says: /exited with code 1: token expired: run aws sso login; run it yourself/ },
-  { name: 'an exec plugin that is not installed', kubeconfig: async () => kubeconfigFile('missing-plugin', readFileSync(execKubeconfig('x', `http://${await servers.refusing()}`, 'exit 0'), 'utf8').replace(/command: .*/, 'command: no-such-credential-plugin-xyz')), says: /the exec credential plugin "no-such-credential-plugin-xyz" of user "admin" is not installed or not on PATH: install it, or fix users\[\]\.user\.exec\.command/ },
+  { name: 'an exec plugin that fails with a reason', inProcess: true, kubeconfig: async () => execKubeconfig('fails-why', `http://${await servers.refusing()}`, 'echo "token expired: run aws sso login" >&2; exit 1'), says: /exited with code 1: token expired: run aws sso login; run it yourself/ },
+  { name: 'an exec plugin that is not installed', inProcess: true, kubeconfig: async () => kubeconfigFile('missing-plugin', readFileSync(execKubeconfig('x', `http://${await servers.refusing()}`, 'exit 0'), 'utf8').replace(/command: .*/, 'command: no-such-credential-plugin-xyz')), says: /the exec credential plugin "no-such-credential-plugin-xyz" of user "admin" is not installed or not on PATH: install it, or fix users\[\]\.user\.exec\.command/ },
   {
     name: 'an exec plugin that sleeps (its process group is stopped)',
     kubeconfig: async () => execKubeconfig('sleeper', `http://${await servers.refusing()}`, `sleep 600 & echo $$ $! > ${path.join(dir, 'sleeper.pids')}; wait`),
@@ -202,6 +241,7 @@ const CASES: Case[] = [
   { name: 'an exec plugin that prints no credential', kubeconfig: async () => execKubeconfig('garbage', `http://${await servers.refusing()}`, 'echo hello'), says: /the exec credential plugin ".*garbage\.sh" of user "admin" printed no valid ExecCredential/ },
   {
     name: 'no kubeconfig at all',
+    inProcess: true,
     kubeconfig: async () => '',
     env: { KUBECONFIG: undefined, HOME: '/nonexistent-home' },
     says: /^error: no kubeconfig: --kubeconfig names none, \$KUBECONFIG is not set and ~\/\.kube\/config does not exist; pass --kubeconfig PATH/,
@@ -209,6 +249,7 @@ const CASES: Case[] = [
   },
   {
     name: '$KUBECONFIG naming only files that do not exist',
+    inProcess: true,
     kubeconfig: async () => '',
     env: { KUBECONFIG: '/nonexistent/a:/nonexistent/b' },
     says: /^error: no kubeconfig: none of the files \$KUBECONFIG names exists \(\/nonexistent\/a:\/nonexistent\/b\); set KUBECONFIG/,
@@ -223,34 +264,49 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+/** The command line of a case. */
+function argsOf(c: Case, kubeconfig: string): string[] {
+  const source = kubeconfig === '' ? ['--kubeconfig'] : ['--kubeconfig', kubeconfig];
+  const timeout = c.timeout ?? TIMEOUT_S;
+  return c.command === 'preflight'
+    ? ['preflight', '--config', REFERENCE_FILE, ...source, '--timeout', String(timeout)]
+    : ['init', ...source, '--timeout', String(timeout)];
+}
+
+function expectOneLine(c: Case, r: { code: number; stdout: string; stderr: string }): void {
+  expect(r.code, r.stderr).toBe(EXIT.badInput);
+  const lines = r.stderr.trimEnd().split('\n');
+  expect(lines, r.stderr).toHaveLength(1);
+  expect(lines[0]).toMatch(c.says);
+  expect(lines[0]).not.toMatch(/internal error|undefined|\[object/);
+  expect(r.stdout).toBe('');
+}
+
 describe.concurrent('live reads end within --timeout with exit 2 and a reason that names the fix; memory stays bounded', () => {
-  it.each(CASES.filter((c) => !c.skip))('$name', async (c) => {
-    const kubeconfig = await c.kubeconfig();
-    const source = kubeconfig === '' ? ['--kubeconfig'] : ['--kubeconfig', kubeconfig];
-    const timeout = c.timeout ?? TIMEOUT_S;
-    const args = c.command === 'preflight'
-      ? ['preflight', '--config', REFERENCE_FILE, ...source, '--timeout', String(timeout)]
-      : ['init', ...source, '--timeout', String(timeout)];
-    const r = await run(args, c.env);
-    expect(r.code, r.stderr).toBe(EXIT.badInput);
-    const lines = r.stderr.trimEnd().split('\n');
-    expect(lines, r.stderr).toHaveLength(1);
-    expect(lines[0]).toMatch(c.says);
-    expect(lines[0]).not.toMatch(/internal error|undefined|\[object/);
-    expect(r.stdout).toBe('');
-    if (r.liveMs !== undefined) expect(r.liveMs).toBeLessThan(timeout * 1000 + GRACE_MS);
+  it.each(CASES.filter((c) => !c.skip && !c.inProcess))('$name', async (c) => {
+    const r = await run(argsOf(c, await c.kubeconfig()), c.env);
+    expectOneLine(c, r);
+    if (r.liveMs !== undefined) expect(r.liveMs).toBeLessThan((c.timeout ?? TIMEOUT_S) * 1000 + GRACE_MS);
     expect(r.maxRSS).toBeLessThan(MAX_RSS);
     c.after?.();
   }, 120_000);
 });
 
-describe.concurrent('what the bounds leave working', () => {
+describe('in this process: refused before a connection waits, another message of a failure a child shows, and what the bounds leave working', () => {
+  it.each(CASES.filter((c) => !c.skip && c.inProcess))('$name', async (c) => {
+    const r = await runHere(argsOf(c, await c.kubeconfig()), c.env);
+    expectOneLine(c, r);
+    expect(r.ms).toBeLessThan((c.timeout ?? TIMEOUT_S) * 1000 + GRACE_MS);
+    c.after?.();
+  }, 120_000);
+
+  // what the bounds leave working, where the process adds nothing (a child reads the large cluster below)
   it('an exec plugin that prints an ExecCredential authenticates every request', async () => {
     const server = await serveState(readSnapshot(SNAPSHOT));
     closers.push(() => void server.close());
     const credential = JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', status: { token: 'from-the-plugin' } });
     const kubeconfig = execKubeconfig('good-plugin', server.url, `echo '${credential}'`);
-    const r = await run(['init', '--kubeconfig', kubeconfig, '--name', 'lab', '--timeout', '60']);
+    const r = await runHere(['init', '--kubeconfig', kubeconfig, '--name', 'lab', '--timeout', '60']);
     expect(r.code, r.stderr).toBe(EXIT.ok);
     expect(r.stdout).toContain('gpusPerNode: 8');
     expect(server.requests.length).toBeGreaterThan(5);
@@ -264,11 +320,13 @@ describe.concurrent('what the bounds leave working', () => {
     closers.push(() => void server.close());
     const first = kubeconfigFile('first', kubeconfigFor(server.url));
     const second = kubeconfigFile('second', kubeconfigFor(`http://${await servers.refusing()}`).replace('current-context: test', 'current-context: other'));
-    const r = await run(['init', '--kubeconfig', '--name', 'lab'], { KUBECONFIG: [first, path.join(dir, 'missing'), second].join(path.delimiter) });
+    const r = await runHere(['init', '--kubeconfig', '--name', 'lab'], { KUBECONFIG: [first, path.join(dir, 'missing'), second].join(path.delimiter) });
     expect(r.code, r.stderr).toBe(EXIT.ok);
     expect(r.stdout).toContain('gpusPerNode: 8');
   }, 120_000);
+});
 
+describe.concurrent('what the bounds leave working', () => {
   it('a cluster larger than a page is read whole, page by page', async () => {
     const objects = snapshotObjects();
     const node = objects.find((o) => o.kind === 'Node' && o.status.allocatable['nvidia.com/gpu']);
