@@ -1,0 +1,219 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import Module from 'node:module';
+import * as path from 'node:path';
+import * as vm from 'node:vm';
+import { CACHE_ENV } from './cache-dir';
+import { makeDirs } from '../files';
+import { INSTALL_ROOT, PACKAGE_NAME, PACKAGE_ROOT } from '../paths';
+
+/**
+ * A V8 code cache for the CommonJS modules a command loads (Node 20 has no module.enableCompileCache):
+ * parsing and compiling some 10 MB of JavaScript (cdk8s-plus's k8s types, the typed imports, zod, yaml) is
+ * most of a run's start-up. One file per entry point (`<cache>/modules/<name>-<V8 tag>.bin`), written at exit
+ * after a run that compiled a module afresh, so it holds the functions that ran.
+ *
+ * Keyed and verified by content: V8 checks little more than a source's length before it uses compiled code
+ * (and a release build never checks the data's own checksum), so
+ * - each module's entry carries the SHA-256 of the exact source it was compiled from; a module whose source
+ *   differs (an edit, an upgrade of a dependency) is compiled afresh, and the file rewritten;
+ * - the whole file carries the SHA-256 of its content: a truncated, corrupt or foreign file reads as empty;
+ * - V8's own check (its version, flags and the source's length) rejects the rest, and such a module is
+ *   compiled afresh.
+ * Best effort: a folder that cannot be read or written (read-only, full, a file in the way) means a run
+ * without the cache, never a failed command; files are written to a unique temporary name and renamed into
+ * place (concurrent runs: the last complete write wins); the folder keeps the MAX_FILES files used last.
+ *
+ * Only the toolkit's own compiled modules and its dependencies are cached (files under the package and under
+ * the node_modules it is installed in), never a user's file. ES modules (Node >= 20.19 loads them through
+ * require()) keep Node's own path: Node 20 offers no way to hand them compiled code.
+ */
+
+/** Files the folder keeps (one per entry point and V8 build; the ones used least recently go). */
+export const MAX_FILES = 16;
+/** A file is not written when its compiled code would be larger than this. */
+export const MAX_FILE_BYTES = 64 * 1024 * 1024;
+
+const MAGIC = Buffer.from('gcm-modules-1\n');
+const DIGEST_BYTES = 32;
+/** V8's compiled code is only valid for the V8 build that made it (V8 also checks, and rejects a mismatch). */
+const V8_TAG = createHash('sha256').update(`${process.versions.v8}-${process.arch}-${process.platform}`).digest('hex').slice(0, 12);
+
+/** What a run of the cache did (for tests and measurements). */
+export interface ModuleCacheStats {
+  /** Modules compiled with code from the cache. */
+  hits: number;
+  /** Modules compiled afresh (not in the cache, changed, or rejected by V8). */
+  misses: number;
+  /** True when the file was (re)written at exit or by save(). */
+  written: boolean;
+}
+
+export interface ModuleCache {
+  readonly file: string;
+  readonly stats: ModuleCacheStats;
+  /** Writes the file now when a module was compiled afresh (otherwise it is done at exit); never throws. */
+  save(): void;
+  /** Restores Node's own compilation; nothing is written at exit any more (save() still writes). */
+  uninstall(): void;
+}
+
+export interface ModuleCacheOptions {
+  /** The cache folder. @default $GPU_CLUSTER_MANIFESTS_CACHE, else node_modules/.cache/gpu-cluster-manifests of the install */
+  readonly dir?: string;
+  /** Folders whose modules are cached. @default the package and the node_modules it is installed in */
+  readonly roots?: readonly string[];
+}
+
+/** The cache folder, without a word: a folder that turns out unusable only costs speed (the command itself reports it, when it needs one). */
+function defaultFolder(): string | undefined {
+  const env = process.env[CACHE_ENV];
+  if (env !== undefined && env !== '') return /^(off|0|false|no)$/i.test(env) ? undefined : path.resolve(env);
+  const modules = path.join(INSTALL_ROOT, 'node_modules');
+  return existsSync(modules) ? path.join(modules, '.cache', PACKAGE_NAME) : undefined;
+}
+
+const sha256 = (data: string | Uint8Array) => createHash('sha256').update(data).digest();
+
+interface Entry {
+  readonly key: string;
+  readonly data: Buffer;
+}
+
+/** The entries of a cache file; empty when it is absent, short, corrupt or of another format. */
+function readEntries(file: string): Map<string, Entry> {
+  const known = new Map<string, Entry>();
+  try {
+    const blob = readFileSync(file);
+    const body = blob.subarray(MAGIC.length + DIGEST_BYTES);
+    if (!blob.subarray(0, MAGIC.length).equals(MAGIC) || !blob.subarray(MAGIC.length, MAGIC.length + DIGEST_BYTES).equals(sha256(body))) return known;
+    const headerLength = body.readUInt32LE(0);
+    let offset = 4 + headerLength;
+    const header = JSON.parse(body.subarray(4, offset).toString('utf8')) as [string, string, number][];
+    for (const [filename, key, length] of header) {
+      known.set(filename, { key, data: body.subarray(offset, offset + length) });
+      offset += length;
+    }
+    if (offset !== body.length) known.clear();
+  } catch {
+    known.clear();
+  }
+  return known;
+}
+
+/** Keeps the MAX_FILES files of the folder used last (reading a file does not change its mtime: a hit touches nothing, so "used" means written). */
+function prune(dir: string, keep: string): void {
+  const files = readdirSync(dir)
+    .filter((f) => f.endsWith('.bin') && path.join(dir, f) !== keep)
+    .map((f) => ({ f: path.join(dir, f), mtime: statSync(path.join(dir, f), { throwIfNoEntry: false })?.mtimeMs ?? 0 }))
+    .sort((a, b) => b.mtime - a.mtime);
+  for (const { f } of files.slice(MAX_FILES - 1)) rmSync(f, { force: true });
+}
+
+let installed: ModuleCache | undefined;
+
+/**
+ * Compiles the modules loaded from now on with V8's code from `<cache>/modules/<name>-<tag>.bin`, and writes
+ * it at exit when a module had to be compiled afresh. `name` tells entry points apart (a command loads its
+ * own modules); undefined when the cache is off or there is no folder for it. One per process: a second call
+ * returns the first.
+ */
+export function installModuleCache(name: string, opts: ModuleCacheOptions = {}): ModuleCache | undefined {
+  if (installed) return installed;
+  const folder = opts.dir ?? defaultFolder();
+  if (!folder) return undefined;
+  const dir = path.join(folder, 'modules');
+  const file = path.join(dir, `${name.replace(/[^a-z0-9-]/gi, '_')}-${V8_TAG}.bin`);
+  const roots = (opts.roots ?? [...new Set([PACKAGE_ROOT, path.join(INSTALL_ROOT, 'node_modules')])]).map((r) => path.resolve(r) + path.sep);
+  const known = readEntries(file);
+  const stats: ModuleCacheStats = { hits: 0, misses: 0, written: false };
+  const loaded: { filename: string; key: string; script: vm.Script; data?: Buffer }[] = [];
+  const proto = Module.prototype as unknown as { _compile(content: string, filename: string, format?: string): unknown };
+  const original = proto._compile;
+  const wrap = (Module as unknown as { wrap(source: string): string }).wrap;
+  const internals = Module as unknown as {
+    _resolveFilename(request: string, parent: unknown, isMain: boolean, options?: unknown): string;
+    _resolveLookupPaths(request: string, parent: unknown): string[] | null;
+  };
+  const resolveFilename = internals._resolveFilename;
+  const lookupPaths = internals._resolveLookupPaths;
+  const inScope = (filename: string) => /\.c?js$/.test(filename) && roots.some((r) => filename.startsWith(r)) && !filename.startsWith(folder + path.sep);
+
+  function cachedCompile(this: Module, content: string, filename: string, format?: string): unknown {
+    if (format === 'module' || !inScope(filename)) return original.call(this, content, filename, format);
+    const key = createHash('sha256').update(content).digest('base64');
+    const hit = known.get(filename);
+    const cachedData = hit?.key === key ? hit.data : undefined;
+    const source = content.startsWith('#!') ? `//${content}` : content;
+    const script = new vm.Script(wrap(source), { filename, cachedData, importModuleDynamically: vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER });
+    const reused = cachedData !== undefined && !script.cachedDataRejected;
+    if (reused) stats.hits++;
+    else stats.misses++;
+    loaded.push({ filename, key, script, data: reused ? cachedData : undefined });
+    const mod = this;
+    const req = ((id: string) => mod.require(id)) as NodeJS.Require;
+    req.resolve = Object.assign((request: string, options?: unknown) => resolveFilename(request, mod, false, options), {
+      paths: (request: string) => lookupPaths(request, mod),
+    }) as NodeJS.RequireResolve;
+    req.main = require.main;
+    req.cache = (Module as unknown as { _cache: NodeJS.Require['cache'] })._cache;
+    req.extensions = (Module as unknown as { _extensions: NodeJS.Require['extensions'] })._extensions;
+    const fn = script.runInThisContext({ displayErrors: true }) as (...args: unknown[]) => unknown;
+    return fn.call(mod.exports, mod.exports, req, mod, filename, path.dirname(filename));
+  }
+
+  let saved = false;
+  const save = () => {
+    if (saved || stats.misses === 0) return;
+    saved = true;
+    let tmp: string | undefined;
+    try {
+      const header: [string, string, number][] = [];
+      const blobs: Buffer[] = [];
+      let size = 0;
+      const add = (filename: string, key: string, data: Buffer) => {
+        header.push([filename, key, data.length]);
+        blobs.push(data);
+        size += data.length;
+      };
+      for (const m of loaded) add(m.filename, m.key, m.data ?? m.script.createCachedData());
+      if (size > MAX_FILE_BYTES) return;
+      // what other runs of this entry point loaded stays (another description's components, say), while there is room
+      const here = new Set(loaded.map((m) => m.filename));
+      for (const [filename, e] of known) if (!here.has(filename) && size + e.data.length <= MAX_FILE_BYTES) add(filename, e.key, e.data);
+      const head = Buffer.from(JSON.stringify(header), 'utf8');
+      const length = Buffer.alloc(4);
+      length.writeUInt32LE(head.length);
+      const body = Buffer.concat([length, head, ...blobs]);
+      makeDirs(dir);
+      tmp = `${file}.${process.pid}-${randomBytes(6).toString('hex')}.tmp`;
+      writeFileSync(tmp, Buffer.concat([MAGIC, sha256(body), body]));
+      renameSync(tmp, file);
+      tmp = undefined;
+      stats.written = true;
+      prune(dir, file);
+    } catch {
+      // a cache that cannot be written only costs speed
+      if (tmp) {
+        try {
+          rmSync(tmp, { force: true });
+        } catch {
+          // the cache is best effort
+        }
+      }
+    }
+  };
+  proto._compile = cachedCompile;
+  process.once('exit', save);
+  installed = {
+    file,
+    stats,
+    save,
+    uninstall: () => {
+      if (proto._compile === cachedCompile) proto._compile = original;
+      process.off('exit', save);
+      installed = undefined;
+    },
+  };
+  return installed;
+}
