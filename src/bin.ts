@@ -2,6 +2,7 @@
 import { createRequire } from 'node:module';
 import { installModuleCache } from './cache/module-cache';
 import type * as Cli from './cli';
+import type * as Help from './commands/help';
 import type * as NewCommand from './commands/new';
 import type * as Precheck from './commands/precheck';
 import { EXIT, reportError } from './errors';
@@ -15,9 +16,9 @@ import type * as UpToDate from './launcher/up-to-date';
  * package file that is missing or unreadable).
  *
  * Modules load as late as they can: the up-to-date answer of a plain synth needs almost none, the
- * precheck of a bad description the description schema only, `new` none of the dependencies. The
- * modules a command loads are compiled with V8's code from the cache folder (src/cache/module-cache.ts),
- * one cache per command.
+ * precheck of a bad description the description schema only, `new` none of the dependencies, the
+ * global help the command specs and the engine lookup. The modules a command loads are compiled with
+ * V8's code from the cache folder (src/cache/module-cache.ts), one cache per command.
  */
 
 const load = createRequire(__filename);
@@ -37,6 +38,11 @@ export function runCli(argv: readonly string[]): number | Promise<number> {
     const [command] = argv;
     // a clusters repository from the unpacked package alone: no dependency is installed yet
     if (command === 'new') return (load('./commands/new') as typeof NewCommand).runNew(argv.slice(1), { ...print });
+    // the command list and the engines: the command specs and the engine lookup only
+    if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
+      const code = (load('./commands/help') as typeof Help).runGlobalHelp(command === undefined, print);
+      return typeof code === 'number' ? code : code.catch(fail);
+    }
     const upToDate = load('./launcher/up-to-date') as typeof UpToDate;
     const answer = upToDate.answerFromRecord(argv);
     if (answer !== undefined) return answer;

@@ -108,6 +108,9 @@ function prune(dir: string, keep: string): void {
     .map((f) => ({ f: path.join(dir, f), mtime: statSync(path.join(dir, f), { throwIfNoEntry: false })?.mtimeMs ?? 0 }))
     .sort((a, b) => b.mtime - a.mtime);
   for (const { f } of files.slice(MAX_FILES - 1)) rmSync(f, { force: true });
+  // the launcher's files of the earlier format, beside the folder
+  const parent = path.dirname(dir);
+  for (const f of readdirSync(parent)) if (/^modules-[a-z-]+-v\d+\.\d+\.\d+-[a-z0-9]+\.v8$/.test(f)) rmSync(path.join(parent, f), { force: true });
 }
 
 let installed: ModuleCache | undefined;
