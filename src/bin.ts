@@ -38,15 +38,16 @@ export function runCli(argv: readonly string[]): number | Promise<number> {
     const [command] = argv;
     // a clusters repository from the unpacked package alone: no dependency is installed yet
     if (command === 'new') return (load('./commands/new') as typeof NewCommand).runNew(argv.slice(1), { ...print });
+    const help = command === undefined || command === '--help' || command === '-h' || command === 'help';
+    installModuleCache(help ? 'help' : command && CACHED_COMMANDS.test(command) ? command : 'cli');
     // the command list and the engines: the command specs and the engine lookup only
-    if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
+    if (help) {
       const code = (load('./commands/help') as typeof Help).runGlobalHelp(command === undefined, print);
       return typeof code === 'number' ? code : code.catch(fail);
     }
     const upToDate = load('./launcher/up-to-date') as typeof UpToDate;
     const answer = upToDate.answerFromRecord(argv);
     if (answer !== undefined) return answer;
-    installModuleCache(command && CACHED_COMMANDS.test(command) ? command : 'cli');
     // a bad description is reported before the render stack loads; good ones are handed to the CLI, parsed once
     const checked = (load('./commands/precheck') as typeof Precheck).precheckDescriptions(argv, print);
     if (typeof checked === 'number') return checked;

@@ -17,7 +17,8 @@ import { INSTALL_ROOT, PACKAGE_NAME, PACKAGE_ROOT } from '../paths';
  * (and a release build never checks the data's own checksum), so
  * - each module's entry carries the SHA-256 of the exact source it was compiled from; a module whose source
  *   differs (an edit, an upgrade of a dependency) is compiled afresh, and the file rewritten;
- * - the whole file carries the SHA-256 of its content: a truncated, corrupt or foreign file reads as empty;
+ * - the file's header carries its SHA-256, each module's compiled code its own (checked when it is used: a
+ *   process uses some of the entries only): a truncated, corrupt or foreign file or entry is a miss;
  * - V8's own check (its version, flags and the source's length) rejects the rest, and such a module is
  *   compiled afresh.
  * Best effort: a folder that cannot be read or written (read-only, full, a file in the way) means a run
@@ -34,7 +35,7 @@ export const MAX_FILES = 16;
 /** A file is not written when its compiled code would be larger than this. */
 export const MAX_FILE_BYTES = 64 * 1024 * 1024;
 
-const MAGIC = Buffer.from('gcm-modules-1\n');
+const MAGIC = Buffer.from('gcm-modules-2\n');
 const DIGEST_BYTES = 32;
 /** V8's compiled code is only valid for the V8 build that made it (V8 also checks, and rejects a mismatch). */
 const V8_TAG = createHash('sha256').update(`${process.versions.v8}-${process.arch}-${process.platform}`).digest('hex').slice(0, 12);
@@ -76,30 +77,43 @@ function defaultFolder(): string | undefined {
 const sha256 = (data: string | Uint8Array) => createHash('sha256').update(data).digest();
 
 interface Entry {
+  /** The SHA-256 of the module's source. */
   readonly key: string;
+  /** The SHA-256 of `data`, checked when the entry is used (a process uses some of the entries only). */
+  readonly digest: string;
   readonly data: Buffer;
 }
 
-/** The entries of a cache file; empty when it is absent, short, corrupt or of another format. */
+/** One entry of the header: file name, source digest, length and digest of the compiled code. */
+type HeaderEntry = [string, string, number, string];
+
+/**
+ * The entries of a cache file: MAGIC, the header's length and SHA-256, the header (JSON), the compiled
+ * code of each entry. Empty when the file is absent, short, of another format, or its header is corrupt;
+ * an entry whose code is corrupt is found out when it is used.
+ */
 function readEntries(file: string): Map<string, Entry> {
   const known = new Map<string, Entry>();
   try {
     const blob = readFileSync(file);
-    const body = blob.subarray(MAGIC.length + DIGEST_BYTES);
-    if (!blob.subarray(0, MAGIC.length).equals(MAGIC) || !blob.subarray(MAGIC.length, MAGIC.length + DIGEST_BYTES).equals(sha256(body))) return known;
-    const headerLength = body.readUInt32LE(0);
-    let offset = 4 + headerLength;
-    const header = JSON.parse(body.subarray(4, offset).toString('utf8')) as [string, string, number][];
-    for (const [filename, key, length] of header) {
-      known.set(filename, { key, data: body.subarray(offset, offset + length) });
+    if (!blob.subarray(0, MAGIC.length).equals(MAGIC)) return known;
+    const headerLength = blob.readUInt32LE(MAGIC.length);
+    let offset = MAGIC.length + 4 + DIGEST_BYTES;
+    const head = blob.subarray(offset, offset + headerLength);
+    if (head.length !== headerLength || !blob.subarray(MAGIC.length + 4, offset).equals(sha256(head))) return known;
+    offset += headerLength;
+    for (const [filename, key, length, digest] of JSON.parse(head.toString('utf8')) as HeaderEntry[]) {
+      known.set(filename, { key, digest, data: blob.subarray(offset, offset + length) });
       offset += length;
     }
-    if (offset !== body.length) known.clear();
+    if (offset !== blob.length) known.clear();
   } catch {
     known.clear();
   }
   return known;
 }
+
+const blobDigest = (data: Uint8Array) => createHash('sha256').update(data).digest('base64');
 
 /** Keeps the MAX_FILES files of the folder used last (reading a file does not change its mtime: a hit touches nothing, so "used" means written). */
 function prune(dir: string, keep: string): void {
@@ -130,7 +144,7 @@ export function installModuleCache(name: string, opts: ModuleCacheOptions = {}):
   const roots = (opts.roots ?? [...new Set([PACKAGE_ROOT, path.join(INSTALL_ROOT, 'node_modules')])]).map((r) => path.resolve(r) + path.sep);
   const known = readEntries(file);
   const stats: ModuleCacheStats = { hits: 0, misses: 0, written: false };
-  const loaded: { filename: string; key: string; script: vm.Script; data?: Buffer }[] = [];
+  const loaded: { filename: string; key: string; script: vm.Script; data?: Buffer; digest?: string }[] = [];
   const proto = Module.prototype as unknown as { _compile(content: string, filename: string, format?: string): unknown };
   const original = proto._compile;
   const wrap = (Module as unknown as { wrap(source: string): string }).wrap;
@@ -146,13 +160,13 @@ export function installModuleCache(name: string, opts: ModuleCacheOptions = {}):
     if (format === 'module' || !inScope(filename)) return original.call(this, content, filename, format);
     const key = createHash('sha256').update(content).digest('base64');
     const hit = known.get(filename);
-    const cachedData = hit?.key === key ? hit.data : undefined;
+    const cachedData = hit?.key === key && blobDigest(hit.data) === hit.digest ? hit.data : undefined;
     const source = content.startsWith('#!') ? `//${content}` : content;
     const script = new vm.Script(wrap(source), { filename, cachedData, importModuleDynamically: vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER });
     const reused = cachedData !== undefined && !script.cachedDataRejected;
     if (reused) stats.hits++;
     else stats.misses++;
-    loaded.push({ filename, key, script, data: reused ? cachedData : undefined });
+    loaded.push({ filename, key, script, data: reused ? cachedData : undefined, digest: reused ? hit!.digest : undefined });
     const mod = this;
     const req = ((id: string) => mod.require(id)) as NodeJS.Require;
     req.resolve = Object.assign((request: string, options?: unknown) => resolveFilename(request, mod, false, options), {
@@ -171,26 +185,29 @@ export function installModuleCache(name: string, opts: ModuleCacheOptions = {}):
     saved = true;
     let tmp: string | undefined;
     try {
-      const header: [string, string, number][] = [];
+      const header: HeaderEntry[] = [];
       const blobs: Buffer[] = [];
       let size = 0;
-      const add = (filename: string, key: string, data: Buffer) => {
-        header.push([filename, key, data.length]);
+      const add = (filename: string, key: string, data: Buffer, digest = blobDigest(data)) => {
+        header.push([filename, key, data.length, digest]);
         blobs.push(data);
         size += data.length;
       };
-      for (const m of loaded) add(m.filename, m.key, m.data ?? m.script.createCachedData());
+      for (const m of loaded) {
+        if (m.data) add(m.filename, m.key, m.data, m.digest);
+        else add(m.filename, m.key, m.script.createCachedData());
+      }
       if (size > MAX_FILE_BYTES) return;
-      // what other runs of this entry point loaded stays (another description's components, say), while there is room
+      // what other runs of this entry point loaded stays (another description's components, say), while there is
+      // room; an entry of it is checked when a run uses it
       const here = new Set(loaded.map((m) => m.filename));
-      for (const [filename, e] of known) if (!here.has(filename) && size + e.data.length <= MAX_FILE_BYTES) add(filename, e.key, e.data);
+      for (const [filename, e] of known) if (!here.has(filename) && size + e.data.length <= MAX_FILE_BYTES) add(filename, e.key, e.data, e.digest);
       const head = Buffer.from(JSON.stringify(header), 'utf8');
       const length = Buffer.alloc(4);
       length.writeUInt32LE(head.length);
-      const body = Buffer.concat([length, head, ...blobs]);
       makeDirs(dir);
       tmp = `${file}.${process.pid}-${randomBytes(6).toString('hex')}.tmp`;
-      writeFileSync(tmp, Buffer.concat([MAGIC, sha256(body), body]));
+      writeFileSync(tmp, Buffer.concat([MAGIC, length, sha256(head), head, ...blobs]));
       renameSync(tmp, file);
       tmp = undefined;
       stats.written = true;
