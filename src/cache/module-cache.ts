@@ -37,8 +37,15 @@ export const MAX_FILE_BYTES = 64 * 1024 * 1024;
 
 const MAGIC = Buffer.from('gcm-modules-2\n');
 const DIGEST_BYTES = 32;
-/** V8's compiled code is only valid for the V8 build that made it (V8 also checks, and rejects a mismatch). */
-const V8_TAG = createHash('sha256').update(`${process.versions.v8}-${process.arch}-${process.platform}`).digest('hex').slice(0, 12);
+/**
+ * V8's compiled code is only valid for the V8 build and the flags that made it (V8 checks, and rejects all of
+ * it on a mismatch): a process started with other flags (`--max-old-space-size`, say) keeps a file of its own
+ * instead of rewriting the other's at every run.
+ */
+const V8_TAG = createHash('sha256')
+  .update(JSON.stringify([process.versions.v8, process.arch, process.platform, process.execArgv, process.env.NODE_OPTIONS ?? '']))
+  .digest('hex')
+  .slice(0, 12);
 
 /** What a run of the cache did (for tests and measurements). */
 export interface ModuleCacheStats {
@@ -185,6 +192,7 @@ export function installModuleCache(name: string, opts: ModuleCacheOptions = {}):
     saved = true;
     let tmp: string | undefined;
     try {
+      makeDirs(dir);
       const header: HeaderEntry[] = [];
       const blobs: Buffer[] = [];
       let size = 0;
@@ -205,7 +213,6 @@ export function installModuleCache(name: string, opts: ModuleCacheOptions = {}):
       const head = Buffer.from(JSON.stringify(header), 'utf8');
       const length = Buffer.alloc(4);
       length.writeUInt32LE(head.length);
-      makeDirs(dir);
       tmp = `${file}.${process.pid}-${randomBytes(6).toString('hex')}.tmp`;
       writeFileSync(tmp, Buffer.concat([MAGIC, length, sha256(head), head, ...blobs]));
       renameSync(tmp, file);
