@@ -31,6 +31,17 @@ const print = {
   err: (l: string) => process.stderr.write(`${l}\n`),
 };
 
+const isHelp = (command: string | undefined) => command === undefined || command === '--help' || command === '-h' || command === 'help';
+
+/**
+ * Installs the module cache of a command line's command (runCli does; a wrapper that loads modules of the CLI
+ * before it calls runCli may do so first). Never throws.
+ */
+export function installCommandCache(argv: readonly string[]): void {
+  const [command] = argv;
+  installModuleCache(isHelp(command) ? 'help' : command && CACHED_COMMANDS.test(command) ? command : 'cli');
+}
+
 /** Runs a command line; returns the exit code (a promise for live cluster reads). Never throws or rejects. */
 export function runCli(argv: readonly string[]): number | Promise<number> {
   const fail = (e: unknown) => reportError(e, print.err);
@@ -38,10 +49,9 @@ export function runCli(argv: readonly string[]): number | Promise<number> {
     const [command] = argv;
     // a clusters repository from the unpacked package alone: no dependency is installed yet
     if (command === 'new') return (load('./commands/new') as typeof NewCommand).runNew(argv.slice(1), { ...print });
-    const help = command === undefined || command === '--help' || command === '-h' || command === 'help';
-    installModuleCache(help ? 'help' : command && CACHED_COMMANDS.test(command) ? command : 'cli');
+    installCommandCache(argv);
     // the command list and the engines: the command specs and the engine lookup only
-    if (help) {
+    if (isHelp(command)) {
       const code = (load('./commands/help') as typeof Help).runGlobalHelp(command === undefined, print);
       return typeof code === 'number' ? code : code.catch(fail);
     }
