@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, openSync, readdirSync, readSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import Module from 'node:module';
 import * as path from 'node:path';
 import * as vm from 'node:vm';
@@ -86,38 +86,85 @@ const sha256 = (data: string | Uint8Array) => createHash('sha256').update(data).
 interface Entry {
   /** The SHA-256 of the module's source. */
   readonly key: string;
-  /** The SHA-256 of `data`, checked when the entry is used (a process uses some of the entries only). */
+  /** The SHA-256 of the compiled code, checked when the entry is used (a process uses some of the entries only). */
   readonly digest: string;
-  readonly data: Buffer;
+  readonly length: number;
+  /** The compiled code, read from the file when first asked for. */
+  data(): Buffer;
 }
 
 /** One entry of the header: file name, source digest, length and digest of the compiled code. */
 type HeaderEntry = [string, string, number, string];
 
+/** The entries of a cache file, and how to let go of it. */
+interface CacheFile {
+  readonly entries: Map<string, Entry>;
+  close(): void;
+}
+
+/** Reads `length` bytes at `position` of an open file; throws when the file is shorter. */
+function readAt(fd: number, length: number, position: number): Buffer {
+  const buf = Buffer.allocUnsafe(length);
+  let done = 0;
+  while (done < length) {
+    const n = readSync(fd, buf, done, length - done, position + done);
+    if (n === 0) throw new Error('short read');
+    done += n;
+  }
+  return buf;
+}
+
 /**
  * The entries of a cache file: MAGIC, the header's length and SHA-256, the header (JSON), the compiled
- * code of each entry. Empty when the file is absent, short, of another format, or its header is corrupt;
- * an entry whose code is corrupt is found out when it is used.
+ * code of each entry, read when it is used (the up-to-date answer uses a few of a synth's entries). Empty when
+ * the file is absent, short, of another format, or its header is corrupt; an entry whose code is corrupt is
+ * found out when it is used. The file stays open: a newer one renamed into its place meanwhile changes nothing.
  */
-function readEntries(file: string): Map<string, Entry> {
-  const known = new Map<string, Entry>();
+function openEntries(file: string): CacheFile {
+  const entries = new Map<string, Entry>();
+  let fd: number | undefined;
+  const close = () => {
+    if (fd === undefined) return;
+    try {
+      closeSync(fd);
+    } catch {
+      // nothing to do
+    }
+    fd = undefined;
+  };
   try {
-    const blob = readFileSync(file);
-    if (!blob.subarray(0, MAGIC.length).equals(MAGIC)) return known;
-    const headerLength = blob.readUInt32LE(MAGIC.length);
-    let offset = MAGIC.length + 4 + DIGEST_BYTES;
-    const head = blob.subarray(offset, offset + headerLength);
-    if (head.length !== headerLength || !blob.subarray(MAGIC.length + 4, offset).equals(sha256(head))) return known;
+    fd = openSync(file, 'r');
+    const size = fstatSync(fd).size;
+    const start = readAt(fd, MAGIC.length + 4 + DIGEST_BYTES, 0);
+    if (!start.subarray(0, MAGIC.length).equals(MAGIC)) throw new Error('not a cache file');
+    const headerLength = start.readUInt32LE(MAGIC.length);
+    let offset = start.length;
+    const head = readAt(fd, headerLength, offset);
+    if (!start.subarray(MAGIC.length + 4).equals(sha256(head))) throw new Error('corrupt header');
     offset += headerLength;
     for (const [filename, key, length, digest] of JSON.parse(head.toString('utf8')) as HeaderEntry[]) {
-      known.set(filename, { key, digest, data: blob.subarray(offset, offset + length) });
+      const at = offset;
+      let data: Buffer | undefined;
+      entries.set(filename, {
+        key,
+        digest,
+        length,
+        data: () => {
+          if (data === undefined) {
+            if (fd === undefined) throw new Error('closed');
+            data = readAt(fd, length, at);
+          }
+          return data;
+        },
+      });
       offset += length;
     }
-    if (offset !== blob.length) known.clear();
+    if (offset !== size) throw new Error('size');
   } catch {
-    known.clear();
+    entries.clear();
+    close();
   }
-  return known;
+  return { entries, close };
 }
 
 const blobDigest = (data: Uint8Array) => createHash('sha256').update(data).digest('base64');
@@ -149,7 +196,17 @@ export function installModuleCache(name: string, opts: ModuleCacheOptions = {}):
   const dir = path.join(folder, 'modules');
   const file = path.join(dir, `${name.replace(/[^a-z0-9-]/gi, '_')}-${V8_TAG}.bin`);
   const roots = (opts.roots ?? [...new Set([PACKAGE_ROOT, path.join(INSTALL_ROOT, 'node_modules')])]).map((r) => path.resolve(r) + path.sep);
-  const known = readEntries(file);
+  const cacheFile = openEntries(file);
+  const known = cacheFile.entries;
+  /** The entry's compiled code when it is intact (undefined: unreadable, or not what its digest says). */
+  const intact = (e: Entry): Buffer | undefined => {
+    try {
+      const data = e.data();
+      return blobDigest(data) === e.digest ? data : undefined;
+    } catch {
+      return undefined;
+    }
+  };
   const stats: ModuleCacheStats = { hits: 0, misses: 0, written: false };
   const loaded: { filename: string; key: string; script: vm.Script; data?: Buffer; digest?: string }[] = [];
   const proto = Module.prototype as unknown as { _compile(content: string, filename: string, format?: string): unknown };
@@ -167,7 +224,7 @@ export function installModuleCache(name: string, opts: ModuleCacheOptions = {}):
     if (format === 'module' || !inScope(filename)) return original.call(this, content, filename, format);
     const key = createHash('sha256').update(content).digest('base64');
     const hit = known.get(filename);
-    const cachedData = hit?.key === key && blobDigest(hit.data) === hit.digest ? hit.data : undefined;
+    const cachedData = hit?.key === key ? intact(hit) : undefined;
     const source = content.startsWith('#!') ? `//${content}` : content;
     const script = new vm.Script(wrap(source), { filename, cachedData, importModuleDynamically: vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER });
     const reused = cachedData !== undefined && !script.cachedDataRejected;
@@ -209,7 +266,12 @@ export function installModuleCache(name: string, opts: ModuleCacheOptions = {}):
       // what other runs of this entry point loaded stays (another description's components, say), while there is
       // room; an entry of it is checked when a run uses it
       const here = new Set(loaded.map((m) => m.filename));
-      for (const [filename, e] of known) if (!here.has(filename) && size + e.data.length <= MAX_FILE_BYTES) add(filename, e.key, e.data, e.digest);
+      for (const [filename, e] of known) {
+        if (here.has(filename) || size + e.length > MAX_FILE_BYTES) continue;
+        const data = intact(e);
+        if (data) add(filename, e.key, data, e.digest);
+      }
+      cacheFile.close();
       const head = Buffer.from(JSON.stringify(header), 'utf8');
       const length = Buffer.alloc(4);
       length.writeUInt32LE(head.length);
@@ -239,6 +301,7 @@ export function installModuleCache(name: string, opts: ModuleCacheOptions = {}):
     uninstall: () => {
       if (proto._compile === cachedCompile) proto._compile = original;
       process.off('exit', save);
+      cacheFile.close();
       installed = undefined;
     },
   };
