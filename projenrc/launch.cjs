@@ -21,7 +21,6 @@ const ROOT = path.resolve(__dirname, '..');
 const LIB = path.join(ROOT, 'lib');
 const LOCK = path.join(LIB, '.compile-lock');
 const BUILD_INFO = path.join(LIB, 'tsconfig.tsbuildinfo');
-const CACHE_ENV = 'GPU_CLUSTER_MANIFESTS_CACHE';
 
 const lib = (...p) => path.join(LIB, 'src', ...p);
 
@@ -38,13 +37,6 @@ function compileRecord(fresh) {
   } catch {
     return undefined;
   }
-}
-
-/** The cache folder, as src/cache/cache-dir.ts resolves it; undefined when caching is off. */
-function cacheDir() {
-  const setting = process.env[CACHE_ENV];
-  if (setting && /^(off|0|false|no)$/i.test(setting)) return undefined;
-  return setting || path.join(ROOT, 'node_modules', '.cache', 'gpu-cluster-manifests');
 }
 
 const sleep = (ms) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
@@ -105,84 +97,6 @@ function ensureCompiled(argv) {
 }
 
 /**
- * V8 code cache for the modules the CLI loads (Node 20 has no module.enableCompileCache): parsing
- * and compiling ~9 MB of JavaScript is most of a run's start-up. One file per entry, written after
- * the first run (so it holds the functions that ran), keyed per module by the SHA-256 of its
- * source (V8 itself checks only the source's length); a stale, corrupt or foreign entry is simply
- * recompiled. GPU_CLUSTER_MANIFESTS_CACHE=off disables it.
- */
-function installModuleCache(name) {
-  const dir = cacheDir();
-  if (!dir) return;
-  const file = path.join(dir, `modules-${name}-${process.version}-${process.arch}.v8`);
-  const crypto = require('node:crypto');
-  const Module = require('node:module');
-  const vm = require('node:vm');
-  const known = new Map();
-  try {
-    const blob = fs.readFileSync(file);
-    const headerLength = blob.readUInt32LE(0);
-    let offset = 4 + headerLength;
-    for (const [filename, key, length] of JSON.parse(blob.subarray(4, offset).toString('utf8'))) {
-      known.set(filename, { key, data: blob.subarray(offset, offset + length) });
-      offset += length;
-    }
-    if (offset !== blob.length) known.clear();
-  } catch {
-    known.clear();
-  }
-  const loaded = [];
-  let stale = false;
-  const original = Module.prototype._compile;
-  Module.prototype._compile = function cachedCompile(content, filename, format) {
-    // ES modules loaded through require() (Node >= 20.19 passes format 'module') keep Node's own path.
-    if (format === 'module' || !filename.startsWith(ROOT)) return original.call(this, content, filename, format);
-    const key = crypto.createHash('sha256').update(content).digest('base64');
-    const hit = known.get(filename);
-    const cachedData = hit && hit.key === key ? hit.data : undefined;
-    const source = content.startsWith('#!') ? `//${content}` : content;
-    const script = new vm.Script(Module.wrap(source), {
-      filename,
-      cachedData,
-      importModuleDynamically: vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER,
-    });
-    const reused = cachedData !== undefined && !script.cachedDataRejected;
-    if (!reused) stale = true;
-    loaded.push({ filename, key, script, data: reused ? cachedData : undefined });
-    const mod = this;
-    const req = function require(id) {
-      return mod.require(id);
-    };
-    req.resolve = (request, options) => Module._resolveFilename(request, mod, false, options);
-    req.main = require.main;
-    req.cache = Module._cache;
-    req.extensions = Module._extensions;
-    return script.runInThisContext({ displayErrors: true }).call(mod.exports, mod.exports, req, mod, filename, path.dirname(filename));
-  };
-  process.on('exit', () => {
-    if (!stale) return;
-    try {
-      const header = [];
-      const blobs = [];
-      for (const m of loaded) {
-        const data = m.data ?? m.script.createCachedData();
-        header.push([m.filename, m.key, data.length]);
-        blobs.push(data);
-      }
-      const head = Buffer.from(JSON.stringify(header), 'utf8');
-      const length = Buffer.alloc(4);
-      length.writeUInt32LE(head.length);
-      fs.mkdirSync(dir, { recursive: true });
-      const tmp = `${file}.${process.pid}.tmp`;
-      fs.writeFileSync(tmp, Buffer.concat([length, head, ...blobs]));
-      fs.renameSync(tmp, file);
-    } catch {
-      // a cache that cannot be written only costs speed
-    }
-  });
-}
-
-/**
  * npm runs a script in the package root and says where it was typed in INIT_CWD. The arguments
  * the user typed (after `--`) are relative to that folder, so the CLI runs there; the arguments
  * written into the script itself (package.json: `schema --out src/clusters/...`) are relative to
@@ -210,14 +124,13 @@ function run(argv) {
   if (first === '--compile' || first === '--build') return ensureCompiled(argv) ? 0 : 1;
   if (!ensureCompiled(argv)) return 1;
   if (first === '--cdk8s-app') {
-    installModuleCache('cdk8s-app');
+    // the V8 code cache of the modules it loads, as the CLI's entry point installs its own (src/cache/module-cache.ts)
+    require(lib('cache', 'module-cache.js')).installModuleCache('cdk8s-app');
     require(lib('main.js'));
     return undefined;
   }
-  // the installed package's entry point, with the V8 code cache of this checkout's modules
-  return require(lib('bin.js')).runCli(userArguments(argv), {
-    beforeLoad: (command) => installModuleCache(command && /^[a-z][a-z-]*$/.test(command) ? command : 'cli'),
-  });
+  // the installed package's entry point (with its V8 code cache of the modules a command loads)
+  return require(lib('bin.js')).runCli(userArguments(argv));
 }
 
 // commands that read a live cluster answer asynchronously: their exit code is the promise's value

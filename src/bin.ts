@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 import { createRequire } from 'node:module';
+import { installModuleCache } from './cache/module-cache';
 import type * as Cli from './cli';
+import type * as Help from './commands/help';
 import type * as NewCommand from './commands/new';
 import type * as Precheck from './commands/precheck';
 import { EXIT, reportError } from './errors';
@@ -14,32 +16,48 @@ import type * as UpToDate from './launcher/up-to-date';
  * package file that is missing or unreadable).
  *
  * Modules load as late as they can: the up-to-date answer of a plain synth needs almost none, the
- * precheck of a bad description the description schema only, `new` none of the dependencies.
+ * precheck of a bad description the description schema only, `new` none of the dependencies, the
+ * global help the command specs and the engine lookup. The modules a command loads are compiled with
+ * V8's code from the cache folder (src/cache/module-cache.ts), one cache per command.
  */
 
 const load = createRequire(__filename);
 
-export interface EntryOptions {
-  /** Called once, before the CLI's own modules load (the launcher installs its V8 code cache there). */
-  readonly beforeLoad?: (command: string | undefined) => void;
-}
+/** The commands with a module cache of their own (any other word shares one). */
+const CACHED_COMMANDS = /^(synth|validate|check|diff|schema|preflight|init)$/;
 
 const print = {
   out: (l: string) => process.stdout.write(`${l}\n`),
   err: (l: string) => process.stderr.write(`${l}\n`),
 };
 
+const isHelp = (command: string | undefined) => command === undefined || command === '--help' || command === '-h' || command === 'help';
+
+/**
+ * Installs the module cache of a command line's command (runCli does; a wrapper that loads modules of the CLI
+ * before it calls runCli may do so first). Never throws.
+ */
+export function installCommandCache(argv: readonly string[]): void {
+  const [command] = argv;
+  installModuleCache(isHelp(command) ? 'help' : command && CACHED_COMMANDS.test(command) ? command : 'cli');
+}
+
 /** Runs a command line; returns the exit code (a promise for live cluster reads). Never throws or rejects. */
-export function runCli(argv: readonly string[], opts: EntryOptions = {}): number | Promise<number> {
+export function runCli(argv: readonly string[]): number | Promise<number> {
   const fail = (e: unknown) => reportError(e, print.err);
   try {
     const [command] = argv;
     // a clusters repository from the unpacked package alone: no dependency is installed yet
     if (command === 'new') return (load('./commands/new') as typeof NewCommand).runNew(argv.slice(1), { ...print });
+    installCommandCache(argv);
+    // the command list and the engines: the command specs and the engine lookup only
+    if (isHelp(command)) {
+      const code = (load('./commands/help') as typeof Help).runGlobalHelp(command === undefined, print);
+      return typeof code === 'number' ? code : code.catch(fail);
+    }
     const upToDate = load('./launcher/up-to-date') as typeof UpToDate;
     const answer = upToDate.answerFromRecord(argv);
     if (answer !== undefined) return answer;
-    opts.beforeLoad?.(command);
     // a bad description is reported before the render stack loads; good ones are handed to the CLI, parsed once
     const checked = (load('./commands/precheck') as typeof Precheck).precheckDescriptions(argv, print);
     if (typeof checked === 'number') return checked;

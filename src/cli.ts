@@ -2,20 +2,22 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { CheckFailed, formatFinding } from './check/engine';
-import { CHECK, engineLines, runCheck } from './commands/check';
-import { DIFF, runDiff } from './commands/diff';
+import { runCheck } from './commands/check';
+import { runDiff } from './commands/diff';
+import { runGlobalHelp } from './commands/help';
 import { consoleIo, EXIT, Io } from './commands/io';
-import { NEW, runNew } from './commands/new';
-import { CommandSpec, commandHelp, globalHelp, OPTIONS, OptionTable, RENDER_OPTIONS, renderInputs, schemaDirs } from './commands/options';
+import { runNew } from './commands/new';
+import { CommandSpec, commandHelp, renderInputs, schemaDirs } from './commands/options';
 import { Preloaded, preloadedModels } from './commands/precheck';
 import { Progress } from './commands/progress';
+import { CHECK, DIFF, INIT, NEW, PREFLIGHT, SCHEMA, SYNTH, VALIDATE } from './commands/specs';
 import { synthSummary } from './commands/synth-summary';
 import { outputFormat, reportError } from './errors';
-import { INIT, runInit } from './init/command';
+import { runInit } from './init/command';
 import { noteSynthResult, reusableClusters } from './launcher/up-to-date';
 import { descriptionJsonSchemaText, withDescriptionReference } from './model/json-schema';
-import { PACKAGE_NAME, SCHEMA_FILE_NAME } from './paths';
-import { PREFLIGHT, runPreflight } from './preflight/command';
+import { SCHEMA_FILE_NAME } from './paths';
+import { runPreflight } from './preflight/command';
 import { projectOf, requireProject } from './project/project-file';
 import { DeletionRefused, deletionLines } from './render/deletions';
 import { clusterScopes, readTree } from './render/tree';
@@ -25,60 +27,8 @@ import { SchemaDirectoryMissing, SchemaStore } from './validate/schemas';
 import { ManifestValidator, ValidationIssue } from './validate/validator';
 
 export { EXIT } from './commands/io';
+export { SCHEMA, SYNTH, VALIDATE } from './commands/specs';
 
-const SYNTH_OPTIONS = { ...RENDER_OPTIONS, 'quiet': OPTIONS.quiet, 'allow-delete': OPTIONS['allow-delete'] } as const satisfies OptionTable;
-
-const VALIDATE_OPTIONS = {
-  schemas: OPTIONS.schemas,
-  format: OPTIONS.format,
-  quiet: OPTIONS.quiet,
-  help: OPTIONS.help,
-} as const satisfies OptionTable;
-
-const SCHEMA_OPTIONS = {
-  out: { type: 'string', value: 'FILE', help: `write the JSON Schema to FILE (default: ${SCHEMA_FILE_NAME} in the project's descriptions folder; - prints it)` },
-  readme: { type: 'string', value: 'FILE', help: 'regenerate the field reference section of FILE (between its description-reference markers)' },
-  help: OPTIONS.help,
-} as const satisfies OptionTable;
-
-/** `synth`: render descriptions into manifests. */
-export const SYNTH: CommandSpec<typeof SYNTH_OPTIONS> = {
-  name: 'synth',
-  usage: `${PACKAGE_NAME} synth [--config FILE ... --out DIR]`,
-  summary: 'render descriptions into manifests (every description of the project into its output folder, or --config FILE ...)',
-  description: 'Without --config: every description in the project\'s descriptions folder (gpu-cluster-manifests.yaml, found from '
-    + 'the working folder upwards: clusters:) into its output folder (out:, default dist/) as <out>/<cluster>/, plus <out>/fleet/ (an '
-    + 'ApplicationSet pointing a hub Argo CD at every cluster); the whole output folder is replaced. With --config FILE '
-    + '(repeatable): those descriptions into <out>/<cluster>/ only (--out DIR, or the project\'s output folder). Each cluster is rendered, validated against the upstream schemas, checked by '
-    + 'the cross-object rules and written to a temporary folder beside its target; then every folder is swapped in at once. '
-    + 'On any error the previous output is left byte-identical. A render that would remove rendered objects (Argo CD prunes '
-    + 'them) exits 1 and writes nothing, unless --allow-delete. A fleet shows its progress per cluster on stderr; the '
-    + 'summary (objects per folder and kind, files written, time) goes to stdout.',
-  options: SYNTH_OPTIONS,
-  failed: 'a validation or a cross-object check failed (nothing was written)',
-};
-
-/** `validate`: strict schema validation of rendered trees. */
-export const VALIDATE: CommandSpec<typeof VALIDATE_OPTIONS> = {
-  name: 'validate',
-  usage: `${PACKAGE_NAME} validate DIR|FILE ... [--schemas DIR]`,
-  summary: 'validate rendered manifests (folders or files) strictly against the upstream schemas',
-  description: 'Strict schema validation of every object in the given folders or files, as the API server and kubeconform\'s '
-    + 'strict mode do: unknown fields are errors, duplicates (per cluster folder) are errors, deprecated API versions warn.',
-  options: VALIDATE_OPTIONS,
-  failed: 'an object is invalid',
-};
-
-/** `schema`: the description's JSON Schema. */
-export const SCHEMA: CommandSpec<typeof SCHEMA_OPTIONS> = {
-  name: 'schema',
-  usage: `${PACKAGE_NAME} schema [--out FILE|-]`,
-  summary: 'write the JSON Schema of the cluster description beside the descriptions (editor autocompletion)',
-  description: `Writes the JSON Schema of the cluster description to ${SCHEMA_FILE_NAME} in the project's descriptions folder, the file `
-    + 'the $schema line of every description names (after updating the toolkit, run it again); outside a project, or with --out -, it '
-    + 'prints it. --readme FILE regenerates the field reference section of FILE.',
-  options: SCHEMA_OPTIONS,
-};
 
 function formatIssue(i: ValidationIssue): string {
   const where = i.source ? `${i.source}: ` : '';
@@ -91,7 +41,7 @@ function seconds(ms: number): string {
 
 /** `preloaded`: descriptions the launcher's precheck already loaded (used when they are exactly the --config files). */
 export function runSynth(args: string[], io: Io = consoleIo, preloaded?: Preloaded): number {
-  const { values } = parseArgs({ args, options: SYNTH_OPTIONS, allowPositionals: false });
+  const { values } = parseArgs({ args, options: SYNTH.options, allowPositionals: false });
   if (values.help) {
     io.out(commandHelp(SYNTH));
     return EXIT.ok;
@@ -138,7 +88,7 @@ export function runSynth(args: string[], io: Io = consoleIo, preloaded?: Preload
 }
 
 export function runValidate(args: string[], io: Io = consoleIo): number {
-  const { values, positionals } = parseArgs({ args, options: VALIDATE_OPTIONS, allowPositionals: true });
+  const { values, positionals } = parseArgs({ args, options: VALIDATE.options, allowPositionals: true });
   if (values.help) {
     io.out(commandHelp(VALIDATE));
     return EXIT.ok;
@@ -169,7 +119,7 @@ export function runValidate(args: string[], io: Io = consoleIo): number {
 }
 
 export function runSchema(args: string[], io: Io = consoleIo): number {
-  const { values } = parseArgs({ args, options: SCHEMA_OPTIONS });
+  const { values } = parseArgs({ args, options: SCHEMA.options });
   if (values.help) {
     io.out(commandHelp(SCHEMA));
     return EXIT.ok;
@@ -206,14 +156,7 @@ export const COMMANDS: Readonly<Record<string, { readonly spec: CommandSpec; rea
 export function main(argv: string[], io: Io = consoleIo, preloaded?: Preloaded): number | Promise<number> {
   const [command, ...rest] = argv;
   if (!command || command === '--help' || command === '-h' || command === 'help') {
-    io.out(globalHelp(Object.values(COMMANDS).map((c) => c.spec)));
-    if (!command) return EXIT.badInput;
-    return engineLines().then((lines) => {
-      io.out('');
-      io.out('Engines (check renders every Application with them):');
-      for (const l of lines) io.out(`  ${l}`);
-      return EXIT.ok;
-    }, (e: unknown) => failure(e, io));
+    return runGlobalHelp(!command, io);
   }
   const entry = COMMANDS[command];
   if (!entry) {

@@ -17,6 +17,9 @@ const LIB = path.join(ROOT, 'lib', 'src');
 const WRAPPER = `
 const fs = require('node:fs');
 const [bin, live, kubeconfig, ...args] = process.argv.slice(2);
+// the command's module cache before the modules below load (as the CLI's entry point installs it)
+const binModule = require(bin);
+binModule.installCommandCache(args);
 const liveModule = require(live);
 const kubeconfigModule = require(kubeconfig);
 const readLive = liveModule.readLive;
@@ -30,7 +33,7 @@ liveModule.readLive = (...a) => {
   p.then(() => {}, () => {}).finally(() => { liveMs = performance.now() - (loadedAt ?? t0); });
   return p;
 };
-Promise.resolve(require(bin).runCli(args)).then((code) => {
+Promise.resolve(binModule.runCli(args)).then((code) => {
   process.exitCode = code;
   fs.writeSync(3, JSON.stringify({ code, liveMs, maxRSS: process.resourceUsage().maxRSS * 1024 }));
 });

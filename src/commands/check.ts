@@ -3,8 +3,10 @@ import { availableParallelism } from 'node:os';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { findDescription } from './find-description';
+import { engineLines } from './help';
 import { consoleIo, EXIT, Io } from './io';
-import { CommandSpec, commandHelp, OPTIONS, OptionTable, schemaDirs, upstreamDir } from './options';
+import { commandHelp, schemaDirs, upstreamDir } from './options';
+import { CHECK } from './specs';
 import { defaultCacheDir } from '../cache/compiled-cache';
 import { ClusterView, SchemaOf, ScopeOf } from '../check/cluster-view';
 import { checkCluster, formatFinding, RULES } from '../check/engine';
@@ -13,7 +15,6 @@ import { ClusterFolder, clusterFolders } from '../check/tree';
 import { describeEngines, EngineBudget, EngineError, LAYER_PACKAGE, MIN_VERSIONS, resolveEngines } from '../engines';
 import { outputFormat } from '../errors';
 import { ClusterModel } from '../model/model';
-import { PACKAGE_NAME } from '../paths';
 import { projectOf, requireProject } from '../project/project-file';
 import { recoverAround } from '../render/write';
 import { descriptionFiles, InputError, loadModels } from '../synth/pipeline';
@@ -74,40 +75,6 @@ function schemaLookups(dirs: string[] | undefined): { scopeOf?: ScopeOf; schemaO
   };
 }
 
-/** The engines line(s) of --help and the report: which helm and kustomize `check` runs, or why none. */
-export async function engineLines(): Promise<string[]> {
-  try {
-    return describeEngines(await resolveEngines());
-  } catch (e) {
-    if (e instanceof EngineError) return [`none usable: ${e.message}`];
-    throw e;
-  }
-}
-const CHECK_OPTIONS = {
-  'config': { ...OPTIONS.config, help: 'the description of a checked cluster (its capacity), when not the project\'s of the same name; YAML, JSON or TypeScript (.ts); repeatable' },
-  'schemas': { ...OPTIONS.schemas, help: 'CRD YAML files and core definitions that tell which kinds are cluster-scoped; repeatable (default: the pinned ones the package ships)' },
-  'upstream': OPTIONS.upstream,
-  'format': OPTIONS.format,
-  'quiet': OPTIONS.quiet,
-  'list-rules': OPTIONS['list-rules'],
-  'help': OPTIONS.help,
-} as const satisfies OptionTable;
-
-/** `check`: the cross-object rules over rendered trees. */
-export const CHECK: CommandSpec<typeof CHECK_OPTIONS> = {
-  name: 'check',
-  usage: `${PACKAGE_NAME} check [DIR ...]`,
-  summary: 'cross-object rules over rendered trees (default: the project\'s output folder), one cluster per folder',
-  description: 'Runs the cross-object rules over rendered trees (default: the project\'s output folder), one cluster per folder: queue labels -> '
-    + 'LocalQueues -> ClusterQueues -> flavors, resources covered, quotas and MPIJob ranks fit the GPUs, one nic-cluster-policy, '
-    + 'one RDMA name, one default StorageClass, Application paths and sync waves, no privileged containers, no latest images, '
-    + 'no Secret data. Every Application is rendered as Argo CD renders it, with helm and kustomize (charts and overlays from '
-    + '--upstream DIR, folders of the tree), and what the installs create is checked too: AppProject permissions, placement '
-    + 'of every pod template, CRDs before their CRs, released versions and images. Capacity comes from the description of '
-    + 'the same name. synth runs the rules that need no engine before it writes.',
-  options: CHECK_OPTIONS,
-  failed: 'a rule found an error',
-};
 
 /**
  * `check DIR ...`: the cross-object rules over rendered trees read from disk, one cluster per
@@ -116,7 +83,7 @@ export const CHECK: CommandSpec<typeof CHECK_OPTIONS> = {
  * description of the same name.
  */
 export async function runCheck(args: string[], io: Io = consoleIo): Promise<number> {
-  const { values, positionals } = parseArgs({ args, options: CHECK_OPTIONS, allowPositionals: true });
+  const { values, positionals } = parseArgs({ args, options: CHECK.options, allowPositionals: true });
   if (values.help) {
     io.out(commandHelp(CHECK));
     io.out('');

@@ -2,10 +2,10 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } 
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
-import { PACKAGE_NAME } from '../paths';
 import { consoleIo, EXIT, Io } from './io';
-import { CommandSpec, commandHelp, OptionTable, RENDER_OPTIONS, renderInputs } from './options';
+import { commandHelp, renderInputs } from './options';
 import { Preloaded, preloadedModels } from './precheck';
+import { DIFF } from './specs';
 import { outputFormat } from '../errors';
 import { isJsonObject } from '../json';
 import { requireProject } from '../project/project-file';
@@ -139,29 +139,10 @@ export function formatDiff(d: TreeDiff): string[] {
  * `diff`: renders into a temporary directory (the whole synth pipeline, validation and checks
  * included; the committed tree is never touched) and reports per object what would change.
  */
-const DIFF_OPTIONS = {
-  ...RENDER_OPTIONS,
-  'out': { ...RENDER_OPTIONS.out, help: 'the rendered output to compare with (default: the project\'s output folder, dist/)' },
-  'format': { ...RENDER_OPTIONS.format, help: 'text (default) or json (every change, machine-readable)' },
-  'allow-delete': { type: 'boolean', help: 'exit 0 even when objects would be deleted' },
-} as const satisfies OptionTable;
-
-/** `diff`: what a fresh render would change. */
-export const DIFF: CommandSpec<typeof DIFF_OPTIONS> = {
-  name: 'diff',
-  usage: `${PACKAGE_NAME} diff [--config FILE ... --out DIR] [--allow-delete]`,
-  summary: 'what a fresh render would add, remove or change in the output folder (exit 1 on a deletion)',
-  description: 'Renders into a temporary folder (as synth would, --config FILE ... for some clusters only) and prints, per cluster '
-    + 'and object (its folder, kind, namespace and name), what would be added, removed or changed (field paths) against the '
-    + 'project\'s output folder (or --out DIR): after updating the toolkit, what the new version renders differently. Writes '
-    + 'nothing. Exits 1 when an object would be deleted, unless --allow-delete.',
-  options: DIFF_OPTIONS,
-  failed: 'an object would be deleted (without --allow-delete), or the render failed its validation or checks',
-};
 
 /** `preloaded`: descriptions the launcher's precheck already loaded (used when they are exactly the --config files). */
 export function runDiff(args: string[], io: Io = consoleIo, preloaded?: Preloaded): number {
-  const { values } = parseArgs({ args, options: DIFF_OPTIONS, allowPositionals: false });
+  const { values } = parseArgs({ args, options: DIFF.options, allowPositionals: false });
   if (values.help) {
     io.out(commandHelp(DIFF));
     return EXIT.ok;

@@ -2,26 +2,14 @@ import { copyFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { consoleIo, EXIT, Io } from './io';
-import { CommandSpec, commandHelp, OPTIONS, OptionTable } from './options';
+import { commandHelp } from './options';
+import { NEW } from './specs';
 import { InputError } from '../errors';
 import { makeDirs, pathProblem } from '../files';
 import { PACKAGE_NAME, PACKAGED_SCHEMA_FILE, packageVersion, SCHEMA_FILE_NAME } from '../paths';
 import { PROJECT_FILE, PROJECT_KEYS } from '../project/names';
 import { writeArtifactIgnores } from '../render/write';
 
-const NEW_OPTIONS = { help: OPTIONS.help } as const satisfies OptionTable;
-
-/** `new`: a clusters repository. */
-export const NEW: CommandSpec<typeof NEW_OPTIONS> = {
-  name: 'new',
-  usage: `${PACKAGE_NAME} new DIR`,
-  summary: 'make a clusters repository in DIR (new or empty): the pinned toolkit, the project file, a CI script',
-  description: `Makes a clusters repository in DIR (created; an existing one must be empty): package.json pinning ${PACKAGE_NAME} `
-    + `at this version, ${PROJECT_FILE} (descriptions in clusters/, output in dist/), .gitignore, a README of the workflow, ci.sh `
-    + '(npm test: renders, fails when the committed dist/ differs, runs check) and clusters/ with the description\'s JSON Schema. '
-    + 'Then: cd DIR && npm install, and init writes the first description into clusters/. Needs none of the toolkit\'s dependencies.',
-  options: NEW_OPTIONS,
-};
 
 const CLUSTERS = PROJECT_KEYS.clusters.default;
 const OUT = PROJECT_KEYS.out.default;
@@ -122,7 +110,7 @@ function checkTarget(dir: string): void {
 
 /** `new DIR`: a clusters repository. */
 export function runNew(args: string[], io: Io = consoleIo): number {
-  const { values, positionals } = parseArgs({ args, options: NEW_OPTIONS, allowPositionals: true });
+  const { values, positionals } = parseArgs({ args, options: NEW.options, allowPositionals: true });
   if (values.help) {
     io.out(commandHelp(NEW));
     return EXIT.ok;

@@ -4,35 +4,15 @@ import { parseArgs } from 'node:util';
 import { parse } from 'yaml';
 import { describeCluster, descriptionYaml, PLACEHOLDERS } from './describe';
 import { consoleIo, EXIT, Io } from '../commands/io';
-import { CommandSpec, commandHelp, OPTIONS, OptionTable } from '../commands/options';
+import { commandHelp } from '../commands/options';
+import { INIT } from '../commands/specs';
 import { InputError, printable } from '../errors';
 import { pathProblem } from '../files';
 import { DescriptionError, parseDescription } from '../model/load';
-import { PACKAGE_NAME } from '../paths';
-import { CLUSTER_SOURCE_OPTIONS, clusterSource, normalizeKubeconfigArg, readClusterState } from '../preflight/command';
+import { clusterSource, normalizeKubeconfigArg, readClusterState } from '../preflight/command';
 import { ClusterState } from '../preflight/state';
 import { Project, projectOf } from '../project/project-file';
 
-const INIT_OPTIONS = {
-  ...CLUSTER_SOURCE_OPTIONS,
-  name: { type: 'string', value: 'NAME', help: 'the cluster\'s name (DNS-1123 label; names dist/<name>/)' },
-  repo: { type: 'string', value: 'URL', help: 'the Git repository Argo CD reads the rendered manifests from (gitops.repoURL)' },
-  path: { type: 'string', value: 'DIR', help: 'the folder of the rendered cluster in that repository (gitops.path; default: <out>/<name> of the project, else dist/<name>)' },
-  out: { type: 'string', value: 'FILE', help: 'write the description to FILE, never overwritten (default: <name>.yaml in the project\'s descriptions folder; - prints it, as outside a project)' },
-  help: OPTIONS.help,
-} as const satisfies OptionTable;
-
-/** `init`: a description from a cluster. */
-export const INIT: CommandSpec<typeof INIT_OPTIONS> = {
-  name: 'init',
-  usage: `${PACKAGE_NAME} init (--snapshot FILE | --kubeconfig [PATH] [--context NAME]) [--name NAME --repo URL --path DIR] [--out FILE|-]`,
-  summary: 'write a description from a cluster (a snapshot or live; read-only)',
-  description: 'Writes a cluster description from what the cluster shows (the same sources as preflight): the service node\'s '
-    + 'taints, the GPU workers\' count, GPUs, product, allocatable CPU and memory, taints, the RDMA resource, the default '
-    + 'StorageClass, the pre-wired queue. What it cannot observe or decide (mixed GPU products, for one) is marked TODO(init) '
-    + 'with the alternatives; a cluster without GPU workers is refused (exit 2).',
-  options: INIT_OPTIONS,
-};
 
 /**
  * Refuses an --out init cannot write as a new file: empty, an unusable path, or an existing entry,
@@ -64,7 +44,7 @@ function projectGitopsPath(project: Project, name: string): string {
  * (or --out FILE; printed outside a project or with --out -). Read-only towards the cluster; never overwrites.
  */
 export function runInit(argv: string[], io: Io = consoleIo): number | Promise<number> {
-  const { values } = parseArgs({ args: normalizeKubeconfigArg(argv), options: INIT_OPTIONS });
+  const { values } = parseArgs({ args: normalizeKubeconfigArg(argv), options: INIT.options });
   if (values.help) {
     io.out(commandHelp(INIT));
     return EXIT.ok;

@@ -1,15 +1,15 @@
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { formatPreflightFinding, preflight, PREFLIGHT_RULES } from './engine';
-import { LIVE_TIMEOUT_MS, LiveOptions, readLive } from './live';
+import { LiveOptions, readLive } from './live';
 import type { CrdFileOf } from './remedies';
 import { readSnapshot } from './snapshot';
 import { ClusterState } from './state';
 import { consoleIo, EXIT, Io } from '../commands/io';
-import { CommandSpec, commandHelp, OPTIONS, OptionTable } from '../commands/options';
+import { commandHelp } from '../commands/options';
+import { LIVE_TIMEOUT_MS, PREFLIGHT } from '../commands/specs';
 import { InputError, outputFormat } from '../errors';
-import { INPUT_LIMITS } from '../input/limits';
-import { DEFAULT_SCHEMAS, PACKAGE_NAME } from '../paths';
+import { DEFAULT_SCHEMAS } from '../paths';
 import { Manifest } from '../render/manifest';
 import { loadModels, renderModel } from '../synth/pipeline';
 import { SchemaStore } from '../validate/schemas';
@@ -25,13 +25,6 @@ function crdFiles(): CrdFileOf | undefined {
   };
 }
 
-/** Options of the commands that read a cluster (`preflight`, `init`). */
-export const CLUSTER_SOURCE_OPTIONS = {
-  snapshot: { type: 'string', value: 'FILE', help: `the cluster's state as \`kubectl get ... -o yaml\` output (docs/pre-installed-cluster.md has the command); at most ${INPUT_LIMITS.snapshot.mib} MiB (${INPUT_LIMITS.snapshot.env})` },
-  kubeconfig: { type: 'string', value: '[PATH]', help: 'read the cluster live instead (GET requests only) through this kubeconfig (default: $KUBECONFIG or ~/.kube/config, as kubectl)' },
-  context: { type: 'string', value: 'NAME', help: 'the kubeconfig context to use (default: its current context)' },
-  timeout: { type: 'string', value: 'SECONDS', help: `bounds the whole live read: exec credential plugin, connect, TLS and every answer (default: ${LIVE_TIMEOUT_MS / 1000}, at most 600)` },
-} as const satisfies OptionTable;
 
 export interface ClusterSourceValues {
   readonly snapshot?: string;
@@ -73,34 +66,13 @@ export function readClusterState(source: ClusterSource, rendered: readonly Manif
   return 'snapshot' in source ? readSnapshot(source.snapshot) : readLive(source.live, rendered);
 }
 
-const PREFLIGHT_OPTIONS = {
-  'config': { type: 'string', value: 'FILE', help: 'the description to compare: YAML, JSON or TypeScript (.ts)' },
-  ...CLUSTER_SOURCE_OPTIONS,
-  'format': OPTIONS.format,
-  'quiet': OPTIONS.quiet,
-  'list-rules': { ...OPTIONS['list-rules'], help: 'print every rule id, its family and what it finds, then exit' },
-  'help': OPTIONS.help,
-} as const satisfies OptionTable;
-
-/** `preflight`: the render compared with a cluster. */
-export const PREFLIGHT: CommandSpec<typeof PREFLIGHT_OPTIONS> = {
-  name: 'preflight',
-  usage: `${PACKAGE_NAME} preflight --config FILE (--snapshot FILE | --kubeconfig [PATH] [--context NAME])`,
-  summary: 'compare what synth would render with a cluster (a snapshot or live; read-only)',
-  description: 'Compares what synth would render for --config with the cluster\'s state, read from a snapshot (--snapshot FILE) '
-    + 'or live (--kubeconfig; GET requests only): immutable fields, allocated node ports, quota counted twice, missing APIs, '
-    + 'drift of the nodes from the description, Kueue configuration, objects Argo CD would take over or prune. Each finding '
-    + 'names the fix.',
-  options: PREFLIGHT_OPTIONS,
-  failed: 'a blocking finding',
-};
 
 /**
  * `preflight --config FILE (--snapshot FILE | --kubeconfig [PATH] [--context NAME])`: what synth would
  * render, compared with what the cluster holds. Read-only. Exit 0 without blocking findings, 1 with.
  */
 export function runPreflight(argv: string[], io: Io = consoleIo): number | Promise<number> {
-  const { values } = parseArgs({ args: normalizeKubeconfigArg(argv), options: PREFLIGHT_OPTIONS });
+  const { values } = parseArgs({ args: normalizeKubeconfigArg(argv), options: PREFLIGHT.options });
   if (values.help) {
     io.out(commandHelp(PREFLIGHT));
     return EXIT.ok;

@@ -23,9 +23,6 @@ export interface LiveOptions {
   readonly timeoutMs: number;
 }
 
-/** Default time of the whole live read (--timeout). */
-export const LIVE_TIMEOUT_MS = 30_000;
-
 /** Items per list call (as kubectl's --chunk-size): a large cluster is read in pages, each answer stays small. */
 const PAGE_SIZE = 500;
 

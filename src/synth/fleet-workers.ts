@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
 import { isMainThread, MessageChannel, MessagePort, receiveMessageOnPort, Worker, workerData } from 'node:worker_threads';
 import type { ClusterOutcome, ClusterStage } from './cluster-stage';
+import { installModuleCache } from '../cache/module-cache';
 import { currentWatch, WATCHED_WORKER, Watcher, WatchReport } from '../cache/read-watch';
 import { InputError, WriteFailed, fsErrorText, isFsError } from '../errors';
 import type { ClusterDescription } from '../model/description';
@@ -304,6 +305,8 @@ function runWorker(data: WorkerData): void {
   const { shared, port } = data;
   // first of all: the main thread sees this thread die from now on
   Atomics.store(shared, slot(data.slot, THREAD_ID), osThreadId());
+  // the render stack compiled with V8's code from the cache, as the main thread's (read before the watch: no input of the run)
+  installModuleCache('synth-worker');
   // before anything is loaded or read: what this thread reads is part of the watched run
   const watcher = data.watch ? new Watcher(data.watch) : undefined;
   watcher?.start();

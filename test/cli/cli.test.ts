@@ -15,10 +15,13 @@ function cli(...args: string[]) {
 
 
 describe('the compiled CLI', () => {
-  it('explains itself with --help', () => {
-    const r = cli('--help');
+  it('explains itself with --help, without loading the render stack', () => {
+    const r = spawnSync(process.execPath, [BIN, '--help'], { cwd: ROOT, env: { ...env, NODE_DEBUG: 'module' }, encoding: 'utf8' });
     expect(r.status).toBe(0);
-    for (const word of ['synth', 'validate', '--config', '--out', '--schemas', 'Exit codes']) expect(r.stdout).toContain(word);
+    for (const word of ['synth', 'validate', '--config', '--out', '--schemas', 'Exit codes', 'Engines (check renders']) expect(r.stdout).toContain(word);
+    const loaded = [...r.stderr.matchAll(/^MODULE \d+: load "([^"]+)"/gm)].map((m) => path.relative(ROOT, m[1]));
+    expect(loaded).toContain(path.join('lib', 'src', 'commands', 'help.js'));
+    expect(loaded.filter((f) => /(^|\/)(cdk8s|cdk8s-plus-28|zod|yaml|ajv)\/|lib\/src\/(cli|synth|render|check)\b/.test(f))).toEqual([]);
   });
 
   it('exits 2 on a bad description, without a stack trace', () => {

@@ -1,5 +1,5 @@
 import { Chart } from 'cdk8s';
-import { k8s } from 'cdk8s-plus-28';
+import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
 import { Construct } from 'constructs';
 import { ARGOCD_CM, ARGOCD_PART_OF, ArgocdConfig } from './argocd-config';
 import { HealthCheck, healthCheckData } from './health-checks';

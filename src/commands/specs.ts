@@ -1,0 +1,178 @@
+import { CommandSpec, OPTIONS, OptionTable, RENDER_OPTIONS } from './options';
+import { INPUT_LIMITS } from '../input/limits';
+import { PACKAGE_NAME, SCHEMA_FILE_NAME } from '../paths';
+import { PROJECT_FILE } from '../project/names';
+
+/*
+ * What each command is, for its --help and the global help: usage, summary, description and option table
+ * (what parseArgs parses). Here, apart from what the commands do, so that the help is printed without
+ * loading the render stack.
+ */
+
+/** Default time of the whole live read (--timeout). */
+export const LIVE_TIMEOUT_MS = 30_000;
+
+const SYNTH_OPTIONS = { ...RENDER_OPTIONS, 'quiet': OPTIONS.quiet, 'allow-delete': OPTIONS['allow-delete'] } as const satisfies OptionTable;
+
+const VALIDATE_OPTIONS = {
+  schemas: OPTIONS.schemas,
+  format: OPTIONS.format,
+  quiet: OPTIONS.quiet,
+  help: OPTIONS.help,
+} as const satisfies OptionTable;
+
+const SCHEMA_OPTIONS = {
+  out: { type: 'string', value: 'FILE', help: `write the JSON Schema to FILE (default: ${SCHEMA_FILE_NAME} in the project's descriptions folder; - prints it)` },
+  readme: { type: 'string', value: 'FILE', help: 'regenerate the field reference section of FILE (between its description-reference markers)' },
+  help: OPTIONS.help,
+} as const satisfies OptionTable;
+
+/** `synth`: render descriptions into manifests. */
+export const SYNTH: CommandSpec<typeof SYNTH_OPTIONS> = {
+  name: 'synth',
+  usage: `${PACKAGE_NAME} synth [--config FILE ... --out DIR]`,
+  summary: 'render descriptions into manifests (every description of the project into its output folder, or --config FILE ...)',
+  description: 'Without --config: every description in the project\'s descriptions folder (gpu-cluster-manifests.yaml, found from '
+    + 'the working folder upwards: clusters:) into its output folder (out:, default dist/) as <out>/<cluster>/, plus <out>/fleet/ (an '
+    + 'ApplicationSet pointing a hub Argo CD at every cluster); the whole output folder is replaced. With --config FILE '
+    + '(repeatable): those descriptions into <out>/<cluster>/ only (--out DIR, or the project\'s output folder). Each cluster is rendered, validated against the upstream schemas, checked by '
+    + 'the cross-object rules and written to a temporary folder beside its target; then every folder is swapped in at once. '
+    + 'On any error the previous output is left byte-identical. A render that would remove rendered objects (Argo CD prunes '
+    + 'them) exits 1 and writes nothing, unless --allow-delete. A fleet shows its progress per cluster on stderr; the '
+    + 'summary (objects per folder and kind, files written, time) goes to stdout.',
+  options: SYNTH_OPTIONS,
+  failed: 'a validation or a cross-object check failed (nothing was written)',
+};
+
+/** `validate`: strict schema validation of rendered trees. */
+export const VALIDATE: CommandSpec<typeof VALIDATE_OPTIONS> = {
+  name: 'validate',
+  usage: `${PACKAGE_NAME} validate DIR|FILE ... [--schemas DIR]`,
+  summary: 'validate rendered manifests (folders or files) strictly against the upstream schemas',
+  description: 'Strict schema validation of every object in the given folders or files, as the API server and kubeconform\'s '
+    + 'strict mode do: unknown fields are errors, duplicates (per cluster folder) are errors, deprecated API versions warn.',
+  options: VALIDATE_OPTIONS,
+  failed: 'an object is invalid',
+};
+
+/** `schema`: the description's JSON Schema. */
+export const SCHEMA: CommandSpec<typeof SCHEMA_OPTIONS> = {
+  name: 'schema',
+  usage: `${PACKAGE_NAME} schema [--out FILE|-]`,
+  summary: 'write the JSON Schema of the cluster description beside the descriptions (editor autocompletion)',
+  description: `Writes the JSON Schema of the cluster description to ${SCHEMA_FILE_NAME} in the project's descriptions folder, the file `
+    + 'the $schema line of every description names (after updating the toolkit, run it again); outside a project, or with --out -, it '
+    + 'prints it. --readme FILE regenerates the field reference section of FILE.',
+  options: SCHEMA_OPTIONS,
+};
+
+const CHECK_OPTIONS = {
+  'config': { ...OPTIONS.config, help: 'the description of a checked cluster (its capacity), when not the project\'s of the same name; YAML, JSON or TypeScript (.ts); repeatable' },
+  'schemas': { ...OPTIONS.schemas, help: 'CRD YAML files and core definitions that tell which kinds are cluster-scoped; repeatable (default: the pinned ones the package ships)' },
+  'upstream': OPTIONS.upstream,
+  'format': OPTIONS.format,
+  'quiet': OPTIONS.quiet,
+  'list-rules': OPTIONS['list-rules'],
+  'help': OPTIONS.help,
+} as const satisfies OptionTable;
+
+/** `check`: the cross-object rules over rendered trees. */
+export const CHECK: CommandSpec<typeof CHECK_OPTIONS> = {
+  name: 'check',
+  usage: `${PACKAGE_NAME} check [DIR ...]`,
+  summary: 'cross-object rules over rendered trees (default: the project\'s output folder), one cluster per folder',
+  description: 'Runs the cross-object rules over rendered trees (default: the project\'s output folder), one cluster per folder: queue labels -> '
+    + 'LocalQueues -> ClusterQueues -> flavors, resources covered, quotas and MPIJob ranks fit the GPUs, one nic-cluster-policy, '
+    + 'one RDMA name, one default StorageClass, Application paths and sync waves, no privileged containers, no latest images, '
+    + 'no Secret data. Every Application is rendered as Argo CD renders it, with helm and kustomize (charts and overlays from '
+    + '--upstream DIR, folders of the tree), and what the installs create is checked too: AppProject permissions, placement '
+    + 'of every pod template, CRDs before their CRs, released versions and images. Capacity comes from the description of '
+    + 'the same name. synth runs the rules that need no engine before it writes.',
+  options: CHECK_OPTIONS,
+  failed: 'a rule found an error',
+};
+
+const DIFF_OPTIONS = {
+  ...RENDER_OPTIONS,
+  'out': { ...RENDER_OPTIONS.out, help: 'the rendered output to compare with (default: the project\'s output folder, dist/)' },
+  'format': { ...RENDER_OPTIONS.format, help: 'text (default) or json (every change, machine-readable)' },
+  'allow-delete': { type: 'boolean', help: 'exit 0 even when objects would be deleted' },
+} as const satisfies OptionTable;
+
+/** `diff`: what a fresh render would change. */
+export const DIFF: CommandSpec<typeof DIFF_OPTIONS> = {
+  name: 'diff',
+  usage: `${PACKAGE_NAME} diff [--config FILE ... --out DIR] [--allow-delete]`,
+  summary: 'what a fresh render would add, remove or change in the output folder (exit 1 on a deletion)',
+  description: 'Renders into a temporary folder (as synth would, --config FILE ... for some clusters only) and prints, per cluster '
+    + 'and object (its folder, kind, namespace and name), what would be added, removed or changed (field paths) against the '
+    + 'project\'s output folder (or --out DIR): after updating the toolkit, what the new version renders differently. Writes '
+    + 'nothing. Exits 1 when an object would be deleted, unless --allow-delete.',
+  options: DIFF_OPTIONS,
+  failed: 'an object would be deleted (without --allow-delete), or the render failed its validation or checks',
+};
+
+/** Options of the commands that read a cluster (`preflight`, `init`). */
+export const CLUSTER_SOURCE_OPTIONS = {
+  snapshot: { type: 'string', value: 'FILE', help: `the cluster's state as \`kubectl get ... -o yaml\` output (docs/pre-installed-cluster.md has the command); at most ${INPUT_LIMITS.snapshot.mib} MiB (${INPUT_LIMITS.snapshot.env})` },
+  kubeconfig: { type: 'string', value: '[PATH]', help: 'read the cluster live instead (GET requests only) through this kubeconfig (default: $KUBECONFIG or ~/.kube/config, as kubectl)' },
+  context: { type: 'string', value: 'NAME', help: 'the kubeconfig context to use (default: its current context)' },
+  timeout: { type: 'string', value: 'SECONDS', help: `bounds the whole live read: exec credential plugin, connect, TLS and every answer (default: ${LIVE_TIMEOUT_MS / 1000}, at most 600)` },
+} as const satisfies OptionTable;
+
+const PREFLIGHT_OPTIONS = {
+  'config': { type: 'string', value: 'FILE', help: 'the description to compare: YAML, JSON or TypeScript (.ts)' },
+  ...CLUSTER_SOURCE_OPTIONS,
+  'format': OPTIONS.format,
+  'quiet': OPTIONS.quiet,
+  'list-rules': { ...OPTIONS['list-rules'], help: 'print every rule id, its family and what it finds, then exit' },
+  'help': OPTIONS.help,
+} as const satisfies OptionTable;
+
+/** `preflight`: the render compared with a cluster. */
+export const PREFLIGHT: CommandSpec<typeof PREFLIGHT_OPTIONS> = {
+  name: 'preflight',
+  usage: `${PACKAGE_NAME} preflight --config FILE (--snapshot FILE | --kubeconfig [PATH] [--context NAME])`,
+  summary: 'compare what synth would render with a cluster (a snapshot or live; read-only)',
+  description: 'Compares what synth would render for --config with the cluster\'s state, read from a snapshot (--snapshot FILE) '
+    + 'or live (--kubeconfig; GET requests only): immutable fields, allocated node ports, quota counted twice, missing APIs, '
+    + 'drift of the nodes from the description, Kueue configuration, objects Argo CD would take over or prune. Each finding '
+    + 'names the fix.',
+  options: PREFLIGHT_OPTIONS,
+  failed: 'a blocking finding',
+};
+
+const INIT_OPTIONS = {
+  ...CLUSTER_SOURCE_OPTIONS,
+  name: { type: 'string', value: 'NAME', help: 'the cluster\'s name (DNS-1123 label; names dist/<name>/)' },
+  repo: { type: 'string', value: 'URL', help: 'the Git repository Argo CD reads the rendered manifests from (gitops.repoURL)' },
+  path: { type: 'string', value: 'DIR', help: 'the folder of the rendered cluster in that repository (gitops.path; default: <out>/<name> of the project, else dist/<name>)' },
+  out: { type: 'string', value: 'FILE', help: 'write the description to FILE, never overwritten (default: <name>.yaml in the project\'s descriptions folder; - prints it, as outside a project)' },
+  help: OPTIONS.help,
+} as const satisfies OptionTable;
+
+/** `init`: a description from a cluster. */
+export const INIT: CommandSpec<typeof INIT_OPTIONS> = {
+  name: 'init',
+  usage: `${PACKAGE_NAME} init (--snapshot FILE | --kubeconfig [PATH] [--context NAME]) [--name NAME --repo URL --path DIR] [--out FILE|-]`,
+  summary: 'write a description from a cluster (a snapshot or live; read-only)',
+  description: 'Writes a cluster description from what the cluster shows (the same sources as preflight): the service node\'s '
+    + 'taints, the GPU workers\' count, GPUs, product, allocatable CPU and memory, taints, the RDMA resource, the default '
+    + 'StorageClass, the pre-wired queue. What it cannot observe or decide (mixed GPU products, for one) is marked TODO(init) '
+    + 'with the alternatives; a cluster without GPU workers is refused (exit 2).',
+  options: INIT_OPTIONS,
+};
+
+const NEW_OPTIONS = { help: OPTIONS.help } as const satisfies OptionTable;
+
+/** `new`: a clusters repository. */
+export const NEW: CommandSpec<typeof NEW_OPTIONS> = {
+  name: 'new',
+  usage: `${PACKAGE_NAME} new DIR`,
+  summary: 'make a clusters repository in DIR (new or empty): the pinned toolkit, the project file, a CI script',
+  description: `Makes a clusters repository in DIR (created; an existing one must be empty): package.json pinning ${PACKAGE_NAME} `
+    + `at this version, ${PROJECT_FILE} (descriptions in clusters/, output in dist/), .gitignore, a README of the workflow, ci.sh `
+    + '(npm test: renders, fails when the committed dist/ differs, runs check) and clusters/ with the description\'s JSON Schema. '
+    + 'Then: cd DIR && npm install, and init writes the first description into clusters/. Needs none of the toolkit\'s dependencies.',
+  options: NEW_OPTIONS,
+};
