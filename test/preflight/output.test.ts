@@ -23,15 +23,15 @@ function preflight(file: string, ...more: string[]) {
 }
 
 describe('preflight findings', () => {
-  it('on 20,000 GPU workers: node lists are summarised, every line stays short', () => {
+  it('on 5,000 GPU workers: node lists are summarised, every line stays short', () => {
     const file = snapshot('large', (objects) => {
       const node = objects.find((o) => o.kind === 'Node' && o.status.allocatable['nvidia.com/gpu']);
-      for (let i = 0; i < 20_000; i++) objects.push({ ...structuredClone(node), metadata: { ...structuredClone(node.metadata), name: `gpu-${String(i).padStart(5, '0')}` } });
+      for (let i = 0; i < 5_000; i++) objects.push({ ...structuredClone(node), metadata: { ...structuredClone(node.metadata), name: `gpu-${String(i).padStart(5, '0')}` } });
     });
     const r = preflight(file);
     expect(r.code).toBe(EXIT.failed);
-    expect(r.lines.join('\n')).toContain('error [drift-node-count] Nodes gpu-00000, gpu-00001, gpu-00002, gpu-00003, gpu-00004 and 19998 more: the cluster has 20003 GPU worker(s)');
-    expect(r.lines.join('\n')).toContain('fix: 20003 GPU workers are more than one description takes (nodes.gpuWorkers.count)');
+    expect(r.lines.join('\n')).toContain('error [drift-node-count] Nodes gpu-00000, gpu-00001, gpu-00002, gpu-00003, gpu-00004 and 4998 more: the cluster has 5003 GPU worker(s)');
+    expect(r.lines.join('\n')).toContain('fix: 5003 GPU workers are more than one description takes (nodes.gpuWorkers.count)');
     expect(Math.max(...r.lines.map((l) => l.length))).toBeLessThan(500);
   }, 120_000);
 
