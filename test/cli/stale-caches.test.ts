@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SETTLED_MS } from '../../src/cache/digests';
-import { isDescriptionFile } from '../../src/model/load';
+import { isDescriptionFile } from '../../src/model/description-files';
 import { PROJECT_FILE } from '../../src/project/names';
 // the paths alone: test/helpers.ts loads the render stack, which this file (only starting children) never runs
 import { HAS_SCHEMAS, HAS_UPSTREAM, REFERENCE_FILE, ROOT, SHARED } from '../paths';
