@@ -1,10 +1,11 @@
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { parse } from 'yaml';
+import { FIXTURE_CLUSTERS, REFERENCE_FILE } from './paths';
 import { DescriptionError, parseDescription } from '../src/model/load';
 import { buildModel, ClusterModel } from '../src/model/model';
-import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM, PACKAGE_ROOT } from '../src/paths';
+import { DEFAULT_SCHEMAS } from '../src/paths';
 import { PROJECT_FILE } from '../src/project/project-file';
 import { Manifest, RenderedCluster } from '../src/render/manifest';
 import { synth } from '../src/synth/pipeline';
@@ -12,27 +13,7 @@ import { renderCluster } from '../src/synth/render';
 import { SchemaStore } from '../src/validate/schemas';
 import { ManifestValidator, ValidationIssue } from '../src/validate/validator';
 
-export const ROOT = PACKAGE_ROOT;
-/**
- * The descriptions tests render: fixtures, a folder of clusters as a project has one. The examples of
- * src/clusters/ are examples: adding, changing or removing one changes no test result, except those of
- * the tests about "whatever src/clusters/ holds" (EXAMPLES_DIR), which pass for any valid examples.
- */
-export const FIXTURE_CLUSTERS = path.join(ROOT, 'test', 'fixtures', 'clusters');
-/** The reference description (../shared/reference/instant-cluster.yaml): a two-worker Instant Cluster. */
-export const REFERENCE_FILE = path.join(FIXTURE_CLUSTERS, 'instant-cluster.yaml');
-/** A larger fleet member: 16 GPU workers, five tenants, the add-ons managed by Argo CD. */
-export const TRAINING_FILE = path.join(FIXTURE_CLUSTERS, 'training-cluster.yaml');
-/** The examples of this repository (its project's descriptions): only tests about whatever they are read them. */
-export const EXAMPLES_DIR = path.join(ROOT, 'src', 'clusters');
-export const SHARED = path.resolve(ROOT, '..', 'shared');
-/** The compiled command line (`npm test` compiles first): what the package's bin and the npm scripts run. */
-export const BIN = path.join(ROOT, 'lib', 'src', 'bin.js');
-
-/** True when ../shared/crds exists; schema tests are skipped (and reported as skipped) otherwise. */
-export const HAS_SCHEMAS = existsSync(path.join(DEFAULT_SCHEMAS, 'kubernetes'));
-/** The vendored upstream charts and manifests (../shared/upstream-installs); upstream tests skip without them. */
-export const HAS_UPSTREAM = existsSync(DEFAULT_UPSTREAM);
+export { BIN, EXAMPLES_DIR, FIXTURE_CLUSTERS, HAS_SCHEMAS, HAS_UPSTREAM, REFERENCE_FILE, ROOT, SHARED, TRAINING_FILE } from './paths';
 
 /**
  * The reference description as parsed YAML (a fresh copy each call: mutate freely). Typed loosely on

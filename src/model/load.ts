@@ -1,6 +1,7 @@
 import * as path from 'node:path';
 import type { core } from 'zod';
 import { ClusterDescription, ClusterDescriptionSchema } from './description';
+export { isDescriptionFile } from './description-files';
 import { evaluateTypeScriptDescription, TypeScriptDescriptionFailed } from './load-typescript';
 import { faultPoint } from '../fault';
 import { closestField, echoedValue } from './issue-hints';
@@ -128,10 +129,6 @@ function parseYaml(file: string, text: string): unknown {
   return asDescriptionError(() => parseInputYaml(file, text, 'description', false)[0], text);
 }
 
-/** Description files: YAML, JSON (not a *.schema.json) or TypeScript (not a *.d.ts). */
-export function isDescriptionFile(name: string): boolean {
-  return /\.(ya?ml|json|ts)$/i.test(name) && !/\.(schema\.json|d\.ts)$/i.test(name);
-}
 
 /**
  * Reads a YAML, JSON or TypeScript (`export default defineCluster({...})`) cluster description

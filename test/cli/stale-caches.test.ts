@@ -4,9 +4,10 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SETTLED_MS } from '../../src/cache/digests';
-import { isDescriptionFile } from '../../src/model/load';
-import { PROJECT_FILE } from '../../src/project/project-file';
-import { HAS_SCHEMAS, HAS_UPSTREAM, REFERENCE_FILE, ROOT, SHARED } from '../helpers';
+import { isDescriptionFile } from '../../src/model/description-files';
+import { PROJECT_FILE } from '../../src/project/names';
+// the paths alone: test/helpers.ts loads the render stack, which this file (only starting children) never runs
+import { HAS_SCHEMAS, HAS_UPSTREAM, REFERENCE_FILE, ROOT, SHARED } from '../paths';
 
 // Every cache is keyed by content: an input edited in place with its size and mtime kept (as
 // `fs.utimes`, `touch -r`, `cp -p` or a checkout leave it) is noticed by `validate`, `synth --out`
