@@ -142,6 +142,8 @@ describe('a clusters repository of a platform engineer, with the packed toolkit 
   let appCompiled: Promise<Pick<Run, 'status' | 'stdout' | 'stderr'>>;
   /** preflight, which reads only the description and the snapshot: it runs beside validate and check. */
   let preflighted: Promise<Pick<Run, 'status' | 'stdout' | 'stderr'>>;
+  /** diff of the fresh dist/ (beside validate and check too). */
+  let unchanged: Promise<Pick<Run, 'status' | 'stdout' | 'stderr'>>;
   afterAll(() => rmSync(work, { recursive: true, force: true }));
 
   it('packs the CLI, the library, the pinned schemas and charts with their checksums, and nothing of test/ (under 15 MB)', () => {
@@ -250,13 +252,15 @@ describe('a clusters repository of a platform engineer, with the packed toolkit 
   });
 
   let expected: Map<string, string>;
-  it('synth renders clusters/ into dist/ exactly as this checkout renders the same descriptions', () => {
-    const r = cli(repo, ['synth']);
-    expect(r.status, says(r)).toBe(0);
-    expect(readdirSync(path.join(repo, 'dist')).sort()).toEqual(['fleet', 'lab', 'training-cluster']);
+  it('synth renders clusters/ into dist/ exactly as this checkout renders the same descriptions', async () => {
+    const synthesized = cliAsync(repo, ['synth']);
+    // this checkout's render of the same descriptions, while the installed CLI renders them
     const reference = path.join(work, 'reference-render');
     synth({ clustersDir: path.join(repo, 'clusters'), out: reference, schemas: false });
     expected = readTreeFiles(reference);
+    const r = await synthesized;
+    expect(r.status, says(r)).toBe(0);
+    expect(readdirSync(path.join(repo, 'dist')).sort()).toEqual(['fleet', 'lab', 'training-cluster']);
     expect(readTreeFiles(path.join(repo, 'dist'))).toEqual(expected);
     expect([...expected.keys()].filter((f) => f.startsWith('lab/kueue/'))).toContain('lab/kueue/clusterqueue.cluster-queue.yaml');
   });
@@ -266,7 +270,8 @@ describe('a clusters repository of a platform engineer, with the packed toolkit 
     // npm runs scripts and bins through sh; ci.sh uses git and dirname
     for (const name of ['node', 'npm', 'npx', 'sh', 'git', 'dirname']) symlinkSync(realpathSync(exec('which', [name], work).stdout.trim()), path.join(bin, name));
     expect(exec('which', ['helm'], work, { PATH: bin }).status).not.toBe(0);
-    // the three read dist/ and clusters/ and write nothing there: they run side by side
+    // these read dist/ and clusters/ and write nothing there: they run side by side
+    unchanged = cliAsync(repo, ['diff']);
     preflighted = cliAsync(repo, ['preflight', '--config', 'clusters/lab.yaml', '--snapshot', SNAPSHOT, '--format', 'json']);
     const [validate, check] = await Promise.all([
       cliAsync(repo, ['validate', 'dist']),
@@ -293,9 +298,11 @@ describe('a clusters repository of a platform engineer, with the packed toolkit 
     expect(r.status, says(r)).toBe(blocking.length === 0 ? 0 : 1);
   });
 
-  it('after an update of the toolkit, diff lists every object it adds, changes and removes before anything is written; synth keeps its deletion guard', () => {
+  it('after an update of the toolkit, diff lists every object it adds, changes and removes before anything is written; synth keeps its deletion guard', async () => {
     const dist = path.join(repo, 'dist');
-    expect(cli(repo, ['diff']).stdout.trim()).toBe('no changes: dist matches a fresh render');
+    // (run beside validate and check, on the dist/ synth wrote)
+    const same = await unchanged;
+    expect(same.stdout.trim(), says(same)).toBe('no changes: dist matches a fresh render');
     // the committed output as an older version rendered it: a value it rendered otherwise, an object it
     // lacked, an object it had and the new version drops
     const quota = path.join(dist, 'lab', 'kueue', 'clusterqueue.cluster-queue.yaml');
@@ -323,7 +330,9 @@ describe('a clusters repository of a platform engineer, with the packed toolkit 
   });
 
   // (its passing run is synth, schema and check, each proven above: only the drift case runs here)
-  it('the repository\'s CI script (npm test) fails when the committed dist/ differs from a fresh render', () => {
+  it('the repository\'s CI script (npm test) fails when the committed dist/ differs from a fresh render', async () => {
+    // the app's compile writes into the repository: done before its files are committed
+    await appCompiled;
     const who = { GIT_AUTHOR_NAME: 'ci', GIT_AUTHOR_EMAIL: 'ci@example.com', GIT_COMMITTER_NAME: 'ci', GIT_COMMITTER_EMAIL: 'ci@example.com' };
     const git = (...args: string[]) => exec('git', args, repo, who);
     for (const args of [['init', '-q'], ['add', '-A'], ['commit', '-q', '-m', 'clusters']]) expect(git(...args).status, args.join(' ')).toBe(0);
