@@ -1,4 +1,4 @@
-import { spawnSync, SpawnSyncReturns } from 'node:child_process';
+import { spawn, spawnSync, SpawnSyncReturns } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { packOnce } from './pack-cache';
 import { main } from '../../src/cli';
 import { isInside } from '../../src/files';
 import { PACKAGE_NAME } from '../../src/paths';
@@ -21,7 +22,8 @@ import { SNAPSHOT } from '../preflight/snapshots';
  * installed there with `npm install --offline` (every dependency from the npm cache `npm ci` filled),
  * then `npx gpu-cluster-manifests` init, synth, validate, check (the packaged engines and charts),
  * preflight, diff (after an "update"), the repository's CI script, and a cdk8s app of the user's that
- * imports the package's constructs. One pack and one install for the whole scenario. npx runs the commands
+ * imports the package's constructs. One pack and one install for the whole scenario; the pack is npm's of this
+ * run, or npm's tarball of an earlier run of byte-identical inputs (./pack-cache.ts). npx runs the commands
  * where finding the bin is the point (init from a subfolder, check with a PATH of node, npm and sh only), the
  * installed bin the others; the variations whose failure does not depend on what is installed (a second new
  * into a folder, an unknown command) run through the CLI's entry in this process.
@@ -42,8 +44,21 @@ type Run = SpawnSyncReturns<string>;
 function exec(command: string, args: readonly string[], cwd: string, extra: Record<string, string> = {}): Run {
   return spawnSync(command, args, { cwd, env: { ...env, ...extra }, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
 }
+/** The same as a promise, for the steps that run beside others (their child's exit code and output; never rejects). */
+function execAsync(command: string, args: readonly string[], cwd: string, extra: Record<string, string> = {}): Promise<Pick<Run, 'status' | 'stdout' | 'stderr'>> {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { cwd, env: { ...env, ...extra }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on('data', (b: Buffer) => out.push(b));
+    child.stderr.on('data', (b: Buffer) => err.push(b));
+    child.on('error', (e) => resolve({ status: null, stdout: '', stderr: String(e) }));
+    child.on('close', (status) => resolve({ status, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') }));
+  });
+}
 /** `npx gpu-cluster-manifests ...`, as the user types it. */
 const npx = (cwd: string, args: readonly string[], extra?: Record<string, string>) => exec('npx', ['--no-install', PACKAGE_NAME, ...args], cwd, extra);
+const npxAsync = (cwd: string, args: readonly string[], extra?: Record<string, string>) => execAsync('npx', ['--no-install', PACKAGE_NAME, ...args], cwd, extra);
 const says = (r: Pick<Run, 'status' | 'stdout' | 'stderr'>) => `exit ${r.status}\n${r.stdout}\n${r.stderr}`;
 /**
  * A command through the CLI's entry in this process, for the variations whose failure does not depend on what
@@ -119,15 +134,22 @@ describe('a clusters repository of a platform engineer, with the packed toolkit 
   let packed: string[] = [];
   /** The installed bin itself (what npx runs; npm's own start-up spared where npx is not the point). */
   const cli = (cwd: string, args: readonly string[], extra?: Record<string, string>) => exec(path.join(repo, 'node_modules', '.bin', PACKAGE_NAME), args, cwd, extra);
+  const cliAsync = (cwd: string, args: readonly string[]) => execAsync(path.join(repo, 'node_modules', '.bin', PACKAGE_NAME), args, cwd);
   /** A PATH of node, npm, npx and what the repository's CI script runs, without helm or kubectl: check must use the package's engines. */
   const bin = path.join(work, 'path');
+  /** The user's cdk8s app, and its compile (which runs beside the CLI's commands). */
+  const app = path.join(repo, 'app');
+  let appCompiled: Promise<Pick<Run, 'status' | 'stdout' | 'stderr'>>;
+  /** preflight, which reads only the description and the snapshot: it runs beside validate and check. */
+  let preflighted: Promise<Pick<Run, 'status' | 'stdout' | 'stderr'>>;
+  /** diff of the fresh dist/ (beside validate and check too). */
+  let unchanged: Promise<Pick<Run, 'status' | 'stdout' | 'stderr'>>;
   afterAll(() => rmSync(work, { recursive: true, force: true }));
 
   it('packs the CLI, the library, the pinned schemas and charts with their checksums, and nothing of test/ (under 15 MB)', () => {
-    const r = exec('npm', ['pack', '--json', '--pack-destination', work], ROOT, { npm_config_offline: 'false' });
-    expect(r.status, says(r)).toBe(0);
-    const [info] = JSON.parse(r.stdout) as { filename: string; size: number; files: { path: string }[] }[];
-    tarball = path.join(work, info.filename);
+    const pack = packOnce(work, (args) => exec('npm', args, ROOT, { npm_config_offline: 'false' }));
+    const { info } = pack;
+    tarball = pack.tarball;
     packed = info.files.map((f) => f.path);
     expect(statSync(tarball).size).toBeLessThan(MAX_TARBALL_BYTES);
     expect(packed).toEqual(expect.arrayContaining([
@@ -209,6 +231,15 @@ describe('a clusters repository of a platform engineer, with the packed toolkit 
     expect(existsSync(path.join(repo, 'node_modules', '.bin', PACKAGE_NAME))).toBe(true);
     // the kubectl layer's peer (aws-cdk-lib, for a construct never loaded) is not installed: the repository's .npmrc
     expect(existsSync(path.join(repo, 'node_modules', 'aws-cdk-lib'))).toBe(false);
+    // the user's cdk8s app (its case is below) compiles from here on, beside the CLI's commands: it reads only
+    // the app and node_modules
+    mkdirSync(app);
+    writeFileSync(path.join(app, 'main.ts'), APP);
+    writeFileSync(path.join(app, 'tsconfig.json'), JSON.stringify({
+      compilerOptions: { module: 'node16', target: 'es2020', strict: true, skipLibCheck: true, outDir: 'out', types: ['node'] },
+      files: ['main.ts'],
+    }));
+    appCompiled = execAsync(path.join(repo, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.json'], app);
   });
 
   it('init writes the first description into clusters/ from a snapshot, typed in any folder of the repository', () => {
@@ -221,26 +252,33 @@ describe('a clusters repository of a platform engineer, with the packed toolkit 
   });
 
   let expected: Map<string, string>;
-  it('synth renders clusters/ into dist/ exactly as this checkout renders the same descriptions', () => {
-    const r = cli(repo, ['synth']);
-    expect(r.status, says(r)).toBe(0);
-    expect(readdirSync(path.join(repo, 'dist')).sort()).toEqual(['fleet', 'lab', 'training-cluster']);
+  it('synth renders clusters/ into dist/ exactly as this checkout renders the same descriptions', async () => {
+    const synthesized = cliAsync(repo, ['synth']);
+    // this checkout's render of the same descriptions, while the installed CLI renders them
     const reference = path.join(work, 'reference-render');
     synth({ clustersDir: path.join(repo, 'clusters'), out: reference, schemas: false });
     expected = readTreeFiles(reference);
+    const r = await synthesized;
+    expect(r.status, says(r)).toBe(0);
+    expect(readdirSync(path.join(repo, 'dist')).sort()).toEqual(['fleet', 'lab', 'training-cluster']);
     expect(readTreeFiles(path.join(repo, 'dist'))).toEqual(expected);
     expect([...expected.keys()].filter((f) => f.startsWith('lab/kueue/'))).toContain('lab/kueue/clusterqueue.cluster-queue.yaml');
   });
 
-  it('validate and check pass with what the package ships: its schemas, its charts, its engines (nothing on PATH but node, npm and sh)', () => {
-    const validate = cli(repo, ['validate', 'dist']);
-    expect(validate.status, says(validate)).toBe(0);
-    expect(validate.stdout).toMatch(/^ok: \d+ objects, 0 errors/m);
+  it('validate and check pass with what the package ships: its schemas, its charts, its engines (nothing on PATH but node, npm and sh)', async () => {
     mkdirSync(bin);
     // npm runs scripts and bins through sh; ci.sh uses git and dirname
     for (const name of ['node', 'npm', 'npx', 'sh', 'git', 'dirname']) symlinkSync(realpathSync(exec('which', [name], work).stdout.trim()), path.join(bin, name));
     expect(exec('which', ['helm'], work, { PATH: bin }).status).not.toBe(0);
-    const check = npx(repo, ['check', '--format', 'json'], { PATH: bin });
+    // these read dist/ and clusters/ and write nothing there: they run side by side
+    unchanged = cliAsync(repo, ['diff']);
+    preflighted = cliAsync(repo, ['preflight', '--config', 'clusters/lab.yaml', '--snapshot', SNAPSHOT, '--format', 'json']);
+    const [validate, check] = await Promise.all([
+      cliAsync(repo, ['validate', 'dist']),
+      npxAsync(repo, ['check', '--format', 'json'], { PATH: bin }),
+    ]);
+    expect(validate.status, says(validate)).toBe(0);
+    expect(validate.stdout).toMatch(/^ok: \d+ objects, 0 errors/m);
     expect(check.status, says(check)).toBe(0);
     const report = JSON.parse(check.stdout);
     expect(report.engines.helm.source).toBe('package');
@@ -252,16 +290,19 @@ describe('a clusters repository of a platform engineer, with the packed toolkit 
     expect(report.renderedSources).toBeGreaterThan(20);
   });
 
-  it('preflight compares the description with the snapshot; the only block init leaves is the Dashboard\'s node port', () => {
-    const r = cli(repo, ['preflight', '--config', 'clusters/lab.yaml', '--snapshot', SNAPSHOT, '--format', 'json']);
+  it('preflight compares the description with the snapshot; the only block init leaves is the Dashboard\'s node port', async () => {
+    // (started beside validate and check)
+    const r = await preflighted;
     const blocking = (JSON.parse(r.stdout).findings as { rule: string; severity: string }[]).filter((f) => f.severity === 'error');
     expect(blocking.filter((f) => f.rule !== 'nodeport-allocated')).toEqual([]);
     expect(r.status, says(r)).toBe(blocking.length === 0 ? 0 : 1);
   });
 
-  it('after an update of the toolkit, diff lists every object it adds, changes and removes before anything is written; synth keeps its deletion guard', () => {
+  it('after an update of the toolkit, diff lists every object it adds, changes and removes before anything is written; synth keeps its deletion guard', async () => {
     const dist = path.join(repo, 'dist');
-    expect(cli(repo, ['diff']).stdout.trim()).toBe('no changes: dist matches a fresh render');
+    // (run beside validate and check, on the dist/ synth wrote)
+    const same = await unchanged;
+    expect(same.stdout.trim(), says(same)).toBe('no changes: dist matches a fresh render');
     // the committed output as an older version rendered it: a value it rendered otherwise, an object it
     // lacked, an object it had and the new version drops
     const quota = path.join(dist, 'lab', 'kueue', 'clusterqueue.cluster-queue.yaml');
@@ -289,7 +330,9 @@ describe('a clusters repository of a platform engineer, with the packed toolkit 
   });
 
   // (its passing run is synth, schema and check, each proven above: only the drift case runs here)
-  it('the repository\'s CI script (npm test) fails when the committed dist/ differs from a fresh render', () => {
+  it('the repository\'s CI script (npm test) fails when the committed dist/ differs from a fresh render', async () => {
+    // the app's compile writes into the repository: done before its files are committed
+    await appCompiled;
     const who = { GIT_AUTHOR_NAME: 'ci', GIT_AUTHOR_EMAIL: 'ci@example.com', GIT_COMMITTER_NAME: 'ci', GIT_COMMITTER_EMAIL: 'ci@example.com' };
     const git = (...args: string[]) => exec('git', args, repo, who);
     for (const args of [['init', '-q'], ['add', '-A'], ['commit', '-q', '-m', 'clusters']]) expect(git(...args).status, args.join(' ')).toBe(0);
@@ -302,15 +345,9 @@ describe('a clusters repository of a platform engineer, with the packed toolkit 
     expect(drift.stderr).toMatch(/^dist\/ differs from a fresh render: run npx gpu-cluster-manifests synth \(and schema\), then commit:\n M dist\/lab\/README\.md$/m);
   });
 
-  it('a cdk8s app of the user\'s imports the exported constructs by the package name, type-checks and synthesizes; deep imports are refused', () => {
-    const app = path.join(repo, 'app');
-    mkdirSync(app);
-    writeFileSync(path.join(app, 'main.ts'), APP);
-    writeFileSync(path.join(app, 'tsconfig.json'), JSON.stringify({
-      compilerOptions: { module: 'node16', target: 'es2020', strict: true, skipLibCheck: true, outDir: 'out', types: ['node'] },
-      files: ['main.ts'],
-    }));
-    const tsc = exec(path.join(repo, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.json'], app);
+  it('a cdk8s app of the user\'s imports the exported constructs by the package name, type-checks and synthesizes; deep imports are refused', async () => {
+    // (its compile started after the install)
+    const tsc = await appCompiled;
     expect(tsc.status, says(tsc)).toBe(0);
     const run = exec(process.execPath, ['out/main.js', path.join(repo, 'clusters', 'lab.yaml'), 'manifests'], app);
     expect(run.status, says(run)).toBe(0);
