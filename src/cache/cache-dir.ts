@@ -3,10 +3,16 @@ import * as path from 'node:path';
 import { isMainThread } from 'node:worker_threads';
 import { fsErrorText, InputError, isFsError } from '../errors';
 import { pathProblem, usableFolder } from '../files';
-import { INSTALL_ROOT } from '../paths';
+import { INSTALL_ROOT, PACKAGE_NAME } from '../paths';
 
 /** Environment variable naming the cache folder; `off` (or `0`, `false`, `no`) disables every cache. */
 export const CACHE_ENV = 'GPU_CLUSTER_MANIFESTS_CACHE';
+
+/** Whether a value of CACHE_ENV turns every cache off. */
+export const cacheOff = (value: string): boolean => /^(off|0|false|no)$/i.test(value);
+
+/** Where a project keeps the cache: `<root>/node_modules/.cache/gpu-cluster-manifests/`. */
+export const projectCachePath = (root: string): string => path.join(root, 'node_modules', '.cache', PACKAGE_NAME);
 
 /**
  * Why a folder cannot hold the cache, or undefined when it can: it (or, when it does not exist yet, the
@@ -56,7 +62,7 @@ const unusable = new Set<string>();
 export function defaultCacheDir(): string | undefined {
   const env = process.env[CACHE_ENV];
   if (env !== undefined && env !== '') {
-    if (/^(off|0|false|no)$/i.test(env)) return undefined;
+    if (cacheOff(env)) return undefined;
     const dir = usableFolder(env, `${CACHE_ENV}=${env}`, 'point it at a folder (created when missing), or set it to off');
     const problem = cacheDirProblem(dir);
     if (problem) throw new InputError(`${CACHE_ENV}=${env}: cannot hold the cache: ${problem}; point it at a folder of yours, or set it to off`);
@@ -70,9 +76,8 @@ export function defaultCacheDir(): string | undefined {
  * project has no node_modules, or when that folder cannot hold the cache (said once on standard error).
  */
 export function projectCacheDir(root: string): string | undefined {
-  const modules = path.join(root, 'node_modules');
-  if (!existsSync(modules)) return undefined;
-  const dir = path.join(modules, '.cache', 'gpu-cluster-manifests');
+  if (!existsSync(path.join(root, 'node_modules'))) return undefined;
+  const dir = projectCachePath(root);
   if (unusable.has(dir)) return undefined;
   const problem = cacheDirProblem(dir);
   if (problem === undefined) return dir;

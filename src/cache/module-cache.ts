@@ -3,9 +3,9 @@ import { closeSync, existsSync, fstatSync, openSync, readdirSync, readSync, rena
 import Module from 'node:module';
 import * as path from 'node:path';
 import * as vm from 'node:vm';
-import { CACHE_ENV } from './cache-dir';
+import { CACHE_ENV, cacheOff, projectCachePath } from './cache-dir';
 import { makeDirs } from '../files';
-import { INSTALL_ROOT, PACKAGE_NAME, PACKAGE_ROOT } from '../paths';
+import { INSTALL_ROOT, PACKAGE_ROOT } from '../paths';
 
 /**
  * A V8 code cache for the CommonJS modules a command loads (Node 20 has no module.enableCompileCache):
@@ -76,9 +76,8 @@ export interface ModuleCacheOptions {
 /** The cache folder, without a word: a folder that turns out unusable only costs speed (the command itself reports it, when it needs one). */
 function defaultFolder(): string | undefined {
   const env = process.env[CACHE_ENV];
-  if (env !== undefined && env !== '') return /^(off|0|false|no)$/i.test(env) ? undefined : path.resolve(env);
-  const modules = path.join(INSTALL_ROOT, 'node_modules');
-  return existsSync(modules) ? path.join(modules, '.cache', PACKAGE_NAME) : undefined;
+  if (env !== undefined && env !== '') return cacheOff(env) ? undefined : path.resolve(env);
+  return existsSync(path.join(INSTALL_ROOT, 'node_modules')) ? projectCachePath(INSTALL_ROOT) : undefined;
 }
 
 const sha256 = (data: string | Uint8Array) => createHash('sha256').update(data).digest();
@@ -167,7 +166,7 @@ function openEntries(file: string): CacheFile {
   return { entries, close };
 }
 
-const blobDigest = (data: Uint8Array) => createHash('sha256').update(data).digest('base64');
+const blobDigest = (data: string | Uint8Array) => createHash('sha256').update(data).digest('base64');
 
 /** Keeps the MAX_FILES files of the folder used last (reading a file does not change its mtime: a hit touches nothing, so "used" means written). */
 function prune(dir: string, keep: string): void {
@@ -222,7 +221,7 @@ export function installModuleCache(name: string, opts: ModuleCacheOptions = {}):
 
   function cachedCompile(this: Module, content: string, filename: string, format?: string): unknown {
     if (format === 'module' || !inScope(filename)) return original.call(this, content, filename, format);
-    const key = createHash('sha256').update(content).digest('base64');
+    const key = blobDigest(content);
     const hit = known.get(filename);
     const cachedData = hit?.key === key ? intact(hit) : undefined;
     const source = content.startsWith('#!') ? `//${content}` : content;

@@ -8,18 +8,6 @@ export interface PreparedChart {
 }
 
 /**
- * What the engines render for one command, shared by all the clusters it checks: each distinct engine input
- * (a chart with its version, values, flags and Kubernetes version; an overlay with its patches; a folder's
- * content) is rendered, or read from the cache and verified, once per run, also when several clusters ask for
- * it at the same time; a prepared chart is made (or verified) once per run. It also holds the command's one
- * engine budget: sharing renders never multiplies the bound, and never skips a check of what a render gives.
- *
- * Renders of charts and overlays stay in memory (a fleet asks for the same few again and again), the
- * KEPT_RENDERS used last: a fleet whose every cluster has its own (its name in the values, say) holds a few of
- * them at a time, not the fleet's; a folder's build only until its clusters took it (each cluster's folders are
- * its own).
- */
-/**
  * What a render renders: a chart (helm template), an overlay of a vendored release, a folder of the tree (alone, or
  * several in one kustomize run), a folder built on remote bases (a cluster's argocd folder over Argo CD's install).
  */
@@ -40,6 +28,18 @@ const RENDER_KINDS: readonly RenderKind[] = ['chart', 'overlay', 'folder', 'remo
 /** Finished renders kept in memory, the ones used last (each some MB of objects: Argo CD's install is 5 MB). */
 const KEPT_RENDERS = 16;
 
+/**
+ * What the engines render for one command, shared by all the clusters it checks: each distinct engine input
+ * (a chart with its version, values, flags and Kubernetes version; an overlay with its patches; a folder's
+ * content) is rendered, or read from the cache and verified, once per run, also when several clusters ask for
+ * it at the same time; a prepared chart is made (or verified) once per run. It also holds the command's one
+ * engine budget: sharing renders never multiplies the bound, and never skips a check of what a render gives.
+ *
+ * Renders of charts and overlays stay in memory (a fleet asks for the same few again and again), the
+ * KEPT_RENDERS used last: a fleet whose every cluster has its own (its name in the values, say) holds a few of
+ * them at a time, not the fleet's; a folder's build only until its clusters took it (each cluster's folders are
+ * its own).
+ */
 export class RenderSession {
   readonly cache: RenderCache;
   readonly budget: EngineBudget;
