@@ -165,16 +165,24 @@ export interface CliRun {
 /**
  * A command line run in this process as src/bin.ts runs it (the precheck of the descriptions of synth and diff,
  * then main with the models it loaded; the plain synth's up-to-date answer aside), its output captured; `env`
- * set and `cwd` the working folder for this run only. For the cases where the process boundary is not the point.
+ * set (undefined: unset) and `cwd` the working folder for this run only. For the cases where the process boundary is not the point.
  */
-export async function runCliInProcess(argv: readonly string[], opts: { env?: Record<string, string>; cwd?: string } = {}): Promise<CliRun> {
+export async function runCliInProcess(
+  argv: readonly string[], opts: { env?: Record<string, string | undefined>; cwd?: string } = {},
+): Promise<CliRun> {
   const [{ main }, { precheckDescriptions }, { reportError }] = await Promise.all([import('../src/cli'), import('../src/commands/precheck'), import('../src/errors')]);
   let stdout = '';
   let stderr = '';
   const io = { out: (l: string) => { stdout += `${l}\n`; }, err: (l: string) => { stderr += `${l}\n`; } };
+  const setEnv = (values: Record<string, string | undefined>) => {
+    for (const [k, v] of Object.entries(values)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  };
   const saved = Object.fromEntries(Object.keys(opts.env ?? {}).map((k) => [k, process.env[k]]));
   const cwd = process.cwd();
-  Object.assign(process.env, opts.env);
+  setEnv(opts.env ?? {});
   if (opts.cwd) process.chdir(opts.cwd);
   try {
     let code: number;
@@ -187,9 +195,6 @@ export async function runCliInProcess(argv: readonly string[], opts: { env?: Rec
     return { code, stdout, stderr };
   } finally {
     process.chdir(cwd);
-    for (const [k, v] of Object.entries(saved)) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
+    setEnv(saved);
   }
 }

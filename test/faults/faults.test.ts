@@ -4,11 +4,10 @@ import { hostname, tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
-import { main } from '../../src/cli';
 import { FAULT_ENV, FAULT_TRACE_ENV } from '../../src/fault';
 import { isWriteArtifact, JOURNAL_FILE, LOCK_FILE, LOCK_WAIT_ENV, recoverOutput } from '../../src/render/write';
 import { synth } from '../../src/synth/pipeline';
-import { BIN, FIXTURE_CLUSTERS, HAS_SCHEMAS, readTreeFiles, REFERENCE_FILE, ROOT } from '../helpers';
+import { BIN, FIXTURE_CLUSTERS, HAS_SCHEMAS, readTreeFiles, REFERENCE_FILE, ROOT, runCliInProcess } from '../helpers';
 
 /*
  * Crash tests of the write protocol (src/render/write.ts). A child `node lib/src/bin.js synth`
@@ -71,19 +70,10 @@ function run(args: string[], env: Record<string, string> = {}) {
  * code does here; the process boundary is the point only of what is killed, stopped or runs beside another writer.
  * `args` as for `run` (the compiled CLI first, dropped here); `env` set while the command runs.
  */
+/** A command in this process (args as a child's: the bin first), `env` set for it only. */
 async function inProcess(args: string[], env: Record<string, string> = {}): Promise<{ status: number; stderr: string }> {
-  const given = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
-  Object.assign(process.env, env);
-  const err: string[] = [];
-  try {
-    const status = await main(args.slice(1), { out: () => {}, err: (l) => err.push(l) });
-    return { status, stderr: err.map((l) => `${l}\n`).join('') };
-  } finally {
-    for (const [k, v] of Object.entries(given)) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
-  }
+  const r = await runCliInProcess(args.slice(1), { env });
+  return { status: r.code, stderr: r.stderr };
 }
 
 /** Renders each set of descriptions into its folder, in-process, as `synth --no-validate` does: the baselines the cases copy. */

@@ -7,12 +7,11 @@ import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { packOnce } from './pack-cache';
-import { main } from '../../src/cli';
 import { isInside } from '../../src/files';
 import { PACKAGE_NAME } from '../../src/paths';
 import { synth } from '../../src/synth/pipeline';
 import { VENDORED_RELEASES } from '../../src/upstream/releases';
-import { readTreeFiles, ROOT, SHARED, TRAINING_FILE } from '../helpers';
+import { readTreeFiles, ROOT, runCliInProcess, SHARED, TRAINING_FILE } from '../helpers';
 import { SNAPSHOT } from '../preflight/snapshots';
 
 /*
@@ -65,10 +64,8 @@ const says = (r: Pick<Run, 'status' | 'stdout' | 'stderr'>) => `exit ${r.status}
  * is installed (the same code prints it in the package): its exit code and what it printed, as a Run.
  */
 async function inProcess(args: string[]): Promise<Pick<Run, 'status' | 'stdout' | 'stderr'>> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const status = await main(args, { out: (l) => out.push(l), err: (l) => err.push(l) });
-  return { status, stdout: out.map((l) => `${l}\n`).join(''), stderr: err.map((l) => `${l}\n`).join('') };
+  const r = await runCliInProcess(args);
+  return { status: r.code, stdout: r.stdout, stderr: r.stderr };
 }
 /** Bad input: exit 2 and one line on stderr, no stack trace. */
 function expectOneLine(r: Pick<Run, 'status' | 'stdout' | 'stderr'>, line: RegExp): void {

@@ -8,13 +8,12 @@ import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { kubeconfigFor, serveState } from './api-server';
 import { SNAPSHOT, snapshotObjects } from './snapshots';
-import { main } from '../../src/cli';
 import { EXIT } from '../../src/commands/io';
 import { INPUT_LIMITS } from '../../src/input/limits';
 import { readSnapshot } from '../../src/preflight/snapshot';
 import { ClusterState } from '../../src/preflight/state';
 import { runCliChild } from '../child-cli';
-import { REFERENCE_FILE } from '../helpers';
+import { REFERENCE_FILE, runCliInProcess } from '../helpers';
 
 /*
  * Live reads against hostile servers of the test's own, on loopback: each command ends within its
@@ -46,23 +45,9 @@ const run = (args: string[], env?: Record<string, string | undefined>) => runCli
 async function runHere(
   args: string[], env: Record<string, string | undefined> = {},
 ): Promise<{ code: number; stdout: string; stderr: string; ms: number }> {
-  const setEnv = (values: Record<string, string | undefined>) => {
-    for (const [k, v] of Object.entries(values)) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
-  };
-  const given = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
-  const out: string[] = [];
-  const err: string[] = [];
   const t0 = performance.now();
-  setEnv(env);
-  try {
-    const code = await main([...args, '--out', '-'], { out: (l) => out.push(l), err: (l) => err.push(l) });
-    return { code, stdout: out.map((l) => `${l}\n`).join(''), stderr: err.map((l) => `${l}\n`).join(''), ms: performance.now() - t0 };
-  } finally {
-    setEnv(given);
-  }
+  const r = await runCliInProcess([...args, '--out', '-'], { env });
+  return { ...r, ms: performance.now() - t0 };
 }
 
 async function listen<S extends Server | HttpServer>(server: S): Promise<string> {
