@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CACHE_ENV } from '../../src/cache/compiled-cache';
-import { EXIT, main } from '../../src/cli';
+import { EXIT } from '../../src/cli';
 import { DEFAULT_SCHEMAS } from '../../src/paths';
-import { aliasBomb, HAS_SCHEMAS, readTreeFiles, REFERENCE_FILE } from '../helpers';
+import { aliasBomb, HAS_SCHEMAS, readTreeFiles, REFERENCE_FILE, runCliInProcess } from '../helpers';
 
 /*
  * Hostile input and a hostile machine: every case exits with the documented code and one line
@@ -79,18 +79,8 @@ beforeAll(() => {
 });
 
 async function run(c: Case): Promise<{ code: number; stderr: string }> {
-  let stderr = '';
-  const saved = Object.fromEntries(Object.keys(c.env ?? {}).map((k) => [k, process.env[k]]));
-  Object.assign(process.env, c.env);
-  try {
-    const code = await main(c.args(), { out: () => {}, err: (l) => { stderr += `${l}\n`; } });
-    return { code, stderr };
-  } finally {
-    for (const [k, v] of Object.entries(saved)) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
-  }
+  const r = await runCliInProcess(c.args(), { env: c.env });
+  return { code: r.code, stderr: r.stderr };
 }
 
 describe('bad input and unusable paths exit with a one-line reason and leave the output byte-identical', () => {
