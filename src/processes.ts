@@ -19,6 +19,16 @@ export function runToken(): string {
   return randomBytes(12).toString('hex');
 }
 
+/** True while a process of this host has that pid (one owned by another user included). */
+export function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 /** Kills a process group (SIGKILL); nothing when it is gone. */
 export function killGroup(pgid: number | undefined): void {
   if (pgid === undefined || pgid <= 1) return;

@@ -1,11 +1,11 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { Script } from 'node:vm';
 import type { ValidateFunction } from 'ajv';
+import { removeDeadWriters, writeCacheFile } from './cache-write';
 import { fileDigest, sha256 } from './digests';
-import { makeDirs } from '../files';
 
 export { CACHE_ENV, cacheDirProblem, defaultCacheDir, resolveCacheDir } from './cache-dir';
 
@@ -95,20 +95,12 @@ export class CompiledCache {
   }
 
   private write(key: string, file: string, content: string | Buffer): void {
-    const tmp = `${file}.${process.pid}-${randomBytes(6).toString('hex')}.tmp`;
-    try {
-      makeDirs(this.dir);
-      if (typeof content === 'string') writeFileSync(tmp, `${HEADER}${CompiledCache.checksum(key, content).toString('hex')}\n${content}`);
-      else writeFileSync(tmp, Buffer.concat([CompiledCache.checksum(key, content), content]));
-      renameSync(tmp, file);
-    } catch {
-      try {
-        rmSync(tmp, { force: true });
-      } catch {
-        // the cache is best effort
-      }
-    }
+    removeDeadWriters(this.dir);
+    writeCacheFile(file, typeof content === 'string'
+      ? `${HEADER}${CompiledCache.checksum(key, content).toString('hex')}\n${content}`
+      : Buffer.concat([CompiledCache.checksum(key, content), content]));
   }
+
 
   /** A cached JSON value, or undefined when absent or unreadable. */
   readJson<T>(key: string): T | undefined {

@@ -1,9 +1,10 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, existsSync, fstatSync, openSync, readdirSync, readSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { closeSync, existsSync, fstatSync, openSync, readdirSync, readSync, rmSync, statSync } from 'node:fs';
 import Module from 'node:module';
 import * as path from 'node:path';
 import * as vm from 'node:vm';
 import { CACHE_ENV, cacheOff, projectCachePath } from './cache-dir';
+import { removeDeadWriters, writeCacheFile } from './cache-write';
 import { makeDirs } from '../files';
 import { INSTALL_ROOT, PACKAGE_ROOT } from '../paths';
 
@@ -23,7 +24,8 @@ import { INSTALL_ROOT, PACKAGE_ROOT } from '../paths';
  *   compiled afresh.
  * Best effort: a folder that cannot be read or written (read-only, full, a file in the way) means a run
  * without the cache, never a failed command; files are written to a unique temporary name and renamed into
- * place (concurrent runs: the last complete write wins); the folder keeps the MAX_FILES files written last.
+ * place (concurrent runs: the last complete write wins; src/cache/cache-write.ts); the folder keeps the MAX_FILES files
+ * written last.
  *
  * Only the toolkit's own compiled modules and its dependencies are cached (files under the package and under
  * the node_modules it is installed in), never a user's file. ES modules (Node >= 20.19 loads them through
@@ -168,8 +170,13 @@ function openEntries(file: string): CacheFile {
 
 const blobDigest = (data: string | Uint8Array) => createHash('sha256').update(data).digest('base64');
 
-/** Keeps the MAX_FILES files of the folder used last (reading a file does not change its mtime: a hit touches nothing, so "used" means written). */
+/**
+ * Keeps the MAX_FILES files of the folder used last (reading a file does not change its mtime: a hit touches nothing, so
+ * "used" means written), and none of the temporary files of writers that are gone (a worker thread's write is cut short
+ * when its process exits).
+ */
 function prune(dir: string, keep: string): void {
+  removeDeadWriters(dir);
   const files = readdirSync(dir)
     .filter((f) => f.endsWith('.bin') && path.join(dir, f) !== keep)
     .map((f) => ({ f: path.join(dir, f), mtime: statSync(path.join(dir, f), { throwIfNoEntry: false })?.mtimeMs ?? 0 }))
@@ -246,7 +253,6 @@ export function installModuleCache(name: string, opts: ModuleCacheOptions = {}):
   const save = () => {
     if (saved || stats.misses === 0) return;
     saved = true;
-    let tmp: string | undefined;
     try {
       makeDirs(dir);
       const header: HeaderEntry[] = [];
@@ -274,21 +280,11 @@ export function installModuleCache(name: string, opts: ModuleCacheOptions = {}):
       const head = Buffer.from(JSON.stringify(header), 'utf8');
       const length = Buffer.alloc(4);
       length.writeUInt32LE(head.length);
-      tmp = `${file}.${process.pid}-${randomBytes(6).toString('hex')}.tmp`;
-      writeFileSync(tmp, Buffer.concat([MAGIC, length, sha256(head), head, ...blobs]));
-      renameSync(tmp, file);
-      tmp = undefined;
+      if (!writeCacheFile(file, Buffer.concat([MAGIC, length, sha256(head), head, ...blobs]))) return;
       stats.written = true;
       prune(dir, file);
     } catch {
       // a cache that cannot be written only costs speed
-      if (tmp) {
-        try {
-          rmSync(tmp, { force: true });
-        } catch {
-          // the cache is best effort
-        }
-      }
     }
   };
   proto._compile = cachedCompile;

@@ -2,6 +2,7 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { makeDirs } from '../files';
+import { pidAlive } from '../processes';
 
 let scratch: string | undefined;
 
@@ -22,15 +23,6 @@ export function workDir(cacheDir: string | undefined, sub: string): string {
   const dir = path.join(base, sub);
   makeDirs(dir);
   return dir;
-}
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /** A temporary name for `target` that names this process: `<target>.<kind>-<pid>-<random>`. */

@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import { InputError } from '../errors';
 import { faultPoint } from '../fault';
 import { readTextIfPresent } from '../files';
+import { pidAlive } from '../processes';
 
 /** Prefix of every file the write protocol keeps in an output root (lock, journal); never rendered output. */
 export const BOOKKEEPING_PREFIX = '.gpu-cluster-manifests.';
@@ -220,10 +221,5 @@ export function lockIsHeld(root: string): boolean {
 
 /** True when no process of this host has that pid. */
 export function pidIsGone(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return false;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'ESRCH';
-  }
+  return !pidAlive(pid);
 }

@@ -1,9 +1,9 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { digestOf } from './tree';
+import { removeDeadWriters, writeCacheFile } from '../cache/cache-write';
 import { moduleFolderDigest, packageDigest } from '../cache/digests';
-import { makeDirs } from '../files';
 import { Manifest } from '../render/manifest';
 
 /** The checksum an entry carries: of its key and its body, so an entry is valid only under its own key. */
@@ -27,7 +27,7 @@ export interface RenderOutput {
  * everything the render depends on (the content of the chart or kustomization tree, the values, the engine
  * and its version, the arguments, the code of src/upstream/ and of the YAML parser), never by sizes or modification times; it carries a checksum of its key
  * and body, so a truncated or damaged entry, or one moved under another key (swapped entries), reads as a miss and
- * is rendered again. Writes go to a temporary file renamed into place. Best effort: a cache that cannot be written
+ * is rendered again. Writes go to a temporary file renamed into place (src/cache/cache-write.ts). Best effort: a cache that cannot be written
  * is skipped.
  */
 export class RenderCache {
@@ -64,18 +64,8 @@ export class RenderCache {
   put(key: string, output: RenderOutput): void {
     if (!this.dir) return;
     const file = this.file(key);
-    const tmp = `${file}.${process.pid}-${randomBytes(6).toString('hex')}.tmp`;
-    try {
-      makeDirs(path.dirname(file));
-      const body = JSON.stringify(output);
-      writeFileSync(tmp, `${checksum(key, body)}\n${body}`);
-      renameSync(tmp, file);
-    } catch {
-      try {
-        rmSync(tmp, { force: true });
-      } catch {
-        // the cache is best effort
-      }
-    }
+    removeDeadWriters(path.dirname(file));
+    const body = JSON.stringify(output);
+    writeCacheFile(file, `${checksum(key, body)}\n${body}`);
   }
 }
