@@ -257,6 +257,9 @@ function runOnce(command, args, env, expectedStatus = 0, cwd = ROOT, expectOut =
 const cli = (...args) => ({ command: process.execPath, args: [CLI, ...args] });
 const launcher = (...args) => ({ command: process.execPath, args: [LAUNCHER, ...args] });
 const npmRun = (script, ...args) => ({ command: 'npm', args: ['run', script, '--', ...args] });
+const nothingPackage = path.join(work, 'nothing');
+mkdirSync(nothingPackage);
+writeFileSync(path.join(nothingPackage, 'package.json'), `${JSON.stringify({ name: 'nothing', version: '1.0.0', private: true, scripts: { nothing: 'node -e 0' } })}\n`);
 const broken = path.join(work, 'broken.yaml');
 writeFileSync(broken, readFileSync(REFERENCE, 'utf8').replace(/gpusPerNode: \d+/, 'gpusPerNode: eight'));
 
@@ -408,13 +411,24 @@ const CASES = [
     id: 'launcher-synth-repo', title: 'the same without npm: node projenrc/launch.cjs synth', runs: 5,
     ...launcher('synth'), objectsDir: path.join(ROOT, 'dist'),
   },
+  // a fresh render: each run into a folder that does not exist yet (into the same folder, a run after the first
+  // finds every file in place and writes nothing)
   {
-    id: 'npm-synth', title: 'npm run synth: every description in src/clusters + fleet (into a temp dir)', runs: 5,
-    ...npmRun('synth', '--out', out('npm-synth')), objectsDir: out('npm-synth'),
+    id: 'npm-synth', title: 'npm run synth: every description in src/clusters + fleet (into a new temp dir)', runs: 7,
+    ...npmRun('synth', '--out', out('npm-synth')), objectsDir: out('npm-synth'), before: () => rmSync(out('npm-synth'), { recursive: true, force: true }),
   },
   {
-    id: 'launcher-synth', title: 'the same without npm: node projenrc/launch.cjs synth', runs: 5,
-    ...launcher('synth', '--out', out('launcher-synth')), objectsDir: out('launcher-synth'),
+    id: 'launcher-synth', title: 'the same without npm: node projenrc/launch.cjs synth', runs: 7,
+    ...launcher('synth', '--out', out('launcher-synth')), objectsDir: out('launcher-synth'), before: () => rmSync(out('launcher-synth'), { recursive: true, force: true }),
+  },
+  // what any command through npm costs on this machine at this moment, before the toolkit runs a line: npm's run of
+  // a script that does nothing, and node's own start (NODE_EXTRA_CA_CERTS, when set, is read and parsed by both)
+  {
+    id: 'npm-run-nothing', title: 'baseline: npm run -s of a script that does nothing (npm and node start)', runs: 7,
+    command: 'npm', args: ['run', '-s', 'nothing'], cwd: nothingPackage,
+  },
+  {
+    id: 'node-start', title: 'baseline: node -e 0', runs: 7, command: process.execPath, args: ['-e', '0'],
   },
   {
     id: 'npm-bad-input', title: 'npm run synth -- --config BROKEN (exit 2)', runs: 5, status: 2,
@@ -563,7 +577,9 @@ if (byId['npm-test']) {
 }
 if (byId['npm-synth']) {
   const r = byId['npm-synth'];
-  check(`npm run synth -- --out DIR (a full render of the examples) <= ${TARGETS.npmSynthFullWallSeconds} s wall`, r.wallMs <= TARGETS.npmSynthFullWallSeconds * 1000, `${fmtS(r.wallMs)} s (cpu ${fmtS(r.cpuMs)} s)`);
+  const nothing = byId['npm-run-nothing'];
+  const fixed = nothing ? `; npm and node alone ${fmtS(nothing.wallMs)} s, node alone ${fmtS(byId['node-start']?.wallMs ?? NaN)} s` : '';
+  check(`npm run synth -- --out DIR (a full render of the examples) <= ${TARGETS.npmSynthFullWallSeconds} s wall`, r.wallMs <= TARGETS.npmSynthFullWallSeconds * 1000, `${fmtS(r.wallMs)} s (cpu ${fmtS(r.cpuMs)} s${fixed})`);
 }
 const engineRows = results.filter((r) => r.engineRenderMs !== undefined);
 if (engineRows.length > 0) {
