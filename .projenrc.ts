@@ -231,8 +231,9 @@ project.addTask('lint:fix', { description: 'Fix what eslint can fix in src, test
   .exec(`eslint --fix --no-error-on-unmatched-pattern ${LINTED}`, { receiveArgs: true });
 
 // Tests: compile, then vitest against the compiled CLI, with the type check of the tests (vitest strips
-// types without checking them) and eslint running beside it, not before it (projenrc/test.cjs): each of
-// the three leaves a core idle much of the time.
+// types without checking them) and eslint running beside it, not before it (projenrc/test.cjs): each
+// leaves a core idle much of the time. The two are one process over one TypeScript program
+// (projenrc/static-checks.cjs), which eslint's type-aware rules read instead of building it again.
 const test = project.testTask;
 test.reset();
 test.env('CDK8S_CHECK_UPGRADE', 'false');

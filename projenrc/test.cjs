@@ -3,11 +3,11 @@
 //
 //   node projenrc/test.cjs [VITEST ARGS...]
 //
-// The type check of the tests and eslint are one process each, single-threaded; vitest's workers
-// wait on child processes much of the time. So the two static checks run beside vitest instead of
-// before it: their output is held and printed once vitest has finished (vitest's own output goes
-// straight through), and the exit code is the first failure's, vitest's first. Plain JavaScript:
-// it runs what is installed, nothing of lib/.
+// The type check of the tests and eslint are one process, single-threaded; vitest's workers wait on
+// child processes much of the time. So the static checks run beside vitest instead of before it:
+// their output is held and printed once vitest has finished (vitest's own output goes straight
+// through), and the exit code is the first failure's, vitest's first. Plain JavaScript: it runs
+// what is installed, nothing of lib/.
 'use strict';
 const { spawn } = require('node:child_process');
 const path = require('node:path');
@@ -15,21 +15,12 @@ const path = require('node:path');
 const ROOT = path.resolve(__dirname, '..');
 const bin = (name) => path.join(ROOT, 'node_modules', '.bin', name);
 
-/** The checks beside vitest: the same commands the tasks ran one after the other. */
+/**
+ * The checks beside vitest: the type check of the tests and eslint, one process over one TypeScript program
+ * (projenrc/static-checks.cjs: the program tsc builds is the one eslint's type-aware rules read).
+ */
 const CHECKS = [
-  {
-    name: 'tsc -p test/tsconfig.json --noEmit',
-    command: bin('tsc'),
-    // incremental: a re-run re-checks what changed (the record is a cache, outside the tracked tree)
-    args: ['-p', 'test/tsconfig.json', '--noEmit', '--incremental', '--tsBuildInfoFile', path.join('node_modules', '.cache', 'tsc-test.tsbuildinfo')],
-    env: {},
-  },
-  {
-    name: 'eslint',
-    command: bin('eslint'),
-    args: ['--ext', '.ts,.tsx', '--no-error-on-unmatched-pattern', 'src', 'test', 'projenrc', '.projenrc.ts'],
-    env: { ESLINT_USE_FLAT_CONFIG: 'true' },
-  },
+  { name: 'static checks (projenrc/static-checks.cjs)', command: process.execPath, args: [path.join(__dirname, 'static-checks.cjs')], env: {} },
 ];
 
 function run(command, args, env, capture) {
