@@ -306,7 +306,7 @@ function runWorker(data: WorkerData): void {
   // first of all: the main thread sees this thread die from now on
   Atomics.store(shared, slot(data.slot, THREAD_ID), osThreadId());
   // the render stack compiled with V8's code from the cache, as the main thread's (read before the watch: no input of the run)
-  installModuleCache('synth-worker');
+  const moduleCache = installModuleCache('synth-worker');
   // before anything is loaded or read: what this thread reads is part of the watched run
   const watcher = data.watch ? new Watcher(data.watch) : undefined;
   watcher?.start();
@@ -344,6 +344,8 @@ function runWorker(data: WorkerData): void {
       watcher.stop();
       post({ type: 'watched', report: { seen: watcher.seen, unsound: watcher.whyUnsound() } });
     }
+    // written now: the main thread ends this thread (terminate) once it is done, before an exit handler would run
+    moduleCache?.save();
     Atomics.store(shared, slot(data.slot, FINISHED), 1);
     Atomics.add(shared, DONE, 1);
     Atomics.add(shared, SIGNAL, 1);

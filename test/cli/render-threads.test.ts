@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -46,6 +46,19 @@ describe.skipIf(process.platform !== 'linux')('render threads', () => {
       expect.stringMatching(/^error: oom-\d: its render thread ended while rendering it, most likely out of memory \(each render thread's heap is limited to 32 MB: GPU_CLUSTER_MANIFESTS_THREAD_MEMORY=<MB> raises it, GPU_CLUSTER_MANIFESTS_THREADS=1 renders on the main thread alone\); nothing was written$/),
     ]);
     expect(existsSync(out)).toBe(false);
+  });
+
+  it('a render thread\'s compiled code is cached too: written before the main thread ends the thread, nothing left over', () => {
+    const configs = fleet('code-cache', 2, 1);
+    const cache = path.join(work, 'code-cache-dir');
+    const run = () => spawnSync(process.execPath, [path.join(LIB, 'bin.js'), 'synth', ...configs.flatMap((c) => ['--config', c]), '--out', path.join(work, 'code-cache-out'), '--no-validate', '--quiet'], {
+      env: { ...process.env, [THREADS_ENV]: '2', [THREADS_FORCE_ENV]: '1', GPU_CLUSTER_MANIFESTS_CACHE: cache }, encoding: 'utf8', timeout: 280_000,
+    });
+    const r = run();
+    expect(r.status, r.stderr).toBe(0);
+    const files = readdirSync(path.join(cache, 'modules'));
+    expect(files.filter((f) => f.startsWith('synth-worker-'))).toEqual([expect.stringMatching(/^synth-worker-[0-9a-f]{12}\.bin$/)]);
+    expect(files.filter((f) => f.endsWith('.tmp'))).toEqual([]);
   });
 
   it.skipIf(availableParallelism() >= 63)('more threads than CPUs are capped at the CPUs, with a note; forced, they are used', () => {
