@@ -101,7 +101,6 @@ export class CompiledCache {
       : Buffer.concat([CompiledCache.checksum(key, content), content]));
   }
 
-
   /** A cached JSON value, or undefined when absent or unreadable. */
   readJson<T>(key: string): T | undefined {
     const entry = this.readText(key, this.file(key, 'json'));
