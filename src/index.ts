@@ -14,7 +14,8 @@
 export { ClusterDescriptionSchema } from './model/description';
 export type { ClusterDescription, ClusterDescriptionInput, TenantDescription, Taint } from './model/description';
 export { defineCluster } from './model/define';
-export { DescriptionError, isDescriptionFile, loadDescription, parseDescription } from './model/load';
+export { isDescriptionFile } from './model/description-files';
+export { DescriptionError, loadDescription, parseDescription } from './model/load';
 export type { DescriptionIssue } from './model/load';
 export { descriptionJsonSchema } from './model/json-schema';
 

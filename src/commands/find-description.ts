@@ -1,6 +1,6 @@
 import { closeSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
 import * as path from 'node:path';
-import { isDescriptionFile } from '../model/load';
+import { isDescriptionFile } from '../model/description-files';
 
 /** The most bytes read of a candidate file: a description names its cluster in its first lines. */
 const HEAD_BYTES = 64 * 1024;

@@ -1,7 +1,6 @@
 import * as path from 'node:path';
 import type { core } from 'zod';
 import { ClusterDescription, ClusterDescriptionSchema } from './description';
-export { isDescriptionFile } from './description-files';
 import { evaluateTypeScriptDescription, TypeScriptDescriptionFailed } from './load-typescript';
 import { faultPoint } from '../fault';
 import { closestField, echoedValue } from './issue-hints';
@@ -128,7 +127,6 @@ export function decodeDescription(file: string, buf: Buffer): string {
 function parseYaml(file: string, text: string): unknown {
   return asDescriptionError(() => parseInputYaml(file, text, 'description', false)[0], text);
 }
-
 
 /**
  * Reads a YAML, JSON or TypeScript (`export default defineCluster({...})`) cluster description

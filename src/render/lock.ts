@@ -65,11 +65,7 @@ function isStale(owner: LockOwner): boolean {
   if (owner.host !== os.hostname()) return false;
   const bootedAt = Date.now() - os.uptime() * 1000;
   if (Date.parse(owner.since) < bootedAt - 60_000) return true; // taken before the last boot
-  try {
-    process.kill(owner.pid, 0);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ESRCH') return true;
-  }
+  if (!pidAlive(owner.pid)) return true;
   if (owner.procStart !== undefined) {
     const now = procStartOf(owner.pid);
     if (now !== undefined && now !== owner.procStart) return true;
@@ -217,9 +213,4 @@ export class OutputLock {
 export function lockIsHeld(root: string): boolean {
   const owner = readLock(path.join(root, LOCK_FILE))?.owner;
   return owner !== undefined && owner !== 'unreadable' && !isStale(owner);
-}
-
-/** True when no process of this host has that pid. */
-export function pidIsGone(pid: number): boolean {
-  return !pidAlive(pid);
 }

@@ -2,9 +2,10 @@ import { closeSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, read
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { faultPoint } from '../fault';
-import { BOOKKEEPING_PREFIX, LOCK_FILE, LockOptions, lockIsHeld, OutputLock, pidIsGone } from './lock';
+import { BOOKKEEPING_PREFIX, LOCK_FILE, LockOptions, lockIsHeld, OutputLock } from './lock';
 import { fsErrorText, InputError, isFsError, WriteFailed } from '../errors';
 import { makeDirs, readTextIfPresent, syncDir } from '../files';
+import { pidAlive } from '../processes';
 import { RenderedFile } from './folder-files';
 
 export { BOOKKEEPING_PREFIX, LOCK_FILE, LOCK_WAIT_ENV } from './lock';
@@ -283,7 +284,7 @@ function sweep(root: string): void {
     }
     if (name.startsWith(`${JOURNAL_FILE}.tmp-`)) removeTree(path.join(root, name), 'recover-remove');
     const lockTmp = new RegExp(`^${LOCK_FILE.replace(/\./g, '\\.')}\\.(\\d+)-\\d+$`).exec(name);
-    if (lockTmp && pidIsGone(Number(lockTmp[1]))) removeTree(path.join(root, name), 'recover-remove');
+    if (lockTmp && !pidAlive(Number(lockTmp[1]))) removeTree(path.join(root, name), 'recover-remove');
   }
 }
 
@@ -301,7 +302,7 @@ function sweepBeside(root: string): void {
   if (names.some((n) => n.startsWith(BOOKKEEPING_PREFIX))) return;
   for (const name of names) {
     const m = ARTIFACT.exec(name);
-    if (!m || m[1] !== base || !pidIsGone(Number(m[3]))) continue;
+    if (!m || m[1] !== base || pidAlive(Number(m[3]))) continue;
     if (m[2] === 'old' && !exists(root)) rename(path.join(parent, name), root, 'recover-rename');
     else removeTree(path.join(parent, name), 'recover-remove');
   }

@@ -8,7 +8,7 @@ import { fsErrorText, InputError, isFsError } from '../errors';
 import { pathProblem, usableFolder } from '../files';
 import { renderOnThreads, renderThreads } from './fleet-workers';
 import { clusterFiles } from './layout';
-import { isDescriptionFile } from '../model/load';
+import { isDescriptionFile } from '../model/description-files';
 import { loadModels } from '../model/load-models';
 import { ClusterModel } from '../model/model';
 import { allOutputEntries, byFile, Deletion, DeletionRefused, entryDeletions, removedEntries, treeObjects } from '../render/deletions';
