@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { installModuleCache, MAX_FILES, ModuleCache } from '../../src/cache/module-cache';
-import { BIN, ROOT } from '../helpers';
+import { BIN, ROOT } from '../paths';
 
 /*
  * The V8 code cache of the modules a command loads is keyed and verified by content: a changed module (of the

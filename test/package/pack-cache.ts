@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
-import { ROOT, SHARED } from '../helpers';
+import { ROOT, SHARED } from '../paths';
 
 /*
  * `npm pack` of this checkout, once per content: its 5 s of npm's own walking and the gzip of 36 MB are the

@@ -3,7 +3,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync,
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ROOT } from '../helpers';
+import { ROOT } from '../paths';
 
 /*
  * projenrc/static-checks.cjs (npm test runs it beside vitest): the type check of the tests and eslint over one
