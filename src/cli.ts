@@ -146,7 +146,7 @@ export const COMMANDS: Readonly<Record<string, { readonly spec: CommandSpec; rea
   schema: { spec: SCHEMA, run: runSchema },
   preflight: { spec: PREFLIGHT, run: runPreflight },
   init: { spec: INIT, run: runInit },
-  new: { spec: NEW, run: runNew },
+  new: { spec: NEW, run: (args, io) => runNew(args, io) },
 };
 
 /**

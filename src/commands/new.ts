@@ -1,12 +1,13 @@
-import { copyFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { constants, copyFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
+import { InstalledFrom, installedFrom } from './installed-from';
 import { consoleIo, EXIT, Io } from './io';
 import { commandHelp } from './options';
 import { NEW } from './specs';
 import { InputError } from '../errors';
 import { makeDirs, pathProblem } from '../files';
-import { PACKAGE_NAME, PACKAGED_SCHEMA_FILE, packageVersion, SCHEMA_FILE_NAME } from '../paths';
+import { PACKAGE_NAME, PACKAGED_SCHEMA_FILE, SCHEMA_FILE_NAME } from '../paths';
 import { PROJECT_FILE, PROJECT_KEYS } from '../project/names';
 import { writeArtifactIgnores } from '../render/write';
 
@@ -20,8 +21,20 @@ function packageName(dir: string): string {
   return name === '' ? 'clusters' : name;
 }
 
-/** The files of a new clusters repository, by path relative to it (the schema is copied separately). */
-export function scaffoldFiles(name: string, version: string): Record<string, string> {
+/** The folder of a clusters repository that keeps the toolkit's tarball, when it was installed from one. */
+export const VENDOR = 'vendor';
+
+/** What package.json pins for an installation source: the tarball's copy in vendor/, the Git URL, or the version. */
+export function toolkitPin(from: InstalledFrom): string {
+  if (from.kind === 'tarball') return `file:${VENDOR}/${path.basename(from.file)}`;
+  return from.kind === 'git' ? from.spec : from.version;
+}
+
+/**
+ * The files of a new clusters repository, by path relative to it (the schema and a vendored tarball are copied
+ * separately). `pin`: what package.json's devDependency says (toolkitPin).
+ */
+export function scaffoldFiles(name: string, pin: string): Record<string, string> {
   const cli = `npx --no-install ${PACKAGE_NAME}`;
   return {
     'package.json': `${JSON.stringify({
@@ -30,7 +43,7 @@ export function scaffoldFiles(name: string, version: string): Record<string, str
       description: `GPU cluster descriptions and the manifests ${PACKAGE_NAME} renders from them`,
       scripts: { test: 'sh ci.sh' },
       // the toolkit renders at build time only: a development dependency, pinned exactly (an update is a diff you read)
-      devDependencies: { [PACKAGE_NAME]: version },
+      devDependencies: { [PACKAGE_NAME]: pin },
       engines: { node: '>= 20' },
     }, undefined, 2)}\n`,
     '.npmrc': [
@@ -81,10 +94,12 @@ export function scaffoldFiles(name: string, version: string): Record<string, str
       `git add ${CLUSTERS} ${OUT} && git commit`,
       '```',
       '',
-      'Updating the toolkit:',
+      'Updating the toolkit (from the npm registry, or from a tarball kept in this repository: the old one removed from',
+      `${VENDOR}/, so that CI clones install the one package.json pins):`,
       '',
       '```sh',
       `npm install --save-dev --save-exact ${PACKAGE_NAME}@<version>`,
+      `npm install --save-dev ./${VENDOR}/${PACKAGE_NAME}-<version>.tgz   # or this`,
       `npx ${PACKAGE_NAME} diff                  # every object the new version adds, changes or removes; writes nothing`,
       `npx ${PACKAGE_NAME} synth                 # add --allow-delete when a removal is intended`,
       `npx ${PACKAGE_NAME} schema                # the new description schema, for the editor`,
@@ -108,8 +123,16 @@ function checkTarget(dir: string): void {
   if (entries.length > 0) throw new InputError(`new: ${dir} is not empty (${entries.slice(0, 3).join(', ')}${entries.length > 3 ? ', ...' : ''}); name a new or empty folder`);
 }
 
-/** `new DIR`: a clusters repository. */
-export function runNew(args: string[], io: Io = consoleIo): number {
+/** What `new` says it pinned, and why that installs the same toolkit again. */
+function pinLine(from: InstalledFrom, pin: string): string {
+  if (from.kind === 'tarball') return `pinned ${PACKAGE_NAME} ${pin}: the tarball it was installed from, copied into ${VENDOR}/ (commit it: CI clones install it from there)`;
+  if (from.kind === 'git') return `pinned ${PACKAGE_NAME} ${pin}: the Git commit it was installed from`;
+  return `pinned ${PACKAGE_NAME} ${pin}: npm install fetches that version from the npm registry${from.note ? ` (${from.note})` : ''}; `
+    + `to install from its tarball instead, put it in ${VENDOR}/ and run npm install --save-dev ./${VENDOR}/${PACKAGE_NAME}-${pin}.tgz`;
+}
+
+/** `new DIR`: a clusters repository. `from`: what the toolkit was installed from (default: the running one's). */
+export function runNew(args: string[], io: Io = consoleIo, from: InstalledFrom = installedFrom()): number {
   const { values, positionals } = parseArgs({ args, options: NEW.options, allowPositionals: true });
   if (values.help) {
     io.out(commandHelp(NEW));
@@ -119,10 +142,18 @@ export function runNew(args: string[], io: Io = consoleIo): number {
   const [dir] = positionals;
   checkTarget(dir);
   makeDirs(path.join(dir, CLUSTERS));
-  const files = scaffoldFiles(packageName(dir), packageVersion());
+  const pin = toolkitPin(from);
+  const files = scaffoldFiles(packageName(dir), pin);
   for (const [file, text] of Object.entries(files)) writeFileSync(path.join(dir, file), text, { flag: 'wx', mode: file.endsWith('.sh') ? 0o755 : 0o644 });
   copyFileSync(PACKAGED_SCHEMA_FILE, path.join(dir, CLUSTERS, SCHEMA_FILE_NAME));
-  io.out(`made the clusters repository ${dir}: ${[...Object.keys(files), `${CLUSTERS}/${SCHEMA_FILE_NAME}`].join(', ')}`);
+  const written = [...Object.keys(files), `${CLUSTERS}/${SCHEMA_FILE_NAME}`];
+  if (from.kind === 'tarball') {
+    makeDirs(path.join(dir, VENDOR));
+    copyFileSync(from.file, path.join(dir, VENDOR, path.basename(from.file)), constants.COPYFILE_EXCL);
+    written.push(`${VENDOR}/${path.basename(from.file)}`);
+  }
+  io.out(`made the clusters repository ${dir}: ${written.join(', ')}`);
+  io.out(pinLine(from, pin));
   io.out(`next: cd ${dir} && npm install, then npx ${PACKAGE_NAME} init --snapshot FILE (or --kubeconfig) writes ${CLUSTERS}/<name>.yaml`);
   return EXIT.ok;
 }
