@@ -12,11 +12,12 @@ import { Preloaded, preloadedModels } from './commands/precheck';
 import { Progress } from './commands/progress';
 import { CHECK, DIFF, INIT, NEW, PREFLIGHT, SCHEMA, SYNTH, VALIDATE } from './commands/specs';
 import { synthSummary } from './commands/synth-summary';
-import { outputFormat, reportError } from './errors';
+import { outputFormat, printable, reportError } from './errors';
 import { runInit } from './init/command';
 import { noteSynthResult, reusableClusters } from './launcher/up-to-date';
+import { closestName } from './model/issue-hints';
 import { descriptionJsonSchemaText, withDescriptionReference } from './model/json-schema';
-import { SCHEMA_FILE_NAME } from './paths';
+import { PACKAGE_NAME, packageVersion, SCHEMA_FILE_NAME } from './paths';
 import { runPreflight } from './preflight/command';
 import { projectOf, requireProject } from './project/project-file';
 import { DeletionRefused, deletionLines } from './render/deletions';
@@ -128,10 +129,18 @@ export function runSchema(args: string[], io: Io = consoleIo): number {
   const text = descriptionJsonSchemaText();
   const clusters = values.out === undefined ? projectOf()?.clusters : undefined;
   const out = values.out === '-' ? undefined : values.out ?? (clusters && path.join(clusters, SCHEMA_FILE_NAME));
-  if (out) writeFileSync(out, text);
+  if (out) io.err(writeIfChanged(out, text, `the JSON Schema of the description (${PACKAGE_NAME} ${packageVersion()})`));
   else io.out(text.trimEnd());
-  if (values.readme) writeFileSync(values.readme, withDescriptionReference(readFileSync(values.readme, 'utf8')));
+  if (values.readme) io.err(writeIfChanged(values.readme, withDescriptionReference(readFileSync(values.readme, 'utf8')), 'its field reference section'));
   return EXIT.ok;
+}
+
+/** Writes `text` to `file` unless it holds exactly that already (its time stamp stays); says which, and what the file is. */
+function writeIfChanged(file: string, text: string, what: string): string {
+  const shown = printable(path.relative(process.cwd(), file) || file);
+  if (existsSync(file) && readFileSync(file, 'utf8') === text) return `${shown}: ${what}, unchanged`;
+  writeFileSync(file, text);
+  return `wrote ${shown}: ${what}`;
 }
 
 /** A command returns its exit code; commands that read a live cluster return it asynchronously. */
@@ -158,9 +167,14 @@ export function main(argv: string[], io: Io = consoleIo, preloaded?: Preloaded):
   if (!command || command === '--help' || command === '-h' || command === 'help') {
     return runGlobalHelp(!command, io);
   }
+  if (command === '--version' || command === '-v') {
+    io.out(`${PACKAGE_NAME} ${packageVersion()}`);
+    return EXIT.ok;
+  }
   const entry = COMMANDS[command];
   if (!entry) {
-    io.err(`unknown command "${command}" (expected one of: ${Object.keys(COMMANDS).join(', ')}); see --help`);
+    const meant = command.startsWith('-') ? undefined : closestName(command, Object.keys(COMMANDS));
+    io.err(`unknown command "${printable(command)}" (${meant ? `did you mean "${meant}"? ` : ''}expected one of: ${Object.keys(COMMANDS).join(', ')}); see --help`);
     return EXIT.badInput;
   }
   try {
