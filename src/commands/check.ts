@@ -125,6 +125,7 @@ export async function runCheck(args: string[], io: Io = consoleIo): Promise<numb
   // one session: each distinct chart, overlay and folder rendered once per run
   const session = new RenderSession(defaultCacheDir(), new EngineBudget());
   const phases = { read: t1 - t0, render: 0, rules: 0 };
+  const fleetFolders = new Set(found.filter((f) => f.fleet).map((f) => f.name));
   const results = await streamClusters(found, early, async (raw) => {
     const r0 = performance.now();
     const view = { ...raw, model: byName.get(raw.name) };
@@ -135,6 +136,7 @@ export async function runCheck(args: string[], io: Io = consoleIo): Promise<numb
     phases.rules += performance.now() - r1;
     return {
       name: view.name,
+      fleet: fleetFolders.has(view.name),
       model: view.model !== undefined,
       objects: objectCount(view),
       rendered: renders.sources.filter((x) => x.problem === undefined).length,
@@ -153,10 +155,14 @@ export async function runCheck(args: string[], io: Io = consoleIo): Promise<numb
   const timings = { ...phases, total: t3 - t0 };
   const errors = findings.filter((f) => f.severity === 'error');
   const hasUpstream = results.some((r) => r.upstream);
+  // the fleet folder (dist/fleet/) is checked with the clusters, and is none of them
+  const clusterResults = results.filter((r) => !r.fleet);
+  const fleet = results.filter((r) => r.fleet).map((r) => r.name);
   if (format === 'json') {
     const engine = (e: typeof engines.helm) => ({ version: e.version, path: e.path, source: e.source, ...(e.via ? { via: e.via } : {}) });
     io.out(JSON.stringify({
-      clusters: results.map((r) => ({ name: r.name, model: r.model })),
+      clusters: clusterResults.map((r) => ({ name: r.name, model: r.model })),
+      fleet,
       objects,
       engines: { helm: engine(engines.helm), kustomize: engine(engines.kustomize) },
       upstream: hasUpstream ? upstream : null,
@@ -184,7 +190,7 @@ export async function runCheck(args: string[], io: Io = consoleIo): Promise<numb
     }
     if (!values.quiet) {
       for (const l of describeEngines(engines)) io.out(`engine: ${l}`);
-      io.out(`${errors.length === 0 ? 'ok' : 'FAILED'}: ${results.length} cluster(s), ${objects} objects, ${rendered} Application sources rendered, ${errors.length} errors, `
+      io.out(`${errors.length === 0 ? 'ok' : 'FAILED'}: ${clusterResults.length} cluster(s)${fleet.map((f) => ` and ${f}/`).join('')}, ${objects} objects, ${rendered} Application sources rendered, ${errors.length} errors, `
         + `${findings.length - errors.length} warnings (${(timings.total / 1000).toFixed(2)} s, rendering ${(timings.render / 1000).toFixed(2)} s)`);
     }
   }
