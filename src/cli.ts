@@ -15,6 +15,8 @@ import { synthSummary } from './commands/synth-summary';
 import { outputFormat, printable, reportError } from './errors';
 import { runInit } from './init/command';
 import { noteSynthResult, reusableClusters } from './launcher/up-to-date';
+import { todoWarnings } from './model/init-todos';
+import { openTodos } from './model/load-models';
 import { closestName } from './model/issue-hints';
 import { descriptionJsonSchemaText, withDescriptionReference } from './model/json-schema';
 import { PACKAGE_NAME, packageVersion, SCHEMA_FILE_NAME } from './paths';
@@ -23,7 +25,7 @@ import { projectOf, requireProject } from './project/project-file';
 import { DeletionRefused, deletionLines } from './render/deletions';
 import { clusterScopes, readTree } from './render/tree';
 import { recoverAround } from './render/write';
-import { InputError, synth, ValidationFailed } from './synth/pipeline';
+import { descriptionFiles, InputError, synth, ValidationFailed } from './synth/pipeline';
 import { SchemaDirectoryMissing, SchemaStore } from './validate/schemas';
 import { ManifestValidator, ValidationIssue } from './validate/validator';
 
@@ -71,8 +73,10 @@ export function runSynth(args: string[], io: Io = consoleIo, preloaded?: Preload
     progress?.end();
   }
   if (plain) noteSynthResult(result);
+  const todos = openTodos(configs.length > 0 ? configs : descriptionFiles(project!.clusters));
   for (const w of result.warnings) io.err(formatIssue(w));
   for (const f of result.findings) io.err(formatFinding(f));
+  for (const l of todoWarnings(todos)) io.err(l);
   if (result.deleted.length > 0) {
     for (const l of deletionLines(result.deleted)) io.err(l);
     io.err(`note: ${result.deleted.length} rendered object(s) removed from ${path.relative(process.cwd(), out) || '.'} (--allow-delete); `
@@ -81,7 +85,7 @@ export function runSynth(args: string[], io: Io = consoleIo, preloaded?: Preload
   if (format === 'json') {
     const objects = result.clusters.reduce((n, c) => n + c.objects, result.fleet?.objects ?? 0);
     const { files, timings, warnings, findings, deleted } = result;
-    io.out(JSON.stringify({ clusters: result.clusters.map((c) => c.name), objects, files, timings, warnings, findings, deleted }));
+    io.out(JSON.stringify({ clusters: result.clusters.map((c) => c.name), objects, files, timings, warnings, findings, deleted, todos }));
   } else if (!values.quiet) {
     for (const line of synthSummary(result)) io.out(line);
   }

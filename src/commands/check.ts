@@ -14,6 +14,8 @@ import { renderClusterSources } from '../check/renders';
 import { ClusterFolder, clusterFolders } from '../check/tree';
 import { describeEngines, EngineBudget, EngineError, LAYER_PACKAGE, MIN_VERSIONS, resolveEngines } from '../engines';
 import { outputFormat } from '../errors';
+import { todoWarnings } from '../model/init-todos';
+import { openTodos } from '../model/load-models';
 import { ClusterModel } from '../model/model';
 import { projectOf, requireProject } from '../project/project-file';
 import { recoverAround } from '../render/write';
@@ -103,7 +105,9 @@ export async function runCheck(args: string[], io: Io = consoleIo): Promise<numb
   const configs = values.config ?? [];
   for (const c of configs) if (!existsSync(c)) throw new InputError(`--config ${c}: no such file`);
   const clusters = configs.length > 0 ? undefined : projectOf()?.clusters;
-  const models = loadModels(configs.length > 0 ? configs : clusters ? descriptionFiles(clusters) : []);
+  const descriptions = configs.length > 0 ? configs : clusters ? descriptionFiles(clusters) : [];
+  const models = loadModels(descriptions);
+  const todos = openTodos(descriptions);
   const { scopeOf, schemaOf } = schemaLookups(values.schemas);
   const upstream = upstreamDir(values.upstream);
 
@@ -173,9 +177,11 @@ export async function runCheck(args: string[], io: Io = consoleIo): Promise<numb
       errors: errors.length,
       warnings: findings.length - errors.length,
       findings,
+      todos,
     }, undefined, 2));
   } else {
     for (const f of findings) (f.severity === 'error' ? io.err : io.out)(formatFinding(f));
+    for (const l of todoWarnings(todos)) io.out(l);
     for (const v of results) {
       if (v.model || values.quiet || !v.queues) continue;
       // a tree rendered with --config FILE --out DIR: say which --config gives the capacity rules the cluster's description

@@ -7,6 +7,7 @@ import { commandHelp } from './options';
 import { NEW } from './specs';
 import { InputError } from '../errors';
 import { makeDirs, pathProblem } from '../files';
+import { INIT_TODO, OPEN_TODO } from '../model/init-todos';
 import { PACKAGE_NAME, PACKAGED_SCHEMA_FILE, SCHEMA_FILE_NAME } from '../paths';
 import { PROJECT_FILE, PROJECT_KEYS } from '../project/names';
 import { writeArtifactIgnores } from '../render/write';
@@ -62,10 +63,17 @@ export function scaffoldFiles(name: string, pin: string): Record<string, string>
     '.gitignore': ['node_modules/', `# ${PACKAGE_NAME}'s bookkeeping while it writes ${OUT}/ (an interrupted run leaves them for the next to recover)`, ...writeArtifactIgnores(OUT), ''].join('\n'),
     'ci.sh': [
       '#!/bin/sh',
-      `# CI of this repository (npm test): render ${CLUSTERS}/ into ${OUT}/, fail when the committed ${OUT}/ or the`,
-      '# description schema differs from what the pinned toolkit renders, then run every check.',
+      `# CI of this repository (npm test): fail while a description has an open ${INIT_TODO} line, render ${CLUSTERS}/ into`,
+      `# ${OUT}/, fail when the committed ${OUT}/ or the description schema differs from what the pinned toolkit renders,`,
+      '# then run every check.',
       'set -eu',
       'cd "$(dirname "$0")"',
+      `todos=$(grep -rnF '${OPEN_TODO}' ${CLUSTERS} --include='*.yaml' --include='*.yml' --include='*.json' --include='*.ts' || true)`,
+      'if [ -n "$todos" ]; then',
+      `  echo "open ${INIT_TODO} lines (facts init could not read from the cluster): check each, then delete its marker:" >&2`,
+      '  echo "$todos" >&2',
+      '  exit 1',
+      'fi',
       `${cli} synth --quiet`,
       `${cli} schema`,
       `changed=$(git status --porcelain -- ${OUT} ${CLUSTERS}/${SCHEMA_FILE_NAME})`,
@@ -87,7 +95,7 @@ export function scaffoldFiles(name: string, pin: string): Record<string, string>
       '```sh',
       'npm ci                                    # the pinned toolkit',
       `npx ${PACKAGE_NAME} init --snapshot snapshot.yaml --name lab --repo <this repo's URL>`,
-      `                                          # or --kubeconfig (GET only); writes ${CLUSTERS}/lab.yaml: fix every TODO(init)`,
+      `                                          # or --kubeconfig (GET only); writes ${CLUSTERS}/lab.yaml: fix every ${INIT_TODO}`,
       `npx ${PACKAGE_NAME} preflight --config ${CLUSTERS}/lab.yaml --snapshot snapshot.yaml`,
       `npx ${PACKAGE_NAME} synth                 # ${CLUSTERS}/ -> ${OUT}/ (never deletes a rendered object without --allow-delete)`,
       `npx ${PACKAGE_NAME} check                 # every rule; every Application rendered with helm and kustomize`,
@@ -105,7 +113,8 @@ export function scaffoldFiles(name: string, pin: string): Record<string, string>
       `npx ${PACKAGE_NAME} schema                # the new description schema, for the editor`,
       '```',
       '',
-      `CI runs \`npm ci && npm test\` (\`ci.sh\`): it renders, fails when the committed \`${OUT}/\` differs, and runs check.`,
+      `CI runs \`npm ci && npm test\` (\`ci.sh\`): it fails while a description has an open \`${INIT_TODO}\` line, renders, fails when the`,
+      `committed \`${OUT}/\` differs, and runs check.`,
       `\`npx ${PACKAGE_NAME} --help\` lists every command.`,
       '',
     ].join('\n'),
