@@ -89,7 +89,8 @@ export async function runCheck(args: string[], io: Io = consoleIo): Promise<numb
   if (values.help) {
     io.out(commandHelp(CHECK));
     io.out('');
-    io.out(`Engines check renders the Applications with (helm >= ${MIN_VERSIONS.helm} and kustomize >= ${MIN_VERSIONS.kustomize} from PATH, else ${LAYER_PACKAGE}):`);
+    io.out(`Engines check renders the Applications with (the pinned ones of ${LAYER_PACKAGE}, helm ${MIN_VERSIONS.helm} and kustomize ${MIN_VERSIONS.kustomize}; `
+      + 'one on PATH only when at least as new):');
     for (const l of await engineLines()) io.out(`  ${l}`);
     return EXIT.ok;
   }
