@@ -22,15 +22,19 @@ interface LockEntry {
   readonly integrity?: unknown;
 }
 
-/** The lock entry npm wrote for the package at `packageRoot` under `installRoot` (its hidden lockfile first, as npx writes both). */
-function lockEntry(installRoot: string, packageRoot: string): LockEntry | undefined {
+/**
+ * The lock entry npm wrote for the package at `packageRoot` under `installRoot` that says where it was resolved from:
+ * its hidden lockfile's (what is installed), else the project's package-lock.json (npm leaves `resolved` out of the
+ * hidden one when the lock alone decided the source).
+ */
+function lockEntry(installRoot: string, packageRoot: string, version: string): LockEntry | undefined {
   const key = path.relative(installRoot, packageRoot).split(path.sep).join('/');
   for (const lock of [path.join(installRoot, 'node_modules', '.package-lock.json'), path.join(installRoot, 'package-lock.json')]) {
     try {
       // a lockfile is npm's, never large: one of a few hundred packages is a few hundred KiB
       if ((statSync(lock, { throwIfNoEntry: false })?.size ?? Infinity) > 64 * 2 ** 20) continue;
       const entry = (JSON.parse(readFileSync(lock, 'utf8')) as { packages?: Record<string, LockEntry> }).packages?.[key];
-      if (entry && typeof entry === 'object') return entry;
+      if (entry && typeof entry === 'object' && entry.version === version && typeof entry.resolved === 'string') return entry;
     } catch {
       // no lockfile there, or not one npm wrote: the next, else the version
     }
@@ -52,9 +56,9 @@ export function installedFrom(opts: { packageRoot?: string; installRoot?: string
   const installRoot = opts.installRoot ?? INSTALL_ROOT;
   const version = opts.version ?? packageVersion();
   if (installRoot === packageRoot) return { kind: 'version', version };
-  const entry = lockEntry(installRoot, packageRoot);
-  if (!entry || entry.version !== version || typeof entry.resolved !== 'string') return { kind: 'version', version };
-  const resolved = entry.resolved;
+  const entry = lockEntry(installRoot, packageRoot, version);
+  if (!entry) return { kind: 'version', version };
+  const resolved = entry.resolved as string;
   if (GIT.test(resolved)) return { kind: 'git', spec: resolved };
   if (!resolved.startsWith('file:')) return { kind: 'version', version };
   const file = path.resolve(installRoot, resolved.slice('file:'.length));

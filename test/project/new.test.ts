@@ -97,6 +97,17 @@ describe('new pins what the toolkit was installed from', () => {
     expect(readFileSync(path.join(dir, 'README.md'), 'utf8')).toContain('npm install --save-dev ./vendor/gpu-cluster-manifests-<version>.tgz');
   });
 
+  it('a hidden lockfile without the source (the project\'s lock decided it): the project\'s package-lock.json says it', () => {
+    const { work, from } = installed('file:../x.tgz', { file: 'x.tgz', text: 'packed' });
+    const installRoot = path.join(work, 'npx-cache');
+    const hidden = path.join(installRoot, 'node_modules', '.package-lock.json');
+    const lock = readFileSync(hidden, 'utf8');
+    writeFileSync(path.join(installRoot, 'package-lock.json'), lock);
+    writeFileSync(hidden, lock.replace(/"resolved":"[^"]*",/, ''));
+    expect(installedFrom({ installRoot, packageRoot: path.join(installRoot, 'node_modules', 'gpu-cluster-manifests'), version: '0.1.0' })).toEqual(from);
+    expect(from.kind).toBe('tarball');
+  });
+
   it('a tarball that changed or is gone since: the version, saying why', () => {
     const changed = installed('file:../x.tgz', { file: 'x.tgz', text: 'edited' }, `sha512-${createHash('sha512').update('packed').digest('base64')}`).from;
     expect(changed).toEqual({ kind: 'version', version: '0.1.0', note: expect.stringMatching(/x\.tgz is no longer the tarball gpu-cluster-manifests 0\.1\.0 was installed from/) });
