@@ -1,4 +1,6 @@
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { COMMANDS, main } from '../../src/cli';
 import { EXIT } from '../../src/commands/io';
@@ -90,6 +92,19 @@ describe('--help of each command lists exactly that command\'s options', () => {
     // an unknown flag in the command's place, and a control character, are shown quoted
     expect((await run('--synth')).err).toMatch(/^unknown command "--synth" \(expected one of/);
     expect((await run('sy\u001b[2Jnth')).err).toMatch(/^unknown command "sy\\u001b\[2Jnth" /);
+  });
+
+  it('docs/commands.md describes the installed CLI: a section per command, as npx runs it, naming each of its options; no npm script', () => {
+    const doc = readFileSync(path.join(ROOT, 'docs', 'commands.md'), 'utf8');
+    expect(doc).not.toMatch(/npm run /);
+    const sections = new Map(doc.split(/^## /m).slice(1).map((part) => [part.slice(0, part.indexOf('\n')).trim(), part]));
+    expect([...sections.keys()].sort()).toEqual([...names].sort());
+    for (const name of names) {
+      const section = sections.get(name)!;
+      expect(section, name).toContain(`npx ${PACKAGE_NAME} ${name}`);
+      for (const option of Object.keys(COMMANDS[name].spec.options).filter((o) => o !== 'help' || name === 'new')) expect(section, `${name} --${option}`).toContain(`--${option}`);
+    }
+    expect(doc).toContain('--version');
   });
 
   it('through the compiled CLI as npm runs it', () => {
