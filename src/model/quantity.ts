@@ -71,7 +71,7 @@ interface Fraction {
 
 /** The factor of a quantity's suffix, exactly (`Mi` 2^20, `m` 1/1000, `e3` 1000). */
 function suffixFactor(suffix: string): Fraction {
-  if (suffix in BINARY) return { n: 1n << BigInt(Math.log2(BINARY[suffix])), d: 1n };
+  if (suffix in BINARY) return { n: 2n ** BigInt(Math.log2(BINARY[suffix])), d: 1n };
   const exp = suffix in DECIMAL ? Math.round(Math.log10(DECIMAL[suffix])) : Number(suffix.slice(1));
   return exp >= 0 ? { n: 10n ** BigInt(exp), d: 1n } : { n: 1n, d: 10n ** BigInt(-exp) };
 }
