@@ -106,6 +106,10 @@ const project = new cdk8s.Cdk8sTypeScriptApp({
   gitignore: ['/cdk8s.out/', ...writeArtifactIgnores('dist'), '/bench/results.json', '*.cpuprofile', '/.vitest/'],
 });
 
+// The toolkit's release: what `new` pins in a clusters repository and what `npm pack` names its tarball
+// (gpu-cluster-manifests-<version>.tgz; the README's quick start names that file). projen writes 0.0.0 without it.
+project.package.addVersion('0.1.0');
+
 // The package other cdk8s apps consume: `import { ... } from 'gpu-cluster-manifests'` (src/index.ts).
 project.package.addField('main', 'lib/src/index.js');
 project.package.addField('types', 'lib/src/index.d.ts');

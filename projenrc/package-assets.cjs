@@ -5,6 +5,9 @@
 //
 //   node projenrc/package-assets.cjs [--shared DIR] [--into DIR]
 //
+// Of the upstream installs, exactly the release folders the toolkit pins or declares as previous
+// releases ship (packagedReleaseFolders of src/upstream/releases.ts, read from the compiled lib/ the
+// prepack step has just built), and their top-level evidence files; no other folder there is read.
 // Every copy is verified: a folder with a SHA256SUMS file is copied file by file against it (a
 // listed file that is missing or differs, or a file that is neither listed nor allowed below, stops
 // the pack), and the copy is hashed again once written. A folder without one gets a SHA256SUMS
@@ -34,10 +37,11 @@ const ASSETS = [
   {
     from: 'upstream-installs',
     to: 'upstream-installs',
-    // the vendored charts and overlays check renders the Applications from, with their evidence
+    // the vendored charts and overlays check renders the Applications from, with their evidence: the release
+    // folders of src/versions.ts only (`releases`), and the files beside them
+    releases: true,
     sums: 'SHA256SUMS',
     drop: {
-      'dynamo-platform-1.5.0-main/': 'not a release (src/upstream/releases.ts UNRELEASED_FOLDERS): no command reads it',
       'argo-cd-v3.5.1/docs/': 'documentation',
     },
     unlisted: {
@@ -56,14 +60,25 @@ const NEVER_PACKED = new Set(['.gitignore', '.npmignore']);
 
 const sha256 = (buf) => crypto.createHash('sha256').update(buf).digest('hex');
 
-function listFiles(dir, rel = '') {
+function listFiles(dir, rel = '', descend = () => true) {
   const out = [];
   for (const e of fs.readdirSync(path.join(dir, rel), { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
     const child = rel ? `${rel}/${e.name}` : e.name;
-    if (e.isDirectory()) out.push(...listFiles(dir, child));
-    else out.push(child);
+    if (e.isDirectory()) {
+      if (descend(child)) out.push(...listFiles(dir, child));
+    } else out.push(child);
   }
   return out;
+}
+
+/**
+ * The release folders the package ships: what the compiled src/upstream/releases.ts selects from src/versions.ts
+ * (prepack compiles first). Not compiled: say so, rather than ship a guess.
+ */
+function releaseFolders() {
+  const compiled = path.join(ROOT, 'lib', 'src', 'upstream', 'releases.js');
+  if (!fs.existsSync(compiled)) throw new Error(`${path.relative(ROOT, compiled)}: not compiled (npm pack compiles first; or run node projenrc/launch.cjs --build)`);
+  return require(compiled).packagedReleaseFolders();
 }
 
 /** `<sha256>  <path>` lines of a SHA256SUMS file, by path. */
@@ -78,25 +93,35 @@ function readSums(file) {
   return sums;
 }
 
-/** Copies one asset folder into `into`, verified; returns the files written (relative to the folder) and the bytes. */
-function copyAsset(asset, shared, into) {
+/**
+ * Copies one asset folder into `into`, verified; returns the files written (relative to the folder) and the bytes.
+ * `releases`: for an asset of release folders, the top-level folders that ship (the files beside them ship too).
+ */
+function copyAsset(asset, shared, into, releases) {
   const from = path.join(asset.base === 'repo' ? ROOT : shared, asset.from);
   const to = path.join(into, asset.to);
   if (!fs.existsSync(from)) throw new Error(`${from}: no such folder (the package is built from ../shared beside this checkout)`);
+  const selected = asset.releases ? new Set(releases) : undefined;
+  if (selected) {
+    const absent = [...selected].filter((f) => !fs.statSync(path.join(from, f), { throwIfNoEntry: false })?.isDirectory());
+    if (absent.length > 0) throw new Error(`${from}: no folder ${absent.join(', ')}, a release src/versions.ts pins or declares as previous`);
+  }
+  // a release folder not selected is never read: whatever it holds, it is not part of the package
+  const shipped = (rel) => !selected || !rel.includes('/') || selected.has(rel.slice(0, rel.indexOf('/')));
   const drops = Object.keys(asset.drop ?? {});
   const matches = (d, rel) => (d.endsWith('/') ? rel.startsWith(d) : rel === d);
   const dropped = (rel) => drops.some((d) => matches(d, rel)) || NEVER_PACKED.has(path.posix.basename(rel));
-  const all = listFiles(from);
+  const all = listFiles(from, '', (dir) => shipped(`${dir}/`));
   const stale = drops.filter((d) => !all.some((rel) => matches(d, rel)));
   if (stale.length > 0) throw new Error(`${from}: nothing to drop at ${stale.join(', ')}: update ASSETS in ${path.relative(ROOT, __filename)}`);
   const files = all.filter((rel) => !dropped(rel));
   const sums = asset.sums ? readSums(path.join(from, asset.sums)) : undefined;
   const problems = [];
   if (sums) {
-    for (const rel of sums.keys()) if (!dropped(rel) && !files.includes(rel)) problems.push(`${rel}: listed in ${asset.sums} but missing`);
+    for (const rel of sums.keys()) if (shipped(rel) && !dropped(rel) && !files.includes(rel)) problems.push(`${rel}: listed in ${asset.sums} but missing`);
     for (const rel of files) if (rel !== asset.sums && !sums.has(rel) && !(rel in (asset.unlisted ?? {}))) problems.push(`${rel}: in no ${asset.sums} line and not allowed unlisted`);
   }
-  const shipped = [];
+  const copied = [];
   let bytes = 0;
   for (const rel of files) {
     if (sums && rel === asset.sums) continue; // written below, for the files shipped
@@ -110,22 +135,26 @@ function copyAsset(asset, shared, into) {
     fs.mkdirSync(path.dirname(target), { recursive: true });
     fs.writeFileSync(target, data);
     if (sha256(fs.readFileSync(target)) !== digest) problems.push(`${rel}: the copy differs from what was read`);
-    shipped.push([rel, digest]);
+    copied.push([rel, digest]);
     bytes += data.length;
   }
   if (problems.length > 0) throw new Error(`${from}: ${problems.length} file(s) fail verification:\n  ${problems.join('\n  ')}`);
   // the checksums of exactly what ships (the listed ones, or those read now)
-  const verified = shipped.filter(([rel]) => !sums || sums.has(rel));
+  const verified = copied.filter(([rel]) => !sums || sums.has(rel));
   fs.writeFileSync(path.join(to, 'SHA256SUMS'), verified.map(([rel, d]) => `${d}  ${rel}\n`).join(''));
-  return { files: shipped.length + 1, bytes };
+  return { files: copied.length + 1, bytes, ...(selected ? { releases: [...selected].sort() } : {}) };
 }
 
-/** Replaces `into` with verified copies of every asset; returns what was copied, per asset. */
-function packageAssets({ shared = path.resolve(ROOT, '..', 'shared'), into = path.join(ROOT, 'lib', 'assets') } = {}) {
+/**
+ * Replaces `into` with verified copies of every asset; returns what was copied, per asset. `releases`: the release
+ * folders of the upstream installs that ship (default: the compiled releases.ts's selection).
+ */
+function packageAssets({ shared = path.resolve(ROOT, '..', 'shared'), into = path.join(ROOT, 'lib', 'assets'), releases } = {}) {
   const tmp = `${into}.tmp-${process.pid}`;
   fs.rmSync(tmp, { recursive: true, force: true });
   try {
-    const copied = ASSETS.map((a) => ({ to: a.to, ...copyAsset(a, shared, tmp) }));
+    const folders = ASSETS.some((a) => a.releases) ? releases ?? releaseFolders() : undefined;
+    const copied = ASSETS.map((a) => ({ to: a.to, ...copyAsset(a, shared, tmp, folders) }));
     fs.rmSync(into, { recursive: true, force: true });
     fs.renameSync(tmp, into);
     return copied;
@@ -145,7 +174,9 @@ if (require.main === module) {
   try {
     const copied = packageAssets({ shared: opt('--shared'), into: opt('--into') });
     const mib = (b) => (b / 2 ** 20).toFixed(1);
-    for (const c of copied) process.stderr.write(`package assets: ${c.to}/: ${c.files} files, ${mib(c.bytes)} MiB, verified\n`);
+    for (const c of copied) {
+      process.stderr.write(`package assets: ${c.to}/: ${c.files} files, ${mib(c.bytes)} MiB, verified${c.releases ? ` (${c.releases.join(', ')})` : ''}\n`);
+    }
   } catch (e) {
     process.stderr.write(`error: package assets: ${e.message}\n`);
     process.exitCode = 1;

@@ -7,6 +7,7 @@ import type * as NewCommand from './commands/new';
 import type * as Precheck from './commands/precheck';
 import { EXIT, reportError } from './errors';
 import type * as UpToDate from './launcher/up-to-date';
+import type * as Paths from './paths';
 
 /**
  * The command line: `gpu-cluster-manifests <command>` (package.json `bin`, `npx gpu-cluster-manifests`
@@ -47,6 +48,12 @@ export function runCli(argv: readonly string[]): number | Promise<number> {
   const fail = (e: unknown) => reportError(e, print.err);
   try {
     const [command] = argv;
+    // the version: package.json alone
+    if (command === '--version' || command === '-v') {
+      const paths = load('./paths') as typeof Paths;
+      print.out(`${paths.PACKAGE_NAME} ${paths.packageVersion()}`);
+      return EXIT.ok;
+    }
     // a clusters repository from the unpacked package alone: no dependency is installed yet
     if (command === 'new') return (load('./commands/new') as typeof NewCommand).runNew(argv.slice(1), { ...print });
     installCommandCache(argv);

@@ -12,17 +12,20 @@ import { Preloaded, preloadedModels } from './commands/precheck';
 import { Progress } from './commands/progress';
 import { CHECK, DIFF, INIT, NEW, PREFLIGHT, SCHEMA, SYNTH, VALIDATE } from './commands/specs';
 import { synthSummary } from './commands/synth-summary';
-import { outputFormat, reportError } from './errors';
+import { outputFormat, printable, reportError } from './errors';
 import { runInit } from './init/command';
 import { noteSynthResult, reusableClusters } from './launcher/up-to-date';
+import { todoWarnings } from './model/init-todos';
+import { closestName } from './model/issue-hints';
 import { descriptionJsonSchemaText, withDescriptionReference } from './model/json-schema';
-import { SCHEMA_FILE_NAME } from './paths';
+import { openTodos } from './model/load-models';
+import { PACKAGE_NAME, packageVersion, SCHEMA_FILE_NAME } from './paths';
 import { runPreflight } from './preflight/command';
 import { projectOf, requireProject } from './project/project-file';
 import { DeletionRefused, deletionLines } from './render/deletions';
 import { clusterScopes, readTree } from './render/tree';
 import { recoverAround } from './render/write';
-import { InputError, synth, ValidationFailed } from './synth/pipeline';
+import { descriptionFiles, InputError, synth, ValidationFailed } from './synth/pipeline';
 import { SchemaDirectoryMissing, SchemaStore } from './validate/schemas';
 import { ManifestValidator, ValidationIssue } from './validate/validator';
 
@@ -70,8 +73,10 @@ export function runSynth(args: string[], io: Io = consoleIo, preloaded?: Preload
     progress?.end();
   }
   if (plain) noteSynthResult(result);
+  const todos = openTodos(configs.length > 0 ? configs : descriptionFiles(project!.clusters));
   for (const w of result.warnings) io.err(formatIssue(w));
   for (const f of result.findings) io.err(formatFinding(f));
+  for (const l of todoWarnings(todos)) io.err(l);
   if (result.deleted.length > 0) {
     for (const l of deletionLines(result.deleted)) io.err(l);
     io.err(`note: ${result.deleted.length} rendered object(s) removed from ${path.relative(process.cwd(), out) || '.'} (--allow-delete); `
@@ -80,7 +85,7 @@ export function runSynth(args: string[], io: Io = consoleIo, preloaded?: Preload
   if (format === 'json') {
     const objects = result.clusters.reduce((n, c) => n + c.objects, result.fleet?.objects ?? 0);
     const { files, timings, warnings, findings, deleted } = result;
-    io.out(JSON.stringify({ clusters: result.clusters.map((c) => c.name), objects, files, timings, warnings, findings, deleted }));
+    io.out(JSON.stringify({ clusters: result.clusters.map((c) => c.name), objects, files, timings, warnings, findings, deleted, todos }));
   } else if (!values.quiet) {
     for (const line of synthSummary(result)) io.out(line);
   }
@@ -128,10 +133,18 @@ export function runSchema(args: string[], io: Io = consoleIo): number {
   const text = descriptionJsonSchemaText();
   const clusters = values.out === undefined ? projectOf()?.clusters : undefined;
   const out = values.out === '-' ? undefined : values.out ?? (clusters && path.join(clusters, SCHEMA_FILE_NAME));
-  if (out) writeFileSync(out, text);
+  if (out) io.err(writeIfChanged(out, text, `the JSON Schema of the description (${PACKAGE_NAME} ${packageVersion()})`));
   else io.out(text.trimEnd());
-  if (values.readme) writeFileSync(values.readme, withDescriptionReference(readFileSync(values.readme, 'utf8')));
+  if (values.readme) io.err(writeIfChanged(values.readme, withDescriptionReference(readFileSync(values.readme, 'utf8')), 'its field reference section'));
   return EXIT.ok;
+}
+
+/** Writes `text` to `file` unless it holds exactly that already (its time stamp stays); says which, and what the file is. */
+function writeIfChanged(file: string, text: string, what: string): string {
+  const shown = printable(path.relative(process.cwd(), file) || file);
+  if (existsSync(file) && readFileSync(file, 'utf8') === text) return `${shown}: ${what}, unchanged`;
+  writeFileSync(file, text);
+  return `wrote ${shown}: ${what}`;
 }
 
 /** A command returns its exit code; commands that read a live cluster return it asynchronously. */
@@ -146,7 +159,7 @@ export const COMMANDS: Readonly<Record<string, { readonly spec: CommandSpec; rea
   schema: { spec: SCHEMA, run: runSchema },
   preflight: { spec: PREFLIGHT, run: runPreflight },
   init: { spec: INIT, run: runInit },
-  new: { spec: NEW, run: runNew },
+  new: { spec: NEW, run: (args, io) => runNew(args, io) },
 };
 
 /**
@@ -158,9 +171,14 @@ export function main(argv: string[], io: Io = consoleIo, preloaded?: Preloaded):
   if (!command || command === '--help' || command === '-h' || command === 'help') {
     return runGlobalHelp(!command, io);
   }
+  if (command === '--version' || command === '-v') {
+    io.out(`${PACKAGE_NAME} ${packageVersion()}`);
+    return EXIT.ok;
+  }
   const entry = COMMANDS[command];
   if (!entry) {
-    io.err(`unknown command "${command}" (expected one of: ${Object.keys(COMMANDS).join(', ')}); see --help`);
+    const meant = command.startsWith('-') ? undefined : closestName(command, Object.keys(COMMANDS));
+    io.err(`unknown command "${printable(command)}" (${meant ? `did you mean "${meant}"? ` : ''}expected one of: ${Object.keys(COMMANDS).join(', ')}); see --help`);
     return EXIT.badInput;
   }
   try {

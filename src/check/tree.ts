@@ -27,6 +27,8 @@ export function readClusterFolder(dir: string): ClusterView {
 /** A cluster of a rendered tree, found but not read yet. */
 export interface ClusterFolder {
   readonly name: string;
+  /** A folder of an output root that holds manifests itself (the fleet folder, dist/fleet/): checked as one, but no cluster. */
+  readonly fleet?: boolean;
   /** Reads its objects (every manifest file of its folders, once). */
   read(): ClusterView;
 }
@@ -46,6 +48,7 @@ export function clusterFolders(dir: string): ClusterFolder[] {
     if (subdirs(child).length > 0 || !hasManifests(child)) return { name: c, read: () => readClusterFolder(child) };
     return {
       name: c,
+      fleet: true,
       read: () => {
         const files = manifestFiles(child).map(readManifestFile);
         const objects = files.flatMap((f) => f.inputs.map((i) => i.manifest as Manifest));

@@ -14,6 +14,8 @@ import { renderClusterSources } from '../check/renders';
 import { ClusterFolder, clusterFolders } from '../check/tree';
 import { describeEngines, EngineBudget, EngineError, LAYER_PACKAGE, MIN_VERSIONS, resolveEngines } from '../engines';
 import { outputFormat } from '../errors';
+import { todoWarnings } from '../model/init-todos';
+import { openTodos } from '../model/load-models';
 import { ClusterModel } from '../model/model';
 import { projectOf, requireProject } from '../project/project-file';
 import { recoverAround } from '../render/write';
@@ -87,7 +89,8 @@ export async function runCheck(args: string[], io: Io = consoleIo): Promise<numb
   if (values.help) {
     io.out(commandHelp(CHECK));
     io.out('');
-    io.out(`Engines check renders the Applications with (helm >= ${MIN_VERSIONS.helm} and kustomize >= ${MIN_VERSIONS.kustomize} from PATH, else ${LAYER_PACKAGE}):`);
+    io.out(`Engines check renders the Applications with (the pinned ones of ${LAYER_PACKAGE}, helm ${MIN_VERSIONS.helm} and kustomize ${MIN_VERSIONS.kustomize}; `
+      + 'one on PATH only when at least as new):');
     for (const l of await engineLines()) io.out(`  ${l}`);
     return EXIT.ok;
   }
@@ -103,7 +106,9 @@ export async function runCheck(args: string[], io: Io = consoleIo): Promise<numb
   const configs = values.config ?? [];
   for (const c of configs) if (!existsSync(c)) throw new InputError(`--config ${c}: no such file`);
   const clusters = configs.length > 0 ? undefined : projectOf()?.clusters;
-  const models = loadModels(configs.length > 0 ? configs : clusters ? descriptionFiles(clusters) : []);
+  const descriptions = configs.length > 0 ? configs : clusters ? descriptionFiles(clusters) : [];
+  const models = loadModels(descriptions);
+  const todos = openTodos(descriptions);
   const { scopeOf, schemaOf } = schemaLookups(values.schemas);
   const upstream = upstreamDir(values.upstream);
 
@@ -125,6 +130,7 @@ export async function runCheck(args: string[], io: Io = consoleIo): Promise<numb
   // one session: each distinct chart, overlay and folder rendered once per run
   const session = new RenderSession(defaultCacheDir(), new EngineBudget());
   const phases = { read: t1 - t0, render: 0, rules: 0 };
+  const fleetFolders = new Set(found.filter((f) => f.fleet).map((f) => f.name));
   const results = await streamClusters(found, early, async (raw) => {
     const r0 = performance.now();
     const view = { ...raw, model: byName.get(raw.name) };
@@ -135,6 +141,7 @@ export async function runCheck(args: string[], io: Io = consoleIo): Promise<numb
     phases.rules += performance.now() - r1;
     return {
       name: view.name,
+      fleet: fleetFolders.has(view.name),
       model: view.model !== undefined,
       objects: objectCount(view),
       rendered: renders.sources.filter((x) => x.problem === undefined).length,
@@ -153,10 +160,14 @@ export async function runCheck(args: string[], io: Io = consoleIo): Promise<numb
   const timings = { ...phases, total: t3 - t0 };
   const errors = findings.filter((f) => f.severity === 'error');
   const hasUpstream = results.some((r) => r.upstream);
+  // the fleet folder (dist/fleet/) is checked with the clusters, and is none of them
+  const clusterResults = results.filter((r) => !r.fleet);
+  const fleet = results.filter((r) => r.fleet).map((r) => r.name);
   if (format === 'json') {
     const engine = (e: typeof engines.helm) => ({ version: e.version, path: e.path, source: e.source, ...(e.via ? { via: e.via } : {}) });
     io.out(JSON.stringify({
-      clusters: results.map((r) => ({ name: r.name, model: r.model })),
+      clusters: clusterResults.map((r) => ({ name: r.name, model: r.model })),
+      fleet,
       objects,
       engines: { helm: engine(engines.helm), kustomize: engine(engines.kustomize) },
       upstream: hasUpstream ? upstream : null,
@@ -167,9 +178,11 @@ export async function runCheck(args: string[], io: Io = consoleIo): Promise<numb
       errors: errors.length,
       warnings: findings.length - errors.length,
       findings,
+      todos,
     }, undefined, 2));
   } else {
     for (const f of findings) (f.severity === 'error' ? io.err : io.out)(formatFinding(f));
+    for (const l of todoWarnings(todos)) io.out(l);
     for (const v of results) {
       if (v.model || values.quiet || !v.queues) continue;
       // a tree rendered with --config FILE --out DIR: say which --config gives the capacity rules the cluster's description
@@ -184,7 +197,7 @@ export async function runCheck(args: string[], io: Io = consoleIo): Promise<numb
     }
     if (!values.quiet) {
       for (const l of describeEngines(engines)) io.out(`engine: ${l}`);
-      io.out(`${errors.length === 0 ? 'ok' : 'FAILED'}: ${results.length} cluster(s), ${objects} objects, ${rendered} Application sources rendered, ${errors.length} errors, `
+      io.out(`${errors.length === 0 ? 'ok' : 'FAILED'}: ${clusterResults.length} cluster(s)${fleet.map((f) => ` and ${f}/`).join('')}, ${objects} objects, ${rendered} Application sources rendered, ${errors.length} errors, `
         + `${findings.length - errors.length} warnings (${(timings.total / 1000).toFixed(2)} s, rendering ${(timings.render / 1000).toFixed(2)} s)`);
     }
   }

@@ -7,22 +7,17 @@ import { commandHelp, renderInputs } from './options';
 import { Preloaded, preloadedModels } from './precheck';
 import { DIFF } from './specs';
 import { outputFormat } from '../errors';
-import { isJsonObject } from '../json';
 import { requireProject } from '../project/project-file';
 import { clusterOf, deletionLines, objectKey, outputEntries, readTreeObjects, TreeObject } from '../render/deletions';
 import { describeObject } from '../render/manifest';
+import { changedFields, FieldChange, formatFieldChange } from '../render/object-diff';
 import { isObjectPath } from '../render/tree';
 import { isWriteArtifact, recoverOutput } from '../render/write';
 import { outputRoot, synth } from '../synth/pipeline';
 
 export type { TreeObject } from '../render/deletions';
-
-/** A field that differs: its path and both values (undefined: absent on that side). */
-export interface FieldChange {
-  readonly path: string;
-  readonly before?: unknown;
-  readonly after?: unknown;
-}
+export { changedFields } from '../render/object-diff';
+export type { FieldChange } from '../render/object-diff';
 
 export interface ObjectChange {
   readonly change: 'added' | 'removed' | 'changed';
@@ -44,22 +39,6 @@ export interface TreeDiff {
   readonly objects: readonly ObjectChange[];
   /** Files that hold no objects (README.md, kustomization.yaml). */
   readonly files: readonly FileChange[];
-}
-
-type Json = Record<string, unknown>;
-
-/** Paths of every leaf that differs between two JSON values (`spec.a[2].b`). */
-export function changedFields(before: unknown, after: unknown, at = ''): FieldChange[] {
-  if (Array.isArray(before) && Array.isArray(after)) {
-    const out: FieldChange[] = [];
-    for (let i = 0; i < Math.max(before.length, after.length); i++) out.push(...changedFields(before[i], after[i], `${at}[${i}]`));
-    return out;
-  }
-  if (isJsonObject(before) && isJsonObject(after)) {
-    const keys = [...new Set([...Object.keys(before), ...Object.keys(after)])].sort();
-    return keys.flatMap((k) => changedFields(before[k], after[k], at ? `${at}.${k}` : k));
-  }
-  return JSON.stringify(before) === JSON.stringify(after) ? [] : [{ path: at, before, after }];
 }
 
 /** Object-level diff of two sets of rendered objects; objects match by cluster and identity (not version). */
@@ -112,12 +91,6 @@ export function diffTrees(beforeRoot: string, afterRoot: string, clusters?: read
   return { objects, files };
 }
 
-function show(v: unknown): string {
-  if (v === undefined) return '(absent)';
-  const s = JSON.stringify(v);
-  return s.length > 80 ? `${s.slice(0, 77)}...` : s;
-}
-
 const MARK = { added: '+', removed: '-', changed: '~' } as const;
 
 /** Human-readable lines of a diff, grouped by cluster. */
@@ -128,7 +101,7 @@ export function formatDiff(d: TreeDiff): string[] {
     lines.push(`${c}:`);
     for (const o of d.objects.filter((x) => x.cluster === c)) {
       lines.push(`  ${MARK[o.change]} ${o.object} (${o.file.slice(c.length + 1)})`);
-      for (const f of o.fields) lines.push(`      ${f.path}: ${show(f.before)} -> ${show(f.after)}`);
+      for (const f of o.fields) lines.push(`      ${formatFieldChange(f)}`);
     }
     for (const f of d.files.filter((x) => clusterOf(x.file) === c)) lines.push(`  ${MARK[f.change]} file ${f.file.slice(c.length + 1)}`);
   }

@@ -1,12 +1,14 @@
-import { copyFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { constants, copyFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
+import { InstalledFrom, installedFrom } from './installed-from';
 import { consoleIo, EXIT, Io } from './io';
 import { commandHelp } from './options';
 import { NEW } from './specs';
 import { InputError } from '../errors';
 import { makeDirs, pathProblem } from '../files';
-import { PACKAGE_NAME, PACKAGED_SCHEMA_FILE, packageVersion, SCHEMA_FILE_NAME } from '../paths';
+import { INIT_TODO, OPEN_TODO } from '../model/init-todos';
+import { PACKAGE_NAME, PACKAGED_SCHEMA_FILE, SCHEMA_FILE_NAME } from '../paths';
 import { PROJECT_FILE, PROJECT_KEYS } from '../project/names';
 import { writeArtifactIgnores } from '../render/write';
 
@@ -20,8 +22,20 @@ function packageName(dir: string): string {
   return name === '' ? 'clusters' : name;
 }
 
-/** The files of a new clusters repository, by path relative to it (the schema is copied separately). */
-export function scaffoldFiles(name: string, version: string): Record<string, string> {
+/** The folder of a clusters repository that keeps the toolkit's tarball, when it was installed from one. */
+export const VENDOR = 'vendor';
+
+/** What package.json pins for an installation source: the tarball's copy in vendor/, the Git URL, or the version. */
+export function toolkitPin(from: InstalledFrom): string {
+  if (from.kind === 'tarball') return `file:${VENDOR}/${path.basename(from.file)}`;
+  return from.kind === 'git' ? from.spec : from.version;
+}
+
+/**
+ * The files of a new clusters repository, by path relative to it (the schema and a vendored tarball are copied
+ * separately). `pin`: what package.json's devDependency says (toolkitPin).
+ */
+export function scaffoldFiles(name: string, pin: string): Record<string, string> {
   const cli = `npx --no-install ${PACKAGE_NAME}`;
   return {
     'package.json': `${JSON.stringify({
@@ -30,7 +44,7 @@ export function scaffoldFiles(name: string, version: string): Record<string, str
       description: `GPU cluster descriptions and the manifests ${PACKAGE_NAME} renders from them`,
       scripts: { test: 'sh ci.sh' },
       // the toolkit renders at build time only: a development dependency, pinned exactly (an update is a diff you read)
-      devDependencies: { [PACKAGE_NAME]: version },
+      devDependencies: { [PACKAGE_NAME]: pin },
       engines: { node: '>= 20' },
     }, undefined, 2)}\n`,
     '.npmrc': [
@@ -49,10 +63,17 @@ export function scaffoldFiles(name: string, version: string): Record<string, str
     '.gitignore': ['node_modules/', `# ${PACKAGE_NAME}'s bookkeeping while it writes ${OUT}/ (an interrupted run leaves them for the next to recover)`, ...writeArtifactIgnores(OUT), ''].join('\n'),
     'ci.sh': [
       '#!/bin/sh',
-      `# CI of this repository (npm test): render ${CLUSTERS}/ into ${OUT}/, fail when the committed ${OUT}/ or the`,
-      '# description schema differs from what the pinned toolkit renders, then run every check.',
+      `# CI of this repository (npm test): fail while a description has an open ${INIT_TODO} line, render ${CLUSTERS}/ into`,
+      `# ${OUT}/, fail when the committed ${OUT}/ or the description schema differs from what the pinned toolkit renders,`,
+      '# then run every check.',
       'set -eu',
       'cd "$(dirname "$0")"',
+      `todos=$(grep -rnF '${OPEN_TODO}' ${CLUSTERS} --include='*.yaml' --include='*.yml' --include='*.json' --include='*.ts' || true)`,
+      'if [ -n "$todos" ]; then',
+      `  echo "open ${INIT_TODO} lines (facts init could not read from the cluster): check each, then delete its marker:" >&2`,
+      '  echo "$todos" >&2',
+      '  exit 1',
+      'fi',
       `${cli} synth --quiet`,
       `${cli} schema`,
       `changed=$(git status --porcelain -- ${OUT} ${CLUSTERS}/${SCHEMA_FILE_NAME})`,
@@ -74,23 +95,26 @@ export function scaffoldFiles(name: string, version: string): Record<string, str
       '```sh',
       'npm ci                                    # the pinned toolkit',
       `npx ${PACKAGE_NAME} init --snapshot snapshot.yaml --name lab --repo <this repo's URL>`,
-      `                                          # or --kubeconfig (GET only); writes ${CLUSTERS}/lab.yaml: fix every TODO(init)`,
+      `                                          # or --kubeconfig (GET only); writes ${CLUSTERS}/lab.yaml: fix every ${INIT_TODO}`,
       `npx ${PACKAGE_NAME} preflight --config ${CLUSTERS}/lab.yaml --snapshot snapshot.yaml`,
       `npx ${PACKAGE_NAME} synth                 # ${CLUSTERS}/ -> ${OUT}/ (never deletes a rendered object without --allow-delete)`,
       `npx ${PACKAGE_NAME} check                 # every rule; every Application rendered with helm and kustomize`,
       `git add ${CLUSTERS} ${OUT} && git commit`,
       '```',
       '',
-      'Updating the toolkit:',
+      'Updating the toolkit (from the npm registry, or from a tarball kept in this repository: the old one removed from',
+      `${VENDOR}/, so that CI clones install the one package.json pins):`,
       '',
       '```sh',
       `npm install --save-dev --save-exact ${PACKAGE_NAME}@<version>`,
+      `npm install --save-dev ./${VENDOR}/${PACKAGE_NAME}-<version>.tgz   # or this`,
       `npx ${PACKAGE_NAME} diff                  # every object the new version adds, changes or removes; writes nothing`,
       `npx ${PACKAGE_NAME} synth                 # add --allow-delete when a removal is intended`,
       `npx ${PACKAGE_NAME} schema                # the new description schema, for the editor`,
       '```',
       '',
-      `CI runs \`npm ci && npm test\` (\`ci.sh\`): it renders, fails when the committed \`${OUT}/\` differs, and runs check.`,
+      `CI runs \`npm ci && npm test\` (\`ci.sh\`): it fails while a description has an open \`${INIT_TODO}\` line, renders, fails when the`,
+      `committed \`${OUT}/\` differs, and runs check.`,
       `\`npx ${PACKAGE_NAME} --help\` lists every command.`,
       '',
     ].join('\n'),
@@ -108,8 +132,16 @@ function checkTarget(dir: string): void {
   if (entries.length > 0) throw new InputError(`new: ${dir} is not empty (${entries.slice(0, 3).join(', ')}${entries.length > 3 ? ', ...' : ''}); name a new or empty folder`);
 }
 
-/** `new DIR`: a clusters repository. */
-export function runNew(args: string[], io: Io = consoleIo): number {
+/** What `new` says it pinned, and why that installs the same toolkit again. */
+function pinLine(from: InstalledFrom, pin: string): string {
+  if (from.kind === 'tarball') return `pinned ${PACKAGE_NAME} ${pin}: the tarball it was installed from, copied into ${VENDOR}/ (commit it: CI clones install it from there)`;
+  if (from.kind === 'git') return `pinned ${PACKAGE_NAME} ${pin}: the Git commit it was installed from`;
+  return `pinned ${PACKAGE_NAME} ${pin}: npm install fetches that version from the npm registry${from.note ? ` (${from.note})` : ''}; `
+    + `to install from its tarball instead, put it in ${VENDOR}/ and run npm install --save-dev ./${VENDOR}/${PACKAGE_NAME}-${pin}.tgz`;
+}
+
+/** `new DIR`: a clusters repository. `from`: what the toolkit was installed from (default: the running one's). */
+export function runNew(args: string[], io: Io = consoleIo, from: InstalledFrom = installedFrom()): number {
   const { values, positionals } = parseArgs({ args, options: NEW.options, allowPositionals: true });
   if (values.help) {
     io.out(commandHelp(NEW));
@@ -119,10 +151,18 @@ export function runNew(args: string[], io: Io = consoleIo): number {
   const [dir] = positionals;
   checkTarget(dir);
   makeDirs(path.join(dir, CLUSTERS));
-  const files = scaffoldFiles(packageName(dir), packageVersion());
+  const pin = toolkitPin(from);
+  const files = scaffoldFiles(packageName(dir), pin);
   for (const [file, text] of Object.entries(files)) writeFileSync(path.join(dir, file), text, { flag: 'wx', mode: file.endsWith('.sh') ? 0o755 : 0o644 });
   copyFileSync(PACKAGED_SCHEMA_FILE, path.join(dir, CLUSTERS, SCHEMA_FILE_NAME));
-  io.out(`made the clusters repository ${dir}: ${[...Object.keys(files), `${CLUSTERS}/${SCHEMA_FILE_NAME}`].join(', ')}`);
+  const written = [...Object.keys(files), `${CLUSTERS}/${SCHEMA_FILE_NAME}`];
+  if (from.kind === 'tarball') {
+    makeDirs(path.join(dir, VENDOR));
+    copyFileSync(from.file, path.join(dir, VENDOR, path.basename(from.file)), constants.COPYFILE_EXCL);
+    written.push(`${VENDOR}/${path.basename(from.file)}`);
+  }
+  io.out(`made the clusters repository ${dir}: ${written.join(', ')}`);
+  io.out(pinLine(from, pin));
   io.out(`next: cd ${dir} && npm install, then npx ${PACKAGE_NAME} init --snapshot FILE (or --kubeconfig) writes ${CLUSTERS}/<name>.yaml`);
   return EXIT.ok;
 }

@@ -137,6 +137,8 @@ export function globalHelp(specs: readonly CommandSpec[]): string {
     `Commands (${PACKAGE_NAME} <command> --help lists a command's options; in the toolkit's own repository: npm run <command> -- ...):`,
     ...specs.flatMap((s) => [`  ${s.usage}`, ...wrap(s.summary, WIDTH, '      ', '      ')]),
     '',
+    `${PACKAGE_NAME} --version (-v) prints the toolkit's version.`,
+    '',
     exitCodes('a validation, a check or a preflight failed (diff: an object would be deleted)'),
   ].join('\n');
 }

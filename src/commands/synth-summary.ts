@@ -56,10 +56,16 @@ export function synthSummary(r: SynthResult, cwd = process.cwd()): string[] {
   const where = rel === '' ? '.' : rel.startsWith('..') || path.isAbsolute(rel) ? r.out : rel;
   const entries = [...r.clusters.map((c) => c.name), ...(r.fleet ? [FLEET_FOLDER] : [])];
   const names = new Set(entries);
-  const replaced = r.changed.filter((c) => names.has(c)).length;
-  const removed = r.changed.length - replaced;
+  const created = new Set(r.created ?? []);
+  const written = r.changed.filter((c) => names.has(c));
+  const fresh = written.filter((c) => created.has(c)).length;
+  const replaced = written.length - fresh;
+  const removed = r.changed.length - written.length;
   const what = `${plural(r.clusters.length, 'cluster folder')}${r.fleet ? ` and ${FLEET_FOLDER}/` : ''}`;
-  const counts = [`${replaced} replaced`, ...(removed > 0 ? [`${removed} removed`] : []), ...(entries.length > replaced ? [`${entries.length - replaced} unchanged`] : [])];
+  const counts = [
+    ...(fresh > 0 ? [`${fresh} new`] : []), ...(replaced > 0 || fresh === 0 ? [`${replaced} replaced`] : []), ...(removed > 0 ? [`${removed} removed`] : []),
+    ...(entries.length > written.length ? [`${entries.length - written.length} unchanged`] : []),
+  ];
   const head = r.changed.length > 0
     ? `wrote ${r.files} files to ${where}: ${what} (${counts.join(', ')})`
     : `${where} already up to date (${r.files} files in ${what}, nothing rewritten)`;

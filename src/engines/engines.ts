@@ -6,13 +6,13 @@ import { defaultCacheDir } from '../cache/compiled-cache';
 import { fsErrorText, isFsError, stripControl } from '../errors';
 
 /**
- * The oldest engines the checks accept from PATH (older ones are passed over for the packaged ones).
- * helm 3.14: the oldest Helm this toolkit renders the pinned charts with (Chart API v2, `--kube-version`,
- * `--include-crds`, the template functions the charts call); Helm 4 renders them the same way. kustomize 5.0
- * (kubectl 1.27 and later): the `patches` field with inline JSON 6902 and strategic-merge patches that
- * Argo CD writes for an Application's `kustomize.patches`; Argo CD 3.x runs kustomize 5.
+ * The versions of the pinned engines, those of the npm package LAYER_PACKAGE (its helm, and its kubectl's built-in
+ * kustomize; test/engines checks them against the binaries): an engine on PATH is used only when it is at least as
+ * new, else it is passed over (and said so) for the packaged one, so an older kustomize or helm on a machine never
+ * renders what the pinned ones would render otherwise. Where the packaged engines cannot run (they are linux-x64
+ * only), PATH must have engines at least this new.
  */
-export const MIN_VERSIONS = { helm: '3.14.0', kustomize: '5.0.0' } as const;
+export const MIN_VERSIONS = { helm: '4.1.4', kustomize: '5.6.0' } as const;
 
 /** Where an engine comes from. */
 export type EngineSource = 'PATH' | 'package';
@@ -181,13 +181,13 @@ async function findEngines(searchPath: string, cacheDir: string | undefined): Pr
   const [helmFound, kustomizeFound] = await Promise.all([
     fromPath(helmOnPath, async (file): Promise<Engine | string> => {
       const version = await helmVersion(file, env);
-      return atLeast(version, MIN_VERSIONS.helm) ? helmEngine(file, version, 'PATH', env) : `${file} is helm ${version}, older than ${MIN_VERSIONS.helm}`;
+      return atLeast(version, MIN_VERSIONS.helm) ? helmEngine(file, version, 'PATH', env) : `${file} is helm ${version}, older than the pinned ${MIN_VERSIONS.helm}`;
     }),
     fromPath(kubectlOnPath, async (file): Promise<Engine | string> => {
       const v = await kubectlVersions(file, env);
       return atLeast(v.kustomize, MIN_VERSIONS.kustomize)
         ? kustomizeEngine(file, v, 'PATH', env)
-        : `${file} is kubectl ${v.kubectl} with kustomize ${v.kustomize}, older than ${MIN_VERSIONS.kustomize}`;
+        : `${file} is kubectl ${v.kubectl} with kustomize ${v.kustomize}, older than the pinned ${MIN_VERSIONS.kustomize}`;
     }),
   ]);
   const passedOver = [helmFound, kustomizeFound].filter((x): x is string => typeof x === 'string');

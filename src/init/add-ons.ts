@@ -5,6 +5,7 @@ import { ClusterDescription } from '../model/description';
 import { parseDescription } from '../model/load';
 import { buildModel } from '../model/model';
 import { LABELS } from '../model/names';
+import { PACKAGE_NAME } from '../paths';
 import { argocdNamespaces } from '../preflight/argocd';
 import { KUEUE_CONFIG_KEY, kueueFramework, liveFrameworks, liveKueueConfig, queuedFrameworks } from '../preflight/foreign-config';
 import { crdFacts, KUEUE_CONFIG_NAMESPACE } from '../preflight/reads';
@@ -77,7 +78,7 @@ export function judgeAddOns(state: ClusterState, description: Record<string, unk
       } else if (install && d.installs[install.key] === 'preinstalled' && runsAddOn(state, install) === false) {
         edit({ [`installs.${install.key}`]: 'managed' }, `the cluster runs none of it (no CRD of ${install.provides.map(groupKindKey).join(', ')}): installed here`);
       } else {
-        todos.add(`the cluster has no CRD for ${key}, which the render uses: install the operator that serves it (npm run preflight names the ways)`);
+        todos.add(`the cluster has no CRD for ${key}, which the render uses: install the operator that serves it (npx ${PACKAGE_NAME} preflight --config <this file> names the ways)`);
       }
     }
     // Integrations of the pre-installed Kueue the queued objects need.

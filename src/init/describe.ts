@@ -1,10 +1,13 @@
+import { join, relative } from 'node:path';
 import { Document, isMap, isScalar, isSeq, Node as YamlNode } from 'yaml';
 import { judgeAddOns } from './add-ons';
 import { InputError, printable } from '../errors';
 import { valueAt } from '../json';
 import { Taint } from '../model/description';
+import { INIT_TODO, OPEN_TODO } from '../model/init-todos';
 import { KUEUE_DEFAULT_LOCAL_QUEUE, LABELS, NAMESPACES, RESOURCES, SERVICE_MONITOR_API, STORAGE_CLASSES } from '../model/names';
 import { MAX_GPUS_PER_NODE } from '../model/schema-types';
+import { PACKAGE_NAME, PACKAGE_ROOT } from '../paths';
 import { allocatableAmount, gpuProduct, nicClusterPolicyDevices, nodeRoles, rdmaResources, readableAllocatable, taintKey, taintsOf } from '../preflight/nodes';
 import { crdFacts, servesServiceMonitors } from '../preflight/reads';
 import { ClusterState } from '../preflight/state';
@@ -66,7 +69,7 @@ function commonTaints(nodes: readonly Manifest[]): Taint[] {
 /** Builds a description from what the cluster shows; unobservable facts get placeholders and TODO comments. */
 export function describeCluster(state: ClusterState, opts: InitOptions): InitResult {
   const comments = new Map<string, string>();
-  const todo = (path: string, why: string) => comments.set(path, `TODO(init): ${why}`);
+  const todo = (path: string, why: string) => comments.set(path, `${OPEN_TODO} ${why}`);
   const seen = (path: string, what: string) => comments.set(path, `from ${what}`);
 
   const name = opts.name ?? PLACEHOLDERS.name;
@@ -100,7 +103,8 @@ export function describeCluster(state: ClusterState, opts: InitOptions): InitRes
   }
   if (roles.gpu.length === 0) {
     throw new InputError(`${state.source}: no node advertises ${RESOURCES.gpu} (${nodes.length} node(s): ${nodeNames(nodes)}), so there are no GPU workers to describe: `
-      + 'is the GPU Operator\'s device plugin running (kubectl -n gpu-operator get pods)? Run init again once they advertise GPUs, or start from src/clusters/instant-cluster.yaml');
+      + 'is the GPU Operator\'s device plugin running (kubectl -n gpu-operator get pods)? Run init again once they advertise GPUs, '
+      + `or start from the example of ${relative(process.cwd(), join(PACKAGE_ROOT, 'docs', 'description.md'))} (its Example section)`);
   }
   const groups = groupBy(roles.gpu, (n) => gpuProduct(n) ?? '');
   // the largest group; on a tie a labelled product, then the first by name
@@ -247,8 +251,8 @@ export function descriptionYaml(result: InitResult, source: string): string {
   const header = [
     '# yaml-language-server: $schema=./cluster-description.schema.json',
     `# Written by \`gpu-cluster-manifests init\` from ${source}.`,
-    '# Check every TODO(init) line (facts the cluster does not show), then: npx gpu-cluster-manifests preflight --config <this file> ...',
-    ...(result.todos ?? []).map((t) => `# TODO(init): ${printable(t)}`),
+    `# Check every ${INIT_TODO} line (facts the cluster does not show) and delete its marker, then: npx ${PACKAGE_NAME} preflight --config <this file> ...`,
+    ...(result.todos ?? []).map((t) => `# ${OPEN_TODO} ${printable(t)}`),
   ].join('\n');
   return `${header}\n${doc.toString({ lineWidth: 0 })}`;
 }

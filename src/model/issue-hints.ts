@@ -30,15 +30,36 @@ function objectsAt(schema: ZodType, path: readonly PropertyKey[]): ZodType[] {
   return [];
 }
 
-/** Edit distance (insertions, deletions, substitutions), for names of a few dozen characters. */
+/**
+ * Edit distance (insertions, deletions, substitutions, and two neighbours swapped: `synht` is one edit from `synth`),
+ * for names of a few dozen characters.
+ */
 function distance(a: string, b: string): number {
+  let before: number[] = [];
   let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {
     const row = [i];
-    for (let j = 1; j <= b.length; j++) row[j] = Math.min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    for (let j = 1; j <= b.length; j++) {
+      row[j] = Math.min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) row[j] = Math.min(row[j], before[j - 2] + 1);
+    }
+    before = prev;
     prev = row;
   }
   return prev[b.length];
+}
+
+/**
+ * The name of `names` a mistyped `key` was most likely meant to be: the same name in another case, or one a couple
+ * of edits away (`gpusPerNod` -> `gpusPerNode`, `synht` -> `synth`). Undefined when nothing is close.
+ */
+export function closestName(key: string, names: readonly string[]): string | undefined {
+  const lower = key.toLowerCase();
+  const ranked = names
+    .map((f) => ({ f, d: f.toLowerCase() === lower ? 0 : distance(lower, f.toLowerCase()) }))
+    .filter((x) => x.d <= Math.max(1, Math.min(3, Math.floor(key.length / 4))))
+    .sort((a, b) => a.d - b.d || (a.f < b.f ? -1 : 1));
+  return ranked[0]?.f;
 }
 
 /**
@@ -46,13 +67,8 @@ function distance(a: string, b: string): number {
  * or one a couple of edits away (`gpusPerNod` -> `gpusPerNode`). Undefined when nothing is close.
  */
 export function closestField(schema: ZodType, parent: readonly PropertyKey[], key: string): string | undefined {
-  const fields = [...new Set(objectsAt(schema, parent).flatMap((o) => Object.keys((o as unknown as { shape: Record<string, unknown> }).shape)))];
-  const lower = key.toLowerCase();
-  const ranked = fields
-    .map((f) => ({ f, d: f.toLowerCase() === lower ? 0 : distance(lower, f.toLowerCase()) }))
-    .filter((x) => x.d <= Math.max(1, Math.min(3, Math.floor(key.length / 4))))
-    .sort((a, b) => a.d - b.d || (a.f < b.f ? -1 : 1));
-  return ranked[0]?.f;
+  const fields = objectsAt(schema, parent).flatMap((o) => Object.keys((o as unknown as { shape: Record<string, unknown> }).shape));
+  return closestName(key, [...new Set(fields)]);
 }
 
 /** The value at `path` of a parsed description (undefined when it holds none). */

@@ -62,3 +62,60 @@ export function formatBytes(bytes: number): string {
 export function floorToMebibytes(bytes: number): number {
   return Math.floor(bytes / BINARY.Mi) * BINARY.Mi;
 }
+
+/** A value as an exact fraction (numerator, denominator > 0). */
+interface Fraction {
+  readonly n: bigint;
+  readonly d: bigint;
+}
+
+/** The factor of a quantity's suffix, exactly (`Mi` 2^20, `m` 1/1000, `e3` 1000). */
+function suffixFactor(suffix: string): Fraction {
+  if (suffix in BINARY) return { n: 2n ** BigInt(Math.log2(BINARY[suffix])), d: 1n };
+  const exp = suffix in DECIMAL ? Math.round(Math.log10(DECIMAL[suffix])) : Number(suffix.slice(1));
+  return exp >= 0 ? { n: 10n ** BigInt(exp), d: 1n } : { n: 1n, d: 10n ** BigInt(-exp) };
+}
+
+/** A quantity written as text (or a JSON number), exactly: its value in base units and its suffix; undefined when it is none. */
+function exactQuantity(value: string | number): { value: Fraction; suffix: string } | undefined {
+  const m = QUANTITY.exec(typeof value === 'number' ? (Number.isFinite(value) ? String(value) : '') : value);
+  // exponents past what any resource needs are left alone (a version string, a huge literal)
+  if (!m || (m[2] !== undefined && /^[eE]/.test(m[2]) && Math.abs(Number(m[2].slice(1))) > 30)) return undefined;
+  const [whole, fraction = ''] = m[1].replace(/^\+/, '').split('.');
+  const sign = whole.startsWith('-') ? -1n : 1n;
+  const digits = `${whole.replace('-', '')}${fraction}` || '0';
+  const suffix = m[2] ?? '';
+  const factor = suffixFactor(suffix);
+  return { value: { n: sign * BigInt(digits) * factor.n, d: 10n ** BigInt(fraction.length) * factor.d }, suffix };
+}
+
+/** `value` in units of `unit` with at most three decimals (`275.001`), or undefined when it needs more. */
+function decimalIn(value: Fraction, unit: Fraction): string | undefined {
+  const n = value.n * unit.d * 1000n;
+  const d = value.d * unit.n;
+  if (n % d !== 0n) return undefined;
+  const millis = n / d;
+  const abs = millis < 0n ? -millis : millis;
+  const fraction = String(abs % 1000n).padStart(3, '0').replace(/0+$/, '');
+  return `${millis < 0n ? '-' : ''}${abs / 1000n}${fraction ? `.${fraction}` : ''}`;
+}
+
+/**
+ * Two quantities written in different units (`"570"` and `"281001m"`, `"2Gi"` and `"2049Mi"`), both in one of those
+ * units, the coarser where both are exact in it with at most three decimals (`570` and `281.001`; `2048Mi` and
+ * `2049Mi`), else in base units. Undefined when both are written in the same unit, or either is no quantity.
+ */
+export function inOneUnit(a: unknown, b: unknown): [string, string] | undefined {
+  if ((typeof a !== 'string' && typeof a !== 'number') || (typeof b !== 'string' && typeof b !== 'number')) return undefined;
+  const x = exactQuantity(a);
+  const y = exactQuantity(b);
+  if (!x || !y || x.suffix === y.suffix) return undefined;
+  // the base unit last: both are exact in it as soon as they are whole bytes or thousandths of a core (`1G`, `1Gi`)
+  const units = [...[x.suffix, y.suffix].map((suffix) => ({ suffix, factor: suffixFactor(suffix) }))
+    .sort((u, v) => (u.factor.n * v.factor.d > v.factor.n * u.factor.d ? -1 : 1)), { suffix: '', factor: { n: 1n, d: 1n } }];
+  for (const { suffix, factor } of units) {
+    const [p, q] = [decimalIn(x.value, factor), decimalIn(y.value, factor)];
+    if (p !== undefined && q !== undefined) return [`${p}${suffix}`, `${q}${suffix}`];
+  }
+  return undefined;
+}

@@ -55,7 +55,7 @@ function transpile(root: string, file: string, source: string): string {
   try {
     ts = createRequire(path.join(root, 'package.json'))('typescript');
   } catch {
-    throw new Refused(['a TypeScript description needs the "typescript" package (npm install --save-dev typescript)']);
+    throw new Refused(['a TypeScript description needs the "typescript" package, which is not installed here: npm install --save-dev typescript (or describe the cluster in YAML)']);
   }
   const out = ts.transpileModule(source, {
     fileName: file,

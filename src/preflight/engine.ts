@@ -4,6 +4,7 @@ import { DRIFT_RULES } from './drift';
 import { FOREIGN_CONFIG_RULES } from './foreign-config';
 import { IMMUTABLE_RULES } from './immutable';
 import { STATE_RULES } from './incomplete';
+import { ISOLATION_RULES } from './isolation';
 import { QUOTA_RULES } from './quota';
 import type { CrdFileOf } from './remedies';
 import { PreflightContext, PreflightFinding, PreflightRule, RenderedObject } from './rule';
@@ -16,6 +17,7 @@ import { RenderedCluster } from '../render/manifest';
 /** Every preflight rule, by family. */
 export const PREFLIGHT_RULES: readonly PreflightRule[] = [
   ...STATE_RULES, ...IMMUTABLE_RULES, ...QUOTA_RULES, ...API_RULES, ...DRIFT_RULES, ...FOREIGN_CONFIG_RULES, ...TAKEOVER_RULES, ...ARGOCD_RULES,
+  ...ISOLATION_RULES,
 ];
 
 /** Application name per rendered folder, read from the rendered Applications' source paths. */

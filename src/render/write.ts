@@ -425,6 +425,8 @@ export class TreeWriter {
   private readonly names = new Set<string>();
   private readonly swaps: Swap[] = [];
   private done = false;
+  /** The entries commit() wrote that did not exist before (the rest of what it returns was replaced or removed). */
+  created: readonly string[] = [];
 
   private constructor(
     /** The output root (absolute). */
@@ -505,6 +507,7 @@ export class TreeWriter {
         throw e;
       }
       settle(this.root, journal, 'rename', 'remove');
+      this.created = swaps.filter((sw) => !sw.existed).map((sw) => sw.target);
       return swaps.map((sw) => sw.target);
     } catch (e) {
       if (isFsError(e)) throw new WriteFailed(`${fsErrorText(e)}; run the command again to finish or undo the write`);

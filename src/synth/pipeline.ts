@@ -105,8 +105,10 @@ export interface SynthResult {
   readonly out: string;
   /** Folders that were replaced. */
   readonly written: readonly string[];
-  /** Output entries (cluster folders, fleet/) that changed: replaced or removed. Empty: the output was up to date. */
+  /** Output entries (cluster folders, fleet/) that changed: written for the first time, replaced or removed. Empty: the output was up to date. */
   readonly changed: readonly string[];
+  /** Of `changed`, the entries that did not exist before (the first synth into no output folder: all of them). */
+  readonly created?: readonly string[];
   /** Rendered objects removed from the output (only with allowDelete). */
   readonly deleted: readonly Deletion[];
   /** The whole fleet: every cluster by its description file, as a later run may reuse it (SynthOptions.reuse), in description order. */
@@ -364,6 +366,7 @@ export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthR
       out,
       written: only ? outcomes.map((o) => path.join(out, o.summary.name)) : [out],
       changed,
+      created: writer.created,
       deleted,
       members: only ? undefined : outcomes.map((o, i) => ({
         config: configs[i],

@@ -64,6 +64,21 @@ export interface VendoredOverlay {
 
 export type VendoredRelease = VendoredChart | VendoredOverlay;
 
+/**
+ * The folder of a component's vendored release in the upstream installs (`../shared/upstream-installs`, SOURCES.md
+ * names each), by the component's key in VERSIONS and a version as VERSIONS writes it: the pinned release's folder,
+ * and a previous release's (a `previous` entry of the component, see packagedReleaseFolders).
+ */
+export const RELEASE_FOLDERS: Readonly<Record<string, (version: string) => string>> = {
+  gpuOperator: (v) => `gpu-operator-${v}`,
+  networkOperator: (v) => `network-operator-v${v}`,
+  kueue: (v) => `kueue-v${v}`,
+  victoriaMetricsK8sStack: (v) => `victoria-metrics-k8s-stack-${v}`,
+  argocd: (v) => `argo-cd-${v}`,
+  mpiOperator: (v) => `mpi-operator-${v}`,
+  trainingOperator: (v) => `training-operator-${v}`,
+};
+
 const gpu = VERSIONS.gpuOperator;
 const net = VERSIONS.networkOperator;
 const vm = VERSIONS.victoriaMetricsK8sStack;
@@ -85,7 +100,7 @@ export const GPU_OPERATOR_CHART: VendoredChart = {
   type: 'helm',
   chart: gpu.chart,
   version: gpu.version,
-  folder: `gpu-operator-${gpu.version}`,
+  folder: RELEASE_FOLDERS.gpuOperator(gpu.version),
   chartPath: 'deployments/gpu-operator',
   published: { version: gpu.version, appVersion: gpu.version },
   unvendoredDependencies: [],
@@ -110,7 +125,7 @@ export const NETWORK_OPERATOR_CHART: VendoredChart = {
   type: 'helm',
   chart: net.chart,
   version: net.version,
-  folder: `network-operator-v${net.version}`,
+  folder: RELEASE_FOLDERS.networkOperator(net.version),
   chartPath: 'deployment/network-operator',
   unvendoredDependencies: [],
   unrenderedCrds: [
@@ -151,7 +166,7 @@ export const KUEUE_CHART: VendoredChart = {
   type: 'helm',
   chart: VERSIONS.kueue.chart,
   version: VERSIONS.kueue.version,
-  folder: `kueue-${kueueTag}`,
+  folder: RELEASE_FOLDERS.kueue(VERSIONS.kueue.version),
   chartPath: 'charts/kueue',
   published: {
     version: VERSIONS.kueue.version,
@@ -196,7 +211,7 @@ export const VENDORED_RELEASES: readonly VendoredRelease[] = [
     type: 'helm',
     chart: vm.chart,
     version: vm.version,
-    folder: `${vm.chart}-${vm.version}`,
+    folder: RELEASE_FOLDERS.victoriaMetricsK8sStack(vm.version),
     chartPath: `charts/${vm.chart}`,
     unvendoredDependencies: [],
     unrenderedCrds: [],
@@ -211,9 +226,9 @@ export const VENDORED_RELEASES: readonly VendoredRelease[] = [
     unvendoredDependencies: ['cert-manager'],
     unrenderedCrds: [],
   },
-  { type: 'kustomize', ...VERSIONS.argocd, folder: `argo-cd-${VERSIONS.argocd.version}` },
-  { type: 'kustomize', ...VERSIONS.mpiOperator, folder: `mpi-operator-${VERSIONS.mpiOperator.version}` },
-  { type: 'kustomize', ...VERSIONS.trainingOperator, folder: `training-operator-${VERSIONS.trainingOperator.version}` },
+  { type: 'kustomize', ...VERSIONS.argocd, folder: RELEASE_FOLDERS.argocd(VERSIONS.argocd.version) },
+  { type: 'kustomize', ...VERSIONS.mpiOperator, folder: RELEASE_FOLDERS.mpiOperator(VERSIONS.mpiOperator.version) },
+  { type: 'kustomize', ...VERSIONS.trainingOperator, folder: RELEASE_FOLDERS.trainingOperator(VERSIONS.trainingOperator.version) },
 ];
 
 /**
@@ -221,6 +236,34 @@ export const VENDORED_RELEASES: readonly VendoredRelease[] = [
  * found there is no evidence of a release.
  */
 export const UNRELEASED_FOLDERS: readonly string[] = ['dynamo-platform-1.5.0-main'];
+
+/**
+ * A previous release of a component, as src/versions.ts may declare it (`previous: [...]` beside the pinned `version`,
+ * for the commands that compare two releases): its version as `version` is written (the folder follows from
+ * RELEASE_FOLDERS), or the version and its vendored folder.
+ */
+export type PreviousRelease = string | { readonly version: string; readonly folder?: string };
+
+/**
+ * The release folders the package ships (projenrc/package-assets.cjs copies exactly these): the pinned releases
+ * (VENDORED_RELEASES) and every previous release a component of `versions` declares, sorted. Nothing else of the
+ * upstream installs is read at pack time, so a folder kept there for other reasons never reaches the tarball.
+ */
+export function packagedReleaseFolders(versions: Readonly<Record<string, object>> = VERSIONS): string[] {
+  const folders = new Set(VENDORED_RELEASES.map((r) => r.folder));
+  for (const [component, entry] of Object.entries(versions)) {
+    const previous = (entry as { previous?: readonly PreviousRelease[] }).previous ?? [];
+    for (const p of previous) {
+      const version = typeof p === 'string' ? p : p.version;
+      const folder = typeof p === 'object' && p.folder !== undefined ? p.folder : RELEASE_FOLDERS[component]?.(version);
+      if (folder === undefined) {
+        throw new Error(`src/versions.ts ${component}.previous ${version}: no folder for it (name it, { version, folder }, or add ${component} to RELEASE_FOLDERS)`);
+      }
+      folders.add(folder);
+    }
+  }
+  return [...folders].sort();
+}
 
 /** An Argo CD Application source, as rendered. */
 export interface ApplicationSource {

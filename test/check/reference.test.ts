@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -6,7 +6,8 @@ import { stringify } from 'yaml';
 import { checkCluster, readClusters, RULES } from '../../src/check';
 import { EXIT, main } from '../../src/cli';
 import { findDescription } from '../../src/commands/find-description';
-import { descriptionFiles, loadModels, renderModel } from '../../src/synth/pipeline';
+import { fleetFiles } from '../../src/components/gitops/fleet';
+import { descriptionFiles, loadModels, renderFleetOf, renderModel } from '../../src/synth/pipeline';
 import { EXAMPLES_DIR, HAS_SCHEMAS, REFERENCE_FILE, referenceInput, renderOf, validator } from '../helpers';
 
 function capture() {
@@ -90,6 +91,22 @@ describe.skipIf(!HAS_SCHEMAS)('npm run check -- DIR', () => {
       expect(text.err.join('\n')).toMatch(/^error \[default-storage-class\] instant-cluster: StorageClass local-path: 2 StorageClasses/);
     } finally {
       writeFileSync(file, before);
+    }
+  });
+
+  it('checks the fleet folder beside the clusters without counting it as a cluster', async () => {
+    const fleet = path.join(out, 'fleet');
+    mkdirSync(fleet);
+    try {
+      for (const [file, text] of fleetFiles(renderFleetOf(loadModels([REFERENCE_FILE]).map(renderModel)))) writeFileSync(path.join(out, file), text);
+      const c = capture();
+      expect(await main(['check', out, '--config', REFERENCE_FILE], c.io)).toBe(EXIT.ok);
+      expect(c.out.at(-1)).toMatch(/^ok: 1 cluster\(s\) and fleet\/, \d+ objects, /);
+      const json = capture();
+      expect(await main(['check', out, '--config', REFERENCE_FILE, '--format', 'json'], json.io)).toBe(EXIT.ok);
+      expect(JSON.parse(json.out.join('\n'))).toMatchObject({ clusters: [{ name: 'instant-cluster', model: true }], fleet: ['fleet'] });
+    } finally {
+      rmSync(fleet, { recursive: true, force: true });
     }
   });
 

@@ -1,8 +1,10 @@
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { COMMANDS, main } from '../../src/cli';
 import { EXIT } from '../../src/commands/io';
-import { PACKAGE_NAME } from '../../src/paths';
+import { PACKAGE_NAME, packageVersion } from '../../src/paths';
 import { BIN, ROOT } from '../helpers';
 
 /** The CLI's exit code and output (check's help and the global help name the engines they find: asynchronous). */
@@ -67,6 +69,42 @@ describe('--help of each command lists exactly that command\'s options', () => {
     expect(r.out).not.toContain('Options:');
     expect(r.out).toContain('Engines (check renders every Application with them):');
     expect((await run()).code).toBe(EXIT.badInput);
+  });
+
+  it('--version and -v print the version, in this process and through the compiled CLI (which loads nothing else for it)', async () => {
+    const version = `${PACKAGE_NAME} ${packageVersion()}`;
+    expect(packageVersion()).not.toBe('0.0.0');
+    for (const flag of ['--version', '-v']) {
+      expect(await run(flag)).toEqual({ code: EXIT.ok, out: `${version}\n`, err: '' });
+      const r = spawnSync(process.execPath, [BIN, flag], { cwd: ROOT, encoding: 'utf8' });
+      expect([r.status, r.stdout, r.stderr]).toEqual([0, `${version}\n`, '']);
+    }
+    expect((await run('--help')).out).toContain(`${PACKAGE_NAME} --version (-v) prints the toolkit's version.`);
+  });
+
+  it('a mistyped command is one line naming the command it was likely meant to be; a word far from all is only refused', async () => {
+    for (const [typed, meant] of [['synht', 'synth'], ['chek', 'check'], ['Preflight', 'preflight'], ['vaildate', 'validate'], ['schmea', 'schema']]) {
+      const r = await run(typed, '--config', 'x.yaml');
+      expect(r.code).toBe(EXIT.badInput);
+      expect(r.err).toBe(`unknown command "${typed}" (did you mean "${meant}"? expected one of: ${names.join(', ')}); see --help\n`);
+    }
+    expect((await run('deploy')).err).toBe(`unknown command "deploy" (expected one of: ${names.join(', ')}); see --help\n`);
+    // an unknown flag in the command's place, and a control character, are shown quoted
+    expect((await run('--synth')).err).toMatch(/^unknown command "--synth" \(expected one of/);
+    expect((await run('sy\u001b[2Jnth')).err).toMatch(/^unknown command "sy\\u001b\[2Jnth" /);
+  });
+
+  it('docs/commands.md describes the installed CLI: a section per command, as npx runs it, naming each of its options; no npm script', () => {
+    const doc = readFileSync(path.join(ROOT, 'docs', 'commands.md'), 'utf8');
+    expect(doc).not.toMatch(/npm run /);
+    const sections = new Map(doc.split(/^## /m).slice(1).map((part) => [part.slice(0, part.indexOf('\n')).trim(), part]));
+    expect([...sections.keys()].sort()).toEqual([...names].sort());
+    for (const name of names) {
+      const section = sections.get(name)!;
+      expect(section, name).toContain(`npx ${PACKAGE_NAME} ${name}`);
+      for (const option of Object.keys(COMMANDS[name].spec.options).filter((o) => o !== 'help' || name === 'new')) expect(section, `${name} --${option}`).toContain(`--${option}`);
+    }
+    expect(doc).toContain('--version');
   });
 
   it('through the compiled CLI as npm runs it', () => {

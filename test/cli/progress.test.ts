@@ -104,6 +104,15 @@ describe('the synth summary', () => {
     ]);
   });
 
+  it('the first synth into no output folder says its folders are new, not replaced', () => {
+    const r = fleetOf(2);
+    expect(synthSummary({ ...r, changed: ['cluster-0001', 'cluster-0002', 'fleet'], created: ['cluster-0001', 'cluster-0002', 'fleet'] }).at(-1))
+      .toMatch(/^wrote 53 files to dist: 2 cluster folders and fleet\/ \(3 new\) in /);
+    // a cluster added beside one replaced and one unchanged
+    expect(synthSummary({ ...r, changed: ['cluster-0002', 'fleet'], created: ['cluster-0002'] }).at(-1))
+      .toMatch(/^wrote 53 files to dist: 2 cluster folders and fleet\/ \(1 new, 1 replaced, 1 unchanged\) in /);
+  });
+
   it(`names each cluster up to ${LISTED_CLUSTERS}; an unchanged output says so`, () => {
     const r = { ...fleetOf(2), changed: [] };
     const lines = synthSummary(r, process.cwd());

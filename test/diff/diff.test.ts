@@ -4,8 +4,10 @@ import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { EXIT, main } from '../../src/cli';
-import { changedFields, diffObjects, TreeObject } from '../../src/commands/diff';
+import { changedFields, diffObjects, formatDiff, TreeObject } from '../../src/commands/diff';
+import { inOneUnit } from '../../src/model/quantity';
 import { Manifest } from '../../src/render/manifest';
+import { formatFieldChange } from '../../src/render/object-diff';
 import { HAS_SCHEMAS, REFERENCE_FILE, referenceInput, ROOT } from '../helpers';
 
 function capture() {
@@ -43,10 +45,77 @@ describe('diffObjects', () => {
 
   it('lists array growth and removed keys as field changes', () => {
     expect(changedFields({ a: [1], b: { c: 1 } }, { a: [1, 2], b: {} })).toEqual([
-      { path: 'a[1]', before: undefined, after: 2 },
+      { path: 'a[1]', after: 2, change: 'inserted' },
       { path: 'b.c', before: 1, after: undefined },
     ]);
     expect(changedFields({ a: 1 }, { a: 1 })).toEqual([]);
+  });
+});
+
+describe('changed lists', () => {
+  const kinds = (...ks: string[]) => ks.map((kind) => ({ group: 'rbac.authorization.k8s.io', kind }));
+  it('an item inserted into a list is an insertion, not every later item renamed position by position', () => {
+    const before = { spec: { clusterResourceWhitelist: kinds('ClusterRole', 'ClusterRoleBinding', 'PriorityClass') } };
+    const after = { spec: { clusterResourceWhitelist: kinds('ClusterRole', 'Role', 'ClusterRoleBinding', 'PriorityClass', 'StorageClass') } };
+    expect(changedFields(before, after).map(formatFieldChange)).toEqual([
+      'spec.clusterResourceWhitelist[1]: inserted {"group":"rbac.authorization.k8s.io","kind":"Role"}',
+      'spec.clusterResourceWhitelist[4]: inserted {"group":"rbac.authorization.k8s.io","kind":"StorageClass"}',
+    ]);
+    expect(changedFields(after, before).map((f) => `${f.path} ${f.change}`)).toEqual(['spec.clusterResourceWhitelist[1] removed', 'spec.clusterResourceWhitelist[4] removed']);
+    // the same keys in another order are the same items
+    expect(changedFields([{ a: 1, b: 2 }], [{ b: 2, a: 1 }])).toEqual([]);
+  });
+
+  it('items with names match by name: a subject replaced is one removed and one inserted, a changed one is changed in place, a new order is said', () => {
+    const group = (name: string) => ({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name });
+    expect(changedFields({ subjects: [group('oidc:research')] }, { subjects: [group('tenant-research')] })).toEqual([
+      { path: 'subjects[0]', before: group('oidc:research'), change: 'removed' },
+      { path: 'subjects[0]', after: group('tenant-research'), change: 'inserted' },
+    ]);
+    const env = (...pairs: [string, string][]) => pairs.map(([name, value]) => ({ name, value }));
+    expect(changedFields(env(['A', '1'], ['B', '2']), env(['C', '3'], ['A', '1'], ['B', '20'])).map(formatFieldChange)).toEqual([
+      '[2].value: "2" -> "20"',
+      '[0]: inserted {"name":"C","value":"3"}',
+    ]);
+    expect(changedFields({ env: env(['A', '1'], ['B', '2']) }, { env: env(['B', '2'], ['A', '1']) }).map(formatFieldChange)).toEqual(['env: reordered ["A","B"] -> ["B","A"]']);
+  });
+
+  it('unnamed items changed in place (as many before as after between unchanged ones) are compared field by field', () => {
+    const taint = (effect: string) => ({ key: 'nvidia.com/gpu', effect });
+    expect(changedFields({ t: [taint('NoSchedule'), { key: 'x' }] }, { t: [taint('NoExecute'), { key: 'x' }] })).toEqual([{ path: 't[0].effect', before: 'NoSchedule', after: 'NoExecute' }]);
+  });
+});
+
+describe('changed values, as diff prints them', () => {
+  it('two long strings that differ past the cut show where they differ, not the same cut prefix twice', () => {
+    const files = (...names: string[]) => `{${['appproject.argocd.lab.yaml', 'application.argocd.lab-argocd.yaml', 'application.argocd.lab-monitoring.yaml', ...names].join(',')}}`;
+    const line = formatFieldChange({ path: 'include', before: files('application.argocd.lab-storage.yaml'), after: files('application.argocd.lab-storage.yaml', 'application.argocd.lab-tenants.yaml') });
+    const [before, after] = line.slice('include: '.length).split(' -> ');
+    expect(before).not.toBe(after);
+    expect(after).toContain('application.argocd.lab-tenants.yaml');
+    expect(before).toMatch(/^"\.\.\..*lab-storage\.yaml}"$/);
+    expect(line.length).toBeLessThan(240);
+    // a change in the middle of two long strings: both sides cut around it
+    const long = (x: string) => `${'a'.repeat(100)}${x}${'b'.repeat(100)}`;
+    expect(formatFieldChange({ path: 's', before: long('OLD'), after: long('NEW') })).toBe(`s: "...${'a'.repeat(24)}OLD${'b'.repeat(24)}..." -> "...${'a'.repeat(24)}NEW${'b'.repeat(24)}..."`);
+  });
+
+  it('quantities written in different units are shown in one unit too; the same unit, or no quantity, as written', () => {
+    expect(formatFieldChange({ path: 'nominalQuota', before: '570', after: '281001m' })).toBe('nominalQuota: "570" -> "281001m" (570 -> 281.001)');
+    expect(formatFieldChange({ path: 'nominalQuota', before: '5517Gi', after: '2808321Mi' })).toBe('nominalQuota: "5517Gi" -> "2808321Mi" (5649408Mi -> 2808321Mi)');
+    expect(formatFieldChange({ path: 'nominalQuota', before: '8', after: '12' })).toBe('nominalQuota: "8" -> "12"');
+    expect(formatFieldChange({ path: 'image', before: 'v1', after: 'v2' })).toBe('image: "v1" -> "v2"');
+    expect(inOneUnit('2Gi', '2049Mi')).toEqual(['2048Mi', '2049Mi']);
+    expect(inOneUnit('1500', '2k')).toEqual(['1.5k', '2k']);
+    expect(inOneUnit('500m', 1)).toEqual(['0.5', '1']);
+    expect(inOneUnit('1G', '1Gi')).toEqual(['1000000000', '1073741824']);
+    expect(inOneUnit('1Gi', '1Gi')).toBeUndefined();
+    expect(inOneUnit('v1.2', '3m')).toBeUndefined();
+  });
+
+  it('formatDiff prints each field that way under its object', () => {
+    expect(formatDiff({ files: [], objects: [{ change: 'changed', object: 'ClusterQueue research', cluster: 'c', file: 'c/kueue/clusterqueue.research.yaml', fields: [{ path: 'spec.x[0]', after: 1, change: 'inserted' }] }] }))
+      .toEqual(['c:', '  ~ ClusterQueue research (kueue/clusterqueue.research.yaml)', '      spec.x[0]: inserted 1']);
   });
 });
 

@@ -30,11 +30,11 @@ describe('versions', () => {
     expect(parseVersion('v1.32.4-dispatcher')).toEqual([1, 32, 4]);
     expect(parseVersion('5.6')).toEqual([5, 6, 0]);
     expect(parseVersion('unknown')).toBeUndefined();
-    expect(atLeast('v3.14.0', MIN_VERSIONS.helm)).toBe(true);
-    expect(atLeast('v3.13.3', MIN_VERSIONS.helm)).toBe(false);
-    expect(atLeast('v4.0.0', MIN_VERSIONS.helm)).toBe(true);
-    expect(atLeast('v4.5.7', MIN_VERSIONS.kustomize)).toBe(false);
-    expect(atLeast('v5.5.0', MIN_VERSIONS.kustomize)).toBe(true);
+    expect(atLeast('v4.1.4', '4.1.4')).toBe(true);
+    expect(atLeast('v4.1.3', '4.1.4')).toBe(false);
+    expect(atLeast('v4.2.0', '4.1.4')).toBe(true);
+    expect(atLeast('v5.5.0', '5.6.0')).toBe(false);
+    expect(atLeast('v3.19.0', '4.1.4')).toBe(false);
   });
 });
 
@@ -66,23 +66,31 @@ describe.skipIf(!LINUX_X64)('finding the engines', () => {
     const e = await resolveEngines({ searchPath: binDir('empty', {}), cacheDir: CACHE });
     expect(e.helm).toMatchObject({ source: 'package', version: 'v4.1.4' });
     expect(e.kustomize).toMatchObject({ source: 'package', version: 'v5.6.0', via: 'kubectl v1.33.9' });
+    // the pinned versions, below which an engine on PATH is passed over, are the packaged engines' own
+    expect([e.helm.version, e.kustomize.version]).toEqual([`v${MIN_VERSIONS.helm}`, `v${MIN_VERSIONS.kustomize}`]);
     expect(e.helm.path.startsWith(path.join(CACHE, 'engines'))).toBe(true);
     expect(await e.helm.run(['version', '--template', '{{.Version}}'])).toBe('v4.1.4');
     expect(e.passedOver).toEqual([]);
   });
 
-  it('a helm on PATH older than the minimum is passed over (and said so); a recent one is used', async () => {
-    const old = binDir('old-helm', { helm: 'echo v3.12.3' });
+  it('an engine on PATH older than the pinned one is passed over (and said so), a recent helm 3 and a kubectl 1.32 too; one at least as new is used', async () => {
+    const old = binDir('old-helm', {
+      helm: 'echo v3.19.0',
+      kubectl: 'echo \'{"clientVersion": {"gitVersion": "v1.32.4-dispatcher"}, "kustomizeVersion": "v5.5.0"}\'',
+    });
     const e = await resolveEngines({ searchPath: old, cacheDir: CACHE });
-    expect(e.helm.source).toBe('package');
-    expect(e.passedOver).toEqual([`${path.join(old, 'helm')} is helm v3.12.3, older than ${MIN_VERSIONS.helm}`]);
+    expect([e.helm.source, e.kustomize.source]).toEqual(['package', 'package']);
+    expect(e.passedOver).toEqual([
+      `${path.join(old, 'helm')} is helm v3.19.0, older than the pinned ${MIN_VERSIONS.helm}`,
+      `${path.join(old, 'kubectl')} is kubectl v1.32.4-dispatcher with kustomize v5.5.0, older than the pinned ${MIN_VERSIONS.kustomize}`,
+    ]);
 
     const recent = binDir('recent', {
-      helm: 'echo v3.19.0',
+      helm: 'echo v4.2.0',
       kubectl: 'echo \'{"clientVersion": {"gitVersion": "v1.34.1"}, "kustomizeVersion": "v5.7.1"}\'',
     });
     const r = await resolveEngines({ searchPath: recent, cacheDir: CACHE });
-    expect(r.helm).toMatchObject({ source: 'PATH', path: path.join(recent, 'helm'), version: 'v3.19.0' });
+    expect(r.helm).toMatchObject({ source: 'PATH', path: path.join(recent, 'helm'), version: 'v4.2.0' });
     expect(r.kustomize).toMatchObject({ source: 'PATH', path: path.join(recent, 'kubectl'), version: 'v5.7.1', via: 'kubectl v1.34.1' });
   });
 
@@ -96,7 +104,7 @@ describe.skipIf(!LINUX_X64)('finding the engines', () => {
     expect(e.helm.source).toBe('package');
     expect(e.passedOver).toEqual([
       expect.stringMatching(/helm: helm version: exit 1: not a version|helm version: exit 1/),
-      `${path.join(bin, 'kubectl')} is kubectl v1.24.0 with kustomize v4.5.4, older than ${MIN_VERSIONS.kustomize}`,
+      `${path.join(bin, 'kubectl')} is kubectl v1.24.0 with kustomize v4.5.4, older than the pinned ${MIN_VERSIONS.kustomize}`,
     ]);
   });
 });

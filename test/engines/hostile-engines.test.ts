@@ -130,8 +130,8 @@ describe('finding the engines', () => {
   });
 
   it('a version of an engine on PATH is taken only when it is all version', async () => {
-    const e = await resolveEngines({ searchPath: fakeEngines(work, 'plain', { helm: 'exit 0', helmVersion: 'v3.19.0+g3d8990f' }), cacheDir: ENGINE_CACHE });
-    expect(e.helm).toMatchObject({ source: 'PATH', version: 'v3.19.0+g3d8990f' });
+    const e = await resolveEngines({ searchPath: fakeEngines(work, 'plain', { helm: 'exit 0', helmVersion: 'v4.2.0+g3d8990f' }), cacheDir: ENGINE_CACHE });
+    expect(e.helm).toMatchObject({ source: 'PATH', version: 'v4.2.0+g3d8990f' });
     expect(existsSync(e.helm.path)).toBe(true);
   });
 });

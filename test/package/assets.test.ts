@@ -4,6 +4,8 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { packagedReleaseFolders, VENDORED_RELEASES } from '../../src/upstream/releases';
+import { VERSIONS } from '../../src/versions';
 import { ROOT } from '../helpers';
 
 /* The copy of the package assets that npm pack runs (projenrc/package-assets.cjs): verified, fail-closed. */
@@ -11,12 +13,18 @@ import { ROOT } from '../helpers';
 interface Asset { readonly from: string; readonly to: string; readonly drop?: Record<string, string>; readonly unlisted?: Record<string, string> }
 const { ASSETS, packageAssets } = createRequire(__filename)(path.join(ROOT, 'projenrc', 'package-assets.cjs')) as {
   ASSETS: readonly Asset[];
-  packageAssets(opts: { shared: string; into: string }): { to: string; files: number }[];
+  packageAssets(opts: { shared: string; into: string; releases?: readonly string[] }): { to: string; files: number; releases?: string[] }[];
 };
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
-/** A small ../shared with every path the asset table names, and one chart listed in SHA256SUMS. */
+/** The release folders of the fake ../shared that ship (the Argo CD one: the table drops its docs/). */
+const RELEASES = ['argo-cd-v3.5.1', 'chart-1.0.0'];
+
+/**
+ * A small ../shared with every path the asset table names, one chart listed in SHA256SUMS, and a folder of an
+ * unreleased branch that is no release of the toolkit (listed too).
+ */
 function fakeShared(): string {
   const shared = mkdtempSync(path.join(tmpdir(), 'fake-shared-'));
   const put = (rel: string, text: string) => {
@@ -42,7 +50,7 @@ describe('the package assets', () => {
   it('are copied with checksums of exactly what ships; dropped folders and ignore files stay out', () => {
     const shared = fakeShared();
     const into = path.join(mkdtempSync(path.join(tmpdir(), 'assets-')), 'assets');
-    packageAssets({ shared, into });
+    expect(packageAssets({ shared, into, releases: RELEASES }).find((c) => c.to === 'upstream-installs')?.releases).toEqual(RELEASES);
     expect(readFileSync(path.join(into, 'upstream-installs', 'SHA256SUMS'), 'utf8')).toBe(`${sha256('name: chart\n')}  chart-1.0.0/Chart.yaml\n`);
     expect(readFileSync(path.join(into, 'crds', 'SHA256SUMS'), 'utf8')).toBe(`${sha256('kind: CustomResourceDefinition\n')}  kueue/crd.yaml\n`);
     for (const gone of ['upstream-installs/dynamo-platform-1.5.0-main', 'upstream-installs/chart-1.0.0/overlay/.gitignore', 'crds/local-path-provisioner']) {
@@ -55,15 +63,44 @@ describe('the package assets', () => {
     ['a file that differs from its SHA256SUMS line', (s: string) => writeFileSync(path.join(s, 'upstream-installs', 'chart-1.0.0', 'Chart.yaml'), 'name: chart \n'), /chart-1\.0\.0\/Chart\.yaml: sha256 [0-9a-f]{64}, SHA256SUMS says [0-9a-f]{64}/],
     ['a file no SHA256SUMS line lists', (s: string) => writeFileSync(path.join(s, 'upstream-installs', 'chart-1.0.0', 'extra.yaml'), 'y\n'), /chart-1\.0\.0\/extra\.yaml: in no SHA256SUMS line and not allowed unlisted/],
     ['a listed file that is missing', (s: string) => rmSync(path.join(s, 'upstream-installs', 'chart-1.0.0', 'Chart.yaml')), /chart-1\.0\.0\/Chart\.yaml: listed in SHA256SUMS but missing/],
+    ['a release folder src/versions.ts selects that is not there', (s: string) => rmSync(path.join(s, 'upstream-installs', 'chart-1.0.0'), { recursive: true }), /no folder chart-1\.0\.0, a release src\/versions\.ts pins or declares as previous/],
     ['a drop that matches nothing (the table is stale)', (s: string) => rmSync(path.join(s, 'crds', 'local-path-provisioner'), { recursive: true }), /nothing to drop at local-path-provisioner\//],
   ])('stop the pack on %s, and leave the previous copy as it was', (_what, spoil, says) => {
     const shared = fakeShared();
     const into = path.join(mkdtempSync(path.join(tmpdir(), 'assets-')), 'assets');
-    packageAssets({ shared, into });
+    packageAssets({ shared, into, releases: RELEASES });
     const before = readFileSync(path.join(into, 'upstream-installs', 'SHA256SUMS'), 'utf8');
     spoil(shared);
-    expect(() => packageAssets({ shared, into })).toThrow(says);
+    expect(() => packageAssets({ shared, into, releases: RELEASES })).toThrow(says);
     expect(readFileSync(path.join(into, 'upstream-installs', 'SHA256SUMS'), 'utf8')).toBe(before);
     expect(existsSync(`${into}.tmp-${process.pid}`)).toBe(false);
+  });
+});
+
+describe('the releases the package carries', () => {
+  it('are the selected release folders only: another folder beside them is never read, whatever SHA256SUMS says of it', () => {
+    const shared = fakeShared();
+    // a previous release kept for another purpose, with a file SHA256SUMS does not cover
+    const other = path.join(shared, 'upstream-installs', 'chart-0.9.0');
+    mkdirSync(other);
+    writeFileSync(path.join(other, 'Chart.yaml'), 'name: chart\nversion: 0.9.0\n');
+    const into = path.join(mkdtempSync(path.join(tmpdir(), 'assets-')), 'assets');
+    packageAssets({ shared, into, releases: RELEASES });
+    expect(existsSync(path.join(into, 'upstream-installs', 'chart-0.9.0'))).toBe(false);
+    // selected, the same folder is verified as any other
+    expect(() => packageAssets({ shared, into, releases: [...RELEASES, 'chart-0.9.0'] })).toThrow(/chart-0\.9\.0\/Chart\.yaml: in no SHA256SUMS line and not allowed unlisted/);
+  });
+
+  it('are the pinned releases of src/versions.ts, plus every previous release a component declares there', () => {
+    expect(packagedReleaseFolders()).toEqual([...new Set(VENDORED_RELEASES.map((r) => r.folder))].sort());
+    const withPrevious = {
+      ...VERSIONS,
+      gpuOperator: { ...VERSIONS.gpuOperator, previous: ['v26.3.3'] },
+      kueue: { ...VERSIONS.kueue, previous: [{ version: '0.18.6' }] },
+      networkOperator: { ...VERSIONS.networkOperator, previous: [{ version: '26.1.2', folder: 'network-operator-v26.1.2' }] },
+    };
+    expect(packagedReleaseFolders(withPrevious)).toEqual([...packagedReleaseFolders(), 'gpu-operator-v26.3.3', 'kueue-v0.18.6', 'network-operator-v26.1.2'].sort());
+    // a previous release of a component whose folders have no naming rule names its folder
+    expect(() => packagedReleaseFolders({ grafana: { previous: ['38'] } })).toThrow(/src\/versions\.ts grafana\.previous 38: no folder for it/);
   });
 });

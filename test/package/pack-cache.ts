@@ -19,7 +19,7 @@ export interface Packed {
   /** The tarball, in the folder asked for. */
   readonly tarball: string;
   /** What `npm pack --json` said of it. */
-  readonly info: { filename: string; size: number; files: { path: string }[] };
+  readonly info: { filename: string; size: number; unpackedSize: number; entryCount: number; files: { path: string }[] };
   /** Whether npm packed it in this run (else: a tarball npm made of the same content). */
   readonly fresh: boolean;
 }

@@ -137,6 +137,25 @@ describe('preflight on the pre-installed Instant Cluster fixture', () => {
     expect(rules(findingsOf())).not.toContain('nodeport-allocated');
   });
 
+  it('namespace-isolated: the first tenant\'s default deny in the pre-installed default namespace is named, with the Services it cuts off', () => {
+    const isolated = (fs: readonly PreflightFinding[]) => fs.filter((f) => f.rule === 'namespace-isolated');
+    const [hit, ...more] = isolated(findingsOf());
+    expect(more).toEqual([]);
+    expect(hit).toMatchObject({ severity: 'warning', object: 'NetworkPolicy default/default-deny-ingress' });
+    expect(hit.message).toMatch(/^the first sync of tenants\/ isolates the pre-installed namespace default: its pods then accept connections only from pods in default and in monitoring /);
+    expect(hit.fix).toMatch(/move it to a namespace of its own, or add a NetworkPolicy in default that lets its clients in/);
+    // a Service there that other namespaces use is named (the API server's own is not)
+    const withService = stateOf((objects) => objects.push({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'jupyter', namespace: 'default' }, spec: { ports: [{ port: 8888 }] } }));
+    expect(isolated(findingsOf({ state: withService }))[0].message).toMatch(/; its Services jupyter stop answering clients in any other namespace$/);
+    // a tenant namespace the cluster has already is isolated the same way; a new one is not pre-installed
+    const withResearch = stateOf((objects) => objects.push({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'research' } }));
+    expect(isolated(findingsOf({ state: withResearch })).map((f) => f.object)).toEqual(['NetworkPolicy default/default-deny-ingress', 'NetworkPolicy research/default-deny-ingress']);
+    // no tenant: nothing rendered in default; default isolated already (or synced before): nothing changes
+    expect(isolated(findingsOf({ edit: (d) => { d.tenants = []; } }))).toEqual([]);
+    const denied = stateOf((objects) => objects.push({ apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy', metadata: { name: 'deny-all', namespace: 'default' }, spec: { podSelector: {}, policyTypes: ['Ingress'] } }));
+    expect(isolated(findingsOf({ state: denied }))).toEqual([]);
+  });
+
   it('exits 0 once the description adopts what preflight suggests', () => {
     const c = capture();
     expect(main(['preflight', '--config', ADOPTED, '--snapshot', SNAPSHOT], c.io)).toBe(EXIT.ok);

@@ -1,8 +1,11 @@
+import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { EXIT, main } from '../../src/cli';
+import { installedFrom } from '../../src/commands/installed-from';
+import { runNew } from '../../src/commands/new';
 import { descriptionJsonSchemaText } from '../../src/model/json-schema';
 import { packageVersion } from '../../src/paths';
 import { PROJECT_FILE, readProject } from '../../src/project/project-file';
@@ -62,5 +65,62 @@ describe('new DIR: a clusters repository', () => {
     const empty = path.join(dir, 'empty');
     mkdirSync(empty);
     expect((await run('new', empty)).code).toBe(EXIT.ok);
+  });
+});
+
+/**
+ * A toolkit installed as npm installs it (npx --package ./x.tgz writes the same): <root>/node_modules/gpu-cluster-manifests,
+ * and the hidden lockfile's entry of it (resolved relative to <root>, the tarball's sha512 as integrity).
+ */
+function installed(resolved: string, tarball?: { file: string; text: string }, integrity?: string) {
+  const work = mkdtempSync(path.join(tmpdir(), 'installed-'));
+  const installRoot = path.join(work, 'npx-cache');
+  const packageRoot = path.join(installRoot, 'node_modules', 'gpu-cluster-manifests');
+  mkdirSync(packageRoot, { recursive: true });
+  if (tarball) writeFileSync(path.join(work, tarball.file), tarball.text);
+  const sha512 = tarball && `sha512-${createHash('sha512').update(tarball.text).digest('base64')}`;
+  const entry = { version: '0.1.0', resolved, integrity: integrity ?? sha512 };
+  writeFileSync(path.join(installRoot, 'node_modules', '.package-lock.json'), JSON.stringify({ lockfileVersion: 3, packages: { 'node_modules/gpu-cluster-manifests': entry } }));
+  return { work, from: installedFrom({ installRoot, packageRoot, version: '0.1.0' }) };
+}
+
+describe('new pins what the toolkit was installed from', () => {
+  it('a tarball (npx --package ./x.tgz): copied into vendor/ and pinned there, so that a CI clone installs it', () => {
+    const { work, from } = installed('file:../gpu-cluster-manifests-0.1.0.tgz', { file: 'gpu-cluster-manifests-0.1.0.tgz', text: 'the packed toolkit' });
+    expect(from).toEqual({ kind: 'tarball', file: path.join(work, 'gpu-cluster-manifests-0.1.0.tgz') });
+    const dir = path.join(work, 'repo');
+    const out: string[] = [];
+    expect(runNew([dir], { out: (l) => out.push(l), err: () => {} }, from)).toBe(EXIT.ok);
+    expect(JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')).devDependencies).toEqual({ 'gpu-cluster-manifests': 'file:vendor/gpu-cluster-manifests-0.1.0.tgz' });
+    expect(readFileSync(path.join(dir, 'vendor', 'gpu-cluster-manifests-0.1.0.tgz'), 'utf8')).toBe('the packed toolkit');
+    expect(out).toContain('pinned gpu-cluster-manifests file:vendor/gpu-cluster-manifests-0.1.0.tgz: the tarball it was installed from, copied into vendor/ (commit it: CI clones install it from there)');
+    expect(readFileSync(path.join(dir, 'README.md'), 'utf8')).toContain('npm install --save-dev ./vendor/gpu-cluster-manifests-<version>.tgz');
+  });
+
+  it('a hidden lockfile without the source (the project\'s lock decided it): the project\'s package-lock.json says it', () => {
+    const { work, from } = installed('file:../x.tgz', { file: 'x.tgz', text: 'packed' });
+    const installRoot = path.join(work, 'npx-cache');
+    const hidden = path.join(installRoot, 'node_modules', '.package-lock.json');
+    const lock = readFileSync(hidden, 'utf8');
+    writeFileSync(path.join(installRoot, 'package-lock.json'), lock);
+    writeFileSync(hidden, lock.replace(/"resolved":"[^"]*",/, ''));
+    expect(installedFrom({ installRoot, packageRoot: path.join(installRoot, 'node_modules', 'gpu-cluster-manifests'), version: '0.1.0' })).toEqual(from);
+    expect(from.kind).toBe('tarball');
+  });
+
+  it('a tarball that changed or is gone since: the version, saying why', () => {
+    const changed = installed('file:../x.tgz', { file: 'x.tgz', text: 'edited' }, `sha512-${createHash('sha512').update('packed').digest('base64')}`).from;
+    expect(changed).toEqual({ kind: 'version', version: '0.1.0', note: expect.stringMatching(/x\.tgz is no longer the tarball gpu-cluster-manifests 0\.1\.0 was installed from/) });
+    expect(installed('file:../gone.tgz').from).toEqual({ kind: 'version', version: '0.1.0', note: expect.stringMatching(/gone\.tgz, the tarball gpu-cluster-manifests was installed from, is gone$/) });
+  });
+
+  it('a Git commit: its URL; the registry, a folder, or no installation at all: the version', () => {
+    const git = 'git+ssh://git@github.com/example/gpu-cluster-manifests.git#0123456789abcdef0123456789abcdef01234567';
+    expect(installed(git).from).toEqual({ kind: 'git', spec: git });
+    expect(installed('https://registry.npmjs.org/gpu-cluster-manifests/-/gpu-cluster-manifests-0.1.0.tgz').from).toEqual({ kind: 'version', version: '0.1.0' });
+    expect(installed('file:../checkout').from).toEqual({ kind: 'version', version: '0.1.0' });
+    expect(installedFrom({ installRoot: '/x', packageRoot: '/x', version: '0.1.0' })).toEqual({ kind: 'version', version: '0.1.0' });
+    // this checkout runs the tests: not installed
+    expect(installedFrom()).toEqual({ kind: 'version', version: packageVersion() });
   });
 });

@@ -6,6 +6,7 @@ import { parse } from 'yaml';
 import { EXIT, main } from '../../src/cli';
 import { InputError } from '../../src/errors';
 import { descriptionJsonSchemaText } from '../../src/model/json-schema';
+import { packageVersion } from '../../src/paths';
 import { findProjectFile, PROJECT_FILE, projectOf, readProject, requireProject } from '../../src/project/project-file';
 import { aliasBomb, fixtureProject } from '../helpers';
 import { SNAPSHOT } from '../preflight/snapshots';
@@ -120,11 +121,17 @@ describe('commands in a project take their folders from it', () => {
     expect(printed.out.join('\n')).toContain('name: lab');
   });
 
-  it('schema writes the description schema beside the descriptions (--out - prints it); outside a project it prints', async () => {
+  it('schema writes the description schema beside the descriptions and says so (--out - prints it); outside a project it prints', async () => {
     const root = fixtureProject();
     process.chdir(root);
-    expect((await run('schema')).code).toBe(EXIT.ok);
-    expect(readFileSync(path.join(root, 'clusters', 'cluster-description.schema.json'), 'utf8')).toBe(descriptionJsonSchemaText());
+    const schemaFile = path.join(root, 'clusters', 'cluster-description.schema.json');
+    writeFileSync(schemaFile, '{}\n');
+    const wrote = await run('schema');
+    expect(wrote.code).toBe(EXIT.ok);
+    expect(wrote.err).toEqual([`wrote clusters/cluster-description.schema.json: the JSON Schema of the description (gpu-cluster-manifests ${packageVersion()})`]);
+    expect(readFileSync(schemaFile, 'utf8')).toBe(descriptionJsonSchemaText());
+    const again = await run('schema');
+    expect(again.err).toEqual([`clusters/cluster-description.schema.json: the JSON Schema of the description (gpu-cluster-manifests ${packageVersion()}), unchanged`]);
     expect((await run('schema', '--out', '-')).out.join('\n')).toBe(descriptionJsonSchemaText().trimEnd());
     process.chdir(mkdtempSync(path.join(tmpdir(), 'no-project-')));
     const outside = await run('schema');

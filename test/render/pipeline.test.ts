@@ -158,6 +158,12 @@ describe('synth of several clusters, each written as soon as it is checked', () 
     expect(r.clusters.map((c) => c.name)).toEqual(['instant-cluster', 'training-cluster']);
     expect(r.clusters[0].objects).toBe(r.clusters[0].folders.reduce((n, f) => n + Object.values(f.kinds).reduce((a, b) => a + b, 0), 0));
     expect(r.changed).toEqual(['instant-cluster', 'training-cluster']);
+    // both folders are new; rendered again with one description changed, that one is replaced, the other kept
+    expect(r.created).toEqual(['instant-cluster', 'training-cluster']);
+    const changed = path.join(mkdtempSync(path.join(tmpdir(), 'stream-config-')), 'training-cluster.yaml');
+    writeFileSync(changed, readFileSync(training, 'utf8').replace(/^(\s*gpus:\s*)(\d+)/m, (_m, key: string, n: string) => `${key}${Number(n) - 1}`));
+    const again = synth({ configs: [REFERENCE_FILE, changed], out, schemas: false });
+    expect([again.changed, again.created]).toEqual([['training-cluster'], []]);
   });
 
   it('checks where it writes in linear time: one real path per target and per description (was one per pair)', () => {
