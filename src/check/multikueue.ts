@@ -447,17 +447,20 @@ export function checkFleet(input: FleetInput, rules: readonly FleetRule[] = FLEE
   })));
 }
 
-/** Per-cluster rule: a manager on Kubernetes before 1.32 rejects batch/Jobs (no spec.managedBy). */
+/**
+ * Per-cluster rule: a manager (it renders a MultiKueue AdmissionCheck) on Kubernetes before 1.32, as its description says,
+ * rejects batch/Jobs: the API server drops spec.managedBy, which MultiKueue requires.
+ */
 const managerJobManagedBy: Rule = {
   id: 'multikueue-manager-job-managed-by',
   severity: 'warning',
   summary: 'a MultiKueue manager runs Kubernetes 1.32 or later (Jobs keep spec.managedBy, which MultiKueue requires; JobManagedBy is on by default from 1.32)',
   check(index) {
     const model = index.model;
-    if (model?.multiKueue?.role !== 'manager') return [];
+    const acs = index.ofKind('AdmissionCheck', KUEUE).filter((ac) => spec(ac).controllerName === MULTIKUEUE.controllerName);
+    if (!model || acs.length === 0) return [];
     const minor = Number(model.description.kubernetesVersion.split('.')[1]);
     if (minor >= 32) return [];
-    const acs = index.ofKind('AdmissionCheck', KUEUE).filter((ac) => spec(ac).controllerName === MULTIKUEUE.controllerName);
     return [{
       message: `kubernetesVersion ${model.description.kubernetesVersion}: before 1.32 the API server drops a Job's spec.managedBy unless the JobManagedBy feature gate is on, `
         + 'and MultiKueue rejects such Jobs ("The owner is not managed by Kueue"); MPIJobs and pods still dispatch. Enable the gate on the manager\'s API server and controller manager, or upgrade',
