@@ -15,7 +15,7 @@ import { synthSummary } from './commands/synth-summary';
 import { outputFormat, reportError } from './errors';
 import { runInit } from './init/command';
 import { noteSynthResult, reusableClusters } from './launcher/up-to-date';
-import { descriptionJsonSchemaText, withDescriptionReference } from './model/json-schema';
+import { descriptionJsonSchemaText, FLEET_SCHEMA_FILE_NAME, fleetJsonSchemaText, withDescriptionReference } from './model/json-schema';
 import { SCHEMA_FILE_NAME } from './paths';
 import { runPreflight } from './preflight/command';
 import { projectOf, requireProject } from './project/project-file';
@@ -130,6 +130,8 @@ export function runSchema(args: string[], io: Io = consoleIo): number {
   const out = values.out === '-' ? undefined : values.out ?? (clusters && path.join(clusters, SCHEMA_FILE_NAME));
   if (out) writeFileSync(out, text);
   else io.out(text.trimEnd());
+  // the project's folder of descriptions gets the fleet description's schema beside (fleet.yaml)
+  if (out && values.out === undefined) writeFileSync(path.join(path.dirname(out), FLEET_SCHEMA_FILE_NAME), fleetJsonSchemaText());
   if (values.readme) writeFileSync(values.readme, withDescriptionReference(readFileSync(values.readme, 'utf8')));
   return EXIT.ok;
 }

@@ -12,7 +12,7 @@ import { readClusters } from '../../src/check/tree';
 import { EXIT, main } from '../../src/cli';
 import { CLUSTER_PROFILE_GATE } from '../../src/components/kueue/manager-config';
 import { isDescriptionFile } from '../../src/model/description-files';
-import { FLEET_FILE, MULTIKUEUE_DISPATCHERS } from '../../src/model/fleet';
+import { FLEET_FILE, FleetDescriptionSchema, MULTIKUEUE_DISPATCHERS } from '../../src/model/fleet';
 import { loadModels } from '../../src/model/load-models';
 import { ClusterModel } from '../../src/model/model';
 import { MULTIKUEUE, NAMESPACES } from '../../src/model/names';
@@ -22,7 +22,7 @@ import { FLEET_REPORT_FILE } from '../../src/report/fleet';
 import { descriptionFiles, synth } from '../../src/synth/pipeline';
 import { renderCluster } from '../../src/synth/render';
 import { celViolations, crdVersionSchema } from '../crd-cel';
-import { FLEET_FIXTURE, HAS_SCHEMAS, readTreeFiles, runCliInProcess, schemaErrors } from '../helpers';
+import { FLEET_FIXTURE, HAS_SCHEMAS, readTreeFiles, ROOT, runCliInProcess, schemaErrors } from '../helpers';
 
 type Json = Record<string, any>;
 
@@ -61,6 +61,13 @@ const find = (cluster: string, kind: string, name: string) => {
 };
 
 describe('a MultiKueue fleet described in fleet.yaml', () => {
+  it('the fleet descriptions of the README and docs/ are valid as written', () => {
+    const blocks = ['README.md', 'docs/description.md', 'docs/components/kueue-and-tenants.md']
+      .flatMap((f) => [...readFileSync(path.join(ROOT, f), 'utf8').matchAll(/```yaml[^\n]*\n((?:#.*\n)*multiKueue:[\s\S]*?)```/g)].map((m) => [f, m[1]] as const));
+    expect(blocks.length).toBe(3);
+    for (const [f, text] of blocks) expect(FleetDescriptionSchema.safeParse(parse(text)).error?.issues, f).toBeUndefined();
+  });
+
   it('fleet.yaml is the fleet description, never a cluster description', () => {
     expect(isDescriptionFile(FLEET_FILE)).toBe(false);
     expect(descriptionFiles(FLEET_FIXTURE).map((f) => path.basename(f))).toEqual(['hub.yaml', 'lab-a.yaml', 'lab-b.yaml']);
