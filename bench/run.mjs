@@ -49,6 +49,8 @@ const TARGETS = {
   checkTenantsOverSynthMaxRatio: 2,
   // issue 30: the two examples through npm (a full render into a temporary folder)
   npmSynthFullWallSeconds: 1.0,
+  // issue 42: a MultiKueue fleet of 1 manager and 100 workers renders and checks within 2x the same 101 clusters without fleet.yaml
+  multikueue101OverPlainMaxRatio: 2,
   // issue 30: the README's test command, whole (compile, vitest, type check, eslint), on a quiet machine
   npmTestWallSeconds: 240,
 };
@@ -180,6 +182,36 @@ function tenantsCluster(n) {
   d.tenants = Array.from({ length: n }, (_, i) => ({ name: `team-${String(i + 1).padStart(4, '0')}`, gpus: 1 }));
   return writeDescription(path.join(work, 'tenants'), d);
 }
+/**
+ * Issue 42's measure: a clusters repository of a MultiKueue manager and 100 workers (copies of the reference
+ * description with five tenants each, the manager's tenants of gpus 0), each of the manager's six ClusterQueues
+ * dispatching to 20 of them (a MultiKueueConfig holds at most 20); and the same 101 descriptions without fleet.yaml.
+ */
+const MK_WORKERS = 100;
+const mkTenants = ['team-1', 'team-2', 'team-3', 'team-4', 'team-5'];
+function multikueueRepository(name, withFleet) {
+  const root = path.join(work, name);
+  const clusters = path.join(root, 'clusters');
+  mkdirSync(clusters, { recursive: true });
+  writeFileSync(path.join(root, 'gpu-cluster-manifests.yaml'), 'clusters: clusters\nout: dist\n');
+  const hub = structuredClone(reference);
+  hub.name = 'hub';
+  hub.gitops.path = 'dist/hub';
+  hub.tenants = mkTenants.map((t) => ({ name: t, gpus: 0 }));
+  if (hub.samples?.nodeNames) delete hub.samples.nodeNames;
+  writeDescription(clusters, hub);
+  const workers = Array.from({ length: MK_WORKERS }, (_, i) => `worker-${String(i + 1).padStart(3, '0')}`);
+  for (const w of workers) writeDescription(clusters, { ...describeCluster(reference, w, 2, 1), tenants: mkTenants.map((t) => ({ name: t, gpus: 2 })) });
+  if (withFleet) {
+    const slice = (k) => workers.slice((k * 20) % MK_WORKERS, ((k * 20) % MK_WORKERS) + 20);
+    const queues = Object.fromEntries(['default', ...mkTenants].map((q, k) => [q, slice(k)]));
+    writeFileSync(path.join(clusters, 'fleet.yaml'), stringify({ multiKueue: { manager: 'hub', workers: workers.map((w) => ({ cluster: w, kubeconfigSecret: `multikueue-${w}` })), queues } }));
+  }
+  return root;
+}
+const multikueueProject = multikueueRepository('multikueue-101', true);
+const plainProject = multikueueRepository('plain-101', false);
+
 const tenants400 = tenantsCluster(400);
 const tenants4000 = tenantsCluster(4000);
 
@@ -378,6 +410,22 @@ const CASES = [
     id: 'check-fleet-1000', title: 'check of the 1000-cluster repository\'s output with its descriptions (one run: each distinct engine input rendered once)', runs: 1,
     ...cli('check', '--format', 'json'), cwd: fleetProject, before: renderFleetProject, objectsDir: path.join(fleetProject, 'dist'),
   },
+  // issue 42: a MultiKueue fleet of 1 manager and 100 workers against the same 101 clusters without fleet.yaml
+  ...[['plain-101', plainProject, 'the same 101 clusters without fleet.yaml'], ['multikueue-101', multikueueProject, 'MultiKueue: a manager and 100 workers (fleet.yaml)']]
+    .flatMap(([id, root, what]) => [
+      {
+        id: `synth-${id}`, title: `synth of a repository of ${what}, into a new folder`, runs: 3,
+        ...cli('synth', '--out', path.join(root, 'out'), '--format', 'json'), cwd: root, objectsDir: path.join(root, 'out'),
+        before: () => rmSync(path.join(root, 'out'), { recursive: true, force: true }),
+      },
+      {
+        id: `check-${id}`, title: `check of that output with its descriptions (warm render cache)`, runs: 3,
+        ...cli('check', path.join(root, 'out'), '--format', 'json'), cwd: root, objectsDir: path.join(root, 'out'),
+        before: () => {
+          if (!existsSync(path.join(root, 'out'))) runOnce(process.execPath, [CLI, 'synth', '--out', path.join(root, 'out'), '--quiet'], undefined, 0, root);
+        },
+      },
+    ]),
   // issue 30: tenancy at scale
   {
     id: 'synth-tenants-400', title: 'one cluster, 400 tenants of one GPU each (51 workers)', runs: 3,
@@ -552,6 +600,14 @@ for (const id of ['reference', 'fleet-100']) {
 if (byId['cdk8s-ts-node'] && byId['repo-clusters']) {
   const speedup = byId['cdk8s-ts-node'].wallMs / byId['repo-clusters'].wallMs;
   check(`>= ${TARGETS.speedupOverCdk8sTsNode}x faster than cdk8s synth via ts-node`, speedup >= TARGETS.speedupOverCdk8sTsNode, `${speedup.toFixed(1)}x (${fmtS(byId['cdk8s-ts-node'].wallMs)} s vs ${fmtS(byId['repo-clusters'].wallMs)} s)`);
+}
+for (const kind of ['synth', 'check']) {
+  const mk = byId[`${kind}-multikueue-101`];
+  const plain = byId[`${kind}-plain-101`];
+  if (mk && plain) {
+    check(`${kind}-multikueue-101 <= ${TARGETS.multikueue101OverPlainMaxRatio}x ${kind}-plain-101 (issue 42)`, mk.wallMs <= TARGETS.multikueue101OverPlainMaxRatio * plain.wallMs,
+      `${(mk.wallMs / plain.wallMs).toFixed(2)}x (${fmtS(mk.wallMs)} s / ${fmtS(plain.wallMs)} s)`);
+  }
 }
 if (byId['check-fleet-1000']) {
   const c = byId['check-fleet-1000'];

@@ -17,7 +17,7 @@ import { runInit } from './init/command';
 import { noteSynthResult, reusableClusters } from './launcher/up-to-date';
 import { todoWarnings } from './model/init-todos';
 import { closestName } from './model/issue-hints';
-import { descriptionJsonSchemaText, withDescriptionReference } from './model/json-schema';
+import { descriptionJsonSchemaText, FLEET_SCHEMA_FILE_NAME, fleetJsonSchemaText, withDescriptionReference } from './model/json-schema';
 import { openTodos } from './model/load-models';
 import { PACKAGE_NAME, packageVersion, SCHEMA_FILE_NAME } from './paths';
 import { runPreflight } from './preflight/command';
@@ -135,6 +135,10 @@ export function runSchema(args: string[], io: Io = consoleIo): number {
   const out = values.out === '-' ? undefined : values.out ?? (clusters && path.join(clusters, SCHEMA_FILE_NAME));
   if (out) io.err(writeIfChanged(out, text, `the JSON Schema of the description (${PACKAGE_NAME} ${packageVersion()})`));
   else io.out(text.trimEnd());
+  // the project's folder of descriptions gets the fleet description's schema beside (fleet.yaml)
+  if (out && values.out === undefined) {
+    io.err(writeIfChanged(path.join(path.dirname(out), FLEET_SCHEMA_FILE_NAME), fleetJsonSchemaText(), `the JSON Schema of the fleet description (${PACKAGE_NAME} ${packageVersion()})`));
+  }
   if (values.readme) io.err(writeIfChanged(values.readme, withDescriptionReference(readFileSync(values.readme, 'utf8')), 'its field reference section'));
   return EXIT.ok;
 }

@@ -13,7 +13,7 @@ import { renderCluster } from '../src/synth/render';
 import { SchemaStore } from '../src/validate/schemas';
 import { ManifestValidator, ValidationIssue } from '../src/validate/validator';
 
-export { BIN, EXAMPLES_DIR, FIXTURE_CLUSTERS, HAS_SCHEMAS, HAS_UPSTREAM, REFERENCE_FILE, ROOT, SHARED, TRAINING_FILE } from './paths';
+export { BIN, EXAMPLES_DIR, FIXTURE_CLUSTERS, FLEET_FIXTURE, HAS_SCHEMAS, HAS_UPSTREAM, REFERENCE_FILE, ROOT, SHARED, TRAINING_FILE } from './paths';
 
 /**
  * The reference description as parsed YAML (a fresh copy each call: mutate freely). Typed loosely on

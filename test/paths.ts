@@ -12,6 +12,8 @@ export const ROOT = PACKAGE_ROOT;
  * the tests about "whatever src/clusters/ holds" (EXAMPLES_DIR), which pass for any valid examples.
  */
 export const FIXTURE_CLUSTERS = path.join(ROOT, 'test', 'fixtures', 'clusters');
+/** A MultiKueue fleet (fleet.yaml beside its descriptions): manager hub, workers lab-a (Secret) and lab-b (ClusterProfile). */
+export const FLEET_FIXTURE = path.join(ROOT, 'test', 'fixtures', 'fleets', 'multikueue');
 /** The reference description (../shared/reference/instant-cluster.yaml): a two-worker Instant Cluster. */
 export const REFERENCE_FILE = path.join(FIXTURE_CLUSTERS, 'instant-cluster.yaml');
 /** A larger fleet member: 16 GPU workers, five tenants, the add-ons managed by Argo CD. */

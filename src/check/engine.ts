@@ -11,6 +11,7 @@ import { HEALTH_RULES } from './health';
 import { KUEUE_RULES } from './kueue';
 import { METADATA_RULES } from './metadata';
 import { MPI_RULES } from './mpi';
+import { MULTIKUEUE_RULES } from './multikueue';
 import { NETWORK_RULES } from './network';
 import { NODE_RESERVE_RULES } from './node-reserve';
 import { PLACEMENT_RULES } from './placement/rule';
@@ -27,7 +28,8 @@ import { ClusterRenders } from '../upstream/render';
 
 /** Every cross-object rule, by family. */
 export const RULES: readonly Rule[] = [
-  ...KUEUE_RULES, ...NODE_RESERVE_RULES, ...MPI_RULES, ...NETWORK_RULES, ...STORAGE_RULES, ...GITOPS_RULES, ...SECURITY_RULES, ...TENANCY_RULES,
+  ...KUEUE_RULES, ...MULTIKUEUE_RULES,
+  ...NODE_RESERVE_RULES, ...MPI_RULES, ...NETWORK_RULES, ...STORAGE_RULES, ...GITOPS_RULES, ...SECURITY_RULES, ...TENANCY_RULES,
   ...METADATA_RULES, ...SERVICE_RULES, ...ADOPTION_RULES, ...DATA_SAFETY_RULES, ...DYNAMO_RULES,
   ...UPSTREAM_RULES, ...CRD_ORDER_RULES, ...APPLIED_SIZE_RULES, ...PLACEMENT_RULES, ...HEALTH_RULES, ...DETERMINISM_RULES,
 ];

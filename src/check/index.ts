@@ -5,6 +5,7 @@ export * from './engine';
 export * from './tree';
 export { KUEUE_RULES, coveredResources, nominalQuota, cohortOf, defaultedQueue, queueLabels, queueOf } from './kueue';
 export { MPI_RULES, launcherRanks, mpiJobShape } from './mpi';
+export { checkFleet, FLEET_RULES, FleetInput, FleetRule, kubeconfigSecretCommand, MULTIKUEUE_RULES, MultiKueueFacts, multiKueueFacts } from './multikueue';
 export { NETWORK_RULES, nicRdmaResources } from './network';
 export { STORAGE_RULES } from './storage';
 export { GITOPS_RULES, folderOfPath } from './gitops';

@@ -1,6 +1,6 @@
 import { ClusterIndex, requestedResources } from './cluster-index';
 import { Rule, Violation } from './rule';
-import { KUEUE_DEFAULT_LOCAL_QUEUE, LABELS, RESOURCES } from '../model/names';
+import { KUEUE_DEFAULT_LOCAL_QUEUE, LABELS, MULTIKUEUE, RESOURCES } from '../model/names';
 import { parseQuantity } from '../model/quantity';
 import { Manifest } from '../render/manifest';
 
@@ -37,6 +37,21 @@ export function nominalQuota(cq: Manifest, resource: string): number {
     }
   }
   return total;
+}
+
+/** AdmissionChecks a ClusterQueue names (spec.admissionChecksStrategy, v1beta2). */
+export function admissionChecksOf(cq: Manifest): string[] {
+  type Spec = { admissionChecksStrategy?: { admissionChecks?: { name?: string }[] } };
+  const rules = (cq.spec as Spec | undefined)?.admissionChecksStrategy?.admissionChecks ?? [];
+  return rules.flatMap((r) => (typeof r.name === 'string' ? [r.name] : []));
+}
+
+/**
+ * Whether a ClusterQueue dispatches through MultiKueue (one of its AdmissionChecks is MultiKueue's): its Workloads run
+ * on other clusters, so its quota is theirs, not this cluster's nodes'.
+ */
+export function dispatchesToWorkers(index: ClusterIndex, cq: Manifest): boolean {
+  return admissionChecksOf(cq).some((name) => (index.find('AdmissionCheck', name)?.spec as { controllerName?: string } | undefined)?.controllerName === MULTIKUEUE.controllerName);
 }
 
 /** Cohort of a ClusterQueue (undefined: none). */
@@ -212,7 +227,8 @@ const quotaCapacity: Rule = {
     const capacity = index.model?.capacity.gpus;
     if (capacity === undefined) return [];
     const groups = new Map<string, Manifest[]>();
-    for (const cq of index.ofKind('ClusterQueue', KUEUE)) {
+    // a MultiKueue manager's queues hold their workers' GPUs (multikueue-quota-sum checks those)
+    for (const cq of index.ofKind('ClusterQueue', KUEUE).filter((q) => !dispatchesToWorkers(index, q))) {
       const key = cohortOf(cq) ?? `\0${cq.metadata.name}`;
       groups.set(key, [...(groups.get(key) ?? []), cq]);
     }

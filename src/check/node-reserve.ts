@@ -1,4 +1,5 @@
 import { ClusterIndex } from './cluster-index';
+import { dispatchesToWorkers } from './kueue';
 import { simulatedNodes, SimNode } from './placement/nodes';
 import { clusterPolicyOperands } from './placement/operands';
 import { fitOn, podRequests, SchedulingSpec } from './placement/scheduling';
@@ -97,7 +98,8 @@ const quotaNodeReserve: Rule = {
       }
     }
     // Nominal CPU and memory per flavor over every ClusterQueue, against the workers the flavor's node labels select.
-    const queues = index.ofKind('ClusterQueue', 'kueue.x-k8s.io');
+    // a MultiKueue manager's queues hold their workers' CPU and memory, not this cluster's
+    const queues = index.ofKind('ClusterQueue', 'kueue.x-k8s.io').filter((cq) => !dispatchesToWorkers(index, cq));
     const flavors = new Map<string, { cpuMillis: number; memoryBytes: number; queues: Manifest[] }>();
     for (const cq of queues) {
       const groups = ((cq.spec as { resourceGroups?: { flavors?: FlavorQuota[] }[] } | undefined)?.resourceGroups) ?? [];

@@ -94,4 +94,71 @@ const noSecretData: Rule = {
   },
 };
 
-export const SECURITY_RULES: readonly Rule[] = [noPrivileged, pinnedImages, noSecretData];
+/**
+ * Credential material, by its shape: what a kubeconfig, a service-account token or a cloud key looks like wherever it
+ * is pasted (a ConfigMap, an annotation, Helm values of an Application, a Secret's metadata).
+ */
+const CREDENTIAL_PATTERNS: readonly { readonly what: string; readonly re: RegExp }[] = [
+  { what: 'a PEM private key', re: /-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----/ },
+  { what: 'a JSON Web Token (a service-account token)', re: /\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/ },
+  { what: 'a kubeconfig user credential', re: /^\s*(client-key-data|token|password)\s*:\s*\S{8,}/m },
+  { what: 'a bearer token', re: /\bBearer\s+[A-Za-z0-9._~+/-]{20,}=*/ },
+  { what: 'an AWS access key id', re: /\b(AKIA|ASIA)[0-9A-Z]{16}\b/ },
+  { what: 'a GitHub token', re: /\b(gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,})\b/ },
+];
+
+/** Keys of a kubeconfig's users[].user that hold a credential. */
+const KUBECONFIG_USER_SECRETS = ['token', 'client-key-data', 'password'];
+
+/** The first credential in a JSON value, as `path: what`, or undefined. */
+function credentialIn(node: unknown, path: string): string | undefined {
+  if (typeof node === 'string') {
+    if (node.length < 20) return undefined;
+    const hit = CREDENTIAL_PATTERNS.find((p) => p.re.test(node));
+    return hit && `${path || '(value)'} holds ${hit.what}`;
+  }
+  if (Array.isArray(node)) {
+    for (let i = 0; i < node.length; i++) {
+      const found = credentialIn(node[i], `${path}[${i}]`);
+      if (found) return found;
+    }
+    return undefined;
+  }
+  if (typeof node !== 'object' || node === null) return undefined;
+  const o = node as Json;
+  // a kubeconfig written out as YAML or JSON fields
+  if (o.kind === 'Config' && Array.isArray(o.users)) {
+    for (const [i, u] of (o.users as Json[]).entries()) {
+      const user = (u?.user ?? {}) as Json;
+      const key = KUBECONFIG_USER_SECRETS.find((k) => typeof user[k] === 'string' && user[k] !== '');
+      if (key) return `${path}.users[${i}].user.${key} holds a kubeconfig user credential`;
+    }
+  }
+  for (const k in o) {
+    const found = credentialIn(o[k], path ? `${path}.${k}` : k);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/**
+ * dist/ is committed to git and synced by Argo CD: no credential may ever be in it, whatever object carries it. A
+ * MultiKueue manager names its workers' kubeconfig Secrets, created by hand (dist/fleet/README.md), never their content.
+ * A Secret's data is no-secret-data's.
+ */
+const noCredentials: Rule = {
+  id: 'no-credentials',
+  severity: 'error',
+  summary: 'no rendered object carries a credential (a private key, a service-account token, a kubeconfig user, a cloud or GitHub key)',
+  check(index) {
+    const out: Violation[] = [];
+    for (const m of index.objects) {
+      const { data, stringData, ...rest } = m as Json;
+      const found = credentialIn(m.kind === 'Secret' && m.apiVersion === 'v1' ? rest : { ...rest, data, stringData }, '');
+      if (found) out.push({ message: `${found}; a credential never goes into the rendered tree (dist/ is committed): create it in the cluster by hand or with a secret store`, objects: [m] });
+    }
+    return out;
+  },
+};
+
+export const SECURITY_RULES: readonly Rule[] = [noPrivileged, pinnedImages, noSecretData, noCredentials];

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -10,8 +10,10 @@ import { CHECK } from './specs';
 import { defaultCacheDir } from '../cache/compiled-cache';
 import { ClusterView, SchemaOf, ScopeOf } from '../check/cluster-view';
 import { checkCluster, formatFinding, RULES } from '../check/engine';
+import { checkFleet, FLEET_RULES, multiKueueFacts } from '../check/multikueue';
 import { renderClusterSources } from '../check/renders';
 import { ClusterFolder, clusterFolders } from '../check/tree';
+import { FLEET_FOLDER } from '../components/gitops/plan';
 import { describeEngines, EngineBudget, EngineError, LAYER_PACKAGE, MIN_VERSIONS, resolveEngines } from '../engines';
 import { outputFormat } from '../errors';
 import { todoWarnings } from '../model/init-todos';
@@ -19,6 +21,7 @@ import { openTodos } from '../model/load-models';
 import { ClusterModel } from '../model/model';
 import { projectOf, requireProject } from '../project/project-file';
 import { recoverAround } from '../render/write';
+import { FLEET_REPORT_FILE } from '../report/fleet';
 import { descriptionFiles, InputError, loadModels } from '../synth/pipeline';
 import { RenderSession } from '../upstream/render-session';
 import { SchemaStore } from '../validate/schemas';
@@ -95,8 +98,8 @@ export async function runCheck(args: string[], io: Io = consoleIo): Promise<numb
     return EXIT.ok;
   }
   if (values['list-rules']) {
-    const width = Math.max(...RULES.map((r) => r.id.length));
-    for (const r of RULES) io.out(`${r.id.padEnd(width)} ${r.severity.padEnd(8)} ${r.summary}`);
+    const width = Math.max(...[...RULES, ...FLEET_RULES].map((r) => r.id.length));
+    for (const r of [...RULES, ...FLEET_RULES]) io.out(`${r.id.padEnd(width)} ${r.severity.padEnd(8)} ${r.summary}`);
     return EXIT.ok;
   }
   const format = outputFormat(values.format);
@@ -149,12 +152,22 @@ export async function runCheck(args: string[], io: Io = consoleIo): Promise<numb
       queues: view.folders.some((f) => f.objects.some((m) => m.kind === 'ClusterQueue')),
       dir: view.dir,
       findings: clusterFindings,
+      multiKueue: multiKueueFacts(view),
     };
   }, (ms) => {
     phases.read += ms;
   });
+  // across a MultiKueue fleet: the facts each cluster left, and the fleet page of each output root checked whole
+  const roots = dirs.filter((d) => found.some((c) => c.name === FLEET_FOLDER && existsSync(path.join(d, FLEET_FOLDER))));
+  const page = roots.map((d) => path.join(d, FLEET_FOLDER, FLEET_REPORT_FILE)).find((f) => existsSync(f));
+  const fleetFindings = checkFleet({
+    facts: results.flatMap((r) => (r.multiKueue ? [r.multiKueue] : [])),
+    clusters: new Set(results.map((r) => r.name).filter((n) => n !== FLEET_FOLDER)),
+    complete: roots.length > 0,
+    fleetPage: page === undefined ? undefined : readFileSync(page, 'utf8'),
+  });
   const t3 = performance.now();
-  const findings = results.flatMap((r) => r.findings);
+  const findings = [...results.flatMap((r) => r.findings), ...fleetFindings];
   const objects = results.reduce((n, r) => n + r.objects, 0);
   const rendered = results.reduce((n, r) => n + r.rendered, 0);
   const timings = { ...phases, total: t3 - t0 };

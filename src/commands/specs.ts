@@ -61,8 +61,8 @@ export const SCHEMA: CommandSpec<typeof SCHEMA_OPTIONS> = {
   usage: `${PACKAGE_NAME} schema [--out FILE|-]`,
   summary: 'write the JSON Schema of the cluster description beside the descriptions (editor autocompletion)',
   description: `Writes the JSON Schema of the cluster description to ${SCHEMA_FILE_NAME} in the project's descriptions folder, the file `
-    + 'the $schema line of every description names (after updating the toolkit, run it again); outside a project, or with --out -, it '
-    + 'prints it. --readme FILE regenerates the field reference section of FILE.',
+    + 'the $schema line of every description names (after updating the toolkit, run it again), and the fleet description\'s (fleet.schema.json) beside it; '
+    + 'outside a project, or with --out -, it prints the cluster description\'s. --readme FILE regenerates the field reference sections of FILE.',
   options: SCHEMA_OPTIONS,
 };
 

@@ -6,6 +6,7 @@ import { gitops } from './gitops/chart';
 import { gpuOperator } from './gpu-operator/chart';
 import { kueue } from './kueue/chart';
 import { monitoring } from './monitoring/chart';
+import { multiKueue } from './multikueue/chart';
 import { networkOperator } from './network-operator/chart';
 import { samples } from './samples/chart';
 import { skypilot } from './skypilot/chart';
@@ -23,6 +24,7 @@ export const COMPONENTS: readonly ComponentDefinition[] = [
   gpuOperator,
   networkOperator,
   kueue,
+  multiKueue,
   tenants,
   monitoring,
   dashboard,

@@ -222,7 +222,7 @@ export const CONTAINER_DEFAULT_REQUEST = { cpu: '250m', memory: '256Mi' } as con
 
 const tenant = z.strictObject({
   name: dnsLabel().describe('Tenant name; names its ClusterQueue.'),
-  gpus: gpuCount().describe('Nominal GPU quota; may borrow idle GPUs from the cohort.'),
+  gpus: gpuCount().describe('Nominal GPU quota; may borrow idle GPUs from the cohort. On a MultiKueue manager (fleet.yaml): 0, its ClusterQueue holds the sum of its workers\' queues of the same namespace and name.'),
   namespace: dnsLabel().optional().describe('Tenant namespace. Default: the tenant name.'),
   queue: dnsLabel().optional().describe('LocalQueue of the tenant namespace (its jobs name it in kueue.x-k8s.io/queue-name). Default: the tenant name. '
     + '"default" opts the namespace into Kueue\'s LocalQueue defaulting (always on since v0.17): every pod and job created there without a queue label is queued to it, '

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ClusterDescriptionSchema } from './description';
+import { FleetDescriptionSchema } from './fleet';
 
 /**
  * JSON Schema of the cluster description as a user writes it (defaults optional), for editors:
@@ -16,6 +17,22 @@ export function descriptionJsonSchema(): Record<string, unknown> {
 /** The schema file as committed under src/clusters/. */
 export function descriptionJsonSchemaText(): string {
   return `${JSON.stringify(descriptionJsonSchema(), undefined, 2)}\n`;
+}
+
+/** File name of the fleet description's JSON Schema beside the descriptions (`# yaml-language-server: $schema=./fleet.schema.json`). */
+export const FLEET_SCHEMA_FILE_NAME = 'fleet.schema.json';
+
+/** JSON Schema of the fleet description (fleet.yaml), for editors. */
+export function fleetJsonSchema(): Record<string, unknown> {
+  return {
+    ...z.toJSONSchema(FleetDescriptionSchema, { io: 'input', unrepresentable: 'any', target: 'draft-2020-12' }),
+    $id: `https://gpu-cluster-manifests.dev/${FLEET_SCHEMA_FILE_NAME}`,
+    title: 'GPU cluster fleet description',
+  };
+}
+
+export function fleetJsonSchemaText(): string {
+  return `${JSON.stringify(fleetJsonSchema(), undefined, 2)}\n`;
 }
 
 interface JsonSchemaNode {
@@ -42,8 +59,8 @@ function cell(v: string): string {
   return v.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 }
 
-/** Markdown table of every field of the description (path, type, default, meaning), for docs/description.md. */
-export function descriptionFieldTable(): string {
+/** Markdown table of every field of the description (path, type, default, meaning), for docs/description.md; of the fleet description with `fleet`. */
+export function descriptionFieldTable(fleet = false): string {
   const rows: string[] = ['| field | type | default | meaning |', '|---|---|---|---|'];
   const walk = (node: JsonSchemaNode, prefix: string, required: boolean) => {
     const props = node.properties ?? (node.type === 'array' && node.items?.properties ? node.items.properties : undefined);
@@ -58,16 +75,22 @@ export function descriptionFieldTable(): string {
       walk(child, p, (owner.required ?? []).includes(name));
     }
   };
-  walk(descriptionJsonSchema() as JsonSchemaNode, '', true);
+  walk((fleet ? fleetJsonSchema() : descriptionJsonSchema()) as JsonSchemaNode, '', true);
   return `${rows.join('\n')}\n`;
 }
 
 export const README_MARKERS = { start: '<!-- description-reference:start -->', end: '<!-- description-reference:end -->' } as const;
+export const FLEET_README_MARKERS = { start: '<!-- fleet-reference:start -->', end: '<!-- fleet-reference:end -->' } as const;
 
-/** The README with its description reference section regenerated (between README_MARKERS). */
+function withSection(readme: string, markers: { readonly start: string; readonly end: string }, table: string): string {
+  const start = readme.indexOf(markers.start);
+  const end = readme.indexOf(markers.end);
+  if (start < 0 || end < start) throw new Error(`the README has no ${markers.start} ... ${markers.end} section`);
+  return `${readme.slice(0, start + markers.start.length)}\n${table}${readme.slice(end)}`;
+}
+
+/** The README with its description reference section regenerated (between README_MARKERS), and its fleet reference (FLEET_README_MARKERS) when it has one. */
 export function withDescriptionReference(readme: string): string {
-  const start = readme.indexOf(README_MARKERS.start);
-  const end = readme.indexOf(README_MARKERS.end);
-  if (start < 0 || end < start) throw new Error(`the README has no ${README_MARKERS.start} ... ${README_MARKERS.end} section`);
-  return `${readme.slice(0, start + README_MARKERS.start.length)}\n${descriptionFieldTable()}${readme.slice(end)}`;
+  const cluster = withSection(readme, README_MARKERS, descriptionFieldTable());
+  return cluster.includes(FLEET_README_MARKERS.start) ? withSection(cluster, FLEET_README_MARKERS, descriptionFieldTable(true)) : cluster;
 }

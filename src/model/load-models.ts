@@ -1,29 +1,42 @@
 import { OpenTodo, todosIn } from './init-todos';
 import { loadDescription, DescriptionError } from './load';
-import { buildModel, ClusterModel } from './model';
+import { fleetRoles, LoadedDescription } from './load-fleet';
+import { buildModel, ClusterModel, withMultiKueue } from './model';
 import { InputError } from '../errors';
 import { decodeInput, readInputBytes } from '../input/read';
 
-/** Loads and models descriptions; every problem of every file is reported together. */
+/**
+ * Loads and models descriptions; every problem of every file is reported together. A description beside a fleet
+ * description (fleet.yaml) that makes it a MultiKueue manager or worker gets its role, worked out from every member
+ * of the fleet (read from the same folder when not named here), so that rendering one cluster renders it exactly as
+ * rendering them all does.
+ */
 export function loadModels(files: readonly string[]): ClusterModel[] {
-  const models: ClusterModel[] = [];
+  const loaded: LoadedDescription[] = [];
   const problems: string[] = [];
-  for (const f of files) {
+  const load = (file: string): LoadedDescription | undefined => {
     try {
-      models.push(buildModel(loadDescription(f)));
+      const description = loadDescription(file);
+      return { file, description, model: buildModel(description) };
     } catch (e) {
       if (e instanceof DescriptionError) problems.push(e.message);
       else throw e;
+      return undefined;
     }
+  };
+  for (const f of files) {
+    const l = load(f);
+    if (l) loaded.push(l);
   }
   const names = new Map<string, number>();
-  models.forEach((m, i) => {
-    if (names.has(m.name)) problems.push(`${files[i]}: name: cluster "${m.name}" is also described in ${files[names.get(m.name)!]}`);
-    names.set(m.name, i);
+  loaded.forEach((l, i) => {
+    if (names.has(l.model.name)) problems.push(`${l.file}: name: cluster "${l.model.name}" is also described in ${loaded[names.get(l.model.name)!].file}`);
+    names.set(l.model.name, i);
   });
+  const roles = problems.length > 0 ? new Map() : fleetRoles(loaded, load, problems);
   // one line per problem, each naming its file, line and field: exit 2 and nothing else (nothing is written)
   if (problems.length > 0) throw new InputError('invalid cluster description', problems.flatMap((p) => p.split('\n')), { detailsOnly: true });
-  return models;
+  return loaded.map((l) => withMultiKueue(l.model, roles.get(l.file)));
 }
 
 /**

@@ -1,5 +1,5 @@
 import * as path from 'node:path';
-import type { core } from 'zod';
+import type { core, ZodType } from 'zod';
 import { ClusterDescription, ClusterDescriptionSchema } from './description';
 import { evaluateTypeScriptDescription, TypeScriptDescriptionFailed } from './load-typescript';
 import { faultPoint } from '../fault';
@@ -36,14 +36,19 @@ function describeValue(v: unknown): string {
   return s.length > 80 ? `${s.slice(0, 77)}...` : s;
 }
 
-/** The issues of a refused description, each with where it is when `positionOf` knows (a YAML or JSON text). */
-function toIssues(issues: readonly core.$ZodIssue[], raw: unknown, positionOf?: ReturnType<typeof yamlPositions>): DescriptionIssue[] {
+/**
+ * The issues of a refused description (of `schema`: the cluster description's unless told), each with where it is when
+ * `positionOf` knows (a YAML or JSON text).
+ */
+export function toIssues(
+  issues: readonly core.$ZodIssue[], raw: unknown, positionOf?: ReturnType<typeof yamlPositions>, schema: ZodType = ClusterDescriptionSchema,
+): DescriptionIssue[] {
   const out: DescriptionIssue[] = [];
   const push = (segments: readonly PropertyKey[], message: string) => out.push({ path: formatPath(segments), message, ...positionOf?.(segments) });
   for (const issue of issues) {
     if (issue.code === 'unrecognized_keys') {
       for (const key of issue.keys) {
-        const meant = closestField(ClusterDescriptionSchema, issue.path, key);
+        const meant = closestField(schema, issue.path, key);
         push([...issue.path, key], `unknown field${meant ? ` (did you mean "${meant}"?)` : ''}`);
       }
       continue;
@@ -168,4 +173,21 @@ export function loadDescription(file: string): ClusterDescription {
     throw new DescriptionError(file, [{ path: '', message: 'expected a mapping of description fields at the top level' }]);
   }
   return parseDescription(raw, file, ext === '.ts' ? undefined : text);
+}
+
+/**
+ * A YAML file read as a description is (the fleet description beside the clusters): the same size, encoding,
+ * nesting and alias limits, its problems as DescriptionError. Returns the parsed value and the text (for positions).
+ */
+export function readYamlDescription(file: string): { readonly raw: unknown; readonly text: string } {
+  const text = decodeDescription(file, readDescriptionBytes(file));
+  let raw: unknown;
+  try {
+    raw = parseYaml(file, text);
+  } catch (e) {
+    if (e instanceof RangeError) throw new DescriptionError(file, [{ path: '', message: `fields nested too deeply to parse (a description nests ${MAX_DEPTH} levels at most)` }]);
+    throw e;
+  }
+  asDescriptionError(() => checkNesting(file, raw, 'description'), text);
+  return { raw, text };
 }

@@ -1,6 +1,7 @@
 import { AdoptedObject, adoptedObjects, AllocatedNodePort, allocatedNodePorts } from './adoption';
 import { ClusterDescription, IN_CLUSTER_SERVER, Taint } from './description';
 import { GpuProductFacts, gpuProductFacts } from './gpu-products';
+import { MultiKueueRole } from './multikueue-role';
 import { KUEUE_DEFAULT_LOCAL_QUEUE, LABELS, MANAGED_BY, NAMESPACES, RESOURCES, SERVICE_MONITOR_API } from './names';
 import { floorToMebibytes, formatBytes, formatMillis, parseMillis, parseQuantity } from './quantity';
 
@@ -180,6 +181,16 @@ export interface ClusterModel {
    * ADMISSION_POLICY_MINOR and later): the tenant guardrails and the SkyPilot identity policies render only then.
    */
   readonly admissionPolicies: boolean;
+  /**
+   * The cluster's part in a MultiKueue fleet (fleet.yaml beside its description): the manager, whose ClusterQueues
+   * dispatch to workers, or a worker; undefined outside a fleet. Set by the loader (withMultiKueue), never by buildModel.
+   */
+  readonly multiKueue?: MultiKueueRole;
+}
+
+/** The model with its part in a MultiKueue fleet (undefined: none). */
+export function withMultiKueue(model: ClusterModel, role: MultiKueueRole | undefined): ClusterModel {
+  return role === undefined ? model : { ...model, multiKueue: role };
 }
 
 /** The Kubernetes minor version from which ValidatingAdmissionPolicy is GA (1.30). */

@@ -101,6 +101,19 @@ export const KUEUE_DEFAULT_LOCAL_QUEUE = 'default';
  */
 export const ADOPTED_SYNC_OPTIONS: readonly string[] = ['Prune=false', 'Delete=false'];
 
+/**
+ * MultiKueue's names (kubernetes-sigs/kueue v0.19.2 apis/kueue/v1beta2/multikueue_types.go), and the label this toolkit
+ * puts on the identity a manager uses on each of its workers.
+ */
+export const MULTIKUEUE = {
+  /** controllerName of MultiKueue's AdmissionChecks (MultiKueueControllerName). */
+  controllerName: 'kueue.x-k8s.io/multikueue',
+  /** The key of a kubeconfig Secret (MultiKueueConfigSecretKey). */
+  kubeconfigKey: 'kubeconfig',
+  /** On a worker's ServiceAccount, ClusterRole and ClusterRoleBinding for the manager: the manager's cluster name. */
+  managerLabel: 'gpu-cluster.dev/multikueue-manager',
+} as const;
+
 /** The value of app.kubernetes.io/managed-by on everything this toolkit renders. */
 export const MANAGED_BY = 'gpu-cluster-manifests';
 

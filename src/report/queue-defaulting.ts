@@ -65,8 +65,9 @@ export function queueDefaultingSection(c: RenderedCluster, index: ClusterIndex):
     const defaultQueue = here.find((lq) => lq.metadata.name === KUEUE_DEFAULT_LOCAL_QUEUE);
     if (defaultQueue) {
       return [code(ns), queues, `**queued** to ${code(KUEUE_DEFAULT_LOCAL_QUEUE)}, CPU-only debug pods and the pods of a Deployment included: `
-        + `held (a pod gated, a job suspended) until ClusterQueue ${code(clusterQueueOf(defaultQueue))} admits it, its requests charged to that quota, then placed on the nodes of `
-        + `the flavor it is admitted on: ${flavorPlacement(index, clusterQueueOf(defaultQueue))}`];
+        + `held (a pod gated, a job suspended) until ClusterQueue ${code(clusterQueueOf(defaultQueue))} admits it, its requests charged to that quota, then `
+        + (c.model.multiKueue?.role === 'manager' ? 'dispatched to the MultiKueue worker that admits it ([the fleet page](../fleet/README.md))'
+          : `placed on the nodes of the flavor it is admitted on: ${flavorPlacement(index, clusterQueueOf(defaultQueue))}`)];
     }
     const refusing = (resources: Record<string, string>, priorityClassName?: string) => (
       refusingIn(ns, unlabelledPod(ns, resources, priorityClassName), TENANT_USER));

@@ -9,6 +9,7 @@ import { tenantsSection } from './tenants';
 import { tutorialsSection } from './tutorials';
 import { ClusterIndex } from '../check/cluster-index';
 import { ClusterDescription } from '../model/description';
+import { FLEET_FILE } from '../model/fleet';
 import { LABELS, RESOURCES } from '../model/names';
 import { formatBytes, formatMillis, parseMillis, parseQuantity } from '../model/quantity';
 import { Manifest, RenderedCluster } from '../render/manifest';
@@ -152,6 +153,15 @@ function quotaTable(c: RenderedCluster, index: ClusterIndex): string {
   );
   const unqueued = c.model.tenants.length === 0 ? ''
     : `, and less what the tenants may run outside Kueue, ${code('tenants[].unqueued')} (${formatMillis(outside.cpu)} CPU, ${formatBytes(outside.memory)} memory in all)`;
+  if (c.model.multiKueue?.role === 'manager') {
+    return [
+      table(head, rows),
+      '',
+      'Every ClusterQueue here dispatches through MultiKueue: it holds, per resource, the sum of what its workers\' ClusterQueues behind the same LocalQueue hold '
+        + `(**${total}** ${code(RESOURCES.gpu)} in all), and this cluster's own ${c.model.capacity.gpus} GPUs run none of it. [The fleet page](../fleet/README.md) `
+        + 'shows the workers, their quotas, the dispatch order and how to register each worker.',
+    ].join('\n');
+  }
   return [
     table(head, rows),
     '',
@@ -220,6 +230,30 @@ function folderTable(c: RenderedCluster): string {
   return table(['Folder', 'Objects', 'What'], c.folders.map((f) => [`[${f.folder}/](${f.folder}/)`, f.objects.length, f.description]));
 }
 
+/** The cluster's part in a MultiKueue fleet, when it has one: what it means here, and where the fleet page is. */
+function multiKueueSection(c: RenderedCluster): string[] {
+  const role = c.model.multiKueue;
+  if (role === undefined) return [];
+  if (role.role === 'manager') {
+    const lines = [
+      '', '### MultiKueue manager', '',
+      `This cluster is the MultiKueue manager of ${role.workers.map((w) => code(w.cluster)).join(', ')} (${code(FLEET_FILE)}): jobs submitted to its LocalQueues are `
+        + 'admitted here and run on the worker that admits them. Register each worker once, and again before its token expires: [the fleet page](../fleet/README.md).',
+    ];
+    if (c.model.description.installs.kueue !== 'managed') {
+      lines.push('', 'The pre-installed Kueue\'s configuration must integrate only job kinds every worker serves (MultiKueue watches each on every worker and connects to '
+        + 'none that lacks one): `batch/job`, `kubeflow.org/mpijob` and `pod` are served everywhere; Kueue\'s default list also enables Ray, JobSet, LeaderWorkerSet, '
+        + 'AppWrapper and TrainJob, whose CRDs the workers must then serve.');
+    }
+    return lines;
+  }
+  return [
+    '', '### MultiKueue worker', '',
+    `This cluster is a MultiKueue worker of ${code(role.manager)} (${code(FLEET_FILE)}): ${code(role.manager)} creates the jobs of its tenants here, in the same namespaces `
+      + `and LocalQueues, with the identity in [${code('multikueue/')}](multikueue/). How to register it: [the fleet page](../fleet/README.md).`,
+  ];
+}
+
 /** The README of one rendered cluster: everything in it derives from the rendered objects and the model. */
 export function clusterReport(c: RenderedCluster): string {
   const index = new ClusterIndex(c);
@@ -240,6 +274,7 @@ export function clusterReport(c: RenderedCluster): string {
     '',
     queueDiagram(index),
     ...(quotas ? ['', quotas] : []),
+    ...multiKueueSection(c),
     ...(defaulting ? ['', defaulting] : []),
     '',
     '## Tenants',

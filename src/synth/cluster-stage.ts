@@ -1,6 +1,7 @@
 import * as path from 'node:path';
 import { SchemaOf, ScopeOf } from '../check/cluster-view';
 import { checkCluster } from '../check/engine';
+import { MultiKueueFacts, multiKueueFacts } from '../check/multikueue';
 import { Finding } from '../check/rule';
 import { FleetEntry, fleetEntryOf } from '../components/gitops/fleet';
 import { GITOPS_FOLDER } from '../components/gitops/plan';
@@ -94,6 +95,8 @@ export interface ClusterOutcome {
   readonly deleted: readonly Deletion[];
   /** What the fleet folder needs of it (ClusterStage.fleet), or why it cannot join the fleet. */
   readonly fleet?: FleetEntry | { readonly error: string };
+  /** What the checks across a MultiKueue fleet need of it (ClusterStage.fleet; undefined outside a fleet). */
+  readonly multiKueue?: MultiKueueFacts;
   /** No validation or check error: its folder may be written. */
   readonly valid: boolean;
   /** Its files, relative to its folder (absent when invalid, and once written by another thread). */
@@ -135,7 +138,8 @@ export function processCluster(model: ClusterModel, index: number, stage: Cluste
   const deleted = target !== undefined && !unchanged ? timed('write', () => entryDeletions(stage.out!, c.name, files!, treeObjects(c.name, c.folders))) : [];
   const summary = summaryOf(c.name, c.folders);
   const fleet = stage.fleet ? fleetEntry(c) : undefined;
-  return { index, summary, issues, findings, unchanged, deleted, fleet, valid, files, fileCount: files?.length ?? 0, time };
+  const multiKueue = stage.fleet && valid ? multiKueueFacts(c) : undefined;
+  return { index, summary, issues, findings, unchanged, deleted, fleet, multiKueue, valid, files, fileCount: files?.length ?? 0, time };
 }
 
 function fleetEntry(c: RenderedCluster): FleetEntry | { error: string } {

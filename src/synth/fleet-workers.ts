@@ -8,6 +8,7 @@ import { currentWatch, WATCHED_WORKER, Watcher, WatchReport } from '../cache/rea
 import { InputError, WriteFailed, fsErrorText, isFsError } from '../errors';
 import type { ClusterDescription } from '../model/description';
 import type { ClusterModel } from '../model/model';
+import type { MultiKueueRole } from '../model/multikueue-role';
 import type { StagedTree } from '../render/write';
 
 /*
@@ -18,6 +19,7 @@ const load = createRequire(__filename);
 const stack = () => ({
   processCluster: (load('./cluster-stage') as typeof import('./cluster-stage')).processCluster,
   buildModel: (load('../model/model') as typeof import('../model/model')).buildModel,
+  withMultiKueue: (load('../model/model') as typeof import('../model/model')).withMultiKueue,
   stageTree: (load('../render/write') as typeof import('../render/write')).stageTree,
   SchemaStore: (load('../validate/schemas') as typeof import('../validate/schemas')).SchemaStore,
   ManifestValidator: (load('../validate/validator') as typeof import('../validate/validator')).ManifestValidator,
@@ -140,6 +142,8 @@ type Message =
 interface WorkerData {
   readonly [TAG]: true;
   readonly descriptions: readonly ClusterDescription[];
+  /** Each description's part in a MultiKueue fleet (worked out from the whole fleet by the loader). */
+  readonly roles: readonly (MultiKueueRole | undefined)[];
   readonly out: string;
   readonly schemas: readonly string[] | false;
   /** The whole fleet is rendered (ClusterStage.fleet). */
@@ -182,6 +186,7 @@ export function renderOnThreads(models: readonly ClusterModel[], plan: ThreadPla
   const shared = new Int32Array(new SharedArrayBuffer(4 * (PER_WORKER + 3 * workerCount)));
   const total = models.length;
   const descriptions = models.map((m) => m.description);
+  const roles = models.map((m) => m.multiKueue);
   const ports: MessagePort[] = [];
   const workers: Worker[] = [];
   const memoryMb = threadMemoryMb();
@@ -247,6 +252,7 @@ export function renderOnThreads(models: readonly ClusterModel[], plan: ThreadPla
       const data: WorkerData = {
         [TAG]: true,
         descriptions,
+        roles,
         out: plan.out,
         schemas: plan.schemas,
         fleet: stage.fleet ?? false,
@@ -318,7 +324,7 @@ function runWorker(data: WorkerData): void {
   const total = data.descriptions.length;
   let i = -1;
   try {
-    const { processCluster, buildModel, stageTree, SchemaStore, ManifestValidator } = stack();
+    const { processCluster, buildModel, withMultiKueue, stageTree, SchemaStore, ManifestValidator } = stack();
     const validator = data.schemas === false ? undefined : new ManifestValidator(SchemaStore.open(data.schemas), { requireNamespace: true });
     const stage: ClusterStage = { validator, out: data.out, fleet: data.fleet };
     Atomics.add(shared, READY, 1);
@@ -326,7 +332,7 @@ function runWorker(data: WorkerData): void {
     Atomics.notify(shared, SIGNAL);
     for (i = Atomics.add(shared, NEXT, 1); i < total; i = Atomics.add(shared, NEXT, 1)) {
       Atomics.store(shared, slot(data.slot, CURRENT), i + 1);
-      const o = processCluster(buildModel(data.descriptions[i]), i, stage, false);
+      const o = processCluster(withMultiKueue(buildModel(data.descriptions[i]), data.roles[i]), i, stage, false);
       if (!o.valid) Atomics.store(shared, FAILED, 1);
       const counted = o.files !== undefined && Atomics.load(shared, FAILED) === 0;
       // an unchanged folder is not written: the main thread keeps it when the outcome arrives

@@ -2,6 +2,7 @@ import { readdirSync, realpathSync } from 'node:fs';
 import * as path from 'node:path';
 import { ClusterOutcome, ClusterStage, ClusterSummary, entryFiles, hasError, PhaseTimes, processCluster, summaryOf, validationInputs } from './cluster-stage';
 import { CheckFailed } from '../check/engine';
+import { checkFleet, MultiKueueFacts } from '../check/multikueue';
 import { Finding } from '../check/rule';
 import { FLEET_FOLDER, FleetEntry, fleetFiles, renderFleet, renderFleetOfEntries } from '../components/gitops/fleet';
 import { fsErrorText, InputError, isFsError } from '../errors';
@@ -15,6 +16,7 @@ import { allOutputEntries, byFile, Deletion, DeletionRefused, entryDeletions, re
 import { RenderedFile } from '../render/folder-files';
 import { Manifest, RenderedCluster, RenderedFolder } from '../render/manifest';
 import { recoverOutput, TreeWriter } from '../render/write';
+import { FLEET_REPORT_FILE, fleetReport } from '../report/fleet';
 import { SchemaStore } from '../validate/schemas';
 import { ManifestValidator, ValidationIssue } from '../validate/validator';
 
@@ -72,6 +74,8 @@ export interface ReusedCluster {
   readonly warnings: readonly ValidationIssue[];
   readonly findings: readonly Finding[];
   readonly fileCount: number;
+  /** What the checks across a MultiKueue fleet need of it (undefined outside a fleet). */
+  readonly multiKueue?: MultiKueueFacts;
 }
 
 export interface Timings {
@@ -216,6 +220,7 @@ function reusedOutcome(r: ReusedCluster, index: number): ClusterOutcome {
     unchanged: true,
     deleted: [],
     fleet: r.fleet,
+    multiKueue: r.multiKueue,
     valid: true,
     fileCount: r.fileCount,
     time: { render: 0, validate: 0, write: 0 },
@@ -258,8 +263,13 @@ export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthR
   const listed = new Set(configs);
   const reuse = only ? new Map<string, ReusedCluster>() : new Map([...opts.reuse ?? []].filter(([c]) => listed.has(c)));
   // each description's model, or undefined for a reused cluster
-  const slots: (ClusterModel | undefined)[] = reuse.size > 0 ? modelsBesides(configs, reuse)
+  let slots: (ClusterModel | undefined)[] = reuse.size > 0 ? modelsBesides(configs, reuse)
     : only && opts.models?.length === configs.length ? [...opts.models] : loadModels(configs);
+  // A changed member of a MultiKueue fleet changes the others' renders (the manager's quotas are its workers'): all render again.
+  if (reuse.size > 0 && slots.some((m) => m?.multiKueue !== undefined)) {
+    for (const [c, r] of reuse) if (r.multiKueue !== undefined) reuse.delete(c);
+    slots = reuse.size > 0 ? modelsBesides(configs, reuse) : loadModels(configs);
+  }
   const names = slots.map((m, i) => m?.name ?? reuse.get(configs[i])!.summary.name);
   // With --config each cluster replaces <out>/<cluster>/ only; without, the whole output root.
   checkTargets(only ? names.map((n) => path.join(out, n)) : [out], configs);
@@ -329,6 +339,11 @@ export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthR
     const findings = outcomes.flatMap((o) => o.findings);
     if (hasError(issues)) throw new ValidationFailed(issues);
     if (hasError(findings)) throw new CheckFailed(findings);
+    // Across a MultiKueue fleet (fleet.yaml): its page, and the rules over what every member rendered.
+    const facts = only ? [] : outcomes.flatMap((o) => (o.multiKueue ? [o.multiKueue] : []));
+    const fleetPage = facts.length > 0 ? fleetReport(facts) : undefined;
+    findings.push(...checkFleet({ facts, clusters: new Set(names), complete: true, fleetPage }));
+    if (hasError(findings)) throw new CheckFailed(findings);
 
     // Without --config the whole fleet is rendered, and dist/fleet/ points the hub at every cluster.
     let fleet: ClusterSummary | undefined;
@@ -339,7 +354,7 @@ export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthR
       issues.push(...fleetIssues);
       if (hasError(fleetIssues)) throw new ValidationFailed(issues);
       fleet = summaryOf(FLEET_FOLDER, [folder]);
-      const rendered = entryFiles(FLEET_FOLDER, fleetFiles(folder));
+      const rendered = entryFiles(FLEET_FOLDER, [...fleetFiles(folder), ...(fleetPage === undefined ? [] : [[`${FLEET_FOLDER}/${FLEET_REPORT_FILE}`, fleetPage] as const])]);
       files += rendered.length;
       deleted.push(...entryDeletions(out, FLEET_FOLDER, rendered, treeObjects(FLEET_FOLDER, [folder], true)));
       if (!refuse(deleted)) writer.add(FLEET_FOLDER, rendered);
@@ -372,6 +387,7 @@ export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthR
         config: configs[i],
         summary: o.summary,
         fleet: o.fleet as FleetEntry,
+        ...(o.multiKueue ? { multiKueue: o.multiKueue } : {}),
         warnings: o.issues,
         findings: o.findings,
         fileCount: o.fileCount,

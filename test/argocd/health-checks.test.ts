@@ -16,8 +16,10 @@ describe('Argo CD health checks, in Argo CD\'s layout', () => {
   it('cover Application and the custom kinds the waves wait on', () => {
     expect(CHECKS.map((c) => `${c.group}/${c.kind}`)).toEqual([
       'argoproj.io/Application',
+      'kueue.x-k8s.io/AdmissionCheck',
       'kueue.x-k8s.io/ClusterQueue',
       'kueue.x-k8s.io/LocalQueue',
+      'kueue.x-k8s.io/MultiKueueCluster',
       'mellanox.com/NicClusterPolicy',
       'nvidia.com/ClusterPolicy',
       'nvidia.com/DynamoGraphDeployment',

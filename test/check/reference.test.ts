@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { checkCluster, readClusters, RULES } from '../../src/check';
+import { checkCluster, FLEET_RULES, readClusters, RULES } from '../../src/check';
 import { EXIT, main } from '../../src/cli';
 import { findDescription } from '../../src/commands/find-description';
 import { fleetFiles } from '../../src/components/gitops/fleet';
@@ -120,7 +120,8 @@ describe('check --list-rules', () => {
   it('prints every rule id with its severity and summary', async () => {
     const c = capture();
     expect(await main(['check', '--list-rules'], c.io)).toBe(EXIT.ok);
-    expect(c.out).toHaveLength(RULES.length);
-    for (const r of RULES) expect(c.out.join('\n')).toMatch(new RegExp(`^${r.id} +${r.severity} +${r.summary.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`, 'm'));
+    // the rules of one cluster, then those across a MultiKueue fleet
+    expect(c.out).toHaveLength(RULES.length + FLEET_RULES.length);
+    for (const r of [...RULES, ...FLEET_RULES]) expect(c.out.join('\n')).toMatch(new RegExp(`^${r.id} +${r.severity} +${r.summary.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`, 'm'));
   });
 });

@@ -51,6 +51,8 @@ const SAYS: Record<string, readonly RegExp[]> = {
   'no-privileged': [/Job default\/nccl-node-check/, /is privileged/, /allowPrivilegeEscalation: true/],
   'image-pinned': [/nccl-tests:latest/, /"latest" tag/, /Pod default\/probe/, /has no tag/, /NVIDIADriver default: spec.version/],
   'no-secret-data': [/Secret research\/registry-pull/, /data.token, stringData.user/],
+  'no-credentials': [/^ConfigMap kueue-system\/lab-a-kubeconfig: data.kubeconfig holds a JSON Web Token \(a service-account token\)/, /never goes into the rendered tree/],
+  'multikueue-manager-job-managed-by': [/^AdmissionCheck multikueue: kubernetesVersion 1.31/, /JobManagedBy/, /The owner is not managed by Kueue/],
   'image-matches-upstream': [
     /ClusterPolicy cluster-policy: spec.validator.repository is "nvcr.io\/nvidia\/cloud-native"/, /spec.validator.image is "gpu-operator-validator"/,
     /the gpu-operator v26.7.0 chart renders "gpu-operator"/, /spec.devicePlugin.version is "v0.17.0"/, /spec.sidecar sets an image .* no upstream default/,

@@ -128,10 +128,16 @@ describe('commands in a project take their folders from it', () => {
     writeFileSync(schemaFile, '{}\n');
     const wrote = await run('schema');
     expect(wrote.code).toBe(EXIT.ok);
-    expect(wrote.err).toEqual([`wrote clusters/cluster-description.schema.json: the JSON Schema of the description (gpu-cluster-manifests ${packageVersion()})`]);
+    expect(wrote.err).toEqual([
+      `wrote clusters/cluster-description.schema.json: the JSON Schema of the description (gpu-cluster-manifests ${packageVersion()})`,
+      `wrote clusters/fleet.schema.json: the JSON Schema of the fleet description (gpu-cluster-manifests ${packageVersion()})`,
+    ]);
     expect(readFileSync(schemaFile, 'utf8')).toBe(descriptionJsonSchemaText());
     const again = await run('schema');
-    expect(again.err).toEqual([`clusters/cluster-description.schema.json: the JSON Schema of the description (gpu-cluster-manifests ${packageVersion()}), unchanged`]);
+    expect(again.err).toEqual([
+      `clusters/cluster-description.schema.json: the JSON Schema of the description (gpu-cluster-manifests ${packageVersion()}), unchanged`,
+      `clusters/fleet.schema.json: the JSON Schema of the fleet description (gpu-cluster-manifests ${packageVersion()}), unchanged`,
+    ]);
     expect((await run('schema', '--out', '-')).out.join('\n')).toBe(descriptionJsonSchemaText().trimEnd());
     process.chdir(mkdtempSync(path.join(tmpdir(), 'no-project-')));
     const outside = await run('schema');

@@ -6,7 +6,7 @@ import { parse, stringify } from 'yaml';
 import { DEFAULT_SCHEMAS } from '../../src/paths';
 import { DeletionRefused } from '../../src/render/deletions';
 import { ReusedCluster, synth, SynthResult } from '../../src/synth/pipeline';
-import { FIXTURE_CLUSTERS, HAS_SCHEMAS, readTreeFiles, REFERENCE_FILE, validator } from '../helpers';
+import { FIXTURE_CLUSTERS, FLEET_FIXTURE, HAS_SCHEMAS, readTreeFiles, REFERENCE_FILE, validator } from '../helpers';
 
 // An incremental render of a fleet (SynthOptions.reuse, what the launcher's up-to-date record hands synth when only
 // some descriptions changed): the clusters of the unchanged descriptions are kept as they are on disk, the others
@@ -75,6 +75,22 @@ describe('an incremental render of a fleet', () => {
     // the kept clusters' files are as they were
     for (const [f, text] of before) if (f.startsWith('instant-cluster/') || f.startsWith('lab-b/')) expect(written.get(f), f).toBe(text);
     expect(written.get('fleet/applicationset.argocd.fleet.yaml')).toContain('release-2');
+  });
+
+  it('renders every member of a MultiKueue fleet again when one changed: the manager\'s quotas are its workers\'', () => {
+    const clusters = path.join(mkdtempSync(path.join(tmpdir(), 'incremental-fleet-')), 'clusters');
+    cpSync(FLEET_FIXTURE, clusters, { recursive: true });
+    const root = path.dirname(clusters);
+    const out = path.join(root, 'dist');
+    const first = synth({ clustersDir: clusters, out, schemas: false });
+    const labA = path.join(clusters, 'lab-a.yaml');
+    edit(labA, (d) => {
+      d.tenants[0].gpus -= 1;
+    });
+    const incremental = synth({ clustersDir: clusters, out, schemas: false, reuse: reuseOf(first, [labA]) });
+    expect(incremental.rendered).toEqual(['hub', 'lab-a', 'lab-b']);
+    synth({ clustersDir: clusters, out: path.join(root, 'full'), schemas: false });
+    expect([...readTreeFiles(out)]).toEqual([...readTreeFiles(path.join(root, 'full'))]);
   });
 
   it('keeps the deletion guard: a changed description that drops objects writes nothing without allowDelete', () => {

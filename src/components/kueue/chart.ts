@@ -1,7 +1,9 @@
 import { Chart } from 'cdk8s';
 import { Construct } from 'constructs';
 import { ClusterModel, QueueModel, ResourceAmounts, tolerationsFor } from '../../model/model';
-import { RESOURCES } from '../../model/names';
+import { coveredResources } from '../../model/multikueue';
+import { MultiKueueManagerRole } from '../../model/multikueue-role';
+import { LABELS, RESOURCES } from '../../model/names';
 import { componentChartProps, ComponentChartProps, ComponentDefinition } from '../component';
 import { FlavorQuotas, KueueClusterQueue, ResourceQuota } from './cluster-queue';
 import { KueueLocalQueue } from './local-queue';
@@ -20,11 +22,16 @@ export function gpuFlavorName(gpuProduct: string): string {
   return name;
 }
 
-/** The resources every ClusterQueue covers: cpu, memory, GPUs, and the RDMA device unless Kueue ignores it. */
-export function coveredResources(model: ClusterModel): string[] {
-  const rdmaCovered = model.rdma !== undefined && model.description.queueing.rdma === 'covered';
-  return [RESOURCES.cpu, RESOURCES.memory, RESOURCES.gpu, ...(rdmaCovered ? [model.rdma!.resourceName] : [])];
-}
+export { coveredResources };
+
+/**
+ * The flavors of a MultiKueue manager's ClusterQueues: one that selects no node (the Workloads run on the workers), and
+ * a topology-aware one for queues whose workers all schedule by topology (Kueue admits a topology request only on a
+ * topology-aware flavor, and leaves the placement to the worker).
+ */
+export const DISPATCH_FLAVORS = { plain: 'multikueue', topology: 'multikueue-topology' } as const;
+/** The Topology the manager's topology-aware flavor names. */
+export const DISPATCH_TOPOLOGY = 'multikueue';
 
 /**
  * Kueue: flavors, the cohort's ClusterQueues (default + one per tenant), the default LocalQueue,
@@ -35,6 +42,74 @@ export class KueueChart extends Chart {
   constructor(scope: Construct, id: string, props: ComponentChartProps) {
     super(scope, id, componentChartProps(props.model, props));
     const model = props.model;
+    const d = model.description;
+    const q = d.queueing;
+    const role = model.multiKueue;
+    if (role?.role === 'manager') this.dispatchingQueues(model, role);
+    else this.localQueues(model);
+
+    const defaultQueue = model.queueing.defaultQueue;
+    new KueueLocalQueue(this, 'DefaultLocalQueue', {
+      name: defaultQueue.localQueue,
+      namespace: defaultQueue.namespace,
+      clusterQueue: defaultQueue.clusterQueue,
+    });
+
+    // No PriorityClass is globalDefault: it would apply to every pod of the cluster (the pre-installed stack's
+    // DaemonSets included, which "high" could then preempt), and the API server refuses a second one. The default
+    // priority is what the queued work rendered here names when the description names none.
+    for (const p of model.queueing.priorities) {
+      const note = p.default
+        ? 'Default: the queued work rendered for this cluster (samples, tutorials) carries this class when it names none.'
+        : undefined;
+      new KueueWorkloadPriorityClass(this, `WorkloadPriorityClass-${p.name}`, { name: p.name, value: p.value, description: note });
+      if (q.podPriorityClasses) {
+        new PodPriorityClass(this, `PriorityClass-${p.name}`, { name: p.name, value: p.value, description: note });
+      }
+    }
+  }
+
+  /**
+   * A MultiKueue manager's ClusterQueues: each passes the AdmissionCheck of its workers (MultiKueue dispatches the
+   * admitted Workload to them) and holds, per resource, what its workers' mirrored queues hold together, on one flavor
+   * (as Kueue's own quota automation requires). The manager's own nodes run none of it.
+   */
+  private dispatchingQueues(model: ClusterModel, role: MultiKueueManagerRole): void {
+    const q = model.description.queueing;
+    const levels = role.queues.find((x) => x.topologyLevels)?.topologyLevels;
+    const topologyAware = (x: MultiKueueManagerRole['queues'][number]) => levels !== undefined && x.topologyLevels?.join('\n') === levels.join('\n');
+    if (role.queues.some((x) => !topologyAware(x))) {
+      new KueueResourceFlavor(this, 'DispatchFlavor', { name: DISPATCH_FLAVORS.plain, nodeLabels: {}, dispatchOnly: true });
+    }
+    if (levels) {
+      const topology = new KueueTopology(this, 'DispatchTopology', { name: DISPATCH_TOPOLOGY, levels });
+      // the workers' GPU flavors select their GPU nodes by this label (model.gpuWorkers)
+      new KueueResourceFlavor(this, 'DispatchTopologyFlavor', {
+        name: DISPATCH_FLAVORS.topology, nodeLabels: { [LABELS.gpuPresent]: 'true' }, topologyName: topology.name, dispatchOnly: true,
+      });
+    }
+    for (const queue of model.queueing.queues) {
+      const dispatch = role.queues.find((x) => x.clusterQueue === queue.clusterQueue);
+      if (!dispatch) throw new Error(`ClusterQueue ${queue.clusterQueue}: the MultiKueue manager has no dispatch for it`);
+      new KueueClusterQueue(this, `ClusterQueue-${queue.clusterQueue}`, {
+        name: queue.clusterQueue,
+        cohort: model.queueing.cohort,
+        namespace: queue.namespace,
+        coveredResources: dispatch.resources.map((r) => r.name),
+        flavors: [{
+          flavor: topologyAware(dispatch) ? DISPATCH_FLAVORS.topology : DISPATCH_FLAVORS.plain,
+          resources: dispatch.resources.map((r) => ({ ...r })),
+        }],
+        withinClusterQueue: q.preemption.withinClusterQueue,
+        reclaimWithinCohort: q.preemption.reclaimWithinCohort,
+        fairSharingWeight: q.fairSharing ? queue.fairSharingWeight : undefined,
+        admissionCheck: dispatch.group,
+      });
+    }
+  }
+
+  /** The ClusterQueues of a cluster that runs its own jobs: its GPU (and CPU-only) flavors and the quotas of its description. */
+  private localQueues(model: ClusterModel): void {
     const d = model.description;
     const q = d.queueing;
     const covered = coveredResources(model);
@@ -76,26 +151,6 @@ export class KueueChart extends Chart {
         reclaimWithinCohort: q.preemption.reclaimWithinCohort,
         fairSharingWeight: q.fairSharing ? queue.fairSharingWeight : undefined,
       });
-    }
-
-    const defaultQueue = model.queueing.defaultQueue;
-    new KueueLocalQueue(this, 'DefaultLocalQueue', {
-      name: defaultQueue.localQueue,
-      namespace: defaultQueue.namespace,
-      clusterQueue: defaultQueue.clusterQueue,
-    });
-
-    // No PriorityClass is globalDefault: it would apply to every pod of the cluster (the pre-installed stack's
-    // DaemonSets included, which "high" could then preempt), and the API server refuses a second one. The default
-    // priority is what the queued work rendered here names when the description names none.
-    for (const p of model.queueing.priorities) {
-      const note = p.default
-        ? 'Default: the queued work rendered for this cluster (samples, tutorials) carries this class when it names none.'
-        : undefined;
-      new KueueWorkloadPriorityClass(this, `WorkloadPriorityClass-${p.name}`, { name: p.name, value: p.value, description: note });
-      if (q.podPriorityClasses) {
-        new PodPriorityClass(this, `PriorityClass-${p.name}`, { name: p.name, value: p.value, description: note });
-      }
     }
   }
 }

@@ -70,6 +70,12 @@ export interface KueueClusterQueueProps {
    * @default - no fairSharing block
    */
   readonly fairSharingWeight?: number;
+  /**
+   * The AdmissionCheck every Workload of the queue passes before it is admitted (a MultiKueue manager's: the Workload
+   * runs on a worker), as v1beta2 writes it (spec.admissionChecksStrategy; the v1beta1 spec.admissionChecks is gone).
+   * @default - none
+   */
+  readonly admissionCheck?: string;
 }
 
 const nominal = ClusterQueueV1Beta2SpecResourceGroupsFlavorsResourcesNominalQuota.fromString;
@@ -128,6 +134,7 @@ export class KueueClusterQueue extends Construct {
           borrowWithinCohort: { policy: ClusterQueueV1Beta2SpecPreemptionBorrowWithinCohortPolicy.NEVER },
         },
         fairSharing: fairSharingWeight && { weight: fairSharingWeight },
+        admissionChecksStrategy: props.admissionCheck === undefined ? undefined : { admissionChecks: [{ name: props.admissionCheck }] },
         // CRD defaults, written out so that Argo CD sees no drift.
         queueingStrategy: ClusterQueueV1Beta2SpecQueueingStrategy.BEST_EFFORT_FIFO,
         flavorFungibility: {

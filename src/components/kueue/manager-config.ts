@@ -1,4 +1,5 @@
 import { stringify } from 'yaml';
+import { MULTIKUEUE_DISPATCHERS } from '../../model/fleet';
 import { ClusterModel, podPlacement, TolerationSpec } from '../../model/model';
 import { LABELS, NAMESPACES, RESOURCES } from '../../model/names';
 
@@ -36,7 +37,29 @@ export interface KueueConfiguration {
   readonly fairSharing?: { readonly preemptionStrategies: readonly FairSharingPreemptionStrategy[] };
   /** Present only when queueing.rdma is "excluded". */
   readonly resources?: { readonly excludeResourcePrefixes: readonly string[] };
+  /** Present only on a MultiKueue manager (fleet.yaml), every setting written out. */
+  readonly multiKueue?: {
+    readonly gcInterval: string;
+    readonly origin: string;
+    readonly workerLostTimeout: string;
+    readonly dispatcherName: string;
+    readonly clusterProfile?: {
+      readonly accessProviders: readonly {
+        readonly name: string;
+        readonly execConfig: { readonly apiVersion: string; readonly command: string; readonly args: readonly string[]; readonly interactiveMode: 'Never' };
+      }[];
+    };
+  };
 }
+
+/** A Kueue feature gate as the chart takes it (controllerManager.featureGates). */
+export interface KueueFeatureGate {
+  readonly name: string;
+  readonly enabled: boolean;
+}
+
+/** Kueue's feature gate of MultiKueue workers reached through a ClusterProfile (alpha in v0.19, off by default). */
+export const CLUSTER_PROFILE_GATE = 'MultiKueueClusterProfile';
 
 /** Values of the Kueue Helm chart (oci://registry.k8s.io/kueue/charts/kueue) this toolkit sets. */
 export interface KueueHelmValues {
@@ -47,6 +70,8 @@ export interface KueueHelmValues {
   readonly controllerManager: {
     readonly nodeSelector: Readonly<Record<string, string>>;
     readonly tolerations: readonly TolerationSpec[];
+    /** Present only when a gate differs from Kueue's default (a MultiKueue manager with ClusterProfile workers). */
+    readonly featureGates?: readonly KueueFeatureGate[];
   };
 }
 
@@ -81,10 +106,47 @@ export function kueueManagerConfig(model: ClusterModel): KueueConfiguration {
     // (always on) still queues every unlabelled pod of a namespace whose LocalQueue is named "default".
     manageJobsWithoutQueueName: false,
     managedJobsNamespaceSelector: kueueManagedNamespaceSelector(model),
-    integrations: { frameworks: [...KUEUE_FRAMEWORKS] },
+    integrations: { frameworks: kueueFrameworks(model) },
     fairSharing: q.fairSharing ? { preemptionStrategies: ['LessThanOrEqualToFinalShare', 'LessThanInitialShare'] } : undefined,
     resources: q.rdma === 'excluded' ? { excludeResourcePrefixes: [RESOURCES.rdmaPrefix] } : undefined,
+    multiKueue: multiKueueSettings(model),
   };
+}
+
+/**
+ * The job integrations of a cluster's Kueue. A MultiKueue manager watches the kind of every integration on every worker
+ * and connects to none that lacks one: it enables PyTorchJobs only when every worker has a Training Operator.
+ */
+export function kueueFrameworks(model: ClusterModel): KueueFramework[] {
+  const role = model.multiKueue;
+  if (role?.role !== 'manager' || role.pytorchJobs) return [...KUEUE_FRAMEWORKS];
+  return KUEUE_FRAMEWORKS.filter((f) => f !== 'kubeflow.org/pytorchjob');
+}
+
+function multiKueueSettings(model: ClusterModel): KueueConfiguration['multiKueue'] {
+  const role = model.multiKueue;
+  if (role?.role !== 'manager') return undefined;
+  const s = role.settings;
+  return {
+    gcInterval: s.gcInterval,
+    origin: s.origin,
+    workerLostTimeout: s.workerLostTimeout,
+    dispatcherName: MULTIKUEUE_DISPATCHERS[s.dispatcher],
+    ...(role.accessProviders.length > 0 ? {
+      clusterProfile: {
+        accessProviders: role.accessProviders.map((p) => ({
+          name: p.name,
+          execConfig: { apiVersion: p.apiVersion, command: p.command, args: [...p.args], interactiveMode: 'Never' as const },
+        })),
+      },
+    } : {}),
+  };
+}
+
+/** Feature gates of the cluster's Kueue that differ from Kueue's defaults. */
+export function kueueFeatureGates(model: ClusterModel): KueueFeatureGate[] {
+  const role = model.multiKueue;
+  return role?.role === 'manager' && role.workers.some((w) => w.clusterProfile !== undefined) ? [{ name: CLUSTER_PROFILE_GATE, enabled: true }] : [];
 }
 
 /**
@@ -117,8 +179,9 @@ export function kueueHelmValues(model: ClusterModel): KueueHelmValues {
   const config = kueueManagerConfig(model);
   // Drop the unset optional sections so that the YAML carries no nulls.
   const present = Object.fromEntries(Object.entries(config).filter(([, v]) => v !== undefined));
+  const featureGates = kueueFeatureGates(model);
   return {
     managerConfig: { controllerManagerConfigYaml: stringify(present, { lineWidth: 0 }) },
-    controllerManager: podPlacement(model.serviceNode),
+    controllerManager: { ...podPlacement(model.serviceNode), ...(featureGates.length > 0 ? { featureGates } : {}) },
   };
 }

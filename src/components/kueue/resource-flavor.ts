@@ -17,6 +17,12 @@ export interface KueueResourceFlavorProps {
    * @default - no topology-aware scheduling
    */
   readonly topologyName?: string;
+  /**
+   * The flavor of a MultiKueue manager's ClusterQueues, whose Workloads run on the workers: it selects no node of its own
+   * cluster, so nodeLabels may be empty (unless it is topology-aware: Kueue then needs a label).
+   * @default false
+   */
+  readonly dispatchOnly?: boolean;
 }
 
 /** A Kueue ResourceFlavor (v1beta2): one kind of node, selected by its labels. */
@@ -25,7 +31,7 @@ export class KueueResourceFlavor extends Construct {
 
   constructor(scope: Construct, id: string, props: KueueResourceFlavorProps) {
     super(scope, id);
-    if (Object.keys(props.nodeLabels).length === 0) {
+    if (Object.keys(props.nodeLabels).length === 0 && (!props.dispatchOnly || props.topologyName !== undefined)) {
       throw new Error(`KueueResourceFlavor ${props.name}: nodeLabels is empty; a flavor must select its nodes (and a topology needs at least one label)`);
     }
     this.name = props.name;
@@ -33,7 +39,7 @@ export class KueueResourceFlavor extends Construct {
     new ResourceFlavorV1Beta2(this, 'Resource', {
       metadata: { name: props.name },
       spec: {
-        nodeLabels: { ...props.nodeLabels },
+        nodeLabels: Object.keys(props.nodeLabels).length > 0 ? { ...props.nodeLabels } : undefined,
         tolerations: tolerations.length > 0 ? tolerations.map((t) => ({ ...t })) : undefined,
         topologyName: props.topologyName,
       },

@@ -132,5 +132,6 @@ export class SamplesChart extends Chart {
 export const samples: ComponentDefinition = {
   folder: 'samples',
   description: 'Workloads applied by hand, never synced: a multi-node NCCL test (MPIJob), a PyTorchJob where a Training Operator is installed, per-node NCCL and DCGM health checks',
-  build: (scope: Construct, model: ClusterModel) => new SamplesChart(scope, 'samples', { model }),
+  // A MultiKueue manager runs no jobs of its own: its queues dispatch to the workers, whose hardware the samples would not fit.
+  build: (scope: Construct, model: ClusterModel) => (model.multiKueue?.role === 'manager' ? undefined : new SamplesChart(scope, 'samples', { model })),
 };
