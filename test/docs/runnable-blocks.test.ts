@@ -123,11 +123,12 @@ function runSession(file: string, cwd: string, env: Record<string, string>): str
 describe('the README and docs/', () => {
   const files = documentationFiles(ROOT);
 
-  it('README.md is short: at most 300 lines, the quick start and every recipe present', () => {
+  it('README.md is short: at most 315 lines, the quick start and every recipe present', () => {
     const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
-    expect(readme.trimEnd().split('\n').length).toBeLessThanOrEqual(300);
+    expect(readme.trimEnd().split('\n').length).toBeLessThanOrEqual(315);
     for (const heading of ['## Quick start', '## Recipes', '### Add a tenant', '### Resize a tenant', '### Remove a tenant', '### Adopt a pre-installed cluster',
-      '### Run the NCCL and DCGM checks', '### Turn on the tutorials', '### Register a cluster in a fleet', '### Update the toolkit', '## Commands', '## Developing this toolkit']) {
+      '### Run the NCCL and DCGM checks', '### Turn on the tutorials', '### Register a cluster in a fleet', '### Update the toolkit', '### Upgrade an operator',
+      '## Commands', '## Developing this toolkit']) {
       expect(readme).toContain(`\n${heading}`);
     }
   });
