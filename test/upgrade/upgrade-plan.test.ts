@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { load } from 'js-yaml';
@@ -258,7 +258,46 @@ describe.skipIf(!HAS_UPSTREAM)('upgrade-plan: an operator this description does 
   }, 240_000);
 });
 
+/**
+ * A previous toolkit, for the toolkit-to-toolkit form: this package as built (package.json, lib/, the files it reads at
+ * run time, its dependencies linked one by one so that its caches stay its own), with the pins of src/versions.ts
+ * moved back to the previous releases src/versions.ts declares: what an installed older version is to upgrade-plan
+ * (its synth renders, its versions module pins).
+ */
+function previousToolkit(): string {
+  const dir = path.join(work, 'previous-toolkit');
+  cpSync(path.join(ROOT, 'package.json'), path.join(dir, 'package.json'));
+  for (const sub of ['lib/src', 'lib/imports', 'src/components/argocd/health', 'src/clusters/cluster-description.schema.json']) cpSync(path.join(ROOT, sub), path.join(dir, sub), { recursive: true });
+  mkdirSync(path.join(dir, 'node_modules'));
+  for (const name of readdirSync(path.join(ROOT, 'node_modules')).filter((n) => !n.startsWith('.'))) symlinkSync(path.join(ROOT, 'node_modules', name), path.join(dir, 'node_modules', name));
+  const versions = path.join(dir, 'lib', 'src', 'versions.js');
+  let js = readFileSync(versions, 'utf8');
+  for (const p of PREVIOUS_RELEASES) {
+    const quoted = `'${p.pinned.version}'`;
+    expect(js, p.pinned.version).toContain(quoted);
+    js = js.split(quoted).join(`'${p.version}'`);
+  }
+  writeFileSync(versions, js);
+  return dir;
+}
+
 describe.skipIf(!HAS_UPSTREAM)('upgrade-plan --from-toolkit: toolkit to toolkit', () => {
+  it('a toolkit that pins the previous releases: each component planned from its pins, its own render as the old end (the operator CRs compared)', async () => {
+    const r = await runCliInProcess(['upgrade-plan', '--config', TRAINING_FILE, '--from-toolkit', previousToolkit(), '--format', 'json']);
+    expect(r.code, r.stderr).toBe(0);
+    const plan = JSON.parse(r.stdout) as PlanResult['plan'];
+    expect(plan.mode).toBe('toolkit');
+    expect(plan.components.map((c) => [c.component, c.from])).toEqual([
+      ['gpu-operator', previous(GPU_OPERATOR_CHART).version], ['network-operator', previous(NETWORK_OPERATOR_CHART).version], ['kueue', previous(KUEUE_CHART).version],
+    ]);
+    // the old end's ClusterPolicy is that toolkit's own (validator tagged with its GPU Operator release), not the old chart's
+    const validator = plan.findings.find((f) => f.section === 'gpu-node-impact' && f.path === 'spec.validator');
+    expect(validator).toMatchObject({ type: 'daemonset-roll' });
+    expect(String(validator!.from)).toContain(`:${previous(GPU_OPERATOR_CHART).version}`);
+    expect(plan.findings.filter((f) => f.type === 'operands-not-compared')).toEqual([]);
+    expect(plan.findings.find((f) => f.type === 'invalid-under-old-crd')?.subject).toBe('NicClusterPolicy nic-cluster-policy');
+  }, 300_000);
+
   it('another installed version of the package (here: this one, built) renders the description itself: the same pins, nothing to plan', async () => {
     const r = await runCliInProcess(['upgrade-plan', '--config', TRAINING_FILE, '--from-toolkit', ROOT, '--format', 'json']);
     expect(r.code, r.stderr).toBe(0);
