@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { crdOriginFile, webhookGuards } from './chart-facts';
@@ -15,9 +15,10 @@ import { ClusterView } from '../check/cluster-view';
 import { ARGO } from '../check/gitops';
 import { renderClusterSources } from '../check/renders';
 import { EngineOptions, resolveEngines } from '../engines';
+import { InputError } from '../errors';
 import { setValueAt, valueAt } from '../json';
 import { ClusterModel } from '../model/model';
-import { LABELS } from '../model/names';
+import { LABELS, NAMESPACES } from '../model/names';
 import { VENDORED_DIR } from '../paths';
 import { apiGroup, Manifest, manifestFileName } from '../render/manifest';
 import { renderCluster } from '../synth/render';
@@ -138,7 +139,6 @@ interface Side {
   /** The Application that installs it, when this description does. */
   readonly application?: Manifest;
   readonly crds: Crd[];
-  readonly crs: RenderedCr[];
   readonly chartDir: string;
 }
 
@@ -178,6 +178,11 @@ export async function planUpgrade(opts: PlanOptions): Promise<PlanResult> {
     return { c, from: chart?.version ?? from, to: pinned.version, fromChart: chart, managed: model.description.installs[c.key] === 'managed' };
   });
   for (const p of planned) {
+    for (const chart of [p.fromChart, pinnedChart(p.c.key)]) {
+      if (chart && !existsSync(path.join(opts.upstream, chart.folder, chart.chartPath, 'Chart.yaml'))) {
+        throw new InputError(`${opts.upstream}: no ${chart.folder}/${chart.chartPath} (the ${p.c.name} ${chart.version} chart to plan with): name the upstream installs that hold it (--upstream DIR)`);
+      }
+    }
     if (!p.fromChart) {
       throw new UpgradePlanFailed(`${p.c.name} ${p.from}${opts.fromToolkit ? ` (pinned by ${opts.fromToolkit.label})` : ''}: this toolkit carries no vendored release of it `
         + `(it carries ${[pinnedChart(p.c.key).version, ...previousReleases(p.c).map((r) => r.version)].join(', ')})`);
@@ -197,6 +202,12 @@ export async function planUpgrade(opts: PlanOptions): Promise<PlanResult> {
   };
   const renderOpts = { upstream: opts.upstream, session, cacheDir: opts.cacheDir, engines: opts.engines, reruns: false };
   const [toRenders, fromRenders] = await Promise.all([renderClusterSources(toView, renderOpts), renderClusterSources(fromView, renderOpts)]);
+  // fail closed: an Application the engines could not render hides what it applies (ownership, CRs)
+  for (const [label, renders] of [['new', toRenders], ['old', fromRenders]] as const) {
+    const failed = renders.sources.find((s) => s.problem?.kind === 'failed');
+    if (failed) throw new UpgradePlanFailed(`the ${label} end's ${failed.application.metadata.name} (${failed.what}) did not render: ${failed.problem!.message}`);
+    for (const s of renders.sources.filter((x) => x.problem)) notes.push(`the ${label} end's ${s.application.metadata.name} is not rendered (${s.problem!.message}): ownership does not see its objects`);
+  }
   const kubeVersion = `v${model.description.kubernetesVersion}.0`;
   const ctx = { upstream: opts.upstream, engines, cacheDir: opts.cacheDir, session, kubeVersion };
   const fromLabel = opts.fromToolkit ? opts.fromToolkit.label : 'the old release';
@@ -205,7 +216,8 @@ export async function planUpgrade(opts: PlanOptions): Promise<PlanResult> {
     const application = view.folders.flatMap((f) => f.objects).find((o) => o.kind === 'Application' && o.metadata.name === installName(c));
     let render = application ? renders.sources.find((s) => s.application.metadata.name === installName(c) && s.type === 'helm') : undefined;
     if (!render) {
-      const [r] = await renderApplications([chartApplication(chart, version, chart.chart, {})], ctx);
+      // not installed by this description: the chart with its defaults, in the namespace this toolkit installs it in
+      const [r] = await renderApplications([chartApplication(chart, version, NAMESPACES[c.key], {})], ctx);
       render = r;
     }
     if (!render || render.problem) throw new UpgradePlanFailed(`${c.name} ${version}: ${render?.what ?? 'its chart'} did not render: ${render?.problem?.message ?? 'no output'}`);
@@ -215,10 +227,12 @@ export async function planUpgrade(opts: PlanOptions): Promise<PlanResult> {
       return crdOf(o, file ? roots.name(path.join(chartDir, file)) : `${roots.name(chartDir)} (helm template)`) ?? [];
     });
     const own = render.application.metadata.name === installName(c) ? render.application : undefined;
-    return { version, chart, render, application: own, crds, crs: [], chartDir };
+    return { version, chart, render, application: own, crds, chartDir };
   };
 
   const ownershipApps: { from: ApplicationObjects[]; to: ApplicationObjects[] } = { from: appObjects(fromRenders), to: appObjects(toRenders) };
+  /** The kinds of --from-crds/--to-crds a planned component took. */
+  const given = new Set<string>();
   for (const p of planned) {
     const { c } = p;
     if (sameVersion(p.from, p.to)) {
@@ -242,8 +256,13 @@ export async function planUpgrade(opts: PlanOptions): Promise<PlanResult> {
       ...yamlFiles(path.join(opts.schemas, c.schemaFolder)).flatMap((f) => packagedCrds(f, roots.name(f))),
       ...yamlFiles(path.join(VENDORED_DIR, pinned.folder)).filter((f) => /\.ya?ml$/.test(f)).flatMap((f) => packagedCrds(f, roots.name(f))),
     ].filter((x) => claimed.has(crdKey(x)) || newer.crds.some((r) => crdKey(r) === crdKey(x)));
-    const fromCrds = overridden(older.crds, (opts.fromCrds ?? []).filter((x) => inComponent(x, older.crds, schemaCrds, claimed)));
-    const toCrds = overridden(overridden(newer.crds, schemaCrds), (opts.toCrds ?? []).filter((x) => inComponent(x, older.crds, schemaCrds, claimed)));
+    const mine = (x: Crd) => {
+      const yes = inComponent(x, older.crds, schemaCrds, claimed);
+      if (yes) given.add(crdKey(x));
+      return yes;
+    };
+    const fromCrds = overridden(older.crds, (opts.fromCrds ?? []).filter(mine));
+    const toCrds = overridden(overridden(newer.crds, schemaCrds), (opts.toCrds ?? []).filter(mine));
     const installApp = newer.application?.metadata.name;
     const syncOptions = (valueAt(newer.application, 'spec.syncPolicy.syncOptions') as string[] | undefined) ?? [];
     const kinds = new Set([...fromCrds, ...toCrds].map(crdKey));
@@ -364,6 +383,10 @@ export async function planUpgrade(opts: PlanOptions): Promise<PlanResult> {
       notes.push(`${c.name}: ownership compares the Applications of this description; the ${c.name} install is not one of them`);
     }
   }
+
+  // CRDs given on the command line that no planned component brings: compared on their own
+  const rest = (crds: readonly Crd[] | undefined) => (crds ?? []).filter((x) => !given.has(crdKey(x)));
+  if (rest(opts.fromCrds).length + rest(opts.toCrds).length > 0) findings.push(...compareCrdSets('crds', rest(opts.fromCrds), rest(opts.toCrds), new Set(), new Set(), {}));
 
   // 7. ownership: an object two Applications apply, at either end
   const store = SchemaStore.open(opts.schemas);

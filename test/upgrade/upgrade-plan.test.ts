@@ -244,6 +244,18 @@ describe.skipIf(!HAS_UPSTREAM)('upgrade-plan of the previous releases to the pin
   }, 240_000);
 });
 
+describe.skipIf(!HAS_UPSTREAM)('upgrade-plan: CRDs given beside a component plan', () => {
+  it('those no planned component brings are compared on their own: the synthetic pair\'s blockers, exit 1', async () => {
+    const r = await runCliInProcess(['upgrade-plan', '--config', TRAINING_FILE, '--component', 'kueue', '--from-crds', path.join(PAIR, 'old'), '--to-crds', path.join(PAIR, 'new'), '--format', 'json']);
+    expect(r.code, r.stderr).toBe(1);
+    const plan = JSON.parse(r.stdout) as PlanResult['plan'];
+    expect(plan.findings.filter((f) => f.severity === 'blocker').map((f) => [f.component, f.type]).sort()).toEqual([
+      ['crds', 'required-added-no-default'], ['crds', 'stored-version-removed'], ['crds', 'type-changed'],
+    ]);
+    expect(plan.components.map((c) => c.component)).toEqual(['kueue']);
+  }, 240_000);
+});
+
 describe.skipIf(!HAS_UPSTREAM)('upgrade-plan: an operator this description does not install', () => {
   it('a new-form CR with nobody of this description to upgrade its CRD is a blocker: exit 1, and the plan says so', async () => {
     const d = parse(readFileSync(TRAINING_FILE, 'utf8'));
