@@ -1,5 +1,6 @@
 import { ComponentName, Finding, FindingType, Severity } from './types';
 import { appliedSize, CLIENT_SIDE_APPLY_LIMIT } from '../components/gitops/api-kinds';
+import { isJsonObject } from '../json';
 import { Manifest } from '../render/manifest';
 import { celCompileError } from '../validate/cel';
 
@@ -41,23 +42,22 @@ export interface Crd {
   readonly object: Manifest;
 }
 
-const isObject = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /** The CRD of a parsed object; undefined for any other object or a CRD without group, kind or versions. */
 export function crdOf(m: unknown, file: string): Crd | undefined {
-  if (!isObject(m) || m.kind !== 'CustomResourceDefinition' || !isObject(m.spec)) return undefined;
+  if (!isJsonObject(m) || m.kind !== 'CustomResourceDefinition' || !isJsonObject(m.spec)) return undefined;
   const spec = m.spec as Json & { group?: unknown; names?: { kind?: unknown }; scope?: unknown; versions?: unknown };
   if (typeof spec.group !== 'string' || typeof spec.names?.kind !== 'string' || !Array.isArray(spec.versions)) return undefined;
-  const versions = spec.versions.filter(isObject).map((v): CrdVersion => ({
+  const versions = spec.versions.filter(isJsonObject).map((v): CrdVersion => ({
     name: String(v.name),
     served: v.served !== false,
     storage: v.storage === true,
     deprecated: v.deprecated === true,
-    schema: isObject(v.schema) && isObject((v.schema as Json).openAPIV3Schema) ? (v.schema as Json).openAPIV3Schema as SchemaNode : undefined,
+    schema: isJsonObject(v.schema) && isJsonObject((v.schema as Json).openAPIV3Schema) ? (v.schema as Json).openAPIV3Schema as SchemaNode : undefined,
   }));
-  const status = isObject(m.status) ? m.status : {};
+  const status = isJsonObject(m.status) ? m.status : {};
   const stored = Array.isArray(status.storedVersions) ? status.storedVersions.map(String) : undefined;
-  const name = isObject(m.metadata) && typeof m.metadata.name === 'string' ? m.metadata.name : `${spec.group}/${spec.names.kind}`;
+  const name = isJsonObject(m.metadata) && typeof m.metadata.name === 'string' ? m.metadata.name : `${spec.group}/${spec.names.kind}`;
   return { name, group: spec.group, kind: spec.names.kind, scope: String(spec.scope ?? ''), versions, ...(stored ? { storedVersions: stored } : {}), file, object: m as unknown as Manifest };
 }
 
@@ -92,7 +92,7 @@ function pathsOf(node: SchemaNode, path: string, out: string[] = []): string[] {
   out.push(path);
   for (const [k, v] of Object.entries(node.properties ?? {})) pathsOf(v, join(path, k), out);
   if (node.items) pathsOf(node.items, `${path}[]`, out);
-  if (isObject(node.additionalProperties)) pathsOf(node.additionalProperties as SchemaNode, `${path}{}`, out);
+  if (isJsonObject(node.additionalProperties)) pathsOf(node.additionalProperties as SchemaNode, `${path}{}`, out);
   return out;
 }
 
@@ -190,8 +190,8 @@ function diffSchema(from: SchemaNode, to: SchemaNode, finding: (f: Omit<Finding,
     if (a.items && b.items) {walk(a.items, b.items, `${path}[]`);} else if (a.items && !b.items && b.type !== 'array') { /* the type change says it */ } else if (!a.items && b.items) {
       for (const p of pathsOf(b.items, `${path}[]`)) finding({ type: 'field-added', severity: 'info', path: p, message: `${p}: added` });
     }
-    const apA = isObject(a.additionalProperties) ? a.additionalProperties as SchemaNode : undefined;
-    const apB = isObject(b.additionalProperties) ? b.additionalProperties as SchemaNode : undefined;
+    const apA = isJsonObject(a.additionalProperties) ? a.additionalProperties as SchemaNode : undefined;
+    const apB = isJsonObject(b.additionalProperties) ? b.additionalProperties as SchemaNode : undefined;
     if (apA && apB) walk(apA, apB, `${path}{}`);
     else if (!apA && apB) for (const p of pathsOf(apB, `${path}{}`)) finding({ type: 'field-added', severity: 'info', path: p, message: `${p}: added` });
   };
@@ -302,7 +302,7 @@ function collectRules(schema: SchemaNode | undefined): { path: string; rule: str
     for (const r of n['x-kubernetes-validations'] ?? []) out.push({ path: path || '<root>', rule: r.rule });
     for (const [k, v] of Object.entries(n.properties ?? {})) walk(v, join(path, k));
     if (n.items) walk(n.items, `${path}[]`);
-    if (isObject(n.additionalProperties)) walk(n.additionalProperties as SchemaNode, `${path}{}`);
+    if (isJsonObject(n.additionalProperties)) walk(n.additionalProperties as SchemaNode, `${path}{}`);
   };
   if (schema) walk(schema, '');
   return out;

@@ -1,11 +1,10 @@
 import { OperandTable } from './components';
 import { ComponentName, Finding } from './types';
-import { valueAt } from '../json';
+import { isJsonObject, valueAt } from '../json';
 import { Manifest } from '../render/manifest';
 import { imageObjects } from '../upstream/images';
 
 type Json = Record<string, unknown>;
-const isObject = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /** An operator CR at one end of the upgrade, with its CRD's defaults applied, and where it comes from. */
 export interface OperatorCr {
@@ -24,8 +23,8 @@ function imageOf(value: { repository?: string; image?: string; version?: string 
 
 /** Operand -> image of an operator CR's spec (the image objects of its spec; spec.global fills in). */
 function operandImages(cr: Manifest, table: OperandTable): Map<string, string> {
-  const spec = isObject(cr.spec) ? cr.spec : {};
-  const global = table.globalImage && isObject(spec[table.globalImage]) ? spec[table.globalImage] as Json : undefined;
+  const spec = isJsonObject(cr.spec) ? cr.spec : {};
+  const global = table.globalImage && isJsonObject(spec[table.globalImage]) ? spec[table.globalImage] as Json : undefined;
   const out = new Map<string, string>();
   for (const { path, value } of imageObjects(spec, '')) {
     if (path === table.globalImage) continue;
@@ -39,7 +38,7 @@ function operandImages(cr: Manifest, table: OperandTable): Map<string, string> {
 function operandEnabled(cr: Manifest, operand: string, table: OperandTable): boolean {
   const top = operand.split('.')[0];
   const section = valueAt(cr.spec, top);
-  if (!isObject(section)) return false;
+  if (!isJsonObject(section)) return false;
   return table.enabledBy === 'presence' ? true : section.enabled !== false;
 }
 
@@ -88,9 +87,9 @@ export function operandImpact(component: ComponentName, table: OperandTable, fro
   }
   if (reload && table.upgradePolicy) {
     const policy = valueAt(to.object.spec, table.upgradePolicy.path);
-    const p = isObject(policy) ? policy : undefined;
+    const p = isJsonObject(policy) ? policy : undefined;
     const auto = p?.autoUpgrade === true;
-    const drain = isObject(p?.drain) ? p!.drain as Json : undefined;
+    const drain = isJsonObject(p?.drain) ? p!.drain as Json : undefined;
     out.push({
       section: 'gpu-node-impact',
       type: 'upgrade-policy',
@@ -153,15 +152,15 @@ interface Webhook {
 
 function webhooksOf(objects: readonly Manifest[]): Webhook[] {
   return objects.filter((m) => m.kind === 'ValidatingWebhookConfiguration' || m.kind === 'MutatingWebhookConfiguration').flatMap((m) => {
-    const hooks = Array.isArray(m.webhooks) ? m.webhooks.filter(isObject) : [];
+    const hooks = Array.isArray(m.webhooks) ? m.webhooks.filter(isJsonObject) : [];
     return hooks.map((w) => ({
       configuration: m.metadata.name,
       configKind: m.kind,
       name: String(w.name),
       // the API server's default is Fail
       failurePolicy: typeof w.failurePolicy === 'string' ? w.failurePolicy : 'Fail',
-      service: isObject(w.clientConfig) && isObject(w.clientConfig.service) ? w.clientConfig.service as Webhook['service'] : undefined,
-      rules: (Array.isArray(w.rules) ? w.rules.filter(isObject) : []).flatMap((r) => (Array.isArray(r.resources) ? r.resources.map(String) : [])),
+      service: isJsonObject(w.clientConfig) && isJsonObject(w.clientConfig.service) ? w.clientConfig.service as Webhook['service'] : undefined,
+      rules: (Array.isArray(w.rules) ? w.rules.filter(isJsonObject) : []).flatMap((r) => (Array.isArray(r.resources) ? r.resources.map(String) : [])),
     }));
   });
 }

@@ -6,7 +6,7 @@
  * pruning, no type coercion.
  */
 
-type Json = Record<string, unknown>;
+import { isJsonObject } from '../json';
 
 /** The parts of a structural schema defaulting reads. */
 export interface DefaultingSchema {
@@ -17,10 +17,6 @@ export interface DefaultingSchema {
 }
 
 const copy = <T>(v: T): T => (v === undefined ? v : JSON.parse(JSON.stringify(v)) as T);
-
-function isObject(v: unknown): v is Json {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
 
 /** The value with the schema's defaults applied (a new value; the given one is not changed). */
 export function withDefaults<T>(schema: DefaultingSchema | undefined, value: T): T {
@@ -33,7 +29,7 @@ function applyInPlace(schema: DefaultingSchema | undefined, value: unknown): unk
     if (schema.items) value.forEach((v, i) => { value[i] = applyInPlace(schema.items, v); });
     return value;
   }
-  if (!isObject(value)) return value;
+  if (!isJsonObject(value)) return value;
   for (const [k, child] of Object.entries(schema.properties ?? {})) {
     if (value[k] === undefined && child.default !== undefined) value[k] = copy(child.default);
   }
