@@ -125,12 +125,14 @@ project.package.addBin({ 'gpu-cluster-manifests': 'lib/src/bin.js' });
 // lib/ is git-ignored, so the package lists what it ships: the compiled library and CLI, its typed CRD
 // imports, the description schema, the Argo CD health checks (the Lua files synth puts into argocd-cm, read from
 // the same path under the package root), and lib/assets/ (the pinned CRD schemas and the vendored upstream
-// charts and overlays, copied from ../shared at pack time), and the documentation the README and the CLI's
+// charts and overlays, copied from ../shared at pack time), the upstream files this repository vendors itself
+// (src/upstream/vendored/, byte-exact with their SOURCES.md and SHA256SUMS), and the documentation the README and the CLI's
 // messages point at (docs/). No source maps (they point at sources the
 // package does not ship), no compiled examples of src/clusters/.
 project.package.addField('files', [
   'lib/src/**/*.js', 'lib/src/**/*.d.ts', '!lib/src/clusters/**', 'lib/imports/**/*.js', 'lib/imports/**/*.d.ts',
-  'lib/assets/**', 'src/clusters/cluster-description.schema.json', 'src/components/argocd/health/**/health.lua', 'docs/**/*.md',
+  'lib/assets/**', 'src/clusters/cluster-description.schema.json', 'src/components/argocd/health/**/health.lua', 'src/upstream/vendored/**',
+  'docs/**/*.md',
 ]);
 
 // The kubectl layer declares aws-cdk-lib and constructs as peers for its Lambda construct, which this project never
@@ -175,6 +177,8 @@ project.postCompileTask.reset();
  * with the CLI's own code, 0/1/2, and prints only the CLI's output: no task runner in between),
  * and a projen task of the same steps (`npx projen X`).
  */
+/** The command whose name needs quoting (a computed key keeps the table's keys plain). */
+const UPGRADE_PLAN = 'upgrade-plan';
 const COMMANDS: Record<string, { description: string; args?: string }> = {
   synth: { description: 'Render every description of the project (src/clusters/) into dist/ (or --config FILE --out DIR)' },
   validate: { description: 'Strictly validate a rendered tree against the upstream schemas' },
@@ -182,6 +186,7 @@ const COMMANDS: Record<string, { description: string; args?: string }> = {
   diff: { description: 'Show what a fresh render would change in the committed dist/' },
   preflight: { description: 'Compare a description with a live cluster or a snapshot (read-only)' },
   init: { description: 'Write a cluster description from a live cluster or a snapshot' },
+  [UPGRADE_PLAN]: { description: 'Plan an operator (or toolkit) upgrade from the real renders of both releases: CRD changes, re-validation, order, impact' },
   schema: {
     description: 'Write the JSON Schema of the cluster description (src/clusters/cluster-description.schema.json) and the field reference of docs/description.md',
     args: 'schema --readme docs/description.md',
@@ -260,7 +265,7 @@ project.addTask('test:update', { description: 'Update vitest snapshots (read the
 const SLOW_TEST_FILES = [
   'test/package/pack.test.ts', 'test/cli/stale-caches.test.ts', 'test/faults/faults.test.ts', 'test/cli/npm-scripts.test.ts',
   'test/check/installs.test.ts', 'test/docs/runnable-blocks.test.ts', 'test/check/rules.test.ts', 'test/preflight/live-bounds.test.ts',
-  'test/check/hostile-trees.test.ts', 'test/check/placement.test.ts', 'test/cli/cli.test.ts',
+  'test/check/hostile-trees.test.ts', 'test/check/placement.test.ts', 'test/cli/cli.test.ts', 'test/upgrade/upgrade-plan.test.ts',
 ];
 new TextFile(project, 'vitest.config.mts', {
   lines: [

@@ -10,8 +10,9 @@ import { runNew } from './commands/new';
 import { CommandSpec, commandHelp, renderInputs, schemaDirs } from './commands/options';
 import { Preloaded, preloadedModels } from './commands/precheck';
 import { Progress } from './commands/progress';
-import { CHECK, DIFF, INIT, NEW, PREFLIGHT, SCHEMA, SYNTH, VALIDATE } from './commands/specs';
+import { CHECK, DIFF, INIT, NEW, PREFLIGHT, SCHEMA, SYNTH, UPGRADE_PLAN, VALIDATE } from './commands/specs';
 import { synthSummary } from './commands/synth-summary';
+import { runUpgradePlan } from './commands/upgrade-plan';
 import { outputFormat, printable, reportError } from './errors';
 import { runInit } from './init/command';
 import { noteSynthResult, reusableClusters } from './launcher/up-to-date';
@@ -163,6 +164,7 @@ export const COMMANDS: Readonly<Record<string, { readonly spec: CommandSpec; rea
   schema: { spec: SCHEMA, run: runSchema },
   preflight: { spec: PREFLIGHT, run: runPreflight },
   init: { spec: INIT, run: runInit },
+  [UPGRADE_PLAN.name]: { spec: UPGRADE_PLAN, run: runUpgradePlan },
   new: { spec: NEW, run: (args, io) => runNew(args, io) },
 };
 

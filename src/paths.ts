@@ -59,6 +59,13 @@ export const DEFAULT_SCHEMAS = DEV_CHECKOUT ? path.join(SHARED_DIR, 'crds') : pa
 /** The vendored upstream Helm charts and kustomize overlays of every pinned release (as DEFAULT_SCHEMAS). */
 export const DEFAULT_UPSTREAM = DEV_CHECKOUT ? path.join(SHARED_DIR, 'upstream-installs') : path.join(PACKAGE_ASSETS, 'upstream-installs');
 
+/**
+ * Upstream files this repository vendors itself, byte-exact with their tag and commit (SOURCES.md there): what
+ * `../shared` lacks (the GPUCluster CRD of the pinned GPU Operator, Kueue's configuration defaults). The package
+ * ships the folder as it is, so the path is the same in this checkout and installed.
+ */
+export const VENDORED_DIR = path.join(PACKAGE_ROOT, 'src', 'upstream', 'vendored');
+
 /** The JSON Schema of the description as the package ships it (`schema` writes the same text). */
 export const PACKAGED_SCHEMA_FILE = path.join(PACKAGE_ROOT, 'src', 'clusters', 'cluster-description.schema.json');
 

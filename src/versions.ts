@@ -37,6 +37,12 @@ export const VERSIONS = {
       migManager: { repository: 'nvcr.io/nvidia/cloud-native', image: 'k8s-mig-manager', version: 'v0.15.0' },
       nodeStatusExporter: { repository: 'nvcr.io/nvidia', image: 'gpu-operator', version: GPU_OPERATOR_RELEASE },
     },
+    /**
+     * The release before the pinned one (../shared/upstream-installs/gpu-operator-v26.3.3, SOURCES.md): upgrade-plan
+     * renders it with helm and compares it with the pinned release. `reads`: the paths of its folder upgrade-plan
+     * reads, all the package needs to carry of it (the chart with its crds/).
+     */
+    previous: [{ version: 'v26.3.3', folder: 'gpu-operator-v26.3.3', reads: ['deployments/gpu-operator'] }],
   },
   /** NVIDIA Network Operator: chart, CRD and NicClusterPolicy component images. */
   networkOperator: {
@@ -55,6 +61,8 @@ export const VERSIONS = {
     },
     /** DOCA driver container: its own tag (DOCA release), repository from spec.global. */
     docaDriver: { image: 'doca-driver', version: 'doca3.4.1-26.04-1.1.0.0-1' },
+    /** The release before the pinned one, for upgrade-plan (as gpuOperator.previous; the chart with its crds/). */
+    previous: [{ version: '26.1.2', folder: 'network-operator-v26.1.2', reads: ['deployment/network-operator'] }],
   },
   /** Kueue (CRDs v1beta2). */
   kueue: {
@@ -62,6 +70,11 @@ export const VERSIONS = {
     /** OCI chart repository (Argo CD reads `oci://` sources natively since v3.1). */
     repoURL: 'oci://registry.k8s.io/kueue/charts',
     version: '0.19.2',
+    /**
+     * The release before the pinned one, for upgrade-plan (as gpuOperator.previous): the chart only, whose templates
+     * hold the CRDs helm renders (the folder's config/components/crd/bases/ copies of them are not read).
+     */
+    previous: [{ version: '0.18.6', folder: 'kueue-v0.18.6', reads: ['charts/kueue'] }],
   },
   /**
    * Argo CD, for a cluster that is its own Argo CD (gitops.argocd: managed): the `cluster-install` kustomize base of

@@ -1,90 +1,17 @@
 import { readFileSync } from 'node:fs';
-import { Environment, Optional } from '@marcbachmann/cel-js';
 import { load } from 'js-yaml';
+import { CelSchemaNode } from '../src/validate/cel';
 
 /**
- * The create-time CEL rules (`x-kubernetes-validations`) of a CRD version, evaluated against an
- * object the way the API server does on create: each rule at every node the object has, with `self`
- * the node's value. Transition rules (those reading `oldSelf`) run on create only when they are
- * `optionalOldSelf`, with `oldSelf` absent; the others are skipped, as on create.
+ * The create-time CEL rules (`x-kubernetes-validations`) of a CRD version, evaluated against an object the way the
+ * API server does on create: src/validate/cel.ts (the project's CEL library, which upgrade-plan uses too).
  */
-
-type Json = Record<string, unknown>;
-
-interface SchemaNode {
-  'type'?: string;
-  'properties'?: Record<string, SchemaNode>;
-  'items'?: SchemaNode;
-  'additionalProperties'?: SchemaNode | boolean;
-  'x-kubernetes-int-or-string'?: boolean;
-  'x-kubernetes-validations'?: { rule: string; message?: string; optionalOldSelf?: boolean }[];
-}
-
-export interface CelViolation {
-  readonly path: string;
-  readonly rule: string;
-  readonly message: string;
-}
-
-export interface CelRuleCount {
-  /** Rules evaluated on this object. */
-  evaluated: number;
-}
-
-const env = new Environment({ enableOptionalTypes: true, unlistedVariablesAreDyn: true, homogeneousAggregateLiterals: false });
+export { celViolations, CelRuleCount, CelViolation } from '../src/validate/cel';
 
 /** The openAPIV3Schema of one version of the CRD in `file`. */
-export function crdVersionSchema(file: string, version: string): SchemaNode {
-  const crd = load(readFileSync(file, 'utf8')) as { spec: { versions: { name: string; schema: { openAPIV3Schema: SchemaNode } }[] } };
+export function crdVersionSchema(file: string, version: string): CelSchemaNode {
+  const crd = load(readFileSync(file, 'utf8')) as { spec: { versions: { name: string; schema: { openAPIV3Schema: CelSchemaNode } }[] } };
   const v = crd.spec.versions.find((x) => x.name === version);
   if (!v) throw new Error(`${file}: no version ${version}`);
   return v.schema.openAPIV3Schema;
-}
-
-/** JSON as CEL sees it under a schema: integers are CEL ints (BigInt). */
-function celValue(value: unknown, schema: SchemaNode | undefined): unknown {
-  if (Array.isArray(value)) return value.map((v) => celValue(v, schema?.items));
-  if (value !== null && typeof value === 'object') {
-    const out: Json = {};
-    for (const [k, v] of Object.entries(value)) {
-      const child = schema?.properties?.[k] ?? (typeof schema?.additionalProperties === 'object' ? schema.additionalProperties : undefined);
-      out[k] = celValue(v, child);
-    }
-    return out;
-  }
-  if (typeof value === 'number' && schema?.type === 'integer') return BigInt(value);
-  return value;
-}
-
-/** Every create-time rule the object breaks (empty: the API server's CEL admits it); `count` gets the rules run. */
-export function celViolations(schema: SchemaNode, object: unknown, count: CelRuleCount = { evaluated: 0 }): CelViolation[] {
-  const out: CelViolation[] = [];
-  const walk = (node: SchemaNode, value: unknown, path: string) => {
-    if (value === undefined || value === null) return;
-    for (const r of node['x-kubernetes-validations'] ?? []) {
-      const transition = /\boldSelf\b/.test(r.rule);
-      if (transition && !r.optionalOldSelf) continue;
-      count.evaluated++;
-      const vars: Json = { self: celValue(value, node) };
-      if (transition) vars.oldSelf = Optional.none();
-      let ok: unknown;
-      try {
-        ok = env.evaluate(r.rule, vars);
-      } catch (e) {
-        ok = `error: ${(e as Error).message}`;
-      }
-      if (ok !== true) out.push({ path: path || '<root>', rule: r.rule, message: r.message ?? String(ok) });
-    }
-    if (Array.isArray(value)) {
-      if (node.items) value.forEach((v, i) => walk(node.items!, v, `${path}[${i}]`));
-      return;
-    }
-    if (typeof value !== 'object') return;
-    for (const [k, v] of Object.entries(value as Json)) {
-      const child = node.properties?.[k] ?? (typeof node.additionalProperties === 'object' ? node.additionalProperties : undefined);
-      if (child) walk(child, v, path ? `${path}.${k}` : k);
-    }
-  };
-  walk(schema, object, '');
-  return out;
 }

@@ -33,6 +33,12 @@ export interface RenderOptions {
    * @default a session of this call's own
    */
   readonly session?: RenderSession;
+  /**
+   * Render every Helm source a second time, afresh, for the rule render-deterministic (`reruns`); off for a caller
+   * that runs no rule.
+   * @default true
+   */
+  readonly reruns?: boolean;
 }
 
 /** The manifest files of the view's folders as it read them, by the folder's real path (a tree read from disk). */
@@ -126,7 +132,8 @@ export async function renderClusterSources(view: ClusterView, opts: RenderOption
   ]);
   // Argo CD renders a Helm Application again on every refresh: each renders a second time, afresh (rule render-deterministic).
   const helmApplications = applications.filter((a) => applicationSources<ApplicationSource>(a).some(isHelmSource));
-  const reruns = upstream && helmApplications.length > 0 ? await renderApplications(helmApplications, { ...ctx, fresh: true }) : [];
+  const rerun = upstream && helmApplications.length > 0 && opts.reruns !== false;
+  const reruns = rerun ? await renderApplications(helmApplications, { ...ctx, fresh: true }) : [];
   return { engines, upstream, sources: [...rendered, ...(dir === undefined ? folderObjectsOf(index, applications) : [])], defaults, reruns };
 }
 

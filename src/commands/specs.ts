@@ -176,3 +176,45 @@ export const NEW: CommandSpec<typeof NEW_OPTIONS> = {
     + 'Then: cd DIR && npm install, and init writes the first description into clusters/. Needs none of the toolkit\'s dependencies.',
   options: NEW_OPTIONS,
 };
+
+const UPGRADE_PLAN_OPTIONS = {
+  'config': { type: 'string', value: 'FILE', help: 'the description of the cluster to upgrade: YAML, JSON or TypeScript (.ts)' },
+  'component': { type: 'string', value: 'NAME', help: 'gpu-operator, network-operator, kueue or all (default: all)' },
+  'from': { type: 'string', value: 'VERSION', help: 'the release of --component the cluster runs (default: the previous release the package carries of it)' },
+  'to': { type: 'string', value: 'VERSION', help: 'the release of --component to go to: the one this toolkit pins (the default)' },
+  'from-toolkit': {
+    type: 'string',
+    value: 'DIR',
+    help: `toolkit to toolkit: another installed version of ${PACKAGE_NAME} (its node_modules/${PACKAGE_NAME} folder); its synth renders the description, and each component goes from the release it pins to the one this version pins`,
+  },
+  'from-crds': {
+    type: 'string',
+    multiple: true,
+    value: 'PATH',
+    help: 'the CRDs the cluster has now (kubectl get crd NAME -o yaml, with their status.storedVersions; files or folders, repeatable), in place of the old release\'s of the same kinds',
+  },
+  'to-crds': { type: 'string', multiple: true, value: 'PATH', help: 'CRDs to go to, in place of the pinned ones of the same kinds (repeatable); --from-crds and --to-crds without --config compare just those' },
+  'upstream': OPTIONS.upstream,
+  'format': { ...OPTIONS.format, help: 'text (default) or json (every finding, and the order as data: each step\'s objects, by file or render)' },
+  'help': OPTIONS.help,
+} as const satisfies OptionTable;
+
+/** `upgrade-plan`: an upgrade planned from the real renders of both releases. */
+export const UPGRADE_PLAN: CommandSpec<typeof UPGRADE_PLAN_OPTIONS> = {
+  name: 'upgrade-plan',
+  usage: `${PACKAGE_NAME} upgrade-plan --config FILE [--component gpu-operator|network-operator|kueue|all] [--from VERSION --to VERSION | --from-toolkit DIR]`,
+  summary: 'plan an operator upgrade (or one of the toolkit) from the real renders of both releases: CRD changes, re-validation, order, node and control-plane impact, defaults, ownership',
+  description: 'Renders the cluster of --config at both ends with helm, from the vendored charts of the release it runs (--from, default the '
+    + 'previous release the package carries) and of the pinned one (--to), and compares them in seven sections, each finding typed and naming '
+    + 'the files it read: 1. CRD changes per CRD and version (removed fields, type changes, new requirements with or without a default, '
+    + 'stricter and relaxed validation, new CEL rules compiled, served and storage versions, storedVersions, size past the client-side apply '
+    + 'limit); 2. re-validation of every rendered custom resource against the other end\'s CRD, defaults applied (CRD first, rollback blocked); '
+    + '3. the order by Argo CD sync wave (a step that sends a new-form resource to an old CRD blocks; --format json gives each step\'s objects); '
+    + '4. GPU-node impact of each operand image (kernel module reload and drain, device-plugin restart, DaemonSet roll) with the upgrade '
+    + 'policy as rendered; 5. webhooks whose pods roll, with their failurePolicy; 6. upstream defaults that changed and are not pinned here, '
+    + 'pinned values now below them; 7. objects two Applications apply. --from-toolkit DIR plans the move from another installed version of '
+    + 'the toolkit instead (its render of the same description). --from-crds/--to-crds put given CRDs in place of the vendored ones (a '
+    + 'cluster\'s own, with their storedVersions). Reads only: no cluster, nothing written.',
+  options: UPGRADE_PLAN_OPTIONS,
+  failed: 'a blocker: the upgrade as rendered breaks something (the plan says what)',
+};

@@ -3,6 +3,7 @@ import { copyFileSync, existsSync, readdirSync, readFileSync, realpathSync, rena
 import * as path from 'node:path';
 import { parseDocument } from 'yaml';
 import { resolveInside } from './inside';
+import { PREVIOUS_CHARTS } from './previous-releases';
 import { UNRELEASED_FOLDERS, VENDORED_RELEASES, VendoredChart, VendoredOverlay } from './releases';
 import { digestOf, SourceRefused, treeDigest, TreeFile, treeFiles } from './tree';
 import { conditionHolds, mergeValues } from './values';
@@ -93,7 +94,7 @@ function chartFolders(root: string, depth = 4): string[] {
 const scans = new Map<string, { dir: string; name?: string; version?: string }[]>();
 
 /**
- * The vendored chart of exactly this name and version: the registered folder of a pinned release, else any
+ * The vendored chart of exactly this name and version: the registered folder of a pinned or previous release, else any
  * chart folder under `root` whose Chart.yaml says that name and version (what `helm pull --untar` writes).
  */
 export function locateChart(root: string, chart: string, version: string): LocatedChart | undefined {
@@ -105,7 +106,8 @@ export function locateChart(root: string, chart: string, version: string): Locat
 }
 
 function findChart(root: string, chart: string, version: string): LocatedChart | undefined {
-  const release = VENDORED_RELEASES.find((r): r is VendoredChart => r.type === 'helm' && r.chart === chart && r.version === version);
+  // a pinned release, or a previous one (src/versions.ts `previous`): each is rendered as published
+  const release = [...VENDORED_RELEASES, ...PREVIOUS_CHARTS].find((r): r is VendoredChart => r.type === 'helm' && r.chart === chart && r.version === version);
   if (release) {
     const dir = path.join(root, release.folder, release.chartPath);
     if (existsSync(path.join(dir, 'Chart.yaml'))) return { chart, version, dir, release };

@@ -14,7 +14,7 @@ export const FLOORS: readonly { readonly name: string; readonly entries: readonl
   { name: 'components', entries: ['components/'] },
   { name: 'checks', entries: ['check/'] },
   { name: 'report', entries: ['report/'] },
-  { name: 'driver', entries: ['synth/'] },
+  { name: 'driver', entries: ['synth/', 'upgrade/'] },
   { name: 'commands', entries: ['commands/', 'preflight/', 'init/', 'launcher/', 'bin.ts', 'cli.ts', 'main.ts', 'index.ts'] },
   // TypeScript descriptions import the package (index.ts) by its name
   { name: 'descriptions', entries: ['clusters/'] },

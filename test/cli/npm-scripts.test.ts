@@ -63,6 +63,8 @@ const BAD_INPUT: [string, string, string[], RegExp][] = [
   ['init', 'a missing snapshot', ['--snapshot', missing], /missing\.yaml/],
   ['init', 'a missing kubeconfig', ['--kubeconfig', missing], /missing\.yaml/],
   ['init', 'a kubeconfig that is not YAML', ['--kubeconfig', notYaml], /not-a\.kubeconfig/],
+  ['upgrade-plan', 'a broken description', ['--config', broken], /nodes\.gpuWorkers\.gpusPerNode/],
+  ['upgrade-plan', 'an unknown component', ['--config', REFERENCE_FILE, '--component', 'nope'], /--component nope/],
 ];
 
 describe('npm run <command> with bad input', () => {

@@ -143,12 +143,12 @@ function outputOf(log: string, command: string): string {
 describe('the README and docs/', () => {
   const files = documentationFiles(ROOT);
 
-  it('README.md is short: at most 320 lines, the quick start and every recipe present', () => {
+  it('README.md is short: at most 340 lines, the quick start and every recipe present', () => {
     const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
-    expect(readme.trimEnd().split('\n').length).toBeLessThanOrEqual(320);
+    expect(readme.trimEnd().split('\n').length).toBeLessThanOrEqual(340);
     for (const heading of ['## Quick start', '## Recipes', '### Add a tenant', '### Resize a tenant', '### Remove a tenant', '### Adopt a pre-installed cluster',
       '### Run the NCCL and DCGM checks', '### Turn on the tutorials', '### Register a cluster in a fleet', '### Run jobs across clusters with MultiKueue',
-      '### Update the toolkit', '## Commands', '## Developing this toolkit']) {
+      '### Update the toolkit', '### Upgrade an operator', '## Commands', '## Developing this toolkit']) {
       expect(readme).toContain(`\n${heading}`);
     }
   });

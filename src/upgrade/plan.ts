@@ -1,0 +1,537 @@
+import { existsSync, readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { crdOriginFile, webhookGuards } from './chart-facts';
+import { COMPONENTS, pinnedChart, previousReleases, releaseChart, sameVersion, UpgradeComponent } from './components';
+import { configDefaults, DefaultsSide, parseGoDefaults } from './config-defaults';
+import { addedCrd, Crd, crdKey, crdOf, diffCrd, removedCrd } from './crd-diff';
+import { overridden, packagedCrds, yamlFiles } from './crd-sets';
+import { ChartSide, daemonSetRolls, OperatorCr, operandImpact, webhookImpact } from './impact';
+import { OrderObjects, planOrder } from './order';
+import { ApplicationObjects, ownership } from './ownership';
+import { CrdSetValidator, CrResult, RenderedCr } from './revalidate';
+import { ComponentChange, ComponentName, ComponentOrder, Finding, SECTIONS, UpgradePlan } from './types';
+import { ClusterView } from '../check/cluster-view';
+import { ARGO } from '../check/gitops';
+import { renderClusterSources } from '../check/renders';
+import { EngineOptions, resolveEngines } from '../engines';
+import { InputError } from '../errors';
+import { setValueAt, valueAt } from '../json';
+import { ClusterModel } from '../model/model';
+import { LABELS, NAMESPACES } from '../model/names';
+import { VENDORED_DIR } from '../paths';
+import { apiGroup, Manifest, manifestFileName } from '../render/manifest';
+import { renderCluster } from '../synth/render';
+import { VendoredChart } from '../upstream/releases';
+import { ClusterRenders, renderApplications, RenderedSource } from '../upstream/render';
+import { RenderSession } from '../upstream/render-session';
+import { withDefaults } from '../validate/defaults';
+import { SchemaStore } from '../validate/schemas';
+
+/** The plan cannot be made: an engine or a chart failed (fail closed: no plan from half the facts). Exit 1. */
+export class UpgradePlanFailed extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UpgradePlanFailed';
+  }
+}
+
+/** Another toolkit's render of the same description (the toolkit-to-toolkit form), and the releases it pins. */
+export interface FromToolkit {
+  /** `gpu-cluster-manifests 0.1.0 (/path)`. */
+  readonly label: string;
+  readonly view: ClusterView;
+  /** Its pinned version of each component (VERSIONS of that package), by VERSIONS key. */
+  readonly versions: Readonly<Record<string, string | undefined>>;
+}
+
+export interface PlanOptions {
+  /** The description; undefined: CRDs only (--from-crds and --to-crds). */
+  readonly model?: ClusterModel;
+  readonly components: readonly ComponentName[];
+  /** Component mode: the release the cluster runs (default: the component's previous release) and the one to go to (the pinned). */
+  readonly from?: string;
+  readonly to?: string;
+  readonly fromToolkit?: FromToolkit;
+  /** CRDs the cluster has now / is to get, in place of the vendored ones of the same kinds (or only these, without a description). */
+  readonly fromCrds?: readonly Crd[];
+  readonly toCrds?: readonly Crd[];
+  /** The vendored upstream installs (charts of the pinned and previous releases). */
+  readonly upstream: string;
+  /** The pinned CRD schemas and the core definitions. */
+  readonly schemas: string;
+  readonly cacheDir?: string;
+  readonly engines?: EngineOptions;
+}
+
+/** A plan, and the objects its order names (by ObjectRef.ref): what a control plane test applies. */
+export interface PlanResult {
+  readonly plan: UpgradePlan;
+  readonly manifests: ReadonlyMap<string, Manifest>;
+}
+
+const SEVERITY_RANK = { blocker: 0, warning: 1, info: 2 } as const;
+
+function compareFindings(a: Finding, b: Finding): number {
+  return SECTIONS.indexOf(a.section) - SECTIONS.indexOf(b.section)
+    || a.component.localeCompare(b.component)
+    || a.subject.localeCompare(b.subject, 'en', { numeric: true })
+    || SEVERITY_RANK[a.severity] - SEVERITY_RANK[b.severity]
+    || a.type.localeCompare(b.type)
+    || (a.path ?? '').localeCompare(b.path ?? '')
+    || a.message.localeCompare(b.message);
+}
+
+const wave = (m: Manifest): number => {
+  const v = Number(m.metadata.annotations?.[LABELS.syncWave] ?? 0);
+  return Number.isFinite(v) ? v : 0;
+};
+
+/** How the plan names a file: relative to one of its roots, with the root's prefix. */
+class Roots {
+  readonly roots: Record<string, string>;
+
+  constructor(upstream: string, schemas: string) {
+    this.roots = { 'upstream-installs/': upstream, 'crds/': schemas, 'vendored/': VENDORED_DIR };
+  }
+
+  name(file: string): string {
+    for (const [prefix, root] of Object.entries(this.roots)) {
+      const rel = path.relative(root, file);
+      if (!rel.startsWith('..') && !path.isAbsolute(rel)) return `${prefix}${rel.split(path.sep).join('/')}`;
+    }
+    return file;
+  }
+}
+
+/** An Application that installs a chart release with given values (a component this description does not install: its defaults). */
+function chartApplication(chart: VendoredChart, version: string, namespace: string, values: unknown): Manifest {
+  return {
+    apiVersion: `${ARGO}/v1alpha1`,
+    kind: 'Application',
+    metadata: { name: `${chart.chart}-${version}` },
+    spec: {
+      destination: { namespace },
+      source: { chart: chart.chart, targetRevision: version, helm: { releaseName: chart.chart, valuesObject: values ?? {} } },
+    },
+  };
+}
+
+/** A copy of an Application with its (first) source's targetRevision and helm values replaced. */
+function withSource(app: Manifest, targetRevision: string, values?: (v: Record<string, unknown>) => void): Manifest {
+  type Source = { targetRevision: string; helm?: { valuesObject?: Record<string, unknown> } };
+  const copy = JSON.parse(JSON.stringify(app)) as { spec: { source: Source } } & Manifest;
+  copy.spec.source.targetRevision = targetRevision;
+  if (values) {
+    copy.spec.source.helm ??= {};
+    copy.spec.source.helm.valuesObject ??= {};
+    values(copy.spec.source.helm.valuesObject);
+  }
+  return copy;
+}
+
+/** One side of a component's upgrade. */
+interface Side {
+  readonly version: string;
+  readonly chart: VendoredChart;
+  /** The install's render (the Application's, or the chart's defaults). */
+  readonly render: RenderedSource;
+  /** The Application that installs it, when this description does. */
+  readonly application?: Manifest;
+  readonly crds: Crd[];
+  readonly chartDir: string;
+}
+
+/** Makes the plan: renders both ends with the real engines and compares them section by section. */
+export async function planUpgrade(opts: PlanOptions): Promise<PlanResult> {
+  const roots = new Roots(opts.upstream, opts.schemas);
+  const objects = new OrderObjects();
+  const findings: Finding[] = [];
+  const notes: string[] = [];
+  const orders: ComponentOrder[] = [];
+  const changes: ComponentChange[] = [];
+  const core = yamlFiles(opts.schemas).filter((f) => /definitions\.json$/i.test(f));
+
+  if (!opts.model) {
+    // CRDs only: every kind of either set, compared as one component's would be
+    const from = opts.fromCrds ?? [];
+    const to = opts.toCrds ?? [];
+    findings.push(...compareCrdSets('crds', from, to, new Set(), new Set(), {}));
+    return { plan: assemble({ mode: 'crds', roots: roots.roots, findings, orders, changes, notes }), manifests: objects.manifests };
+  }
+
+  const model = opts.model;
+  const engines = await resolveEngines(opts.engines);
+  const session = new RenderSession(opts.cacheDir);
+  const cluster = renderCluster(model);
+  const toView: ClusterView = { name: cluster.name, model, folders: cluster.folders.map((f) => ({ folder: f.folder, objects: f.objects })) };
+  const installName = (c: UpgradeComponent) => `${model.name}-${c.installName}`;
+
+  // the versions of each planned component
+  const planned = opts.components.map((name) => {
+    const c = COMPONENTS[name];
+    const pinned = pinnedChart(c.key);
+    const from = opts.fromToolkit
+      ? opts.fromToolkit.versions[c.key] ?? pinned.version
+      : opts.from ?? previousReleases(c)[0]?.version ?? pinned.version;
+    const chart = releaseChart(c, from);
+    return { c, from: chart?.version ?? from, to: pinned.version, fromChart: chart, managed: model.description.installs[c.key] === 'managed' };
+  });
+  for (const p of planned) {
+    for (const chart of [p.fromChart, pinnedChart(p.c.key)]) {
+      if (chart && !existsSync(path.join(opts.upstream, chart.folder, chart.chartPath, 'Chart.yaml'))) {
+        throw new InputError(`${opts.upstream}: no ${chart.folder}/${chart.chartPath} (the ${p.c.name} ${chart.version} chart to plan with): name the upstream installs that hold it (--upstream DIR)`);
+      }
+    }
+    if (!p.fromChart) {
+      throw new UpgradePlanFailed(`${p.c.name} ${p.from}${opts.fromToolkit ? ` (pinned by ${opts.fromToolkit.label})` : ''}: this toolkit carries no vendored release of it `
+        + `(it carries ${[pinnedChart(p.c.key).version, ...previousReleases(p.c).map((r) => r.version)].join(', ')})`);
+    }
+  }
+
+  // the old end: the other toolkit's render, or this one's with each managed install at its old release
+  const fromView: ClusterView = opts.fromToolkit?.view ?? {
+    ...toView,
+    folders: toView.folders.map((f) => ({
+      folder: f.folder,
+      objects: f.objects.map((o) => {
+        const p = planned.find((x) => x.managed && o.kind === 'Application' && apiGroup(o.apiVersion) === ARGO && o.metadata.name === installName(x.c));
+        return p ? withSource(o, p.from) : o;
+      }),
+    })),
+  };
+  const renderOpts = { upstream: opts.upstream, session, cacheDir: opts.cacheDir, engines: opts.engines, reruns: false };
+  const [toRenders, fromRenders] = await Promise.all([renderClusterSources(toView, renderOpts), renderClusterSources(fromView, renderOpts)]);
+  // fail closed: an Application the engines could not render hides what it applies (ownership, CRs)
+  for (const [label, renders] of [['new', toRenders], ['old', fromRenders]] as const) {
+    const failed = renders.sources.find((s) => s.problem?.kind === 'failed');
+    if (failed) throw new UpgradePlanFailed(`the ${label} end's ${failed.application.metadata.name} (${failed.what}) did not render: ${failed.problem!.message}`);
+    for (const s of renders.sources.filter((x) => x.problem)) notes.push(`the ${label} end's ${s.application.metadata.name} is not rendered (${s.problem!.message}): ownership does not see its objects`);
+  }
+  const kubeVersion = `v${model.description.kubernetesVersion}.0`;
+  const ctx = { upstream: opts.upstream, engines, cacheDir: opts.cacheDir, session, kubeVersion };
+  const fromLabel = opts.fromToolkit ? opts.fromToolkit.label : 'the old release';
+
+  const sideOf = async (c: UpgradeComponent, chart: VendoredChart, version: string, renders: ClusterRenders, view: ClusterView): Promise<Side> => {
+    const application = view.folders.flatMap((f) => f.objects).find((o) => o.kind === 'Application' && o.metadata.name === installName(c));
+    let render = application ? renders.sources.find((s) => s.application.metadata.name === installName(c) && s.type === 'helm') : undefined;
+    if (!render) {
+      // not installed by this description: the chart with its defaults, in the namespace this toolkit installs it in
+      const [r] = await renderApplications([chartApplication(chart, version, NAMESPACES[c.key], {})], ctx);
+      render = r;
+    }
+    if (!render || render.problem) throw new UpgradePlanFailed(`${c.name} ${version}: ${render?.what ?? 'its chart'} did not render: ${render?.problem?.message ?? 'no output'}`);
+    const chartDir = path.join(opts.upstream, chart.folder, chart.chartPath);
+    const crds = render.objects.flatMap((o) => {
+      const file = crdOriginFile(chartDir, o.metadata.name);
+      return crdOf(o, file ? roots.name(path.join(chartDir, file)) : `${roots.name(chartDir)} (helm template)`) ?? [];
+    });
+    const own = render.application.metadata.name === installName(c) ? render.application : undefined;
+    return { version, chart, render, application: own, crds, chartDir };
+  };
+
+  const ownershipApps: { from: ApplicationObjects[]; to: ApplicationObjects[] } = { from: appObjects(fromRenders), to: appObjects(toRenders) };
+  /** The kinds of --from-crds/--to-crds a planned component took. */
+  const given = new Set<string>();
+  for (const p of planned) {
+    const { c } = p;
+    if (sameVersion(p.from, p.to)) {
+      notes.push(`${c.name}: ${p.to} at both ends${opts.fromToolkit ? ` (${opts.fromToolkit.label} pins it too)` : ''}: nothing to plan`);
+      continue;
+    }
+    changes.push({ component: c.name, from: p.from, to: p.to, install: p.managed ? 'managed' : 'not-managed' });
+    const [older, newer] = await Promise.all([
+      sideOf(c, p.fromChart!, p.from, fromRenders, fromView),
+      sideOf(c, pinnedChart(c.key), p.to, toRenders, toView),
+    ]);
+    if (!p.managed) {
+      notes.push(`${c.name}: installs.${c.key} is not "managed": the charts are rendered with their default values, and the operator's own upgrade (its owner's) brings the CRDs`);
+    }
+
+    // 1. CRDs: the old ones as the old chart renders them; the new ones from the pinned schemas, vendored files and the new render
+    const pinned = pinnedChart(c.key);
+    const claimed = new Set(pinned.unrenderedCrds.filter((u) => u.chartPath === '').flatMap((u) => u.crds).map(crdKey));
+    const subchartKinds = new Set([...pinned.unrenderedCrds, ...p.fromChart!.unrenderedCrds].filter((u) => u.chartPath !== '').flatMap((u) => u.crds).map(crdKey));
+    const schemaCrds = [
+      ...yamlFiles(path.join(opts.schemas, c.schemaFolder)).flatMap((f) => packagedCrds(f, roots.name(f))),
+      ...yamlFiles(path.join(VENDORED_DIR, pinned.folder)).filter((f) => /\.ya?ml$/.test(f)).flatMap((f) => packagedCrds(f, roots.name(f))),
+    ].filter((x) => claimed.has(crdKey(x)) || newer.crds.some((r) => crdKey(r) === crdKey(x)));
+    const mine = (x: Crd) => {
+      const yes = inComponent(x, older.crds, schemaCrds, claimed);
+      if (yes) given.add(crdKey(x));
+      return yes;
+    };
+    const fromCrds = overridden(older.crds, (opts.fromCrds ?? []).filter(mine));
+    const toCrds = overridden(overridden(newer.crds, schemaCrds), (opts.toCrds ?? []).filter(mine));
+    const installApp = newer.application?.metadata.name;
+    const syncOptions = (valueAt(newer.application, 'spec.syncPolicy.syncOptions') as string[] | undefined) ?? [];
+    const kinds = new Set([...fromCrds, ...toCrds].map(crdKey));
+    const notVendoredNew = new Set([...claimed].filter((k) => !toCrds.some((x) => crdKey(x) === k)));
+    findings.push(...compareCrdSets(c.name, fromCrds, toCrds, notVendoredNew, subchartKinds, {
+      serverSide: syncOptions.includes('ServerSideApply=true'), appliedBy: installApp, versions: { from: p.from, to: p.to },
+    }));
+    // the CRs of the kinds the release itself brings (its subcharts' kinds are not vendored at either end)
+    for (const k of notVendoredNew) kinds.add(k);
+
+    // 2. the CRs of both ends, against the other end's CRDs (defaults applied)
+    const crsOf = (renders: ClusterRenders, extra: RenderedSource, prefix: string): RenderedCr[] => {
+      const sources = renders.sources.some((s) => s === extra) ? renders.sources : [...renders.sources, extra];
+      return sources.filter((s) => !s.problem).flatMap((s) => s.objects
+        .filter((o) => o.kind !== 'CustomResourceDefinition' && kinds.has(`${apiGroup(o.apiVersion)}/${o.kind}`))
+        .map((o) => ({
+          object: o,
+          source: s.type === 'folder' ? `${prefix}${s.what.replace(/^folder /, '').replace(/\/+$/, '')}/${manifestFileName(o)}` : `${s.what} (helm template)`,
+          // a chart rendered with its defaults (not installed by this description) is applied by no Application
+          application: renders.sources.includes(s) ? s.application.metadata.name : undefined,
+        })));
+    };
+    const fromCrs = crsOf(fromRenders, older.render, opts.fromToolkit ? 'previous render ' : 'render ');
+    const toCrs = crsOf(toRenders, newer.render, 'render ');
+    const underNew = new CrdSetValidator(toCrds, core, opts.cacheDir);
+    const underOld = new CrdSetValidator(fromCrds, core, opts.cacheDir);
+    const newResults = fromCrs.map((cr) => underNew.validate(cr));
+    const oldResults = toCrs.map((cr) => underOld.validate(cr));
+    findings.push(...revalidationFindings(c.name, { from: p.from, to: p.to }, newResults, oldResults, notVendoredNew, subchartKinds));
+
+    // 3. order
+    const waves = new Map(toView.folders.flatMap((f) => f.objects).filter((o) => o.kind === 'Application' && apiGroup(o.apiVersion) === ARGO).map((o) => [o.metadata.name, wave(o)]));
+    const skipCrds = valueAt(newer.application, 'spec.source.helm.skipCrds') === true;
+    const { order, findings: orderFindings } = planOrder({
+      component: c.name,
+      fromCrds,
+      toCrds,
+      fromCrs,
+      toCrs,
+      underOld: oldResults.filter((r) => r.outcome !== 'no-crd' || !notVendoredNew.has(`${apiGroup(r.cr.object.apiVersion)}/${r.cr.object.kind}`)),
+      crdApplier: installApp && !skipCrds ? { application: installApp, wave: waves.get(installApp) ?? 0 } : undefined,
+      waves,
+      objects,
+      versions: { from: p.from, to: p.to },
+    });
+    orders.push(order);
+    findings.push(...orderFindings);
+
+    // 4. GPU nodes: the operator CR's operands at both ends, and the charts' DaemonSets
+    if (c.operands) {
+      const table = c.operands;
+      const pick = (crs: RenderedCr[], preferToolkit: boolean) => {
+        const own = crs.filter((x) => x.object.kind === table.kind && apiGroup(x.object.apiVersion) === table.group);
+        const toolkit = own.find((x) => !x.source.includes('(helm template)'));
+        const chart = own.find((x) => x.source.includes('(helm template)'));
+        return preferToolkit ? toolkit ?? chart : chart ?? toolkit;
+      };
+      const operatorCr = (cr: RenderedCr | undefined, crds: readonly Crd[]): OperatorCr | undefined => {
+        if (!cr) return undefined;
+        const crd = crds.find((x) => crdKey(x) === `${table.group}/${table.kind}`);
+        const schema = crd?.versions.find((v) => v.name === cr.object.apiVersion.split('/')[1])?.schema;
+        return { object: withDefaults(schema, cr.object), source: cr.source, files: [cr.source, ...(crd ? [crd.file] : [])] };
+      };
+      const toCr = operatorCr(pick(toCrs, true), toCrds);
+      // the old end: the other toolkit's own CR; in component mode the old chart's (the release's own), the toolkit's being the same render at both ends
+      const fromPick = opts.fromToolkit ? pick(fromCrs, true) : pick(fromCrs.filter((x) => x.source.includes('(helm template)')), false);
+      const fromCr = operatorCr(fromPick, fromCrds);
+      if (toCr && fromCr) {findings.push(...operandImpact(c.name, table, fromCr, toCr));} else {
+        findings.push({
+          section: 'gpu-node-impact',
+          type: 'operands-not-compared',
+          severity: 'info',
+          component: c.name,
+          subject: table.kind,
+          message: !toCr ? `no ${table.kind} at ${p.to}: no operand runs` : `the ${table.kind} is this description's render at both ends (the ${p.from} chart renders none): its operands change with the toolkit, not with the chart (the toolkit-to-toolkit form, --from-toolkit, compares two renders)`,
+          files: toCr ? [...toCr.files] : [],
+        });
+      }
+    }
+    const chartFiles = [`${roots.name(older.chartDir)} (helm template)`, `${roots.name(newer.chartDir)} (helm template)`];
+    findings.push(...daemonSetRolls(c.name, older.render.objects, newer.render.objects, chartFiles));
+
+    // 5. control plane: the webhooks of both renders, and those behind values this render leaves off
+    const whatIf = async (side: Side): Promise<ChartSide> => {
+      const guards = webhookGuards(side.chartDir).filter((g) => valueAt(valueAt(side.render.application, 'spec.source.helm.valuesObject'), g) !== true);
+      const behind = [];
+      if (guards.length > 0) {
+        const app = withSource(side.render.application, side.version, (v) => {
+          for (const g of guards) setValueAt(v, g, true);
+        });
+        const [r] = await renderApplications([app], ctx);
+        if (r && !r.problem) behind.push({ values: guards, objects: r.objects });
+      }
+      return { objects: side.render.objects, namespace: side.render.namespace, behindValues: behind, files: [`${roots.name(side.chartDir)} (helm template)`] };
+    };
+    const [oldSide, newSide] = await Promise.all([whatIf(older), whatIf(newer)]);
+    findings.push(...webhookImpact(c.name, oldSide, newSide));
+
+    // 6. config defaults: the charts' values, and a configuration file's built-in defaults
+    const defaultsOf = (side: Side): DefaultsSide => {
+      const file = path.join(side.chartDir, 'values.yaml');
+      const goFile = c.configFile ? path.join(VENDORED_DIR, side.chart.folder, c.configFile.goDefaults) : undefined;
+      let go;
+      try {
+        go = goFile ? parseGoDefaults(readFileSync(goFile, 'utf8'), roots.name(goFile)) : undefined;
+      } catch {
+        notes.push(`${c.name} ${side.version}: ${roots.name(goFile!)} is not vendored: its built-in configuration defaults are not compared`);
+      }
+      return { version: side.version, values: parseYaml(readFileSync(file, 'utf8')), valuesFile: roots.name(file), go };
+    };
+    const pinnedValues = newer.application ? valueAt(newer.application, 'spec.source.helm.valuesObject') ?? {} : undefined;
+    findings.push(...configDefaults(c.name, defaultsOf(older), defaultsOf(newer), pinnedValues,
+      c.configFile ? { value: c.configFile.value, parse: (t) => parseYaml(t) as unknown } : undefined));
+
+    tag(ownershipApps.from, c, installName(c), kinds);
+    tag(ownershipApps.to, c, installName(c), kinds);
+    if (!p.managed) {
+      notes.push(`${c.name}: ownership compares the Applications of this description; the ${c.name} install is not one of them`);
+    }
+  }
+
+  // CRDs given on the command line that no planned component brings: compared on their own
+  const rest = (crds: readonly Crd[] | undefined) => (crds ?? []).filter((x) => !given.has(crdKey(x)));
+  if (rest(opts.fromCrds).length + rest(opts.toCrds).length > 0) findings.push(...compareCrdSets('crds', rest(opts.fromCrds), rest(opts.toCrds), new Set(), new Set(), {}));
+
+  // 7. ownership: an object two Applications apply, at either end
+  const store = SchemaStore.open(opts.schemas);
+  const scoped = (apiVersion: string, kind: string) => {
+    const s = store.lookup(apiVersion, kind)?.scope;
+    return s === undefined ? undefined : s === 'Cluster';
+  };
+  findings.push(...ownership({ from: fromLabel, to: 'the new release' }, ownershipApps.from, ownershipApps.to, scoped));
+
+  return { plan: assemble({ mode: opts.fromToolkit ? 'toolkit' : 'component', cluster: model.name, roots: roots.roots, findings, orders, changes, notes }), manifests: objects.manifests };
+}
+
+/** Whether a CRD a user names belongs to a component: a kind it brings (old, pinned or claimed). */
+function inComponent(x: Crd, older: readonly Crd[], schema: readonly Crd[], claimed: ReadonlySet<string>): boolean {
+  const k = crdKey(x);
+  return claimed.has(k) || older.some((c) => crdKey(c) === k) || schema.some((c) => crdKey(c) === k);
+}
+
+/** What each Application of a render applies (the sources that rendered). */
+function appObjects(renders: ClusterRenders): ApplicationObjects[] {
+  return renders.sources.filter((s) => !s.problem)
+    .map((s) => ({ application: s.application.metadata.name, namespace: s.namespace, objects: s.objects, source: s.what }));
+}
+
+/** Marks the Applications of a component (its install, and those applying its kinds) for the ownership findings. */
+function tag(apps: ApplicationObjects[], c: UpgradeComponent, install: string, kinds: ReadonlySet<string>): void {
+  for (let i = 0; i < apps.length; i++) {
+    const a = apps[i];
+    if (a.component) continue;
+    if (a.application === install || a.objects.some((o) => kinds.has(`${apiGroup(o.apiVersion)}/${o.kind}`))) apps[i] = { ...a, component: c.name };
+  }
+}
+
+/** Section 1 for two sets of CRDs. */
+function compareCrdSets(
+  component: ComponentName | 'crds', from: readonly Crd[], to: readonly Crd[], notVendoredNew: ReadonlySet<string>, subchartKinds: ReadonlySet<string>,
+  ctx: { serverSide?: boolean; appliedBy?: string; versions?: { from: string; to: string } },
+): Finding[] {
+  const out: Finding[] = [];
+  const dctx = { component, serverSide: ctx.serverSide, appliedBy: ctx.appliedBy };
+  const oldByKind = new Map(from.map((x) => [crdKey(x), x]));
+  const newByKind = new Map(to.map((x) => [crdKey(x), x]));
+  const v = ctx.versions ?? { from: 'the old CRDs', to: 'the new CRDs' };
+  for (const k of [...new Set([...oldByKind.keys(), ...newByKind.keys(), ...notVendoredNew, ...subchartKinds])].sort()) {
+    const a = oldByKind.get(k);
+    const b = newByKind.get(k);
+    if (a && b) {out.push(...diffCrd(a, b, dctx));} else if (b) {out.push(...addedCrd(b, dctx));} else if (a && notVendoredNew.has(k)) {
+      out.push({ section: 'crd-changes', type: 'crd-not-vendored', severity: 'info', component, subject: `CRD ${a.name}`, message: `${a.kind}: the ${v.to} CRD is not vendored (neither the chart's crds/ nor a file of the pinned schemas): not compared with ${v.from}'s`, files: [a.file] });
+    } else if (a) {out.push(...removedCrd(a, dctx, []));} else {
+      const [group, kind] = [k.slice(0, k.lastIndexOf('/')), k.slice(k.lastIndexOf('/') + 1)];
+      out.push({
+        section: 'crd-changes',
+        type: 'crd-not-vendored',
+        severity: 'info',
+        component,
+        subject: `CRD ${kind} (${group})`,
+        message: subchartKinds.has(k) ? `${kind}: a subchart's CRD, not vendored at either release (its crds/ was not copied): not compared` : `${kind}: not vendored for ${v.to} and absent from ${v.from}'s CRDs: not compared`,
+        files: [],
+      });
+    }
+  }
+  return out;
+}
+
+/** Section 2: the CRs of each end under the other end's CRDs. */
+function revalidationFindings(
+  component: ComponentName, v: { from: string; to: string }, underNew: readonly CrResult[], underOld: readonly CrResult[],
+  notVendored: ReadonlySet<string>, subcharts: ReadonlySet<string>,
+): Finding[] {
+  const out: Finding[] = [];
+  const kindOf = (r: CrResult) => `${apiGroup(r.cr.object.apiVersion)}/${r.cr.object.kind}`;
+  const name = (r: CrResult) => `${r.cr.object.kind} ${r.cr.object.metadata.namespace ? `${r.cr.object.metadata.namespace}/` : ''}${r.cr.object.metadata.name}`;
+  const reapplied = new Map(underOld.map((r) => [`${kindOf(r)}/${r.cr.object.metadata.namespace ?? ''}/${r.cr.object.metadata.name}`, r]));
+  for (const r of underNew) {
+    const files = [r.cr.source, ...(r.file ? [r.file] : [])];
+    if (r.outcome === 'no-crd') {
+      const why = notVendored.has(kindOf(r)) || subcharts.has(kindOf(r)) ? `its ${v.to} CRD is not vendored` : `${v.to} brings no ${r.cr.object.kind} CRD`;
+      out.push({ section: 'revalidation', type: 'not-validated', severity: 'info', component, subject: name(r), message: `${r.cr.source}: not validated against ${v.to}: ${why}`, files });
+    } else if (r.outcome === 'valid') {
+      out.push({ section: 'revalidation', type: 'valid-under-new-crd', severity: 'info', component, subject: name(r), message: `${r.cr.source}: valid under the ${v.to} CRD (its defaults applied)`, files });
+    } else {
+      const again = reapplied.get(`${kindOf(r)}/${r.cr.object.metadata.namespace ?? ''}/${r.cr.object.metadata.name}`);
+      out.push({
+        section: 'revalidation',
+        type: 'invalid-under-new-crd',
+        severity: again ? 'warning' : 'blocker',
+        component,
+        subject: name(r),
+        message: `${r.cr.source}: invalid under the ${v.to} CRD (its defaults applied): ${r.problems.join('; ')}`
+          + (again ? `: the new render applies it again (${again.cr.source}) in the same upgrade` : ': stored as it is, its next update is refused'),
+        files,
+      });
+    }
+  }
+  const invalid: CrResult[] = [];
+  for (const r of underOld) {
+    const files = [r.cr.source, ...(r.file ? [r.file] : [])];
+    if (r.outcome === 'no-crd' && (notVendored.has(kindOf(r)) || subcharts.has(kindOf(r)))) {
+      out.push({ section: 'revalidation', type: 'not-validated', severity: 'info', component, subject: name(r), message: `${r.cr.source}: not validated against ${v.from}: its CRD is not vendored`, files });
+    } else if (r.outcome === 'valid') {
+      out.push({ section: 'revalidation', type: 'valid-under-old-crd', severity: 'info', component, subject: name(r), message: `${r.cr.source}: valid under the ${v.from} CRD too`, files });
+    } else {
+      invalid.push(r);
+      out.push({
+        section: 'revalidation',
+        type: 'invalid-under-old-crd',
+        severity: 'warning',
+        component,
+        subject: name(r),
+        message: `${r.cr.source}: invalid under the ${v.from} CRD: ${r.outcome === 'no-crd' ? `${v.from} has no ${r.cr.object.kind} CRD` : r.problems.join('; ')}`,
+        files,
+      });
+    }
+  }
+  if (invalid.length > 0) {
+    const list = invalid.map(name).join(', ');
+    const files = [...new Set(invalid.flatMap((r) => [r.cr.source, ...(r.file ? [r.file] : [])]))];
+    out.push({ section: 'revalidation', type: 'crd-first', severity: 'warning', component, subject: `${v.from} -> ${v.to}`, to: invalid.map(name), message: `CRD first: ${list} of the new render need the ${v.to} CRDs in place before they are applied`, files });
+    out.push({
+      section: 'revalidation',
+      type: 'rollback-blocked',
+      severity: 'warning',
+      component,
+      subject: `${v.to} -> ${v.from}`,
+      to: invalid.map(name),
+      message: `rollback blocked: once ${list} are stored in the ${v.to} form, going back to the ${v.from} CRDs leaves them invalid (refused on their next update, fields the old schema lacks pruned): roll back the CRs first`,
+      files,
+    });
+  }
+  return out;
+}
+
+function assemble(p: {
+  mode: UpgradePlan['mode']; cluster?: string; roots: Record<string, string>; findings: Finding[]; orders: ComponentOrder[]; changes: ComponentChange[]; notes: string[];
+}): UpgradePlan {
+  const findings = [...p.findings].sort(compareFindings);
+  const count = (s: Finding['severity']) => findings.filter((f) => f.severity === s).length;
+  return {
+    ...(p.cluster ? { cluster: p.cluster } : {}),
+    mode: p.mode,
+    components: p.changes,
+    roots: p.roots,
+    findings,
+    order: p.orders,
+    summary: { blockers: count('blocker'), warnings: count('warning'), infos: count('info') },
+    notes: [...new Set(p.notes)].sort(),
+  };
+}

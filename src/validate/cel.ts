@@ -1,0 +1,97 @@
+import { Environment, Optional } from '@marcbachmann/cel-js';
+
+/**
+ * The CEL rules of a CRD schema (`x-kubernetes-validations`), with the project's CEL library: compiled as the API
+ * server compiles them when a CRD is written, and evaluated against an object the way it does on create: each rule
+ * at every node the object has, with `self` the node's value. Transition rules (those reading `oldSelf`) run on
+ * create only when they are `optionalOldSelf`, with `oldSelf` absent; the others are skipped, as on create.
+ */
+
+type Json = Record<string, unknown>;
+
+/** The parts of a structural schema the CEL rules depend on. */
+export interface CelSchemaNode {
+  'type'?: string;
+  'properties'?: Record<string, CelSchemaNode>;
+  'items'?: CelSchemaNode;
+  'additionalProperties'?: CelSchemaNode | boolean;
+  'x-kubernetes-int-or-string'?: boolean;
+  'x-kubernetes-validations'?: { rule: string; message?: string; optionalOldSelf?: boolean }[];
+}
+
+export interface CelViolation {
+  /** Field path of the node the rule is on (`<root>` for the object itself). */
+  readonly path: string;
+  readonly rule: string;
+  readonly message: string;
+}
+
+export interface CelRuleCount {
+  /** Rules evaluated on this object. */
+  evaluated: number;
+}
+
+const env = new Environment({ enableOptionalTypes: true, unlistedVariablesAreDyn: true, homogeneousAggregateLiterals: false });
+
+/** Whether a rule compares with the stored object (a transition rule). */
+export function isTransitionRule(rule: string): boolean {
+  return /\boldSelf\b/.test(rule);
+}
+
+/** Why a rule does not compile (its first line), or undefined when it does. */
+export function celCompileError(rule: string): string | undefined {
+  try {
+    env.parse(rule);
+    return undefined;
+  } catch (e) {
+    return String((e as Error).message ?? e).split('\n')[0];
+  }
+}
+
+/** JSON as CEL sees it under a schema: integers are CEL ints (BigInt). */
+function celValue(value: unknown, schema: CelSchemaNode | undefined): unknown {
+  if (Array.isArray(value)) return value.map((v) => celValue(v, schema?.items));
+  if (value !== null && typeof value === 'object') {
+    const out: Json = {};
+    for (const [k, v] of Object.entries(value)) {
+      const child = schema?.properties?.[k] ?? (typeof schema?.additionalProperties === 'object' ? schema.additionalProperties : undefined);
+      out[k] = celValue(v, child);
+    }
+    return out;
+  }
+  if (typeof value === 'number' && schema?.type === 'integer') return BigInt(value);
+  return value;
+}
+
+/** Every create-time rule the object breaks (empty: the API server's CEL admits it); `count` gets the rules run. */
+export function celViolations(schema: CelSchemaNode, object: unknown, count: CelRuleCount = { evaluated: 0 }): CelViolation[] {
+  const out: CelViolation[] = [];
+  const walk = (node: CelSchemaNode, value: unknown, path: string) => {
+    if (value === undefined || value === null) return;
+    for (const r of node['x-kubernetes-validations'] ?? []) {
+      const transition = isTransitionRule(r.rule);
+      if (transition && !r.optionalOldSelf) continue;
+      count.evaluated++;
+      const vars: Json = { self: celValue(value, node) };
+      if (transition) vars.oldSelf = Optional.none();
+      let ok: unknown;
+      try {
+        ok = env.evaluate(r.rule, vars);
+      } catch (e) {
+        ok = `error: ${(e as Error).message}`;
+      }
+      if (ok !== true) out.push({ path: path || '<root>', rule: r.rule, message: r.message ?? String(ok) });
+    }
+    if (Array.isArray(value)) {
+      if (node.items) value.forEach((v, i) => walk(node.items!, v, `${path}[${i}]`));
+      return;
+    }
+    if (typeof value !== 'object') return;
+    for (const [k, v] of Object.entries(value as Json)) {
+      const child = node.properties?.[k] ?? (typeof node.additionalProperties === 'object' ? node.additionalProperties : undefined);
+      if (child) walk(child, v, path ? `${path}.${k}` : k);
+    }
+  };
+  walk(schema, object, '');
+  return out;
+}
