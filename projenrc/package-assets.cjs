@@ -6,7 +6,7 @@
 //   node projenrc/package-assets.cjs [--shared DIR] [--into DIR]
 //
 // Of the upstream installs, exactly the release folders the toolkit pins or declares as previous
-// releases ship (packagedReleaseFolders of src/upstream/releases.ts, read from the compiled lib/ the
+// releases ship, of a previous release only the paths it `reads` (packagedReleases of src/upstream/releases.ts, read from the compiled lib/ the
 // prepack step has just built), and their top-level evidence files; no other folder there is read.
 // Every copy is verified: a folder with a SHA256SUMS file is copied file by file against it (a
 // listed file that is missing or differs, or a file that is neither listed nor allowed below, stops
@@ -65,7 +65,7 @@ function listFiles(dir, rel = '', descend = () => true) {
   for (const e of fs.readdirSync(path.join(dir, rel), { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
     const child = rel ? `${rel}/${e.name}` : e.name;
     if (e.isDirectory()) {
-      if (descend(child)) out.push(...listFiles(dir, child));
+      if (descend(child)) out.push(...listFiles(dir, child, descend));
     } else out.push(child);
   }
   return out;
@@ -78,7 +78,7 @@ function listFiles(dir, rel = '', descend = () => true) {
 function releaseFolders() {
   const compiled = path.join(ROOT, 'lib', 'src', 'upstream', 'releases.js');
   if (!fs.existsSync(compiled)) throw new Error(`${path.relative(ROOT, compiled)}: not compiled (npm pack compiles first; or run node projenrc/launch.cjs --build)`);
-  return require(compiled).packagedReleaseFolders();
+  return require(compiled).packagedReleases();
 }
 
 /** `<sha256>  <path>` lines of a SHA256SUMS file, by path. */
@@ -95,26 +95,41 @@ function readSums(file) {
 
 /**
  * Copies one asset folder into `into`, verified; returns the files written (relative to the folder) and the bytes.
- * `releases`: for an asset of release folders, the top-level folders that ship (the files beside them ship too).
+ * `releases`: for an asset of release folders, the top-level folders that ship (the files beside them ship too), each
+ * a name (all of it) or `{ folder, reads }` (those paths of it).
  */
 function copyAsset(asset, shared, into, releases) {
   const from = path.join(asset.base === 'repo' ? ROOT : shared, asset.from);
   const to = path.join(into, asset.to);
   if (!fs.existsSync(from)) throw new Error(`${from}: no such folder (the package is built from ../shared beside this checkout)`);
-  const selected = asset.releases ? new Set(releases) : undefined;
+  // a release: a folder name (all of it ships) or { folder, reads } (those paths of it ship)
+  const selected = asset.releases ? new Map(releases.map((r) => (typeof r === 'string' ? [r, undefined] : [r.folder, r.reads]))) : undefined;
   if (selected) {
-    const absent = [...selected].filter((f) => !fs.statSync(path.join(from, f), { throwIfNoEntry: false })?.isDirectory());
+    const absent = [...selected.keys()].filter((f) => !fs.statSync(path.join(from, f), { throwIfNoEntry: false })?.isDirectory());
     if (absent.length > 0) throw new Error(`${from}: no folder ${absent.join(', ')}, a release src/versions.ts pins or declares as previous`);
+    for (const [folder, reads] of selected) {
+      const missing = (reads ?? []).filter((r) => !fs.existsSync(path.join(from, folder, r)));
+      if (missing.length > 0) throw new Error(`${from}/${folder}: no ${missing.join(', ')}, a path src/versions.ts says a command reads of it`);
+    }
   }
-  // a release folder not selected is never read: whatever it holds, it is not part of the package
-  const shipped = (rel) => !selected || !rel.includes('/') || selected.has(rel.slice(0, rel.indexOf('/')));
+  // a release folder not selected is never read: whatever it holds, it is not part of the package; of a selected one
+  // with `reads`, only those paths (and the folders above them, to reach them)
+  const shipped = (rel) => {
+    if (!selected || !rel.includes('/')) return true;
+    const folder = rel.slice(0, rel.indexOf('/'));
+    if (!selected.has(folder)) return false;
+    const reads = selected.get(folder);
+    if (reads === undefined) return true;
+    const rest = rel.slice(folder.length + 1);
+    return rest === '' || reads.some((r) => rest === r || rest.startsWith(`${r}/`) || (rest.endsWith('/') && `${r}/`.startsWith(rest)));
+  };
   const drops = Object.keys(asset.drop ?? {});
   const matches = (d, rel) => (d.endsWith('/') ? rel.startsWith(d) : rel === d);
   const dropped = (rel) => drops.some((d) => matches(d, rel)) || NEVER_PACKED.has(path.posix.basename(rel));
   const all = listFiles(from, '', (dir) => shipped(`${dir}/`));
   const stale = drops.filter((d) => !all.some((rel) => matches(d, rel)));
   if (stale.length > 0) throw new Error(`${from}: nothing to drop at ${stale.join(', ')}: update ASSETS in ${path.relative(ROOT, __filename)}`);
-  const files = all.filter((rel) => !dropped(rel));
+  const files = all.filter((rel) => shipped(rel) && !dropped(rel));
   const sums = asset.sums ? readSums(path.join(from, asset.sums)) : undefined;
   const problems = [];
   if (sums) {
@@ -142,7 +157,7 @@ function copyAsset(asset, shared, into, releases) {
   // the checksums of exactly what ships (the listed ones, or those read now)
   const verified = copied.filter(([rel]) => !sums || sums.has(rel));
   fs.writeFileSync(path.join(to, 'SHA256SUMS'), verified.map(([rel, d]) => `${d}  ${rel}\n`).join(''));
-  return { files: copied.length + 1, bytes, ...(selected ? { releases: [...selected].sort() } : {}) };
+  return { files: copied.length + 1, bytes, ...(selected ? { releases: [...selected.keys()].sort() } : {}) };
 }
 
 /**

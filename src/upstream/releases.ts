@@ -240,17 +240,25 @@ export const UNRELEASED_FOLDERS: readonly string[] = ['dynamo-platform-1.5.0-mai
 /**
  * A previous release of a component, as src/versions.ts may declare it (`previous: [...]` beside the pinned `version`,
  * for the commands that compare two releases): its version as `version` is written (the folder follows from
- * RELEASE_FOLDERS), or the version and its vendored folder.
+ * RELEASE_FOLDERS), or the version, its vendored folder and the paths of it a command reads (`reads`, relative to the
+ * folder; absent: the whole folder).
  */
-export type PreviousRelease = string | { readonly version: string; readonly folder?: string };
+export type PreviousRelease = string | { readonly version: string; readonly folder?: string; readonly reads?: readonly string[] };
+
+/** A release folder the package ships, and the paths of it that ship (absent: all of it). */
+export interface PackagedRelease {
+  readonly folder: string;
+  readonly reads?: readonly string[];
+}
 
 /**
  * The release folders the package ships (projenrc/package-assets.cjs copies exactly these): the pinned releases
- * (VENDORED_RELEASES) and every previous release a component of `versions` declares, sorted. Nothing else of the
- * upstream installs is read at pack time, so a folder kept there for other reasons never reaches the tarball.
+ * (VENDORED_RELEASES) whole, and of every previous release a component of `versions` declares, what it `reads`;
+ * sorted by folder. Nothing else of the upstream installs is read at pack time, so a folder kept there for other
+ * reasons never reaches the tarball.
  */
-export function packagedReleaseFolders(versions: Readonly<Record<string, object>> = VERSIONS): string[] {
-  const folders = new Set(VENDORED_RELEASES.map((r) => r.folder));
+export function packagedReleases(versions: Readonly<Record<string, object>> = VERSIONS): PackagedRelease[] {
+  const releases = new Map<string, PackagedRelease>(VENDORED_RELEASES.map((r) => [r.folder, { folder: r.folder }]));
   for (const [component, entry] of Object.entries(versions)) {
     const previous = (entry as { previous?: readonly PreviousRelease[] }).previous ?? [];
     for (const p of previous) {
@@ -259,10 +267,17 @@ export function packagedReleaseFolders(versions: Readonly<Record<string, object>
       if (folder === undefined) {
         throw new Error(`src/versions.ts ${component}.previous ${version}: no folder for it (name it, { version, folder }, or add ${component} to RELEASE_FOLDERS)`);
       }
-      folders.add(folder);
+      const reads = typeof p === 'object' ? p.reads : undefined;
+      // a folder that is also pinned ships whole
+      if (!releases.has(folder)) releases.set(folder, reads === undefined ? { folder } : { folder, reads: [...reads].sort() });
     }
   }
-  return [...folders].sort();
+  return [...releases.values()].sort((a, b) => (a.folder < b.folder ? -1 : a.folder > b.folder ? 1 : 0));
+}
+
+/** The folders of packagedReleases(). */
+export function packagedReleaseFolders(versions: Readonly<Record<string, object>> = VERSIONS): string[] {
+  return packagedReleases(versions).map((r) => r.folder);
 }
 
 /** An Argo CD Application source, as rendered. */

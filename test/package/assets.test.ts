@@ -4,7 +4,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { packagedReleaseFolders, VENDORED_RELEASES } from '../../src/upstream/releases';
+import { packagedReleaseFolders, packagedReleases, VENDORED_RELEASES } from '../../src/upstream/releases';
 import { VERSIONS } from '../../src/versions';
 import { ROOT } from '../helpers';
 
@@ -78,6 +78,29 @@ describe('the package assets', () => {
 });
 
 describe('the releases the package carries', () => {
+  it('of a previous release, only the paths it reads: the rest of its folder is never copied', () => {
+    const shared = fakeShared();
+    const old = path.join(shared, 'upstream-installs', 'chart-0.9.0');
+    mkdirSync(path.join(old, 'chart', 'templates'), { recursive: true });
+    mkdirSync(path.join(old, 'config'));
+    const files: Record<string, string> = { 'chart/Chart.yaml': 'name: chart\nversion: 0.9.0\n', 'chart/templates/a.yaml': 'a\n', 'config/crd.yaml': 'c\n' };
+    for (const [rel, text] of Object.entries(files)) writeFileSync(path.join(old, rel), text);
+    const sums = path.join(shared, 'upstream-installs', 'SHA256SUMS');
+    writeFileSync(sums, readFileSync(sums, 'utf8') + Object.entries(files).map(([rel, text]) => `${sha256(text)}  chart-0.9.0/${rel}\n`).join(''));
+    const into = path.join(mkdtempSync(path.join(tmpdir(), 'assets-')), 'assets');
+    packageAssets({ shared, into, releases: [...RELEASES, { folder: 'chart-0.9.0', reads: ['chart'] }] });
+    const copied = readFileSync(path.join(into, 'upstream-installs', 'SHA256SUMS'), 'utf8');
+    expect(copied).toContain('chart-0.9.0/chart/Chart.yaml');
+    expect(copied).toContain('chart-0.9.0/chart/templates/a.yaml');
+    expect(existsSync(path.join(into, 'upstream-installs', 'chart-0.9.0', 'config'))).toBe(false);
+    expect(copied).not.toContain('config/crd.yaml');
+    // a path it reads that is not there stops the pack
+    expect(() => packageAssets({ shared, into, releases: [...RELEASES, { folder: 'chart-0.9.0', reads: ['charts/chart'] }] })).toThrow(/chart-0\.9\.0: no charts\/chart, a path src\/versions\.ts says a command reads of it/);
+    // the package's own selection: each previous release with what src/versions.ts says it reads
+    const declared = Object.values(VERSIONS).flatMap((v) => ('previous' in v ? v.previous : []));
+    for (const p of declared) expect(packagedReleases().find((r) => r.folder === p.folder)?.reads).toEqual([...p.reads].sort());
+  });
+
   it('are the selected release folders only: another folder beside them is never read, whatever SHA256SUMS says of it', () => {
     const shared = fakeShared();
     // a previous release kept for another purpose, with a file SHA256SUMS does not cover
@@ -92,14 +115,16 @@ describe('the releases the package carries', () => {
   });
 
   it('are the pinned releases of src/versions.ts, plus every previous release a component declares there', () => {
-    expect(packagedReleaseFolders()).toEqual([...new Set(VENDORED_RELEASES.map((r) => r.folder))].sort());
+    const pinned = [...new Set(VENDORED_RELEASES.map((r) => r.folder))].sort();
+    const previous = Object.values(VERSIONS).flatMap((v) => ('previous' in v ? v.previous.map((p) => p.folder) : []));
+    expect(packagedReleaseFolders()).toEqual([...pinned, ...previous].sort());
     const withPrevious = {
-      ...VERSIONS,
+      ...Object.fromEntries(Object.entries(VERSIONS).map(([k, v]) => [k, { ...v, previous: [] }])),
       gpuOperator: { ...VERSIONS.gpuOperator, previous: ['v26.3.3'] },
       kueue: { ...VERSIONS.kueue, previous: [{ version: '0.18.6' }] },
       networkOperator: { ...VERSIONS.networkOperator, previous: [{ version: '26.1.2', folder: 'network-operator-v26.1.2' }] },
     };
-    expect(packagedReleaseFolders(withPrevious)).toEqual([...packagedReleaseFolders(), 'gpu-operator-v26.3.3', 'kueue-v0.18.6', 'network-operator-v26.1.2'].sort());
+    expect(packagedReleaseFolders(withPrevious)).toEqual([...pinned, 'gpu-operator-v26.3.3', 'kueue-v0.18.6', 'network-operator-v26.1.2'].sort());
     // a previous release of a component whose folders have no naming rule names its folder
     expect(() => packagedReleaseFolders({ grafana: { previous: ['38'] } })).toThrow(/src\/versions\.ts grafana\.previous 38: no folder for it/);
   });
