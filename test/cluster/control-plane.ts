@@ -410,6 +410,8 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       '--service-cluster-ip-range=10.96.0.0/12',
       '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
       `--service-account-key-file=${path.join(pki, 'sa.pub')}`, `--service-account-signing-key-file=${path.join(pki, 'sa.key')}`,
+      // the default/kubernetes Endpoints may not name a loopback address, and no pod runs to reach it: none kept
+      '--endpoint-reconciler-type=none',
       '--profiling=false',
       ...(opts.apiserverArgs ?? []),
     ]);
