@@ -5,7 +5,8 @@ import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import {
-  applySteps, ARGOCD_MANAGER, failingWebhooks, interceptedObjects, splitConversionRefusals, planSync, PlannedObject, refusalText, secondApply, SyncPlan, vendoredCrds,
+  applySteps, ARGOCD_MANAGER, failingWebhooks, interceptedObjects, planSync, PlannedObject, refusalText, secondApply, splitConversionRefusals,
+  SyncPlan, vendoredCrds,
 } from './argocd-sync';
 import { controlPlaneBinary } from './binary';
 import { ControlPlane, startControlPlane } from './control-plane';
@@ -214,7 +215,8 @@ async function typeCheckWarnings(client: ReturnType<ControlPlane['client']>, nam
     type Status = { observedGeneration?: number; typeChecking?: { expressionWarnings?: { fieldRef: string; warning: string }[] } };
     const status = vap?.status as Status | undefined;
     if (vap && status !== undefined && status.observedGeneration === vap.metadata.generation && status.typeChecking) {
-      const rules = ((vap.spec as { matchConstraints?: { resourceRules?: { apiGroups?: string[]; resources?: string[] }[] } }).matchConstraints?.resourceRules) ?? [];
+      type Rules = { apiGroups?: string[]; resources?: string[] }[];
+      const rules = ((vap.spec as { matchConstraints?: { resourceRules?: Rules } }).matchConstraints?.resourceRules) ?? [];
       const matched = new Set(rules.flatMap((r) => (r.apiGroups ?? []).flatMap((g) => (r.resources ?? []).map((res) => `${g}/${res}`))).filter((gr) => known.has(gr))).size;
       return (status.typeChecking.expressionWarnings ?? []).flatMap((w) => typeCheckFindings(w.warning, matched).map((f) => `ValidatingAdmissionPolicy ${name} ${w.fieldRef}: ${f}`));
     }

@@ -5,8 +5,8 @@ import { parseAllDocuments } from 'yaml';
 import { ApiError, describe, KubeClient, KubeObject, Resource } from './kube-client';
 import { ClusterIndex } from '../../src/check/cluster-index';
 import { ClusterView } from '../../src/check/cluster-view';
-import { isBuiltInGroup } from '../../src/components/gitops/api-kinds';
 import { applicationSources, ARGO, folderOfPath } from '../../src/check/gitops';
+import { isBuiltInGroup } from '../../src/components/gitops/api-kinds';
 import { LABELS } from '../../src/model/names';
 import { apiGroup, Manifest } from '../../src/render/manifest';
 import { ClusterRenders, RenderedSource } from '../../src/upstream/render';
@@ -362,7 +362,9 @@ export function refusalText(r: Refusal): string {
 
 /** Applies the steps in order, each step's objects together (a few at a time); a refused object is recorded, the rest go on. */
 export async function applySteps(
-  client: KubeClient, steps: readonly SyncStep[], opts: { dryRun?: boolean; concurrency?: number; onStep?: (step: SyncStep, ms: number) => void } = {},
+  client: KubeClient,
+  steps: readonly SyncStep[],
+  opts: { dryRun?: boolean; concurrency?: number; onStep?: (step: SyncStep, ms: number) => void } = {},
 ): Promise<ApplyReport> {
   const applied: ApplyReport['applied'][number][] = [];
   const refused: Refusal[] = [];
