@@ -8,6 +8,11 @@
 // their output is held and printed once vitest has finished (vitest's own output goes straight
 // through), and the exit code is the first failure's, vitest's first. Plain JavaScript: it runs
 // what is installed, nothing of lib/.
+//
+// Before vitest, the Kubernetes control plane of the cluster tests is taken from its cache or built
+// (test/cluster/README.md: a few minutes, once per machine), when the run includes those tests: its
+// progress line goes straight through, and a build that fails is said in one line and fails the run
+// (vitest still runs; the cluster tests then fail with the same line).
 'use strict';
 const { spawn } = require('node:child_process');
 const path = require('node:path');
@@ -36,10 +41,27 @@ function run(command, args, env, capture) {
   });
 }
 
+/**
+ * Whether the run may include the cluster tests: unless every word of the arguments is a flag or a path of a test
+ * outside test/cluster/ (no such word: the whole suite; a word that is no path, such as `-t NAME`'s: it may).
+ */
+function includesClusterTests(args) {
+  const words = args.filter((a) => !a.startsWith('-'));
+  const paths = words.filter((w) => w.includes('/') || w.endsWith('.ts'));
+  if (paths.length === 0 || paths.length < words.length) return true;
+  return paths.some((p) => path.resolve(ROOT, p).startsWith(path.join(ROOT, 'test', 'cluster')));
+}
+
 async function main() {
+  const args = process.argv.slice(2);
+  let prepared = 0;
+  if (includesClusterTests(args)) {
+    const prepare = await run(process.execPath, ['-r', 'ts-node/register/transpile-only', path.join('test', 'cluster', 'prepare.ts')], {}, false);
+    prepared = prepare.code;
+  }
   const checks = CHECKS.map((c) => run(c.command, c.args, c.env, true).then((r) => ({ ...r, name: c.name })));
-  const vitest = await run(bin('vitest'), ['run', ...process.argv.slice(2)], {}, false);
-  let code = vitest.code;
+  const vitest = await run(bin('vitest'), ['run', ...args], {}, false);
+  let code = vitest.code || prepared;
   for (const c of await Promise.all(checks)) {
     process.stdout.write(`\n${c.code === 0 ? 'passed' : 'FAILED'}: ${c.name}\n`);
     if (c.output.trim() !== '') process.stdout.write(c.output.endsWith('\n') ? c.output : `${c.output}\n`);

@@ -1,0 +1,314 @@
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import {
+  applySteps, ARGOCD_MANAGER, failingWebhooks, interceptedObjects, planSync, PlannedObject, refusalText, secondApply, splitConversionRefusals,
+  SyncPlan, vendoredCrds,
+} from './argocd-sync';
+import { controlPlaneBinary } from './binary';
+import { ControlPlane, startControlPlane } from './control-plane';
+import { ApiError, describe as describeObject, KubeObject } from './kube-client';
+import { defaultCacheDir } from '../../src/cache/compiled-cache';
+import { ClusterView, readClusters, renderClusterSources } from '../../src/check';
+import { EXIT, main } from '../../src/cli';
+import { EngineBudget } from '../../src/engines';
+import { isDescriptionFile } from '../../src/model/description-files';
+import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../../src/paths';
+import { loadModels } from '../../src/synth/pipeline';
+import { ClusterRenders } from '../../src/upstream/render';
+import { RenderSession } from '../../src/upstream/render-session';
+import { EXAMPLES_DIR, FIXTURE_CLUSTERS, REFERENCE_FILE } from '../paths';
+
+/**
+ * Every example (src/clusters/, whatever it holds) and every fixture cluster, rendered, then applied to a real
+ * Kubernetes control plane (test/cluster/: kube-apiserver, controller manager, scheduler and etcd of the pinned
+ * release) as Argo CD applies it (argocd-sync.ts): the API server must accept every object (structural schemas,
+ * the CRDs' CEL rules and defaulting, immutable fields, admission, ValidatingAdmissionPolicy type checks), and a
+ * second apply must change nothing. One control plane per distinct rendered cluster: a cluster is a whole cluster
+ * (its cluster-scoped objects would collide with another's). A tree that examples and fixtures render alike is
+ * applied once.
+ */
+
+interface Source {
+  readonly file: string;
+  readonly origin: 'example' | 'fixture';
+}
+
+const descriptionsIn = (dir: string, origin: Source['origin']): Source[] => readdirSync(dir).filter(isDescriptionFile).sort().map((f) => ({ file: path.join(dir, f), origin }));
+const SOURCES = [...descriptionsIn(EXAMPLES_DIR, 'example'), ...descriptionsIn(FIXTURE_CLUSTERS, 'fixture')];
+/** The cluster name of a description (its `name`), read at collection time to name the tests. */
+const nameOf = (file: string): string => String((parse(readFileSync(file, 'utf8')) as { name?: unknown })?.name ?? path.basename(file));
+const NAMES = [...new Set(SOURCES.map((s) => nameOf(s.file)))].sort();
+
+/** One rendered tree of a cluster name, with the descriptions that render it. */
+interface Tree {
+  readonly name: string;
+  readonly view: ClusterView;
+  readonly descriptions: readonly Source[];
+  renders?: ClusterRenders;
+  plan?: SyncPlan;
+  cp?: ControlPlane;
+}
+
+const work = mkdtempSync(path.join(tmpdir(), 'apply-as-argocd-'));
+let trees: Tree[] = [];
+
+/** The content of a rendered tree, to apply each distinct one once. */
+function digestOf(view: ClusterView): string {
+  const h = createHash('sha256');
+  for (const f of [...view.folders].sort((a, b) => a.folder.localeCompare(b.folder))) h.update(f.folder).update(JSON.stringify(f.objects));
+  return h.digest('hex');
+}
+
+beforeAll(async () => {
+  // the control plane first: without Go, or when it does not build, every test fails with this one line
+  await controlPlaneBinary();
+  const read: { source: Source; view: ClusterView }[] = [];
+  for (const origin of ['example', 'fixture'] as const) {
+    const files = SOURCES.filter((s) => s.origin === origin);
+    if (files.length === 0) continue;
+    const out = path.join(work, origin, 'dist');
+    expect(await main(['synth', ...files.flatMap((s) => ['--config', s.file]), '--out', out, '--quiet'])).toBe(EXIT.ok);
+    const models = loadModels(files.map((s) => s.file));
+    for (const raw of readClusters(out)) {
+      const model = models.find((m) => m.name === raw.name);
+      if (!model) continue; // fleet/
+      read.push({ source: files.find((s) => nameOf(s.file) === raw.name)!, view: { ...raw, model } });
+    }
+  }
+  const byDigest = new Map<string, Tree>();
+  for (const r of read) {
+    const d = digestOf(r.view);
+    const known = byDigest.get(d);
+    if (known) (known.descriptions as Source[]).push(r.source);
+    else byDigest.set(d, { name: r.view.name, view: r.view, descriptions: [r.source] });
+  }
+  trees = [...byDigest.values()];
+  const session = new RenderSession(defaultCacheDir(), new EngineBudget());
+  for (const t of trees) t.renders = await renderClusterSources(t.view, { upstream: DEFAULT_UPSTREAM, session });
+}, 60 * 60 * 1000);
+
+let vendored: ReturnType<typeof vendoredCrds> | undefined;
+
+afterAll(async () => {
+  await Promise.all(trees.map((t) => t.cp?.stop()));
+  rmSync(work, { recursive: true, force: true });
+});
+
+const treesNamed = (name: string) => trees.filter((t) => t.name === name);
+const label = (t: Tree) => t.descriptions.map((d) => path.relative(path.dirname(EXAMPLES_DIR), d.file)).join(' = ');
+
+/** The webhook of a refusal by an unreachable admission webhook, if it is one. */
+const webhookOf = (message: string) => /failed calling webhook "([^"]+)"/.exec(message)?.[1];
+
+describe.each(NAMES)('cluster %s, applied as Argo CD applies it', (name) => {
+  it('every object is accepted by the API server, in wave order, with Argo CD\'s field manager', async () => {
+    for (const t of treesNamed(name)) {
+      const tenantGroup = t.view.model?.tenants[0]?.group;
+      t.cp = await startControlPlane(tenantGroup ? { identities: { tenant: { user: 'tenant', groups: [tenantGroup] } } } : {});
+      vendored ??= vendoredCrds(DEFAULT_SCHEMAS);
+      t.plan = planSync(t.view, t.renders!, vendored, await t.cp.client().servedKinds());
+      const timings = process.env.CLUSTER_TEST_TIMINGS === '1';
+      const t0 = Date.now();
+      const report = await applySteps(t.cp.client(), t.plan!.steps, {
+        onStep: timings ? (s, ms) => process.stderr.write(`${t.name}: ${ms} ms ${s.objects.length} objects: ${s.label}\n`) : undefined,
+      });
+      if (timings) process.stderr.write(`${t.name}: applied in ${Date.now() - t0} ms; CPU s ${JSON.stringify(t.cp.cpuSeconds())}\n`);
+      const { conversion, rest } = splitConversionRefusals(t.plan!, report.refused);
+      expect(rest.map(refusalText), label(t)).toEqual([]);
+      expect(report.applied.length + conversion.length).toBe(t.plan!.steps.reduce((n, s) => n + s.objects.length, 0));
+    }
+  });
+
+  it('a second apply (the next sync, or self-heal, as Argo CD\'s server-side diff predicts it) changes nothing: no drift', async () => {
+    for (const t of treesNamed(name)) {
+      const { drift, refused } = await secondApply(t.cp!.client(), t.plan!.steps);
+      expect(splitConversionRefusals(t.plan!, refused).rest.map(refusalText), label(t)).toEqual([]);
+      expect(drift.map((d) => `${d.object.application}: ${describeObject(d.object.object)}: ${d.paths.join(', ')}`), label(t)).toEqual([]);
+    }
+  });
+
+  it('every ValidatingAdmissionPolicy type-checks without a warning (the controller manager\'s type checker)', async () => {
+    for (const t of treesNamed(name)) {
+      const client = t.cp!.client();
+      const names = t.plan!.steps.flatMap((s) => s.objects).filter((o) => o.object.kind === 'ValidatingAdmissionPolicy').map((o) => o.object.metadata.name);
+      const served = await servedResources(client);
+      const warnings = await Promise.all(names.map((n) => typeCheckWarnings(client, n, served)));
+      expect(warnings.flat(), label(t)).toEqual([]);
+    }
+  });
+
+  it('the installs\' admission webhooks, registered last, are accepted and intercept only what syncs after their install', async () => {
+    for (const t of treesNamed(name)) {
+      const client = t.cp!.client();
+      const registered = await applySteps(client, [{ label: 'admission webhooks of the installs', manager: ARGOCD_MANAGER, objects: t.plan!.webhooks }]);
+      expect(registered.refused.map(refusalText), label(t)).toEqual([]);
+      if (t.plan!.webhooks.length === 0) continue;
+      // the objects they intercept again, dry run (updates: the objects exist): what a webhook whose pods do not run
+      // refuses is what Argo CD must not sync before that install is Healthy; the waves order it after the install
+      // (or it is the install's own object)
+      const installOf = new Map<string, PlannedObject>();
+      for (const w of t.plan!.webhooks) for (const hook of failingWebhooks(w.object)) installOf.set(hook, w);
+      const intercepted = await interceptedObjects(client, t.plan!, t.plan!.webhooks.map((w) => w.object));
+      const dry = await applySteps(client, [{ label: 'intercepted objects, dry run', manager: ARGOCD_MANAGER, objects: intercepted }], { dryRun: true });
+      const refusals = splitConversionRefusals(t.plan!, dry.refused).rest;
+      expect(refusals.length, `${label(t)}: the webhooks intercept something`).toBeGreaterThan(0);
+      const foreign = refusals.filter((r) => {
+        const hook = webhookOf(r.message);
+        return hook === undefined || !installOf.has(hook);
+      });
+      expect(foreign.map(refusalText), label(t)).toEqual([]);
+      const early = refusals.filter((r) => {
+        const install = installOf.get(webhookOf(r.message)!)!;
+        return r.object.application !== install.application && !(r.object.wave > install.wave);
+      });
+      expect(early.map((r) => `${refusalText(r)} (the webhook's install ${installOf.get(webhookOf(r.message)!)!.application} is wave ${installOf.get(webhookOf(r.message)!)!.wave})`), label(t)).toEqual([]);
+    }
+  });
+});
+
+/**
+ * What the type checker says of one expression of a policy: per kind (`batch/v1, Kind=Job`), its errors. An
+ * "undefined field" that only some of the kinds the policy matches lack is what an expression written for several
+ * kinds (guarded by has()) reads: admission evaluates it untyped, so it decides nothing differently, and is no
+ * finding here (the status still shows it). A field that every matched kind lacks (`matched`: how many kinds the
+ * policy matches that the server serves), or any other error, is one.
+ */
+export function typeCheckFindings(warning: string, matched: number): string[] {
+  const byKind = new Map<string, { fields: Set<string>; other: string[] }>();
+  let kind = '';
+  for (const line of warning.split('\n')) {
+    const head = /^(\S+, Kind=\w+): (.*)$/.exec(line);
+    if (head) kind = head[1];
+    const text = head ? head[2] : line;
+    const entry = byKind.get(kind) ?? { fields: new Set<string>(), other: [] };
+    byKind.set(kind, entry);
+    const undefinedField = /ERROR: .*undefined field '([^']+)'/.exec(text);
+    if (undefinedField) entry.fields.add(undefinedField[1]);
+    else if (/ERROR: /.test(text)) entry.other.push(text.trim());
+  }
+  const findings: string[] = [];
+  for (const [k, entry] of byKind) {
+    for (const f of entry.fields) {
+      const lacking = [...byKind.values()].filter((e) => e.fields.has(f)).length;
+      if (lacking >= matched) findings.push(`${k}: undefined field '${f}' (no kind the policy matches has it)`);
+    }
+    for (const o of entry.other) findings.push(`${k}: ${o}`);
+  }
+  return [...new Set(findings)];
+}
+
+/** Every `group/resource` the server serves. */
+async function servedResources(client: ReturnType<ControlPlane['client']>): Promise<Set<string>> {
+  return new Set([...(await client.servedKinds())].map(([k, r]) => `${k.split('/').length > 2 ? k.split('/')[0] : ''}/${r.plural}`));
+}
+
+/** The type checker's findings of a ValidatingAdmissionPolicy once it has seen its generation (typeCheckFindings). */
+async function typeCheckWarnings(client: ReturnType<ControlPlane['client']>, name: string, served?: ReadonlySet<string>): Promise<string[]> {
+  const deadline = Date.now() + 60_000;
+  const known = served ?? await servedResources(client);
+  for (;;) {
+    const vap = await client.get(`/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/${name}`);
+    type Status = { observedGeneration?: number; typeChecking?: { expressionWarnings?: { fieldRef: string; warning: string }[] } };
+    const status = vap?.status as Status | undefined;
+    if (vap && status !== undefined && status.observedGeneration === vap.metadata.generation && status.typeChecking) {
+      type Rules = { apiGroups?: string[]; resources?: string[] }[];
+      const rules = ((vap.spec as { matchConstraints?: { resourceRules?: Rules } }).matchConstraints?.resourceRules) ?? [];
+      const matched = new Set(rules.flatMap((r) => (r.apiGroups ?? []).flatMap((g) => (r.resources ?? []).map((res) => `${g}/${res}`))).filter((gr) => known.has(gr))).size;
+      return (status.typeChecking.expressionWarnings ?? []).flatMap((w) => typeCheckFindings(w.warning, matched).map((f) => `ValidatingAdmissionPolicy ${name} ${w.fieldRef}: ${f}`));
+    }
+    if (Date.now() > deadline) return [`ValidatingAdmissionPolicy ${name}: not type-checked within 60 s (status ${JSON.stringify(status)})`];
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+describe('the assertions fire: deliberately broken renders of the reference cluster', () => {
+  const reference = () => {
+    const t = trees.find((x) => x.descriptions.some((d) => d.file === REFERENCE_FILE));
+    if (!t?.cp) throw new Error('the reference cluster was not applied (see its tests above)');
+    return t;
+  };
+  const planned = (t: Tree, kind: string): PlannedObject => {
+    const o = t.plan!.steps.flatMap((s) => s.objects).find((x) => x.object.kind === kind && x.application !== 'pre-installed');
+    if (!o) throw new Error(`the reference cluster renders no ${kind}`);
+    return { ...o, object: structuredClone(o.object) };
+  };
+
+  it('an invalid custom resource is refused (the CRD\'s structural schema, and its CEL rules)', async () => {
+    const t = reference();
+    const byEnum = planned(t, 'ClusterQueue');
+    (byEnum.object.spec as Record<string, unknown>).queueingStrategy = 'Sideways';
+    const byRule = planned(t, 'ClusterQueue');
+    (byRule.object.spec as { resourceGroups: { coveredResources: string[] }[] }).resourceGroups[0].coveredResources.push('example.com/extra');
+    const steps = [byEnum, byRule].map((o, i) => ({ label: `broken ${i}`, manager: ARGOCD_MANAGER, objects: [o] }));
+    const report = await applySteps(t.cp!.client(), steps, { dryRun: true });
+    expect(report.refused.map((r) => r.message)).toEqual([
+      expect.stringMatching(/spec\.queueingStrategy: Unsupported value: "Sideways"/),
+      expect.stringMatching(/flavors must have the same number of resources as the coveredResources/),
+    ]);
+  });
+
+  it('a rendered change to an immutable field is refused on re-apply (StorageClass parameters, Deployment selector)', async () => {
+    const t = reference();
+    const sc = planned(t, 'StorageClass');
+    sc.object.parameters = { ...(sc.object.parameters as Record<string, string> | undefined), changed: 'yes' };
+    const deployment = planned(t, 'Deployment');
+    type Labels = Record<string, string>;
+    const spec = deployment.object.spec as { selector: { matchLabels: Labels }; template: { metadata: { labels: Labels } } };
+    spec.selector.matchLabels = { ...spec.selector.matchLabels, broken: 'yes' };
+    spec.template.metadata.labels = { ...spec.template.metadata.labels, broken: 'yes' };
+    const { refused } = await secondApply(t.cp!.client(), [{ label: 'broken', manager: ARGOCD_MANAGER, objects: [sc, deployment] }]);
+    expect(refused.map((r) => `${r.object.object.kind}: ${r.message}`).sort()).toEqual([
+      expect.stringMatching(/^Deployment: .*spec\.selector: Invalid value: .*field is immutable/),
+      expect.stringMatching(/^StorageClass: .*parameters: Invalid value: .*field is immutable/),
+    ]);
+  });
+
+  it('a ValidatingAdmissionPolicy expression that does not type-check is warned about', async () => {
+    const t = reference();
+    const client = t.cp!.client();
+    await client.apply({
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingAdmissionPolicy',
+      metadata: { name: 'broken-type-check' },
+      spec: {
+        matchConstraints: { resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'] }] },
+        validations: [{ expression: 'object.spec.noSuchField == 1' }],
+      },
+    } as KubeObject);
+    expect(await typeCheckWarnings(client, 'broken-type-check')).toEqual([expect.stringMatching(/undefined field 'noSuchField' \(no kind the policy matches has it\)/)]);
+  });
+
+  it('a drifting render is caught by the second apply', async () => {
+    const t = reference();
+    const cm = planned(t, 'ConfigMap');
+    const client = t.cp!.client();
+    // another writer took over a field the render sets and changed it: the next sync puts it back, which is drift
+    const data = cm.object.data as Record<string, string>;
+    const key = Object.keys(data).sort()[0];
+    const changed = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: cm.object.metadata.name, namespace: cm.object.metadata.namespace }, data: { [key]: `${data[key]}-drifted` } };
+    await client.apply(changed as KubeObject, { fieldManager: 'someone-else', force: true });
+    const { drift } = await secondApply(client, [{ label: 'drifted', manager: ARGOCD_MANAGER, objects: [cm] }]);
+    expect(drift.map((d) => d.paths)).toEqual([[`.data.${key}`]]);
+  });
+
+  it('the identities: admin, the preflight identity reads nodes and no Secret, the tenant only its namespaces', async () => {
+    const t = reference();
+    const cp = t.cp!;
+    const statusOf = async (identity: string, p: string) => (await cp.client(identity).request('GET', p)).status;
+    expect(await statusOf('admin', '/api/v1/secrets')).toBe(200);
+    expect(await statusOf('preflight', '/api/v1/nodes')).toBe(200);
+    expect(await statusOf('preflight', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions')).toBe(200);
+    expect(await statusOf('preflight', '/api/v1/secrets')).toBe(403);
+    expect((await cp.client('preflight').request('POST', '/api/v1/namespaces', { body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'x' } } })).status).toBe(403);
+    const tenant = t.view.model!.tenants[0];
+    const other = t.view.model!.tenants.find((x) => x.namespace !== tenant.namespace);
+    expect(await statusOf('tenant', `/api/v1/namespaces/${tenant.namespace}/pods`)).toBe(200);
+    if (other) expect(await statusOf('tenant', `/api/v1/namespaces/${other.namespace}/pods`)).toBe(403);
+    expect(await statusOf('tenant', '/api/v1/nodes')).toBe(403);
+    await expect(cp.client('tenant').create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'tenant-made' } })).rejects.toBeInstanceOf(ApiError);
+  });
+});

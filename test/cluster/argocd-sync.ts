@@ -1,0 +1,496 @@
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import * as path from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
+import { parseAllDocuments } from 'yaml';
+import { ApiError, describe, KubeClient, KubeObject, Resource } from './kube-client';
+import { ClusterIndex } from '../../src/check/cluster-index';
+import { ClusterView } from '../../src/check/cluster-view';
+import { applicationSources, ARGO, folderOfPath } from '../../src/check/gitops';
+import { isBuiltInGroup } from '../../src/components/gitops/api-kinds';
+import { LABELS } from '../../src/model/names';
+import { apiGroup, Manifest } from '../../src/render/manifest';
+import { ClusterRenders, RenderedSource } from '../../src/upstream/render';
+
+/**
+ * A rendered cluster applied to the hermetic control plane as Argo CD applies it: what the cluster has before Argo
+ * CD (the pre-installed add-ons' CRDs and namespaces), the bootstrap the README gives (the argocd and gitops
+ * folders), then every Application in the order of its sync wave, each source's objects in Argo CD's phases
+ * (PreSync hooks, Sync, PostSync hooks) and resource waves, server-side applied with Argo CD's field manager,
+ * conflicts forced (syncOptions ServerSideApply=true). The bootstrap applies with Argo CD's field manager too (the
+ * README's `kubectl apply --server-side` would take the fields as `kubectl`, and Argo CD's first sync take them
+ * over, forced: a write of every object that only moves ownership), and what it applied is not applied again.
+ *
+ * Admission webhooks of the installs are registered last, after every Application: their Services' pods never
+ * run here (no kubelet), so a webhook registered when Argo CD registers it would refuse every later object it
+ * intercepts with "no endpoints", a fact of this test bed, not of the render. webhookInterceptions says which
+ * objects each would intercept once registered.
+ */
+
+/** Argo CD's field manager with ServerSideApply=true. */
+export const ARGOCD_MANAGER = 'argocd-controller';
+/** The field manager of `kubectl apply --server-side`: the README's bootstrap. */
+export const KUBECTL_MANAGER = 'kubectl';
+
+const WEBHOOK_KINDS = new Set(['ValidatingWebhookConfiguration', 'MutatingWebhookConfiguration']);
+/** Namespaces every cluster has. */
+const SYSTEM_NAMESPACES = new Set(['default', 'kube-system', 'kube-public', 'kube-node-lease']);
+
+/** One object to apply, and where it comes from. */
+export interface PlannedObject {
+  readonly object: KubeObject;
+  /** The Application that applies it (`pre-installed` for the cluster's own). */
+  readonly application: string;
+  /** `chart kueue 0.19.2`, `folder dist/x/storage`, `../shared/crds/kueue/...`. */
+  readonly source: string;
+  /** The sync wave of its Application (the pre-installed layer and the bootstrap: -Infinity). */
+  readonly wave: number;
+}
+
+/** A step of the sync: objects applied together, with one field manager. */
+export interface SyncStep {
+  readonly label: string;
+  readonly manager: string;
+  readonly objects: readonly PlannedObject[];
+}
+
+/** What cannot be checked here, and why (the test lists them, and asserts nothing else is left out). */
+export interface LeftOut {
+  readonly object: PlannedObject;
+  readonly why: string;
+}
+
+export interface SyncPlan {
+  readonly cluster: string;
+  readonly steps: readonly SyncStep[];
+  /** The admission webhook configurations of the installs, registered after every step. */
+  readonly webhooks: readonly PlannedObject[];
+  /** Objects not applied: helm hooks Argo CD runs only on deletion, kinds whose CRD is vendored nowhere. */
+  readonly leftOut: readonly LeftOut[];
+}
+
+/** A CRD of ../shared/crds, with the file it was read from. */
+export interface VendoredCrd {
+  readonly crd: KubeObject;
+  readonly file: string;
+}
+
+/** Every CustomResourceDefinition of the vendored schema folder (../shared/crds), by `group/Kind`. */
+export function vendoredCrds(dir: string): Map<string, VendoredCrd[]> {
+  const out = new Map<string, VendoredCrd[]>();
+  const walk = (d: string) => {
+    for (const name of readdirSync(d).sort()) {
+      const p = path.join(d, name);
+      if (statSync(p).isDirectory()) {
+        walk(p);
+        continue;
+      }
+      if (!/\.ya?ml$/.test(name)) continue;
+      const text = readFileSync(p, 'utf8');
+      if (!text.includes('CustomResourceDefinition')) continue;
+      for (const doc of parseAllDocuments(text)) {
+        const o = doc.toJS({ maxAliasCount: 100 }) as KubeObject | null;
+        if (o?.kind !== 'CustomResourceDefinition') continue;
+        const spec = o.spec as { group: string; names: { kind: string } };
+        const key = `${spec.group}/${spec.names.kind}`;
+        out.set(key, [...(out.get(key) ?? []), { crd: o, file: p }]);
+      }
+    }
+  };
+  walk(dir);
+  return out;
+}
+
+const waveOf = (m: { metadata: object }): number => {
+  const v = Number((m.metadata as { annotations?: Record<string, string> }).annotations?.[LABELS.syncWave] ?? 0);
+  return Number.isFinite(v) ? v : 0;
+};
+
+const syncOptionsOf = (app: Manifest): string[] =>
+  ((app.spec as { syncPolicy?: { syncOptions?: string[] } } | undefined)?.syncPolicy?.syncOptions) ?? [];
+
+/**
+ * The phase Argo CD syncs an object in: its own hook annotation, else its Helm hook mapped as Argo CD maps it
+ * (pre-install/pre-upgrade: PreSync; post-install/post-upgrade: PostSync); undefined for a hook that never runs on a
+ * sync (Helm's pre/post-delete and rollback hooks, Argo CD's PreDelete, PostDelete, SyncFail, Skip).
+ */
+export function syncPhase(m: KubeObject): 'PreSync' | 'Sync' | 'PostSync' | undefined {
+  const annotations = (m.metadata.annotations ?? {}) as Record<string, string>;
+  const split = (v: string) => v.split(',').map((s) => s.trim());
+  const argo = annotations['argocd.argoproj.io/hook'];
+  if (argo !== undefined) {
+    const hooks = split(argo);
+    return hooks.includes('PreSync') ? 'PreSync' : hooks.includes('Sync') ? 'Sync' : hooks.includes('PostSync') ? 'PostSync' : undefined;
+  }
+  const helm = annotations['helm.sh/hook'];
+  if (helm === undefined) return 'Sync';
+  const hooks = split(helm);
+  if (hooks.some((h) => h === 'pre-install' || h === 'pre-upgrade')) return 'PreSync';
+  if (hooks.some((h) => h === 'post-install' || h === 'post-upgrade')) return 'PostSync';
+  return undefined;
+}
+
+/** Of several vendored files of one kind: the one whose name carries the providing release's version, else the plain one. */
+function pickCrd(candidates: readonly VendoredCrd[], version: string | undefined): VendoredCrd {
+  const versioned = version === undefined ? undefined : candidates.find((c) => path.basename(c.file).includes(version));
+  return versioned ?? candidates.find((c) => !/\d+\.\d+\.\d+/.test(path.basename(c.file))) ?? candidates[0];
+}
+
+const crdKey = (crd: KubeObject) => {
+  const spec = crd.spec as { group: string; names: { kind: string } };
+  return `${spec.group}/${spec.names.kind}`;
+};
+
+interface SourcePlan {
+  readonly source: RenderedSource;
+  readonly objects: PlannedObject[];
+}
+
+/**
+ * Plans the sync of one rendered cluster (the view as check reads it, and its renders as check renders them).
+ * `crds`: the vendored CRDs (vendoredCrds), for the pre-installed add-ons' kinds and the CRDs an install brings
+ * that its render does not show.
+ */
+export function planSync(
+  view: ClusterView, renders: ClusterRenders, crds: ReadonlyMap<string, readonly VendoredCrd[]>, served: ReadonlyMap<string, Resource>,
+): SyncPlan {
+  const index = new ClusterIndex(view);
+  const failed = renders.sources.filter((s) => s.problem !== undefined);
+  if (failed.length > 0) throw new Error(`${view.name}: sources that did not render: ${failed.map((s) => `${s.what}: ${s.problem!.message}`).join('; ')}`);
+  const leftOut: LeftOut[] = [];
+  const plans: SourcePlan[] = [];
+  for (const source of renders.sources) {
+    const app = source.application;
+    const wave = waveOf(app);
+    const objects: PlannedObject[] = [];
+    for (const m of source.objects) {
+      const object = structuredClone(m) as KubeObject;
+      const planned = { object, application: app.metadata.name, source: source.what, wave };
+      const annotations = (object.metadata.annotations ?? {}) as Record<string, string>;
+      const hook = annotations['argocd.argoproj.io/hook'] ?? annotations['helm.sh/hook'];
+      if (syncPhase(object) === undefined) leftOut.push({ object: planned, why: `a hook Argo CD does not run on a sync (${hook})` });
+      else objects.push(planned);
+    }
+    plans.push({ source, objects });
+  }
+
+  // the CRDs of the tree, and those an install brings that its render does not show (from the vendored copies)
+  const provided = new Set<string>();
+  for (const p of plans) for (const o of p.objects) if (o.object.kind === 'CustomResourceDefinition') provided.add(crdKey(o.object));
+  for (const p of plans) {
+    for (const ref of p.source.unrenderedCrds) {
+      const key = `${ref.group}/${ref.kind}`;
+      if (provided.has(key)) continue;
+      const candidates = crds.get(key);
+      if (!candidates) continue; // reported below, when an object needs it
+      const pick = pickCrd(candidates, p.source.release?.version);
+      provided.add(key);
+      p.objects.push({ object: structuredClone(pick.crd), application: p.source.application.metadata.name, source: `${p.source.what}, ${ref.from === 'operator' ? 'applied by its operator at run time' : 'crds/'}: ${pick.file}`, wave: waveOf(p.source.application) });
+    }
+  }
+
+  // what the cluster has before Argo CD: the CRDs of kinds nothing of the tree installs, the namespaces nothing creates
+  const preinstalled: PlannedObject[] = [];
+  const needed = new Set<string>();
+  for (const p of plans) for (const o of p.objects) if (!isBuiltInGroup(apiGroup(o.object.apiVersion))) needed.add(`${apiGroup(o.object.apiVersion)}/${o.object.kind}`);
+  for (const key of [...needed].sort()) {
+    if (provided.has(key)) continue;
+    const candidates = crds.get(key);
+    if (!candidates) continue;
+    const pick = pickCrd(candidates, undefined);
+    provided.add(key);
+    preinstalled.push({ object: structuredClone(pick.crd), application: 'pre-installed', source: pick.file, wave: -Infinity });
+  }
+  // objects of kinds an install brings the CRD of, where no copy of that CRD is vendored: left out, named (a kind no
+  // one brings stays in the plan: the server refuses it, as a cluster would)
+  const declared = new Set(plans.flatMap((p) => p.source.unrenderedCrds.map((c) => `${c.group}/${c.kind}`)));
+  for (const p of plans) {
+    p.objects.splice(0, p.objects.length, ...p.objects.filter((o) => {
+      const key = `${apiGroup(o.object.apiVersion)}/${o.object.kind}`;
+      if (isBuiltInGroup(apiGroup(o.object.apiVersion)) || provided.has(key) || !declared.has(key)) return true;
+      leftOut.push({ object: o, why: `its CRD (${key}) comes with an install whose CRDs are not vendored, and ../shared/crds has no copy of it` });
+      return false;
+    }));
+  }
+
+  const scopeOf = (o: KubeObject): 'Namespaced' | 'Cluster' | undefined => {
+    const group = apiGroup(o.apiVersion);
+    const crd = [...plans.flatMap((p) => p.objects), ...preinstalled].find((x) => x.object.kind === 'CustomResourceDefinition' && crdKey(x.object) === `${group}/${o.kind}`);
+    if (crd) return (crd.object.spec as { scope: 'Namespaced' | 'Cluster' }).scope;
+    const res = served.get(`${o.apiVersion}/${o.kind}`);
+    return res === undefined ? undefined : res.namespaced ? 'Namespaced' : 'Cluster';
+  };
+  // namespaces: each namespaced object in its own or its Application's destination namespace
+  const created = new Set<string>(SYSTEM_NAMESPACES);
+  for (const p of plans) {
+    for (const o of p.objects) if (o.object.kind === 'Namespace' && o.object.apiVersion === 'v1') created.add(o.object.metadata.name);
+    if (syncOptionsOf(p.source.application).includes('CreateNamespace=true')) created.add(p.source.namespace);
+  }
+  const used = new Set<string>();
+  for (const p of plans) {
+    for (const o of p.objects) {
+      const scope = scopeOf(o.object);
+      if (scope === 'Cluster') {
+        delete o.object.metadata.namespace;
+        continue;
+      }
+      if (scope === 'Namespaced') {
+        o.object.metadata.namespace ??= p.source.namespace;
+        used.add(o.object.metadata.namespace);
+      }
+    }
+  }
+  for (const ns of [...used].sort()) {
+    if (!created.has(ns)) preinstalled.push({ object: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }, application: 'pre-installed', source: 'a namespace the tree uses and nothing of it creates', wave: -Infinity });
+  }
+
+  // the bootstrap (README, step 5): the argocd folder, then the gitops folder, as kubectl applies them
+  const folderOf = (s: RenderedSource) => {
+    const src = applicationSources<{ path?: string }>(s.application)[s.index];
+    return src?.path === undefined ? undefined : folderOfPath(index, src.path);
+  };
+  const webhooks: PlannedObject[] = [];
+  const steps: SyncStep[] = [];
+  // an object applied already as it is, by the same manager, is not applied again (the Argo CD pass over what the
+  // bootstrap applied): that apply changes nothing, the second apply shows it, and it costs the API server seconds
+  // for each large CRD
+  const done = new Set<string>();
+  const fresh = (o: PlannedObject) => {
+    const key = JSON.stringify(o.object);
+    if (done.has(key)) return false;
+    done.add(key);
+    return true;
+  };
+  const pushSource = (label: string, bootstrap: boolean, p: SourcePlan) => {
+    const manager = ARGOCD_MANAGER;
+    const app = p.source.application;
+    const create = syncOptionsOf(app).includes('CreateNamespace=true');
+    const phases: [string, PlannedObject[]][] = [
+      ['PreSync', p.objects.filter((o) => syncPhase(o.object) === 'PreSync')],
+      ['Sync', p.objects.filter((o) => syncPhase(o.object) === 'Sync')],
+      ['PostSync', p.objects.filter((o) => syncPhase(o.object) === 'PostSync')],
+    ];
+    if (create && !bootstrap) {
+      steps.push({ label: `${label}: CreateNamespace=true`, manager, objects: [{ object: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: p.source.namespace } }, application: app.metadata.name, source: 'syncOptions CreateNamespace=true', wave: waveOf(app) }] });
+    }
+    for (const [phase, objects] of phases) {
+      const waves = [...new Set(objects.map((o) => waveOf(o.object)))].sort((a, b) => a - b);
+      for (const w of waves) {
+        const inWave = objects.filter((o) => waveOf(o.object) === w);
+        const kept = inWave.filter((o) => !WEBHOOK_KINDS.has(o.object.kind)).filter(fresh);
+        if (!bootstrap) webhooks.push(...inWave.filter((o) => WEBHOOK_KINDS.has(o.object.kind)));
+        const at = `${label}${phase === 'Sync' ? '' : ` ${phase}`}${waves.length > 1 ? ` wave ${w}` : ''}`;
+        const ns = kept.filter((o) => o.object.kind === 'Namespace');
+        const defs = kept.filter((o) => o.object.kind === 'CustomResourceDefinition');
+        const rest = kept.filter((o) => o.object.kind !== 'Namespace' && o.object.kind !== 'CustomResourceDefinition');
+        if (ns.length > 0) steps.push({ label: `${at}: Namespaces`, manager, objects: ns });
+        if (defs.length > 0) steps.push({ label: `${at}: CustomResourceDefinitions`, manager, objects: defs });
+        if (rest.length > 0) steps.push({ label: at, manager, objects: rest });
+      }
+    }
+  };
+  if (preinstalled.length > 0) {
+    steps.push({ label: 'pre-installed: Namespaces', manager: 'pre-installed', objects: preinstalled.filter((o) => o.object.kind === 'Namespace') });
+    steps.push({ label: 'pre-installed: CustomResourceDefinitions', manager: 'pre-installed', objects: preinstalled.filter((o) => o.object.kind === 'CustomResourceDefinition') });
+  }
+  const root = plans.find((p) => p.source.type === 'folder' && folderOf(p.source) === 'gitops');
+  const argocd = plans.find((p) => p.source.type !== 'helm' && folderOf(p.source) === 'argocd');
+  if (argocd) pushSource(`bootstrap: kubectl apply --server-side -k ${argocd.source.what}`, true, argocd);
+  if (root) pushSource(`bootstrap: kubectl apply -k ${root.source.what}`, true, root);
+  const ordered = [...plans].sort((a, b) => (a === root ? -1 : b === root ? 1 : 0)
+    || waveOf(a.source.application) - waveOf(b.source.application)
+    || a.source.application.metadata.name.localeCompare(b.source.application.metadata.name) || a.source.index - b.source.index);
+  for (const p of ordered) {
+    const app = p.source.application;
+    pushSource(`${app.metadata.name}${p === root ? ' (root)' : ` (wave ${waveOf(app)})`} ${p.source.what}`, false, p);
+  }
+  return { cluster: view.name, steps: steps.filter((s) => s.objects.length > 0), webhooks, leftOut };
+}
+
+/** An object the API server refused, with its message. */
+export interface Refusal {
+  readonly object: PlannedObject;
+  readonly step: string;
+  readonly status: number;
+  readonly message: string;
+}
+
+/** Runs `fn` over `items`, at most `limit` at a time. */
+export async function eachLimited<T, R>(items: readonly T[], limit: number, fn: (t: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]);
+    }
+  }));
+  return out;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Waits until every CRD applied is Established and its kind is served (discovery); false on timeout. */
+async function waitEstablished(client: KubeClient, defs: readonly KubeObject[], timeoutMs: number): Promise<string[]> {
+  const deadline = Date.now() + timeoutMs;
+  const pending = new Set(defs.map((d) => d.metadata.name));
+  while (pending.size > 0 && Date.now() < deadline) {
+    for (const name of [...pending]) {
+      const live = await client.get(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`);
+      if (!live) continue;
+      const conditions = ((live?.status as { conditions?: { type: string; status: string }[] } | undefined)?.conditions) ?? [];
+      if (!conditions.some((c) => c.type === 'Established' && c.status === 'True')) continue;
+      const spec = live.spec as { group: string; names: { kind: string }; versions: { name: string; served: boolean }[] };
+      const served = spec.versions.filter((v) => v.served);
+      const known = await Promise.all(served.map((v) => client.resource(`${spec.group}/${v.name}`, spec.names.kind)));
+      if (known.every((k) => k !== undefined)) pending.delete(name);
+    }
+    if (pending.size > 0) await sleep(200);
+  }
+  return [...pending];
+}
+
+export interface ApplyReport {
+  /** The live objects as the server answered each apply, in plan order. */
+  readonly applied: { readonly object: PlannedObject; readonly live: KubeObject }[];
+  readonly refused: Refusal[];
+}
+
+/** The message of a refusal, one line. */
+export function refusalText(r: Refusal): string {
+  return `${r.object.application} (${r.step}): ${describe(r.object.object)}: ${r.status} ${r.message}`;
+}
+
+/** Applies the steps in order, each step's objects together (a few at a time); a refused object is recorded, the rest go on. */
+export async function applySteps(
+  client: KubeClient,
+  steps: readonly SyncStep[],
+  opts: { dryRun?: boolean; concurrency?: number; onStep?: (step: SyncStep, ms: number) => void } = {},
+): Promise<ApplyReport> {
+  const applied: ApplyReport['applied'][number][] = [];
+  const refused: Refusal[] = [];
+  for (const step of steps) {
+    const t0 = Date.now();
+    type Result = { object: PlannedObject; live: KubeObject; refusal?: undefined } | { object: PlannedObject; live?: undefined; refusal: Refusal };
+    const results = await eachLimited(step.objects, opts.concurrency ?? 8, async (o): Promise<Result> => {
+      try {
+        const live = await client.apply(o.object, { fieldManager: step.manager === 'pre-installed' ? KUBECTL_MANAGER : step.manager, dryRun: opts.dryRun });
+        return { object: o, live };
+      } catch (e) {
+        if (!(e instanceof ApiError)) throw e;
+        return { object: o, refusal: { object: o, step: step.label, status: e.status, message: e.message } };
+      }
+    });
+    for (const r of results) {
+      if (r.refusal) refused.push(r.refusal);
+      else applied.push({ object: r.object, live: r.live });
+    }
+    const defs = results.filter((r) => !r.refusal && r.object.object.kind === 'CustomResourceDefinition').map((r) => r.object.object);
+    if (defs.length > 0 && !opts.dryRun) {
+      const late = await waitEstablished(client, defs, 120_000);
+      for (const name of late) {
+        refused.push({ object: step.objects.find((o) => o.object.metadata.name === name)!, step: step.label, status: 0, message: 'not Established (and served) within 120 s' });
+      }
+    }
+    opts.onStep?.(step, Date.now() - t0);
+  }
+  return { applied, refused };
+}
+
+/** An object without what the server and its controllers keep up to date: status, resourceVersion, managedFields. */
+function comparable(o: KubeObject): KubeObject {
+  const { status: _status, ...rest } = o;
+  const { resourceVersion: _rv, managedFields: _mf, ...metadata } = o.metadata;
+  return { ...rest, metadata } as KubeObject;
+}
+
+/** Paths where two JSON values differ (at most 10). */
+export function differences(a: unknown, b: unknown, at = '', out: string[] = []): string[] {
+  if (out.length >= 10 || isDeepStrictEqual(a, b)) return out;
+  if (a && b && typeof a === 'object' && typeof b === 'object' && !Array.isArray(a) && !Array.isArray(b)) {
+    for (const k of [...new Set([...Object.keys(a), ...Object.keys(b)])].sort()) differences((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k], `${at}.${k}`, out);
+  } else {
+    out.push(at || '.');
+  }
+  return out;
+}
+
+/** An object whose second apply changed it: the fields that changed. */
+export interface Drift {
+  readonly object: PlannedObject;
+  readonly paths: readonly string[];
+}
+
+/**
+ * Applies every object of the plan once more as a dry run (`dryRun=All`: every admission and validation step, nothing
+ * written), as Argo CD's server-side diff (ServerSideDiff=true) predicts its next sync or self-heal, and compares what
+ * the server would keep with the live object, without status, resourceVersion and managedFields: a rendered tree that
+ * is in sync changes nothing. A difference is read again once (a controller's write between the read and the apply).
+ */
+export async function secondApply(client: KubeClient, steps: readonly SyncStep[]): Promise<{ drift: Drift[]; refused: Refusal[] }> {
+  const drift: Drift[] = [];
+  const refused: Refusal[] = [];
+  for (const step of steps) {
+    await eachLimited(step.objects, 8, async (o) => {
+      const manager = step.manager === 'pre-installed' ? KUBECTL_MANAGER : step.manager;
+      for (let attempt = 0; ; attempt++) {
+        try {
+          const before = await client.read(o.object);
+          const after = await client.apply(o.object, { fieldManager: manager, dryRun: true });
+          const paths = before ? differences(comparable(before), comparable(after)) : ['(the object is gone)'];
+          if (paths.length === 0) return;
+          if (attempt > 0) {
+            drift.push({ object: o, paths });
+            return;
+          }
+        } catch (e) {
+          if (!(e instanceof ApiError)) throw e;
+          refused.push({ object: o, step: step.label, status: e.status, message: e.message });
+          return;
+        }
+      }
+    });
+  }
+  return { drift, refused };
+}
+
+/** The webhooks of a configuration that refuse what they cannot reach (failurePolicy Fail, the default). */
+export function failingWebhooks(config: KubeObject): string[] {
+  return ((config.webhooks ?? []) as { name: string; failurePolicy?: string }[]).filter((w) => (w.failurePolicy ?? 'Fail') === 'Fail').map((w) => w.name);
+}
+
+export { ARGO };
+
+/**
+ * The refusals of a CRD's conversion webhook that cannot be reached (its pods never run here), for objects whose
+ * version is not their CRD's storage version (so the API server must call it to store them); the rest. An object
+ * refused so is accepted by a cluster whose operator runs: the test names these objects, and they are checked no
+ * further here.
+ */
+export function splitConversionRefusals(plan: SyncPlan, refusals: readonly Refusal[]): { conversion: Refusal[]; rest: Refusal[] } {
+  const crdOf = (o: KubeObject) => plan.steps.flatMap((s) => s.objects).find((x) => x.object.kind === 'CustomResourceDefinition' && crdKey(x.object) === `${apiGroup(o.apiVersion)}/${o.kind}`)?.object;
+  const needsConversion = (o: KubeObject) => {
+    const spec = crdOf(o)?.spec as { conversion?: { strategy?: string }; versions: { name: string; storage: boolean }[] } | undefined;
+    const version = o.apiVersion.split('/').pop();
+    return spec?.conversion?.strategy === 'Webhook' && spec.versions.find((v) => v.storage)?.name !== version;
+  };
+  const conversion = refusals.filter((r) => /conversion webhook for .+ failed/.test(r.message) && needsConversion(r.object.object));
+  return { conversion, rest: refusals.filter((r) => !conversion.includes(r)) };
+}
+
+/** Whether an admission webhook rule (groups and resources, `*` for any) covers a resource. */
+function ruleCovers(rule: { apiGroups?: string[]; resources?: string[] }, group: string, plural: string): boolean {
+  const any = (list: string[] | undefined, v: string) => (list ?? []).some((x) => x === '*' || x === v || x === `${v}/*`);
+  return any(rule.apiGroups, group) && any(rule.resources, plural);
+}
+
+/** The objects of the plan that a webhook configuration's failing webhooks intercept (by group and resource). */
+export async function interceptedObjects(client: KubeClient, plan: SyncPlan, webhooks: readonly KubeObject[]): Promise<PlannedObject[]> {
+  const rules = webhooks.flatMap((w) => ((w.webhooks ?? []) as { failurePolicy?: string; rules?: { apiGroups?: string[]; resources?: string[] }[] }[])
+    .filter((h) => (h.failurePolicy ?? 'Fail') === 'Fail').flatMap((h) => h.rules ?? []));
+  const out: PlannedObject[] = [];
+  for (const o of plan.steps.flatMap((s) => s.objects)) {
+    const res = await client.resource(o.object.apiVersion, o.object.kind);
+    if (res && rules.some((r) => ruleCovers(r, apiGroup(o.object.apiVersion), res.plural))) out.push(o);
+  }
+  return out;
+}

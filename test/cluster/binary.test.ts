@@ -1,0 +1,120 @@
+import { spawn } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { CACHE_ENV, ControlPlaneBuildError, controlPlaneBinary, GO_ENV } from './binary';
+
+/**
+ * The cache of the control plane binary (binary.ts), with a stand-in for the go command: it answers `go env` with
+ * a Go version of the test's own (a key of its own) and "builds" a small script that answers `version`, and counts
+ * its builds. The real build is what npm test's first step does (prepare.ts); its cold time is in bench/README.md.
+ */
+
+const work = mkdtempSync(path.join(tmpdir(), 'control-plane-binary-'));
+const fakeGo = path.join(work, 'go');
+writeFileSync(fakeGo, [
+  '#!/bin/sh',
+  'case "$1" in',
+  '  env) echo "$FAKE_GOVERSION"; echo linux; echo amd64 ;;',
+  '  build)',
+  '    echo build >> "$FAKE_GO_LOG"',
+  '    sleep "${FAKE_GO_SLEEP:-0}"',
+  '    if [ -n "$FAKE_GO_FAIL" ]; then echo "main.go:12:2: undefined: app.NewAPIServerCommand" >&2; exit 1; fi',
+  '    printf \'#!/bin/sh\\necho go %s\\necho k8s.io/kubernetes v1.36.3\\n\' "$FAKE_GOVERSION" > "$5"',
+  '    chmod +x "$5" ;;',
+  'esac',
+].join('\n'));
+chmodSync(fakeGo, 0o755);
+
+let serial = 0;
+const saved = { ...process.env };
+let root: string;
+let log: string;
+
+beforeEach(() => {
+  serial += 1;
+  root = path.join(work, `cache-${serial}`);
+  log = path.join(work, `builds-${serial}.log`);
+  Object.assign(process.env, { [GO_ENV]: fakeGo, [CACHE_ENV]: root, FAKE_GOVERSION: `go1.99.${serial}-test`, FAKE_GO_LOG: log });
+  delete process.env.FAKE_GO_FAIL;
+  delete process.env.FAKE_GO_SLEEP;
+});
+afterEach(() => {
+  for (const k of [GO_ENV, CACHE_ENV, 'FAKE_GOVERSION', 'FAKE_GO_LOG', 'FAKE_GO_FAIL', 'FAKE_GO_SLEEP']) {
+    if (saved[k] === undefined) delete process.env[k];
+    else process.env[k] = saved[k];
+  }
+});
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+const builds = () => (existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n').length : 0);
+
+describe('the control plane binary, built once per machine into a cache keyed by version', () => {
+  it('is built once, said while it builds, recorded, and reused', async () => {
+    const lines: string[] = [];
+    const first = await controlPlaneBinary({ progress: (l) => lines.push(l) });
+    expect(first.built).toBe(true);
+    expect(lines[0]).toMatch(/^building the Kubernetes control plane for the tests \(first run on this machine, a few minutes\): .* v1\.36\.3 and etcd v3\.6\.8 into /);
+    expect(lines[1]).toMatch(/^built the control plane in \d+ s$/);
+    expect(first.path).toBe(path.join(root, first.key, 'control-plane'));
+    expect(first.key).toMatch(/^go1\.99\.\d+-test-linux-amd64-[0-9a-f]{16}$/);
+    expect(first.versions['k8s.io/kubernetes']).toBe('v1.36.3');
+    expect(JSON.parse(readFileSync(path.join(root, first.key, 'record.json'), 'utf8'))).toMatchObject({ key: first.key, sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    // nothing else is left in the cache folder: no lock, no temporary build
+    expect(readdirSync(root)).toEqual([first.key]);
+    expect(builds()).toBe(1);
+  });
+
+  it('two test processes at once build it once (the second waits on the lock, then takes the first one\'s)', async () => {
+    process.env.FAKE_GO_SLEEP = '2';
+    const prepare = () => new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', path.join(__dirname, 'prepare.ts')], { env: process.env, stdio: ['ignore', 'ignore', 'pipe'] });
+      let stderr = '';
+      child.stderr.on('data', (c: Buffer) => { stderr += c.toString(); });
+      child.on('close', (code) => resolve({ code, stderr }));
+    });
+    const [a, b] = await Promise.all([prepare(), prepare()]);
+    expect([a.code, b.code]).toEqual([0, 0]);
+    expect(builds()).toBe(1);
+    const said = `${a.stderr}${b.stderr}`;
+    expect(said.match(/^building the Kubernetes control plane/gm)).toHaveLength(1);
+    expect(said).toMatch(/^waiting for another process to build the control plane/m);
+  });
+
+  it('a damaged binary is built again; a lock and a build of a process that is gone are taken over and removed', async () => {
+    const first = await controlPlaneBinary();
+    // a dead owner's lock of the key and its half-done build, as a killed run leaves them
+    const dead = 2 ** 22 + 1;
+    writeFileSync(path.join(root, `${first.key}.lock`), JSON.stringify({ pid: dead, host: (await import('node:os')).hostname() }));
+    mkdirSync(path.join(root, `${first.key}.build-${dead}-0abc`));
+    truncateSync(first.path, 10);
+    const again = await controlPlaneBinary();
+    expect(again.built).toBe(true);
+    expect(builds()).toBe(2);
+    expect(readdirSync(root)).toEqual([first.key]);
+  });
+
+  it('fails closed, in one line: no go command, a build that fails', async () => {
+    process.env[GO_ENV] = path.join(work, 'no-such-go');
+    await expect(controlPlaneBinary()).rejects.toThrow(new ControlPlaneBuildError(`${GO_ENV}=${path.join(work, 'no-such-go')} is not an executable go command`));
+    delete process.env[GO_ENV];
+    const pathWas = process.env.PATH;
+    process.env.PATH = work.replace(/$/, '-empty');
+    try {
+      // (the machine's /usr/local/go/bin/go is the last resort: only where it is missing does this say so)
+      if (!existsSync('/usr/local/go/bin/go')) {
+        await expect(controlPlaneBinary()).rejects.toThrow(/^the cluster tests build the Kubernetes control plane from Go modules \(test\/cluster\/README\.md\), and there is no go command: install Go 1\.26\.0 or later/);
+      }
+    } finally {
+      process.env.PATH = pathWas;
+    }
+    process.env[GO_ENV] = fakeGo;
+    process.env.FAKE_GO_FAIL = '1';
+    const e = await controlPlaneBinary().catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(ControlPlaneBuildError);
+    expect((e as Error).message).toMatch(/^go build of the control plane \(test\/cluster\) failed \(exit 1\):\nmain\.go:12:2: undefined: app\.NewAPIServerCommand$/);
+    // nothing half-built is left to be taken for a build
+    expect(readdirSync(root)).toEqual([]);
+  });
+});

@@ -1,0 +1,360 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { accessSync, closeSync, constants, createReadStream, existsSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { homedir, hostname } from 'node:os';
+import * as path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+
+/**
+ * The control plane of the cluster tests as one binary (test/cluster/main.go: kube-apiserver, kube-controller-manager,
+ * kube-scheduler and etcd from the pinned Go modules of test/cluster/go.mod), built once per machine into a cache
+ * folder outside the repository, keyed by what decides the build, verified on every use and shared by every
+ * checkout and test process of this user. Imports nothing but Node's own modules: the test task runs it before
+ * anything else (test/cluster/prepare.ts).
+ */
+
+/** The Go module: go.mod, go.sum and the sources of the binary. */
+export const MODULE_DIR = __dirname;
+
+/** Names the cache folder (default: `$XDG_CACHE_HOME/gpu-cluster-manifests/control-plane`, else `~/.cache/...`). */
+export const CACHE_ENV = 'GPU_CLUSTER_MANIFESTS_CONTROL_PLANE_CACHE';
+
+/** The go command to build with (default: `go` on PATH, else /usr/local/go/bin/go). */
+export const GO_ENV = 'GPU_CLUSTER_MANIFESTS_GO';
+
+/** What the build compiles: the flags are part of the key. */
+const BUILD_ARGS = ['build', '-trimpath', '-ldflags=-s -w', '-o'];
+const BUILD_ENV = { CGO_ENABLED: '0', GOFLAGS: '-mod=readonly -buildvcs=false', GOWORK: 'off' };
+
+/** The files of the module that decide the binary (besides the Go version and platform). */
+const SOURCES = ['go.mod', 'go.sum', 'main.go', 'version.go'];
+
+/** A cold build on CI's 2 cores takes some 15 minutes (bench/README.md); this bounds a hung one. */
+const BUILD_TIMEOUT_MS = 60 * 60 * 1000;
+
+const BINARY = 'control-plane';
+const RECORD = 'record.json';
+
+export interface ControlPlaneBinary {
+  /** The executable: `<path> etcd|kube-apiserver|kube-controller-manager|kube-scheduler|version [flags]`. */
+  readonly path: string;
+  /** The cache key (hex): go.mod, go.sum, the sources, the Go version, GOOS/GOARCH and the build flags. */
+  readonly key: string;
+  /** Module versions the binary was built from, as it reports them (`k8s.io/kubernetes`, `go.etcd.io/etcd/server/v3`, `go`). */
+  readonly versions: Readonly<Record<string, string>>;
+  /** True when this call built it. */
+  readonly built: boolean;
+}
+
+interface BuildRecord {
+  readonly key: string;
+  readonly sha256: string;
+  readonly size: number;
+  readonly versions: Record<string, string>;
+  readonly seconds: number;
+}
+
+/** Why the control plane cannot be had: one line, the first thing the suite prints. */
+export class ControlPlaneBuildError extends Error {}
+
+/** The cache folder of every key. */
+export function cacheRoot(): string {
+  const given = process.env[CACHE_ENV];
+  if (given) return path.resolve(given);
+  const base = process.env.XDG_CACHE_HOME || path.join(homedir(), '.cache');
+  return path.join(base, 'gpu-cluster-manifests', 'control-plane');
+}
+
+function isExecutable(p: string): boolean {
+  try {
+
+    accessSync(p, constants.X_OK);
+    return statSync(p).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/** The go command, or a ControlPlaneBuildError that says what to install. */
+export function goCommand(): string {
+  const given = process.env[GO_ENV];
+  if (given) {
+    if (isExecutable(given)) return given;
+    throw new ControlPlaneBuildError(`${GO_ENV}=${given} is not an executable go command`);
+  }
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
+    if (dir && isExecutable(path.join(dir, 'go'))) return path.join(dir, 'go');
+  }
+  if (isExecutable('/usr/local/go/bin/go')) return '/usr/local/go/bin/go';
+  throw new ControlPlaneBuildError(
+    'the cluster tests build the Kubernetes control plane from Go modules (test/cluster/README.md), and there is no go command: '
+    + `install Go ${requiredGo()} or later (on PATH or /usr/local/go/bin), or name it with ${GO_ENV}`);
+}
+
+/** The `go` line of go.mod: the oldest Go that builds the module. */
+function requiredGo(): string {
+  return /^go (\S+)$/m.exec(readFileSync(path.join(MODULE_DIR, 'go.mod'), 'utf8'))?.[1] ?? '?';
+}
+
+/** A module's version as go.mod requires it (replaced staging modules aside). */
+export function requiredVersion(module: string): string | undefined {
+  const text = readFileSync(path.join(MODULE_DIR, 'go.mod'), 'utf8');
+  return new RegExp(`^\\s+${module.replace(/[.]/g, '\\.')} (v\\S+)`, 'm').exec(text)?.[1];
+}
+
+/** The environment of every go command: the build's settings on top of this process's. */
+function goEnv(): NodeJS.ProcessEnv {
+  return { ...process.env, ...BUILD_ENV };
+}
+
+/** `go env GOVERSION GOOS GOARCH`, as the build would see them. */
+function goFacts(go: string): { version: string; os: string; arch: string } {
+  const r = spawnSync(go, ['env', 'GOVERSION', 'GOOS', 'GOARCH'], { cwd: MODULE_DIR, env: goEnv(), encoding: 'utf8', timeout: 60_000 });
+  if (r.status !== 0) {
+    const why = (r.error?.message ?? r.stderr ?? '').trim().split('\n')[0];
+    throw new ControlPlaneBuildError(`${go} env failed: ${why || `exit ${r.status}`}`);
+  }
+  const [version, os, arch] = r.stdout.trim().split('\n');
+  return { version, os, arch };
+}
+
+/** The cache key of the binary this machine's Go builds from the module. */
+export function buildKey(go: string): string {
+  const facts = goFacts(go);
+  const h = createHash('sha256');
+  for (const f of SOURCES) h.update(`${f}\0`).update(readFileSync(path.join(MODULE_DIR, f))).update('\0');
+  h.update(JSON.stringify({ go: facts.version, os: facts.os, arch: facts.arch, args: BUILD_ARGS, env: BUILD_ENV }));
+  return `${facts.version}-${facts.os}-${facts.arch}-${h.digest('hex').slice(0, 16)}`;
+}
+
+async function sha256File(file: string): Promise<string> {
+  const hash = createHash('sha256');
+  await pipeline(createReadStream(file), hash);
+  return hash.digest('hex');
+}
+
+function readRecord(dir: string): BuildRecord | undefined {
+  try {
+    return JSON.parse(readFileSync(path.join(dir, RECORD), 'utf8')) as BuildRecord;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Verified in this process already (a binary of 100 MB is hashed once per process, not per test file), with its
+ * size and modification time then: a file changed since is verified again.
+ */
+const verified = new Map<string, { binary: ControlPlaneBinary; size: number; mtimeMs: number }>();
+
+function remember(b: ControlPlaneBinary): ControlPlaneBinary {
+  const st = statSync(b.path);
+  verified.set(b.key, { binary: b, size: st.size, mtimeMs: st.mtimeMs });
+  return b;
+}
+
+function remembered(key: string): ControlPlaneBinary | undefined {
+  const known = verified.get(key);
+  if (!known) return undefined;
+  const st = statSync(known.binary.path, { throwIfNoEntry: false });
+  return st && st.size === known.size && st.mtimeMs === known.mtimeMs ? { ...known.binary, built: false } : undefined;
+}
+
+/** The entry of `dir` when it is complete and its binary is what was built (size and SHA-256 of its record). */
+async function verifiedEntry(dir: string, key: string): Promise<ControlPlaneBinary | undefined> {
+  const bin = path.join(dir, BINARY);
+  const record = readRecord(dir);
+  if (!record || record.key !== key || !isExecutable(bin) || statSync(bin).size !== record.size) return undefined;
+  if (await sha256File(bin) !== record.sha256) return undefined;
+  return { path: bin, key, versions: record.versions, built: false };
+}
+
+/** Start time of a process (Linux /proc/<pid>/stat), to tell a reused pid from the lock's owner. */
+function procStart(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+  } catch {
+    return undefined;
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+interface LockOwner {
+  readonly pid: number;
+  readonly host: string;
+  readonly start?: string;
+}
+
+/** True when the lock's owner is certainly gone: a process of this host that no longer runs (or whose pid was reused). */
+function ownerGone(file: string): boolean {
+  let owner: LockOwner;
+  try {
+    owner = JSON.parse(readFileSync(file, 'utf8')) as LockOwner;
+  } catch (e) {
+    // unreadable: a writer between create and write (microseconds), or a damaged file; judged by its age
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    try {
+      return Date.now() - statSync(file).mtimeMs > 60_000;
+    } catch {
+      return false;
+    }
+  }
+  if (owner.host !== hostname()) return false;
+  if (!alive(owner.pid)) return true;
+  return owner.start !== undefined && procStart(owner.pid) !== undefined && procStart(owner.pid) !== owner.start;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Holds `<root>/<key>.lock` while `fn` runs: one build per key at a time on this machine, whatever the number of
+ * test processes; a lock whose owner is gone (a crashed run) is taken over.
+ */
+async function withLock<T>(file: string, waiting: () => void, fn: () => Promise<T>): Promise<T> {
+  const me: LockOwner = { pid: process.pid, host: hostname(), start: procStart(process.pid) };
+  const deadline = Date.now() + BUILD_TIMEOUT_MS;
+  let said = false;
+  for (;;) {
+    try {
+      const fd = openSync(file, 'wx');
+      try {
+        writeFileSync(fd, JSON.stringify(me));
+      } finally {
+        closeSync(fd);
+      }
+      break;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    }
+    if (ownerGone(file)) {
+      rmSync(file, { force: true });
+      continue;
+    }
+    if (Date.now() > deadline) throw new ControlPlaneBuildError(`another process has held ${file} for over ${BUILD_TIMEOUT_MS / 60_000} minutes`);
+    if (!said) waiting();
+    said = true;
+    await sleep(1000);
+  }
+  try {
+    return await fn();
+  } finally {
+    try {
+      if ((JSON.parse(readFileSync(file, 'utf8')) as LockOwner).pid === process.pid) rmSync(file, { force: true });
+    } catch {
+      // gone already
+    }
+  }
+}
+
+/** The last lines of a build's output, for its error. */
+function tail(text: string, lines = 20): string {
+  return text.trim().split('\n').slice(-lines).join('\n');
+}
+
+/** Runs the build into `out`; rejects with the tail of go's output. */
+function runBuild(go: string, out: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    // in this process's group: a Ctrl-C of the test run ends the build with it
+    const child = spawn(go, [...BUILD_ARGS, out, '.'], { cwd: MODULE_DIR, env: goEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    const keep = (c: Buffer) => {
+      output = (output + c.toString()).slice(-64 * 1024);
+    };
+    child.stdout.on('data', keep);
+    child.stderr.on('data', keep);
+    const killBuild = () => {
+      child.kill('SIGKILL');
+    };
+    const timer = setTimeout(() => {
+      killBuild();
+      reject(new ControlPlaneBuildError(`go build of the control plane did not finish within ${BUILD_TIMEOUT_MS / 60_000} minutes`));
+    }, BUILD_TIMEOUT_MS);
+    // a test run that ends (Ctrl-C, a crash) ends its build too
+    process.once('exit', killBuild);
+    child.on('error', (e) => {
+      clearTimeout(timer);
+      reject(new ControlPlaneBuildError(`${go} build: ${e.message}`));
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      process.removeListener('exit', killBuild);
+      if (code === 0) resolve();
+      else reject(new ControlPlaneBuildError(`go build of the control plane (test/cluster) failed (${signal ?? `exit ${code}`}):\n${tail(output)}`));
+    });
+  });
+}
+
+/** The versions the built binary reports (`<bin> version`). */
+function reportedVersions(bin: string): Record<string, string> {
+  const r = spawnSync(bin, ['version'], { encoding: 'utf8', timeout: 60_000 });
+  if (r.status !== 0) throw new ControlPlaneBuildError(`the built control plane does not run: ${(r.error?.message ?? r.stderr ?? '').trim().split('\n')[0] || `exit ${r.status}`}`);
+  return Object.fromEntries(r.stdout.trim().split('\n').map((l) => l.split(' ') as [string, string]));
+}
+
+/** Removes what builds of processes that are gone left in the cache folder: their folders, and their locks of other keys. */
+function removeDeadBuilds(root: string): void {
+  for (const name of readdirSync(root)) {
+    const m = /\.build-(\d+)-[0-9a-f]+$/.exec(name);
+    if (m && !alive(Number(m[1]))) rmSync(path.join(root, name), { recursive: true, force: true });
+    if (name.endsWith('.lock') && ownerGone(path.join(root, name))) rmSync(path.join(root, name), { force: true });
+  }
+}
+
+export interface BinaryOptions {
+  /** Told once before a build starts, and when it ends (the test task prints them). */
+  readonly progress?: (line: string) => void;
+}
+
+/**
+ * The control plane binary: from the cache when a verified entry of this key is there, else built (under the key's
+ * lock, into a temporary folder renamed into place whole). Throws a ControlPlaneBuildError with one line when it
+ * cannot be had (no Go, a failed build): the cluster tests fail on it, never skip.
+ */
+export async function controlPlaneBinary(opts: BinaryOptions = {}): Promise<ControlPlaneBinary> {
+  const go = goCommand();
+  const key = buildKey(go);
+  const known = remembered(key);
+  if (known) return known;
+  const root = cacheRoot();
+  const dir = path.join(root, key);
+  const ready = existsSync(dir) ? await verifiedEntry(dir, key) : undefined;
+  if (ready) return remember(ready);
+  mkdirSync(root, { recursive: true });
+  const say = opts.progress ?? (() => {});
+  const result = await withLock(path.join(root, `${key}.lock`), () => say(`waiting for another process to build the control plane (${root})...`), async () => {
+    const done = existsSync(dir) ? await verifiedEntry(dir, key) : undefined;
+    if (done) return done;
+    removeDeadBuilds(root);
+    const k8s = requiredVersion('k8s.io/kubernetes');
+    const etcd = requiredVersion('go.etcd.io/etcd/server/v3');
+    say(`building the Kubernetes control plane for the tests (first run on this machine, a few minutes): kube-apiserver, kube-controller-manager, kube-scheduler ${k8s} and etcd ${etcd} into ${dir}`);
+    const t0 = Date.now();
+    const tmp = path.join(root, `${key}.build-${process.pid}-${randomBytes(4).toString('hex')}`);
+    mkdirSync(tmp);
+    try {
+      const bin = path.join(tmp, BINARY);
+      await runBuild(go, bin);
+      const versions = reportedVersions(bin);
+      const seconds = Math.round((Date.now() - t0) / 1000);
+      const record: BuildRecord = { key, sha256: await sha256File(bin), size: statSync(bin).size, versions, seconds };
+      writeFileSync(path.join(tmp, RECORD), `${JSON.stringify(record, undefined, 2)}\n`);
+      // a damaged entry of this key (it failed verification) makes way for the new one
+      rmSync(dir, { recursive: true, force: true });
+      renameSync(tmp, dir);
+      say(`built the control plane in ${record.seconds} s`);
+      return { path: path.join(dir, BINARY), key, versions, built: true };
+    } finally {
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  });
+  return remember(result);
+}

@@ -1,0 +1,459 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import * as http from 'node:http';
+import * as https from 'node:https';
+import * as net from 'node:net';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
+import { stringify } from 'yaml';
+import { controlPlaneBinary, ControlPlaneBinary } from './binary';
+import { KubeClient } from './kube-client';
+import { BUILT_IN_RESOURCES } from '../../src/preflight/reads';
+
+/**
+ * A hermetic Kubernetes control plane for the tests: etcd, kube-apiserver, kube-controller-manager and
+ * kube-scheduler of the pinned release (test/cluster/go.mod), on loopback with random free ports, TLS of its own
+ * and token identities, in a temporary folder of its own. No kubelet runs: Node objects are what a test creates
+ * (createNode), and no pod ever starts. Every child is killed when the control plane stops, and when this process
+ * ends however it ends (their own process group, and the kernel's parent-death signal: see main.go).
+ *
+ *   const cp = await startControlPlane({ identities: { tenant: { user: 'alice', groups: ['tenant-research'] } } });
+ *   const admin = cp.client();              // raw REST calls, server-side apply (kube-client.ts)
+ *   const kc = cp.kubeConfig('preflight');  // @kubernetes/client-node, as that identity
+ *   cp.identities.tenant.kubeconfig         // a kubeconfig file, for a command line under test
+ *   await cp.stop();
+ */
+
+/** Who a token authenticates as (the apiserver's --token-auth-file). */
+export interface IdentitySpec {
+  readonly user: string;
+  readonly groups: readonly string[];
+}
+
+/** An identity of the control plane: its token and a kubeconfig file that uses it. */
+export interface Identity extends IdentitySpec {
+  readonly name: string;
+  readonly token: string;
+  /** A kubeconfig file (server, CA, token; context `hermetic`). */
+  readonly kubeconfig: string;
+}
+
+/** An RBAC rule, as rbac.authorization.k8s.io/v1 writes it. */
+export interface PolicyRule {
+  readonly apiGroups: readonly string[];
+  readonly resources: readonly string[];
+  readonly verbs: readonly string[];
+}
+
+/** A Node as a test registers it (createNode): metadata, spec (taints), status (capacity, allocatable, conditions). */
+export interface NodeObject {
+  readonly metadata: { readonly name: string; readonly labels?: Readonly<Record<string, string>> };
+  readonly spec?: object;
+  readonly status?: {
+    readonly capacity?: Readonly<Record<string, string>>;
+    readonly allocatable?: Readonly<Record<string, string>>;
+    readonly conditions?: readonly object[];
+  };
+}
+
+/** The group of the read-only preflight identity, bound to PREFLIGHT_ROLE. */
+export const PREFLIGHT_GROUP = 'gpu-cluster-manifests:preflight';
+/** The ClusterRole of the read-only preflight identity. */
+export const PREFLIGHT_ROLE = 'gpu-cluster-manifests-preflight';
+
+/**
+ * What the read-only preflight identity may do by default: get and list the built-in kinds preflight reads
+ * (src/preflight/reads.ts), nothing else: no Secret, no write. Custom kinds are the caller's to add (preflightRules).
+ */
+export function preflightRules(): PolicyRule[] {
+  const byGroup = new Map<string, string[]>();
+  for (const r of BUILT_IN_RESOURCES) byGroup.set(r.group, [...(byGroup.get(r.group) ?? []), r.plural]);
+  return [...byGroup].map(([group, resources]) => ({ apiGroups: [group], resources: [...new Set(resources)].sort(), verbs: ['get', 'list'] }));
+}
+
+export interface ControlPlaneOptions {
+  /**
+   * Identities besides the built-in ones, by name; a name of the defaults replaces it. Defaults: `admin`
+   * (system:masters), `tenant` (user `tenant`, group `tenants`: pass the group a tenant RoleBinding of the render
+   * binds), `preflight` (the read-only identity: group PREFLIGHT_GROUP, bound to PREFLIGHT_ROLE).
+   */
+  readonly identities?: Readonly<Record<string, IdentitySpec>>;
+  /** @default preflightRules() */
+  readonly preflightRules?: readonly PolicyRule[];
+  /**
+   * The controllers of kube-controller-manager (`--controllers`).
+   * @default every default controller but the node lifecycle controller, which without kubelets would mark
+   * every Node NotReady after 40 s, taint it and evict its pods
+   */
+  readonly controllers?: readonly string[];
+  /** More kube-apiserver flags (`--feature-gates=...`, `--runtime-config=...`). */
+  readonly apiserverArgs?: readonly string[];
+  /**
+   * How long the whole start may take before it fails naming what did not come up.
+   * @default 180 s (2 shared cores: the apiserver alone needs some 10 s CPU)
+   */
+  readonly readyTimeoutMs?: number;
+  /** Keep the folder (logs, kubeconfigs, etcd data) after stop. @default false, or when CONTROL_PLANE_KEEP=1 */
+  readonly keep?: boolean;
+}
+
+const COMPONENTS = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler'] as const;
+type Component = typeof COMPONENTS[number];
+
+/** Every child of every control plane of this process, killed when it exits. */
+const children = new Set<ChildProcess>();
+function killGroup(child: ChildProcess): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, 'SIGKILL');
+  } catch {
+    // gone already
+  }
+}
+let exitHook = false;
+function killAllOnExit(): void {
+  if (exitHook) return;
+  exitHook = true;
+  process.on('exit', () => {
+    for (const c of children) killGroup(c);
+  });
+}
+
+/** `n` free TCP ports of 127.0.0.1 (held together while they are chosen, so that they differ). */
+async function freePorts(n: number): Promise<number[]> {
+  const servers = await Promise.all(Array.from({ length: n }, () => new Promise<net.Server>((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => resolve(s));
+  })));
+  const ports = servers.map((s) => (s.address() as net.AddressInfo).port);
+  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+  return ports;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The last lines of a log file. */
+function tailOf(file: string, lines = 40): string {
+  try {
+    return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+  } catch {
+    return '(no log)';
+  }
+}
+
+/** A GET over TLS that answers status and body, or undefined while the server does not answer. */
+function probe(url: string, opts: { ca?: Buffer; token?: string; insecure?: boolean }): Promise<{ status: number; body: string } | undefined> {
+  return new Promise((resolve) => {
+    const req = https.get(url, {
+      ca: opts.ca,
+      rejectUnauthorized: !opts.insecure,
+      headers: opts.token ? { Authorization: `Bearer ${opts.token}` } : {},
+      timeout: 5000,
+    }, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => { body += c.toString(); });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      res.on('error', () => resolve(undefined));
+    });
+    req.on('error', () => resolve(undefined));
+    req.on('timeout', () => {
+      req.destroy();
+      resolve(undefined);
+    });
+  });
+}
+
+function httpProbe(url: string): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    const req = http.get(url, { timeout: 5000 }, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => { body += c.toString(); });
+      res.on('end', () => resolve(res.statusCode === 200 ? body : undefined));
+      res.on('error', () => resolve(undefined));
+    });
+    req.on('error', () => resolve(undefined));
+    req.on('timeout', () => {
+      req.destroy();
+      resolve(undefined);
+    });
+  });
+}
+
+/** A control plane that did not come up: names the component and quotes its log. */
+export class ControlPlaneError extends Error {}
+
+/** A running control plane (startControlPlane). */
+export class ControlPlane {
+  /** The apiserver's URL (https://127.0.0.1:PORT). */
+  readonly server: string;
+  /** The CA bundle of the apiserver's serving certificate (PEM file). */
+  readonly caFile: string;
+  /** Identities by name: admin, tenant, preflight and those of the options. */
+  readonly identities: Readonly<Record<string, Identity>>;
+  private readonly procs = new Map<Component, ChildProcess>();
+  private readonly clients = new Map<string, KubeClient>();
+  private stopped = false;
+
+  /** @internal */
+  constructor(
+    /** The folder of this control plane: logs/, pki/, etcd/, kubeconfigs. */
+    readonly dir: string,
+    readonly binary: ControlPlaneBinary,
+    server: string,
+    caFile: string,
+    identities: Record<string, Identity>,
+    private readonly keep: boolean,
+  ) {
+    this.server = server;
+    this.caFile = caFile;
+    this.identities = identities;
+  }
+
+  /** The log file of a component. */
+  logFile(component: Component): string {
+    return path.join(this.dir, 'logs', `${component}.log`);
+  }
+
+  /** The last lines of every component's log, for a failure message. */
+  logs(lines = 20): string {
+    return COMPONENTS.map((c) => `--- ${c} (${this.logFile(c)})\n${tailOf(this.logFile(c), lines)}`).join('\n');
+  }
+
+  /** CPU seconds (user + system) each running component has used so far (Linux /proc), for measurements. */
+  cpuSeconds(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const [c, p] of this.procs) {
+      try {
+        const stat = readFileSync(`/proc/${p.pid}/stat`, 'utf8');
+        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        out[c] = (Number(fields[11]) + Number(fields[12])) / 100;
+      } catch {
+        // not running
+      }
+    }
+    return out;
+  }
+
+  /** A REST client as an identity (kube-client.ts: raw objects, server-side apply, discovery). */
+  client(identity = 'admin'): KubeClient {
+    const id = this.identity(identity);
+    let c = this.clients.get(identity);
+    if (!c) {
+      c = new KubeClient(this.server, readFileSync(this.caFile), id.token);
+      this.clients.set(identity, c);
+    }
+    return c;
+  }
+
+  /** @kubernetes/client-node's KubeConfig of an identity (its kubeconfig file). */
+  kubeConfig(identity = 'admin'): KubeConfig {
+    const kc = new KubeConfig();
+    kc.loadFromFile(this.identity(identity).kubeconfig);
+    return kc;
+  }
+
+  identity(name: string): Identity {
+    const id = this.identities[name];
+    if (!id) throw new Error(`no identity "${name}" (the control plane has ${Object.keys(this.identities).join(', ')})`);
+    return id;
+  }
+
+  /**
+   * Creates a Node object and sets its status (capacity, allocatable, conditions: Ready unless the status says
+   * otherwise), as a kubelet would register it. `node` is a v1 Node manifest (metadata, spec, status).
+   */
+  async createNode(node: NodeObject): Promise<void> {
+    const admin = this.client();
+    const status = node.status ?? {};
+    await admin.create({ apiVersion: 'v1', kind: 'Node', metadata: node.metadata, spec: node.spec ?? {} });
+    const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+    const conditions = status.conditions ?? [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'hermetic test node', lastHeartbeatTime: now, lastTransitionTime: now }];
+    await admin.request('PATCH', `/api/v1/nodes/${encodeURIComponent(node.metadata.name)}/status`, {
+      body: { status: { ...status, allocatable: status.allocatable ?? status.capacity, conditions } },
+      contentType: 'application/merge-patch+json',
+    });
+  }
+
+  /** Stops every component (SIGKILL to each process group) and removes the folder unless kept. */
+  async stop(opts: { keep?: boolean } = {}): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    for (const c of this.clients.values()) c.close();
+    const exits = [...this.procs.values()].map((p) => (p.exitCode !== null || p.signalCode !== null ? Promise.resolve() : new Promise((r) => p.once('exit', r))));
+    for (const p of this.procs.values()) killGroup(p);
+    await Promise.all(exits);
+    for (const p of this.procs.values()) children.delete(p);
+    if (this.keep || opts.keep) process.stderr.write(`control plane kept in ${this.dir}\n`);
+    else rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  /** @internal starts one component, its output into logs/<component>.log. */
+  launch(component: Component, args: readonly string[]): ChildProcess {
+    const log = openSync(this.logFile(component), 'a');
+    try {
+      const child = spawn(this.binary.path, [component, ...args], {
+        cwd: this.dir,
+        detached: true,
+        stdio: ['ignore', log, log],
+        env: { PATH: process.env.PATH, HOME: this.dir, CONTROL_PLANE_PARENT_PID: String(process.pid) },
+      });
+      child.on('error', () => {});
+      children.add(child);
+      this.procs.set(component, child);
+      return child;
+    } finally {
+      closeSync(log);
+    }
+  }
+
+  /** @internal throws naming a component that has exited. */
+  assertRunning(): void {
+    for (const [c, p] of this.procs) {
+      if (p.exitCode !== null || p.signalCode !== null) {
+        throw new ControlPlaneError(`${c} exited (${p.signalCode ?? `exit ${p.exitCode}`}) while the control plane started; its log:\n${tailOf(this.logFile(c))}`);
+      }
+    }
+  }
+}
+
+/** Waits until `ready` answers true, the components keep running, and the deadline holds. */
+async function waitFor(cp: ControlPlane, what: Component, deadline: number, ready: () => Promise<boolean>): Promise<void> {
+  for (let delay = 50; ; delay = Math.min(delay * 2, 500)) {
+    cp.assertRunning();
+    if (await ready()) return;
+    if (Date.now() > deadline) {
+      throw new ControlPlaneError(`${what} did not become ready in time (${cp.dir}); its log:\n${tailOf(cp.logFile(what))}`);
+    }
+    await sleep(delay);
+  }
+}
+
+function kubeconfigText(server: string, caFile: string, user: string, token: string): string {
+  return stringify({
+    'apiVersion': 'v1',
+    'kind': 'Config',
+    'clusters': [{ name: 'hermetic', cluster: { server, 'certificate-authority': caFile } }],
+    'users': [{ name: user, user: { token } }],
+    'contexts': [{ name: 'hermetic', context: { cluster: 'hermetic', user } }],
+    'current-context': 'hermetic',
+  });
+}
+
+/** The token-auth file's quoting of a field (groups is one quoted, comma-separated field). */
+const csvField = (s: string) => (/[",\s]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s);
+
+/**
+ * Starts a control plane (the binary from the cache, built first when missing: binary.ts) and waits until every
+ * component is ready: etcd healthy, the apiserver's /readyz, the controller manager's and scheduler's leader
+ * leases taken. Fails, everything stopped, with the component that did not come up and its log.
+ */
+export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
+  const binary = await controlPlaneBinary();
+  const t0 = Date.now();
+  const deadline = t0 + (opts.readyTimeoutMs ?? 180_000);
+  const dir = mkdtempSync(path.join(tmpdir(), 'control-plane-'));
+  for (const d of ['logs', 'pki', 'etcd']) mkdirSync(path.join(dir, d));
+  const [etcdPort, peerPort, apiPort] = await freePorts(3);
+  const server = `https://127.0.0.1:${apiPort}`;
+  const pki = path.join(dir, 'pki');
+  const caFile = path.join(pki, 'apiserver.crt');
+
+  // the service account signing key of this run (ES256)
+  const sa = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
+  writeFileSync(path.join(pki, 'sa.key'), sa.privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
+  writeFileSync(path.join(pki, 'sa.pub'), sa.publicKey.export({ type: 'spki', format: 'pem' }));
+
+  const specs: Record<string, IdentitySpec> = {
+    'admin': { user: 'admin', groups: ['system:masters'] },
+    'tenant': { user: 'tenant', groups: ['tenants'] },
+    'preflight': { user: 'preflight', groups: [PREFLIGHT_GROUP] },
+    ...opts.identities,
+    // the components' own users, whose rights the bootstrap RBAC policy grants
+    'kube-controller-manager': { user: 'system:kube-controller-manager', groups: [] },
+    'kube-scheduler': { user: 'system:kube-scheduler', groups: [] },
+  };
+  const identities: Record<string, Identity> = {};
+  const lines: string[] = [];
+  for (const [name, spec] of Object.entries(specs)) {
+    const token = randomBytes(24).toString('hex');
+    const kubeconfig = path.join(dir, `${name}.kubeconfig`);
+    writeFileSync(kubeconfig, kubeconfigText(server, caFile, spec.user, token), { mode: 0o600 });
+    identities[name] = { name, ...spec, token, kubeconfig };
+    lines.push([token, csvField(spec.user), csvField(spec.user), ...(spec.groups.length > 0 ? [csvField(spec.groups.join(','))] : [])].join(','));
+  }
+  writeFileSync(path.join(pki, 'tokens.csv'), `${lines.join('\n')}\n`, { mode: 0o600 });
+
+  killAllOnExit();
+  const cp = new ControlPlane(dir, binary, server, caFile, identities, opts.keep ?? process.env.CONTROL_PLANE_KEEP === '1');
+  try {
+    const etcdUrl = `http://127.0.0.1:${etcdPort}`;
+    const peerUrl = `http://127.0.0.1:${peerPort}`;
+    cp.launch('etcd', [
+      '--name=hermetic', `--data-dir=${path.join(dir, 'etcd')}`,
+      `--listen-client-urls=${etcdUrl}`, `--advertise-client-urls=${etcdUrl}`,
+      `--listen-peer-urls=${peerUrl}`, `--initial-advertise-peer-urls=${peerUrl}`, `--initial-cluster=hermetic=${peerUrl}`,
+      // throwaway data: no fsync (the suite's writes would otherwise wait on the disk)
+      '--unsafe-no-fsync', '--log-level=warn',
+    ]);
+    await waitFor(cp, 'etcd', deadline, async () => (await httpProbe(`${etcdUrl}/health`))?.includes('"health":"true"') === true);
+
+    cp.launch('kube-apiserver', [
+      `--etcd-servers=${etcdUrl}`,
+      '--bind-address=127.0.0.1', '--advertise-address=127.0.0.1', `--secure-port=${apiPort}`,
+      `--cert-dir=${pki}`,
+      `--token-auth-file=${path.join(pki, 'tokens.csv')}`,
+      // as kubeadm configures it
+      '--authorization-mode=Node,RBAC', '--enable-admission-plugins=NodeRestriction', '--allow-privileged=true',
+      '--service-cluster-ip-range=10.96.0.0/12',
+      '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+      `--service-account-key-file=${path.join(pki, 'sa.pub')}`, `--service-account-signing-key-file=${path.join(pki, 'sa.key')}`,
+      // the default/kubernetes Endpoints may not name a loopback address, and no pod runs to reach it: none kept
+      '--endpoint-reconciler-type=none',
+      '--profiling=false',
+      ...(opts.apiserverArgs ?? []),
+    ]);
+    const admin = identities.admin;
+    await waitFor(cp, 'kube-apiserver', deadline, async () => {
+      if (!existsSync(caFile)) return false;
+      return (await probe(`${server}/readyz`, { ca: readFileSync(caFile), token: admin.token }))?.status === 200;
+    });
+
+    const client = cp.client();
+    const rules = opts.preflightRules ?? preflightRules();
+    await client.apply({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: PREFLIGHT_ROLE }, rules }, { fieldManager: 'control-plane' });
+    await client.apply({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: PREFLIGHT_ROLE },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: PREFLIGHT_ROLE },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: PREFLIGHT_GROUP }],
+    }, { fieldManager: 'control-plane' });
+
+    const controllers = opts.controllers ?? ['*', '-node-lifecycle-controller'];
+    cp.launch('kube-controller-manager', [
+      `--kubeconfig=${identities['kube-controller-manager'].kubeconfig}`,
+      '--secure-port=0', '--leader-elect=true', '--use-service-account-credentials=true',
+      `--service-account-private-key-file=${path.join(pki, 'sa.key')}`, `--root-ca-file=${caFile}`,
+      `--controllers=${controllers.join(',')}`,
+    ]);
+    cp.launch('kube-scheduler', [
+      `--kubeconfig=${identities['kube-scheduler'].kubeconfig}`,
+      '--secure-port=0', '--leader-elect=true',
+    ]);
+    const leader = (name: string) => async () => {
+      const lease = await client.get(`/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/${name}`);
+      return typeof (lease?.spec as { holderIdentity?: unknown } | undefined)?.holderIdentity === 'string';
+    };
+    await waitFor(cp, 'kube-controller-manager', deadline, leader('kube-controller-manager'));
+    await waitFor(cp, 'kube-scheduler', deadline, leader('kube-scheduler'));
+    return cp;
+  } catch (e) {
+    // the logs stay for a look (the message names the folder)
+    await cp.stop({ keep: true }).catch(() => {});
+    if (e instanceof ControlPlaneError) throw e;
+    throw new ControlPlaneError(`the control plane did not start (${(e as Error).message}); logs in ${dir}:\n${cp.logs()}`);
+  }
+}

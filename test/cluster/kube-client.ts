@@ -1,0 +1,242 @@
+import * as https from 'node:https';
+
+/**
+ * A small REST client of the hermetic control plane (control-plane.ts) that keeps objects as they are: what a
+ * test applies is the rendered object byte for byte (a typed client would drop the fields its model lacks, and a
+ * field the server does not know must be refused by the server, not lost on the way). Discovery maps kinds to
+ * resources, and is read again when a kind is missing (a CRD established since).
+ */
+
+/** A Kubernetes object as rendered or as the server answers it. */
+export interface KubeObject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; [k: string]: unknown };
+  [k: string]: unknown;
+}
+
+/** A refusal of the API server: its status code and metav1.Status (reason, message, details.causes). */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly reason: string,
+    message: string,
+    readonly body: unknown,
+  ) {
+    super(message);
+  }
+}
+
+/** What a kind is served as. */
+export interface Resource {
+  readonly plural: string;
+  readonly namespaced: boolean;
+}
+
+/** How a server-side apply is made. */
+export interface ApplyOptions {
+  /** @default 'argocd-controller' (Argo CD's field manager with ServerSideApply=true) */
+  readonly fieldManager?: string;
+  /** Take over fields another manager owns (Argo CD does). @default true */
+  readonly force?: boolean;
+  /** Run every admission and validation step, persist nothing (`dryRun=All`). @default false */
+  readonly dryRun?: boolean;
+  /** @default 'Strict' (kubectl's default: an unknown or duplicate field is refused) */
+  readonly fieldValidation?: 'Strict' | 'Warn' | 'Ignore';
+}
+
+export interface RequestOptions {
+  readonly body?: unknown;
+  readonly contentType?: string;
+  readonly query?: Readonly<Record<string, string>>;
+  /** @default 60 s */
+  readonly timeoutMs?: number;
+}
+
+/** Describes an object in messages: `Kind namespace/name`. */
+export function describe(o: { kind: string; metadata: { name: string; namespace?: string } }): string {
+  return `${o.kind} ${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}`;
+}
+
+export class KubeClient {
+  private readonly agent: https.Agent;
+  private readonly discovery = new Map<string, Promise<Map<string, Resource> | undefined>>();
+
+  constructor(
+    readonly server: string,
+    ca: Buffer,
+    private readonly token: string,
+  ) {
+    this.agent = new https.Agent({ ca, keepAlive: true, maxSockets: 16 });
+  }
+
+  close(): void {
+    this.agent.destroy();
+  }
+
+  /** One request; answers the status and the parsed body (text when it is not JSON). Never throws on a status. */
+  request(method: string, path: string, opts: RequestOptions = {}): Promise<{ status: number; body: any }> {
+    const url = new URL(path, this.server);
+    for (const [k, v] of Object.entries(opts.query ?? {})) url.searchParams.set(k, v);
+    const payload = opts.body === undefined ? undefined : typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
+    return new Promise((resolve, reject) => {
+      const req = https.request(url, {
+        method,
+        agent: this.agent,
+        headers: {
+          Authorization: `Bearer ${this.token}`,
+          Accept: 'application/json',
+          ...(payload !== undefined ? { 'Content-Type': opts.contentType ?? 'application/json', 'Content-Length': Buffer.byteLength(payload) } : {}),
+        },
+        timeout: opts.timeoutMs ?? 60_000,
+      }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let body: unknown = text;
+          try {
+            body = JSON.parse(text);
+          } catch {
+            // not JSON: the text
+          }
+          resolve({ status: res.statusCode ?? 0, body });
+        });
+        res.on('error', reject);
+      });
+      req.on('timeout', () => req.destroy(new Error(`${method} ${path}: no answer within ${(opts.timeoutMs ?? 60_000) / 1000} s`)));
+      req.on('error', reject);
+      if (payload !== undefined) req.write(payload);
+      req.end();
+    });
+  }
+
+  /** A request whose answer must be 2xx: the body, else an ApiError with the server's message. */
+  async call(method: string, path: string, opts: RequestOptions = {}): Promise<any> {
+    const r = await this.request(method, path, opts);
+    if (r.status >= 200 && r.status < 300) return r.body;
+    const status = (typeof r.body === 'object' && r.body !== null ? r.body : {}) as { reason?: string; message?: string };
+    throw new ApiError(r.status, status.reason ?? String(r.status), status.message ?? String(r.body).slice(0, 500), r.body);
+  }
+
+  /** GET of a path; undefined on 404. */
+  async get(path: string): Promise<KubeObject | undefined> {
+    const r = await this.request('GET', path);
+    if (r.status === 404) return undefined;
+    if (r.status >= 200 && r.status < 300) return r.body as KubeObject;
+    throw new ApiError(r.status, r.body?.reason ?? String(r.status), r.body?.message ?? String(r.body).slice(0, 500), r.body);
+  }
+
+  private groupVersionPath(apiVersion: string): string {
+    return apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
+  }
+
+  private fetchResources(apiVersion: string): Promise<Map<string, Resource> | undefined> {
+    return this.request('GET', this.groupVersionPath(apiVersion)).then((r) => {
+      if (r.status === 404) return undefined;
+      if (r.status !== 200) throw new ApiError(r.status, r.body?.reason ?? '', `discovery of ${apiVersion}: ${r.body?.message ?? r.status}`, r.body);
+      const out = new Map<string, Resource>();
+      for (const res of (r.body.resources ?? []) as { name: string; kind: string; namespaced: boolean }[]) {
+        if (!res.name.includes('/')) out.set(res.kind, { plural: res.name, namespaced: res.namespaced });
+      }
+      return out;
+    });
+  }
+
+  /** The resource of a kind, or undefined when the server does not serve it (discovery read again once on a miss). */
+  async resource(apiVersion: string, kind: string): Promise<Resource | undefined> {
+    let known = this.discovery.get(apiVersion);
+    if (known) {
+      const hit = (await known.catch(() => undefined))?.get(kind);
+      if (hit) return hit;
+    }
+    known = this.fetchResources(apiVersion);
+    this.discovery.set(apiVersion, known);
+    return (await known)?.get(kind);
+  }
+
+  /**
+   * Every kind the server serves now, by `apiVersion/Kind` (discovery of every group version; an aggregated API
+   * whose service does not answer, 503, serves nothing).
+   */
+  async servedKinds(): Promise<Map<string, Resource>> {
+    const groups = await this.call('GET', '/apis') as { groups: { versions: { groupVersion: string }[] }[] };
+    const versions = ['v1', ...groups.groups.flatMap((g) => g.versions.map((v) => v.groupVersion))];
+    const out = new Map<string, Resource>();
+    await Promise.all(versions.map(async (v) => {
+      this.discovery.delete(v);
+      let resources: Map<string, Resource> | undefined;
+      try {
+        resources = await this.resourcesOf(v);
+      } catch (e) {
+        if (!(e instanceof ApiError) || e.status !== 503) throw e;
+        this.discovery.delete(v);
+      }
+      for (const [kind, res] of resources ?? []) out.set(`${v}/${kind}`, res);
+    }));
+    return out;
+  }
+
+  private resourcesOf(apiVersion: string): Promise<Map<string, Resource> | undefined> {
+    let known = this.discovery.get(apiVersion);
+    if (!known) {
+      known = this.fetchResources(apiVersion);
+      this.discovery.set(apiVersion, known);
+    }
+    return known;
+  }
+
+  /** The path of an object (`/apis/g/v/namespaces/ns/plural/name`), or of its collection. */
+  async pathOf(o: KubeObject, collection = false): Promise<string> {
+    const res = await this.resource(o.apiVersion, o.kind);
+    if (!res) throw new ApiError(404, 'NotFound', `the server does not serve ${o.apiVersion} ${o.kind}`, undefined);
+    const ns = o.metadata.namespace;
+    if (res.namespaced && !ns) throw new Error(`${describe(o)}: a namespaced kind without metadata.namespace`);
+    const base = `${this.groupVersionPath(o.apiVersion)}${res.namespaced ? `/namespaces/${encodeURIComponent(ns!)}` : ''}/${res.plural}`;
+    return collection ? base : `${base}/${encodeURIComponent(o.metadata.name)}`;
+  }
+
+  /** Server-side apply of an object as it is; answers the object the server keeps (or would keep, on a dry run). */
+  async apply(o: KubeObject, opts: ApplyOptions = {}): Promise<KubeObject> {
+    return this.call('PATCH', await this.pathOf(o), {
+      body: o,
+      contentType: 'application/apply-patch+yaml',
+      query: {
+        fieldManager: opts.fieldManager ?? 'argocd-controller',
+        force: String(opts.force ?? true),
+        fieldValidation: opts.fieldValidation ?? 'Strict',
+        ...(opts.dryRun ? { dryRun: 'All' } : {}),
+      },
+    }) as Promise<KubeObject>;
+  }
+
+  /** POST of a new object. */
+  async create(o: KubeObject): Promise<KubeObject> {
+    return this.call('POST', await this.pathOf(o, true), { body: o }) as Promise<KubeObject>;
+  }
+
+  /** The live object, or undefined when there is none. */
+  async read(o: KubeObject): Promise<KubeObject | undefined> {
+    return this.get(await this.pathOf(o));
+  }
+
+  /** Deletes an object (foreground); false when there was none. */
+  async delete(o: KubeObject): Promise<boolean> {
+    const r = await this.request('DELETE', await this.pathOf(o), { body: { propagationPolicy: 'Foreground' } });
+    if (r.status === 404) return false;
+    if (r.status >= 200 && r.status < 300) return true;
+    throw new ApiError(r.status, r.body?.reason ?? '', r.body?.message ?? String(r.status), r.body);
+  }
+
+  /** Items of a collection path (`/api/v1/nodes`), every page. */
+  async list(path: string): Promise<KubeObject[]> {
+    const out: KubeObject[] = [];
+    let token: string | undefined;
+    do {
+      const page = await this.call('GET', path, { query: { limit: '500', ...(token ? { continue: token } : {}) } }) as { items: KubeObject[]; metadata?: { continue?: string } };
+      out.push(...page.items);
+      token = page.metadata?.continue || undefined;
+    } while (token);
+    return out;
+  }
+}
