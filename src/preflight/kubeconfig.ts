@@ -113,6 +113,23 @@ const REMOVED_AUTH_PROVIDERS: Readonly<Record<string, string>> = {
   azure: 'kubelogin',
 };
 
+/**
+ * Refuses a server address the live read cannot ask (`file:///etc/passwd`, `ftp://`, no URL at all): an
+ * API server is an https:// (or, through kubectl proxy, http://) address with a host.
+ */
+function checkServer(server: string, where: string): void {
+  let url: URL | undefined;
+  try {
+    url = new URL(server);
+  } catch {
+    url = undefined;
+  }
+  if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:') || url.hostname === '') {
+    throw new InputError(`${where}: server ${JSON.stringify(server)} is no API server address: expected https://HOST[:PORT] (kubectl config view shows it; `
+      + 'kubectl cluster-info prints the right one)');
+  }
+}
+
 /** Loads the kubeconfig for a live read; every problem is bad input of one line that says what to do. */
 export async function loadKubeConfig(opts: { readonly kubeconfig?: string; readonly context?: string }): Promise<LoadedKubeConfig> {
   const k8s = await import('@kubernetes/client-node');
@@ -147,6 +164,7 @@ export async function loadKubeConfig(opts: { readonly kubeconfig?: string; reado
   kc.setCurrentContext(name);
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new InputError(`${where}: context "${printable(name)}" names the cluster "${printable(String(context.cluster))}", which is not among its clusters`);
+  checkServer(cluster.server, `${where}: cluster "${printable(cluster.name)}"`);
   const user = kc.getCurrentUser();
   const provider = user?.authProvider as { name?: string } | undefined;
   if (provider?.name && provider.name in REMOVED_AUTH_PROVIDERS) {

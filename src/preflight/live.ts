@@ -213,6 +213,9 @@ function getJson(r: Reader, path: string): Promise<unknown> {
   });
 }
 
+/** API groups every Kubernetes API server serves (the core API, CRDs): a 404 for one of their lists means no cluster answers. */
+const ALWAYS_SERVED: ReadonlySet<string> = new Set(['', 'apiextensions.k8s.io']);
+
 /** Every item of a list call, page by page, as checked state objects. */
 async function getList(r: Reader, read: ListRead): Promise<Manifest[]> {
   const out: Manifest[] = [];
@@ -221,9 +224,19 @@ async function getList(r: Reader, read: ListRead): Promise<Manifest[]> {
     const query = new URLSearchParams({ limit: String(PAGE_SIZE), ...(next ? { continue: next } : {}) });
     const path = `${listPath(read)}?${query}`;
     const body = await getJson(r, path);
-    if (body === undefined) return out;
     const where = `${r.config.server}: GET ${path}`;
+    if (body === undefined) {
+      // every Kubernetes API server serves the core API and CRDs: without them nothing preflight reads is there
+      if (!ALWAYS_SERVED.has(read.group)) return out;
+      throw new InputError(`${where}: HTTP 404 (not found), which no Kubernetes API server answers to this list: is the address in ${r.config.where} `
+        + 'the API server\'s (no path after the port, not a proxy or a web server)? The cluster cannot be read');
+    }
     if (!isJsonObject(body) || !Array.isArray(body.items)) throw new InputError(`${where}: the answer is not a list (no items): is this a Kubernetes API server?`);
+    // a list of another kind is no answer to this one (a CRD may name its list kind as it likes: a list all the same)
+    const builtIn = BUILT_IN_RESOURCES.some((b) => b.group === read.group && b.kind === read.kind);
+    if (typeof body.kind === 'string' && (builtIn ? body.kind !== `${read.kind}List` : !body.kind.endsWith('List'))) {
+      throw new InputError(`${where}: the answer is a ${printable(body.kind.slice(0, 100))}, not a ${read.kind}List: is this a Kubernetes API server? The cluster cannot be read`);
+    }
     asInputError(where, () => checkNesting(where, body, 'snapshot'));
     listItems(read, body).forEach((o, i) => out.push(asStateObject(o, `${where}: items[${i}]`)));
     const cont = isJsonObject(body.metadata) ? body.metadata.continue : undefined;
