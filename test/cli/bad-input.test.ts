@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -37,6 +37,26 @@ interface Case {
 
 const synth = (config: () => string, ...more: string[]) => () => ['synth', '--config', config(), '--out', out, '--no-validate', ...more];
 
+/** synth validating against the schema folder `schemas`. */
+const validating = (schemas: () => string) => () => ['synth', '--config', REFERENCE_FILE, '--out', out, '--schemas', schemas()];
+
+/** A FIFO (made once) at `name` under the test's folder (or at an absolute path). */
+function fifo(name: string): string {
+  const f = path.resolve(dir, name);
+  if (!existsSync(f)) spawnSync('mkfifo', [f]);
+  return f;
+}
+
+/** A schema folder `name` under the test's folder, made once by `setup`. */
+function schemaFolder(name: string, setup: (folder: string) => void): string {
+  const d = path.join(dir, name);
+  if (!existsSync(d)) {
+    mkdirSync(d);
+    setup(d);
+  }
+  return d;
+}
+
 const CASES: Case[] = [
   { name: 'GPU workers beyond exact memory totals', args: synth(() => file('count.yaml', reference().replace(/\n {4}count: 2\n/, '\n    count: 4700\n'))), code: EXIT.badInput, says: /\.yaml:\d+:\d+ nodes\.gpuWorkers\.count: 4700 nodes x 1800Gi is more memory than/m },
   { name: 'more nodes than Kubernetes supports', args: synth(() => file('count2.yaml', reference().replace(/\n {4}count: 2\n/, '\n    count: 5001\n'))), code: EXIT.badInput, says: /\.yaml:\d+:\d+ nodes\.gpuWorkers\.count: expected at most 5000 nodes/m },
@@ -50,7 +70,7 @@ const CASES: Case[] = [
   { name: 'a duplicate key', args: synth(() => file('dup.yaml', reference().replace(/\n {4}count: 2\n/, '\n    count: 2\n    count: 3\n'))), code: EXIT.badInput, says: /\.yaml:\d+:\d+ nodes\.gpuWorkers\.count: duplicate key "count" \(line \d+; first given on line \d+\)/m },
   { name: '--config /dev/zero', args: synth(() => '/dev/zero'), code: EXIT.badInput, says: /^\/dev\/zero: not a regular file \(a device or socket\)/m, skip: !existsSync('/dev/zero') },
   { name: '--config of a folder', args: synth(() => dir), code: EXIT.badInput, says: /: not a regular file \(a folder\)/ },
-  { name: '--config of a FIFO', args: synth(() => { const f = path.join(dir, 'fifo'); if (!existsSync(f)) spawnSync('mkfifo', [f]); return f; }), code: EXIT.badInput, says: /fifo: not a regular file \(a pipe\)/, skip: process.platform !== 'linux' },
+  { name: '--config of a FIFO', args: synth(() => fifo('fifo')), code: EXIT.badInput, says: /fifo: not a regular file \(a pipe\)/, skip: process.platform !== 'linux' },
   { name: 'a description over 8 MiB', args: synth(() => file('huge.yaml', `${reference()}\n#${'x'.repeat(9 * 1024 * 1024)}\n`)), code: EXIT.badInput, says: /huge\.yaml: the file is larger than 8 MiB/ },
   { name: '--out ""', args: () => ['synth', '--config', REFERENCE_FILE, '--out', '', '--no-validate'], code: EXIT.badInput, says: /--out "": empty path/ },
   { name: '--out with a 300-character component', args: () => ['synth', '--config', REFERENCE_FILE, '--out', path.join(dir, 'x'.repeat(300)), '--no-validate'], code: EXIT.badInput, says: /--out .*: the path has a component of 300 bytes .*more than the 255/ },
@@ -59,6 +79,12 @@ const CASES: Case[] = [
   { name: 'diff --out ""', args: () => ['diff', '--config', REFERENCE_FILE, '--out', '', '--no-validate'], code: EXIT.badInput, says: /--out "": empty path/ },
   { name: 'check --config /dev/zero', args: () => ['check', out, '--config', '/dev/zero'], code: EXIT.badInput, says: /^\/dev\/zero: not a regular file/m, skip: !existsSync('/dev/zero') },
   { name: `${CACHE_ENV} pointing at a file`, args: () => ['synth', '--config', REFERENCE_FILE, '--out', out], env: { [CACHE_ENV]: REFERENCE_FILE }, code: EXIT.badInput, says: new RegExp(`${CACHE_ENV}=.*instant-cluster\\.yaml: not a folder`), skip: !HAS_SCHEMAS },
+  // schema files are read through the input reader: only regular files, bounded, before any is fingerprinted or read
+  { name: '--schemas of a FIFO', args: validating(() => fifo('schema-fifo')), code: EXIT.badInput, says: /^error: --schemas .*schema-fifo: not a regular file \(a pipe\); a schema folder holds CRD YAML files and a \*definitions\.json; nothing was written$/m, skip: process.platform !== 'linux' },
+  { name: '--schemas of a folder holding a FIFO', args: validating(() => schemaFolder('with-fifo', (d) => fifo(path.join(d, 'crds.yaml')))), code: EXIT.badInput, says: /^error: schema file .*with-fifo\/crds\.yaml: not a regular file \(a pipe\)/m, skip: process.platform !== 'linux' },
+  { name: '--schemas of a folder holding a link to /dev/zero', args: validating(() => schemaFolder('with-zero', (d) => symlinkSync('/dev/zero', path.join(d, 'zero.yaml')))), code: EXIT.badInput, says: /^error: schema file .*with-zero\/zero\.yaml: not a regular file \(a device or socket\)/m, skip: !existsSync('/dev/zero') },
+  { name: '--schemas /dev/null', args: validating(() => '/dev/null'), code: EXIT.badInput, says: /^error: --schemas \/dev\/null: not a regular file \(a device or socket\)/m, skip: !existsSync('/dev/null') },
+  { name: 'a schema file over the limit', args: validating(() => schemaFolder('with-huge', (d) => { writeFileSync(path.join(d, 'huge.json'), ''); truncateSync(path.join(d, 'huge.json'), 40 * 1024 * 1024); })), code: EXIT.badInput, says: /^error: schema file .*huge\.json: the file is larger than 32 MiB, far more than a schema file \(CRDs or the core definitions\) needs; .*GPU_CLUSTER_MANIFESTS_MAX_SCHEMA_FILE_MIB=<MiB> raises the limit/m },
   { name: 'a truncated CRD under --schemas', args: () => ['synth', '--config', REFERENCE_FILE, '--out', out, '--schemas', path.join(dir, 'crds')], code: EXIT.badInput, says: /schema file .*kueue\.x-k8s\.io_clusterqueues\.yaml: .*truncated or corrupted/, skip: !HAS_SCHEMAS },
 ];
 
