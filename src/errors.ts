@@ -114,7 +114,8 @@ export function reportError(e: unknown, err: (line: string) => void): number {
   }
   const code = (e as NodeJS.ErrnoException | undefined)?.code;
   if (e instanceof TypeError && code?.startsWith('ERR_PARSE_ARGS')) {
-    err(`error: ${e.message}; see --help`);
+    // its hints come on lines of their own: one line
+    err(`error: ${e.message.replace(/\s*\n\s*/g, ' ')}; see --help`);
     return EXIT.badInput;
   }
   const message = String((e as Error | undefined)?.message ?? e).split('\n')[0];

@@ -91,6 +91,25 @@ describe('init writes a description from the cluster', () => {
     expect(main(['init', '--snapshot', SNAPSHOT, '--name', 'Not_A_Label', '--out', '-'], { out: () => {}, err: (l) => err.push(l) })).toBe(EXIT.badInput);
     expect(err[0]).toContain('--name');
   });
+
+  it.each([
+    [['--path', '../../../etc'], /^error: --path: expected a path inside the repository: "\.\." leads out of it/],
+    [['--path', '/etc'], /^error: --path: expected a path relative to the repository's top \(dist\/<name>\): no leading "\/"/],
+    [['--path', 'dist/a\nb'], /^error: --path: expected a path relative to the repository's top/],
+    [['--repo=--upload-pack=touch /tmp/pwned'], /^error: --repo: expected a Git repository URL: https:\/\/HOST\/PATH, ssh:\/\/\[USER@\]HOST\/PATH or USER@HOST:PATH/],
+    // parseArgs' own refusal of a value that looks like an option: one line too
+    [['--repo', '--upload-pack=touch /tmp/pwned'], /^error: Option '--repo' argument is ambiguous\. Did you forget .*; see --help$/],
+    [['--repo', 'ext::sh -c touch% /tmp/pwned'], /^error: --repo: expected a Git repository URL/],
+    [['--repo', 'file:///etc'], /^error: --repo: expected a Git repository URL/],
+    [['--repo', 'https://git.example.com/lab.git\nevil: true'], /^error: --repo: expected a Git repository URL/],
+  ])('%j exits 2 in one line naming the option, as the description\'s own field refuses it; nothing is written', (given, says) => {
+    const out = path.join(dir, 'refused.yaml');
+    const err: string[] = [];
+    expect(main(['init', '--snapshot', SNAPSHOT, '--name', 'lab', ...given, '--out', out], { out: () => {}, err: (l) => err.push(l) })).toBe(EXIT.badInput);
+    expect(err).toEqual([expect.stringMatching(says)]);
+    expect(err[0]).not.toContain('\n');
+    expect(existsSync(out)).toBe(false);
+  });
 });
 
 describe('init describes what it sees, marks what it cannot decide, refuses what it cannot describe', () => {
