@@ -5,6 +5,9 @@ import { moduleFolderDigest, packageDigest } from '../cache/digests';
 import { InputError, printable } from '../errors';
 import { decodeInput, describeIssues, InputFileError, inputFileProblem, parseInputYaml, readInputBytes } from '../input/read';
 import { VERSIONS } from '../versions';
+import { SchemaDirectoryMissing } from './schema-directory';
+
+export { SchemaDirectoryMissing } from './schema-directory';
 
 /** Where an apiVersion/kind's schema comes from. */
 export interface SchemaEntry {
@@ -29,13 +32,6 @@ export const CLUSTER_SCOPED_CORE: ReadonlySet<string> = new Set([
   'PriorityLevelConfiguration', 'StorageVersionMigration', 'DeviceClass', 'ClusterTrustBundle',
 ]);
 
-/** A schema directory that does not exist (validation cannot run; callers report it plainly). */
-export class SchemaDirectoryMissing extends Error {
-  constructor(readonly dir: string) {
-    super(`schema directory ${dir} does not exist: pass --schemas DIR (a folder of CRD YAML files and a *definitions.json of the core kinds)`);
-    this.name = 'SchemaDirectoryMissing';
-  }
-}
 
 /** A schema file that cannot be used: bad input naming the file. */
 function brokenSchemaFile(file: string, why: string): InputError {
