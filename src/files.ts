@@ -98,7 +98,12 @@ export function realPathOf(p: string): string {
     } catch {
       // not there (or not reachable): a dangling link leads somewhere all the same
     }
-    const st = lstatSync(at, { throwIfNoEntry: false });
+    let st;
+    try {
+      st = lstatSync(at, { throwIfNoEntry: false });
+    } catch {
+      st = undefined; // a part of it is a file (ENOTDIR), or unreachable: its parent tells
+    }
     if (st?.isSymbolicLink() && hops < 40) {
       hops += 1;
       at = path.resolve(path.dirname(at), readlinkOf(at));

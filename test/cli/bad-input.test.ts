@@ -6,7 +6,9 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { CACHE_ENV } from '../../src/cache/compiled-cache';
 import { EXIT } from '../../src/cli';
 import { DEFAULT_SCHEMAS } from '../../src/paths';
-import { aliasBomb, HAS_SCHEMAS, readTreeFiles, REFERENCE_FILE, runCliInProcess } from '../helpers';
+import { PROJECT_FILE } from '../../src/project/project-file';
+import { runCliChild } from '../child-cli';
+import { aliasBomb, fixtureProject, HAS_SCHEMAS, readTreeFiles, REFERENCE_FILE, runCliInProcess } from '../helpers';
 
 /*
  * Hostile input and a hostile machine: every case exits with the documented code and one line
@@ -85,6 +87,10 @@ const CASES: Case[] = [
   { name: '--schemas of a folder holding a link to /dev/zero', args: validating(() => schemaFolder('with-zero', (d) => symlinkSync('/dev/zero', path.join(d, 'zero.yaml')))), code: EXIT.badInput, says: /^error: schema file .*with-zero\/zero\.yaml: not a regular file \(a device or socket\)/m, skip: !existsSync('/dev/zero') },
   { name: '--schemas /dev/null', args: validating(() => '/dev/null'), code: EXIT.badInput, says: /^error: --schemas \/dev\/null: not a regular file \(a device or socket\)/m, skip: !existsSync('/dev/null') },
   { name: 'a schema file over the limit', args: validating(() => schemaFolder('with-huge', (d) => { writeFileSync(path.join(d, 'huge.json'), ''); truncateSync(path.join(d, 'huge.json'), 40 * 1024 * 1024); })), code: EXIT.badInput, says: /^error: schema file .*huge\.json: the file is larger than 32 MiB, far more than a schema file \(CRDs or the core definitions\) needs; .*GPU_CLUSTER_MANIFESTS_MAX_SCHEMA_FILE_MIB=<MiB> raises the limit/m },
+  // a path given with control characters is quoted in the message, never echoed raw (ESC drives the terminal, a line break forges a line)
+  { name: '--config naming a file with an escape sequence and a line break', args: synth(() => path.join(dir, 'no\u001b[2Jsuch\nerror: forged.yaml')), code: EXIT.badInput, says: /^error: --config .*no\\u001b\[2Jsuch\\nerror: forged\.yaml: no such file; nothing was written$/m },
+  { name: '--out through a file whose name holds an escape sequence', args: () => ['synth', '--config', REFERENCE_FILE, '--out', path.join(file('f\u001b[31m', 'x'), 'out'), '--no-validate'], code: EXIT.badInput, says: /^error: --out .*f\\u001b\[31m\/out: cannot stat .*f\\u001b\[31m\/out: a part of the path is a file, not a folder \(ENOTDIR\)/ },
+  { name: 'validate of a path with a line break', args: () => ['validate', path.join(dir, 'nothing\nok: 0 errors')], code: EXIT.badInput, says: /^error: validate: .*nothing\\nok: 0 errors: no such file or folder; nothing was written$/m },
   { name: 'a truncated CRD under --schemas', args: () => ['synth', '--config', REFERENCE_FILE, '--out', out, '--schemas', path.join(dir, 'crds')], code: EXIT.badInput, says: /schema file .*kueue\.x-k8s\.io_clusterqueues\.yaml: .*truncated or corrupted/, skip: !HAS_SCHEMAS },
 ];
 
@@ -116,7 +122,21 @@ describe('bad input and unusable paths exit with a one-line reason and leave the
     expect(r.code, r.stderr).toBe(c.code);
     expect(r.stderr).toMatch(c.says);
     expect(r.stderr).not.toMatch(/internal error|\n\s+at .*:\d+:\d+/);
+    // whatever the input holds, the messages carry no control character but their line ends
+    expect(r.stderr).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
     expect(readTreeFiles(out)).toEqual(before);
     expect(readdirSync(out).sort()).toEqual(['fleet', 'instant-cluster']);
   }, 60_000);
+});
+
+describe('control characters in a path the project file gives never reach the terminal raw', () => {
+  it('synth into out: "d<ESC>[31mx<LF>fake: line": the summary quotes it, nothing drives the terminal or forges a line', async () => {
+    const root = fixtureProject();
+    writeFileSync(path.join(root, PROJECT_FILE), 'clusters: clusters\nout: "d\\u001b[31mx\\nfake: line"\n');
+    const r = await runCliChild(root, ['synth', '--no-validate']);
+    expect(r.code, r.stderr).toBe(EXIT.ok);
+    expect(r.stdout).toMatch(/^wrote \d+ files to d\\u001b\[31mx\\nfake: line: /m);
+    expect(`${r.stdout}${r.stderr}`).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
+    expect(r.stdout).not.toMatch(/^fake: line/m);
+  }, 120_000);
 });
