@@ -2,7 +2,7 @@ import { setMaxListeners } from 'node:events';
 import * as http from 'node:http';
 import * as https from 'node:https';
 import { loadKubeConfig, LoadedKubeConfig } from './kubeconfig';
-import { asStateObject } from './objects';
+import { asStateObject, nodeLimitExceeded } from './objects';
 import { crdFacts, listItems, listPath, listReads, ListRead, BUILT_IN_RESOURCES } from './reads';
 import { ClusterState } from './state';
 import { InputError, printable } from '../errors';
@@ -21,6 +21,8 @@ export interface LiveOptions {
    * connecting, TLS, every request and every byte of every answer.
    */
   readonly timeoutMs: number;
+  /** Nodes the cluster may have (counted page by page: a larger one is refused, not read to the end); default: no bound. */
+  readonly maxNodes?: number;
 }
 
 /** Items per list call (as kubectl's --chunk-size): a large cluster is read in pages, each answer stays small. */
@@ -71,6 +73,7 @@ interface Reader {
   readonly config: LoadedKubeConfig;
   readonly request: https.RequestOptions;
   readonly deadline: Deadline;
+  readonly maxNodes: number;
   bytesLeft: number;
 }
 
@@ -239,6 +242,8 @@ async function getList(r: Reader, read: ListRead): Promise<Manifest[]> {
     }
     asInputError(where, () => checkNesting(where, body, 'snapshot'));
     listItems(read, body).forEach((o, i) => out.push(asStateObject(o, `${where}: items[${i}]`)));
+    // counted page by page: a larger cluster is not read to the end
+    if (read.group === '' && read.kind === 'Node' && out.length > r.maxNodes) throw nodeLimitExceeded(r.config.server, r.maxNodes);
     const cont = isJsonObject(body.metadata) ? body.metadata.continue : undefined;
     next = typeof cont === 'string' && cont !== '' ? cont : undefined;
   } while (next);
@@ -258,7 +263,7 @@ export async function readLive(opts: LiveOptions, rendered: readonly Manifest[])
   try {
     const request = await authenticate(config, deadline);
     agent = request.agent instanceof http.Agent ? request.agent : undefined;
-    const r: Reader = { config, request, deadline, bytesLeft: maxBytes('snapshot') };
+    const r: Reader = { config, request, deadline, maxNodes: opts.maxNodes ?? Infinity, bytesLeft: maxBytes('snapshot') };
     const crdRead = BUILT_IN_RESOURCES.find((b) => b.kind === 'CustomResourceDefinition')!;
     const crds = await getList(r, crdRead);
     const reads = listReads(crds, rendered).filter((x) => x.kind !== 'CustomResourceDefinition');

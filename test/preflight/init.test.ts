@@ -9,6 +9,7 @@ import { main } from '../../src/cli';
 import { EXIT } from '../../src/commands/io';
 import { parseQuantity } from '../../src/model/quantity';
 import { readSnapshot } from '../../src/preflight/snapshot';
+import { ClusterState } from '../../src/preflight/state';
 import { HAS_SCHEMAS, serviceMonitorCrd } from '../helpers';
 
 describe('init writes a description from the cluster', () => {
@@ -167,6 +168,30 @@ describe('init describes what it sees, marks what it cannot decide, refuses what
     expect(names.text).not.toMatch(/[\u0000-\u0008\u000b-\u001f]|^evil:/m);
     expect(names.text).toContain('gpu\\u00070\\nevil: true');
   });
+
+  it('more Nodes than a description describes: refused while the state is read (snapshot, live), before init describes them', async () => {
+    // (preflight reads them all: it reports the count a description cannot take as a finding, test/preflight/output.test.ts)
+    const objects = snapshotObjects();
+    const [node] = gpuNodes(objects);
+    for (let i = 0; i < 5001; i++) objects.push({ ...structuredClone(node), metadata: { ...structuredClone(node.metadata), name: `gpu-extra-${i}` } });
+    // JSON is YAML, and written at once
+    const file = path.join(dir, 'too-many.json');
+    writeFileSync(file, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }));
+    const says = /more than 5000 Nodes, the largest cluster Kubernetes supports and a description describes: is this one cluster\?/;
+    const err: string[] = [];
+    expect(main(['init', '--snapshot', file, '--out', '-'], { out: () => {}, err: (l) => err.push(l) })).toBe(EXIT.badInput);
+    expect(err).toEqual([expect.stringMatching(new RegExp(`^error: --snapshot .*too-many\\.json: ${says.source}`))]);
+    const server = await serveState(new ClusterState('large', objects));
+    try {
+      const kubeconfig = path.join(dir, 'too-many.kubeconfig');
+      writeFileSync(kubeconfig, kubeconfigFor(server.url));
+      const live: string[] = [];
+      expect(await main(['init', '--kubeconfig', kubeconfig, '--out', '-'], { out: () => {}, err: (l) => live.push(l) })).toBe(EXIT.badInput);
+      expect(live).toEqual([expect.stringMatching(new RegExp(`^error: ${server.url}: ${says.source}`))]);
+    } finally {
+      await server.close();
+    }
+  }, 120_000);
 
   it('a large cluster: the comments name a few nodes and count the rest', () => {
     const r = init('--snapshot', snapshot('large', (o) => {
