@@ -7,6 +7,7 @@ import { InputError, printable } from '../errors';
 import { formatMiB, maxBytes } from '../input/limits';
 import { asInputError, decodeInput, readInputBytes, readYamlInput } from '../input/read';
 import { isJsonObject } from '../json';
+import { killGroup, killTagged, RUN_TOKEN_ENV, runToken } from '../processes';
 
 /*
  * The kubeconfig, read as kubectl reads it (--kubeconfig, else every file of $KUBECONFIG with the
@@ -188,12 +189,16 @@ interface PluginRun {
   closed?: boolean;
   /** Why it was stopped (deadline, too much output). */
   stopped?: string;
+  /** The token of its run in its environment (processes.ts): what it started is found by it, also outside its group. */
+  readonly token: string;
 }
 
 /**
  * Starts the client's exec credential plugins in their own process group, with stdin closed and
  * their output bounded (the kubeconfig limit), records what they did, and stops them (the whole
- * group: a script's children too) when asked. The client reads the ExecCredential as usual.
+ * group: a script's children too) when asked. Each carries the token of its run (processes.ts), so
+ * that what it started in a session or group of its own (`setsid`, a daemon) is found and killed too
+ * when the read ends, however the plugin ended. The client reads the ExecCredential as usual.
  */
 export class ExecPlugins {
   readonly runs: PluginRun[] = [];
@@ -207,9 +212,10 @@ export class ExecPlugins {
   }
 
   private start(command: string, args: readonly string[], options: SpawnOptions): ChildProcess {
-    const run: PluginRun = { command, args, stderr: '', stdoutBytes: 0 };
+    const run: PluginRun = { command, args, stderr: '', stdoutBytes: 0, token: runToken() };
     this.runs.push(run);
-    const child = spawn(command, [...args], { ...options, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const env = { ...(options.env ?? process.env), [RUN_TOKEN_ENV]: run.token };
+    const child = spawn(command, [...args], { ...options, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     run.child = child;
     const max = maxBytes('kubeconfig');
     child.on('error', (e) => { run.spawnError = e; });
@@ -227,15 +233,14 @@ export class ExecPlugins {
 
   private stop(run: PluginRun, why: string): void {
     const child = run.child;
-    // once its output closed, the group may be gone and its id reused: nothing to stop
-    if (!child || child.pid === undefined || run.closed) return;
+    // what left its group (setsid, a daemon) carries its token: found whether the plugin still runs or not
+    const tagged = () => { if (child?.pid !== undefined) killTagged(run.token); };
+    // once its output closed, the group may be gone and its id reused: only the token is asked for then
+    if (!child || child.pid === undefined || run.closed) return tagged();
     run.stopped ??= why;
-    try {
-      // its process group (alive while its output is open): a script's children too, which may hold the output after the script ended
-      process.kill(-child.pid, 'SIGKILL');
-    } catch {
-      // the group is gone already
-    }
+    // its process group (alive while its output is open): a script's children too, which may hold the output after the script ended
+    killGroup(child.pid);
+    tagged();
     child.stdout?.destroy();
     child.stderr?.destroy();
   }

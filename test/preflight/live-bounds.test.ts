@@ -182,7 +182,11 @@ function alive(pid: number): boolean {
   }
 }
 
-const sleeperPids = () => readFileSync(path.join(dir, 'sleeper.pids'), 'utf8').trim().split(/\s+/).map(Number);
+const pidsIn = (file: string) => readFileSync(path.join(dir, file), 'utf8').trim().split(/\s+/).map(Number);
+const sleeperPids = () => pidsIn('sleeper.pids');
+const HAS_SETSID = ['/usr/bin/setsid', '/bin/setsid'].some((f) => existsSync(f));
+/** An ExecCredential a plugin prints. */
+const CREDENTIAL = JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', status: { token: 'from-the-plugin' } });
 const HAS_OPENSSL = spawnSync('openssl', ['version']).status === 0;
 
 const CASES: Case[] = [
@@ -236,6 +240,16 @@ const CASES: Case[] = [
     kubeconfig: async () => execKubeconfig('sleeper', `http://${await servers.refusing()}`, `sleep 600 & echo $$ $! > ${path.join(dir, 'sleeper.pids')}; wait`),
     says: /no answer within 2 s \(--timeout\) while waiting for the exec credential plugin ".*sleeper\.sh" of user "admin": run it yourself \(.*sleeper\.sh\): does it wait for a login or for input\?/,
     after: () => expect(sleeperPids().filter(alive)).toEqual([]),
+  },
+  {
+    // a grandchild in a session of its own leaves the plugin's process group: the token of the plugin's run finds it
+    name: 'an exec plugin whose setsid grandchild would outlive it',
+    command: 'preflight',
+    skip: !HAS_SETSID,
+    kubeconfig: async () => execKubeconfig('setsid', `http://${await servers.refusing()}`,
+      `setsid sleep 600 < /dev/null > /dev/null 2>&1 & echo $! > ${path.join(dir, 'setsid.pids')}; echo '${CREDENTIAL}'`),
+    says: /connection refused: is the API server up/,
+    after: () => expect(pidsIn('setsid.pids').filter(alive)).toEqual([]),
   },
   {
     name: 'an exec plugin that sleeps, preflight',
@@ -310,8 +324,7 @@ describe('in this process: refused before a connection waits, another message of
   it('an exec plugin that prints an ExecCredential authenticates every request', async () => {
     const server = await serveState(readSnapshot(SNAPSHOT));
     closers.push(() => void server.close());
-    const credential = JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', status: { token: 'from-the-plugin' } });
-    const kubeconfig = execKubeconfig('good-plugin', server.url, `echo '${credential}'`);
+    const kubeconfig = execKubeconfig('good-plugin', server.url, `echo '${CREDENTIAL}'`);
     const r = await runHere(['init', '--kubeconfig', kubeconfig, '--name', 'lab', '--timeout', '60']);
     expect(r.code, r.stderr).toBe(EXIT.ok);
     expect(r.stdout).toContain('gpusPerNode: 8');
