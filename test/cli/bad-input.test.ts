@@ -3,6 +3,7 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, 
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
 import { CACHE_ENV } from '../../src/cache/compiled-cache';
 import { EXIT } from '../../src/cli';
 import { DEFAULT_SCHEMAS } from '../../src/paths';
@@ -139,4 +140,37 @@ describe('control characters in a path the project file gives never reach the te
     expect(`${r.stdout}${r.stderr}`).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
     expect(r.stdout).not.toMatch(/^fake: line/m);
   }, 120_000);
+});
+
+describe('a CRD pattern with catastrophic backtracking', () => {
+  it('is evaluated in linear time (RE2, as the API server), compiled afresh and from the validator cache: the value is refused, the command ends', async () => {
+    const work = mkdtempSync(path.join(tmpdir(), 'backtracking-'));
+    const schemas = path.join(work, 'schemas');
+    mkdirSync(schemas);
+    const crd = {
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: { name: 'evils.example.com' },
+      spec: {
+        group: 'example.com',
+        scope: 'Cluster',
+        names: { kind: 'Evil', plural: 'evils', singular: 'evil', listKind: 'EvilList' },
+        versions: [{
+          name: 'v1', served: true, storage: true,
+          schema: { openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object', properties: { name: { type: 'string', pattern: '^(a+)+$' } } } } } },
+        }],
+      },
+    };
+    writeFileSync(path.join(schemas, 'evil.yaml'), stringify(crd));
+    const tree = path.join(work, 'tree');
+    mkdirSync(tree);
+    // JavaScript's backtracking takes some 2^40 steps for this value: hours
+    writeFileSync(path.join(tree, 'evil.yaml'), stringify({ apiVersion: 'example.com/v1', kind: 'Evil', metadata: { name: 'x' }, spec: { name: `${'a'.repeat(40)}!` } }));
+    const cache = path.join(work, 'cache');
+    for (const env of [{ [CACHE_ENV]: 'off' }, { [CACHE_ENV]: cache }, { [CACHE_ENV]: cache }]) {
+      const r = await runCliChild(work, ['validate', tree, '--schemas', schemas], env, 60_000);
+      expect(r.code, r.stderr).toBe(EXIT.failed);
+      expect(r.stderr).toMatch(/^error: .*Evil x spec\.name: must match pattern "\^\(a\+\)\+\$"$/m);
+    }
+  }, 240_000);
 });
