@@ -9,7 +9,7 @@ import { EXIT } from '../../src/cli';
 import { DEFAULT_SCHEMAS } from '../../src/paths';
 import { PROJECT_FILE } from '../../src/project/project-file';
 import { runCliChild } from '../child-cli';
-import { aliasBomb, fixtureProject, HAS_SCHEMAS, readTreeFiles, REFERENCE_FILE, runCliInProcess } from '../helpers';
+import { aliasBomb, crdOf, fixtureProject, HAS_SCHEMAS, readTreeFiles, REFERENCE_FILE, runCliInProcess } from '../helpers';
 
 /*
  * Hostile input and a hostile machine: every case exits with the documented code and one line
@@ -147,20 +147,7 @@ describe('a CRD pattern with catastrophic backtracking', () => {
     const work = mkdtempSync(path.join(tmpdir(), 'backtracking-'));
     const schemas = path.join(work, 'schemas');
     mkdirSync(schemas);
-    const crd = {
-      apiVersion: 'apiextensions.k8s.io/v1',
-      kind: 'CustomResourceDefinition',
-      metadata: { name: 'evils.example.com' },
-      spec: {
-        group: 'example.com',
-        scope: 'Cluster',
-        names: { kind: 'Evil', plural: 'evils', singular: 'evil', listKind: 'EvilList' },
-        versions: [{
-          name: 'v1', served: true, storage: true,
-          schema: { openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object', properties: { name: { type: 'string', pattern: '^(a+)+$' } } } } } },
-        }],
-      },
-    };
+    const crd = crdOf('example.com', 'Evil', 'Cluster', { type: 'object', properties: { spec: { type: 'object', properties: { name: { type: 'string', pattern: '^(a+)+$' } } } } });
     writeFileSync(path.join(schemas, 'evil.yaml'), stringify(crd));
     const tree = path.join(work, 'tree');
     mkdirSync(tree);
