@@ -1,5 +1,6 @@
 import { readdirSync, statSync } from 'node:fs';
 import * as path from 'node:path';
+import { verifyPackagedAsset, verifyPackagedFolder } from '../cache/asset-sums';
 import { CompiledCache, fileFingerprint, resolveCacheDir } from '../cache/compiled-cache';
 import { moduleFolderDigest, packageDigest } from '../cache/digests';
 import { InputError, printable } from '../errors';
@@ -58,6 +59,9 @@ function gvkKey(apiVersion: string, kind: string): string {
   return `${apiVersion}#${kind}`;
 }
 
+/** The files of a schema folder that are read: YAML and JSON. */
+const isSchemaFileName = (name: string) => /\.(ya?ml|json)$/i.test(name);
+
 function listFiles(dir: string): string[] {
   const out: string[] = [];
   const walk = (d: string) => {
@@ -65,7 +69,7 @@ function listFiles(dir: string): string[] {
       const p = path.join(d, name);
       // links followed; what is not a folder is checked as a file when it is a schema file by name
       if (statSync(p, { throwIfNoEntry: false })?.isDirectory()) walk(p);
-      else if (/\.(ya?ml|json)$/i.test(name)) out.push(p);
+      else if (isSchemaFileName(name)) out.push(p);
     }
   };
   walk(dir);
@@ -189,7 +193,10 @@ export class SchemaStore {
     for (const f of files) {
       const problem = inputFileProblem(f, 'schema');
       if (problem) throw new InputError(`${list.includes(f) ? '--schemas' : 'schema file'} ${printable(f)}: ${problem}`);
+      // the package's own schemas: as shipped (its checksums), else the installation is damaged
+      verifyPackagedAsset(f);
     }
+    for (const dir of list) verifyPackagedFolder(dir, files, isSchemaFileName);
     const cacheDir = resolveCacheDir(options.cacheDir);
     return new SchemaStore(list.join(', '), files, cacheDir ? new CompiledCache(cacheDir) : undefined);
   }
