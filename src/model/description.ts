@@ -3,8 +3,8 @@ import { DASHBOARD, KUEUE_DEFAULT_LOCAL_QUEUE, LABELS, NAMESPACES, SINGLETONS, S
 import { formatBytes, formatMillis, parseQuantity } from './quantity';
 import { VERSIONS } from '../versions';
 import {
-  absolutePath, dnsLabel, dnsSubdomain, envVar, exactMemoryTotal, gitRepoUrl, gitRevision, gpuCount, gpusPerNode, installMode, intRange, labelKey, labels,
-  labelValue, nodeCount, nonEmptyString, nonNegativeInt, pinnedImage, positiveInt, promDuration, quantity, repoPath, taint,
+  absolutePath, dnsLabel, dnsSubdomain, envVar, exactMemoryTotal, gitRepoUrl, gitRevision, gpuCount, gpusPerNode, installMode, intRange,
+  labelKey, labels, labelValue, nodeCount, nonEmptyString, nonNegativeInt, pinnedImage, positiveInt, promDuration, quantity, repoPath, taint,
 } from './schema-types';
 
 /**
