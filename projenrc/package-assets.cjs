@@ -154,9 +154,9 @@ function copyAsset(asset, shared, into, releases) {
     bytes += data.length;
   }
   if (problems.length > 0) throw new Error(`${from}: ${problems.length} file(s) fail verification:\n  ${problems.join('\n  ')}`);
-  // the checksums of exactly what ships (the listed ones, or those read now)
-  const verified = copied.filter(([rel]) => !sums || sums.has(rel));
-  fs.writeFileSync(path.join(to, 'SHA256SUMS'), verified.map(([rel, d]) => `${d}  ${rel}\n`).join(''));
+  // the checksums of exactly what ships (the listed ones as listed, the allowed unlisted ones as read now): the
+  // installed package verifies every file it reads against them (src/cache/asset-sums.ts)
+  fs.writeFileSync(path.join(to, 'SHA256SUMS'), copied.map(([rel, d]) => `${d}  ${rel}\n`).join(''));
   return { files: copied.length + 1, bytes, ...(selected ? { releases: [...selected.keys()].sort() } : {}) };
 }
 

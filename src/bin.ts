@@ -5,7 +5,7 @@ import type * as Cli from './cli';
 import type * as Help from './commands/help';
 import type * as NewCommand from './commands/new';
 import type * as Precheck from './commands/precheck';
-import { EXIT, reportError } from './errors';
+import { EXIT, messageLine, outputText, reportError } from './errors';
 import type * as UpToDate from './launcher/up-to-date';
 import type * as Paths from './paths';
 
@@ -27,9 +27,10 @@ const load = createRequire(__filename);
 /** The commands with a module cache of their own (any other word shares one). */
 const CACHED_COMMANDS = /^(synth|validate|check|diff|schema|preflight|init|upgrade-plan)$/;
 
+/** As consoleIo (commands/io.ts, not loaded here): messages one line each, escaped; output without terminal controls. */
 const print = {
-  out: (l: string) => process.stdout.write(`${l}\n`),
-  err: (l: string) => process.stderr.write(`${l}\n`),
+  out: (l: string) => process.stdout.write(`${outputText(l)}\n`),
+  err: (l: string) => process.stderr.write(`${messageLine(l)}\n`),
 };
 
 const isHelp = (command: string | undefined) => command === undefined || command === '--help' || command === '-h' || command === 'help';

@@ -81,6 +81,22 @@ export function printable(text: string): string {
 }
 
 /**
+ * A line of a command's messages as it reaches the terminal (standard error): one line, every control
+ * character escaped (`\u001b`, `\n`). Every message goes through it, so a path or value given by the user or
+ * read from a file (an `out:` with an escape sequence or a line break) can neither drive the terminal nor
+ * forge a line.
+ */
+export const messageLine: (line: string) => string = printable;
+
+/**
+ * What a command prints on standard output (a YAML description, JSON, help, a summary): its lines kept,
+ * every other control character escaped, so nothing in it drives the terminal.
+ */
+export function outputText(text: string): string {
+  return text.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => printable(c));
+}
+
+/**
  * A text with its terminal escape sequences (ANSI CSI and OSC) and control characters removed, tabs
  * made spaces: what an engine or another program printed is shown without letting it move the cursor,
  * recolour the terminal, ring its bell or forge a line.
@@ -99,7 +115,8 @@ export function stripControl(text: string): string {
  * module of the package missing: reinstall) are 2; a failed write is 1; anything else is an
  * internal error (1). The commands' own failures (validation, checks, deletions) are the CLI's.
  */
-export function reportError(e: unknown, err: (line: string) => void): number {
+export function reportError(e: unknown, print: (line: string) => void): number {
+  const err = (line: string) => print(messageLine(line));
   if (e instanceof InputError) {
     for (const l of inputErrorLines(e)) err(l);
     return EXIT.badInput;
@@ -114,7 +131,8 @@ export function reportError(e: unknown, err: (line: string) => void): number {
   }
   const code = (e as NodeJS.ErrnoException | undefined)?.code;
   if (e instanceof TypeError && code?.startsWith('ERR_PARSE_ARGS')) {
-    err(`error: ${e.message}; see --help`);
+    // its hints come on lines of their own: one line
+    err(`error: ${e.message.replace(/\s*\n\s*/g, ' ')}; see --help`);
     return EXIT.badInput;
   }
   const message = String((e as Error | undefined)?.message ?? e).split('\n')[0];

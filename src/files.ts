@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, statSync } from 'node:fs';
+import { closeSync, fsyncSync, lstatSync, mkdirSync, openSync, readFileSync, readlinkSync, realpathSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { fsErrorText, InputError, isFsError } from './errors';
 
@@ -80,6 +80,48 @@ export function usableFolder(p: string, label: string, notFolderHint: string): s
   }
   if (st && !st.isDirectory()) throw new InputError(`${label}: not a folder; ${notFolderHint}`);
   return path.resolve(p);
+}
+
+/**
+ * The real path a path names once it exists: the real path (symbolic links resolved) of its nearest
+ * existing ancestor, with the components that do not exist yet after it. `link/dist` with `link` a
+ * symbolic link to `/elsewhere` and `dist` not there yet is `/elsewhere/dist`: where a write would land.
+ * A component that is a dangling symbolic link is resolved as far as it leads (its target, made
+ * absolute), so that creating it later cannot land elsewhere either.
+ */
+export function realPathOf(p: string): string {
+  const rest: string[] = [];
+  let at = path.resolve(p);
+  for (let hops = 0; ; ) {
+    try {
+      return path.join(realpathSync.native(at), ...rest.reverse());
+    } catch {
+      // not there (or not reachable): a dangling link leads somewhere all the same
+    }
+    let st;
+    try {
+      st = lstatSync(at, { throwIfNoEntry: false });
+    } catch {
+      st = undefined; // a part of it is a file (ENOTDIR), or unreachable: its parent tells
+    }
+    if (st?.isSymbolicLink() && hops < 40) {
+      hops += 1;
+      at = path.resolve(path.dirname(at), readlinkOf(at));
+      continue;
+    }
+    const parent = path.dirname(at);
+    if (parent === at) return path.join(at, ...rest.reverse());
+    rest.push(path.basename(at));
+    at = parent;
+  }
+}
+
+function readlinkOf(p: string): string {
+  try {
+    return readlinkSync(p);
+  } catch {
+    return p;
+  }
 }
 
 /** True when `inner` is `outer` or lies inside it (both resolved; no symlinks followed). */

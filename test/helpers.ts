@@ -23,19 +23,25 @@ export function referenceInput(): Record<string, any> {
   return parse(readFileSync(REFERENCE_FILE, 'utf8'));
 }
 
-/** The prometheus-operator ServiceMonitor CRD as a cluster that serves it lists it (a fresh copy each call). */
-export function serviceMonitorCrd(): Record<string, any> {
+/** A CustomResourceDefinition of one version `v1` (with `openAPIV3Schema` when given), a fresh object each call. */
+export function crdOf(group: string, kind: string, scope: 'Namespaced' | 'Cluster', openAPIV3Schema?: object): Record<string, any> {
+  const plural = `${kind.toLowerCase()}s`;
   return {
     apiVersion: 'apiextensions.k8s.io/v1',
     kind: 'CustomResourceDefinition',
-    metadata: { name: 'servicemonitors.monitoring.coreos.com' },
+    metadata: { name: `${plural}.${group}` },
     spec: {
-      group: 'monitoring.coreos.com',
-      scope: 'Namespaced',
-      names: { kind: 'ServiceMonitor', plural: 'servicemonitors', singular: 'servicemonitor', listKind: 'ServiceMonitorList' },
-      versions: [{ name: 'v1', served: true, storage: true }],
+      group,
+      scope,
+      names: { kind, plural, singular: kind.toLowerCase(), listKind: `${kind}List` },
+      versions: [{ name: 'v1', served: true, storage: true, ...(openAPIV3Schema ? { schema: { openAPIV3Schema } } : {}) }],
     },
   };
+}
+
+/** The prometheus-operator ServiceMonitor CRD as a cluster that serves it lists it (a fresh copy each call). */
+export function serviceMonitorCrd(): Record<string, any> {
+  return crdOf('monitoring.coreos.com', 'ServiceMonitor', 'Namespaced');
 }
 
 /** An edit of the reference description (raw input). */

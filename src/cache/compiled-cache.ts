@@ -119,14 +119,15 @@ export class CompiledCache {
   /**
    * A validator compiled by an earlier process (ajv standalone code, with V8's compiled code of it
    * when present), or undefined when absent, corrupt or not loadable. `formats` is what the code
-   * imports as FORMATS_MODULE.
+   * imports as FORMATS_MODULE; `modules`, what it imports by other ids of the validator's (its pattern engine).
    */
-  readValidator(key: string, formats: object): CachedValidator | undefined {
+  readValidator(key: string, formats: object, modules: Readonly<Record<string, unknown>> = {}): CachedValidator | undefined {
     const file = this.file(key, 'js');
     const entry = this.readText(key, file);
     if (entry === undefined) return undefined;
     const load = (id: string): unknown => {
       if (id === FORMATS_MODULE) return formats;
+      if (Object.prototype.hasOwnProperty.call(modules, id)) return modules[id];
       if (AJV_RUNTIME.test(id)) return requireHere(id);
       throw new Error(`cached validator ${file} imports ${id}`);
     };

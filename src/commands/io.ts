@@ -1,4 +1,5 @@
 import { ProgressSink, stderrProgress } from './progress';
+import { messageLine, outputText } from '../errors';
 
 export { EXIT } from '../errors';
 
@@ -10,4 +11,9 @@ export interface Io {
   err(line: string): void;
 }
 
-export const consoleIo: Io = { out: (l) => process.stdout.write(`${l}\n`), err: (l) => process.stderr.write(`${l}\n`), progress: stderrProgress };
+/** Standard output and error: every message one line with its control characters escaped, output text without any that drives the terminal. */
+export const consoleIo: Io = {
+  out: (l) => process.stdout.write(`${outputText(l)}\n`),
+  err: (l) => process.stderr.write(`${messageLine(l)}\n`),
+  progress: stderrProgress,
+};

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { InputError } from '../errors';
 import { usableFolder } from '../files';
 import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM, DEV_CHECKOUT, PACKAGE_NAME } from '../paths';
-import { SchemaDirectoryMissing } from '../validate/schemas';
+import { SchemaDirectoryMissing } from '../validate/schema-directory';
 
 /**
  * One command-line option: what node:util parseArgs needs (type, multiple, short) and what its

@@ -1,5 +1,6 @@
 import * as path from 'node:path';
 import { FLEET_FOLDER } from '../components/gitops/plan';
+import { printable } from '../errors';
 import type { ClusterSummary, SynthResult } from '../synth/pipeline';
 
 /** Up to this many clusters the summary names each one; beyond, one line counts them. */
@@ -53,7 +54,8 @@ export function synthSummary(r: SynthResult, cwd = process.cwd()): string[] {
 
   const t = r.timings;
   const rel = path.relative(cwd, r.out);
-  const where = rel === '' ? '.' : rel.startsWith('..') || path.isAbsolute(rel) ? r.out : rel;
+  // the output folder as given (an out: of the project file may hold anything): never a raw line break or escape
+  const where = printable(rel === '' ? '.' : rel.startsWith('..') || path.isAbsolute(rel) ? r.out : rel);
   const entries = [...r.clusters.map((c) => c.name), ...(r.fleet ? [FLEET_FOLDER] : [])];
   const names = new Set(entries);
   const created = new Set(r.created ?? []);

@@ -22,6 +22,11 @@ export const ENGINE_LIMITS = {
   timeout: { env: 'GPU_CLUSTER_MANIFESTS_ENGINE_TIMEOUT', fallback: 120, unit: 'seconds', max: 3600, fractions: true },
   /** Seconds all engine runs of one command may take together (retries included), from its first run. */
   budget: { env: 'GPU_CLUSTER_MANIFESTS_ENGINE_BUDGET', fallback: 600, unit: 'seconds', max: 86_400, fractions: true },
+  /**
+   * MiB of data memory (the heap: RLIMIT_DATA) one run may allocate; the kernel refuses it more, and the engine
+   * ends (Go: "out of memory"). The largest pinned chart renders in some 60 MiB.
+   */
+  memory: { env: 'GPU_CLUSTER_MANIFESTS_ENGINE_MEMORY_MIB', fallback: 1024, unit: 'MiB', max: 1_048_576, fractions: false },
   /** YAML documents one run may print (counted as they stream in). */
   documents: { env: 'GPU_CLUSTER_MANIFESTS_MAX_ENGINE_DOCUMENTS', fallback: 10_000, unit: 'documents', max: 10_000_000, fractions: false },
 } as const satisfies Record<string, EngineLimitSpec>;

@@ -1,4 +1,5 @@
 import { ChildProcess, spawn } from 'node:child_process';
+import { accessSync, constants } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { EngineBudget, engineLimit, engineOutputBytes, RAISE_OUTPUT, raiseEngineLimit, seconds } from './limits';
 import { stripControl } from '../errors';
@@ -114,6 +115,35 @@ export function runEngine(file: string, args: readonly string[], opts: RunOption
 
 type Stop = { readonly kind: 'timeout' | 'budget' | 'output' | 'stderr' | 'documents' | 'lingering' };
 
+/** Where prlimit (util-linux) may be: the wrapper that caps an engine's memory before it starts (Node has no setrlimit). */
+const PRLIMIT = ['/usr/bin/prlimit', '/bin/prlimit'];
+let prlimit: string | null | undefined;
+
+/**
+ * The command line that runs `file` with its data memory capped at `bytes` (RLIMIT_DATA, which the engine's process
+ * and whatever it starts inherit), never through a shell interpreting anything given: prlimit, which sets the limit
+ * on itself and executes the engine (the same process: its group and token stay), else sh with a fixed script and
+ * the engine and its arguments as positional parameters. Either fails closed: a limit that cannot be set is an
+ * engine that does not start.
+ */
+export function cappedCommand(file: string, args: readonly string[], bytes: number): [string, string[]] {
+  prlimit ??= PRLIMIT.find((p) => isExecutable(p)) ?? null;
+  if (prlimit) return [prlimit, [`--data=${bytes}`, '--', file, ...args]];
+  return ['/bin/sh', ['-c', 'ulimit -d "$0" && exec "$@"', String(Math.floor(bytes / 1024)), file, ...args]];
+}
+
+function isExecutable(p: string): boolean {
+  try {
+    accessSync(p, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Go's and C's words for an allocation the limit refused. */
+const OUT_OF_MEMORY = /out of memory|cannot allocate memory|bad_alloc/i;
+
 function spawnEngine(file: string, args: readonly string[], opts: RunOptions): Promise<string> {
   const what = describe(file, args, opts.label);
   const own = opts.timeoutMs ?? engineLimit('timeout') * 1000;
@@ -123,11 +153,22 @@ function spawnEngine(file: string, args: readonly string[], opts: RunOptions): P
   const timeoutMs = byBudget ? left : own;
   const maxOutputBytes = opts.maxOutputBytes ?? engineOutputBytes();
   const maxDocuments = opts.maxDocuments;
+  const memory = engineLimit('memory') * 1024 * 1024;
+  // the wrapper starts the engine: what would stop spawn itself is said before it (a missing or non-executable file)
+  if (file.includes('/')) {
+    try {
+      accessSync(file, constants.X_OK);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      return Promise.reject(new EngineError(code === 'ENOENT' ? `${file} not found` : code === 'EACCES' ? `${file} is not executable` : `cannot start ${file}: ${code}`, what));
+    }
+  }
   const token = runToken();
+  const [command, argv] = cappedCommand(file, args, memory);
   return new Promise((resolve, reject) => {
     let child: ChildProcess;
     try {
-      child = spawn(file, [...args], {
+      child = spawn(command, argv, {
         cwd: opts.cwd,
         env: { ...(opts.env ?? process.env), [RUN_TOKEN_ENV]: token },
         detached: true,
@@ -206,6 +247,9 @@ function spawnEngine(file: string, args: readonly string[], opts: RunOptions): P
       if (stopped?.kind === 'stderr') return fail(`error output over ${mib(maxOutputBytes)}; stopped (${RAISE_OUTPUT})`);
       if (stopped?.kind === 'documents') return fail(`output over ${maxDocuments} YAML documents; stopped (${raiseEngineLimit('documents')})`);
       const last = errorLine(stderr);
+      if (exit?.code !== 0 && OUT_OF_MEMORY.test(stderr)) {
+        return reject(new EngineError(`its memory passed the bound of ${engineLimit('memory')} MiB; stopped (${raiseEngineLimit('memory')})`, what, true));
+      }
       if (exit?.signal) return fail(`killed by ${exit.signal}${last ? `: ${last}` : ''}`);
       if (exit?.code !== 0) return fail(`exit ${exit?.code ?? '?'}: ${last || 'no error text'}`);
       const bytes = Buffer.concat(out);

@@ -9,6 +9,7 @@ import { INIT } from '../commands/specs';
 import { InputError, printable } from '../errors';
 import { pathProblem } from '../files';
 import { DescriptionError, parseDescription } from '../model/load';
+import { MAX_NODES } from '../model/schema-types';
 import { clusterSource, normalizeKubeconfigArg, readClusterState } from '../preflight/command';
 import { ClusterState } from '../preflight/state';
 import { Project, projectOf } from '../project/project-file';
@@ -83,6 +84,7 @@ export function runInit(argv: string[], io: Io = consoleIo): number | Promise<nu
     }
     return EXIT.ok;
   };
-  const state = readClusterState(source, []);
+  // a description describes at most MAX_NODES: a larger cluster is refused while it is read, before it is described
+  const state = readClusterState(source, [], MAX_NODES);
   return state instanceof ClusterState ? write(state) : state.then(write);
 }

@@ -50,7 +50,12 @@ function minBy<T>(xs: readonly T[], f: (x: T) => number): T {
 
 function groupBy<T>(xs: readonly T[], key: (x: T) => string): Map<string, T[]> {
   const out = new Map<string, T[]>();
-  for (const x of xs) out.set(key(x), [...(out.get(key(x)) ?? []), x]);
+  for (const x of xs) {
+    const k = key(x);
+    const group = out.get(k);
+    if (group) group.push(x);
+    else out.set(k, [x]);
+  }
   return out;
 }
 

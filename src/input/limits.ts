@@ -7,8 +7,10 @@ export type InputKind = 'description' | 'snapshot' | 'kubeconfig' | 'project';
  * Chart.yaml), what an engine printed (helm template, kustomize build), and a YAML file of a rendered tree.
  */
 export type EngineInputKind = 'chart' | 'render' | 'tree';
+/** The files of a schema folder (`--schemas`): CRD YAML files and the core definitions' JSON. */
+export type SchemaInputKind = 'schema';
 /** Every kind of input with limits. */
-export type LimitedInput = InputKind | EngineInputKind;
+export type LimitedInput = InputKind | EngineInputKind | SchemaInputKind;
 
 interface InputLimitSpec {
   /** What the file is, for messages ("far more than a cluster description needs"). */
@@ -43,6 +45,8 @@ export const INPUT_LIMITS: Readonly<Record<LimitedInput, InputLimitSpec>> = {
   render: { what: 'a render of a chart or overlay', hint: 'check the engine', mib: 32, env: 'GPU_CLUSTER_MANIFESTS_MAX_ENGINE_OUTPUT_MIB', depth: 100, aliases: 1000 },
   // a rendered file holds one object; the largest (a CRD) is 1.5 MB
   tree: { what: 'a file of a rendered tree', hint: 'a rendered tree holds YAML files', mib: 64, env: 'GPU_CLUSTER_MANIFESTS_MAX_MANIFEST_MIB', depth: 100, aliases: 1000 },
+  // the largest pinned schema file is a CRD of 1.6 MB (Dynamo's DynamoGraphDeployment); CRD schemas nest some 60 levels in a List
+  schema: { what: 'a schema file (CRDs or the core definitions)', hint: 'a schema folder holds CRD YAML files and a *definitions.json', mib: 32, env: 'GPU_CLUSTER_MANIFESTS_MAX_SCHEMA_FILE_MIB', depth: 200, aliases: 1000 },
   // gpu-cluster-manifests.yaml: two keys
   project: { what: 'a project file', hint: 'gpu-cluster-manifests.yaml must be a file (clusters: and out:)', mib: 1, env: 'GPU_CLUSTER_MANIFESTS_MAX_PROJECT_MIB', depth: 8, aliases: 10 },
 };

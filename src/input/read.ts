@@ -1,4 +1,4 @@
-import { closeSync, constants, fstatSync, openSync, readSync, Stats } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, openSync, readSync, Stats, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { isMap, isPair, isScalar, isSeq, LineCounter, Node, parseAllDocuments, parseDocument, visit, Document } from 'yaml';
 import { formatMiB, INPUT_LIMITS, LimitedInput, maxBytes, raiseHint } from './limits';
@@ -66,6 +66,31 @@ function fileKind(st: Stats): string {
 }
 
 /**
+ * Why a path is no input file of the kind, from its metadata alone (nothing is opened, so a FIFO never
+ * waits and a device is never read): not a regular file, or over the kind's size limit; undefined when
+ * it may be read (readInputBytes checks again on what it opened). A path that does not exist or cannot
+ * be reached says so.
+ */
+export function inputFileProblem(file: string, kind: LimitedInput): string | undefined {
+  const spec = INPUT_LIMITS[kind];
+  let st: Stats | undefined;
+  try {
+    st = statSync(file, { throwIfNoEntry: false });
+  } catch (e) {
+    return `cannot read the file: ${(e as NodeJS.ErrnoException).code ?? String(e)}`;
+  }
+  if (!st) return lstatSync(file, { throwIfNoEntry: false })?.isSymbolicLink() ? 'a symbolic link that leads nowhere' : 'no such file';
+  if (!st.isFile()) return `not a regular file (${fileKind(st)}); ${spec.hint}`;
+  const max = maxBytes(kind);
+  if (st.size > max) return tooBigText(kind, max);
+  return undefined;
+}
+
+function tooBigText(kind: LimitedInput, max: number): string {
+  return `the file is larger than ${formatMiB(max)}, far more than ${INPUT_LIMITS[kind].what} needs; is it the right file? (${raiseHint(kind)})`;
+}
+
+/**
  * The bytes of an input file. Refuses, before reading, anything but a regular file (a device such
  * as /dev/zero, a FIFO, a folder) and files over the kind's size limit; never waits for a writer.
  */
@@ -90,7 +115,7 @@ export function readInputBytes(file: string, kind: LimitedInput): Buffer {
   try {
     const st = fstatSync(fd);
     if (!st.isFile()) throw fail(`not a regular file (${fileKind(st)}); ${spec.hint}`);
-    const tooBig = () => fail(`the file is larger than ${formatMiB(max)}, far more than ${spec.what} needs; is it the right file? (${raiseHint(kind)})`);
+    const tooBig = () => fail(tooBigText(kind, max));
     if (st.size > max) throw tooBig();
     const buf = Buffer.alloc(st.size + 1);
     let n = 0;

@@ -3,8 +3,8 @@ import { DASHBOARD, KUEUE_DEFAULT_LOCAL_QUEUE, LABELS, NAMESPACES, SINGLETONS, S
 import { formatBytes, formatMillis, parseQuantity } from './quantity';
 import { VERSIONS } from '../versions';
 import {
-  absolutePath, dnsLabel, dnsSubdomain, envVar, exactMemoryTotal, gpuCount, gpusPerNode, installMode, intRange, labelKey, labels, labelValue,
-  nodeCount, nonEmptyString, nonNegativeInt, pinnedImage, positiveInt, promDuration, quantity, taint,
+  absolutePath, dnsLabel, dnsSubdomain, envVar, exactMemoryTotal, gitRepoUrl, gitRevision, gpuCount, gpusPerNode, installMode, intRange,
+  labelKey, labels, labelValue, nodeCount, nonEmptyString, nonNegativeInt, pinnedImage, positiveInt, promDuration, quantity, repoPath, taint,
 } from './schema-types';
 
 /**
@@ -20,9 +20,9 @@ import {
 export const IN_CLUSTER_SERVER = 'https://kubernetes.default.svc';
 
 const gitops = z.strictObject({
-  repoURL: nonEmptyString('a git repository URL').describe('Git repository Argo CD reads the rendered manifests from.'),
-  targetRevision: nonEmptyString('a git revision').default('HEAD').describe('Branch, tag or commit Argo CD syncs.'),
-  path: nonEmptyString('a path in the repository').describe('Folder of this cluster\'s rendered manifests in the repository (dist/<name>).'),
+  repoURL: gitRepoUrl().describe('Git repository Argo CD reads the rendered manifests from (https://, ssh:// or user@host:path).'),
+  targetRevision: gitRevision().default('HEAD').describe('Branch, tag or commit Argo CD syncs.'),
+  path: repoPath().describe('Folder of this cluster\'s rendered manifests in the repository (dist/<name>), relative to its top.'),
   namespace: dnsLabel().default('argocd').describe('Namespace Argo CD runs in (Applications and the AppProject live there).'),
   project: dnsLabel().optional().describe('AppProject name. Default: the cluster name.'),
   destinationServer: nonEmptyString('a Kubernetes API server URL').default(IN_CLUSTER_SERVER).describe('API server the Applications deploy to.'),

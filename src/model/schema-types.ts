@@ -89,6 +89,38 @@ export const labels = () => z.record(labelKey(), labelValue(), { error: 'expecte
 export const nonEmptyString = (what = 'a non-empty string') =>
   z.string({ error: `expected ${what}` }).min(1, { error: `expected ${what}` });
 
+/** Characters no Git URL, revision or repository path holds: whitespace and control characters (a line break forges a line of YAML or a message). */
+const NO_SPACE = '[^\\s\\u0000-\\u001f\\u007f-\\u009f]';
+
+/**
+ * A Git repository URL as Argo CD and git clone take it: https:// or http://, ssh:// (git+ssh://) or git:// with a
+ * host, or the scp form `user@host:path`. Nothing git would take as an option (`--upload-pack=...`) or a transport
+ * that runs a command or reads this machine (`ext::sh ...`, `file:///etc`), no whitespace or control character.
+ */
+export const GIT_REPO_URL = new RegExp(
+  `^(?:(?:https?|ssh|git|git\\+ssh)://(?:[A-Za-z0-9_][A-Za-z0-9._~%!$&'()*+,;=-]*@)?(?:[A-Za-z0-9][A-Za-z0-9.-]*|\\[[0-9A-Fa-f:.]+\\])(?::[0-9]{1,5})?(?:/${NO_SPACE}*)?`
+  + `|[A-Za-z0-9_][A-Za-z0-9._-]*@[A-Za-z0-9][A-Za-z0-9.-]*:[^\\s\\u0000-\\u001f\\u007f-\\u009f-]${NO_SPACE}*)$`,
+);
+
+export const gitRepoUrl = () =>
+  z.string({ error: 'expected a Git repository URL' }).regex(GIT_REPO_URL, {
+    error: 'expected a Git repository URL: https://HOST/PATH, ssh://[USER@]HOST/PATH or USER@HOST:PATH (no other scheme, no leading "-", no spaces or control characters)',
+  });
+
+/** A Git revision (branch, tag, commit): nothing git would take as an option, no whitespace or control character. */
+export const gitRevision = () =>
+  z.string({ error: 'expected a Git revision' }).regex(new RegExp(`^[^\\s\\u0000-\\u001f\\u007f-\\u009f-]${NO_SPACE}*$`), {
+    error: 'expected a Git revision (a branch, tag or commit; no leading "-", no spaces or control characters)',
+  });
+
+/** A folder of the Git repository: relative, never above the repository (`..`), no control characters. */
+export const repoPath = () =>
+  z.string({ error: 'expected a path in the repository' })
+    .regex(/^[^/\\\u0000-\u001f\u007f-\u009f][^\\\u0000-\u001f\u007f-\u009f]*$/, {
+      error: 'expected a path relative to the repository\'s top (dist/<name>): no leading "/", no backslashes or control characters',
+    })
+    .refine((p) => !p.split('/').includes('..'), { error: 'expected a path inside the repository: ".." leads out of it' });
+
 /** An absolute filesystem path on the nodes. */
 export const absolutePath = () =>
   z.string({ error: 'expected an absolute path' }).regex(/^\/[^\0]*$/, { error: 'expected an absolute path (starting with "/")' });

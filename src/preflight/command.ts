@@ -61,9 +61,9 @@ export function clusterSource(values: ClusterSourceValues, command: string): Clu
   return { live: { kubeconfig: values.kubeconfig === '' ? undefined : values.kubeconfig, context: values.context, timeoutMs } };
 }
 
-/** Reads the state synchronously for a snapshot, or returns a promise for a live read. */
-export function readClusterState(source: ClusterSource, rendered: readonly Manifest[]): ClusterState | Promise<ClusterState> {
-  return 'snapshot' in source ? readSnapshot(source.snapshot) : readLive(source.live, rendered);
+/** Reads the state synchronously for a snapshot, or returns a promise for a live read; `maxNodes`: refused beyond, counted while read. */
+export function readClusterState(source: ClusterSource, rendered: readonly Manifest[], maxNodes?: number): ClusterState | Promise<ClusterState> {
+  return 'snapshot' in source ? readSnapshot(source.snapshot, maxNodes) : readLive({ ...source.live, maxNodes }, rendered);
 }
 
 

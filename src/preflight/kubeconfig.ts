@@ -7,6 +7,7 @@ import { InputError, printable } from '../errors';
 import { formatMiB, maxBytes } from '../input/limits';
 import { asInputError, decodeInput, readInputBytes, readYamlInput } from '../input/read';
 import { isJsonObject } from '../json';
+import { killGroup, killTagged, RUN_TOKEN_ENV, runToken } from '../processes';
 
 /*
  * The kubeconfig, read as kubectl reads it (--kubeconfig, else every file of $KUBECONFIG with the
@@ -113,6 +114,23 @@ const REMOVED_AUTH_PROVIDERS: Readonly<Record<string, string>> = {
   azure: 'kubelogin',
 };
 
+/**
+ * Refuses a server address the live read cannot ask (`file:///etc/passwd`, `ftp://`, no URL at all): an
+ * API server is an https:// (or, through kubectl proxy, http://) address with a host.
+ */
+function checkServer(server: string, where: string): void {
+  let url: URL | undefined;
+  try {
+    url = new URL(server);
+  } catch {
+    url = undefined;
+  }
+  if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:') || url.hostname === '') {
+    throw new InputError(`${where}: server ${JSON.stringify(server)} is no API server address: expected https://HOST[:PORT] (kubectl config view shows it; `
+      + 'kubectl cluster-info prints the right one)');
+  }
+}
+
 /** Loads the kubeconfig for a live read; every problem is bad input of one line that says what to do. */
 export async function loadKubeConfig(opts: { readonly kubeconfig?: string; readonly context?: string }): Promise<LoadedKubeConfig> {
   const k8s = await import('@kubernetes/client-node');
@@ -147,6 +165,7 @@ export async function loadKubeConfig(opts: { readonly kubeconfig?: string; reado
   kc.setCurrentContext(name);
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new InputError(`${where}: context "${printable(name)}" names the cluster "${printable(String(context.cluster))}", which is not among its clusters`);
+  checkServer(cluster.server, `${where}: cluster "${printable(cluster.name)}"`);
   const user = kc.getCurrentUser();
   const provider = user?.authProvider as { name?: string } | undefined;
   if (provider?.name && provider.name in REMOVED_AUTH_PROVIDERS) {
@@ -170,12 +189,16 @@ interface PluginRun {
   closed?: boolean;
   /** Why it was stopped (deadline, too much output). */
   stopped?: string;
+  /** The token of its run in its environment (processes.ts): what it started is found by it, also outside its group. */
+  readonly token: string;
 }
 
 /**
  * Starts the client's exec credential plugins in their own process group, with stdin closed and
  * their output bounded (the kubeconfig limit), records what they did, and stops them (the whole
- * group: a script's children too) when asked. The client reads the ExecCredential as usual.
+ * group: a script's children too) when asked. Each carries the token of its run (processes.ts), so
+ * that what it started in a session or group of its own (`setsid`, a daemon) is found and killed too
+ * when the read ends, however the plugin ended. The client reads the ExecCredential as usual.
  */
 export class ExecPlugins {
   readonly runs: PluginRun[] = [];
@@ -189,9 +212,10 @@ export class ExecPlugins {
   }
 
   private start(command: string, args: readonly string[], options: SpawnOptions): ChildProcess {
-    const run: PluginRun = { command, args, stderr: '', stdoutBytes: 0 };
+    const run: PluginRun = { command, args, stderr: '', stdoutBytes: 0, token: runToken() };
     this.runs.push(run);
-    const child = spawn(command, [...args], { ...options, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const env = { ...(options.env ?? process.env), [RUN_TOKEN_ENV]: run.token };
+    const child = spawn(command, [...args], { ...options, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     run.child = child;
     const max = maxBytes('kubeconfig');
     child.on('error', (e) => { run.spawnError = e; });
@@ -209,15 +233,14 @@ export class ExecPlugins {
 
   private stop(run: PluginRun, why: string): void {
     const child = run.child;
-    // once its output closed, the group may be gone and its id reused: nothing to stop
-    if (!child || child.pid === undefined || run.closed) return;
+    // what left its group (setsid, a daemon) carries its token: found whether the plugin still runs or not
+    const tagged = () => { if (child?.pid !== undefined) killTagged(run.token); };
+    // once its output closed, the group may be gone and its id reused: only the token is asked for then
+    if (!child || child.pid === undefined || run.closed) return tagged();
     run.stopped ??= why;
-    try {
-      // its process group (alive while its output is open): a script's children too, which may hold the output after the script ended
-      process.kill(-child.pid, 'SIGKILL');
-    } catch {
-      // the group is gone already
-    }
+    // its process group (alive while its output is open): a script's children too, which may hold the output after the script ended
+    killGroup(child.pid);
+    tagged();
     child.stdout?.destroy();
     child.stderr?.destroy();
   }

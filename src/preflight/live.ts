@@ -2,7 +2,7 @@ import { setMaxListeners } from 'node:events';
 import * as http from 'node:http';
 import * as https from 'node:https';
 import { loadKubeConfig, LoadedKubeConfig } from './kubeconfig';
-import { asStateObject } from './objects';
+import { asStateObject, nodeLimitExceeded } from './objects';
 import { crdFacts, listItems, listPath, listReads, ListRead, BUILT_IN_RESOURCES } from './reads';
 import { ClusterState } from './state';
 import { InputError, printable } from '../errors';
@@ -21,6 +21,8 @@ export interface LiveOptions {
    * connecting, TLS, every request and every byte of every answer.
    */
   readonly timeoutMs: number;
+  /** Nodes the cluster may have (counted page by page: a larger one is refused, not read to the end); default: no bound. */
+  readonly maxNodes?: number;
 }
 
 /** Items per list call (as kubectl's --chunk-size): a large cluster is read in pages, each answer stays small. */
@@ -71,6 +73,7 @@ interface Reader {
   readonly config: LoadedKubeConfig;
   readonly request: https.RequestOptions;
   readonly deadline: Deadline;
+  readonly maxNodes: number;
   bytesLeft: number;
 }
 
@@ -213,6 +216,9 @@ function getJson(r: Reader, path: string): Promise<unknown> {
   });
 }
 
+/** API groups every Kubernetes API server serves (the core API, CRDs): a 404 for one of their lists means no cluster answers. */
+const ALWAYS_SERVED: ReadonlySet<string> = new Set(['', 'apiextensions.k8s.io']);
+
 /** Every item of a list call, page by page, as checked state objects. */
 async function getList(r: Reader, read: ListRead): Promise<Manifest[]> {
   const out: Manifest[] = [];
@@ -221,11 +227,23 @@ async function getList(r: Reader, read: ListRead): Promise<Manifest[]> {
     const query = new URLSearchParams({ limit: String(PAGE_SIZE), ...(next ? { continue: next } : {}) });
     const path = `${listPath(read)}?${query}`;
     const body = await getJson(r, path);
-    if (body === undefined) return out;
     const where = `${r.config.server}: GET ${path}`;
+    if (body === undefined) {
+      // every Kubernetes API server serves the core API and CRDs: without them nothing preflight reads is there
+      if (!ALWAYS_SERVED.has(read.group)) return out;
+      throw new InputError(`${where}: HTTP 404 (not found), which no Kubernetes API server answers to this list: is the address in ${r.config.where} `
+        + 'the API server\'s (no path after the port, not a proxy or a web server)? The cluster cannot be read');
+    }
     if (!isJsonObject(body) || !Array.isArray(body.items)) throw new InputError(`${where}: the answer is not a list (no items): is this a Kubernetes API server?`);
+    // a list of another kind is no answer to this one (a CRD may name its list kind as it likes: a list all the same)
+    const builtIn = BUILT_IN_RESOURCES.some((b) => b.group === read.group && b.kind === read.kind);
+    if (typeof body.kind === 'string' && (builtIn ? body.kind !== `${read.kind}List` : !body.kind.endsWith('List'))) {
+      throw new InputError(`${where}: the answer is a ${printable(body.kind.slice(0, 100))}, not a ${read.kind}List: is this a Kubernetes API server? The cluster cannot be read`);
+    }
     asInputError(where, () => checkNesting(where, body, 'snapshot'));
     listItems(read, body).forEach((o, i) => out.push(asStateObject(o, `${where}: items[${i}]`)));
+    // counted page by page: a larger cluster is not read to the end
+    if (read.group === '' && read.kind === 'Node' && out.length > r.maxNodes) throw nodeLimitExceeded(r.config.server, r.maxNodes);
     const cont = isJsonObject(body.metadata) ? body.metadata.continue : undefined;
     next = typeof cont === 'string' && cont !== '' ? cont : undefined;
   } while (next);
@@ -245,7 +263,7 @@ export async function readLive(opts: LiveOptions, rendered: readonly Manifest[])
   try {
     const request = await authenticate(config, deadline);
     agent = request.agent instanceof http.Agent ? request.agent : undefined;
-    const r: Reader = { config, request, deadline, bytesLeft: maxBytes('snapshot') };
+    const r: Reader = { config, request, deadline, maxNodes: opts.maxNodes ?? Infinity, bytesLeft: maxBytes('snapshot') };
     const crdRead = BUILT_IN_RESOURCES.find((b) => b.kind === 'CustomResourceDefinition')!;
     const crds = await getList(r, crdRead);
     const reads = listReads(crds, rendered).filter((x) => x.kind !== 'CustomResourceDefinition');

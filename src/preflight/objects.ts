@@ -9,6 +9,7 @@ import { NicClusterPolicy } from '../../imports/network-operator-mellanox.com';
 import { InputError, printable } from '../errors';
 import { isJsonObject } from '../json';
 import { parseQuantity } from '../model/quantity';
+import { MAX_NODES } from '../model/schema-types';
 import { apiGroup, describeObject, Manifest } from '../render/manifest';
 
 /*
@@ -16,6 +17,16 @@ import { apiGroup, describeObject, Manifest } from '../render/manifest';
  * a file anyone can edit and a server may answer anything; what the rules would misread (an API
  * version they do not know, a node field of the wrong type, the same object twice) is bad input.
  */
+
+/**
+ * A cluster state with more Nodes than a reader takes (init: MAX_NODES, the most a description describes and the
+ * largest cluster Kubernetes supports), found while it is read: refused before anything looks at the nodes (init's
+ * work grows with them), whatever the size limit of the snapshot lets through.
+ */
+export function nodeLimitExceeded(where: string, max: number): InputError {
+  const what = max === MAX_NODES ? `${MAX_NODES} Nodes, the largest cluster Kubernetes supports and a description describes` : `${max} Nodes`;
+  return new InputError(`${where}: more than ${what}: is this one cluster? Read it in parts (kubectl get nodes -l ... -o yaml) or check the snapshot`);
+}
 
 /** An object with where it was read (`snapshot.yaml: document 2, items[3]`), for messages. */
 export interface ReadObject {

@@ -1,4 +1,4 @@
-import { asStateObject, checkApiVersions, checkDuplicates, ReadObject } from './objects';
+import { asStateObject, checkApiVersions, checkDuplicates, nodeLimitExceeded, ReadObject } from './objects';
 import { ClusterState } from './state';
 import { InputError, printable } from '../errors';
 import { asInputError, decodeInput, parseInputYaml, readInputBytes } from '../input/read';
@@ -10,13 +10,18 @@ function isList(v: unknown): v is Record<string, unknown> {
 }
 
 /** The objects of a snapshot's documents, each with where it was read. */
-function snapshotObjects(docs: readonly unknown[], label: string): ReadObject[] {
+function snapshotObjects(docs: readonly unknown[], label: string, maxNodes: number): ReadObject[] {
   const objects: ReadObject[] = [];
+  let nodes = 0;
+  const add = (o: ReadObject) => {
+    objects.push(o);
+    if (o.object.kind === 'Node' && o.object.apiVersion === 'v1' && ++nodes > maxNodes) throw nodeLimitExceeded(label, maxNodes);
+  };
   docs.forEach((doc, d) => {
     const where = `${label}: document ${d + 1}`;
     if (doc === null || doc === undefined) return;
     if (!isList(doc)) {
-      objects.push({ object: asStateObject(doc, where), where });
+      add({ object: asStateObject(doc, where), where });
       return;
     }
     if (!Array.isArray(doc.items)) throw new InputError(`${where}: a ${printable(String(doc.kind))} without items`);
@@ -26,7 +31,7 @@ function snapshotObjects(docs: readonly unknown[], label: string): ReadObject[] 
         throw new InputError(`${at}: a ${printable(String(item.kind))} inside a ${printable(String(doc.kind))}, which kubectl never writes: `
           + 'put its items into the outer list, or each list into its own document (--- between them)');
       }
-      objects.push({ object: asStateObject(item, at), where: at });
+      add({ object: asStateObject(item, at), where: at });
     });
   });
   if (objects.length === 0) throw new InputError(`${label}: empty snapshot (no Kubernetes objects)`);
@@ -41,13 +46,13 @@ function snapshotObjects(docs: readonly unknown[], label: string): ReadObject[] 
  * document that is not an object, a List without `items` or inside another, an object given twice
  * and an API version the state does not serve are bad input. `label` names it in messages.
  */
-export function parseSnapshot(text: string, source: string, label = source): ClusterState {
+export function parseSnapshot(text: string, source: string, label = source, maxNodes = Infinity): ClusterState {
   const docs = asInputError(label, () => parseInputYaml(source, text, 'snapshot', true));
-  return new ClusterState(source, snapshotObjects(docs, label).map((o) => o.object));
+  return new ClusterState(source, snapshotObjects(docs, label, maxNodes).map((o) => o.object));
 }
 
-/** Reads a snapshot file with the input limits of a snapshot (src/input/limits.ts). */
-export function readSnapshot(file: string): ClusterState {
+/** Reads a snapshot file with the input limits of a snapshot (src/input/limits.ts); `maxNodes`: refused beyond, counted while read. */
+export function readSnapshot(file: string, maxNodes = Infinity): ClusterState {
   const label = `--snapshot ${file}`;
-  return parseSnapshot(asInputError(label, () => decodeInput(file, readInputBytes(file, 'snapshot'))), file, label);
+  return parseSnapshot(asInputError(label, () => decodeInput(file, readInputBytes(file, 'snapshot'))), file, label, maxNodes);
 }

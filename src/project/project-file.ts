@@ -1,8 +1,8 @@
-import { existsSync, realpathSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { isMap, isScalar, LineCounter, parseDocument } from 'yaml';
 import { InputError } from '../errors';
-import { isInside, pathProblem } from '../files';
+import { isInside, pathProblem, realPathOf } from '../files';
 import { decodeInput, InputFileError, parseInputYaml, readInputBytes } from '../input/read';
 import { isJsonObject } from '../json';
 import { PROJECT_FILE, PROJECT_KEYS } from './names';
@@ -29,14 +29,6 @@ export function findProjectFile(from: string): string | undefined {
     const file = path.join(dir, PROJECT_FILE);
     if (existsSync(file)) return file;
     if (path.dirname(dir) === dir) return undefined;
-  }
-}
-
-function realOrSelf(p: string): string {
-  try {
-    return realpathSync.native(p);
-  } catch {
-    return p;
   }
 }
 
@@ -97,8 +89,11 @@ export function readProject(file: string): Project {
     if (problem) throw new InputError(`${where}: the path ${problem}`);
     if (path.isAbsolute(raw)) throw new InputError(`${where}: expected a path relative to the project folder, got the absolute path ${JSON.stringify(raw)}`);
     const resolved = path.resolve(root, raw);
-    if (!isInside(resolved, root) || !isInside(realOrSelf(resolved), realOrSelf(root))) {
-      throw new InputError(`${where}: ${JSON.stringify(raw)} is outside the project folder ${root}; name a folder inside it`);
+    // where it lands once made: the real path of its nearest existing folder (a link to elsewhere, with the rest not made yet)
+    const real = realPathOf(resolved);
+    if (!isInside(resolved, root) || !isInside(real, realPathOf(root))) {
+      const via = isInside(resolved, root) ? ` (through a symbolic link, to ${real})` : '';
+      throw new InputError(`${where}: ${JSON.stringify(raw)} is outside the project folder ${root}${via}; name a folder inside it`);
     }
     if (resolved === root) throw new InputError(`${where}: ${JSON.stringify(raw)} is the project folder itself; name a folder inside it (${PROJECT_KEYS[key].default})`);
     const st = statSync(resolved, { throwIfNoEntry: false });

@@ -102,6 +102,8 @@ export function locateChart(root: string, chart: string, version: string): Locat
   if (found && !isInside(realpathSync(found.dir), realpathSync(root))) {
     throw new SourceRefused(`${printable(found.dir)}: the chart folder is a symbolic link out of the upstream installs (to ${printable(realpathSync(found.dir))})`);
   }
+  // a chart the package ships is verified against its checksums before any of its files is read (remembered per process)
+  if (found) treeDigest(found.dir, true);
   return found;
 }
 

@@ -1,5 +1,5 @@
 import { RenderCache, RenderOutput } from './render-cache';
-import { EngineBudget } from '../engines';
+import { EngineBudget, EngineError } from '../engines';
 
 /** A chart made renderable (renderableChart): the folder helm renders and its digest. */
 export interface PreparedChart {
@@ -49,6 +49,11 @@ export class RenderSession {
   private readonly charts = new Map<string, PreparedChart>();
   private readonly reruns = new Map<string, Promise<RenderOutput>>();
   private readonly rerunsKept = new Map<string, Promise<RenderOutput>>();
+  /**
+   * Renders a bound stopped (a hang at its timeout, a flood, the memory cap, the budget): never run again in this
+   * run, neither when asked again nor as the determinism rule's second render; each asker gets the same failure.
+   */
+  private readonly stopped = new Map<string, Promise<RenderOutput>>();
   /** Where this run's renders came from, by kind (check --format json reports it). */
   readonly counts = Object.fromEntries(RENDER_KINDS.map((k) => [k, { runs: 0, cached: 0, shared: 0 }])) as Readonly<Record<RenderKind, RenderCount>>;
 
@@ -63,7 +68,7 @@ export class RenderSession {
    * one runs it again. `keep`: stays in memory for the rest of the run (otherwise only while it runs).
    */
   render(key: string, kind: RenderKind, run: () => Promise<RenderOutput>, keep: boolean): Promise<RenderOutput> {
-    const known = this.renders.get(key) ?? this.kept.get(key);
+    const known = this.renders.get(key) ?? this.kept.get(key) ?? this.stopped.get(key);
     if (known) {
       if (this.kept.delete(key)) this.kept.set(key, known);
       this.counts[kind].shared += 1;
@@ -82,8 +87,16 @@ export class RenderSession {
     pending.then(() => {
       forget();
       if (keep) this.keep(this.kept, key, pending);
-    }, forget);
+    }, (e: unknown) => {
+      forget();
+      this.noteStopped(key, pending, e);
+    });
     return pending;
+  }
+
+  /** A render that failed because a bound stopped it is remembered as failed (running it again would spend the bound again). */
+  private noteStopped(key: string, pending: Promise<RenderOutput>, e: unknown): void {
+    if (e instanceof EngineError && e.bounded) this.stopped.set(key, pending);
   }
 
   private keep(into: Map<string, Promise<RenderOutput>>, key: string, output: Promise<RenderOutput>): void {
@@ -98,7 +111,7 @@ export class RenderSession {
    * per run for what a fleet shares; a failed one runs again when asked again.
    */
   rerun(key: string, kind: RenderKind, run: () => Promise<RenderOutput>): Promise<RenderOutput> {
-    const known = this.reruns.get(key) ?? this.rerunsKept.get(key);
+    const known = this.reruns.get(key) ?? this.rerunsKept.get(key) ?? this.stopped.get(key);
     if (known) {
       if (this.rerunsKept.delete(key)) this.rerunsKept.set(key, known);
       this.counts[kind].shared += 1;
@@ -113,7 +126,10 @@ export class RenderSession {
     pending.then(() => {
       forget();
       this.keep(this.rerunsKept, key, pending);
-    }, forget);
+    }, (e: unknown) => {
+      forget();
+      this.noteStopped(key, pending, e);
+    });
     return pending;
   }
 

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { lstatSync, readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import * as path from 'node:path';
+import { verifyPackagedAsset, verifyPackagedFolder } from '../cache/asset-sums';
 import { printable } from '../errors';
 import { isInside } from '../files';
 
@@ -73,10 +74,14 @@ export function treeDigest(dir: string, memo = false, read?: ReadonlyMap<string,
   const known = memo ? digests.get(abs) : undefined;
   if (known) return known;
   const hash = createHash('sha256');
-  for (const f of treeFiles(abs)) {
+  const files = treeFiles(abs);
+  // a vendored tree the package ships: as shipped, file by file (its checksums), else the installation is damaged
+  if (memo) verifyPackagedFolder(abs, files.map((f) => path.join(abs, f.rel)));
+  for (const f of files) {
     // a file the caller read already, of the size it has now: its bytes as read (what the caller checks)
     const given = read?.get(f.rel);
     const bytes = given !== undefined && given.length === f.size ? given : readFileSync(path.join(abs, f.rel));
+    if (memo) verifyPackagedAsset(path.join(abs, f.rel), bytes);
     hash.update(`${f.rel}\0${bytes.length}\0`);
     hash.update(bytes);
   }

@@ -1,13 +1,14 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { readdirSync, statSync } from 'node:fs';
 import * as path from 'node:path';
+import { verifyPackagedAsset, verifyPackagedFolder } from '../cache/asset-sums';
 import { CompiledCache, fileFingerprint, resolveCacheDir } from '../cache/compiled-cache';
 import { moduleFolderDigest, packageDigest } from '../cache/digests';
-import { InputError } from '../errors';
+import { InputError, printable } from '../errors';
+import { decodeInput, describeIssues, InputFileError, inputFileProblem, parseInputYaml, readInputBytes } from '../input/read';
 import { VERSIONS } from '../versions';
+import { SchemaDirectoryMissing } from './schema-directory';
 
-/** js-yaml only when YAML is parsed (a synth with a warm schema cache never does). */
-const jsYaml = (): typeof import('js-yaml') => createRequire(__filename)('js-yaml');
+export { SchemaDirectoryMissing } from './schema-directory';
 
 /** Where an apiVersion/kind's schema comes from. */
 export interface SchemaEntry {
@@ -32,17 +33,23 @@ export const CLUSTER_SCOPED_CORE: ReadonlySet<string> = new Set([
   'PriorityLevelConfiguration', 'StorageVersionMigration', 'DeviceClass', 'ClusterTrustBundle',
 ]);
 
-/** A schema directory that does not exist (validation cannot run; callers report it plainly). */
-export class SchemaDirectoryMissing extends Error {
-  constructor(readonly dir: string) {
-    super(`schema directory ${dir} does not exist: pass --schemas DIR (a folder of CRD YAML files and a *definitions.json of the core kinds)`);
-    this.name = 'SchemaDirectoryMissing';
-  }
-}
 
 /** A schema file that cannot be used: bad input naming the file. */
 function brokenSchemaFile(file: string, why: string): InputError {
-  return new InputError(`schema file ${file}: ${why}; it looks truncated or corrupted: re-export it (kubectl get crd -o yaml) or remove it from the schema folder`);
+  return new InputError(`schema file ${printable(file)}: ${why}; it looks truncated or corrupted: re-export it (kubectl get crd -o yaml) or remove it from the schema folder`);
+}
+
+/**
+ * The text of a schema file through the one input reader: a regular file (a FIFO, a device such as a link
+ * to /dev/zero, a folder are refused before a byte is read), within the size limit of a schema file, UTF-8.
+ */
+function schemaText(file: string): string {
+  try {
+    return decodeInput(file, readInputBytes(file, 'schema'));
+  } catch (e) {
+    if (e instanceof InputFileError) throw new InputError(`schema file ${printable(file)}: ${describeIssues(e.issues)}`);
+    throw e;
+  }
 }
 
 /** The id under which the core definitions are registered with ajv. */
@@ -52,13 +59,17 @@ function gvkKey(apiVersion: string, kind: string): string {
   return `${apiVersion}#${kind}`;
 }
 
+/** The files of a schema folder that are read: YAML and JSON. */
+const isSchemaFileName = (name: string) => /\.(ya?ml|json)$/i.test(name);
+
 function listFiles(dir: string): string[] {
   const out: string[] = [];
   const walk = (d: string) => {
     for (const name of readdirSync(d).sort()) {
       const p = path.join(d, name);
-      if (statSync(p).isDirectory()) walk(p);
-      else if (/\.(ya?ml|json)$/i.test(name)) out.push(p);
+      // links followed; what is not a folder is checked as a file when it is a schema file by name
+      if (statSync(p, { throwIfNoEntry: false })?.isDirectory()) walk(p);
+      else if (isSchemaFileName(name)) out.push(p);
     }
   };
   walk(dir);
@@ -144,7 +155,7 @@ function indexFiles(files: readonly string[]): FileIndex {
       index.core.push(f);
       continue;
     }
-    const text = readFileSync(f, 'utf8');
+    const text = schemaText(f);
     if (!text.includes('CustomResourceDefinition')) continue;
     // `group:` of a CRD spec is the only `group:` at spec indentation; collect every candidate.
     const groups = new Set<string>();
@@ -178,6 +189,14 @@ export class SchemaStore {
       if (!st) throw new SchemaDirectoryMissing(dir);
       files.push(...(st.isDirectory() ? listFiles(dir) : [dir]));
     }
+    // before a file is fingerprinted or read: only regular files within the limit (a FIFO would hang, /dev/zero never end)
+    for (const f of files) {
+      const problem = inputFileProblem(f, 'schema');
+      if (problem) throw new InputError(`${list.includes(f) ? '--schemas' : 'schema file'} ${printable(f)}: ${problem}`);
+      // the package's own schemas: as shipped (its checksums), else the installation is damaged
+      verifyPackagedAsset(f);
+    }
+    for (const dir of list) verifyPackagedFolder(dir, files, isSchemaFileName);
     const cacheDir = resolveCacheDir(options.cacheDir);
     return new SchemaStore(list.join(', '), files, cacheDir ? new CompiledCache(cacheDir) : undefined);
   }
@@ -221,8 +240,9 @@ export class SchemaStore {
       for (const f of this.coreFiles) {
         let definitions: unknown;
         try {
-          definitions = (JSON.parse(readFileSync(f, 'utf8')) as { definitions?: unknown }).definitions;
+          definitions = (JSON.parse(schemaText(f)) as { definitions?: unknown }).definitions;
         } catch (e) {
+          if (e instanceof InputError) throw e;
           throw brokenSchemaFile(f, e instanceof SyntaxError ? `invalid JSON (${e.message})` : String((e as Error).message));
         }
         if (definitions === null || typeof definitions !== 'object') throw brokenSchemaFile(f, 'no "definitions" object');
@@ -273,12 +293,13 @@ export class SchemaStore {
     const key = this.cache?.key('crds', [parser(), fileFingerprint(f)]);
     crds = key ? this.cache!.readJson<CrdDocument[]>(key) : undefined;
     if (!crds) {
-      const text = readFileSync(f, 'utf8');
+      const text = schemaText(f);
       let docs: CrdDocument[];
       try {
-        docs = (f.toLowerCase().endsWith('.json') ? [JSON.parse(text)] : jsYaml().loadAll(text)) as CrdDocument[];
+        docs = (f.toLowerCase().endsWith('.json') ? [JSON.parse(text)] : parseInputYaml(f, text, 'schema', true)) as CrdDocument[];
       } catch (e) {
-        throw brokenSchemaFile(f, `${f.toLowerCase().endsWith('.json') ? 'invalid JSON' : 'invalid YAML'}: ${((e as Error).message ?? '').split('\n')[0]}`);
+        // the reader's issues say what they are (invalid YAML, an alias bomb, nesting)
+        throw brokenSchemaFile(f, e instanceof InputFileError ? describeIssues(e.issues) : `invalid JSON: ${((e as Error).message ?? '').split('\n')[0]}`);
       }
       const all = docs.flatMap((d) => (d?.kind === 'List' && Array.isArray(d.items) ? d.items : [d])).filter((d) => d?.kind === 'CustomResourceDefinition');
       all.forEach((d, i) => {

@@ -5,8 +5,11 @@
  *   `x-kubernetes-preserve-unknown-fields`;
  * - `x-kubernetes-int-or-string` accepts an integer or a string;
  * - a required field with a schema default counts as present (the API server defaults it first);
- * - Go regular expressions that JavaScript cannot compile are dropped (not guessed at).
+ * - patterns are Go regular expressions, evaluated with RE2 as the API server does (src/validate/patterns.ts); one RE2
+ *   cannot compile (the API server refuses such a CRD) is dropped (not guessed at).
  */
+
+import { re2Compiles } from './patterns';
 
 type Schema = Record<string, unknown>;
 
@@ -17,15 +20,10 @@ const DROP = new Set(['description', 'example', 'externalDocs', 'nullable', 'x-k
 
 const patternCache = new Map<string, boolean>();
 
-function jsCompatiblePattern(p: string): boolean {
+function compilablePattern(p: string): boolean {
   let ok = patternCache.get(p);
   if (ok === undefined) {
-    try {
-      new RegExp(p, 'u');
-      ok = true;
-    } catch {
-      ok = false;
-    }
+    ok = re2Compiles(p);
     patternCache.set(p, ok);
   }
   return ok;
@@ -40,7 +38,7 @@ export function strictSchema(node: unknown): unknown {
     if (DROP.has(k)) continue;
     if (k === 'x-kubernetes-preserve-unknown-fields' || k === 'x-kubernetes-int-or-string') continue;
     if (k === 'pattern') {
-      if (typeof v === 'string' && jsCompatiblePattern(v)) out.pattern = v;
+      if (typeof v === 'string' && compilablePattern(v)) out.pattern = v;
       continue;
     }
     if (k === 'properties' || k === 'patternProperties' || k === 'definitions') {

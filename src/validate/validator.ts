@@ -1,6 +1,8 @@
 import { createRequire } from 'node:module';
 import type Ajv from 'ajv';
 import type { ErrorObject, ValidateFunction } from 'ajv';
+import * as patterns from './patterns';
+import { PATTERNS_MODULE, re2Engine } from './patterns';
 import { CORE_SCHEMA_ID, SchemaEntry, SchemaStore } from './schemas';
 import { pruneNulls, hoistSubschemas, strictSchema } from './strict-schema';
 import { CachedValidator, CompiledCache, fileFingerprint, FORMATS_MODULE, resolveCacheDir } from '../cache/compiled-cache';
@@ -50,6 +52,9 @@ const FORMATS = {
   'byte': /^[A-Za-z0-9+/]*={0,2}$/,
 } as const;
 
+/** What cached validators import besides the formats: the pattern engine. */
+const CACHED_IMPORTS = { [PATTERNS_MODULE]: patterns };
+
 /** ajv's compiler (some 60 modules) is loaded only when a schema has to be compiled: a warm cache never needs it. */
 const requireLazily = createRequire(__filename);
 
@@ -63,8 +68,9 @@ function createAjv(emitStandaloneCode: boolean): Ajv {
     // One function per hoisted subschema (see hoistSubschemas), compiled by V8 only when reached.
     inlineRefs: false,
     formats: FORMATS,
-    // Standalone code is what the disk cache keeps; it imports the formats from FORMATS_MODULE.
-    code: emitStandaloneCode ? { source: true, formats: _`require(${FORMATS_MODULE})` } : {},
+    // CRD patterns as the API server evaluates them: RE2, in linear time (src/validate/patterns.ts)
+    // Standalone code is what the disk cache keeps; it imports the formats from FORMATS_MODULE, the engine from PATTERNS_MODULE.
+    code: emitStandaloneCode ? { source: true, formats: _`require(${FORMATS_MODULE})`, regExp: re2Engine } : { regExp: re2Engine },
   });
 }
 
@@ -139,10 +145,11 @@ export class ManifestValidator {
 
   /**
    * Everything a compiled validator depends on, by content: its schema file, the core definitions,
-   * the transforms and the validator's options (this folder's code) and the compiler (ajv's code).
+   * the transforms, the validator's options and its pattern engine (this folder's code), the compiler (ajv's
+   * code) and the engine's (re2js: a validator compiled for JavaScript's patterns is never found again).
    */
   private cacheKey(entry: SchemaEntry): string {
-    this.codeDigest ??= [moduleFolderDigest(__filename), packageDigest('ajv')];
+    this.codeDigest ??= [moduleFolderDigest(__filename), packageDigest('ajv'), packageDigest('re2js')];
     return this.cache!.key('validator', [
       this.codeDigest, entry.group, entry.version, entry.kind,
       this.fingerprint(entry.source), this.store.coreSources.map((f) => this.fingerprint(f)),
@@ -167,12 +174,12 @@ export class ManifestValidator {
     let fn = this.compiled.get(entry);
     if (fn) return fn;
     const key = this.cache ? this.cacheKey(entry) : undefined;
-    let cached = key ? this.cache!.readValidator(key, FORMATS) : undefined;
+    let cached = key ? this.cache!.readValidator(key, FORMATS, CACHED_IMPORTS) : undefined;
     if (!cached) {
       fn = this.ajv.compile(this.schemaFor(entry));
       // Run what the next process will load (it is the same code), or the in-memory function
       // when the cache cannot be written.
-      if (key && this.saveValidator(key, fn)) cached = this.cache!.readValidator(key, FORMATS);
+      if (key && this.saveValidator(key, fn)) cached = this.cache!.readValidator(key, FORMATS, CACHED_IMPORTS);
     }
     if (cached) {
       fn = cached.validate;

@@ -39,6 +39,13 @@ const CASES: Case[] = [
   { name: 'tenant in a system namespace', edit: (d) => { d.tenants[0].namespace = 'kube-system'; }, path: 'tenants[0].namespace', says: /system namespace/ },
   { name: 'rdmaHcaMax out of range', edit: (d) => { d.network.infiniband.rdmaSharedDevice.hcaMax = 0; }, path: 'network.infiniband.rdmaSharedDevice.hcaMax', says: /from 1 to/ },
   { name: 'RDMA vendor not hex', edit: (d) => { d.network.infiniband.rdmaSharedDevice.vendors = ['mellanox']; }, path: 'network.infiniband.rdmaSharedDevice.vendors[0]', says: /hex PCI vendor id/ },
+  // what Argo CD would pass to git: never an option, a command transport, this machine's files or a path out of the repository
+  { name: 'repoURL that git takes as an option', edit: (d) => { d.gitops.repoURL = '--upload-pack=touch /tmp/pwned'; }, path: 'gitops.repoURL', says: /expected a Git repository URL/ },
+  { name: 'repoURL of the ext:: transport', edit: (d) => { d.gitops.repoURL = 'ext::sh -c touch% /tmp/pwned'; }, path: 'gitops.repoURL', says: /expected a Git repository URL/ },
+  { name: 'repoURL of a local folder', edit: (d) => { d.gitops.repoURL = 'file:///etc'; }, path: 'gitops.repoURL', says: /expected a Git repository URL/ },
+  { name: 'targetRevision that git takes as an option', edit: (d) => { d.gitops.targetRevision = '--output=/tmp/x'; }, path: 'gitops.targetRevision', says: /expected a Git revision/ },
+  { name: 'path out of the repository', edit: (d) => { d.gitops.path = 'dist/../../etc'; }, path: 'gitops.path', says: /"\.\." leads out of it/ },
+  { name: 'absolute path', edit: (d) => { d.gitops.path = '/etc'; }, path: 'gitops.path', says: /no leading "\/"/ },
   { name: 'kubernetesVersion as a number', edit: (d) => { d.kubernetesVersion = 1.31; }, path: 'kubernetesVersion', says: /expected a Kubernetes minor version/ },
 ];
 

@@ -1,12 +1,15 @@
 import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
 import { CACHE_ENV } from '../../src/cache/compiled-cache';
 import { EXIT } from '../../src/cli';
 import { DEFAULT_SCHEMAS } from '../../src/paths';
-import { aliasBomb, HAS_SCHEMAS, readTreeFiles, REFERENCE_FILE, runCliInProcess } from '../helpers';
+import { PROJECT_FILE } from '../../src/project/project-file';
+import { runCliChild } from '../child-cli';
+import { aliasBomb, crdOf, fixtureProject, HAS_SCHEMAS, readTreeFiles, REFERENCE_FILE, runCliInProcess } from '../helpers';
 
 /*
  * Hostile input and a hostile machine: every case exits with the documented code and one line
@@ -37,6 +40,26 @@ interface Case {
 
 const synth = (config: () => string, ...more: string[]) => () => ['synth', '--config', config(), '--out', out, '--no-validate', ...more];
 
+/** synth validating against the schema folder `schemas`. */
+const validating = (schemas: () => string) => () => ['synth', '--config', REFERENCE_FILE, '--out', out, '--schemas', schemas()];
+
+/** A FIFO (made once) at `name` under the test's folder (or at an absolute path). */
+function fifo(name: string): string {
+  const f = path.resolve(dir, name);
+  if (!existsSync(f)) spawnSync('mkfifo', [f]);
+  return f;
+}
+
+/** A schema folder `name` under the test's folder, made once by `setup`. */
+function schemaFolder(name: string, setup: (folder: string) => void): string {
+  const d = path.join(dir, name);
+  if (!existsSync(d)) {
+    mkdirSync(d);
+    setup(d);
+  }
+  return d;
+}
+
 const CASES: Case[] = [
   { name: 'GPU workers beyond exact memory totals', args: synth(() => file('count.yaml', reference().replace(/\n {4}count: 2\n/, '\n    count: 4700\n'))), code: EXIT.badInput, says: /\.yaml:\d+:\d+ nodes\.gpuWorkers\.count: 4700 nodes x 1800Gi is more memory than/m },
   { name: 'more nodes than Kubernetes supports', args: synth(() => file('count2.yaml', reference().replace(/\n {4}count: 2\n/, '\n    count: 5001\n'))), code: EXIT.badInput, says: /\.yaml:\d+:\d+ nodes\.gpuWorkers\.count: expected at most 5000 nodes/m },
@@ -50,7 +73,7 @@ const CASES: Case[] = [
   { name: 'a duplicate key', args: synth(() => file('dup.yaml', reference().replace(/\n {4}count: 2\n/, '\n    count: 2\n    count: 3\n'))), code: EXIT.badInput, says: /\.yaml:\d+:\d+ nodes\.gpuWorkers\.count: duplicate key "count" \(line \d+; first given on line \d+\)/m },
   { name: '--config /dev/zero', args: synth(() => '/dev/zero'), code: EXIT.badInput, says: /^\/dev\/zero: not a regular file \(a device or socket\)/m, skip: !existsSync('/dev/zero') },
   { name: '--config of a folder', args: synth(() => dir), code: EXIT.badInput, says: /: not a regular file \(a folder\)/ },
-  { name: '--config of a FIFO', args: synth(() => { const f = path.join(dir, 'fifo'); if (!existsSync(f)) spawnSync('mkfifo', [f]); return f; }), code: EXIT.badInput, says: /fifo: not a regular file \(a pipe\)/, skip: process.platform !== 'linux' },
+  { name: '--config of a FIFO', args: synth(() => fifo('fifo')), code: EXIT.badInput, says: /fifo: not a regular file \(a pipe\)/, skip: process.platform !== 'linux' },
   { name: 'a description over 8 MiB', args: synth(() => file('huge.yaml', `${reference()}\n#${'x'.repeat(9 * 1024 * 1024)}\n`)), code: EXIT.badInput, says: /huge\.yaml: the file is larger than 8 MiB/ },
   { name: '--out ""', args: () => ['synth', '--config', REFERENCE_FILE, '--out', '', '--no-validate'], code: EXIT.badInput, says: /--out "": empty path/ },
   { name: '--out with a 300-character component', args: () => ['synth', '--config', REFERENCE_FILE, '--out', path.join(dir, 'x'.repeat(300)), '--no-validate'], code: EXIT.badInput, says: /--out .*: the path has a component of 300 bytes .*more than the 255/ },
@@ -59,6 +82,16 @@ const CASES: Case[] = [
   { name: 'diff --out ""', args: () => ['diff', '--config', REFERENCE_FILE, '--out', '', '--no-validate'], code: EXIT.badInput, says: /--out "": empty path/ },
   { name: 'check --config /dev/zero', args: () => ['check', out, '--config', '/dev/zero'], code: EXIT.badInput, says: /^\/dev\/zero: not a regular file/m, skip: !existsSync('/dev/zero') },
   { name: `${CACHE_ENV} pointing at a file`, args: () => ['synth', '--config', REFERENCE_FILE, '--out', out], env: { [CACHE_ENV]: REFERENCE_FILE }, code: EXIT.badInput, says: new RegExp(`${CACHE_ENV}=.*instant-cluster\\.yaml: not a folder`), skip: !HAS_SCHEMAS },
+  // schema files are read through the input reader: only regular files, bounded, before any is fingerprinted or read
+  { name: '--schemas of a FIFO', args: validating(() => fifo('schema-fifo')), code: EXIT.badInput, says: /^error: --schemas .*schema-fifo: not a regular file \(a pipe\); a schema folder holds CRD YAML files and a \*definitions\.json; nothing was written$/m, skip: process.platform !== 'linux' },
+  { name: '--schemas of a folder holding a FIFO', args: validating(() => schemaFolder('with-fifo', (d) => fifo(path.join(d, 'crds.yaml')))), code: EXIT.badInput, says: /^error: schema file .*with-fifo\/crds\.yaml: not a regular file \(a pipe\)/m, skip: process.platform !== 'linux' },
+  { name: '--schemas of a folder holding a link to /dev/zero', args: validating(() => schemaFolder('with-zero', (d) => symlinkSync('/dev/zero', path.join(d, 'zero.yaml')))), code: EXIT.badInput, says: /^error: schema file .*with-zero\/zero\.yaml: not a regular file \(a device or socket\)/m, skip: !existsSync('/dev/zero') },
+  { name: '--schemas /dev/null', args: validating(() => '/dev/null'), code: EXIT.badInput, says: /^error: --schemas \/dev\/null: not a regular file \(a device or socket\)/m, skip: !existsSync('/dev/null') },
+  { name: 'a schema file over the limit', args: validating(() => schemaFolder('with-huge', (d) => { writeFileSync(path.join(d, 'huge.json'), ''); truncateSync(path.join(d, 'huge.json'), 40 * 1024 * 1024); })), code: EXIT.badInput, says: /^error: schema file .*huge\.json: the file is larger than 32 MiB, far more than a schema file \(CRDs or the core definitions\) needs; .*GPU_CLUSTER_MANIFESTS_MAX_SCHEMA_FILE_MIB=<MiB> raises the limit/m },
+  // a path given with control characters is quoted in the message, never echoed raw (ESC drives the terminal, a line break forges a line)
+  { name: '--config naming a file with an escape sequence and a line break', args: synth(() => path.join(dir, 'no\u001b[2Jsuch\nerror: forged.yaml')), code: EXIT.badInput, says: /^error: --config .*no\\u001b\[2Jsuch\\nerror: forged\.yaml: no such file; nothing was written$/m },
+  { name: '--out through a file whose name holds an escape sequence', args: () => ['synth', '--config', REFERENCE_FILE, '--out', path.join(file('f\u001b[31m', 'x'), 'out'), '--no-validate'], code: EXIT.badInput, says: /^error: --out .*f\\u001b\[31m\/out: cannot stat .*f\\u001b\[31m\/out: a part of the path is a file, not a folder \(ENOTDIR\)/ },
+  { name: 'validate of a path with a line break', args: () => ['validate', path.join(dir, 'nothing\nok: 0 errors')], code: EXIT.badInput, says: /^error: validate: .*nothing\\nok: 0 errors: no such file or folder; nothing was written$/m },
   { name: 'a truncated CRD under --schemas', args: () => ['synth', '--config', REFERENCE_FILE, '--out', out, '--schemas', path.join(dir, 'crds')], code: EXIT.badInput, says: /schema file .*kueue\.x-k8s\.io_clusterqueues\.yaml: .*truncated or corrupted/, skip: !HAS_SCHEMAS },
 ];
 
@@ -90,7 +123,41 @@ describe('bad input and unusable paths exit with a one-line reason and leave the
     expect(r.code, r.stderr).toBe(c.code);
     expect(r.stderr).toMatch(c.says);
     expect(r.stderr).not.toMatch(/internal error|\n\s+at .*:\d+:\d+/);
+    // whatever the input holds, the messages carry no control character but their line ends
+    expect(r.stderr).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
     expect(readTreeFiles(out)).toEqual(before);
     expect(readdirSync(out).sort()).toEqual(['fleet', 'instant-cluster']);
   }, 60_000);
+});
+
+describe('control characters in a path the project file gives never reach the terminal raw', () => {
+  it('synth into out: "d<ESC>[31mx<LF>fake: line": the summary quotes it, nothing drives the terminal or forges a line', async () => {
+    const root = fixtureProject();
+    writeFileSync(path.join(root, PROJECT_FILE), 'clusters: clusters\nout: "d\\u001b[31mx\\nfake: line"\n');
+    const r = await runCliChild(root, ['synth', '--no-validate']);
+    expect(r.code, r.stderr).toBe(EXIT.ok);
+    expect(r.stdout).toMatch(/^wrote \d+ files to d\\u001b\[31mx\\nfake: line: /m);
+    expect(`${r.stdout}${r.stderr}`).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
+    expect(r.stdout).not.toMatch(/^fake: line/m);
+  }, 120_000);
+});
+
+describe('a CRD pattern with catastrophic backtracking', () => {
+  it('is evaluated in linear time (RE2, as the API server), compiled afresh and from the validator cache: the value is refused, the command ends', async () => {
+    const work = mkdtempSync(path.join(tmpdir(), 'backtracking-'));
+    const schemas = path.join(work, 'schemas');
+    mkdirSync(schemas);
+    const crd = crdOf('example.com', 'Evil', 'Cluster', { type: 'object', properties: { spec: { type: 'object', properties: { name: { type: 'string', pattern: '^(a+)+$' } } } } });
+    writeFileSync(path.join(schemas, 'evil.yaml'), stringify(crd));
+    const tree = path.join(work, 'tree');
+    mkdirSync(tree);
+    // JavaScript's backtracking takes some 2^40 steps for this value: hours
+    writeFileSync(path.join(tree, 'evil.yaml'), stringify({ apiVersion: 'example.com/v1', kind: 'Evil', metadata: { name: 'x' }, spec: { name: `${'a'.repeat(40)}!` } }));
+    const cache = path.join(work, 'cache');
+    for (const env of [{ [CACHE_ENV]: 'off' }, { [CACHE_ENV]: cache }, { [CACHE_ENV]: cache }]) {
+      const r = await runCliChild(work, ['validate', tree, '--schemas', schemas], env, 60_000);
+      expect(r.code, r.stderr).toBe(EXIT.failed);
+      expect(r.stderr).toMatch(/^error: .*Evil x spec\.name: must match pattern "\^\(a\+\)\+\$"$/m);
+    }
+  }, 240_000);
 });

@@ -84,6 +84,23 @@ describe('every engine run is bounded', () => {
     expect(err.reason).toMatch(/^error output over 1 MiB; stopped/);
   });
 
+  it('an engine\'s memory is capped before it starts: past GPU_CLUSTER_MANIFESTS_ENGINE_MEMORY_MIB its allocations fail, and the run is one line naming the bound', async () => {
+    // a 256 MiB string, built by doubling (some 400 MB of memory unbounded)
+    const grow = 'awk \'BEGIN { s = "xxxxxxxxxxxxxxxx"; for (i = 0; i < 24; i++) s = s s; print length(s) }\'';
+    process.env.GPU_CLUSTER_MANIFESTS_ENGINE_MEMORY_MIB = '64';
+    try {
+      const e = await failure(runEngine(helm('grow', grow), ['template'], { label: 'helm template x' }));
+      expect(e.message).toBe('helm template x: its memory passed the bound of 64 MiB; stopped (GPU_CLUSTER_MANIFESTS_ENGINE_MEMORY_MIB=<MiB> raises it)');
+      expect(e.bounded).toBe(true);
+      process.env.GPU_CLUSTER_MANIFESTS_ENGINE_MEMORY_MIB = 'plenty';
+      await expect(runEngine('/bin/true', [])).rejects.toThrow(/^GPU_CLUSTER_MANIFESTS_ENGINE_MEMORY_MIB=plenty: expected a whole number of MiB greater than 0/);
+    } finally {
+      delete process.env.GPU_CLUSTER_MANIFESTS_ENGINE_MEMORY_MIB;
+    }
+    // within the bound it runs as ever
+    expect(await runEngine(helm('grow-within', grow), ['template'])).toBe('268435456\n');
+  });
+
   it('documents are counted as they stream in: 6 million tiny documents stop at the bound, long before they are parsed', async () => {
     const e = await failure(runEngine(helm('tiny', 'yes -- "--- {a: 1}" | head -n 6000000'), ['template'], { maxDocuments: 10_000 }));
     expect(e.reason).toBe('output over 10000 YAML documents; stopped (GPU_CLUSTER_MANIFESTS_MAX_ENGINE_DOCUMENTS=<documents> raises it)');

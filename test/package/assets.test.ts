@@ -51,7 +51,12 @@ describe('the package assets', () => {
     const shared = fakeShared();
     const into = path.join(mkdtempSync(path.join(tmpdir(), 'assets-')), 'assets');
     expect(packageAssets({ shared, into, releases: RELEASES }).find((c) => c.to === 'upstream-installs')?.releases).toEqual(RELEASES);
-    expect(readFileSync(path.join(into, 'upstream-installs', 'SHA256SUMS'), 'utf8')).toBe(`${sha256('name: chart\n')}  chart-1.0.0/Chart.yaml\n`);
+    // every file shipped, the ones allowed unlisted too (as read): the installed package verifies what it reads against them
+    const unlisted = Object.keys(ASSETS.find((a) => a.to === 'upstream-installs')!.unlisted!).filter((rel) => !rel.includes('/') || RELEASES.includes(rel.split('/')[0]));
+    expect(readFileSync(path.join(into, 'upstream-installs', 'SHA256SUMS'), 'utf8').trimEnd().split('\n').sort()).toEqual([
+      `${sha256('name: chart\n')}  chart-1.0.0/Chart.yaml`,
+      ...unlisted.map((rel) => `${sha256('x\n')}  ${rel}`),
+    ].sort());
     expect(readFileSync(path.join(into, 'crds', 'SHA256SUMS'), 'utf8')).toBe(`${sha256('kind: CustomResourceDefinition\n')}  kueue/crd.yaml\n`);
     for (const gone of ['upstream-installs/dynamo-platform-1.5.0-main', 'upstream-installs/chart-1.0.0/overlay/.gitignore', 'crds/local-path-provisioner']) {
       expect(existsSync(path.join(into, gone)), gone).toBe(false);

@@ -194,7 +194,8 @@ describe('a clusters repository of a platform engineer, with the packed toolkit 
     expect(lines.length).toBeGreaterThan(500);
     for (const [digest, file] of lines) {
       expect(sha256(path.join(upstream, file)), file).toBe(digest);
-      if (shared) expect(shared.get(file), file).toBe(digest);
+      // the files allowed unlisted (SOURCES.md, a git symlink's target) are listed as read
+      if (shared && shared.has(file)) expect(shared.get(file), file).toBe(digest);
     }
     const crds = path.join(unpacked, 'package', 'lib', 'assets', 'crds');
     for (const [digest, file] of readFileSync(path.join(crds, 'SHA256SUMS'), 'utf8').trimEnd().split('\n').map((l) => l.split('  '))) {

@@ -9,6 +9,7 @@ import { main } from '../../src/cli';
 import { EXIT } from '../../src/commands/io';
 import { parseQuantity } from '../../src/model/quantity';
 import { readSnapshot } from '../../src/preflight/snapshot';
+import { ClusterState } from '../../src/preflight/state';
 import { HAS_SCHEMAS, serviceMonitorCrd } from '../helpers';
 
 describe('init writes a description from the cluster', () => {
@@ -91,6 +92,25 @@ describe('init writes a description from the cluster', () => {
     expect(main(['init', '--snapshot', SNAPSHOT, '--name', 'Not_A_Label', '--out', '-'], { out: () => {}, err: (l) => err.push(l) })).toBe(EXIT.badInput);
     expect(err[0]).toContain('--name');
   });
+
+  it.each([
+    [['--path', '../../../etc'], /^error: --path: expected a path inside the repository: "\.\." leads out of it/],
+    [['--path', '/etc'], /^error: --path: expected a path relative to the repository's top \(dist\/<name>\): no leading "\/"/],
+    [['--path', 'dist/a\nb'], /^error: --path: expected a path relative to the repository's top/],
+    [['--repo=--upload-pack=touch /tmp/pwned'], /^error: --repo: expected a Git repository URL: https:\/\/HOST\/PATH, ssh:\/\/\[USER@\]HOST\/PATH or USER@HOST:PATH/],
+    // parseArgs' own refusal of a value that looks like an option: one line too
+    [['--repo', '--upload-pack=touch /tmp/pwned'], /^error: Option '--repo' argument is ambiguous\. Did you forget .*; see --help$/],
+    [['--repo', 'ext::sh -c touch% /tmp/pwned'], /^error: --repo: expected a Git repository URL/],
+    [['--repo', 'file:///etc'], /^error: --repo: expected a Git repository URL/],
+    [['--repo', 'https://git.example.com/lab.git\nevil: true'], /^error: --repo: expected a Git repository URL/],
+  ])('%j exits 2 in one line naming the option, as the description\'s own field refuses it; nothing is written', (given, says) => {
+    const out = path.join(dir, 'refused.yaml');
+    const err: string[] = [];
+    expect(main(['init', '--snapshot', SNAPSHOT, '--name', 'lab', ...given, '--out', out], { out: () => {}, err: (l) => err.push(l) })).toBe(EXIT.badInput);
+    expect(err).toEqual([expect.stringMatching(says)]);
+    expect(err[0]).not.toContain('\n');
+    expect(existsSync(out)).toBe(false);
+  });
 });
 
 describe('init describes what it sees, marks what it cannot decide, refuses what it cannot describe', () => {
@@ -148,6 +168,30 @@ describe('init describes what it sees, marks what it cannot decide, refuses what
     expect(names.text).not.toMatch(/[\u0000-\u0008\u000b-\u001f]|^evil:/m);
     expect(names.text).toContain('gpu\\u00070\\nevil: true');
   });
+
+  it('more Nodes than a description describes: refused while the state is read (snapshot, live), before init describes them', async () => {
+    // (preflight reads them all: it reports the count a description cannot take as a finding, test/preflight/output.test.ts)
+    const objects = snapshotObjects();
+    const [node] = gpuNodes(objects);
+    for (let i = 0; i < 5001; i++) objects.push({ ...structuredClone(node), metadata: { ...structuredClone(node.metadata), name: `gpu-extra-${i}` } });
+    // JSON is YAML, and written at once
+    const file = path.join(dir, 'too-many.json');
+    writeFileSync(file, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }));
+    const says = /more than 5000 Nodes, the largest cluster Kubernetes supports and a description describes: is this one cluster\?/;
+    const err: string[] = [];
+    expect(main(['init', '--snapshot', file, '--out', '-'], { out: () => {}, err: (l) => err.push(l) })).toBe(EXIT.badInput);
+    expect(err).toEqual([expect.stringMatching(new RegExp(`^error: --snapshot .*too-many\\.json: ${says.source}`))]);
+    const server = await serveState(new ClusterState('large', objects));
+    try {
+      const kubeconfig = path.join(dir, 'too-many.kubeconfig');
+      writeFileSync(kubeconfig, kubeconfigFor(server.url));
+      const live: string[] = [];
+      expect(await main(['init', '--kubeconfig', kubeconfig, '--out', '-'], { out: () => {}, err: (l) => live.push(l) })).toBe(EXIT.badInput);
+      expect(live).toEqual([expect.stringMatching(new RegExp(`^error: ${server.url}: ${says.source}`))]);
+    } finally {
+      await server.close();
+    }
+  }, 120_000);
 
   it('a large cluster: the comments name a few nodes and count the rest', () => {
     const r = init('--snapshot', snapshot('large', (o) => {

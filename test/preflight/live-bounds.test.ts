@@ -39,14 +39,14 @@ const run = (args: string[], env?: Record<string, string | undefined>) => runCli
 
 /**
  * The command through the CLI's entry in this process, with `env` this process's while it runs (so: one at a
- * time, never beside a child being started), and --out - (init prints, as outside a project): its exit code,
+ * time, never beside a child being started), and for init --out - (it prints, as outside a project): its exit code,
  * what it printed, and how long it took.
  */
 async function runHere(
   args: string[], env: Record<string, string | undefined> = {},
 ): Promise<{ code: number; stdout: string; stderr: string; ms: number }> {
   const t0 = performance.now();
-  const r = await runCliInProcess([...args, '--out', '-'], { env });
+  const r = await runCliInProcess(args[0] === 'init' ? [...args, '--out', '-'] : args, { env });
   return { ...r, ms: performance.now() - t0 };
 }
 
@@ -108,6 +108,14 @@ const servers = {
   /** Every request refused with 401 and a Status. */
   unauthorized: () => listen(createHttpServer((_, res) => {
     res.writeHead(401, { 'content-type': 'application/json' }).end('{"kind":"Status","status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401}');
+  })),
+  /** Every request answered 404 with a Status (a web server, a proxy with a path, no API server). */
+  notFound: () => listen(createHttpServer((_, res) => {
+    res.writeHead(404, { 'content-type': 'application/json' }).end('{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}');
+  })),
+  /** Every list answered with an empty list of another kind. */
+  wrongKind: () => listen(createHttpServer((_, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{"kind":"PodList","apiVersion":"v1","metadata":{},"items":[]}');
   })),
   /** Plain HTTP (the client will speak TLS to it). */
   plainHttp: () => listen(createHttpServer((_, res) => res.writeHead(404).end())),
@@ -174,7 +182,11 @@ function alive(pid: number): boolean {
   }
 }
 
-const sleeperPids = () => readFileSync(path.join(dir, 'sleeper.pids'), 'utf8').trim().split(/\s+/).map(Number);
+const pidsIn = (file: string) => readFileSync(path.join(dir, file), 'utf8').trim().split(/\s+/).map(Number);
+const sleeperPids = () => pidsIn('sleeper.pids');
+const HAS_SETSID = ['/usr/bin/setsid', '/bin/setsid'].some((f) => existsSync(f));
+/** An ExecCredential a plugin prints. */
+const CREDENTIAL = JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', status: { token: 'from-the-plugin' } });
 const HAS_OPENSSL = spawnSync('openssl', ['version']).status === 0;
 
 const CASES: Case[] = [
@@ -208,6 +220,18 @@ const CASES: Case[] = [
     kubeconfig: async () => kubeconfigFile('http-strict', kubeconfigFor(`http://${await servers.refusing()}`).replace('    insecure-skip-tls-verify: true\n', '')),
     says: /a plain http:\/\/ address, which the client reads only with insecure-skip-tls-verify: true .* use the API server's https:\/\/ address/,
   },
+  // a server that reads as an empty cluster is no cluster: preflight would find nothing to block on
+  { name: 'every read answered 404, preflight', command: 'preflight', inProcess: true, kubeconfig: plain('not-found-pf', at('http', servers.notFound)), says: /GET \/apis\/apiextensions\.k8s\.io\/v1\/customresourcedefinitions\?limit=500: HTTP 404 \(not found\), which no Kubernetes API server answers to this list: is the address in --kubeconfig .* the API server's .*\? The cluster cannot be read/ },
+  { name: 'every read answered 404, init', inProcess: true, kubeconfig: plain('not-found', at('http', servers.notFound)), says: /HTTP 404 \(not found\), which no Kubernetes API server answers to this list/ },
+  { name: 'every list of the wrong kind, preflight', command: 'preflight', inProcess: true, kubeconfig: plain('wrong-kind-pf', at('http', servers.wrongKind)), says: /customresourcedefinitions\?limit=500: the answer is a PodList, not a CustomResourceDefinitionList: is this a Kubernetes API server\? The cluster cannot be read/ },
+  {
+    name: 'a server address of file:///etc/passwd',
+    command: 'preflight',
+    inProcess: true,
+    kubeconfig: async () => kubeconfigFile('file-server', kubeconfigFor('file:///etc/passwd')),
+    says: /^error: --kubeconfig .*file-server: cluster "test": server "file:\/\/\/etc\/passwd" is no API server address: expected https:\/\/HOST\[:PORT\]/,
+  },
+  { name: 'a server address that is no URL', inProcess: true, kubeconfig: async () => kubeconfigFile('no-url', kubeconfigFor('kubernetes:6443')), says: /server "kubernetes:6443" is no API server address/ },
   { name: 'an exec plugin that fails without a word', kubeconfig: async () => execKubeconfig('fails', `http://${await servers.refusing()}`, 'exit 3'), says: /the exec credential plugin ".*fails\.sh" of user "admin" exited with code 3 without a message; run it yourself to see why: .*fails\.sh/ },
   { name: 'an exec plugin that fails with a reason', inProcess: true, kubeconfig: async () => execKubeconfig('fails-why', `http://${await servers.refusing()}`, 'echo "token expired: run aws sso login" >&2; exit 1'), says: /exited with code 1: token expired: run aws sso login; run it yourself/ },
   { name: 'an exec plugin that is not installed', inProcess: true, kubeconfig: async () => kubeconfigFile('missing-plugin', readFileSync(execKubeconfig('x', `http://${await servers.refusing()}`, 'exit 0'), 'utf8').replace(/command: .*/, 'command: no-such-credential-plugin-xyz')), says: /the exec credential plugin "no-such-credential-plugin-xyz" of user "admin" is not installed or not on PATH: install it, or fix users\[\]\.user\.exec\.command/ },
@@ -216,6 +240,16 @@ const CASES: Case[] = [
     kubeconfig: async () => execKubeconfig('sleeper', `http://${await servers.refusing()}`, `sleep 600 & echo $$ $! > ${path.join(dir, 'sleeper.pids')}; wait`),
     says: /no answer within 2 s \(--timeout\) while waiting for the exec credential plugin ".*sleeper\.sh" of user "admin": run it yourself \(.*sleeper\.sh\): does it wait for a login or for input\?/,
     after: () => expect(sleeperPids().filter(alive)).toEqual([]),
+  },
+  {
+    // a grandchild in a session of its own leaves the plugin's process group: the token of the plugin's run finds it
+    name: 'an exec plugin whose setsid grandchild would outlive it',
+    command: 'preflight',
+    skip: !HAS_SETSID,
+    kubeconfig: async () => execKubeconfig('setsid', `http://${await servers.refusing()}`,
+      `setsid sleep 600 < /dev/null > /dev/null 2>&1 & echo $! > ${path.join(dir, 'setsid.pids')}; echo '${CREDENTIAL}'`),
+    says: /connection refused: is the API server up/,
+    after: () => expect(pidsIn('setsid.pids').filter(alive)).toEqual([]),
   },
   {
     name: 'an exec plugin that sleeps, preflight',
@@ -290,8 +324,7 @@ describe('in this process: refused before a connection waits, another message of
   it('an exec plugin that prints an ExecCredential authenticates every request', async () => {
     const server = await serveState(readSnapshot(SNAPSHOT));
     closers.push(() => void server.close());
-    const credential = JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', status: { token: 'from-the-plugin' } });
-    const kubeconfig = execKubeconfig('good-plugin', server.url, `echo '${credential}'`);
+    const kubeconfig = execKubeconfig('good-plugin', server.url, `echo '${CREDENTIAL}'`);
     const r = await runHere(['init', '--kubeconfig', kubeconfig, '--name', 'lab', '--timeout', '60']);
     expect(r.code, r.stderr).toBe(EXIT.ok);
     expect(r.stdout).toContain('gpusPerNode: 8');

@@ -157,6 +157,24 @@ describe('commands in a project take their folders from it', () => {
     expect(existsSync(path.join(dir, 'out', 'instant-cluster', 'kueue'))).toBe(true);
   });
 
+  it('an output folder not made yet under a symbolic link out of the project: synth refuses it and writes nothing outside', async () => {
+    const outside = mkdtempSync(path.join(tmpdir(), 'outside-'));
+    const root = fixtureProject();
+    writeFileSync(path.join(root, PROJECT_FILE), 'clusters: clusters\nout: link/dist\n');
+    symlinkSync(outside, path.join(root, 'link'));
+    // a dangling link leads outside just the same: making it later would not land inside
+    const dangling = fixtureProject();
+    writeFileSync(path.join(dangling, PROJECT_FILE), 'out: gone/dist\n');
+    symlinkSync(path.join(outside, 'not-yet'), path.join(dangling, 'gone'));
+    for (const [project, what] of [[root, 'link/dist'], [dangling, 'gone/dist']]) {
+      process.chdir(project);
+      const r = await run('synth', '--no-validate', '--quiet');
+      expect(r.code, r.err.join('\n')).toBe(EXIT.badInput);
+      expect(r.err).toEqual([expect.stringMatching(new RegExp(`^error: gpu-cluster-manifests\\.yaml:\\d+:6 out: "${what}" is outside the project folder .* \\(through a symbolic link, to ${outside.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/.*dist\\); name a folder inside it; nothing was written$`))]);
+    }
+    expect(readdirSync(outside)).toEqual([]);
+  });
+
   it('a broken project file is bad input of every command that reads it', async () => {
     const file = projectWith('clusters: clusters\nextra: 1\n');
     process.chdir(path.dirname(file));

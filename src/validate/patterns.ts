@@ -1,0 +1,37 @@
+import { createRequire } from 'node:module';
+import type { RegExpEngine } from 'ajv/dist/types';
+
+/** re2js only when a pattern is compiled (a validator without one never needs it). */
+const re2 = (): typeof import('re2js') => createRequire(__filename)('re2js');
+
+/**
+ * The module id under which cached validators import this module (src/cache/compiled-cache.ts resolves it): their
+ * code calls the engine by it, so a validator read from the cache evaluates patterns as one compiled here does.
+ */
+export const PATTERNS_MODULE = 'gpu-cluster-manifests/patterns';
+
+/**
+ * ajv's engine for `pattern` and `patternProperties`: RE2, as the API server evaluates a CRD's patterns (Go's
+ * regexp), in time linear in the input. JavaScript's backtracking engine takes time exponential in the input for
+ * a pattern such as `^(a+)+$` (27 characters: 27 s, each one more doubling it); RE2 has no backtracking. RE2 also
+ * reads Go's syntax (`(?i)`), which JavaScript refuses; it has no backreferences or lookarounds, which the API
+ * server refuses too. Patterns match anywhere in the value unless anchored, as JSON Schema says (RegExp.test).
+ */
+export const re2Engine: RegExpEngine = Object.assign(
+  (pattern: string) => {
+    const re = re2().RE2JS.compile(pattern);
+    // ajv shares one compiled pattern among the places that use it by this text
+    return { test: (s: string) => re.matcher(s).find(), toString: () => `re2:${pattern}` };
+  },
+  { code: `require(${JSON.stringify(PATTERNS_MODULE)}).re2Engine` },
+);
+
+/** Whether RE2 (the API server's engine) compiles a pattern; a CRD with one it does not is refused by the API server. */
+export function re2Compiles(pattern: string): boolean {
+  try {
+    re2().RE2JS.compile(pattern);
+    return true;
+  } catch {
+    return false;
+  }
+}
