@@ -33,6 +33,23 @@ const print = {
   err: (l: string) => process.stderr.write(`${messageLine(l)}\n`),
 };
 
+let closedOutputQuiet = false;
+
+/**
+ * A reader that stops reading (`gpu-cluster-manifests check --list-rules | head -1`) closes the pipe: what the command
+ * prints after that is dropped quietly (Node's default is an EPIPE stack trace), and the command ends as it would have,
+ * its files written and its exit code its own. Any other error of the streams stays an error.
+ */
+function quietOnClosedOutput(): void {
+  if (closedOutputQuiet) return;
+  closedOutputQuiet = true;
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (e: NodeJS.ErrnoException) => {
+      if (e.code !== 'EPIPE' && e.code !== 'ERR_STREAM_DESTROYED') throw e;
+    });
+  }
+}
+
 const isHelp = (command: string | undefined) => command === undefined || command === '--help' || command === '-h' || command === 'help';
 
 /**
@@ -47,6 +64,7 @@ export function installCommandCache(argv: readonly string[]): void {
 /** Runs a command line; returns the exit code (a promise for live cluster reads). Never throws or rejects. */
 export function runCli(argv: readonly string[]): number | Promise<number> {
   const fail = (e: unknown) => reportError(e, print.err);
+  quietOnClosedOutput();
   try {
     const [command] = argv;
     // the version: package.json alone

@@ -26,6 +26,14 @@ export class WriteFailed extends Error {
   }
 }
 
+/** A command stopped at a bound of the whole command (the time of all its engine runs): exit 1, one line. */
+export class CommandStopped extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'CommandStopped';
+  }
+}
+
 /** What a file-system error code means, and what to do about it. */
 const FS_REASONS: Record<string, string> = {
   ENOENT: 'no such file or folder',
@@ -121,7 +129,7 @@ export function reportError(e: unknown, print: (line: string) => void): number {
     for (const l of inputErrorLines(e)) err(l);
     return EXIT.badInput;
   }
-  if (e instanceof WriteFailed) {
+  if (e instanceof WriteFailed || e instanceof CommandStopped) {
     err(`error: ${e.message}`);
     return EXIT.failed;
   }

@@ -1,9 +1,9 @@
-import { parse as parseCel } from '@marcbachmann/cel-js';
 import { ClusterIndex } from './cluster-index';
 import { Rule, Violation } from './rule';
 import { TRUSTED_REQUESTERS } from '../components/tenants/trusted-requesters';
 import { KUEUE_DEFAULT_LOCAL_QUEUE, KUEUE_POD, LABELS } from '../model/names';
 import { apiGroup, Manifest } from '../render/manifest';
+import { celErrorText, celProgram } from '../validate/cel';
 
 type Json = Record<string, any>;
 
@@ -16,16 +16,6 @@ interface Policy {
   readonly rules: readonly ResourceRule[];
   readonly variables: readonly { name: string; expression: string }[];
   readonly validations: readonly { expression: string; message: string }[];
-}
-
-const compiled = new Map<string, (ctx: Json) => unknown>();
-function cel(expression: string): (ctx: Json) => unknown {
-  let fn = compiled.get(expression);
-  if (!fn) {
-    fn = parseCel(expression) as unknown as (ctx: Json) => unknown;
-    compiled.set(expression, fn);
-  }
-  return fn;
 }
 
 function selects(selector: Json | undefined, labels: Json): boolean {
@@ -65,10 +55,10 @@ function refusals(policy: Policy, object: Json, username: string, namespaceObjec
   const variables: Json = {};
   const out: string[] = [];
   try {
-    for (const v of policy.variables) variables[v.name] = cel(v.expression)({ ...context, variables });
-    for (const v of policy.validations) if (cel(v.expression)({ ...context, variables }) !== true) out.push(v.message);
+    for (const v of policy.variables) variables[v.name] = celProgram(v.expression)({ ...context, variables });
+    for (const v of policy.validations) if (celProgram(v.expression)({ ...context, variables }) !== true) out.push(v.message);
   } catch (e) {
-    out.push(`the policy's CEL fails to evaluate: ${(e as Error).message.split('\n')[0]}`);
+    out.push(`the policy's CEL fails to evaluate: ${celErrorText(e)}`);
   }
   return out;
 }

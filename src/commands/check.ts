@@ -15,7 +15,7 @@ import { renderClusterSources } from '../check/renders';
 import { ClusterFolder, clusterFolders } from '../check/tree';
 import { FLEET_FOLDER } from '../components/gitops/plan';
 import { describeEngines, EngineBudget, EngineError, LAYER_PACKAGE, MIN_VERSIONS, resolveEngines } from '../engines';
-import { outputFormat } from '../errors';
+import { CommandStopped, outputFormat } from '../errors';
 import { todoWarnings } from '../model/init-todos';
 import { openTodos } from '../model/load-models';
 import { ClusterModel } from '../model/model';
@@ -138,6 +138,8 @@ export async function runCheck(args: string[], io: Io = consoleIo): Promise<numb
     const r0 = performance.now();
     const view = { ...raw, model: byName.get(raw.name) };
     const renders = await renderClusterSources(view, { scopeOf, upstream, session });
+    // past the command's bound every render left is refused: the rules would report the bound, not the tree
+    if (session.budget.spent) throw new CommandStopped(`check: ${session.budget.message()}`);
     const r1 = performance.now();
     const clusterFindings = checkCluster(view, { scopeOf, schemaOf, renders });
     phases.render += r1 - r0;

@@ -75,6 +75,7 @@ export function seconds(ms: number): string {
  */
 export class EngineBudget {
   private deadline: number | undefined;
+  private passed = false;
   readonly totalMs: number;
 
   constructor(totalMs?: number) {
@@ -85,6 +86,17 @@ export class EngineBudget {
   remaining(): number {
     this.deadline ??= performance.now() + this.totalMs;
     return Math.max(0, this.deadline - performance.now());
+  }
+
+  /** Whether a run was stopped at the deadline or refused after it (what the command renders is incomplete). */
+  get spent(): boolean {
+    return this.passed;
+  }
+
+  /** Records that a run was stopped at (or refused after) the deadline; returns why, as message() says it. */
+  stopped(): string {
+    this.passed = true;
+    return this.message();
   }
 
   /** Why a run was stopped at (or refused after) the deadline. */

@@ -148,7 +148,7 @@ function spawnEngine(file: string, args: readonly string[], opts: RunOptions): P
   const what = describe(file, args, opts.label);
   const own = opts.timeoutMs ?? engineLimit('timeout') * 1000;
   const left = opts.budget?.remaining();
-  if (left !== undefined && left <= 0) return Promise.reject(new EngineError(opts.budget!.message(), what, true));
+  if (left !== undefined && left <= 0) return Promise.reject(new EngineError(opts.budget!.stopped(), what, true));
   const byBudget = left !== undefined && left < own;
   const timeoutMs = byBudget ? left : own;
   const maxOutputBytes = opts.maxOutputBytes ?? engineOutputBytes();
@@ -240,7 +240,7 @@ function spawnEngine(file: string, args: readonly string[], opts: RunOptions): P
       if (spawnError?.code === 'ENOENT') return fail(`${file} not found`);
       if (spawnError?.code === 'EACCES') return fail(`${file} is not executable`);
       if (spawnError) return fail(`cannot start ${file}: ${spawnError.message.split('\n')[0]}`);
-      if (stopped?.kind === 'budget') return fail(opts.budget!.message());
+      if (stopped?.kind === 'budget') return fail(opts.budget!.stopped());
       if (stopped?.kind === 'timeout') return fail(`no answer within ${seconds(timeoutMs)}; stopped (${raiseEngineLimit('timeout')})`);
       if (stopped?.kind === 'lingering') return fail(`it ended, but a process it started kept its output open for ${seconds(timeoutMs)}; stopped`);
       if (stopped?.kind === 'output') return fail(`output over ${mib(maxOutputBytes)}; stopped (${RAISE_OUTPUT})`);

@@ -1,4 +1,5 @@
-import { Environment, Optional } from '@marcbachmann/cel-js';
+import { Environment, Optional, serialize } from '@marcbachmann/cel-js';
+import { re2Find } from './patterns';
 
 /**
  * The CEL rules of a CRD schema (`x-kubernetes-validations`), with the project's CEL library: compiled as the API
@@ -32,6 +33,65 @@ export interface CelRuleCount {
 }
 
 const env = new Environment({ enableOptionalTypes: true, unlistedVariablesAreDyn: true, homogeneousAggregateLiterals: false });
+
+/**
+ * The name CEL's `matches` is evaluated under. The library's own `matches` is JavaScript's backtracking RegExp (a
+ * rule such as `self.matches('^(a+)+$')` takes time exponential in the value) and its registry refuses a second
+ * overload of the name; this one is RE2, as the API server evaluates it (Go's regexp: linear in the value, Go's
+ * syntax such as `(?i)`, no lookarounds or backreferences).
+ */
+const RE2_MATCHES = 'matchesRE2';
+
+env.registerFunction(`string.${RE2_MATCHES}(string): bool`, (text: string, pattern: string) => {
+  try {
+    return re2Find(pattern, text);
+  } catch (e) {
+    throw new Error(`invalid regular expression ${JSON.stringify(pattern)} (RE2): ${(e as Error).message.split('\n')[0]}`);
+  }
+});
+
+/** A node of the library's syntax tree (parse(...).ast): an operator and its arguments. */
+interface CelAst {
+  op: string;
+  args: unknown;
+}
+
+const isAst = (n: unknown): n is CelAst => typeof n === 'object' && n !== null && !Array.isArray(n) && typeof (n as CelAst).op === 'string';
+
+/** Renames every `x.matches(p)` call of a syntax tree to RE2_MATCHES; true when there was one. */
+function renameMatches(node: unknown): boolean {
+  if (Array.isArray(node)) return node.map(renameMatches).some(Boolean);
+  if (!isAst(node)) return false;
+  let found = false;
+  if (node.op === 'rcall' && Array.isArray(node.args) && node.args[0] === 'matches') {
+    node.args[0] = RE2_MATCHES;
+    found = true;
+  }
+  return renameMatches(node.args) || found;
+}
+
+type Program = (vars: Record<string, unknown>) => unknown;
+const programs = new Map<string, Program>();
+
+/**
+ * An expression compiled once (a CRD's rules and a policy's expressions are evaluated at many nodes and objects),
+ * its `matches` calls evaluated by RE2 (RE2_MATCHES): the tree is written back as CEL with the calls renamed.
+ * Throws when it does not parse.
+ */
+export function celProgram(expression: string): Program {
+  let program = programs.get(expression);
+  if (!program) {
+    const parsed = env.parse(expression);
+    program = (renameMatches(parsed.ast) ? env.parse(serialize(parsed.ast)) : parsed) as Program;
+    programs.set(expression, program);
+  }
+  return program;
+}
+
+/** An evaluation error's first line, in the words of the rule (RE2_MATCHES is `matches` there). */
+export function celErrorText(e: unknown): string {
+  return String((e as Error)?.message ?? e).split('\n')[0].split(RE2_MATCHES).join('matches');
+}
 
 /** Whether a rule compares with the stored object (a transition rule). */
 export function isTransitionRule(rule: string): boolean {
@@ -76,9 +136,9 @@ export function celViolations(schema: CelSchemaNode, object: unknown, count: Cel
       if (transition) vars.oldSelf = Optional.none();
       let ok: unknown;
       try {
-        ok = env.evaluate(r.rule, vars);
+        ok = celProgram(r.rule)(vars);
       } catch (e) {
-        ok = `error: ${(e as Error).message}`;
+        ok = `error: ${celErrorText(e)}`;
       }
       if (ok !== true) out.push({ path: path || '<root>', rule: r.rule, message: r.message ?? String(ok) });
     }

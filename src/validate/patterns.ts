@@ -26,6 +26,23 @@ export const re2Engine: RegExpEngine = Object.assign(
   { code: `require(${JSON.stringify(PATTERNS_MODULE)}).re2Engine` },
 );
 
+/** Patterns compiled for re2Find, the last used kept (a CRD's or policy's rules name a few, again and again). */
+const compiled = new Map<string, ReturnType<ReturnType<typeof re2>['RE2JS']['compile']>>();
+const KEPT_PATTERNS = 256;
+
+/**
+ * Whether RE2 finds `pattern` anywhere in `text`, in time linear in the text: CEL's `matches` as the API server
+ * evaluates it (Go's regexp). Throws when RE2 does not compile the pattern.
+ */
+export function re2Find(pattern: string, text: string): boolean {
+  let re = compiled.get(pattern);
+  if (re) compiled.delete(pattern);
+  else re = re2().RE2JS.compile(pattern);
+  compiled.set(pattern, re);
+  if (compiled.size > KEPT_PATTERNS) compiled.delete(compiled.keys().next().value!);
+  return re.matcher(text).find();
+}
+
 /** Whether RE2 (the API server's engine) compiles a pattern; a CRD with one it does not is refused by the API server. */
 export function re2Compiles(pattern: string): boolean {
   try {

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
+import { CACHE_ENV } from '../../src/cache/cache-dir';
 import { checkClusterRendered, ClusterView, Finding, readClusterFolder, UPSTREAM_RULES } from '../../src/check';
 import { main } from '../../src/cli';
 import { Io } from '../../src/commands/io';
@@ -13,7 +14,7 @@ import { Manifest } from '../../src/render/manifest';
 import { synth } from '../../src/synth/pipeline';
 import { renderApplications, RenderContext, RenderedSource } from '../../src/upstream';
 import { remoteResourcesOf } from '../../src/upstream/remote-bases';
-import { configMaps, ENGINE_CACHE, fakeEngines } from '../engines/fake-engines';
+import { configMaps, ENGINE_CACHE, fakeEngines, processGone } from '../engines/fake-engines';
 import { aliasBomb, HAS_UPSTREAM, modelOf, REFERENCE_FILE } from '../helpers';
 
 /*
@@ -294,5 +295,25 @@ describe.skipIf(!HAS_UPSTREAM)('one bound for all engine work of a command', () 
     expect(runs(log)).toBeLessThan(10);
     expect(errors.some((e) => /passed its bound of 1\.5 s/.test(e))).toBe(true);
     expect(errors.filter((e) => /\[application-renders\]/.test(e)).length).toBeGreaterThan(5);
+  });
+
+  it('check past the bound: exit 1 with one line naming it, every engine it started killed', async () => {
+    const pids = path.join(work, 'past-budget.pids');
+    const hang = `echo $$ >> ${pids}; exec sleep 600`;
+    const bin = fakeEngines(work, 'all-hanging', { helm: hang, kubectl: hang });
+    const saved = { ...process.env };
+    Object.assign(process.env, { PATH: `${bin}${path.delimiter}${process.env.PATH ?? ''}`, GPU_CLUSTER_MANIFESTS_ENGINE_BUDGET: '0.5', [CACHE_ENV]: 'off' });
+    const lines: string[] = [];
+    try {
+      const code = await main(['check', tree, '--config', REFERENCE_FILE, '--upstream', DEFAULT_UPSTREAM], { out: (l) => lines.push(l), err: (l) => lines.push(l) });
+      expect([code, lines]).toEqual([1, ['error: check: the engines\' work of this command passed its bound of 0.5 s; stopped (GPU_CLUSTER_MANIFESTS_ENGINE_BUDGET=<seconds> raises it)']]);
+    } finally {
+      for (const k of Object.keys(process.env)) if (!(k in saved)) delete process.env[k];
+      Object.assign(process.env, saved);
+    }
+    const started = readFileSync(pids, 'utf8').trim().split('\n').map(Number);
+    expect(started.length).toBeGreaterThan(0);
+    for (let i = 0; i < 50 && !started.every(processGone); i++) await new Promise((r) => setTimeout(r, 100));
+    expect(started.filter((p) => !processGone(p))).toEqual([]);
   });
 });

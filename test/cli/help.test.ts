@@ -1,5 +1,6 @@
-import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { COMMANDS, main } from '../../src/cli';
@@ -80,6 +81,21 @@ describe('--help of each command lists exactly that command\'s options', () => {
       expect([r.status, r.stdout, r.stderr]).toEqual([0, `${version}\n`, '']);
     }
     expect((await run('--help')).out).toContain(`${PACKAGE_NAME} --version (-v) prints the toolkit's version.`);
+  });
+
+  it('a reader that stops reading (`| head -1`) ends the command quietly: no EPIPE stack trace, the command\'s own exit code', async () => {
+    const cwd = mkdtempSync(path.join(tmpdir(), 'closed-output-'));
+    try {
+      // the schema is more than a pipe holds (64 KiB): its write fails on the closed pipe, whenever the reader left
+      const child = spawn(process.execPath, [BIN, 'schema', '--out', '-'], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+      child.stdout.destroy();
+      let err = '';
+      child.stderr.on('data', (c: Buffer) => { err += c.toString(); });
+      const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+      expect([code, err]).toEqual([EXIT.ok, '']);
+    } finally {
+      rmSync(cwd, { recursive: true, force: true });
+    }
   });
 
   it('a mistyped command is one line naming the command it was likely meant to be; a word far from all is only refused', async () => {
