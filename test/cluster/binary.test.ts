@@ -1,14 +1,15 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { CACHE_ENV, ControlPlaneBuildError, controlPlaneBinary, GO_ENV } from './binary';
+import { CACHE_ENV, ControlPlaneBuildError, controlPlaneBinary, GO_ENV, KUEUE_CACHE_ENV, kueueBinary } from './binary';
 
 /**
- * The cache of the control plane binary (binary.ts), with a stand-in for the go command: it answers `go env` with
- * a Go version of the test's own (a key of its own) and "builds" a small script that answers `version`, and counts
- * its builds. The real build is what npm test's first step does (prepare.ts); its cold time is in bench/README.md.
+ * The cache of the control plane and Kueue binaries (binary.ts), with a stand-in for the go command: it answers
+ * `go env` with a Go version of the test's own (a key of its own), "builds" a small script that answers `version`,
+ * answers `go version -m` as for a Kueue build, and counts its builds. The real builds are what npm test's first step
+ * does (prepare.ts); their cold times are in bench/README.md.
  */
 
 const work = mkdtempSync(path.join(tmpdir(), 'control-plane-binary-'));
@@ -17,10 +18,12 @@ writeFileSync(fakeGo, [
   '#!/bin/sh',
   'case "$1" in',
   '  env) echo "$FAKE_GOVERSION"; echo linux; echo amd64 ;;',
+  '  version) printf \'%s: %s\\n\\tpath\\tsigs.k8s.io/kueue/cmd/kueue\\n\\tmod\\tsigs.k8s.io/kueue\\tv0.19.2\\th1:x=\\n\' "$3" "$FAKE_GOVERSION" ;;',
   '  build)',
-  '    echo build >> "$FAKE_GO_LOG"',
+  '    echo "build $6" >> "$FAKE_GO_LOG"',
   '    sleep "${FAKE_GO_SLEEP:-0}"',
-  '    if [ -n "$FAKE_GO_FAIL" ]; then echo "main.go:12:2: undefined: app.NewAPIServerCommand" >&2; exit 1; fi',
+  '    if [ "$FAKE_GO_FAIL" = 1 ]; then echo "main.go:12:2: undefined: app.NewAPIServerCommand" >&2; exit 1; fi',
+  '    if [ "$FAKE_GO_FAIL" = kueue ] && [ "$6" != . ]; then printf \'# sigs.k8s.io/kueue/pkg/cache\\ncache.go:7:2: undefined: x\\n\' >&2; exit 1; fi',
   '    printf \'#!/bin/sh\\necho go %s\\necho k8s.io/kubernetes v1.36.3\\n\' "$FAKE_GOVERSION" > "$5"',
   '    chmod +x "$5" ;;',
   'esac',
@@ -30,25 +33,28 @@ chmodSync(fakeGo, 0o755);
 let serial = 0;
 const saved = { ...process.env };
 let root: string;
+let kueueRoot: string;
 let log: string;
 
 beforeEach(() => {
   serial += 1;
   root = path.join(work, `cache-${serial}`);
+  kueueRoot = path.join(work, `kueue-cache-${serial}`);
   log = path.join(work, `builds-${serial}.log`);
-  Object.assign(process.env, { [GO_ENV]: fakeGo, [CACHE_ENV]: root, FAKE_GOVERSION: `go1.99.${serial}-test`, FAKE_GO_LOG: log });
+  Object.assign(process.env, { [GO_ENV]: fakeGo, [CACHE_ENV]: root, [KUEUE_CACHE_ENV]: kueueRoot, FAKE_GOVERSION: `go1.99.${serial}-test`, FAKE_GO_LOG: log });
   delete process.env.FAKE_GO_FAIL;
   delete process.env.FAKE_GO_SLEEP;
 });
 afterEach(() => {
-  for (const k of [GO_ENV, CACHE_ENV, 'FAKE_GOVERSION', 'FAKE_GO_LOG', 'FAKE_GO_FAIL', 'FAKE_GO_SLEEP']) {
+  for (const k of [GO_ENV, CACHE_ENV, KUEUE_CACHE_ENV, 'FAKE_GOVERSION', 'FAKE_GO_LOG', 'FAKE_GO_FAIL', 'FAKE_GO_SLEEP']) {
     if (saved[k] === undefined) delete process.env[k];
     else process.env[k] = saved[k];
   }
 });
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
-const builds = () => (existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n').length : 0);
+/** Builds of the control plane (`go build ... .`), or of what `target` names. */
+const builds = (target = '.') => (existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n').filter((l) => l === `build ${target}`).length : 0);
 
 describe('the control plane binary, built once per machine into a cache keyed by version', () => {
   it('is built once, said while it builds, recorded, and reused', async () => {
@@ -77,9 +83,46 @@ describe('the control plane binary, built once per machine into a cache keyed by
     const [a, b] = await Promise.all([prepare(), prepare()]);
     expect([a.code, b.code]).toEqual([0, 0]);
     expect(builds()).toBe(1);
+    expect(builds('sigs.k8s.io/kueue/cmd/kueue')).toBe(1);
     const said = `${a.stderr}${b.stderr}`;
     expect(said.match(/^building the Kubernetes control plane/gm)).toHaveLength(1);
+    expect(said.match(/^building Kueue for the tests/gm)).toHaveLength(1);
     expect(said).toMatch(/^waiting for another process to build the control plane/m);
+  });
+
+  it('prepare.ts builds Kueue only with a control plane; a Kueue that does not build is one line, and the run goes on', async () => {
+    const prepare = () => spawnSync(process.execPath, ['-r', 'ts-node/register/transpile-only', path.join(__dirname, 'prepare.ts')], { env: process.env, encoding: 'utf8' });
+    process.env.FAKE_GO_FAIL = 'kueue';
+    const kueueFails = prepare();
+    expect(kueueFails.status).toBe(0);
+    expect(kueueFails.stderr).toMatch(/^cannot prepare the Kueue tests \(test\/cluster\/kueue\.test\.ts fails on it\): go build of Kueue \(test\/cluster\/kueue\) failed \(exit 1\): cache\.go:7:2: undefined: x$/m);
+    expect(kueueFails.stderr.trim().split('\n').filter((l) => l.startsWith('cannot'))).toHaveLength(1);
+    expect([builds(), builds('sigs.k8s.io/kueue/cmd/kueue')]).toEqual([1, 1]);
+
+    process.env.FAKE_GOVERSION = `${process.env.FAKE_GOVERSION}-b`; // a new key: the control plane is built again
+    process.env.FAKE_GO_FAIL = '1';
+    const planeFails = prepare();
+    expect(planeFails.status).toBe(1);
+    expect(planeFails.stderr).toMatch(/^cannot prepare the cluster tests: go build of the control plane/m);
+    expect(planeFails.stderr).not.toMatch(/Kueue/);
+    expect([builds(), builds('sigs.k8s.io/kueue/cmd/kueue')]).toEqual([2, 1]);
+  });
+
+  it('Kueue is built the same way, from its own module (the tool of test/cluster/kueue/go.mod), into a cache of its own', async () => {
+    const lines: string[] = [];
+    const kueue = await kueueBinary({ progress: (l) => lines.push(l) });
+    expect(kueue.built).toBe(true);
+    expect(lines).toEqual([
+      expect.stringMatching(/^building Kueue for the tests \(first run on this machine, a few minutes\): sigs\.k8s\.io\/kueue\/cmd\/kueue v0\.19\.2 into /),
+      expect.stringMatching(/^built Kueue in \d+ s$/),
+    ]);
+    expect(kueue.path).toBe(path.join(kueueRoot, kueue.key, 'kueue'));
+    expect(kueue.versions).toEqual({ 'go': process.env.FAKE_GOVERSION, 'sigs.k8s.io/kueue': 'v0.19.2' });
+    const plane = await controlPlaneBinary();
+    expect(plane.key).not.toBe(kueue.key);
+    expect((await kueueBinary()).built).toBe(false);
+    expect([builds(), builds('sigs.k8s.io/kueue/cmd/kueue')]).toEqual([1, 1]);
+    expect(readdirSync(kueueRoot)).toEqual([kueue.key]);
   });
 
   it('a damaged binary is built again; a lock and a build of a process that is gone are taken over and removed', async () => {

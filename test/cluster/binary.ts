@@ -6,45 +6,75 @@ import * as path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 
 /**
- * The control plane of the cluster tests as one binary (test/cluster/main.go: kube-apiserver, kube-controller-manager,
- * kube-scheduler and etcd from the pinned Go modules of test/cluster/go.mod), built once per machine into a cache
- * folder outside the repository, keyed by what decides the build, verified on every use and shared by every
- * checkout and test process of this user. Imports nothing but Node's own modules: the test task runs it before
+ * The binaries of the cluster tests, each built from a Go module of its own in this folder, once per machine, into a
+ * cache folder outside the repository, keyed by what decides the build, verified on every use and shared by every
+ * checkout and test process of this user:
+ *
+ * - the control plane as one binary (test/cluster/main.go: kube-apiserver, kube-controller-manager, kube-scheduler and
+ *   etcd from the pinned Go modules of test/cluster/go.mod): controlPlaneBinary;
+ * - Kueue's manager (`sigs.k8s.io/kueue/cmd/kueue`, the `tool` of test/cluster/kueue/go.mod, at the release this
+ *   toolkit pins, with the dependency graph of that release): kueueBinary.
+ *
+ * Both share Go's module and build caches. Imports nothing but Node's own modules: the test task runs it before
  * anything else (test/cluster/prepare.ts).
  */
 
-/** The Go module: go.mod, go.sum and the sources of the binary. */
+/** The control plane's Go module: go.mod, go.sum and the sources of the binary. */
 export const MODULE_DIR = __dirname;
+/** Kueue's Go module: go.mod (its `tool` line names the command built) and go.sum, no source of ours. */
+export const KUEUE_MODULE_DIR = path.join(__dirname, 'kueue');
 
-/** Names the cache folder (default: `$XDG_CACHE_HOME/gpu-cluster-manifests/control-plane`, else `~/.cache/...`). */
+/** Names the control plane's cache folder (default: `$XDG_CACHE_HOME/gpu-cluster-manifests/control-plane`, else `~/.cache/...`). */
 export const CACHE_ENV = 'GPU_CLUSTER_MANIFESTS_CONTROL_PLANE_CACHE';
+/** Names Kueue's cache folder (default: `$XDG_CACHE_HOME/gpu-cluster-manifests/kueue`, else `~/.cache/...`). */
+export const KUEUE_CACHE_ENV = 'GPU_CLUSTER_MANIFESTS_KUEUE_CACHE';
 
 /** The go command to build with (default: `go` on PATH, else /usr/local/go/bin/go). */
 export const GO_ENV = 'GPU_CLUSTER_MANIFESTS_GO';
 
-/** What the build compiles: the flags are part of the key. */
-const BUILD_ARGS = ['build', '-trimpath', '-ldflags=-s -w', '-o'];
 const BUILD_ENV = { CGO_ENABLED: '0', GOFLAGS: '-mod=readonly -buildvcs=false', GOWORK: 'off' };
-
-/** The files of the module that decide the binary (besides the Go version and platform). */
-const SOURCES = ['go.mod', 'go.sum', 'main.go', 'version.go'];
 
 /** A cold build on CI's 2 cores takes some 15 minutes (bench/README.md); this bounds a hung one. */
 const BUILD_TIMEOUT_MS = 60 * 60 * 1000;
 
-const BINARY = 'control-plane';
 const RECORD = 'record.json';
 
-export interface ControlPlaneBinary {
-  /** The executable: `<path> etcd|kube-apiserver|kube-controller-manager|kube-scheduler|version [flags]`. */
+/** What is built, from which module, into which cache: everything of a build that differs between the binaries. */
+interface GoBinarySpec {
+  /** In messages: `the control plane`, `Kueue`. */
+  readonly what: string;
+  /** The module folder, as messages name it (`test/cluster`). */
+  readonly folder: string;
+  readonly moduleDir: string;
+  /** The files of the module that decide the binary (besides the Go version and platform). */
+  readonly sources: readonly string[];
+  readonly binary: string;
+  /** The cache folder's name under gpu-cluster-manifests/, and the variable that names another. */
+  readonly cache: string;
+  readonly cacheEnv: string;
+  /** `go build` and its flags up to `-o`: part of the key. */
+  readonly args: () => readonly string[];
+  /** The package built (`.`, or the module's tool). */
+  readonly target: () => string;
+  /** The progress line said before a build, into `dir`. */
+  readonly building: (dir: string) => string;
+  /** Module versions the built binary reports. */
+  readonly versions: (bin: string, go: string) => Record<string, string>;
+}
+
+export interface GoBinary {
+  /** The executable. */
   readonly path: string;
   /** The cache key (hex): go.mod, go.sum, the sources, the Go version, GOOS/GOARCH and the build flags. */
   readonly key: string;
-  /** Module versions the binary was built from, as it reports them (`k8s.io/kubernetes`, `go.etcd.io/etcd/server/v3`, `go`). */
+  /** Module versions the binary was built from, as it reports them (`go` and the pinned modules). */
   readonly versions: Readonly<Record<string, string>>;
   /** True when this call built it. */
   readonly built: boolean;
 }
+
+/** The control plane: `<path> etcd|kube-apiserver|kube-controller-manager|kube-scheduler|version [flags]`. */
+export type ControlPlaneBinary = GoBinary;
 
 interface BuildRecord {
   readonly key: string;
@@ -57,12 +87,12 @@ interface BuildRecord {
 /** Why the control plane cannot be had: one line, the first thing the suite prints. */
 export class ControlPlaneBuildError extends Error {}
 
-/** The cache folder of every key. */
-export function cacheRoot(): string {
-  const given = process.env[CACHE_ENV];
+/** The cache folder of every key of a binary (default: the control plane's). */
+export function cacheRoot(spec: GoBinarySpec = CONTROL_PLANE): string {
+  const given = process.env[spec.cacheEnv];
   if (given) return path.resolve(given);
   const base = process.env.XDG_CACHE_HOME || path.join(homedir(), '.cache');
-  return path.join(base, 'gpu-cluster-manifests', 'control-plane');
+  return path.join(base, 'gpu-cluster-manifests', spec.cache);
 }
 
 function isExecutable(p: string): boolean {
@@ -96,10 +126,17 @@ function requiredGo(): string {
   return /^go (\S+)$/m.exec(readFileSync(path.join(MODULE_DIR, 'go.mod'), 'utf8'))?.[1] ?? '?';
 }
 
-/** A module's version as go.mod requires it (replaced staging modules aside). */
-export function requiredVersion(module: string): string | undefined {
-  const text = readFileSync(path.join(MODULE_DIR, 'go.mod'), 'utf8');
+/** A module's version as go.mod (of the control plane's module, or of `moduleDir`) requires it (replaced staging modules aside). */
+export function requiredVersion(module: string, moduleDir = MODULE_DIR): string | undefined {
+  const text = readFileSync(path.join(moduleDir, 'go.mod'), 'utf8');
   return new RegExp(`^\\s+${module.replace(/[.]/g, '\\.')} (v\\S+)`, 'm').exec(text)?.[1];
+}
+
+/** The command of a module's `tool` line (go.mod): what its build compiles. */
+function toolOf(moduleDir: string): string {
+  const tool = /^tool (\S+)$/m.exec(readFileSync(path.join(moduleDir, 'go.mod'), 'utf8'))?.[1];
+  if (!tool) throw new ControlPlaneBuildError(`${path.join(moduleDir, 'go.mod')} names no tool to build`);
+  return tool;
 }
 
 /** The environment of every go command: the build's settings on top of this process's. */
@@ -108,8 +145,8 @@ function goEnv(): NodeJS.ProcessEnv {
 }
 
 /** `go env GOVERSION GOOS GOARCH`, as the build would see them. */
-function goFacts(go: string): { version: string; os: string; arch: string } {
-  const r = spawnSync(go, ['env', 'GOVERSION', 'GOOS', 'GOARCH'], { cwd: MODULE_DIR, env: goEnv(), encoding: 'utf8', timeout: 60_000 });
+function goFacts(go: string, moduleDir: string): { version: string; os: string; arch: string } {
+  const r = spawnSync(go, ['env', 'GOVERSION', 'GOOS', 'GOARCH'], { cwd: moduleDir, env: goEnv(), encoding: 'utf8', timeout: 60_000 });
   if (r.status !== 0) {
     const why = (r.error?.message ?? r.stderr ?? '').trim().split('\n')[0];
     throw new ControlPlaneBuildError(`${go} env failed: ${why || `exit ${r.status}`}`);
@@ -118,12 +155,15 @@ function goFacts(go: string): { version: string; os: string; arch: string } {
   return { version, os, arch };
 }
 
-/** The cache key of the binary this machine's Go builds from the module. */
-export function buildKey(go: string): string {
-  const facts = goFacts(go);
+/**
+ * The cache key of the binary this machine's Go builds from a module (default: the control plane's). The target is
+ * not hashed: `.` for the control plane, and the tool of go.mod (hashed with it) for Kueue.
+ */
+export function buildKey(go: string, spec: GoBinarySpec = CONTROL_PLANE): string {
+  const facts = goFacts(go, spec.moduleDir);
   const h = createHash('sha256');
-  for (const f of SOURCES) h.update(`${f}\0`).update(readFileSync(path.join(MODULE_DIR, f))).update('\0');
-  h.update(JSON.stringify({ go: facts.version, os: facts.os, arch: facts.arch, args: BUILD_ARGS, env: BUILD_ENV }));
+  for (const f of spec.sources) h.update(`${f}\0`).update(readFileSync(path.join(spec.moduleDir, f))).update('\0');
+  h.update(JSON.stringify({ go: facts.version, os: facts.os, arch: facts.arch, args: spec.args(), env: BUILD_ENV }));
   return `${facts.version}-${facts.os}-${facts.arch}-${h.digest('hex').slice(0, 16)}`;
 }
 
@@ -145,15 +185,15 @@ function readRecord(dir: string): BuildRecord | undefined {
  * Verified in this process already (a binary of 100 MB is hashed once per process, not per test file), with its
  * size and modification time then: a file changed since is verified again.
  */
-const verified = new Map<string, { binary: ControlPlaneBinary; size: number; mtimeMs: number }>();
+const verified = new Map<string, { binary: GoBinary; size: number; mtimeMs: number }>();
 
-function remember(b: ControlPlaneBinary): ControlPlaneBinary {
+function remember(b: GoBinary): GoBinary {
   const st = statSync(b.path);
   verified.set(b.key, { binary: b, size: st.size, mtimeMs: st.mtimeMs });
   return b;
 }
 
-function remembered(key: string): ControlPlaneBinary | undefined {
+function remembered(key: string): GoBinary | undefined {
   const known = verified.get(key);
   if (!known) return undefined;
   const st = statSync(known.binary.path, { throwIfNoEntry: false });
@@ -161,8 +201,8 @@ function remembered(key: string): ControlPlaneBinary | undefined {
 }
 
 /** The entry of `dir` when it is complete and its binary is what was built (size and SHA-256 of its record). */
-async function verifiedEntry(dir: string, key: string): Promise<ControlPlaneBinary | undefined> {
-  const bin = path.join(dir, BINARY);
+async function verifiedEntry(spec: GoBinarySpec, dir: string, key: string): Promise<GoBinary | undefined> {
+  const bin = path.join(dir, spec.binary);
   const record = readRecord(dir);
   if (!record || record.key !== key || !isExecutable(bin) || statSync(bin).size !== record.size) return undefined;
   if (await sha256File(bin) !== record.sha256) return undefined;
@@ -261,10 +301,10 @@ function tail(text: string, lines = 20): string {
 }
 
 /** Runs the build into `out`; rejects with the tail of go's output. */
-function runBuild(go: string, out: string): Promise<void> {
+function runBuild(spec: GoBinarySpec, go: string, out: string): Promise<void> {
   return new Promise((resolve, reject) => {
     // in this process's group: a Ctrl-C of the test run ends the build with it
-    const child = spawn(go, [...BUILD_ARGS, out, '.'], { cwd: MODULE_DIR, env: goEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(go, [...spec.args(), out, spec.target()], { cwd: spec.moduleDir, env: goEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     const keep = (c: Buffer) => {
       output = (output + c.toString()).slice(-64 * 1024);
@@ -276,7 +316,7 @@ function runBuild(go: string, out: string): Promise<void> {
     };
     const timer = setTimeout(() => {
       killBuild();
-      reject(new ControlPlaneBuildError(`go build of the control plane did not finish within ${BUILD_TIMEOUT_MS / 60_000} minutes`));
+      reject(new ControlPlaneBuildError(`go build of ${spec.what} did not finish within ${BUILD_TIMEOUT_MS / 60_000} minutes`));
     }, BUILD_TIMEOUT_MS);
     // a test run that ends (Ctrl-C, a crash) ends its build too
     process.once('exit', killBuild);
@@ -288,17 +328,68 @@ function runBuild(go: string, out: string): Promise<void> {
       clearTimeout(timer);
       process.removeListener('exit', killBuild);
       if (code === 0) resolve();
-      else reject(new ControlPlaneBuildError(`go build of the control plane (test/cluster) failed (${signal ?? `exit ${code}`}):\n${tail(output)}`));
+      else reject(new ControlPlaneBuildError(`go build of ${spec.what} (${spec.folder}) failed (${signal ?? `exit ${code}`}):\n${tail(output)}`));
     });
   });
 }
 
-/** The versions the built binary reports (`<bin> version`). */
+/** The versions the built control plane reports (`<bin> version`). */
 function reportedVersions(bin: string): Record<string, string> {
   const r = spawnSync(bin, ['version'], { encoding: 'utf8', timeout: 60_000 });
   if (r.status !== 0) throw new ControlPlaneBuildError(`the built control plane does not run: ${(r.error?.message ?? r.stderr ?? '').trim().split('\n')[0] || `exit ${r.status}`}`);
   return Object.fromEntries(r.stdout.trim().split('\n').map((l) => l.split(' ') as [string, string]));
 }
+
+/** The modules of a Go binary's build information (`go version -m`) that name what it is: Go, and `modules`. */
+function buildInfoVersions(go: string, bin: string, modules: readonly string[]): Record<string, string> {
+  const r = spawnSync(go, ['version', '-m', bin], { env: goEnv(), encoding: 'utf8', timeout: 60_000 });
+  if (r.status !== 0) throw new ControlPlaneBuildError(`go version -m ${bin}: ${(r.error?.message ?? r.stderr ?? '').trim().split('\n')[0] || `exit ${r.status}`}`);
+  const out: Record<string, string> = {};
+  const head = /^\S+: (go\S+)$/m.exec(r.stdout);
+  if (head) out.go = head[1];
+  for (const line of r.stdout.split('\n')) {
+    const [kind, module, version] = line.trim().split('\t');
+    // `mod`: the module of the command built (Kueue's, for the tool of a go.mod), `dep`: its dependencies
+    if ((kind === 'mod' || kind === 'dep' || kind === '=>') && modules.includes(module)) out[module] = version;
+  }
+  return out;
+}
+
+/** The control plane (test/cluster/main.go): its key is what it was before Kueue joined (a change would rebuild it everywhere). */
+const CONTROL_PLANE: GoBinarySpec = {
+  what: 'the control plane',
+  folder: 'test/cluster',
+  moduleDir: MODULE_DIR,
+  sources: ['go.mod', 'go.sum', 'main.go', 'version.go'],
+  binary: 'control-plane',
+  cache: 'control-plane',
+  cacheEnv: CACHE_ENV,
+  args: () => ['build', '-trimpath', '-ldflags=-s -w', '-o'],
+  target: () => '.',
+  building: (dir) => `building the Kubernetes control plane for the tests (first run on this machine, a few minutes): kube-apiserver, kube-controller-manager, kube-scheduler ${requiredVersion('k8s.io/kubernetes')} and etcd ${requiredVersion('go.etcd.io/etcd/server/v3')} into ${dir}`,
+  versions: (bin) => reportedVersions(bin),
+};
+
+/** The Kueue module whose command is built. */
+export const KUEUE_MODULE = 'sigs.k8s.io/kueue';
+
+/**
+ * Kueue's manager, `go build` of the tool of test/cluster/kueue/go.mod with the release's version stamped in (as
+ * Kueue's Makefile does: its log and user agent name it).
+ */
+const KUEUE: GoBinarySpec = {
+  what: 'Kueue',
+  folder: 'test/cluster/kueue',
+  moduleDir: KUEUE_MODULE_DIR,
+  sources: ['go.mod', 'go.sum'],
+  binary: 'kueue',
+  cache: 'kueue',
+  cacheEnv: KUEUE_CACHE_ENV,
+  args: () => ['build', '-trimpath', `-ldflags=-s -w -X ${KUEUE_MODULE}/pkg/version.GitVersion=${requiredVersion(KUEUE_MODULE, KUEUE_MODULE_DIR)}`, '-o'],
+  target: () => toolOf(KUEUE_MODULE_DIR),
+  building: (dir) => `building Kueue for the tests (first run on this machine, a few minutes): ${toolOf(KUEUE_MODULE_DIR)} ${requiredVersion(KUEUE_MODULE, KUEUE_MODULE_DIR)} into ${dir}`,
+  versions: (bin, go) => buildInfoVersions(go, bin, [KUEUE_MODULE, 'k8s.io/client-go', 'sigs.k8s.io/controller-runtime']),
+};
 
 /** Removes what builds of processes that are gone left in the cache folder: their folders, and their locks of other keys. */
 function removeDeadBuilds(root: string): void {
@@ -319,39 +410,46 @@ export interface BinaryOptions {
  * lock, into a temporary folder renamed into place whole). Throws a ControlPlaneBuildError with one line when it
  * cannot be had (no Go, a failed build): the cluster tests fail on it, never skip.
  */
-export async function controlPlaneBinary(opts: BinaryOptions = {}): Promise<ControlPlaneBinary> {
+export function controlPlaneBinary(opts: BinaryOptions = {}): Promise<ControlPlaneBinary> {
+  return goBinary(CONTROL_PLANE, opts);
+}
+
+/** Kueue's manager (`kueue --config FILE`), as controlPlaneBinary has the control plane. */
+export function kueueBinary(opts: BinaryOptions = {}): Promise<GoBinary> {
+  return goBinary(KUEUE, opts);
+}
+
+async function goBinary(spec: GoBinarySpec, opts: BinaryOptions): Promise<GoBinary> {
   const go = goCommand();
-  const key = buildKey(go);
+  const key = buildKey(go, spec);
   const known = remembered(key);
   if (known) return known;
-  const root = cacheRoot();
+  const root = cacheRoot(spec);
   const dir = path.join(root, key);
-  const ready = existsSync(dir) ? await verifiedEntry(dir, key) : undefined;
+  const ready = existsSync(dir) ? await verifiedEntry(spec, dir, key) : undefined;
   if (ready) return remember(ready);
   mkdirSync(root, { recursive: true });
   const say = opts.progress ?? (() => {});
-  const result = await withLock(path.join(root, `${key}.lock`), () => say(`waiting for another process to build the control plane (${root})...`), async () => {
-    const done = existsSync(dir) ? await verifiedEntry(dir, key) : undefined;
+  const result = await withLock(path.join(root, `${key}.lock`), () => say(`waiting for another process to build ${spec.what} (${root})...`), async () => {
+    const done = existsSync(dir) ? await verifiedEntry(spec, dir, key) : undefined;
     if (done) return done;
     removeDeadBuilds(root);
-    const k8s = requiredVersion('k8s.io/kubernetes');
-    const etcd = requiredVersion('go.etcd.io/etcd/server/v3');
-    say(`building the Kubernetes control plane for the tests (first run on this machine, a few minutes): kube-apiserver, kube-controller-manager, kube-scheduler ${k8s} and etcd ${etcd} into ${dir}`);
+    say(spec.building(dir));
     const t0 = Date.now();
     const tmp = path.join(root, `${key}.build-${process.pid}-${randomBytes(4).toString('hex')}`);
     mkdirSync(tmp);
     try {
-      const bin = path.join(tmp, BINARY);
-      await runBuild(go, bin);
-      const versions = reportedVersions(bin);
+      const bin = path.join(tmp, spec.binary);
+      await runBuild(spec, go, bin);
+      const versions = spec.versions(bin, go);
       const seconds = Math.round((Date.now() - t0) / 1000);
       const record: BuildRecord = { key, sha256: await sha256File(bin), size: statSync(bin).size, versions, seconds };
       writeFileSync(path.join(tmp, RECORD), `${JSON.stringify(record, undefined, 2)}\n`);
       // a damaged entry of this key (it failed verification) makes way for the new one
       rmSync(dir, { recursive: true, force: true });
       renameSync(tmp, dir);
-      say(`built the control plane in ${record.seconds} s`);
-      return { path: path.join(dir, BINARY), key, versions, built: true };
+      say(`built ${spec.what} in ${record.seconds} s`);
+      return { path: path.join(dir, spec.binary), key, versions, built: true };
     } finally {
       rmSync(tmp, { recursive: true, force: true });
     }

@@ -1,14 +1,35 @@
-// The test task's first step (projenrc/test.cjs runs it with ts-node before vitest): the control plane of the
-// cluster tests, from the cache or built, with a line while it builds. Exit 1 with one line when it cannot be had.
-import { ControlPlaneBuildError, controlPlaneBinary } from './binary';
+// The test task's first step (projenrc/test.cjs runs it with ts-node before vitest): the binaries of the cluster
+// tests from the cache or built, one after the other (each build takes both cores), with a line while each builds.
+// The control plane first: exit 1 with one line when it cannot be had (every cluster test fails on it). Then Kueue,
+// only with a control plane to run it against: when it cannot be had, one line, and the run goes on (only the Kueue
+// tests fail, on the same line).
+import { ControlPlaneBuildError, controlPlaneBinary, kueueBinary } from './binary';
 
-controlPlaneBinary({ progress: (l) => process.stderr.write(`${l}\n`) }).then(
-  (b) => {
-    if (b.built) process.stderr.write(`control plane: ${b.path}\n`);
-  },
-  (e: unknown) => {
-    const message = e instanceof ControlPlaneBuildError ? e.message : String((e as Error)?.stack ?? e);
-    process.stderr.write(`cannot prepare the cluster tests: ${message}\n`);
+const say = (l: string) => process.stderr.write(`${l}\n`);
+
+/** One line of a build's error: its first line and, for a failed go build, the first line go said. */
+function oneLine(e: unknown): string {
+  if (!(e instanceof ControlPlaneBuildError)) return String((e as Error)?.stack ?? e);
+  const [head, ...rest] = e.message.split('\n');
+  const first = rest.map((l) => l.trim()).find((l) => l !== '' && !l.startsWith('#'));
+  return first ? `${head} ${first}` : head;
+}
+
+async function prepare(): Promise<void> {
+  try {
+    const plane = await controlPlaneBinary({ progress: say });
+    if (plane.built) say(`control plane: ${plane.path}`);
+  } catch (e) {
+    say(`cannot prepare the cluster tests: ${e instanceof ControlPlaneBuildError ? e.message : String((e as Error)?.stack ?? e)}`);
     process.exitCode = 1;
-  },
-);
+    return;
+  }
+  try {
+    const kueue = await kueueBinary({ progress: say });
+    if (kueue.built) say(`kueue: ${kueue.path}`);
+  } catch (e) {
+    say(`cannot prepare the Kueue tests (test/cluster/kueue.test.ts fails on it): ${oneLine(e)}`);
+  }
+}
+
+void prepare();
