@@ -355,7 +355,19 @@ function buildInfoVersions(go: string, bin: string, modules: readonly string[]):
   return out;
 }
 
-/** The control plane (test/cluster/main.go): its key is what it was before Kueue joined (a change would rebuild it everywhere). */
+/**
+ * The release the control plane reports (`/version`), stamped in as Kubernetes' own build does (hack/lib/version.sh):
+ * a plain `go build` reports `v0.0.0-master+$Format:%H$`, which clients that read the server's version refuse (Kueue
+ * exits: "could not parse pre-release/metadata"). With a warm build cache only the link differs.
+ */
+function kubernetesVersionFlags(): string {
+  const version = requiredVersion('k8s.io/kubernetes') ?? '';
+  const [major, minor] = version.replace(/^v/, '').split('.');
+  const pkg = 'k8s.io/component-base/version';
+  return [`${pkg}.gitVersion=${version}`, `${pkg}.gitMajor=${major}`, `${pkg}.gitMinor=${minor}`, `${pkg}.gitTreeState=clean`].map((x) => `-X ${x}`).join(' ');
+}
+
+/** The control plane (test/cluster/main.go). */
 const CONTROL_PLANE: GoBinarySpec = {
   what: 'the control plane',
   folder: 'test/cluster',
@@ -364,7 +376,7 @@ const CONTROL_PLANE: GoBinarySpec = {
   binary: 'control-plane',
   cache: 'control-plane',
   cacheEnv: CACHE_ENV,
-  args: () => ['build', '-trimpath', '-ldflags=-s -w', '-o'],
+  args: () => ['build', '-trimpath', `-ldflags=-s -w ${kubernetesVersionFlags()}`, '-o'],
   target: () => '.',
   building: (dir) => `building the Kubernetes control plane for the tests (first run on this machine, a few minutes): kube-apiserver, kube-controller-manager, kube-scheduler ${requiredVersion('k8s.io/kubernetes')} and etcd ${requiredVersion('go.etcd.io/etcd/server/v3')} into ${dir}`,
   versions: (bin) => reportedVersions(bin),

@@ -122,7 +122,7 @@ function killAllOnExit(): void {
 }
 
 /** `n` free TCP ports of 127.0.0.1 (held together while they are chosen, so that they differ). */
-async function freePorts(n: number): Promise<number[]> {
+export async function freePorts(n: number): Promise<number[]> {
   const servers = await Promise.all(Array.from({ length: n }, () => new Promise<net.Server>((resolve, reject) => {
     const s = net.createServer();
     s.once('error', reject);
@@ -331,7 +331,7 @@ async function waitFor(cp: ControlPlane, what: Component, deadline: number, read
   }
 }
 
-function kubeconfigText(server: string, caFile: string, user: string, token: string): string {
+export function kubeconfigText(server: string, caFile: string, user: string, token: string): string {
   return stringify({
     'apiVersion': 'v1',
     'kind': 'Config',

@@ -1,0 +1,167 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse, stringify } from 'yaml';
+import { applySteps, ARGOCD_MANAGER, planSync, refusalText, SyncPlan, SyncStep, vendoredCrds } from './argocd-sync';
+import { KUEUE_MODULE, KUEUE_MODULE_DIR, kueueBinary, requiredVersion } from './binary';
+import { ControlPlane, startControlPlane } from './control-plane';
+import { KubeClient, KubeObject } from './kube-client';
+import { KueueProcess, loopbackKueue, startKueue } from './kueue';
+import { defaultCacheDir } from '../../src/cache/compiled-cache';
+import { readClusters, renderClusterSources } from '../../src/check';
+import { EXIT, main } from '../../src/cli';
+import { EngineBudget } from '../../src/engines';
+import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../../src/paths';
+import { loadModels } from '../../src/synth/pipeline';
+import { RenderSession } from '../../src/upstream/render-session';
+import { REFERENCE_FILE } from '../paths';
+
+/**
+ * Kueue for real (issue 39): the queues of the reference description (its ClusterQueues in one cohort, its tenants'
+ * LocalQueues, flavors and priorities) and the Kueue install the toolkit renders when it manages Kueue (the reference
+ * says `installs.kueue: preinstalled`, so the same description with `managed` renders the chart, its Configuration and
+ * RBAC), applied as Argo CD applies them to a hermetic control plane, with Kueue's manager of the pinned release
+ * (kueue.ts) serving its webhooks on loopback. Sample Jobs of a tenant, created as that tenant: suspended at creation
+ * by Kueue's webhook, admitted within the ClusterQueue's nominal quota, admitted beyond it by borrowing the cohort's
+ * idle quota (the description lets a tenant borrow), and left pending beyond what the cohort has.
+ */
+
+const work = mkdtempSync(path.join(tmpdir(), 'kueue-test-'));
+let cp: ControlPlane;
+let plan: SyncPlan;
+let kueue: KueueProcess | undefined;
+let tenantNamespace: string;
+let tenantQueue: string;
+let tenantGpus: number;
+let cohortGpus: number;
+
+type Json = Record<string, any>;
+
+const GPU = 'nvidia.com/gpu';
+const QUEUE_LABEL = 'kueue.x-k8s.io/queue-name';
+/** How long Kueue may take to act on one object (it acts within a second here; bounds a Kueue that never does). */
+const ACT_MS = 20_000;
+
+/** The applications of the plan Kueue needs: its install, its queues, the tenants (their namespaces and LocalQueues). */
+const KUEUE_APPS = /-(kueue-install|kueue|tenants)$/;
+
+beforeAll(async () => {
+  // the binaries first: a Kueue that does not build fails these tests with that one line
+  await kueueBinary();
+  const description = parse(readFileSync(REFERENCE_FILE, 'utf8')) as Json;
+  description.installs = { ...description.installs, kueue: 'managed' };
+  const file = path.join(work, 'instant-cluster.yaml');
+  writeFileSync(file, stringify(description));
+  const out = path.join(work, 'dist');
+  expect(await main(['synth', '--config', file, '--out', out, '--quiet'])).toBe(EXIT.ok);
+  const [model] = loadModels([file]);
+  const raw = readClusters(out).find((c) => c.name === model.name)!;
+  const view = { ...raw, model };
+  const renders = await renderClusterSources(view, { upstream: DEFAULT_UPSTREAM, session: new RenderSession(defaultCacheDir(), new EngineBudget()) });
+
+  const tenant = model.tenants[0];
+  tenantNamespace = tenant.name;
+  cp = await startControlPlane({ identities: { tenant: { user: 'tenant', groups: [tenant.group] } } });
+  const full = planSync(view, renders, vendoredCrds(DEFAULT_SCHEMAS), await cp.client().servedKinds());
+  const steps: SyncStep[] = full.steps
+    .map((s) => ({ ...s, objects: s.objects.filter((o) => KUEUE_APPS.test(o.application) || (o.application === 'pre-installed' && o.object.kind === 'Namespace')) }))
+    .filter((s) => s.objects.length > 0);
+  plan = { ...full, steps, webhooks: full.webhooks.filter((o) => KUEUE_APPS.test(o.application)) };
+  const loopback = await loopbackKueue(plan);
+  const admin = cp.client();
+  const applied = await applySteps(admin, [...plan.steps, { label: 'admission webhooks of the installs', manager: ARGOCD_MANAGER, objects: plan.webhooks }]);
+  expect(applied.refused.map(refusalText)).toEqual([]);
+  kueue = await startKueue(cp, loopback);
+
+  const queues = plan.steps.flatMap((s) => s.objects).map((o) => o.object);
+  const localQueue = queues.find((o) => o.kind === 'LocalQueue' && o.metadata.namespace === tenantNamespace)!;
+  tenantQueue = localQueue.metadata.name;
+  const clusterQueues = queues.filter((o) => o.kind === 'ClusterQueue');
+  const own = clusterQueues.find((q) => q.metadata.name === (localQueue.spec as Json).clusterQueue)!;
+  const gpusOf = (q: KubeObject) => Number(((q.spec as Json).resourceGroups as Json[]).flatMap((g) => g.flavors as Json[])
+    .flatMap((f) => f.resources as Json[]).find((r) => r.name === GPU)?.nominalQuota ?? 0);
+  tenantGpus = gpusOf(own);
+  cohortGpus = clusterQueues.filter((q) => (q.spec as Json).cohortName === (own.spec as Json).cohortName).reduce((n, q) => n + gpusOf(q), 0);
+}, 10 * 60 * 1000);
+
+afterAll(async () => {
+  await kueue?.stop();
+  await cp?.stop();
+  rmSync(work, { recursive: true, force: true });
+});
+
+/** A sample Job of the tenant: one pod asking for `gpus` GPUs, in the tenant's LocalQueue, created unsuspended. */
+function sampleJob(name: string, gpus: number): KubeObject {
+  return {
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    metadata: { name, namespace: tenantNamespace, labels: { [QUEUE_LABEL]: tenantQueue } },
+    spec: {
+      suspend: false,
+      backoffLimit: 0,
+      template: {
+        spec: {
+          restartPolicy: 'Never',
+          containers: [{ name: 'train', image: 'busybox:1.36', command: ['true'], resources: { requests: { [GPU]: String(gpus) }, limits: { [GPU]: String(gpus) } } }],
+        },
+      },
+    },
+  } as KubeObject;
+}
+
+/** The Workload Kueue made for a Job, when it is there and `ready` says it is what is waited for. */
+async function workloadOf(client: KubeClient, job: KubeObject, ready: (w: Json) => boolean): Promise<Json> {
+  const deadline = Date.now() + ACT_MS;
+  const live = (await client.read(job))!;
+  for (;;) {
+    const workloads = await client.list(`/apis/kueue.x-k8s.io/v1beta2/namespaces/${tenantNamespace}/workloads`) as Json[];
+    const w = workloads.find((x) => ((x.metadata.ownerReferences ?? []) as Json[]).some((r) => r.uid === live.metadata.uid));
+    if (w && ready(w)) return w;
+    if (Date.now() > deadline) throw new Error(`${job.metadata.name}: its Workload is ${JSON.stringify(w?.status ?? 'not there')}; Kueue's log:\n${kueue?.log()}`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+const condition = (w: Json, type: string) => ((w.status?.conditions ?? []) as Json[]).find((c) => c.type === type);
+const admitted = (w: Json) => condition(w, 'Admitted')?.status === 'True';
+
+async function suspended(client: KubeClient, job: KubeObject): Promise<boolean> {
+  return ((await client.read(job))!.spec as Json).suspend === true;
+}
+
+describe(`Kueue ${requiredVersion(KUEUE_MODULE, KUEUE_MODULE_DIR)} on the reference cluster's queues`, () => {
+  it('a tenant\'s Job is suspended at creation, then admitted within its ClusterQueue\'s nominal quota and unsuspended', async () => {
+    const tenant = cp.client('tenant');
+    const job = sampleJob('within-quota', tenantGpus);
+    const created = await tenant.create(job);
+    expect((created.spec as Json).suspend, 'Kueue\'s webhook suspends a queued Job at creation').toBe(true);
+    const w = await workloadOf(tenant, job, admitted);
+    expect(w.status.admission.clusterQueue).toBe(((plan.steps.flatMap((s) => s.objects).find((o) => o.object.kind === 'LocalQueue' && o.object.metadata.namespace === tenantNamespace)!.object.spec) as Json).clusterQueue);
+    const usage = (w.status.admission.podSetAssignments as Json[])[0].resourceUsage as Json;
+    expect(usage[GPU]).toBe(String(tenantGpus));
+    const deadline = Date.now() + ACT_MS;
+    while (await suspended(tenant, job) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 500));
+    expect(await suspended(tenant, job), 'admitted: Kueue unsuspends the Job').toBe(false);
+  });
+
+  it('a second Job beyond the nominal quota borrows the cohort\'s idle GPUs; one beyond the cohort stays pending', async () => {
+    const tenant = cp.client('tenant');
+    const borrowing = Math.min(tenantGpus, cohortGpus - tenantGpus);
+    expect(borrowing, 'the cohort has GPUs to lend').toBeGreaterThan(0);
+    const second = sampleJob('borrows', borrowing);
+    await tenant.create(second);
+    const w = await workloadOf(tenant, second, admitted);
+    const cq = (await cp.client().get(`/apis/kueue.x-k8s.io/v1beta2/clusterqueues/${w.status.admission.clusterQueue}`))!;
+    const gpuUsage = ((cq.status as Json).flavorsReservation as Json[]).flatMap((f) => f.resources as Json[]).find((r) => r.name === GPU)!;
+    expect([gpuUsage.total, gpuUsage.borrowed]).toEqual([String(tenantGpus + borrowing), String(borrowing)]);
+    expect(await suspended(tenant, second)).toBe(false);
+
+    const third = sampleJob('beyond-the-cohort', cohortGpus - tenantGpus - borrowing + 1);
+    await tenant.create(third);
+    const pending = await workloadOf(tenant, third, (x) => condition(x, 'QuotaReserved')?.status === 'False');
+    expect(admitted(pending)).toBe(false);
+    expect(condition(pending, 'QuotaReserved')?.message).toMatch(/insufficient|couldn't assign/i);
+    expect(await suspended(tenant, third)).toBe(true);
+  });
+});

@@ -1,0 +1,327 @@
+import { ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { createPrivateKey } from 'node:crypto';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import * as http from 'node:http';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { parse, stringify } from 'yaml';
+import { PlannedObject, SyncPlan } from './argocd-sync';
+import { goCommand, GoBinary, kueueBinary } from './binary';
+import { ControlPlane, freePorts, kubeconfigText } from './control-plane';
+import { describe, KubeClient, KubeObject } from './kube-client';
+
+/**
+ * Kueue for real on a hermetic control plane: the manager built from the pinned module (binary.ts, kueueBinary), run
+ * as the rendered Deployment runs it (its arguments, its ServiceAccount's rights, the Configuration of the rendered
+ * ConfigMap), with what a pod would have given it supplied by the test bed instead, each said where it is done:
+ *
+ * - **The webhooks on loopback.** The rendered webhook configurations (and the conversion webhooks of Kueue's CRDs)
+ *   name the webhook Service, whose pods never run here: their clientConfig becomes
+ *   `url: https://127.0.0.1:<port><the service's path>`, and the Kueue process serves its webhooks on that port.
+ * - **Certificates.** Kueue's internal certificate management (the chart's default, kept on) makes a CA and a serving
+ *   certificate for `<service>.<namespace>.svc` into the webhook Secret, then waits for the kubelet to mount that
+ *   Secret into its certificate folder. A certificate for a DNS name does not serve `https://127.0.0.1`, so the test
+ *   puts into the Secret, before Kueue starts, a certificate that is valid for both (and for the CA name Kueue checks),
+ *   made by the Go distribution's own generate_cert.go; Kueue's rotator finds it valid and keeps it, injects its CA
+ *   into the webhook configurations and CRDs as it does in a cluster, and the test writes the Secret's files into the
+ *   certificate folder as the kubelet would.
+ * - **Process-local settings** of the Configuration: the namespace and the leader lease's (a pod reads it from its
+ *   service account mount), the health, metrics and webhook ports (127.0.0.1 and free ports: several Kueues run on
+ *   one machine), and the certificate folder.
+ * - **The on-demand visibility API is off** (`VisibilityOnDemand=false`): its server writes its certificates to
+ *   `/visibility`, a folder of the pod's image, and binds 8082 on every address.
+ * - **Credentials**: a token of the Deployment's ServiceAccount (TokenRequest), so Kueue acts with exactly the rights
+ *   the rendered RBAC gives it.
+ *
+ * The process dies with the test process (setpriv's parent-death signal), and loses its leader lease, and exits,
+ * when its control plane is gone.
+ */
+
+/** The Configuration's key in the manager's ConfigMap (the chart's `controller_manager_config.yaml`). */
+const CONFIG_KEY = 'controller_manager_config.yaml';
+/** The CA name Kueue's certificate rotator verifies its CA certificate against (pkg/util/cert: caName). */
+const KUEUE_CA_NAME = 'kueue-ca';
+
+type Json = Record<string, any>;
+
+/** Kueue's install, as found in a sync plan: the Configuration, the Deployment that runs it, its webhook Service. */
+export interface KueueInstall {
+  /** The namespace of the manager's Deployment (where Kueue keeps its lease, Secret and MultiKueue kubeconfigs). */
+  readonly namespace: string;
+  readonly serviceAccount: string;
+  /** The manager container's arguments, as rendered. */
+  readonly args: readonly string[];
+  /** The Configuration (config.kueue.x-k8s.io) as rendered. */
+  readonly configuration: Json;
+  readonly webhookService: string;
+  readonly webhookSecret: string;
+}
+
+const objectsOf = (plan: SyncPlan): PlannedObject[] => [...plan.steps.flatMap((s) => s.objects), ...plan.webhooks];
+
+/** The Kueue install of a plan: the Deployment that mounts a ConfigMap with Kueue's Configuration. Throws when there is none. */
+export function kueueInstallOf(plan: SyncPlan): KueueInstall {
+  const objects = objectsOf(plan).map((o) => o.object);
+  for (const cm of objects.filter((o) => o.kind === 'ConfigMap' && typeof (o.data as Json | undefined)?.[CONFIG_KEY] === 'string')) {
+    const deployment = objects.find((o) => o.kind === 'Deployment' && o.metadata.namespace === cm.metadata.namespace
+      && ((o.spec as Json).template.spec.volumes ?? []).some((v: Json) => v.configMap?.name === cm.metadata.name));
+    if (!deployment) continue;
+    const pod = (deployment.spec as Json).template.spec;
+    const container = (pod.containers as Json[]).find((c) => (c.args ?? []).some((a: string) => a.startsWith('--config=')));
+    if (!container) continue;
+    const configuration = parse((cm.data as Json)[CONFIG_KEY]) as Json;
+    const certs = configuration.internalCertManagement as Json | undefined;
+    if (!certs?.enable) throw new Error(`${describe(cm)}: internalCertManagement is off; the test bed serves Kueue's webhooks with the certificates of Kueue's own management`);
+    return {
+      namespace: deployment.metadata.namespace!,
+      serviceAccount: pod.serviceAccountName,
+      args: container.args,
+      configuration,
+      webhookService: certs.webhookServiceName,
+      webhookSecret: certs.webhookSecretName,
+    };
+  }
+  throw new Error(`${plan.cluster}: the plan has no Kueue manager (a Deployment mounting a ConfigMap with ${CONFIG_KEY})`);
+}
+
+/** A self-signed CA certificate that also serves 127.0.0.1 and the webhook Service's name, and its key (PEM). */
+interface WebhookCertificate {
+  readonly cert: string;
+  readonly key: string;
+}
+
+/**
+ * A certificate for Kueue's webhook server and its CA in one (generate_cert.go of the Go distribution, `--ca`): it
+ * serves `127.0.0.1` and `<service>.<namespace>.svc` (what Kueue's rotator verifies the serving certificate against),
+ * and names `kueue-ca` (what it verifies its CA against). RSA 2048 (the rotator reads only PKCS #1 RSA keys), valid for a
+ * year (the rotator renews what expires within 90 days).
+ */
+function webhookCertificate(install: KueueInstall, dir: string): WebhookCertificate {
+  const go = goCommand();
+  const goroot = spawnSync(go, ['env', 'GOROOT'], { encoding: 'utf8', timeout: 60_000 }).stdout.trim();
+  const hosts = ['127.0.0.1', `${install.webhookService}.${install.namespace}.svc`, KUEUE_CA_NAME];
+  const r = spawnSync(go, ['run', path.join(goroot, 'src', 'crypto', 'tls', 'generate_cert.go'), `--host=${hosts.join(',')}`, '--ca', '--rsa-bits=2048', '--duration=8760h'], {
+    cwd: dir,
+    encoding: 'utf8',
+    timeout: 300_000,
+    env: { ...process.env, GOFLAGS: '', GOWORK: 'off', GO111MODULE: 'on' },
+  });
+  if (r.status !== 0) throw new Error(`generate_cert.go (${goroot}) failed: ${(r.error?.message ?? r.stderr).trim()}`);
+  // generate_cert.go writes PKCS #8; the rotator parses its CA key as PKCS #1 (x509.ParsePKCS1PrivateKey)
+  const key = createPrivateKey(readFileSync(path.join(dir, 'key.pem'))).export({ type: 'pkcs1', format: 'pem' }).toString();
+  return { cert: readFileSync(path.join(dir, 'cert.pem'), 'utf8'), key };
+}
+
+const b64 = (s: string) => Buffer.from(s).toString('base64');
+
+/** A webhook client config that names the install's webhook Service, as a loopback URL on `port`. */
+function loopbackClientConfig(config: Json | undefined, install: KueueInstall, port: number, ca: string): Json | undefined {
+  const service = config?.service as Json | undefined;
+  if (!service || service.name !== install.webhookService || (service.namespace ?? install.namespace) !== install.namespace) return undefined;
+  return { url: `https://127.0.0.1:${port}${service.path ?? '/'}`, caBundle: b64(ca) };
+}
+
+/** A Kueue install of a plan, readied for loopback: its webhooks rewritten, its certificate made (startKueue runs it). */
+export interface LoopbackKueue {
+  readonly install: KueueInstall;
+  readonly dir: string;
+  readonly ports: { readonly webhook: number; readonly health: number; readonly metrics: number };
+  readonly certificate: WebhookCertificate;
+  /** Objects whose webhook client config was rewritten, as `Kind name`. */
+  readonly rewritten: readonly string[];
+}
+
+/**
+ * Readies the Kueue install of a plan for loopback, before the plan is applied: every webhook and CRD conversion webhook
+ * of the plan that names Kueue's webhook Service is pointed at a free port of 127.0.0.1 (the plan's objects are changed
+ * in place).
+ */
+export async function loopbackKueue(plan: SyncPlan): Promise<LoopbackKueue> {
+  const install = kueueInstallOf(plan);
+  const dir = mkdtempSync(path.join(tmpdir(), 'kueue-'));
+  const [webhook, health, metrics] = await freePorts(3);
+  const certificate = webhookCertificate(install, dir);
+  const rewritten: string[] = [];
+  for (const { object } of objectsOf(plan)) {
+    if (object.kind === 'MutatingWebhookConfiguration' || object.kind === 'ValidatingWebhookConfiguration') {
+      let changed = false;
+      for (const hook of (object.webhooks ?? []) as Json[]) {
+        const url = loopbackClientConfig(hook.clientConfig, install, webhook, certificate.cert);
+        if (url) {
+          hook.clientConfig = url;
+          changed = true;
+        }
+      }
+      if (changed) rewritten.push(describe(object));
+    }
+    if (object.kind === 'CustomResourceDefinition') {
+      const conversion = (object.spec as Json).conversion as Json | undefined;
+      const url = loopbackClientConfig(conversion?.webhook?.clientConfig, install, webhook, certificate.cert);
+      if (url) {
+        conversion!.webhook.clientConfig = url;
+        rewritten.push(describe(object));
+      }
+    }
+  }
+  return { install, dir, ports: { webhook, health, metrics }, certificate, rewritten };
+}
+
+/** The arguments of the rendered container, with the test bed's Configuration file and the visibility server off. */
+function kueueArgs(args: readonly string[], configFile: string): string[] {
+  const out = args.map((a) => (a.startsWith('--config=') ? `--config=${configFile}` : a));
+  const gates = out.findIndex((a) => a.startsWith('--feature-gates='));
+  if (gates >= 0) out[gates] = `${out[gates]},VisibilityOnDemand=false`;
+  else out.push('--feature-gates=VisibilityOnDemand=false');
+  return out;
+}
+
+function httpStatus(url: string): Promise<number | undefined> {
+  return new Promise((resolve) => {
+    const req = http.get(url, { timeout: 5000 }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode));
+    });
+    req.on('error', () => resolve(undefined));
+    req.on('timeout', () => {
+      req.destroy();
+      resolve(undefined);
+    });
+  });
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A running Kueue manager (startKueue). */
+export class KueueProcess {
+  private stopped = false;
+
+  constructor(
+    readonly loopback: LoopbackKueue,
+    readonly binary: GoBinary,
+    private readonly child: ChildProcess,
+    readonly logFile: string,
+  ) {}
+
+  /** The last lines of its log. */
+  log(lines = 40): string {
+    try {
+      return readFileSync(this.logFile, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+    } catch {
+      return '(no log)';
+    }
+  }
+
+  get exited(): boolean {
+    return this.child.exitCode !== null || this.child.signalCode !== null;
+  }
+
+  /** CPU seconds (user + system) the process has used so far (Linux /proc). */
+  cpuSeconds(): number | undefined {
+    try {
+      const stat = readFileSync(`/proc/${this.child.pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      return (Number(fields[11]) + Number(fields[12])) / 100;
+    } catch {
+      return undefined;
+    }
+  }
+
+  async stop(opts: { keep?: boolean } = {}): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    if (!this.exited) {
+      const exit = new Promise((r) => this.child.once('exit', r));
+      try {
+        process.kill(-this.child.pid!, 'SIGKILL');
+      } catch {
+        // gone already
+      }
+      await exit;
+    }
+    if (opts.keep || process.env.CONTROL_PLANE_KEEP === '1') process.stderr.write(`kueue kept in ${this.loopback.dir}\n`);
+    else rmSync(this.loopback.dir, { recursive: true, force: true });
+  }
+}
+
+/** A ServiceAccount's token (TokenRequest, one hour). */
+export async function serviceAccountToken(client: KubeClient, namespace: string, name: string): Promise<string> {
+  const r = await client.call('POST', `/api/v1/namespaces/${encodeURIComponent(namespace)}/serviceaccounts/${encodeURIComponent(name)}/token`, {
+    body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } },
+  }) as { status: { token: string } };
+  return r.status.token;
+}
+
+/**
+ * Starts the Kueue of a readied install (loopbackKueue) on a control plane whose plan is applied (its CRDs, RBAC, the
+ * webhook configurations): puts the certificate into the webhook Secret and the certificate folder, writes the
+ * Configuration, and runs the manager with a token of its ServiceAccount until it answers ready and holds its leader
+ * lease. Fails, the process stopped, with its log.
+ */
+export async function startKueue(cp: ControlPlane, loopback: LoopbackKueue, opts: { readyTimeoutMs?: number } = {}): Promise<KueueProcess> {
+  const binary = await kueueBinary();
+  const { install, dir, ports, certificate } = loopback;
+  const admin = cp.client();
+  const secret = { 'ca.crt': certificate.cert, 'ca.key': certificate.key, 'tls.crt': certificate.cert, 'tls.key': certificate.key };
+  await admin.apply({ apiVersion: 'v1', kind: 'Secret', metadata: { name: install.webhookSecret, namespace: install.namespace }, data: Object.fromEntries(Object.entries(secret).map(([k, v]) => [k, b64(v)])) } as KubeObject,
+    { fieldManager: 'hermetic-test-bed' });
+  // the kubelet's part: the Secret's files in the certificate folder
+  const certDir = path.join(dir, 'serving-certs');
+  mkdirSync(certDir);
+  writeFileSync(path.join(certDir, 'tls.crt'), certificate.cert);
+  writeFileSync(path.join(certDir, 'tls.key'), certificate.key, { mode: 0o600 });
+
+  const configuration = structuredClone(install.configuration);
+  configuration.namespace = install.namespace;
+  // a pod reads its namespace from its service account mount: the lease's namespace is said here
+  if (configuration.leaderElection?.leaderElect !== false) {
+    configuration.leaderElection = { ...configuration.leaderElection, resourceNamespace: install.namespace };
+  }
+  configuration.health = { ...configuration.health, healthProbeBindAddress: `127.0.0.1:${ports.health}` };
+  configuration.metrics = { ...configuration.metrics, bindAddress: `127.0.0.1:${ports.metrics}` };
+  configuration.webhook = { ...configuration.webhook, host: '127.0.0.1', port: ports.webhook, certDir };
+  const configFile = path.join(dir, 'config.yaml');
+  writeFileSync(configFile, stringify(configuration));
+
+  const token = await serviceAccountToken(admin, install.namespace, install.serviceAccount);
+  const kubeconfig = path.join(dir, 'kueue.kubeconfig');
+  writeFileSync(kubeconfig, kubeconfigText(cp.server, cp.caFile, `system:serviceaccount:${install.namespace}:${install.serviceAccount}`, token), { mode: 0o600 });
+
+  const logFile = path.join(dir, 'kueue.log');
+  const log = openSync(logFile, 'a');
+  let child: ChildProcess;
+  try {
+    child = spawn('setpriv', ['--pdeathsig', 'KILL', '--', binary.path, ...kueueArgs(install.args, configFile)], {
+      cwd: dir,
+      detached: true,
+      stdio: ['ignore', log, log],
+      env: { PATH: process.env.PATH, HOME: dir, KUBECONFIG: kubeconfig },
+    });
+    child.on('error', () => {});
+  } finally {
+    closeSync(log);
+  }
+  const kueue = new KueueProcess(loopback, binary, child, logFile);
+  process.once('exit', () => {
+    try {
+      process.kill(-child.pid!, 'SIGKILL');
+    } catch {
+      // gone already
+    }
+  });
+  const leaseName = (install.configuration.leaderElection as Json | undefined)?.resourceName as string | undefined;
+  const deadline = Date.now() + (opts.readyTimeoutMs ?? 180_000);
+  try {
+    for (;;) {
+      if (kueue.exited) throw new Error('Kueue exited while it started');
+      const ready = await httpStatus(`http://127.0.0.1:${ports.health}/readyz`) === 200;
+      const lease = !leaseName ? undefined : await admin.get(`/apis/coordination.k8s.io/v1/namespaces/${install.namespace}/leases/${leaseName}`);
+      if (ready && (!leaseName || typeof (lease?.spec as Json | undefined)?.holderIdentity === 'string')) return kueue;
+      if (Date.now() > deadline) throw new Error(`Kueue did not become ready${leaseName ? ' and take its lease' : ''} in time`);
+      await sleep(500);
+    }
+  } catch (e) {
+    const tail = kueue.log();
+    await kueue.stop({ keep: true });
+    throw new Error(`${(e as Error).message} (${dir}); its log:\n${tail}`);
+  }
+}
