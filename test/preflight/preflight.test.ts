@@ -364,7 +364,8 @@ describe('each rule fires on its conflict', () => {
     // Argo CD's own server, as a synced cluster shows it: tracked by the Application of the argocd folder, built
     // from the upstream install the folder's kustomization names, so in no rendered file
     const tracked = (app: string, name: string) => ({
-      apiVersion: 'apps/v1', kind: 'Deployment',
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
       metadata: { name, namespace: 'argocd', annotations: { 'argocd.argoproj.io/tracking-id': `${app}:apps/Deployment:argocd/${name}` } },
       spec: {},
     });
