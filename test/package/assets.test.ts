@@ -10,10 +10,12 @@ import { ROOT } from '../helpers';
 
 /* The copy of the package assets that npm pack runs (projenrc/package-assets.cjs): verified, fail-closed. */
 
+/** A release folder that ships whole, or of which only the paths a command reads. */
+type Release = string | { readonly folder: string; readonly reads: readonly string[] };
 interface Asset { readonly from: string; readonly to: string; readonly drop?: Record<string, string>; readonly unlisted?: Record<string, string> }
 const { ASSETS, packageAssets } = createRequire(__filename)(path.join(ROOT, 'projenrc', 'package-assets.cjs')) as {
   ASSETS: readonly Asset[];
-  packageAssets(opts: { shared: string; into: string; releases?: readonly string[] }): { to: string; files: number; releases?: string[] }[];
+  packageAssets(opts: { shared: string; into: string; releases?: readonly Release[] }): { to: string; files: number; releases?: string[] }[];
 };
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
@@ -97,7 +99,7 @@ describe('the releases the package carries', () => {
     // a path it reads that is not there stops the pack
     expect(() => packageAssets({ shared, into, releases: [...RELEASES, { folder: 'chart-0.9.0', reads: ['charts/chart'] }] })).toThrow(/chart-0\.9\.0: no charts\/chart, a path src\/versions\.ts says a command reads of it/);
     // the package's own selection: each previous release with what src/versions.ts says it reads
-    const declared = Object.values(VERSIONS).flatMap((v) => ('previous' in v ? v.previous : []));
+    const declared = Object.values(VERSIONS).flatMap((v): readonly { folder: string; reads: readonly string[] }[] => ('previous' in v ? v.previous : []));
     for (const p of declared) expect(packagedReleases().find((r) => r.folder === p.folder)?.reads).toEqual([...p.reads].sort());
   });
 
