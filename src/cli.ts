@@ -10,7 +10,7 @@ import { runNew } from './commands/new';
 import { CommandSpec, commandHelp, renderInputs, schemaDirs } from './commands/options';
 import { Preloaded, preloadedModels } from './commands/precheck';
 import { Progress } from './commands/progress';
-import { CHECK, DIFF, INIT, NEW, PREFLIGHT, SCHEMA, SYNTH, UPGRADE_PLAN, VALIDATE } from './commands/specs';
+import { CHECK, DIFF, INIT, NEW, PREFLIGHT, SCHEMA, SYNTH, UPGRADE_PLAN, VALIDATE, VERIFY } from './commands/specs';
 import { synthSummary } from './commands/synth-summary';
 import { runUpgradePlan } from './commands/upgrade-plan';
 import { outputFormat, printable, reportError } from './errors';
@@ -29,6 +29,7 @@ import { recoverAround } from './render/write';
 import { descriptionFiles, InputError, synth, ValidationFailed } from './synth/pipeline';
 import { SchemaDirectoryMissing, SchemaStore } from './validate/schemas';
 import { ManifestValidator, ValidationIssue } from './validate/validator';
+import { runVerify } from './verify/command';
 
 export { EXIT } from './commands/io';
 export { SCHEMA, SYNTH, VALIDATE } from './commands/specs';
@@ -164,6 +165,7 @@ export const COMMANDS: Readonly<Record<string, { readonly spec: CommandSpec; rea
   schema: { spec: SCHEMA, run: runSchema },
   preflight: { spec: PREFLIGHT, run: runPreflight },
   init: { spec: INIT, run: runInit },
+  verify: { spec: VERIFY, run: runVerify },
   [UPGRADE_PLAN.name]: { spec: UPGRADE_PLAN, run: runUpgradePlan },
   new: { spec: NEW, run: (args, io) => runNew(args, io) },
 };
