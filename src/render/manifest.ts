@@ -105,6 +105,15 @@ export interface FolderKustomization {
   };
 }
 
+/**
+ * A kustomize replacement (`replacements:` entry of a kustomization): the value at `fieldPath` of the one source object
+ * copied to `fieldPaths` of every selected target.
+ */
+export interface KustomizeReplacement {
+  readonly source: Readonly<Record<string, string>> & { readonly fieldPath: string };
+  readonly targets: readonly { readonly select: Readonly<Record<string, string>>; readonly fieldPaths: readonly string[] }[];
+}
+
 /** The objects of one component folder of a cluster, in deterministic order. */
 export interface RenderedFolder {
   readonly folder: string;
@@ -112,6 +121,8 @@ export interface RenderedFolder {
   readonly objects: readonly Manifest[];
   /** Bases and patches of the folder's kustomization (absent: it lists the folder's object files only). */
   readonly kustomization?: FolderKustomization;
+  /** Replacements of the folder's kustomization (the gitops folder: children pinned to the root's revision). */
+  readonly replacements?: readonly KustomizeReplacement[];
 }
 
 /** One cluster, rendered in memory. */

@@ -22,7 +22,7 @@ export function clusterFiles(cluster: RenderedCluster): RenderedFile[] {
       if (inKustomization(m)) applied.push(name);
       files.push([`${cluster.name}/${f.folder}/${name}`, manifestYaml(m)]);
     }
-    files.push([`${cluster.name}/${f.folder}/kustomization.yaml`, kustomization(applied, f.kustomization)]);
+    files.push([`${cluster.name}/${f.folder}/kustomization.yaml`, kustomization(applied, f.kustomization, f.replacements)]);
   }
   for (const f of cluster.clientFiles ?? []) files.push([`${cluster.name}/${CLIENT_FILES_FOLDER}/${f.path}`, f.content]);
   files.push([`${cluster.name}/${REPORT_FILE}`, clusterReport(cluster)]);

@@ -63,7 +63,10 @@ export function renderCluster(
   }
   for (const w of wiring) {
     const chart = w.build(app, model, folders.slice());
-    if (chart) folders.push({ folder: w.folder, description: w.description, objects: chartObjects(chart) });
+    if (!chart) continue;
+    const objects = chartObjects(chart);
+    const replacements = w.replacements?.(model, objects) ?? [];
+    folders.push({ folder: w.folder, description: w.description, objects, ...(replacements.length > 0 ? { replacements } : {}) });
   }
   const paths = clientFiles.map((f) => f.path);
   const twice = paths.find((p, i) => paths.indexOf(p) !== i);

@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync
 import { availableParallelism } from 'node:os';
 import * as path from 'node:path';
 import { stringify } from 'yaml';
+import { argocdBuildEnv, hasKustomizeOptions, withArgocdOptions } from './argocd-kustomize';
 import {
   apiVersionProblem, chartNameProblem, chartVersionProblem, firstProblem, folderPartProblem, kubeVersionProblem, namespaceProblem,
   parameterNameProblem, relativePathProblem, releaseNameProblem,
@@ -11,7 +12,7 @@ import { batchPieces, FolderPlan, Piece, planFolder } from './folder-batches';
 import { compareFolderBuild, FolderRead } from './folder-build';
 import { readInside } from './inside';
 import { ApplicationSource, chartOfSource, CrdRef, releaseOfSource, UnrenderedCrds, VendoredRelease } from './releases';
-import { folderFiles, offlineKustomization, remoteResourcesOf, vendoredBases } from './remote-bases';
+import { folderFiles, offlineKustomization, readKustomization, remoteResourcesOf, vendoredBases } from './remote-bases';
 import { RenderOutput } from './render-cache';
 import { RenderKind, RenderSession } from './render-session';
 import { SourceRefused, treeDigest } from './tree';
@@ -568,6 +569,33 @@ async function renderFolder(app: Manifest, index: number, source: ApplicationSou
   }
 }
 
+/**
+ * A folder of the tree that its Application builds with kustomize options (the gitops folder: the root stamps the
+ * commit it syncs), built as Argo CD's repo server builds it: a copy of the folder whose kustomization carries the
+ * options (argocd-kustomize.ts), env substituted for the commit check stands in for. What it applies must still be
+ * every object of the folder's files, and nothing else.
+ */
+async function renderFolderWithOptions(app: Manifest, index: number, source: ApplicationSource, dir: string, ctx: Context): Promise<RenderedSource> {
+  const what = printable(`folder ${str(source.path)}`);
+  const base = { application: app, index, type: 'folder' as const, what, namespace: destinationNamespace(app), objects: [], unrenderedCrds: [] };
+  const refused = (message: string): RenderedSource => ({ ...base, problem: { kind: 'failed', message } });
+  const engine = ctx.engines.kustomize;
+  try {
+    const kustomization = withArgocdOptions(readKustomization(dir) ?? {}, source.kustomize, argocdBuildEnv(app, source));
+    const key = ['folder-with-options', ...folderKey(ctx, dir), kustomization];
+    const { objects } = await cachedRun(ctx, 'folder', key, engine, what, () => withScratch(ctx, (scratch) => {
+      for (const f of folderFiles(dir)) writeFileSync(path.join(scratch, f), readInside(dir, f, 'file'));
+      for (const f of ['kustomization.yml', 'Kustomization']) rmSync(path.join(scratch, f), { force: true });
+      writeFileSync(path.join(scratch, 'kustomization.yaml'), stringify(kustomization));
+      return engine.run(['--', scratch], runOptions(ctx, `kubectl kustomize ${printable(str(source.path))}`));
+    }), false);
+    const differs = compareFolderBuild(dir, objects, folderRead(ctx, dir));
+    return differs ? { ...refused(differs), objects } : { ...base, objects };
+  } catch (e) {
+    return refused(failure(e));
+  }
+}
+
 /** A source's folder of the tree (RenderContext.folderOf), or why it cannot be used. */
 function folderOfSource(ctx: Context, source: ApplicationSource): string | null | undefined | { readonly refused: string } {
   try {
@@ -640,8 +668,10 @@ export async function renderApplications(applications: readonly Manifest[], cont
     .map((j) => ({ ...j, folder: chartOfSource(j.source) === undefined ? folderOfSource(ctx, j.source) : undefined }));
   const folders = [...new Set(jobs.map((j) => j.folder).filter((f): f is string => typeof f === 'string'))];
   const remotes = new Map(folders.map((f) => [f, remoteResourcesOf(f)]));
+  // a folder built with its Application's kustomize options only is not built plainly (it need not build without them)
+  const plain = new Set(jobs.filter((j) => typeof j.folder === 'string' && !hasKustomizeOptions(j.source)).map((j) => j.folder as string));
   try {
-    await buildFolders(folders.filter((f) => remotes.get(f)!.length === 0), ctx);
+    await buildFolders(folders.filter((f) => remotes.get(f)!.length === 0 && plain.has(f)), ctx);
   } catch (e) {
     // no scratch folder (an unusable cache): each folder's own build says so
     if (!isFsError(e)) throw e;
@@ -655,7 +685,8 @@ export async function renderApplications(applications: readonly Manifest[], cont
     }
     if (folder !== undefined) {
       const remote = remotes.get(folder) ?? [];
-      return remote.length > 0 ? renderRemoteBased(app, index, source, folder, remote, ctx) : renderFolder(app, index, source, folder, ctx);
+      if (remote.length > 0) return renderRemoteBased(app, index, source, folder, remote, ctx);
+      return hasKustomizeOptions(source) ? renderFolderWithOptions(app, index, source, folder, ctx) : renderFolder(app, index, source, folder, ctx);
     }
     if (source.repoURL && source.path !== undefined) return renderOverlay(app, index, source, ctx);
     return undefined;

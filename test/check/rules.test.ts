@@ -119,6 +119,10 @@ const SAYS: Record<string, readonly RegExp[]> = {
     /applies AdmissionCheck capacity, .* no health check for kueue.x-k8s.io\/AdmissionCheck/,
     /Add resource.customizations.health.kueue.x-k8s.io_ClusterQueue to ConfigMap argocd\/argocd-cm \(argocd\/\)/,
   ],
+  'self-tracking-application': [
+    /^Application argocd\/instant-cluster: applies itself in wave 0 of its own sync, which waits for that wave to be Healthy before wave 1/,
+    /; the toolkit's Application health check \(what the argocd-cm of the Argo CD that syncs this cluster carries\) reads status.operationState/, /never completes/,
+  ],
   'data-prune-confirm': [
     /Namespace research: holds data but its argocd.argoproj.io\/sync-options annotation lacks Prune=confirm and Delete=confirm \(or false\)/,
     /PersistentVolumeClaim research\/datasets: holds data but .* lacks Delete=confirm \(or false\): Argo CD would delete it/,

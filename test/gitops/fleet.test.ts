@@ -15,31 +15,6 @@ import { descriptionFiles, InputError, renderFleetOf, synth } from '../../src/sy
 import { renderCluster } from '../../src/synth/render';
 import { findObject, FIXTURE_CLUSTERS, HAS_SCHEMAS, modelOf, REFERENCE_FILE, renderOf, validator } from '../helpers';
 
-/**
- * Argo CD's directory glob (gobwas/glob) for what the fleet renders: a literal name or a `{a,b,...}` list
- * of literal names. Anything else is refused rather than guessed at.
- */
-function globNames(pattern: string): Set<string> {
-  const list = /^\{([^{}]*)\}$/.exec(pattern);
-  const names = list ? list[1].split(',') : [pattern];
-  for (const n of names) if (/[*?[\]{}!\\]/.test(n)) throw new Error(`glob ${pattern}: only literal names are modelled here`);
-  return new Set(names);
-}
-
-/**
- * The files of a cluster's gitops folder the Application the ApplicationSet generates for `element` syncs, as
- * Argo CD's repo server selects them for a directory source: top-level manifests (.yaml, .yml, .json), kept
- * when they match `include` (if set) and do not match `exclude` (if set). Go template fields are filled in.
- */
-function fleetSyncs(set: any, element: Record<string, string>, files: readonly string[]): string[] {
-  const fill = (v: string | undefined) => v?.replace(/\{\{\s*\.(\w+)\s*\}\}/g, (_, k: string) => String(element[k]));
-  const directory = set.spec.template.spec.source.directory ?? {};
-  const include = fill(directory.include);
-  const exclude = fill(directory.exclude);
-  return files.filter((f) => /\.(ya?ml|json)$/.test(f))
-    .filter((f) => (include === undefined || globNames(include).has(f)) && (exclude === undefined || !globNames(exclude).has(f)))
-    .sort();
-}
 const fleetClusters = () => descriptionFiles(FIXTURE_CLUSTERS).map((f) => renderCluster(buildModel(loadDescription(f))));
 
 describe('fleet', () => {
@@ -58,35 +33,35 @@ describe('fleet', () => {
     ]);
   });
 
-  it('points the ApplicationSet at every cluster\'s gitops folder, leaving out the root it replaces', () => {
+  it('generates each cluster\'s root: its gitops folder, with the root\'s own source (the kustomization, the commit stamped)', () => {
     const set = findObject(fleet.objects, 'ApplicationSet', 'fleet', 'argocd') as any;
     const elements = set.spec.generators[0].list.elements;
     expect(elements.map((e: any) => [e.cluster, e.path])).toEqual([
       ['instant-cluster', 'dist/instant-cluster/gitops'],
       ['training-cluster', 'dist/training-cluster/gitops'],
     ]);
+    const fill = (v: unknown, e: Record<string, unknown>): unknown => (typeof v === 'string' ? v.replace(/\{\{\.(\w+)\}\}/g, (_, k: string) => String(e[k]))
+      : Array.isArray(v) ? v.map((x) => fill(x, e)) : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, fill(x, e)])) : v);
     for (const c of clusters) {
       const e = elements.find((x: any) => x.cluster === c.name);
-      expect(e.include).not.toContain(`application.argocd.${c.name}.yaml`);
-      expect(c.folders.find((f) => f.folder === 'gitops')!.objects.some((m) => m.kind === 'Application' && m.metadata.name === c.name)).toBe(true);
+      const root = c.folders.find((f) => f.folder === 'gitops')!.objects.find((m) => m.kind === 'Application' && m.metadata.name === c.name) as any;
+      expect(fill(set.spec.template.spec.source, e), c.name).toEqual(root.spec.source);
     }
     expect(set.spec.template.spec.destination).toEqual({ name: '{{.cluster}}', namespace: '{{.namespace}}' });
     expect(set.spec.syncPolicy).toEqual({ preserveResourcesOnDeletion: true });
   });
 
-  it('syncs on every cluster exactly what its root syncs (its gitops kustomization), but the root itself', () => {
-    const set = findObject(fleet.objects, 'ApplicationSet', 'fleet', 'argocd') as any;
+  it('syncs on every cluster exactly what its root syncs: the gitops kustomization, which lists neither the root nor what is applied by hand', () => {
     // The training cluster has Applications applied by hand (samples, dynamo), which the root leaves out.
     expect(clusters.find((c) => c.name === 'training-cluster')!.folders.find((f) => f.folder === 'gitops')!.objects
       .filter((m) => m.metadata.annotations?.['gpu-cluster.dev/apply-by-hand'] === 'true').map((m) => m.metadata.name).sort())
-      .toEqual(['training-cluster-dynamo', 'training-cluster-samples']);
-    for (const element of set.spec.generators[0].list.elements) {
-      const c = clusters.find((x) => x.name === element.cluster)!;
+      .toEqual(['training-cluster', 'training-cluster-dynamo', 'training-cluster-samples']);
+    for (const c of clusters) {
       const gitopsDir = `${c.name}/gitops/`;
       const files = new Map(clusterFiles(c).filter(([p]) => p.startsWith(gitopsDir)).map(([p, content]) => [p.slice(gitopsDir.length), content]));
       const kustomized: string[] = parse(files.get('kustomization.yaml')!).resources;
-      const rootFile = [...files].find(([, content]) => /^kind: Application$/m.test(content) && content.includes(`path: ${element.path}\n`))![0];
-      expect(fleetSyncs(set, element, [...files.keys()]), c.name).toEqual(kustomized.filter((f) => f !== rootFile).sort());
+      expect(kustomized, c.name).not.toContain(`application.argocd.${c.name}.yaml`);
+      expect(kustomized, c.name).toContain(`appproject.argocd.${c.name}.yaml`);
     }
   });
 

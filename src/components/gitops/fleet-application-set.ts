@@ -1,5 +1,5 @@
 import { Construct } from 'constructs';
-import { RESOURCES_FINALIZER } from './plan';
+import { RESOURCES_FINALIZER, ROOT_KUSTOMIZE } from './plan';
 import { ApplicationSet } from '../../../imports/argocd-applicationset-argoproj.io';
 
 /** One cluster of the fleet, as the list generator hands it to the template. */
@@ -12,11 +12,6 @@ export interface FleetMember {
   readonly path: string;
   /** Argo CD namespace of the cluster (where its AppProject and Applications go). */
   readonly namespace: string;
-  /**
-   * Files of the gitops folder the generated Application syncs (an Argo CD directory glob, `{a.yaml,b.yaml}`):
-   * what the root syncs, less the root itself, which the generated Application replaces.
-   */
-  readonly include: string;
   readonly prune: boolean;
   readonly selfHeal: boolean;
 }
@@ -51,13 +46,13 @@ export class FleetApplicationSet extends Construct {
           metadata: { name: '{{.cluster}}', finalizers: [RESOURCES_FINALIZER] },
           spec: {
             project: props.project,
+            // The root's source exactly: the folder's kustomization (which lists neither the root nor the Applications
+            // applied by hand), built with the root's options, which pin every child to the commit this Application syncs.
             source: {
               repoUrl: '{{.repoURL}}',
               targetRevision: '{{.targetRevision}}',
               path: '{{.path}}',
-              // Plain manifests (an explicit directory source: the folder's kustomization.yaml is not read),
-              // exactly the files the root syncs but the root: never an Application applied by hand.
-              directory: { include: '{{.include}}' },
+              kustomize: ROOT_KUSTOMIZE,
             },
             destination: { name: '{{.cluster}}', namespace: '{{.namespace}}' },
           },

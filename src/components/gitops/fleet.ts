@@ -4,7 +4,7 @@ import { FleetAppProject } from './fleet-app-project';
 import { FleetApplicationSet, FleetMember } from './fleet-application-set';
 import { FLEET_FOLDER, GITOPS_FOLDER, rootApplicationOf } from './plan';
 import { MANAGED_BY, LABELS, NAMESPACES } from '../../model/names';
-import { inKustomization, kustomization, manifestYaml, RenderedFile } from '../../render/folder-files';
+import { kustomization, manifestYaml, RenderedFile } from '../../render/folder-files';
 import { compareManifests, Manifest, manifestFileName, RenderedCluster, RenderedFolder } from '../../render/manifest';
 import { ArgocdConfig } from '../argocd/argocd-config';
 import { healthCheckData } from '../argocd/health-checks';
@@ -19,25 +19,14 @@ export interface FleetOptions {
   readonly namespace?: string;
 }
 
-/** The root Application of a cluster: the Application of its gitops folder whose path is that folder. */
-function rootApplication(c: RenderedCluster): Manifest {
+/**
+ * Refuses a cluster without a root Application (the Application of its gitops folder whose path is that folder): the
+ * fleet's generated Application takes its place, with its source.
+ */
+function assertRootApplication(c: RenderedCluster): void {
   const g = c.model.description.gitops;
   const root = rootApplicationOf(c.folders.find((f) => f.folder === GITOPS_FOLDER)?.objects ?? [], g.path);
   if (!root) throw new Error(`${c.name}: no root Application in ${GITOPS_FOLDER}/ (is the gitops wiring registered?)`);
-  return root;
-}
-
-/**
- * The files of a cluster's gitops folder the fleet syncs, as one Argo CD directory glob: exactly what the
- * root Application syncs (the folder's kustomization: no Application applied by hand, such as the samples'
- * and Dynamo's) except the root itself, which the fleet's generated Application replaces. File names
- * are built from DNS-1123 names, so none holds a glob character.
- */
-export function fleetInclude(c: RenderedCluster): string {
-  const root = rootApplication(c);
-  const gitopsObjects = c.folders.find((f) => f.folder === GITOPS_FOLDER)?.objects ?? [];
-  const files = gitopsObjects.filter((m) => m !== root && inKustomization(m)).map(manifestFileName);
-  return `{${files.join(',')}}`;
 }
 
 /**
@@ -56,6 +45,7 @@ function refuseFleetName(cluster: string): void {
 /** The fleet entry of a rendered cluster. */
 export function fleetEntryOf(c: RenderedCluster): FleetEntry {
   const g = c.model.description.gitops;
+  assertRootApplication(c);
   const kinds = new Map<string, GroupKind>();
   for (const m of c.folders.find((f) => f.folder === GITOPS_FOLDER)?.objects ?? []) kinds.set(groupKindKey(groupKindOf(m)), groupKindOf(m));
   return {
@@ -65,7 +55,6 @@ export function fleetEntryOf(c: RenderedCluster): FleetEntry {
       targetRevision: g.targetRevision,
       path: `${g.path}/${GITOPS_FOLDER}`,
       namespace: g.namespace,
-      include: fleetInclude(c),
       prune: g.automated.prune,
       selfHeal: g.automated.selfHeal,
     },
