@@ -1,3 +1,4 @@
+import { appliedBy } from './applied';
 import { ClusterIndex } from './cluster-index';
 import { applicationSources, ARGO, renderedFolderOf } from './gitops';
 import { Rule, Violation } from './rule';
@@ -7,7 +8,6 @@ import { definedKind, groupKindKey, isBuiltInGroup } from '../components/gitops/
 import { GITOPS_FOLDER } from '../components/gitops/plan';
 import { isJsonObject } from '../json';
 import { LABELS } from '../model/names';
-import { inKustomization } from '../render/folder-files';
 import { apiGroup, describeObject, Manifest } from '../render/manifest';
 
 function wave(m: Manifest): number {
@@ -83,16 +83,6 @@ function applicationHealthScript(index: ClusterIndex): { script: string; where: 
   }
   const shipped = healthChecks().find((c) => c.group === ARGO && c.kind === 'Application');
   return shipped && { script: shipped.script, where: 'the toolkit\'s Application health check (what the argocd-cm of the Argo CD that syncs this cluster carries)' };
-}
-
-/** The objects an Application applies: as the engines render its sources, else (no renders) its folder of the tree. */
-function appliedBy(index: ClusterIndex, app: Manifest): readonly Manifest[] {
-  const rendered = (index.renders?.sources ?? []).filter((r) => r.application === app);
-  if (rendered.length > 0) return rendered.flatMap((r) => r.objects);
-  const path = ((app.spec as { source?: { path?: string } } | undefined)?.source?.path ?? '').replace(/\/+$/, '');
-  const folder = index.folders.find((f) => path.endsWith(`/${f}`));
-  // what the folder's kustomization lists: not the templates, nor what is applied by hand (the root itself)
-  return folder ? index.inFolder(folder).filter(inKustomization) : [];
 }
 
 /**

@@ -119,6 +119,10 @@ const SAYS: Record<string, readonly RegExp[]> = {
     /applies AdmissionCheck capacity, .* no health check for kueue.x-k8s.io\/AdmissionCheck/,
     /Add resource.customizations.health.kueue.x-k8s.io_ClusterQueue to ConfigMap argocd\/argocd-cm \(argocd\/\)/,
   ],
+  'argocd-install-kept': [
+    /^Application argocd\/instant-cluster-argocd: installs Argo CD, and Namespace argocd lacks Prune=false and Delete=false/m,
+    /CustomResourceDefinition applications.argoproj.io lacks Prune=false and Delete=false .* deletes every object of its kind/,
+  ],
   'self-tracking-application': [
     /^Application argocd\/instant-cluster: applies itself in wave 0 of its own sync, which waits for that wave to be Healthy before wave 1/,
     /; the toolkit's Application health check \(what the argocd-cm of the Argo CD that syncs this cluster carries\) reads status.operationState/, /never completes/,

@@ -4,6 +4,7 @@ import { Construct } from 'constructs';
 import { ARGOCD_CM, ARGOCD_PART_OF, ArgocdConfig } from './argocd-config';
 import { HealthCheck, healthCheckData } from './health-checks';
 import { ClusterModel, podPlacement } from '../../model/model';
+import { LABELS } from '../../model/names';
 import { FolderKustomization, KustomizePatch, manifestFileName } from '../../render/manifest';
 import { remoteBase } from '../../upstream/remote-bases';
 import { VERSIONS } from '../../versions';
@@ -24,7 +25,8 @@ const CLUSTER_INSTALL_FOOTPRINT: FolderKustomization['footprint'] = {
     { group: 'rbac.authorization.k8s.io', kind: 'ClusterRole' },
     { group: 'rbac.authorization.k8s.io', kind: 'ClusterRoleBinding' },
   ],
-  largestObjectBytes: 343_248, // CustomResourceDefinition applicationsets.argoproj.io
+  // CustomResourceDefinition applicationsets.argoproj.io, with the sync-options annotation the folder's patch adds
+  largestObjectBytes: 343_325,
 };
 
 /** A JSON pointer token (RFC 6901): `~` and `/` escaped. */
@@ -57,6 +59,32 @@ function clusterRoleBindingPatch(namespace: string): KustomizePatch {
 }
 
 /**
+ * Sync options of what Argo CD's own Application must never prune or delete: Argo CD's CRDs (a build that dropped
+ * applications.argoproj.io would delete every Application, and through their resources finalizer every add-on of the
+ * cluster) and the Namespace Argo CD runs in. A resource's own option wins over its Application's (gitops-engine
+ * sync_context.go isPruningDisabled; controller/appcontroller.go shouldBeDeleted, which already spares CRDs on a
+ * cascading delete: Delete=false says so on the object).
+ */
+export const ARGOCD_KEPT_SYNC_OPTIONS: readonly string[] = ['Prune=false', 'Delete=false'];
+
+/** Patch that marks every CRD of the install (Application, AppProject, ApplicationSet) with ARGOCD_KEPT_SYNC_OPTIONS. */
+function keptCrdsPatch(): KustomizePatch {
+  return {
+    target: { group: 'apiextensions.k8s.io', kind: 'CustomResourceDefinition' },
+    // strategic merge: the upstream CRDs have no annotations a JSON patch could add to (the name is the target's)
+    patch: [
+      'apiVersion: apiextensions.k8s.io/v1',
+      'kind: CustomResourceDefinition',
+      'metadata:',
+      '  name: every-crd-of-the-install',
+      '  annotations:',
+      `    ${LABELS.syncOptions}: ${ARGOCD_KEPT_SYNC_OPTIONS.join(',')}`,
+      '',
+    ].join('\n'),
+  };
+}
+
+/**
  * A cluster's own Argo CD: the Namespace it runs in and its argocd-cm entries (the health checks every sync wave
  * waits on). The folder's kustomization builds them on the pinned upstream install (FolderKustomization).
  */
@@ -68,6 +96,7 @@ export class ArgocdChart extends Chart {
     // After the chart's labels: the Namespace is part of Argo CD's install, as every object of the install is, not of
     // the cluster. The folders of alike clusters are then the same, and check builds them once for a whole fleet.
     for (const [k, v] of Object.entries(ARGOCD_PART_OF)) ns.metadata.addLabel(k, v);
+    ns.metadata.addAnnotation(LABELS.syncOptions, ARGOCD_KEPT_SYNC_OPTIONS.join(','));
     // Every check, but Dynamo's where the cluster has no Dynamo.
     const kinds = (c: HealthCheck) => c.kind !== 'DynamoGraphDeployment' || props.model.description.installs.dynamo !== 'none';
     new ArgocdConfig(this, 'Config', { namespace, data: healthCheckData(kinds) });
@@ -86,7 +115,7 @@ export const argocd: ComponentDefinition = {
       file: manifestFileName({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: ARGOCD_CM.name, namespace: model.description.gitops.namespace } }),
       target: { version: 'v1', kind: 'ConfigMap', name: ARGOCD_CM.name },
     }],
-    patches: [...servicePlacementPatches(model), clusterRoleBindingPatch(model.description.gitops.namespace)],
+    patches: [...servicePlacementPatches(model), clusterRoleBindingPatch(model.description.gitops.namespace), keptCrdsPatch()],
     footprint: CLUSTER_INSTALL_FOOTPRINT,
   }),
 };
