@@ -11,10 +11,12 @@ import { defaultCacheDir } from '../cache/compiled-cache';
 import { ClusterView, SchemaOf, ScopeOf } from '../check/cluster-view';
 import { checkCluster, formatFinding, RULES } from '../check/engine';
 import { renderClusterSources } from '../check/renders';
+import { repositoryFindings } from '../check/repository';
 import { ClusterFolder, clusterFolders } from '../check/tree';
 import { describeEngines, EngineBudget, EngineError, LAYER_PACKAGE, MIN_VERSIONS, resolveEngines } from '../engines';
 import { outputFormat } from '../errors';
 import { ClusterModel } from '../model/model';
+import { readGitRepo } from '../project/git';
 import { projectOf, requireProject } from '../project/project-file';
 import { recoverAround } from '../render/write';
 import { descriptionFiles, InputError, loadModels } from '../synth/pipeline';
@@ -147,7 +149,9 @@ export async function runCheck(args: string[], io: Io = consoleIo): Promise<numb
     phases.read += ms;
   });
   const t3 = performance.now();
-  const findings = results.flatMap((r) => r.findings);
+  // where Argo CD reads each described cluster from, against where this checkout pushes (its .git files, nothing run)
+  const sources = models.map(({ name, description: { gitops: { repoURL, targetRevision } } }) => ({ cluster: name, repoURL, targetRevision }));
+  const findings = [...results.flatMap((r) => r.findings), ...repositoryFindings(readGitRepo(projectOf()?.root ?? process.cwd()), sources)];
   const objects = results.reduce((n, r) => n + r.objects, 0);
   const rendered = results.reduce((n, r) => n + r.rendered, 0);
   const timings = { ...phases, total: t3 - t0 };
