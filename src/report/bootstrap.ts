@@ -5,6 +5,7 @@ import { ARGOCD_CM } from '../components/argocd/argocd-config';
 import { ARGOCD_FOLDER } from '../components/argocd/chart';
 import { FLEET_FOLDER, GITOPS_FOLDER, rootApplicationOf } from '../components/gitops/plan';
 import { GRAFANA_ADMIN_KEYS } from '../components/monitoring/helm-values';
+import { IN_CLUSTER_SERVER } from '../model/description';
 import { LABELS } from '../model/names';
 import { manifestFileName, RenderedCluster } from '../render/manifest';
 import { VERSIONS } from '../versions';
@@ -29,6 +30,7 @@ export function bootstrapSection(c: RenderedCluster, index: ClusterIndex): strin
   // The fleet folder sits beside the cluster folders in the output root.
   const fleet = path.posix.basename(root) === c.name ? `${path.posix.dirname(root)}/${FLEET_FOLDER}` : `<output root>/${FLEET_FOLDER}`;
   const managed = c.model.argocd === 'managed';
+  const hubManaged = g.destinationServer !== IN_CLUSTER_SERVER;
   const argocdFolder = `${root}/${ARGOCD_FOLDER}`;
   const argocdApp = objects.find((a) => (a.spec as { source?: { path?: string } } | undefined)?.source?.path === argocdFolder);
   const monitoring = c.model.description.monitoring;
@@ -60,7 +62,12 @@ export function bootstrapSection(c: RenderedCluster, index: ClusterIndex): strin
       : [
         `Argo CD runs elsewhere (${code('gitops.argocd: external')}): it must reach this cluster and read ${code(g.repoURL)} at ${code(g.targetRevision)}, `
           + `and its ${code('argocd-cm')} must carry the health checks the sync waves wait on: `
-          + `${code(`kubectl apply --server-side -f ${health}`)} (on the Argo CD's cluster; written by a synth of every description).`,
+          + `${code(`kubectl apply --server-side -f ${health}`)} (on the Argo CD's cluster; written by a synth of every description).`
+          + (hubManaged
+            ? ` This cluster runs no Argo CD: a hub's runs its Applications, which live in the hub's namespace ${code(argocd)} and deploy to ${code(g.destinationServer)}. `
+              + `Register the cluster with the hub under that server (${code(`argocd cluster add <kube-context-of-${c.name}> --name ${c.name}`)}, whose server must be `
+              + `${code(g.destinationServer)}), and run the commands below against the hub.`
+            : ''),
       ]),
     ...grafanaSecret,
     '',
@@ -68,7 +75,7 @@ export function bootstrapSection(c: RenderedCluster, index: ClusterIndex): strin
     '',
     '```sh',
     ...(managed ? [`kubectl apply --server-side --force-conflicts -k ${argocdFolder}   # 1. Argo CD itself`] : []),
-    `kubectl apply -f ${projectFile} -f ${rootFile}${managed ? '   # 2. the AppProject and the root Application' : ''}`,
+    `kubectl apply -f ${projectFile} -f ${rootFile}${managed ? '   # 2. the AppProject and the root Application' : hubManaged ? '   # on the hub' : ''}`,
     `kubectl get applications -n ${argocd} -w   # ${children.length + 1} Applications: ${rootApp.metadata.name} (the root) and what it syncs, in waves`,
     '```',
     '',
@@ -90,8 +97,10 @@ export function bootstrapSection(c: RenderedCluster, index: ClusterIndex): strin
     '',
     `A hub Argo CD manages every cluster of the fleet from ${code(`${fleet}/`)} (written by a synth of every description). `
       + `Register this cluster with the hub under the description's name, ${code(c.name)}, then apply the fleet folder on the hub once; `
-      + `its ApplicationSet generates the root Application of this cluster (in place of the one above, with its source), which applies ${code(gitops)} to this `
-      + `cluster's Argo CD, and its ${code('argocd-cm')} entries give the hub the same health checks (merged into the hub's own).`,
+      + `its ApplicationSet generates the root Application of this cluster (in place of the one above, with its source), which applies ${code(gitops)} to `
+      + (hubManaged ? `the hub itself (this cluster runs no Argo CD: its Applications live on the hub, in ${code(argocd)}, and deploy to ${code(g.destinationServer)})`
+        : 'this cluster\'s Argo CD')
+      + `, and its ${code('argocd-cm')} entries give the hub the same health checks (merged into the hub's own).`,
     '',
     '```sh',
     `argocd cluster add <kube-context-of-${c.name}> --name ${c.name}   # on the hub`,

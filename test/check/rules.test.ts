@@ -119,6 +119,10 @@ const SAYS: Record<string, readonly RegExp[]> = {
     /applies AdmissionCheck capacity, .* no health check for kueue.x-k8s.io\/AdmissionCheck/,
     /Add resource.customizations.health.kueue.x-k8s.io_ClusterQueue to ConfigMap argocd\/argocd-cm \(argocd\/\)/,
   ],
+  'application-destination': [
+    /^Application argocd\/instant-cluster: applies the gitops folder's AppProject and Applications to https:\/\/10.0.0.1:6443, namespace argocd, but they belong to the Argo CD that runs them: its own API server \(https:\/\/kubernetes.default.svc\), namespace argocd$/m,
+    /^Application argocd\/instant-cluster-kueue: deploys to https:\/\/10.0.0.2:6443, but gitops.destinationServer is https:\/\/kubernetes.default.svc: its objects would land in another cluster$/m,
+  ],
   'argocd-install-kept': [
     /^Application argocd\/instant-cluster-argocd: installs Argo CD, and Namespace argocd lacks Prune=false and Delete=false/m,
     /CustomResourceDefinition applications.argoproj.io lacks Prune=false and Delete=false .* deletes every object of its kind/,

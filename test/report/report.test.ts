@@ -164,6 +164,12 @@ describe('the cluster report (dist/<cluster>/README.md)', () => {
     expect(section).not.toContain('-k dist/instant-cluster/argocd');
     expect(section).toContain('kubectl apply --server-side -f dist/fleet/configmap.argocd.argocd-cm.yaml');
     expect(section).toContain('kubectl apply -f dist/instant-cluster/gitops/appproject.argocd.instant-cluster.yaml -f dist/instant-cluster/gitops/application.argocd.instant-cluster.yaml\n');
+    // a cluster the hub's Argo CD runs: the same commands, against the hub, after registering the cluster under its server
+    const hubbed = clusterReport(renderOf((d) => { d.gitops.destinationServer = 'https://10.0.0.1:6443'; }));
+    const hub = hubbed.slice(hubbed.indexOf('## Bootstrap'), hubbed.indexOf('## Run the samples'));
+    expect(hub).toContain('This cluster runs no Argo CD: a hub\'s runs its Applications, which live in the hub\'s namespace `argocd` and deploy to `https://10.0.0.1:6443`');
+    expect(hub).toContain('application.argocd.instant-cluster.yaml   # on the hub\n');
+    expect(hub).toContain('applies `dist/instant-cluster/gitops` to the hub itself');
     const stack = clusterReport(renderOf((d) => { d.installs = { monitoring: 'managed' }; }));
     expect(stack).toContain('kubectl create secret generic grafana-admin -n monitoring --from-literal=admin-user=admin --from-literal=admin-password="$(openssl rand -base64 30)"');
     expect(report).not.toContain('grafana-admin');

@@ -29,6 +29,7 @@ export class GitopsChart extends Chart {
       sourceRepos: plan.project.sourceRepos,
       destinationServer: plan.destinationServer,
       namespaces: plan.project.namespaces,
+      argocdDestinations: plan.project.argocdDestinations,
       clusterKinds: plan.project.clusterKinds,
       wave: WAVES.project,
     });
@@ -37,7 +38,7 @@ export class GitopsChart extends Chart {
         ...app,
         namespace: plan.namespace,
         project: project.name,
-        destinationServer: plan.destinationServer,
+        destinationServer: app.destinationServer ?? plan.destinationServer,
       });
     }
   }

@@ -3,6 +3,7 @@ import { GroupKind, groupKindKey, groupKindOf } from './api-kinds';
 import { FleetAppProject } from './fleet-app-project';
 import { FleetApplicationSet, FleetMember } from './fleet-application-set';
 import { FLEET_FOLDER, GITOPS_FOLDER, rootApplicationOf } from './plan';
+import { IN_CLUSTER_SERVER } from '../../model/description';
 import { MANAGED_BY, LABELS, NAMESPACES } from '../../model/names';
 import { kustomization, manifestYaml, RenderedFile } from '../../render/folder-files';
 import { compareManifests, Manifest, manifestFileName, RenderedCluster, RenderedFolder } from '../../render/manifest';
@@ -42,6 +43,14 @@ function refuseFleetName(cluster: string): void {
   if (cluster === FLEET_FOLDER) throw new Error(`name: a cluster may not be named "${FLEET_FOLDER}": dist/${FLEET_FOLDER}/ holds the fleet ApplicationSet`);
 }
 
+/** A cluster the hub's Argo CD runs must keep its Argo CD objects in the hub's Argo CD namespace: Argo CD watches only its own. */
+function refuseForeignNamespace(m: FleetMember, hubNamespace: string): void {
+  if (m.hubManaged && m.namespace !== hubNamespace) {
+    throw new Error(`${m.cluster}: gitops.namespace: "${m.namespace}", but the cluster runs no Argo CD of its own (gitops.destinationServer is not the in-cluster server): `
+      + `its AppProject and Applications live in the hub's Argo CD namespace, "${hubNamespace}"`);
+  }
+}
+
 /** The fleet entry of a rendered cluster. */
 export function fleetEntryOf(c: RenderedCluster): FleetEntry {
   const g = c.model.description.gitops;
@@ -55,6 +64,7 @@ export function fleetEntryOf(c: RenderedCluster): FleetEntry {
       targetRevision: g.targetRevision,
       path: `${g.path}/${GITOPS_FOLDER}`,
       namespace: g.namespace,
+      hubManaged: g.destinationServer !== IN_CLUSTER_SERVER,
       prune: g.automated.prune,
       selfHeal: g.automated.selfHeal,
     },
@@ -79,6 +89,7 @@ export function renderFleetOfEntries(entries: readonly FleetEntry[], options: Fl
 
   const sorted = [...entries].sort((a, b) => (a.member.cluster < b.member.cluster ? -1 : 1));
   const members: FleetMember[] = sorted.map((e) => e.member);
+  for (const m of members) refuseForeignNamespace(m, namespace);
   const kinds = new Map<string, GroupKind>();
   for (const e of sorted) for (const gk of e.kinds) kinds.set(groupKindKey(gk), gk);
 
@@ -88,7 +99,7 @@ export function renderFleetOfEntries(entries: readonly FleetEntry[], options: Fl
     name: FLEET_FOLDER,
     namespace,
     sourceRepos: [...new Set(members.map((m) => m.repoURL))].sort(),
-    destinations: members.map((m) => ({ cluster: m.cluster, namespace: m.namespace })),
+    destinations: members.map((m) => ({ cluster: m.cluster, namespace: m.namespace, hubManaged: m.hubManaged })),
     namespacedKinds: [...kinds.values()].sort((a, b) => (groupKindKey(a) < groupKindKey(b) ? -1 : 1)),
   });
   new FleetApplicationSet(chart, 'ApplicationSet', { name: FLEET_FOLDER, namespace, project: project.name, members });

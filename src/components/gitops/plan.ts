@@ -3,6 +3,7 @@ import {
 } from './api-kinds';
 import { IgnoredDifference, ManagedInstall, managedInstalls } from './managed-installs';
 import { ApplicationSpecSource, ApplicationSpecSourceKustomize } from '../../../imports/argocd-application-argoproj.io';
+import { IN_CLUSTER_SERVER } from '../../model/description';
 import { ClusterModel } from '../../model/model';
 import { LABELS } from '../../model/names';
 import { inKustomization } from '../../render/folder-files';
@@ -98,6 +99,8 @@ export interface ApplicationPlan {
   /** The folder it owns (`gitops` for the root), or undefined for an add-on from an upstream source. */
   readonly folder?: string;
   readonly source: ApplicationSpecSource;
+  /** The API server it deploys to; undefined: the cluster's (GitopsPlan.destinationServer). */
+  readonly destinationServer?: string;
   readonly destinationNamespace: string;
   /** undefined: no wave (the root). */
   readonly wave?: number;
@@ -126,6 +129,11 @@ export interface ProjectPlan {
   readonly namespaces: readonly string[];
   /** Cluster-scoped kinds the Applications may write, sorted. */
   readonly clusterKinds: readonly GroupKind[];
+  /**
+   * Destinations on another API server than the cluster's: the Argo CD namespace of the hub that runs a cluster's
+   * Argo CD objects (gitops.destinationServer not the in-cluster server), where the root applies them.
+   */
+  readonly argocdDestinations: readonly { readonly server: string; readonly namespace: string }[];
 }
 
 export interface GitopsPlan {
@@ -287,6 +295,9 @@ export function planGitops(model: ClusterModel, folders: readonly RenderedFolder
     name: model.name,
     folder: GITOPS_FOLDER,
     source: { ...gitSource(GITOPS_FOLDER), kustomize: ROOT_KUSTOMIZE },
+    // the AppProject and the Applications go to the Argo CD that runs them: the in-cluster server, whether that is the
+    // cluster itself or a hub that reaches the cluster at gitops.destinationServer
+    destinationServer: IN_CLUSTER_SERVER,
     destinationNamespace: g.namespace,
     automated: configSync,
     syncOptions: [],
@@ -326,6 +337,7 @@ export function planGitops(model: ClusterModel, folders: readonly RenderedFolder
       sourceRepos,
       namespaces: [...namespaces].sort(),
       clusterKinds: [...clusterKinds.values()].sort((a, b) => (groupKindKey(a) < groupKindKey(b) ? -1 : 1)),
+      argocdDestinations: g.destinationServer === IN_CLUSTER_SERVER ? [] : [{ server: IN_CLUSTER_SERVER, namespace: g.namespace }],
     },
     applications,
   };
