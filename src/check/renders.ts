@@ -109,6 +109,7 @@ export async function renderClusterSources(view: ClusterView, opts: RenderOption
     folderRead: (d: string) => read.get(d),
     kubeVersion: kubeVersionOf(view),
     apiVersions: apiVersionsOf(index),
+    ...(view.model ? { mirrors: { charts: view.model.description.mirrors.charts, git: view.model.description.mirrors.git } } : {}),
     // a source of the cluster's own repository is built from the folder on disk, which lies inside the cluster's folder
     folderOf: (s: { repoURL?: string; path?: string; chart?: string }) => {
       const folder = renderedFolderOf(index, s);

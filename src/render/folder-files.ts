@@ -21,6 +21,7 @@ export function kustomization(files: readonly string[], k?: FolderKustomization,
       ...k.patchFiles.filter((p) => files.includes(p.file)).map((p) => ({ path: p.file, target: { ...p.target } })),
       ...k.patches.map((p) => ({ target: { ...p.target }, patch: p.patch })),
     ],
+    ...(k.images && k.images.length > 0 ? { images: k.images.map((i) => ({ name: i.name, newName: i.newName })) } : {}),
     ...replaced,
   });
 }

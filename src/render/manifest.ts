@@ -85,7 +85,10 @@ export interface KustomizePatch {
  * Argo CD wiring; `check` builds the folder with kustomize over the vendored bases and compares.
  */
 export interface FolderKustomization {
-  /** Remote bases, `https://github.com/<org>/<repo>//<path>?ref=<tag>`, listed before the folder's object files. */
+  /**
+   * Bases, listed before the folder's object files: remote (`https://github.com/<org>/<repo>//<path>?ref=<tag>`, or a
+   * mirror's URL), or a folder of the vendored copy (`vendored`).
+   */
   readonly bases: readonly string[];
   /** The namespace kustomize gives every namespaced object (the bases' objects name none). */
   readonly namespace?: string;
@@ -96,6 +99,13 @@ export interface FolderKustomization {
   readonly patchFiles: readonly { readonly file: string; readonly target: Readonly<Record<string, string>> }[];
   /** Patches with a target selector. */
   readonly patches: readonly KustomizePatch[];
+  /**
+   * A verbatim copy of an upstream tree written into the folder (its bases are in it): `into`, relative to the folder
+   * (under VENDORED_FOLDER), gets every file of `from`, the package's copy of the release.
+   */
+  readonly vendored?: { readonly into: string; readonly from: string };
+  /** Images the kustomization renames (kustomize `images`: a mirror's registry for the bases' images). */
+  readonly images?: readonly { readonly name: string; readonly newName: string }[];
   /** What the bases create besides the folder's objects. */
   readonly footprint: {
     /** Cluster-scoped kinds (`group`, `kind`; core group ""). */

@@ -32,6 +32,7 @@ export function bootstrapSection(c: RenderedCluster, index: ClusterIndex): strin
   const managed = c.model.argocd === 'managed';
   const hubManaged = g.destinationServer !== IN_CLUSTER_SERVER;
   const argocdFolder = `${root}/${ARGOCD_FOLDER}`;
+  const base = c.folders.find((f) => f.folder === ARGOCD_FOLDER)?.kustomization?.bases[0];
   const argocdApp = objects.find((a) => (a.spec as { source?: { path?: string } } | undefined)?.source?.path === argocdFolder);
   const monitoring = c.model.description.monitoring;
   const grafanaSecret = c.model.description.installs.monitoring === 'managed'
@@ -57,7 +58,9 @@ export function bootstrapSection(c: RenderedCluster, index: ClusterIndex): strin
           + `${code('argocd-cm')} with the health checks the sync waves wait on) from ${code(`${argocdFolder}/`)}, server-side as upstream installs it; `
           + 'the second applies the AppProject and the root Application, after which Argo CD keeps everything in sync, itself included '
           + `(Application ${code(argocdApp?.metadata.name ?? `${c.name}-${ARGOCD_FOLDER}`)}). Argo CD must be able to read ${code(g.repoURL)} at ${code(g.targetRevision)} `
-          + `(${code(`argocd repo add ${g.repoURL}`)} for a private repository), and GitHub for the upstream base.`,
+          + `(${code(`argocd repo add ${g.repoURL}`)} for a private repository)`
+          + (base === undefined || !/^[a-z]+:\/\//.test(base) ? ': the install comes from the folder\'s own copy of it, nothing else is read.'
+            : `, and the install's remote base, ${code(base)}.`),
       ]
       : [
         `Argo CD runs elsewhere (${code('gitops.argocd: external')}): it must reach this cluster and read ${code(g.repoURL)} at ${code(g.targetRevision)}, `

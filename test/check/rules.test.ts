@@ -15,9 +15,11 @@ import { HAS_SCHEMAS, HAS_UPSTREAM, modelOf } from '../helpers';
 const FIXTURES = path.join(__dirname, 'fixtures');
 const model = modelOf();
 
+/** A fixture: its folders, checked with the reference description (its `description:` fields, when it has them, set over it). */
 function fixture(file: string): ClusterView {
-  const doc = parse(readFileSync(path.join(FIXTURES, file), 'utf8')) as { folders: Record<string, Manifest[]> };
-  return { name: model.name, model, folders: Object.entries(doc.folders).map(([folder, objects]) => ({ folder, objects })) };
+  const doc = parse(readFileSync(path.join(FIXTURES, file), 'utf8')) as { folders: Record<string, Manifest[]>; description?: Record<string, unknown> };
+  const described = doc.description ? modelOf((d) => Object.assign(d, doc.description)) : model;
+  return { name: model.name, model: described, folders: Object.entries(doc.folders).map(([folder, objects]) => ({ folder, objects })) };
 }
 
 const store = HAS_SCHEMAS ? SchemaStore.open(DEFAULT_SCHEMAS) : undefined;
@@ -123,6 +125,7 @@ const SAYS: Record<string, readonly RegExp[]> = {
     /^Application argocd\/instant-cluster: applies the gitops folder's AppProject and Applications to https:\/\/10.0.0.1:6443, namespace argocd, but they belong to the Argo CD that runs them: its own API server \(https:\/\/kubernetes.default.svc\), namespace argocd$/m,
     /^Application argocd\/instant-cluster-kueue: deploys to https:\/\/10.0.0.2:6443, but gitops.destinationServer is https:\/\/kubernetes.default.svc: its objects would land in another cluster$/m,
   ],
+  'image-mirror': [/^Job default\/nccl-node-check: pulls busybox:1.37.0 \(docker.io -> harbor.lab\/dockerhub\) from the registry, not its mirror/],
   'argocd-install-kept': [
     /^Application argocd\/instant-cluster-argocd: installs Argo CD, and Namespace argocd lacks Prune=false and Delete=false/m,
     /CustomResourceDefinition applications.argoproj.io lacks Prune=false and Delete=false .* deletes every object of its kind/,

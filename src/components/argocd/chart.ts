@@ -1,11 +1,16 @@
+import * as path from 'node:path';
 import { Chart } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
 import { Construct } from 'constructs';
 import { ARGOCD_CM, ARGOCD_PART_OF, ArgocdConfig } from './argocd-config';
 import { HealthCheck, healthCheckData } from './health-checks';
+import { mirrorImage, mirrorUrl } from '../../model/mirrors';
 import { ClusterModel, podPlacement } from '../../model/model';
 import { LABELS } from '../../model/names';
+import { DEFAULT_UPSTREAM } from '../../paths';
 import { FolderKustomization, KustomizePatch, manifestFileName } from '../../render/manifest';
+import { VENDORED_FOLDER } from '../../render/vendored';
+import { VENDORED_RELEASES, VendoredOverlay } from '../../upstream/releases';
 import { remoteBase } from '../../upstream/remote-bases';
 import { VERSIONS } from '../../versions';
 import { componentChartProps, ComponentChartProps, ComponentDefinition } from '../component';
@@ -103,12 +108,38 @@ export class ArgocdChart extends Chart {
   }
 }
 
+/** The release of Argo CD's install the argocd folder builds on (the vendored kustomize tree of VERSIONS.argocd). */
+const ARGOCD_RELEASE: VendoredOverlay = VENDORED_RELEASES.find((r): r is VendoredOverlay => r.type === 'kustomize' && r.repoURL === VERSIONS.argocd.repoURL)!;
+
+/**
+ * The images of Argo CD's install at the pinned tag (repository, no tag; SOURCES.md), which the folder's kustomization
+ * renames to their mirror (mirrors.images). test/argocd checks the list against the build.
+ */
+export const ARGOCD_INSTALL_IMAGES: readonly string[] = ['ghcr.io/dexidp/dex', 'public.ecr.aws/docker/library/redis', 'quay.io/argoproj/argocd'];
+
+/**
+ * The base of the argocd folder: the release's remote base (on its mirrors.git mirror, a `.git` URL as kustomize reads
+ * a repository of any host), or with gitops.argocdInstall vendored the package's copy written into the folder.
+ */
+function argocdBase(model: ClusterModel): Pick<FolderKustomization, 'bases' | 'vendored'> {
+  if (model.description.gitops.argocdInstall === 'vendored') {
+    const top = ARGOCD_RELEASE.path.split('/')[0];
+    return {
+      bases: [`${VENDORED_FOLDER}/${ARGOCD_RELEASE.folder}/${ARGOCD_RELEASE.path}`],
+      vendored: { into: `${VENDORED_FOLDER}/${ARGOCD_RELEASE.folder}/${top}`, from: path.join(DEFAULT_UPSTREAM, ARGOCD_RELEASE.folder, top) },
+    };
+  }
+  const repo = mirrorUrl(VERSIONS.argocd.repoURL, model.description.mirrors.git);
+  if (repo === VERSIONS.argocd.repoURL) return { bases: [remoteBase(VERSIONS.argocd)] };
+  return { bases: [`${repo.replace(/\.git$/, '')}.git//${VERSIONS.argocd.path}?ref=${VERSIONS.argocd.version}`] };
+}
+
 export const argocd: ComponentDefinition = {
   folder: ARGOCD_FOLDER,
   description: `Argo CD ${VERSIONS.argocd.version} (upstream cluster-install) on the service node, with the health checks the sync waves wait on; applied once at bootstrap, then managed by Argo CD itself`,
   build: (scope: Construct, model: ClusterModel) => (model.argocd === 'managed' ? new ArgocdChart(scope, ARGOCD_FOLDER, { model }) : undefined),
   kustomization: (model: ClusterModel) => ({
-    bases: [remoteBase(VERSIONS.argocd)],
+    ...argocdBase(model),
     namespace: model.description.gitops.namespace,
     // argocd-cm is the upstream install's: the folder's copy patches it
     patchFiles: [{
@@ -116,6 +147,8 @@ export const argocd: ComponentDefinition = {
       target: { version: 'v1', kind: 'ConfigMap', name: ARGOCD_CM.name },
     }],
     patches: [...servicePlacementPatches(model), clusterRoleBindingPatch(model.description.gitops.namespace), keptCrdsPatch()],
+    images: ARGOCD_INSTALL_IMAGES.filter((name) => mirrorImage(name, model.description.mirrors.images) !== name)
+      .map((name) => ({ name, newName: mirrorImage(name, model.description.mirrors.images) })),
     footprint: CLUSTER_INSTALL_FOOTPRINT,
   }),
 };
