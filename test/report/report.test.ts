@@ -156,6 +156,10 @@ describe('the cluster report (dist/<cluster>/README.md)', () => {
     for (const a of byHand) expect(section).toContain(`kubectl apply -f dist/instant-cluster/gitops/application.${a.metadata.namespace}.${a.metadata.name}.yaml`);
     expect(section).toContain('argocd cluster add <kube-context-of-instant-cluster> --name instant-cluster');
     expect(section).toContain('kubectl apply -k dist/fleet');
+    // the install's source is named: the remote base by default, the folder's own copy with gitops.argocdInstall vendored
+    expect(section).toContain('and the install\'s remote base, `https://github.com/argoproj/argo-cd//manifests/cluster-install?ref=v3.5.1`.');
+    const vendored = clusterReport(renderOf((d) => { d.gitops.argocdInstall = 'vendored'; }));
+    expect(vendored.slice(vendored.indexOf('## Bootstrap'), vendored.indexOf('## Run the samples'))).toContain(': the install comes from the folder\'s own copy of it, nothing else is read.');
   });
 
   it('external Argo CD: no first command, the health checks for its argocd-cm instead; a managed stack: the Grafana Secret to create', () => {
