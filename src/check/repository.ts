@@ -18,7 +18,9 @@ const COMMIT = /^[0-9a-f]{40}$/i;
  * What a description's gitops source says that the clusters repository contradicts: Argo CD would read another
  * repository than the one this checkout pushes to (remote `origin`), or another branch than the one checked out
  * (`HEAD`: origin's default branch, when the checkout knows it). A commit id or a tag of the checkout is a pin and is
- * not compared; a remote that is a local path is no server Argo CD reads, and is not compared either.
+ * not compared; a remote that is a local path is no server Argo CD reads, and is not compared either. The branch is
+ * compared only in the repository Argo CD reads (origin is gitops.repoURL): another checkout's branch (no origin, a
+ * local one, or another repository, which is warned of already) says nothing of what Argo CD syncs.
  */
 export function repositoryFindings(repo: GitRepo | undefined, sources: readonly GitopsSource[]): Finding[] {
   if (!repo) return [];
@@ -27,9 +29,11 @@ export function repositoryFindings(repo: GitRepo | undefined, sources: readonly 
   const originKey = repo.origin === undefined ? undefined : repositoryKey(repo.origin);
   for (const s of sources) {
     const key = repositoryKey(s.repoURL);
-    if (originKey !== undefined && key !== originKey) {
+    if (originKey === undefined) continue;
+    if (key !== originKey) {
       warn(s.cluster, `gitops.repoURL is ${s.repoURL}, but this repository's remote origin is ${repo.origin} (${repo.root}): `
         + 'Argo CD would sync another repository than the one you push dist/ to');
+      continue;
     }
     const wanted = s.targetRevision.replace(/^refs\/heads\//, '');
     if (repo.pushedBranch === undefined || COMMIT.test(wanted) || repo.hasTag(wanted.replace(/^refs\/tags\//, ''))) continue;

@@ -80,6 +80,12 @@ describe('the Git checkout, read from its files', () => {
         + 'what you push here reaches the cluster only once merged into main');
     const local = readGitRepo(checkout(path.join(temp, 'local'), { branch: 'main', config: '[remote "origin"]\n\turl = /srv/git/clusters.git\n' }))!;
     expect(repositoryFindings(local, source('https://git.example.com/platform/other.git', 'main'))).toEqual([]);
+    // the branch of a checkout that is not the repository Argo CD reads (a local or no origin, another repository) is not compared
+    expect(repositoryFindings(local, source('https://git.example.com/platform/clusters.git', 'production'))).toEqual([]);
+    const none = readGitRepo(checkout(path.join(temp, 'none'), { branch: 'feature' }))!;
+    expect(repositoryFindings(none, source('https://git.example.com/platform/clusters.git', 'main'))).toEqual([]);
+    expect(repositoryFindings(onFeature, source('https://git.example.com/platform/other.git', 'main')).map((f) => f.message))
+      .toEqual([expect.stringMatching(/^gitops.repoURL is https:\/\/git.example.com\/platform\/other.git, but/)]);
   });
 });
 
