@@ -121,6 +121,28 @@ describe.skipIf(!HAS_UPSTREAM || !HAS_SCHEMAS)('check builds what the bootstrap 
     ]);
   });
 
+  it('with argocdInstall upstream, Argo CD\'s remote base on the Git mirror is built from the release it mirrors', async () => {
+    const mirrored = path.join(work, 'mirrored');
+    const config = path.join(work, 'mirrored.yaml');
+    const input = referenceInput();
+    input.mirrors = { git: MIRRORS.git };
+    writeFileSync(config, stringify(input));
+    expect(await main(['synth', '--config', config, '--out', mirrored, '--quiet'])).toBe(EXIT.ok);
+    const [model] = loadModels([config]);
+    const whole: ClusterView = { ...readClusters(mirrored)[0], model };
+    // the argocd folder and its Application only: one kustomize build
+    const only: ClusterView = {
+      ...whole,
+      folders: whole.folders.filter((f) => f.folder === ARGOCD_FOLDER || f.folder === 'gitops')
+        .map((f) => (f.folder === 'gitops' ? { ...f, objects: f.objects.filter((o) => o.metadata.name === 'instant-cluster-argocd') } : f)),
+    };
+    const [argocd, ...others] = (await renderClusterSources(only, { upstream: DEFAULT_UPSTREAM })).sources;
+    expect(others).toEqual([]);
+    expect([argocd.what, argocd.problem]).toEqual(['folder dist/instant-cluster/argocd (on argoproj/argo-cd/manifests/cluster-install v3.5.1)', undefined]);
+    const vendored = sources.sources.find((x) => x.what.startsWith('folder dist/instant-cluster/argocd '))!;
+    expect(argocd.objects.map(objectId).sort()).toEqual(vendored.objects.map(objectId).sort());
+  });
+
   it('a copy that is not the pinned release is refused, named', async () => {
     const edited = path.join(out, 'instant-cluster', ARGOCD_FOLDER, 'upstream', 'argo-cd-v3.5.1', 'manifests', 'crds', 'appproject-crd.yaml');
     const original = readFileSync(edited);
