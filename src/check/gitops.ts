@@ -2,6 +2,8 @@ import { ClusterIndex } from './cluster-index';
 import { Rule, Violation } from './rule';
 import { GroupKind, groupKindKey, groupKindOf, isProvided, kindsDefinedBy, parseProvides } from '../components/gitops/api-kinds';
 import { checkFolderOwnership, checkProjectDestinations, GitopsFinding, GitopsTreeView, hasRootApplication } from '../components/gitops/checks';
+import { GITOPS_FOLDER } from '../components/gitops/plan';
+import { IN_CLUSTER_SERVER } from '../model/description';
 import { LABELS } from '../model/names';
 import { apiGroup, describeObject, Manifest } from '../render/manifest';
 
@@ -196,4 +198,46 @@ const applicationProject: Rule = {
   },
 };
 
-export const GITOPS_RULES: readonly Rule[] = [applicationPath, syncWaveOrder, applicationFolderOwner, applicationProject];
+/**
+ * Where the Applications of a cluster's gitops folder deploy. The root applies the folder's AppProject and Applications
+ * to the Argo CD that runs them: the in-cluster server of that Argo CD, whether it is the cluster's own or a hub's (a
+ * cluster that runs no Argo CD: gitops.destinationServer names it as the hub reaches it). Every other Application
+ * deploys to the cluster, gitops.destinationServer: on a hub, the in-cluster server is the hub.
+ */
+const applicationDestination: Rule = {
+  id: 'application-destination',
+  severity: 'error',
+  summary: 'the root deploys the gitops folder to the Argo CD that runs it (in-cluster, gitops.namespace); every other Application to gitops.destinationServer',
+  check(index) {
+    const g = index.model?.description.gitops;
+    if (!g) return [];
+    const out: Violation[] = [];
+    for (const app of index.ofKind('Application', ARGO).filter((a) => index.folderOf(a) === GITOPS_FOLDER)) {
+      const d = ((app.spec as { destination?: { server?: string; name?: string; namespace?: string } } | undefined)?.destination) ?? {};
+      const where = d.server ?? (d.name !== undefined ? `the cluster named ${d.name}` : 'no API server');
+      const inCluster = d.server === IN_CLUSTER_SERVER || (d.server === undefined && d.name === 'in-cluster');
+      if (sources(app).some((s) => renderedFolderOf(index, s) === GITOPS_FOLDER)) {
+        // the namespace counts only for objects that name none (every rendered one names its own)
+        if (inCluster && (d.namespace === undefined || d.namespace === g.namespace)) continue;
+        out.push({
+          message: `applies the gitops folder's AppProject and Applications to ${where}${d.namespace ? `, namespace ${d.namespace}` : ''}, but they belong to the Argo CD `
+            + `that runs them: its own API server (${IN_CLUSTER_SERVER}), namespace ${g.namespace}`
+            + (g.destinationServer !== IN_CLUSTER_SERVER ? `, on the hub, not on the cluster at ${g.destinationServer}, which runs no Argo CD` : ''),
+          objects: [app],
+        });
+        continue;
+      }
+      const known = d.server !== undefined || d.name === 'in-cluster';
+      const server = d.server ?? IN_CLUSTER_SERVER;
+      if (!known || server === g.destinationServer) continue;
+      out.push({
+        message: `deploys to ${where}, but gitops.destinationServer is ${g.destinationServer}: `
+          + (server === IN_CLUSTER_SERVER ? 'its objects would land in the cluster its Argo CD runs in (the hub), not in this one' : 'its objects would land in another cluster'),
+        objects: [app],
+      });
+    }
+    return out;
+  },
+};
+
+export const GITOPS_RULES: readonly Rule[] = [applicationPath, syncWaveOrder, applicationFolderOwner, applicationProject, applicationDestination];

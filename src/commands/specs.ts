@@ -147,7 +147,7 @@ export const PREFLIGHT: CommandSpec<typeof PREFLIGHT_OPTIONS> = {
 const INIT_OPTIONS = {
   ...CLUSTER_SOURCE_OPTIONS,
   name: { type: 'string', value: 'NAME', help: 'the cluster\'s name (DNS-1123 label; names dist/<name>/)' },
-  repo: { type: 'string', value: 'URL', help: 'the Git repository Argo CD reads the rendered manifests from (gitops.repoURL)' },
+  repo: { type: 'string', value: 'URL', help: 'the Git repository Argo CD reads the rendered manifests from (gitops.repoURL; default: the remote origin of the project\'s Git checkout)' },
   path: { type: 'string', value: 'DIR', help: 'the folder of the rendered cluster in that repository (gitops.path; default: <out>/<name> of the project, else dist/<name>)' },
   out: { type: 'string', value: 'FILE', help: 'write the description to FILE, never overwritten (default: <name>.yaml in the project\'s descriptions folder; - prints it, as outside a project)' },
   help: OPTIONS.help,

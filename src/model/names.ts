@@ -39,10 +39,17 @@ export const LABELS = {
    */
   template: 'gpu-cluster.dev/template',
   /**
-   * Marks an object applied by hand only (the samples' Argo CD Application): written to dist/, but left out
-   * of kustomization.yaml, so the root Application neither creates it nor counts its health.
+   * Marks an object applied by hand only: written to dist/, but left out of kustomization.yaml. The samples' Argo CD
+   * Application (the root Application neither creates it nor counts its health), and the root Application itself,
+   * which the bootstrap applies (an Application that syncs itself waits in its own sync for its own health).
    */
   byHand: 'gpu-cluster.dev/apply-by-hand',
+  /**
+   * The commit the root Application synced, stamped on every object of the gitops folder when Argo CD builds it (the
+   * root's kustomize commonAnnotations, `${ARGOCD_APP_REVISION}`); the folder's kustomization copies it into the
+   * targetRevision of every child Application that reads this repository (components/gitops/plan.ts revisionPins).
+   */
+  revision: 'gpu-cluster.dev/revision',
   /** On Argo CD Applications that install an add-on: the API kinds it brings (`group/Kind` or `group/*`, comma-separated). */
   provides: 'gpu-cluster.dev/provides',
   /**
