@@ -12,7 +12,7 @@ import {
 import { controlPlaneBinary } from './binary';
 import { ControlPlane, startControlPlane } from './control-plane';
 import { ApiError, describe as describeObject, KubeObject } from './kube-client';
-import { HermeticNode, nodesOf, operandDaemonSets, PlacementInput, placementFindings, settledState, waitingForKueue } from './placement';
+import { HermeticNode, nodesOf, operandDaemonSets, PlacementInput, placementFindings, placeSamples, settledState, waitingForKueue } from './placement';
 import { defaultCacheDir } from '../../src/cache/compiled-cache';
 import { checkCluster, ClusterView, readClusters, renderClusterSources } from '../../src/check';
 import { ClusterIndex } from '../../src/check/cluster-index';
@@ -24,6 +24,7 @@ import { EngineBudget } from '../../src/engines';
 import { isDescriptionFile } from '../../src/model/description-files';
 import { LABELS, RESOURCES } from '../../src/model/names';
 import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../../src/paths';
+import { Manifest } from '../../src/render/manifest';
 import { loadModels } from '../../src/synth/pipeline';
 import { ClusterRenders } from '../../src/upstream/render';
 import { RenderSession } from '../../src/upstream/render-session';
@@ -177,6 +178,14 @@ describe.each(NAMES)('cluster %s, applied as Argo CD applies it', (name) => {
       }
       expect(placementFindings({ nodes: t.nodes!, state, ...t.placement }, events), label(t)).toEqual([]);
       expect(checkCluster(t.view, { rules: PLACEMENT_RULES, renders: t.renders }).map((f) => f.message), label(t)).toEqual([]);
+      // the samples' pods, as their controllers would create them once Kueue admits each (the samples Argo CD syncs: not
+      // the templates beside them, which are left out of the folder's kustomization)
+      const synced = new Set(planned.map((o) => describeObject(o.object)));
+      const sampleObjects = (t.view.folders.find((f) => f.folder === 'samples')?.objects ?? []).filter((m) => synced.has(describeObject(m as KubeObject)));
+      const ofSamples = await placeSamples(client, new ClusterIndex(t.view), sampleObjects, t.nodes!);
+      if (process.env.PLACEMENT_DUMP === '1') process.stderr.write(`${t.name}: samples ${JSON.stringify(ofSamples)}\n`);
+      expect(ofSamples.findings, label(t)).toEqual([]);
+      if (sampleObjects.some((m) => m.kind === 'MPIJob')) expect(ofSamples.placed, label(t)).not.toEqual([]);
     }
   });
 
@@ -388,7 +397,7 @@ describe('the assertions fire: deliberately broken renders of the reference clus
     expect(drift.map((d) => d.paths)).toEqual([[`.data.${key}`]]);
   });
 
-  it('an unplaceable Deployment and DaemonSet, and a platform pod on a GPU worker, are reported by the placement assertion', async () => {
+  it('an unplaceable Deployment, DaemonSet and sample, and a platform pod on a GPU worker, are reported by the placement assertions', async () => {
     const t = reference();
     const client = t.cp!.client();
     const model = t.view.model!;
@@ -408,12 +417,13 @@ describe('the assertions fire: deliberately broken renders of the reference clus
       metadata: { name, namespace },
       spec: { selector: { matchLabels: { app: name } }, template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }], ...podSpec } } },
     });
+    const gpus = String(model.description.nodes.gpuWorkers.gpusPerNode + 1);
     const resources = (limits: Record<string, string>) => ({ containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10', resources: { limits } }] });
     const broken = [
       // a platform pod that tolerates the service node, but asks for more memory than any node has
       workload('Deployment', 'unplaceable-platform', { tolerations: model.serviceNode.tolerations, ...resources({ memory: '1Pi' }) }),
       // a GPU agent that asks for one GPU more than a worker has
-      workload('DaemonSet', 'unplaceable-gpu-agent', { ...onGpuWorkers, ...resources({ [RESOURCES.gpu]: String(model.description.nodes.gpuWorkers.gpusPerNode + 1) }) }),
+      workload('DaemonSet', 'unplaceable-gpu-agent', { ...onGpuWorkers, ...resources({ [RESOURCES.gpu]: gpus }) }),
       // a platform pod pinned to the GPU workers
       workload('Deployment', 'platform-on-gpu-worker', onGpuWorkers),
     ];
@@ -431,6 +441,15 @@ describe('the assertions fire: deliberately broken renders of the reference clus
     ]);
     expect(of('platform-on-gpu-worker')).toEqual([
       expect.stringMatching(/^Pod broken-placement\/platform-on-gpu-worker-\S+ \(Deployment broken-placement\/platform-on-gpu-worker\) belongs on the service node, but is bound to /),
+    ]);
+
+    // a sample whose pod no node can hold, as its controller would create it once Kueue admits the sample
+    const job = {
+      apiVersion: 'batch/v1', kind: 'Job', metadata: { name: 'unplaceable-sample', namespace }, spec: { suspend: true, template: { spec: { restartPolicy: 'Never', ...resources({ [RESOURCES.gpu]: gpus }) } } },
+    };
+    await client.apply(job, { fieldManager: 'test' });
+    expect((await placeSamples(client, new ClusterIndex(t.view), [job as Manifest], t.nodes!)).findings).toEqual([
+      expect.stringMatching(/^Pod broken-placement\/unplaceable-sample-pod-0 \(Job broken-placement\/unplaceable-sample\) is not bound: PodScheduled False Unschedulable: .*Insufficient nvidia\.com\/gpu/),
     ]);
   });
 

@@ -1,12 +1,14 @@
 import { NodeObject } from './control-plane';
 import { KubeClient, KubeObject } from './kube-client';
+import { ClusterIndex } from '../../src/check/cluster-index';
 import { SimNode, simulatedNodes } from '../../src/check/placement/nodes';
 import { clusterPolicyOperands, nicClusterPolicyOperands, OperandDaemonSet } from '../../src/check/placement/operands';
 import { gpuOnlyKeys, selectedKeys } from '../../src/check/placement/rule';
 import { fitOn, SchedulingSpec } from '../../src/check/placement/scheduling';
+import { TRUSTED_REQUESTERS } from '../../src/components/tenants/trusted-requesters';
 import { ClusterModel } from '../../src/model/model';
 import { LABELS, NAMESPACES, RESOURCES } from '../../src/model/names';
-import { Manifest } from '../../src/render/manifest';
+import { apiGroup, Manifest } from '../../src/render/manifest';
 
 /**
  * Placement for real: the nodes of a described cluster registered as Node objects (as the model of
@@ -275,4 +277,63 @@ export function placementFindings(input: PlacementInput, events: readonly KubeOb
 /** The Jobs that wait for Kueue (suspended, with the queue label): no pod until Kueue admits them. */
 export function waitingForKueue(state: ClusterState): string[] {
   return state.jobs.filter((j) => spec(j).suspend === true).map((j) => `${key(j)}${(j.metadata.labels as Obj | undefined)?.[LABELS.queueName] ? ` (queue ${(j.metadata.labels as Obj)[LABELS.queueName]})` : ''}`);
+}
+
+/**
+ * Where the scheduler puts the pods of each sample once Kueue admits it, without Kueue or the training operators
+ * running: for each sample with pod templates in turn (Kueue runs them one after the other where they do not fit
+ * together), one pod per template, owned by the sample and sent as the identity that creates it in a cluster (the Job
+ * controller, the MPI Operator, the Training Operator: src/components/tenants/trusted-requesters.ts), then removed.
+ * Answers, one line each, a pod not bound (PodScheduled's reason and message) or bound to a node that is not a GPU
+ * worker; and `placed`, the pods bound. A sample of an operator that list does not know (Dynamo) is `skipped`.
+ */
+export async function placeSamples(
+  client: KubeClient, index: ClusterIndex, samples: readonly Manifest[], nodes: readonly HermeticNode[], timeoutMs = 60_000,
+): Promise<{ findings: string[]; placed: string[]; skipped: string[] }> {
+  const kindOf = new Map(nodes.map((n) => [n.node.metadata.name, n.kind]));
+  const out = { findings: [] as string[], placed: [] as string[], skipped: [] as string[] };
+  for (const m of samples) {
+    const templates = index.podTemplates(m);
+    // the controller manager makes the pods of these itself (and of a Job that runs), in the cluster's state
+    if (templates.length === 0 || m.apiVersion.startsWith('apps/')) continue;
+    const creator = TRUSTED_REQUESTERS.find((r) => r.createsPodsOf.includes(`${apiGroup(m.apiVersion)}/${m.kind}`));
+    if (!creator) {
+      out.skipped.push(key(m));
+      continue;
+    }
+    const live = await client.get(await client.pathOf(m as unknown as KubeObject));
+    if (!live) throw new Error(`${key(m)}: not on the server`);
+    if (m.kind === 'Job' && spec(live).suspend !== true) continue;
+    const namespace = live.metadata.namespace!;
+    const owner = { apiVersion: m.apiVersion, kind: m.kind, name: m.metadata.name, uid: live.metadata.uid as string, controller: true };
+    const as = client.as(creator.username, ['system:masters']);
+    const pods = templates.map((t) => {
+      const role = t.path.split('.').filter((p) => p !== 'spec' && p !== 'template').pop()?.toLowerCase();
+      const name = `${m.metadata.name}-${role ?? 'pod'}-0`;
+      return { apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace, labels: { ...t.labels }, ownerReferences: [owner] }, spec: t.spec } as unknown as KubeObject;
+    });
+    for (const pod of pods) await as.create(pod);
+    const deadline = Date.now() + timeoutMs;
+    for (const pod of pods) {
+      for (;;) {
+        const now = await client.get(await client.pathOf(pod));
+        const nodeName = now && spec(now).nodeName as string | undefined;
+        const c = now && scheduledCondition(now);
+        if (nodeName) {
+          const kind = kindOf.get(nodeName);
+          if (kind?.role === 'gpu') out.placed.push(`${key(pod)} on ${nodeName}`);
+          else out.findings.push(`${key(pod)} (${key(m)}) belongs on a GPU worker, but is bound to ${nodeName} (${kind?.name ?? 'no node of the description'})`);
+          break;
+        }
+        if (c?.status === 'False' || Date.now() > deadline) {
+          out.findings.push(`${key(pod)} (${key(m)}) is not bound: PodScheduled ${c?.status ?? 'unknown'} ${c?.reason ?? ''}: ${c?.message ?? 'not decided in time'}`);
+          break;
+        }
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    }
+    // no kubelet confirms a bound pod's end: a grace period of 0 removes it now
+    for (const pod of pods) await client.request('DELETE', await client.pathOf(pod), { query: { gracePeriodSeconds: '0' } });
+  }
+  return out;
 }
