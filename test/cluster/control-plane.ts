@@ -280,10 +280,19 @@ export class ControlPlane {
     await admin.create({ apiVersion: 'v1', kind: 'Node', metadata: node.metadata, spec: node.spec ?? {} });
     const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
     const conditions = status.conditions ?? [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'hermetic test node', lastHeartbeatTime: now, lastTransitionTime: now }];
-    await admin.request('PATCH', `/api/v1/nodes/${encodeURIComponent(node.metadata.name)}/status`, {
+    const nodePath = `/api/v1/nodes/${encodeURIComponent(node.metadata.name)}`;
+    await admin.call('PATCH', `${nodePath}/status`, {
       body: { status: { ...status, allocatable: status.allocatable ?? status.capacity, conditions } },
       contentType: 'application/merge-patch+json',
     });
+    // the API server's TaintNodesByCondition admission gives a new Node node.kubernetes.io/not-ready:NoSchedule; the
+    // node lifecycle controller takes it off once the Node is Ready, and does not run here (see controllers): the Node
+    // keeps the taints it was given
+    const ready = conditions.some((c) => (c as { type?: string; status?: string }).type === 'Ready' && (c as { status?: string }).status === 'True');
+    if (ready) {
+      const given = (node.spec as { taints?: object[] } | undefined)?.taints ?? [];
+      await admin.call('PATCH', nodePath, { body: { spec: { taints: given.length > 0 ? given : null } }, contentType: 'application/merge-patch+json' });
+    }
   }
 
   /** Stops every component (SIGKILL to each process group) and removes the folder unless kept. */
