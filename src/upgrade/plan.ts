@@ -300,7 +300,9 @@ export async function planUpgrade(opts: PlanOptions): Promise<PlanResult> {
       component: c.name,
       fromCrds,
       toCrds,
-      fromCrs,
+      // what the cluster can hold before: without --from-toolkit the old end is this toolkit's render, whose new-form
+      // CRs the old CRDs refuse (the real API server showed it: a NicClusterPolicy with spec.global)
+      fromCrs: fromCrs.filter((cr) => underOld.validate(cr).outcome === 'valid'),
       toCrs,
       underOld: oldResults.filter((r) => r.outcome !== 'no-crd' || !notVendoredNew.has(`${apiGroup(r.cr.object.apiVersion)}/${r.cr.object.kind}`)),
       crdApplier: installApp && !skipCrds ? { application: installApp, wave: waves.get(installApp) ?? 0 } : undefined,
