@@ -131,7 +131,7 @@ project.package.addBin({ 'gpu-cluster-manifests': 'lib/src/bin.js' });
 // package does not ship), no compiled examples of src/clusters/.
 project.package.addField('files', [
   'lib/src/**/*.js', 'lib/src/**/*.d.ts', '!lib/src/clusters/**', 'lib/imports/**/*.js', 'lib/imports/**/*.d.ts',
-  'lib/assets/**', 'src/clusters/cluster-description.schema.json', 'src/components/argocd/health/**/health.lua', 'src/upstream/vendored/**',
+  'lib/assets/**', 'src/clusters/cluster-description.schema.json', 'src/clusters/fleet.schema.json', 'src/components/argocd/health/**/health.lua', 'src/upstream/vendored/**',
   'docs/**/*.md',
 ]);
 

@@ -72,6 +72,12 @@ export const PACKAGED_SCHEMA_FILE = path.join(PACKAGE_ROOT, 'src', 'clusters', '
 /** The file name of the description's JSON Schema, beside the descriptions (what their `$schema` line names). */
 export const SCHEMA_FILE_NAME = 'cluster-description.schema.json';
 
+/** File name of the fleet description's JSON Schema beside the descriptions (`# yaml-language-server: $schema=./fleet.schema.json`). */
+export const FLEET_SCHEMA_FILE_NAME = 'fleet.schema.json';
+
+/** The JSON Schema of the fleet description as the package ships it (`schema` writes the same text beside the other). */
+export const PACKAGED_FLEET_SCHEMA_FILE = path.join(PACKAGE_ROOT, 'src', 'clusters', FLEET_SCHEMA_FILE_NAME);
+
 /** The toolkit's version (package.json). */
 export function packageVersion(): string {
   return (JSON.parse(readFileSync(path.join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
