@@ -61,7 +61,7 @@ export const DEFAULT_UPSTREAM = DEV_CHECKOUT ? path.join(SHARED_DIR, 'upstream-i
 
 /**
  * Upstream files this repository vendors itself, byte-exact with their tag and commit (SOURCES.md there): what
- * `../shared` lacks (the GPUCluster CRD of the pinned GPU Operator, Kueue's configuration defaults). The package
+ * `../shared` lacks (Kueue's configuration defaults; never a CRD: those are read from `../shared/crds`). The package
  * ships the folder as it is, so the path is the same in this checkout and installed.
  */
 export const VENDORED_DIR = path.join(PACKAGE_ROOT, 'src', 'upstream', 'vendored');

@@ -248,14 +248,12 @@ export async function planUpgrade(opts: PlanOptions): Promise<PlanResult> {
       notes.push(`${c.name}: installs.${c.key} is not "managed": the charts are rendered with their default values, and the operator's own upgrade (its owner's) brings the CRDs`);
     }
 
-    // 1. CRDs: the old ones as the old chart renders them; the new ones from the pinned schemas, vendored files and the new render
+    // 1. CRDs: the old ones as the old chart renders them; the new ones from the pinned schemas and the new render
     const pinned = pinnedChart(c.key);
     const claimed = new Set(pinned.unrenderedCrds.filter((u) => u.chartPath === '').flatMap((u) => u.crds).map(crdKey));
     const subchartKinds = new Set([...pinned.unrenderedCrds, ...p.fromChart!.unrenderedCrds].filter((u) => u.chartPath !== '').flatMap((u) => u.crds).map(crdKey));
-    const schemaCrds = [
-      ...yamlFiles(path.join(opts.schemas, c.schemaFolder)).flatMap((f) => packagedCrds(f, roots.name(f))),
-      ...yamlFiles(path.join(VENDORED_DIR, pinned.folder)).filter((f) => /\.ya?ml$/.test(f)).flatMap((f) => packagedCrds(f, roots.name(f))),
-    ].filter((x) => claimed.has(crdKey(x)) || newer.crds.some((r) => crdKey(r) === crdKey(x)));
+    const schemaCrds = yamlFiles(path.join(opts.schemas, c.schemaFolder)).flatMap((f) => packagedCrds(f, roots.name(f)))
+      .filter((x) => claimed.has(crdKey(x)) || newer.crds.some((r) => crdKey(r) === crdKey(x)));
     const mine = (x: Crd) => {
       const yes = inComponent(x, older.crds, schemaCrds, claimed);
       if (yes) given.add(crdKey(x));
