@@ -18,6 +18,7 @@ import { BUILT_IN_RESOURCES, PREFLIGHT_CLUSTER_ROLE } from '../../src/preflight/
 import { loadModels } from '../../src/synth/pipeline';
 import { RenderSession } from '../../src/upstream/render-session';
 import { VerifyFinding } from '../../src/verify/dry-run';
+import { runMain } from '../helpers';
 import { REFERENCE_FILE } from '../paths';
 
 /*
@@ -39,12 +40,7 @@ let model: ClusterModel;
 let plan: SyncPlan;
 
 /** The CLI in this process: exit code, stdout and stderr lines. */
-async function cli(...args: string[]): Promise<{ code: number; out: string[]; err: string[] }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await main(args, { out: (l) => out.push(l), err: (l) => err.push(l) });
-  return { code, out, err };
-}
+const cli = runMain;
 
 interface VerifyReport {
   readonly counts: Record<string, number>;

@@ -3,19 +3,15 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileS
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { EXIT, main } from '../../src/cli';
+import { EXIT } from '../../src/cli';
 import { installedFrom } from '../../src/commands/installed-from';
 import { runNew } from '../../src/commands/new';
 import { descriptionJsonSchemaText, fleetJsonSchemaText } from '../../src/model/json-schema';
 import { packageVersion } from '../../src/paths';
 import { PROJECT_FILE, readProject } from '../../src/project/project-file';
+import { runMain } from '../helpers';
 
-async function run(...args: string[]) {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await main(args, { out: (l) => out.push(l), err: (l) => err.push(l) });
-  return { code, out, err };
-}
+const run = runMain;
 
 describe('new DIR: a clusters repository', () => {
   it('pins this toolkit exactly, names its folders in the project file, and brings a CI script, a README and the description schema', async () => {

@@ -2,7 +2,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { EXIT, main } from '../../src/cli';
+import { EXIT } from '../../src/cli';
+import { runMain } from '../helpers';
 import { REFERENCE_FILE } from '../paths';
 import { kubeconfigFor } from '../preflight/api-server';
 
@@ -20,12 +21,7 @@ function file(name: string, content: string): string {
   return f;
 }
 
-async function verify(...args: string[]): Promise<{ code: number; out: string[]; err: string[] }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await main(['verify', ...args], { out: (l) => out.push(l), err: (l) => err.push(l) });
-  return { code, out, err };
-}
+const verify = (...args: string[]) => runMain('verify', ...args);
 
 describe('verify: bad input exits 2 with one line', () => {
   const good = () => file('kubeconfig', kubeconfigFor('http://127.0.0.1:9'));
