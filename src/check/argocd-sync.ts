@@ -1,7 +1,7 @@
 import { ClusterIndex } from './cluster-index';
 import { ClusterView, ScopeOf } from './cluster-view';
 import { applicationSources, folderOfPath } from './gitops';
-import { LABELS } from '../model/names';
+import { ARGOCD_FIELD_MANAGER, ARGOCD_TRACKING_ANNOTATION, LABELS, syncWave } from '../model/names';
 import { apiGroup, Manifest } from '../render/manifest';
 import { RenderedSource } from '../upstream/render';
 
@@ -12,16 +12,7 @@ import { RenderedSource } from '../upstream/render';
  * the CRDs, then the rest. `verify` dry-runs a cluster in this order; the control plane tests apply it.
  */
 
-/** Argo CD's field manager (gitops-engine applies as `argocd-controller`). */
-export const ARGOCD_FIELD_MANAGER = 'argocd-controller';
-/** The annotation Argo CD tracks its objects by (resourceTrackingMethod `annotation`, the default since Argo CD 3.0). */
-export const TRACKING_ANNOTATION = 'argocd.argoproj.io/tracking-id';
-
-/** The sync wave of an object or an Application (its annotation; 0 when absent or not a number). */
-export function syncWave(m: { readonly metadata: object }): number {
-  const v = Number((m.metadata as { annotations?: Record<string, string> }).annotations?.[LABELS.syncWave] ?? 0);
-  return Number.isFinite(v) ? v : 0;
-}
+export { ARGOCD_FIELD_MANAGER, syncWave };
 
 /** An Application's syncPolicy.syncOptions. */
 export function syncOptionsOf(app: Manifest): string[] {
@@ -178,7 +169,8 @@ export function syncSteps(view: ClusterView, sources: readonly SyncSource[], opt
     const base = { bootstrap, application: app.metadata.name, wave: syncWave(app) };
     const track = (o: SyncObject): SyncObject => {
       if (bootstrap || !opts.tracking || o.object.kind === 'CustomResourceDefinition') return o;
-      const annotations = { ...o.object.metadata.annotations, [TRACKING_ANNOTATION]: trackingId(app.metadata.name, p.source.namespace, o.object) };
+      const tracking = trackingId(app.metadata.name, p.source.namespace, o.object);
+      const annotations = { ...o.object.metadata.annotations, [ARGOCD_TRACKING_ANNOTATION]: tracking };
       const metadata = { ...o.object.metadata, annotations };
       return { ...o, object: { ...o.object, metadata } };
     };

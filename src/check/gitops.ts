@@ -4,7 +4,7 @@ import { GroupKind, groupKindKey, groupKindOf, isProvided, kindsDefinedBy, parse
 import { checkFolderOwnership, checkProjectDestinations, GitopsFinding, GitopsTreeView, hasRootApplication } from '../components/gitops/checks';
 import { GITOPS_FOLDER } from '../components/gitops/plan';
 import { IN_CLUSTER_SERVER } from '../model/description';
-import { LABELS } from '../model/names';
+import { LABELS, syncWave } from '../model/names';
 import { apiGroup, describeObject, Manifest } from '../render/manifest';
 
 /** API group of Argo CD's Application, AppProject and ApplicationSet. */
@@ -24,10 +24,6 @@ export function applicationSources<S extends object = AppSource>(app: Manifest):
 
 const sources = (app: Manifest): AppSource[] => applicationSources(app);
 
-function wave(m: Manifest): number {
-  const v = Number(m.metadata.annotations?.[LABELS.syncWave] ?? 0);
-  return Number.isFinite(v) ? v : 0;
-}
 
 function syncOptions(m: Manifest): string[] {
   const own = (m.metadata.annotations?.[LABELS.syncOptions] ?? '').split(',').map((s) => s.trim());
@@ -139,10 +135,10 @@ const syncWaveOrder: Rule = {
         for (const m of objects) if (m.kind !== 'CustomResourceDefinition') used.set(groupKindKey(groupKindOf(m)), used.get(groupKindKey(groupKindOf(m))) ?? m);
         for (const [kind, example] of used) {
           for (const p of providers) {
-            if (p.app === app || !isProvided(groupKindOf(example), p.kinds) || wave(app) > wave(p.app)) continue;
+            if (p.app === app || !isProvided(groupKindOf(example), p.kinds) || syncWave(app) > syncWave(p.app)) continue;
             out.push({
-              message: `syncs ${example.kind} ${example.metadata.name} (${kind}) in wave ${wave(app)}, `
-                + `not after Application ${p.app.metadata.name} (wave ${wave(p.app)}) that installs ${kind}`,
+              message: `syncs ${example.kind} ${example.metadata.name} (${kind}) in wave ${syncWave(app)}, `
+                + `not after Application ${p.app.metadata.name} (wave ${syncWave(p.app)}) that installs ${kind}`,
               objects: [app, p.app],
             });
           }
@@ -152,9 +148,9 @@ const syncWaveOrder: Rule = {
           const group = (crd.spec as { group?: string } | undefined)?.group;
           const kind = (crd.spec as { names?: { kind?: string } } | undefined)?.names?.kind;
           for (const cr of objects.filter((m) => apiGroup(m.apiVersion) === group && m.kind === kind)) {
-            if (wave(cr) > wave(crd) || [...syncOptions(cr), ...syncOptions(app)].includes('SkipDryRunOnMissingResource=true')) continue;
+            if (syncWave(cr) > syncWave(crd) || [...syncOptions(cr), ...syncOptions(app)].includes('SkipDryRunOnMissingResource=true')) continue;
             out.push({
-              message: `in wave ${wave(cr)}, syncs with its CustomResourceDefinition ${crd.metadata.name} (wave ${wave(crd)}) `
+              message: `in wave ${syncWave(cr)}, syncs with its CustomResourceDefinition ${crd.metadata.name} (wave ${syncWave(crd)}) `
                 + 'in one Application: give it a later sync-wave or SkipDryRunOnMissingResource=true',
               objects: [cr, crd],
             });

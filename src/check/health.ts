@@ -7,13 +7,9 @@ import { configuredHealth, hasBuiltInHealth, healthChecks, healthKey } from '../
 import { definedKind, groupKindKey, isBuiltInGroup } from '../components/gitops/api-kinds';
 import { GITOPS_FOLDER } from '../components/gitops/plan';
 import { isJsonObject } from '../json';
-import { LABELS } from '../model/names';
+import { LABELS, syncWave } from '../model/names';
 import { apiGroup, describeObject, Manifest } from '../render/manifest';
 
-function wave(m: Manifest): number {
-  const v = Number(m.metadata.annotations?.[LABELS.syncWave] ?? 0);
-  return Number.isFinite(v) ? v : 0;
-}
 
 /**
  * Fields of a CRD's status that report readiness: a kind whose status has one is not ready the moment it exists, and
@@ -120,7 +116,7 @@ const waveHealth: Rule = {
         if (readiness !== true) continue;
         seen.add(key);
         out.push({
-          message: `(wave ${wave(app)}) applies ${describeObject(m)}, and wave ${later} waits for it to be Healthy, but Argo CD has no health check for ${group}/${m.kind} `
+          message: `(wave ${syncWave(app)}) applies ${describeObject(m)}, and wave ${later} waits for it to be Healthy, but Argo CD has no health check for ${group}/${m.kind} `
             + `(its status reports readiness): it would be Healthy the moment it exists. Add resource.customizations.health.${group}_${m.kind} to ${where}`,
           objects: [app, m],
         });
@@ -130,13 +126,13 @@ const waveHealth: Rule = {
     const gitopsObjects = (app: Manifest) => appliedBy(index, app).filter((m) => m.metadata.annotations?.[LABELS.byHand] !== 'true');
     for (const app of apps) {
       const objects = gitopsObjects(app);
-      const last = Math.max(...objects.map(wave));
-      require(app, objects.filter((m) => wave(m) < last), last);
+      const last = Math.max(...objects.map(syncWave));
+      require(app, objects.filter((m) => syncWave(m) < last), last);
     }
     // The children (the Applications with a wave; the root has none) wait for those of the waves before.
     const children = apps.filter((a) => a.metadata.annotations?.[LABELS.syncWave] !== undefined);
-    const last = Math.max(...children.map(wave));
-    for (const app of children) if (wave(app) < last) require(app, appliedBy(index, app), last);
+    const last = Math.max(...children.map(syncWave));
+    for (const app of children) if (syncWave(app) < last) require(app, appliedBy(index, app), last);
     return out;
   },
 };
@@ -171,10 +167,10 @@ const selfTrackingApplication: Rule = {
       const self = objects.find((m) => apiGroup(m.apiVersion) === ARGO && m.kind === 'Application' && m.metadata.name === app.metadata.name
         && (m.metadata.namespace ?? namespace) === namespace);
       if (!self) continue;
-      const last = Math.max(...objects.map(wave));
-      if (wave(self) >= last) continue;
+      const last = Math.max(...objects.map(syncWave));
+      if (syncWave(self) >= last) continue;
       out.push({
-        message: `applies itself in wave ${wave(self)} of its own sync, which waits for that wave to be Healthy before wave ${last}; `
+        message: `applies itself in wave ${syncWave(self)} of its own sync, which waits for that wave to be Healthy before wave ${last}; `
           + `${health.where} reads status.operationState, which says Running while that very sync runs, so it never completes and the Application never `
           + 'applies another commit. Leave it out of the folder it syncs (apply it by hand at bootstrap, as the toolkit renders the root)',
         objects: [app],

@@ -12,6 +12,11 @@ export const RESOURCES = {
   rdmaPrefix: 'rdma/',
 } as const;
 
+/** Argo CD's field manager (gitops-engine applies as `argocd-controller`, with ServerSideApply=true). */
+export const ARGOCD_FIELD_MANAGER = 'argocd-controller';
+/** The annotation Argo CD tracks its objects by (resourceTrackingMethod `annotation`, the default since Argo CD 3.0). */
+export const ARGOCD_TRACKING_ANNOTATION = 'argocd.argoproj.io/tracking-id';
+
 /** Well-known label and annotation keys. */
 export const LABELS = {
   /** Set by GPU Feature Discovery on every GPU node (`<product>-MIG-<profile>` under MIG strategy single with MIG on). */
@@ -223,3 +228,9 @@ export const DASHBOARD = {
   /** Name of the Kong proxy Service of a Dashboard Helm release. */
   kongProxyService: (release: string) => `${release}-kong-proxy`,
 } as const;
+
+/** The sync wave of an object or an Application (its annotation; 0 when absent or not a number). */
+export function syncWave(m: { readonly metadata: { readonly annotations?: Readonly<Record<string, string>> } }): number {
+  const v = Number(m.metadata.annotations?.[LABELS.syncWave] ?? 0);
+  return Number.isFinite(v) ? v : 0;
+}

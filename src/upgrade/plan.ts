@@ -18,7 +18,7 @@ import { EngineOptions, resolveEngines } from '../engines';
 import { InputError } from '../errors';
 import { setValueAt, valueAt } from '../json';
 import { ClusterModel } from '../model/model';
-import { LABELS, NAMESPACES } from '../model/names';
+import { NAMESPACES, syncWave } from '../model/names';
 import { VENDORED_DIR } from '../paths';
 import { apiGroup, Manifest, manifestFileName } from '../render/manifest';
 import { renderCluster } from '../synth/render';
@@ -82,10 +82,6 @@ function compareFindings(a: Finding, b: Finding): number {
     || a.message.localeCompare(b.message);
 }
 
-const wave = (m: Manifest): number => {
-  const v = Number(m.metadata.annotations?.[LABELS.syncWave] ?? 0);
-  return Number.isFinite(v) ? v : 0;
-};
 
 /** How the plan names a file: relative to one of its roots, with the root's prefix. */
 class Roots {
@@ -222,7 +218,7 @@ export async function planUpgrade(opts: PlanOptions): Promise<PlanResult> {
     }
     if (!render || render.problem) throw new UpgradePlanFailed(`${c.name} ${version}: ${render?.what ?? 'its chart'} did not render: ${render?.problem?.message ?? 'no output'}`);
     const chartDir = path.join(opts.upstream, chart.folder, chart.chartPath);
-    const crds = render.objects.flatMap((o) => {
+    const crds = render.objects.filter((o) => o.kind === 'CustomResourceDefinition').flatMap((o) => {
       const file = crdOriginFile(chartDir, o.metadata.name);
       return crdOf(o, file ? roots.name(path.join(chartDir, file)) : `${roots.name(chartDir)} (helm template)`) ?? [];
     });
@@ -292,7 +288,7 @@ export async function planUpgrade(opts: PlanOptions): Promise<PlanResult> {
     findings.push(...revalidationFindings(c.name, { from: p.from, to: p.to }, newResults, oldResults, notVendoredNew, subchartKinds));
 
     // 3. order
-    const waves = new Map(toView.folders.flatMap((f) => f.objects).filter((o) => o.kind === 'Application' && apiGroup(o.apiVersion) === ARGO).map((o) => [o.metadata.name, wave(o)]));
+    const waves = new Map(toView.folders.flatMap((f) => f.objects).filter((o) => o.kind === 'Application' && apiGroup(o.apiVersion) === ARGO).map((o) => [o.metadata.name, syncWave(o)]));
     const skipCrds = valueAt(newer.application, 'spec.source.helm.skipCrds') === true;
     const { order, findings: orderFindings } = planOrder({
       component: c.name,

@@ -6,7 +6,7 @@ import { ARGOCD_CM, ARGOCD_PART_OF, ArgocdConfig } from './argocd-config';
 import { HealthCheck, healthCheckData } from './health-checks';
 import { mirrorImage, mirrorUrl } from '../../model/mirrors';
 import { ClusterModel, podPlacement } from '../../model/model';
-import { LABELS } from '../../model/names';
+import { ADOPTED_SYNC_OPTIONS, LABELS } from '../../model/names';
 import { DEFAULT_UPSTREAM } from '../../paths';
 import { FolderKustomization, KustomizePatch, manifestFileName } from '../../render/manifest';
 import { VENDORED_FOLDER } from '../../render/vendored';
@@ -70,7 +70,7 @@ function clusterRoleBindingPatch(namespace: string): KustomizePatch {
  * sync_context.go isPruningDisabled; controller/appcontroller.go shouldBeDeleted, which already spares CRDs on a
  * cascading delete: Delete=false says so on the object).
  */
-export const ARGOCD_KEPT_SYNC_OPTIONS: readonly string[] = ['Prune=false', 'Delete=false'];
+export const ARGOCD_KEPT_SYNC_OPTIONS = ADOPTED_SYNC_OPTIONS;
 
 /** Patch that marks every CRD of the install (Application, AppProject, ApplicationSet) with ARGOCD_KEPT_SYNC_OPTIONS. */
 function keptCrdsPatch(): KustomizePatch {
