@@ -131,7 +131,7 @@ project.package.addBin({ 'gpu-cluster-manifests': 'lib/src/bin.js' });
 // package does not ship), no compiled examples of src/clusters/.
 project.package.addField('files', [
   'lib/src/**/*.js', 'lib/src/**/*.d.ts', '!lib/src/clusters/**', 'lib/imports/**/*.js', 'lib/imports/**/*.d.ts',
-  'lib/assets/**', 'src/clusters/cluster-description.schema.json', 'src/components/argocd/health/**/health.lua', 'src/upstream/vendored/**',
+  'lib/assets/**', 'src/clusters/cluster-description.schema.json', 'src/clusters/fleet.schema.json', 'src/components/argocd/health/**/health.lua', 'src/upstream/vendored/**',
   'docs/**/*.md',
 ]);
 
@@ -263,7 +263,7 @@ project.addTask('test:update', { description: 'Update vitest snapshots (read the
 // The slowest files start first: without vitest's timing cache (a clean clone, CI) the default order
 // is by size, so a small slow file could start last and stretch the wall time by its own length.
 const SLOW_TEST_FILES = [
-  'test/cluster/apply-as-argocd.test.ts',
+  'test/cluster/apply-as-argocd.test.ts', 'test/cluster/live-commands.test.ts',
   'test/package/pack.test.ts', 'test/cli/stale-caches.test.ts', 'test/faults/faults.test.ts', 'test/cli/npm-scripts.test.ts',
   'test/check/installs.test.ts', 'test/docs/runnable-blocks.test.ts', 'test/check/rules.test.ts', 'test/preflight/live-bounds.test.ts',
   'test/check/hostile-trees.test.ts', 'test/check/placement.test.ts', 'test/cli/cli.test.ts', 'test/upgrade/upgrade-plan.test.ts',

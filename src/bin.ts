@@ -25,7 +25,7 @@ import type * as Paths from './paths';
 const load = createRequire(__filename);
 
 /** The commands with a module cache of their own (any other word shares one). */
-const CACHED_COMMANDS = /^(synth|validate|check|diff|schema|preflight|init|upgrade-plan)$/;
+const CACHED_COMMANDS = /^(synth|validate|check|diff|schema|preflight|init|verify|upgrade-plan)$/;
 
 /** As consoleIo (commands/io.ts, not loaded here): messages one line each, escaped; output without terminal controls. */
 const print = {

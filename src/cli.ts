@@ -2,6 +2,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { CheckFailed, formatFinding } from './check/engine';
+import { repositoryFindings } from './check/repository';
 import { runCheck } from './commands/check';
 import { runDiff } from './commands/diff';
 import { runGlobalHelp } from './commands/help';
@@ -10,7 +11,7 @@ import { runNew } from './commands/new';
 import { CommandSpec, commandHelp, renderInputs, schemaDirs } from './commands/options';
 import { Preloaded, preloadedModels } from './commands/precheck';
 import { Progress } from './commands/progress';
-import { CHECK, DIFF, INIT, NEW, PREFLIGHT, SCHEMA, SYNTH, UPGRADE_PLAN, VALIDATE } from './commands/specs';
+import { CHECK, DIFF, INIT, NEW, PREFLIGHT, SCHEMA, SYNTH, UPGRADE_PLAN, VALIDATE, VERIFY } from './commands/specs';
 import { synthSummary } from './commands/synth-summary';
 import { runUpgradePlan } from './commands/upgrade-plan';
 import { outputFormat, printable, reportError } from './errors';
@@ -22,6 +23,7 @@ import { descriptionJsonSchemaText, FLEET_SCHEMA_FILE_NAME, fleetJsonSchemaText,
 import { openTodos } from './model/load-models';
 import { PACKAGE_NAME, packageVersion, SCHEMA_FILE_NAME } from './paths';
 import { runPreflight } from './preflight/command';
+import { readGitRepo } from './project/git';
 import { projectOf, requireProject } from './project/project-file';
 import { DeletionRefused, deletionLines } from './render/deletions';
 import { clusterScopes, readTree } from './render/tree';
@@ -29,6 +31,7 @@ import { recoverAround } from './render/write';
 import { descriptionFiles, InputError, synth, ValidationFailed } from './synth/pipeline';
 import { SchemaDirectoryMissing, SchemaStore } from './validate/schemas';
 import { ManifestValidator, ValidationIssue } from './validate/validator';
+import { runVerify } from './verify/command';
 
 export { EXIT } from './commands/io';
 export { SCHEMA, SYNTH, VALIDATE } from './commands/specs';
@@ -75,8 +78,10 @@ export function runSynth(args: string[], io: Io = consoleIo, preloaded?: Preload
   }
   if (plain) noteSynthResult(result);
   const todos = openTodos(configs.length > 0 ? configs : descriptionFiles(project!.clusters));
+  // where Argo CD reads each cluster from, against where this checkout pushes (its .git files, nothing run)
+  const repository = repositoryFindings(readGitRepo(project?.root ?? process.cwd()), result.sources);
   for (const w of result.warnings) io.err(formatIssue(w));
-  for (const f of result.findings) io.err(formatFinding(f));
+  for (const f of [...result.findings, ...repository]) io.err(formatFinding(f));
   for (const l of todoWarnings(todos)) io.err(l);
   if (result.deleted.length > 0) {
     for (const l of deletionLines(result.deleted)) io.err(l);
@@ -85,7 +90,8 @@ export function runSynth(args: string[], io: Io = consoleIo, preloaded?: Preload
   }
   if (format === 'json') {
     const objects = result.clusters.reduce((n, c) => n + c.objects, result.fleet?.objects ?? 0);
-    const { files, timings, warnings, findings, deleted } = result;
+    const { files, timings, warnings, deleted } = result;
+    const findings = [...result.findings, ...repository];
     io.out(JSON.stringify({ clusters: result.clusters.map((c) => c.name), objects, files, timings, warnings, findings, deleted, todos }));
   } else if (!values.quiet) {
     for (const line of synthSummary(result)) io.out(line);
@@ -164,6 +170,7 @@ export const COMMANDS: Readonly<Record<string, { readonly spec: CommandSpec; rea
   schema: { spec: SCHEMA, run: runSchema },
   preflight: { spec: PREFLIGHT, run: runPreflight },
   init: { spec: INIT, run: runInit },
+  verify: { spec: VERIFY, run: runVerify },
   [UPGRADE_PLAN.name]: { spec: UPGRADE_PLAN, run: runUpgradePlan },
   new: { spec: NEW, run: (args, io) => runNew(args, io) },
 };

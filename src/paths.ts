@@ -61,7 +61,7 @@ export const DEFAULT_UPSTREAM = DEV_CHECKOUT ? path.join(SHARED_DIR, 'upstream-i
 
 /**
  * Upstream files this repository vendors itself, byte-exact with their tag and commit (SOURCES.md there): what
- * `../shared` lacks (the GPUCluster CRD of the pinned GPU Operator, Kueue's configuration defaults). The package
+ * `../shared` lacks (Kueue's configuration defaults; never a CRD: those are read from `../shared/crds`). The package
  * ships the folder as it is, so the path is the same in this checkout and installed.
  */
 export const VENDORED_DIR = path.join(PACKAGE_ROOT, 'src', 'upstream', 'vendored');
@@ -71,6 +71,12 @@ export const PACKAGED_SCHEMA_FILE = path.join(PACKAGE_ROOT, 'src', 'clusters', '
 
 /** The file name of the description's JSON Schema, beside the descriptions (what their `$schema` line names). */
 export const SCHEMA_FILE_NAME = 'cluster-description.schema.json';
+
+/** File name of the fleet description's JSON Schema beside the descriptions (`# yaml-language-server: $schema=./fleet.schema.json`). */
+export const FLEET_SCHEMA_FILE_NAME = 'fleet.schema.json';
+
+/** The JSON Schema of the fleet description as the package ships it (`schema` writes the same text beside the other). */
+export const PACKAGED_FLEET_SCHEMA_FILE = path.join(PACKAGE_ROOT, 'src', 'clusters', FLEET_SCHEMA_FILE_NAME);
 
 /** The toolkit's version (package.json). */
 export function packageVersion(): string {

@@ -204,3 +204,12 @@ export async function runCliInProcess(
     setEnv(saved);
   }
 }
+
+/** main itself in this process (no precheck: runCliInProcess runs as the bin does), its lines captured. */
+export async function runMain(...args: string[]): Promise<{ code: number; out: string[]; err: string[] }> {
+  const { main } = await import('../src/cli');
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await main(args, { out: (l) => out.push(l), err: (l) => err.push(l) });
+  return { code, out, err };
+}

@@ -2,7 +2,7 @@ import { ClusterIndex } from './cluster-index';
 import { ARGO } from './gitops';
 import { Rule, Violation } from './rule';
 import { definedKind, groupKindKey, groupKindOf } from '../components/gitops/api-kinds';
-import { LABELS } from '../model/names';
+import { LABELS, syncWave } from '../model/names';
 import { apiGroup, describeObject, Manifest } from '../render/manifest';
 import { RenderedSource } from '../upstream';
 
@@ -12,10 +12,6 @@ interface Provider {
   readonly what: string;
 }
 
-function wave(m: Manifest): number {
-  const v = Number(m.metadata.annotations?.[LABELS.syncWave] ?? 0);
-  return Number.isFinite(v) ? v : 0;
-}
 
 function skipsDryRun(m: Manifest): boolean {
   const own = (m.metadata.annotations?.[LABELS.syncOptions] ?? '').split(',').map((s) => s.trim());
@@ -67,8 +63,8 @@ const crdBeforeCr: Rule = {
         const gk = groupKindKey(groupKindOf(m));
         const from = crds.get(gk) ?? [];
         if (from.length === 0 || from.some((p) => p.application === app && !p.what.endsWith('at run time'))) continue;
-        const earliest = from.reduce((a, b) => (wave(b.application) < wave(a.application) ? b : a));
-        const [w, pw] = [wave(app), wave(earliest.application)];
+        const earliest = from.reduce((a, b) => (syncWave(b.application) < syncWave(a.application) ? b : a));
+        const [w, pw] = [syncWave(app), syncWave(earliest.application)];
         if (w > pw) continue;
         if (w === pw && (skipsDryRun(app) || skipsDryRun(m))) continue;
         const key = `${app.metadata.name}/${gk}`;
@@ -124,11 +120,11 @@ const storageBeforeClaims: Rule = {
       for (const m of r.objects) {
         for (const c of claimsOf(m)) {
           const from = classes.find((k) => (c.className === undefined ? k.isDefault : k.name === c.className));
-          if (!from || from.application === r.application || wave(r.application) > wave(from.application)) continue;
+          if (!from || from.application === r.application || syncWave(r.application) > syncWave(from.application)) continue;
           const what = c.className === undefined ? `the default StorageClass ${from.name}` : `StorageClass ${from.name}`;
           out.push({
-            message: `(wave ${wave(r.application)}) claims a volume of ${what} (${describeObject(m)} ${c.path}), which Application ${from.application.metadata.name} `
-              + `brings in wave ${wave(from.application)}: the claim stays Pending, this Application never gets healthy and that wave never starts; sync it after`,
+            message: `(wave ${syncWave(r.application)}) claims a volume of ${what} (${describeObject(m)} ${c.path}), which Application ${from.application.metadata.name} `
+              + `brings in wave ${syncWave(from.application)}: the claim stays Pending, this Application never gets healthy and that wave never starts; sync it after`,
             objects: [r.application, from.application],
           });
         }

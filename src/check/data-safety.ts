@@ -1,6 +1,10 @@
+import { appliedBy } from './applied';
 import { Rule, Violation } from './rule';
+import { definedKind } from '../components/gitops/api-kinds';
+import { parseSyncOptions } from '../model/adoption';
 import { DATA_HOLDING_KINDS, DATA_SYNC_OPTIONS, holdsData, missingDataSyncOptions } from '../model/data-safety';
 import { LABELS } from '../model/names';
+import { describeObject } from '../render/manifest';
 
 const kinds = DATA_HOLDING_KINDS.map((k) => k.kind).join(', ');
 
@@ -28,4 +32,39 @@ const dataPruneConfirm: Rule = {
   },
 };
 
-export const DATA_SAFETY_RULES: readonly Rule[] = [dataPruneConfirm];
+/** What Argo CD's own Application must never prune or delete (components/argocd/chart.ts ARGOCD_KEPT_SYNC_OPTIONS). */
+const KEPT = ['Prune=false', 'Delete=false'];
+
+/**
+ * The Application that installs Argo CD itself (it applies the CRD of argoproj.io Applications) syncs what every other
+ * Application depends on: pruned or deleted, Argo CD's CRDs take every Application with them, and through their
+ * resources finalizer every add-on of the cluster; its Namespace takes Argo CD. Each must say Prune=false and
+ * Delete=false (a resource's own option wins over its Application's).
+ */
+const argocdInstallKept: Rule = {
+  id: 'argocd-install-kept',
+  severity: 'error',
+  summary: `the Application that installs Argo CD marks Argo CD's CRDs and Namespaces ${LABELS.syncOptions} ${KEPT.join(',')}: never pruned, never deleted with it`,
+  check(index) {
+    const out: Violation[] = [];
+    for (const app of index.ofKind('Application', 'argoproj.io')) {
+      const objects = appliedBy(index, app);
+      const argoCrds = objects.filter((m) => definedKind(m)?.group === 'argoproj.io');
+      if (!argoCrds.some((m) => definedKind(m)?.kind === 'Application')) continue;
+      const kept = [...argoCrds, ...objects.filter((m) => m.kind === 'Namespace' && m.apiVersion === 'v1')];
+      for (const m of kept) {
+        const own = parseSyncOptions(m.metadata.annotations?.[LABELS.syncOptions]);
+        const missing = KEPT.filter((o) => !own.includes(o));
+        if (missing.length === 0) continue;
+        out.push({
+          message: `installs Argo CD, and ${describeObject(m)} lacks ${missing.join(' and ')} in its ${LABELS.syncOptions} annotation: a build that drops it `
+            + (m.kind === 'Namespace' ? 'deletes Argo CD with everything in the namespace' : 'deletes every object of its kind, and with the Applications every add-on they installed'),
+          objects: [app, m],
+        });
+      }
+    }
+    return out;
+  },
+};
+
+export const DATA_SAFETY_RULES: readonly Rule[] = [dataPruneConfirm, argocdInstallKept];

@@ -2,7 +2,9 @@ import { ClusterIndex } from './cluster-index';
 import { Rule, Violation } from './rule';
 import { GroupKind, groupKindKey, groupKindOf, isProvided, kindsDefinedBy, parseProvides } from '../components/gitops/api-kinds';
 import { checkFolderOwnership, checkProjectDestinations, GitopsFinding, GitopsTreeView, hasRootApplication } from '../components/gitops/checks';
-import { LABELS } from '../model/names';
+import { GITOPS_FOLDER } from '../components/gitops/plan';
+import { IN_CLUSTER_SERVER } from '../model/description';
+import { LABELS, syncWave } from '../model/names';
 import { apiGroup, describeObject, Manifest } from '../render/manifest';
 
 /** API group of Argo CD's Application, AppProject and ApplicationSet. */
@@ -22,10 +24,6 @@ export function applicationSources<S extends object = AppSource>(app: Manifest):
 
 const sources = (app: Manifest): AppSource[] => applicationSources(app);
 
-function wave(m: Manifest): number {
-  const v = Number(m.metadata.annotations?.[LABELS.syncWave] ?? 0);
-  return Number.isFinite(v) ? v : 0;
-}
 
 function syncOptions(m: Manifest): string[] {
   const own = (m.metadata.annotations?.[LABELS.syncOptions] ?? '').split(',').map((s) => s.trim());
@@ -137,10 +135,10 @@ const syncWaveOrder: Rule = {
         for (const m of objects) if (m.kind !== 'CustomResourceDefinition') used.set(groupKindKey(groupKindOf(m)), used.get(groupKindKey(groupKindOf(m))) ?? m);
         for (const [kind, example] of used) {
           for (const p of providers) {
-            if (p.app === app || !isProvided(groupKindOf(example), p.kinds) || wave(app) > wave(p.app)) continue;
+            if (p.app === app || !isProvided(groupKindOf(example), p.kinds) || syncWave(app) > syncWave(p.app)) continue;
             out.push({
-              message: `syncs ${example.kind} ${example.metadata.name} (${kind}) in wave ${wave(app)}, `
-                + `not after Application ${p.app.metadata.name} (wave ${wave(p.app)}) that installs ${kind}`,
+              message: `syncs ${example.kind} ${example.metadata.name} (${kind}) in wave ${syncWave(app)}, `
+                + `not after Application ${p.app.metadata.name} (wave ${syncWave(p.app)}) that installs ${kind}`,
               objects: [app, p.app],
             });
           }
@@ -150,9 +148,9 @@ const syncWaveOrder: Rule = {
           const group = (crd.spec as { group?: string } | undefined)?.group;
           const kind = (crd.spec as { names?: { kind?: string } } | undefined)?.names?.kind;
           for (const cr of objects.filter((m) => apiGroup(m.apiVersion) === group && m.kind === kind)) {
-            if (wave(cr) > wave(crd) || [...syncOptions(cr), ...syncOptions(app)].includes('SkipDryRunOnMissingResource=true')) continue;
+            if (syncWave(cr) > syncWave(crd) || [...syncOptions(cr), ...syncOptions(app)].includes('SkipDryRunOnMissingResource=true')) continue;
             out.push({
-              message: `in wave ${wave(cr)}, syncs with its CustomResourceDefinition ${crd.metadata.name} (wave ${wave(crd)}) `
+              message: `in wave ${syncWave(cr)}, syncs with its CustomResourceDefinition ${crd.metadata.name} (wave ${syncWave(crd)}) `
                 + 'in one Application: give it a later sync-wave or SkipDryRunOnMissingResource=true',
               objects: [cr, crd],
             });
@@ -196,4 +194,46 @@ const applicationProject: Rule = {
   },
 };
 
-export const GITOPS_RULES: readonly Rule[] = [applicationPath, syncWaveOrder, applicationFolderOwner, applicationProject];
+/**
+ * Where the Applications of a cluster's gitops folder deploy. The root applies the folder's AppProject and Applications
+ * to the Argo CD that runs them: the in-cluster server of that Argo CD, whether it is the cluster's own or a hub's (a
+ * cluster that runs no Argo CD: gitops.destinationServer names it as the hub reaches it). Every other Application
+ * deploys to the cluster, gitops.destinationServer: on a hub, the in-cluster server is the hub.
+ */
+const applicationDestination: Rule = {
+  id: 'application-destination',
+  severity: 'error',
+  summary: 'the root deploys the gitops folder to the Argo CD that runs it (in-cluster, gitops.namespace); every other Application to gitops.destinationServer',
+  check(index) {
+    const g = index.model?.description.gitops;
+    if (!g) return [];
+    const out: Violation[] = [];
+    for (const app of index.ofKind('Application', ARGO).filter((a) => index.folderOf(a) === GITOPS_FOLDER)) {
+      const d = ((app.spec as { destination?: { server?: string; name?: string; namespace?: string } } | undefined)?.destination) ?? {};
+      const where = d.server ?? (d.name !== undefined ? `the cluster named ${d.name}` : 'no API server');
+      const inCluster = d.server === IN_CLUSTER_SERVER || (d.server === undefined && d.name === 'in-cluster');
+      if (sources(app).some((s) => renderedFolderOf(index, s) === GITOPS_FOLDER)) {
+        // the namespace counts only for objects that name none (every rendered one names its own)
+        if (inCluster && (d.namespace === undefined || d.namespace === g.namespace)) continue;
+        out.push({
+          message: `applies the gitops folder's AppProject and Applications to ${where}${d.namespace ? `, namespace ${d.namespace}` : ''}, but they belong to the Argo CD `
+            + `that runs them: its own API server (${IN_CLUSTER_SERVER}), namespace ${g.namespace}`
+            + (g.destinationServer !== IN_CLUSTER_SERVER ? `, on the hub, not on the cluster at ${g.destinationServer}, which runs no Argo CD` : ''),
+          objects: [app],
+        });
+        continue;
+      }
+      const known = d.server !== undefined || d.name === 'in-cluster';
+      const server = d.server ?? IN_CLUSTER_SERVER;
+      if (!known || server === g.destinationServer) continue;
+      out.push({
+        message: `deploys to ${where}, but gitops.destinationServer is ${g.destinationServer}: `
+          + (server === IN_CLUSTER_SERVER ? 'its objects would land in the cluster its Argo CD runs in (the hub), not in this one' : 'its objects would land in another cluster'),
+        objects: [app],
+      });
+    }
+    return out;
+  },
+};
+
+export const GITOPS_RULES: readonly Rule[] = [applicationPath, syncWaveOrder, applicationFolderOwner, applicationProject, applicationDestination];

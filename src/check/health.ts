@@ -1,17 +1,15 @@
+import { appliedBy } from './applied';
 import { ClusterIndex } from './cluster-index';
-import { ARGO } from './gitops';
+import { applicationSources, ARGO, renderedFolderOf } from './gitops';
 import { Rule, Violation } from './rule';
 import { ARGOCD_CM } from '../components/argocd/argocd-config';
-import { configuredHealth, hasBuiltInHealth, healthChecks } from '../components/argocd/health-checks';
+import { configuredHealth, hasBuiltInHealth, healthChecks, healthKey } from '../components/argocd/health-checks';
 import { definedKind, groupKindKey, isBuiltInGroup } from '../components/gitops/api-kinds';
+import { GITOPS_FOLDER } from '../components/gitops/plan';
 import { isJsonObject } from '../json';
-import { LABELS } from '../model/names';
+import { LABELS, syncWave } from '../model/names';
 import { apiGroup, describeObject, Manifest } from '../render/manifest';
 
-function wave(m: Manifest): number {
-  const v = Number(m.metadata.annotations?.[LABELS.syncWave] ?? 0);
-  return Number.isFinite(v) ? v : 0;
-}
 
 /**
  * Fields of a CRD's status that report readiness: a kind whose status has one is not ready the moment it exists, and
@@ -49,7 +47,7 @@ function renderedSchemas(index: ClusterIndex): Map<string, Record<string, unknow
  * which the report tells that Argo CD to carry.
  */
 function healthSource(index: ClusterIndex): { known: (group: string, kind: string) => boolean; where: string } {
-  const cm = index.ofKind('ConfigMap').find((m) => m.metadata.name === ARGOCD_CM.name && m.metadata.labels?.[LABELS.partOf] === 'argocd');
+  const cm = argocdCm(index);
   if (cm) {
     const configured = configuredHealth(isJsonObject(cm.data) ? cm.data : {});
     return { known: (g, k) => hasBuiltInHealth(g, k) || configured(g, k), where: `${describeObject(cm)} (${index.folderOf(cm)}/)` };
@@ -58,13 +56,29 @@ function healthSource(index: ClusterIndex): { known: (group: string, kind: strin
   return { known: (g, k) => hasBuiltInHealth(g, k) || shipped.has(`${g}/${k}`), where: 'the argocd-cm of the Argo CD that syncs this cluster (the toolkit\'s health checks)' };
 }
 
-/** The objects an Application applies: as the engines render its sources, else (no renders) its folder of the tree. */
-function appliedBy(index: ClusterIndex, app: Manifest): readonly Manifest[] {
-  const rendered = (index.renders?.sources ?? []).filter((r) => r.application === app);
-  if (rendered.length > 0) return rendered.flatMap((r) => r.objects);
-  const path = ((app.spec as { source?: { path?: string } } | undefined)?.source?.path ?? '').replace(/\/+$/, '');
-  const folder = index.folders.find((f) => path.endsWith(`/${f}`));
-  return folder ? index.inFolder(folder) : [];
+/** The argocd-cm of the Argo CD that syncs the cluster, as the tree renders it (the argocd folder's), if any. */
+function argocdCm(index: ClusterIndex): Manifest | undefined {
+  return index.ofKind('ConfigMap').find((m) => m.metadata.name === ARGOCD_CM.name && m.metadata.labels?.[LABELS.partOf] === 'argocd');
+}
+
+/**
+ * The health check of Argo CD Applications in the Argo CD that syncs the cluster, and where it is configured: the
+ * argocd-cm entry (`resource.customizations.health.argoproj.io_Application`, or a `resource.customizations` block that
+ * configures argoproj.io/Application), else, with no argocd-cm rendered, the check this toolkit ships. Undefined: none.
+ */
+function applicationHealthScript(index: ClusterIndex): { script: string; where: string } | undefined {
+  const cm = argocdCm(index);
+  if (cm) {
+    const data = isJsonObject(cm.data) ? cm.data : {};
+    const where = `the Application health check of ${describeObject(cm)} (${index.folderOf(cm)}/)`;
+    const entry = data[healthKey(ARGO, 'Application')];
+    if (typeof entry === 'string' && entry.trim() !== '') return { script: entry, where };
+    const block = data['resource.customizations'];
+    if (typeof block === 'string' && configuredHealth({ 'resource.customizations': block })(ARGO, 'Application')) return { script: block, where };
+    return undefined;
+  }
+  const shipped = healthChecks().find((c) => c.group === ARGO && c.kind === 'Application');
+  return shipped && { script: shipped.script, where: 'the toolkit\'s Application health check (what the argocd-cm of the Argo CD that syncs this cluster carries)' };
 }
 
 /**
@@ -80,7 +94,9 @@ const waveHealth: Rule = {
   summary: 'every custom kind that reports readiness and that a later sync wave waits on (applied by an Application of an earlier wave, or by the root: '
     + 'the child Applications) has a health check in Argo CD, built in or in argocd-cm',
   check(index) {
-    const apps = index.ofKind('Application', ARGO).filter((a) => a.metadata.annotations?.[LABELS.byHand] !== 'true');
+    // Not the Applications applied and synced by hand (the samples'): nothing waits on them. The root is applied by
+    // hand too, at bootstrap, but syncs the Applications of the gitops folder in their waves.
+    const apps = index.ofKind('Application', ARGO).filter((a) => a.metadata.annotations?.[LABELS.byHand] !== 'true' || isRoot(index, a));
     if (apps.length === 0) return [];
     const { known, where } = healthSource(index);
     const schemas = renderedSchemas(index);
@@ -100,7 +116,7 @@ const waveHealth: Rule = {
         if (readiness !== true) continue;
         seen.add(key);
         out.push({
-          message: `(wave ${wave(app)}) applies ${describeObject(m)}, and wave ${later} waits for it to be Healthy, but Argo CD has no health check for ${group}/${m.kind} `
+          message: `(wave ${syncWave(app)}) applies ${describeObject(m)}, and wave ${later} waits for it to be Healthy, but Argo CD has no health check for ${group}/${m.kind} `
             + `(its status reports readiness): it would be Healthy the moment it exists. Add resource.customizations.health.${group}_${m.kind} to ${where}`,
           objects: [app, m],
         });
@@ -110,15 +126,58 @@ const waveHealth: Rule = {
     const gitopsObjects = (app: Manifest) => appliedBy(index, app).filter((m) => m.metadata.annotations?.[LABELS.byHand] !== 'true');
     for (const app of apps) {
       const objects = gitopsObjects(app);
-      const last = Math.max(...objects.map(wave));
-      require(app, objects.filter((m) => wave(m) < last), last);
+      const last = Math.max(...objects.map(syncWave));
+      require(app, objects.filter((m) => syncWave(m) < last), last);
     }
     // The children (the Applications with a wave; the root has none) wait for those of the waves before.
     const children = apps.filter((a) => a.metadata.annotations?.[LABELS.syncWave] !== undefined);
-    const last = Math.max(...children.map(wave));
-    for (const app of children) if (wave(app) < last) require(app, appliedBy(index, app), last);
+    const last = Math.max(...children.map(syncWave));
+    for (const app of children) if (syncWave(app) < last) require(app, appliedBy(index, app), last);
     return out;
   },
 };
 
-export const HEALTH_RULES: readonly Rule[] = [waveHealth];
+/** Whether an Application syncs the cluster's gitops folder (the root, or the fleet's Application in its place). */
+function isRoot(index: ClusterIndex, app: Manifest): boolean {
+  return applicationSources(app).some((s) => renderedFolderOf(index, s) === GITOPS_FOLDER);
+}
+
+/**
+ * An Application that applies itself (its folder's kustomization lists it) takes part in its own sync as one of the
+ * tasks of its wave. gitops-engine's sync (argo-cd v3.5.1, commit 109ca7ca71139e514114499d294a492e7910a965,
+ * gitops-engine/pkg/sync/sync_context.go Sync) waits, in a sync of several waves, until every task of the wave applied is
+ * Healthy before it applies the next, and it reads the health of an Application with the argocd-cm check. A check that
+ * reads status.operationState calls the Application Progressing while its sync runs, and that sync is the one waiting:
+ * it never completes, and the Application never applies another commit. controller/health.go skips an Application
+ * that manages itself when it aggregates the Application's health, not in the sync. The task of the last wave is not
+ * waited on (the sync succeeds once the last wave is applied).
+ */
+const selfTrackingApplication: Rule = {
+  id: 'self-tracking-application',
+  severity: 'error',
+  summary: 'no Application applies itself in a wave its own sync waits on, when the Application health check reads status.operationState '
+    + '(its own sync would wait for itself for ever)',
+  check(index) {
+    const health = applicationHealthScript(index);
+    if (!health || !health.script.includes('operationState')) return [];
+    const out: Violation[] = [];
+    for (const app of index.ofKind('Application', ARGO)) {
+      const namespace = app.metadata.namespace ?? (app.spec as { destination?: { namespace?: string } } | undefined)?.destination?.namespace;
+      const objects = appliedBy(index, app);
+      const self = objects.find((m) => apiGroup(m.apiVersion) === ARGO && m.kind === 'Application' && m.metadata.name === app.metadata.name
+        && (m.metadata.namespace ?? namespace) === namespace);
+      if (!self) continue;
+      const last = Math.max(...objects.map(syncWave));
+      if (syncWave(self) >= last) continue;
+      out.push({
+        message: `applies itself in wave ${syncWave(self)} of its own sync, which waits for that wave to be Healthy before wave ${last}; `
+          + `${health.where} reads status.operationState, which says Running while that very sync runs, so it never completes and the Application never `
+          + 'applies another commit. Leave it out of the folder it syncs (apply it by hand at bootstrap, as the toolkit renders the root)',
+        objects: [app],
+      });
+    }
+    return out;
+  },
+};
+
+export const HEALTH_RULES: readonly Rule[] = [waveHealth, selfTrackingApplication];

@@ -3,7 +3,9 @@ import { ClusterView } from './cluster-view';
 import { admissionChecksOf } from './kueue';
 import { Finding, Rule, Severity } from './rule';
 import { isJsonObject } from '../json';
+import { workerIdentityName } from '../model/multikueue-role';
 import { MULTIKUEUE, NAMESPACES } from '../model/names';
+import { quantityNanos } from '../model/quantity';
 import { Manifest } from '../render/manifest';
 
 /*
@@ -230,7 +232,7 @@ const workersListed: FleetRule = {
         } else if (fleet.input.clusters.has(c.name) && fleet.byName.get(c.name)?.workerOf !== m.cluster) {
           out.push({
             cluster: m.cluster,
-            message: `MultiKueueCluster ${c.name}: worker "${c.name}" is rendered without the identity this manager uses there (ServiceAccount ${NAMESPACES.kueue}/multikueue-${m.cluster}): re-render it with the fleet`,
+            message: `MultiKueueCluster ${c.name}: worker "${c.name}" is rendered without the identity this manager uses there (ServiceAccount ${NAMESPACES.kueue}/${workerIdentityName(m.cluster)}): re-render it with the fleet`,
             objects: [`MultiKueueCluster ${c.name}`],
           });
         }
@@ -243,7 +245,7 @@ const workersListed: FleetRule = {
         cluster: w.cluster,
         message: m ? `renders the identity of MultiKueue manager "${m.cluster}", which has no MultiKueueCluster for it: the worker is missing from the manager's fleet`
           : `renders the identity of MultiKueue manager "${w.workerOf}", which is not rendered in this fleet`,
-        objects: [`ServiceAccount ${NAMESPACES.kueue}/multikueue-${w.workerOf}`],
+        objects: [`ServiceAccount ${NAMESPACES.kueue}/${workerIdentityName(w.workerOf!)}`],
       });
     }
     return out;
@@ -280,20 +282,6 @@ const queueMirrored: FleetRule = {
     return out;
   },
 };
-
-/** A quantity in billionths of its unit, exactly (canonical quantities: decimal or binary suffixes, no exponent needed). */
-export function quantityNanos(value: string): bigint | undefined {
-  const m = /^([0-9]+)(?:\.([0-9]+))?(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$/.exec(value.trim());
-  if (!m) return undefined;
-  const frac = (m[2] ?? '').slice(0, 9).padEnd(9, '0');
-  let nanos = BigInt(m[1]) * 1_000_000_000n + BigInt(frac);
-  const binary: Record<string, bigint> = { Ki: 1024n, Mi: 1024n ** 2n, Gi: 1024n ** 3n, Ti: 1024n ** 4n, Pi: 1024n ** 5n, Ei: 1024n ** 6n };
-  const decimal: Record<string, number> = { n: -9, u: -6, m: -3, k: 3, M: 6, G: 9, T: 12, P: 15, E: 18 };
-  const s = m[3];
-  if (s && s in binary) nanos *= binary[s];
-  else if (s && s in decimal) nanos = decimal[s] >= 0 ? nanos * 10n ** BigInt(decimal[s]) : nanos / 10n ** BigInt(-decimal[s]);
-  return nanos;
-}
 
 /** A sum in billionths as a short quantity for messages. */
 function showNanos(n: bigint): string {

@@ -5,6 +5,7 @@ import { applicationSources, ARGO, renderedFolderOf } from './gitops';
 import { defaultCacheDir } from '../cache/compiled-cache';
 import { EngineBudget, EngineOptions, resolveEngines } from '../engines';
 import { ClusterView, ScopeOf } from './cluster-view';
+import { inKustomization } from '../render/folder-files';
 import { apiGroup, Manifest } from '../render/manifest';
 import { FolderRead } from '../upstream/folder-build';
 import { resolveInside } from '../upstream/inside';
@@ -114,6 +115,7 @@ export async function renderClusterSources(view: ClusterView, opts: RenderOption
     folderRead: (d: string) => read.get(d),
     kubeVersion: kubeVersionOf(view),
     apiVersions: apiVersionsOf(index),
+    ...(view.model ? { mirrors: { charts: view.model.description.mirrors.charts, git: view.model.description.mirrors.git } } : {}),
     // a source of the cluster's own repository is built from the folder on disk, which lies inside the cluster's folder
     folderOf: (s: { repoURL?: string; path?: string; chart?: string }) => {
       const folder = renderedFolderOf(index, s);
@@ -146,7 +148,8 @@ function folderObjectsOf(index: ClusterIndex, applications: readonly Manifest[])
     const folder = renderedFolderOf(index, s);
     if (folder === undefined || folder === null) return [];
     const namespace = ((app.spec as { destination?: { namespace?: string } } | undefined)?.destination?.namespace) ?? '';
-    const objects = folder === '' ? index.objects : index.inFolder(folder.split('/')[0]);
+    // what the folder's kustomization lists: not the templates, nor what is applied by hand (the root itself)
+    const objects = (folder === '' ? index.objects : index.inFolder(folder.split('/')[0])).filter(inKustomization);
     return [{ application: app, index: i, type: 'folder' as const, what: `folder ${s.path}`, namespace, objects, unrenderedCrds: [] }];
   }));
 }

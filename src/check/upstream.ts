@@ -2,6 +2,7 @@ import { ClusterIndex } from './cluster-index';
 import { isDynamoReleaseImage } from './dynamo';
 import { ARGO } from './gitops';
 import { Rule, Violation } from './rule';
+import { mirroredRegistry, unmirrorImage } from '../model/mirrors';
 import { FootprintObject, footprintOf, IMAGE_FIELDS, ImageCoordinates, imageObjects, imageRefsOf, objectImageRefs, RenderedSource } from '../upstream';
 import { GPU_OPERATOR_CHART, NETWORK_OPERATOR_CHART, VENDORED_RELEASES, VendoredChart } from '../upstream/releases';
 
@@ -40,6 +41,9 @@ const imageMatchesUpstream: Rule = {
       ...defaultsMissing(index, GPU_OPERATOR_CHART, 'ClusterPolicy', 'nvidia.com', (r) => r.objects.some((o) => o.kind === 'ClusterPolicy')),
       ...defaultsMissing(index, NETWORK_OPERATOR_CHART, 'NicClusterPolicy', 'mellanox.com', (r) => r.objects.some((o) => objectImageRefs(o).length > 0)),
     ];
+    // an image read from a mirror (mirrors.images) is the upstream image it stands for
+    const images = index.model?.description.mirrors.images ?? {};
+    const upstreamOf = (f: string, v: string) => (f === 'repository' ? unmirrorImage(v, images) : v);
     const gpu = defaultsOf(index, GPU_OPERATOR_CHART);
     const chartPolicy = gpu?.objects.find((o) => o.kind === 'ClusterPolicy');
     if (gpu && chartPolicy) {
@@ -53,10 +57,11 @@ const imageMatchesUpstream: Rule = {
             continue;
           }
           for (const f of IMAGE_FIELDS) {
-            const got = value[f];
-            if (got === undefined) continue;
-            if (d[f] === undefined) out.push({ message: `${path}.${f} is "${got}" but the ${chart}'s ClusterPolicy sets none there`, objects: [cp] });
-            else if (got !== d[f]) out.push({ message: `${path}.${f} is "${got}"; the ${chart} renders "${d[f]}" (helm template with its default values)`, objects: [cp] });
+            const written = value[f];
+            if (written === undefined) continue;
+            const got = upstreamOf(f, written);
+            if (d[f] === undefined) out.push({ message: `${path}.${f} is "${written}" but the ${chart}'s ClusterPolicy sets none there`, objects: [cp] });
+            else if (got !== d[f]) out.push({ message: `${path}.${f} is "${written}"; the ${chart} renders "${d[f]}" (helm template with its default values)`, objects: [cp] });
           }
         }
       }
@@ -68,7 +73,7 @@ const imageMatchesUpstream: Rule = {
       const release = `${NETWORK_OPERATOR_CHART.chart} ${NETWORK_OPERATOR_CHART.version} chart`;
       for (const ncp of index.ofKind('NicClusterPolicy', 'mellanox.com')) {
         const g = ((ncp.spec ?? {}) as { global?: ImageCoordinates }).global ?? {};
-        const repository = g.repository;
+        const repository = g.repository === undefined ? undefined : unmirrorImage(g.repository, images);
         if (repository === undefined || g.version === undefined) continue;
         const inRepo = refs.filter((r) => r.repository.startsWith(`${repository.replace(/\/+$/, '')}/`) && r.tag !== undefined);
         const tags = [...new Set(inRepo.map((r) => r.tag!))].sort();
@@ -125,7 +130,7 @@ const releasedVersions: Rule = {
       for (const ref of imageRefsOf(m)) {
         // a DynamoGraphDeployment's Dynamo images are held to the platform's release (dynamo-image-release)
         if (isDynamoReleaseImage(m, ref)) continue;
-        const tags = released.get(ref.repository);
+        const tags = released.get(unmirrorImage(ref.repository, index.model?.description.mirrors.images ?? {}));
         if (!tags || ref.tag === undefined || tags.has(ref.tag)) continue;
         out.push({
           message: `${ref.path} is ${ref.repository}:${ref.tag}; the vendored releases ship ${ref.repository} only as ${[...tags].sort().join(', ')}: pin a released tag`,
@@ -223,6 +228,44 @@ const appProjectPermitsFootprint: Rule = {
   },
 };
 
+/** At most this many images are named in one message (then: `and N more`). */
+const NAMED_IMAGES = 3;
+
+/**
+ * With mirrors.images, every image the cluster pulls comes from a mirror. synth rewrites what it renders itself (the
+ * tree's objects) and Argo CD's install (kustomize images); a chart or an overlay sets its images by itself, so each
+ * image of a render that a mirrored registry still serves is named, by Application: the chart's values, or a registry
+ * mirror of the nodes' container runtime, must take it from the mirror.
+ */
+const imageMirror: Rule = {
+  id: 'image-mirror',
+  severity: 'warning',
+  summary: 'with mirrors.images, no object of the tree and no image an Application\'s chart or overlay renders is pulled from a registry mirrors.images maps',
+  check(index) {
+    const map = index.model?.description.mirrors.images ?? {};
+    if (Object.keys(map).length === 0) return [];
+    const out: Violation[] = [];
+    const unmirrored = (o: object) => objectImageRefs(o).map((r) => `${r.repository}${r.tag ? `:${r.tag}` : ''}${r.digest ? `@${r.digest}` : ''}`)
+      .filter((ref) => mirroredRegistry(ref, map) !== undefined);
+    const named = (refs: readonly string[]) => refs.slice(0, NAMED_IMAGES).map((ref) => `${ref} (${mirroredRegistry(ref, map)} -> ${map[mirroredRegistry(ref, map)!]})`).join(', ')
+      + (refs.length > NAMED_IMAGES ? ` and ${refs.length - NAMED_IMAGES} more` : '');
+    for (const m of index.objects) {
+      const refs = [...new Set(unmirrored(m))].sort();
+      if (refs.length > 0) out.push({ message: `pulls ${named(refs)} from the registry, not its mirror: render it again (synth pulls the images it renders from the mirrors)`, objects: [m] });
+    }
+    for (const r of (index.renders?.sources ?? []).filter((x) => x.type !== 'folder')) {
+      const refs = [...new Set(r.objects.flatMap(unmirrored))].sort();
+      if (refs.length === 0) continue;
+      out.push({
+        message: `(${r.what}) applies ${refs.length} image(s) from registries mirrors.images maps, not from their mirrors: ${named(refs)}. `
+          + 'The chart or overlay sets them itself: set them in its values, or have the nodes\' container runtime pull those registries from the mirror (containerd hosts.toml)',
+        objects: [r.application],
+      });
+    }
+    return out;
+  },
+};
+
 /** The rules that need the engines' renders (`check` runs them; they report nothing without renders). */
-export const UPSTREAM_RULES: readonly Rule[] = [applicationRenders, releasedVersions, imageMatchesUpstream, appProjectPermitsFootprint];
+export const UPSTREAM_RULES: readonly Rule[] = [applicationRenders, releasedVersions, imageMatchesUpstream, appProjectPermitsFootprint, imageMirror];
 

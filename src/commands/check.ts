@@ -12,6 +12,7 @@ import { ClusterView, SchemaOf, ScopeOf } from '../check/cluster-view';
 import { checkCluster, formatFinding, RULES } from '../check/engine';
 import { checkFleet, FLEET_RULES, multiKueueFacts } from '../check/multikueue';
 import { renderClusterSources } from '../check/renders';
+import { repositoryFindings } from '../check/repository';
 import { ClusterFolder, clusterFolders } from '../check/tree';
 import { FLEET_FOLDER } from '../components/gitops/plan';
 import { describeEngines, EngineBudget, EngineError, LAYER_PACKAGE, MIN_VERSIONS, resolveEngines } from '../engines';
@@ -19,6 +20,7 @@ import { CommandStopped, outputFormat } from '../errors';
 import { todoWarnings } from '../model/init-todos';
 import { openTodos } from '../model/load-models';
 import { ClusterModel } from '../model/model';
+import { readGitRepo } from '../project/git';
 import { projectOf, requireProject } from '../project/project-file';
 import { recoverAround } from '../render/write';
 import { FLEET_REPORT_FILE } from '../report/fleet';
@@ -169,7 +171,10 @@ export async function runCheck(args: string[], io: Io = consoleIo): Promise<numb
     fleetPage: page === undefined ? undefined : readFileSync(page, 'utf8'),
   });
   const t3 = performance.now();
-  const findings = [...results.flatMap((r) => r.findings), ...fleetFindings];
+  // where Argo CD reads each described cluster from, against where this checkout pushes (its .git files, nothing run)
+  const sources = models.map(({ name, description: { gitops: { repoURL, targetRevision } } }) => ({ cluster: name, repoURL, targetRevision }));
+  const repository = repositoryFindings(readGitRepo(projectOf()?.root ?? process.cwd()), sources);
+  const findings = [...results.flatMap((r) => r.findings), ...fleetFindings, ...repository];
   const objects = results.reduce((n, r) => n + r.objects, 0);
   const rendered = results.reduce((n, r) => n + r.rendered, 0);
   const timings = { ...phases, total: t3 - t0 };

@@ -8,7 +8,7 @@ import { NEW } from './specs';
 import { InputError } from '../errors';
 import { makeDirs, pathProblem } from '../files';
 import { INIT_TODO, OPEN_TODO } from '../model/init-todos';
-import { PACKAGE_NAME, PACKAGED_SCHEMA_FILE, SCHEMA_FILE_NAME } from '../paths';
+import { FLEET_SCHEMA_FILE_NAME, PACKAGE_NAME, PACKAGED_FLEET_SCHEMA_FILE, PACKAGED_SCHEMA_FILE, SCHEMA_FILE_NAME } from '../paths';
 import { PROJECT_FILE, PROJECT_KEYS } from '../project/names';
 import { writeArtifactIgnores } from '../render/write';
 
@@ -76,7 +76,7 @@ export function scaffoldFiles(name: string, pin: string): Record<string, string>
       'fi',
       `${cli} synth --quiet`,
       `${cli} schema`,
-      `changed=$(git status --porcelain -- ${OUT} ${CLUSTERS}/${SCHEMA_FILE_NAME})`,
+      `changed=$(git status --porcelain -- ${OUT} ${CLUSTERS}/${SCHEMA_FILE_NAME} ${CLUSTERS}/${FLEET_SCHEMA_FILE_NAME})`,
       'if [ -n "$changed" ]; then',
       `  echo "${OUT}/ differs from a fresh render: run npx ${PACKAGE_NAME} synth (and schema), then commit:" >&2`,
       '  echo "$changed" >&2',
@@ -155,7 +155,8 @@ export function runNew(args: string[], io: Io = consoleIo, from: InstalledFrom =
   const files = scaffoldFiles(packageName(dir), pin);
   for (const [file, text] of Object.entries(files)) writeFileSync(path.join(dir, file), text, { flag: 'wx', mode: file.endsWith('.sh') ? 0o755 : 0o644 });
   copyFileSync(PACKAGED_SCHEMA_FILE, path.join(dir, CLUSTERS, SCHEMA_FILE_NAME));
-  const written = [...Object.keys(files), `${CLUSTERS}/${SCHEMA_FILE_NAME}`];
+  copyFileSync(PACKAGED_FLEET_SCHEMA_FILE, path.join(dir, CLUSTERS, FLEET_SCHEMA_FILE_NAME));
+  const written = [...Object.keys(files), `${CLUSTERS}/${SCHEMA_FILE_NAME}`, `${CLUSTERS}/${FLEET_SCHEMA_FILE_NAME}`];
   if (from.kind === 'tarball') {
     makeDirs(path.join(dir, VENDOR));
     copyFileSync(from.file, path.join(dir, VENDOR, path.basename(from.file)), constants.COPYFILE_EXCL);

@@ -11,6 +11,8 @@ import { PROJECT_FILE } from '../project/names';
 
 /** Default time of the whole live read (--timeout). */
 export const LIVE_TIMEOUT_MS = 30_000;
+/** Default time of verify's whole live run (--timeout): two requests for each object of the render. */
+export const VERIFY_TIMEOUT_MS = 120_000;
 
 const SYNTH_OPTIONS = { ...RENDER_OPTIONS, 'quiet': OPTIONS.quiet, 'allow-delete': OPTIONS['allow-delete'] } as const satisfies OptionTable;
 
@@ -145,7 +147,7 @@ export const PREFLIGHT: CommandSpec<typeof PREFLIGHT_OPTIONS> = {
 const INIT_OPTIONS = {
   ...CLUSTER_SOURCE_OPTIONS,
   name: { type: 'string', value: 'NAME', help: 'the cluster\'s name (DNS-1123 label; names dist/<name>/)' },
-  repo: { type: 'string', value: 'URL', help: 'the Git repository Argo CD reads the rendered manifests from (gitops.repoURL)' },
+  repo: { type: 'string', value: 'URL', help: 'the Git repository Argo CD reads the rendered manifests from (gitops.repoURL; default: the remote origin of the project\'s Git checkout)' },
   path: { type: 'string', value: 'DIR', help: 'the folder of the rendered cluster in that repository (gitops.path; default: <out>/<name> of the project, else dist/<name>)' },
   out: { type: 'string', value: 'FILE', help: 'write the description to FILE, never overwritten (default: <name>.yaml in the project\'s descriptions folder; - prints it, as outside a project)' },
   help: OPTIONS.help,
@@ -217,4 +219,33 @@ export const UPGRADE_PLAN: CommandSpec<typeof UPGRADE_PLAN_OPTIONS> = {
     + 'cluster\'s own, with their storedVersions). Reads only: no cluster, nothing written.',
   options: UPGRADE_PLAN_OPTIONS,
   failed: 'a blocker: the upgrade as rendered breaks something (the plan says what)',
+};
+
+const VERIFY_OPTIONS = {
+  config: { type: 'string', value: 'FILE', help: 'render this description (in a temporary folder) instead of reading a rendered one: YAML, JSON or TypeScript (.ts)' },
+  kubeconfig: { type: 'string', value: '[PATH]', help: 'the live cluster, through this kubeconfig (default: $KUBECONFIG or ~/.kube/config, as kubectl)' },
+  context: CLUSTER_SOURCE_OPTIONS.context,
+  timeout: { type: 'string', value: 'SECONDS', help: `bounds the whole live run: exec credential plugin, connect, TLS, every request and answer (default: ${VERIFY_TIMEOUT_MS / 1000}, at most 600)` },
+  upstream: OPTIONS.upstream,
+  format: { ...OPTIONS.format, help: 'text (default: one line per finding) or json (every finding and the counts)' },
+  quiet: OPTIONS.quiet,
+  help: OPTIONS.help,
+} as const satisfies OptionTable;
+
+/** `verify`: a server-side dry run of the rendered cluster against the live one. */
+export const VERIFY: CommandSpec<typeof VERIFY_OPTIONS> = {
+  name: 'verify',
+  usage: `${PACKAGE_NAME} verify [DIR | --config FILE] --kubeconfig [PATH] [--context NAME]`,
+  summary: 'dry-run the rendered cluster against the live one as Argo CD would sync it: what the API server would refuse, what would change',
+  description: 'Sends every object of the rendered cluster (DIR: a cluster folder such as dist/lab, or an output folder holding one cluster; '
+    + 'default: the project\'s output folder; or --config FILE, rendered in a temporary folder) and of every Application\'s charts and '
+    + 'overlays (rendered with helm and kustomize, as check renders them) to the live API server as Argo CD sends it: server-side apply, '
+    + 'field manager argocd-controller, conflicts forced, strict field validation, with its tracking annotation, but as a dry run '
+    + '(dryRun=All: admission, schemas, CEL rules, immutable fields, policies and webhooks run; nothing is persisted), in Argo CD\'s '
+    + 'order (the bootstrap, then each Application by sync wave, phase and resource wave). Reports each object the server would refuse; '
+    + 'an object whose CRD or namespace an earlier wave of the render brings cannot be checked by a dry run and is named with that wave, '
+    + 'one whose CRD comes only after it is an error; objects that exist and would change are listed with the fields (info). Secrets '
+    + 'are dry-run, never read. The identity needs get, create and patch on what the render applies (docs/commands.md#verify).',
+  options: VERIFY_OPTIONS,
+  failed: 'the API server would refuse an object (or its CRD comes only after it)',
 };

@@ -2,7 +2,7 @@ import { Chart, ChartProps } from 'cdk8s';
 import { Construct } from 'constructs';
 import { ClusterModel } from '../model/model';
 import { ClientFile } from '../render/client-files';
-import { FolderKustomization, RenderedFolder } from '../render/manifest';
+import { FolderKustomization, KustomizeReplacement, Manifest, RenderedFolder } from '../render/manifest';
 
 /** Props of every component chart: the one validated model, read-only. */
 export interface ComponentChartProps extends ChartProps {
@@ -54,4 +54,6 @@ export interface WiringDefinition {
   readonly folder: string;
   readonly description: string;
   build(scope: Construct, model: ClusterModel, folders: readonly RenderedFolder[]): Chart | undefined;
+  /** Replacements of the folder's kustomization, from its rendered objects. Omitted: none. */
+  replacements?(model: ClusterModel, objects: readonly Manifest[]): KustomizeReplacement[];
 }

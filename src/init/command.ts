@@ -12,6 +12,7 @@ import { DescriptionError, parseDescription } from '../model/load';
 import { MAX_NODES } from '../model/schema-types';
 import { clusterSource, normalizeKubeconfigArg, readClusterState } from '../preflight/command';
 import { ClusterState } from '../preflight/state';
+import { readGitRepo, repositoryKey } from '../project/git';
 import { Project, projectOf } from '../project/project-file';
 
 
@@ -43,6 +44,7 @@ function projectGitopsPath(project: Project, name: string): string {
  * `init (--snapshot FILE | --kubeconfig [PATH] [--context NAME]) [--name NAME --repo URL --path DIR] [--out FILE|-]`:
  * a cluster description from what the cluster shows, written into the project's descriptions folder
  * (or --out FILE; printed outside a project or with --out -). Read-only towards the cluster; never overwrites.
+ * --repo defaults to the remote origin of the Git checkout the project (else the working folder) is in.
  */
 export function runInit(argv: string[], io: Io = consoleIo): number | Promise<number> {
   const { values } = parseArgs({ args: normalizeKubeconfigArg(argv), options: INIT.options });
@@ -57,8 +59,12 @@ export function runInit(argv: string[], io: Io = consoleIo): number | Promise<nu
   // before reading the cluster: a live read is not wasted on an output that cannot be written
   if (out !== undefined) checkOut(out);
   const gitopsPath = values.path ?? (project && projectGitopsPath(project, name));
+  // --repo defaults to the checkout's remote origin (read from its .git files; a local path is no server Argo CD reads)
+  const origin = values.repo === undefined ? readGitRepo(project?.root ?? process.cwd())?.origin : undefined;
+  const repo = values.repo ?? (origin !== undefined && repositoryKey(origin) !== undefined ? origin : undefined);
   const write = (state: ClusterState): number => {
-    const text = descriptionYaml(describeCluster(state, { name: values.name, repo: values.repo, path: gitopsPath }), state.source);
+    const options = { name: values.name, repo, repoFromOrigin: values.repo === undefined, path: gitopsPath };
+    const text = descriptionYaml(describeCluster(state, options), state.source);
     try {
       parseDescription(parse(text), 'init');
     } catch (e) {

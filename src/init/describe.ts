@@ -18,6 +18,8 @@ import { Manifest } from '../render/manifest';
 export interface InitOptions {
   readonly name?: string;
   readonly repo?: string;
+  /** The repo is the checkout's remote origin, not a --repo given. */
+  readonly repoFromOrigin?: boolean;
   readonly path?: string;
 }
 
@@ -91,7 +93,8 @@ export function describeCluster(state: ClusterState, opts: InitOptions): InitRes
     repoURL: opts.repo ?? PLACEHOLDERS.repo,
     path: opts.path ?? `dist/${name}`,
   };
-  if (!opts.repo) todo('gitops.repoURL', 'the Git repository Argo CD reads; or pass --repo');
+  if (!opts.repo) todo('gitops.repoURL', 'the Git repository Argo CD reads; or pass --repo (the default: the checkout\'s remote origin, when it has one)');
+  else if (opts.repoFromOrigin) seen('gitops.repoURL', 'the remote origin of this Git checkout');
 
   // Service node
   const service: Record<string, unknown> = {};

@@ -31,11 +31,38 @@ const gitops = z.strictObject({
       + 'every pod on the service node, argocd-cm with the health checks the sync waves wait on), applied once by hand at bootstrap and managed by '
       + 'Argo CD itself afterwards. "external": an Argo CD installed otherwise (a fleet hub, or one the cluster already runs) syncs it, and its argocd-cm '
       + `needs the same health checks (dist/fleet/). Default: "managed" when destinationServer is the cluster itself (${IN_CLUSTER_SERVER}), else "external".`),
+  argocdInstall: z.enum(['upstream', 'vendored'], { error: 'expected "upstream" or "vendored"' }).default('upstream')
+    .describe('Where the argocd folder (gitops.argocd: managed) takes Argo CD\'s install from, at the bootstrap and when Argo CD syncs itself. "upstream": '
+      + 'the release\'s kustomize remote base on GitHub (https://github.com/argoproj/argo-cd//manifests/cluster-install?ref=<tag>, or its mirrors.git mirror). '
+      + '"vendored": the copy of that tree the toolkit package ships, written into dist/<name>/argocd/upstream/ and built from there, so that neither '
+      + 'the bootstrap nor Argo CD needs anything but this repository (air-gapped sites).'),
   automated: z.strictObject({
     prune: z.boolean().default(true).describe('Delete objects that disappeared from dist/.'),
     selfHeal: z.boolean().default(true).describe('Revert changes made in the cluster by hand.'),
   }).prefault({}).describe('Automated sync of configuration (samples never auto-sync).'),
 }).describe('Where Argo CD finds this cluster\'s manifests.');
+
+/** A repository URL a mirror stands in for, or the mirror: https://, oci:// (Helm charts), ssh:// or user@host:path (Git). */
+const repositoryUrl = () => z.string({ error: 'expected a repository URL' })
+  .regex(/^(https?:\/\/|oci:\/\/|ssh:\/\/)[^\s/]+(\/\S*)?$|^[\w.-]+@[\w.-]+:\S+$/, { error: 'expected a repository URL (https://, oci://, ssh:// or user@host:path)' });
+
+/** An image registry, or a registry and a path in it (`nvcr.io`, `harbor.lab:5000/nvcr`): what an image reference starts with. */
+const registryPrefix = () => z.string({ error: 'expected an image registry such as "nvcr.io" or "harbor.lab/nvcr"' })
+  .regex(/^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]+)?(\/[a-z0-9]+([._-][a-z0-9]+)*)*$/, { error: 'expected an image registry such as "nvcr.io" or "harbor.lab/nvcr" (no scheme, no tag)' });
+
+const mirrors = z.strictObject({
+  charts: z.record(repositoryUrl(), repositoryUrl()).default({})
+    .describe('Helm chart repositories of the managed installs, by URL prefix (the longest wins): upstream -> mirror, which serves the same charts at the '
+      + 'same versions. Example: "oci://registry.k8s.io/kueue/charts": "oci://harbor.lab/kueue/charts". The AppProject permits the mirrors.'),
+  git: z.record(repositoryUrl(), repositoryUrl()).default({})
+    .describe('Git repositories, by URL prefix: upstream -> mirror at the same tags, for the managed installs\' kustomize overlays and Argo CD\'s own '
+      + 'install base (gitops.argocdInstall: upstream). Example: "https://github.com/": "https://git.lab/github/".'),
+  images: z.record(registryPrefix(), registryPrefix()).default({})
+    .describe('Image registries, by prefix: upstream -> mirror, rewritten in every image reference the toolkit renders (containers, the operators\' image '
+      + 'coordinates in ClusterPolicy and NicClusterPolicy) and in Argo CD\'s install (kustomize images). Images a chart or an overlay sets by itself are '
+      + 'not rewritten: check lists them (image-mirror), for the chart\'s values or a registry mirror of the nodes\' container runtime. '
+      + 'Example: "nvcr.io": "harbor.lab/nvcr".'),
+}).prefault({}).describe('Mirrors of the upstream chart repositories, Git repositories and image registries, for a site that cannot reach them.');
 
 const serviceNode = z.strictObject({
   taints: z.array(taint()).default([{ key: 'node-role.kubernetes.io/control-plane', effect: 'NoSchedule' }])
@@ -482,6 +509,7 @@ export const ClusterDescriptionSchema = z.strictObject({
   networkOperator,
   nodeFeatureDiscovery,
   monitoring,
+  mirrors,
 }).superRefine((d, ctx) => {
   // Cross-field rules: each names the field that has to change.
   const seen = new Map<string, number>();
@@ -584,6 +612,14 @@ export const ClusterDescriptionSchema = z.strictObject({
       path: ['gitops', 'argocd'],
       message: `"managed" installs Argo CD into this cluster, but gitops.destinationServer names another API server (${d.gitops.destinationServer}); `
         + `use "external" for a cluster synced by an Argo CD elsewhere, or set destinationServer to ${IN_CLUSTER_SERVER}`,
+    });
+  }
+  const argocd = d.gitops.argocd ?? (d.gitops.destinationServer === IN_CLUSTER_SERVER ? 'managed' : 'external');
+  if (d.gitops.argocdInstall === 'vendored' && argocd !== 'managed') {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['gitops', 'argocdInstall'],
+      message: '"vendored" writes Argo CD\'s install into the argocd folder, which only gitops.argocd: managed renders; an external Argo CD is installed otherwise',
     });
   }
   if (d.monitoring.controlPlaneScrapes && d.installs.monitoring !== 'managed') {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ClusterDescriptionSchema } from './description';
 import { FleetDescriptionSchema } from './fleet';
+import { FLEET_SCHEMA_FILE_NAME } from '../paths';
 
 /**
  * JSON Schema of the cluster description as a user writes it (defaults optional), for editors:
@@ -19,8 +20,7 @@ export function descriptionJsonSchemaText(): string {
   return `${JSON.stringify(descriptionJsonSchema(), undefined, 2)}\n`;
 }
 
-/** File name of the fleet description's JSON Schema beside the descriptions (`# yaml-language-server: $schema=./fleet.schema.json`). */
-export const FLEET_SCHEMA_FILE_NAME = 'fleet.schema.json';
+export { FLEET_SCHEMA_FILE_NAME } from '../paths';
 
 /** JSON Schema of the fleet description (fleet.yaml), for editors. */
 export function fleetJsonSchema(): Record<string, unknown> {

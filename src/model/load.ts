@@ -59,6 +59,11 @@ export function toIssues(
       push(at, `${issue.message}, got ${describeValue(issue.input)}`);
       continue;
     }
+    if (issue.code === 'invalid_key' && issue.issues.length > 0) {
+      // a key of a map that its key type refuses: the key type's own message
+      push(at, `${issue.issues[0].message}, got ${describeValue(issue.input)}`);
+      continue;
+    }
     if (issue.code === 'invalid_type' && issue.input === undefined) {
       push(at, `required field is missing (${issue.message})`);
       continue;

@@ -12,6 +12,11 @@ export const RESOURCES = {
   rdmaPrefix: 'rdma/',
 } as const;
 
+/** Argo CD's field manager (gitops-engine applies as `argocd-controller`, with ServerSideApply=true). */
+export const ARGOCD_FIELD_MANAGER = 'argocd-controller';
+/** The annotation Argo CD tracks its objects by (resourceTrackingMethod `annotation`, the default since Argo CD 3.0). */
+export const ARGOCD_TRACKING_ANNOTATION = 'argocd.argoproj.io/tracking-id';
+
 /** Well-known label and annotation keys. */
 export const LABELS = {
   /** Set by GPU Feature Discovery on every GPU node (`<product>-MIG-<profile>` under MIG strategy single with MIG on). */
@@ -39,10 +44,17 @@ export const LABELS = {
    */
   template: 'gpu-cluster.dev/template',
   /**
-   * Marks an object applied by hand only (the samples' Argo CD Application): written to dist/, but left out
-   * of kustomization.yaml, so the root Application neither creates it nor counts its health.
+   * Marks an object applied by hand only: written to dist/, but left out of kustomization.yaml. The samples' Argo CD
+   * Application (the root Application neither creates it nor counts its health), and the root Application itself,
+   * which the bootstrap applies (an Application that syncs itself waits in its own sync for its own health).
    */
   byHand: 'gpu-cluster.dev/apply-by-hand',
+  /**
+   * The commit the root Application synced, stamped on every object of the gitops folder when Argo CD builds it (the
+   * root's kustomize commonAnnotations, `${ARGOCD_APP_REVISION}`); the folder's kustomization copies it into the
+   * targetRevision of every child Application that reads this repository (components/gitops/plan.ts revisionPins).
+   */
+  revision: 'gpu-cluster.dev/revision',
   /** On Argo CD Applications that install an add-on: the API kinds it brings (`group/Kind` or `group/*`, comma-separated). */
   provides: 'gpu-cluster.dev/provides',
   /**
@@ -216,3 +228,9 @@ export const DASHBOARD = {
   /** Name of the Kong proxy Service of a Dashboard Helm release. */
   kongProxyService: (release: string) => `${release}-kong-proxy`,
 } as const;
+
+/** The sync wave of an object or an Application (its annotation; 0 when absent or not a number). */
+export function syncWave(m: { readonly metadata: { readonly annotations?: Readonly<Record<string, string>> } }): number {
+  const v = Number(m.metadata.annotations?.[LABELS.syncWave] ?? 0);
+  return Number.isFinite(v) ? v : 0;
+}

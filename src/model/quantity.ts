@@ -119,3 +119,9 @@ export function inOneUnit(a: unknown, b: unknown): [string, string] | undefined 
   }
   return undefined;
 }
+
+/** A quantity in billionths of its unit, exactly (a finer remainder dropped), or undefined when it is none. */
+export function quantityNanos(value: string | number): bigint | undefined {
+  const q = exactQuantity(value);
+  return q === undefined ? undefined : (q.value.n * 1_000_000_000n) / q.value.d;
+}

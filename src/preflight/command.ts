@@ -44,7 +44,7 @@ export function normalizeKubeconfigArg(args: readonly string[]): string[] {
 /** Where the cluster state comes from: a snapshot file (read now) or a live API server (read asynchronously). */
 export type ClusterSource = { readonly snapshot: string } | { readonly live: LiveOptions };
 
-export function clusterSource(values: ClusterSourceValues, command: string): ClusterSource {
+export function clusterSource(values: ClusterSourceValues, command: string, defaultTimeoutMs = LIVE_TIMEOUT_MS): ClusterSource {
   if (values.snapshot !== undefined && values.kubeconfig !== undefined) throw new InputError(`${command}: give --snapshot FILE or --kubeconfig [PATH], not both`);
   if (values.snapshot === undefined && values.kubeconfig === undefined) throw new InputError(`${command}: name the cluster: --snapshot FILE or --kubeconfig [PATH] [--context NAME]`);
   if (values.context !== undefined && values.kubeconfig === undefined) throw new InputError('--context needs --kubeconfig');
@@ -52,7 +52,7 @@ export function clusterSource(values: ClusterSourceValues, command: string): Clu
     if (values.timeout !== undefined) throw new InputError('--timeout needs --kubeconfig');
     return { snapshot: values.snapshot };
   }
-  let timeoutMs = LIVE_TIMEOUT_MS;
+  let timeoutMs = defaultTimeoutMs;
   if (values.timeout !== undefined) {
     const s = Number(values.timeout);
     if (!Number.isFinite(s) || s <= 0 || s > 600) throw new InputError(`--timeout ${values.timeout}: expected seconds from 0 to 600`);

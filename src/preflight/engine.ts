@@ -12,7 +12,7 @@ import { ClusterState } from './state';
 import { TAKEOVER_RULES } from './takeover';
 import { printable } from '../errors';
 import { valueAt } from '../json';
-import { RenderedCluster } from '../render/manifest';
+import { RenderedCluster, RenderedFolder } from '../render/manifest';
 
 /** Every preflight rule, by family. */
 export const PREFLIGHT_RULES: readonly PreflightRule[] = [
@@ -20,14 +20,28 @@ export const PREFLIGHT_RULES: readonly PreflightRule[] = [
   ...ISOLATION_RULES,
 ];
 
-/** Application name per rendered folder, read from the rendered Applications' source paths. */
+/** Whether a folder's kustomization lists only files of the folder: what it syncs is exactly its rendered objects. */
+function ownFilesOnly(folder: RenderedFolder): boolean {
+  return (folder.kustomization?.bases ?? []).length === 0;
+}
+
+/**
+ * Application name per rendered folder whose objects are all in the render, read from the rendered Applications'
+ * source paths. A folder that pulls in more than its own files (the argocd folder's upstream install, a remote
+ * base) syncs objects the render does not hold, so what its Application tracks cannot be judged without building
+ * it: left out, as are sources of other folders (an upstream overlay's path).
+ */
 function applicationsOf(cluster: RenderedCluster): Map<string, string> {
+  const folders = new Map(cluster.folders.map((f) => [f.folder, f]));
   const out = new Map<string, string>();
   for (const f of cluster.folders) {
     for (const m of f.objects) {
       if (m.kind !== 'Application') continue;
       const p = valueAt(m, ['spec', 'source', 'path']);
-      if (typeof p === 'string') out.set(p.split('/').pop()!, m.metadata.name);
+      if (typeof p !== 'string') continue;
+      const folder = p.split('/').pop()!;
+      const rendered = folders.get(folder);
+      if (rendered && ownFilesOnly(rendered)) out.set(folder, m.metadata.name);
     }
   }
   return out;

@@ -163,23 +163,44 @@ function statusProblem(status: number, path: string, body: string, r: Reader): s
   return `HTTP ${status} for GET ${path}${detail}: the API server failed; run again, or see its logs`;
 }
 
-/** One GET: the parsed JSON answer, or undefined on 404 (the resource is not served). */
-function getJson(r: Reader, path: string): Promise<unknown> {
+/** An answer of the API server: its status, and its body as text (at most MAX_ERROR_BODY of it unless 2xx). */
+export interface LiveAnswer {
+  readonly status: number;
+  readonly text: string;
+}
+
+/** A request's body: JSON text and its content type. */
+export interface LiveBody {
+  readonly text: string;
+  readonly contentType: string;
+}
+
+/**
+ * One request, bounded by the read's deadline and byte budget: its status and body. Connecting, TLS and transport
+ * failures are bad input saying what to do; a status is the caller's to judge.
+ */
+function send(r: Reader, method: string, path: string, body?: LiveBody): Promise<LiveAnswer> {
   const { server } = r.config;
   const url = new URL(server.replace(/\/+$/, '') + path);
   const lib = url.protocol === 'http:' ? http : https;
+  const request = `${method} ${path}`;
   return new Promise((resolve, reject) => {
     let phase = CONNECTING(url.host);
     const fail = (e: Error) => reject(r.deadline.expired ? timedOut(r, phase)
       : e instanceof InputError ? e : new InputError(`${server}: ${requestProblem(e as NodeJS.ErrnoException, r, phase)}`));
-    const headers = { ...r.request.headers, Accept: 'application/json' };
-    const req = lib.request(url, { ...r.request, method: 'GET', headers, signal: r.deadline.signal }, (res) => {
+    const headers = {
+      ...r.request.headers,
+      Accept: 'application/json',
+      ...(body ? { 'Content-Type': body.contentType, 'Content-Length': Buffer.byteLength(body.text) } : {}),
+    };
+    const req = lib.request(url, { ...r.request, method, headers, signal: r.deadline.signal }, (res) => {
       const status = res.statusCode ?? 0;
+      const ok = status >= 200 && status < 300;
       const chunks: Buffer[] = [];
       let bytes = 0;
-      phase = ANSWERING(`reading the answer to GET ${path}`);
+      phase = ANSWERING(`reading the answer to ${request}`);
       const tooBig = () => new InputError(`${server}: the answers passed ${formatMiB(maxBytes('snapshot'))} in all (the limit of a cluster state: `
-        + `${INPUT_LIMITS.snapshot.env}=<MiB> raises it), at GET ${path}`);
+        + `${INPUT_LIMITS.snapshot.env}=<MiB> raises it), at ${request}`);
       if (Number(res.headers['content-length']) > r.bytesLeft) {
         req.destroy(tooBig());
         return;
@@ -187,37 +208,45 @@ function getJson(r: Reader, path: string): Promise<unknown> {
       res.on('data', (c: Buffer) => {
         bytes += c.length;
         r.bytesLeft -= c.length;
-        phase = ANSWERING(`reading the answer to GET ${path} (${bytes} bytes so far)`);
+        phase = ANSWERING(`reading the answer to ${request} (${bytes} bytes so far)`);
         if (r.bytesLeft < 0) req.destroy(tooBig());
-        else if (status === 200 || bytes <= MAX_ERROR_BODY) chunks.push(c);
+        else if (ok || bytes <= MAX_ERROR_BODY) chunks.push(c);
       });
       res.on('error', fail);
-      res.on('end', () => {
-        const body = Buffer.concat(chunks).toString('utf8');
-        if (status === 404) return resolve(undefined);
-        if (status !== 200) return fail(new InputError(`${server}: ${statusProblem(status, path, body, r)}`));
-        try {
-          resolve(JSON.parse(body));
-        } catch (e) {
-          const why = e instanceof RangeError ? 'nested too deeply to parse' : 'not JSON';
-          fail(new InputError(`${server}: the answer to GET ${path} is ${why}: is this a Kubernetes API server? check the address in ${r.config.where}`));
-        }
-      });
+      res.on('end', () => resolve({ status, text: Buffer.concat(chunks).toString('utf8') }));
     });
     req.on('socket', (s) => {
       const tls = url.protocol === 'https:';
-      const waiting = () => { phase = ANSWERING(`waiting for the answer to GET ${path}`); };
+      const waiting = () => { phase = ANSWERING(`waiting for the answer to ${request}`); };
       if (!s.connecting) return waiting();
       s.once('connect', () => (tls ? (phase = HANDSHAKE(url.host)) : waiting()));
       if (tls) s.once('secureConnect', waiting);
     });
     req.on('error', fail);
-    req.end();
+    req.end(body?.text);
   });
 }
 
 /** API groups every Kubernetes API server serves (the core API, CRDs): a 404 for one of their lists means no cluster answers. */
 const ALWAYS_SERVED: ReadonlySet<string> = new Set(['', 'apiextensions.k8s.io']);
+
+/** The JSON of an answer (whose body is an API server's), or bad input saying it is none. */
+function parseAnswer(r: Reader, request: string, text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    const why = e instanceof RangeError ? 'nested too deeply to parse' : 'not JSON';
+    throw new InputError(`${r.config.server}: the answer to ${request} is ${why}: is this a Kubernetes API server? check the address in ${r.config.where}`);
+  }
+}
+
+/** One GET: the parsed JSON answer, or undefined on 404 (the resource is not served). */
+async function getJson(r: Reader, path: string): Promise<unknown> {
+  const { status, text } = await send(r, 'GET', path);
+  if (status === 404) return undefined;
+  if (status !== 200) throw new InputError(`${r.config.server}: ${statusProblem(status, path, text, r)}`);
+  return parseAnswer(r, `GET ${path}`, text);
+}
 
 /** Every item of a list call, page by page, as checked state objects. */
 async function getList(r: Reader, read: ListRead): Promise<Manifest[]> {
@@ -251,27 +280,77 @@ async function getList(r: Reader, read: ListRead): Promise<Manifest[]> {
 }
 
 /**
+ * A connection to a live API server: the kubeconfig loaded, its credentials applied, one deadline (--timeout) for
+ * everything after loading the kubeconfig and one byte budget (the size limit of a cluster state) for all answers.
+ * Every failure to reach the server is bad input saying what to do; close() ends it (the exec plugins stopped).
+ */
+export interface LiveSession {
+  readonly server: string;
+  readonly user: string;
+  /** Where the kubeconfig came from (`--kubeconfig /x`). */
+  readonly where: string;
+  /** A GET's parsed answer, undefined on 404; any other status than 200 is bad input naming the path. */
+  get(path: string): Promise<unknown>;
+  /** A request whose status the caller judges: its status, and its body parsed when it is JSON (else the text). */
+  request(method: string, path: string, body?: LiveBody): Promise<{ readonly status: number; readonly body: unknown }>;
+  /** Every item of a list, page by page. */
+  list(read: ListRead): Promise<Manifest[]>;
+  close(): void;
+}
+
+/** Opens a live session (LiveSession); the caller closes it. */
+export async function openLive(opts: LiveOptions): Promise<LiveSession> {
+  const config = await loadKubeConfig(opts);
+  const deadline = new Deadline(opts.timeoutMs, () => config.plugins.stopAll(`no credential within ${seconds(opts.timeoutMs)} (--timeout)`));
+  let agent: http.Agent | undefined;
+  const close = () => {
+    deadline.clear();
+    config.plugins.stopAll('the read ended');
+    agent?.destroy();
+  };
+  try {
+    const request = await authenticate(config, deadline);
+    agent = request.agent instanceof http.Agent ? request.agent : undefined;
+    const r: Reader = { config, request, deadline, maxNodes: opts.maxNodes ?? Infinity, bytesLeft: maxBytes('snapshot') };
+    return {
+      server: config.server,
+      user: config.user,
+      where: config.where,
+      get: (path) => getJson(r, path),
+      request: async (method, path, body) => {
+        const answer = await send(r, method, path, body);
+        let parsed: unknown = answer.text;
+        try {
+          parsed = JSON.parse(answer.text);
+        } catch {
+          // not JSON: the text
+        }
+        return { status: answer.status, body: parsed };
+      },
+      list: (read) => getList(r, read),
+      close,
+    };
+  } catch (e) {
+    close();
+    throw e;
+  }
+}
+
+/**
  * Reads the cluster live, read-only (GET list calls only): nodes, CRDs, StorageClasses,
  * PriorityClasses, Services, the Kueue queues and configuration, the operator singletons, and every
  * kind the render contains. Bounded: --timeout for everything after loading the kubeconfig, the size
  * limit of a cluster state for all answers together; every failure is bad input saying what to do.
  */
 export async function readLive(opts: LiveOptions, rendered: readonly Manifest[]): Promise<ClusterState> {
-  const config = await loadKubeConfig(opts);
-  const deadline = new Deadline(opts.timeoutMs, () => config.plugins.stopAll(`no credential within ${seconds(opts.timeoutMs)} (--timeout)`));
-  let agent: http.Agent | undefined;
+  const session = await openLive(opts);
   try {
-    const request = await authenticate(config, deadline);
-    agent = request.agent instanceof http.Agent ? request.agent : undefined;
-    const r: Reader = { config, request, deadline, maxNodes: opts.maxNodes ?? Infinity, bytesLeft: maxBytes('snapshot') };
     const crdRead = BUILT_IN_RESOURCES.find((b) => b.kind === 'CustomResourceDefinition')!;
-    const crds = await getList(r, crdRead);
+    const crds = await session.list(crdRead);
     const reads = listReads(crds, rendered).filter((x) => x.kind !== 'CustomResourceDefinition');
-    const lists = await Promise.all(reads.map((x) => getList(r, x)));
-    return new ClusterState(config.server, [...crds.filter((c) => crdFacts(c) !== undefined), ...lists.flat()]);
+    const lists = await Promise.all(reads.map((x) => session.list(x)));
+    return new ClusterState(session.server, [...crds.filter((c) => crdFacts(c) !== undefined), ...lists.flat()]);
   } finally {
-    deadline.clear();
-    config.plugins.stopAll('the read ended');
-    agent?.destroy();
+    session.close();
   }
 }

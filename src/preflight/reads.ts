@@ -48,16 +48,66 @@ const BASE_KINDS: readonly { group: string; kind: string }[] = [
   { group: 'scheduling.k8s.io', kind: 'PriorityClass' },
 ];
 
+/** A custom kind and its resource (the plural of its CRD). */
+export interface CustomResource {
+  readonly group: string;
+  readonly kind: string;
+  readonly plural: string;
+}
+
 /** Custom kinds every rule needs (when their CRD exists): the Kueue queues, the operator singletons, Argo CD Applications. */
-const BASE_CUSTOM_KINDS: readonly { group: string; kind: string }[] = [
-  { group: 'kueue.x-k8s.io', kind: 'ClusterQueue' },
-  { group: 'kueue.x-k8s.io', kind: 'LocalQueue' },
-  { group: 'kueue.x-k8s.io', kind: 'ResourceFlavor' },
-  { group: 'kueue.x-k8s.io', kind: 'WorkloadPriorityClass' },
-  { group: 'nvidia.com', kind: 'ClusterPolicy' },
-  { group: 'mellanox.com', kind: 'NicClusterPolicy' },
-  { group: 'argoproj.io', kind: 'Application' },
+export const BASE_CUSTOM_KINDS: readonly CustomResource[] = [
+  { group: 'kueue.x-k8s.io', kind: 'ClusterQueue', plural: 'clusterqueues' },
+  { group: 'kueue.x-k8s.io', kind: 'LocalQueue', plural: 'localqueues' },
+  { group: 'kueue.x-k8s.io', kind: 'ResourceFlavor', plural: 'resourceflavors' },
+  { group: 'kueue.x-k8s.io', kind: 'WorkloadPriorityClass', plural: 'workloadpriorityclasses' },
+  { group: 'nvidia.com', kind: 'ClusterPolicy', plural: 'clusterpolicies' },
+  { group: 'mellanox.com', kind: 'NicClusterPolicy', plural: 'nicclusterpolicies' },
+  { group: 'argoproj.io', kind: 'Application', plural: 'applications' },
 ];
+
+/**
+ * The other custom kinds the toolkit renders (its constructs on the typed CRDs of imports/): preflight reads those a
+ * render holds, to see what Argo CD would take over. A kind a render holds that is on neither list is not read.
+ */
+export const RENDERED_CUSTOM_KINDS: readonly CustomResource[] = [
+  { group: 'argoproj.io', kind: 'AppProject', plural: 'appprojects' },
+  { group: 'argoproj.io', kind: 'ApplicationSet', plural: 'applicationsets' },
+  { group: 'kueue.x-k8s.io', kind: 'AdmissionCheck', plural: 'admissionchecks' },
+  { group: 'kueue.x-k8s.io', kind: 'MultiKueueCluster', plural: 'multikueueclusters' },
+  { group: 'kueue.x-k8s.io', kind: 'MultiKueueConfig', plural: 'multikueueconfigs' },
+  { group: 'kueue.x-k8s.io', kind: 'Topology', plural: 'topologies' },
+  { group: 'kubeflow.org', kind: 'MPIJob', plural: 'mpijobs' },
+  { group: 'kubeflow.org', kind: 'PyTorchJob', plural: 'pytorchjobs' },
+  { group: 'nvidia.com', kind: 'DynamoGraphDeployment', plural: 'dynamographdeployments' },
+  { group: 'operator.victoriametrics.com', kind: 'VMServiceScrape', plural: 'vmservicescrapes' },
+  { group: 'operator.victoriametrics.com', kind: 'VMPodScrape', plural: 'vmpodscrapes' },
+  { group: 'operator.victoriametrics.com', kind: 'VMNodeScrape', plural: 'vmnodescrapes' },
+  { group: 'operator.victoriametrics.com', kind: 'VMRule', plural: 'vmrules' },
+  { group: 'monitoring.coreos.com', kind: 'ServiceMonitor', plural: 'servicemonitors' },
+];
+
+/** The ClusterRole of the read-only identity preflight and init need (docs/commands.md gives it). */
+export const PREFLIGHT_CLUSTER_ROLE = 'gpu-cluster-manifests-preflight';
+
+/** An RBAC rule, as rbac.authorization.k8s.io/v1 writes it. */
+export interface PolicyRule {
+  readonly apiGroups: readonly string[];
+  readonly resources: readonly string[];
+  readonly verbs: readonly string[];
+}
+
+/**
+ * The rules of the least-privilege identity of preflight and init: get and list on exactly the kinds they read
+ * (BUILT_IN_RESOURCES, the custom kinds above), per API group, sorted; no Secret, no write.
+ */
+export function preflightRbacRules(): PolicyRule[] {
+  const byGroup = new Map<string, Set<string>>();
+  for (const r of [...BUILT_IN_RESOURCES, ...BASE_CUSTOM_KINDS, ...RENDERED_CUSTOM_KINDS]) {
+    byGroup.set(r.group, (byGroup.get(r.group) ?? new Set()).add(r.plural));
+  }
+  return [...byGroup].sort(([a], [b]) => a.localeCompare(b)).map(([group, resources]) => ({ apiGroups: [group], resources: [...resources].sort(), verbs: ['get', 'list'] }));
+}
 
 /** The Kueue manager configuration lives in a ConfigMap in Kueue's namespace; only that namespace's ConfigMaps are read. */
 export const KUEUE_CONFIG_NAMESPACE = NAMESPACES.kueue;
@@ -117,12 +167,13 @@ export function listReads(crds: readonly Manifest[], rendered: readonly Manifest
     if (v) add({ group, kind, version: v, plural: f.plural, namespaced: f.namespaced });
   };
   for (const c of BASE_CUSTOM_KINDS) custom(c.group, c.kind);
+  const readable = new Set(RENDERED_CUSTOM_KINDS.map((c) => `${c.group}/${c.kind}`));
   for (const m of rendered) {
     const group = apiGroup(m.apiVersion);
     const b = builtIn(group, m.kind);
     if (b && m.kind === 'ConfigMap') add({ ...b, namespace: m.metadata.namespace });
     else if (b) add(b);
-    else custom(group, m.kind, m.apiVersion.slice(m.apiVersion.indexOf('/') + 1));
+    else if (readable.has(`${group}/${m.kind}`)) custom(group, m.kind, m.apiVersion.slice(m.apiVersion.indexOf('/') + 1));
   }
   return [...reads.values()];
 }

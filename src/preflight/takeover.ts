@@ -1,11 +1,10 @@
 import { PreflightFinding, PreflightRule } from './rule';
 import { changedPaths, describeObject, isTemplate } from './util';
-import { LABELS, MANAGED_BY } from '../model/names';
+import { ARGOCD_FIELD_MANAGER, ARGOCD_TRACKING_ANNOTATION, LABELS, MANAGED_BY } from '../model/names';
 import { Manifest } from '../render/manifest';
 
 /** Argo CD's tracking label (default) and annotation (tracking method annotation). */
 const ARGOCD_INSTANCE_LABEL = 'app.kubernetes.io/instance';
-const ARGOCD_TRACKING_ID = 'argocd.argoproj.io/tracking-id';
 const HELM_RELEASE = 'meta.helm.sh/release-name';
 
 /** Who manages a live object, in words; undefined when it is ours (an earlier sync). */
@@ -19,7 +18,7 @@ function managerOf(live: Manifest): string | undefined {
   if (annotations[HELM_RELEASE]) return `Helm release ${annotations[HELM_RELEASE]}`;
   if (labels[LABELS.managedBy]) return labels[LABELS.managedBy];
   const fields = (live.metadata.managedFields as { manager?: string }[] | undefined) ?? [];
-  const managers = [...new Set(fields.map((f) => f.manager).filter((m): m is string => !!m && m !== 'argocd-controller'))];
+  const managers = [...new Set(fields.map((f) => f.manager).filter((m): m is string => !!m && m !== ARGOCD_FIELD_MANAGER))];
   return managers.length > 0 ? managers.join(', ') : 'someone else (no manager recorded)';
 }
 
@@ -71,7 +70,7 @@ const prune: PreflightRule = {
     const renderedIds = new Set(rendered.map((r) => `${r.manifest.kind}/${r.manifest.metadata.namespace ?? ''}/${r.manifest.metadata.name}`));
     const out: PreflightFinding[] = [];
     for (const live of state.objects) {
-      const tracking = live.metadata.annotations?.[ARGOCD_TRACKING_ID];
+      const tracking = live.metadata.annotations?.[ARGOCD_TRACKING_ANNOTATION];
       const app = tracking ? tracking.split(':')[0] : live.metadata.labels?.[ARGOCD_INSTANCE_LABEL];
       if (!app || !apps.has(app) || renderedIds.has(`${live.kind}/${live.metadata.namespace ?? ''}/${live.metadata.name}`)) continue;
       out.push({
@@ -80,7 +79,7 @@ const prune: PreflightRule = {
         object: describeObject(live),
         message: `is tracked by Application ${app} but not in the render: a sync with prune deletes it`,
         fix: `describe it again, or untrack it first: kubectl ${live.metadata.namespace ? `-n ${live.metadata.namespace} ` : ''}`
-          + `${tracking ? `annotate ${live.kind.toLowerCase()} ${live.metadata.name} ${ARGOCD_TRACKING_ID}-` : `label ${live.kind.toLowerCase()} ${live.metadata.name} ${ARGOCD_INSTANCE_LABEL}-`}`,
+          + `${tracking ? `annotate ${live.kind.toLowerCase()} ${live.metadata.name} ${ARGOCD_TRACKING_ANNOTATION}-` : `label ${live.kind.toLowerCase()} ${live.metadata.name} ${ARGOCD_INSTANCE_LABEL}-`}`,
       });
     }
     return out;

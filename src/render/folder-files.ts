@@ -1,4 +1,4 @@
-import { FolderKustomization, Manifest } from './manifest';
+import { FolderKustomization, KustomizeReplacement, Manifest } from './manifest';
 import { HEADER, toYaml } from './yaml';
 import { LABELS } from '../model/names';
 
@@ -9,8 +9,9 @@ export type RenderedFile = readonly [path: string, content: string];
  * The kustomization that lets `kubectl apply -k <folder>` apply a folder without Argo CD: its object files, and a
  * folder's bases and patches (those of its files that are patches are not resources).
  */
-export function kustomization(files: readonly string[], k?: FolderKustomization): string {
-  if (!k) return HEADER + toYaml({ apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', resources: files });
+export function kustomization(files: readonly string[], k?: FolderKustomization, replacements: readonly KustomizeReplacement[] = []): string {
+  const replaced = replacements.length > 0 ? { replacements } : {};
+  if (!k) return HEADER + toYaml({ apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', resources: files, ...replaced });
   return HEADER + toYaml({
     apiVersion: 'kustomize.config.k8s.io/v1beta1',
     kind: 'Kustomization',
@@ -20,6 +21,8 @@ export function kustomization(files: readonly string[], k?: FolderKustomization)
       ...k.patchFiles.filter((p) => files.includes(p.file)).map((p) => ({ path: p.file, target: { ...p.target } })),
       ...k.patches.map((p) => ({ target: { ...p.target }, patch: p.patch })),
     ],
+    ...(k.images && k.images.length > 0 ? { images: k.images.map((i) => ({ name: i.name, newName: i.newName })) } : {}),
+    ...replaced,
   });
 }
 

@@ -85,7 +85,10 @@ export interface KustomizePatch {
  * Argo CD wiring; `check` builds the folder with kustomize over the vendored bases and compares.
  */
 export interface FolderKustomization {
-  /** Remote bases, `https://github.com/<org>/<repo>//<path>?ref=<tag>`, listed before the folder's object files. */
+  /**
+   * Bases, listed before the folder's object files: remote (`https://github.com/<org>/<repo>//<path>?ref=<tag>`, or a
+   * mirror's URL), or a folder of the vendored copy (`vendored`).
+   */
   readonly bases: readonly string[];
   /** The namespace kustomize gives every namespaced object (the bases' objects name none). */
   readonly namespace?: string;
@@ -96,6 +99,13 @@ export interface FolderKustomization {
   readonly patchFiles: readonly { readonly file: string; readonly target: Readonly<Record<string, string>> }[];
   /** Patches with a target selector. */
   readonly patches: readonly KustomizePatch[];
+  /**
+   * A verbatim copy of an upstream tree written into the folder (its bases are in it): `into`, relative to the folder
+   * (under VENDORED_FOLDER), gets every file of `from`, the package's copy of the release.
+   */
+  readonly vendored?: { readonly into: string; readonly from: string };
+  /** Images the kustomization renames (kustomize `images`: a mirror's registry for the bases' images). */
+  readonly images?: readonly { readonly name: string; readonly newName: string }[];
   /** What the bases create besides the folder's objects. */
   readonly footprint: {
     /** Cluster-scoped kinds (`group`, `kind`; core group ""). */
@@ -105,6 +115,15 @@ export interface FolderKustomization {
   };
 }
 
+/**
+ * A kustomize replacement (`replacements:` entry of a kustomization): the value at `fieldPath` of the one source object
+ * copied to `fieldPaths` of every selected target.
+ */
+export interface KustomizeReplacement {
+  readonly source: Readonly<Record<string, string>> & { readonly fieldPath: string };
+  readonly targets: readonly { readonly select: Readonly<Record<string, string>>; readonly fieldPaths: readonly string[] }[];
+}
+
 /** The objects of one component folder of a cluster, in deterministic order. */
 export interface RenderedFolder {
   readonly folder: string;
@@ -112,6 +131,8 @@ export interface RenderedFolder {
   readonly objects: readonly Manifest[];
   /** Bases and patches of the folder's kustomization (absent: it lists the folder's object files only). */
   readonly kustomization?: FolderKustomization;
+  /** Replacements of the folder's kustomization (the gitops folder: children pinned to the root's revision). */
+  readonly replacements?: readonly KustomizeReplacement[];
 }
 
 /** One cluster, rendered in memory. */

@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import { InputError } from '../errors';
 import { CLIENT_FILES_FOLDER } from './client-files';
 import { Manifest, ValidationInput } from './manifest';
+import { VENDORED_FOLDER } from './vendored';
 import { isWriteArtifact } from './write';
 import { InputFileError, readInputBytes } from '../input/read';
 
@@ -18,17 +19,20 @@ function isManifestFile(name: string): boolean {
 /** A path relative to an output root (`<cluster>/<folder>/<file>`) whose file holds Kubernetes objects (client files do not). */
 export function isObjectPath(rel: string): boolean {
   const parts = rel.split('/');
-  return isManifestFile(parts[parts.length - 1]) && parts[1] !== CLIENT_FILES_FOLDER;
+  return isManifestFile(parts[parts.length - 1]) && parts[1] !== CLIENT_FILES_FOLDER && !parts.slice(1, -1).includes(VENDORED_FOLDER);
 }
 
-/** Every YAML file under `dir` that holds Kubernetes objects, sorted (client files, under `tutorials/`, hold none). */
+/**
+ * Every YAML file under `dir` that holds Kubernetes objects, sorted (client files, under `tutorials/`, hold none; the
+ * verbatim upstream trees under `upstream/` are the releases', not the folder's objects).
+ */
 export function manifestFiles(dir: string): string[] {
   const out: string[] = [];
   const walk = (d: string) => {
     for (const name of readdirSync(d).sort()) {
       const p = path.join(d, name);
       if (statSync(p).isDirectory()) {
-        if (name !== CLIENT_FILES_FOLDER) walk(p);
+        if (name !== CLIENT_FILES_FOLDER && name !== VENDORED_FOLDER) walk(p);
       } else if (isManifestFile(name)) {out.push(p);}
     }
   };

@@ -1,7 +1,16 @@
+import { existsSync, readFileSync } from 'node:fs';
+import * as path from 'node:path';
 import { CLIENT_FILES_FOLDER } from '../render/client-files';
 import { inKustomization, kustomization, manifestYaml, RenderedFile } from '../render/folder-files';
 import { manifestFileName, RenderedCluster } from '../render/manifest';
 import { clusterReport, REPORT_FILE } from '../report/report';
+import { treeFiles } from '../upstream/tree';
+
+/** The files of an upstream tree the package ships, copied verbatim under `into` (root-relative). */
+function vendoredFiles(into: string, from: string): RenderedFile[] {
+  if (!existsSync(from)) throw new Error(`the copy of an upstream install the package ships is missing: no folder ${from} (a broken installation of the package?)`);
+  return treeFiles(from).map((f): RenderedFile => [`${into}/${f.rel}`, readFileSync(path.join(from, f.rel), 'utf8')]);
+}
 
 /**
  * The files of one cluster, relative to the output root: `<cluster>/<folder>/<kind>.<name>.yaml`
@@ -22,7 +31,9 @@ export function clusterFiles(cluster: RenderedCluster): RenderedFile[] {
       if (inKustomization(m)) applied.push(name);
       files.push([`${cluster.name}/${f.folder}/${name}`, manifestYaml(m)]);
     }
-    files.push([`${cluster.name}/${f.folder}/kustomization.yaml`, kustomization(applied, f.kustomization)]);
+    files.push([`${cluster.name}/${f.folder}/kustomization.yaml`, kustomization(applied, f.kustomization, f.replacements)]);
+    const vendored = f.kustomization?.vendored;
+    if (vendored) files.push(...vendoredFiles(`${cluster.name}/${f.folder}/${vendored.into}`, vendored.from));
   }
   for (const f of cluster.clientFiles ?? []) files.push([`${cluster.name}/${CLIENT_FILES_FOLDER}/${f.path}`, f.content]);
   files.push([`${cluster.name}/${REPORT_FILE}`, clusterReport(cluster)]);

@@ -119,6 +119,8 @@ export interface SynthResult {
   readonly members?: readonly (ReusedCluster & { readonly config: string })[];
   /** The clusters rendered (not reused), by name. */
   readonly rendered: readonly string[];
+  /** Where each cluster's Argo CD reads it (gitops.repoURL and targetRevision), in description order. */
+  readonly sources: readonly { readonly cluster: string; readonly repoURL: string; readonly targetRevision: string }[];
 }
 
 /** Description files of a folder: *.yaml, *.yml, *.json (not *.schema.json), *.ts (not *.d.ts), sorted. */
@@ -393,6 +395,8 @@ export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthR
         fileCount: o.fileCount,
       })),
       rendered: work.map((w) => names[w.index]),
+      sources: outcomes.flatMap((o) => (o.fleet && 'member' in o.fleet ? [o.fleet.member] : []))
+        .map(({ cluster, repoURL, targetRevision }) => ({ cluster, repoURL, targetRevision })),
       timings: { load: t1 - t0, render: time.render, validate: time.validate, write: time.write, total: t4 - t0 },
     };
   } finally {

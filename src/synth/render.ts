@@ -3,13 +3,15 @@ import { COMPONENTS, WIRING } from '../components';
 import { ComponentDefinition, WiringDefinition } from '../components/component';
 import { adoptionAnnotations, refersTo } from '../model/adoption';
 import { DATA_SYNC_OPTIONS, holdsData, mergeSyncOptions } from '../model/data-safety';
+import { mirrorImagesIn } from '../model/mirrors';
 import { ClusterModel } from '../model/model';
 import { LABELS } from '../model/names';
 import { ClientFile, CLIENT_FILES_FOLDER } from '../render/client-files';
 import { compareManifests, Manifest, RenderedCluster, RenderedFolder } from '../render/manifest';
 
-function chartObjects(chart: Chart): Manifest[] {
-  return (chart.toJson() as Manifest[]).slice().sort(compareManifests);
+/** A chart's objects, sorted, every image from its mirror (mirrors.images). */
+function chartObjects(chart: Chart, model: ClusterModel): Manifest[] {
+  return (chart.toJson() as Manifest[]).map((m) => mirrorImagesIn(m, model.description.mirrors.images)).sort(compareManifests);
 }
 
 /** The object's `argocd.argoproj.io/sync-options` annotation as rendered so far. */
@@ -58,12 +60,17 @@ export function renderCluster(
     if (chart) markAdopted(chart, model);
     if (chart) markDataHolders(chart);
     const k = chart ? c.kustomization?.(model) : undefined;
-    if (chart) folders.push({ folder: c.folder, description: c.description, objects: chartObjects(chart), ...(k ? { kustomization: k } : {}) });
+    if (chart) {
+      folders.push({ folder: c.folder, description: c.description, objects: chartObjects(chart, model), ...(k ? { kustomization: k } : {}) });
+    }
     clientFiles.push(...(c.clientFiles?.(model) ?? []));
   }
   for (const w of wiring) {
     const chart = w.build(app, model, folders.slice());
-    if (chart) folders.push({ folder: w.folder, description: w.description, objects: chartObjects(chart) });
+    if (!chart) continue;
+    const objects = chartObjects(chart, model);
+    const replacements = w.replacements?.(model, objects) ?? [];
+    folders.push({ folder: w.folder, description: w.description, objects, ...(replacements.length > 0 ? { replacements } : {}) });
   }
   const paths = clientFiles.map((f) => f.path);
   const twice = paths.find((p, i) => paths.indexOf(p) !== i);

@@ -28,6 +28,7 @@ export interface OrderInput {
   readonly component: ComponentName;
   readonly fromCrds: readonly Crd[];
   readonly toCrds: readonly Crd[];
+  /** The CRs of the old end the old CRDs accept: the cluster before, with the old CRDs. */
   readonly fromCrs: readonly RenderedCr[];
   readonly toCrs: readonly RenderedCr[];
   /** The new CRs against the old CRDs (their invalid ones need the new CRDs first). */

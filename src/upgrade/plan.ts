@@ -18,7 +18,7 @@ import { EngineOptions, resolveEngines } from '../engines';
 import { InputError } from '../errors';
 import { setValueAt, valueAt } from '../json';
 import { ClusterModel } from '../model/model';
-import { LABELS, NAMESPACES } from '../model/names';
+import { NAMESPACES, syncWave } from '../model/names';
 import { VENDORED_DIR } from '../paths';
 import { apiGroup, Manifest, manifestFileName } from '../render/manifest';
 import { renderCluster } from '../synth/render';
@@ -82,10 +82,6 @@ function compareFindings(a: Finding, b: Finding): number {
     || a.message.localeCompare(b.message);
 }
 
-const wave = (m: Manifest): number => {
-  const v = Number(m.metadata.annotations?.[LABELS.syncWave] ?? 0);
-  return Number.isFinite(v) ? v : 0;
-};
 
 /** How the plan names a file: relative to one of its roots, with the root's prefix. */
 class Roots {
@@ -222,7 +218,7 @@ export async function planUpgrade(opts: PlanOptions): Promise<PlanResult> {
     }
     if (!render || render.problem) throw new UpgradePlanFailed(`${c.name} ${version}: ${render?.what ?? 'its chart'} did not render: ${render?.problem?.message ?? 'no output'}`);
     const chartDir = path.join(opts.upstream, chart.folder, chart.chartPath);
-    const crds = render.objects.flatMap((o) => {
+    const crds = render.objects.filter((o) => o.kind === 'CustomResourceDefinition').flatMap((o) => {
       const file = crdOriginFile(chartDir, o.metadata.name);
       return crdOf(o, file ? roots.name(path.join(chartDir, file)) : `${roots.name(chartDir)} (helm template)`) ?? [];
     });
@@ -248,14 +244,12 @@ export async function planUpgrade(opts: PlanOptions): Promise<PlanResult> {
       notes.push(`${c.name}: installs.${c.key} is not "managed": the charts are rendered with their default values, and the operator's own upgrade (its owner's) brings the CRDs`);
     }
 
-    // 1. CRDs: the old ones as the old chart renders them; the new ones from the pinned schemas, vendored files and the new render
+    // 1. CRDs: the old ones as the old chart renders them; the new ones from the pinned schemas and the new render
     const pinned = pinnedChart(c.key);
     const claimed = new Set(pinned.unrenderedCrds.filter((u) => u.chartPath === '').flatMap((u) => u.crds).map(crdKey));
     const subchartKinds = new Set([...pinned.unrenderedCrds, ...p.fromChart!.unrenderedCrds].filter((u) => u.chartPath !== '').flatMap((u) => u.crds).map(crdKey));
-    const schemaCrds = [
-      ...yamlFiles(path.join(opts.schemas, c.schemaFolder)).flatMap((f) => packagedCrds(f, roots.name(f))),
-      ...yamlFiles(path.join(VENDORED_DIR, pinned.folder)).filter((f) => /\.ya?ml$/.test(f)).flatMap((f) => packagedCrds(f, roots.name(f))),
-    ].filter((x) => claimed.has(crdKey(x)) || newer.crds.some((r) => crdKey(r) === crdKey(x)));
+    const schemaCrds = yamlFiles(path.join(opts.schemas, c.schemaFolder)).flatMap((f) => packagedCrds(f, roots.name(f)))
+      .filter((x) => claimed.has(crdKey(x)) || newer.crds.some((r) => crdKey(r) === crdKey(x)));
     const mine = (x: Crd) => {
       const yes = inComponent(x, older.crds, schemaCrds, claimed);
       if (yes) given.add(crdKey(x));
@@ -294,13 +288,15 @@ export async function planUpgrade(opts: PlanOptions): Promise<PlanResult> {
     findings.push(...revalidationFindings(c.name, { from: p.from, to: p.to }, newResults, oldResults, notVendoredNew, subchartKinds));
 
     // 3. order
-    const waves = new Map(toView.folders.flatMap((f) => f.objects).filter((o) => o.kind === 'Application' && apiGroup(o.apiVersion) === ARGO).map((o) => [o.metadata.name, wave(o)]));
+    const waves = new Map(toView.folders.flatMap((f) => f.objects).filter((o) => o.kind === 'Application' && apiGroup(o.apiVersion) === ARGO).map((o) => [o.metadata.name, syncWave(o)]));
     const skipCrds = valueAt(newer.application, 'spec.source.helm.skipCrds') === true;
     const { order, findings: orderFindings } = planOrder({
       component: c.name,
       fromCrds,
       toCrds,
-      fromCrs,
+      // what the cluster can hold before: without --from-toolkit the old end is this toolkit's render, whose new-form
+      // CRs the old CRDs refuse (the real API server showed it: a NicClusterPolicy with spec.global)
+      fromCrs: fromCrs.filter((cr) => underOld.validate(cr).outcome === 'valid'),
       toCrs,
       underOld: oldResults.filter((r) => r.outcome !== 'no-crd' || !notVendoredNew.has(`${apiGroup(r.cr.object.apiVersion)}/${r.cr.object.kind}`)),
       crdApplier: installApp && !skipCrds ? { application: installApp, wave: waves.get(installApp) ?? 0 } : undefined,

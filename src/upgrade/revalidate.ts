@@ -63,8 +63,3 @@ export class CrdSetValidator {
     return { cr, outcome: problems.length === 0 ? 'valid' : 'invalid', problems: [...new Set(problems)].sort(), file: crd.file };
   }
 }
-
-/** `NicClusterPolicy nic-cluster-policy`. */
-export function crName(m: Manifest): string {
-  return describeObject(m);
-}

@@ -4,6 +4,7 @@ import { parse as parseYaml } from 'yaml';
 import { locateOverlay } from './chart';
 import { VENDORED_RELEASES, VendoredOverlay } from './releases';
 import { isJsonObject } from '../json';
+import { VENDORED_FOLDER } from '../render/vendored';
 
 /** A release of a git repository as kustomize reads it remotely: repository, path in it, tag. */
 export interface RemoteRef {
@@ -125,4 +126,34 @@ export function offlineKustomization(dir: string, scratch: string, bases: readon
 /** The regular files at the top of a folder (a rendered folder is flat), names sorted. */
 export function folderFiles(dir: string): string[] {
   return readdirSync(dir).sort().filter((n) => statSync(path.join(dir, n)).isFile());
+}
+
+/** A folder's copy of an upstream release (gitops.argocdInstall: vendored): the release, and the copy of its top folder. */
+export interface VendoredCopy {
+  readonly resource: string;
+  readonly release: VendoredOverlay;
+  /** The release's top folder the copy holds (`manifests`). */
+  readonly top: string;
+  /** The copy in the folder: `<dir>/upstream/<release folder>/<top>`. */
+  readonly copy: string;
+}
+
+/**
+ * The local resources of a folder's kustomization that are a folder of a copy of a pinned release inside it
+ * (`upstream/<release folder>/<path>`, render/vendored.ts): each with its release. Empty: the folder has none.
+ */
+export function vendoredResourcesOf(dir: string): VendoredCopy[] {
+  const resources = readKustomization(dir)?.resources;
+  if (!Array.isArray(resources)) return [];
+  const out: VendoredCopy[] = [];
+  for (const r of resources) {
+    if (typeof r !== 'string' || isRemoteResource(r)) continue;
+    const parts = r.replace(/^\.\//, '').split('/');
+    if (parts[0] !== VENDORED_FOLDER || parts.includes('..')) continue;
+    const release = VENDORED_RELEASES.find((v): v is VendoredOverlay => v.type === 'kustomize' && v.folder === parts[1] && parts.slice(2).join('/') === v.path);
+    if (!release) continue;
+    const top = release.path.split('/')[0];
+    out.push({ resource: r, release, top, copy: path.join(dir, VENDORED_FOLDER, release.folder, top) });
+  }
+  return out;
 }

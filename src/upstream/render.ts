@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync
 import { availableParallelism } from 'node:os';
 import * as path from 'node:path';
 import { stringify } from 'yaml';
+import { argocdBuildEnv, hasKustomizeOptions, withArgocdOptions } from './argocd-kustomize';
 import {
   apiVersionProblem, chartNameProblem, chartVersionProblem, firstProblem, folderPartProblem, kubeVersionProblem, namespaceProblem,
   parameterNameProblem, relativePathProblem, releaseNameProblem,
@@ -10,8 +11,10 @@ import { DependencyNotVendored, locateChart, locateOverlay, refuseUnvendoredDepe
 import { batchPieces, FolderPlan, Piece, planFolder } from './folder-batches';
 import { compareFolderBuild, FolderRead } from './folder-build';
 import { readInside } from './inside';
-import { ApplicationSource, chartOfSource, CrdRef, releaseOfSource, UnrenderedCrds, VendoredRelease } from './releases';
-import { folderFiles, offlineKustomization, remoteResourcesOf, vendoredBases } from './remote-bases';
+import { ApplicationSource, chartOfSource, CrdRef, isHelmSource, releaseOfSource, UnrenderedCrds, VendoredRelease } from './releases';
+import {
+  folderFiles, offlineKustomization, readKustomization, remoteBase, remoteResourcesOf, VendoredCopy, vendoredBases, vendoredResourcesOf,
+} from './remote-bases';
 import { RenderOutput } from './render-cache';
 import { RenderKind, RenderSession } from './render-session';
 import { SourceRefused, treeDigest } from './tree';
@@ -22,6 +25,7 @@ import { fsErrorText, isFsError, printable, stripControl } from '../errors';
 import { maxBytes } from '../input/limits';
 import { describeIssues, InputFileError, parseInputYaml } from '../input/read';
 import { isJsonObject } from '../json';
+import { MirrorMap, unmirrorUrl } from '../model/mirrors';
 import { Manifest } from '../render/manifest';
 import { manifestFiles, ReadFile, readManifestFile } from '../render/tree';
 
@@ -105,6 +109,12 @@ export interface RenderContext {
   readonly fresh?: boolean;
   /** The manifest files of a folder of the tree (by its real path) as the caller read them already; undefined: read here. */
   readonly folderRead?: (dir: string) => FolderRead | undefined;
+  /**
+   * The description's mirrors of chart and Git repositories: a source (or a remote base) read from a mirror is
+   * rendered from the vendored release of the upstream repository it stands for (the mirror serves the same release).
+   * @default none
+   */
+  readonly mirrors?: { readonly charts: MirrorMap; readonly git: MirrorMap };
 }
 
 /** Helm hook types Argo CD never runs (Helm tests): those objects are not applied. */
@@ -568,6 +578,33 @@ async function renderFolder(app: Manifest, index: number, source: ApplicationSou
   }
 }
 
+/**
+ * A folder of the tree that its Application builds with kustomize options (the gitops folder: the root stamps the
+ * commit it syncs), built as Argo CD's repo server builds it: a copy of the folder whose kustomization carries the
+ * options (argocd-kustomize.ts), env substituted for the commit check stands in for. What it applies must still be
+ * every object of the folder's files, and nothing else.
+ */
+async function renderFolderWithOptions(app: Manifest, index: number, source: ApplicationSource, dir: string, ctx: Context): Promise<RenderedSource> {
+  const what = printable(`folder ${str(source.path)}`);
+  const base = { application: app, index, type: 'folder' as const, what, namespace: destinationNamespace(app), objects: [], unrenderedCrds: [] };
+  const refused = (message: string): RenderedSource => ({ ...base, problem: { kind: 'failed', message } });
+  const engine = ctx.engines.kustomize;
+  try {
+    const kustomization = withArgocdOptions(readKustomization(dir) ?? {}, source.kustomize, argocdBuildEnv(app, source));
+    const key = ['folder-with-options', ...folderKey(ctx, dir), kustomization];
+    const { objects } = await cachedRun(ctx, 'folder', key, engine, what, () => withScratch(ctx, (scratch) => {
+      for (const f of folderFiles(dir)) writeFileSync(path.join(scratch, f), readInside(dir, f, 'file'));
+      for (const f of ['kustomization.yml', 'Kustomization']) rmSync(path.join(scratch, f), { force: true });
+      writeFileSync(path.join(scratch, 'kustomization.yaml'), stringify(kustomization));
+      return engine.run(['--', scratch], runOptions(ctx, `kubectl kustomize ${printable(str(source.path))}`));
+    }), false);
+    const differs = compareFolderBuild(dir, objects, folderRead(ctx, dir));
+    return differs ? { ...refused(differs), objects } : { ...base, objects };
+  } catch (e) {
+    return refused(failure(e));
+  }
+}
+
 /** A source's folder of the tree (RenderContext.folderOf), or why it cannot be used. */
 function folderOfSource(ctx: Context, source: ApplicationSource): string | null | undefined | { readonly refused: string } {
   try {
@@ -591,7 +628,11 @@ async function renderRemoteBased(
   const root = ctx.upstream;
   const named = `folder ${source.path} (on ${remotes.join(', ')})`;
   if (!root) return { ...base0, what: named, problem: { kind: 'no-upstream', message: `${named} is not rendered: no upstream installs folder` } };
-  const { bases, unmapped } = vendoredBases(remotes, root);
+  // a mirror's URL stands for the upstream repository's: mapped back, then to the vendored copy of that release
+  const upstreamOf = new Map(remotes.map((r) => [unmirroredRemote(r, ctx.mirrors?.git ?? {}), r]));
+  const mapped = vendoredBases([...upstreamOf.keys()], root);
+  const bases = mapped.bases.map((b) => ({ ...b, resource: upstreamOf.get(b.resource)! }));
+  const unmapped = mapped.unmapped.map((r) => upstreamOf.get(r)!);
   const release = bases[0]?.release;
   const what = release ? `folder ${source.path} (on ${release.repoURL.replace(/^https:\/\/github.com\//, '').replace(/\.git$/, '')}/${release.path} ${release.version})` : named;
   const base = { ...base0, what, release };
@@ -620,6 +661,56 @@ async function renderRemoteBased(
   }
 }
 
+/** A chart or overlay source with its repository mapped back from its mirror (mirrors.charts for Helm, mirrors.git for git). */
+function unmirroredSource(source: ApplicationSource, mirrors: NonNullable<RenderContext['mirrors']>): ApplicationSource {
+  if (typeof source.repoURL !== 'string') return source;
+  const repoURL = unmirrorUrl(source.repoURL, isHelmSource(source) || source.repoURL.startsWith('oci://') ? mirrors.charts : mirrors.git);
+  return repoURL === source.repoURL ? source : { ...source, repoURL };
+}
+
+/**
+ * A remote base as the upstream repository's: a mirror's `<repo>.git//<path>?ref=<tag>` mapped back (mirrors.git) and
+ * written as kustomize's GitHub form, which vendoredBases knows; unchanged when it is no mirror's.
+ */
+function unmirroredRemote(resource: string, git: MirrorMap): string {
+  const m = /^(https:\/\/[^?]+?)(\.git)?\/\/([\w./-]+?)\/*\?ref=([\w.-]+)$/.exec(resource);
+  if (!m) return resource;
+  const repo = unmirrorUrl(`${m[1]}.git`, git);
+  if (repo === `${m[1]}.git`) return resource;
+  return remoteBase({ repoURL: repo, path: m[3], version: m[4] });
+}
+
+/**
+ * A folder whose kustomization builds on a copy of an upstream release written into it (the argocd folder with
+ * gitops.argocdInstall: vendored): built as it is, exactly what the bootstrap and Argo CD build, once its copy is
+ * the pinned release byte for byte (the vendored tree of the upstream folder). What it applies is an upstream install:
+ * rendered as one (type `kustomize`, its release the copy's).
+ */
+async function renderVendoredBased(
+  app: Manifest, index: number, source: ApplicationSource, dir: string, copies: readonly VendoredCopy[], ctx: Context,
+): Promise<RenderedSource> {
+  const release = copies[0].release;
+  const what = printable(`folder ${str(source.path)} (on its copy of ${release.repoURL.replace(/^https:\/\/github.com\//, '').replace(/\.git$/, '')}/${release.path} ${release.version})`);
+  const base = { application: app, index, type: 'kustomize' as const, what, release, namespace: destinationNamespace(app), objects: [], unrenderedCrds: [] };
+  const root = ctx.upstream;
+  if (!root) return { ...base, problem: { kind: 'no-upstream', message: `${what} is not rendered: no upstream installs folder to compare its copy with` } };
+  try {
+    for (const c of copies) {
+      const pinned = path.join(root, c.release.folder, c.top);
+      if (!existsSync(pinned)) return { ...base, problem: { kind: 'unreleased', message: `${what}: no vendored release ${c.release.folder}/${c.top} in ${root} to compare the copy with` } };
+      if (treeDigest(c.copy) !== treeDigest(pinned, true)) {
+        return { ...base, problem: { kind: 'failed', message: `${what}: ${printable(path.relative(dir, c.copy))} is not the pinned release (${pinned}) byte for byte: render it again (synth)` } };
+      }
+    }
+    const engine = ctx.engines.kustomize;
+    const { objects } = await cachedRun(ctx, 'remote-based', ['vendored-based', treeDigest(dir)], engine, what,
+      () => engine.run(['--', dir], runOptions(ctx, `kubectl kustomize ${printable(str(source.path))}`)));
+    return { ...base, objects };
+  } catch (e) {
+    return { ...base, problem: { kind: 'failed', message: failure(e) } };
+  }
+}
+
 /**
  * What Argo CD renders for each source of each Application, with the engines it runs: `helm template` of the
  * vendored chart of exactly that name and version (release name, destination namespace, values, CRDs,
@@ -637,11 +728,16 @@ export async function renderApplications(applications: readonly Manifest[], cont
   const ctx: Context = { ...context, upstream, session, budget, folderFailures: new Map(), built: new Map(), folders: new Map() };
   const jobs = applications
     .flatMap((app) => sourcesOf(app).map((source, index) => ({ app, source, index })).filter((j) => isJsonObject(j.source)))
-    .map((j) => ({ ...j, folder: chartOfSource(j.source) === undefined ? folderOfSource(ctx, j.source) : undefined }));
+    .map((j) => ({ ...j, folder: chartOfSource(j.source) === undefined ? folderOfSource(ctx, j.source) : undefined }))
+    // a chart or an overlay read from a mirror: rendered from the release of the repository it mirrors
+    .map((j) => (j.folder !== undefined || !ctx.mirrors ? j : { ...j, source: unmirroredSource(j.source, ctx.mirrors) }));
   const folders = [...new Set(jobs.map((j) => j.folder).filter((f): f is string => typeof f === 'string'))];
   const remotes = new Map(folders.map((f) => [f, remoteResourcesOf(f)]));
+  const vendored = new Map(folders.filter((f) => remotes.get(f)!.length === 0).map((f) => [f, vendoredResourcesOf(f)]));
+  // a folder built with its Application's kustomize options only is not built plainly (it need not build without them)
+  const plain = new Set(jobs.filter((j) => typeof j.folder === 'string' && !hasKustomizeOptions(j.source)).map((j) => j.folder as string));
   try {
-    await buildFolders(folders.filter((f) => remotes.get(f)!.length === 0), ctx);
+    await buildFolders(folders.filter((f) => remotes.get(f)!.length === 0 && vendored.get(f)!.length === 0 && plain.has(f)), ctx);
   } catch (e) {
     // no scratch folder (an unusable cache): each folder's own build says so
     if (!isFsError(e)) throw e;
@@ -655,7 +751,10 @@ export async function renderApplications(applications: readonly Manifest[], cont
     }
     if (folder !== undefined) {
       const remote = remotes.get(folder) ?? [];
-      return remote.length > 0 ? renderRemoteBased(app, index, source, folder, remote, ctx) : renderFolder(app, index, source, folder, ctx);
+      if (remote.length > 0) return renderRemoteBased(app, index, source, folder, remote, ctx);
+      const copies = vendored.get(folder) ?? [];
+      if (copies.length > 0) return renderVendoredBased(app, index, source, folder, copies, ctx);
+      return hasKustomizeOptions(source) ? renderFolderWithOptions(app, index, source, folder, ctx) : renderFolder(app, index, source, folder, ctx);
     }
     if (source.repoURL && source.path !== undefined) return renderOverlay(app, index, source, ctx);
     return undefined;

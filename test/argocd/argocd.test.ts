@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseAllDocuments, stringify } from 'yaml';
+import { parse, parseAllDocuments, stringify } from 'yaml';
 import { defaultCacheDir } from '../../src/cache/compiled-cache';
 import { checkCluster, ClusterView, readClusters, renderClusterSources } from '../../src/check';
 import { simulatedNodes } from '../../src/check/placement/nodes';
@@ -46,7 +46,13 @@ describe('the argocd folder (gitops.argocd: managed)', () => {
     expect(k.bases).toEqual(['https://github.com/argoproj/argo-cd//manifests/cluster-install?ref=v3.5.1']);
     expect(k.namespace).toBe('argocd');
     expect(k.patchFiles.map((p) => p.file)).toEqual(['configmap.argocd.argocd-cm.yaml']);
-    expect(k.patches.map((p) => p.target.kind)).toEqual(['Deployment', 'StatefulSet', 'ClusterRoleBinding']);
+    expect(k.patches.map((p) => p.target.kind)).toEqual(['Deployment', 'StatefulSet', 'ClusterRoleBinding', 'CustomResourceDefinition']);
+  });
+
+  it('never lets its own Application prune or delete Argo CD\'s CRDs or its Namespace', () => {
+    expect(findObject(objects, 'Namespace', 'argocd').metadata.annotations).toEqual({ 'argocd.argoproj.io/sync-options': 'Prune=false,Delete=false' });
+    const crds = folder.kustomization!.patches.find((p) => p.target.kind === 'CustomResourceDefinition')!;
+    expect(parse(crds.patch).metadata.annotations).toEqual({ 'argocd.argoproj.io/sync-options': 'Prune=false,Delete=false' });
   });
 
   it('is managed by Argo CD itself afterwards: an Application of the folder, server-side, never cascading', () => {
@@ -166,6 +172,10 @@ describe.skipIf(!HAS_UPSTREAM || !HAS_SCHEMAS)('check builds the argocd folder w
     const stockCm = stock.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'argocd-cm') as Manifest & { data: Record<string, string> };
     const ours = healthChecks().filter((c) => c.kind !== 'DynamoGraphDeployment');
     expect(cm.data).toEqual({ ...stockCm.data, ...Object.fromEntries(ours.map((c) => [healthKey(c.group, c.kind), c.script])) });
+    // the build marks every CRD of the install (the patch over the upstream base): never pruned, never deleted
+    const crds = r.objects.filter((o) => o.kind === 'CustomResourceDefinition');
+    expect(crds.map((o) => o.metadata.name).sort()).toEqual(['applications.argoproj.io', 'applicationsets.argoproj.io', 'appprojects.argoproj.io']);
+    for (const o of crds) expect(o.metadata.annotations?.['argocd.argoproj.io/sync-options'], o.metadata.name).toBe('Prune=false,Delete=false');
   });
 
   it('the declared footprint is the build\'s: its cluster-scoped kinds and its largest object', () => {

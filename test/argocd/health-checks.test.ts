@@ -74,6 +74,20 @@ describe('each check passes its health_test.yaml in a real Lua VM', () => {
     expect({ status: health?.status, message: health?.message ?? '' }).toEqual({ status: t.healthStatus.status, message: t.healthStatus.message ?? '' });
   });
 
+  it('a ClusterQueue an admin holds (stopPolicy Hold or HoldAndDrain) and its LocalQueues are both Suspended, not Degraded', async () => {
+    const check = (kind: string) => CHECKS.find((c) => c.group === 'kueue.x-k8s.io' && c.kind === kind)!;
+    const read = (kind: string, file: string) => parse(readFileSync(path.join(check(kind).dir, 'testdata', file), 'utf8'));
+    // Kueue v0.19.2 (localqueue_controller.go Reconcile): a LocalQueue whose ClusterQueue is not Active says ClusterQueueIsInactive
+    for (const stopPolicy of ['Hold', 'HoldAndDrain']) {
+      const cq = read('ClusterQueue', 'stopped.yaml');
+      cq.spec.stopPolicy = stopPolicy;
+      const lq = read('LocalQueue', 'cluster-queue-inactive.yaml');
+      expect(lq.spec.clusterQueue).toBe(cq.metadata.name);
+      const [cqHealth, lqHealth] = [await vm.run(check('ClusterQueue').script, cq), await vm.run(check('LocalQueue').script, lq)];
+      expect([cqHealth?.status, lqHealth?.status], stopPolicy).toEqual(['Suspended', 'Suspended']);
+    }
+  });
+
   it('the VM is Argo CD\'s: no string library, no string methods', async () => {
     await expect(vm.run('return { status = string.upper("x") }', {})).rejects.toThrow(/string/);
     await expect(vm.run('return { status = ("x"):upper() }', {})).rejects.toThrow(/index a string/);

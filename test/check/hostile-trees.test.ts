@@ -276,10 +276,12 @@ describe.skipIf(!HAS_UPSTREAM)('one bound for all engine work of a command', () 
     process.env.GPU_CLUSTER_MANIFESTS_ENGINE_TIMEOUT = '0.5';
     try {
       const errors = await checkWith(logging('kubectl-hang', log, 'exec sleep 600'));
-      // the combined build, and the build of each folder on a remote base (argocd/), which is not part of it
+      // the combined build, and the builds of the folders not part of it: each on a remote base (argocd/), and the
+      // gitops folder, built with its root's kustomize options (the commit it pins to)
       const remoteBased = view.folders.filter((f) => remoteResourcesOf(path.join(tree, f.folder)).length > 0).length;
       expect(remoteBased).toBe(1);
-      expect(runs(log)).toBe(1 + remoteBased);
+      expect(view.folders.some((f) => f.folder === 'gitops')).toBe(true);
+      expect(runs(log)).toBe(1 + remoteBased + 1);
       expect(errors.filter((e) => /folder .* does not render: kubectl kustomize \(every folder\): no answer within 0\.5 s/.test(e)).length).toBeGreaterThan(5);
     } finally {
       delete process.env.GPU_CLUSTER_MANIFESTS_ENGINE_TIMEOUT;

@@ -15,9 +15,11 @@ import { HAS_SCHEMAS, HAS_UPSTREAM, modelOf } from '../helpers';
 const FIXTURES = path.join(__dirname, 'fixtures');
 const model = modelOf();
 
+/** A fixture: its folders, checked with the reference description (its `description:` fields, when it has them, set over it). */
 function fixture(file: string): ClusterView {
-  const doc = parse(readFileSync(path.join(FIXTURES, file), 'utf8')) as { folders: Record<string, Manifest[]> };
-  return { name: model.name, model, folders: Object.entries(doc.folders).map(([folder, objects]) => ({ folder, objects })) };
+  const doc = parse(readFileSync(path.join(FIXTURES, file), 'utf8')) as { folders: Record<string, Manifest[]>; description?: Record<string, unknown> };
+  const described = doc.description ? modelOf((d) => Object.assign(d, doc.description)) : model;
+  return { name: model.name, model: described, folders: Object.entries(doc.folders).map(([folder, objects]) => ({ folder, objects })) };
 }
 
 const store = HAS_SCHEMAS ? SchemaStore.open(DEFAULT_SCHEMAS) : undefined;
@@ -120,6 +122,19 @@ const SAYS: Record<string, readonly RegExp[]> = {
     /^Application argocd\/instant-cluster-kueue: \(wave 1\) applies ClusterQueue research, and wave 2 waits for it to be Healthy, but Argo CD has no health check for kueue.x-k8s.io\/ClusterQueue \(its status reports readiness\)/m,
     /applies AdmissionCheck capacity, .* no health check for kueue.x-k8s.io\/AdmissionCheck/,
     /Add resource.customizations.health.kueue.x-k8s.io_ClusterQueue to ConfigMap argocd\/argocd-cm \(argocd\/\)/,
+  ],
+  'application-destination': [
+    /^Application argocd\/instant-cluster: applies the gitops folder's AppProject and Applications to https:\/\/10.0.0.1:6443, namespace argocd, but they belong to the Argo CD that runs them: its own API server \(https:\/\/kubernetes.default.svc\), namespace argocd$/m,
+    /^Application argocd\/instant-cluster-kueue: deploys to https:\/\/10.0.0.2:6443, but gitops.destinationServer is https:\/\/kubernetes.default.svc: its objects would land in another cluster$/m,
+  ],
+  'image-mirror': [/^Job default\/nccl-node-check: pulls busybox:1.37.0 \(docker.io -> harbor.lab\/dockerhub\) from the registry, not its mirror/],
+  'argocd-install-kept': [
+    /^Application argocd\/instant-cluster-argocd: installs Argo CD, and Namespace argocd lacks Prune=false and Delete=false/m,
+    /CustomResourceDefinition applications.argoproj.io lacks Prune=false and Delete=false .* deletes every object of its kind/,
+  ],
+  'self-tracking-application': [
+    /^Application argocd\/instant-cluster: applies itself in wave 0 of its own sync, which waits for that wave to be Healthy before wave 1/,
+    /; the toolkit's Application health check \(what the argocd-cm of the Argo CD that syncs this cluster carries\) reads status.operationState/, /never completes/,
   ],
   'data-prune-confirm': [
     /Namespace research: holds data but its argocd.argoproj.io\/sync-options annotation lacks Prune=confirm and Delete=confirm \(or false\)/,

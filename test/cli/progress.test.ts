@@ -83,6 +83,7 @@ describe('the synth summary', () => {
       files: n * 25 + 3,
       warnings: [],
       findings: [],
+      sources: [],
       deleted: [],
       out: path.resolve('dist'),
       written: [path.resolve('dist')],

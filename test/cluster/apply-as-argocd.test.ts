@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { denials, nvidiaRuntimeClasses, tenantEscapes, warnTwins, write } from './admission';
 import {
   applySteps, ARGOCD_MANAGER, failingWebhooks, interceptedObjects, planSync, PlannedObject, refusalText, secondApply, splitConversionRefusals,
   SyncPlan, vendoredCrds,
@@ -11,16 +12,24 @@ import {
 import { controlPlaneBinary } from './binary';
 import { ControlPlane, startControlPlane } from './control-plane';
 import { ApiError, describe as describeObject, KubeObject } from './kube-client';
+import { HermeticNode, nodesOf, operandDaemonSets, PlacementInput, placementFindings, placeSamples, settledState, waitingForKueue } from './placement';
 import { defaultCacheDir } from '../../src/cache/compiled-cache';
-import { ClusterView, readClusters, renderClusterSources } from '../../src/check';
+import { checkCluster, ClusterView, readClusters, renderClusterSources } from '../../src/check';
+import { ClusterIndex } from '../../src/check/cluster-index';
+import { gpuOnlyKeys, PLACEMENT_RULES } from '../../src/check/placement/rule';
+import { policiesRefusing } from '../../src/check/tenancy';
 import { EXIT, main } from '../../src/cli';
+import { TRUSTED_REQUESTERS } from '../../src/components/tenants/trusted-requesters';
 import { EngineBudget } from '../../src/engines';
 import { isDescriptionFile } from '../../src/model/description-files';
+import { LABELS, RESOURCES } from '../../src/model/names';
 import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../../src/paths';
+import { Manifest } from '../../src/render/manifest';
 import { loadModels } from '../../src/synth/pipeline';
 import { ClusterRenders } from '../../src/upstream/render';
 import { RenderSession } from '../../src/upstream/render-session';
 import { EXAMPLES_DIR, FIXTURE_CLUSTERS, REFERENCE_FILE } from '../paths';
+import { kueueSuspended } from '../tenants/admission-eval';
 
 /**
  * Every example (src/clusters/, whatever it holds) and every fixture cluster, rendered, then applied to a real
@@ -51,6 +60,10 @@ interface Tree {
   renders?: ClusterRenders;
   plan?: SyncPlan;
   cp?: ControlPlane;
+  /** The Nodes of the description, registered before the first sync (a cluster has its nodes before Argo CD). */
+  nodes?: HermeticNode[];
+  /** What placementFindings needs to know of the tree besides the nodes: its user workloads, its MIG-only operands. */
+  placement?: Pick<PlacementInput, 'userWorkloads' | 'migCapableOnly'>;
 }
 
 const work = mkdtempSync(path.join(tmpdir(), 'apply-as-argocd-'));
@@ -109,6 +122,8 @@ describe.each(NAMES)('cluster %s, applied as Argo CD applies it', (name) => {
     for (const t of treesNamed(name)) {
       const tenantGroup = t.view.model?.tenants[0]?.group;
       t.cp = await startControlPlane(tenantGroup ? { identities: { tenant: { user: 'tenant', groups: [tenantGroup] } } } : {});
+      t.nodes = nodesOf(t.view.model!);
+      for (const n of t.nodes) await t.cp.createNode(n.node);
       vendored ??= vendoredCrds(DEFAULT_SCHEMAS);
       t.plan = planSync(t.view, t.renders!, vendored, await t.cp.client().servedKinds());
       const timings = process.env.CLUSTER_TEST_TIMINGS === '1';
@@ -135,9 +150,100 @@ describe.each(NAMES)('cluster %s, applied as Argo CD applies it', (name) => {
     for (const t of treesNamed(name)) {
       const client = t.cp!.client();
       const names = t.plan!.steps.flatMap((s) => s.objects).filter((o) => o.object.kind === 'ValidatingAdmissionPolicy').map((o) => o.object.metadata.name);
-      const served = await servedResources(client);
-      const warnings = await Promise.all(names.map((n) => typeCheckWarnings(client, n, served)));
+      const warnings = await Promise.all(names.map((n) => typeCheckWarnings(client, n)));
       expect(warnings.flat(), label(t)).toEqual([]);
+    }
+  });
+
+  it('the controllers create the pods, and the scheduler binds each to the node kind it belongs on; the model agrees', async () => {
+    for (const t of treesNamed(name)) {
+      const client = t.cp!.client();
+      const planned = t.plan!.steps.flatMap((s) => s.objects);
+      // the operands the GPU and Network Operators would create, as the model reads them off the rendered policies
+      const operands = operandDaemonSets(planned.map((o) => o.object));
+      for (const ns of new Set(operands.map((o) => o.object.metadata.namespace!))) await client.apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }, { fieldManager: 'test' });
+      for (const o of operands) await client.apply(o.object, { fieldManager: 'test' });
+      const samples = new Set((t.view.folders.find((f) => f.folder === 'samples')?.objects ?? []).map((m) => `${m.kind} ${m.metadata.namespace ?? ''}/${m.metadata.name}`));
+      const migCapableOnly = new Set(operands.filter((o) => o.migCapableOnly).map((o) => `DaemonSet ${o.object.metadata.namespace}/${o.object.metadata.name}`));
+      t.placement = { userWorkloads: samples, migCapableOnly };
+      const t0 = Date.now();
+      const state = await settledState(client);
+      if (process.env.CLUSTER_TEST_TIMINGS === '1') process.stderr.write(`${t.name}: settled in ${Date.now() - t0} ms (${state.pods.length} pods); CPU s ${JSON.stringify(t.cp!.cpuSeconds())}\n`);
+      const events = await client.list('/api/v1/events');
+      if (process.env.PLACEMENT_DUMP === '1') {
+        for (const p of state.pods) process.stderr.write(`${t.name}: pod ${p.metadata.namespace}/${p.metadata.name} -> ${(p.spec as any).nodeName ?? JSON.stringify((p.status as any)?.conditions)}\n`);
+        for (const d of state.daemonSets) process.stderr.write(`${t.name}: ds ${d.metadata.namespace}/${d.metadata.name} desired ${(d.status as any)?.desiredNumberScheduled}\n`);
+        process.stderr.write(`${t.name}: waiting ${JSON.stringify(waitingForKueue(state))}\n`);
+        for (const v of await client.list('/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies')) process.stderr.write(`${t.name}: vap ${v.metadata.name} ${JSON.stringify((v.status as any)?.typeChecking)}\n`);
+      }
+      expect(placementFindings({ nodes: t.nodes!, state, ...t.placement }, events), label(t)).toEqual([]);
+      expect(checkCluster(t.view, { rules: PLACEMENT_RULES, renders: t.renders }).map((f) => f.message), label(t)).toEqual([]);
+      // the samples' pods, as their controllers would create them once Kueue admits each (the samples Argo CD syncs: not
+      // the templates beside them, which are left out of the folder's kustomization)
+      const synced = new Set(planned.map((o) => describeObject(o.object)));
+      const sampleObjects = (t.view.folders.find((f) => f.folder === 'samples')?.objects ?? []).filter((m) => synced.has(describeObject(m as KubeObject)));
+      const ofSamples = await placeSamples(client, new ClusterIndex(t.view), sampleObjects, t.nodes!);
+      if (process.env.PLACEMENT_DUMP === '1') process.stderr.write(`${t.name}: samples ${JSON.stringify(ofSamples)}\n`);
+      expect(ofSamples.findings, label(t)).toEqual([]);
+      if (sampleObjects.some((m) => m.kind === 'MPIJob')) expect(ofSamples.placed, label(t)).not.toEqual([]);
+    }
+  });
+
+  it('a tenant\'s escapes (node, priority, devices, host, GPUs outside Kueue) are refused by the API server; a queued MPIJob and its pods are admitted', async () => {
+    for (const t of treesNamed(name)) {
+      const model = t.view.model!;
+      const tenant = model.tenants[0];
+      if (!tenant) continue;
+      const cp = t.cp!;
+      await prepareAdmission(t);
+      const asTenant = cp.client('tenant');
+      const service = t.nodes!.find((n) => n.kind.role === 'service')!.node.metadata.name;
+      const { allowed, escapes } = tenantEscapes(model, tenant.namespace, service);
+      expect(await denials(asTenant, 'POST', allowed), label(t)).toEqual([]);
+      for (const e of escapes) expect(await denials(asTenant, 'POST', e.pod), `${label(t)}: ${e.what}`).toEqual([expect.stringMatching(e.refusedBy)]);
+      // check's model of the policies (src/check/tenancy.ts: the CEL library) refuses with the policies the API server refuses with
+      const modelRefusing = policiesRefusing(new ClusterIndex(t.view));
+      for (const e of [{ what: 'the allowed pod', pod: allowed }, ...escapes]) {
+        const v = await write(asTenant, 'POST', e.pod);
+        expect(modelRefusing(tenant.namespace, e.pod as Record<string, unknown>, 'tenant').sort(), `${label(t)}: ${e.what}`).toEqual([...v.failedPolicies].sort());
+      }
+
+      // a queued MPIJob: the tenant submits it (Kueue's webhook suspends it), the MPI Operator creates its workers and its
+      // launcher Job, the Job controller (the controller manager's own identity) the launcher's pod
+      const sample = t.view.folders.flatMap((f) => f.objects).find((m) => m.kind === 'MPIJob');
+      if (!sample) continue;
+      const mpiJob = kueueSuspended({ ...structuredClone(sample), metadata: { name: 'queued-mpijob', namespace: tenant.namespace, labels: { ...sample.metadata.labels, [LABELS.queueName]: tenant.localQueue } } }) as KubeObject;
+      const unqueued = { ...structuredClone(mpiJob), metadata: { ...mpiJob.metadata, labels: {} } } as KubeObject;
+      expect(await denials(asTenant, 'POST', unqueued), label(t)).toEqual([expect.stringMatching(/^tenant jobs must name a LocalQueue/)]);
+      expect(modelRefusing(tenant.namespace, unqueued as Record<string, unknown>, 'tenant'), label(t)).toEqual((await write(asTenant, 'POST', unqueued)).failedPolicies);
+      const created = await write(asTenant, 'POST', mpiJob, { dryRun: false });
+      expect(created.message, label(t)).toBe('');
+      const operator = cp.client().as(TRUSTED_REQUESTERS.find((r) => r.who === 'MPI Operator')!.username, ['system:masters']);
+      type Replica = { replicas?: number; restartPolicy?: string; template: { metadata?: object; spec: object } };
+      const replicas = (mpiJob.spec as { mpiReplicaSpecs: Record<string, Replica> }).mpiReplicaSpecs;
+      const uid = created.object!.metadata.uid as string;
+      const owner = { apiVersion: mpiJob.apiVersion, kind: mpiJob.kind, name: mpiJob.metadata.name, uid, controller: true };
+      for (const [role, r] of Object.entries(replicas).filter(([k]) => k !== 'Launcher')) {
+        const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { ...r.template.metadata, name: `${mpiJob.metadata.name}-${role.toLowerCase()}-0`, namespace: tenant.namespace, ownerReferences: [owner] }, spec: r.template.spec };
+        expect(await denials(operator, 'POST', pod), `${label(t)}: ${role} pod`).toEqual([]);
+      }
+      const launcher = replicas.Launcher;
+      const job = {
+        apiVersion: 'batch/v1',
+        kind: 'Job',
+        metadata: { name: `${mpiJob.metadata.name}-launcher`, namespace: tenant.namespace, ownerReferences: [owner] },
+        spec: { backoffLimit: 0, template: { metadata: launcher.template.metadata, spec: { ...launcher.template.spec, restartPolicy: launcher.restartPolicy ?? 'Never' } } },
+      };
+      const launched = await write(operator, 'POST', job, { dryRun: false });
+      expect(launched.message, label(t)).toBe('');
+      const pod = await launcherPod(cp.client(), launched.object!);
+      expect(pod.failed, label(t)).toEqual([]);
+      expect(t.nodes!.find((n) => n.node.metadata.name === pod.nodeName)?.kind.role, `${label(t)}: the launcher's node`).toBe('gpu');
+      await cp.client().request('DELETE', `/apis/batch/v1/namespaces/${tenant.namespace}/jobs/${job.metadata.name}`, { body: { propagationPolicy: 'Background' } });
+      // no kubelet confirms a bound pod's end: without a grace period of 0 it would stay, Terminating, for the tests after this one
+      const launcherPods = `batch.kubernetes.io/controller-uid=${String(launched.object!.metadata.uid)}`;
+      await cp.client().request('DELETE', `/api/v1/namespaces/${tenant.namespace}/pods`, { query: { labelSelector: launcherPods, gracePeriodSeconds: '0' } });
+      await cp.client().delete(mpiJob);
     }
   });
 
@@ -170,55 +276,51 @@ describe.each(NAMES)('cluster %s, applied as Argo CD applies it', (name) => {
   });
 });
 
-/**
- * What the type checker says of one expression of a policy: per kind (`batch/v1, Kind=Job`), its errors. An
- * "undefined field" that only some of the kinds the policy matches lack is what an expression written for several
- * kinds (guarded by has()) reads: admission evaluates it untyped, so it decides nothing differently, and is no
- * finding here (the status still shows it). A field that every matched kind lacks (`matched`: how many kinds the
- * policy matches that the server serves), or any other error, is one.
- */
-export function typeCheckFindings(warning: string, matched: number): string[] {
-  const byKind = new Map<string, { fields: Set<string>; other: string[] }>();
-  let kind = '';
-  for (const line of warning.split('\n')) {
-    const head = /^(\S+, Kind=\w+): (.*)$/.exec(line);
-    if (head) kind = head[1];
-    const text = head ? head[2] : line;
-    const entry = byKind.get(kind) ?? { fields: new Set<string>(), other: [] };
-    byKind.set(kind, entry);
-    const undefinedField = /ERROR: .*undefined field '([^']+)'/.exec(text);
-    if (undefinedField) entry.fields.add(undefinedField[1]);
-    else if (/ERROR: /.test(text)) entry.other.push(text.trim());
-  }
-  const findings: string[] = [];
-  for (const [k, entry] of byKind) {
-    for (const f of entry.fields) {
-      const lacking = [...byKind.values()].filter((e) => e.fields.has(f)).length;
-      if (lacking >= matched) findings.push(`${k}: undefined field '${f}' (no kind the policy matches has it)`);
-    }
-    for (const o of entry.other) findings.push(`${k}: ${o}`);
-  }
-  return [...new Set(findings)];
-}
-
-/** Every `group/resource` the server serves. */
-async function servedResources(client: ReturnType<ControlPlane['client']>): Promise<Set<string>> {
-  return new Set([...(await client.servedKinds())].map(([k, r]) => `${k.split('/').length > 2 ? k.split('/')[0] : ''}/${r.plural}`));
-}
-
-/** The type checker's findings of a ValidatingAdmissionPolicy once it has seen its generation (typeCheckFindings). */
-async function typeCheckWarnings(client: ReturnType<ControlPlane['client']>, name: string, served?: ReadonlySet<string>): Promise<string[]> {
+/** What the API server needs before a tenant writes: the warning twins of the denying bindings, the GPU Operator's RuntimeClasses. */
+async function prepareAdmission(t: Tree): Promise<void> {
+  const client = t.cp!.client();
+  const planned = t.plan!.steps.flatMap((s) => s.objects).map((p) => p.object);
+  for (const o of [...warnTwins(planned), ...nvidiaRuntimeClasses()]) await client.apply(o, { fieldManager: 'test' });
+  // the API server's policy informer sees the twins a moment later: until a refusal comes with its warnings
+  const namespace = t.view.model?.tenants[0]?.namespace;
+  if (!namespace) return;
+  const probe = tenantEscapes(t.view.model!, namespace, 'none').escapes.find((e) => /privileged/.test(e.what))!.pod;
   const deadline = Date.now() + 60_000;
-  const known = served ?? await servedResources(client);
+  while ((await write(client, 'POST', probe)).failures.length === 0) {
+    if (Date.now() > deadline) throw new Error(`${t.name}: the warning twins of the policies gave no warning within 60 s`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/**
+ * The pod the Job controller creates for a Job: it exists (the controller's request was admitted) and the scheduler
+ * bound it; `failed`: the controller's FailedCreate events (an admission refusal of its request).
+ */
+async function launcherPod(client: ReturnType<ControlPlane['client']>, job: KubeObject): Promise<{ nodeName?: string; failed: string[] }> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const pods = await client.list(`/api/v1/namespaces/${job.metadata.namespace}/pods?labelSelector=${encodeURIComponent(`batch.kubernetes.io/controller-uid=${String(job.metadata.uid)}`)}`);
+    const nodeName = (pods[0]?.spec as { nodeName?: string } | undefined)?.nodeName;
+    if (nodeName) return { nodeName, failed: [] };
+    const events = await client.list(`/api/v1/namespaces/${job.metadata.namespace}/events`);
+    const failed = events.filter((e) => (e.involvedObject as { uid?: string }).uid === job.metadata.uid && e.reason === 'FailedCreate').map((e) => String(e.message));
+    if (failed.length > 0 || Date.now() > deadline) return { failed: failed.length > 0 ? failed : [`no pod bound within 60 s (${pods.length} pods)`] };
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/**
+ * The type checker's warnings of a ValidatingAdmissionPolicy once it has seen its generation: one line per expression it
+ * warns about (any warning: an undefined field of a kind the policy matches, a type error, a cost over the limit).
+ */
+async function typeCheckWarnings(client: ReturnType<ControlPlane['client']>, name: string): Promise<string[]> {
+  const deadline = Date.now() + 60_000;
   for (;;) {
     const vap = await client.get(`/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/${name}`);
     type Status = { observedGeneration?: number; typeChecking?: { expressionWarnings?: { fieldRef: string; warning: string }[] } };
     const status = vap?.status as Status | undefined;
     if (vap && status !== undefined && status.observedGeneration === vap.metadata.generation && status.typeChecking) {
-      type Rules = { apiGroups?: string[]; resources?: string[] }[];
-      const rules = ((vap.spec as { matchConstraints?: { resourceRules?: Rules } }).matchConstraints?.resourceRules) ?? [];
-      const matched = new Set(rules.flatMap((r) => (r.apiGroups ?? []).flatMap((g) => (r.resources ?? []).map((res) => `${g}/${res}`))).filter((gr) => known.has(gr))).size;
-      return (status.typeChecking.expressionWarnings ?? []).flatMap((w) => typeCheckFindings(w.warning, matched).map((f) => `ValidatingAdmissionPolicy ${name} ${w.fieldRef}: ${f}`));
+      return (status.typeChecking.expressionWarnings ?? []).map((w) => `ValidatingAdmissionPolicy ${name} ${w.fieldRef}: ${w.warning.replace(/\s+/g, ' ').trim()}`);
     }
     if (Date.now() > deadline) return [`ValidatingAdmissionPolicy ${name}: not type-checked within 60 s (status ${JSON.stringify(status)})`];
     await new Promise((r) => setTimeout(r, 250));
@@ -279,7 +381,7 @@ describe('the assertions fire: deliberately broken renders of the reference clus
         validations: [{ expression: 'object.spec.noSuchField == 1' }],
       },
     } as KubeObject);
-    expect(await typeCheckWarnings(client, 'broken-type-check')).toEqual([expect.stringMatching(/undefined field 'noSuchField' \(no kind the policy matches has it\)/)]);
+    expect(await typeCheckWarnings(client, 'broken-type-check')).toEqual([expect.stringMatching(/^ValidatingAdmissionPolicy broken-type-check spec\.validations\[0\]\.expression: .*undefined field 'noSuchField'/)]);
   });
 
   it('a drifting render is caught by the second apply', async () => {
@@ -293,6 +395,62 @@ describe('the assertions fire: deliberately broken renders of the reference clus
     await client.apply(changed as KubeObject, { fieldManager: 'someone-else', force: true });
     const { drift } = await secondApply(client, [{ label: 'drifted', manager: ARGOCD_MANAGER, objects: [cm] }]);
     expect(drift.map((d) => d.paths)).toEqual([[`.data.${key}`]]);
+  });
+
+  it('an unplaceable Deployment, DaemonSet and sample, and a platform pod on a GPU worker, are reported by the placement assertions', async () => {
+    const t = reference();
+    const client = t.cp!.client();
+    const model = t.view.model!;
+    const namespace = 'broken-placement';
+    await client.apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } }, { fieldManager: 'test' });
+    const gpuNodes = t.nodes!.filter((n) => n.kind.role === 'gpu');
+    // a label only GPU workers carry, with one value on all of them
+    const sameOnAll = (k: string) => new Set(gpuNodes.map((n) => n.node.metadata.labels?.[k])).size === 1;
+    const gpuKey = [...gpuOnlyKeys(t.nodes!.map((n) => n.kind))].sort().find(sameOnAll)!;
+    const onGpuWorkers = {
+      nodeSelector: { [gpuKey]: gpuNodes[0].node.metadata.labels![gpuKey] },
+      tolerations: gpuNodes.flatMap((n) => n.kind.taints).map((x) => ({ key: x.key, operator: 'Exists', effect: x.effect })),
+    };
+    const workload = (kind: 'Deployment' | 'DaemonSet', name: string, podSpec: object): KubeObject => ({
+      apiVersion: 'apps/v1',
+      kind,
+      metadata: { name, namespace },
+      spec: { selector: { matchLabels: { app: name } }, template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }], ...podSpec } } },
+    });
+    const gpus = String(model.description.nodes.gpuWorkers.gpusPerNode + 1);
+    const resources = (limits: Record<string, string>) => ({ containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10', resources: { limits } }] });
+    const broken = [
+      // a platform pod that tolerates the service node, but asks for more memory than any node has
+      workload('Deployment', 'unplaceable-platform', { tolerations: model.serviceNode.tolerations, ...resources({ memory: '1Pi' }) }),
+      // a GPU agent that asks for one GPU more than a worker has
+      workload('DaemonSet', 'unplaceable-gpu-agent', { ...onGpuWorkers, ...resources({ [RESOURCES.gpu]: gpus }) }),
+      // a platform pod pinned to the GPU workers
+      workload('Deployment', 'platform-on-gpu-worker', onGpuWorkers),
+    ];
+    for (const o of broken) await client.apply(o, { fieldManager: 'test' });
+    const state = await settledState(client);
+    const findings = placementFindings({ nodes: t.nodes!, state, ...t.placement! }, await client.list('/api/v1/events'));
+    const of = (name: string) => findings.filter((f) => f.includes(`${namespace}/${name}`));
+    expect(findings.filter((f) => !f.includes(`${namespace}/`))).toEqual([]);
+    expect(of('unplaceable-platform')).toEqual([
+      expect.stringMatching(/^Pod broken-placement\/unplaceable-platform-\S+ \(Deployment broken-placement\/unplaceable-platform\) is not bound: PodScheduled False Unschedulable: .*Insufficient memory/),
+    ]);
+    expect(of('unplaceable-gpu-agent')).toEqual([
+      ...gpuNodes.map(() => expect.stringMatching(/^Pod broken-placement\/unplaceable-gpu-agent-\S+ \(DaemonSet broken-placement\/unplaceable-gpu-agent\) is not bound: PodScheduled False Unschedulable: .*Insufficient nvidia\.com\/gpu/)),
+      expect.stringMatching(new RegExp(`^DaemonSet broken-placement/unplaceable-gpu-agent must run on every GPU worker, but runs on 0 of ${gpuNodes.length}`)),
+    ]);
+    expect(of('platform-on-gpu-worker')).toEqual([
+      expect.stringMatching(/^Pod broken-placement\/platform-on-gpu-worker-\S+ \(Deployment broken-placement\/platform-on-gpu-worker\) belongs on the service node, but is bound to /),
+    ]);
+
+    // a sample whose pod no node can hold, as its controller would create it once Kueue admits the sample
+    const job = {
+      apiVersion: 'batch/v1', kind: 'Job', metadata: { name: 'unplaceable-sample', namespace }, spec: { suspend: true, template: { spec: { restartPolicy: 'Never', ...resources({ [RESOURCES.gpu]: gpus }) } } },
+    };
+    await client.apply(job, { fieldManager: 'test' });
+    expect((await placeSamples(client, new ClusterIndex(t.view), [job as Manifest], t.nodes!)).findings).toEqual([
+      expect.stringMatching(/^Pod broken-placement\/unplaceable-sample-pod-0 \(Job broken-placement\/unplaceable-sample\) is not bound: PodScheduled False Unschedulable: .*Insufficient nvidia\.com\/gpu/),
+    ]);
   });
 
   it('the identities: admin, the preflight identity reads nodes and no Secret, the tenant only its namespaces', async () => {

@@ -3,13 +3,12 @@ import * as path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { parseAllDocuments } from 'yaml';
 import { ApiError, describe, KubeClient, KubeObject, Resource } from './kube-client';
-import { ClusterIndex } from '../../src/check/cluster-index';
+import { ARGOCD_FIELD_MANAGER, crdKey, placeObjects, syncOptionsOf, syncSources, syncSteps, syncWave } from '../../src/check/argocd-sync';
 import { ClusterView } from '../../src/check/cluster-view';
-import { applicationSources, ARGO, folderOfPath } from '../../src/check/gitops';
+import { ARGO } from '../../src/check/gitops';
 import { isBuiltInGroup } from '../../src/components/gitops/api-kinds';
-import { LABELS } from '../../src/model/names';
-import { apiGroup, Manifest } from '../../src/render/manifest';
-import { ClusterRenders, RenderedSource } from '../../src/upstream/render';
+import { apiGroup } from '../../src/render/manifest';
+import { ClusterRenders } from '../../src/upstream/render';
 
 /**
  * A rendered cluster applied to the hermetic control plane as Argo CD applies it: what the cluster has before Argo
@@ -27,7 +26,7 @@ import { ClusterRenders, RenderedSource } from '../../src/upstream/render';
  */
 
 /** Argo CD's field manager with ServerSideApply=true. */
-export const ARGOCD_MANAGER = 'argocd-controller';
+export const ARGOCD_MANAGER = ARGOCD_FIELD_MANAGER;
 /** The field manager of `kubectl apply --server-side`: the README's bootstrap. */
 export const KUBECTL_MANAGER = 'kubectl';
 
@@ -100,78 +99,24 @@ export function vendoredCrds(dir: string): Map<string, VendoredCrd[]> {
   return out;
 }
 
-const waveOf = (m: { metadata: object }): number => {
-  const v = Number((m.metadata as { annotations?: Record<string, string> }).annotations?.[LABELS.syncWave] ?? 0);
-  return Number.isFinite(v) ? v : 0;
-};
-
-const syncOptionsOf = (app: Manifest): string[] =>
-  ((app.spec as { syncPolicy?: { syncOptions?: string[] } } | undefined)?.syncPolicy?.syncOptions) ?? [];
-
-/**
- * The phase Argo CD syncs an object in: its own hook annotation, else its Helm hook mapped as Argo CD maps it
- * (pre-install/pre-upgrade: PreSync; post-install/post-upgrade: PostSync); undefined for a hook that never runs on a
- * sync (Helm's pre/post-delete and rollback hooks, Argo CD's PreDelete, PostDelete, SyncFail, Skip).
- */
-export function syncPhase(m: KubeObject): 'PreSync' | 'Sync' | 'PostSync' | undefined {
-  const annotations = (m.metadata.annotations ?? {}) as Record<string, string>;
-  const split = (v: string) => v.split(',').map((s) => s.trim());
-  const argo = annotations['argocd.argoproj.io/hook'];
-  if (argo !== undefined) {
-    const hooks = split(argo);
-    return hooks.includes('PreSync') ? 'PreSync' : hooks.includes('Sync') ? 'Sync' : hooks.includes('PostSync') ? 'PostSync' : undefined;
-  }
-  const helm = annotations['helm.sh/hook'];
-  if (helm === undefined) return 'Sync';
-  const hooks = split(helm);
-  if (hooks.some((h) => h === 'pre-install' || h === 'pre-upgrade')) return 'PreSync';
-  if (hooks.some((h) => h === 'post-install' || h === 'post-upgrade')) return 'PostSync';
-  return undefined;
-}
-
 /** Of several vendored files of one kind: the one whose name carries the providing release's version, else the plain one. */
 function pickCrd(candidates: readonly VendoredCrd[], version: string | undefined): VendoredCrd {
   const versioned = version === undefined ? undefined : candidates.find((c) => path.basename(c.file).includes(version));
   return versioned ?? candidates.find((c) => !/\d+\.\d+\.\d+/.test(path.basename(c.file))) ?? candidates[0];
 }
 
-const crdKey = (crd: KubeObject) => {
-  const spec = crd.spec as { group: string; names: { kind: string } };
-  return `${spec.group}/${spec.names.kind}`;
-};
-
-interface SourcePlan {
-  readonly source: RenderedSource;
-  readonly objects: PlannedObject[];
-}
-
 /**
- * Plans the sync of one rendered cluster (the view as check reads it, and its renders as check renders them).
- * `crds`: the vendored CRDs (vendoredCrds), for the pre-installed add-ons' kinds and the CRDs an install brings
- * that its render does not show.
+ * Plans the sync of one rendered cluster (the view as check reads it, and its renders as check renders them) in the
+ * order src/check/argocd-sync.ts gives, with what the cluster has before Argo CD in front. `crds`: the vendored CRDs
+ * (vendoredCrds), for the pre-installed add-ons' kinds and the CRDs an install brings that its render does not show.
+ * `tracking`: Argo CD's tracking annotation on what Argo CD applies (what `verify` sends), so that a sync of the
+ * Applications takes over what the bootstrap applied as Argo CD does.
  */
 export function planSync(
   view: ClusterView, renders: ClusterRenders, crds: ReadonlyMap<string, readonly VendoredCrd[]>, served: ReadonlyMap<string, Resource>,
+  opts: { readonly tracking?: boolean } = {},
 ): SyncPlan {
-  const index = new ClusterIndex(view);
-  const failed = renders.sources.filter((s) => s.problem !== undefined);
-  if (failed.length > 0) throw new Error(`${view.name}: sources that did not render: ${failed.map((s) => `${s.what}: ${s.problem!.message}`).join('; ')}`);
-  const leftOut: LeftOut[] = [];
-  const plans: SourcePlan[] = [];
-  for (const source of renders.sources) {
-    const app = source.application;
-    const wave = waveOf(app);
-    const objects: PlannedObject[] = [];
-    for (const m of source.objects) {
-      const object = structuredClone(m) as KubeObject;
-      const planned = { object, application: app.metadata.name, source: source.what, wave };
-      const annotations = (object.metadata.annotations ?? {}) as Record<string, string>;
-      const hook = annotations['argocd.argoproj.io/hook'] ?? annotations['helm.sh/hook'];
-      if (syncPhase(object) === undefined) leftOut.push({ object: planned, why: `a hook Argo CD does not run on a sync (${hook})` });
-      else objects.push(planned);
-    }
-    plans.push({ source, objects });
-  }
+  const { sources: plans, leftOut } = syncSources(renders.sources, view.name);
 
   // the CRDs of the tree, and those an install brings that its render does not show (from the vendored copies)
   const provided = new Set<string>();
@@ -184,7 +129,7 @@ export function planSync(
       if (!candidates) continue; // reported below, when an object needs it
       const pick = pickCrd(candidates, p.source.release?.version);
       provided.add(key);
-      p.objects.push({ object: structuredClone(pick.crd), application: p.source.application.metadata.name, source: `${p.source.what}, ${ref.from === 'operator' ? 'applied by its operator at run time' : 'crds/'}: ${pick.file}`, wave: waveOf(p.source.application) });
+      p.objects.push({ object: structuredClone(pick.crd), application: p.source.application.metadata.name, source: `${p.source.what}, ${ref.from === 'operator' ? 'applied by its operator at run time' : 'crds/'}: ${pick.file}`, wave: syncWave(p.source.application) });
     }
   }
 
@@ -212,47 +157,33 @@ export function planSync(
     }));
   }
 
-  const scopeOf = (o: KubeObject): 'Namespaced' | 'Cluster' | undefined => {
-    const group = apiGroup(o.apiVersion);
-    const crd = [...plans.flatMap((p) => p.objects), ...preinstalled].find((x) => x.object.kind === 'CustomResourceDefinition' && crdKey(x.object) === `${group}/${o.kind}`);
+  // namespaces: each namespaced object in its own or its Application's destination namespace
+  const preinstalledScope = (apiVersion: string, kind: string) => {
+    const crd = preinstalled.find((x) => x.object.kind === 'CustomResourceDefinition' && crdKey(x.object) === `${apiGroup(apiVersion)}/${kind}`);
     if (crd) return (crd.object.spec as { scope: 'Namespaced' | 'Cluster' }).scope;
-    const res = served.get(`${o.apiVersion}/${o.kind}`);
+    const res = served.get(`${apiVersion}/${kind}`);
     return res === undefined ? undefined : res.namespaced ? 'Namespaced' : 'Cluster';
   };
-  // namespaces: each namespaced object in its own or its Application's destination namespace
+  const used = placeObjects(plans, preinstalledScope);
   const created = new Set<string>(SYSTEM_NAMESPACES);
   for (const p of plans) {
     for (const o of p.objects) if (o.object.kind === 'Namespace' && o.object.apiVersion === 'v1') created.add(o.object.metadata.name);
     if (syncOptionsOf(p.source.application).includes('CreateNamespace=true')) created.add(p.source.namespace);
   }
-  const used = new Set<string>();
-  for (const p of plans) {
-    for (const o of p.objects) {
-      const scope = scopeOf(o.object);
-      if (scope === 'Cluster') {
-        delete o.object.metadata.namespace;
-        continue;
-      }
-      if (scope === 'Namespaced') {
-        o.object.metadata.namespace ??= p.source.namespace;
-        used.add(o.object.metadata.namespace);
-      }
-    }
-  }
   for (const ns of [...used].sort()) {
     if (!created.has(ns)) preinstalled.push({ object: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }, application: 'pre-installed', source: 'a namespace the tree uses and nothing of it creates', wave: -Infinity });
   }
 
-  // the bootstrap (README, step 5): the argocd folder, then the gitops folder, as kubectl applies them
-  const folderOf = (s: RenderedSource) => {
-    const src = applicationSources<{ path?: string }>(s.application)[s.index];
-    return src?.path === undefined ? undefined : folderOfPath(index, src.path);
-  };
+  // the bootstrap (README, step 5) and every Application's sync, in order (src/check/argocd-sync.ts); the webhooks
+  // of the installs set aside (registered last), and an object applied already as it is, by the same manager, not
+  // applied again (the Argo CD pass over what the bootstrap applied): that apply changes nothing, the second apply
+  // shows it, and it costs the API server seconds for each large CRD
   const webhooks: PlannedObject[] = [];
   const steps: SyncStep[] = [];
-  // an object applied already as it is, by the same manager, is not applied again (the Argo CD pass over what the
-  // bootstrap applied): that apply changes nothing, the second apply shows it, and it costs the API server seconds
-  // for each large CRD
+  if (preinstalled.length > 0) {
+    steps.push({ label: 'pre-installed: Namespaces', manager: 'pre-installed', objects: preinstalled.filter((o) => o.object.kind === 'Namespace') });
+    steps.push({ label: 'pre-installed: CustomResourceDefinitions', manager: 'pre-installed', objects: preinstalled.filter((o) => o.object.kind === 'CustomResourceDefinition') });
+  }
   const done = new Set<string>();
   const fresh = (o: PlannedObject) => {
     const key = JSON.stringify(o.object);
@@ -260,50 +191,12 @@ export function planSync(
     done.add(key);
     return true;
   };
-  const pushSource = (label: string, bootstrap: boolean, p: SourcePlan) => {
-    const manager = ARGOCD_MANAGER;
-    const app = p.source.application;
-    const create = syncOptionsOf(app).includes('CreateNamespace=true');
-    const phases: [string, PlannedObject[]][] = [
-      ['PreSync', p.objects.filter((o) => syncPhase(o.object) === 'PreSync')],
-      ['Sync', p.objects.filter((o) => syncPhase(o.object) === 'Sync')],
-      ['PostSync', p.objects.filter((o) => syncPhase(o.object) === 'PostSync')],
-    ];
-    if (create && !bootstrap) {
-      steps.push({ label: `${label}: CreateNamespace=true`, manager, objects: [{ object: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: p.source.namespace } }, application: app.metadata.name, source: 'syncOptions CreateNamespace=true', wave: waveOf(app) }] });
-    }
-    for (const [phase, objects] of phases) {
-      const waves = [...new Set(objects.map((o) => waveOf(o.object)))].sort((a, b) => a - b);
-      for (const w of waves) {
-        const inWave = objects.filter((o) => waveOf(o.object) === w);
-        const kept = inWave.filter((o) => !WEBHOOK_KINDS.has(o.object.kind)).filter(fresh);
-        if (!bootstrap) webhooks.push(...inWave.filter((o) => WEBHOOK_KINDS.has(o.object.kind)));
-        const at = `${label}${phase === 'Sync' ? '' : ` ${phase}`}${waves.length > 1 ? ` wave ${w}` : ''}`;
-        const ns = kept.filter((o) => o.object.kind === 'Namespace');
-        const defs = kept.filter((o) => o.object.kind === 'CustomResourceDefinition');
-        const rest = kept.filter((o) => o.object.kind !== 'Namespace' && o.object.kind !== 'CustomResourceDefinition');
-        if (ns.length > 0) steps.push({ label: `${at}: Namespaces`, manager, objects: ns });
-        if (defs.length > 0) steps.push({ label: `${at}: CustomResourceDefinitions`, manager, objects: defs });
-        if (rest.length > 0) steps.push({ label: at, manager, objects: rest });
-      }
-    }
-  };
-  if (preinstalled.length > 0) {
-    steps.push({ label: 'pre-installed: Namespaces', manager: 'pre-installed', objects: preinstalled.filter((o) => o.object.kind === 'Namespace') });
-    steps.push({ label: 'pre-installed: CustomResourceDefinitions', manager: 'pre-installed', objects: preinstalled.filter((o) => o.object.kind === 'CustomResourceDefinition') });
+  for (const step of syncSteps(view, plans, { tracking: opts.tracking })) {
+    const objects = step.objects as PlannedObject[];
+    if (!step.bootstrap) webhooks.push(...objects.filter((o) => WEBHOOK_KINDS.has(o.object.kind)));
+    steps.push({ label: step.label, manager: ARGOCD_MANAGER, objects: objects.filter((o) => !WEBHOOK_KINDS.has(o.object.kind)).filter(fresh) });
   }
-  const root = plans.find((p) => p.source.type === 'folder' && folderOf(p.source) === 'gitops');
-  const argocd = plans.find((p) => p.source.type !== 'helm' && folderOf(p.source) === 'argocd');
-  if (argocd) pushSource(`bootstrap: kubectl apply --server-side -k ${argocd.source.what}`, true, argocd);
-  if (root) pushSource(`bootstrap: kubectl apply -k ${root.source.what}`, true, root);
-  const ordered = [...plans].sort((a, b) => (a === root ? -1 : b === root ? 1 : 0)
-    || waveOf(a.source.application) - waveOf(b.source.application)
-    || a.source.application.metadata.name.localeCompare(b.source.application.metadata.name) || a.source.index - b.source.index);
-  for (const p of ordered) {
-    const app = p.source.application;
-    pushSource(`${app.metadata.name}${p === root ? ' (root)' : ` (wave ${waveOf(app)})`} ${p.source.what}`, false, p);
-  }
-  return { cluster: view.name, steps: steps.filter((s) => s.objects.length > 0), webhooks, leftOut };
+  return { cluster: view.name, steps: steps.filter((s) => s.objects.length > 0), webhooks, leftOut: leftOut as LeftOut[] };
 }
 
 /** An object the API server refused, with its message. */

@@ -9,8 +9,9 @@ import * as path from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import { controlPlaneBinary, ControlPlaneBinary } from './binary';
+import { documentedClusterRole } from './documented-rbac';
 import { KubeClient } from './kube-client';
-import { BUILT_IN_RESOURCES } from '../../src/preflight/reads';
+import { PolicyRule, PREFLIGHT_CLUSTER_ROLE } from '../../src/preflight/reads';
 
 /**
  * A hermetic Kubernetes control plane for the tests: etcd, kube-apiserver, kube-controller-manager and
@@ -41,11 +42,7 @@ export interface Identity extends IdentitySpec {
 }
 
 /** An RBAC rule, as rbac.authorization.k8s.io/v1 writes it. */
-export interface PolicyRule {
-  readonly apiGroups: readonly string[];
-  readonly resources: readonly string[];
-  readonly verbs: readonly string[];
-}
+export type { PolicyRule };
 
 /** A Node as a test registers it (createNode): metadata, spec (taints), status (capacity, allocatable, conditions). */
 export interface NodeObject {
@@ -61,26 +58,38 @@ export interface NodeObject {
 /** The group of the read-only preflight identity, bound to PREFLIGHT_ROLE. */
 export const PREFLIGHT_GROUP = 'gpu-cluster-manifests:preflight';
 /** The ClusterRole of the read-only preflight identity. */
-export const PREFLIGHT_ROLE = 'gpu-cluster-manifests-preflight';
+export const PREFLIGHT_ROLE = PREFLIGHT_CLUSTER_ROLE;
 
 /**
- * What the read-only preflight identity may do by default: get and list the built-in kinds preflight reads
- * (src/preflight/reads.ts), nothing else: no Secret, no write. Custom kinds are the caller's to add (preflightRules).
+ * What the read-only preflight identity may do by default: the ClusterRole docs/commands.md gives users for preflight
+ * and init (get and list on exactly what src/preflight/reads.ts reads; no Secret, no write), read from the docs.
  */
 export function preflightRules(): PolicyRule[] {
-  const byGroup = new Map<string, string[]>();
-  for (const r of BUILT_IN_RESOURCES) byGroup.set(r.group, [...(byGroup.get(r.group) ?? []), r.plural]);
-  return [...byGroup].map(([group, resources]) => ({ apiGroups: [group], resources: [...new Set(resources)].sort(), verbs: ['get', 'list'] }));
+  return documentedClusterRole(PREFLIGHT_ROLE).map((r) => ({ ...r }));
+}
+
+/** A ClusterRole of these rules, and its ClusterRoleBinding (of the same name) to a group. */
+export async function bindClusterRole(
+  client: KubeClient, name: string, rules: readonly PolicyRule[], group: string, fieldManager: string,
+): Promise<void> {
+  await client.apply({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name }, rules }, { fieldManager });
+  await client.apply({
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRoleBinding',
+    metadata: { name },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
+    subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: group }],
+  }, { fieldManager });
 }
 
 export interface ControlPlaneOptions {
   /**
    * Identities besides the built-in ones, by name; a name of the defaults replaces it. Defaults: `admin`
    * (system:masters), `tenant` (user `tenant`, group `tenants`: pass the group a tenant RoleBinding of the render
-   * binds), `preflight` (the read-only identity: group PREFLIGHT_GROUP, bound to PREFLIGHT_ROLE).
+   * binds), `preflight` (the read-only identity: group PREFLIGHT_GROUP, bound to PREFLIGHT_ROLE, the documented ClusterRole).
    */
   readonly identities?: Readonly<Record<string, IdentitySpec>>;
-  /** @default preflightRules() */
+  /** @default preflightRules(): the documented ClusterRole */
   readonly preflightRules?: readonly PolicyRule[];
   /**
    * The controllers of kube-controller-manager (`--controllers`).
@@ -271,10 +280,19 @@ export class ControlPlane {
     await admin.create({ apiVersion: 'v1', kind: 'Node', metadata: node.metadata, spec: node.spec ?? {} });
     const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
     const conditions = status.conditions ?? [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'hermetic test node', lastHeartbeatTime: now, lastTransitionTime: now }];
-    await admin.request('PATCH', `/api/v1/nodes/${encodeURIComponent(node.metadata.name)}/status`, {
+    const nodePath = `/api/v1/nodes/${encodeURIComponent(node.metadata.name)}`;
+    await admin.call('PATCH', `${nodePath}/status`, {
       body: { status: { ...status, allocatable: status.allocatable ?? status.capacity, conditions } },
       contentType: 'application/merge-patch+json',
     });
+    // the API server's TaintNodesByCondition admission gives a new Node node.kubernetes.io/not-ready:NoSchedule; the
+    // node lifecycle controller takes it off once the Node is Ready, and does not run here (see controllers): the Node
+    // keeps the taints it was given
+    const ready = conditions.some((c) => (c as { type?: string; status?: string }).type === 'Ready' && (c as { status?: string }).status === 'True');
+    if (ready) {
+      const given = (node.spec as { taints?: object[] } | undefined)?.taints ?? [];
+      await admin.call('PATCH', nodePath, { body: { spec: { taints: given.length > 0 ? given : null } }, contentType: 'application/merge-patch+json' });
+    }
   }
 
   /** Stops every component (SIGKILL to each process group) and removes the folder unless kept. */
@@ -423,14 +441,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
 
     const client = cp.client();
     const rules = opts.preflightRules ?? preflightRules();
-    await client.apply({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: PREFLIGHT_ROLE }, rules }, { fieldManager: 'control-plane' });
-    await client.apply({
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'ClusterRoleBinding',
-      metadata: { name: PREFLIGHT_ROLE },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: PREFLIGHT_ROLE },
-      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: PREFLIGHT_GROUP }],
-    }, { fieldManager: 'control-plane' });
+    await bindClusterRole(client, PREFLIGHT_ROLE, rules, PREFLIGHT_GROUP, 'control-plane');
 
     const controllers = opts.controllers ?? ['*', '-node-lifecycle-controller'];
     cp.launch('kube-controller-manager', [

@@ -58,24 +58,56 @@ export function describe(o: { kind: string; metadata: { name: string; namespace?
   return `${o.kind} ${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}`;
 }
 
+/** Who a client acts as through impersonation (its token's identity must be allowed to impersonate). */
+export interface Impersonation {
+  readonly user: string;
+  readonly groups?: readonly string[];
+}
+
+/**
+ * The texts of the Warning headers of an answer (RFC 7234 `299 - "text"`, as the API server writes them: one header
+ * per warning, quotes and backslashes escaped).
+ */
+export function warningsOf(rawHeaders: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    if (rawHeaders[i].toLowerCase() !== 'warning') continue;
+    const m = /^\d{3} \S+ "((?:[^"\\]|\\.)*)"/.exec(rawHeaders[i + 1]);
+    out.push(m ? m[1].replace(/\\(.)/g, '$1') : rawHeaders[i + 1]);
+  }
+  return out;
+}
+
 export class KubeClient {
   private readonly agent: https.Agent;
   private readonly discovery = new Map<string, Promise<Map<string, Resource> | undefined>>();
 
   constructor(
     readonly server: string,
-    ca: Buffer,
+    ca: Buffer | https.Agent,
     private readonly token: string,
+    private readonly impersonation?: Impersonation,
   ) {
-    this.agent = new https.Agent({ ca, keepAlive: true, maxSockets: 16 });
+    this.agent = ca instanceof https.Agent ? ca : new https.Agent({ ca, keepAlive: true, maxSockets: 16 });
   }
 
   close(): void {
     this.agent.destroy();
   }
 
-  /** One request; answers the status and the parsed body (text when it is not JSON). Never throws on a status. */
-  request(method: string, path: string, opts: RequestOptions = {}): Promise<{ status: number; body: any }> {
+  /**
+   * A client that sends the same token and impersonates `user` (and `groups`): what the API server's admission sees of
+   * the request is that user (`request.userInfo`). It shares this client's connections (close this one).
+   */
+  as(user: string, groups: readonly string[] = []): KubeClient {
+    return new KubeClient(this.server, this.agent, this.token, { user, groups });
+  }
+
+  /**
+   * One request; answers the status, the parsed body (text when it is not JSON) and the texts of its Warning headers.
+   * Never throws on a status.
+   */
+  request(method: string, path: string, opts: RequestOptions = {}): Promise<{ status: number; body: any; warnings: string[] }> {
     const url = new URL(path, this.server);
     for (const [k, v] of Object.entries(opts.query ?? {})) url.searchParams.set(k, v);
     const payload = opts.body === undefined ? undefined : typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
@@ -86,6 +118,8 @@ export class KubeClient {
         headers: {
           Authorization: `Bearer ${this.token}`,
           Accept: 'application/json',
+          ...(this.impersonation ? { 'Impersonate-User': this.impersonation.user } : {}),
+          ...(this.impersonation?.groups?.length ? { 'Impersonate-Group': [...this.impersonation.groups] } : {}),
           ...(payload !== undefined ? { 'Content-Type': opts.contentType ?? 'application/json', 'Content-Length': Buffer.byteLength(payload) } : {}),
         },
         timeout: opts.timeoutMs ?? 60_000,
@@ -100,7 +134,7 @@ export class KubeClient {
           } catch {
             // not JSON: the text
           }
-          resolve({ status: res.statusCode ?? 0, body });
+          resolve({ status: res.statusCode ?? 0, body, warnings: warningsOf(res.rawHeaders) });
         });
         res.on('error', reject);
       });
@@ -233,8 +267,10 @@ export class KubeClient {
     const out: KubeObject[] = [];
     let token: string | undefined;
     do {
-      const page = await this.call('GET', path, { query: { limit: '500', ...(token ? { continue: token } : {}) } }) as { items: KubeObject[]; metadata?: { continue?: string } };
-      out.push(...page.items);
+      const page = await this.call('GET', path, { query: { limit: '500', ...(token ? { continue: token } : {}) } }) as { apiVersion?: string; kind?: string; items: KubeObject[]; metadata?: { continue?: string } };
+      // a list's items carry no apiVersion and kind of their own: the list's
+      const kind = page.kind?.replace(/List$/, '');
+      out.push(...page.items.map((i) => ({ ...i, apiVersion: i.apiVersion ?? page.apiVersion ?? '', kind: i.kind ?? kind ?? '' })));
       token = page.metadata?.continue || undefined;
     } while (token);
     return out;

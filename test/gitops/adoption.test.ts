@@ -56,12 +56,15 @@ describe('adopted objects (what the Instant Cluster already runs)', () => {
 });
 
 describe('objects that hold data (Namespaces, claims)', () => {
-  it('every Namespace the reference and training clusters render makes Argo CD ask before pruning or deleting it', () => {
+  it('every Namespace the reference and training clusters render makes Argo CD ask before pruning or deleting it (Argo CD\'s own: never)', () => {
     const training = renderCluster(buildModel(loadDescription(TRAINING_FILE)));
     for (const c of [renderOf(), training]) {
       const namespaces = c.folders.flatMap((f) => f.objects).filter((m) => m.kind === 'Namespace');
       expect(namespaces.length, c.name).toBeGreaterThan(1);
-      for (const ns of namespaces) expect(ns.metadata.annotations?.['argocd.argoproj.io/sync-options'], `${c.name} ${ns.metadata.name}`).toBe('Prune=confirm,Delete=confirm');
+      for (const ns of namespaces) {
+        const expected = ns.metadata.name === c.model.description.gitops.namespace ? 'Prune=false,Delete=false' : 'Prune=confirm,Delete=confirm';
+        expect(ns.metadata.annotations?.['argocd.argoproj.io/sync-options'], `${c.name} ${ns.metadata.name}`).toBe(expected);
+      }
       expect(checkCluster(c).filter((f) => f.rule === 'data-prune-confirm')).toEqual([]);
     }
   });

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { checkCluster } from '../../src/check';
 import { healthCheckData } from '../../src/components/argocd/health-checks';
 import { checkGitops } from '../../src/components/gitops/checks';
 import { fleetFiles, renderFleet } from '../../src/components/gitops/fleet';
@@ -15,32 +16,55 @@ import { descriptionFiles, InputError, renderFleetOf, synth } from '../../src/sy
 import { renderCluster } from '../../src/synth/render';
 import { findObject, FIXTURE_CLUSTERS, HAS_SCHEMAS, modelOf, REFERENCE_FILE, renderOf, validator } from '../helpers';
 
-/**
- * Argo CD's directory glob (gobwas/glob) for what the fleet renders: a literal name or a `{a,b,...}` list
- * of literal names. Anything else is refused rather than guessed at.
- */
-function globNames(pattern: string): Set<string> {
-  const list = /^\{([^{}]*)\}$/.exec(pattern);
-  const names = list ? list[1].split(',') : [pattern];
-  for (const n of names) if (/[*?[\]{}!\\]/.test(n)) throw new Error(`glob ${pattern}: only literal names are modelled here`);
-  return new Set(names);
-}
+const fleetClusters = () => descriptionFiles(FIXTURE_CLUSTERS).map((f) => renderCluster(buildModel(loadDescription(f))));
 
 /**
- * The files of a cluster's gitops folder the Application the ApplicationSet generates for `element` syncs, as
- * Argo CD's repo server selects them for a directory source: top-level manifests (.yaml, .yml, .json), kept
- * when they match `include` (if set) and do not match `exclude` (if set). Go template fields are filled in.
+ * The ApplicationSet's Go templates as text/template runs them (goTemplate, missingkey=error), for the actions the
+ * fleet uses only: `{{ .field }}`, `{{- if .field }}`, `{{- else }}`, `{{- end }}` (`-` trims the whitespace before).
+ * Anything else is refused rather than guessed at.
  */
-function fleetSyncs(set: any, element: Record<string, string>, files: readonly string[]): string[] {
-  const fill = (v: string | undefined) => v?.replace(/\{\{\s*\.(\w+)\s*\}\}/g, (_, k: string) => String(element[k]));
-  const directory = set.spec.template.spec.source.directory ?? {};
-  const include = fill(directory.include);
-  const exclude = fill(directory.exclude);
-  return files.filter((f) => /\.(ya?ml|json)$/.test(f))
-    .filter((f) => (include === undefined || globNames(include).has(f)) && (exclude === undefined || !globNames(exclude).has(f)))
-    .sort();
+function goTemplate(text: string, data: Record<string, unknown>): string {
+  const field = (name: string) => {
+    if (!(name in data)) throw new Error(`map has no entry for key "${name}"`);
+    return data[name];
+  };
+  let out = '';
+  const stack: { on: boolean; taken: boolean }[] = [];
+  const live = () => stack.every((f) => f.on);
+  let last = 0;
+  for (const m of text.matchAll(/\{\{(-?)\s*(.*?)\s*(-?)\}\}/g)) {
+    let chunk = text.slice(last, m.index);
+    if (m[1] === '-') chunk = chunk.replace(/\s+$/, '');
+    if (live()) out += chunk;
+    last = m.index! + m[0].length;
+    if (m[3] === '-') throw new Error('right trim is not modelled');
+    const action = m[2];
+    let x: RegExpExecArray | null;
+    if ((x = /^if \.(\w+)$/.exec(action))) {
+      const on = Boolean(field(x[1]));
+      stack.push({ on, taken: on });
+    } else if (action === 'else') {
+      const f = stack[stack.length - 1];
+      f.on = !f.taken;
+    } else if (action === 'end') {
+      stack.pop();
+    } else if ((x = /^\.(\w+)$/.exec(action))) {
+      if (live()) out += String(field(x[1]));
+    } else {
+      throw new Error(`action {{${action}}} is not modelled`);
+    }
+  }
+  return out + text.slice(last);
 }
-const fleetClusters = () => descriptionFiles(FIXTURE_CLUSTERS).map((f) => renderCluster(buildModel(loadDescription(f))));
+
+/** The Application the ApplicationSet generates for an element: the template filled in, the templatePatch merged into it. */
+function generated(set: any, element: Record<string, unknown>): any {
+  const fill = (v: unknown): unknown => (typeof v === 'string' ? goTemplate(v, element)
+    : Array.isArray(v) ? v.map(fill) : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, fill(x)])) : v);
+  const merge = (a: any, b: any): any => (a && b && typeof a === 'object' && typeof b === 'object' && !Array.isArray(a) && !Array.isArray(b)
+    ? Object.fromEntries([...new Set([...Object.keys(a), ...Object.keys(b)])].map((k) => [k, k in b ? merge(a[k], b[k]) : a[k]])) : b);
+  return merge(fill(set.spec.template), parse(goTemplate(set.spec.templatePatch, element)));
+}
 
 describe('fleet', () => {
   const clusters = fleetClusters();
@@ -58,35 +82,34 @@ describe('fleet', () => {
     ]);
   });
 
-  it('points the ApplicationSet at every cluster\'s gitops folder, leaving out the root it replaces', () => {
+  it('generates each cluster\'s root: its gitops folder, with the root\'s own source (the kustomization, the commit stamped), to the cluster\'s Argo CD', () => {
     const set = findObject(fleet.objects, 'ApplicationSet', 'fleet', 'argocd') as any;
     const elements = set.spec.generators[0].list.elements;
-    expect(elements.map((e: any) => [e.cluster, e.path])).toEqual([
-      ['instant-cluster', 'dist/instant-cluster/gitops'],
-      ['training-cluster', 'dist/training-cluster/gitops'],
+    expect(elements.map((e: any) => [e.cluster, e.path, e.hubManaged])).toEqual([
+      ['instant-cluster', 'dist/instant-cluster/gitops', false],
+      ['training-cluster', 'dist/training-cluster/gitops', false],
     ]);
     for (const c of clusters) {
-      const e = elements.find((x: any) => x.cluster === c.name);
-      expect(e.include).not.toContain(`application.argocd.${c.name}.yaml`);
-      expect(c.folders.find((f) => f.folder === 'gitops')!.objects.some((m) => m.kind === 'Application' && m.metadata.name === c.name)).toBe(true);
+      const app = generated(set, elements.find((x: any) => x.cluster === c.name));
+      const root = c.folders.find((f) => f.folder === 'gitops')!.objects.find((m) => m.kind === 'Application' && m.metadata.name === c.name) as any;
+      expect(app.spec.source, c.name).toEqual(root.spec.source);
+      expect(app.spec.destination, c.name).toEqual({ name: c.name, namespace: 'argocd' });
+      expect(app.spec.syncPolicy.automated, c.name).toEqual(root.spec.syncPolicy.automated);
     }
-    expect(set.spec.template.spec.destination).toEqual({ name: '{{.cluster}}', namespace: '{{.namespace}}' });
     expect(set.spec.syncPolicy).toEqual({ preserveResourcesOnDeletion: true });
   });
 
-  it('syncs on every cluster exactly what its root syncs (its gitops kustomization), but the root itself', () => {
-    const set = findObject(fleet.objects, 'ApplicationSet', 'fleet', 'argocd') as any;
+  it('syncs on every cluster exactly what its root syncs: the gitops kustomization, which lists neither the root nor what is applied by hand', () => {
     // The training cluster has Applications applied by hand (samples, dynamo), which the root leaves out.
     expect(clusters.find((c) => c.name === 'training-cluster')!.folders.find((f) => f.folder === 'gitops')!.objects
       .filter((m) => m.metadata.annotations?.['gpu-cluster.dev/apply-by-hand'] === 'true').map((m) => m.metadata.name).sort())
-      .toEqual(['training-cluster-dynamo', 'training-cluster-samples']);
-    for (const element of set.spec.generators[0].list.elements) {
-      const c = clusters.find((x) => x.name === element.cluster)!;
+      .toEqual(['training-cluster', 'training-cluster-dynamo', 'training-cluster-samples']);
+    for (const c of clusters) {
       const gitopsDir = `${c.name}/gitops/`;
       const files = new Map(clusterFiles(c).filter(([p]) => p.startsWith(gitopsDir)).map(([p, content]) => [p.slice(gitopsDir.length), content]));
       const kustomized: string[] = parse(files.get('kustomization.yaml')!).resources;
-      const rootFile = [...files].find(([, content]) => /^kind: Application$/m.test(content) && content.includes(`path: ${element.path}\n`))![0];
-      expect(fleetSyncs(set, element, [...files.keys()]), c.name).toEqual(kustomized.filter((f) => f !== rootFile).sort());
+      expect(kustomized, c.name).not.toContain(`application.argocd.${c.name}.yaml`);
+      expect(kustomized, c.name).toContain(`appproject.argocd.${c.name}.yaml`);
     }
   });
 
@@ -95,6 +118,47 @@ describe('fleet', () => {
     expect(project.spec.destinations).toEqual([{ name: 'instant-cluster', namespace: 'argocd' }, { name: 'training-cluster', namespace: 'argocd' }]);
     expect(project.spec.clusterResourceWhitelist).toEqual([]);
     expect(project.spec.namespaceResourceWhitelist).toEqual([{ group: 'argoproj.io', kind: 'AppProject' }, { group: 'argoproj.io', kind: 'Application' }]);
+  });
+
+  it('a cluster that runs no Argo CD (external, reached at its API URL): the hub holds its AppProject and Applications, which deploy to it', () => {
+    const hubbed = renderCluster(modelOf((d) => { d.name = 'remote-lab'; d.gitops.path = 'dist/remote-lab'; d.gitops.destinationServer = 'https://10.0.0.1:6443'; }));
+    expect(hubbed.model.argocd).toBe('external');
+    const gitops = hubbed.folders.find((f) => f.folder === 'gitops')!.objects;
+    const apps = gitops.filter((m) => m.kind === 'Application') as any[];
+    const root = apps.find((a) => a.metadata.name === 'remote-lab');
+    // the root applies them to the Argo CD that runs them (the hub's own API server); every other one deploys to the cluster
+    expect(root.spec.destination).toEqual({ server: 'https://kubernetes.default.svc', namespace: 'argocd' });
+    for (const a of apps.filter((x) => x !== root)) expect(a.spec.destination.server, a.metadata.name).toBe('https://10.0.0.1:6443');
+    const project = findObject(gitops, 'AppProject', 'remote-lab') as any;
+    expect(project.spec.destinations).toContainEqual({ server: 'https://kubernetes.default.svc', namespace: 'argocd' });
+    expect(project.spec.destinations.filter((d: any) => d.server === 'https://kubernetes.default.svc')).toHaveLength(1);
+    expect(checkCluster(hubbed).filter((f) => f.rule.startsWith('application-'))).toEqual([]);
+    // as the root was before: to the cluster's API server, which runs no Argo CD
+    const before = {
+      ...hubbed,
+      folders: hubbed.folders.map((f) => (f.folder !== 'gitops' ? f : {
+        ...f,
+        objects: f.objects.map((m) => (m !== root ? m
+          : { ...m, spec: { ...root.spec, destination: { server: 'https://10.0.0.1:6443', namespace: 'argocd' } } })),
+      })),
+    };
+    expect(checkCluster(before).filter((f) => f.rule === 'application-destination').map((f) => f.message)).toEqual([
+      expect.stringMatching(/^Application argocd\/remote-lab: applies the gitops folder's AppProject and Applications to https:\/\/10.0.0.1:6443, .*on the hub, not on the cluster at https:\/\/10.0.0.1:6443, which runs no Argo CD$/),
+    ]);
+
+    // in the fleet: generated on the hub, into the hub itself; the fleet AppProject permits exactly that
+    const mixed = renderFleet([...clusters, hubbed]);
+    const set = findObject(mixed.objects, 'ApplicationSet', 'fleet', 'argocd') as any;
+    const element = set.spec.generators[0].list.elements.find((e: any) => e.cluster === 'remote-lab');
+    expect(element.hubManaged).toBe(true);
+    expect(generated(set, element).spec.destination).toEqual({ server: 'https://kubernetes.default.svc', namespace: 'argocd' });
+    expect((findObject(mixed.objects, 'AppProject', 'fleet') as any).spec.destinations).toEqual([
+      { name: 'instant-cluster', namespace: 'argocd' }, { server: 'https://kubernetes.default.svc', namespace: 'argocd' }, { name: 'training-cluster', namespace: 'argocd' },
+    ]);
+    // its Argo CD objects can only live in the namespace the hub's Argo CD watches
+    const elsewhere = renderCluster(modelOf((d) => { d.name = 'remote-lab'; d.gitops.path = 'dist/remote-lab'; d.gitops.destinationServer = 'https://10.0.0.1:6443'; d.gitops.namespace = 'gitops'; }));
+    expect(() => renderFleetOf([elsewhere])).toThrow(InputError);
+    expect(() => renderFleet([elsewhere])).toThrow('remote-lab: gitops.namespace: "gitops", but the cluster runs no Argo CD of its own');
   });
 
   it('refuses a cluster named "fleet"', () => {

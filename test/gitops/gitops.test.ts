@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { appliedSize, CLIENT_SIDE_APPLY_LIMIT } from '../../src/components/gitops/api-kinds';
 import { checkGitops } from '../../src/components/gitops/checks';
-import { folderWaves, installWaveKey, planGitops } from '../../src/components/gitops/plan';
+import { folderWaves, installWaveKey, planGitops, revisionReplacements } from '../../src/components/gitops/plan';
 import { LABELS } from '../../src/model/names';
+import { inKustomization } from '../../src/render/folder-files';
 import { Manifest } from '../../src/render/manifest';
 import { findObject, folderObjects, HAS_SCHEMAS, renderOf, schemaErrors } from '../helpers';
 
@@ -24,7 +25,12 @@ describe('gitops: app-of-apps of the reference cluster', () => {
 
   it('has a root Application syncing the gitops folder and one Application per component folder', () => {
     const root = app(objects, 'instant-cluster');
-    expect(root.spec.source).toEqual({ repoURL: 'https://git.example.com/platform/clusters.git', targetRevision: 'main', path: 'dist/instant-cluster/gitops' });
+    expect(root.spec.source).toEqual({
+      repoURL: 'https://git.example.com/platform/clusters.git',
+      targetRevision: 'main',
+      path: 'dist/instant-cluster/gitops',
+      kustomize: { commonAnnotations: { 'gpu-cluster.dev/revision': '${ARGOCD_APP_REVISION}' }, commonAnnotationsEnvsubst: true },
+    });
     expect(root.metadata.namespace).toBe('argocd');
     const components = cluster.folders.map((f) => f.folder).filter((f) => f !== 'gitops');
     expect(apps(objects).map((a) => a.spec.source.path).sort()).toEqual(['gitops', ...components].map((f) => `dist/instant-cluster/${f}`).sort());
@@ -55,6 +61,29 @@ describe('gitops: app-of-apps of the reference cluster', () => {
     expect(app(objects, 'instant-cluster-gpu-operator').metadata.annotations[LABELS.compareOptions]).toBe('ServerSideDiff=true');
     expect(app(objects, 'instant-cluster-storage').metadata.annotations[LABELS.compareOptions]).toBeUndefined();
     expect(apps(objects).filter((a) => a.spec.syncPolicy.syncOptions?.includes('SkipDryRunOnMissingResource=true'))).toEqual([]);
+  });
+
+  it('leaves the root out of the folder it syncs: applied by hand (the bootstrap), never waiting for itself', () => {
+    const root = app(objects, 'instant-cluster');
+    expect(root.metadata.annotations[LABELS.byHand]).toBe('true');
+    expect(inKustomization(root)).toBe(false);
+    expect(apps(objects).filter((a) => a !== root && inKustomization(a)).length).toBeGreaterThan(3);
+  });
+
+  it('pins every Application of this repository the root applies to the commit the root synced (kustomize replacements)', () => {
+    const gitops = cluster.folders.find((f) => f.folder === 'gitops')!;
+    const project = findObject(objects, 'AppProject', 'instant-cluster');
+    expect(gitops.replacements).toEqual([{
+      source: { group: 'argoproj.io', kind: 'AppProject', name: project.metadata.name, namespace: 'argocd', fieldPath: `metadata.annotations.[${LABELS.revision}]` },
+      targets: apps(objects).filter((a) => inKustomization(a) && a.metadata.name !== 'instant-cluster').map((a) => ({
+        select: { group: 'argoproj.io', kind: 'Application', name: a.metadata.name, namespace: 'argocd' }, fieldPaths: ['spec.source.targetRevision'],
+      })),
+    }]);
+    // managed installs read their own charts and repositories: never pinned to a commit of this one
+    const managed = folderObjects(renderOf((d) => { d.installs = ALL_MANAGED; }), 'gitops');
+    const pinned = revisionReplacements(managed, 'dist/instant-cluster')[0].targets.map((t) => t.select.name);
+    expect(pinned.filter((n) => n.endsWith('-install'))).toEqual([]);
+    expect(pinned).toContain('instant-cluster-kueue');
   });
 
   it('puts the cascading-delete finalizer on component Applications only', () => {

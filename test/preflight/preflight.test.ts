@@ -355,6 +355,26 @@ describe('each rule fires on its conflict', () => {
     expect(f[0].fix).toContain('kubectl label clusterqueue old-team app.kubernetes.io/instance-');
   });
 
+  it('argocd-prune: what an Application syncs from beyond the render (the argocd folder\'s upstream install) is never taken for pruned', () => {
+    const cluster = renderOf();
+    const appOf = (folder: string) => cluster.folders.flatMap((f) => f.objects)
+      .find((o) => o.kind === 'Application' && (o.spec as { source?: { path?: string } }).source?.path?.endsWith(`/${folder}`))!.metadata.name;
+    const folder = cluster.folders.find((f) => f.folder === 'argocd')!;
+    expect(folder.kustomization?.bases.length).toBeGreaterThan(0);
+    // Argo CD's own server, as a synced cluster shows it: tracked by the Application of the argocd folder, built
+    // from the upstream install the folder's kustomization names, so in no rendered file
+    const tracked = (app: string, name: string) => ({
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name, namespace: 'argocd', annotations: { 'argocd.argoproj.io/tracking-id': `${app}:apps/Deployment:argocd/${name}` } },
+      spec: {},
+    });
+    const state = stateOf((objects) => objects.push(tracked(appOf('argocd'), 'argocd-server'), tracked(appOf('storage'), 'left-behind')));
+    const f = findingsOf({ cluster, state }).filter((x) => x.rule === 'argocd-prune');
+    // the folder of own files only still fires (the fixture that proves the rule is not switched off)
+    expect(f.map((x) => x.object)).toEqual(['Deployment argocd/left-behind']);
+  });
+
   it('snapshot-incomplete and kueue-config-unread: what the state lacks is said, not taken as missing APIs', () => {
     const state = stateOf((objects) => objects.splice(0, objects.length, ...objects.filter((o) => !['Node', 'CustomResourceDefinition', 'ConfigMap'].includes(o.kind))));
     const f = findingsOf({ state });

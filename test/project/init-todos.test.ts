@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { COMMANDS, EXIT, main } from '../../src/cli';
 import { runNew } from '../../src/commands/new';
 import { PACKAGE_NAME } from '../../src/paths';
-import { fixtureProject, ROOT } from '../helpers';
+import { fixtureProject, ROOT, runMain } from '../helpers';
 import { SNAPSHOT } from '../preflight/snapshots';
 
 /*
@@ -18,12 +18,7 @@ import { SNAPSHOT } from '../preflight/snapshots';
 describe('open TODO(init) lines', () => {
   const cwd = process.cwd();
   afterEach(() => process.chdir(cwd));
-  const run = async (...args: string[]) => {
-    const out: string[] = [];
-    const err: string[] = [];
-    const code = await main(args, { out: (l) => out.push(l), err: (l) => err.push(l) });
-    return { code, out, err };
-  };
+  const run = runMain;
 
   it('synth and check list each one as a warning naming the file and line, and exit 0; once the markers are gone, nothing', async () => {
     const root = fixtureProject();

@@ -3,19 +3,15 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileS
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { EXIT, main } from '../../src/cli';
+import { EXIT } from '../../src/cli';
 import { installedFrom } from '../../src/commands/installed-from';
 import { runNew } from '../../src/commands/new';
-import { descriptionJsonSchemaText } from '../../src/model/json-schema';
+import { descriptionJsonSchemaText, fleetJsonSchemaText } from '../../src/model/json-schema';
 import { packageVersion } from '../../src/paths';
 import { PROJECT_FILE, readProject } from '../../src/project/project-file';
+import { runMain } from '../helpers';
 
-async function run(...args: string[]) {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await main(args, { out: (l) => out.push(l), err: (l) => err.push(l) });
-  return { code, out, err };
-}
+const run = runMain;
 
 describe('new DIR: a clusters repository', () => {
   it('pins this toolkit exactly, names its folders in the project file, and brings a CI script, a README and the description schema', async () => {
@@ -27,8 +23,10 @@ describe('new DIR: a clusters repository', () => {
     expect(pkg).toMatchObject({ name: 'my-clusters', private: true, devDependencies: { 'gpu-cluster-manifests': packageVersion() }, engines: { node: '>= 20' }, scripts: { test: 'sh ci.sh' } });
     expect(readProject(path.join(dir, PROJECT_FILE))).toMatchObject({ clusters: path.join(dir, 'clusters'), out: path.join(dir, 'dist') });
     // an empty descriptions folder but for the schema the descriptions' $schema line names: init writes the first one
-    expect(readdirSync(path.join(dir, 'clusters'))).toEqual(['cluster-description.schema.json']);
+    expect(readdirSync(path.join(dir, 'clusters')).sort()).toEqual(['cluster-description.schema.json', 'fleet.schema.json']);
     expect(readFileSync(path.join(dir, 'clusters', 'cluster-description.schema.json'), 'utf8')).toBe(descriptionJsonSchemaText());
+    // the fleet description's too (fleet.yaml beside the descriptions), which schema rewrites and ci.sh compares
+    expect(readFileSync(path.join(dir, 'clusters', 'fleet.schema.json'), 'utf8')).toBe(fleetJsonSchemaText());
     // the CI script renders, fails on drift of the committed output and the schema, then checks
     const ci = readFileSync(path.join(dir, 'ci.sh'), 'utf8');
     expect(ci).toMatch(/^#!\/bin\/sh\n/);
@@ -37,7 +35,7 @@ describe('new DIR: a clusters repository', () => {
       'npx --no-install gpu-cluster-manifests schema',
       'npx --no-install gpu-cluster-manifests check',
     ]);
-    expect(ci).toContain('git status --porcelain -- dist clusters/cluster-description.schema.json');
+    expect(ci).toContain('git status --porcelain -- dist clusters/cluster-description.schema.json clusters/fleet.schema.json');
     // eslint-disable-next-line no-bitwise
     expect(statSync(path.join(dir, 'ci.sh')).mode & 0o111).not.toBe(0);
     expect(readFileSync(path.join(dir, '.gitignore'), 'utf8').split('\n')).toEqual(expect.arrayContaining(['node_modules/', '/dist/.gpu-cluster-manifests.*', '/dist.tmp-*/']));

@@ -3,12 +3,12 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { EXIT, main } from '../../src/cli';
+import { EXIT } from '../../src/cli';
 import { InputError } from '../../src/errors';
 import { descriptionJsonSchemaText } from '../../src/model/json-schema';
 import { packageVersion } from '../../src/paths';
 import { findProjectFile, PROJECT_FILE, projectOf, readProject, requireProject } from '../../src/project/project-file';
-import { aliasBomb, fixtureProject } from '../helpers';
+import { aliasBomb, fixtureProject, runMain } from '../helpers';
 import { SNAPSHOT } from '../preflight/snapshots';
 
 /** A project folder with this project file text (and whatever `setup` adds). */
@@ -94,12 +94,7 @@ describe('the project file', () => {
 describe('commands in a project take their folders from it', () => {
   const cwd = process.cwd();
   afterEach(() => process.chdir(cwd));
-  const run = async (...args: string[]) => {
-    const out: string[] = [];
-    const err: string[] = [];
-    const code = await main(args, { out: (l) => out.push(l), err: (l) => err.push(l) });
-    return { code, out, err };
-  };
+  const run = runMain;
 
   it('synth renders the descriptions folder into the output folder from any folder of the project; init writes into the descriptions folder', async () => {
     const root = fixtureProject();

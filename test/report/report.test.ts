@@ -139,19 +139,27 @@ describe('the cluster report (dist/<cluster>/README.md)', () => {
     const commands = section.slice(section.indexOf('```sh'), section.indexOf('```', section.indexOf('```sh') + 5)).split('\n').filter((l) => l.startsWith('kubectl apply'));
     expect(commands).toEqual([
       'kubectl apply --server-side --force-conflicts -k dist/instant-cluster/argocd   # 1. Argo CD itself',
-      'kubectl apply -k dist/instant-cluster/gitops   # 2. the AppProject and the root Application',
+      'kubectl apply -f dist/instant-cluster/gitops/appproject.argocd.instant-cluster.yaml -f dist/instant-cluster/gitops/application.argocd.instant-cluster.yaml'
+        + '   # 2. the AppProject and the root Application',
     ]);
+    // the bootstrap applies the root, which its folder does not list (it would wait for itself); kustomize refuses the folder alone
+    expect(section).toContain('not the root itself, which would wait in its own sync for its own health');
+    expect(section).toContain('(`kubectl apply -k dist/instant-cluster/gitops` is refused by kustomize for this reason');
     expect(section).toContain('itself included (Application `instant-cluster-argocd`)');
     expect(section).not.toMatch(/kubectl apply -n \S+ -f dist\/instant-cluster\/gitops\/?\s/);
     const project = gitops.find((m) => m.kind === 'AppProject')!;
     expect(section).toContain(`AppProject \`${project.metadata.name}\``);
-    const apps = gitops.filter((m) => m.kind === 'Application');
+    const apps = gitops.filter((m) => m.kind === 'Application' && m.metadata.name !== 'instant-cluster');
     const byHand = apps.filter((m) => m.metadata.annotations?.['gpu-cluster.dev/apply-by-hand'] === 'true');
     expect(byHand.length).toBeGreaterThan(0);
-    expect(section).toContain(`the ${apps.length - byHand.length} Applications`);
+    expect(section).toContain(`the AppProject and the ${apps.length - byHand.length} Applications`);
     for (const a of byHand) expect(section).toContain(`kubectl apply -f dist/instant-cluster/gitops/application.${a.metadata.namespace}.${a.metadata.name}.yaml`);
     expect(section).toContain('argocd cluster add <kube-context-of-instant-cluster> --name instant-cluster');
     expect(section).toContain('kubectl apply -k dist/fleet');
+    // the install's source is named: the remote base by default, the folder's own copy with gitops.argocdInstall vendored
+    expect(section).toContain('and the install\'s remote base, `https://github.com/argoproj/argo-cd//manifests/cluster-install?ref=v3.5.1`.');
+    const vendored = clusterReport(renderOf((d) => { d.gitops.argocdInstall = 'vendored'; }));
+    expect(vendored.slice(vendored.indexOf('## Bootstrap'), vendored.indexOf('## Run the samples'))).toContain(': the install comes from the folder\'s own copy of it, nothing else is read.');
   });
 
   it('external Argo CD: no first command, the health checks for its argocd-cm instead; a managed stack: the Grafana Secret to create', () => {
@@ -159,7 +167,13 @@ describe('the cluster report (dist/<cluster>/README.md)', () => {
     const section = external.slice(external.indexOf('## Bootstrap'), external.indexOf('## Run the samples'));
     expect(section).not.toContain('-k dist/instant-cluster/argocd');
     expect(section).toContain('kubectl apply --server-side -f dist/fleet/configmap.argocd.argocd-cm.yaml');
-    expect(section).toContain('kubectl apply -k dist/instant-cluster/gitops\n');
+    expect(section).toContain('kubectl apply -f dist/instant-cluster/gitops/appproject.argocd.instant-cluster.yaml -f dist/instant-cluster/gitops/application.argocd.instant-cluster.yaml\n');
+    // a cluster the hub's Argo CD runs: the same commands, against the hub, after registering the cluster under its server
+    const hubbed = clusterReport(renderOf((d) => { d.gitops.destinationServer = 'https://10.0.0.1:6443'; }));
+    const hub = hubbed.slice(hubbed.indexOf('## Bootstrap'), hubbed.indexOf('## Run the samples'));
+    expect(hub).toContain('This cluster runs no Argo CD: a hub\'s runs its Applications, which live in the hub\'s namespace `argocd` and deploy to `https://10.0.0.1:6443`');
+    expect(hub).toContain('application.argocd.instant-cluster.yaml   # on the hub\n');
+    expect(hub).toContain('applies `dist/instant-cluster/gitops` to the hub itself');
     const stack = clusterReport(renderOf((d) => { d.installs = { monitoring: 'managed' }; }));
     expect(stack).toContain('kubectl create secret generic grafana-admin -n monitoring --from-literal=admin-user=admin --from-literal=admin-password="$(openssl rand -base64 30)"');
     expect(report).not.toContain('grafana-admin');

@@ -51,6 +51,9 @@ export function policyDenials(objects: readonly Manifest[], policy: string, obje
   return spec.validations.filter((v) => evaluate(v.expression, { ...context, variables }) !== true).map((v) => v.message);
 }
 
+/** The rendered policy that guards a queued job kind: one per kind (`tenant-queue-required-mpijobs`). */
+export const queuePolicyOf = (job: Obj): string => `tenant-queue-required-${String(job.kind).toLowerCase()}s`;
+
 /** A pod in the tenant namespace `research`. */
 export function pod(spec: Obj, metadata: Obj = {}): Obj {
   return { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: 'research', ...metadata }, spec };

@@ -8,7 +8,7 @@ import { helmFullname, serviceAccountUser } from '../../src/model/helm-names';
 import { KUEUE_POD, LABELS, NAMESPACES, RESOURCES, TENANCY } from '../../src/model/names';
 import { Manifest } from '../../src/render/manifest';
 import { findObject, folderObjects, renderOf, SHARED } from '../helpers';
-import { gpuContainer, kueueGated, kueueSuspended, outside, pod, policyDenials, queued, Request } from './admission-eval';
+import { gpuContainer, kueueGated, kueueSuspended, outside, pod, policyDenials, queued, queuePolicyOf, Request } from './admission-eval';
 
 /** The admission policies are CEL: evaluated with the project's CEL engine (admission-eval.ts). */
 const tenants = folderObjects(renderOf(), 'tenants');
@@ -26,7 +26,7 @@ const KUEUE = userOf('Kueue');
 type Obj = Record<string, any>;
 const denials = (policy: string, object: Obj, req?: Request) => policyDenials(tenants, policy, object, req);
 const podDenials = (p: Obj, req?: Request) => denials('tenant-pod-guardrails', p, req);
-const jobDenials = (job: Obj, req?: Request) => denials('tenant-queue-required', job, req);
+const jobDenials = (job: Obj, req?: Request) => denials(queuePolicyOf(job), job, req);
 
 const clone = <T>(o: T): T => structuredClone(o);
 
@@ -50,7 +50,7 @@ function skyPilotPodGroup(nodes: number): Obj[] {
 
 describe('tenant admission guardrails: binding', () => {
   it('bind every policy to every tenant namespace, denying', () => {
-    for (const name of ['tenant-pod-guardrails', 'tenant-queue-required', 'tenant-service-guardrails']) {
+    for (const name of tenants.filter((o) => o.kind === 'ValidatingAdmissionPolicy').map((o) => o.metadata.name)) {
       const binding = findObject(tenants, 'ValidatingAdmissionPolicyBinding', name) as Manifest & { spec: any };
       expect(binding.spec).toEqual({
         policyName: name,

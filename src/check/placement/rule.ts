@@ -50,12 +50,13 @@ function hostnamesNote(fit: Fit): string {
 }
 
 /** Label keys only GPU workers carry: a DaemonSet that selects on one of them is meant for the GPU workers. */
-function gpuOnlyKeys(nodes: readonly SimNode[]): Set<string> {
+export function gpuOnlyKeys(nodes: readonly SimNode[]): Set<string> {
   const others = new Set(nodes.filter((n) => n.role !== 'gpu').flatMap((n) => Object.keys(n.labels)));
   return new Set(nodes.filter((n) => n.role === 'gpu').flatMap((n) => Object.keys(n.labels)).filter((k) => !others.has(k)));
 }
 
-function selectedKeys(spec: SchedulingSpec): string[] {
+/** The node label keys a pod spec selects on: its nodeSelector and its required node affinity. */
+export function selectedKeys(spec: SchedulingSpec): string[] {
   const terms = spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? [];
   return [...Object.keys(spec.nodeSelector ?? {}), ...terms.flatMap((t) => (t.matchExpressions ?? []).map((e) => e.key))];
 }

@@ -1,10 +1,16 @@
+import * as path from 'node:path';
 import { Chart } from 'cdk8s';
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
 import { Construct } from 'constructs';
 import { ARGOCD_CM, ARGOCD_PART_OF, ArgocdConfig } from './argocd-config';
 import { HealthCheck, healthCheckData } from './health-checks';
+import { mirrorImage, mirrorUrl } from '../../model/mirrors';
 import { ClusterModel, podPlacement } from '../../model/model';
+import { ADOPTED_SYNC_OPTIONS, LABELS } from '../../model/names';
+import { DEFAULT_UPSTREAM } from '../../paths';
 import { FolderKustomization, KustomizePatch, manifestFileName } from '../../render/manifest';
+import { VENDORED_FOLDER } from '../../render/vendored';
+import { VENDORED_RELEASES, VendoredOverlay } from '../../upstream/releases';
 import { remoteBase } from '../../upstream/remote-bases';
 import { VERSIONS } from '../../versions';
 import { componentChartProps, ComponentChartProps, ComponentDefinition } from '../component';
@@ -24,7 +30,8 @@ const CLUSTER_INSTALL_FOOTPRINT: FolderKustomization['footprint'] = {
     { group: 'rbac.authorization.k8s.io', kind: 'ClusterRole' },
     { group: 'rbac.authorization.k8s.io', kind: 'ClusterRoleBinding' },
   ],
-  largestObjectBytes: 343_248, // CustomResourceDefinition applicationsets.argoproj.io
+  // CustomResourceDefinition applicationsets.argoproj.io, with the sync-options annotation the folder's patch adds
+  largestObjectBytes: 343_325,
 };
 
 /** A JSON pointer token (RFC 6901): `~` and `/` escaped. */
@@ -57,6 +64,32 @@ function clusterRoleBindingPatch(namespace: string): KustomizePatch {
 }
 
 /**
+ * Sync options of what Argo CD's own Application must never prune or delete: Argo CD's CRDs (a build that dropped
+ * applications.argoproj.io would delete every Application, and through their resources finalizer every add-on of the
+ * cluster) and the Namespace Argo CD runs in. A resource's own option wins over its Application's (gitops-engine
+ * sync_context.go isPruningDisabled; controller/appcontroller.go shouldBeDeleted, which already spares CRDs on a
+ * cascading delete: Delete=false says so on the object).
+ */
+export const ARGOCD_KEPT_SYNC_OPTIONS = ADOPTED_SYNC_OPTIONS;
+
+/** Patch that marks every CRD of the install (Application, AppProject, ApplicationSet) with ARGOCD_KEPT_SYNC_OPTIONS. */
+function keptCrdsPatch(): KustomizePatch {
+  return {
+    target: { group: 'apiextensions.k8s.io', kind: 'CustomResourceDefinition' },
+    // strategic merge: the upstream CRDs have no annotations a JSON patch could add to (the name is the target's)
+    patch: [
+      'apiVersion: apiextensions.k8s.io/v1',
+      'kind: CustomResourceDefinition',
+      'metadata:',
+      '  name: every-crd-of-the-install',
+      '  annotations:',
+      `    ${LABELS.syncOptions}: ${ARGOCD_KEPT_SYNC_OPTIONS.join(',')}`,
+      '',
+    ].join('\n'),
+  };
+}
+
+/**
  * A cluster's own Argo CD: the Namespace it runs in and its argocd-cm entries (the health checks every sync wave
  * waits on). The folder's kustomization builds them on the pinned upstream install (FolderKustomization).
  */
@@ -68,10 +101,37 @@ export class ArgocdChart extends Chart {
     // After the chart's labels: the Namespace is part of Argo CD's install, as every object of the install is, not of
     // the cluster. The folders of alike clusters are then the same, and check builds them once for a whole fleet.
     for (const [k, v] of Object.entries(ARGOCD_PART_OF)) ns.metadata.addLabel(k, v);
+    ns.metadata.addAnnotation(LABELS.syncOptions, ARGOCD_KEPT_SYNC_OPTIONS.join(','));
     // Every check, but Dynamo's where the cluster has no Dynamo.
     const kinds = (c: HealthCheck) => c.kind !== 'DynamoGraphDeployment' || props.model.description.installs.dynamo !== 'none';
     new ArgocdConfig(this, 'Config', { namespace, data: healthCheckData(kinds) });
   }
+}
+
+/** The release of Argo CD's install the argocd folder builds on (the vendored kustomize tree of VERSIONS.argocd). */
+const ARGOCD_RELEASE: VendoredOverlay = VENDORED_RELEASES.find((r): r is VendoredOverlay => r.type === 'kustomize' && r.repoURL === VERSIONS.argocd.repoURL)!;
+
+/**
+ * The images of Argo CD's install at the pinned tag (repository, no tag; SOURCES.md), which the folder's kustomization
+ * renames to their mirror (mirrors.images). test/argocd checks the list against the build.
+ */
+export const ARGOCD_INSTALL_IMAGES: readonly string[] = ['ghcr.io/dexidp/dex', 'public.ecr.aws/docker/library/redis', 'quay.io/argoproj/argocd'];
+
+/**
+ * The base of the argocd folder: the release's remote base (on its mirrors.git mirror, a `.git` URL as kustomize reads
+ * a repository of any host), or with gitops.argocdInstall vendored the package's copy written into the folder.
+ */
+function argocdBase(model: ClusterModel): Pick<FolderKustomization, 'bases' | 'vendored'> {
+  if (model.description.gitops.argocdInstall === 'vendored') {
+    const top = ARGOCD_RELEASE.path.split('/')[0];
+    return {
+      bases: [`${VENDORED_FOLDER}/${ARGOCD_RELEASE.folder}/${ARGOCD_RELEASE.path}`],
+      vendored: { into: `${VENDORED_FOLDER}/${ARGOCD_RELEASE.folder}/${top}`, from: path.join(DEFAULT_UPSTREAM, ARGOCD_RELEASE.folder, top) },
+    };
+  }
+  const repo = mirrorUrl(VERSIONS.argocd.repoURL, model.description.mirrors.git);
+  if (repo === VERSIONS.argocd.repoURL) return { bases: [remoteBase(VERSIONS.argocd)] };
+  return { bases: [`${repo.replace(/\.git$/, '')}.git//${VERSIONS.argocd.path}?ref=${VERSIONS.argocd.version}`] };
 }
 
 export const argocd: ComponentDefinition = {
@@ -79,14 +139,16 @@ export const argocd: ComponentDefinition = {
   description: `Argo CD ${VERSIONS.argocd.version} (upstream cluster-install) on the service node, with the health checks the sync waves wait on; applied once at bootstrap, then managed by Argo CD itself`,
   build: (scope: Construct, model: ClusterModel) => (model.argocd === 'managed' ? new ArgocdChart(scope, ARGOCD_FOLDER, { model }) : undefined),
   kustomization: (model: ClusterModel) => ({
-    bases: [remoteBase(VERSIONS.argocd)],
+    ...argocdBase(model),
     namespace: model.description.gitops.namespace,
     // argocd-cm is the upstream install's: the folder's copy patches it
     patchFiles: [{
       file: manifestFileName({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: ARGOCD_CM.name, namespace: model.description.gitops.namespace } }),
       target: { version: 'v1', kind: 'ConfigMap', name: ARGOCD_CM.name },
     }],
-    patches: [...servicePlacementPatches(model), clusterRoleBindingPatch(model.description.gitops.namespace)],
+    patches: [...servicePlacementPatches(model), clusterRoleBindingPatch(model.description.gitops.namespace), keptCrdsPatch()],
+    images: ARGOCD_INSTALL_IMAGES.filter((name) => mirrorImage(name, model.description.mirrors.images) !== name)
+      .map((name) => ({ name, newName: mirrorImage(name, model.description.mirrors.images) })),
     footprint: CLUSTER_INSTALL_FOOTPRINT,
   }),
 };

@@ -15,6 +15,12 @@ export interface ClusterAppProjectProps {
   readonly destinationServer: string;
   /** Namespaces the Applications may write to, listed explicitly (never `*`). */
   readonly namespaces: readonly string[];
+  /**
+   * Destinations on the API server of the Argo CD that runs the Applications, when that is not the cluster (a hub):
+   * its Argo CD namespace, where the root applies the AppProject and the Applications.
+   * @default []
+   */
+  readonly argocdDestinations?: readonly { readonly server: string; readonly namespace: string }[];
   /** Cluster-scoped kinds the Applications may write; every other cluster-scoped kind is refused. */
   readonly clusterKinds: readonly GroupKind[];
   /**
@@ -49,7 +55,10 @@ export class ClusterAppProject extends Construct {
       spec: {
         description: props.description,
         sourceRepos: [...props.sourceRepos],
-        destinations: props.namespaces.map((namespace) => ({ server: props.destinationServer, namespace })),
+        destinations: [
+          ...props.namespaces.map((namespace) => ({ server: props.destinationServer, namespace })),
+          ...(props.argocdDestinations ?? []).map((d) => ({ server: d.server, namespace: d.namespace })),
+        ],
         clusterResourceWhitelist: props.clusterKinds.map((gk) => ({ group: gk.group, kind: gk.kind })),
       },
     });

@@ -2,19 +2,20 @@ import { Construct } from 'constructs';
 import { GroupKind } from './api-kinds';
 import { RESOURCES_FINALIZER } from './plan';
 import { AppProject } from '../../../imports/argocd-appproject-argoproj.io';
+import { IN_CLUSTER_SERVER } from '../../model/description';
 
 export interface FleetAppProjectProps {
   readonly name: string;
   /** Namespace of the hub's Argo CD. */
   readonly namespace: string;
   readonly sourceRepos: readonly string[];
-  /** Each cluster (by its registered name) and its Argo CD namespace. */
-  readonly destinations: readonly { readonly cluster: string; readonly namespace: string }[];
+  /** Each cluster (by its registered name) and its Argo CD namespace; a hub-managed cluster's go to the hub itself. */
+  readonly destinations: readonly { readonly cluster: string; readonly namespace: string; readonly hubManaged: boolean }[];
   /** The namespaced kinds the clusters' gitops folders hold (AppProject, Application); nothing cluster-scoped. */
   readonly namespacedKinds: readonly GroupKind[];
 }
 
-/** The hub's project for the fleet: it may write only Argo CD objects, only into each cluster's Argo CD namespace. */
+/** The hub's project for the fleet: it may write only Argo CD objects, only into each cluster's Argo CD namespace (or the hub's). */
 export class FleetAppProject extends Construct {
   readonly name: string;
 
@@ -26,7 +27,9 @@ export class FleetAppProject extends Construct {
       spec: {
         description: 'The fleet: each cluster\'s AppProject and Applications, applied to its Argo CD',
         sourceRepos: [...props.sourceRepos],
-        destinations: props.destinations.map((d) => ({ name: d.cluster, namespace: d.namespace })),
+        destinations: props.destinations.map((d) => (d.hubManaged
+          ? { server: IN_CLUSTER_SERVER, namespace: d.namespace }
+          : { name: d.cluster, namespace: d.namespace })),
         clusterResourceWhitelist: [],
         namespaceResourceWhitelist: props.namespacedKinds.map((gk) => ({ group: gk.group, kind: gk.kind })),
       },

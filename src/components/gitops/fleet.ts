@@ -3,8 +3,9 @@ import { GroupKind, groupKindKey, groupKindOf } from './api-kinds';
 import { FleetAppProject } from './fleet-app-project';
 import { FleetApplicationSet, FleetMember } from './fleet-application-set';
 import { FLEET_FOLDER, GITOPS_FOLDER, rootApplicationOf } from './plan';
+import { IN_CLUSTER_SERVER } from '../../model/description';
 import { MANAGED_BY, LABELS, NAMESPACES } from '../../model/names';
-import { inKustomization, kustomization, manifestYaml, RenderedFile } from '../../render/folder-files';
+import { kustomization, manifestYaml, RenderedFile } from '../../render/folder-files';
 import { compareManifests, Manifest, manifestFileName, RenderedCluster, RenderedFolder } from '../../render/manifest';
 import { ArgocdConfig } from '../argocd/argocd-config';
 import { healthCheckData } from '../argocd/health-checks';
@@ -19,25 +20,14 @@ export interface FleetOptions {
   readonly namespace?: string;
 }
 
-/** The root Application of a cluster: the Application of its gitops folder whose path is that folder. */
-function rootApplication(c: RenderedCluster): Manifest {
+/**
+ * Refuses a cluster without a root Application (the Application of its gitops folder whose path is that folder): the
+ * fleet's generated Application takes its place, with its source.
+ */
+function assertRootApplication(c: RenderedCluster): void {
   const g = c.model.description.gitops;
   const root = rootApplicationOf(c.folders.find((f) => f.folder === GITOPS_FOLDER)?.objects ?? [], g.path);
   if (!root) throw new Error(`${c.name}: no root Application in ${GITOPS_FOLDER}/ (is the gitops wiring registered?)`);
-  return root;
-}
-
-/**
- * The files of a cluster's gitops folder the fleet syncs, as one Argo CD directory glob: exactly what the
- * root Application syncs (the folder's kustomization: no Application applied by hand, such as the samples'
- * and Dynamo's) except the root itself, which the fleet's generated Application replaces. File names
- * are built from DNS-1123 names, so none holds a glob character.
- */
-export function fleetInclude(c: RenderedCluster): string {
-  const root = rootApplication(c);
-  const gitopsObjects = c.folders.find((f) => f.folder === GITOPS_FOLDER)?.objects ?? [];
-  const files = gitopsObjects.filter((m) => m !== root && inKustomization(m)).map(manifestFileName);
-  return `{${files.join(',')}}`;
 }
 
 /**
@@ -53,9 +43,18 @@ function refuseFleetName(cluster: string): void {
   if (cluster === FLEET_FOLDER) throw new Error(`name: a cluster may not be named "${FLEET_FOLDER}": dist/${FLEET_FOLDER}/ holds the fleet ApplicationSet`);
 }
 
+/** A cluster the hub's Argo CD runs must keep its Argo CD objects in the hub's Argo CD namespace: Argo CD watches only its own. */
+function refuseForeignNamespace(m: FleetMember, hubNamespace: string): void {
+  if (m.hubManaged && m.namespace !== hubNamespace) {
+    throw new Error(`${m.cluster}: gitops.namespace: "${m.namespace}", but the cluster runs no Argo CD of its own (gitops.destinationServer is not the in-cluster server): `
+      + `its AppProject and Applications live in the hub's Argo CD namespace, "${hubNamespace}"`);
+  }
+}
+
 /** The fleet entry of a rendered cluster. */
 export function fleetEntryOf(c: RenderedCluster): FleetEntry {
   const g = c.model.description.gitops;
+  assertRootApplication(c);
   const kinds = new Map<string, GroupKind>();
   for (const m of c.folders.find((f) => f.folder === GITOPS_FOLDER)?.objects ?? []) kinds.set(groupKindKey(groupKindOf(m)), groupKindOf(m));
   return {
@@ -65,7 +64,7 @@ export function fleetEntryOf(c: RenderedCluster): FleetEntry {
       targetRevision: g.targetRevision,
       path: `${g.path}/${GITOPS_FOLDER}`,
       namespace: g.namespace,
-      include: fleetInclude(c),
+      hubManaged: g.destinationServer !== IN_CLUSTER_SERVER,
       prune: g.automated.prune,
       selfHeal: g.automated.selfHeal,
     },
@@ -90,6 +89,7 @@ export function renderFleetOfEntries(entries: readonly FleetEntry[], options: Fl
 
   const sorted = [...entries].sort((a, b) => (a.member.cluster < b.member.cluster ? -1 : 1));
   const members: FleetMember[] = sorted.map((e) => e.member);
+  for (const m of members) refuseForeignNamespace(m, namespace);
   const kinds = new Map<string, GroupKind>();
   for (const e of sorted) for (const gk of e.kinds) kinds.set(groupKindKey(gk), gk);
 
@@ -99,7 +99,7 @@ export function renderFleetOfEntries(entries: readonly FleetEntry[], options: Fl
     name: FLEET_FOLDER,
     namespace,
     sourceRepos: [...new Set(members.map((m) => m.repoURL))].sort(),
-    destinations: members.map((m) => ({ cluster: m.cluster, namespace: m.namespace })),
+    destinations: members.map((m) => ({ cluster: m.cluster, namespace: m.namespace, hubManaged: m.hubManaged })),
     namespacedKinds: [...kinds.values()].sort((a, b) => (groupKindKey(a) < groupKindKey(b) ? -1 : 1)),
   });
   new FleetApplicationSet(chart, 'ApplicationSet', { name: FLEET_FOLDER, namespace, project: project.name, members });

@@ -1,6 +1,7 @@
 import { GroupKind } from './api-kinds';
 import { ApplicationSpecIgnoreDifferences, ApplicationSpecSource } from '../../../imports/argocd-application-argoproj.io';
 import { ClusterDescription } from '../../model/description';
+import { mirrorUrl } from '../../model/mirrors';
 import { ClusterModel, podPlacement } from '../../model/model';
 import { NAMESPACES, RELEASES } from '../../model/names';
 import { DYNAMO_PLATFORM_CHART, GPU_OPERATOR_CHART, NETWORK_OPERATOR_CHART, VendoredChart } from '../../upstream/releases';
@@ -131,10 +132,17 @@ function helmSource(chart: { chart: string; repoURL: string; version: string }, 
 }
 
 /**
- * The add-ons of this cluster that Argo CD installs, in a fixed order. local-path-provisioner is not
+ * The add-ons of this cluster that Argo CD installs, in a fixed order, each read from its mirror where the description
+ * names one (mirrors.charts for a Helm source, mirrors.git for a kustomize overlay). local-path-provisioner is not
  * here: it publishes no Helm repository, so the storage component renders it when it is managed.
  */
 export function managedInstalls(model: ClusterModel): ManagedInstall[] {
+  const { charts, git } = model.description.mirrors;
+  return upstreamInstalls(model).map((i) => ({ ...i, source: { ...i.source, repoUrl: mirrorUrl(i.source.repoUrl, i.source.helm ? charts : git) } }));
+}
+
+/** The managed installs, each from its upstream repository. */
+function upstreamInstalls(model: ClusterModel): ManagedInstall[] {
   const d = model.description;
   const nfdBy = d.nodeFeatureDiscovery.deployedBy;
   const installs: ManagedInstall[] = [];

@@ -2,9 +2,12 @@ import {
   appliedSize, CLIENT_SIDE_APPLY_LIMIT, GroupKind, groupKindKey, groupKindOf, isBuiltInGroup, isProvided, kindsDefinedBy,
 } from './api-kinds';
 import { IgnoredDifference, ManagedInstall, managedInstalls } from './managed-installs';
-import { ApplicationSpecSource } from '../../../imports/argocd-application-argoproj.io';
+import { ApplicationSpecSource, ApplicationSpecSourceKustomize } from '../../../imports/argocd-application-argoproj.io';
+import { IN_CLUSTER_SERVER } from '../../model/description';
 import { ClusterModel } from '../../model/model';
-import { Manifest, RenderedFolder } from '../../render/manifest';
+import { LABELS } from '../../model/names';
+import { inKustomization } from '../../render/folder-files';
+import { KustomizeReplacement, Manifest, RenderedFolder } from '../../render/manifest';
 
 /** Folder of the Argo CD objects of a cluster (dist/<cluster>/gitops/). */
 export const GITOPS_FOLDER = 'gitops';
@@ -15,6 +18,47 @@ export const FLEET_FOLDER = 'fleet';
 /** The root Application among a cluster's gitops objects: the one whose path is the gitops folder itself. */
 export function rootApplicationOf(gitopsObjects: readonly Manifest[], gitopsPath: string): Manifest | undefined {
   return gitopsObjects.find((m) => m.kind === 'Application' && (m.spec as { source?: { path?: string } } | undefined)?.source?.path === `${gitopsPath}/${GITOPS_FOLDER}`);
+}
+
+/**
+ * The kustomize options of the root Application (and of the fleet's Application in its place). Argo CD's repo server
+ * builds the gitops folder with `kustomize edit add annotation` of these annotations first, `${ARGOCD_APP_REVISION}`
+ * substituted by the commit it builds (argo-cd v3.5.1, commit 109ca7ca71139e514114499d294a492e7910a965:
+ * util/kustomize/kustomize.go Build, reposerver/repository/repository.go newEnv), so every object the root applies
+ * carries the commit the root synced; the folder's replacements (revisionReplacements) copy it into the targetRevision
+ * of every child Application that reads this repository. A child therefore moves only when the root applies a commit,
+ * wave by wave, and the Application health check waits until the child has compared and synced exactly that commit.
+ */
+export const ROOT_KUSTOMIZE: ApplicationSpecSourceKustomize = {
+  commonAnnotations: { [LABELS.revision]: '${ARGOCD_APP_REVISION}' },
+  commonAnnotationsEnvsubst: true,
+};
+
+/** The field path of the revision annotation in kustomize's replacements syntax. */
+export const REVISION_FIELD_PATH = `metadata.annotations.[${LABELS.revision}]`;
+
+/**
+ * The replacements of the gitops folder's kustomization: the revision the root stamps on the AppProject (every object
+ * gets it; the project is the one object every gitops folder has) becomes the targetRevision of each child Application
+ * the root applies that reads the root's repository (not the charts and upstream repositories of managed installs, nor
+ * the root itself or the Applications applied by hand, which the kustomization does not list). Built without the
+ * root's options (`kubectl apply -k` of the folder) the source annotation is missing and kustomize refuses: a child is
+ * never applied tracking the branch on its own.
+ */
+export function revisionReplacements(gitopsObjects: readonly Manifest[], gitopsPath: string): KustomizeReplacement[] {
+  const root = rootApplicationOf(gitopsObjects, gitopsPath);
+  const project = gitopsObjects.find((m) => m.kind === 'AppProject' && inKustomization(m));
+  if (!root || !project) return [];
+  const sourceOf = (m: Manifest) => (m.spec as { source?: { repoURL?: string; chart?: string } } | undefined)?.source;
+  const repo = sourceOf(root)?.repoURL;
+  const children = gitopsObjects.filter((m) => m.kind === 'Application' && m !== root && inKustomization(m)
+    && sourceOf(m)?.repoURL === repo && sourceOf(m)?.chart === undefined);
+  if (children.length === 0) return [];
+  const select = (m: Manifest) => ({ group: 'argoproj.io', kind: m.kind, name: m.metadata.name, ...(m.metadata.namespace ? { namespace: m.metadata.namespace } : {}) });
+  return [{
+    source: { ...select(project), fieldPath: REVISION_FIELD_PATH },
+    targets: children.map((m) => ({ select: select(m), fieldPaths: ['spec.source.targetRevision'] })),
+  }];
 }
 
 /**
@@ -55,6 +99,8 @@ export interface ApplicationPlan {
   /** The folder it owns (`gitops` for the root), or undefined for an add-on from an upstream source. */
   readonly folder?: string;
   readonly source: ApplicationSpecSource;
+  /** The API server it deploys to; undefined: the cluster's (GitopsPlan.destinationServer). */
+  readonly destinationServer?: string;
   readonly destinationNamespace: string;
   /** undefined: no wave (the root). */
   readonly wave?: number;
@@ -68,8 +114,10 @@ export interface ApplicationPlan {
   /** The kinds it installs (CRDs), for the wave check. */
   readonly provides: readonly GroupKind[];
   /**
-   * Applied by hand, outside the app-of-apps (the samples): a never-synced child would keep the root's
-   * health at Missing for ever, so the root does not create it.
+   * Applied by hand, outside the app-of-apps: the samples (a never-synced child would keep the root's
+   * health at Missing for ever, so the root does not create it), and the root itself, which the bootstrap
+   * applies: an Application that syncs itself waits in its own sync for its own health, which is Progressing
+   * while that sync runs (the rule self-tracking-application).
    */
   readonly byHand?: boolean;
 }
@@ -81,6 +129,11 @@ export interface ProjectPlan {
   readonly namespaces: readonly string[];
   /** Cluster-scoped kinds the Applications may write, sorted. */
   readonly clusterKinds: readonly GroupKind[];
+  /**
+   * Destinations on another API server than the cluster's: the Argo CD namespace of the hub that runs a cluster's
+   * Argo CD objects (gitops.destinationServer not the in-cluster server), where the root applies them.
+   */
+  readonly argocdDestinations: readonly { readonly server: string; readonly namespace: string }[];
 }
 
 export interface GitopsPlan {
@@ -241,7 +294,10 @@ export function planGitops(model: ClusterModel, folders: readonly RenderedFolder
   const root: ApplicationPlan = {
     name: model.name,
     folder: GITOPS_FOLDER,
-    source: gitSource(GITOPS_FOLDER),
+    source: { ...gitSource(GITOPS_FOLDER), kustomize: ROOT_KUSTOMIZE },
+    // the AppProject and the Applications go to the Argo CD that runs them: the in-cluster server, whether that is the
+    // cluster itself or a hub that reaches the cluster at gitops.destinationServer
+    destinationServer: IN_CLUSTER_SERVER,
     destinationNamespace: g.namespace,
     automated: configSync,
     syncOptions: [],
@@ -251,6 +307,7 @@ export function planGitops(model: ClusterModel, folders: readonly RenderedFolder
     ignoreDifferences: [],
     namespaceLabels: {},
     provides: [],
+    byHand: true,
   };
   const applications = [root, ...installApps, ...folderApps];
 
@@ -280,6 +337,7 @@ export function planGitops(model: ClusterModel, folders: readonly RenderedFolder
       sourceRepos,
       namespaces: [...namespaces].sort(),
       clusterKinds: [...clusterKinds.values()].sort((a, b) => (groupKindKey(a) < groupKindKey(b) ? -1 : 1)),
+      argocdDestinations: g.destinationServer === IN_CLUSTER_SERVER ? [] : [{ server: IN_CLUSTER_SERVER, namespace: g.namespace }],
     },
     applications,
   };

@@ -147,26 +147,30 @@ export function podPriorityRules(p: PriorityRuleProps): Validation[] {
   ];
 }
 
-/** Fields of the queued job kinds that hold their pod templates: batch/v1 `spec.template`, the Kubeflow kinds' replica specs. */
-const REPLICA_SPECS = ['mpiReplicaSpecs', 'pytorchReplicaSpecs', 'tfReplicaSpecs', 'xgbReplicaSpecs', 'paddleReplicaSpecs', 'jaxReplicaSpecs'];
+/**
+ * Where a queued job kind keeps its pod templates: batch/v1 Jobs one `spec.template`, a Kubeflow kind a map of replica
+ * specs (`spec.mpiReplicaSpecs`, `spec.pytorchReplicaSpecs`, ...), each with a `template`.
+ */
+export type JobTemplates = { readonly template: string } | { readonly replicaSpecs: string };
 
 /**
  * Priorities of queued jobs, refused at submission rather than when the controller creates the pods: a template's
  * priorityClassName (which Kueue also takes as the workload's priority without a priority label) and the
- * WorkloadPriorityClass label must be the tenant's.
+ * WorkloadPriorityClass label must be the tenant's. `templates` names the fields of the one kind the policy matches
+ * (the API server type-checks every expression against each kind its policy matches).
  */
-export function jobPriorityRules(p: PriorityRuleProps): Validation[] {
+export function jobPriorityRules(p: PriorityRuleProps, templates: JobTemplates): Validation[] {
   const wpc = lit(p.priorityLabel);
   const template = (t: string) => `(!has(${t}.spec) || !has(${t}.spec.priorityClassName) || ${t}.spec.priorityClassName == '' `
     + `|| ${allowedPriority(p, `${t}.spec.priorityClassName`)})`;
-  const templates = [
-    `(!has(object.spec.template) || ${template('object.spec.template')})`,
+  const f = 'template' in templates ? templates.template : templates.replicaSpecs;
+  const expression = 'template' in templates
+    ? `!has(object.spec.${f}) || ${template(`object.spec.${f}`)}`
     // A map iterates its keys; the one-element list binds the value to a name has() can select on.
-    ...REPLICA_SPECS.map((f) => `(!has(object.spec.${f}) || object.spec.${f}.all(r, [object.spec.${f}[r]].all(x, !has(x.template) || ${template('x.template')})))`),
-  ];
+    : `!has(object.spec.${f}) || object.spec.${f}.all(r, [object.spec.${f}[r]].all(x, !has(x.template) || ${template('x.template')}))`;
   return [
     {
-      expression: templates.join(' && '),
+      expression,
       message: `the pods of a job may name only a priority class ${allowedWhere(p)}; ${p.unqueuedClass} is for pods outside Kueue`,
     },
     {

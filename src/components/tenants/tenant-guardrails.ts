@@ -1,10 +1,12 @@
 import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
 import {
-  deviceRules, everyContainer, jobPriorityRules, list, placementRules, podPriorityRules, PriorityRuleProps, ReservedTaint, runtimeClassRule,
-  Validation,
+  deviceRules, everyContainer, jobPriorityRules, JobTemplates, list, placementRules, podPriorityRules, PriorityRuleProps, ReservedTaint,
+  runtimeClassRule, Validation,
 } from './lane-rules';
 import { TRUSTED_REQUESTERS, TrustedRequester, usersTrustedWith } from './trusted-requesters';
+import { MpiJob } from '../../../imports/mpijob-kubeflow.org';
+import { PyTorchJob } from '../../../imports/pytorchjob-kubeflow.org';
 import { NVIDIA_RUNTIME_CLASSES } from '../../model/names';
 
 export interface TenantGuardrailsProps {
@@ -71,10 +73,36 @@ const BASELINE_SYSCTLS = [
 const BASELINE_SELINUX_TYPES = ['', 'container_t', 'container_init_t', 'container_kvm_t', 'container_engine_t'];
 const APPARMOR_ANNOTATION_PREFIX = 'container.apparmor.security.beta.kubernetes.io/';
 
-/** Job kinds Kueue admits as a whole: they must name a queue, and only Kueue may start them. */
-const QUEUED_JOB_RESOURCES = [
-  { apiGroups: ['batch'], apiVersions: ['v1'], resources: ['jobs'] },
-  { apiGroups: ['kubeflow.org'], apiVersions: ['*'], resources: ['mpijobs', 'pytorchjobs', 'tfjobs', 'xgboostjobs', 'paddlejobs', 'jaxjobs'] },
+/** A job kind Kueue admits as a whole: it must name a queue, and only Kueue may start it. */
+interface QueuedJobKind {
+  readonly apiGroup: string;
+  /** The version its controller serves (the one the API server type-checks the kind's policy against). */
+  readonly version: string;
+  readonly resource: string;
+  /** Where it keeps its suspend flag: batch/v1 `spec.suspend`, the Kubeflow kinds `spec.runPolicy.suspend`. */
+  readonly suspend: 'spec' | 'runPolicy';
+  readonly templates: JobTemplates;
+}
+
+/** The Training Operator (v1) serves all its kinds at one version, PyTorchJob's. */
+const TRAINING_OPERATOR_VERSION = PyTorchJob.GVK.apiVersion.split('/')[1];
+const trainingOperatorKind = (resource: string, replicaSpecs: string): QueuedJobKind => ({
+  apiGroup: 'kubeflow.org', version: TRAINING_OPERATOR_VERSION, resource, suspend: 'runPolicy', templates: { replicaSpecs },
+});
+
+/**
+ * The job kinds Kueue admits as a whole. Each gets a policy of its own: the API server type-checks every expression of
+ * a policy against each kind the policy matches, so an expression may read only the fields of its own kind (a Job has
+ * no runPolicy, an MPIJob no pytorchReplicaSpecs).
+ */
+export const QUEUED_JOB_KINDS: readonly QueuedJobKind[] = [
+  { apiGroup: 'batch', version: 'v1', resource: 'jobs', suspend: 'spec', templates: { template: 'template' } },
+  { apiGroup: 'kubeflow.org', version: MpiJob.GVK.apiVersion.split('/')[1], resource: 'mpijobs', suspend: 'runPolicy', templates: { replicaSpecs: 'mpiReplicaSpecs' } },
+  trainingOperatorKind('pytorchjobs', 'pytorchReplicaSpecs'),
+  trainingOperatorKind('tfjobs', 'tfReplicaSpecs'),
+  trainingOperatorKind('xgboostjobs', 'xgbReplicaSpecs'),
+  trainingOperatorKind('paddlejobs', 'paddleReplicaSpecs'),
+  trainingOperatorKind('jaxjobs', 'jaxReplicaSpecs'),
 ];
 
 const API_VERSION = 'admissionregistration.k8s.io/v1';
@@ -114,7 +142,8 @@ function containerContexts(pred: string): string {
  */
 export class TenantGuardrails extends Construct {
   readonly podPolicyName: string;
-  readonly queuePolicyName: string;
+  /** One per job kind Kueue admits as a whole (QUEUED_JOB_KINDS): `<prefix>-queue-required-<resource>`. */
+  readonly queuePolicyNames: readonly string[];
   readonly servicePolicyName: string;
 
   constructor(scope: Construct, id: string, props: TenantGuardrailsProps) {
@@ -129,7 +158,7 @@ export class TenantGuardrails extends Construct {
       return `request.userInfo.username in ${list(users)}`;
     };
     this.podPolicyName = `${prefix}-pod-guardrails`;
-    this.queuePolicyName = `${prefix}-queue-required`;
+    this.queuePolicyNames = QUEUED_JOB_KINDS.map((k) => `${prefix}-queue-required-${k.resource}`);
     this.servicePolicyName = `${prefix}-service-guardrails`;
     const tenantNamespaces = { matchExpressions: [{ key: props.tenantLabel, operator: 'Exists' }] };
     const gpu = JSON.stringify(props.gpuResource);
@@ -240,36 +269,42 @@ export class TenantGuardrails extends Construct {
       validations: podChecks,
     }, tenantNamespaces);
 
-    // batch/v1 Jobs suspend with spec.suspend, the Kubeflow jobs with spec.runPolicy.suspend.
-    const suspended = (o: string) => `(has(${o}.spec.suspend) ? ${o}.spec.suspend == true : (has(${o}.spec.runPolicy) && has(${o}.spec.runPolicy.suspend) && ${o}.spec.runPolicy.suspend == true))`;
-    this.policy(this.queuePolicyName, {
-      matchConstraints: { resourceRules: QUEUED_JOB_RESOURCES.map((r) => ({ ...r, operations: ['CREATE', 'UPDATE'] })) },
-      variables: [
-        { name: 'queued', expression: queuedObject },
-        { name: 'suspended', expression: suspended('object') },
-        { name: 'partOfQueuedWorkload', expression: trusted('jobs-of-queued-workloads') },
-        { name: 'admitter', expression: trusted('admits-workloads') },
-      ],
-      validations: [
-        {
-          expression: onCreate('variables.partOfQueuedWorkload || variables.queued'),
-          message: `tenant jobs must name a LocalQueue with the ${props.queueLabel} label (kubectl get localqueues)`,
-        },
-        {
-          expression: onCreate('variables.partOfQueuedWorkload || !variables.queued || variables.suspended'),
-          message: 'Kueue did not suspend this queued job: its integration for this kind is off or does not manage this namespace, so the job would run outside the quota',
-        },
-        {
-          expression: onUpdate(`!(has(oldObject.metadata.labels) && ${queueLabel} in oldObject.metadata.labels) || variables.queued`),
-          message: `the ${props.queueLabel} label of a job may be changed but not removed`,
-        },
-        {
-          expression: onUpdate(`!${suspended('oldObject')} || variables.suspended || variables.admitter || variables.partOfQueuedWorkload`),
-          message: 'only Kueue starts a suspended job (it does when the queue admits it)',
-        },
-        ...jobPriorityRules(priorities),
-      ],
-    }, tenantNamespaces);
+    QUEUED_JOB_KINDS.forEach((kind, i) => {
+      const suspended = (o: string) => (kind.suspend === 'spec'
+        ? `(has(${o}.spec.suspend) && ${o}.spec.suspend == true)`
+        : `(has(${o}.spec.runPolicy) && has(${o}.spec.runPolicy.suspend) && ${o}.spec.runPolicy.suspend == true)`);
+      const rule = (apiVersions: string[]) => ({ apiGroups: [kind.apiGroup], apiVersions, resources: [kind.resource], operations: ['CREATE', 'UPDATE'] });
+      this.policy(this.queuePolicyNames[i], {
+        // the served version, which the API server type-checks (it skips a rule with a wildcard version), and any
+        // other version the cluster may serve the same resource at
+        matchConstraints: { resourceRules: kind.apiGroup === 'batch' ? [rule([kind.version])] : [rule([kind.version]), rule(['*'])] },
+        variables: [
+          { name: 'queued', expression: queuedObject },
+          { name: 'suspended', expression: suspended('object') },
+          { name: 'partOfQueuedWorkload', expression: trusted('jobs-of-queued-workloads') },
+          { name: 'admitter', expression: trusted('admits-workloads') },
+        ],
+        validations: [
+          {
+            expression: onCreate('variables.partOfQueuedWorkload || variables.queued'),
+            message: `tenant jobs must name a LocalQueue with the ${props.queueLabel} label (kubectl get localqueues)`,
+          },
+          {
+            expression: onCreate('variables.partOfQueuedWorkload || !variables.queued || variables.suspended'),
+            message: 'Kueue did not suspend this queued job: its integration for this kind is off or does not manage this namespace, so the job would run outside the quota',
+          },
+          {
+            expression: onUpdate(`!(has(oldObject.metadata.labels) && ${queueLabel} in oldObject.metadata.labels) || variables.queued`),
+            message: `the ${props.queueLabel} label of a job may be changed but not removed`,
+          },
+          {
+            expression: onUpdate(`!${suspended('oldObject')} || variables.suspended || variables.admitter || variables.partOfQueuedWorkload`),
+            message: 'only Kueue starts a suspended job (it does when the queue admits it)',
+          },
+          ...jobPriorityRules(priorities, kind.templates),
+        ],
+      }, tenantNamespaces);
+    });
 
     this.policy(this.servicePolicyName, {
       matchConstraints: {

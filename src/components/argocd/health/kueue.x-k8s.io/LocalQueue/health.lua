@@ -4,6 +4,11 @@
 --   apis/kueue/v1beta2/localqueue_types.go: condition type "Active";
 --   pkg/controller/core/localqueue_controller.go: reasons "Ready", "Stopped" (its stopPolicy),
 --     "ClusterQueueDoesNotExist" and "ClusterQueueIsInactive"; the condition carries observedGeneration.
+-- "ClusterQueueIsInactive" is all a LocalQueue says of a ClusterQueue that is not Active, for whatever reason: an
+-- admin's hold (stopPolicy Hold or HoldAndDrain, which the ClusterQueue check calls Suspended), a queue not reconciled
+-- yet, or one that refers to a flavor that does not exist (Degraded there). So it is Suspended, the mildest state that
+-- is not Healthy (a sync wave still waits for it): a held ClusterQueue suspends its LocalQueues and does not turn the
+-- tenants Degraded, and what is wrong with a ClusterQueue shows in the ClusterQueue's own health, in its Application.
 local hs = { status = "Progressing", message = "Waiting for Kueue to report the LocalQueue's Active condition" }
 if obj.status == nil or obj.status.conditions == nil then
   return hs
@@ -35,6 +40,9 @@ if active.status == "True" then
 elseif active.reason == "Stopped" then
   hs.status = "Suspended"
   hs.message = message
+elseif active.reason == "ClusterQueueIsInactive" then
+  hs.status = "Suspended"
+  hs.message = message .. " (ClusterQueue " .. (obj.spec and obj.spec.clusterQueue or "?") .. " is not active: its own health says why)"
 else
   hs.status = "Degraded"
   hs.message = message

@@ -1,0 +1,106 @@
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { parseArgs } from 'node:util';
+import { formatVerifyFinding, verifyCluster } from './dry-run';
+import { defaultCacheDir } from '../cache/compiled-cache';
+import { ClusterView } from '../check/cluster-view';
+import { renderClusterSources } from '../check/renders';
+import { clusterFolders, readClusters } from '../check/tree';
+import { consoleIo, EXIT, Io } from '../commands/io';
+import { commandHelp, schemaDirs, upstreamDir } from '../commands/options';
+import { VERIFY, VERIFY_TIMEOUT_MS } from '../commands/specs';
+import { EngineBudget, EngineError, MIN_VERSIONS, resolveEngines } from '../engines';
+import { InputError, outputFormat, printable } from '../errors';
+import { clusterSource, normalizeKubeconfigArg } from '../preflight/command';
+import { loadKubeConfig } from '../preflight/kubeconfig';
+import { openLive } from '../preflight/live';
+import { projectOf, requireProject } from '../project/project-file';
+import { recoverAround } from '../render/write';
+import { descriptionFiles, loadModels, synth } from '../synth/pipeline';
+import { RenderSession } from '../upstream/render-session';
+
+const objectCount = (v: ClusterView) => v.folders.reduce((n, f) => n + f.objects.length, 0);
+
+/** The rendered cluster of a folder: a cluster folder, or an output folder that holds exactly one cluster. */
+function renderedCluster(dir: string): ClusterView {
+  recoverAround(dir, { command: 'verify' });
+  if (!existsSync(dir)) throw new InputError(`verify: ${dir}: no such folder`);
+  const found = clusterFolders(dir).filter((c) => !c.fleet);
+  if (found.length > 1) {
+    throw new InputError(`verify: ${dir} holds ${found.length} clusters (${found.map((c) => c.name).join(', ')}): name the one the kubeconfig reaches, `
+      + `e.g. verify ${path.join(dir, found[0].name)}`);
+  }
+  const view = found[0]?.read();
+  if (!view || objectCount(view) === 0) throw new InputError(`verify: no rendered objects in ${dir}`);
+  // the description of the same name in the project gives gitops.path and the Kubernetes version helm renders for
+  const project = projectOf();
+  const model = project ? loadModels(descriptionFiles(project.clusters)).find((m) => m.name === view.name) : undefined;
+  return { ...view, model };
+}
+
+/**
+ * `verify [DIR | --config FILE] --kubeconfig [PATH] [--context NAME]`: the rendered cluster dry-run against the live
+ * one as Argo CD would sync it (src/verify/dry-run.ts). Exit 1 when the API server would refuse an object.
+ */
+export async function runVerify(argv: string[], io: Io = consoleIo): Promise<number> {
+  const { values, positionals } = parseArgs({ args: normalizeKubeconfigArg(argv), options: VERIFY.options, allowPositionals: true });
+  if (values.help) {
+    io.out(commandHelp(VERIFY));
+    return EXIT.ok;
+  }
+  const format = outputFormat(values.format);
+  if (positionals.length > 1) throw new InputError(`verify: one rendered cluster at a time (got ${positionals.map(printable).join(', ')})`);
+  if (positionals.length > 0 && values.config !== undefined) throw new InputError('verify: give the rendered cluster (DIR) or --config FILE, not both');
+  if (values.kubeconfig === undefined) throw new InputError('verify: name the live cluster: --kubeconfig [PATH] [--context NAME]');
+  const source = clusterSource({ kubeconfig: values.kubeconfig, context: values.context, timeout: values.timeout }, 'verify', VERIFY_TIMEOUT_MS);
+  if (!('live' in source)) throw new Error('verify reads a live cluster only');
+  if (values.config !== undefined && !existsSync(values.config)) throw new InputError(`--config ${values.config}: no such file`);
+  const upstream = upstreamDir(values.upstream);
+  // the kubeconfig is bad input before anything is rendered (the deadline starts once it is loaded for the run)
+  await loadKubeConfig(source.live);
+
+  let work: string | undefined;
+  try {
+    let view: ClusterView;
+    if (values.config !== undefined) {
+      const [model] = loadModels([values.config]);
+      work = mkdtempSync(path.join(tmpdir(), 'gpu-cluster-manifests-verify-'));
+      synth({ configs: [values.config], models: [model], out: work, schemas: schemaDirs(undefined), notify: io.err });
+      view = { ...readClusters(work).find((c) => c.name === model.name)!, model };
+    } else {
+      view = renderedCluster(positionals[0] ?? requireProject('verify', 'the rendered cluster (verify DIR) or --config FILE').out);
+    }
+    await resolveEngines().catch((e: unknown) => {
+      if (e instanceof EngineError) throw new InputError(`verify: no engines to render the Applications with: ${e.message}; put helm >= ${MIN_VERSIONS.helm} and kubectl with kustomize >= ${MIN_VERSIONS.kustomize} on PATH`);
+      throw e;
+    });
+    const renders = await renderClusterSources(view, { upstream, session: new RenderSession(defaultCacheDir(), new EngineBudget()), reruns: false });
+    // what did not render cannot be verified: never a partial verification
+    const failed = renders.sources.find((s) => s.problem !== undefined);
+    if (failed) throw new InputError(`verify: ${view.name}: ${failed.what} of Application ${failed.application.metadata.name} did not render: ${failed.problem!.message}`);
+
+    const session = await openLive(source.live);
+    let result;
+    try {
+      result = await verifyCluster(view, renders.sources, session);
+    } finally {
+      session.close();
+    }
+    const errors = result.findings.filter((f) => f.severity === 'error').length;
+    if (format === 'json') {
+      io.out(JSON.stringify({ cluster: view.name, server: session.server, counts: result.counts, errors, findings: result.findings }, undefined, 2));
+    } else {
+      for (const f of result.findings) (f.severity === 'error' ? io.err : io.out)(formatVerifyFinding(f));
+      if (!values.quiet) {
+        const c = result.counts;
+        io.out(`${errors === 0 ? 'ok' : 'REFUSED'}: ${view.name} against ${session.server}: ${c.checked} objects dry-run as Argo CD syncs them: `
+          + `${c.refused} refused, ${c.pending} waiting for a CRD or namespace of an earlier wave, ${c.changed} would change, ${c.created} would be created, `
+          + `${c.unchanged} unchanged${c.accepted > 0 ? `, ${c.accepted} accepted (not compared)` : ''}`);
+      }
+    }
+    return errors === 0 ? EXIT.ok : EXIT.failed;
+  } finally {
+    if (work) rmSync(work, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,159 @@
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse, parseAllDocuments, stringify } from 'yaml';
+import { checkCluster, ClusterView, readClusters, renderClusterSources } from '../../src/check';
+import { EXIT, main } from '../../src/cli';
+import { ARGOCD_FOLDER, ARGOCD_INSTALL_IMAGES } from '../../src/components/argocd/chart';
+import { resolveEngines } from '../../src/engines';
+import { fullImageName } from '../../src/model/mirrors';
+import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../../src/paths';
+import { Manifest, objectId } from '../../src/render/manifest';
+import { manifestFiles } from '../../src/render/tree';
+import { loadModels } from '../../src/synth/pipeline';
+import { objectImageRefs } from '../../src/upstream';
+import { treeFiles } from '../../src/upstream/tree';
+import { SchemaStore } from '../../src/validate/schemas';
+import { folderObjects, HAS_SCHEMAS, HAS_UPSTREAM, issuesOf, referenceInput, renderOf } from '../helpers';
+
+const RELEASE = path.join(DEFAULT_UPSTREAM, 'argo-cd-v3.5.1', 'manifests');
+const MIRRORS = {
+  charts: { 'oci://registry.k8s.io/kueue/charts': 'oci://harbor.lab/kueue/charts', 'https://helm.ngc.nvidia.com/nvidia': 'https://harbor.lab/chartrepo/nvidia' },
+  git: { 'https://github.com/': 'https://git.lab/github/' },
+  images: { 'nvcr.io': 'harbor.lab/nvcr', 'quay.io': 'harbor.lab/quay' },
+};
+
+describe('air-gapped sites: the description options', () => {
+  it('gitops.argocdInstall vendored: the folder builds on the package\'s copy, written into it; refused without a managed Argo CD', () => {
+    const c = renderOf((d) => { d.gitops.argocdInstall = 'vendored'; });
+    const k = c.folders.find((f) => f.folder === ARGOCD_FOLDER)!.kustomization!;
+    expect(k.bases).toEqual(['upstream/argo-cd-v3.5.1/manifests/cluster-install']);
+    expect(k.vendored).toEqual({ into: 'upstream/argo-cd-v3.5.1/manifests', from: RELEASE });
+    expect(renderOf().folders.find((f) => f.folder === ARGOCD_FOLDER)!.kustomization!.bases).toEqual(['https://github.com/argoproj/argo-cd//manifests/cluster-install?ref=v3.5.1']);
+    expect(issuesOf((d) => { d.gitops.argocdInstall = 'vendored'; d.gitops.argocd = 'external'; })).toEqual([
+      { path: 'gitops.argocdInstall', message: expect.stringMatching(/^"vendored" writes Argo CD's install into the argocd folder, which only gitops.argocd: managed renders/) },
+    ]);
+    expect(issuesOf((d) => { d.gitops.argocdInstall = 'github'; })).toEqual([{ path: 'gitops.argocdInstall', message: 'expected "upstream" or "vendored", got "github"' }]);
+  });
+
+  it('mirrors: charts and overlays from their mirrors (the AppProject permits them), Argo CD\'s base from the Git mirror, the images rendered from the registry mirrors', () => {
+    const c = renderOf((d) => { d.installs = { kueue: 'managed', mpiOperator: 'managed', gpuOperator: 'managed' }; d.mirrors = MIRRORS; });
+    const apps = folderObjects(c, 'gitops').filter((m) => m.kind === 'Application') as any[];
+    const source = (name: string) => apps.find((a) => a.metadata.name === `instant-cluster-${name}`).spec.source;
+    expect(source('kueue-install').repoURL).toBe('oci://harbor.lab/kueue/charts/kueue');
+    expect(source('gpu-operator-install')).toMatchObject({ repoURL: 'https://harbor.lab/chartrepo/nvidia', chart: 'gpu-operator', targetRevision: 'v26.7.0' });
+    expect(source('mpi-operator-install')).toMatchObject({ repoURL: 'https://git.lab/github/kubeflow/mpi-operator.git', targetRevision: 'v0.8.2' });
+    const project = folderObjects(c, 'gitops').find((m) => m.kind === 'AppProject') as any;
+    expect(project.spec.sourceRepos).toEqual(expect.arrayContaining(['oci://harbor.lab/kueue/charts/kueue', 'https://harbor.lab/chartrepo/nvidia', 'https://git.lab/github/kubeflow/mpi-operator.git']));
+    expect(project.spec.sourceRepos.filter((r: string) => /github\.com|registry\.k8s\.io|nvidia\.com/.test(r))).toEqual([]);
+    const k = c.folders.find((f) => f.folder === ARGOCD_FOLDER)!.kustomization!;
+    expect(k.bases).toEqual(['https://git.lab/github/argoproj/argo-cd.git//manifests/cluster-install?ref=v3.5.1']);
+    expect(k.images).toEqual([{ name: 'quay.io/argoproj/argocd', newName: 'harbor.lab/quay/argoproj/argocd' }]);
+    // every image the toolkit renders itself (the ClusterPolicy's coordinates among them) from the mirror
+    const refs = c.folders.flatMap((f) => f.objects).flatMap((m) => objectImageRefs(m));
+    expect(refs.length).toBeGreaterThan(5);
+    expect(refs.filter((r) => /^(nvcr|quay)\.io\//.test(fullImageName(r.repository))).map((r) => r.repository)).toEqual([]);
+    expect((folderObjects(c, 'gpu-operator').find((m) => m.kind === 'ClusterPolicy') as any).spec.devicePlugin.repository).toBe('harbor.lab/nvcr/nvidia');
+  });
+
+  it('mirrors are checked as the description\'s other fields: a registry with a scheme or a tag, a URL without one, named by path', () => {
+    expect(issuesOf((d) => { d.mirrors = { images: { 'https://nvcr.io': 'harbor.lab/nvcr' } }; })).toEqual([
+      { path: 'mirrors.images.https://nvcr.io', message: expect.stringMatching(/^expected an image registry such as "nvcr.io"/) },
+    ]);
+    expect(issuesOf((d) => { d.mirrors = { images: { 'nvcr.io': 'harbor.lab/nvcr:v1' } }; })).toEqual([
+      { path: 'mirrors.images.nvcr.io', message: expect.stringMatching(/^expected an image registry such as "nvcr.io"/) },
+    ]);
+    expect(issuesOf((d) => { d.mirrors = { git: { 'https://github.com/': 'git.lab/github' } }; })).toEqual([
+      { path: 'mirrors.git.https://github.com/', message: 'expected a repository URL (https://, oci://, ssh:// or user@host:path), got "git.lab/github"' },
+    ]);
+  });
+});
+
+describe.skipIf(!HAS_UPSTREAM || !HAS_SCHEMAS)('check builds what the bootstrap builds, offline', () => {
+  const work = mkdtempSync(path.join(tmpdir(), 'air-gap-'));
+  const out = path.join(work, 'dist');
+  const file = path.join(work, 'lab.yaml');
+  let view: ClusterView;
+  let sources: Awaited<ReturnType<typeof renderClusterSources>>;
+  const store = SchemaStore.open(DEFAULT_SCHEMAS);
+  const lookups = { scopeOf: (a: string, k: string) => store.lookup(a, k)?.scope, schemaOf: (a: string, k: string) => store.lookup(a, k)?.schema };
+
+  beforeAll(async () => {
+    const input = referenceInput();
+    input.gitops.argocdInstall = 'vendored';
+    input.installs = { kueue: 'managed', mpiOperator: 'managed', gpuOperator: 'managed' };
+    input.mirrors = MIRRORS;
+    writeFileSync(file, stringify(input));
+    expect(await main(['synth', '--config', file, '--out', out, '--quiet'])).toBe(EXIT.ok);
+    const [model] = loadModels([file]);
+    view = { ...readClusters(out)[0], model };
+    sources = await renderClusterSources(view, { upstream: DEFAULT_UPSTREAM });
+  });
+  afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+  it('writes the package\'s copy of Argo CD\'s install into the argocd folder byte for byte, which readers of the tree leave out', () => {
+    const copy = path.join(out, 'instant-cluster', ARGOCD_FOLDER, 'upstream', 'argo-cd-v3.5.1', 'manifests');
+    const files = treeFiles(RELEASE);
+    expect(treeFiles(copy).map((f) => f.rel)).toEqual(files.map((f) => f.rel));
+    for (const f of files) expect(readFileSync(path.join(copy, f.rel)).equals(readFileSync(path.join(RELEASE, f.rel))), f.rel).toBe(true);
+    expect(manifestFiles(path.join(out, 'instant-cluster', ARGOCD_FOLDER)).map((f) => path.basename(f))).toEqual(['configmap.argocd.argocd-cm.yaml', 'namespace.argocd.yaml']);
+  });
+
+  it('renders every Application from its mirror and the argocd folder from its copy: exactly what kubectl apply -k builds, and no rule finds an error', async () => {
+    expect(sources.sources.map((s) => [s.what, s.problem?.message])).toEqual(sources.sources.map((s) => [s.what, undefined]));
+    const argocd = sources.sources.find((s) => s.what.startsWith('folder dist/instant-cluster/argocd '))!;
+    expect(argocd.what).toBe('folder dist/instant-cluster/argocd (on its copy of argoproj/argo-cd/manifests/cluster-install v3.5.1)');
+    // the bootstrap: kubectl apply -k of the folder, nothing read from the network
+    const engine = (await resolveEngines()).kustomize;
+    const bootstrap = parseAllDocuments(await engine.run(['--', path.join(out, 'instant-cluster', ARGOCD_FOLDER)])).map((d) => d.toJS() as Manifest);
+    expect(argocd.objects.map(objectId).sort()).toEqual(bootstrap.map(objectId).sort());
+    expect(argocd.objects).toEqual(bootstrap);
+    // the install's images from the mirror where mirrors.images maps their registry
+    const images = bootstrap.flatMap((o) => objectImageRefs(o)).map((r) => r.repository);
+    expect([...new Set(images.map((i) => i.replace(/^harbor\.lab\/quay\//, 'quay.io/')))].sort()).toEqual([...ARGOCD_INSTALL_IMAGES].sort());
+    expect(images.filter((i) => i.startsWith('quay.io/'))).toEqual([]);
+    const findings = checkCluster(view, { renders: sources, ...lookups });
+    expect(findings.filter((f) => f.severity === 'error')).toEqual([]);
+    // what the charts pull by themselves is named, for their values or the nodes' registry mirror
+    expect(findings.filter((f) => f.rule === 'image-mirror').map((f) => f.message)).toEqual([
+      expect.stringMatching(/^Application argocd\/instant-cluster-gpu-operator-install: \(chart gpu-operator v26.7.0\) applies \d+ image\(s\) from registries mirrors.images maps/),
+    ]);
+  });
+
+  it('with argocdInstall upstream, Argo CD\'s remote base on the Git mirror is built from the release it mirrors', async () => {
+    const mirrored = path.join(work, 'mirrored');
+    const config = path.join(work, 'mirrored.yaml');
+    const input = referenceInput();
+    input.mirrors = { git: MIRRORS.git };
+    writeFileSync(config, stringify(input));
+    expect(await main(['synth', '--config', config, '--out', mirrored, '--quiet'])).toBe(EXIT.ok);
+    const [model] = loadModels([config]);
+    const whole: ClusterView = { ...readClusters(mirrored)[0], model };
+    // the argocd folder and its Application only: one kustomize build
+    const only: ClusterView = {
+      ...whole,
+      folders: whole.folders.filter((f) => f.folder === ARGOCD_FOLDER || f.folder === 'gitops')
+        .map((f) => (f.folder === 'gitops' ? { ...f, objects: f.objects.filter((o) => o.metadata.name === 'instant-cluster-argocd') } : f)),
+    };
+    const [argocd, ...others] = (await renderClusterSources(only, { upstream: DEFAULT_UPSTREAM })).sources;
+    expect(others).toEqual([]);
+    expect([argocd.what, argocd.problem]).toEqual(['folder dist/instant-cluster/argocd (on argoproj/argo-cd/manifests/cluster-install v3.5.1)', undefined]);
+    const vendored = sources.sources.find((x) => x.what.startsWith('folder dist/instant-cluster/argocd '))!;
+    expect(argocd.objects.map(objectId).sort()).toEqual(vendored.objects.map(objectId).sort());
+  });
+
+  it('a copy that is not the pinned release is refused, named', async () => {
+    const edited = path.join(out, 'instant-cluster', ARGOCD_FOLDER, 'upstream', 'argo-cd-v3.5.1', 'manifests', 'crds', 'appproject-crd.yaml');
+    const original = readFileSync(edited);
+    try {
+      appendFileSync(edited, '# edited\n');
+      const again = await renderClusterSources(view, { upstream: DEFAULT_UPSTREAM });
+      const argocd = again.sources.find((s) => s.what.startsWith('folder dist/instant-cluster/argocd '))!;
+      expect(argocd.problem).toEqual({ kind: 'failed', message: expect.stringMatching(/upstream\/argo-cd-v3.5.1\/manifests is not the pinned release .* byte for byte: render it again \(synth\)$/) });
+    } finally {
+      writeFileSync(edited, original);
+    }
+    expect(parse(readFileSync(path.join(out, 'instant-cluster', ARGOCD_FOLDER, 'kustomization.yaml'), 'utf8')).resources[0]).toBe('upstream/argo-cd-v3.5.1/manifests/cluster-install');
+  });
+});

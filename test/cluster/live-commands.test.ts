@@ -1,0 +1,296 @@
+import { appendFileSync, cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse, stringify } from 'yaml';
+import { applySteps, planSync, refusalText, SyncPlan, vendoredCrds } from './argocd-sync';
+import { controlPlaneBinary } from './binary';
+import { bindClusterRole, ControlPlane, startControlPlane } from './control-plane';
+import { documentedClusterRole } from './documented-rbac';
+import { defaultCacheDir } from '../../src/cache/compiled-cache';
+import { ClusterView, readClusters, renderClusterSources } from '../../src/check';
+import { simulatedNodes } from '../../src/check/placement/nodes';
+import { EXIT, main } from '../../src/cli';
+import { EngineBudget } from '../../src/engines';
+import { ClusterModel } from '../../src/model/model';
+import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../../src/paths';
+import { BUILT_IN_RESOURCES, PREFLIGHT_CLUSTER_ROLE } from '../../src/preflight/reads';
+import { loadModels } from '../../src/synth/pipeline';
+import { RenderSession } from '../../src/upstream/render-session';
+import { VerifyFinding } from '../../src/verify/dry-run';
+import { runMain } from '../helpers';
+import { REFERENCE_FILE } from '../paths';
+
+/*
+ * The commands that read or dry-run a live cluster (preflight, init, verify) against the hermetic control plane
+ * (test/cluster/README.md), each as the identity the docs give it: the reference cluster's render, applied as Argo CD
+ * applies it, is what they read and verify. One control plane for the file; the API server's audit log says which
+ * requests each identity made.
+ */
+
+const VERIFY_ROLE = 'gpu-cluster-manifests-verify';
+const VERIFY_GROUP = 'gpu-cluster-manifests:verify';
+
+const work = mkdtempSync(path.join(tmpdir(), 'live-commands-'));
+const dist = path.join(work, 'dist');
+const auditLog = path.join(work, 'audit.log');
+let cp: ControlPlane;
+let view: ClusterView;
+let model: ClusterModel;
+let plan: SyncPlan;
+
+/** The CLI in this process: exit code, stdout and stderr lines. */
+const cli = runMain;
+
+interface VerifyReport {
+  readonly counts: Record<string, number>;
+  readonly errors: number;
+  readonly findings: VerifyFinding[];
+}
+
+/** verify of a rendered cluster folder as the verify identity, its JSON report. */
+async function verify(dir: string): Promise<{ code: number; report: VerifyReport; err: string[] }> {
+  const r = await cli('verify', dir, '--kubeconfig', cp.identities.verify.kubeconfig, '--format', 'json');
+  if (r.code === EXIT.badInput) throw new Error(`verify exited 2: ${r.err.join('\n')}`);
+  return { code: r.code, report: JSON.parse(r.out.join('\n')), err: r.err };
+}
+
+interface DescribedNode {
+  readonly metadata: { name: string; labels: Record<string, string> };
+  readonly spec: object;
+  readonly status: { capacity: Record<string, string> };
+}
+
+/** The Nodes of the described cluster as their kubelets would register them: the service node and every GPU worker. */
+function describedNodes(m: ClusterModel): DescribedNode[] {
+  const quantity = (resource: string, v: number) => (resource === 'memory' ? `${Math.floor(v / 1024)}Ki` : String(v));
+  const capacity = (a: Readonly<Record<string, number>>) => Object.fromEntries(Object.entries(a)
+    .filter(([, v]) => v > 0).map(([k, v]) => [k, quantity(k, v)]));
+  const out = [];
+  for (const n of simulatedNodes(m).filter((x) => !x.migEnabled && x.role !== 'cpu')) {
+    const count = n.role === 'gpu' ? m.description.nodes.gpuWorkers.count : 1;
+    for (let i = 0; i < count; i++) {
+      const name = n.role === 'gpu' ? `gpu-worker-${i}` : n.hostnames[0];
+      out.push({
+        metadata: { name, labels: { ...n.labels, 'kubernetes.io/hostname': name } },
+        spec: { taints: n.taints.map((t) => ({ key: t.key, ...(t.value ? { value: t.value } : {}), effect: t.effect })) },
+        status: { capacity: { pods: '110', ...(n.role === 'service' ? { cpu: '16', memory: '65536Mi' } : capacity(n.allocatable)) } },
+      });
+    }
+  }
+  return out;
+}
+
+beforeAll(async () => {
+  await controlPlaneBinary();
+  expect(await main(['synth', '--config', REFERENCE_FILE, '--out', dist, '--quiet'])).toBe(EXIT.ok);
+  [model] = loadModels([REFERENCE_FILE]);
+  view = { ...readClusters(dist).find((c) => c.name === model.name)!, model };
+  // every request of the command identities, at the metadata level
+  const policy = path.join(work, 'audit-policy.yaml');
+  writeFileSync(policy, stringify({
+    apiVersion: 'audit.k8s.io/v1',
+    kind: 'Policy',
+    omitStages: ['RequestReceived'],
+    rules: [{ level: 'Metadata', users: ['preflight', 'verify'] }, { level: 'None' }],
+  }));
+  cp = await startControlPlane({
+    identities: {
+      tenant: { user: 'tenant', groups: [model.tenants[0].group] },
+      verify: { user: 'verify', groups: [VERIFY_GROUP] },
+    },
+    apiserverArgs: [`--audit-policy-file=${policy}`, `--audit-log-path=${auditLog}`],
+  });
+  const admin = cp.client();
+  // the verify identity: the ClusterRole docs/commands.md gives, bound to its group
+  await bindClusterRole(admin, VERIFY_ROLE, documentedClusterRole(VERIFY_ROLE), VERIFY_GROUP, 'test');
+  // what the cluster has before Argo CD: the pre-installed add-ons' CRDs, the namespaces nothing of the tree creates
+  const session = new RenderSession(defaultCacheDir(), new EngineBudget());
+  const renders = await renderClusterSources(view, { upstream: DEFAULT_UPSTREAM, session, reruns: false });
+  plan = planSync(view, renders, vendoredCrds(DEFAULT_SCHEMAS), await admin.servedKinds(), { tracking: true });
+  const preinstalled = await applySteps(admin, plan.steps.filter((s) => s.manager === 'pre-installed'));
+  expect(preinstalled.refused.map(refusalText)).toEqual([]);
+}, 30 * 60 * 1000);
+
+afterAll(async () => {
+  if (process.env.CLUSTER_TEST_TIMINGS === '1' && cp) process.stderr.write(`live-commands: control plane CPU s ${JSON.stringify(cp.cpuSeconds())}; this process ${JSON.stringify(process.cpuUsage())}\n`);
+  await cp?.stop();
+  rmSync(work, { recursive: true, force: true });
+});
+
+/** The audit log's events of a user: verb, request URI, response code. */
+function audited(user: string): { verb: string; requestURI: string; code: number }[] {
+  return readFileSync(auditLog, 'utf8').split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l))
+    .filter((e) => e.user?.username === user && e.stage === 'ResponseComplete')
+    .map((e) => ({ verb: e.verb, requestURI: e.requestURI, code: e.responseStatus?.code }));
+}
+
+describe('verify: the rendered cluster dry-run against the live one as Argo CD syncs it', () => {
+  const clusterDir = () => path.join(dist, model.name);
+
+  it('before Argo CD: nothing refused; what the bootstrap\'s CRDs and the render\'s namespaces bring is named with its wave; nothing persists', async () => {
+    const { code, report } = await verify(clusterDir());
+    expect(report.findings.filter((f) => f.severity === 'error')).toEqual([]);
+    expect(code).toBe(EXIT.ok);
+    // Argo CD's own kinds: their CRDs come with the bootstrap's argocd folder
+    const argocdApp = plan.steps.find((s) => s.label.startsWith('bootstrap: kubectl apply --server-side -k'))!.objects[0].application;
+    const pending = report.findings.filter((f) => f.type === 'crd-pending');
+    expect(pending.length).toBeGreaterThan(0);
+    expect(pending.filter((f) => !f.apiVersion.startsWith('argoproj.io/'))).toEqual([]);
+    for (const f of pending) expect(f.message).toMatch(new RegExp(`its CRD arrives in wave -?\\d+ \\(Application ${argocdApp}\\)`));
+    expect(report.findings.filter((f) => f.type === 'namespace-pending').length).toBeGreaterThan(0);
+    expect(report.counts.created).toBeGreaterThan(0);
+    // a dry run: the objects it was sent are not there
+    const admin = cp.client();
+    expect(await admin.get('/apis/storage.k8s.io/v1/storageclasses')).toMatchObject({ items: [] });
+    // every write of the verify identity was a dry run
+    const writes = audited('verify').filter((e) => e.verb !== 'get' && e.verb !== 'list');
+    expect(writes.length).toBeGreaterThan(0);
+    expect(writes.filter((e) => !e.requestURI.includes('dryRun=All'))).toEqual([]);
+  });
+
+  it('once Argo CD has synced it: every object accepted and unchanged (no drift)', async () => {
+    const report = await applySteps(cp.client(), plan.steps.filter((s) => s.manager !== 'pre-installed'));
+    expect(report.refused.map(refusalText)).toEqual([]);
+    const r = await verify(clusterDir());
+    expect(r.report.findings).toEqual([]);
+    expect(r.code).toBe(EXIT.ok);
+    expect(r.report.counts).toMatchObject({ refused: 0, pending: 0, changed: 0 });
+    expect(r.report.counts.unchanged).toBeGreaterThan(r.report.counts.checked / 2);
+  });
+
+  it('a broken render: an invalid custom resource, an immutable change, a CRD that comes only after its object; one line each, exit 1', async () => {
+    const broken = path.join(work, 'broken', model.name);
+    cpSync(clusterDir(), broken, { recursive: true });
+    const edit = (rel: string, fn: (o: any) => void) => {
+      const file = path.join(broken, rel);
+      const o = parse(readFileSync(file, 'utf8'));
+      fn(o);
+      writeFileSync(file, stringify(o));
+    };
+    const add = (folder: string, name: string, o: object) => {
+      writeFileSync(path.join(broken, folder, name), stringify(o));
+      appendFileSync(path.join(broken, folder, 'kustomization.yaml'), `  - ${name}\n`);
+    };
+    const queue = view.folders.find((f) => f.folder === 'kueue')!.objects.find((o) => o.kind === 'ClusterQueue')!;
+    edit(`kueue/clusterqueue.${queue.metadata.name}.yaml`, (o) => { o.spec.queueingStrategy = 'Sideways'; });
+    const sc = view.folders.find((f) => f.folder === 'storage')!.objects.find((o) => o.kind === 'StorageClass')!;
+    edit(`storage/storageclass.${sc.metadata.name}.yaml`, (o) => { o.parameters = { ...o.parameters, changed: 'yes' }; });
+    const crd = (kind: string) => ({
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: { name: `${kind.toLowerCase()}s.example.com` },
+      spec: {
+        group: 'example.com',
+        names: { kind, plural: `${kind.toLowerCase()}s`, singular: kind.toLowerCase(), listKind: `${kind}List` },
+        scope: 'Cluster',
+        versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { 'type': 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
+      },
+    });
+    // Widget: its CRD in storage (wave 1), the object in samples (wave 3); Gadget the other way round
+    add('storage', 'crd.widgets.yaml', crd('Widget'));
+    add('samples', 'widget.yaml', { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w' } });
+    add('samples', 'crd.gadgets.yaml', crd('Gadget'));
+    add('storage', 'gadget.yaml', { apiVersion: 'example.com/v1', kind: 'Gadget', metadata: { name: 'g' } });
+
+    const r = await cli('verify', broken, '--kubeconfig', cp.identities.verify.kubeconfig);
+    expect(r.code, r.err.join('\n')).toBe(EXIT.failed);
+    const app = (folder: string) => view.folders.find((f) => f.folder === 'gitops')!.objects
+      .find((o) => o.kind === 'Application' && (o.spec as { source?: { path?: string } }).source?.path?.endsWith(`/${folder}`))!;
+    const wave = (folder: string) => app(folder).metadata.annotations?.['argocd.argoproj.io/sync-wave'] ?? '0';
+    const esc = (x: string) => x.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    const [storage, samples, kueue] = ['storage', 'samples', 'kueue'].map((f) => `${app(f).metadata.name} (wave ${wave(f)})`);
+    const [storageRe, kueueRe] = [storage, kueue].map(esc);
+    expect(r.err).toHaveLength(3);
+    expect(r.err).toEqual(expect.arrayContaining([
+      expect.stringMatching(new RegExp(`^error: ${kueueRe}: ClusterQueue ${queue.metadata.name}: refused \\(HTTP 422 Invalid\\): .*spec\\.queueingStrategy: Unsupported value: "Sideways"`)),
+      expect.stringMatching(new RegExp(`^error: ${storageRe}: Gadget g: its CRD arrives only in wave ${wave('samples')} \\(Application ${app('samples').metadata.name}\\)`)),
+      expect.stringMatching(new RegExp(`^error: ${storageRe}: StorageClass ${sc.metadata.name}: refused \\(HTTP 422 Invalid\\): .*parameters: Invalid value: .*field is immutable`)),
+    ]));
+    expect(r.out).toContainEqual(`info: ${samples}: Widget w: not verified yet: its CRD arrives in wave ${wave('storage')} (Application ${app('storage').metadata.name}), which syncs before it`);
+    expect(r.out.filter((l) => !l.startsWith('info: ') && !l.startsWith('REFUSED: '))).toEqual([]);
+  });
+
+  it('an identity without the write verbs (the preflight one): exit 2, one line naming what verify needs', async () => {
+    const r = await cli('verify', clusterDir(), '--kubeconfig', cp.identities.preflight.kubeconfig);
+    expect(r.code).toBe(EXIT.badInput);
+    expect(r.err).toHaveLength(1);
+    expect(r.err[0]).toMatch(/user "preflight" may not do it .*verify needs (get|create|patch) on [a-z]+: docs\/commands\.md#verify gives the ClusterRole/);
+  });
+});
+
+describe('preflight and init live, as the read-only identity the docs give', () => {
+  it('the documented ClusterRole allows get and list on exactly what preflight reads, and nothing else: no Secret, no write', async () => {
+    const admin = cp.client();
+    const can = async (verb: string, group: string, resource: string) => {
+      const review = await admin.call('POST', '/apis/authorization.k8s.io/v1/subjectaccessreviews', {
+        body: { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec: { user: 'preflight', groups: [cp.identities.preflight.groups[0]], resourceAttributes: { verb, group, resource } } },
+      });
+      return (review.status as { allowed: boolean }).allowed;
+    };
+    for (const r of BUILT_IN_RESOURCES) {
+      for (const verb of ['get', 'list']) expect(await can(verb, r.group, r.plural), `${verb} ${r.plural}`).toBe(true);
+      for (const verb of ['create', 'update', 'patch', 'delete', 'watch']) expect(await can(verb, r.group, r.plural), `${verb} ${r.plural}`).toBe(false);
+    }
+    for (const verb of ['get', 'list', 'watch']) expect(await can(verb, '', 'secrets'), `${verb} secrets`).toBe(false);
+    // and the server refuses the read itself
+    expect((await cp.client('preflight').request('GET', '/api/v1/secrets')).status).toBe(403);
+    expect((await cp.client('preflight').request('GET', '/api/v1/namespaces/kube-system/secrets/anything')).status).toBe(403);
+    expect(documentedClusterRole(PREFLIGHT_CLUSTER_ROLE).flatMap((r) => r.verbs).every((v) => v === 'get' || v === 'list')).toBe(true);
+  });
+
+  it('against the synced reference cluster with Nodes from its description: preflight exits 0, init describes it as a snapshot of the same lists would', async () => {
+    const earlier = audited('preflight').length;
+    for (const n of describedNodes(model)) {
+      await cp.createNode(n);
+      // the admission plugin TaintNodesByCondition taints a new Node not-ready until its kubelet reports Ready, and
+      // the node lifecycle controller that lifts it does not run here: the Node as a ready cluster shows it
+      await cp.client().request('PATCH', `/api/v1/nodes/${n.metadata.name}`, { body: { spec: n.spec }, contentType: 'application/merge-patch+json' });
+    }
+    const kubeconfig = cp.identities.preflight.kubeconfig;
+    const pre = await cli('preflight', '--config', REFERENCE_FILE, '--kubeconfig', kubeconfig, '--format', 'json');
+    const report = JSON.parse(pre.out.join('\n'));
+    expect(report.findings.filter((f: { severity: string }) => f.severity === 'error'), pre.err.join('\n')).toEqual([]);
+    expect(pre.code).toBe(EXIT.ok);
+    expect(report.source).toBe(cp.server);
+
+    // init, with a bare --kubeconfig: $KUBECONFIG, as kubectl
+    const saved = process.env.KUBECONFIG;
+    process.env.KUBECONFIG = kubeconfig;
+    let live;
+    try {
+      live = await cli('init', '--kubeconfig', '--name', 'lab', '--out', '-');
+    } finally {
+      if (saved === undefined) delete process.env.KUBECONFIG;
+      else process.env.KUBECONFIG = saved;
+    }
+    expect(live.code, live.err.join('\n')).toBe(EXIT.ok);
+    expect(live.out.join('\n')).toContain(`count: ${model.description.nodes.gpuWorkers.count}`);
+    expect(live.out.join('\n')).toContain(`gpusPerNode: ${model.description.nodes.gpuWorkers.gpusPerNode}`);
+    // the same lists, read as kubectl get -o yaml would write them, give the same description
+    const admin = cp.client();
+    const served = await admin.servedKinds();
+    const kindOf = (p: string) => [...served].find(([k, r]) => k.startsWith(`${apiVersionOf(p)}/`) && k.split('/').length === apiVersionOf(p).split('/').length + 1 && r.plural === p.split('/').pop())![0].split('/').pop()!;
+    const lists = await Promise.all(audited('preflight').slice(earlier).filter((e) => e.verb === 'list').map((e) => e.requestURI.split('?')[0])
+      .filter((p, i, all) => all.indexOf(p) === i)
+      .map(async (p) => ({ apiVersion: 'v1', kind: 'List', items: (await admin.list(p)).map((o) => ({ ...o, apiVersion: apiVersionOf(p), kind: kindOf(p) })) })));
+    const snapshot = path.join(work, 'snapshot.yaml');
+    writeFileSync(snapshot, lists.map((l) => stringify(l)).join('---\n'));
+    const snap = await cli('init', '--snapshot', snapshot, '--name', 'lab', '--out', '-');
+    expect(snap.code, snap.err.join('\n')).toBe(EXIT.ok);
+    const body = (lines: string[]) => lines.join('\n').split('\n').filter((l) => !l.startsWith('# Written by'));
+    expect(body(live.out)).toEqual(body(snap.out));
+
+    // what the read-only identity asked for preflight and init: lists only, each answered, never a Secret
+    const requests = audited('preflight').slice(earlier);
+    expect(requests.length).toBeGreaterThan(10);
+    expect([...new Set(requests.map((e) => e.verb))]).toEqual(['list']);
+    expect(requests.filter((e) => e.code !== 200 || e.requestURI.includes('/secrets'))).toEqual([]);
+  });
+});
+
+/** The apiVersion of a list path (`/api/v1/nodes`: v1; `/apis/g/v/...`: g/v). */
+function apiVersionOf(p: string): string {
+  const parts = p.split('/').filter((x) => x !== '');
+  return parts[0] === 'api' ? parts[1] : `${parts[1]}/${parts[2]}`;
+}
