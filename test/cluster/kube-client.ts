@@ -254,9 +254,12 @@ export class KubeClient {
     return this.get(await this.pathOf(o));
   }
 
-  /** Deletes an object (foreground); false when there was none. */
-  async delete(o: KubeObject): Promise<boolean> {
-    const r = await this.request('DELETE', await this.pathOf(o), { body: { propagationPolicy: 'Foreground' } });
+  /**
+   * Deletes an object (foreground by default: its dependents first); false when there was none. Background: at once,
+   * whatever the garbage collector knows of its kind (it discovers a new CRD's kinds only at its next resync).
+   */
+  async delete(o: KubeObject, propagationPolicy: 'Foreground' | 'Background' = 'Foreground'): Promise<boolean> {
+    const r = await this.request('DELETE', await this.pathOf(o), { body: { propagationPolicy } });
     if (r.status === 404) return false;
     if (r.status >= 200 && r.status < 300) return true;
     throw new ApiError(r.status, r.body?.reason ?? '', r.body?.message ?? String(r.status), r.body);

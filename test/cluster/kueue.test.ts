@@ -22,9 +22,11 @@ import { REFERENCE_FILE } from '../paths';
  * LocalQueues, flavors and priorities) and the Kueue install the toolkit renders when it manages Kueue (the reference
  * says `installs.kueue: preinstalled`, so the same description with `managed` renders the chart, its Configuration and
  * RBAC), applied as Argo CD applies them to a hermetic control plane, with Kueue's manager of the pinned release
- * (kueue.ts) serving its webhooks on loopback. Sample Jobs of a tenant, created as that tenant: suspended at creation
- * by Kueue's webhook, admitted within the ClusterQueue's nominal quota, admitted beyond it by borrowing the cohort's
- * idle quota (the description lets a tenant borrow), and left pending beyond what the cohort has.
+ * (kueue.ts) serving its webhooks on loopback. The rendered MPIJob sample, synced as Argo CD syncs it: suspended by
+ * Kueue's webhook, admitted whole (launcher and workers) by its LocalQueue's ClusterQueue, let run. Jobs of a tenant,
+ * created as that tenant: suspended at creation by Kueue's webhook, admitted within the ClusterQueue's nominal quota,
+ * admitted beyond it by borrowing the cohort's idle quota (the description lets a tenant borrow), and left pending
+ * beyond what the cohort has.
  */
 
 const work = mkdtempSync(path.join(tmpdir(), 'kueue-test-'));
@@ -45,6 +47,10 @@ const ACT_MS = 20_000;
 
 /** The applications of the plan Kueue needs: its install, its queues, the tenants (their namespaces and LocalQueues). */
 const KUEUE_APPS = /-(kueue-install|kueue|tenants)$/;
+/** What the cluster has before Argo CD that Kueue needs: the namespaces, and the MPIJob CRD (its integration is on only when the CRD is served at start). */
+const isPreinstalledForKueue = (o: KubeObject) => o.kind === 'Namespace'
+  || (o.kind === 'CustomResourceDefinition' && (o.spec as Json).group === 'kubeflow.org' && (o.spec as Json).names.kind === 'MPIJob');
+let sampleMpiJob: KubeObject;
 
 beforeAll(async () => {
   // the binaries first: a Kueue that does not build fails these tests with that one line
@@ -65,7 +71,7 @@ beforeAll(async () => {
   cp = await startControlPlane({ identities: { tenant: { user: 'tenant', groups: [tenant.group] } } });
   const full = planSync(view, renders, vendoredCrds(DEFAULT_SCHEMAS), await cp.client().servedKinds());
   const steps: SyncStep[] = full.steps
-    .map((s) => ({ ...s, objects: s.objects.filter((o) => KUEUE_APPS.test(o.application) || (o.application === 'pre-installed' && o.object.kind === 'Namespace')) }))
+    .map((s) => ({ ...s, objects: s.objects.filter((o) => KUEUE_APPS.test(o.application) || (o.application === 'pre-installed' && isPreinstalledForKueue(o.object))) }))
     .filter((s) => s.objects.length > 0);
   plan = { ...full, steps, webhooks: full.webhooks.filter((o) => KUEUE_APPS.test(o.application)) };
   const loopback = await loopbackKueue(plan);
@@ -74,6 +80,7 @@ beforeAll(async () => {
   expect(applied.refused.map(refusalText)).toEqual([]);
   kueue = await startKueue(cp, loopback);
 
+  sampleMpiJob = view.folders.find((f) => f.folder === 'samples')!.objects.find((o) => o.kind === 'MPIJob') as KubeObject;
   const queues = plan.steps.flatMap((s) => s.objects).map((o) => o.object);
   const localQueue = queues.find((o) => o.kind === 'LocalQueue' && o.metadata.namespace === tenantNamespace)!;
   tenantQueue = localQueue.metadata.name;
@@ -115,10 +122,19 @@ async function workloadOf(client: KubeClient, job: KubeObject, ready: (w: Json) 
   const deadline = Date.now() + ACT_MS;
   const live = (await client.read(job))!;
   for (;;) {
-    const workloads = await client.list(`/apis/kueue.x-k8s.io/v1beta2/namespaces/${tenantNamespace}/workloads`) as Json[];
+    const workloads = await client.list(`/apis/kueue.x-k8s.io/v1beta2/namespaces/${job.metadata.namespace}/workloads`) as Json[];
     const w = workloads.find((x) => ((x.metadata.ownerReferences ?? []) as Json[]).some((r) => r.uid === live.metadata.uid));
     if (w && ready(w)) return w;
     if (Date.now() > deadline) throw new Error(`${job.metadata.name}: its Workload is ${JSON.stringify(w?.status ?? 'not there')}; Kueue's log:\n${kueue?.log()}`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+/** Waits until a deleted Workload is gone. */
+async function workloadGone(client: KubeClient, w: Json): Promise<void> {
+  const deadline = Date.now() + ACT_MS;
+  while (await client.get(`/apis/kueue.x-k8s.io/v1beta2/namespaces/${w.metadata.namespace}/workloads/${w.metadata.name}`)) {
+    if (Date.now() > deadline) throw new Error(`Workload ${w.metadata.namespace}/${w.metadata.name} still there ${ACT_MS} ms after its owner was deleted`);
     await new Promise((r) => setTimeout(r, 500));
   }
 }
@@ -131,6 +147,38 @@ async function suspended(client: KubeClient, job: KubeObject): Promise<boolean> 
 }
 
 describe(`Kueue ${requiredVersion(KUEUE_MODULE, KUEUE_MODULE_DIR)} on the reference cluster's queues`, () => {
+  it('the rendered MPIJob sample, synced as Argo CD syncs it, is suspended, admitted whole by its LocalQueue\'s ClusterQueue, and let run', async () => {
+    const admin = cp.client();
+    const job = structuredClone(sampleMpiJob);
+    const runPolicy = (o: KubeObject) => ((o.spec as Json).runPolicy ?? {}) as Json;
+    const created = await admin.apply(job, { fieldManager: ARGOCD_MANAGER });
+    expect(runPolicy(created).suspend, 'Kueue\'s webhook suspends a queued MPIJob at creation').toBe(true);
+    const w = await workloadOf(admin, job, admitted);
+    const queueName = (job.metadata.labels as Record<string, string>)[QUEUE_LABEL];
+    const queue = plan.steps.flatMap((s) => s.objects).map((o) => o.object)
+      .find((o) => o.kind === 'LocalQueue' && o.metadata.namespace === job.metadata.namespace && o.metadata.name === queueName)!;
+    expect(w.status.admission.clusterQueue).toBe((queue.spec as Json).clusterQueue);
+    // every replica of the sample in the admission: the launcher and all the workers, with their GPUs
+    type Replica = { replicas?: number; template: { spec: { containers: Json[] } } };
+    const replicas = (job.spec as { mpiReplicaSpecs: Record<string, Replica> }).mpiReplicaSpecs;
+    const gpusOf = (r: Replica) => (r.replicas ?? 1) * r.template.spec.containers.reduce((n, c) => n + Number(c.resources?.limits?.[GPU] ?? 0), 0);
+    const assigned = (w.status.admission.podSetAssignments as Json[]);
+    const pods = Object.values(replicas).reduce((n, r) => n + (r.replicas ?? 1), 0);
+    expect(assigned.map((a) => a.count).reduce((n: number, c: number) => n + c, 0)).toBe(pods);
+    expect(assigned.reduce((n, a) => n + Number(a.resourceUsage?.[GPU] ?? 0), 0)).toBe(Object.values(replicas).reduce((n, r) => n + gpusOf(r), 0));
+    const deadline = Date.now() + ACT_MS;
+    while (runPolicy((await admin.read(job))!).suspend !== false && Date.now() < deadline) await new Promise((r) => setTimeout(r, 500));
+    expect(runPolicy((await admin.read(job))!).suspend, 'admitted: Kueue unsuspends the MPIJob').toBe(false);
+    // its quota back for the tenants' Jobs below: the MPIJob and its Workload gone. The test bed's cleanup, not
+    // Kueue's: the garbage collector would delete the Workload only once its discovery sees the new CRD's kinds (up to
+    // 30 s), so the Workload is deleted here, its finalizer lifted
+    await admin.delete(job, 'Background');
+    await admin.request('PATCH', `/apis/kueue.x-k8s.io/v1beta2/namespaces/${w.metadata.namespace}/workloads/${w.metadata.name}`,
+      { body: { metadata: { finalizers: null } }, contentType: 'application/merge-patch+json' });
+    await admin.delete(w as KubeObject, 'Background');
+    await workloadGone(admin, w);
+  });
+
   it('a tenant\'s Job is suspended at creation, then admitted within its ClusterQueue\'s nominal quota and unsuspended', async () => {
     const tenant = cp.client('tenant');
     const job = sampleJob('within-quota', tenantGpus);
@@ -152,9 +200,17 @@ describe(`Kueue ${requiredVersion(KUEUE_MODULE, KUEUE_MODULE_DIR)} on the refere
     const second = sampleJob('borrows', borrowing);
     await tenant.create(second);
     const w = await workloadOf(tenant, second, admitted);
-    const cq = (await cp.client().get(`/apis/kueue.x-k8s.io/v1beta2/clusterqueues/${w.status.admission.clusterQueue}`))!;
-    const gpuUsage = ((cq.status as Json).flavorsReservation as Json[]).flatMap((f) => f.resources as Json[]).find((r) => r.name === GPU)!;
-    expect([gpuUsage.total, gpuUsage.borrowed]).toEqual([String(tenantGpus + borrowing), String(borrowing)]);
+    // the ClusterQueue's status follows the admission a moment later
+    const expected = [String(tenantGpus + borrowing), String(borrowing)];
+    const reserved = async () => {
+      const cq = (await cp.client().get(`/apis/kueue.x-k8s.io/v1beta2/clusterqueues/${w.status.admission.clusterQueue}`))!;
+      const reservations = ((cq.status as Json | undefined)?.flavorsReservation ?? []) as Json[];
+      const gpu = reservations.flatMap((f) => f.resources as Json[]).find((r) => r.name === GPU);
+      return [gpu?.total, gpu?.borrowed];
+    };
+    const deadline = Date.now() + ACT_MS;
+    while (JSON.stringify(await reserved()) !== JSON.stringify(expected) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 500));
+    expect(await reserved()).toEqual(expected);
     expect(await suspended(tenant, second)).toBe(false);
 
     const third = sampleJob('beyond-the-cohort', cohortGpus - tenantGpus - borrowing + 1);
