@@ -116,10 +116,22 @@ function mirrorCoordinates(o: Values, map: MirrorMap): Values {
 }
 
 /**
+ * Whether the string `image` of an object is a name that a registry given elsewhere goes before, not a whole
+ * reference: beside a repository or registry (GPU Operator coordinates), or beside a tag, digest or version without a
+ * registry host of its own (ingress-nginx's `{image: ingress-nginx/controller, tag}` under `global.image.registry`).
+ */
+function relativeName(o: Values, image: string): boolean {
+  if ('repository' in o || 'registry' in o) return true;
+  const hasHost = image.includes('/') && fullImageName(image) === image;
+  return !hasHost && ['tag', 'digest', 'version'].some((k) => k in o);
+}
+
+/**
  * A chart's values with every image they name pulled from its registry's mirror (`mirrors.images`), the values
  * otherwise as they are. The shapes charts use: image coordinates (mirrorCoordinates: `repository`, with a `registry`
  * and an image name beside it), whole references in a string field whose key ends in `image` (`image: busybox:1.36`,
- * `cleanupImage`) or in a mapping named `images` (`images: {operator: ghcr.io/...}`), and registries alone
+ * `cleanupImage`; not a name under another registry: relativeName) or in a mapping named `images`
+ * (`images: {operator: ghcr.io/...}`), and registries alone
  * (`imageRegistry`, `global.image.registry`). A field that holds no image reference (a template, an empty string) is
  * left alone, and no field is added: what a chart does not name it does not read.
  */
@@ -137,7 +149,7 @@ export function mirrorValueImages<T>(values: T, map: MirrorMap): T {
         out[k] = walk(x, /images$/i.test(k));
       } else if (/imageRegistry$/i.test(k) || (k === 'registry' && !('repository' in v))) {
         out[k] = x === '' ? x : mirrorRegistry(x, map);
-      } else if (((inImages && !/pull|policy/i.test(k)) || (/image$/i.test(k) && !('repository' in v) && !('registry' in v))) && isImageReference(x)) {
+      } else if (((inImages && !/pull|policy/i.test(k)) || (/image$/i.test(k) && !relativeName(v, x))) && isImageReference(x)) {
         out[k] = mirrorImage(x, map);
       } else {
         out[k] = x;

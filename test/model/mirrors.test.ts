@@ -19,8 +19,9 @@ const VALUES = {
   // whole references in strings: a key ending in image, a mapping named images
   checkpoint: { cleanupImage: 'busybox:1.36', imagePullPolicy: 'Always' },
   images: { operator: 'ghcr.io/k8snetworkplumbingwg/sriov-network-operator', proxy: 'quay.io/brancz/kube-rbac-proxy:v0.21.2', pullPolicy: 'always' },
-  // registries alone
+  // registries alone; a name under a registry given elsewhere (ingress-nginx) is no Docker Hub image, a whole reference beside its tag is one
   global: { imageRegistry: 'docker.io', image: { registry: '' } },
+  nginx: { global: { image: { registry: 'quay.io' } }, controller: { image: { image: 'ingress-nginx/controller', tag: 'v1' } }, webhook: { image: 'quay.io/a/webhook', tag: 'v1' } },
   // not images: a template, a list of containers set whole
   templated: { image: '{{ .Values.registry }}/x:1' },
   extraContainers: [{ name: 'a', image: 'quay.io/a/b:1' }, { name: 'c', image: 'registry.k8s.io/c:1' }],
@@ -37,6 +38,7 @@ describe('the images of a chart\'s values, from the mirrors', () => {
       checkpoint: { cleanupImage: 'harbor.lab/dockerhub/library/busybox:1.36' },
       images: { proxy: 'harbor.lab/quay/brancz/kube-rbac-proxy:v0.21.2' },
       global: { imageRegistry: 'harbor.lab/dockerhub' },
+      nginx: { global: { image: { registry: 'harbor.lab/quay' } }, webhook: { image: 'harbor.lab/quay/a/webhook' } },
       extraContainers: [{ name: 'a', image: 'harbor.lab/quay/a/b:1' }, { name: 'c', image: 'registry.k8s.io/c:1' }],
     });
   });
