@@ -233,9 +233,11 @@ const NAMED_IMAGES = 3;
 
 /**
  * With mirrors.images, every image the cluster pulls comes from a mirror. synth rewrites what it renders itself (the
- * tree's objects) and Argo CD's install (kustomize images); a chart or an overlay sets its images by itself, so each
- * image of a render that a mirrored registry still serves is named, by Application: the chart's values, or a registry
- * mirror of the nodes' container runtime, must take it from the mirror.
+ * tree's objects), Argo CD's install (kustomize images) and the managed installs (the image fields of each chart's
+ * default values, each overlay's kustomize images: components/gitops/managed-installs.ts); the renders here are built
+ * with those values, so each image of a render that a mirrored registry still serves is named, by Application: one the
+ * chart builds from no image value (a template's literal), a tree rendered before, or an Application edited by hand.
+ * Images an operator picks at run time are in no render: the rule cannot see them (docs/components/argocd.md).
  */
 const imageMirror: Rule = {
   id: 'image-mirror',
@@ -258,7 +260,8 @@ const imageMirror: Rule = {
       if (refs.length === 0) continue;
       out.push({
         message: `(${r.what}) applies ${refs.length} image(s) from registries mirrors.images maps, not from their mirrors: ${named(refs)}. `
-          + 'The chart or overlay sets them itself: set them in its values, or have the nodes\' container runtime pull those registries from the mirror (containerd hosts.toml)',
+          + 'synth takes the images of a chart\'s default values and of an overlay\'s build from the mirrors: render the tree again, or (an image the chart sets '
+          + 'from no value) have the nodes\' container runtime pull those registries from the mirror (containerd hosts.toml)',
         objects: [r.application],
       });
     }

@@ -59,8 +59,9 @@ const mirrors = z.strictObject({
       + 'install base (gitops.argocdInstall: upstream). Example: "https://github.com/": "https://git.lab/github/".'),
   images: z.record(registryPrefix(), registryPrefix()).default({})
     .describe('Image registries, by prefix: upstream -> mirror, rewritten in every image reference the toolkit renders (containers, the operators\' image '
-      + 'coordinates in ClusterPolicy and NicClusterPolicy) and in Argo CD\'s install (kustomize images). Images a chart or an overlay sets by itself are '
-      + 'not rewritten: check lists them (image-mirror), for the chart\'s values or a registry mirror of the nodes\' container runtime. '
+      + 'coordinates in ClusterPolicy and NicClusterPolicy), in Argo CD\'s install (kustomize images) and in the managed installs: each chart\'s image '
+      + 'values (read from its pinned default values, subcharts included) and each overlay\'s kustomize images. Images an operator pulls by itself are '
+      + 'not in any render: check lists what remains (image-mirror); mirror those in the nodes\' container runtime. '
       + 'Example: "nvcr.io": "harbor.lab/nvcr".'),
 }).prefault({}).describe('Mirrors of the upstream chart repositories, Git repositories and image registries, for a site that cannot reach them.');
 

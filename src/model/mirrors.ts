@@ -76,3 +76,106 @@ export function mirrorImagesIn<T>(node: T, map: MirrorMap): T {
   };
   return walk(node) as T;
 }
+
+/** A registry (or a registry and a path in it) pulled through its mirror: its longest mirrored prefix replaced; unchanged when none is. */
+export function mirrorRegistry(registry: string, map: MirrorMap): string {
+  const prefix = Object.keys(map).filter((p) => registry === p || registry.startsWith(`${p}/`)).sort((a, b) => b.length - a.length)[0];
+  return prefix === undefined ? registry : map[prefix] + registry.slice(prefix.length);
+}
+
+type Values = Record<string, unknown>;
+const isValues = (v: unknown): v is Values => typeof v === 'object' && v !== null && !Array.isArray(v);
+const nonEmpty = (v: unknown): v is string => typeof v === 'string' && v !== '';
+
+/** A string that is a whole image reference (no template, no spaces): `busybox:1.36`, `ghcr.io/org/name@sha256:...`. */
+function isImageReference(v: string): boolean {
+  return /^[a-z0-9]+([._:/-][a-z0-9]+)*(:[\w][\w.-]*)?(@sha256:[0-9a-f]{64})?$/.test(v);
+}
+
+/**
+ * Image coordinates of a chart's values, pulled from the mirror: `repository` with, where the object has them, a
+ * `registry` before it and an image name after it (`image` or `name`: the GPU and Network Operator's
+ * `{repository: nvcr.io/nvidia, image: driver}`, `{repository, name, tag}`). The mirrored reference is split back into
+ * the same fields, changing as few as it can (the registry alone where the repository still follows it; never the
+ * name: a mirrored prefix is whole path segments, so the name still ends the mirrored reference). An empty
+ * registry is none: the repository is then the whole reference (Docker Hub's `bitnami/kubectl`), and takes the mirror.
+ */
+function mirrorCoordinates(o: Values, map: MirrorMap): Values {
+  const name = nonEmpty(o.image) ? o.image : nonEmpty(o.name) ? o.name : undefined;
+  const registry = nonEmpty(o.registry) ? o.registry : undefined;
+  const repository = o.repository as string;
+  const ref = [registry, repository, name].filter((p) => p !== undefined).join('/');
+  if (!isImageReference(ref)) return {};
+  const mirrored = mirrorImage(ref, map);
+  if (mirrored === ref) return {};
+  // a mirrored prefix is whole path segments short of the reference: the image name still ends it
+  const rest = name === undefined ? mirrored : mirrored.slice(0, -name.length - 1);
+  if (registry === undefined) return { repository: rest };
+  if (rest.endsWith(`/${repository}`)) return { registry: rest.slice(0, -repository.length - 1) };
+  return { registry: rest.slice(0, rest.indexOf('/')), repository: rest.slice(rest.indexOf('/') + 1) };
+}
+
+/**
+ * Whether the string `image` of an object is a name that a registry given elsewhere goes before, not a whole
+ * reference: beside a repository or registry (GPU Operator coordinates), or beside a tag, digest or version without a
+ * registry host of its own (ingress-nginx's `{image: ingress-nginx/controller, tag}` under `global.image.registry`).
+ */
+function relativeName(o: Values, image: string): boolean {
+  if ('repository' in o || 'registry' in o) return true;
+  const hasHost = image.includes('/') && fullImageName(image) === image;
+  return !hasHost && ['tag', 'digest', 'version'].some((k) => k in o);
+}
+
+/**
+ * A chart's values with every image they name pulled from its registry's mirror (`mirrors.images`), the values
+ * otherwise as they are. The shapes charts use: image coordinates (mirrorCoordinates: `repository`, with a `registry`
+ * and an image name beside it), whole references in a string field whose key ends in `image` (`image: busybox:1.36`,
+ * `cleanupImage`; not a name under another registry: relativeName) or in a mapping named `images`
+ * (`images: {operator: ghcr.io/...}`), and registries alone
+ * (`imageRegistry`, `global.image.registry`). A field that holds no image reference (a template, an empty string) is
+ * left alone, and no field is added: what a chart does not name it does not read.
+ */
+export function mirrorValueImages<T>(values: T, map: MirrorMap): T {
+  if (Object.keys(map).length === 0) return values;
+  const walk = (v: unknown, inImages: boolean): unknown => {
+    if (Array.isArray(v)) return v.map((x) => walk(x, inImages));
+    if (!isValues(v)) return v;
+    const coordinates = nonEmpty(v.repository) ? mirrorCoordinates(v, map) : undefined;
+    const out: Values = {};
+    for (const [k, x] of Object.entries(v)) {
+      if (coordinates !== undefined) {
+        out[k] = k in coordinates ? coordinates[k] : walk(x, false);
+      } else if (typeof x !== 'string') {
+        out[k] = walk(x, /images$/i.test(k));
+      } else if (/imageRegistry$/i.test(k) || (k === 'registry' && !('repository' in v))) {
+        out[k] = x === '' ? x : mirrorRegistry(x, map);
+      } else if (((inImages && !/pull|policy/i.test(k)) || (/image$/i.test(k) && !relativeName(v, x))) && isImageReference(x)) {
+        out[k] = mirrorImage(x, map);
+      } else {
+        out[k] = x;
+      }
+    }
+    return out;
+  };
+  return walk(values, false) as T;
+}
+
+/**
+ * The values a Helm source sets so that the chart pulls its images from the mirrors: the fields mirrorValueImages
+ * changes in `values` (the chart's defaults with the toolkit's values over them), and nothing else; a list that
+ * changes is set whole (Helm replaces lists). Empty when no image of the values is from a mirrored registry.
+ */
+export function mirroredValueOverrides(values: Values, map: MirrorMap): Values {
+  const changed = (before: unknown, after: unknown): unknown => {
+    if (isValues(before) && isValues(after)) {
+      const out: Values = {};
+      for (const [k, v] of Object.entries(after)) {
+        const c = changed(before[k], v);
+        if (c !== undefined) out[k] = c;
+      }
+      return Object.keys(out).length > 0 ? out : undefined;
+    }
+    return JSON.stringify(before) === JSON.stringify(after) ? undefined : after;
+  };
+  return (changed(values, mirrorValueImages(values, map)) ?? {}) as Values;
+}

@@ -34,7 +34,7 @@ export interface LocatedChart {
 }
 
 /** A YAML file of a chart (Chart.yaml, values.yaml) through the bounded reader; one line naming the file when it is unusable. */
-function chartYaml(file: string): Json {
+export function chartYaml(file: string): Json {
   let doc: unknown;
   try {
     [doc] = readYamlInput(file, 'chart', false);

@@ -6,8 +6,9 @@ import { parse, parseAllDocuments, stringify } from 'yaml';
 import { checkCluster, ClusterView, readClusters, renderClusterSources } from '../../src/check';
 import { EXIT, main } from '../../src/cli';
 import { ARGOCD_FOLDER, ARGOCD_INSTALL_IMAGES } from '../../src/components/argocd/chart';
+import { managedInstalls } from '../../src/components/gitops/managed-installs';
 import { resolveEngines } from '../../src/engines';
-import { fullImageName } from '../../src/model/mirrors';
+import { fullImageName, mirroredRegistry, unmirrorImage } from '../../src/model/mirrors';
 import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../../src/paths';
 import { Manifest, objectId } from '../../src/render/manifest';
 import { manifestFiles } from '../../src/render/tree';
@@ -15,7 +16,7 @@ import { loadModels } from '../../src/synth/pipeline';
 import { objectImageRefs } from '../../src/upstream';
 import { treeFiles } from '../../src/upstream/tree';
 import { SchemaStore } from '../../src/validate/schemas';
-import { folderObjects, HAS_SCHEMAS, HAS_UPSTREAM, issuesOf, referenceInput, renderOf } from '../helpers';
+import { folderObjects, HAS_SCHEMAS, HAS_UPSTREAM, issuesOf, referenceInput, renderOf, ROOT } from '../helpers';
 
 const RELEASE = path.join(DEFAULT_UPSTREAM, 'argo-cd-v3.5.1', 'manifests');
 const MIRRORS = {
@@ -55,6 +56,14 @@ describe('air-gapped sites: the description options', () => {
     expect(refs.length).toBeGreaterThan(5);
     expect(refs.filter((r) => /^(nvcr|quay)\.io\//.test(fullImageName(r.repository))).map((r) => r.repository)).toEqual([]);
     expect((folderObjects(c, 'gpu-operator').find((m) => m.kind === 'ClusterPolicy') as any).spec.devicePlugin.repository).toBe('harbor.lab/nvcr/nvidia');
+    // the chart's own images by its values: the operator's from the mirror beside the toolkit's placement of it; Node
+    // Feature Discovery's registry (registry.k8s.io) is not mapped, and the overlay's (Docker Hub) neither: left alone
+    const gpuValues = source('gpu-operator-install').helm.valuesObject;
+    expect(gpuValues.operator).toMatchObject({ repository: 'harbor.lab/nvcr/nvidia', nodeSelector: expect.any(Object) });
+    expect(gpuValues.clusterPolicy).toEqual({ deployCR: false });
+    expect(gpuValues['node-feature-discovery']?.image).toBeUndefined();
+    expect(source('mpi-operator-install').kustomize.images).toBeUndefined();
+    expect(renderOf((d) => { d.installs = { kueue: 'managed', mpiOperator: 'managed', gpuOperator: 'managed' }; d.mirrors = MIRRORS; })).toEqual(c);
   });
 
   it('mirrors are checked as the description\'s other fields: a registry with a scheme or a tag, a URL without one, named by path', () => {
@@ -73,18 +82,16 @@ describe('air-gapped sites: the description options', () => {
 describe.skipIf(!HAS_UPSTREAM || !HAS_SCHEMAS)('check builds what the bootstrap builds, offline', () => {
   const work = mkdtempSync(path.join(tmpdir(), 'air-gap-'));
   const out = path.join(work, 'dist');
-  const file = path.join(work, 'lab.yaml');
+  // every add-on managed, every registry its installs pull from mirrored
+  const file = path.join(ROOT, 'test', 'fixtures', 'descriptions', 'air-gapped.yaml');
+  const images = (parse(readFileSync(file, 'utf8')) as { mirrors: { images: Record<string, string> } }).mirrors.images;
+  const cluster = path.join(out, 'air-gapped');
   let view: ClusterView;
   let sources: Awaited<ReturnType<typeof renderClusterSources>>;
   const store = SchemaStore.open(DEFAULT_SCHEMAS);
   const lookups = { scopeOf: (a: string, k: string) => store.lookup(a, k)?.scope, schemaOf: (a: string, k: string) => store.lookup(a, k)?.schema };
 
   beforeAll(async () => {
-    const input = referenceInput();
-    input.gitops.argocdInstall = 'vendored';
-    input.installs = { kueue: 'managed', mpiOperator: 'managed', gpuOperator: 'managed' };
-    input.mirrors = MIRRORS;
-    writeFileSync(file, stringify(input));
     expect(await main(['synth', '--config', file, '--out', out, '--quiet'])).toBe(EXIT.ok);
     const [model] = loadModels([file]);
     view = { ...readClusters(out)[0], model };
@@ -93,32 +100,47 @@ describe.skipIf(!HAS_UPSTREAM || !HAS_SCHEMAS)('check builds what the bootstrap 
   afterAll(() => rmSync(work, { recursive: true, force: true }));
 
   it('writes the package\'s copy of Argo CD\'s install into the argocd folder byte for byte, which readers of the tree leave out', () => {
-    const copy = path.join(out, 'instant-cluster', ARGOCD_FOLDER, 'upstream', 'argo-cd-v3.5.1', 'manifests');
+    const copy = path.join(cluster, ARGOCD_FOLDER, 'upstream', 'argo-cd-v3.5.1', 'manifests');
     const files = treeFiles(RELEASE);
     expect(treeFiles(copy).map((f) => f.rel)).toEqual(files.map((f) => f.rel));
     for (const f of files) expect(readFileSync(path.join(copy, f.rel)).equals(readFileSync(path.join(RELEASE, f.rel))), f.rel).toBe(true);
-    expect(manifestFiles(path.join(out, 'instant-cluster', ARGOCD_FOLDER)).map((f) => path.basename(f))).toEqual(['configmap.argocd.argocd-cm.yaml', 'namespace.argocd.yaml']);
+    expect(manifestFiles(path.join(cluster, ARGOCD_FOLDER)).map((f) => path.basename(f))).toEqual(['configmap.argocd.argocd-cm.yaml', 'namespace.argocd.yaml']);
   });
 
   it('renders every Application from its mirror and the argocd folder from its copy: exactly what kubectl apply -k builds, and no rule finds an error', async () => {
     expect(sources.sources.map((s) => [s.what, s.problem?.message])).toEqual(sources.sources.map((s) => [s.what, undefined]));
-    const argocd = sources.sources.find((s) => s.what.startsWith('folder dist/instant-cluster/argocd '))!;
-    expect(argocd.what).toBe('folder dist/instant-cluster/argocd (on its copy of argoproj/argo-cd/manifests/cluster-install v3.5.1)');
+    const argocd = sources.sources.find((s) => s.what.startsWith('folder dist/air-gapped/argocd '))!;
+    expect(argocd.what).toBe('folder dist/air-gapped/argocd (on its copy of argoproj/argo-cd/manifests/cluster-install v3.5.1)');
     // the bootstrap: kubectl apply -k of the folder, nothing read from the network
     const engine = (await resolveEngines()).kustomize;
-    const bootstrap = parseAllDocuments(await engine.run(['--', path.join(out, 'instant-cluster', ARGOCD_FOLDER)])).map((d) => d.toJS() as Manifest);
+    const bootstrap = parseAllDocuments(await engine.run(['--', path.join(cluster, ARGOCD_FOLDER)])).map((d) => d.toJS() as Manifest);
     expect(argocd.objects.map(objectId).sort()).toEqual(bootstrap.map(objectId).sort());
     expect(argocd.objects).toEqual(bootstrap);
     // the install's images from the mirror where mirrors.images maps their registry
-    const images = bootstrap.flatMap((o) => objectImageRefs(o)).map((r) => r.repository);
-    expect([...new Set(images.map((i) => i.replace(/^harbor\.lab\/quay\//, 'quay.io/')))].sort()).toEqual([...ARGOCD_INSTALL_IMAGES].sort());
-    expect(images.filter((i) => i.startsWith('quay.io/'))).toEqual([]);
+    const argocdImages = bootstrap.flatMap((o) => objectImageRefs(o)).map((r) => r.repository);
+    expect([...new Set(argocdImages.map((i) => unmirrorImage(i, images)))].sort()).toEqual([...ARGOCD_INSTALL_IMAGES].sort());
+    expect(argocdImages.filter((i) => mirroredRegistry(i, images) !== undefined)).toEqual([]);
     const findings = checkCluster(view, { renders: sources, ...lookups });
     expect(findings.filter((f) => f.severity === 'error')).toEqual([]);
-    // what the charts pull by themselves is named, for their values or the nodes' registry mirror
-    expect(findings.filter((f) => f.rule === 'image-mirror').map((f) => f.message)).toEqual([
-      expect.stringMatching(/^Application argocd\/instant-cluster-gpu-operator-install: \(chart gpu-operator v26.7.0\) applies \d+ image\(s\) from registries mirrors.images maps/),
-    ]);
+    expect(findings.filter((f) => f.rule === 'image-mirror').map((f) => f.message)).toEqual([]);
+  });
+
+  it('every managed install pulls every image from a mirror: the charts by the values derived from their defaults, the overlays by kustomize images', () => {
+    // all of them (the fixture manages every add-on Argo CD installs)
+    const names = managedInstalls(view.model!).map((i) => `air-gapped-${i.name}`);
+    const installs = sources.sources.filter((s) => names.includes(s.application.metadata.name));
+    expect(installs.map((s) => s.application.metadata.name).sort()).toEqual([...names].sort());
+    for (const s of installs) {
+      const refs = s.objects.flatMap((o) => objectImageRefs(o)).map((r) => r.repository);
+      expect(refs.length, s.what).toBeGreaterThan(0);
+      // from a mirror (harbor.lab): none of them is an upstream registry's
+      expect(refs.filter((r) => unmirrorImage(r, images) === r), s.what).toEqual([]);
+    }
+    // the rule still names each image a render pulls from a mapped registry: the same renders with the mirrors undone
+    const upstreamOf = (o: Manifest) => JSON.parse(Object.entries(images).reduce((t, [registry, mirror]) => t.split(`"${mirror}/`).join(`"${registry}/`), JSON.stringify(o))) as Manifest;
+    const unmirrored = { ...sources, sources: sources.sources.map((s) => (installs.includes(s) ? { ...s, objects: s.objects.map(upstreamOf) } : s)) };
+    const fired = checkCluster(view, { renders: unmirrored, ...lookups }).filter((f) => f.rule === 'image-mirror').map((f) => f.message.split(':')[0]);
+    expect(fired.sort()).toEqual(installs.map((s) => `Application argocd/${s.application.metadata.name}`).sort());
   });
 
   it('with argocdInstall upstream, Argo CD\'s remote base on the Git mirror is built from the release it mirrors', async () => {
@@ -139,21 +161,21 @@ describe.skipIf(!HAS_UPSTREAM || !HAS_SCHEMAS)('check builds what the bootstrap 
     const [argocd, ...others] = (await renderClusterSources(only, { upstream: DEFAULT_UPSTREAM })).sources;
     expect(others).toEqual([]);
     expect([argocd.what, argocd.problem]).toEqual(['folder dist/instant-cluster/argocd (on argoproj/argo-cd/manifests/cluster-install v3.5.1)', undefined]);
-    const vendored = sources.sources.find((x) => x.what.startsWith('folder dist/instant-cluster/argocd '))!;
+    const vendored = sources.sources.find((x) => x.what.startsWith('folder dist/air-gapped/argocd '))!;
     expect(argocd.objects.map(objectId).sort()).toEqual(vendored.objects.map(objectId).sort());
   });
 
   it('a copy that is not the pinned release is refused, named', async () => {
-    const edited = path.join(out, 'instant-cluster', ARGOCD_FOLDER, 'upstream', 'argo-cd-v3.5.1', 'manifests', 'crds', 'appproject-crd.yaml');
+    const edited = path.join(cluster, ARGOCD_FOLDER, 'upstream', 'argo-cd-v3.5.1', 'manifests', 'crds', 'appproject-crd.yaml');
     const original = readFileSync(edited);
     try {
       appendFileSync(edited, '# edited\n');
       const again = await renderClusterSources(view, { upstream: DEFAULT_UPSTREAM });
-      const argocd = again.sources.find((s) => s.what.startsWith('folder dist/instant-cluster/argocd '))!;
+      const argocd = again.sources.find((s) => s.what.startsWith('folder dist/air-gapped/argocd '))!;
       expect(argocd.problem).toEqual({ kind: 'failed', message: expect.stringMatching(/upstream\/argo-cd-v3.5.1\/manifests is not the pinned release .* byte for byte: render it again \(synth\)$/) });
     } finally {
       writeFileSync(edited, original);
     }
-    expect(parse(readFileSync(path.join(out, 'instant-cluster', ARGOCD_FOLDER, 'kustomization.yaml'), 'utf8')).resources[0]).toBe('upstream/argo-cd-v3.5.1/manifests/cluster-install');
+    expect(parse(readFileSync(path.join(cluster, ARGOCD_FOLDER, 'kustomization.yaml'), 'utf8')).resources[0]).toBe('upstream/argo-cd-v3.5.1/manifests/cluster-install');
   });
 });

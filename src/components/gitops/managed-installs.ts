@@ -1,10 +1,13 @@
 import { GroupKind } from './api-kinds';
 import { ApplicationSpecIgnoreDifferences, ApplicationSpecSource } from '../../../imports/argocd-application-argoproj.io';
 import { ClusterDescription } from '../../model/description';
-import { mirrorUrl } from '../../model/mirrors';
+import { mirroredValueOverrides, mirrorImage, MirrorMap, mirrorUrl } from '../../model/mirrors';
 import { ClusterModel, podPlacement } from '../../model/model';
 import { NAMESPACES, RELEASES } from '../../model/names';
-import { DYNAMO_PLATFORM_CHART, GPU_OPERATOR_CHART, NETWORK_OPERATOR_CHART, VendoredChart } from '../../upstream/releases';
+import { DEFAULT_UPSTREAM } from '../../paths';
+import { chartDefaultValues, overlayImages } from '../../upstream/release-images';
+import { DYNAMO_PLATFORM_CHART, GPU_OPERATOR_CHART, NETWORK_OPERATOR_CHART, releaseOfSource, VendoredChart } from '../../upstream/releases';
+import { mergeValues } from '../../upstream/values';
 import { VERSIONS } from '../../versions';
 import { dynamoPlatformHelmValues } from '../dynamo/helm-values';
 import { gpuOperatorHelmValues } from '../gpu-operator/helm-values';
@@ -137,8 +140,33 @@ function helmSource(chart: { chart: string; repoURL: string; version: string }, 
  * here: it publishes no Helm repository, so the storage component renders it when it is managed.
  */
 export function managedInstalls(model: ClusterModel): ManagedInstall[] {
-  const { charts, git } = model.description.mirrors;
-  return upstreamInstalls(model).map((i) => ({ ...i, source: { ...i.source, repoUrl: mirrorUrl(i.source.repoUrl, i.source.helm ? charts : git) } }));
+  const { charts, git, images } = model.description.mirrors;
+  return upstreamInstalls(model).map((i) => ({
+    ...i,
+    source: { ...imagesFromMirrors(i.source, images), repoUrl: mirrorUrl(i.source.repoUrl, i.source.helm ? charts : git) },
+  }));
+}
+
+/**
+ * A source whose images are pulled from their registries' mirrors (mirrors.images), read from the pinned release in
+ * the package's copy (never from a list kept here): a Helm source's values set every image field of the chart's
+ * default values (its subcharts' included) that a mirrored registry serves, over the toolkit's values where both set
+ * one; an overlay's `kustomize.images` renames each image its build pulls from a mirrored registry. Unchanged without
+ * mirrors.images, and then nothing of the package's copy is read.
+ */
+function imagesFromMirrors(source: ApplicationSpecSource, map: MirrorMap): ApplicationSpecSource {
+  if (Object.keys(map).length === 0) return source;
+  const release = releaseOfSource({ repoURL: source.repoUrl, chart: source.chart, path: source.path, targetRevision: source.targetRevision });
+  if (release === undefined) throw new Error(`${source.repoUrl} ${source.path ?? source.chart ?? ''} ${source.targetRevision}: no pinned release to read its images from`);
+  if (release.type === 'helm') {
+    const values = (source.helm?.valuesObject ?? {}) as Record<string, unknown>;
+    const defaults = chartDefaultValues(DEFAULT_UPSTREAM, release.chart, release.version);
+    const overrides = mirroredValueOverrides(mergeValues(defaults, values) as Record<string, unknown>, map);
+    return { ...source, helm: { ...source.helm, valuesObject: mergeValues(values, overrides) } };
+  }
+  const renamed = overlayImages(DEFAULT_UPSTREAM, release).filter((name) => mirrorImage(name, map) !== name)
+    .map((name) => `${name}=${mirrorImage(name, map)}`);
+  return renamed.length === 0 ? source : { ...source, kustomize: { ...source.kustomize, images: renamed } };
 }
 
 /** The managed installs, each from its upstream repository. */
