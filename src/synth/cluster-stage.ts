@@ -5,7 +5,7 @@ import { MultiKueueFacts, multiKueueFacts } from '../check/multikueue';
 import { Finding } from '../check/rule';
 import { FleetEntry, fleetEntryOf } from '../components/gitops/fleet';
 import { GITOPS_FOLDER } from '../components/gitops/plan';
-import { InputError } from '../errors';
+import { IncompletePackage, InputError } from '../errors';
 import { clusterFiles } from './layout';
 import { renderCluster } from './render';
 import { faultPoint } from '../fault';
@@ -37,6 +37,7 @@ export function renderModel(model: ClusterModel): RenderedCluster {
   try {
     return renderCluster(model);
   } catch (e) {
+    if (e instanceof IncompletePackage) throw e;
     throw new InputError(`${model.name}: cannot render`, [(e as Error).message]);
   }
 }

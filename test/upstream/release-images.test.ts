@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { EXIT, IncompletePackage, reportError } from '../../src/errors';
 import { DEFAULT_UPSTREAM } from '../../src/paths';
 import { chartDefaultValues } from '../../src/upstream/release-images';
 import { KUEUE_CHART, NETWORK_OPERATOR_CHART, VENDORED_RELEASES, VendoredChart } from '../../src/upstream/releases';
@@ -41,7 +42,16 @@ describe.skipIf(!HAS_UPSTREAM)('the default values of a pinned chart, as its tem
     }
   });
 
-  it('a chart the copy does not hold is refused, named', () => {
-    expect(() => chartDefaultValues(DEFAULT_UPSTREAM, 'kueue', '0.0.1')).toThrow(/no copy of chart kueue 0.0.1$/);
+  it('a chart the copy does not hold is a broken install of the package: one line naming it, reinstall, exit 2', () => {
+    let thrown: unknown;
+    try {
+      chartDefaultValues(DEFAULT_UPSTREAM, 'kueue', '0.0.1');
+    } catch (e) {
+      thrown = e;
+    }
+    expect(thrown).toBeInstanceOf(IncompletePackage);
+    const lines: string[] = [];
+    expect(reportError(thrown, (l) => lines.push(l))).toBe(EXIT.badInput);
+    expect(lines).toEqual([expect.stringMatching(/^error: the installed gpu-cluster-manifests is incomplete \(.*: no copy of chart kueue 0\.0\.1\): reinstall it/)]);
   });
 });

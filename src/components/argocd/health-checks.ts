@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { ARGOCD_BUILTIN_GO_HEALTH, ARGOCD_BUILTIN_LUA_HEALTH } from './builtin-health';
+import { IncompletePackage } from '../../errors';
 
 /**
  * The Lua health checks this toolkit adds to Argo CD, one folder per kind in Argo CD's own layout
@@ -30,7 +31,7 @@ let loaded: readonly HealthCheck[] | undefined;
 /** Every check, sorted by group and kind (read once per process). */
 export function healthChecks(): readonly HealthCheck[] {
   if (loaded) return loaded;
-  if (!existsSync(HEALTH_DIR)) throw new Error(`the Argo CD health checks are missing: no folder ${HEALTH_DIR} (a broken installation of the package?)`);
+  if (!existsSync(HEALTH_DIR)) throw new IncompletePackage(`the Argo CD health checks it ships are missing: no folder ${HEALTH_DIR}`);
   const out: HealthCheck[] = [];
   for (const group of readdirSync(HEALTH_DIR).sort()) {
     const groupDir = path.join(HEALTH_DIR, group);
