@@ -107,6 +107,11 @@ const CREDENTIAL_PATTERNS: readonly { readonly what: string; readonly re: RegExp
   { what: 'a GitHub token', re: /\b(gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,})\b/ },
 ];
 
+/** What credential a text holds (the first of CREDENTIAL_PATTERNS it matches), or undefined. */
+export function credentialKind(text: string): string | undefined {
+  return CREDENTIAL_PATTERNS.find((p) => p.re.test(text))?.what;
+}
+
 /** Keys of a kubeconfig's users[].user that hold a credential. */
 const KUBECONFIG_USER_SECRETS = ['token', 'client-key-data', 'password'];
 
@@ -114,8 +119,8 @@ const KUBECONFIG_USER_SECRETS = ['token', 'client-key-data', 'password'];
 function credentialIn(node: unknown, path: string): string | undefined {
   if (typeof node === 'string') {
     if (node.length < 20) return undefined;
-    const hit = CREDENTIAL_PATTERNS.find((p) => p.re.test(node));
-    return hit && `${path || '(value)'} holds ${hit.what}`;
+    const what = credentialKind(node);
+    return what && `${path || '(value)'} holds ${what}`;
   }
   if (Array.isArray(node)) {
     for (let i = 0; i < node.length; i++) {

@@ -124,6 +124,8 @@ export const MULTIKUEUE = {
   kubeconfigKey: 'kubeconfig',
   /** On a worker's ServiceAccount, ClusterRole and ClusterRoleBinding for the manager: the manager's cluster name. */
   managerLabel: 'gpu-cluster.dev/multikueue-manager',
+  /** On the manager's kubeconfig reader Role: the worker kubeconfig Secrets it may read, comma-separated. */
+  kubeconfigSecretsAnnotation: 'gpu-cluster.dev/kubeconfig-secrets',
 } as const;
 
 /** The value of app.kubernetes.io/managed-by on everything this toolkit renders. */

@@ -8,6 +8,7 @@ import { ClusterView } from '../../src/check/cluster-view';
 import { CheckFailed } from '../../src/check/engine';
 import { nominalQuota } from '../../src/check/kueue';
 import { checkFleet, FLEET_RULES, kubeconfigSecretCommand, MultiKueueFacts, multiKueueFacts } from '../../src/check/multikueue';
+import { credentialKind } from '../../src/check/security';
 import { readClusters } from '../../src/check/tree';
 import { EXIT, main } from '../../src/cli';
 import { CLUSTER_PROFILE_GATE } from '../../src/components/kueue/manager-config';
@@ -202,8 +203,11 @@ describe('a MultiKueue fleet described in fleet.yaml', () => {
     expect(page).toContain(`kubectl --context lab-a -n ${NAMESPACES.kueue} create token multikueue-hub`);
     expect(page).toMatch(/\*\*Tokens expire\.\*\*/);
     expect(page).toContain('ClusterProfile `kueue-system/lab-b`');
-    const all = [...readTreeFiles(tree).values()].join('\n');
-    expect(all).not.toMatch(/BEGIN [A-Z ]*PRIVATE KEY|eyJ[A-Za-z0-9_-]{8,}\.eyJ/);
+    // every file of the rendered fleet, read with no-credentials' patterns (which find a token pasted into the page)
+    const credentials = [...readTreeFiles(tree)].flatMap(([file, text]) => (credentialKind(text) ? [`${file}: ${credentialKind(text)}`] : []));
+    expect(credentials).toEqual([]);
+    const pasted = page.replace('create token multikueue-hub', `create token multikueue-hub\n\n    token: ${['eyJhbGciOiJSUzI1NiJ9', 'eyJzdWIiOiJzeXN0ZW0ifQ', 'c2lnbmF0dXJlLWJ5dGVz'].join('.')}`);
+    expect(credentialKind(pasted)).toMatch(/JSON Web Token/);
   });
 });
 

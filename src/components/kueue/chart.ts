@@ -22,7 +22,6 @@ export function gpuFlavorName(gpuProduct: string): string {
   return name;
 }
 
-export { coveredResources };
 
 /**
  * The flavors of a MultiKueue manager's ClusterQueues: one that selects no node (the Workloads run on the workers), and

@@ -1,5 +1,6 @@
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
 import { Construct } from 'constructs';
+import { MULTIKUEUE } from '../../model/names';
 
 export interface KubeconfigReaderProps {
   /** Role and RoleBinding name. */
@@ -26,7 +27,7 @@ export class KubeconfigReader extends Construct {
       metadata: {
         name: props.name,
         namespace: props.namespace,
-        annotations: { 'gpu-cluster.dev/kubeconfig-secrets': [...props.secrets].sort().join(',') },
+        annotations: { [MULTIKUEUE.kubeconfigSecretsAnnotation]: [...props.secrets].sort().join(',') },
       },
       // resourceNames cannot narrow list and watch, which Kueue's Secret cache needs
       rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch'] }],
