@@ -53,6 +53,16 @@ export function unmirrorImage(ref: string, map: MirrorMap): string {
 }
 
 /**
+ * Whether an object holds image coordinates as the operators' CRs spell them (ClusterPolicy, NicClusterPolicy): a
+ * non-empty `repository` with an image name (`image`) or a `version` beside it, for `repository/image:version`. Its
+ * `image` is then a name under the repository, not a whole reference. The one reading of mirrorImagesIn and of the image
+ * rules (upstream/images.ts imageRefsOf).
+ */
+export function isImageCoordinates(o: Readonly<Record<string, unknown>>): boolean {
+  return typeof o.repository === 'string' && o.repository !== '' && (typeof o.image === 'string' || typeof o.version === 'string');
+}
+
+/**
  * A rendered object with every image reference it names pulled from its registry's mirror: `image` strings
  * (containers, CRs that name a whole reference), `repository` of the image coordinates of an operator's CR (with an
  * `image` or a `version` beside it: ClusterPolicy, NicClusterPolicy) and environment variables named `*_IMAGE`. The same
@@ -65,7 +75,7 @@ export function mirrorImagesIn<T>(node: T, map: MirrorMap): T {
     if (typeof v !== 'object' || v === null) return v;
     const o = v as Record<string, unknown>;
     const out: Record<string, unknown> = {};
-    const coordinates = typeof o.repository === 'string' && (typeof o.image === 'string' || typeof o.version === 'string');
+    const coordinates = isImageCoordinates(o);
     for (const [k, x] of Object.entries(o)) {
       if (k === 'repository' && coordinates) out[k] = mirrorImage(x as string, map);
       else if (k === 'image' && typeof x === 'string' && !coordinates) out[k] = mirrorImage(x, map);

@@ -1,3 +1,5 @@
+import { isImageCoordinates } from '../model/mirrors';
+
 /** Image coordinates as the operators' CRs spell them. */
 export interface ImageCoordinates {
   readonly repository?: string;
@@ -52,7 +54,8 @@ export function parseImageRef(ref: string, path = ''): ImageRef | undefined {
 /**
  * Every complete image reference in an object: string `image` fields (containers, and CRs that name a whole
  * reference), environment variables whose name ends in `_IMAGE` (operators pass their operands' images so),
- * and CR coordinates that name repository, image and version together (`repository/image:version`).
+ * and CR coordinates (isImageCoordinates: `repository/image:version`, untagged without a version). The references
+ * mirrorImagesIn rewrites.
  */
 export function imageRefsOf(node: unknown, path = '', out: ImageRef[] = []): ImageRef[] {
   if (Array.isArray(node)) {
@@ -62,8 +65,10 @@ export function imageRefsOf(node: unknown, path = '', out: ImageRef[] = []): Ima
   if (typeof node !== 'object' || node === null) return out;
   const o = node as Record<string, unknown>;
   const at = (k: string) => (path ? `${path}.${k}` : k);
-  if (typeof o.repository === 'string' && typeof o.image === 'string' && typeof o.version === 'string' && o.repository !== '' && o.version !== '') {
-    const ref = parseImageRef(`${o.repository.replace(/\/+$/, '')}/${o.image}:${o.version}`, path);
+  if (isImageCoordinates(o)) {
+    const name = typeof o.image === 'string' && o.image !== '' ? `/${o.image}` : '';
+    const version = typeof o.version === 'string' && o.version !== '' ? `:${o.version}` : '';
+    const ref = parseImageRef(`${(o.repository as string).replace(/\/+$/, '')}${name}${version}`, path);
     if (ref) out.push(ref);
   } else if (typeof o.image === 'string') {
     const ref = parseImageRef(o.image, at('image'));
