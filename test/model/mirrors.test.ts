@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { mirroredValueOverrides, mirrorRegistry, mirrorValueImages } from '../../src/model/mirrors';
+import { mirroredRegistry, mirroredValueOverrides, mirrorImage, mirrorImagesIn, mirrorRegistry, mirrorValueImages } from '../../src/model/mirrors';
+import { imageRefsOf } from '../../src/upstream/images';
 
 const MAP = { 'nvcr.io': 'harbor.lab/nvcr', 'quay.io': 'harbor.lab/quay', 'docker.io': 'harbor.lab/dockerhub', 'ghcr.io/mellanox': 'harbor.lab/mellanox' };
 
@@ -61,5 +62,28 @@ describe('the images of a chart\'s values, from the mirrors', () => {
     const once = JSON.stringify(mirroredValueOverrides(VALUES, MAP));
     expect(JSON.stringify(mirroredValueOverrides(structuredClone(VALUES), { ...MAP }))).toBe(once);
     expect(JSON.stringify(VALUES)).toBe(before);
+  });
+});
+
+describe('rendered objects: what mirrorImagesIn rewrites is what the image rules read (isImageCoordinates)', () => {
+  // operator coordinates with and without a version, a whole reference, an operand image in an environment variable
+  const policy = {
+    spec: {
+      driver: { repository: 'nvcr.io/nvidia', image: 'driver', version: '1.0' },
+      toolkit: { repository: 'nvcr.io/nvidia/k8s', image: 'container-toolkit' },
+      containers: [{ image: 'quay.io/org/agent:v1', env: [{ name: 'VALIDATOR_IMAGE', value: 'nvcr.io/nvidia/validator:v2' }] }],
+    },
+  };
+  const refs = (o: object) => imageRefsOf(o).map((r) => `${r.repository}${r.tag ? `:${r.tag}` : ''}`);
+
+  it('reads coordinates without a version as repository/image, not as an image of its own name', () => {
+    expect(refs(policy).sort()).toEqual(['nvcr.io/nvidia/driver:1.0', 'nvcr.io/nvidia/k8s/container-toolkit', 'nvcr.io/nvidia/validator:v2', 'quay.io/org/agent:v1']);
+  });
+
+  it('every reference the rules read is from a mirror once mirrored, and nothing else changes', () => {
+    const mirrored = mirrorImagesIn(policy, MAP);
+    expect(refs(mirrored).filter((r) => mirroredRegistry(r, MAP) !== undefined)).toEqual([]);
+    expect(refs(mirrored).sort()).toEqual(refs(policy).map((r) => mirrorImage(r, MAP)).sort());
+    expect(mirrored.spec.toolkit.image).toBe('container-toolkit');
   });
 });
