@@ -128,6 +128,9 @@ export const MULTIKUEUE = {
   kubeconfigSecretsAnnotation: 'gpu-cluster.dev/kubeconfig-secrets',
 } as const;
 
+/** The job kinds (kubeflow.org) the Training Operator runs, each enabled as a scheme; MPIJob is left to the MPI Operator (v2beta1). */
+export const TRAINING_OPERATOR_KINDS: readonly string[] = ['PyTorchJob', 'TFJob', 'XGBoostJob', 'PaddleJob', 'JAXJob'];
+
 /** The value of app.kubernetes.io/managed-by on everything this toolkit renders. */
 export const MANAGED_BY = 'gpu-cluster-manifests';
 

@@ -1,7 +1,7 @@
 import { code, table } from './markdown';
 import { Flowchart, nodeId } from './mermaid';
 import { Fleet, kubeconfigSecretCommand, MultiKueueFacts, QueueFacts } from '../check/multikueue';
-import { FLEET_FILE } from '../model/fleet';
+import { FLEET_FILE, MULTIKUEUE_DISPATCHERS } from '../model/fleet';
 import { workerIdentityName } from '../model/multikueue-role';
 import { NAMESPACES, RESOURCES } from '../model/names';
 
@@ -108,7 +108,7 @@ function registration(m: MultiKueueFacts): string {
 function settingsLine(m: MultiKueueFacts): string {
   const s = m.settings;
   if (!s) return `${m.cluster}'s Kueue is not installed by this toolkit: its own configuration decides the dispatcher (Kueue's default: all at once) and the multiKueue settings.`;
-  const incremental = (s.dispatcherName ?? '').endsWith('incremental');
+  const incremental = s.dispatcherName === MULTIKUEUE_DISPATCHERS.Incremental;
   return `Dispatcher ${code(s.dispatcherName ?? 'all-at-once')}: ${incremental
     ? 'the workers are nominated in the order above, a few at a time (3, then 3 more every 5 minutes), and the first to admit a Workload runs it'
     : 'each Workload is copied to every worker of its queue at once and the first to admit it runs it (the order matters to the incremental dispatcher only)'}. `

@@ -3,7 +3,7 @@ import { ApplicationSpecIgnoreDifferences, ApplicationSpecSource } from '../../.
 import { ClusterDescription } from '../../model/description';
 import { mirroredValueOverrides, mirrorImage, MirrorMap, mirrorUrl } from '../../model/mirrors';
 import { ClusterModel, podPlacement } from '../../model/model';
-import { NAMESPACES, RELEASES } from '../../model/names';
+import { NAMESPACES, RELEASES, TRAINING_OPERATOR_KINDS } from '../../model/names';
 import { DEFAULT_UPSTREAM } from '../../paths';
 import { chartDefaultValues, overlayImages } from '../../upstream/release-images';
 import { DYNAMO_PLATFORM_CHART, GPU_OPERATOR_CHART, NETWORK_OPERATOR_CHART, releaseOfSource, VendoredChart } from '../../upstream/releases';
@@ -64,8 +64,6 @@ const API_SERVICE: GroupKind = { group: 'apiregistration.k8s.io', kind: 'APIServ
 const NFD_SUBCHART = 'charts/node-feature-discovery';
 const NODE_FEATURE_RULE: GroupKind = { group: 'nfd.k8s-sigs.io', kind: 'NodeFeatureRule' };
 const OPERATOR_KINDS = [CRD, CLUSTER_ROLE, CLUSTER_ROLE_BINDING];
-/** Job kinds the Training Operator runs; MPIJob is left to the MPI Operator (v2beta1). */
-const TRAINING_OPERATOR_SCHEMES = ['PyTorchJob', 'TFJob', 'XGBoostJob', 'PaddleJob', 'JAXJob'];
 
 /** The GPU and network operands load kernel modules and mount host paths: their namespaces run privileged pods. */
 const PRIVILEGED_NAMESPACE = { 'pod-security.kubernetes.io/enforce': 'privileged' };
@@ -285,12 +283,12 @@ function upstreamInstalls(model: ClusterModel): ManagedInstall[] {
             patch: JSON.stringify([{
               op: 'add',
               path: '/spec/template/spec/containers/0/args',
-              value: TRAINING_OPERATOR_SCHEMES.map((s) => `--enable-scheme=${s.toLowerCase()}`),
+              value: TRAINING_OPERATOR_KINDS.map((s) => `--enable-scheme=${s.toLowerCase()}`),
             }]),
           }, servicePlacementPatch(model, 'training-operator')],
         },
       },
-      provides: TRAINING_OPERATOR_SCHEMES.map((kind) => ({ group: 'kubeflow.org', kind })),
+      provides: TRAINING_OPERATOR_KINDS.map((kind) => ({ group: 'kubeflow.org', kind })),
       clusterKinds: [...OPERATOR_KINDS, NAMESPACE, VALIDATING_WEBHOOK],
       largestObjectBytes: LARGEST_APPLIED_BYTES.trainingOperator,
       createNamespace: false,

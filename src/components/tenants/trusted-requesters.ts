@@ -1,5 +1,5 @@
 import { helmFullname, serviceAccountUser } from '../../model/helm-names';
-import { NAMESPACES, RELEASES } from '../../model/names';
+import { NAMESPACES, RELEASES, TRAINING_OPERATOR_KINDS } from '../../model/names';
 import { VERSIONS } from '../../versions';
 
 /** What the tenant guardrails let a controller do that a tenant may not. */
@@ -73,7 +73,7 @@ export const TRUSTED_REQUESTERS: readonly TrustedRequester[] = [
     who: 'Training Operator',
     username: operator(OPERATOR_SERVICE_ACCOUNTS.trainingOperator),
     trust: ['pods-of-queued-workloads'],
-    createsPodsOf: ['PyTorchJob', 'TFJob', 'XGBoostJob', 'PaddleJob', 'JAXJob'].map((k) => `kubeflow.org/${k}`),
+    createsPodsOf: TRAINING_OPERATOR_KINDS.map((k) => `kubeflow.org/${k}`),
   },
   { who: 'Kueue', username: operator(OPERATOR_SERVICE_ACCOUNTS.kueue), trust: ['admits-workloads'], createsPodsOf: [] },
 ];
