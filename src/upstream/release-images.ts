@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, realpathSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { chartMeta, chartYaml, locateChart, locateOverlay } from './chart';
 import { objectImageRefs } from './images';
@@ -102,6 +102,7 @@ function kustomizationImages(root: string, rel: string, seen: Set<string>): Set<
 export function overlayImages(upstream: string, release: VendoredOverlay): string[] {
   const dir = locateOverlay(upstream, release.repoURL, release.version, release.path, release);
   if (!dir) throw new IncompletePackage(`${printable(upstream)}: no copy of ${release.repoURL} ${release.path} ${release.version}`);
-  const root = path.join(upstream, release.folder);
+  // locateOverlay answers the real path: the copy may be reached through a link (a checkout's ../shared, say)
+  const root = realpathSync(path.join(upstream, release.folder));
   return [...kustomizationImages(root, path.relative(root, dir), new Set())].sort();
 }

@@ -1,11 +1,12 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { EXIT, IncompletePackage, reportError } from '../../src/errors';
 import { DEFAULT_UPSTREAM } from '../../src/paths';
-import { chartDefaultValues } from '../../src/upstream/release-images';
-import { KUEUE_CHART, NETWORK_OPERATOR_CHART, VENDORED_RELEASES, VendoredChart } from '../../src/upstream/releases';
+import { chartDefaultValues, overlayImages } from '../../src/upstream/release-images';
+import { KUEUE_CHART, NETWORK_OPERATOR_CHART, VENDORED_RELEASES, VendoredChart, VendoredOverlay } from '../../src/upstream/releases';
 import { HAS_UPSTREAM } from '../helpers';
 
 /** A values.yaml of a pinned chart's folder (or of one of its subcharts), parsed. */
@@ -53,5 +54,26 @@ describe.skipIf(!HAS_UPSTREAM)('the default values of a pinned chart, as its tem
     const lines: string[] = [];
     expect(reportError(thrown, (l) => lines.push(l))).toBe(EXIT.badInput);
     expect(lines).toEqual([expect.stringMatching(/^error: the installed gpu-cluster-manifests is incomplete \(.*: no copy of chart kueue 0\.0\.1\): reinstall it/)]);
+  });
+});
+
+describe.skipIf(!HAS_UPSTREAM)('the images of a pinned overlay, and a chart\'s values', () => {
+  const overlays = VENDORED_RELEASES.filter((r): r is VendoredOverlay => r.type === 'kustomize');
+
+  it('are read the same through a link to the copy (a clean clone\'s ../shared is one)', () => {
+    const linked = path.join(mkdtempSync(path.join(tmpdir(), 'linked-upstream-')), 'upstream-installs');
+    symlinkSync(DEFAULT_UPSTREAM, linked);
+    try {
+      expect(overlays.length).toBeGreaterThan(0);
+      for (const o of overlays) {
+        const images = overlayImages(DEFAULT_UPSTREAM, o);
+        expect(images.length, o.folder).toBeGreaterThan(0);
+        expect(overlayImages(linked, o), o.folder).toEqual(images);
+      }
+      const values = (upstream: string) => chartDefaultValues(upstream, KUEUE_CHART.chart, KUEUE_CHART.version);
+      expect(values(linked)).toEqual(values(DEFAULT_UPSTREAM));
+    } finally {
+      rmSync(path.dirname(linked), { recursive: true, force: true });
+    }
   });
 });
