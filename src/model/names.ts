@@ -126,6 +126,8 @@ export const MULTIKUEUE = {
   managerLabel: 'gpu-cluster.dev/multikueue-manager',
   /** On the manager's kubeconfig reader Role: the worker kubeconfig Secrets it may read, comma-separated. */
   kubeconfigSecretsAnnotation: 'gpu-cluster.dev/kubeconfig-secrets',
+  /** The kind a cluster inventory keeps per worker, which the manager reaches ClusterProfile workers through. */
+  clusterProfile: { group: 'multicluster.x-k8s.io', kind: 'ClusterProfile', crd: 'clusterprofiles.multicluster.x-k8s.io' },
 } as const;
 
 /** The job kinds (kubeflow.org) the Training Operator runs, each enabled as a scheme; MPIJob is left to the MPI Operator (v2beta1). */

@@ -4,7 +4,7 @@ import { PreflightContext, PreflightFinding, PreflightRule, rulesOf } from './ru
 import { ARGOCD_FOLDER } from '../components/argocd/chart';
 import { groupKindKey, isBuiltInGroup, isProvided, kindsDefinedBy, parseProvides } from '../components/gitops/api-kinds';
 import { GITOPS_FOLDER } from '../components/gitops/plan';
-import { LABELS } from '../model/names';
+import { LABELS, MULTIKUEUE } from '../model/names';
 import { apiGroup } from '../render/manifest';
 
 function apiFindings({ model, rendered, state, crdFileOf }: PreflightContext): PreflightFinding[] {
@@ -57,7 +57,36 @@ function apiFindings({ model, rendered, state, crdFileOf }: PreflightContext): P
   return out;
 }
 
-export const API_RULES: readonly PreflightRule[] = rulesOf('api', apiFindings, {
-  'api-missing': 'a rendered kind has no CRD in the cluster, and no managed install brings it',
-  'api-version-not-served': 'the CRD of a rendered kind does not serve the rendered version',
-});
+/**
+ * A MultiKueue manager that reaches workers through ClusterProfiles needs their CRD (the cluster inventory's) before
+ * its Kueue starts: with the MultiKueueClusterProfile gate on and no CRD, Kueue v0.19's MultiKueue cluster controller
+ * never starts (its ClusterProfile source never syncs), so no worker connects, kubeconfig ones included
+ * (test/cluster/multikueue.test.ts found it). The render has no ClusterProfile object, so api-missing cannot see it.
+ */
+function clusterProfileFindings({ model, state }: PreflightContext): PreflightFinding[] {
+  const role = model.multiKueue;
+  if (role?.role !== 'manager' || !state.has('apiextensions.k8s.io', 'CustomResourceDefinition')) return [];
+  const through = role.workers.filter((w) => w.clusterProfile !== undefined).map((w) => w.cluster);
+  const { group, kind, crd } = MULTIKUEUE.clusterProfile;
+  if (through.length === 0) return [];
+  const crds = state.list('apiextensions.k8s.io', 'CustomResourceDefinition').map(crdFacts);
+  if (crds.some((c) => c?.group === group && c.kind === kind)) return [];
+  return [{
+    rule: 'multikueue-clusterprofile-api',
+    severity: 'error',
+    object: `CustomResourceDefinition ${crd}`,
+    message: `the fleet reaches ${through.join(', ')} through a ClusterProfile, but the cluster has no CRD for ${kind}.${group}: Kueue's MultiKueue cluster `
+      + 'controller then never starts, and no worker connects (those with a kubeconfig Secret included)',
+    fix: `install your cluster inventory's ${kind} CRD (${crd}) before Kueue starts (or restart Kueue after it), or reach those workers with a kubeconfigSecret in the fleet description`,
+  }];
+}
+
+export const API_RULES: readonly PreflightRule[] = [
+  ...rulesOf('api', apiFindings, {
+    'api-missing': 'a rendered kind has no CRD in the cluster, and no managed install brings it',
+    'api-version-not-served': 'the CRD of a rendered kind does not serve the rendered version',
+  }),
+  ...rulesOf('api', clusterProfileFindings, {
+    'multikueue-clusterprofile-api': 'a MultiKueue manager reaches workers through ClusterProfiles, but the cluster has no ClusterProfile CRD',
+  }),
+];

@@ -6,13 +6,15 @@ import { kubeconfigFor, serveState } from './api-server';
 import { SNAPSHOT, snapshotObjects } from './snapshots';
 import { main } from '../../src/cli';
 import { EXIT } from '../../src/commands/io';
+import { MULTIKUEUE } from '../../src/model/names';
 import { preflight, PREFLIGHT_RULES } from '../../src/preflight/engine';
 import { kueueFramework } from '../../src/preflight/foreign-config';
 import { PreflightFinding } from '../../src/preflight/rule';
 import { parseSnapshot, readSnapshot } from '../../src/preflight/snapshot';
 import { ClusterState } from '../../src/preflight/state';
 import { Manifest, RenderedCluster } from '../../src/render/manifest';
-import { REFERENCE_FILE, renderOf, Edit, serviceMonitorCrd } from '../helpers';
+import { loadModels, renderModel } from '../../src/synth/pipeline';
+import { FLEET_FIXTURE, REFERENCE_FILE, renderOf, Edit, serviceMonitorCrd } from '../helpers';
 
 const FIXTURES = path.join(__dirname, 'fixtures');
 const ADOPTED = path.join(FIXTURES, 'instant-cluster.adopted.yaml');
@@ -507,5 +509,36 @@ describe('preflight: a cluster that already runs Argo CD', () => {
   it('says nothing with gitops.argocd: external, or without Argo CD', () => {
     expect(argocd(findingsOf({ edit: (d) => { d.gitops.argocd = 'external'; } }))).toEqual([]);
     expect(argocd(findingsOf({ state: stateOf((o) => o.splice(0, o.length, ...o.filter((x) => x.spec?.group !== 'argoproj.io'))) }))).toEqual([]);
+  });
+});
+
+describe('multikueue-clusterprofile-api: a fleet manager needs the ClusterProfile CRD for its ClusterProfile workers', () => {
+  const [hub] = loadModels([path.join(FLEET_FIXTURE, 'hub.yaml')]);
+  const cluster = renderModel(hub);
+  const { group, kind, crd: crdName } = MULTIKUEUE.clusterProfile;
+  const crd = (g: string, k: string, plural: string) => ({
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: `${plural}.${g}` },
+    spec: { group: g, names: { kind: k, plural }, scope: 'Namespaced', versions: [{ name: 'v1alpha1', served: true, storage: true }] },
+  });
+  const kueueCrd = crd('kueue.x-k8s.io', 'ClusterQueue', 'clusterqueues');
+  const rule = PREFLIGHT_RULES.filter((r) => r.id === 'multikueue-clusterprofile-api');
+  const profileWorkers = hub.multiKueue?.role === 'manager' ? hub.multiKueue.workers.filter((w) => w.clusterProfile !== undefined).map((w) => w.cluster) : [];
+
+  it('without the CRD: blocked, naming the workers reached through a ClusterProfile', () => {
+    expect(profileWorkers.length).toBeGreaterThan(0);
+    expect(preflight(cluster, new ClusterState('t', [kueueCrd]), rule)).toEqual([expect.objectContaining({
+      rule: 'multikueue-clusterprofile-api',
+      severity: 'error',
+      object: `CustomResourceDefinition ${crdName}`,
+      message: expect.stringContaining(`the fleet reaches ${profileWorkers.join(', ')} through a ClusterProfile`),
+    })]);
+  });
+
+  it('with the CRD, for a cluster that is no manager, or without the CRDs read: nothing', () => {
+    expect(preflight(cluster, new ClusterState('t', [kueueCrd, crd(group, kind, crdName.split('.')[0])]), rule)).toEqual([]);
+    expect(preflight(renderOf(), new ClusterState('t', [kueueCrd]), rule)).toEqual([]);
+    expect(preflight(cluster, new ClusterState('t', []), rule)).toEqual([]);
   });
 });
