@@ -3,7 +3,7 @@ import { Flowchart, nodeId } from './mermaid';
 import { Fleet, kubeconfigSecretCommand, MultiKueueFacts, QueueFacts } from '../check/multikueue';
 import { FLEET_FILE, MULTIKUEUE_DISPATCHERS } from '../model/fleet';
 import { workerIdentityName } from '../model/multikueue-role';
-import { NAMESPACES, RESOURCES } from '../model/names';
+import { MULTIKUEUE, NAMESPACES, RESOURCES } from '../model/names';
 
 /** File name of the fleet page inside `dist/fleet/`. */
 export const FLEET_REPORT_FILE = 'README.md';
@@ -94,7 +94,9 @@ function registration(m: MultiKueueFacts): string {
     } else if (c.clusterProfile !== undefined) {
       out.push(`### ${c.name}: ClusterProfile ${code(`${NAMESPACES.kueue}/${c.clusterProfile}`)} on ${m.cluster}`, '',
         `Nothing to create here: your cluster inventory (a cloud provider's fleet, Open Cluster Management) keeps ClusterProfile ${code(c.clusterProfile)} in `
-          + `${code(NAMESPACES.kueue)} on ${m.cluster}, and Kueue gets ${c.name}'s credentials from the access provider the profile's status names `
+          + `${code(NAMESPACES.kueue)} on ${m.cluster} (its CRD, ${code(MULTIKUEUE.clusterProfile.crd)}, installed there before Kueue starts: without it Kueue's `
+          + 'MultiKueue cluster controller does not start and no worker connects; `preflight` checks it), '
+          + `and Kueue gets ${c.name}'s credentials from the access provider the profile's status names `
           + `(multiKueue.clusterProfile.accessProviders of ${code(FLEET_FILE)}; its plugin must be inside the Kueue container). The feature gate `
           + `${code('MultiKueueClusterProfile')} is on in the manager's Kueue. The identity that provider gives needs the rules of ClusterRole `
           + `${code(workerIdentityName(m.cluster))} on ${c.name} (rendered there for a kubeconfig Secret's ServiceAccount).`, '',
