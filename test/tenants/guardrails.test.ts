@@ -2,13 +2,14 @@ import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { gpuContainer, kueueGated, kueueSuspended, outside, pod, policyDenials, queued, queuePolicyOf, Request } from './admission-eval';
 import { checkCluster } from '../../src/check';
-import { OPERATOR_SERVICE_ACCOUNTS, TRUSTED_REQUESTERS } from '../../src/components/tenants/trusted-requesters';
+import { TRUSTED_REQUESTERS } from '../../src/components/tenants/trusted-requesters';
 import { helmFullname, serviceAccountUser } from '../../src/model/helm-names';
 import { KUEUE_POD, LABELS, NAMESPACES, RESOURCES, TENANCY } from '../../src/model/names';
+import { OPERATOR_SERVICE_ACCOUNTS } from '../../src/model/operator-accounts';
 import { Manifest } from '../../src/render/manifest';
 import { findObject, folderObjects, renderOf, SHARED } from '../helpers';
-import { gpuContainer, kueueGated, kueueSuspended, outside, pod, policyDenials, queued, queuePolicyOf, Request } from './admission-eval';
 
 /** The admission policies are CEL: evaluated with the project's CEL engine (admission-eval.ts). */
 const tenants = folderObjects(renderOf(), 'tenants');

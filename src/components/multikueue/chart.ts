@@ -8,8 +8,8 @@ import { WorkerAccess } from './worker-access';
 import { ClusterModel } from '../../model/model';
 import { MultiKueueManagerRole, workerIdentityName } from '../../model/multikueue-role';
 import { NAMESPACES } from '../../model/names';
+import { OPERATOR_SERVICE_ACCOUNTS } from '../../model/operator-accounts';
 import { componentChartProps, ComponentChartProps, ComponentDefinition } from '../component';
-import { OPERATOR_SERVICE_ACCOUNTS } from '../tenants/trusted-requesters';
 
 /** Role and RoleBinding of the manager's Kueue for the workers' kubeconfig Secrets. */
 export const KUBECONFIG_READER = 'multikueue-kubeconfigs';

@@ -1,6 +1,6 @@
-import { helmFullname, serviceAccountUser } from '../../model/helm-names';
-import { NAMESPACES, RELEASES, TRAINING_OPERATOR_KINDS } from '../../model/names';
-import { VERSIONS } from '../../versions';
+import { serviceAccountUser } from '../../model/helm-names';
+import { TRAINING_OPERATOR_KINDS } from '../../model/names';
+import { OPERATOR_SERVICE_ACCOUNTS } from '../../model/operator-accounts';
 
 /** What the tenant guardrails let a controller do that a tenant may not. */
 export type Trust =
@@ -34,17 +34,6 @@ export const KUBE_CONTROLLERS = {
   replicaSet: 'replicaset-controller',
   statefulSet: 'statefulset-controller',
   daemonSet: 'daemon-set-controller',
-} as const;
-
-/**
- * ServiceAccounts of the operators, as their pinned manifests name them (a test reads them from
- * ../shared/upstream-installs): the MPI Operator's and the Training Operator's kustomize bases,
- * Kueue's chart (`<fullname>-controller-manager`).
- */
-export const OPERATOR_SERVICE_ACCOUNTS = {
-  mpiOperator: { namespace: NAMESPACES.mpiOperator, name: 'mpi-operator' },
-  trainingOperator: { namespace: NAMESPACES.trainingOperator, name: 'training-operator' },
-  kueue: { namespace: NAMESPACES.kueue, name: `${helmFullname(RELEASES.kueue, VERSIONS.kueue.chart)}-controller-manager` },
 } as const;
 
 const kubeController = (name: string) => serviceAccountUser('kube-system', name);
