@@ -39,6 +39,16 @@ function renderedCluster(dir: string): ClusterView {
   return { ...view, model };
 }
 
+/** Asks the live server for its version once (a session of its own, closed at once): throws its one line when it does not answer. */
+async function serverAnswers(live: Parameters<typeof openLive>[0]): Promise<void> {
+  const session = await openLive(live);
+  try {
+    await session.get('/version');
+  } finally {
+    session.close();
+  }
+}
+
 /**
  * `verify [DIR | --config FILE] --kubeconfig [PATH] [--context NAME]`: the rendered cluster dry-run against the live
  * one as Argo CD would sync it (src/verify/dry-run.ts). Exit 1 when the API server would refuse an object.
@@ -62,15 +72,17 @@ export async function runVerify(argv: string[], io: Io = consoleIo): Promise<num
 
   let work: string | undefined;
   try {
-    let view: ClusterView;
-    if (values.config !== undefined) {
-      const [model] = loadModels([values.config]);
+    // what is read here first (the description, or the rendered folder), then the server asked once, then the renders:
+    // bad input, an unreachable server or refused credentials are one line before anything is rendered
+    const model = values.config !== undefined ? loadModels([values.config])[0] : undefined;
+    let view = model ? undefined : renderedCluster(positionals[0] ?? requireProject('verify', 'the rendered cluster (verify DIR) or --config FILE').out);
+    await serverAnswers(source.live);
+    if (model) {
       work = mkdtempSync(path.join(tmpdir(), 'gpu-cluster-manifests-verify-'));
-      synth({ configs: [values.config], models: [model], out: work, schemas: schemaDirs(undefined), notify: io.err });
+      synth({ configs: [values.config!], models: [model], out: work, schemas: schemaDirs(undefined), notify: io.err });
       view = { ...readClusters(work).find((c) => c.name === model.name)!, model };
-    } else {
-      view = renderedCluster(positionals[0] ?? requireProject('verify', 'the rendered cluster (verify DIR) or --config FILE').out);
     }
+    if (!view) throw new Error('verify: no rendered cluster');
     await resolveEngines().catch((e: unknown) => {
       if (e instanceof EngineError) throw new InputError(`verify: no engines to render the Applications with: ${e.message}; put helm >= ${MIN_VERSIONS.helm} and kubectl with kustomize >= ${MIN_VERSIONS.kustomize} on PATH`);
       throw e;

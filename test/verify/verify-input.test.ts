@@ -1,7 +1,8 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { CACHE_ENV } from '../../src/cache/cache-dir';
 import { EXIT } from '../../src/cli';
 import { runMain } from '../helpers';
 import { REFERENCE_FILE } from '../paths';
@@ -55,5 +56,24 @@ describe('verify: bad input exits 2 with one line', () => {
     expect(r.err).toHaveLength(1);
     expect(r.err[0]).toMatch(says);
     expect(r.out).toEqual([]);
+  });
+});
+
+describe('verify: the server is asked before anything is rendered', () => {
+  it('a server that does not answer: one line naming it and the kubeconfig, exit 2, and no render made (the cache folder stays empty)', async () => {
+    const cache = mkdtempSync(path.join(tmpdir(), 'verify-cache-'));
+    const saved = process.env[CACHE_ENV];
+    process.env[CACHE_ENV] = cache;
+    try {
+      const kubeconfig = file('refused', kubeconfigFor('http://127.0.0.1:9'));
+      const r = await verify('--config', REFERENCE_FILE, '--kubeconfig', kubeconfig);
+      expect(r.code).toBe(EXIT.badInput);
+      expect(r.err).toEqual([expect.stringMatching(/^error: http:\/\/127\.0\.0\.1:9: connection refused: .*--kubeconfig .*refused/)]);
+      expect(readdirSync(cache)).toEqual([]);
+    } finally {
+      if (saved === undefined) delete process.env[CACHE_ENV];
+      else process.env[CACHE_ENV] = saved;
+      rmSync(cache, { recursive: true, force: true });
+    }
   });
 });
