@@ -1,6 +1,7 @@
 import { ClusterIndex } from './cluster-index';
 import { ClusterView, ScopeOf } from './cluster-view';
 import { applicationSources, folderOfPath } from './gitops';
+import { definedKind, groupKindKey } from '../components/gitops/api-kinds';
 import { ARGOCD_FIELD_MANAGER, ARGOCD_TRACKING_ANNOTATION, LABELS, syncWave } from '../model/names';
 import { apiGroup, Manifest } from '../render/manifest';
 import { RenderedSource } from '../upstream/render';
@@ -89,10 +90,9 @@ export function syncSources(sources: readonly RenderedSource[], cluster: string)
   return { sources: out, leftOut };
 }
 
-/** `group/Kind` of the kind a CustomResourceDefinition defines. */
+/** `group/Kind` of the kind a CustomResourceDefinition defines (groupKindKey of its definedKind). */
 export function crdKey(crd: Manifest): string {
-  const spec = crd.spec as { group?: string; names?: { kind?: string } } | undefined;
-  return `${spec?.group}/${spec?.names?.kind}`;
+  return groupKindKey(definedKind(crd) ?? { group: '', kind: '' });
 }
 
 /**

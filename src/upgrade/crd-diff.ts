@@ -1,5 +1,5 @@
 import { ComponentName, Finding, FindingType, Severity } from './types';
-import { appliedSize, CLIENT_SIDE_APPLY_LIMIT } from '../components/gitops/api-kinds';
+import { appliedSize, CLIENT_SIDE_APPLY_LIMIT, GroupKind, groupKindKey } from '../components/gitops/api-kinds';
 import { isJsonObject } from '../json';
 import { Manifest } from '../render/manifest';
 import { celCompileError } from '../validate/cel';
@@ -62,7 +62,7 @@ export function crdOf(m: unknown, file: string): Crd | undefined {
 }
 
 /** `group/Kind`. */
-export const crdKey = (c: { readonly group: string; readonly kind: string }): string => `${c.group}/${c.kind}`;
+export const crdKey: (c: GroupKind) => string = groupKindKey;
 
 /** What the comparison of one CRD pair needs besides the pair. */
 export interface DiffContext {
