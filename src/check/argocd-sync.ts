@@ -2,7 +2,9 @@ import { ClusterIndex } from './cluster-index';
 import { ClusterView, ScopeOf } from './cluster-view';
 import { applicationSources, folderOfPath } from './gitops';
 import { definedKind, groupKindKey } from '../components/gitops/api-kinds';
-import { ARGOCD_FIELD_MANAGER, ARGOCD_TRACKING_ANNOTATION, LABELS, syncWave } from '../model/names';
+import { ARGOCD_FIELD_MANAGER, ARGOCD_TRACKING_ANNOTATION, LABELS, syncOptionsOf, syncWave } from '../model/names';
+
+export { syncOptionsOf };
 import { apiGroup, Manifest } from '../render/manifest';
 import { RenderedSource } from '../upstream/render';
 
@@ -15,10 +17,6 @@ import { RenderedSource } from '../upstream/render';
 
 export { ARGOCD_FIELD_MANAGER, syncWave };
 
-/** An Application's syncPolicy.syncOptions. */
-export function syncOptionsOf(app: Manifest): string[] {
-  return ((app.spec as { syncPolicy?: { syncOptions?: string[] } } | undefined)?.syncPolicy?.syncOptions) ?? [];
-}
 
 /** The phases of a sync, in order. */
 export type SyncPhase = 'PreSync' | 'Sync' | 'PostSync';

@@ -2,7 +2,7 @@ import { ClusterIndex } from './cluster-index';
 import { ARGO } from './gitops';
 import { Rule, Violation } from './rule';
 import { definedKind, groupKindKey, groupKindOf } from '../components/gitops/api-kinds';
-import { LABELS, syncWave } from '../model/names';
+import { LABELS, skipsDryRunOnMissing, syncWave } from '../model/names';
 import { apiGroup, describeObject, Manifest } from '../render/manifest';
 import { RenderedSource } from '../upstream';
 
@@ -12,12 +12,6 @@ interface Provider {
   readonly what: string;
 }
 
-
-function skipsDryRun(m: Manifest): boolean {
-  const own = (m.metadata.annotations?.[LABELS.syncOptions] ?? '').split(',').map((s) => s.trim());
-  const app = ((m.spec as { syncPolicy?: { syncOptions?: string[] } } | undefined)?.syncPolicy?.syncOptions) ?? [];
-  return [...own, ...app].includes('SkipDryRunOnMissingResource=true');
-}
 
 /** Every CRD the Applications install (rendered, or brought otherwise), by `group/Kind`. */
 function providers(sources: readonly RenderedSource[]): Map<string, Provider[]> {
@@ -66,7 +60,7 @@ const crdBeforeCr: Rule = {
         const earliest = from.reduce((a, b) => (syncWave(b.application) < syncWave(a.application) ? b : a));
         const [w, pw] = [syncWave(app), syncWave(earliest.application)];
         if (w > pw) continue;
-        if (w === pw && (skipsDryRun(app) || skipsDryRun(m))) continue;
+        if (w === pw && skipsDryRunOnMissing(m, app)) continue;
         const key = `${app.metadata.name}/${gk}`;
         if (seen.has(key)) continue;
         seen.add(key);

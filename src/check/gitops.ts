@@ -4,7 +4,7 @@ import { GroupKind, groupKindKey, groupKindOf, isProvided, kindsDefinedBy, parse
 import { checkFolderOwnership, checkProjectDestinations, GitopsFinding, GitopsTreeView, hasRootApplication } from '../components/gitops/checks';
 import { GITOPS_FOLDER } from '../components/gitops/plan';
 import { IN_CLUSTER_SERVER } from '../model/description';
-import { LABELS, syncWave } from '../model/names';
+import { LABELS, skipsDryRunOnMissing, syncWave } from '../model/names';
 import { apiGroup, describeObject, Manifest } from '../render/manifest';
 
 /** API group of Argo CD's Application, AppProject and ApplicationSet. */
@@ -24,12 +24,6 @@ export function applicationSources<S extends object = AppSource>(app: Manifest):
 
 const sources = (app: Manifest): AppSource[] => applicationSources(app);
 
-
-function syncOptions(m: Manifest): string[] {
-  const own = (m.metadata.annotations?.[LABELS.syncOptions] ?? '').split(',').map((s) => s.trim());
-  const app = ((m.spec as { syncPolicy?: { syncOptions?: string[] } } | undefined)?.syncPolicy?.syncOptions) ?? [];
-  return [...own, ...app];
-}
 
 /** The rendered folder an Application's path leads to: '' for the cluster root, undefined when outside it. */
 export function folderOfPath(index: ClusterIndex, path: string): string | undefined {
@@ -148,7 +142,7 @@ const syncWaveOrder: Rule = {
           const group = (crd.spec as { group?: string } | undefined)?.group;
           const kind = (crd.spec as { names?: { kind?: string } } | undefined)?.names?.kind;
           for (const cr of objects.filter((m) => apiGroup(m.apiVersion) === group && m.kind === kind)) {
-            if (syncWave(cr) > syncWave(crd) || [...syncOptions(cr), ...syncOptions(app)].includes('SkipDryRunOnMissingResource=true')) continue;
+            if (syncWave(cr) > syncWave(crd) || skipsDryRunOnMissing(cr, app)) continue;
             out.push({
               message: `in wave ${syncWave(cr)}, syncs with its CustomResourceDefinition ${crd.metadata.name} (wave ${syncWave(crd)}) `
                 + 'in one Application: give it a later sync-wave or SkipDryRunOnMissingResource=true',

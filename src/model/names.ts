@@ -236,6 +236,23 @@ export const DASHBOARD = {
   kongProxyService: (release: string) => `${release}-kong-proxy`,
 } as const;
 
+/** An object's own sync options (its annotation, comma-separated). */
+export function ownSyncOptions(m: { readonly metadata: { readonly annotations?: Readonly<Record<string, string>> } }): string[] {
+  return (m.metadata.annotations?.[LABELS.syncOptions] ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '');
+}
+
+/** An Application's sync options (spec.syncPolicy.syncOptions). */
+export function syncOptionsOf(app: object): string[] {
+  return ((app as { spec?: { syncPolicy?: { syncOptions?: string[] } } }).spec?.syncPolicy?.syncOptions) ?? [];
+}
+
+/** Whether an object's sync skips the dry run of a kind the server does not serve yet: its own option, or its Application's. */
+export function skipsDryRunOnMissing(
+  m: { readonly metadata: { readonly annotations?: Readonly<Record<string, string>> } }, app?: object,
+): boolean {
+  return [...ownSyncOptions(m), ...(app ? syncOptionsOf(app) : [])].includes('SkipDryRunOnMissingResource=true');
+}
+
 /** The sync wave of an object or an Application (its annotation; 0 when absent or not a number). */
 export function syncWave(m: { readonly metadata: { readonly annotations?: Readonly<Record<string, string>> } }): number {
   const v = Number(m.metadata.annotations?.[LABELS.syncWave] ?? 0);

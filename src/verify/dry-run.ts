@@ -1,10 +1,11 @@
 import { isDeepStrictEqual } from 'node:util';
 import {
-  ARGOCD_FIELD_MANAGER, crdKey, placeObjects, SyncObject, syncOptionsOf, syncSources, SyncStep, syncSteps,
+  ARGOCD_FIELD_MANAGER, crdKey, placeObjects, SyncObject, syncSources, SyncStep, syncSteps,
 } from '../check/argocd-sync';
 import { ClusterView } from '../check/cluster-view';
 import { InputError, printable } from '../errors';
 import { isJsonObject } from '../json';
+import { skipsDryRunOnMissing } from '../model/names';
 import { LiveSession } from '../preflight/live';
 import { apiGroup, describeObject, Manifest } from '../render/manifest';
 import { RenderedSource } from '../upstream/render';
@@ -198,10 +199,6 @@ function providers(
   return { crds, namespaces };
 }
 
-const skipsDryRun = (app: Manifest | undefined, o: Manifest) => [
-  ...(o.metadata.annotations?.['argocd.argoproj.io/sync-options'] ?? '').split(',').map((s) => s.trim()),
-  ...(app ? syncOptionsOf(app) : []),
-].includes('SkipDryRunOnMissingResource=true');
 
 /**
  * Whether what a provider brings is in place when Argo CD syncs an item: an earlier step of the bootstrap, the
@@ -212,7 +209,7 @@ function inPlaceBefore(p: Provider, item: Item, app: Manifest | undefined): bool
   if (p.bootstrap) return p.step < item.step;
   if (item.bootstrap) return false;
   if (p.application === item.object.application) return true;
-  return p.wave < item.object.wave || (p.wave === item.object.wave && skipsDryRun(app, item.object.object));
+  return p.wave < item.object.wave || (p.wave === item.object.wave && skipsDryRunOnMissing(item.object.object, app));
 }
 
 const where = (p: Provider) => `wave ${p.wave} (Application ${p.application})`;

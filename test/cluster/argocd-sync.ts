@@ -1,6 +1,5 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
-import { isDeepStrictEqual } from 'node:util';
 import { parseAllDocuments } from 'yaml';
 import { ApiError, describe, KubeClient, KubeObject, Resource } from './kube-client';
 import { ARGOCD_FIELD_MANAGER, crdKey, placeObjects, syncOptionsOf, syncSources, syncSteps, syncWave } from '../../src/check/argocd-sync';
@@ -9,6 +8,7 @@ import { ARGO } from '../../src/check/gitops';
 import { isBuiltInGroup } from '../../src/components/gitops/api-kinds';
 import { apiGroup } from '../../src/render/manifest';
 import { ClusterRenders } from '../../src/upstream/render';
+import { differences } from '../../src/verify/dry-run';
 
 /**
  * A rendered cluster applied to the hermetic control plane as Argo CD applies it: what the cluster has before Argo
@@ -296,16 +296,6 @@ function comparable(o: KubeObject): KubeObject {
   return { ...rest, metadata } as KubeObject;
 }
 
-/** Paths where two JSON values differ (at most 10). */
-export function differences(a: unknown, b: unknown, at = '', out: string[] = []): string[] {
-  if (out.length >= 10 || isDeepStrictEqual(a, b)) return out;
-  if (a && b && typeof a === 'object' && typeof b === 'object' && !Array.isArray(a) && !Array.isArray(b)) {
-    for (const k of [...new Set([...Object.keys(a), ...Object.keys(b)])].sort()) differences((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k], `${at}.${k}`, out);
-  } else {
-    out.push(at || '.');
-  }
-  return out;
-}
 
 /** An object whose second apply changed it: the fields that changed. */
 export interface Drift {
