@@ -1,18 +1,10 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
+import { listTree } from '../cache/digests';
 
-/** The files of a chart folder (its subcharts' included), relative to it, sorted. */
-function chartFiles(dir: string, rel = ''): string[] {
-  let names: string[];
-  try {
-    names = readdirSync(path.join(dir, rel)).sort();
-  } catch {
-    return [];
-  }
-  return names.flatMap((n) => {
-    const child = rel ? `${rel}/${n}` : n;
-    return statSync(path.join(dir, child)).isDirectory() ? chartFiles(dir, child) : [child];
-  });
+/** The files of a chart folder (its subcharts' included), relative to it with `/`, sorted. */
+function chartFiles(dir: string): string[] {
+  return listTree(dir).map((f) => path.relative(dir, f).split(path.sep).join('/'));
 }
 
 /**

@@ -1,8 +1,9 @@
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { Crd, crdKey, crdOf } from './crd-diff';
 import { removeDeadWriters, writeCacheFile } from '../cache/cache-write';
+import { listTree } from '../cache/digests';
 import { workDir } from '../engines/workspace';
 import { InputError } from '../errors';
 import { asInputError, readYamlInput } from '../input/read';
@@ -15,11 +16,7 @@ const jsYaml = (): typeof import('js-yaml') => createRequire(__filename)('js-yam
 export function yamlFiles(p: string): string[] {
   const st = statSync(p, { throwIfNoEntry: false });
   if (!st) return [];
-  if (!st.isDirectory()) return [p];
-  return readdirSync(p).sort().flatMap((n) => {
-    const child = path.join(p, n);
-    return statSync(child).isDirectory() ? yamlFiles(child) : /\.(ya?ml|json)$/i.test(n) ? [child] : [];
-  });
+  return st.isDirectory() ? listTree(p, (n) => /\.(ya?ml|json)$/i.test(n)) : [p];
 }
 
 /** Documents and `List` items of parsed YAML. */
