@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
+import { COMPONENTS } from './components';
 import { FromToolkit } from './plan';
 import { readClusterFolder } from '../check/tree';
 import { InputError, stripControl } from '../errors';
@@ -40,7 +41,7 @@ export function loadFromToolkit(dir: string, config: string, model: ClusterModel
   if (!existsSync(bin) || !existsSync(versionsModule)) throw new InputError(`${flag}: ${PACKAGE_NAME} is not built there (no lib/src/bin.js): name an installed package`);
   const VERSIONS = (createRequire(__filename)(versionsModule) as { VERSIONS?: Record<UpgradableKey, { version?: unknown } | undefined> }).VERSIONS;
   if (!VERSIONS) throw new InputError(`${flag}: lib/src/versions.js exports no VERSIONS`);
-  const versions = Object.fromEntries((['gpuOperator', 'networkOperator', 'kueue'] as const)
+  const versions = Object.fromEntries(Object.values(COMPONENTS).map((c) => c.key)
     .map((k) => [k, typeof VERSIONS[k]?.version === 'string' ? VERSIONS[k]!.version as string : undefined]));
   const out = mkdtempSync(path.join(tmpdir(), 'upgrade-plan-from-'));
   const dispose = () => rmSync(out, { recursive: true, force: true });
