@@ -19,6 +19,20 @@ export function remoteBase(release: RemoteRef): string {
 }
 
 /**
+ * A release's remote base on any host (a mirror of its repository): `<repo>.git//<path>?ref=<tag>`, the `.git` telling
+ * kustomize that the URL is a repository whatever its host.
+ */
+export function repositoryBase(release: RemoteRef): string {
+  return `${release.repoURL.replace(/\.git$/, '')}.git//${release.path}?ref=${release.version}`;
+}
+
+/** A remote base on any https host (`<repo>[.git]//<path>?ref=<tag>`), parsed (repoURL with `.git`); undefined for any other resource. */
+export function parseRepositoryBase(resource: string): RemoteRef | undefined {
+  const m = /^(https:\/\/[^?]+?)(?:\.git)?\/\/([\w./-]+?)\/*\?ref=([\w.-]+)$/.exec(resource);
+  return m ? { repoURL: `${m[1]}.git`, path: m[2], version: m[3] } : undefined;
+}
+
+/**
  * A remote base of a kustomization's resources, parsed; undefined for a resource that is no remote base (a local
  * file or folder). Only GitHub repositories at a tag or branch of plain characters, paths without `..`.
  */

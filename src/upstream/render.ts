@@ -13,7 +13,8 @@ import { compareFolderBuild, FolderRead } from './folder-build';
 import { readInside } from './inside';
 import { ApplicationSource, chartOfSource, CrdRef, isHelmSource, releaseOfSource, UnrenderedCrds, VendoredRelease } from './releases';
 import {
-  folderFiles, offlineKustomization, readKustomization, remoteBase, remoteResourcesOf, VendoredCopy, vendoredBases, vendoredResourcesOf,
+  folderFiles, offlineKustomization, parseRepositoryBase, readKustomization, remoteBase, remoteResourcesOf, VendoredCopy, vendoredBases,
+  vendoredResourcesOf,
 } from './remote-bases';
 import { RenderOutput } from './render-cache';
 import { RenderKind, RenderSession } from './render-session';
@@ -673,11 +674,10 @@ function unmirroredSource(source: ApplicationSource, mirrors: NonNullable<Render
  * written as kustomize's GitHub form, which vendoredBases knows; unchanged when it is no mirror's.
  */
 function unmirroredRemote(resource: string, git: MirrorMap): string {
-  const m = /^(https:\/\/[^?]+?)(\.git)?\/\/([\w./-]+?)\/*\?ref=([\w.-]+)$/.exec(resource);
-  if (!m) return resource;
-  const repo = unmirrorUrl(`${m[1]}.git`, git);
-  if (repo === `${m[1]}.git`) return resource;
-  return remoteBase({ repoURL: repo, path: m[3], version: m[4] });
+  const ref = parseRepositoryBase(resource);
+  if (!ref) return resource;
+  const repo = unmirrorUrl(ref.repoURL, git);
+  return repo === ref.repoURL ? resource : remoteBase({ ...ref, repoURL: repo });
 }
 
 /**

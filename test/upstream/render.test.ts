@@ -9,7 +9,7 @@ import { DEFAULT_UPSTREAM } from '../../src/paths';
 import { Manifest } from '../../src/render/manifest';
 import { ApplicationSource, imageObjects, imageRefsOf, locateChart, renderApplications, RenderContext, RenderedSource } from '../../src/upstream';
 import { GPU_OPERATOR_CHART, KUEUE_CHART } from '../../src/upstream/releases';
-import { remoteResourcesOf } from '../../src/upstream/remote-bases';
+import { parseRemoteBase, parseRepositoryBase, remoteBase, remoteResourcesOf, repositoryBase } from '../../src/upstream/remote-bases';
 import { VERSIONS } from '../../src/versions';
 import { HAS_UPSTREAM, renderedFixtures } from '../helpers';
 
@@ -212,5 +212,21 @@ describe('--upstream', () => {
     const missing = path.join(tmpdir(), 'no-such-upstream-installs');
     const io = { out: () => undefined, err: () => undefined };
     await expect(runCheck([renderedFixtures(), '--upstream', missing], io)).rejects.toThrow(InputError);
+  });
+});
+
+describe('remote bases', () => {
+  const release = { repoURL: 'https://github.com/argoproj/argo-cd.git', path: 'manifests/cluster-install', version: 'v9.9.9' };
+
+  it('a release on a mirror of any host is written and read back the same (the argocd folder writes it, check reads it)', () => {
+    const mirrored = { ...release, repoURL: 'https://git.lab.example/mirrors/argo-cd' };
+    expect(repositoryBase(mirrored)).toBe('https://git.lab.example/mirrors/argo-cd.git//manifests/cluster-install?ref=v9.9.9');
+    expect(parseRepositoryBase(repositoryBase(mirrored))).toEqual({ ...mirrored, repoURL: `${mirrored.repoURL}.git` });
+    expect(parseRepositoryBase(remoteBase(release))).toEqual(release);
+    expect(parseRemoteBase(remoteBase(release))).toEqual(release);
+  });
+
+  it('what is no remote base is not read as one', () => {
+    for (const r of ['../base', 'https://git.lab.example/x.git//p', 'file:///etc//p?ref=v1']) expect(parseRepositoryBase(r), r).toBeUndefined();
   });
 });

@@ -11,7 +11,7 @@ import { DEFAULT_UPSTREAM } from '../../paths';
 import { FolderKustomization, KustomizePatch, manifestFileName } from '../../render/manifest';
 import { VENDORED_FOLDER } from '../../render/vendored';
 import { VENDORED_RELEASES, VendoredOverlay } from '../../upstream/releases';
-import { remoteBase } from '../../upstream/remote-bases';
+import { remoteBase, repositoryBase } from '../../upstream/remote-bases';
 import { VERSIONS } from '../../versions';
 import { componentChartProps, ComponentChartProps, ComponentDefinition } from '../component';
 
@@ -131,7 +131,7 @@ function argocdBase(model: ClusterModel): Pick<FolderKustomization, 'bases' | 'v
   }
   const repo = mirrorUrl(VERSIONS.argocd.repoURL, model.description.mirrors.git);
   if (repo === VERSIONS.argocd.repoURL) return { bases: [remoteBase(VERSIONS.argocd)] };
-  return { bases: [`${repo.replace(/\.git$/, '')}.git//${VERSIONS.argocd.path}?ref=${VERSIONS.argocd.version}`] };
+  return { bases: [repositoryBase({ ...VERSIONS.argocd, repoURL: repo })] };
 }
 
 export const argocd: ComponentDefinition = {
