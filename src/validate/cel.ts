@@ -126,13 +126,14 @@ function celValue(value: unknown, schema: CelSchemaNode | undefined): unknown {
 /** Every create-time rule the object breaks (empty: the API server's CEL admits it); `count` gets the rules run. */
 export function celViolations(schema: CelSchemaNode, object: unknown, count: CelRuleCount = { evaluated: 0 }): CelViolation[] {
   const out: CelViolation[] = [];
-  const walk = (node: CelSchemaNode, value: unknown, path: string) => {
+  // `self`: the value as CEL sees it, converted once for the whole object and walked beside it
+  const walk = (node: CelSchemaNode, value: unknown, self: unknown, path: string) => {
     if (value === undefined || value === null) return;
     for (const r of node['x-kubernetes-validations'] ?? []) {
       const transition = isTransitionRule(r.rule);
       if (transition && !r.optionalOldSelf) continue;
       count.evaluated++;
-      const vars: Json = { self: celValue(value, node) };
+      const vars: Json = { self };
       if (transition) vars.oldSelf = Optional.none();
       let ok: unknown;
       try {
@@ -143,15 +144,15 @@ export function celViolations(schema: CelSchemaNode, object: unknown, count: Cel
       if (ok !== true) out.push({ path: path || '<root>', rule: r.rule, message: r.message ?? String(ok) });
     }
     if (Array.isArray(value)) {
-      if (node.items) value.forEach((v, i) => walk(node.items!, v, `${path}[${i}]`));
+      if (node.items) value.forEach((v, i) => walk(node.items!, v, (self as unknown[])[i], `${path}[${i}]`));
       return;
     }
     if (typeof value !== 'object') return;
     for (const [k, v] of Object.entries(value as Json)) {
       const child = node.properties?.[k] ?? (typeof node.additionalProperties === 'object' ? node.additionalProperties : undefined);
-      if (child) walk(child, v, path ? `${path}.${k}` : k);
+      if (child) walk(child, v, (self as Json)[k], path ? `${path}.${k}` : k);
     }
   };
-  walk(schema, object, '');
+  walk(schema, object, celValue(object, schema), '');
   return out;
 }
