@@ -1,3 +1,5 @@
+import { isJsonObject, JsonObject } from '../json';
+
 /**
  * The description's mirrors (`mirrors.charts`, `mirrors.git`, `mirrors.images`): upstream prefixes and the mirrors
  * that stand in for them. The longest prefix wins; a prefix matches a whole URL or a whole path segment of it.
@@ -10,16 +12,35 @@ function startsAt(value: string, prefix: string): boolean {
   return value.length === prefix.length || /[/:]$/.test(prefix) || value[prefix.length] === '/';
 }
 
+/** How a prefix of `mirrors` matches a value. */
+type Matches = (value: string, prefix: string) => boolean;
+
+/** Whether `value` is `prefix` followed by more path segments (an image reference under a registry prefix). */
+const underPath: Matches = (value, prefix) => value.startsWith(`${prefix}/`);
+
+/**
+ * The entry of `map` whose upstream prefix (with `reverse`: whose mirror) `matches` the longest part of `value`, as
+ * [what matched, what stands for it]; undefined when none does.
+ */
+function longestEntry(map: MirrorMap, value: string, matches: Matches, reverse = false): [string, string] | undefined {
+  return Object.entries(map).map(([upstream, mirror]): [string, string] => (reverse ? [mirror, upstream] : [upstream, mirror]))
+    .filter(([from]) => matches(value, from)).sort((a, b) => b[0].length - a[0].length)[0];
+}
+
+/** `value` with its longest matching prefix replaced by what stands for it; `otherwise` when none matches. */
+function replacePrefix(value: string, map: MirrorMap, matches: Matches, reverse: boolean, otherwise: string): string {
+  const entry = longestEntry(map, value, matches, reverse);
+  return entry === undefined ? otherwise : entry[1] + value.slice(entry[0].length);
+}
+
 /** The mirror of a URL (a chart repository, a Git repository): its longest mirrored prefix replaced; the URL when none is. */
 export function mirrorUrl(url: string, map: MirrorMap): string {
-  const prefix = Object.keys(map).filter((p) => startsAt(url, p)).sort((a, b) => b.length - a.length)[0];
-  return prefix === undefined ? url : map[prefix] + url.slice(prefix.length);
+  return replacePrefix(url, map, startsAt, false, url);
 }
 
 /** The upstream URL a mirrored one stands for (the reverse of mirrorUrl); the URL when it is no mirror's. */
 export function unmirrorUrl(url: string, map: MirrorMap): string {
-  const entry = Object.entries(map).filter(([, m]) => startsAt(url, m)).sort((a, b) => b[1].length - a[1].length)[0];
-  return entry === undefined ? url : entry[0] + url.slice(entry[1].length);
+  return replacePrefix(url, map, startsAt, true, url);
 }
 
 /**
@@ -34,22 +55,17 @@ export function fullImageName(ref: string): string {
 
 /** The registry prefix of `mirrors.images` an image reference is pulled through, if any (the longest). */
 export function mirroredRegistry(ref: string, map: MirrorMap): string | undefined {
-  const full = fullImageName(ref);
-  return Object.keys(map).filter((p) => full.startsWith(`${p}/`)).sort((a, b) => b.length - a.length)[0];
+  return longestEntry(map, fullImageName(ref), underPath)?.[0];
 }
 
 /** An image reference pulled from its registry's mirror instead; unchanged when its registry is not mirrored. */
 export function mirrorImage(ref: string, map: MirrorMap): string {
-  const registry = mirroredRegistry(ref, map);
-  return registry === undefined ? ref : map[registry] + fullImageName(ref).slice(registry.length);
+  return replacePrefix(fullImageName(ref), map, underPath, false, ref);
 }
 
 /** The upstream image reference a mirrored one stands for (the reverse of mirrorImage); unchanged when it is no mirror's. */
 export function unmirrorImage(ref: string, map: MirrorMap): string {
-  if (Object.keys(map).length === 0) return ref;
-  const full = fullImageName(ref);
-  const entry = Object.entries(map).filter(([, m]) => full.startsWith(`${m}/`)).sort((a, b) => b[1].length - a[1].length)[0];
-  return entry === undefined ? ref : entry[0] + full.slice(entry[1].length);
+  return replacePrefix(fullImageName(ref), map, underPath, true, ref);
 }
 
 /**
@@ -89,12 +105,9 @@ export function mirrorImagesIn<T>(node: T, map: MirrorMap): T {
 
 /** A registry (or a registry and a path in it) pulled through its mirror: its longest mirrored prefix replaced; unchanged when none is. */
 export function mirrorRegistry(registry: string, map: MirrorMap): string {
-  const prefix = Object.keys(map).filter((p) => registry === p || registry.startsWith(`${p}/`)).sort((a, b) => b.length - a.length)[0];
-  return prefix === undefined ? registry : map[prefix] + registry.slice(prefix.length);
+  return replacePrefix(registry, map, (v, p) => v === p || underPath(v, p), false, registry);
 }
 
-type Values = Record<string, unknown>;
-const isValues = (v: unknown): v is Values => typeof v === 'object' && v !== null && !Array.isArray(v);
 const nonEmpty = (v: unknown): v is string => typeof v === 'string' && v !== '';
 
 /** A string that is a whole image reference (no template, no spaces): `busybox:1.36`, `ghcr.io/org/name@sha256:...`. */
@@ -110,7 +123,7 @@ function isImageReference(v: string): boolean {
  * name: a mirrored prefix is whole path segments, so the name still ends the mirrored reference). An empty
  * registry is none: the repository is then the whole reference (Docker Hub's `bitnami/kubectl`), and takes the mirror.
  */
-function mirrorCoordinates(o: Values, map: MirrorMap): Values {
+function mirrorCoordinates(o: JsonObject, map: MirrorMap): JsonObject {
   const name = nonEmpty(o.image) ? o.image : nonEmpty(o.name) ? o.name : undefined;
   const registry = nonEmpty(o.registry) ? o.registry : undefined;
   const repository = o.repository as string;
@@ -130,7 +143,7 @@ function mirrorCoordinates(o: Values, map: MirrorMap): Values {
  * reference: beside a repository or registry (GPU Operator coordinates), or beside a tag, digest or version without a
  * registry host of its own (ingress-nginx's `{image: ingress-nginx/controller, tag}` under `global.image.registry`).
  */
-function relativeName(o: Values, image: string): boolean {
+function relativeName(o: JsonObject, image: string): boolean {
   if ('repository' in o || 'registry' in o) return true;
   const hasHost = image.includes('/') && fullImageName(image) === image;
   return !hasHost && ['tag', 'digest', 'version'].some((k) => k in o);
@@ -149,9 +162,9 @@ export function mirrorValueImages<T>(values: T, map: MirrorMap): T {
   if (Object.keys(map).length === 0) return values;
   const walk = (v: unknown, inImages: boolean): unknown => {
     if (Array.isArray(v)) return v.map((x) => walk(x, inImages));
-    if (!isValues(v)) return v;
+    if (!isJsonObject(v)) return v;
     const coordinates = nonEmpty(v.repository) ? mirrorCoordinates(v, map) : undefined;
-    const out: Values = {};
+    const out: JsonObject = {};
     for (const [k, x] of Object.entries(v)) {
       if (coordinates !== undefined) {
         out[k] = k in coordinates ? coordinates[k] : walk(x, false);
@@ -175,10 +188,10 @@ export function mirrorValueImages<T>(values: T, map: MirrorMap): T {
  * changes in `values` (the chart's defaults with the toolkit's values over them), and nothing else; a list that
  * changes is set whole (Helm replaces lists). Empty when no image of the values is from a mirrored registry.
  */
-export function mirroredValueOverrides(values: Values, map: MirrorMap): Values {
+export function mirroredValueOverrides(values: JsonObject, map: MirrorMap): JsonObject {
   const changed = (before: unknown, after: unknown): unknown => {
-    if (isValues(before) && isValues(after)) {
-      const out: Values = {};
+    if (isJsonObject(before) && isJsonObject(after)) {
+      const out: JsonObject = {};
       for (const [k, v] of Object.entries(after)) {
         const c = changed(before[k], v);
         if (c !== undefined) out[k] = c;
@@ -187,5 +200,5 @@ export function mirroredValueOverrides(values: Values, map: MirrorMap): Values {
     }
     return JSON.stringify(before) === JSON.stringify(after) ? undefined : after;
   };
-  return (changed(values, mirrorValueImages(values, map)) ?? {}) as Values;
+  return (changed(values, mirrorValueImages(values, map)) ?? {}) as JsonObject;
 }
