@@ -349,11 +349,16 @@ async function waitFor(cp: ControlPlane, what: Component, deadline: number, read
   }
 }
 
-export function kubeconfigText(server: string, caFile: string, user: string, token: string): string {
+/**
+ * A kubeconfig of one token identity for a control plane; `embedCa`: the CA's certificate in it
+ * (`certificate-authority-data`, for a kubeconfig read elsewhere, as a Secret's), else named as a file.
+ */
+export function kubeconfigText(server: string, caFile: string, user: string, token: string, opts: { embedCa?: boolean } = {}): string {
+  const ca = opts.embedCa ? { 'certificate-authority-data': readFileSync(caFile).toString('base64') } : { 'certificate-authority': caFile };
   return stringify({
     'apiVersion': 'v1',
     'kind': 'Config',
-    'clusters': [{ name: 'hermetic', cluster: { server, 'certificate-authority': caFile } }],
+    'clusters': [{ name: 'hermetic', cluster: { server, ...ca } }],
     'users': [{ name: user, user: { token } }],
     'contexts': [{ name: 'hermetic', context: { cluster: 'hermetic', user } }],
     'current-context': 'hermetic',

@@ -7,7 +7,7 @@ import { applySteps, ARGOCD_MANAGER, planSync, refusalText, SyncPlan, SyncStep, 
 import { KUEUE_MODULE, KUEUE_MODULE_DIR, kueueBinary, requiredVersion } from './binary';
 import { ControlPlane, startControlPlane } from './control-plane';
 import { KubeClient, KubeObject } from './kube-client';
-import { KueueProcess, loopbackKueue, startKueue } from './kueue';
+import { conditionOf, KueueProcess, loopbackKueue, poll, startKueue, workloadOwnedBy } from './kueue';
 import { defaultCacheDir } from '../../src/cache/compiled-cache';
 import { readClusters, renderClusterSources } from '../../src/check';
 import { EXIT, main } from '../../src/cli';
@@ -117,30 +117,22 @@ function sampleJob(name: string, gpus: number): KubeObject {
   } as KubeObject;
 }
 
-/** The Workload Kueue made for a Job, when it is there and `ready` says it is what is waited for. */
+/** The Workload Kueue made for a Job, once `ready` says it is what is waited for; fails with Kueue's log after ACT_MS. */
 async function workloadOf(client: KubeClient, job: KubeObject, ready: (w: Json) => boolean): Promise<Json> {
-  const deadline = Date.now() + ACT_MS;
-  const live = (await client.read(job))!;
-  for (;;) {
-    const workloads = await client.list(`/apis/kueue.x-k8s.io/v1beta2/namespaces/${job.metadata.namespace}/workloads`) as Json[];
-    const w = workloads.find((x) => ((x.metadata.ownerReferences ?? []) as Json[]).some((r) => r.uid === live.metadata.uid));
-    if (w && ready(w)) return w;
-    if (Date.now() > deadline) throw new Error(`${job.metadata.name}: its Workload is ${JSON.stringify(w?.status ?? 'not there')}; Kueue's log:\n${kueue?.log()}`);
-    await new Promise((r) => setTimeout(r, 500));
-  }
+  const w = await poll(() => workloadOwnedBy(client, job), (x) => x !== undefined && ready(x), ACT_MS);
+  if (w === undefined || !ready(w)) throw new Error(`${job.metadata.name}: its Workload is ${JSON.stringify(w?.status ?? 'not there')}; Kueue's log:\n${kueue?.log()}`);
+  return w;
 }
 
 /** Waits until a deleted Workload is gone. */
 async function workloadGone(client: KubeClient, w: Json): Promise<void> {
-  const deadline = Date.now() + ACT_MS;
-  while (await client.get(`/apis/kueue.x-k8s.io/v1beta2/namespaces/${w.metadata.namespace}/workloads/${w.metadata.name}`)) {
-    if (Date.now() > deadline) throw new Error(`Workload ${w.metadata.namespace}/${w.metadata.name} still there ${ACT_MS} ms after its owner was deleted`);
-    await new Promise((r) => setTimeout(r, 500));
+  const url = `/apis/kueue.x-k8s.io/v1beta2/namespaces/${w.metadata.namespace}/workloads/${w.metadata.name}`;
+  if (await poll(() => client.get(url), (x) => x === undefined, ACT_MS)) {
+    throw new Error(`Workload ${w.metadata.namespace}/${w.metadata.name} still there ${ACT_MS} ms after its owner was deleted`);
   }
 }
 
-const condition = (w: Json, type: string) => ((w.status?.conditions ?? []) as Json[]).find((c) => c.type === type);
-const admitted = (w: Json) => condition(w, 'Admitted')?.status === 'True';
+const admitted = (w: Json) => conditionOf(w, 'Admitted')?.status === 'True';
 
 async function suspended(client: KubeClient, job: KubeObject): Promise<boolean> {
   return ((await client.read(job))!.spec as Json).suspend === true;
@@ -166,8 +158,7 @@ describe(`Kueue ${requiredVersion(KUEUE_MODULE, KUEUE_MODULE_DIR)} on the refere
     const pods = Object.values(replicas).reduce((n, r) => n + (r.replicas ?? 1), 0);
     expect(assigned.map((a) => a.count).reduce((n: number, c: number) => n + c, 0)).toBe(pods);
     expect(assigned.reduce((n, a) => n + Number(a.resourceUsage?.[GPU] ?? 0), 0)).toBe(Object.values(replicas).reduce((n, r) => n + gpusOf(r), 0));
-    const deadline = Date.now() + ACT_MS;
-    while (runPolicy((await admin.read(job))!).suspend !== false && Date.now() < deadline) await new Promise((r) => setTimeout(r, 500));
+    await poll(() => admin.read(job), (o) => runPolicy(o!).suspend === false, ACT_MS);
     expect(runPolicy((await admin.read(job))!).suspend, 'admitted: Kueue unsuspends the MPIJob').toBe(false);
     // its quota back for the tenants' Jobs below: the MPIJob and its Workload gone. The test bed's cleanup, not
     // Kueue's: the garbage collector would delete the Workload only once its discovery sees the new CRD's kinds (up to
@@ -188,8 +179,7 @@ describe(`Kueue ${requiredVersion(KUEUE_MODULE, KUEUE_MODULE_DIR)} on the refere
     expect(w.status.admission.clusterQueue).toBe(((plan.steps.flatMap((s) => s.objects).find((o) => o.object.kind === 'LocalQueue' && o.object.metadata.namespace === tenantNamespace)!.object.spec) as Json).clusterQueue);
     const usage = (w.status.admission.podSetAssignments as Json[])[0].resourceUsage as Json;
     expect(usage[GPU]).toBe(String(tenantGpus));
-    const deadline = Date.now() + ACT_MS;
-    while (await suspended(tenant, job) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 500));
+    await poll(() => suspended(tenant, job), (s) => !s, ACT_MS);
     expect(await suspended(tenant, job), 'admitted: Kueue unsuspends the Job').toBe(false);
   });
 
@@ -208,16 +198,15 @@ describe(`Kueue ${requiredVersion(KUEUE_MODULE, KUEUE_MODULE_DIR)} on the refere
       const gpu = reservations.flatMap((f) => f.resources as Json[]).find((r) => r.name === GPU);
       return [gpu?.total, gpu?.borrowed];
     };
-    const deadline = Date.now() + ACT_MS;
-    while (JSON.stringify(await reserved()) !== JSON.stringify(expected) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 500));
+    await poll(reserved, (r) => JSON.stringify(r) === JSON.stringify(expected), ACT_MS);
     expect(await reserved()).toEqual(expected);
     expect(await suspended(tenant, second)).toBe(false);
 
     const third = sampleJob('beyond-the-cohort', cohortGpus - tenantGpus - borrowing + 1);
     await tenant.create(third);
-    const pending = await workloadOf(tenant, third, (x) => condition(x, 'QuotaReserved')?.status === 'False');
+    const pending = await workloadOf(tenant, third, (x) => conditionOf(x, 'QuotaReserved')?.status === 'False');
     expect(admitted(pending)).toBe(false);
-    expect(condition(pending, 'QuotaReserved')?.message).toMatch(/insufficient|couldn't assign/i);
+    expect(conditionOf(pending, 'QuotaReserved')?.message).toMatch(/insufficient|couldn't assign/i);
     expect(await suspended(tenant, third)).toBe(true);
   });
 });

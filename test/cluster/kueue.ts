@@ -325,3 +325,25 @@ export async function startKueue(cp: ControlPlane, loopback: LoopbackKueue, opts
     throw new Error(`${(e as Error).message} (${dir}); its log:\n${tail}`);
   }
 }
+
+/** Reads until `done` holds or `ms` have passed (every 500 ms): the last value read, whether or not it is done. */
+export async function poll<T>(read: () => Promise<T>, done: (v: T) => boolean, ms: number): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await read();
+    if (done(v) || Date.now() > deadline) return v;
+    await sleep(500);
+  }
+}
+
+/** A status condition of an object (`status.conditions[type]`), if it has one. */
+export const conditionOf = (o: Json | undefined, type: string): Json | undefined => ((o?.status?.conditions ?? []) as Json[])
+  .find((c) => c.type === type);
+
+/** The Workload Kueue made for a job (owned by it), if the job and its Workload are there. */
+export async function workloadOwnedBy(client: KubeClient, job: KubeObject): Promise<Json | undefined> {
+  const live = await client.read(job);
+  if (!live) return undefined;
+  const workloads = await client.list(`/apis/kueue.x-k8s.io/v1beta2/namespaces/${job.metadata.namespace}/workloads`) as Json[];
+  return workloads.find((w) => ((w.metadata.ownerReferences ?? []) as Json[]).some((r) => r.uid === live.metadata.uid));
+}

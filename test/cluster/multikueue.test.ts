@@ -5,9 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { applySteps, ARGOCD_MANAGER, planSync, refusalText, SyncPlan, SyncStep, vendoredCrds } from './argocd-sync';
 import { kueueBinary } from './binary';
-import { ControlPlane, startControlPlane } from './control-plane';
-import { KubeClient, KubeObject } from './kube-client';
-import { KueueProcess, loopbackKueue, serviceAccountToken, startKueue } from './kueue';
+import { ControlPlane, kubeconfigText, startControlPlane } from './control-plane';
+import { KubeObject } from './kube-client';
+import { conditionOf, KueueProcess, loopbackKueue, poll, serviceAccountToken, startKueue, workloadOwnedBy } from './kueue';
 import { defaultCacheDir } from '../../src/cache/compiled-cache';
 import { ClusterView, readClusters, renderClusterSources } from '../../src/check';
 import { EXIT, main } from '../../src/cli';
@@ -49,23 +49,14 @@ const members = new Map<string, Member>();
 let tenantNamespace: string;
 let tenantQueue: string;
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 /** Polls `read` until `done` says yes; fails after ACT_MS with what it saw and both Kueues' logs. */
 async function until<T>(what: string, read: () => Promise<T>, done: (v: T) => boolean): Promise<T> {
-  const deadline = Date.now() + ACT_MS;
-  for (;;) {
-    const v = await read();
-    if (done(v)) return v;
-    if (Date.now() > deadline) {
-      const logs = [...members.values()].map((m) => `--- ${m.name}'s Kueue:\n${m.kueue?.log(30) ?? '(not started)'}`).join('\n');
-      throw new Error(`${what}: not within ${ACT_MS} ms; last seen ${JSON.stringify(v)}\n${logs}`);
-    }
-    await sleep(500);
-  }
+  const v = await poll(read, done, ACT_MS);
+  if (done(v)) return v;
+  const logs = [...members.values()].map((m) => `--- ${m.name}'s Kueue:\n${m.kueue?.log(30) ?? '(not started)'}`).join('\n');
+  throw new Error(`${what}: not within ${ACT_MS} ms; last seen ${JSON.stringify(v)}\n${logs}`);
 }
 
-const condition = (o: Json | undefined, type: string) => ((o?.status?.conditions ?? []) as Json[]).find((c) => c.type === type);
 
 beforeAll(async () => {
   await kueueBinary();
@@ -129,15 +120,7 @@ beforeAll(async () => {
 /** A kubeconfig Secret on the manager for the worker's API server (with its CA), as the fleet page has it made, with `token`. */
 async function kubeconfigSecret(name: string, token: string): Promise<void> {
   const w = members.get(WORKER)!;
-  const user = workerIdentityName(MANAGER);
-  const kubeconfig = stringify({
-    'apiVersion': 'v1',
-    'kind': 'Config',
-    'clusters': [{ name: WORKER, cluster: { 'server': w.cp.server, 'certificate-authority-data': Buffer.from(readFileSync(w.cp.caFile)).toString('base64') } }],
-    'users': [{ name: user, user: { token } }],
-    'contexts': [{ name: WORKER, context: { cluster: WORKER, user } }],
-    'current-context': WORKER,
-  });
+  const kubeconfig = kubeconfigText(w.cp.server, w.cp.caFile, workerIdentityName(MANAGER), token, { embedCa: true });
   await members.get(MANAGER)!.cp.client().apply({
     apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace: NAMESPACES.kueue }, data: { [MULTIKUEUE.kubeconfigKey]: Buffer.from(kubeconfig).toString('base64') },
   } as KubeObject, { fieldManager: 'kubectl' });
@@ -151,24 +134,16 @@ afterAll(async () => {
   rmSync(work, { recursive: true, force: true });
 });
 
-/** The Workload of a Job on a cluster, if Kueue made one. */
-async function workloadOf(client: KubeClient, job: KubeObject): Promise<Json | undefined> {
-  const live = await client.read(job);
-  if (!live) return undefined;
-  const workloads = await client.list(`/apis/kueue.x-k8s.io/v1beta2/namespaces/${job.metadata.namespace}/workloads`) as Json[];
-  return workloads.find((x) => ((x.metadata.ownerReferences ?? []) as Json[]).some((r) => r.uid === live.metadata.uid));
-}
-
 describe('MultiKueue between two API servers: the fleet fixture\'s manager and a worker, each with its Kueue', () => {
   it('the manager connects to the worker with the rendered identity\'s token (MultiKueueCluster Active)', async () => {
     const manager = members.get(MANAGER)!.cp.client();
-    const cluster = await until(`MultiKueueCluster ${WORKER} Active`, () => manager.get(`/apis/kueue.x-k8s.io/v1beta2/multikueueclusters/${WORKER}`), (c) => condition(c, 'Active')?.status === 'True');
-    expect(condition(cluster, 'Active')?.status).toBe('True');
+    const cluster = await until(`MultiKueueCluster ${WORKER} Active`, () => manager.get(`/apis/kueue.x-k8s.io/v1beta2/multikueueclusters/${WORKER}`), (c) => conditionOf(c, 'Active')?.status === 'True');
+    expect(conditionOf(cluster, 'Active')?.status).toBe('True');
     // and the assertion fires: the same worker through a kubeconfig whose token the worker refuses is not Active
     await kubeconfigSecret('multikueue-refused', 'not-a-token');
     await manager.apply({ apiVersion: 'kueue.x-k8s.io/v1beta2', kind: 'MultiKueueCluster', metadata: { name: 'refused' }, spec: { clusterSource: { kubeConfig: { location: 'multikueue-refused', locationType: 'Secret' } } } } as KubeObject);
-    const refused = await until('MultiKueueCluster refused: Active False', () => manager.get('/apis/kueue.x-k8s.io/v1beta2/multikueueclusters/refused'), (c) => condition(c, 'Active')?.status === 'False');
-    expect(condition(refused, 'Active')?.reason).toBeTruthy();
+    const refused = await until('MultiKueueCluster refused: Active False', () => manager.get('/apis/kueue.x-k8s.io/v1beta2/multikueueclusters/refused'), (c) => conditionOf(c, 'Active')?.status === 'False');
+    expect(conditionOf(refused, 'Active')?.reason).toBeTruthy();
     await manager.delete(refused as KubeObject, 'Background');
   });
 
@@ -188,10 +163,10 @@ describe('MultiKueue between two API servers: the fleet fixture\'s manager and a
     expect((created.spec as Json).suspend, 'suspended at creation by the manager\'s Kueue').toBe(true);
     expect((created.spec as Json).managedBy, 'handed to MultiKueue (its queue has the MultiKueue check)').toBe('kueue.x-k8s.io/multikueue');
     // the copy on the worker, admitted there by the worker's own Kueue
-    const remote = await until(`the Job's copy on ${WORKER} admitted`, () => workloadOf(worker, job), (w) => condition(w, 'Admitted')?.status === 'True');
+    const remote = await until(`the Job's copy on ${WORKER} admitted`, () => workloadOwnedBy(worker, job), (w) => conditionOf(w, 'Admitted')?.status === 'True');
     expect(remote?.metadata.labels?.['kueue.x-k8s.io/multikueue-origin']).toBeDefined();
     // the manager's Workload: its MultiKueue check Ready, admitted, and naming the worker it runs on
-    const local = await until('the manager\'s Workload admitted', () => workloadOf(manager.client(), job), (w) => condition(w, 'Admitted')?.status === 'True');
+    const local = await until('the manager\'s Workload admitted', () => workloadOwnedBy(manager.client(), job), (w) => conditionOf(w, 'Admitted')?.status === 'True');
     const check = ((local!.status.admissionChecks ?? []) as Json[]).find((c) => c.name === 'multikueue');
     expect(check?.state).toBe('Ready');
     expect(local!.status.clusterName).toBe(WORKER);
