@@ -26,14 +26,6 @@ export class WriteFailed extends Error {
   }
 }
 
-/** What the package ships is missing or damaged (a chart, an overlay, a schema of its copy): reinstall it. Exit code 2. */
-export class IncompletePackage extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'IncompletePackage';
-  }
-}
-
 /** A command stopped at a bound of the whole command (the time of all its engine runs): exit 1, one line. */
 export class CommandStopped extends Error {
   constructor(message: string) {
@@ -152,7 +144,7 @@ export function reportError(e: unknown, print: (line: string) => void): number {
     return EXIT.badInput;
   }
   const message = String((e as Error | undefined)?.message ?? e).split('\n')[0];
-  if (code === 'MODULE_NOT_FOUND' || e instanceof IncompletePackage) {
+  if (code === 'MODULE_NOT_FOUND') {
     err(`error: the installed gpu-cluster-manifests is incomplete (${message}): reinstall it (npm ci)`);
     return EXIT.badInput;
   }

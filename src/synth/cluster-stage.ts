@@ -1,11 +1,12 @@
 import * as path from 'node:path';
+import { InstallationDamaged } from '../cache/asset-sums';
 import { SchemaOf, ScopeOf } from '../check/cluster-view';
 import { checkCluster } from '../check/engine';
 import { MultiKueueFacts, multiKueueFacts } from '../check/multikueue';
 import { Finding } from '../check/rule';
 import { FleetEntry, fleetEntryOf } from '../components/gitops/fleet';
 import { GITOPS_FOLDER } from '../components/gitops/plan';
-import { IncompletePackage, InputError } from '../errors';
+import { InputError } from '../errors';
 import { clusterFiles } from './layout';
 import { renderCluster } from './render';
 import { faultPoint } from '../fault';
@@ -37,7 +38,7 @@ export function renderModel(model: ClusterModel): RenderedCluster {
   try {
     return renderCluster(model);
   } catch (e) {
-    if (e instanceof IncompletePackage) throw e;
+    if (e instanceof InstallationDamaged) throw e;
     throw new InputError(`${model.name}: cannot render`, [(e as Error).message]);
   }
 }

@@ -5,7 +5,7 @@ import { isMainThread, MessageChannel, MessagePort, receiveMessageOnPort, Worker
 import type { ClusterOutcome, ClusterStage } from './cluster-stage';
 import { installModuleCache } from '../cache/module-cache';
 import { currentWatch, WATCHED_WORKER, Watcher, WatchReport } from '../cache/read-watch';
-import { IncompletePackage, InputError, WriteFailed, fsErrorText, isFsError } from '../errors';
+import { InputError, WriteFailed, fsErrorText, isFsError } from '../errors';
 import type { ClusterDescription } from '../model/description';
 import type { ClusterModel } from '../model/model';
 import type { MultiKueueRole } from '../model/multikueue-role';
@@ -115,7 +115,7 @@ export function renderThreads(clusters: number, notify?: (line: string) => void)
 
 /** An error as it crosses threads. */
 interface ThreadError {
-  readonly kind: 'input' | 'write' | 'package' | 'other';
+  readonly kind: 'input' | 'write' | 'other';
   readonly message: string;
   readonly details?: readonly string[];
 }
@@ -123,7 +123,6 @@ interface ThreadError {
 function toThreadError(e: unknown): ThreadError {
   if (e instanceof InputError) return { kind: 'input', message: e.message, details: e.details };
   if (e instanceof WriteFailed) return { kind: 'write', message: e.message };
-  if (e instanceof IncompletePackage) return { kind: 'package', message: e.message };
   if (isFsError(e)) return { kind: 'write', message: fsErrorText(e) };
   return { kind: 'other', message: (e as Error)?.message ?? String(e) };
 }
@@ -131,7 +130,6 @@ function toThreadError(e: unknown): ThreadError {
 function fromThreadError(e: ThreadError): Error {
   if (e.kind === 'input') return new InputError(e.message, e.details ?? []);
   if (e.kind === 'write') return new WriteFailed(e.message);
-  if (e.kind === 'package') return new IncompletePackage(e.message);
   return new Error(`render thread: ${e.message}`);
 }
 

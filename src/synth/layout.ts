@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { IncompletePackage } from '../errors';
+import { InstallationDamaged } from '../cache/asset-sums';
 import { CLIENT_FILES_FOLDER } from '../render/client-files';
 import { inKustomization, kustomization, manifestYaml, RenderedFile } from '../render/folder-files';
 import { manifestFileName, RenderedCluster } from '../render/manifest';
@@ -9,7 +9,7 @@ import { treeFiles } from '../upstream/tree';
 
 /** The files of an upstream tree the package ships, copied verbatim under `into` (root-relative). */
 function vendoredFiles(into: string, from: string): RenderedFile[] {
-  if (!existsSync(from)) throw new IncompletePackage(`the copy of an upstream install it ships is missing: no folder ${from}`);
+  if (!existsSync(from)) throw new InstallationDamaged(from, 'is missing (the copy of an upstream install it ships)');
   return treeFiles(from).map((f): RenderedFile => [`${into}/${f.rel}`, readFileSync(path.join(from, f.rel), 'utf8')]);
 }
 

@@ -7,7 +7,8 @@ import { VendoredOverlay } from './releases';
 import { isRemoteResource, readKustomization } from './remote-bases';
 import { SourceRefused } from './tree';
 import { mergeValues } from './values';
-import { IncompletePackage, printable } from '../errors';
+import { InstallationDamaged } from '../cache/asset-sums';
+import { printable } from '../errors';
 import { describeIssues, InputFileError, parseInputYaml } from '../input/read';
 import { isJsonObject, JsonObject, setValueAt } from '../json';
 
@@ -41,11 +42,11 @@ function valuesWithSubcharts(dir: string): JsonObject {
 /**
  * The default values of a pinned chart in the package's copy (`upstream`), as the published chart carries them: the
  * release's stamped values (VendoredChart.published) over values.yaml, with its subcharts' values (valuesWithSubcharts).
- * Throws IncompletePackage when the copy has no such chart.
+ * Throws InstallationDamaged when the copy has no such chart.
  */
 export function chartDefaultValues(upstream: string, chart: string, version: string): JsonObject {
   const located = locateChart(upstream, chart, version);
-  if (!located) throw new IncompletePackage(`${printable(upstream)}: no copy of chart ${chart} ${version}`);
+  if (!located) throw new InstallationDamaged(upstream, `holds no copy of chart ${chart} ${version}`);
   const values = valuesWithSubcharts(located.dir);
   for (const [dotted, value] of Object.entries(located.release?.published?.values ?? {})) setValueAt(values, dotted, value);
   return values;
@@ -101,7 +102,7 @@ function kustomizationImages(root: string, rel: string, seen: Set<string>): Set<
 /** The image names (no tag) the build of a pinned overlay in the package's copy (`upstream`) pulls, sorted. Throws when the copy has none. */
 export function overlayImages(upstream: string, release: VendoredOverlay): string[] {
   const dir = locateOverlay(upstream, release.repoURL, release.version, release.path, release);
-  if (!dir) throw new IncompletePackage(`${printable(upstream)}: no copy of ${release.repoURL} ${release.path} ${release.version}`);
+  if (!dir) throw new InstallationDamaged(upstream, `holds no copy of ${release.repoURL} ${release.path} ${release.version}`);
   // locateOverlay answers the real path: the copy may be reached through a link (a checkout's ../shared, say)
   const root = realpathSync(path.join(upstream, release.folder));
   return [...kustomizationImages(root, path.relative(root, dir), new Set())].sort();

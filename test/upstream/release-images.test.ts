@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { EXIT, IncompletePackage, reportError } from '../../src/errors';
+import { InstallationDamaged } from '../../src/cache/asset-sums';
+import { EXIT, reportError } from '../../src/errors';
 import { DEFAULT_UPSTREAM } from '../../src/paths';
 import { chartDefaultValues, overlayImages } from '../../src/upstream/release-images';
 import { KUEUE_CHART, NETWORK_OPERATOR_CHART, VENDORED_RELEASES, VendoredChart, VendoredOverlay } from '../../src/upstream/releases';
@@ -50,10 +51,10 @@ describe.skipIf(!HAS_UPSTREAM)('the default values of a pinned chart, as its tem
     } catch (e) {
       thrown = e;
     }
-    expect(thrown).toBeInstanceOf(IncompletePackage);
+    expect(thrown).toBeInstanceOf(InstallationDamaged);
     const lines: string[] = [];
     expect(reportError(thrown, (l) => lines.push(l))).toBe(EXIT.badInput);
-    expect(lines).toEqual([expect.stringMatching(/^error: the installed gpu-cluster-manifests is incomplete \(.*: no copy of chart kueue 0\.0\.1\): reinstall it/)]);
+    expect(lines).toEqual([expect.stringMatching(/^error: the installed gpu-cluster-manifests is damaged: .* holds no copy of chart kueue 0\.0\.1; reinstall it/)]);
   });
 });
 

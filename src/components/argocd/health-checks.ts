@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { ARGOCD_BUILTIN_GO_HEALTH, ARGOCD_BUILTIN_LUA_HEALTH } from './builtin-health';
-import { IncompletePackage } from '../../errors';
+import { InstallationDamaged } from '../../cache/asset-sums';
 
 /**
  * The Lua health checks this toolkit adds to Argo CD, one folder per kind in Argo CD's own layout
@@ -31,7 +31,7 @@ let loaded: readonly HealthCheck[] | undefined;
 /** Every check, sorted by group and kind (read once per process). */
 export function healthChecks(): readonly HealthCheck[] {
   if (loaded) return loaded;
-  if (!existsSync(HEALTH_DIR)) throw new IncompletePackage(`the Argo CD health checks it ships are missing: no folder ${HEALTH_DIR}`);
+  if (!existsSync(HEALTH_DIR)) throw new InstallationDamaged(HEALTH_DIR, 'is missing (the Argo CD health checks it ships)');
   const out: HealthCheck[] = [];
   for (const group of readdirSync(HEALTH_DIR).sort()) {
     const groupDir = path.join(HEALTH_DIR, group);
