@@ -3,11 +3,11 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { applySteps, ARGOCD_MANAGER, planSync, refusalText, SyncPlan, SyncStep, vendoredCrds } from './argocd-sync';
+import { applySteps, ARGOCD_MANAGER, planSync, refusalText, SyncPlan, vendoredCrds } from './argocd-sync';
 import { KUEUE_MODULE, KUEUE_MODULE_DIR, kueueBinary, requiredVersion } from './binary';
 import { ControlPlane, startControlPlane } from './control-plane';
 import { KubeClient, KubeObject } from './kube-client';
-import { conditionOf, KueueProcess, loopbackKueue, poll, startKueue, workloadOwnedBy } from './kueue';
+import { conditionOf, KueueProcess, loopbackKueue, planOf, poll, startKueue, workloadOwnedBy } from './kueue';
 import { defaultCacheDir } from '../../src/cache/compiled-cache';
 import { readClusters, renderClusterSources } from '../../src/check';
 import { EXIT, main } from '../../src/cli';
@@ -47,9 +47,6 @@ const ACT_MS = 20_000;
 
 /** The applications of the plan Kueue needs: its install, its queues, the tenants (their namespaces and LocalQueues). */
 const KUEUE_APPS = /-(kueue-install|kueue|tenants)$/;
-/** What the cluster has before Argo CD that Kueue needs: the namespaces, and the MPIJob CRD (its integration is on only when the CRD is served at start). */
-const isPreinstalledForKueue = (o: KubeObject) => o.kind === 'Namespace'
-  || (o.kind === 'CustomResourceDefinition' && (o.spec as Json).group === 'kubeflow.org' && (o.spec as Json).names.kind === 'MPIJob');
 let sampleMpiJob: KubeObject;
 
 beforeAll(async () => {
@@ -70,10 +67,7 @@ beforeAll(async () => {
   tenantNamespace = tenant.name;
   cp = await startControlPlane({ identities: { tenant: { user: 'tenant', groups: [tenant.group] } } });
   const full = planSync(view, renders, vendoredCrds(DEFAULT_SCHEMAS), await cp.client().servedKinds());
-  const steps: SyncStep[] = full.steps
-    .map((s) => ({ ...s, objects: s.objects.filter((o) => KUEUE_APPS.test(o.application) || (o.application === 'pre-installed' && isPreinstalledForKueue(o.object))) }))
-    .filter((s) => s.objects.length > 0);
-  plan = { ...full, steps, webhooks: full.webhooks.filter((o) => KUEUE_APPS.test(o.application)) };
+  plan = planOf(full, KUEUE_APPS);
   const loopback = await loopbackKueue(plan);
   const admin = cp.client();
   const applied = await applySteps(admin, [...plan.steps, { label: 'admission webhooks of the installs', manager: ARGOCD_MANAGER, objects: plan.webhooks }]);

@@ -347,3 +347,15 @@ export async function workloadOwnedBy(client: KubeClient, job: KubeObject): Prom
   const workloads = await client.list(`/apis/kueue.x-k8s.io/v1beta2/namespaces/${job.metadata.namespace}/workloads`) as Json[];
   return workloads.find((w) => ((w.metadata.ownerReferences ?? []) as Json[]).some((r) => r.uid === live.metadata.uid));
 }
+
+/**
+ * The part of a sync plan a Kueue test applies: what the cluster has before Argo CD (the namespaces, the pre-installed
+ * add-ons' CRDs: Kueue turns on a job integration, and MultiKueue connects to a worker, only where its kind is served)
+ * and the Applications `apps` matches (their objects and their admission webhooks).
+ */
+export function planOf(full: SyncPlan, apps: RegExp): SyncPlan {
+  const steps = full.steps
+    .map((s) => ({ ...s, objects: s.objects.filter((o) => apps.test(o.application) || o.application === 'pre-installed') }))
+    .filter((s) => s.objects.length > 0);
+  return { ...full, steps, webhooks: full.webhooks.filter((o) => apps.test(o.application)) };
+}

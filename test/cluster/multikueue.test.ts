@@ -3,11 +3,11 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { applySteps, ARGOCD_MANAGER, planSync, refusalText, SyncPlan, SyncStep, vendoredCrds } from './argocd-sync';
+import { applySteps, ARGOCD_MANAGER, planSync, refusalText, SyncPlan, vendoredCrds } from './argocd-sync';
 import { kueueBinary } from './binary';
 import { ControlPlane, kubeconfigText, startControlPlane } from './control-plane';
 import { KubeObject } from './kube-client';
-import { conditionOf, KueueProcess, loopbackKueue, poll, serviceAccountToken, startKueue, workloadOwnedBy } from './kueue';
+import { conditionOf, KueueProcess, loopbackKueue, planOf, poll, serviceAccountToken, startKueue, workloadOwnedBy } from './kueue';
 import { defaultCacheDir } from '../../src/cache/compiled-cache';
 import { ClusterView, readClusters, renderClusterSources } from '../../src/check';
 import { EXIT, main } from '../../src/cli';
@@ -88,12 +88,7 @@ beforeAll(async () => {
     const renders = await renderClusterSources(view, { upstream: DEFAULT_UPSTREAM, session });
     const tenant = model.tenants[0];
     const cp = await startControlPlane({ identities: { tenant: { user: 'tenant', groups: [tenant.group] } } });
-    const full = planSync(view, renders, crds, await cp.client().servedKinds());
-    const steps: SyncStep[] = full.steps
-      // and what the cluster has before Argo CD (the pre-installed MPI Operator's CRD: the manager watches its kind on the worker)
-      .map((s) => ({ ...s, objects: s.objects.filter((o) => APPS.test(o.application) || o.application === 'pre-installed') }))
-      .filter((s) => s.objects.length > 0);
-    const plan = { ...full, steps, webhooks: full.webhooks.filter((o) => APPS.test(o.application)) };
+    const plan = planOf(planSync(view, renders, crds, await cp.client().servedKinds()), APPS);
     return { name, cp, plan, tenant };
   }));
   for (const s of started) members.set(s.name, { name: s.name, cp: s.cp, plan: s.plan });
