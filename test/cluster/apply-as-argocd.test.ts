@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { denials, nvidiaRuntimeClasses, tenantEscapes, warnTwins, write } from './admission';
+import { denials, nvidiaRuntimeClasses, tenantEscapes, WARN_TWIN, warnTwins, write } from './admission';
 import {
   applySteps, ARGOCD_MANAGER, failingWebhooks, interceptedObjects, planSync, PlannedObject, refusalText, secondApply, splitConversionRefusals,
   SyncPlan, vendoredCrds,
@@ -281,11 +281,21 @@ describe.each(NAMES)('cluster %s, applied as Argo CD applies it', (name) => {
 async function prepareAdmission(t: Tree): Promise<void> {
   const client = t.cp!.client();
   const planned = t.plan!.steps.flatMap((s) => s.objects).map((p) => p.object);
-  for (const o of [...warnTwins(planned), ...nvidiaRuntimeClasses()]) await client.apply(o, { fieldManager: 'test' });
-  // the API server's policy informer sees the twins a moment later: until a refusal comes with its warnings
+  for (const o of nvidiaRuntimeClasses()) await client.apply(o, { fieldManager: 'test' });
+  const twins = warnTwins(planned);
   const namespace = t.view.model?.tenants[0]?.namespace;
-  if (!namespace) return;
+  if (!namespace) {
+    for (const o of twins) await client.apply(o, { fieldManager: 'test' });
+    return;
+  }
+  // The API server's policy informer sees the bindings in the order they are written, a moment later. The twin of the
+  // binding that refuses a probe is written last: once the probe's refusal comes with its warnings, every twin is seen
+  // (waiting on any other twin left the later ones unseen on a busy machine: a refusal without its warnings).
   const probe = tenantEscapes(t.view.model!, namespace, 'none').escapes.find((e) => /privileged/.test(e.what))!.pod;
+  const refusing = /with binding '([^']+)' denied request/.exec((await write(client, 'POST', probe)).message)?.[1];
+  if (!refusing) throw new Error(`${t.name}: the privileged probe pod is not refused by a policy`);
+  const last = `${refusing}${WARN_TWIN}`;
+  for (const o of [...twins.filter((b) => b.metadata.name !== last), ...twins.filter((b) => b.metadata.name === last)]) await client.apply(o, { fieldManager: 'test' });
   const deadline = Date.now() + 60_000;
   while ((await write(client, 'POST', probe)).failures.length === 0) {
     if (Date.now() > deadline) throw new Error(`${t.name}: the warning twins of the policies gave no warning within 60 s`);
