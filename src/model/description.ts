@@ -46,7 +46,10 @@ const gitops = z.strictObject({
 const repositoryUrl = () => z.string({ error: 'expected a repository URL' })
   .regex(/^(https?:\/\/|oci:\/\/|ssh:\/\/)[^\s/]+(\/\S*)?$|^[\w.-]+@[\w.-]+:\S+$/, { error: 'expected a repository URL (https://, oci://, ssh:// or user@host:path)' });
 
-/** An image registry, or a registry and a path in it (`nvcr.io`, `harbor.lab:5000/nvcr`): what an image reference starts with. */
+/**
+ * An image registry, a registry and a path in it, or a whole repository (`nvcr.io`, `harbor.lab:5000/nvcr`,
+ * `nvcr.io/nvidia/gpu-operator`): what an image reference starts with.
+ */
 const registryPrefix = () => z.string({ error: 'expected an image registry such as "nvcr.io" or "harbor.lab/nvcr"' })
   .regex(/^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]+)?(\/[a-z0-9]+([._-][a-z0-9]+)*)*$/, { error: 'expected an image registry such as "nvcr.io" or "harbor.lab/nvcr" (no scheme, no tag)' });
 
@@ -58,7 +61,7 @@ const mirrors = z.strictObject({
     .describe('Git repositories, by URL prefix: upstream -> mirror at the same tags, for the managed installs\' kustomize overlays and Argo CD\'s own '
       + 'install base (gitops.argocdInstall: upstream). Example: "https://github.com/": "https://git.lab/github/".'),
   images: z.record(registryPrefix(), registryPrefix()).default({})
-    .describe('Image registries, by prefix: upstream -> mirror, rewritten in every image reference the toolkit renders (containers, the operators\' image '
+    .describe('Image registries, by prefix (a registry, a path in it or a whole repository; the longest wins): upstream -> mirror, rewritten in every image reference the toolkit renders (containers, the operators\' image '
       + 'coordinates in ClusterPolicy and NicClusterPolicy), in Argo CD\'s install (kustomize images) and in the managed installs: each chart\'s image '
       + 'values (read from its pinned default values, subcharts included) and each overlay\'s kustomize images. Images an operator pulls by itself are '
       + 'not in any render: check lists what remains (image-mirror); mirror those in the nodes\' container runtime. '

@@ -15,8 +15,13 @@ function startsAt(value: string, prefix: string): boolean {
 /** How a prefix of `mirrors` matches a value. */
 type Matches = (value: string, prefix: string) => boolean;
 
-/** Whether `value` is `prefix` followed by more path segments (an image reference under a registry prefix). */
-const underPath: Matches = (value, prefix) => value.startsWith(`${prefix}/`);
+/**
+ * Whether `value` is an image reference under `prefix`: more path segments follow it, or (a prefix with a path: a whole
+ * repository, `nvcr.io/nvidia/gpu-operator`) it is the whole name, with a tag or a digest or none. After a bare registry a
+ * `:` is its port.
+ */
+const underPath: Matches = (value, prefix) => value.startsWith(`${prefix}/`)
+  || (prefix.includes('/') && value.startsWith(prefix) && /^([:@]|$)/.test(value.slice(prefix.length)));
 
 /**
  * The entry of `map` whose upstream prefix (with `reverse`: whose mirror) `matches` the longest part of `value`, as

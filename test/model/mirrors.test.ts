@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { mirroredRegistry, mirroredValueOverrides, mirrorImage, mirrorImagesIn, mirrorRegistry, mirrorValueImages } from '../../src/model/mirrors';
+import { mirroredRegistry, mirroredValueOverrides, mirrorImage, mirrorImagesIn, mirrorRegistry, mirrorValueImages, unmirrorImage } from '../../src/model/mirrors';
 import { imageRefsOf } from '../../src/upstream/images';
 
 const MAP = { 'nvcr.io': 'harbor.lab/nvcr', 'quay.io': 'harbor.lab/quay', 'docker.io': 'harbor.lab/dockerhub', 'ghcr.io/mellanox': 'harbor.lab/mellanox' };
@@ -85,5 +85,23 @@ describe('rendered objects: what mirrorImagesIn rewrites is what the image rules
     expect(refs(mirrored).filter((r) => mirroredRegistry(r, MAP) !== undefined)).toEqual([]);
     expect(refs(mirrored).sort()).toEqual(refs(policy).map((r) => mirrorImage(r, MAP)).sort());
     expect(mirrored.spec.toolkit.image).toBe('container-toolkit');
+  });
+});
+
+describe('what a prefix of mirrors.images matches', () => {
+  const map = { 'nvcr.io/nvidia/gpu-operator': 'harbor.lab/gpu-operator', 'harbor.lab': 'mirror.lab/harbor', 'nvcr.io': 'harbor.lab/nvcr' };
+
+  it('a whole repository: its tags and digests, before the registry it is in (the longest wins), both ways', () => {
+    expect(mirrorImage('nvcr.io/nvidia/gpu-operator:v26.7.0', map)).toBe('harbor.lab/gpu-operator:v26.7.0');
+    expect(mirrorImage('nvcr.io/nvidia/gpu-operator@sha256:0123', map)).toBe('harbor.lab/gpu-operator@sha256:0123');
+    expect(mirrorImage('nvcr.io/nvidia/gpu-operator', map)).toBe('harbor.lab/gpu-operator');
+    expect(mirroredRegistry('nvcr.io/nvidia/gpu-operator:v26.7.0', map)).toBe('nvcr.io/nvidia/gpu-operator');
+    expect(unmirrorImage('harbor.lab/gpu-operator:v26.7.0', map)).toBe('nvcr.io/nvidia/gpu-operator:v26.7.0');
+  });
+
+  it('a repository is no prefix of a longer name, and after a bare registry a colon is its port', () => {
+    expect(mirrorImage('nvcr.io/nvidia/gpu-operator-validator:v1', map)).toBe('harbor.lab/nvcr/nvidia/gpu-operator-validator:v1');
+    expect(mirrorImage('harbor.lab:5000/team/app:v1', map)).toBe('harbor.lab:5000/team/app:v1');
+    expect(mirrorImage('harbor.lab/team/app:v1', map)).toBe('mirror.lab/harbor/team/app:v1');
   });
 });
