@@ -107,15 +107,28 @@ function registration(m: MultiKueueFacts): string {
   return out.join('\n');
 }
 
+/** A setting of a manager's rendered multiKueue block: the toolkit writes every one (components/kueue/manager-config.ts). */
+function setting(m: MultiKueueFacts, key: 'dispatcherName' | 'gcInterval' | 'origin' | 'workerLostTimeout'): string {
+  const v = m.settings?.[key];
+  if (v === undefined) throw new Error(`the rendered Kueue configuration of ${m.cluster} has no multiKueue.${key}`);
+  return v;
+}
+
+/** How long a Workload whose worker is lost stays admitted on the manager: its setting when the toolkit installs Kueue. */
+function workerLostTimeout(m: MultiKueueFacts): string {
+  return m.settings ? code(setting(m, 'workerLostTimeout')) : `the ${code('workerLostTimeout')} of its Kueue's configuration`;
+}
+
 function settingsLine(m: MultiKueueFacts): string {
   const s = m.settings;
   if (!s) return `${m.cluster}'s Kueue is not installed by this toolkit: its own configuration decides the dispatcher (Kueue's default: all at once) and the multiKueue settings.`;
-  const incremental = s.dispatcherName === MULTIKUEUE_DISPATCHERS.Incremental;
-  return `Dispatcher ${code(s.dispatcherName ?? 'all-at-once')}: ${incremental
+  const dispatcher = setting(m, 'dispatcherName');
+  const incremental = dispatcher === MULTIKUEUE_DISPATCHERS.Incremental;
+  return `Dispatcher ${code(dispatcher)}: ${incremental
     ? 'the workers are nominated in the order above, a few at a time (3, then 3 more every 5 minutes), and the first to admit a Workload runs it'
     : 'each Workload is copied to every worker of its queue at once and the first to admit it runs it (the order matters to the incremental dispatcher only)'}. `
-    + `Garbage collection every ${code(s.gcInterval ?? '1m')} of what ${m.cluster} created on the workers (label ${code(`kueue.x-k8s.io/multikueue-origin: ${s.origin ?? 'multikueue'}`)}); `
-    + `a Workload whose worker is lost stays admitted for ${code(s.workerLostTimeout ?? '15m')} before it is dispatched again.`;
+    + `Garbage collection every ${code(setting(m, 'gcInterval'))} of what ${m.cluster} created on the workers (label ${code(`kueue.x-k8s.io/multikueue-origin: ${setting(m, 'origin')}`)}); `
+    + `a Workload whose worker is lost stays admitted for ${workerLostTimeout(m)} before it is dispatched again.`;
 }
 
 function managerSection(fleet: Fleet, m: MultiKueueFacts): string {
@@ -145,7 +158,7 @@ function managerSection(fleet: Fleet, m: MultiKueueFacts): string {
     '**Tokens expire.** A service-account token from `kubectl create token` lasts the `--duration` asked for, or less when the API server caps it '
       + `(${code('--service-account-max-token-expiration')}). When it expires, the MultiKueueCluster turns ${code('Active: False')} (${code('ClientConnectionFailed')}), `
       + `Argo CD shows ${code(`${m.cluster}-multikueue`)} Degraded, and nothing more is dispatched to that worker; the Workloads it runs are requeued on `
-      + `${m.cluster} after ${code(m.settings?.workerLostTimeout ?? '15m')} (workerLostTimeout). Run the commands again before then (they replace the Secret, which Kueue watches). A token Secret of type `
+      + `${m.cluster} after ${workerLostTimeout(m)}${m.settings ? ' (workerLostTimeout)' : ''}. Run the commands again before then (they replace the Secret, which Kueue watches). A token Secret of type `
       + `${code('kubernetes.io/service-account-token')} on the worker never expires until deleted: Kubernetes discourages it, and it must never be written into ${code('dist/')}.`,
     '',
     registration(m),

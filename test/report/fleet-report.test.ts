@@ -4,7 +4,8 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { FLEET_REPORT_FILE } from '../../src/report/fleet';
+import { MultiKueueFacts } from '../../src/check/multikueue';
+import { FLEET_REPORT_FILE, fleetReport } from '../../src/report/fleet';
 import { synth } from '../../src/synth/pipeline';
 import { FLEET_FIXTURE } from '../helpers';
 
@@ -31,5 +32,29 @@ describe('the fleet page (dist/fleet/README.md) of a MultiKueue fleet', () => {
     expect(page).toContain('Dispatcher `kueue.x-k8s.io/multikueue-dispatcher-incremental`');
     expect(page).toMatch(/### lab-a: Secret `kueue-system\/multikueue-lab-a` on hub/);
     expect(page).toMatch(/### lab-b: ClusterProfile `kueue-system\/lab-b` on hub/);
+  });
+});
+
+describe('the fleet page\'s MultiKueue settings', () => {
+  const manager: MultiKueueFacts = {
+    ...{ cluster: 'hub', localQueues: [], clusterQueues: [], flavors: [], topologies: [] },
+    ...{ admissionChecks: [{ name: 'multikueue', config: 'multikueue' }], configs: [{ name: 'multikueue', clusters: ['lab-a'] }] },
+    clusters: [{ name: 'lab-a', secret: 'multikueue-lab-a' }],
+  };
+  const settings = { dispatcherName: 'kueue.x-k8s.io/multikueue-dispatcher-all-at-once', gcInterval: '2m', origin: 'hub-origin', workerLostTimeout: '7m' };
+
+  it('are the rendered configuration\'s; with a Kueue the toolkit does not install, the page names no value for them', () => {
+    const rendered = fleetReport([{ ...manager, settings }])!;
+    expect(rendered).toContain('Garbage collection every `2m` of what hub created on the workers (label `kueue.x-k8s.io/multikueue-origin: hub-origin`); a Workload whose worker is lost stays admitted for `7m`');
+    expect(rendered).toContain('requeued on hub after `7m` (workerLostTimeout)');
+    const own = fleetReport([manager])!;
+    expect(own).toContain('hub\'s Kueue is not installed by this toolkit');
+    expect(own).toContain('requeued on hub after the `workerLostTimeout` of its Kueue\'s configuration.');
+  });
+
+  it('a rendered configuration without one of them is the toolkit\'s error, not a default written in its place', () => {
+    const { gcInterval, ...rest } = settings;
+    expect(gcInterval).toBe('2m');
+    expect(() => fleetReport([{ ...manager, settings: rest }])).toThrow('the rendered Kueue configuration of hub has no multiKueue.gcInterval');
   });
 });
