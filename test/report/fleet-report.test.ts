@@ -37,8 +37,13 @@ describe('the fleet page (dist/fleet/README.md) of a MultiKueue fleet', () => {
 
 describe('the fleet page\'s MultiKueue settings', () => {
   const manager: MultiKueueFacts = {
-    ...{ cluster: 'hub', localQueues: [], clusterQueues: [], flavors: [], topologies: [] },
-    ...{ admissionChecks: [{ name: 'multikueue', config: 'multikueue' }], configs: [{ name: 'multikueue', clusters: ['lab-a'] }] },
+    cluster: 'hub',
+    localQueues: [],
+    clusterQueues: [],
+    flavors: [],
+    topologies: [],
+    admissionChecks: [{ name: 'multikueue', config: 'multikueue' }],
+    configs: [{ name: 'multikueue', clusters: ['lab-a'] }],
     clusters: [{ name: 'lab-a', secret: 'multikueue-lab-a' }],
   };
   const settings = { dispatcherName: 'kueue.x-k8s.io/multikueue-dispatcher-all-at-once', gcInterval: '2m', origin: 'hub-origin', workerLostTimeout: '7m' };
