@@ -1,9 +1,9 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { CACHE_ENV, ControlPlaneBuildError, controlPlaneBinary, GO_ENV, KUEUE_CACHE_ENV, kueueBinary } from './binary';
+import { CACHE_ENV, ControlPlaneBuildError, controlPlaneBinary, GO_ENV, KUEUE_CACHE_ENV, kueueBinary, UNUSED_ENTRY_MS } from './binary';
 
 /**
  * The cache of the control plane and Kueue binaries (binary.ts), with a stand-in for the go command: it answers
@@ -136,6 +136,32 @@ describe('the control plane binary, built once per machine into a cache keyed by
     expect(again.built).toBe(true);
     expect(builds()).toBe(2);
     expect(readdirSync(root)).toEqual([first.key]);
+  });
+
+  it('a new build removes the entries of other keys no run used for a week; a use keeps an entry, and so does its lock', async () => {
+    const first = await controlPlaneBinary();
+    const aged = (dir: string, ms: number) => {
+      mkdirSync(path.join(root, dir), { recursive: true });
+      writeFileSync(path.join(root, dir, 'record.json'), '{}\n');
+      const at = new Date(Date.now() - ms);
+      utimesSync(path.join(root, dir, 'record.json'), at, at);
+    };
+    const day = 24 * 60 * 60 * 1000;
+    aged('go1.98.0-linux-amd64-old', UNUSED_ENTRY_MS + day);
+    aged('go1.98.0-linux-amd64-recent', UNUSED_ENTRY_MS - day);
+    aged('go1.98.0-linux-amd64-locked', UNUSED_ENTRY_MS + day);
+    writeFileSync(path.join(root, 'go1.98.0-linux-amd64-locked.lock'), JSON.stringify({ pid: process.pid, host: (await import('node:os')).hostname() }));
+    // this run's own entry, last used long ago, is used now: it stays however old its build is
+    const record = path.join(path.dirname(first.path), 'record.json');
+    const longAgo = new Date(Date.now() - UNUSED_ENTRY_MS - day);
+    utimesSync(record, longAgo, longAgo);
+    expect((await controlPlaneBinary()).built).toBe(false);
+    expect(Date.now() - statSync(record).mtimeMs).toBeLessThan(day);
+    // a new key's build (another Go) evicts what went unused
+    process.env.FAKE_GOVERSION = `go1.99.${serial}-next`;
+    const next = await controlPlaneBinary();
+    expect(next.built).toBe(true);
+    expect(readdirSync(root).sort()).toEqual([first.key, 'go1.98.0-linux-amd64-locked', 'go1.98.0-linux-amd64-locked.lock', 'go1.98.0-linux-amd64-recent', next.key].sort());
   });
 
   it('fails closed, in one line: no go command, a build that fails', async () => {

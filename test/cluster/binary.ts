@@ -1,6 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { accessSync, closeSync, constants, createReadStream, existsSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { accessSync, closeSync, constants, createReadStream, existsSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { homedir, hostname } from 'node:os';
 import * as path from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -412,6 +412,32 @@ function removeDeadBuilds(root: string): void {
   }
 }
 
+/** An entry of another key (an older pin, another Go) unused this long is removed when a new one is built. */
+export const UNUSED_ENTRY_MS = 7 * 24 * 60 * 60 * 1000;
+
+/** Marks an entry used (its record's modification time): what evictUnused goes by. */
+function markUsed(dir: string): void {
+  const now = new Date();
+  try {
+    utimesSync(path.join(dir, RECORD), now, now);
+  } catch {
+    // a read-only cache is used as it is; nothing is evicted by its age then
+  }
+}
+
+/**
+ * Removes the entries of other keys that no run used for UNUSED_ENTRY_MS (100 MB and more each, one per pin ever
+ * built), except one a process is building or holds the lock of.
+ */
+function evictUnused(root: string, keep: string): void {
+  const names = readdirSync(root);
+  for (const name of names) {
+    if (name === keep || name.includes('.build-') || name.endsWith('.lock') || names.includes(`${name}.lock`)) continue;
+    const record = statSync(path.join(root, name, RECORD), { throwIfNoEntry: false });
+    if (record && Date.now() - record.mtimeMs > UNUSED_ENTRY_MS) rmSync(path.join(root, name), { recursive: true, force: true });
+  }
+}
+
 export interface BinaryOptions {
   /** Told once before a build starts, and when it ends (the test task prints them). */
   readonly progress?: (line: string) => void;
@@ -435,11 +461,17 @@ async function goBinary(spec: GoBinarySpec, opts: BinaryOptions): Promise<GoBina
   const go = goCommand();
   const key = buildKey(go, spec);
   const known = remembered(key);
-  if (known) return known;
+  if (known) {
+    markUsed(path.dirname(known.path));
+    return known;
+  }
   const root = cacheRoot(spec);
   const dir = path.join(root, key);
   const ready = existsSync(dir) ? await verifiedEntry(spec, dir, key) : undefined;
-  if (ready) return remember(ready);
+  if (ready) {
+    markUsed(dir);
+    return remember(ready);
+  }
   mkdirSync(root, { recursive: true });
   const say = opts.progress ?? (() => {});
   const result = await withLock(path.join(root, `${key}.lock`), () => say(`waiting for another process to build ${spec.what} (${root})...`), async () => {
@@ -460,6 +492,7 @@ async function goBinary(spec: GoBinarySpec, opts: BinaryOptions): Promise<GoBina
       // a damaged entry of this key (it failed verification) makes way for the new one
       rmSync(dir, { recursive: true, force: true });
       renameSync(tmp, dir);
+      evictUnused(root, key);
       say(`built ${spec.what} in ${record.seconds} s`);
       return { path: path.join(dir, spec.binary), key, versions, built: true };
     } finally {
