@@ -1,6 +1,9 @@
+import { isDeepStrictEqual } from 'node:util';
+
 /**
  * Shapes of parsed JSON and YAML (objects read from files, clusters, charts): the one guard for a
- * mapping and the one walk along a path of keys. Imports nothing of the project: everything may use it.
+ * mapping, the one walk along a path of keys and the one list of where two values differ. Imports nothing of the
+ * project: everything may use it.
  */
 
 /** A mapping of parsed JSON or YAML. */
@@ -37,4 +40,26 @@ export function setValueAt(target: JsonObject, path: string | readonly string[],
     at = isJsonObject(next) ? next : (at[k] = {}) as JsonObject;
   }
   at[keys[keys.length - 1]] = value;
+}
+
+/** A key as a step of a field path: `.name`, or `["checksum/secret"]` where the key is no plain name. */
+function fieldStep(key: string): string {
+  return /^[A-Za-z_][\w-]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`;
+}
+
+/**
+ * The field paths (at most `max`, in key order) where two JSON values differ: `.spec.replicas`,
+ * `.spec.containers[0].image`, `.metadata.annotations["checksum/config"]`; `.` when the values themselves differ
+ * (other types, or lists of other lengths).
+ */
+export function jsonDifferences(a: unknown, b: unknown, max = 10, at = '', out: string[] = []): string[] {
+  if (out.length >= max || isDeepStrictEqual(a, b)) return out;
+  if (Array.isArray(a) && Array.isArray(b) && a.length === b.length) {
+    a.forEach((v, i) => jsonDifferences(v, b[i], max, `${at}[${i}]`, out));
+  } else if (isJsonObject(a) && isJsonObject(b)) {
+    for (const k of [...new Set([...Object.keys(a), ...Object.keys(b)])].sort()) jsonDifferences(a[k], b[k], max, `${at}${fieldStep(k)}`, out);
+  } else {
+    out.push(at || '.');
+  }
+  return out;
 }

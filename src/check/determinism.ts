@@ -1,29 +1,6 @@
 import { Rule, Violation } from './rule';
-import { isJsonObject } from '../json';
+import { jsonDifferences } from '../json';
 import { describeObject, Manifest, objectId } from '../render/manifest';
-
-/** A field of a path: `.name`, or `["checksum/secret"]` where the key is no plain name. */
-function field(key: string): string {
-  return /^[A-Za-z_][\w-]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`;
-}
-
-/** The paths (at most `limit`) where two JSON values differ, leaves first found first. */
-function differences(a: unknown, b: unknown, at: string, out: string[], limit: number): void {
-  if (out.length >= limit) return;
-  if (Array.isArray(a) && Array.isArray(b)) {
-    if (a.length !== b.length) {
-      out.push(at);
-      return;
-    }
-    a.forEach((v, i) => differences(v, b[i], `${at}[${i}]`, out, limit));
-    return;
-  }
-  if (isJsonObject(a) && isJsonObject(b)) {
-    for (const k of [...new Set([...Object.keys(a), ...Object.keys(b)])].sort()) differences(a[k], b[k], `${at}${field(k)}`, out, limit);
-    return;
-  }
-  if (JSON.stringify(a) !== JSON.stringify(b)) out.push(at);
-}
 
 /** Fields named per object in a finding: the first few tell the cause (a random secret, the checksum that follows it). */
 const FIELDS_SHOWN = 4;
@@ -54,8 +31,7 @@ const renderDeterministic: Rule = {
           changes.push(`${describeObject(o)} (only in the first render)`);
           continue;
         }
-        const fields: string[] = [];
-        differences(o, other, '', fields, FIELDS_SHOWN + 1);
+        const fields = jsonDifferences(o, other, FIELDS_SHOWN + 1);
         if (fields.length > 0) {
           const shown = fields.slice(0, FIELDS_SHOWN).map((f) => f.replace(/^\./, ''));
           changes.push(`${describeObject(o)} ${shown.join(', ')}${fields.length > FIELDS_SHOWN ? ' and more' : ''}`);

@@ -1,10 +1,9 @@
-import { isDeepStrictEqual } from 'node:util';
 import {
   ARGOCD_FIELD_MANAGER, crdKey, placeObjects, SyncObject, syncSources, SyncStep, syncSteps,
 } from '../check/argocd-sync';
 import { ClusterView } from '../check/cluster-view';
 import { InputError, printable } from '../errors';
-import { isJsonObject } from '../json';
+import { isJsonObject, jsonDifferences } from '../json';
 import { skipsDryRunOnMissing } from '../model/names';
 import { LiveSession } from '../preflight/live';
 import { apiGroup, describeObject, Manifest } from '../render/manifest';
@@ -122,17 +121,6 @@ function comparable(o: Record<string, unknown>): Record<string, unknown> {
   const metadata = isJsonObject(o.metadata) ? o.metadata : {};
   const { resourceVersion: _rv, managedFields: _mf, generation: _g, ...kept } = metadata;
   return { ...rest, metadata: kept };
-}
-
-/** Paths where two JSON values differ (at most `max`), `.spec.replicas`, `.metadata.labels.app`. */
-export function differences(a: unknown, b: unknown, max = 10, at = '', out: string[] = []): string[] {
-  if (out.length >= max || isDeepStrictEqual(a, b)) return out;
-  if (a && b && typeof a === 'object' && typeof b === 'object' && !Array.isArray(a) && !Array.isArray(b)) {
-    for (const k of [...new Set([...Object.keys(a), ...Object.keys(b)])].sort()) differences((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k], max, `${at}.${k}`, out);
-  } else {
-    out.push(at || '.');
-  }
-  return out;
 }
 
 /** One object to verify, where it comes in the sync, and the Application that brings it. */
@@ -330,7 +318,7 @@ export async function verifyCluster(view: ClusterView, rendered: readonly Render
         results.push({ item, outcome: before ? 'created' : 'accepted' });
         return;
       }
-      const paths = differences(comparable(before.body as Record<string, unknown>), comparable(answer.body as Record<string, unknown>));
+      const paths = jsonDifferences(comparable(before.body as Record<string, unknown>), comparable(answer.body as Record<string, unknown>));
       if (paths.length === 0) results.push({ item, outcome: 'unchanged' });
       else results.push({ item, outcome: 'changed', finding: { ...base, severity: 'info', type: 'drift', paths, message: `the sync would change ${paths.join(', ')}` } });
       return;

@@ -6,9 +6,9 @@ import { ARGOCD_FIELD_MANAGER, crdKey, placeObjects, syncOptionsOf, syncSources,
 import { ClusterView } from '../../src/check/cluster-view';
 import { ARGO } from '../../src/check/gitops';
 import { isBuiltInGroup } from '../../src/components/gitops/api-kinds';
+import { jsonDifferences } from '../../src/json';
 import { apiGroup } from '../../src/render/manifest';
 import { ClusterRenders } from '../../src/upstream/render';
-import { differences } from '../../src/verify/dry-run';
 
 /**
  * A rendered cluster applied to the hermetic control plane as Argo CD applies it: what the cluster has before Argo
@@ -319,7 +319,7 @@ export async function secondApply(client: KubeClient, steps: readonly SyncStep[]
         try {
           const before = await client.read(o.object);
           const after = await client.apply(o.object, { fieldManager: manager, dryRun: true });
-          const paths = before ? differences(comparable(before), comparable(after)) : ['(the object is gone)'];
+          const paths = before ? jsonDifferences(comparable(before), comparable(after)) : ['(the object is gone)'];
           if (paths.length === 0) return;
           if (attempt > 0) {
             drift.push({ object: o, paths });

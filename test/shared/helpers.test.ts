@@ -4,9 +4,9 @@ import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { InputError } from '../../src/errors';
 import { usableFolder } from '../../src/files';
-import { isJsonObject, setValueAt, valueAt } from '../../src/json';
+import { isJsonObject, jsonDifferences, setValueAt, valueAt } from '../../src/json';
 
-/* The helpers every layer shares (one copy each): the mapping guard, the path walk, the usable-folder check. */
+/* The helpers every layer shares (one copy each): the mapping guard, the path walk, the differences, the usable-folder check. */
 
 describe('isJsonObject', () => {
   it('holds for mappings only', () => {
@@ -38,6 +38,21 @@ describe('setValueAt', () => {
     setValueAt(target, ['n', 'm'], 'x');
     setValueAt(target, 'top', true);
     expect(target).toEqual({ a: { keep: 1, b: { c: 3 } }, n: { m: 'x' }, top: true });
+  });
+});
+
+describe('jsonDifferences (check\'s render-deterministic, verify\'s drift)', () => {
+  const a = { spec: { replicas: 1, containers: [{ name: 'c', image: 'x:1' }], args: ['a'] }, metadata: { annotations: { 'checksum/secret': 'aa' }, name: 'n' } };
+  it('names each differing leaf, in key order, through mappings and lists of the same length', () => {
+    const b = { spec: { replicas: 2, containers: [{ name: 'c', image: 'x:2' }], args: ['a', 'b'] }, metadata: { annotations: { 'checksum/secret': 'bb' }, name: 'n' } };
+    expect(jsonDifferences(a, b)).toEqual(['.metadata.annotations["checksum/secret"]', '.spec.args', '.spec.containers[0].image', '.spec.replicas']);
+    expect(jsonDifferences(a, b, 2)).toEqual(['.metadata.annotations["checksum/secret"]', '.spec.args']);
+  });
+  it('is empty for equal values; a missing field and other types differ; values that differ whole are `.`', () => {
+    expect(jsonDifferences(a, structuredClone(a))).toEqual([]);
+    expect(jsonDifferences({ a: 1 }, { a: 1, b: null })).toEqual(['.b']);
+    expect(jsonDifferences({ a: [1] }, { a: { 0: 1 } })).toEqual(['.a']);
+    expect(jsonDifferences(1, '1')).toEqual(['.']);
   });
 });
 
