@@ -13,6 +13,7 @@ import { controlPlaneBinary } from './binary';
 import { ControlPlane, startControlPlane } from './control-plane';
 import { ApiError, describe as describeObject, KubeObject } from './kube-client';
 import { HermeticNode, nodesOf, operandDaemonSets, PlacementInput, placementFindings, placeSamples, settledState, waitingForKueue } from './placement';
+import { poll } from './poll';
 import { defaultCacheDir } from '../../src/cache/compiled-cache';
 import { checkCluster, ClusterView, readClusters, renderClusterSources } from '../../src/check';
 import { ClusterIndex } from '../../src/check/cluster-index';
@@ -296,11 +297,8 @@ async function prepareAdmission(t: Tree): Promise<void> {
   if (!refusing) throw new Error(`${t.name}: the privileged probe pod is not refused by a policy`);
   const last = `${refusing}${WARN_TWIN}`;
   for (const o of [...twins.filter((b) => b.metadata.name !== last), ...twins.filter((b) => b.metadata.name === last)]) await client.apply(o, { fieldManager: 'test' });
-  const deadline = Date.now() + 60_000;
-  while ((await write(client, 'POST', probe)).failures.length === 0) {
-    if (Date.now() > deadline) throw new Error(`${t.name}: the warning twins of the policies gave no warning within 60 s`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  const warned = await poll(() => write(client, 'POST', probe), (v) => v.failures.length > 0, 60_000, 200);
+  if (warned.failures.length === 0) throw new Error(`${t.name}: the warning twins of the policies gave no warning within 60 s`);
 }
 
 /**
@@ -308,16 +306,15 @@ async function prepareAdmission(t: Tree): Promise<void> {
  * bound it; `failed`: the controller's FailedCreate events (an admission refusal of its request).
  */
 async function launcherPod(client: ReturnType<ControlPlane['client']>, job: KubeObject): Promise<{ nodeName?: string; failed: string[] }> {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
+  const seen = await poll(async () => {
     const pods = await client.list(`/api/v1/namespaces/${job.metadata.namespace}/pods?labelSelector=${encodeURIComponent(`batch.kubernetes.io/controller-uid=${String(job.metadata.uid)}`)}`);
     const nodeName = (pods[0]?.spec as { nodeName?: string } | undefined)?.nodeName;
-    if (nodeName) return { nodeName, failed: [] };
-    const events = await client.list(`/api/v1/namespaces/${job.metadata.namespace}/events`);
+    const events = nodeName ? [] : await client.list(`/api/v1/namespaces/${job.metadata.namespace}/events`);
     const failed = events.filter((e) => (e.involvedObject as { uid?: string }).uid === job.metadata.uid && e.reason === 'FailedCreate').map((e) => String(e.message));
-    if (failed.length > 0 || Date.now() > deadline) return { failed: failed.length > 0 ? failed : [`no pod bound within 60 s (${pods.length} pods)`] };
-    await new Promise((r) => setTimeout(r, 250));
-  }
+    return { nodeName, failed, pods: pods.length };
+  }, (s) => s.nodeName !== undefined || s.failed.length > 0, 60_000, 250);
+  if (seen.nodeName) return { nodeName: seen.nodeName, failed: [] };
+  return { failed: seen.failed.length > 0 ? seen.failed : [`no pod bound within 60 s (${seen.pods} pods)`] };
 }
 
 /**
@@ -325,17 +322,15 @@ async function launcherPod(client: ReturnType<ControlPlane['client']>, job: Kube
  * warns about (any warning: an undefined field of a kind the policy matches, a type error, a cost over the limit).
  */
 async function typeCheckWarnings(client: ReturnType<ControlPlane['client']>, name: string): Promise<string[]> {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const vap = await client.get(`/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/${name}`);
-    type Status = { observedGeneration?: number; typeChecking?: { expressionWarnings?: { fieldRef: string; warning: string }[] } };
+  type Status = { observedGeneration?: number; typeChecking?: { expressionWarnings?: { fieldRef: string; warning: string }[] } };
+  const checked = (vap: KubeObject | undefined) => {
     const status = vap?.status as Status | undefined;
-    if (vap && status !== undefined && status.observedGeneration === vap.metadata.generation && status.typeChecking) {
-      return (status.typeChecking.expressionWarnings ?? []).map((w) => `ValidatingAdmissionPolicy ${name} ${w.fieldRef}: ${w.warning.replace(/\s+/g, ' ').trim()}`);
-    }
-    if (Date.now() > deadline) return [`ValidatingAdmissionPolicy ${name}: not type-checked within 60 s (status ${JSON.stringify(status)})`];
-    await new Promise((r) => setTimeout(r, 250));
-  }
+    return vap !== undefined && status?.observedGeneration === vap.metadata.generation && status?.typeChecking !== undefined;
+  };
+  const vap = await poll(() => client.get(`/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/${name}`), checked, 60_000, 250);
+  const status = vap?.status as Status | undefined;
+  if (!checked(vap)) return [`ValidatingAdmissionPolicy ${name}: not type-checked within 60 s (status ${JSON.stringify(status)})`];
+  return (status!.typeChecking!.expressionWarnings ?? []).map((w) => `ValidatingAdmissionPolicy ${name} ${w.fieldRef}: ${w.warning.replace(/\s+/g, ' ').trim()}`);
 }
 
 describe('the assertions fire: deliberately broken renders of the reference cluster', () => {

@@ -2,6 +2,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { ApiError, describe, KubeClient, KubeObject, Resource } from './kube-client';
+import { poll } from './poll';
 import { ARGOCD_FIELD_MANAGER, crdKey, placeObjects, syncOptionsOf, syncSources, syncSteps, syncWave } from '../../src/check/argocd-sync';
 import { ClusterView } from '../../src/check/cluster-view';
 import { ARGO } from '../../src/check/gitops';
@@ -220,13 +221,10 @@ export async function eachLimited<T, R>(items: readonly T[], limit: number, fn: 
   return out;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 /** Waits until every CRD applied is Established and its kind is served (discovery); false on timeout. */
 async function waitEstablished(client: KubeClient, defs: readonly KubeObject[], timeoutMs: number): Promise<string[]> {
-  const deadline = Date.now() + timeoutMs;
   const pending = new Set(defs.map((d) => d.metadata.name));
-  while (pending.size > 0 && Date.now() < deadline) {
+  await poll(async () => {
     for (const name of [...pending]) {
       const live = await client.get(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`);
       if (!live) continue;
@@ -237,8 +235,8 @@ async function waitEstablished(client: KubeClient, defs: readonly KubeObject[], 
       const known = await Promise.all(served.map((v) => client.resource(`${spec.group}/${v.name}`, spec.names.kind)));
       if (known.every((k) => k !== undefined)) pending.delete(name);
     }
-    if (pending.size > 0) await sleep(200);
-  }
+    return pending.size;
+  }, (left) => left === 0, timeoutMs, 200);
   return [...pending];
 }
 

@@ -7,7 +7,8 @@ import { applySteps, ARGOCD_MANAGER, planSync, refusalText, SyncPlan, vendoredCr
 import { KUEUE_MODULE, KUEUE_MODULE_DIR, kueueBinary, requiredVersion } from './binary';
 import { ControlPlane, startControlPlane } from './control-plane';
 import { KubeClient, KubeObject } from './kube-client';
-import { conditionOf, KueueProcess, loopbackKueue, planOf, poll, startKueue, workloadOwnedBy } from './kueue';
+import { conditionOf, KueueProcess, loopbackKueue, planOf, startKueue, workloadOwnedBy } from './kueue';
+import { poll } from './poll';
 import { defaultCacheDir } from '../../src/cache/compiled-cache';
 import { readClusters, renderClusterSources } from '../../src/check';
 import { EXIT, main } from '../../src/cli';

@@ -9,6 +9,7 @@ import { PlannedObject, SyncPlan } from './argocd-sync';
 import { goCommand, GoBinary, kueueBinary } from './binary';
 import { ControlPlane, freePorts, kubeconfigText } from './control-plane';
 import { describe, KubeClient, KubeObject } from './kube-client';
+import { poll } from './poll';
 
 /**
  * Kueue for real on a hermetic control plane: the manager built from the pinned module (binary.ts, kueueBinary), run
@@ -189,7 +190,6 @@ function httpStatus(url: string): Promise<number | undefined> {
   });
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A running Kueue manager (startKueue). */
 export class KueueProcess {
@@ -309,30 +309,19 @@ export async function startKueue(cp: ControlPlane, loopback: LoopbackKueue, opts
     }
   });
   const leaseName = (install.configuration.leaderElection as Json | undefined)?.resourceName as string | undefined;
-  const deadline = Date.now() + (opts.readyTimeoutMs ?? 180_000);
   try {
-    for (;;) {
+    const up = await poll(async () => {
       if (kueue.exited) throw new Error('Kueue exited while it started');
       const ready = await httpStatus(`http://127.0.0.1:${ports.health}/readyz`) === 200;
       const lease = !leaseName ? undefined : await admin.get(`/apis/coordination.k8s.io/v1/namespaces/${install.namespace}/leases/${leaseName}`);
-      if (ready && (!leaseName || typeof (lease?.spec as Json | undefined)?.holderIdentity === 'string')) return kueue;
-      if (Date.now() > deadline) throw new Error(`Kueue did not become ready${leaseName ? ' and take its lease' : ''} in time`);
-      await sleep(500);
-    }
+      return ready && (!leaseName || typeof (lease?.spec as Json | undefined)?.holderIdentity === 'string');
+    }, (ready) => ready, opts.readyTimeoutMs ?? 180_000);
+    if (!up) throw new Error(`Kueue did not become ready${leaseName ? ' and take its lease' : ''} in time`);
+    return kueue;
   } catch (e) {
     const tail = kueue.log();
     await kueue.stop({ keep: true });
     throw new Error(`${(e as Error).message} (${dir}); its log:\n${tail}`);
-  }
-}
-
-/** Reads until `done` holds or `ms` have passed (every 500 ms): the last value read, whether or not it is done. */
-export async function poll<T>(read: () => Promise<T>, done: (v: T) => boolean, ms: number): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await read();
-    if (done(v) || Date.now() > deadline) return v;
-    await sleep(500);
   }
 }
 

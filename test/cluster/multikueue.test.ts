@@ -7,7 +7,8 @@ import { applySteps, ARGOCD_MANAGER, planSync, refusalText, SyncPlan, vendoredCr
 import { kueueBinary } from './binary';
 import { ControlPlane, kubeconfigText, startControlPlane } from './control-plane';
 import { KubeObject } from './kube-client';
-import { conditionOf, KueueProcess, loopbackKueue, planOf, poll, serviceAccountToken, startKueue, workloadOwnedBy } from './kueue';
+import { conditionOf, KueueProcess, loopbackKueue, planOf, serviceAccountToken, startKueue, workloadOwnedBy } from './kueue';
+import { poll } from './poll';
 import { defaultCacheDir } from '../../src/cache/compiled-cache';
 import { ClusterView, readClusters, renderClusterSources } from '../../src/check';
 import { EXIT, main } from '../../src/cli';

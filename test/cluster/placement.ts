@@ -1,5 +1,6 @@
 import { NodeObject } from './control-plane';
 import { KubeClient, KubeObject } from './kube-client';
+import { poll } from './poll';
 import { ClusterIndex } from '../../src/check/cluster-index';
 import { SimNode, simulatedNodes } from '../../src/check/placement/nodes';
 import { clusterPolicyOperands, nicClusterPolicyOperands, OperandDaemonSet } from '../../src/check/placement/operands';
@@ -163,13 +164,10 @@ async function readState(client: KubeClient): Promise<Omit<ClusterState, 'unsett
  * or PodScheduled False), at most `timeoutMs`; answers the state then, with what had not settled.
  */
 export async function settledState(client: KubeClient, timeoutMs = 120_000): Promise<ClusterState> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const s = await readState(client);
-    const unsettled = unsettledIn(s);
-    if (unsettled.length === 0 || Date.now() > deadline) return { ...s, unsettled };
-    await new Promise((r) => setTimeout(r, 500));
-  }
+  return poll(async () => {
+    const state = await readState(client);
+    return { ...state, unsettled: unsettledIn(state) };
+  }, (state) => state.unsettled.length === 0, timeoutMs);
 }
 
 /** Where the pods of a workload belong. */
@@ -315,21 +313,17 @@ export async function placeSamples(
     for (const pod of pods) await as.create(pod);
     const deadline = Date.now() + timeoutMs;
     for (const pod of pods) {
-      for (;;) {
-        const now = await client.get(await client.pathOf(pod));
-        const nodeName = now && spec(now).nodeName as string | undefined;
-        const c = now && scheduledCondition(now);
-        if (nodeName) {
-          const kind = kindOf.get(nodeName);
-          if (kind?.role === 'gpu') out.placed.push(`${key(pod)} on ${nodeName}`);
-          else out.findings.push(`${key(pod)} (${key(m)}) belongs on a GPU worker, but is bound to ${nodeName} (${kind?.name ?? 'no node of the description'})`);
-          break;
-        }
-        if (c?.status === 'False' || Date.now() > deadline) {
-          out.findings.push(`${key(pod)} (${key(m)}) is not bound: PodScheduled ${c?.status ?? 'unknown'} ${c?.reason ?? ''}: ${c?.message ?? 'not decided in time'}`);
-          break;
-        }
-        await new Promise((r) => setTimeout(r, 200));
+      // bound, or the scheduler's decision that it cannot be
+      const now = await poll(async () => client.get(await client.pathOf(pod)), (p) => p !== undefined && (spec(p).nodeName !== undefined || scheduledCondition(p)?.status === 'False'),
+        Math.max(0, deadline - Date.now()), 200);
+      const nodeName = now && spec(now).nodeName as string | undefined;
+      const c = now && scheduledCondition(now);
+      if (nodeName) {
+        const kind = kindOf.get(nodeName);
+        if (kind?.role === 'gpu') out.placed.push(`${key(pod)} on ${nodeName}`);
+        else out.findings.push(`${key(pod)} (${key(m)}) belongs on a GPU worker, but is bound to ${nodeName} (${kind?.name ?? 'no node of the description'})`);
+      } else {
+        out.findings.push(`${key(pod)} (${key(m)}) is not bound: PodScheduled ${c?.status ?? 'unknown'} ${c?.reason ?? ''}: ${c?.message ?? 'not decided in time'}`);
       }
     }
     // no kubelet confirms a bound pod's end: a grace period of 0 removes it now
