@@ -5,6 +5,7 @@ import type * as Cli from './cli';
 import type * as Help from './commands/help';
 import type * as NewCommand from './commands/new';
 import type * as Precheck from './commands/precheck';
+import type * as ValidateCommand from './commands/validate';
 import { EXIT, messageLine, outputText, reportError } from './errors';
 import type * as UpToDate from './launcher/up-to-date';
 import type * as Paths from './paths';
@@ -18,7 +19,7 @@ import type * as Paths from './paths';
  *
  * Modules load as late as they can: the up-to-date answer of a plain synth needs almost none, the
  * precheck of a bad description the description schema only, `new` none of the dependencies, the
- * global help the command specs and the engine lookup. The modules a command loads are compiled with
+ * global help the command specs and the engine lookup, `validate` the validator and the tree reader. The modules a command loads are compiled with
  * V8's code from the cache folder (src/cache/module-cache.ts), one cache per command.
  */
 
@@ -81,6 +82,8 @@ export function runCli(argv: readonly string[]): number | Promise<number> {
       const code = (load('./commands/help') as typeof Help).runGlobalHelp(command === undefined, print);
       return typeof code === 'number' ? code : code.catch(fail);
     }
+    // rendered folders against the schemas: none of the render stack
+    if (command === 'validate') return (load('./commands/validate') as typeof ValidateCommand).runValidateCommand(argv.slice(1), print);
     const upToDate = load('./launcher/up-to-date') as typeof UpToDate;
     const answer = upToDate.answerFromRecord(argv);
     if (answer !== undefined) return answer;

@@ -8,13 +8,14 @@ import { runDiff } from './commands/diff';
 import { runGlobalHelp } from './commands/help';
 import { consoleIo, EXIT, Io } from './commands/io';
 import { runNew } from './commands/new';
-import { CommandSpec, commandHelp, renderInputs, schemaDirs } from './commands/options';
+import { CommandSpec, commandHelp, renderInputs } from './commands/options';
 import { Preloaded, preloadedModels } from './commands/precheck';
 import { Progress } from './commands/progress';
 import { CHECK, DIFF, INIT, NEW, PREFLIGHT, SCHEMA, SYNTH, UPGRADE_PLAN, VALIDATE, VERIFY } from './commands/specs';
 import { synthSummary } from './commands/synth-summary';
 import { runUpgradePlan } from './commands/upgrade-plan';
-import { outputFormat, printable, reportError } from './errors';
+import { commandFailure, formatIssue, runValidate } from './commands/validate';
+import { outputFormat, printable } from './errors';
 import { runInit } from './init/command';
 import { noteSynthResult, reusableClusters } from './launcher/up-to-date';
 import { todoWarnings } from './model/init-todos';
@@ -26,25 +27,12 @@ import { runPreflight } from './preflight/command';
 import { readGitRepo } from './project/git';
 import { projectOf, requireProject } from './project/project-file';
 import { DeletionRefused, deletionLines } from './render/deletions';
-import { clusterScopes, readTree } from './render/tree';
-import { recoverAround } from './render/write';
 import { descriptionFiles, InputError, synth, ValidationFailed } from './synth/pipeline';
-import { SchemaDirectoryMissing, SchemaStore } from './validate/schemas';
-import { ManifestValidator, ValidationIssue } from './validate/validator';
 import { runVerify } from './verify/command';
 
 export { EXIT } from './commands/io';
 export { SCHEMA, SYNTH, VALIDATE } from './commands/specs';
 
-
-function formatIssue(i: ValidationIssue): string {
-  const where = i.source ? `${i.source}: ` : '';
-  return `${i.severity}: ${where}${i.object}${i.path ? ` ${i.path}` : ''}: ${i.message}`;
-}
-
-function seconds(ms: number): string {
-  return `${(ms / 1000).toFixed(2)} s`;
-}
 
 /** `preloaded`: descriptions the launcher's precheck already loaded (used when they are exactly the --config files). */
 export function runSynth(args: string[], io: Io = consoleIo, preloaded?: Preloaded): number {
@@ -97,37 +85,6 @@ export function runSynth(args: string[], io: Io = consoleIo, preloaded?: Preload
     for (const line of synthSummary(result)) io.out(line);
   }
   return EXIT.ok;
-}
-
-export function runValidate(args: string[], io: Io = consoleIo): number {
-  const { values, positionals } = parseArgs({ args, options: VALIDATE.options, allowPositionals: true });
-  if (values.help) {
-    io.out(commandHelp(VALIDATE));
-    return EXIT.ok;
-  }
-  const format = outputFormat(values.format);
-  if (positionals.length === 0) throw new InputError('validate: name the rendered folders or files to validate (e.g. dist/instant-cluster)');
-  // A folder an interrupted synth left half-swapped is completed first.
-  for (const p of positionals) recoverAround(p, { command: 'validate', notify: io.err });
-  for (const p of positionals) if (!existsSync(p)) throw new InputError(`validate: ${p}: no such file or folder`);
-  const t0 = performance.now();
-  const validator = new ManifestValidator(SchemaStore.open(schemaDirs(values.schemas)));
-  // Each cluster is its own API server: an object may appear once per cluster folder.
-  const scopes = positionals.flatMap(clusterScopes).map(readTree);
-  const inputs = scopes.flat();
-  if (inputs.length === 0) throw new InputError(`validate: no Kubernetes objects in ${positionals.join(', ')}`);
-  const issues = scopes.flatMap((scope) => validator.validateAll(scope));
-  const errors = issues.filter((i) => i.severity === 'error');
-  if (format === 'json') {
-    io.out(JSON.stringify({ objects: inputs.length, errors: errors.length, issues }, undefined, 2));
-  } else {
-    for (const i of issues) (i.severity === 'error' ? io.err : io.out)(formatIssue(i));
-    if (!values.quiet) {
-      io.out(`${errors.length === 0 ? 'ok' : 'FAILED'}: ${inputs.length} objects, ${errors.length} errors, `
-        + `${issues.length - errors.length} warnings (${seconds(performance.now() - t0)})`);
-    }
-  }
-  return errors.length === 0 ? EXIT.ok : EXIT.failed;
 }
 
 export function runSchema(args: string[], io: Io = consoleIo): number {
@@ -219,9 +176,5 @@ function failure(e: unknown, io: Io): number {
     io.err(`error: ${e.message}`);
     return EXIT.failed;
   }
-  if (e instanceof SchemaDirectoryMissing) {
-    io.err(`error: ${e.message}`);
-    return EXIT.badInput;
-  }
-  return reportError(e, io.err);
+  return commandFailure(e, io);
 }

@@ -24,6 +24,15 @@ describe('the compiled CLI', () => {
     expect(loaded.filter((f) => /(^|\/)(cdk8s|cdk8s-plus-28|zod|yaml|ajv)\/|lib\/src\/(cli|synth|render|check)\b/.test(f))).toEqual([]);
   });
 
+  it.skipIf(!HAS_SCHEMAS)('validates rendered folders without loading the render stack (cdk8s, the typed imports, zod, CEL)', () => {
+    const r = spawnSync(process.execPath, [BIN, 'validate', renderedFixtures()], { cwd: ROOT, env: { ...env, NODE_DEBUG: 'module' }, encoding: 'utf8' });
+    expect(r.status, r.stderr.split('\n').filter((l) => !l.startsWith('MODULE')).join('\n')).toBe(0);
+    expect(r.stdout).toMatch(/^ok: \d+ objects, 0 errors/m);
+    const loaded = [...r.stderr.matchAll(/^MODULE \d+: load "([^"]+)"/gm)].map((m) => path.relative(ROOT, m[1]));
+    expect(loaded).toContain(path.join('lib', 'src', 'commands', 'validate.js'));
+    expect(loaded.filter((f) => /(^|\/)(cdk8s|cdk8s-plus-28|constructs|zod|@marcbachmann)\/|lib\/imports\/|lib\/src\/(cli|synth|check|components|model\/description)\b/.test(f))).toEqual([]);
+  });
+
   it('exits 2 on a bad description, without a stack trace', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'cli-'));
     const bad = path.join(dir, 'bad.yaml');
