@@ -19,8 +19,9 @@ import type * as Paths from './paths';
  *
  * Modules load as late as they can: the up-to-date answer of a plain synth needs almost none, the
  * precheck of a bad description the description schema only, `new` none of the dependencies, the
- * global help the command specs and the engine lookup, `validate` the validator and the tree reader. The modules a command loads are compiled with
- * V8's code from the cache folder (src/cache/module-cache.ts), one cache per command.
+ * global help the command specs and the engine lookup, `validate` the validator and the tree reader.
+ * The modules a command loads are compiled with V8's code from the cache folder
+ * (src/cache/module-cache.ts), one cache per command.
  */
 
 const load = createRequire(__filename);

@@ -3,8 +3,6 @@ import { ClusterView, ScopeOf } from './cluster-view';
 import { applicationSources, folderOfPath } from './gitops';
 import { definedKind, groupKindKey } from '../components/gitops/api-kinds';
 import { ARGOCD_FIELD_MANAGER, ARGOCD_TRACKING_ANNOTATION, LABELS, syncOptionsOf, syncWave } from '../model/names';
-
-export { syncOptionsOf };
 import { apiGroup, Manifest } from '../render/manifest';
 import { RenderedSource } from '../upstream/render';
 
@@ -15,7 +13,7 @@ import { RenderedSource } from '../upstream/render';
  * the CRDs, then the rest. `verify` dry-runs a cluster in this order; the control plane tests apply it.
  */
 
-export { ARGOCD_FIELD_MANAGER, syncWave };
+export { ARGOCD_FIELD_MANAGER, syncOptionsOf, syncWave };
 
 
 /** The phases of a sync, in order. */

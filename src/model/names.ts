@@ -236,8 +236,11 @@ export const DASHBOARD = {
   kongProxyService: (release: string) => `${release}-kong-proxy`,
 } as const;
 
+/** What the readers of Argo CD's annotations below need of an object or an Application. */
+type Annotated = { readonly metadata: { readonly annotations?: Readonly<Record<string, string>> } };
+
 /** An object's own sync options (its annotation, comma-separated). */
-export function ownSyncOptions(m: { readonly metadata: { readonly annotations?: Readonly<Record<string, string>> } }): string[] {
+export function ownSyncOptions(m: Annotated): string[] {
   return (m.metadata.annotations?.[LABELS.syncOptions] ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '');
 }
 
@@ -247,14 +250,12 @@ export function syncOptionsOf(app: object): string[] {
 }
 
 /** Whether an object's sync skips the dry run of a kind the server does not serve yet: its own option, or its Application's. */
-export function skipsDryRunOnMissing(
-  m: { readonly metadata: { readonly annotations?: Readonly<Record<string, string>> } }, app?: object,
-): boolean {
+export function skipsDryRunOnMissing(m: Annotated, app?: object): boolean {
   return [...ownSyncOptions(m), ...(app ? syncOptionsOf(app) : [])].includes('SkipDryRunOnMissingResource=true');
 }
 
 /** The sync wave of an object or an Application (its annotation; 0 when absent or not a number). */
-export function syncWave(m: { readonly metadata: { readonly annotations?: Readonly<Record<string, string>> } }): number {
+export function syncWave(m: Annotated): number {
   const v = Number(m.metadata.annotations?.[LABELS.syncWave] ?? 0);
   return Number.isFinite(v) ? v : 0;
 }

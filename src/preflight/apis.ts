@@ -67,8 +67,8 @@ function clusterProfileFindings({ model, state }: PreflightContext): PreflightFi
   const role = model.multiKueue;
   if (role?.role !== 'manager' || !state.has('apiextensions.k8s.io', 'CustomResourceDefinition')) return [];
   const through = role.workers.filter((w) => w.clusterProfile !== undefined).map((w) => w.cluster);
-  const { group, kind, crd } = MULTIKUEUE.clusterProfile;
   if (through.length === 0) return [];
+  const { group, kind, crd } = MULTIKUEUE.clusterProfile;
   const crds = state.list('apiextensions.k8s.io', 'CustomResourceDefinition').map(crdFacts);
   if (crds.some((c) => c?.group === group && c.kind === kind)) return [];
   return [{
