@@ -4,6 +4,7 @@ import { accessSync, closeSync, constants, createReadStream, existsSync, mkdirSy
 import { homedir, hostname } from 'node:os';
 import * as path from 'node:path';
 import { pipeline } from 'node:stream/promises';
+import { sleep } from './poll';
 
 /**
  * The binaries of the cluster tests, each built from a Go module of its own in this folder, once per machine, into a
@@ -253,7 +254,6 @@ function ownerGone(file: string): boolean {
   return owner.start !== undefined && procStart(owner.pid) !== undefined && procStart(owner.pid) !== owner.start;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * Holds `<root>/<key>.lock` while `fn` runs: one build per key at a time on this machine, whatever the number of

@@ -11,6 +11,7 @@ import { stringify } from 'yaml';
 import { controlPlaneBinary, ControlPlaneBinary } from './binary';
 import { documentedClusterRole } from './documented-rbac';
 import { KubeClient } from './kube-client';
+import { sleep } from './poll';
 import { PolicyRule, PREFLIGHT_CLUSTER_ROLE } from '../../src/preflight/reads';
 
 /**
@@ -111,9 +112,11 @@ export interface ControlPlaneOptions {
 const COMPONENTS = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler'] as const;
 type Component = typeof COMPONENTS[number];
 
-/** Every child of every control plane of this process, killed when it exits. */
+/** Every child of every control plane (and Kueue) of this process, killed when it exits. */
 const children = new Set<ChildProcess>();
-function killGroup(child: ChildProcess): void {
+
+/** Kills a child started `detached` with its whole process group. */
+export function killGroup(child: ChildProcess): void {
   if (child.pid === undefined) return;
   try {
     process.kill(-child.pid, 'SIGKILL');
@@ -122,12 +125,26 @@ function killGroup(child: ChildProcess): void {
   }
 }
 let exitHook = false;
-function killAllOnExit(): void {
+
+/** Kills `child`'s process group when this process exits, however the tests end. */
+export function killOnExit(child: ChildProcess): void {
+  children.add(child);
   if (exitHook) return;
   exitHook = true;
   process.on('exit', () => {
     for (const c of children) killGroup(c);
   });
+}
+
+/** CPU seconds (user + system) a running process has used so far (Linux /proc); undefined when it is not running. */
+export function cpuSecondsOf(pid: number | undefined): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return undefined;
+  }
 }
 
 /** `n` free TCP ports of 127.0.0.1 (held together while they are chosen, so that they differ). */
@@ -142,10 +159,8 @@ export async function freePorts(n: number): Promise<number[]> {
   return ports;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 /** The last lines of a log file. */
-function tailOf(file: string, lines = 40): string {
+export function tailOf(file: string, lines = 40): string {
   try {
     return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
   } catch {
@@ -175,12 +190,13 @@ function probe(url: string, opts: { ca?: Buffer; token?: string; insecure?: bool
   });
 }
 
-function httpProbe(url: string): Promise<string | undefined> {
+/** A plain HTTP GET on loopback (health and readiness endpoints): status and body, or undefined while nothing answers. */
+export function httpGet(url: string): Promise<{ status: number; body: string } | undefined> {
   return new Promise((resolve) => {
     const req = http.get(url, { timeout: 5000 }, (res) => {
       let body = '';
       res.on('data', (c: Buffer) => { body += c.toString(); });
-      res.on('end', () => resolve(res.statusCode === 200 ? body : undefined));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
       res.on('error', () => resolve(undefined));
     });
     req.on('error', () => resolve(undefined));
@@ -190,6 +206,12 @@ function httpProbe(url: string): Promise<string | undefined> {
     });
   });
 }
+
+/** The body of a GET that answers 200, else undefined. */
+const httpProbe = async (url: string): Promise<string | undefined> => {
+  const r = await httpGet(url);
+  return r?.status === 200 ? r.body : undefined;
+};
 
 /** A control plane that did not come up: names the component and quotes its log. */
 export class ControlPlaneError extends Error {}
@@ -235,13 +257,8 @@ export class ControlPlane {
   cpuSeconds(): Record<string, number> {
     const out: Record<string, number> = {};
     for (const [c, p] of this.procs) {
-      try {
-        const stat = readFileSync(`/proc/${p.pid}/stat`, 'utf8');
-        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-        out[c] = (Number(fields[11]) + Number(fields[12])) / 100;
-      } catch {
-        // not running
-      }
+      const seconds = cpuSecondsOf(p.pid);
+      if (seconds !== undefined) out[c] = seconds;
     }
     return out;
   }
@@ -319,7 +336,7 @@ export class ControlPlane {
         env: { PATH: process.env.PATH, HOME: this.dir, CONTROL_PLANE_PARENT_PID: String(process.pid) },
       });
       child.on('error', () => {});
-      children.add(child);
+      killOnExit(child);
       this.procs.set(component, child);
       return child;
     } finally {
@@ -409,7 +426,6 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   }
   writeFileSync(path.join(pki, 'tokens.csv'), `${lines.join('\n')}\n`, { mode: 0o600 });
 
-  killAllOnExit();
   const cp = new ControlPlane(dir, binary, server, caFile, identities, opts.keep ?? process.env.CONTROL_PLANE_KEEP === '1');
   try {
     const etcdUrl = `http://127.0.0.1:${etcdPort}`;

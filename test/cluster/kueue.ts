@@ -1,13 +1,12 @@
 import { ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createPrivateKey } from 'node:crypto';
 import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import * as http from 'node:http';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { parse, stringify } from 'yaml';
 import { PlannedObject, SyncPlan } from './argocd-sync';
 import { goCommand, GoBinary, kueueBinary } from './binary';
-import { ControlPlane, freePorts, kubeconfigText } from './control-plane';
+import { ControlPlane, cpuSecondsOf, freePorts, httpGet, killGroup, killOnExit, kubeconfigText, tailOf } from './control-plane';
 import { describe, KubeClient, KubeObject } from './kube-client';
 import { poll } from './poll';
 
@@ -176,20 +175,6 @@ function kueueArgs(args: readonly string[], configFile: string): string[] {
   return out;
 }
 
-function httpStatus(url: string): Promise<number | undefined> {
-  return new Promise((resolve) => {
-    const req = http.get(url, { timeout: 5000 }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode));
-    });
-    req.on('error', () => resolve(undefined));
-    req.on('timeout', () => {
-      req.destroy();
-      resolve(undefined);
-    });
-  });
-}
-
 
 /** A running Kueue manager (startKueue). */
 export class KueueProcess {
@@ -204,11 +189,7 @@ export class KueueProcess {
 
   /** The last lines of its log. */
   log(lines = 40): string {
-    try {
-      return readFileSync(this.logFile, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
-    } catch {
-      return '(no log)';
-    }
+    return tailOf(this.logFile, lines);
   }
 
   get exited(): boolean {
@@ -217,13 +198,7 @@ export class KueueProcess {
 
   /** CPU seconds (user + system) the process has used so far (Linux /proc). */
   cpuSeconds(): number | undefined {
-    try {
-      const stat = readFileSync(`/proc/${this.child.pid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      return (Number(fields[11]) + Number(fields[12])) / 100;
-    } catch {
-      return undefined;
-    }
+    return cpuSecondsOf(this.child.pid);
   }
 
   async stop(opts: { keep?: boolean } = {}): Promise<void> {
@@ -231,11 +206,7 @@ export class KueueProcess {
     this.stopped = true;
     if (!this.exited) {
       const exit = new Promise((r) => this.child.once('exit', r));
-      try {
-        process.kill(-this.child.pid!, 'SIGKILL');
-      } catch {
-        // gone already
-      }
+      killGroup(this.child);
       await exit;
     }
     if (opts.keep || process.env.CONTROL_PLANE_KEEP === '1') process.stderr.write(`kueue kept in ${this.loopback.dir}\n`);
@@ -301,18 +272,12 @@ export async function startKueue(cp: ControlPlane, loopback: LoopbackKueue, opts
     closeSync(log);
   }
   const kueue = new KueueProcess(loopback, binary, child, logFile);
-  process.once('exit', () => {
-    try {
-      process.kill(-child.pid!, 'SIGKILL');
-    } catch {
-      // gone already
-    }
-  });
+  killOnExit(child);
   const leaseName = (install.configuration.leaderElection as Json | undefined)?.resourceName as string | undefined;
   try {
     const up = await poll(async () => {
       if (kueue.exited) throw new Error('Kueue exited while it started');
-      const ready = await httpStatus(`http://127.0.0.1:${ports.health}/readyz`) === 200;
+      const ready = (await httpGet(`http://127.0.0.1:${ports.health}/readyz`))?.status === 200;
       const lease = !leaseName ? undefined : await admin.get(`/apis/coordination.k8s.io/v1/namespaces/${install.namespace}/leases/${leaseName}`);
       return ready && (!leaseName || typeof (lease?.spec as Json | undefined)?.holderIdentity === 'string');
     }, (ready) => ready, opts.readyTimeoutMs ?? 180_000);
