@@ -12,6 +12,7 @@ import { commandHelp, schemaDirs, upstreamDir } from '../commands/options';
 import { VERIFY, VERIFY_TIMEOUT_MS } from '../commands/specs';
 import { EngineBudget, EngineError, MIN_VERSIONS, resolveEngines } from '../engines';
 import { InputError, outputFormat, printable } from '../errors';
+import { ClusterModel } from '../model/model';
 import { clusterSource, normalizeKubeconfigArg } from '../preflight/command';
 import { loadKubeConfig } from '../preflight/kubeconfig';
 import { openLive } from '../preflight/live';
@@ -74,15 +75,19 @@ export async function runVerify(argv: string[], io: Io = consoleIo): Promise<num
   try {
     // what is read here first (the description, or the rendered folder), then the server asked once, then the renders:
     // bad input, an unreachable server or refused credentials are one line before anything is rendered
-    const model = values.config !== undefined ? loadModels([values.config])[0] : undefined;
-    let view = model ? undefined : renderedCluster(positionals[0] ?? requireProject('verify', 'the rendered cluster (verify DIR) or --config FILE').out);
+    const config = values.config;
+    const input: { readonly config: string; readonly model: ClusterModel } | { readonly view: ClusterView } = config !== undefined
+      ? { config, model: loadModels([config])[0] }
+      : { view: renderedCluster(positionals[0] ?? requireProject('verify', 'the rendered cluster (verify DIR) or --config FILE').out) };
     await serverAnswers(source.live);
-    if (model) {
+    let view: ClusterView;
+    if ('view' in input) {
+      view = input.view;
+    } else {
       work = mkdtempSync(path.join(tmpdir(), 'gpu-cluster-manifests-verify-'));
-      synth({ configs: [values.config!], models: [model], out: work, schemas: schemaDirs(undefined), notify: io.err });
-      view = { ...readClusters(work).find((c) => c.name === model.name)!, model };
+      synth({ configs: [input.config], models: [input.model], out: work, schemas: schemaDirs(undefined), notify: io.err });
+      view = { ...readClusters(work).find((c) => c.name === input.model.name)!, model: input.model };
     }
-    if (!view) throw new Error('verify: no rendered cluster');
     await resolveEngines().catch((e: unknown) => {
       if (e instanceof EngineError) throw new InputError(`verify: no engines to render the Applications with: ${e.message}; put helm >= ${MIN_VERSIONS.helm} and kubectl with kustomize >= ${MIN_VERSIONS.kustomize} on PATH`);
       throw e;
