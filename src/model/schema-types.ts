@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { DNS_LABEL, DNS_SUBDOMAIN, LABEL_KEY, LABEL_VALUE } from './k8s-syntax';
 import { parseQuantity } from './quantity';
+import { maskCredentials } from '../errors';
 
 /**
  * Reusable field types of the cluster description. Each carries the message a user sees after
@@ -92,20 +93,70 @@ export const nonEmptyString = (what = 'a non-empty string') =>
 /** Characters no Git URL, revision or repository path holds: whitespace and control characters (a line break forges a line of YAML or a message). */
 const NO_SPACE = '[^\\s\\u0000-\\u001f\\u007f-\\u009f]';
 
+/** A URL's host: a name that starts with a letter or digit (never "-": no option of ssh or git), or an IP literal, and a port. */
+const URL_HOST = '(?:[A-Za-z0-9][A-Za-z0-9.-]*|\\[[0-9A-Fa-f:.]+\\])(?::[0-9]{1,5})?';
+/** The user-info of a URL, as written (a user, and a password or token after a colon): its credentials are refused apart. */
+const URL_USER_INFO = "[A-Za-z0-9_][A-Za-z0-9._~%!$&'()*+,;=-]*(?::[^\\s/@]*)?@";
+
 /**
- * A Git repository URL as Argo CD and git clone take it: https:// or http://, ssh:// (git+ssh://) or git:// with a
- * host, or the scp form `user@host:path`. Nothing git would take as an option (`--upload-pack=...`) or a transport
+ * A repository URL of the given schemes with a host, or the scp form `user@host:path` (Git over SSH). Nothing git, ssh
+ * or helm would take as an option (a user, host or path starting with "-": `ssh://-oProxyCommand=...`), no transport
  * that runs a command or reads this machine (`ext::sh ...`, `file:///etc`), no whitespace or control character.
  */
-export const GIT_REPO_URL = new RegExp(
-  `^(?:(?:https?|ssh|git|git\\+ssh)://(?:[A-Za-z0-9_][A-Za-z0-9._~%!$&'()*+,;=-]*@)?(?:[A-Za-z0-9][A-Za-z0-9.-]*|\\[[0-9A-Fa-f:.]+\\])(?::[0-9]{1,5})?(?:/${NO_SPACE}*)?`
-  + `|[A-Za-z0-9_][A-Za-z0-9._-]*@[A-Za-z0-9][A-Za-z0-9.-]*:[^\\s\\u0000-\\u001f\\u007f-\\u009f-]${NO_SPACE}*)$`,
-);
+function repositoryUrlPattern(schemes: string): RegExp {
+  return new RegExp(
+    `^(?:(?:${schemes})://(?:${URL_USER_INFO})?${URL_HOST}(?:/${NO_SPACE}*)?`
+    + `|[A-Za-z0-9_][A-Za-z0-9._-]*@[A-Za-z0-9][A-Za-z0-9.-]*:[^\\s\\u0000-\\u001f\\u007f-\\u009f-]${NO_SPACE}*)$`,
+  );
+}
+
+/** A Git repository URL as Argo CD and git clone take it: https:// or http://, ssh:// (git+ssh://) or git:// with a host, or the scp form `user@host:path`. */
+export const GIT_REPO_URL = repositoryUrlPattern('https?|ssh|git|git\\+ssh');
+
+/** Schemes whose user-info is an account name (Git over SSH: `ssh://git@host/...`, `git@host:path`), not a credential. */
+const SSH_URL = /^(ssh|git\+ssh):\/\/|^[^:/]+@[^:/]+:/;
+
+/**
+ * The credentials a repository URL carries in its user-info, masked (`https://***@host/...`), or undefined when it
+ * carries none: any user-info of an https://, http://, git:// or oci:// URL (a token often stands as the user name),
+ * a password of an SSH URL (its user name alone is the account git logs in as).
+ */
+export function urlCredentials(url: string): string | undefined {
+  const info = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/([^/?#\s]*)@/.exec(url)?.[1];
+  if (info === undefined || (SSH_URL.test(url) && !info.includes(':'))) return undefined;
+  return maskCredentials(url);
+}
+
+/** The URL without the credentials urlCredentials finds (`https://host/...`, `ssh://git@host/...`); unchanged when it carries none. */
+export function withoutUrlCredentials(url: string): string {
+  if (urlCredentials(url) === undefined) return url;
+  return url.replace(/^([A-Za-z][A-Za-z0-9+.-]*:\/\/)([^/?#\s]*)@/, (_, scheme: string, info: string) => (SSH_URL.test(url) ? `${scheme}${info.slice(0, info.indexOf(':'))}@` : scheme));
+}
+
+/**
+ * Refuses a repository URL that carries credentials (urlCredentials): Argo CD reads a repository with the credentials of
+ * its own repository Secret (argocd.argoproj.io/secret-type: repository), kubectl and helm with theirs; in the
+ * description they would be rendered into dist/ (the AppProject, the Applications, the report), which is committed.
+ */
+export function withoutCredentials<T extends z.ZodType<string>>(schema: T): T {
+  return schema.refine((url) => urlCredentials(url) === undefined, {
+    error: (issue) => `holds credentials (${urlCredentials(String(issue.input))}): a repository's credentials go into Argo CD's repository Secret, `
+      + 'never into the description (it is rendered into dist/, which is committed); remove the user-info',
+  });
+}
 
 export const gitRepoUrl = () =>
-  z.string({ error: 'expected a Git repository URL' }).regex(GIT_REPO_URL, {
+  withoutCredentials(z.string({ error: 'expected a Git repository URL' }).regex(GIT_REPO_URL, {
     error: 'expected a Git repository URL: https://HOST/PATH, ssh://[USER@]HOST/PATH or USER@HOST:PATH (no other scheme, no leading "-", no spaces or control characters)',
-  });
+  }));
+
+/** A repository URL a mirror stands in for, or the mirror: https://, oci:// (Helm charts), ssh:// or user@host:path (Git). */
+export const REPOSITORY_URL = repositoryUrlPattern('https?|oci|ssh|git|git\\+ssh');
+
+export const repositoryUrl = () =>
+  withoutCredentials(z.string({ error: 'expected a repository URL' }).regex(REPOSITORY_URL, {
+    error: 'expected a repository URL (https://, oci://, ssh:// or user@host:path; no leading "-", no spaces or control characters)',
+  }));
 
 /** A Git revision (branch, tag, commit): nothing git would take as an option, no whitespace or control character. */
 export const gitRevision = () =>

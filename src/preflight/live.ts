@@ -5,7 +5,7 @@ import { loadKubeConfig, LoadedKubeConfig } from './kubeconfig';
 import { asStateObject, nodeLimitExceeded } from './objects';
 import { crdFacts, listItems, listPath, listReads, ListRead, BUILT_IN_RESOURCES } from './reads';
 import { ClusterState } from './state';
-import { InputError, printable } from '../errors';
+import { InputError, maskCredentials, printable } from '../errors';
 import { formatMiB, INPUT_LIMITS, maxBytes } from '../input/limits';
 import { asInputError, checkNesting } from '../input/read';
 import { isJsonObject } from '../json';
@@ -181,7 +181,7 @@ export interface LiveBody {
  */
 function send(r: Reader, method: string, path: string, body?: LiveBody): Promise<LiveAnswer> {
   const { server } = r.config;
-  const url = new URL(server.replace(/\/+$/, '') + path);
+  const url = new URL(r.config.url.replace(/\/+$/, '') + path);
   const lib = url.protocol === 'http:' ? http : https;
   const request = `${method} ${path}`;
   return new Promise((resolve, reject) => {
@@ -193,7 +193,16 @@ function send(r: Reader, method: string, path: string, body?: LiveBody): Promise
       Accept: 'application/json',
       ...(body ? { 'Content-Type': body.contentType, 'Content-Length': Buffer.byteLength(body.text) } : {}),
     };
-    const req = lib.request(url, { ...r.request, method, headers, signal: r.deadline.signal }, (res) => {
+    let req: http.ClientRequest;
+    try {
+      req = lib.request(url, { ...r.request, method, headers, signal: r.deadline.signal }, answer);
+    } catch (e) {
+      // what the client made of the credentials cannot be sent (an exec plugin's token with a line break)
+      reject(new InputError(`${server}: the credentials of user "${printable(r.config.user)}" cannot be sent `
+        + `(${printable((e as Error).message.split('\n')[0])}): check users[].user in ${r.config.where}`));
+      return;
+    }
+    function answer(res: http.IncomingMessage): void {
       const status = res.statusCode ?? 0;
       const ok = status >= 200 && status < 300;
       const chunks: Buffer[] = [];
@@ -213,8 +222,12 @@ function send(r: Reader, method: string, path: string, body?: LiveBody): Promise
         else if (ok || bytes <= MAX_ERROR_BODY) chunks.push(c);
       });
       res.on('error', fail);
-      res.on('end', () => resolve({ status, text: Buffer.concat(chunks).toString('utf8') }));
-    });
+      // an answer that is no success is read for its message: a secret it echoes (the token refused) is masked
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        resolve({ status, text: ok ? text : maskCredentials(text, secretsOf(r)) });
+      });
+    }
     req.on('socket', (s) => {
       const tls = url.protocol === 'https:';
       const waiting = () => { phase = ANSWERING(`waiting for the answer to ${request}`); };
@@ -225,6 +238,15 @@ function send(r: Reader, method: string, path: string, body?: LiveBody): Promise
     req.on('error', fail);
     req.end(body?.text);
   });
+}
+
+/** The secrets an answer may echo: the kubeconfig's (token, password, the server's user-info), and what the client sends (an exec plugin's token). */
+function secretsOf(r: Reader): string[] {
+  const headers = r.request.headers as http.OutgoingHttpHeaders | undefined;
+  const sent = String(headers?.Authorization ?? headers?.authorization ?? '');
+  const credential = /^(?:Bearer|Basic)\s+(.+)$/i.exec(sent)?.[1];
+  const basic = /^Basic\s/i.test(sent) && credential ? Buffer.from(credential, 'base64').toString('utf8').split(':').slice(1).join(':') : undefined;
+  return [...r.config.secrets, ...[credential, basic].filter((x): x is string => x !== undefined && x.length >= 4)];
 }
 
 /** API groups every Kubernetes API server serves (the core API, CRDs): a 404 for one of their lists means no cluster answers. */
