@@ -1,12 +1,12 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXIT } from '../../src/commands/io';
 import { INPUT_LIMITS, InputKind } from '../../src/input/limits';
 import { BatchOutcome, runCliChildBatch } from '../child-cli';
-import { aliasBomb, REFERENCE_FILE } from '../helpers';
+import { aliasBomb, FLEET_FIXTURE, REFERENCE_FILE } from '../helpers';
 import { kubeconfigFor } from '../preflight/api-server';
 
 /*
@@ -244,7 +244,28 @@ const CREDENTIALS: Case[] = [
   },
 ];
 
-const CASES = [...COMMON, ...SNAPSHOTS, ...KUBECONFIGS, ...CREDENTIALS].filter((c) => !c.skip).map((c) => ({ ...c, title: `${c.kind}: ${c.name}` }));
+/**
+ * A copy of the MultiKueue fleet fixture whose fleet.yaml is `make`'s (a FIFO, a link, a folder): the fleet description
+ * that is no regular file is refused like every input, never ignored (the manager rendered as a plain cluster).
+ */
+function fleetWith(name: string, make: (fleetFile: string) => void): string {
+  const folder = path.join(dir, `fleet-${name}`);
+  cpSync(FLEET_FIXTURE, folder, { recursive: true });
+  rmSync(path.join(folder, 'fleet.yaml'));
+  make(path.join(folder, 'fleet.yaml'));
+  return path.join(folder, 'fleet.yaml');
+}
+
+const synthFleet = (f: string) => ['synth', '--config', path.join(path.dirname(f), 'hub.yaml'), '--out', path.join(dir, 'out-fleet'), '--no-validate'];
+
+const FLEETS: Case[] = [
+  { kind: 'description', name: 'fleet.yaml that is a FIFO', args: synthFleet, file: () => fleetWith('fifo', (f) => spawnSync('mkfifo', [f])), says: /fleet\.yaml: not a regular file \(a pipe\)/, skip: !LINUX },
+  { kind: 'description', name: 'fleet.yaml that is a dangling link', args: synthFleet, file: () => fleetWith('dangling', (f) => symlinkSync(path.join(dir, 'nowhere.yaml'), f)), says: /fleet\.yaml: a symbolic link that leads nowhere/ },
+  { kind: 'description', name: 'fleet.yaml that is a link to /dev/zero', args: synthFleet, file: () => fleetWith('device', (f) => symlinkSync('/dev/zero', f)), says: /fleet\.yaml: not a regular file \(a device or socket\)/, skip: !existsSync('/dev/zero') },
+  { kind: 'description', name: 'fleet.yaml that is a folder', args: synthFleet, file: () => fleetWith('folder', (f) => mkdirSync(f)), says: /fleet\.yaml: not a regular file \(a folder\)/ },
+];
+
+const CASES = [...COMMON, ...SNAPSHOTS, ...KUBECONFIGS, ...CREDENTIALS, ...FLEETS].filter((c) => !c.skip).map((c) => ({ ...c, title: `${c.kind}: ${c.name}` }));
 
 /** The file each case reads (its name is in the line), by case. */
 const files = new Map<Case, string>();
