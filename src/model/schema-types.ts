@@ -219,6 +219,99 @@ export const envVar = () => z.strictObject({
 export const installMode = () =>
   z.enum(['preinstalled', 'managed'], { error: 'expected "preinstalled" or "managed"' });
 
-/** A duration in Prometheus notation (`5m`, `1h30m`). */
+/** The longest duration Go's time.Duration (int64 nanoseconds) holds: about 292 years. */
+const MAX_DURATION_NS = 2n ** 63n - 1n;
+
+/** Nanoseconds of each unit of Go's time.ParseDuration (µ as U+00B5 or U+03BC). */
+const GO_UNITS: Readonly<Record<string, bigint>> = {
+  ns: 1n, us: 1000n, µs: 1000n, μs: 1000n, ms: 1_000_000n, s: 1_000_000_000n, m: 60_000_000_000n, h: 3_600_000_000_000n,
+};
+
+/**
+ * Go's time.ParseDuration, step for step (`[-+]?([0-9]*(\.[0-9]*)?[a-z]+)+`, or `0`): the nanoseconds of a duration, or
+ * why Go refuses it (what a Kubernetes controller reading a metav1.Duration, Kueue's configuration, would fail on at
+ * its start). Sums past int64 are refused as Go refuses them.
+ */
+export function parseGoDuration(text: string): bigint | string {
+  let s = text;
+  let negative = false;
+  if (s.startsWith('-') || s.startsWith('+')) {
+    negative = s[0] === '-';
+    s = s.slice(1);
+  }
+  if (s === '0') return 0n;
+  if (s === '') return 'an empty duration';
+  let total = 0n;
+  while (s !== '') {
+    if (!/^[0-9.]/.test(s)) return `"${s[0]}" where a number is due`;
+    const [, whole, fraction, rest] = /^([0-9]*)(?:\.([0-9]*))?(.*)$/s.exec(s)!;
+    if (whole === '' && (fraction === undefined || fraction === '')) return 'a unit without a number';
+    const unit = /^[^0-9.]*/.exec(rest)![0];
+    s = rest.slice(unit.length);
+    if (unit === '') return `no unit after "${whole}${fraction === undefined ? '' : `.${fraction}`}" (ns, us, ms, s, m or h)`;
+    const scale = GO_UNITS[unit];
+    if (scale === undefined) return `the unit "${unit}" (ns, us, ms, s, m or h)`;
+    const value = BigInt(whole || '0');
+    if (value > 2n ** 63n) return 'longer than Go\'s longest duration (about 292 years)';
+    // the fraction as Go takes it: its digits while they fit, in the unit's nanoseconds (rounded down)
+    const digits = (fraction ?? '').slice(0, 18);
+    const part = digits === '' ? 0n : (BigInt(digits) * scale) / 10n ** BigInt(digits.length);
+    total += value * scale + part;
+    if (total > 2n ** 63n) return 'longer than Go\'s longest duration (about 292 years)';
+  }
+  if (!negative && total > MAX_DURATION_NS) return 'longer than Go\'s longest duration (about 292 years)';
+  return negative ? -total : total;
+}
+
+const GO_DURATION = 'expected a duration such as "1m" or "15m" (Go syntax: ns, us, ms, s, m, h)';
+const GO_DURATION_PATTERN = /^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|μs|ms|s|m|h))+)$/;
+
+/**
+ * A Go duration as metav1.Duration parses it (`90s`, `15m`, `1h30m`; `0` switches the garbage collector off): only what
+ * Go's time.ParseDuration takes (parseGoDuration), never negative.
+ */
+export const goDuration = () => z.string({ error: GO_DURATION })
+  // the pattern (also the JSON Schema's): Go's syntax without a sign; then what Go refuses within it (a sum past int64)
+  .regex(GO_DURATION_PATTERN, { error: GO_DURATION })
+  .superRefine((text, ctx) => {
+    if (!GO_DURATION_PATTERN.test(text)) return;
+    const parsed = parseGoDuration(text);
+    const why = typeof parsed === 'string' ? parsed : parsed < 0n ? 'a negative duration' : undefined;
+    if (why !== undefined) ctx.addIssue({ code: 'custom', message: `${GO_DURATION}, got ${JSON.stringify(text)}: ${why}` });
+  });
+
+
+/** Milliseconds of each unit of a Prometheus duration, in the order the units must come. */
+const PROMETHEUS_UNITS: readonly [string, bigint][] = [['y', 31_536_000_000n], ['w', 604_800_000n], ['d', 86_400_000n], ['h', 3_600_000n], ['m', 60_000n], ['s', 1000n], ['ms', 1n]];
+
+/**
+ * Prometheus' model.ParseDuration (what VictoriaMetrics and the Prometheus operator read `interval:` and `for:` with):
+ * each unit at most once, from years down to milliseconds (`1h30m`, never `30m1h`), within time.Duration; undefined
+ * when it parses, else why not.
+ */
+export function prometheusDurationProblem(text: string): string | undefined {
+  if (text === '0') return undefined;
+  let rest = text;
+  let ms = 0n;
+  let last = -1;
+  while (rest !== '') {
+    const m = /^([0-9]+)(ms|[ywdhms])/.exec(rest);
+    if (!m) return 'not a duration';
+    const at = PROMETHEUS_UNITS.findIndex(([u]) => u === m[2]);
+    if (at <= last) return `the units come once each, from y down to ms (${PROMETHEUS_UNITS.map(([u]) => u).join(', ')})`;
+    last = at;
+    ms += BigInt(m[1]) * PROMETHEUS_UNITS[at][1];
+    rest = rest.slice(m[0].length);
+  }
+  return ms * 1_000_000n > MAX_DURATION_NS ? 'longer than the longest duration (about 292 years)' : undefined;
+}
+
+const PROMETHEUS_DURATION_PATTERN = /^([0-9]+(ms|s|m|h|d|w|y))+$/;
+
+/** A duration in Prometheus notation (`5m`, `1h30m`): what Prometheus' model.ParseDuration takes (prometheusDurationProblem). */
 export const promDuration = () =>
-  z.string({ error: 'expected a duration such as "5m"' }).regex(/^([0-9]+(ms|s|m|h|d|w|y))+$/, { error: 'expected a duration such as "5m" or "1h"' });
+  z.string({ error: 'expected a duration such as "5m"' }).regex(PROMETHEUS_DURATION_PATTERN, { error: 'expected a duration such as "5m" or "1h"' })
+    .superRefine((text, ctx) => {
+      const why = PROMETHEUS_DURATION_PATTERN.test(text) ? prometheusDurationProblem(text) : undefined;
+      if (why !== undefined) ctx.addIssue({ code: 'custom', message: `expected a duration such as "5m" or "1h30m", got ${JSON.stringify(text)}: ${why}` });
+    });
