@@ -23,6 +23,29 @@ export interface LiveOptions {
   readonly timeoutMs: number;
   /** Nodes the cluster may have (counted page by page: a larger one is refused, not read to the end); default: no bound. */
   readonly maxNodes?: number;
+  /**
+   * The clock of a command's whole live run when it opens more than one session (verify asks the server first, renders,
+   * then sends): each session gets what is left of timeoutMs, so the sessions together stay within it.
+   * @default none: the session alone has timeoutMs
+   */
+  readonly clock?: LiveClock;
+}
+
+/** The time a command's live sessions have spent of its --timeout, together (LiveOptions.clock). */
+export class LiveClock {
+  private spentMs = 0;
+
+  constructor(readonly totalMs: number) {}
+
+  /** Milliseconds left for the next session. */
+  get leftMs(): number {
+    return Math.max(0, this.totalMs - this.spentMs);
+  }
+
+  /** Records the time a session took. */
+  spend(ms: number): void {
+    this.spentMs += ms;
+  }
 }
 
 /** Items per list call (as kubectl's --chunk-size): a large cluster is read in pages, each answer stays small. */
@@ -36,13 +59,14 @@ class Deadline {
   private readonly controller = new AbortController();
   private readonly timer: NodeJS.Timeout;
 
-  constructor(readonly ms: number, onExpiry: () => void) {
+  /** @param ms the bound messages name (--timeout); @param leftMs what is left of it (less, after earlier sessions of the run) */
+  constructor(readonly ms: number, onExpiry: () => void, leftMs = ms) {
     // every request in flight listens to it (about 20 lists read at once): no leak warning on stderr
     setMaxListeners(0, this.controller.signal);
     this.timer = setTimeout(() => {
       onExpiry();
       this.controller.abort();
-    }, ms);
+    }, leftMs);
   }
 
   get signal(): AbortSignal {
@@ -323,9 +347,13 @@ export interface LiveSession {
 /** Opens a live session (LiveSession); the caller closes it. */
 export async function openLive(opts: LiveOptions): Promise<LiveSession> {
   const config = await loadKubeConfig(opts);
-  const deadline = new Deadline(opts.timeoutMs, () => config.plugins.stopAll(`no credential within ${seconds(opts.timeoutMs)} (--timeout)`));
+  const started = performance.now();
+  const deadline = new Deadline(opts.timeoutMs, () => config.plugins.stopAll(`no credential within ${seconds(opts.timeoutMs)} (--timeout)`), opts.clock?.leftMs);
   let agent: http.Agent | undefined;
+  let closed = false;
   const close = () => {
+    if (!closed) opts.clock?.spend(performance.now() - started);
+    closed = true;
     deadline.clear();
     config.plugins.stopAll('the read ended');
     agent?.destroy();
