@@ -2,6 +2,7 @@ import { closeSync, fsyncSync, lstatSync, mkdirSync, mkdtempSync, openSync, read
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { fsErrorText, InputError, isFsError } from './errors';
+import { faultPoint } from './fault';
 import { pidAlive } from './processes';
 
 /** The longest file name (one path component) and path Linux and macOS file systems accept, in bytes. */
@@ -180,5 +181,6 @@ export function scratchFolder(prefix: string): string {
   }
   const dir = mkdtempSync(path.join(root, `${prefix}-${process.pid}-`));
   writeFileSync(path.join(dir, SCRATCH_OWNER), `${process.pid}\n`);
+  faultPoint('scratch');
   return dir;
 }
