@@ -88,20 +88,107 @@ export function printable(text: string): string {
   return text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => ESCAPES[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
+/** Schemes whose user-info names an account, not a secret (`ssh://git@host/...`): only a password after it is one. */
+const SSH_SCHEMES = /^(ssh|git\+ssh|ssh\+git|sftp)$/i;
+
+/** What stands for a secret wherever one is masked. */
+export const MASK = '***';
+
+/** One shape of credential material: what it is, where it is in a text (a global pattern), and the text with it masked. */
+interface CredentialShape {
+  readonly what: string;
+  readonly re: RegExp;
+  /** The match with its secret part masked (the match itself when it holds no secret: an SSH user name). */
+  readonly mask: (match: string, ...groups: string[]) => string;
+}
+
+/**
+ * Credential material, by its shape: a private key, a JSON Web Token (a service-account token), a bearer token, a
+ * kubeconfig user's secret field, a cloud or Git hosting key, and the user-info of a URL (`https://user:token@host`:
+ * Argo CD and kubectl take credentials from their own stores, never from a URL). The one list both what is masked
+ * wherever the toolkit prints or writes (maskCredentials) and what check's no-credentials rule finds (credentialKind)
+ * read. Every pattern starts only where its shape can start and never scans a run twice, so a message or a file of
+ * any size is masked in time linear in its length.
+ */
+const CREDENTIAL_SHAPES: readonly CredentialShape[] = [
+  // the key's base64 lines after its BEGIN line (JSON's escaped line breaks too); the END line stays
+  { what: 'a PEM private key', re: /-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----[A-Za-z0-9+/=\s\\]*/g, mask: (_, kind) => `-----BEGIN ${kind}PRIVATE KEY-----${MASK}` },
+  { what: 'a JSON Web Token (a service-account token)', re: /(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g, mask: () => MASK },
+  // a line of YAML (or one quoted whole: an echoed value)
+  { what: 'a kubeconfig user credential', re: /(?<=^|["'])([ \t]*(?:client-key-data|token|password)[ \t]*:[ \t]*)[^\s"']{8,}/gm, mask: (_, key) => `${key}${MASK}` },
+  { what: 'a kubeconfig user credential', re: /("(?:client-key-data|token|password)"\s*:\s*")[^"\\]{8,}"/g, mask: (_, key) => `${key}${MASK}"` },
+  { what: 'a bearer token', re: /\b(Bearer\s+)[A-Za-z0-9._~+/-]{20,}=*/g, mask: (_, word) => `${word}${MASK}` },
+  { what: 'an AWS access key id', re: /\b(?:AKIA|ASIA)[0-9A-Z]{16}\b/g, mask: () => MASK },
+  { what: 'a GitHub token', re: /\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,})\b/g, mask: () => MASK },
+  { what: 'a GitLab token', re: /(?<![A-Za-z0-9_-])glpat-[A-Za-z0-9_-]{20,}/g, mask: () => MASK },
+  {
+    what: 'a URL with credentials (user-info)',
+    // to the last "@" before the path: a password may hold one
+    re: /\b([A-Za-z][A-Za-z0-9+.-]{0,31}):\/\/([^\s/?#'"`<>\\]+)@/g,
+    mask: (match, scheme, info) => {
+      if (!SSH_SCHEMES.test(scheme)) return `${scheme}://${MASK}@`;
+      const colon = info.indexOf(':');
+      return colon < 0 ? match : `${scheme}://${info.slice(0, colon)}:${MASK}@`;
+    },
+  },
+];
+
+/**
+ * A text with every credential in it masked (`***`): the shapes of CREDENTIAL_SHAPES, and each of `known` (a
+ * secret this run holds: the kubeconfig's token, a URL's password) wherever it appears, in whatever words. Every
+ * line a command prints goes through it (messageLine, outputText), and what it writes from a live cluster or a
+ * description: no secret is ever printed or written whole.
+ */
+export function maskCredentials(text: string, known: readonly (string | undefined)[] = []): string {
+  let out = text;
+  for (const secret of known) {
+    if (secret !== undefined && secret.length >= 4) out = out.split(secret).join(MASK);
+  }
+  for (const shape of CREDENTIAL_SHAPES) out = out.replace(shape.re, shape.mask);
+  return out;
+}
+
+/** Where the credentials of a text are (their offsets), with what each is and its shape's place in CREDENTIAL_SHAPES. */
+function* credentialsIn(text: string): Generator<{ readonly index: number; readonly what: string; readonly shape: number }> {
+  for (const [shape, { re, mask, what }] of CREDENTIAL_SHAPES.entries()) {
+    for (const m of text.matchAll(re)) {
+      if (mask(...(m as unknown as [string, ...string[]])) !== m[0]) yield { index: m.index ?? 0, what, shape };
+    }
+  }
+}
+
+/** What credential a text holds (the first shape of CREDENTIAL_SHAPES it has a secret of), or undefined. */
+export function credentialKind(text: string): string | undefined {
+  return credentialsIn(text).next().value?.what;
+}
+
+/** The lines (1-based) of a text that hold a credential, in order, each with what it holds (the first shape of CREDENTIAL_SHAPES found there). */
+export function credentialLines(text: string): { readonly line: number; readonly what: string }[] {
+  const byLine = new Map<number, { shape: number; what: string }>();
+  for (const c of credentialsIn(text)) {
+    const line = text.slice(0, c.index).split('\n').length;
+    const known = byLine.get(line);
+    if (!known || c.shape < known.shape) byLine.set(line, c);
+  }
+  return [...byLine].sort(([a], [b]) => a - b).map(([line, c]) => ({ line, what: c.what }));
+}
+
 /**
  * A line of a command's messages as it reaches the terminal (standard error): one line, every control
- * character escaped (`\u001b`, `\n`). Every message goes through it, so a path or value given by the user or
- * read from a file (an `out:` with an escape sequence or a line break) can neither drive the terminal nor
- * forge a line.
+ * character escaped (`\u001b`, `\n`), every credential masked. Every message goes through it, so a path or value
+ * given by the user or read from a file (an `out:` with an escape sequence or a line break) can neither drive the
+ * terminal nor forge a line, and a secret in one (a server's answer, a refused value) is never printed.
  */
-export const messageLine: (line: string) => string = printable;
+export function messageLine(line: string): string {
+  return printable(maskCredentials(line));
+}
 
 /**
  * What a command prints on standard output (a YAML description, JSON, help, a summary): its lines kept,
- * every other control character escaped, so nothing in it drives the terminal.
+ * every other control character escaped, so nothing in it drives the terminal, and every credential masked.
  */
 export function outputText(text: string): string {
-  return text.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => printable(c));
+  return maskCredentials(text).replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => printable(c));
 }
 
 /**

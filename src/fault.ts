@@ -3,7 +3,7 @@ import { isMainThread, threadId } from 'node:worker_threads';
 
 /**
  * Fault injection for the crash tests (test/faults/). Read only by the write protocol (and synth's
- * loop over the clusters, which streams into it) and the description loader.
+ * loop over the clusters, which streams into it), the description loader and the scratch folders.
  *
  * `GPU_CLUSTER_MANIFESTS_FAULT=<step>:<n>[:stop]` kills the process with SIGKILL (or stops it with
  * SIGSTOP) right before the n-th occurrence of `<step>` (in one thread: a fleet's render workers count
@@ -15,7 +15,8 @@ import { isMainThread, threadId } from 'node:worker_threads';
  * `recover-remove`, `recovered` (recovery), `write` / `write-partial` (each file of the temporary
  * trees; `write-partial` writes half of the file first), `commit` (every tree is complete; before the journal is renamed into place),
  * `rename` (each rename of the swap), `remove` (each file or folder deleted while cleaning up),
- * `unjournal` (before the journal is deleted), `unlock` (before the lock file is deleted).
+ * `unjournal` (before the journal is deleted), `unlock` (before the lock file is deleted); and `scratch` (a scratch folder
+ * was made, files.ts scratchFolder: verify --config, upgrade-plan --from-toolkit).
  */
 export const FAULT_ENV = 'GPU_CLUSTER_MANIFESTS_FAULT';
 export const FAULT_TRACE_ENV = 'GPU_CLUSTER_MANIFESTS_FAULT_TRACE';

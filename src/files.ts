@@ -1,6 +1,9 @@
-import { closeSync, fsyncSync, lstatSync, mkdirSync, openSync, readFileSync, readlinkSync, realpathSync, statSync } from 'node:fs';
+import { closeSync, fsyncSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { fsErrorText, InputError, isFsError } from './errors';
+import { faultPoint } from './fault';
+import { pidAlive } from './processes';
 
 /** The longest file name (one path component) and path Linux and macOS file systems accept, in bytes. */
 export const NAME_MAX = 255;
@@ -138,4 +141,46 @@ export function readTextIfPresent(file: string): string | undefined {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw e;
   }
+}
+
+/** The file in a scratch folder that says which process made it (scratchFolder): what proves the folder the toolkit's. */
+const SCRATCH_OWNER = '.gpu-cluster-manifests-scratch';
+
+/**
+ * A scratch folder of this process in the system's temporary folder, `<tmp>/<prefix>-<pid>-XXXXXX` (mode 0700), with
+ * a file naming its process inside; the caller removes it when done. What a process killed before it could (kill -9)
+ * left is removed by the next one that makes a folder of the same prefix: a folder of this user whose name and owner
+ * file name a process that no longer runs. Nothing else is touched: another user's folder, a file or a link of that
+ * name, a folder without the owner file (not made here), one whose process still runs.
+ */
+export function scratchFolder(prefix: string): string {
+  const root = tmpdir();
+  const name = new RegExp(`^${prefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}-(\\d+)-[A-Za-z0-9]{6}$`);
+  let entries: string[] = [];
+  try {
+    entries = readdirSync(root);
+  } catch {
+    // nothing to reclaim where nothing can be listed
+  }
+  for (const entry of entries) {
+    const m = name.exec(entry);
+    if (!m || pidAlive(Number(m[1]))) continue;
+    const dir = path.join(root, entry);
+    const st = lstatSync(dir, { throwIfNoEntry: false });
+    if (!st?.isDirectory() || st.uid !== process.getuid?.()) continue;
+    const owner = path.join(dir, SCRATCH_OWNER);
+    // a small regular file (never a FIFO to wait on) naming the process
+    const file = lstatSync(owner, { throwIfNoEntry: false });
+    if (!file?.isFile() || file.size > 32) continue;
+    try {
+      if (readFileSync(owner, 'utf8').trim() !== m[1]) continue;
+      rmSync(dir, { recursive: true, force: true });
+    } catch {
+      // gone meanwhile, or not ours to remove: left as it is
+    }
+  }
+  const dir = mkdtempSync(path.join(root, `${prefix}-${process.pid}-`));
+  writeFileSync(path.join(dir, SCRATCH_OWNER), `${process.pid}\n`);
+  faultPoint('scratch');
+  return dir;
 }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { closeSync, existsSync, fstatSync, openSync, readdirSync, readSync, rmSync, statSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, lstatSync, openSync, readdirSync, readSync, rmSync, statSync } from 'node:fs';
 import Module from 'node:module';
 import * as path from 'node:path';
 import * as vm from 'node:vm';
@@ -170,6 +170,26 @@ function openEntries(file: string): CacheFile {
 
 const blobDigest = (data: string | Uint8Array) => createHash('sha256').update(data).digest('base64');
 
+/** The name of a file this cache writes (`<entry point>-<V8 tag>.bin`). */
+const CACHE_FILE = /^[A-Za-z0-9_-]+-[0-9a-f]{12}\.bin$/;
+
+/**
+ * Whether a file is one this cache wrote: a regular file that starts with its MAGIC. The folder is the cache's, but a
+ * folder named by the cache variable may be a user's: nothing else in it is ever removed.
+ */
+function isCacheFile(file: string): boolean {
+  let fd: number | undefined;
+  try {
+    if (!lstatSync(file).isFile()) return false;
+    fd = openSync(file, 'r');
+    return readAt(fd, MAGIC.length, 0).equals(MAGIC);
+  } catch {
+    return false;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
 /**
  * Keeps the MAX_FILES files of the folder used last (reading a file does not change its mtime: a hit touches nothing, so
  * "used" means written), and none of the temporary files of writers that are gone (a worker thread's write is cut short
@@ -178,7 +198,7 @@ const blobDigest = (data: string | Uint8Array) => createHash('sha256').update(da
 function prune(dir: string, keep: string): void {
   removeDeadWriters(dir);
   const files = readdirSync(dir)
-    .filter((f) => f.endsWith('.bin') && path.join(dir, f) !== keep)
+    .filter((f) => CACHE_FILE.test(f) && path.join(dir, f) !== keep && isCacheFile(path.join(dir, f)))
     .map((f) => ({ f: path.join(dir, f), mtime: statSync(path.join(dir, f), { throwIfNoEntry: false })?.mtimeMs ?? 0 }))
     .sort((a, b) => b.mtime - a.mtime);
   for (const { f } of files.slice(MAX_FILES - 1)) rmSync(f, { force: true });

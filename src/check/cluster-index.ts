@@ -3,6 +3,7 @@ import { ClusterView, SchemaOf, ScopeOf } from './cluster-view';
 import { isJsonObject } from '../json';
 import { ClusterModel } from '../model/model';
 import { apiGroup, Manifest } from '../render/manifest';
+import type { ReadFile, TextFile } from '../render/tree';
 import type { ClusterRenders, RenderedSource } from '../upstream/render';
 import { CLUSTER_SCOPED_CORE } from '../validate/schemas';
 
@@ -106,6 +107,10 @@ export class ClusterIndex {
   readonly model?: ClusterModel;
   readonly objects: readonly Manifest[];
   readonly folders: readonly string[];
+  /** For a tree read from disk: its folder, the files its objects were read from, and its other files as text. */
+  readonly dir?: string;
+  readonly files: readonly ReadFile[];
+  readonly texts: readonly TextFile[];
   private readonly folderByObject = new Map<Manifest, string>();
   private installs?: InstallObject[];
   private crdScopes?: Map<string, 'Namespaced' | 'Cluster'>;
@@ -122,6 +127,9 @@ export class ClusterIndex {
   constructor(view: ClusterView, readonly scopeOf?: ScopeOf, readonly renders?: ClusterRenders, readonly schemaOf?: SchemaOf) {
     this.name = view.name;
     this.model = view.model;
+    this.dir = view.dir;
+    this.files = view.folders.flatMap((f) => f.files ?? []);
+    this.texts = view.texts ?? [];
     const all: Manifest[] = [];
     for (const f of view.folders) {
       for (const m of f.objects) {

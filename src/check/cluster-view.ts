@@ -1,6 +1,6 @@
 import { ClusterModel } from '../model/model';
 import { Manifest } from '../render/manifest';
-import type { ReadFile } from '../render/tree';
+import type { ReadFile, TextFile } from '../render/tree';
 
 /** The rendered objects of one cluster, grouped by component folder. `RenderedCluster` is one. */
 export interface ClusterView {
@@ -18,6 +18,11 @@ export interface ClusterView {
   readonly model?: ClusterModel;
   /** The cluster's folder on disk, for a tree read from disk: Applications' sources of the tree are built from it. */
   readonly dir?: string;
+  /**
+   * For a tree read from disk: its files that hold no objects (the report, the kustomizations, the client files, the
+   * fleet page), as text (render/tree.ts textFiles).
+   */
+  readonly texts?: readonly TextFile[];
 }
 
 /** Scope of a kind from its schema (undefined: unknown kind); the namespace rule needs it. */

@@ -1,4 +1,5 @@
 import { Finding } from './rule';
+import { maskCredentials } from '../errors';
 import { GitRepo, repositoryKey } from '../project/git';
 
 /** Where a description tells Argo CD to read its cluster's manifests (gitops.repoURL and targetRevision). */
@@ -31,7 +32,7 @@ export function repositoryFindings(repo: GitRepo | undefined, sources: readonly 
     const key = repositoryKey(s.repoURL);
     if (originKey === undefined) continue;
     if (key !== originKey) {
-      warn(s.cluster, `gitops.repoURL is ${s.repoURL}, but this repository's remote origin is ${repo.origin} (${repo.root}): `
+      warn(s.cluster, `gitops.repoURL is ${s.repoURL}, but this repository's remote origin is ${maskCredentials(repo.origin ?? '')} (${repo.root}): `
         + 'Argo CD would sync another repository than the one you push dist/ to');
       continue;
     }

@@ -1,5 +1,7 @@
+import { relative } from 'node:path';
 import { allContainers } from './cluster-index';
 import { Rule, Violation } from './rule';
+import { credentialKind, credentialLines } from '../errors';
 import { Manifest } from '../render/manifest';
 
 /** Why an image reference is not pinned, or undefined when it is (a tag other than latest, or a digest). */
@@ -94,23 +96,8 @@ const noSecretData: Rule = {
   },
 };
 
-/**
- * Credential material, by its shape: what a kubeconfig, a service-account token or a cloud key looks like wherever it
- * is pasted (a ConfigMap, an annotation, Helm values of an Application, a Secret's metadata).
- */
-const CREDENTIAL_PATTERNS: readonly { readonly what: string; readonly re: RegExp }[] = [
-  { what: 'a PEM private key', re: /-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----/ },
-  { what: 'a JSON Web Token (a service-account token)', re: /\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/ },
-  { what: 'a kubeconfig user credential', re: /^\s*(client-key-data|token|password)\s*:\s*\S{8,}/m },
-  { what: 'a bearer token', re: /\bBearer\s+[A-Za-z0-9._~+/-]{20,}=*/ },
-  { what: 'an AWS access key id', re: /\b(AKIA|ASIA)[0-9A-Z]{16}\b/ },
-  { what: 'a GitHub token', re: /\b(gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,})\b/ },
-];
-
-/** What credential a text holds (the first of CREDENTIAL_PATTERNS it matches), or undefined. */
-export function credentialKind(text: string): string | undefined {
-  return CREDENTIAL_PATTERNS.find((p) => p.re.test(text))?.what;
-}
+/** What credential a text holds (errors.ts credentialKind: the shapes every printed and written text is masked of). */
+export { credentialKind };
 
 /** Keys of a kubeconfig's users[].user that hold a credential. */
 const KUBECONFIG_USER_SECRETS = ['token', 'client-key-data', 'password'];
@@ -118,7 +105,8 @@ const KUBECONFIG_USER_SECRETS = ['token', 'client-key-data', 'password'];
 /** The first credential in a JSON value, as `path: what`, or undefined. */
 function credentialIn(node: unknown, path: string): string | undefined {
   if (typeof node === 'string') {
-    if (node.length < 20) return undefined;
+    // the shortest credential a shape knows: a user-info `https://u:p@h`
+    if (node.length < 8) return undefined;
     const what = credentialKind(node);
     return what && `${path || '(value)'} holds ${what}`;
   }
@@ -154,16 +142,32 @@ function credentialIn(node: unknown, path: string): string | undefined {
 const noCredentials: Rule = {
   id: 'no-credentials',
   severity: 'error',
-  summary: 'no rendered object carries a credential (a private key, a service-account token, a kubeconfig user, a cloud or GitHub key)',
+  summary: 'no file of the rendered tree carries a credential (a private key, a service-account token, a kubeconfig user, a cloud or Git key, a URL\'s user-info)',
   check(index) {
     const out: Violation[] = [];
     for (const m of index.objects) {
       const { data, stringData, ...rest } = m as Json;
       const found = credentialIn(m.kind === 'Secret' && m.apiVersion === 'v1' ? rest : { ...rest, data, stringData }, '');
-      if (found) out.push({ message: `${found}; a credential never goes into the rendered tree (dist/ is committed): create it in the cluster by hand or with a secret store`, objects: [m] });
+      if (found) out.push({ message: `${found}; ${NEVER}`, objects: [m] });
+    }
+    // what a tree read from disk holds besides its objects: the report, the kustomizations, the client files and the
+    // fleet page whole, and the comments of the manifest files (the objects above are what the files parse to)
+    const rel = (file: string) => (index.dir === undefined ? file : relative(index.dir, file));
+    const texts = [...index.texts, ...index.files.map((f) => ({ file: f.file, text: yamlComments(f.bytes.toString('utf8')) }))];
+    for (const { file, text } of texts) {
+      for (const c of credentialLines(text)) out.push({ message: `${rel(file)}:${c.line} holds ${c.what}; ${NEVER}`, objects: [] });
     }
     return out;
   },
 };
+
+/** What to do about a credential in the rendered tree. */
+const NEVER = 'a credential never goes into the rendered tree (dist/ is committed): create it in the cluster by hand or with a secret store, '
+  + 'a repository\'s in Argo CD\'s repository Secret';
+
+/** The comment lines of a YAML text (each at its own line: the others left empty). */
+function yamlComments(text: string): string {
+  return text.split('\n').map((l) => (/^\s*#/.test(l) ? l : '')).join('\n');
+}
 
 export const SECURITY_RULES: readonly Rule[] = [noPrivileged, pinnedImages, noSecretData, noCredentials];

@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import { ClusterView } from './cluster-view';
 import { CLIENT_FILES_FOLDER } from '../render/client-files';
 import { Manifest } from '../render/manifest';
-import { manifestFiles, readManifestFile } from '../render/tree';
+import { manifestFiles, readManifestFile, textFiles } from '../render/tree';
 import { isWriteArtifact } from '../render/write';
 
 /** Subfolders of a rendered tree; the client files' folder (tutorials/) holds no objects and is left out. */
@@ -21,7 +21,7 @@ export function readClusterFolder(dir: string): ClusterView {
     const files = manifestFiles(path.join(dir, folder)).map(readManifestFile);
     return { folder, objects: files.flatMap((f) => f.inputs.map((i) => i.manifest as Manifest)), files };
   });
-  return { name: path.basename(path.resolve(dir)), folders, dir: path.resolve(dir) };
+  return { name: path.basename(path.resolve(dir)), folders, dir: path.resolve(dir), texts: textFiles(dir) };
 }
 
 /** A cluster of a rendered tree, found but not read yet. */
@@ -52,7 +52,7 @@ export function clusterFolders(dir: string): ClusterFolder[] {
       read: () => {
         const files = manifestFiles(child).map(readManifestFile);
         const objects = files.flatMap((f) => f.inputs.map((i) => i.manifest as Manifest));
-        return { name: c, folders: [{ folder: c, objects, files }], dir: path.resolve(child) };
+        return { name: c, folders: [{ folder: c, objects, files }], dir: path.resolve(child), texts: textFiles(child) };
       },
     };
   });

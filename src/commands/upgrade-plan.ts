@@ -73,7 +73,7 @@ export async function runUpgradePlan(args: string[], io: Io = consoleIo): Promis
   let toolkit: LoadedToolkit | undefined;
   let result;
   try {
-    toolkit = toolkitDir !== undefined && model ? loadFromToolkit(toolkitDir, config!, model) : undefined;
+    toolkit = toolkitDir !== undefined && model ? await loadFromToolkit(toolkitDir, config!, model) : undefined;
     result = await planUpgrade({
       model, components, from: values.from, to: values.to, fromToolkit: toolkit, fromCrds, toCrds, upstream, schemas, cacheDir: defaultCacheDir(),
     });

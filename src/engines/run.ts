@@ -60,7 +60,8 @@ const STDERR_TAIL_BYTES = 64 * 1024;
 export function errorLine(stderr: string): string {
   const lines = stderr.split(/\r?\n/).map((l) => stripControl(l).trim())
     // helm's informational log lines (level=INFO/WARN msg=...) and its --debug hint explain nothing
-    .filter((l) => l !== '' && !/^level=(INFO|WARN|DEBUG)\b/.test(l) && !/^Use --debug flag/.test(l))
+    // (and Node's banner after an uncaught error: the toolkit's children of upgrade-plan --from-toolkit)
+    .filter((l) => l !== '' && !/^level=(INFO|WARN|DEBUG)\b/.test(l) && !/^Use --debug flag/.test(l) && !/^Node\.js v\d+\.\d+\.\d+$/.test(l))
     // kubectl's klog header (`E1201 01:16:35.996346   10952 run.go:72] "command failed" err="..."`): the error alone
     .map((l) => l.replace(/^[EWIF]\d{4} [\d:.]+\s+\d+ [\w.-]+:\d+\] /, '').replace(/^"command failed" err="(.*)"$/, '$1').replace(/\\"/g, '"'));
   const text = lines[lines.length - 1] ?? '';

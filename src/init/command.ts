@@ -9,7 +9,7 @@ import { INIT } from '../commands/specs';
 import { InputError, printable } from '../errors';
 import { pathProblem } from '../files';
 import { DescriptionError, parseDescription } from '../model/load';
-import { MAX_NODES } from '../model/schema-types';
+import { MAX_NODES, withoutUrlCredentials } from '../model/schema-types';
 import { clusterSource, normalizeKubeconfigArg, readClusterState } from '../preflight/command';
 import { ClusterState } from '../preflight/state';
 import { readGitRepo, repositoryKey } from '../project/git';
@@ -60,11 +60,21 @@ export function runInit(argv: string[], io: Io = consoleIo): number | Promise<nu
   if (out !== undefined) checkOut(out);
   const gitopsPath = values.path ?? (project && projectGitopsPath(project, name));
   // --repo defaults to the checkout's remote origin (read from its .git files; a local path is no server Argo CD reads)
-  const origin = values.repo === undefined ? readGitRepo(project?.root ?? process.cwd())?.origin : undefined;
+  // (without credentials a clone URL may carry: Argo CD takes them from its repository Secret)
+  const remote = values.repo === undefined ? readGitRepo(project?.root ?? process.cwd())?.origin : undefined;
+  const origin = remote === undefined ? undefined : withoutUrlCredentials(remote);
   const repo = values.repo ?? (origin !== undefined && repositoryKey(origin) !== undefined ? origin : undefined);
   const write = (state: ClusterState): number => {
     const options = { name: values.name, repo, repoFromOrigin: values.repo === undefined, path: gitopsPath };
-    const text = descriptionYaml(describeCluster(state, options), state.source);
+    let described;
+    try {
+      described = describeCluster(state, options);
+    } catch (e) {
+      // a combination the components refuse (as synth reports it): what the cluster shows, not a fault of init
+      if (e instanceof InputError || !(e instanceof Error)) throw e;
+      throw new InputError(`${state.source}: what the cluster shows does not fit a description: ${e.message.split('\n')[0]}`);
+    }
+    const text = descriptionYaml(described, state.source);
     try {
       parseDescription(parse(text), 'init');
     } catch (e) {

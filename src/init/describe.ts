@@ -1,7 +1,7 @@
 import { join, relative } from 'node:path';
 import { Document, isMap, isScalar, isSeq, Node as YamlNode } from 'yaml';
 import { judgeAddOns } from './add-ons';
-import { InputError, printable } from '../errors';
+import { InputError, maskCredentials, printable } from '../errors';
 import { valueAt } from '../json';
 import { Taint } from '../model/description';
 import { INIT_TODO, OPEN_TODO } from '../model/init-todos';
@@ -66,10 +66,24 @@ function nodeNames(nodes: readonly Manifest[]): string {
   return summarize(nodes.map((n) => n.metadata.name));
 }
 
-/** Taints every node of the list carries. */
+/**
+ * Taints Kubernetes itself puts on a node in trouble and lifts when it recovers (the node lifecycle controller, the
+ * kubelet, the cloud controller; `out-of-service` an administrator's, for a node that is down): the state of the
+ * moment of the read, never a fact to describe. A description with them would make the operands tolerate a node that
+ * is not ready (and refuse as the service node's taints when every node is down).
+ */
+const TRANSIENT_TAINTS: ReadonlySet<string> = new Set([
+  'node.kubernetes.io/not-ready', 'node.kubernetes.io/unreachable', 'node.kubernetes.io/memory-pressure', 'node.kubernetes.io/disk-pressure',
+  'node.kubernetes.io/pid-pressure', 'node.kubernetes.io/network-unavailable', 'node.kubernetes.io/unschedulable', 'node.kubernetes.io/out-of-service',
+  'node.cloudprovider.kubernetes.io/uninitialized', 'node.cloudprovider.kubernetes.io/shutdown',
+]);
+
+const isTransient = (t: Taint) => TRANSIENT_TAINTS.has(t.key);
+
+/** Taints every node of the list carries, those of a node in trouble aside (TRANSIENT_TAINTS). */
 function commonTaints(nodes: readonly Manifest[]): Taint[] {
   if (nodes.length === 0) return [];
-  const first = taintsOf(nodes[0]);
+  const first = taintsOf(nodes[0]).filter((t) => !isTransient(t));
   return first.filter((t) => nodes.every((n) => taintsOf(n).some((u) => taintKey(u) === taintKey(t))));
 }
 
@@ -238,7 +252,12 @@ export function describeCluster(state: ClusterState, opts: InitOptions): InitRes
   // Every pre-installed add-on judged against what this description renders (never a second copy of one the cluster runs).
   const judged = judgeAddOns(state, description);
   for (const [path, text] of judged.comments) comments.set(path, text);
-  return { description, comments, todos: judged.todos };
+  // nodes in trouble at the time of the read: described as they are when well, and named
+  const troubled = nodes.filter((n) => taintsOf(n).some(isTransient));
+  const transient = [...new Set(troubled.flatMap((n) => taintsOf(n).filter(isTransient).map((t) => `${t.key}:${t.effect}`)))].sort();
+  const inTrouble = troubled.length === 0 ? [] : [`node(s) ${nodeNames(troubled)} carry ${transient.join(', ')}, taints Kubernetes sets on a node in trouble `
+    + 'and lifts when it recovers: described without them; see why (kubectl describe node) and run preflight once they are gone'];
+  return { description, comments, todos: [...inTrouble, ...judged.todos] };
 }
 
 /** The description as YAML, with the schema line, a header and the comments. */
@@ -258,7 +277,7 @@ export function descriptionYaml(result: InitResult, source: string): string {
   }
   const header = [
     '# yaml-language-server: $schema=./cluster-description.schema.json',
-    `# Written by \`gpu-cluster-manifests init\` from ${source}.`,
+    `# Written by \`gpu-cluster-manifests init\` from ${printable(maskCredentials(source))}.`,
     `# Check every ${INIT_TODO} line (facts the cluster does not show) and delete its marker, then: npx ${PACKAGE_NAME} preflight --config <this file> ...`,
     ...(result.todos ?? []).map((t) => `# ${OPEN_TODO} ${printable(t)}`),
   ].join('\n');

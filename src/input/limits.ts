@@ -2,6 +2,8 @@ import { InputError } from '../errors';
 
 /** The files a command reads besides its own output: what they are and how far they may go. */
 export type InputKind = 'description' | 'snapshot' | 'kubeconfig' | 'project';
+/** The package.json of another installed toolkit (upgrade-plan --from-toolkit DIR): read as data, never run. */
+export type PackageInputKind = 'package';
 /**
  * What check reads for the engines: a file an Application names in a chart or overlay (values files, patches,
  * Chart.yaml), what an engine printed (helm template, kustomize build), and a YAML file of a rendered tree.
@@ -10,7 +12,7 @@ export type EngineInputKind = 'chart' | 'render' | 'tree';
 /** The files of a schema folder (`--schemas`): CRD YAML files and the core definitions' JSON. */
 export type SchemaInputKind = 'schema';
 /** Every kind of input with limits. */
-export type LimitedInput = InputKind | EngineInputKind | SchemaInputKind;
+export type LimitedInput = InputKind | EngineInputKind | SchemaInputKind | PackageInputKind;
 
 interface InputLimitSpec {
   /** What the file is, for messages ("far more than a cluster description needs"). */
@@ -47,6 +49,8 @@ export const INPUT_LIMITS: Readonly<Record<LimitedInput, InputLimitSpec>> = {
   tree: { what: 'a file of a rendered tree', hint: 'a rendered tree holds YAML files', mib: 64, env: 'GPU_CLUSTER_MANIFESTS_MAX_MANIFEST_MIB', depth: 100, aliases: 1000 },
   // the largest pinned schema file is a CRD of 1.6 MB (Dynamo's DynamoGraphDeployment); CRD schemas nest some 60 levels in a List
   schema: { what: 'a schema file (CRDs or the core definitions)', hint: 'a schema folder holds CRD YAML files and a *definitions.json', mib: 32, env: 'GPU_CLUSTER_MANIFESTS_MAX_SCHEMA_FILE_MIB', depth: 200, aliases: 1000 },
+  // this package's package.json is some 5 KiB and nests 3 levels
+  package: { what: 'a package.json', hint: 'name the folder of an installed gpu-cluster-manifests (node_modules/gpu-cluster-manifests)', mib: 1, env: 'GPU_CLUSTER_MANIFESTS_MAX_PACKAGE_MIB', depth: 16, aliases: 0 },
   // gpu-cluster-manifests.yaml: two keys
   project: { what: 'a project file', hint: 'gpu-cluster-manifests.yaml must be a file (clusters: and out:)', mib: 1, env: 'GPU_CLUSTER_MANIFESTS_MAX_PROJECT_MIB', depth: 8, aliases: 10 },
 };

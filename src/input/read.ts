@@ -110,6 +110,7 @@ export function readInputBytes(file: string, kind: LimitedInput): Buffer {
     fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
+    if (err.code === 'ENOENT' && lstatSync(file, { throwIfNoEntry: false })?.isSymbolicLink()) throw fail(`a symbolic link that leads nowhere; ${spec.hint}`);
     throw fail(`cannot read the file: ${err.code === 'ENOENT' ? 'no such file' : err.code === 'EACCES' ? 'permission denied' : err.code ?? String(e)}`);
   }
   try {

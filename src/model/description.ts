@@ -4,7 +4,8 @@ import { formatBytes, formatMillis, parseQuantity } from './quantity';
 import { VERSIONS } from '../versions';
 import {
   absolutePath, dnsLabel, dnsSubdomain, envVar, exactMemoryTotal, gitRepoUrl, gitRevision, gpuCount, gpusPerNode, installMode, intRange,
-  labelKey, labels, labelValue, nodeCount, nonEmptyString, nonNegativeInt, pinnedImage, positiveInt, promDuration, quantity, repoPath, taint,
+  labelKey, labels, labelValue, nodeCount, nonEmptyString, nonNegativeInt, pinnedImage, positiveInt, promDuration, quantity, repoPath,
+  repositoryUrl, taint, withoutCredentials,
 } from './schema-types';
 
 /**
@@ -25,7 +26,7 @@ const gitops = z.strictObject({
   path: repoPath().describe('Folder of this cluster\'s rendered manifests in the repository (dist/<name>), relative to its top.'),
   namespace: dnsLabel().default('argocd').describe('Namespace Argo CD runs in (Applications and the AppProject live there).'),
   project: dnsLabel().optional().describe('AppProject name. Default: the cluster name.'),
-  destinationServer: nonEmptyString('a Kubernetes API server URL').default(IN_CLUSTER_SERVER).describe('API server the Applications deploy to.'),
+  destinationServer: withoutCredentials(nonEmptyString('a Kubernetes API server URL')).default(IN_CLUSTER_SERVER).describe('API server the Applications deploy to.'),
   argocd: z.enum(['managed', 'external'], { error: 'expected "managed" or "external"' }).optional()
     .describe('Who runs the Argo CD that syncs this cluster. "managed": the toolkit renders it into dist/<name>/argocd/ (the pinned Argo CD release, '
       + 'every pod on the service node, argocd-cm with the health checks the sync waves wait on), applied once by hand at bootstrap and managed by '
@@ -41,10 +42,6 @@ const gitops = z.strictObject({
     selfHeal: z.boolean().default(true).describe('Revert changes made in the cluster by hand.'),
   }).prefault({}).describe('Automated sync of configuration (samples never auto-sync).'),
 }).describe('Where Argo CD finds this cluster\'s manifests.');
-
-/** A repository URL a mirror stands in for, or the mirror: https://, oci:// (Helm charts), ssh:// or user@host:path (Git). */
-const repositoryUrl = () => z.string({ error: 'expected a repository URL' })
-  .regex(/^(https?:\/\/|oci:\/\/|ssh:\/\/)[^\s/]+(\/\S*)?$|^[\w.-]+@[\w.-]+:\S+$/, { error: 'expected a repository URL (https://, oci://, ssh:// or user@host:path)' });
 
 /**
  * An image registry, a registry and a path in it, or a whole repository (`nvcr.io`, `harbor.lab:5000/nvcr`,
@@ -434,7 +431,7 @@ const monitoring = z.strictObject({
     pendingWorkloadsFor: promDuration().default('30m').describe('How long Kueue workloads may pend before an alert.'),
     quotaUsageRatio: z.number({ error: 'expected a ratio such as 1' }).positive({ error: 'expected a ratio above 0' })
       .max(10, { error: 'expected a ratio of at most 10' }).default(1).describe('ClusterQueue usage / nominal quota above which an alert fires.'),
-    runbookBaseUrl: z.url({ error: 'expected a URL such as https://wiki.example.com/runbooks' }).optional()
+    runbookBaseUrl: withoutCredentials(z.url({ error: 'expected a URL such as https://wiki.example.com/runbooks' })).optional()
       .describe('Base URL of the runbooks; each alert links <base>#<alert name in lower case> (runbook_url).'),
   }).prefault({}).describe('Alert thresholds and durations.'),
 }).prefault({}).describe('Scrapes, alerts and dashboards for the pre-installed VictoriaMetrics + Grafana.');

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { FLEET_FILE } from './description-files';
-import { dnsLabel, dnsSubdomain, labelValue, nonEmptyString } from './schema-types';
+import { dnsLabel, dnsSubdomain, goDuration, labelValue, nonEmptyString } from './schema-types';
 
 export { FLEET_FILE };
 
@@ -19,10 +19,6 @@ export const MULTIKUEUE_DISPATCHERS = {
   AllAtOnce: 'kueue.x-k8s.io/multikueue-dispatcher-all-at-once',
   Incremental: 'kueue.x-k8s.io/multikueue-dispatcher-incremental',
 } as const;
-
-/** A Go duration as metav1.Duration parses it (`90s`, `15m`, `1h30m`; `0` switches the garbage collector off). */
-const goDuration = () => z.string({ error: 'expected a duration such as "1m" or "15m" (Go syntax: ns, us, ms, s, m, h)' })
-  .regex(/^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$/, { error: 'expected a duration such as "1m" or "15m" (Go syntax: ns, us, ms, s, m, h)' });
 
 const worker = z.strictObject({
   cluster: dnsLabel().describe('Name of the worker cluster (the `name` of a cluster description in this folder); names its MultiKueueCluster on the manager.'),

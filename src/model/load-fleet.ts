@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { lstatSync, readdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { ClusterDescription } from './description';
 import { isDescriptionFile } from './description-files';
@@ -17,10 +17,14 @@ export interface LoadedDescription {
   readonly model: ClusterModel;
 }
 
-/** The fleet description of a folder of cluster descriptions, when it has one (a regular file named FLEET_FILE). */
+/**
+ * The fleet description of a folder of cluster descriptions, when it has one: anything named FLEET_FILE. What is no
+ * regular file (a FIFO, a device, a folder, a link that leads nowhere) is the fleet description all the same, and the
+ * bounded reader refuses it like every other input: never a fleet silently rendered as plain clusters.
+ */
 export function fleetFileOf(folder: string): string | undefined {
   const file = path.join(folder, FLEET_FILE);
-  return statSync(file, { throwIfNoEntry: false })?.isFile() ? file : undefined;
+  return lstatSync(file, { throwIfNoEntry: false }) ? file : undefined;
 }
 
 /** A fleet description read and validated, with where its fields are. */

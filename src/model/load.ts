@@ -2,6 +2,7 @@ import * as path from 'node:path';
 import type { core, ZodType } from 'zod';
 import { ClusterDescription, ClusterDescriptionSchema } from './description';
 import { evaluateTypeScriptDescription, TypeScriptDescriptionFailed } from './load-typescript';
+import { maskCredentials } from '../errors';
 import { faultPoint } from '../fault';
 import { closestField, echoedValue } from './issue-hints';
 import { INPUT_LIMITS } from '../input/limits';
@@ -16,10 +17,13 @@ export { formatPath };
  */
 export type DescriptionIssue = Pick<InputIssue, 'path' | 'message' | 'line' | 'column'>;
 
-/** `lab.yaml:18:5 nodes.gpuWorkers.gpusPerNod: unknown field`: the file, where, the field path, what is wrong. */
+/**
+ * `lab.yaml:18:5 nodes.gpuWorkers.gpusPerNod: unknown field`: the file, where, the field path, what is wrong; a credential
+ * in it (a refused value or key shaped like one) masked.
+ */
 export function describeDescriptionIssue(source: string, i: DescriptionIssue): string {
   const where = i.line !== undefined ? `${source}:${i.line}:${i.column ?? 1}` : `${source}:`;
-  return `${where} ${i.path ? `${i.path}: ` : ''}${i.message}`;
+  return maskCredentials(`${where} ${i.path ? `${i.path}: ` : ''}${i.message}`);
 }
 
 /** A cluster description that cannot be rendered: bad YAML, wrong types, impossible combinations. One line per problem. */
@@ -30,9 +34,10 @@ export class DescriptionError extends Error {
   }
 }
 
+/** A refused value as the message echoes it: JSON, its credentials masked (before it is cut short), at most 80 characters. */
 function describeValue(v: unknown): string {
   if (v === undefined) return 'nothing';
-  const s = JSON.stringify(v);
+  const s = maskCredentials(JSON.stringify(v));
   return s.length > 80 ? `${s.slice(0, 77)}...` : s;
 }
 

@@ -1,9 +1,10 @@
 import { ChildProcess, spawn, SpawnOptions } from 'node:child_process';
+import { createPrivateKey, KeyObject, X509Certificate } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import * as path from 'node:path';
-import type { KubeConfig } from '@kubernetes/client-node';
-import { InputError, printable } from '../errors';
+import type { Cluster, KubeConfig, User } from '@kubernetes/client-node';
+import { InputError, maskCredentials, printable } from '../errors';
 import { formatMiB, maxBytes } from '../input/limits';
 import { asInputError, decodeInput, readInputBytes, readYamlInput } from '../input/read';
 import { isJsonObject } from '../json';
@@ -25,7 +26,12 @@ export interface LoadedKubeConfig {
   readonly kc: KubeConfig;
   /** Where the kubeconfig came from, for messages (`--kubeconfig /x`, `$KUBECONFIG file /y`, `~/.kube/config`). */
   readonly where: string;
+  /** The server's address as messages and files name it: its user-info masked (`https://***@host:6443`). */
   readonly server: string;
+  /** The server's address as the requests go to it. */
+  readonly url: string;
+  /** The secrets of the user and the server's address (token, password): masked wherever an answer echoes them. */
+  readonly secrets: readonly string[];
   readonly user: string;
   /** The exec credential plugin runs of this config (to stop them, and to explain a failure). */
   readonly plugins: ExecPlugins;
@@ -126,7 +132,7 @@ function checkServer(server: string, where: string): void {
     url = undefined;
   }
   if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:') || url.hostname === '') {
-    throw new InputError(`${where}: server ${JSON.stringify(server)} is no API server address: expected https://HOST[:PORT] (kubectl config view shows it; `
+    throw new InputError(`${where}: server ${maskCredentials(JSON.stringify(server))} is no API server address: expected https://HOST[:PORT] (kubectl config view shows it; `
       + 'kubectl cluster-info prints the right one)');
   }
 }
@@ -144,7 +150,8 @@ export async function loadKubeConfig(opts: { readonly kubeconfig?: string; reado
     }
     kc.loadFromCluster();
     plugins.install(kc);
-    return { kc, where: 'the in-cluster ServiceAccount', server: kc.getCurrentCluster()!.server, user: 'the ServiceAccount', plugins };
+    const url = kc.getCurrentCluster()!.server;
+    return { kc, where: 'the in-cluster ServiceAccount', server: maskCredentials(url), url, user: 'the ServiceAccount', plugins, secrets: userSecrets(url, kc.getCurrentUser()) };
   }
   const where = files.length === 1 ? files[0].label : `the kubeconfig files of $KUBECONFIG (${files.map((f) => f.file).join(path.delimiter)})`;
   const merged = mergeKubeconfigs(files.map((f) => readKubeconfigFile(f.file, f.label)));
@@ -172,8 +179,77 @@ export async function loadKubeConfig(opts: { readonly kubeconfig?: string; reado
     throw new InputError(`${where}: user "${printable(user!.name)}" authenticates with the ${provider.name} auth provider, which kubectl removed in 1.26: `
       + `use the exec credential plugin ${REMOVED_AUTH_PROVIDERS[provider.name]} instead`);
   }
+  checkCredentials(cluster, user, `${where}: `);
   plugins.install(kc);
-  return { kc, where, server: cluster.server, user: user?.name ?? '(none)', plugins };
+  return { kc, where, server: maskCredentials(cluster.server), url: cluster.server, user: user?.name ?? '(none)', plugins, secrets: userSecrets(cluster.server, user) };
+}
+
+/** The secrets a run holds for a server and user: the token, the password, and the password (or token) of the server's user-info. */
+function userSecrets(server: string, user: User | null | undefined): string[] {
+  const info = /^[a-z]+:\/\/([^/?#\s]*)@/i.exec(server)?.[1];
+  const fromUrl = info === undefined ? [] : [info, ...info.split(':').slice(1)].map((x) => { try { return decodeURIComponent(x); } catch { return x; } });
+  return [user?.token, user?.password, ...fromUrl].filter((x): x is string => typeof x === 'string' && x.length >= 4);
+}
+
+/** What an HTTP header cannot carry: a line break or another control character. */
+const NOT_IN_A_HEADER = /[\u0000-\u0008\u000a-\u001f\u007f]/;
+
+/** The PEM blocks of a kubeconfig's base64 data field (certificate-authority-data, client-*-data), decoded. */
+function pemOf(data: string): string {
+  return Buffer.from(data, 'base64').toString('utf8');
+}
+
+/**
+ * Refuses, before a request, credentials and TLS settings the client cannot use, each naming its field (the client
+ * would fail on them inside a request, with a TLS library's words or an invalid header): a token with a line break or
+ * a control character, certificate data that holds no certificate, key data that holds no private key, a client key
+ * that does not match its certificate (or one without the other), and, as kubectl, a certificate authority beside
+ * insecure-skip-tls-verify: true.
+ */
+function checkCredentials(cluster: Cluster, user: User | null, where: string): void {
+  const clusterField = (field: string) => `${where}cluster "${printable(cluster.name)}": clusters[].cluster.${field}`;
+  if (cluster.skipTLSVerify && (cluster.caData || cluster.caFile)) {
+    throw new InputError(`${clusterField('insecure-skip-tls-verify')} is true beside a certificate-authority: kubectl refuses the two together `
+      + '(a CA that is never checked); keep the certificate authority and remove insecure-skip-tls-verify, or the other way round');
+  }
+  if (cluster.caData) {
+    try {
+      new X509Certificate(pemOf(cluster.caData));
+    } catch (e) {
+      throw new InputError(`${clusterField('certificate-authority-data')} holds no PEM certificate (${printable((e as Error).message.split('\n')[0])}): give the cluster's CA (kubectl config view --raw --minify shows it)`);
+    }
+  }
+  if (!user) return;
+  const userField = (field: string) => `${where}user "${printable(user.name)}": users[].user.${field}`;
+  if (user.token !== undefined && NOT_IN_A_HEADER.test(user.token)) {
+    throw new InputError(`${userField('token')} holds a line break or another control character, which no request header carries: `
+      + 'give the token on one line (a token-file\'s trailing line break is dropped)');
+  }
+  for (const field of ['username', 'password'] as const) {
+    if (user[field] !== undefined && NOT_IN_A_HEADER.test(user[field]!)) {
+      throw new InputError(`${userField(field)} holds a line break or another control character, which no request header carries: fix it`);
+    }
+  }
+  if ((user.certData === undefined) !== (user.keyData === undefined)) {
+    const [given, missing] = user.certData === undefined ? ['client-key-data', 'client-certificate-data'] : ['client-certificate-data', 'client-key-data'];
+    throw new InputError(`${userField(given)} is given without ${missing}: a client certificate authenticates with its key; give both (or neither)`);
+  }
+  if (user.certData === undefined || user.keyData === undefined) return;
+  let cert: X509Certificate;
+  try {
+    cert = new X509Certificate(pemOf(user.certData));
+  } catch (e) {
+    throw new InputError(`${userField('client-certificate-data')} holds no PEM certificate (${printable((e as Error).message.split('\n')[0])}): give the user's client certificate`);
+  }
+  let key: KeyObject;
+  try {
+    key = createPrivateKey(pemOf(user.keyData));
+  } catch (e) {
+    throw new InputError(`${userField('client-key-data')} holds no PEM private key (${printable((e as Error).message.split('\n')[0])}): give the key of the client certificate`);
+  }
+  if (!cert.checkPrivateKey(key)) {
+    throw new InputError(`${userField('client-key-data')} is not the key of client-certificate-data (the key of another certificate?): give the pair kubectl config view --raw shows`);
+  }
 }
 
 /** What an exec credential plugin did, to explain its failure. */

@@ -5,7 +5,7 @@ import { loadKubeConfig, LoadedKubeConfig } from './kubeconfig';
 import { asStateObject, nodeLimitExceeded } from './objects';
 import { crdFacts, listItems, listPath, listReads, ListRead, BUILT_IN_RESOURCES } from './reads';
 import { ClusterState } from './state';
-import { InputError, printable } from '../errors';
+import { InputError, maskCredentials, printable } from '../errors';
 import { formatMiB, INPUT_LIMITS, maxBytes } from '../input/limits';
 import { asInputError, checkNesting } from '../input/read';
 import { isJsonObject } from '../json';
@@ -23,6 +23,29 @@ export interface LiveOptions {
   readonly timeoutMs: number;
   /** Nodes the cluster may have (counted page by page: a larger one is refused, not read to the end); default: no bound. */
   readonly maxNodes?: number;
+  /**
+   * The clock of a command's whole live run when it opens more than one session (verify asks the server first, renders,
+   * then sends): each session gets what is left of timeoutMs, so the sessions together stay within it.
+   * @default none: the session alone has timeoutMs
+   */
+  readonly clock?: LiveClock;
+}
+
+/** The time a command's live sessions have spent of its --timeout, together (LiveOptions.clock). */
+export class LiveClock {
+  private spentMs = 0;
+
+  constructor(readonly totalMs: number) {}
+
+  /** Milliseconds left for the next session. */
+  get leftMs(): number {
+    return Math.max(0, this.totalMs - this.spentMs);
+  }
+
+  /** Records the time a session took. */
+  spend(ms: number): void {
+    this.spentMs += ms;
+  }
 }
 
 /** Items per list call (as kubectl's --chunk-size): a large cluster is read in pages, each answer stays small. */
@@ -36,13 +59,14 @@ class Deadline {
   private readonly controller = new AbortController();
   private readonly timer: NodeJS.Timeout;
 
-  constructor(readonly ms: number, onExpiry: () => void) {
+  /** @param ms the bound messages name (--timeout); @param leftMs what is left of it (less, after earlier sessions of the run) */
+  constructor(readonly ms: number, onExpiry: () => void, leftMs = ms) {
     // every request in flight listens to it (about 20 lists read at once): no leak warning on stderr
     setMaxListeners(0, this.controller.signal);
     this.timer = setTimeout(() => {
       onExpiry();
       this.controller.abort();
-    }, ms);
+    }, leftMs);
   }
 
   get signal(): AbortSignal {
@@ -181,7 +205,7 @@ export interface LiveBody {
  */
 function send(r: Reader, method: string, path: string, body?: LiveBody): Promise<LiveAnswer> {
   const { server } = r.config;
-  const url = new URL(server.replace(/\/+$/, '') + path);
+  const url = new URL(r.config.url.replace(/\/+$/, '') + path);
   const lib = url.protocol === 'http:' ? http : https;
   const request = `${method} ${path}`;
   return new Promise((resolve, reject) => {
@@ -193,7 +217,16 @@ function send(r: Reader, method: string, path: string, body?: LiveBody): Promise
       Accept: 'application/json',
       ...(body ? { 'Content-Type': body.contentType, 'Content-Length': Buffer.byteLength(body.text) } : {}),
     };
-    const req = lib.request(url, { ...r.request, method, headers, signal: r.deadline.signal }, (res) => {
+    let req: http.ClientRequest;
+    try {
+      req = lib.request(url, { ...r.request, method, headers, signal: r.deadline.signal }, answer);
+    } catch (e) {
+      // what the client made of the credentials cannot be sent (an exec plugin's token with a line break)
+      reject(new InputError(`${server}: the credentials of user "${printable(r.config.user)}" cannot be sent `
+        + `(${printable((e as Error).message.split('\n')[0])}): check users[].user in ${r.config.where}`));
+      return;
+    }
+    function answer(res: http.IncomingMessage): void {
       const status = res.statusCode ?? 0;
       const ok = status >= 200 && status < 300;
       const chunks: Buffer[] = [];
@@ -213,8 +246,12 @@ function send(r: Reader, method: string, path: string, body?: LiveBody): Promise
         else if (ok || bytes <= MAX_ERROR_BODY) chunks.push(c);
       });
       res.on('error', fail);
-      res.on('end', () => resolve({ status, text: Buffer.concat(chunks).toString('utf8') }));
-    });
+      // an answer that is no success is read for its message: a secret it echoes (the token refused) is masked
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        resolve({ status, text: ok ? text : maskCredentials(text, secretsOf(r)) });
+      });
+    }
     req.on('socket', (s) => {
       const tls = url.protocol === 'https:';
       const waiting = () => { phase = ANSWERING(`waiting for the answer to ${request}`); };
@@ -225,6 +262,15 @@ function send(r: Reader, method: string, path: string, body?: LiveBody): Promise
     req.on('error', fail);
     req.end(body?.text);
   });
+}
+
+/** The secrets an answer may echo: the kubeconfig's (token, password, the server's user-info), and what the client sends (an exec plugin's token). */
+function secretsOf(r: Reader): string[] {
+  const headers = r.request.headers as http.OutgoingHttpHeaders | undefined;
+  const sent = String(headers?.Authorization ?? headers?.authorization ?? '');
+  const credential = /^(?:Bearer|Basic)\s+(.+)$/i.exec(sent)?.[1];
+  const basic = /^Basic\s/i.test(sent) && credential ? Buffer.from(credential, 'base64').toString('utf8').split(':').slice(1).join(':') : undefined;
+  return [...r.config.secrets, ...[credential, basic].filter((x): x is string => x !== undefined && x.length >= 4)];
 }
 
 /** API groups every Kubernetes API server serves (the core API, CRDs): a 404 for one of their lists means no cluster answers. */
@@ -301,9 +347,13 @@ export interface LiveSession {
 /** Opens a live session (LiveSession); the caller closes it. */
 export async function openLive(opts: LiveOptions): Promise<LiveSession> {
   const config = await loadKubeConfig(opts);
-  const deadline = new Deadline(opts.timeoutMs, () => config.plugins.stopAll(`no credential within ${seconds(opts.timeoutMs)} (--timeout)`));
+  const started = performance.now();
+  const deadline = new Deadline(opts.timeoutMs, () => config.plugins.stopAll(`no credential within ${seconds(opts.timeoutMs)} (--timeout)`), opts.clock?.leftMs);
   let agent: http.Agent | undefined;
+  let closed = false;
   const close = () => {
+    if (!closed) opts.clock?.spend(performance.now() - started);
+    closed = true;
     deadline.clear();
     config.plugins.stopAll('the read ended');
     agent?.destroy();

@@ -1,4 +1,5 @@
 import { ClusterState } from './state';
+import { InputError } from '../errors';
 import { NAMESPACES, SERVICE_MONITOR_API } from '../model/names';
 import { apiGroup, Manifest } from '../render/manifest';
 
@@ -178,10 +179,24 @@ export function listReads(crds: readonly Manifest[], rendered: readonly Manifest
   return [...reads.values()];
 }
 
-/** The URL path of a list call. */
+/**
+ * One segment of a request path, from a string the server or a file gave (a group, a version, a resource's plural, a
+ * namespace, a name): percent-encoded, so that a "/", "?" or "#" in it stays in its segment, and refused when it is
+ * empty, "." or "..", which a URL climbs (`/namespaces/x/configmaps/..` is `/namespaces/x`) and no object is named.
+ */
+export function pathSegment(value: string, what: string): string {
+  if (value === '' || value === '.' || value === '..') {
+    throw new InputError(`${what} ${JSON.stringify(value)} cannot be part of a request path (no API resource or object is named "", "." or ".."): `
+      + 'the server or the file gives a name no Kubernetes object has');
+  }
+  return encodeURIComponent(value);
+}
+
+/** The URL path of a list call, each segment encoded (pathSegment: the group, version and plural of a CRD come from the server). */
 export function listPath(r: ListRead): string {
-  const base = r.group === '' ? `/api/${r.version}` : `/apis/${r.group}/${r.version}`;
-  return r.namespaced && r.namespace ? `${base}/namespaces/${r.namespace}/${r.plural}` : `${base}/${r.plural}`;
+  const seg = (value: string, what: string) => pathSegment(value, `the ${what} of ${r.kind}`);
+  const base = r.group === '' ? `/api/${seg(r.version, 'version')}` : `/apis/${seg(r.group, 'group')}/${seg(r.version, 'version')}`;
+  return r.namespaced && r.namespace ? `${base}/namespaces/${seg(r.namespace, 'namespace')}/${seg(r.plural, 'plural')}` : `${base}/${seg(r.plural, 'plural')}`;
 }
 
 /** Items of a list response, with the apiVersion and kind list items omit. */

@@ -41,6 +41,43 @@ export function manifestFiles(dir: string): string[] {
   return out;
 }
 
+/** A file of a rendered tree read as text. */
+export interface TextFile {
+  readonly file: string;
+  readonly text: string;
+}
+
+/**
+ * The files under `dir` that hold no Kubernetes objects (a cluster's report, the kustomizations, the client files of
+ * `tutorials/`, a verbatim upstream tree, the fleet page), through the bounded reader, as text: what is read of a tree
+ * besides its objects (check's no-credentials rule reads every file written). What the write protocol keeps (its lock,
+ * journal, temporary trees) is not the tree's.
+ */
+export function textFiles(dir: string): TextFile[] {
+  const objects = new Set(manifestFiles(dir));
+  const out: TextFile[] = [];
+  const walk = (d: string) => {
+    for (const name of readdirSync(d).sort()) {
+      const p = path.join(d, name);
+      if (isWriteArtifact(name)) continue;
+      if (statSync(p).isDirectory()) walk(p);
+      else if (!objects.has(p)) out.push({ file: p, text: readTreeText(p) });
+    }
+  };
+  if (statSync(dir).isDirectory()) walk(dir);
+  return out;
+}
+
+/** A file of a tree as text (bounded: a FIFO or a device is refused), invalid UTF-8 replaced. */
+function readTreeText(file: string): string {
+  try {
+    return new TextDecoder('utf-8').decode(readInputBytes(file, 'tree'));
+  } catch (e) {
+    if (e instanceof InputFileError) throw new InputError(e.message);
+    throw e;
+  }
+}
+
 /** One manifest file of a tree as it was read: its bytes (what a folder's digest and a build's copy use) and its objects. */
 export interface ReadFile {
   readonly file: string;

@@ -180,7 +180,8 @@ export async function planUpgrade(opts: PlanOptions): Promise<PlanResult> {
       }
     }
     if (!p.fromChart) {
-      throw new UpgradePlanFailed(`${p.c.name} ${p.from}${opts.fromToolkit ? ` (pinned by ${opts.fromToolkit.label})` : ''}: this toolkit carries no vendored release of it `
+      // a release the package does not carry is bad input (exit 2, docs/commands.md): the flag that named it is wrong
+      throw new InputError(`${opts.fromToolkit ? `--from-toolkit: ${p.c.name} ${p.from} (pinned by ${opts.fromToolkit.label})` : `${p.c.name} ${p.from}`}: this toolkit carries no vendored release of it `
         + `(it carries ${[pinnedChart(p.c.key).version, ...previousReleases(p.c).map((r) => r.version)].join(', ')})`);
     }
   }

@@ -1,4 +1,5 @@
 import { Environment, Optional, serialize } from '@marcbachmann/cel-js';
+import { CEL_OBJECT_BUDGET, CEL_PER_CALL_LIMIT, celCost } from './cel-cost';
 import { re2Find } from './patterns';
 
 /**
@@ -72,6 +73,8 @@ function renameMatches(node: unknown): boolean {
 
 type Program = (vars: Record<string, unknown>) => unknown;
 const programs = new Map<string, Program>();
+/** The parse tree of each expression compiled, as written (what its cost is estimated from: cel-cost.ts). */
+const trees = new Map<string, unknown>();
 
 /**
  * An expression compiled once (a CRD's rules and a policy's expressions are evaluated at many nodes and objects),
@@ -82,6 +85,7 @@ export function celProgram(expression: string): Program {
   let program = programs.get(expression);
   if (!program) {
     const parsed = env.parse(expression);
+    trees.set(expression, env.parse(expression).ast);
     program = (renameMatches(parsed.ast) ? env.parse(serialize(parsed.ast)) : parsed) as Program;
     programs.set(expression, program);
   }
@@ -108,6 +112,16 @@ export function celCompileError(rule: string): string | undefined {
   }
 }
 
+/** A rule's estimated cost with its variables (0 when it does not parse: its evaluation says why). */
+function costOf(rule: string, vars: Json): number {
+  try {
+    celProgram(rule);
+  } catch {
+    return 0;
+  }
+  return celCost(trees.get(rule), vars);
+}
+
 /** JSON as CEL sees it under a schema: integers are CEL ints (BigInt). */
 function celValue(value: unknown, schema: CelSchemaNode | undefined): unknown {
   if (Array.isArray(value)) return value.map((v) => celValue(v, schema?.items));
@@ -123,18 +137,37 @@ function celValue(value: unknown, schema: CelSchemaNode | undefined): unknown {
   return value;
 }
 
-/** Every create-time rule the object breaks (empty: the API server's CEL admits it); `count` gets the rules run. */
+/**
+ * Every create-time rule the object breaks (empty: the API server's CEL admits it); `count` gets the rules run. Each
+ * evaluation is bounded as the API server bounds it (cel-cost.ts): a rule whose estimated cost on the value passes the
+ * per-call limit is refused without running, and once the object's rules together pass its budget the rest are not run
+ * (one violation says so).
+ */
 export function celViolations(schema: CelSchemaNode, object: unknown, count: CelRuleCount = { evaluated: 0 }): CelViolation[] {
   const out: CelViolation[] = [];
+  let spent = 0;
+  let exhausted = false;
   // `self`: the value as CEL sees it, converted once for the whole object and walked beside it
   const walk = (node: CelSchemaNode, value: unknown, self: unknown, path: string) => {
-    if (value === undefined || value === null) return;
+    if (value === undefined || value === null || exhausted) return;
     for (const r of node['x-kubernetes-validations'] ?? []) {
       const transition = isTransitionRule(r.rule);
       if (transition && !r.optionalOldSelf) continue;
       count.evaluated++;
       const vars: Json = { self };
       if (transition) vars.oldSelf = Optional.none();
+      const at = path || '<root>';
+      const cost = costOf(r.rule, vars);
+      if (cost > CEL_PER_CALL_LIMIT) {
+        out.push({ path: at, rule: r.rule, message: `the rule's estimated cost on this value, ${cost}, passes the API server's per-call CEL cost limit of ${CEL_PER_CALL_LIMIT}: refused, not run` });
+        continue;
+      }
+      spent += cost;
+      if (spent > CEL_OBJECT_BUDGET) {
+        exhausted = true;
+        out.push({ path: at, rule: r.rule, message: `the object's CEL rules together pass the API server's cost budget of ${CEL_OBJECT_BUDGET} (estimated on its values): this rule and the rest not run` });
+        return;
+      }
       let ok: unknown;
       try {
         ok = celProgram(r.rule)(vars);

@@ -1,5 +1,4 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, rmSync } from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { formatVerifyFinding, verifyCluster } from './dry-run';
@@ -12,10 +11,12 @@ import { commandHelp, schemaDirs, upstreamDir } from '../commands/options';
 import { VERIFY, VERIFY_TIMEOUT_MS } from '../commands/specs';
 import { EngineBudget, EngineError, MIN_VERSIONS, resolveEngines } from '../engines';
 import { InputError, outputFormat, printable } from '../errors';
+import { scratchFolder } from '../files';
+import { isJsonObject } from '../json';
 import { ClusterModel } from '../model/model';
 import { clusterSource, normalizeKubeconfigArg } from '../preflight/command';
 import { loadKubeConfig } from '../preflight/kubeconfig';
-import { openLive } from '../preflight/live';
+import { LiveClock, openLive } from '../preflight/live';
 import { projectOf, requireProject } from '../project/project-file';
 import { recoverAround } from '../render/write';
 import { descriptionFiles, loadModels, synth } from '../synth/pipeline';
@@ -40,11 +41,19 @@ function renderedCluster(dir: string): ClusterView {
   return { ...view, model };
 }
 
-/** Asks the live server for its version once (a session of its own, closed at once): throws its one line when it does not answer. */
+/**
+ * Asks the live server for its version once (a session of its own, closed at once): throws its one line when it does
+ * not answer, or answers as no Kubernetes API server does (a web server, a proxy with a path: no `gitVersion`).
+ */
 async function serverAnswers(live: Parameters<typeof openLive>[0]): Promise<void> {
   const session = await openLive(live);
   try {
-    await session.get('/version');
+    const version = await session.get('/version');
+    const git = isJsonObject(version) ? version.gitVersion : undefined;
+    if (typeof git !== 'string' || !/^v\d+\.\d+\.\d+/.test(git) || !isJsonObject(version) || typeof version.major !== 'string' || typeof version.minor !== 'string') {
+      throw new InputError(`${session.server}: GET /version answers ${version === undefined ? 'HTTP 404' : 'no Kubernetes version (gitVersion, major, minor)'}, `
+        + `as no Kubernetes API server does: is the address in ${session.where} the API server's (no path after the port, not a proxy or a web server)?`);
+    }
   } finally {
     session.close();
   }
@@ -70,6 +79,8 @@ export async function runVerify(argv: string[], io: Io = consoleIo): Promise<num
   const upstream = upstreamDir(values.upstream);
   // the kubeconfig is bad input before anything is rendered (the deadline starts once it is loaded for the run)
   await loadKubeConfig(source.live);
+  // one --timeout for the run's sessions together: the question before the renders and the dry run after them
+  const live = { ...source.live, clock: new LiveClock(source.live.timeoutMs) };
 
   let work: string | undefined;
   try {
@@ -79,14 +90,16 @@ export async function runVerify(argv: string[], io: Io = consoleIo): Promise<num
     const input: { readonly config: string; readonly model: ClusterModel } | { readonly view: ClusterView } = config !== undefined
       ? { config, model: loadModels([config])[0] }
       : { view: renderedCluster(positionals[0] ?? requireProject('verify', 'the rendered cluster (verify DIR) or --config FILE').out) };
-    await serverAnswers(source.live);
+    await serverAnswers(live);
     let view: ClusterView;
     if ('view' in input) {
       view = input.view;
     } else {
-      work = mkdtempSync(path.join(tmpdir(), 'gpu-cluster-manifests-verify-'));
-      synth({ configs: [input.config], models: [input.model], out: work, schemas: schemaDirs(undefined), notify: io.err });
-      view = { ...readClusters(work).find((c) => c.name === input.model.name)!, model: input.model };
+      // a folder of this process: what a killed run left is removed by the next
+      work = scratchFolder('gpu-cluster-manifests-verify');
+      const out = path.join(work, 'dist');
+      synth({ configs: [input.config], models: [input.model], out, schemas: schemaDirs(undefined), notify: io.err });
+      view = { ...readClusters(out).find((c) => c.name === input.model.name)!, model: input.model };
     }
     await resolveEngines().catch((e: unknown) => {
       if (e instanceof EngineError) throw new InputError(`verify: no engines to render the Applications with: ${e.message}; put helm >= ${MIN_VERSIONS.helm} and kubectl with kustomize >= ${MIN_VERSIONS.kustomize} on PATH`);
@@ -97,7 +110,7 @@ export async function runVerify(argv: string[], io: Io = consoleIo): Promise<num
     const failed = renders.sources.find((s) => s.problem !== undefined);
     if (failed) throw new InputError(`verify: ${view.name}: ${failed.what} of Application ${failed.application.metadata.name} did not render: ${failed.problem!.message}`);
 
-    const session = await openLive(source.live);
+    const session = await openLive(live);
     let result;
     try {
       result = await verifyCluster(view, renders.sources, session);

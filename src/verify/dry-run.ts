@@ -6,6 +6,7 @@ import { InputError, printable } from '../errors';
 import { isJsonObject, jsonDifferences } from '../json';
 import { skipsDryRunOnMissing } from '../model/names';
 import { LiveSession } from '../preflight/live';
+import { pathSegment } from '../preflight/reads';
 import { apiGroup, describeObject, Manifest } from '../render/manifest';
 import { RenderedSource } from '../upstream/render';
 
@@ -82,8 +83,12 @@ class Discovery {
 
   constructor(private readonly session: LiveSession) {}
 
+  /** `/apis/GROUP/VERSION` or `/api/VERSION`, each segment encoded (an apiVersion of a file may hold anything). */
   private groupVersionPath(apiVersion: string): string {
-    return apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
+    const parts = apiVersion.split('/');
+    if (parts.length > 2) throw new InputError(`verify: apiVersion ${JSON.stringify(printable(apiVersion))} is no GROUP/VERSION: fix the rendered file`);
+    const seg = (value: string, what: string) => pathSegment(value, `the apiVersion's ${what}`);
+    return parts.length === 2 ? `/apis/${seg(parts[0], 'group')}/${seg(parts[1], 'version')}` : `/api/${seg(parts[0], 'version')}`;
   }
 
   /** The resources of a group version; undefined when the server does not serve it. */
@@ -110,8 +115,10 @@ class Discovery {
 
   /** The path of an object (or of its collection), under the served resource. */
   path(o: Manifest, res: Served, collection = false): string {
-    const ns = res.namespaced ? `/namespaces/${encodeURIComponent(o.metadata.namespace ?? '')}` : '';
-    return `${this.groupVersionPath(o.apiVersion)}${ns}/${res.plural}${collection ? '' : `/${encodeURIComponent(o.metadata.name)}`}`;
+    const what = `${printable(describeObject(o))}:`;
+    const ns = res.namespaced ? `/namespaces/${pathSegment(o.metadata.namespace ?? '', `${what} its namespace`)}` : '';
+    const name = collection ? '' : `/${pathSegment(o.metadata.name, `${what} its name`)}`;
+    return `${this.groupVersionPath(o.apiVersion)}${ns}/${pathSegment(res.plural, `the server's resource name of ${o.kind}`)}${name}`;
   }
 }
 

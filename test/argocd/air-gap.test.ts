@@ -74,7 +74,20 @@ describe('air-gapped sites: the description options', () => {
       { path: 'mirrors.images.nvcr.io', message: expect.stringMatching(/^expected an image registry such as "nvcr.io"/) },
     ]);
     expect(issuesOf((d) => { d.mirrors = { git: { 'https://github.com/': 'git.lab/github' } }; })).toEqual([
-      { path: 'mirrors.git.https://github.com/', message: 'expected a repository URL (https://, oci://, ssh:// or user@host:path), got "git.lab/github"' },
+      { path: 'mirrors.git.https://github.com/', message: 'expected a repository URL (https://, oci://, ssh:// or user@host:path; no leading "-", no spaces or control characters), got "git.lab/github"' },
+    ]);
+  });
+
+  // what git, ssh or helm would take as an option: never a user, a host or a path that starts with "-"
+  it.each([
+    'ssh://-oProxyCommand=touch%20/tmp/pwned/x', '-oProxyCommand=x@git.lab:github', 'git@-oProxyCommand=x:github', 'git@git.lab:-upload-pack=x',
+    'https://-git.lab/github/', 'oci://-harbor.lab/charts', 'ssh://-u@git.lab/github',
+  ])('a mirror %s is refused', (mirror) => {
+    expect(issuesOf((d) => { d.mirrors = { git: { 'https://github.com/': mirror } }; })).toEqual([
+      { path: 'mirrors.git.https://github.com/', message: expect.stringMatching(/^expected a repository URL \(.*no leading "-"/) },
+    ]);
+    expect(issuesOf((d) => { d.mirrors = { charts: { [mirror]: 'oci://harbor.lab/charts' } }; })).toEqual([
+      { path: `mirrors.charts.${mirror}`, message: expect.stringMatching(/^expected a repository URL/) },
     ]);
   });
 });

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, utimesSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -86,13 +86,22 @@ describe('the module cache', () => {
     }
   });
 
-  it('the folder keeps the files used last, at most MAX_FILES', () => {
+  it('the folder keeps the files used last, at most MAX_FILES, and never removes a file it did not write', () => {
     const dir = path.join(work, 'bounded');
     const folder = path.join(dir, 'modules');
     mkdirSync(folder, { recursive: true });
-    for (let i = 0; i < MAX_FILES + 4; i++) writeFileSync(path.join(folder, `other-${i}.bin`), 'x');
+    // files of the cache's (its name and header) of other entry points and V8 builds
+    for (let i = 0; i < MAX_FILES + 4; i++) writeFileSync(path.join(folder, `other${i}-${'0'.repeat(11)}${(i % 10)}.bin`), 'gcm-modules-2\nrest');
+    // a user's files in a folder the cache variable named: *.bin, one named as the cache names its own
+    const users = ['notes.bin', 'photo-aaaaaaaaaaaa.bin', 'data.txt'];
+    const longAgo = new Date(Date.now() - 365 * 24 * 60 * 60 * 1000);
+    for (const u of users) {
+      writeFileSync(path.join(folder, u), 'the user\'s');
+      utimesSync(path.join(folder, u), longAgo, longAgo);
+    }
     load(dir);
-    const kept = readdirSync(folder);
+    const kept = readdirSync(folder).filter((f) => !users.includes(f));
+    for (const u of users) expect(readFileSync(path.join(folder, u), 'utf8')).toBe('the user\'s');
     expect(kept).toHaveLength(MAX_FILES);
     expect(kept).toContain(path.basename(cache!.file));
     expect(statSync(cache!.file).size).toBeGreaterThan(100);

@@ -46,6 +46,9 @@ const CASES: Case[] = [
   { name: 'targetRevision that git takes as an option', edit: (d) => { d.gitops.targetRevision = '--output=/tmp/x'; }, path: 'gitops.targetRevision', says: /expected a Git revision/ },
   { name: 'path out of the repository', edit: (d) => { d.gitops.path = 'dist/../../etc'; }, path: 'gitops.path', says: /"\.\." leads out of it/ },
   { name: 'absolute path', edit: (d) => { d.gitops.path = '/etc'; }, path: 'gitops.path', says: /no leading "\/"/ },
+  // durations their readers refuse (Prometheus' model.ParseDuration: each unit once, from years down; within int64 nanoseconds)
+  { name: 'an alert duration with its units out of order', edit: (d) => { d.monitoring = { ...d.monitoring, alerts: { for: '30m1h' } }; }, path: 'monitoring.alerts.for', says: /got "30m1h": the units come once each, from y down to ms/ },
+  { name: 'a scrape interval past the longest duration', edit: (d) => { d.monitoring = { ...d.monitoring, scrape: { interval: '300y' } }; }, path: 'monitoring.scrape.interval', says: /longer than the longest duration/ },
   { name: 'kubernetesVersion as a number', edit: (d) => { d.kubernetesVersion = 1.31; }, path: 'kubernetesVersion', says: /expected a Kubernetes minor version/ },
 ];
 

@@ -1,12 +1,12 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXIT } from '../../src/commands/io';
 import { INPUT_LIMITS, InputKind } from '../../src/input/limits';
 import { BatchOutcome, runCliChildBatch } from '../child-cli';
-import { aliasBomb, REFERENCE_FILE } from '../helpers';
+import { aliasBomb, FLEET_FIXTURE, REFERENCE_FILE } from '../helpers';
 import { kubeconfigFor } from '../preflight/api-server';
 
 /*
@@ -175,7 +175,97 @@ const KUBECONFIGS: Case[] = [
   },
 ];
 
-const CASES = [...COMMON, ...SNAPSHOTS, ...KUBECONFIGS].filter((c) => !c.skip).map((c) => ({ ...c, title: `${c.kind}: ${c.name}` }));
+const HAS_OPENSSL = spawnSync('openssl', ['version']).status === 0;
+
+/** Two self-signed certificates and their keys (openssl, once), base64 as a kubeconfig's *-data fields hold them. */
+let pairs: { cert: string; key: string }[] | undefined;
+function certificatePairs(): { cert: string; key: string }[] {
+  pairs ??= ['a', 'b'].map((n) => {
+    const [key, cert] = [path.join(dir, `${n}.key`), path.join(dir, `${n}.crt`)];
+    spawnSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', `/CN=${n}`]);
+    return { cert: readFileSync(cert).toString('base64'), key: readFileSync(key).toString('base64') };
+  });
+  return pairs;
+}
+
+/** The kubeconfig of the cases with the user's token replaced by `user` lines (and the cluster's by `cluster`, when given). */
+function kubeconfigWith(user: string, cluster = '    insecure-skip-tls-verify: true\n'): string {
+  return kubeconfigFor('https://127.0.0.1:9').replace('    insecure-skip-tls-verify: true\n', cluster).replace(/ {4}token: .*\n/, user);
+}
+
+const NOT_BASE64_PEM = Buffer.from('not a PEM block\n').toString('base64');
+
+/** Credentials the client cannot use (issue 52, round five): refused before any request, naming the field. */
+const CREDENTIALS: Case[] = [
+  { kind: 'kubeconfig', name: 'a token with a line break', file: () => file('token-newline', kubeconfigWith('    token: "abc\\ndef"\n')), says: /token-newline: user "admin": users\[\]\.user\.token holds a line break or another control character, which no request header carries/ },
+  { kind: 'kubeconfig', name: 'a token file with a line break inside', file: () => file('token-file-newline', kubeconfigWith(`    token-file: ${file('token.txt', 'abc\ndef\n')}\n`)), says: /users\[\]\.user\.token holds a line break/ },
+  { kind: 'kubeconfig', name: 'a password with a carriage return', file: () => file('password-cr', kubeconfigWith('    username: admin\n    password: "pw\\rX-Evil: 1"\n')), says: /users\[\]\.user\.password holds a line break/ },
+  {
+    kind: 'kubeconfig',
+    name: 'key data that is no key',
+    skip: !HAS_OPENSSL,
+    file: () => file('no-key', kubeconfigWith(`    client-certificate-data: ${certificatePairs()[0].cert}\n    client-key-data: ${NOT_BASE64_PEM}\n`)),
+    says: /no-key: user "admin": users\[\]\.user\.client-key-data holds no PEM private key/,
+  },
+  {
+    kind: 'kubeconfig',
+    name: 'certificate data that is no certificate',
+    skip: !HAS_OPENSSL,
+    file: () => file('no-cert', kubeconfigWith(`    client-certificate-data: ${NOT_BASE64_PEM}\n    client-key-data: ${certificatePairs()[0].key}\n`)),
+    says: /users\[\]\.user\.client-certificate-data holds no PEM certificate/,
+  },
+  {
+    kind: 'kubeconfig',
+    name: 'a key that does not match its certificate',
+    skip: !HAS_OPENSSL,
+    file: () => file('mismatch', kubeconfigWith(`    client-certificate-data: ${certificatePairs()[0].cert}\n    client-key-data: ${certificatePairs()[1].key}\n`)),
+    says: /users\[\]\.user\.client-key-data is not the key of client-certificate-data/,
+  },
+  { kind: 'kubeconfig', name: 'a key without its certificate', file: () => file('key-alone', kubeconfigWith(`    client-key-data: ${NOT_BASE64_PEM}\n`)), says: /users\[\]\.user\.client-key-data is given without client-certificate-data/ },
+  {
+    kind: 'kubeconfig',
+    name: 'certificate-authority-data that is no certificate',
+    file: () => file('bad-ca', kubeconfigWith('    token: t0ken-value\n', `    certificate-authority-data: ${NOT_BASE64_PEM}\n`)),
+    says: /bad-ca: cluster "test": clusters\[\]\.cluster\.certificate-authority-data holds no PEM certificate/,
+  },
+  {
+    kind: 'kubeconfig',
+    name: 'insecure-skip-tls-verify beside a certificate authority (kubectl refuses it)',
+    skip: !HAS_OPENSSL,
+    file: () => file('insecure-ca', kubeconfigWith('    token: t0ken-value\n', `    insecure-skip-tls-verify: true\n    certificate-authority-data: ${certificatePairs()[0].cert}\n`)),
+    says: /insecure-ca: cluster "test": clusters\[\]\.cluster\.insecure-skip-tls-verify is true beside a certificate-authority: kubectl refuses the two together/,
+  },
+  {
+    kind: 'kubeconfig',
+    name: 'insecure-skip-tls-verify beside a certificate-authority file',
+    skip: !HAS_OPENSSL,
+    file: () => file('insecure-ca-file', kubeconfigWith('    token: t0ken-value\n', `    insecure-skip-tls-verify: true\n    certificate-authority: ${file('ca.crt', Buffer.from(certificatePairs()[0].cert, 'base64'))}\n`)),
+    says: /insecure-ca-file: cluster "test": clusters\[\]\.cluster\.insecure-skip-tls-verify is true beside a certificate-authority/,
+  },
+];
+
+/**
+ * A copy of the MultiKueue fleet fixture whose fleet.yaml is `make`'s (a FIFO, a link, a folder): the fleet description
+ * that is no regular file is refused like every input, never ignored (the manager rendered as a plain cluster).
+ */
+function fleetWith(name: string, make: (fleetFile: string) => void): string {
+  const folder = path.join(dir, `fleet-${name}`);
+  cpSync(FLEET_FIXTURE, folder, { recursive: true });
+  rmSync(path.join(folder, 'fleet.yaml'));
+  make(path.join(folder, 'fleet.yaml'));
+  return path.join(folder, 'fleet.yaml');
+}
+
+const synthFleet = (f: string) => ['synth', '--config', path.join(path.dirname(f), 'hub.yaml'), '--out', path.join(dir, 'out-fleet'), '--no-validate'];
+
+const FLEETS: Case[] = [
+  { kind: 'description', name: 'fleet.yaml that is a FIFO', args: synthFleet, file: () => fleetWith('fifo', (f) => spawnSync('mkfifo', [f])), says: /fleet\.yaml: not a regular file \(a pipe\)/, skip: !LINUX },
+  { kind: 'description', name: 'fleet.yaml that is a dangling link', args: synthFleet, file: () => fleetWith('dangling', (f) => symlinkSync(path.join(dir, 'nowhere.yaml'), f)), says: /fleet\.yaml: a symbolic link that leads nowhere/ },
+  { kind: 'description', name: 'fleet.yaml that is a link to /dev/zero', args: synthFleet, file: () => fleetWith('device', (f) => symlinkSync('/dev/zero', f)), says: /fleet\.yaml: not a regular file \(a device or socket\)/, skip: !existsSync('/dev/zero') },
+  { kind: 'description', name: 'fleet.yaml that is a folder', args: synthFleet, file: () => fleetWith('folder', (f) => mkdirSync(f)), says: /fleet\.yaml: not a regular file \(a folder\)/ },
+];
+
+const CASES = [...COMMON, ...SNAPSHOTS, ...KUBECONFIGS, ...CREDENTIALS, ...FLEETS].filter((c) => !c.skip).map((c) => ({ ...c, title: `${c.kind}: ${c.name}` }));
 
 /** The file each case reads (its name is in the line), by case. */
 const files = new Map<Case, string>();

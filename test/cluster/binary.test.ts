@@ -129,8 +129,11 @@ describe('the control plane binary, built once per machine into a cache keyed by
     const first = await controlPlaneBinary();
     // a dead owner's lock of the key and its half-done build, as a killed run leaves them
     const dead = 2 ** 22 + 1;
-    writeFileSync(path.join(root, `${first.key}.lock`), JSON.stringify({ pid: dead, host: (await import('node:os')).hostname() }));
+    const owner = JSON.stringify({ pid: dead, host: (await import('node:os')).hostname() });
+    writeFileSync(path.join(root, `${first.key}.lock`), owner);
     mkdirSync(path.join(root, `${first.key}.build-${dead}-0abc`));
+    writeFileSync(path.join(root, `${first.key}.build-${dead}-0abc`, '.build-owner'), owner);
+    writeFileSync(path.join(root, `${first.key}.lock.${dead}-0abc1234.tmp`), owner);
     truncateSync(first.path, 10);
     const again = await controlPlaneBinary();
     expect(again.built).toBe(true);
@@ -142,7 +145,7 @@ describe('the control plane binary, built once per machine into a cache keyed by
     const first = await controlPlaneBinary();
     const aged = (dir: string, ms: number) => {
       mkdirSync(path.join(root, dir), { recursive: true });
-      writeFileSync(path.join(root, dir, 'record.json'), '{}\n');
+      writeFileSync(path.join(root, dir, 'record.json'), JSON.stringify({ key: dir, sha256: '0'.repeat(64), size: 1, versions: {}, seconds: 1 }));
       const at = new Date(Date.now() - ms);
       utimesSync(path.join(root, dir, 'record.json'), at, at);
     };
@@ -162,6 +165,50 @@ describe('the control plane binary, built once per machine into a cache keyed by
     const next = await controlPlaneBinary();
     expect(next.built).toBe(true);
     expect(readdirSync(root).sort()).toEqual([first.key, 'go1.98.0-linux-amd64-locked', 'go1.98.0-linux-amd64-locked.lock', 'go1.98.0-linux-amd64-recent', next.key].sort());
+  });
+
+  it('touches only what it made: a user\'s files in its folder survive every build and eviction, and break none', async () => {
+    // the cache folder named by its variable is a user's folder: what it holds looks like the cache's, and is not
+    mkdirSync(root, { recursive: true });
+    const dead = 2 ** 22 + 3;
+    const old = new Date(Date.now() - UNUSED_ENTRY_MS - 24 * 60 * 60 * 1000);
+    const users = {
+      'notes.lock': 'my own lock file, no JSON',
+      [`report.build-${dead}-abcd`]: undefined, // a folder of the user's named like a dead build
+      'photos': { 'record.json': '{"album": 1}' }, // a folder with an old record.json of something else
+      'plain-file': 'a plain file',
+      'lib.bin': 'x',
+    };
+    for (const [name, content] of Object.entries(users)) {
+      const p = path.join(root, name);
+      if (content === undefined) {mkdirSync(p);} else if (typeof content === 'string') {writeFileSync(p, content);} else {
+        mkdirSync(p);
+        for (const [f, text] of Object.entries(content)) writeFileSync(path.join(p, f), text);
+        utimesSync(path.join(p, 'record.json'), old, old);
+      }
+      utimesSync(p, old, old);
+    }
+    const first = await controlPlaneBinary();
+    expect(first.built).toBe(true);
+    // a second key's build runs the eviction and the removal of dead builds: the user's files stay, the build works
+    process.env.FAKE_GOVERSION = `go1.99.${serial}-second`;
+    const second = await controlPlaneBinary();
+    expect(second.built).toBe(true);
+    expect(readdirSync(root).sort()).toEqual([...Object.keys(users), first.key, second.key].sort());
+    expect(readFileSync(path.join(root, 'notes.lock'), 'utf8')).toBe('my own lock file, no JSON');
+    // a file of the user's named like the lock of a key the cache builds is said, never removed
+    process.env.FAKE_GOVERSION = `go1.99.${serial}-third`;
+    const { buildKey } = await import('./binary');
+    writeFileSync(path.join(root, `${buildKey(fakeGo)}.lock`), 'not ours');
+    utimesSync(path.join(root, `${buildKey(fakeGo)}.lock`), old, old);
+    await expect(controlPlaneBinary()).rejects.toThrow(/\.lock is in the way: no lock of this cache \(it names no owner\); remove it/);
+    expect(readFileSync(path.join(root, `${buildKey(fakeGo)}.lock`), 'utf8')).toBe('not ours');
+    // and a folder of the user's named like an entry of that key
+    rmSync(path.join(root, `${buildKey(fakeGo)}.lock`));
+    mkdirSync(path.join(root, buildKey(fakeGo)));
+    writeFileSync(path.join(root, buildKey(fakeGo), 'mine.txt'), 'keep');
+    await expect(controlPlaneBinary()).rejects.toThrow(/is in the way: not an entry of this cache \(no record of its key\)/);
+    expect(readFileSync(path.join(root, buildKey(fakeGo), 'mine.txt'), 'utf8')).toBe('keep');
   });
 
   it('fails closed, in one line: no go command, a build that fails', async () => {

@@ -1,6 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { accessSync, closeSync, constants, createReadStream, existsSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, createReadStream, existsSync, linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { homedir, hostname } from 'node:os';
 import * as path from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -174,12 +174,41 @@ async function sha256File(file: string): Promise<string> {
   return hash.digest('hex');
 }
 
-function readRecord(dir: string): BuildRecord | undefined {
+/** A small regular file's JSON (never a FIFO to wait on, a device or a folder), or undefined. */
+function readSmallJson(file: string): unknown {
   try {
-    return JSON.parse(readFileSync(path.join(dir, RECORD), 'utf8')) as BuildRecord;
+    const st = lstatSync(file, { throwIfNoEntry: false });
+    return st?.isFile() && st.size <= 64 * 1024 ? JSON.parse(readFileSync(file, 'utf8')) as unknown : undefined;
   } catch {
     return undefined;
   }
+}
+
+function readRecord(dir: string): BuildRecord | undefined {
+  const record = readSmallJson(path.join(dir, RECORD)) as BuildRecord | undefined;
+  return typeof record === 'object' && record !== null && typeof record.key === 'string' && typeof record.sha256 === 'string' ? record : undefined;
+}
+
+/*
+ * What the cache touches is only what it made, whatever else its folder holds (the folder its variable names may be a
+ * user's): an entry is a folder (never a link) whose record names its key; a build in progress is a folder
+ * `<key>.build-<pid>-<hex>` whose owner file names that process; a lock is a file of JSON naming its owner (written
+ * whole: a temporary file linked into place). Anything else (a plain file, a folder of the user's, a file of another
+ * tool named *.lock) is left alone and never breaks a build.
+ */
+
+/** The file in a build folder that names the process building there. */
+const BUILD_OWNER = '.build-owner';
+
+/** Whether `<root>/<name>` is an entry this cache made: a folder whose record names the key `name`. */
+function ownEntry(root: string, name: string): boolean {
+  return lstatSync(path.join(root, name), { throwIfNoEntry: false })?.isDirectory() === true && readRecord(path.join(root, name))?.key === name;
+}
+
+/** The owner a lock file or a build's owner file names, when it is one this cache wrote. */
+function ownerOf(file: string): LockOwner | undefined {
+  const owner = readSmallJson(file) as Partial<LockOwner> | undefined;
+  return typeof owner === 'object' && owner !== null && Number.isInteger(owner.pid) && typeof owner.host === 'string' ? owner as LockOwner : undefined;
 }
 
 /**
@@ -235,21 +264,13 @@ interface LockOwner {
   readonly start?: string;
 }
 
-/** True when the lock's owner is certainly gone: a process of this host that no longer runs (or whose pid was reused). */
+/**
+ * True when the lock's (or build's) owner is certainly gone: a process of this host that no longer runs (or whose pid
+ * was reused). A file that names no owner is not the cache's: never judged gone, never removed.
+ */
 function ownerGone(file: string): boolean {
-  let owner: LockOwner;
-  try {
-    owner = JSON.parse(readFileSync(file, 'utf8')) as LockOwner;
-  } catch (e) {
-    // unreadable: a writer between create and write (microseconds), or a damaged file; judged by its age
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return false;
-    try {
-      return Date.now() - statSync(file).mtimeMs > 60_000;
-    } catch {
-      return false;
-    }
-  }
-  if (owner.host !== hostname()) return false;
+  const owner = ownerOf(file);
+  if (!owner || owner.host !== hostname()) return false;
   if (!alive(owner.pid)) return true;
   return owner.start !== undefined && procStart(owner.pid) !== undefined && procStart(owner.pid) !== owner.start;
 }
@@ -264,20 +285,25 @@ async function withLock<T>(file: string, waiting: () => void, fn: () => Promise<
   const deadline = Date.now() + BUILD_TIMEOUT_MS;
   let said = false;
   for (;;) {
+    // written whole, then linked into place: a lock file is never seen half-written
+    const tmp = `${file}.${process.pid}-${randomBytes(4).toString('hex')}.tmp`;
+    writeFileSync(tmp, JSON.stringify(me));
     try {
-      const fd = openSync(file, 'wx');
-      try {
-        writeFileSync(fd, JSON.stringify(me));
-      } finally {
-        closeSync(fd);
-      }
+      linkSync(tmp, file);
       break;
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    } finally {
+      rmSync(tmp, { force: true });
     }
     if (ownerGone(file)) {
       rmSync(file, { force: true });
       continue;
+    }
+    // a file of that name that names no owner (after a minute: a writer of an older version may be between create and write)
+    const st = lstatSync(file, { throwIfNoEntry: false });
+    if (st && !ownerOf(file) && (!st.isFile() || Date.now() - st.mtimeMs > 60_000)) {
+      throw new ControlPlaneBuildError(`${file} is in the way: no lock of this cache (it names no owner); remove it, or name another cache folder`);
     }
     if (Date.now() > deadline) throw new ControlPlaneBuildError(`another process has held ${file} for over ${BUILD_TIMEOUT_MS / 60_000} minutes`);
     if (!said) waiting();
@@ -403,12 +429,20 @@ const KUEUE: GoBinarySpec = {
   versions: (bin, go) => buildInfoVersions(go, bin, [KUEUE_MODULE, 'k8s.io/client-go', 'sigs.k8s.io/controller-runtime']),
 };
 
-/** Removes what builds of processes that are gone left in the cache folder: their folders, and their locks of other keys. */
+/**
+ * Removes what builds of processes that are gone left in the cache folder: their folders (whose owner file names the
+ * process of the name), and their locks of other keys; nothing that names no owner of this cache.
+ */
 function removeDeadBuilds(root: string): void {
   for (const name of readdirSync(root)) {
     const m = /\.build-(\d+)-[0-9a-f]+$/.exec(name);
-    if (m && !alive(Number(m[1]))) rmSync(path.join(root, name), { recursive: true, force: true });
-    if (name.endsWith('.lock') && ownerGone(path.join(root, name))) rmSync(path.join(root, name), { force: true });
+    const dir = path.join(root, name);
+    if (m && lstatSync(dir, { throwIfNoEntry: false })?.isDirectory() && ownerOf(path.join(dir, BUILD_OWNER))?.pid === Number(m[1])
+      && ownerGone(path.join(dir, BUILD_OWNER))) {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    // a lock, or the file a lock was linked from (a process killed between the two)
+    if ((name.endsWith('.lock') || /\.lock\.\d+-[0-9a-f]+\.tmp$/.test(name)) && ownerGone(dir)) rmSync(dir, { force: true });
   }
 }
 
@@ -432,9 +466,9 @@ function markUsed(dir: string): void {
 function evictUnused(root: string, keep: string): void {
   const names = readdirSync(root);
   for (const name of names) {
-    if (name === keep || name.includes('.build-') || name.endsWith('.lock') || names.includes(`${name}.lock`)) continue;
-    const record = statSync(path.join(root, name, RECORD), { throwIfNoEntry: false });
-    if (record && Date.now() - record.mtimeMs > UNUSED_ENTRY_MS) rmSync(path.join(root, name), { recursive: true, force: true });
+    if (name === keep || names.includes(`${name}.lock`) || !ownEntry(root, name)) continue;
+    const record = lstatSync(path.join(root, name, RECORD));
+    if (Date.now() - record.mtimeMs > UNUSED_ENTRY_MS) rmSync(path.join(root, name), { recursive: true, force: true });
   }
 }
 
@@ -482,6 +516,7 @@ async function goBinary(spec: GoBinarySpec, opts: BinaryOptions): Promise<GoBina
     const t0 = Date.now();
     const tmp = path.join(root, `${key}.build-${process.pid}-${randomBytes(4).toString('hex')}`);
     mkdirSync(tmp);
+    writeFileSync(path.join(tmp, BUILD_OWNER), JSON.stringify({ pid: process.pid, host: hostname(), start: procStart(process.pid) }));
     try {
       const bin = path.join(tmp, spec.binary);
       await runBuild(spec, go, bin);
@@ -489,7 +524,11 @@ async function goBinary(spec: GoBinarySpec, opts: BinaryOptions): Promise<GoBina
       const seconds = Math.round((Date.now() - t0) / 1000);
       const record: BuildRecord = { key, sha256: await sha256File(bin), size: statSync(bin).size, versions, seconds };
       writeFileSync(path.join(tmp, RECORD), `${JSON.stringify(record, undefined, 2)}\n`);
-      // a damaged entry of this key (it failed verification) makes way for the new one
+      rmSync(path.join(tmp, BUILD_OWNER));
+      // a damaged entry of this key (it failed verification) makes way for the new one; what is not the cache's never does
+      if (lstatSync(dir, { throwIfNoEntry: false }) && !ownEntry(root, key)) {
+        throw new ControlPlaneBuildError(`${dir} is in the way: not an entry of this cache (no record of its key); remove it, or name another cache folder`);
+      }
       rmSync(dir, { recursive: true, force: true });
       renameSync(tmp, dir);
       evictUnused(root, key);

@@ -344,6 +344,11 @@ const mk = (edit: (m: Json) => void) => ({ [FLEET_FILE]: (d: Json) => edit(d.mul
 const BAD: BadFleet[] = [
   { name: 'unknown field', edits: mk((m) => { m.worker = []; }), file: FLEET_FILE, path: 'multiKueue.worker', says: /unknown field \(did you mean "workers"\?\)/ },
   { name: 'a duration in words', edits: mk((m) => { m.gcInterval = '1 minute'; }), file: FLEET_FILE, path: 'multiKueue.gcInterval', says: /expected a duration such as "1m"/ },
+  // what Go's time.ParseDuration refuses (Kueue would not start on its configuration): a sum past int64 nanoseconds
+  { name: 'a duration past Go\'s longest', edits: mk((m) => { m.gcInterval = '2562048h'; }), file: FLEET_FILE, path: 'multiKueue.gcInterval', says: /got "2562048h": longer than Go's longest duration \(about 292 years\)/ },
+  { name: 'a duration whose digits overflow', edits: mk((m) => { m.gcInterval = '99999999999999999999s'; }), file: FLEET_FILE, path: 'multiKueue.gcInterval', says: /longer than Go's longest duration/ },
+  { name: 'a sum of parts past Go\'s longest', edits: mk((m) => { m.workerLostTimeout = '2000000h2000000h'; }), file: FLEET_FILE, path: 'multiKueue.workerLostTimeout', says: /longer than Go's longest duration/ },
+  { name: 'nanoseconds one past int64', edits: mk((m) => { m.gcInterval = '9223372036854775808ns'; }), file: FLEET_FILE, path: 'multiKueue.gcInterval', says: /longer than Go's longest duration/ },
   { name: 'a worker with a Secret and a ClusterProfile', edits: mk((m) => { m.workers[1].kubeconfigSecret = 'x'; }), file: FLEET_FILE, path: 'multiKueue.workers[1]', says: /exactly one of kubeconfigSecret/ },
   { name: 'a manager with no description', edits: mk((m) => { m.manager = 'hubb'; }), file: FLEET_FILE, path: 'multiKueue.manager', says: /no cluster description .* is named "hubb" \(clusters: hub, lab-a, lab-b\)/ },
   { name: 'a worker with no description', edits: mk((m) => { m.workers[0].cluster = 'lab-c'; }), file: FLEET_FILE, path: 'multiKueue.workers[0].cluster', says: /named "lab-c"/ },

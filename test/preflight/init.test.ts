@@ -169,6 +169,40 @@ describe('init describes what it sees, marks what it cannot decide, refuses what
     expect(names.text).toContain('gpu\\u00070\\nevil: true');
   });
 
+  // taints the node lifecycle controller, the kubelet or the cloud controller set on a node in trouble: never described
+  it.each([
+    ['node.kubernetes.io/not-ready', 'NoExecute'], ['node.kubernetes.io/unreachable', 'NoExecute'], ['node.kubernetes.io/not-ready', 'NoSchedule'],
+    ['node.kubernetes.io/memory-pressure', 'NoSchedule'], ['node.kubernetes.io/disk-pressure', 'NoSchedule'], ['node.kubernetes.io/pid-pressure', 'NoSchedule'],
+    ['node.kubernetes.io/network-unavailable', 'NoSchedule'], ['node.kubernetes.io/unschedulable', 'NoSchedule'], ['node.cloudprovider.kubernetes.io/uninitialized', 'NoSchedule'],
+  ])('every node tainted %s:%s (a cluster in trouble): described without it, the nodes named', (key, effect) => {
+    const r = init('--snapshot', snapshot(`transient-${key.split('/')[1]}-${effect}`, (o) => o.filter((x) => x.kind === 'Node').forEach((n) => {
+      n.spec = { ...n.spec, taints: [...(n.spec?.taints ?? []), { key, effect, timeAdded: '2026-01-01T00:00:00Z' }] };
+    })), '--name', 'lab');
+    expect(r.code, r.err.join('\n')).toBe(EXIT.ok);
+    expect(r.text).not.toContain(`key: ${key}`);
+    const d = parse(r.text);
+    expect(d.nodes.service.taints).toEqual([{ key: 'node-role.kubernetes.io/control-plane', effect: 'NoSchedule' }]);
+    expect(d.nodes.gpuWorkers.taints).toBeUndefined();
+    expect(r.text).toContain(`# TODO(init): node(s) service-0, gpu-worker-0, gpu-worker-1, gpu-worker-2 carry ${key}:${effect}, taints Kubernetes sets on a node in trouble`);
+  });
+
+  it('one GPU worker not ready: the others describe the group, the one is named', () => {
+    const r = init('--snapshot', snapshot('one-not-ready', (o) => o.filter((x) => x.metadata.name === 'gpu-worker-1').forEach((n) => {
+      n.spec = { ...n.spec, taints: [{ key: 'node.kubernetes.io/unreachable', effect: 'NoExecute' }, { key: 'node.kubernetes.io/unreachable', effect: 'NoSchedule' }] };
+    })), '--name', 'lab');
+    expect(r.code, r.err.join('\n')).toBe(EXIT.ok);
+    expect(parse(r.text).nodes.gpuWorkers.count).toBe(3);
+    expect(r.text).toContain('# TODO(init): node(s) gpu-worker-1 carry node.kubernetes.io/unreachable:NoExecute, node.kubernetes.io/unreachable:NoSchedule, taints');
+  });
+
+  it('a combination the components refuse (every node, the service node too, with the same taint of its own): exit 2 in one line, never an internal error', () => {
+    const r = init('--snapshot', snapshot('shared-taint', (o) => o.filter((x) => x.kind === 'Node').forEach((n) => {
+      n.spec = { ...n.spec, taints: [{ key: 'node-role.kubernetes.io/control-plane', effect: 'NoSchedule' }] };
+    })), '--name', 'lab');
+    expect(r.code).toBe(EXIT.badInput);
+    expect(r.err).toEqual([expect.stringMatching(/^error: .*shared-taint\.yaml: what the cluster shows does not fit a description: nodes\.gpuWorkers\.taints: the GPU operands would tolerate the service node taint/)]);
+  });
+
   it('more Nodes than a description describes: refused while the state is read (snapshot, live), before init describes them', async () => {
     // (preflight reads them all: it reports the count a description cannot take as a finding, test/preflight/output.test.ts)
     const objects = snapshotObjects();
