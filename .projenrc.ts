@@ -125,13 +125,13 @@ project.package.addBin({ 'gpu-cluster-manifests': 'lib/src/bin.js' });
 // lib/ is git-ignored, so the package lists what it ships: the compiled library and CLI, its typed CRD
 // imports, the description schema, the Argo CD health checks (the Lua files synth puts into argocd-cm, read from
 // the same path under the package root), and lib/assets/ (the pinned CRD schemas and the vendored upstream
-// charts and overlays, copied from ../shared at pack time), the upstream files this repository vendors itself
-// (src/upstream/vendored/, byte-exact with their SOURCES.md and SHA256SUMS), and the documentation the README and the CLI's
+// charts and overlays, copied from ../shared at pack time), facts of upstream releases produced by their own code
+// (src/upstream/facts/: Kueue's built-in configuration defaults), and the documentation the README and the CLI's
 // messages point at (docs/). No source maps (they point at sources the
 // package does not ship), no compiled examples of src/clusters/.
 project.package.addField('files', [
   'lib/src/**/*.js', 'lib/src/**/*.d.ts', '!lib/src/clusters/**', 'lib/imports/**/*.js', 'lib/imports/**/*.d.ts',
-  'lib/assets/**', 'src/clusters/cluster-description.schema.json', 'src/clusters/fleet.schema.json', 'src/components/argocd/health/**/health.lua', 'src/upstream/vendored/**',
+  'lib/assets/**', 'src/clusters/cluster-description.schema.json', 'src/clusters/fleet.schema.json', 'src/components/argocd/health/**/health.lua', 'src/upstream/facts/**',
   'docs/**/*.md',
 ]);
 
