@@ -147,6 +147,13 @@ project.gitignore.removePatterns('/dist/');
 // the descriptions, dist/ the output. Every command finds this file from the working folder upwards.
 new YamlFile(project, PROJECT_FILE, { obj: { clusters: 'src/clusters', out: 'dist' } });
 
+// ../shared, the pinned upstream files this checkout builds from (CRDs, upstream installs, samples), laid out from
+// their public sources and verified (projenrc/shared.cjs, projenrc/shared-sources.json): what a fresh clone runs
+// first. A plain script, no task runner: it runs before npm ci.
+const shared = 'node projenrc/shared.cjs';
+project.addTask('shared', { description: 'Lay out ../shared from the pinned upstream sources (--mirror URL: a copy of them)' }).exec(shared, { receiveArgs: true });
+project.package.setScript('shared', shared);
+
 // npm pack (and publish) first compiles, then copies the package's assets into lib/assets/, verified
 // against ../shared/upstream-installs/SHA256SUMS (projenrc/package-assets.cjs).
 const packageAssets = 'node projenrc/launch.cjs --build && node projenrc/package-assets.cjs';
@@ -207,6 +214,8 @@ bench.exec('node bench/run.mjs', { receiveArgs: true });
 
 const importTask = project.tasks.tryFind('import')!;
 importTask.reset();
+// nothing is removed when ../shared, where the CRDs come from, is missing: one line saying how to lay it out
+importTask.exec(`${shared} --check "npm run import"`);
 importTask.exec('rm -rf imports');
 for (const [name, file] of Object.entries(CRD_IMPORTS)) {
   importTask.exec(`cdk8s import --no-save --language typescript --output imports ${name}:=../shared/crds/${file}`);

@@ -152,12 +152,14 @@ export interface RenderOptionValues {
 
 /**
  * A folder the package ships (its pinned schemas, its upstream installs): in an installed package a
- * missing one is a broken install, bad input saying how to fix it. In the toolkit's own checkout
- * (`../shared`) the caller reports a missing one as before.
+ * missing one is a broken install, bad input saying how to fix it. The toolkit's own checkout reads
+ * them from `../shared`: a missing one says how to lay it out.
  */
 export function packagedFolder(dir: string, what: string, flag: string): string {
-  if (!DEV_CHECKOUT && !existsSync(dir)) throw new InputError(`the installed ${PACKAGE_NAME} lacks ${what} (${dir}): reinstall it (npm ci), or name ${flag} DIR`);
-  return dir;
+  if (existsSync(dir)) return dir;
+  if (!DEV_CHECKOUT) throw new InputError(`the installed ${PACKAGE_NAME} lacks ${what} (${dir}): reinstall it (npm ci), or name ${flag} DIR`);
+  throw new InputError(`this checkout reads ${what} from ${dir}, which is missing: lay out ../shared with npm run shared `
+    + `(docs/development.md#the-pinned-upstream-files-shared), or name ${flag} DIR`);
 }
 
 /**

@@ -158,7 +158,7 @@ describe('the README and docs/', () => {
     const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
     const section = readme.slice(readme.indexOf('\n## Developing this toolkit'));
     const commands = blocks.filter((b) => b.line > readme.split('\n').length - section.split('\n').length + 1);
-    expect(commands.map((b) => b.body.split('\n').map((l) => l.replace(/\s+#.*$/, '')))).toEqual([['npm ci && npm run synth', 'npm test']]);
+    expect(commands.map((b) => b.body.split('\n').map((l) => l.replace(/\s+#.*$/, '')))).toEqual([['npm ci && npm run shared && npm run synth', 'npm test']]);
   });
 
   it('the example description of docs/description.md is the reference fixture (test/fixtures/clusters/), with the schema line of a clusters repository', () => {
