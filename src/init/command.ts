@@ -77,6 +77,9 @@ export function runInit(argv: string[], io: Io = consoleIo): number | Promise<nu
       }
       throw e;
     }
+    if (values.name === undefined) {
+      io.err(`init: no --name: the cluster is named ${name} (its name: line, dist/${name}/); pass --name NAME to choose another`);
+    }
     if (out !== undefined) {
       try {
         writeFileSync(out, text, { flag: 'wx' });
