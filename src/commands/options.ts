@@ -59,7 +59,8 @@ export const OPTIONS = {
   },
   'no-validate': { type: 'boolean', help: 'skip the schema validation (not recommended)' },
   'format': { type: 'string', value: 'FORMAT', help: 'text (default) or json (machine-readable)' },
-  'quiet': { type: 'boolean', help: 'print errors only (no summary, no progress)' },
+  'quiet': { type: 'boolean', help: 'print errors only (no summary, no warnings, no progress)' },
+  'verbose': { type: 'boolean', help: 'print every finding, the informational ones too' },
   'list-rules': { type: 'boolean', help: 'print every rule id, its severity and what it asserts, then exit' },
   'help': { type: 'boolean', short: 'h', help: 'this help' },
 } as const satisfies OptionTable;

@@ -197,7 +197,9 @@ const UPGRADE_PLAN_OPTIONS = {
   },
   'to-crds': { type: 'string', multiple: true, value: 'PATH', help: 'CRDs to go to, in place of the pinned ones of the same kinds (repeatable); --from-crds and --to-crds without --config compare just those' },
   'upstream': OPTIONS.upstream,
-  'format': { ...OPTIONS.format, help: 'text (default) or json (every finding, and the order as data: each step\'s objects, by file or render)' },
+  'format': { ...OPTIONS.format, help: 'text (default: a summary, the blockers, maintenance windows, behaviour changes and warnings) or json (every finding, and the order as data: each step\'s objects, by file or render)' },
+  'verbose': { ...OPTIONS.verbose, help: 'after the summary, every finding by section, the informational ones too, each with the files it read' },
+  'quiet': { ...OPTIONS.quiet, help: 'print the blockers only (nothing when there is none)' },
   'help': OPTIONS.help,
 } as const satisfies OptionTable;
 

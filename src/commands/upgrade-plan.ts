@@ -88,6 +88,7 @@ export async function runUpgradePlan(args: string[], io: Io = consoleIo): Promis
   }
   const { plan } = result;
   if (format === 'json') io.out(JSON.stringify(plan, undefined, 2));
-  else for (const l of formatPlan(plan)) io.out(l);
+  else if (values.quiet) for (const f of plan.findings.filter((x) => x.severity === 'blocker')) io.err(`blocker: ${f.component}: ${f.subject}: ${f.message}`);
+  else for (const l of formatPlan(plan, { verbose: values.verbose })) io.out(l);
   return plan.summary.blockers > 0 ? EXIT.failed : EXIT.ok;
 }
