@@ -179,6 +179,8 @@ export async function runCheck(args: string[], io: Io = consoleIo): Promise<numb
   const rendered = results.reduce((n, r) => n + r.rendered, 0);
   const timings = { ...phases, total: t3 - t0 };
   const errors = findings.filter((f) => f.severity === 'error');
+  // every warning printed: the rules' and one per open TODO(init) line
+  const warnings = findings.length - errors.length + todos.length;
   const hasUpstream = results.some((r) => r.upstream);
   // the fleet folder (dist/fleet/) is checked with the clusters, and is none of them
   const clusterResults = results.filter((r) => !r.fleet);
@@ -196,13 +198,13 @@ export async function runCheck(args: string[], io: Io = consoleIo): Promise<numb
       renders: session.counts,
       timings,
       errors: errors.length,
-      warnings: findings.length - errors.length,
+      warnings,
       findings,
       todos,
     }, undefined, 2));
   } else {
-    for (const f of findings) (f.severity === 'error' ? io.err : io.out)(formatFinding(f));
-    for (const l of todoWarnings(todos)) io.out(l);
+    for (const f of findings) if (f.severity === 'error' || !values.quiet) (f.severity === 'error' ? io.err : io.out)(formatFinding(f));
+    if (!values.quiet) for (const l of todoWarnings(todos)) io.out(l);
     for (const v of results) {
       if (v.model || values.quiet || !v.queues) continue;
       // a tree rendered with --config FILE --out DIR: say which --config gives the capacity rules the cluster's description
@@ -218,7 +220,7 @@ export async function runCheck(args: string[], io: Io = consoleIo): Promise<numb
     if (!values.quiet) {
       for (const l of describeEngines(engines)) io.out(`engine: ${l}`);
       io.out(`${errors.length === 0 ? 'ok' : 'FAILED'}: ${clusterResults.length} cluster(s)${fleet.map((f) => ` and ${f}/`).join('')}, ${objects} objects, ${rendered} Application sources rendered, ${errors.length} errors, `
-        + `${findings.length - errors.length} warnings (${(timings.total / 1000).toFixed(2)} s, rendering ${(timings.render / 1000).toFixed(2)} s)`);
+        + `${warnings} warnings (${(timings.total / 1000).toFixed(2)} s, rendering ${(timings.render / 1000).toFixed(2)} s)`);
     }
   }
   return errors.length === 0 ? EXIT.ok : EXIT.failed;

@@ -162,6 +162,7 @@ export function runNew(args: string[], io: Io = consoleIo, from: InstalledFrom =
     copyFileSync(from.file, path.join(dir, VENDOR, path.basename(from.file)), constants.COPYFILE_EXCL);
     written.push(`${VENDOR}/${path.basename(from.file)}`);
   }
+  if (values.quiet) return EXIT.ok;
   io.out(`made the clusters repository ${dir}: ${written.join(', ')}`);
   io.out(pinLine(from, pin));
   io.out(`next: cd ${dir} && npm install, then npx ${PACKAGE_NAME} init --snapshot FILE (or --kubeconfig) writes ${CLUSTERS}/<name>.yaml`);

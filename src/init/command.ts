@@ -77,7 +77,7 @@ export function runInit(argv: string[], io: Io = consoleIo): number | Promise<nu
       }
       throw e;
     }
-    if (values.name === undefined) {
+    if (values.name === undefined && !values.quiet) {
       io.err(`init: no --name: the cluster is named ${name} (its name: line, dist/${name}/); pass --name NAME to choose another`);
     }
     if (out !== undefined) {
@@ -87,7 +87,7 @@ export function runInit(argv: string[], io: Io = consoleIo): number | Promise<nu
         if ((e as NodeJS.ErrnoException).code === 'EEXIST') checkOut(out);
         throw e;
       }
-      io.err(`wrote ${values.out ?? path.relative(process.cwd(), out)}: check every TODO(init) line`);
+      if (!values.quiet) io.err(`wrote ${values.out ?? path.relative(process.cwd(), out)}: check every TODO(init) line`);
     } else {
       io.out(text.trimEnd());
     }

@@ -94,7 +94,7 @@ export function runPreflight(argv: string[], io: Io = consoleIo): number | Promi
       const summary = { cluster: model.name, source: state.source, objects: state.objects.length, errors, warnings: findings.length - errors };
       io.out(JSON.stringify({ ...summary, findings }, undefined, 2));
     } else {
-      for (const f of findings) for (const line of formatPreflightFinding(f)) (f.severity === 'error' ? io.err : io.out)(line);
+      for (const f of findings.filter((x) => x.severity === 'error' || !values.quiet)) for (const line of formatPreflightFinding(f)) (f.severity === 'error' ? io.err : io.out)(line);
       if (!values.quiet) {
         io.out(`${errors === 0 ? 'ok' : 'BLOCKED'}: ${model.name} against ${state.source} (${state.objects.length} objects): `
           + `${errors} blocking finding(s), ${findings.length - errors} warning(s)`);

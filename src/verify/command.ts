@@ -2,7 +2,8 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
-import { formatVerifyFinding, verifyCluster } from './dry-run';
+import { verifyCluster } from './dry-run';
+import { verifyText } from './format';
 import { defaultCacheDir } from '../cache/compiled-cache';
 import { ClusterView } from '../check/cluster-view';
 import { renderClusterSources } from '../check/renders';
@@ -108,13 +109,9 @@ export async function runVerify(argv: string[], io: Io = consoleIo): Promise<num
     if (format === 'json') {
       io.out(JSON.stringify({ cluster: view.name, server: session.server, counts: result.counts, errors, findings: result.findings }, undefined, 2));
     } else {
-      for (const f of result.findings) (f.severity === 'error' ? io.err : io.out)(formatVerifyFinding(f));
-      if (!values.quiet) {
-        const c = result.counts;
-        io.out(`${errors === 0 ? 'ok' : 'REFUSED'}: ${view.name} against ${session.server}: ${c.checked} objects dry-run as Argo CD syncs them: `
-          + `${c.refused} refused, ${c.pending} waiting for a CRD or namespace of an earlier wave, ${c.changed} would change, ${c.created} would be created, `
-          + `${c.unchanged} unchanged${c.accepted > 0 ? `, ${c.accepted} accepted (not compared)` : ''}`);
-      }
+      const text = verifyText(view.name, session.server, result, { verbose: values.verbose, quiet: values.quiet });
+      for (const l of text.err) io.err(l);
+      for (const l of text.out) io.out(l);
     }
     return errors === 0 ? EXIT.ok : EXIT.failed;
   } finally {

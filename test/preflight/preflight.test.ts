@@ -383,6 +383,18 @@ describe('each rule fires on its conflict', () => {
     expect(f.filter((x) => x.rule === 'snapshot-incomplete').map((x) => x.object)).toEqual(['Node (none)', 'CustomResourceDefinition (none)']);
     expect(f.find((x) => x.rule === 'kueue-config-unread')?.severity).toBe('warning');
     expect(f.filter((x) => x.rule.startsWith('api-') || x.rule.startsWith('drift-'))).toEqual([]);
+    expect(f.find((x) => x.rule === 'kueue-config-unread')?.fix).toMatch(/to the snapshot$/);
+  });
+
+  it('a state read live: no advice about a snapshot (a live read lists every kind the rules need, or fails)', () => {
+    const snapshot = stateOf((objects) => objects.splice(0, objects.length, ...objects.filter((o) => !['StorageClass', 'ConfigMap'].includes(o.kind))));
+    const live = new ClusterState('https://127.0.0.1:6443', snapshot.objects, true);
+    const f = findingsOf({ state: live });
+    expect(f.filter((x) => x.rule === 'snapshot-incomplete')).toEqual([]);
+    expect(f.find((x) => x.rule === 'kueue-config-unread')?.fix).toMatch(/^the cluster's Kueue reads its configuration from elsewhere/);
+    expect(f.map((x) => `${x.message} ${x.fix}`).filter((x) => /snapshot/.test(x))).toEqual([]);
+    // the same objects from a snapshot: both say what to add to it
+    expect(findingsOf({ state: snapshot }).filter((x) => x.rule === 'snapshot-incomplete').map((x) => x.object)).toEqual(['StorageClass (none)']);
   });
 
   it('argocd-takeover: blocking when a controller owns the object', () => {
