@@ -8,7 +8,7 @@ import { runDiff } from './commands/diff';
 import { runGlobalHelp } from './commands/help';
 import { consoleIo, EXIT, Io } from './commands/io';
 import { runNew } from './commands/new';
-import { CommandSpec, commandHelp, renderInputs } from './commands/options';
+import { CommandSpec, commandHelp, renderInputs, unknownOption } from './commands/options';
 import { Preloaded, preloadedModels } from './commands/precheck';
 import { Progress } from './commands/progress';
 import { CHECK, DIFF, INIT, NEW, PREFLIGHT, SCHEMA, SYNTH, UPGRADE_PLAN, VALIDATE, VERIFY } from './commands/specs';
@@ -154,11 +154,13 @@ export function main(argv: string[], io: Io = consoleIo, preloaded?: Preloaded):
     io.err(`unknown command "${printable(command)}" (${meant ? `did you mean "${meant}"? ` : ''}expected one of: ${Object.keys(COMMANDS).join(', ')}); see --help`);
     return EXIT.badInput;
   }
+  // an unknown option names the one it was likely meant to be
+  const fail = (e: unknown) => failure(unknownOption(e, entry.spec) ?? e, io);
   try {
     const code = entry.run(rest, io, preloaded);
-    return typeof code === 'number' ? code : code.catch((e: unknown) => failure(e, io));
+    return typeof code === 'number' ? code : code.catch(fail);
   } catch (e) {
-    return failure(e, io);
+    return fail(e);
   }
 }
 

@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { InstalledFrom, installedFrom } from './installed-from';
 import { consoleIo, EXIT, Io } from './io';
-import { commandHelp } from './options';
+import { commandHelp, unknownOption } from './options';
 import { NEW } from './specs';
 import { InputError } from '../errors';
 import { makeDirs, pathProblem } from '../files';
@@ -142,7 +142,14 @@ function pinLine(from: InstalledFrom, pin: string): string {
 
 /** `new DIR`: a clusters repository. `from`: what the toolkit was installed from (default: the running one's). */
 export function runNew(args: string[], io: Io = consoleIo, from: InstalledFrom = installedFrom()): number {
-  const { values, positionals } = parseArgs({ args, options: NEW.options, allowPositionals: true });
+  let parsed;
+  try {
+    parsed = parseArgs({ args, options: NEW.options, allowPositionals: true });
+  } catch (e) {
+    // new runs from the entry point without the other commands: it names a mistyped option itself
+    throw unknownOption(e, NEW) ?? e;
+  }
+  const { values, positionals } = parsed;
   if (values.help) {
     io.out(commandHelp(NEW));
     return EXIT.ok;

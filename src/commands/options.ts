@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
-import { InputError } from '../errors';
+import { InputError, printable } from '../errors';
 import { usableFolder } from '../files';
+import { closestName } from '../model/issue-hints';
 import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM, DEV_CHECKOUT, PACKAGE_NAME } from '../paths';
 import { SchemaDirectoryMissing } from '../validate/schema-directory';
 
@@ -74,6 +75,21 @@ export const RENDER_OPTIONS = {
   'format': OPTIONS.format,
   'help': OPTIONS.help,
 } as const satisfies OptionTable;
+
+/**
+ * An option of no command (parseArgs' ERR_PARSE_ARGS_UNKNOWN_OPTION) as bad input in one line naming the option it was
+ * likely meant to be, as a mistyped command or description field is (`upgrade-plan: unknown option --verbos (did you
+ * mean --verbose?)`); undefined for any other error.
+ */
+export function unknownOption(e: unknown, spec: CommandSpec): InputError | undefined {
+  if (!(e instanceof TypeError) || (e as NodeJS.ErrnoException).code !== 'ERR_PARSE_ARGS_UNKNOWN_OPTION') return undefined;
+  const given = /^Unknown option '(.+?)'(?:\.|$)/m.exec(e.message)?.[1];
+  if (given === undefined) return undefined;
+  const names = Object.keys(spec.options);
+  const long = given.startsWith('--') ? given.slice(2).split('=')[0] : undefined;
+  const meant = long === undefined ? undefined : closestName(long, names);
+  return new InputError(`${spec.name}: unknown option ${printable(given)}${meant ? ` (did you mean --${meant}?)` : ''}; see ${PACKAGE_NAME} ${spec.name} --help`);
+}
 
 /** Exit codes every command shares; `failed` says what 1 means for the command. */
 function exitCodes(failed: string | undefined): string {

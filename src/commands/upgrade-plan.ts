@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { consoleIo, EXIT, Io } from './io';
 import { commandHelp, schemaDirs, upstreamDir } from './options';
+import { progressOf } from './progress';
 import { UPGRADE_PLAN } from './specs';
 import { defaultCacheDir } from '../cache/compiled-cache';
 import { EngineError, LAYER_PACKAGE, MIN_VERSIONS, resolveEngines } from '../engines';
@@ -72,7 +73,10 @@ export async function runUpgradePlan(args: string[], io: Io = consoleIo): Promis
   }
   let toolkit: LoadedToolkit | undefined;
   let result;
+  const progress = progressOf(io.progress, 'upgrade-plan', undefined, values.quiet);
   try {
+    progress?.activity(toolkitDir !== undefined ? `rendering ${config} with the toolkit of ${toolkitDir}`
+      : model ? `rendering ${components.join(', ')} at both releases with helm, and comparing them` : 'comparing the CRDs');
     toolkit = toolkitDir !== undefined && model ? loadFromToolkit(toolkitDir, config!, model) : undefined;
     result = await planUpgrade({
       model, components, from: values.from, to: values.to, fromToolkit: toolkit, fromCrds, toCrds, upstream, schemas, cacheDir: defaultCacheDir(),
@@ -84,6 +88,7 @@ export async function runUpgradePlan(args: string[], io: Io = consoleIo): Promis
     }
     throw e;
   } finally {
+    progress?.end();
     toolkit?.dispose();
   }
   const { plan } = result;

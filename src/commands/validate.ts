@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { consoleIo, EXIT, Io } from './io';
-import { commandHelp, schemaDirs } from './options';
+import { commandHelp, schemaDirs, unknownOption } from './options';
 import { VALIDATE } from './specs';
 import { InputError, outputFormat, reportError } from '../errors';
 import { clusterScopes, readTree } from '../render/tree';
@@ -73,6 +73,6 @@ export function runValidateCommand(args: string[], io: Io): number {
   try {
     return runValidate(args, io);
   } catch (e) {
-    return commandFailure(e, io);
+    return commandFailure(unknownOption(e, VALIDATE) ?? e, io);
   }
 }

@@ -5,6 +5,7 @@ import { parse } from 'yaml';
 import { describeCluster, descriptionYaml, PLACEHOLDERS } from './describe';
 import { consoleIo, EXIT, Io } from '../commands/io';
 import { commandHelp } from '../commands/options';
+import { progressOf } from '../commands/progress';
 import { INIT } from '../commands/specs';
 import { InputError, printable } from '../errors';
 import { pathProblem } from '../files';
@@ -95,5 +96,9 @@ export function runInit(argv: string[], io: Io = consoleIo): number | Promise<nu
   };
   // a description describes at most MAX_NODES: a larger cluster is refused while it is read, before it is described
   const state = readClusterState(source, [], MAX_NODES);
-  return state instanceof ClusterState ? write(state) : state.then(write);
+  if (state instanceof ClusterState) return write(state);
+  // a live read waits on the API server: on a terminal, a line says so
+  const progress = progressOf(io.progress, 'init', undefined, values.quiet);
+  progress?.activity('reading the cluster (GET requests only)');
+  return state.finally(() => progress?.end()).then(write);
 }

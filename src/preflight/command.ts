@@ -7,6 +7,7 @@ import { readSnapshot } from './snapshot';
 import { ClusterState } from './state';
 import { consoleIo, EXIT, Io } from '../commands/io';
 import { commandHelp } from '../commands/options';
+import { progressOf } from '../commands/progress';
 import { LIVE_TIMEOUT_MS, PREFLIGHT } from '../commands/specs';
 import { InputError, outputFormat } from '../errors';
 import { DEFAULT_SCHEMAS } from '../paths';
@@ -103,5 +104,9 @@ export function runPreflight(argv: string[], io: Io = consoleIo): number | Promi
     return errors === 0 ? EXIT.ok : EXIT.failed;
   };
   const state = readClusterState(source, cluster.folders.flatMap((f) => f.objects));
-  return state instanceof ClusterState ? report(state) : state.then(report);
+  if (state instanceof ClusterState) return report(state);
+  // a live read waits on the API server: on a terminal, a line says so
+  const progress = progressOf(io.progress, 'preflight', undefined, values.quiet);
+  progress?.activity('reading the cluster (GET requests only)');
+  return state.finally(() => progress?.end()).then(report);
 }

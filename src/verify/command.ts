@@ -10,6 +10,7 @@ import { renderClusterSources } from '../check/renders';
 import { clusterFolders, readClusters } from '../check/tree';
 import { consoleIo, EXIT, Io } from '../commands/io';
 import { commandHelp, schemaDirs, upstreamDir } from '../commands/options';
+import { progressOf } from '../commands/progress';
 import { VERIFY, VERIFY_TIMEOUT_MS } from '../commands/specs';
 import { EngineBudget, EngineError, MIN_VERSIONS, resolveEngines } from '../engines';
 import { InputError, outputFormat, printable } from '../errors';
@@ -73,6 +74,7 @@ export async function runVerify(argv: string[], io: Io = consoleIo): Promise<num
   await loadKubeConfig(source.live);
 
   let work: string | undefined;
+  const progress = progressOf(io.progress, 'verify', 'objects dry-run', values.quiet);
   try {
     // what is read here first (the description, or the rendered folder), then the server asked once, then the renders:
     // bad input, an unreachable server or refused credentials are one line before anything is rendered
@@ -80,11 +82,13 @@ export async function runVerify(argv: string[], io: Io = consoleIo): Promise<num
     const input: { readonly config: string; readonly model: ClusterModel } | { readonly view: ClusterView } = config !== undefined
       ? { config, model: loadModels([config])[0] }
       : { view: renderedCluster(positionals[0] ?? requireProject('verify', 'the rendered cluster (verify DIR) or --config FILE').out) };
+    progress?.activity('asking the API server for its version');
     await serverAnswers(source.live);
     let view: ClusterView;
     if ('view' in input) {
       view = input.view;
     } else {
+      progress?.activity(`rendering ${input.config}`);
       work = mkdtempSync(path.join(tmpdir(), 'gpu-cluster-manifests-verify-'));
       synth({ configs: [input.config], models: [input.model], out: work, schemas: schemaDirs(undefined), notify: io.err });
       view = { ...readClusters(work).find((c) => c.name === input.model.name)!, model: input.model };
@@ -93,6 +97,7 @@ export async function runVerify(argv: string[], io: Io = consoleIo): Promise<num
       if (e instanceof EngineError) throw new InputError(`verify: no engines to render the Applications with: ${e.message}; put helm >= ${MIN_VERSIONS.helm} and kubectl with kustomize >= ${MIN_VERSIONS.kustomize} on PATH`);
       throw e;
     });
+    progress?.activity(`rendering the Applications of ${view.name} with helm and kustomize`);
     const renders = await renderClusterSources(view, { upstream, session: new RenderSession(defaultCacheDir(), new EngineBudget()), reruns: false });
     // what did not render cannot be verified: never a partial verification
     const failed = renders.sources.find((s) => s.problem !== undefined);
@@ -101,7 +106,8 @@ export async function runVerify(argv: string[], io: Io = consoleIo): Promise<num
     const session = await openLive(source.live);
     let result;
     try {
-      result = await verifyCluster(view, renders.sources, session);
+      progress?.activity(`sending the objects of ${view.name} to ${session.server} (dry run)`);
+      result = await verifyCluster(view, renders.sources, session, (done, total) => progress?.update(done, total, 'dry run'));
     } finally {
       session.close();
     }
@@ -115,6 +121,7 @@ export async function runVerify(argv: string[], io: Io = consoleIo): Promise<num
     }
     return errors === 0 ? EXIT.ok : EXIT.failed;
   } finally {
+    progress?.end();
     if (work) rmSync(work, { recursive: true, force: true });
   }
 }

@@ -248,9 +248,12 @@ async function eachLimited<T>(items: readonly T[], limit: number, fn: (t: T) => 
 
 /**
  * Dry-runs a rendered cluster (its view and the renders of its Applications' sources) against a live API server,
- * in Argo CD's order: the refusals, what waits for an earlier wave, and what would change.
+ * in Argo CD's order: the refusals, what waits for an earlier wave, and what would change. `progress`: told before
+ * each object is sent (how many were, of how many).
  */
-export async function verifyCluster(view: ClusterView, rendered: readonly RenderedSource[], session: LiveSession): Promise<VerifyResult> {
+export async function verifyCluster(
+  view: ClusterView, rendered: readonly RenderedSource[], session: LiveSession, progress?: (done: number, total: number) => void,
+): Promise<VerifyResult> {
   const discovery = new Discovery(session);
   const { sources } = syncSources(rendered, view.name);
   // the scope of each kind as the server serves it (a kind it does not serve yet: from the render's CRD, or unknown)
@@ -266,7 +269,9 @@ export async function verifyCluster(view: ClusterView, rendered: readonly Render
   const apps = new Map(rendered.map((s) => [s.application.metadata.name, s.application]));
 
   const results: { item: Item; finding?: VerifyFinding; outcome: 'accepted' | 'unchanged' | 'changed' | 'created' | 'refused' | 'pending' }[] = [];
+  let sent = 0;
   await eachLimited(items, CONCURRENCY, async (item) => {
+    progress?.(sent++, items.length);
     const o = item.object.object;
     const base = {
       application: item.object.application, wave: item.bootstrap ? null : item.object.wave, apiVersion: o.apiVersion, object: describeObject(o),
