@@ -125,13 +125,13 @@ project.package.addBin({ 'gpu-cluster-manifests': 'lib/src/bin.js' });
 // lib/ is git-ignored, so the package lists what it ships: the compiled library and CLI, its typed CRD
 // imports, the description schema, the Argo CD health checks (the Lua files synth puts into argocd-cm, read from
 // the same path under the package root), and lib/assets/ (the pinned CRD schemas and the vendored upstream
-// charts and overlays, copied from ../shared at pack time), the upstream files this repository vendors itself
-// (src/upstream/vendored/, byte-exact with their SOURCES.md and SHA256SUMS), and the documentation the README and the CLI's
+// charts and overlays, copied from ../shared at pack time), facts of upstream releases produced by their own code
+// (src/upstream/facts/: Kueue's built-in configuration defaults), and the documentation the README and the CLI's
 // messages point at (docs/). No source maps (they point at sources the
 // package does not ship), no compiled examples of src/clusters/.
 project.package.addField('files', [
   'lib/src/**/*.js', 'lib/src/**/*.d.ts', '!lib/src/clusters/**', 'lib/imports/**/*.js', 'lib/imports/**/*.d.ts',
-  'lib/assets/**', 'src/clusters/cluster-description.schema.json', 'src/clusters/fleet.schema.json', 'src/components/argocd/health/**/health.lua', 'src/upstream/vendored/**',
+  'lib/assets/**', 'src/clusters/cluster-description.schema.json', 'src/clusters/fleet.schema.json', 'src/components/argocd/health/**/health.lua', 'src/upstream/facts/**',
   'docs/**/*.md',
 ]);
 
@@ -146,6 +146,13 @@ project.gitignore.removePatterns('/dist/');
 // This repository is a project of its own kind (as a user's clusters repository is): its examples are
 // the descriptions, dist/ the output. Every command finds this file from the working folder upwards.
 new YamlFile(project, PROJECT_FILE, { obj: { clusters: 'src/clusters', out: 'dist' } });
+
+// ../shared, the pinned upstream files this checkout builds from (CRDs, upstream installs, samples), laid out from
+// their public sources and verified (projenrc/shared.cjs, projenrc/shared-sources.json): what a fresh clone runs
+// first. A plain script, no task runner: it runs before npm ci.
+const shared = 'node projenrc/shared.cjs';
+project.addTask('shared', { description: 'Lay out ../shared from the pinned upstream sources (--mirror URL: a copy of them)' }).exec(shared, { receiveArgs: true });
+project.package.setScript('shared', shared);
 
 // npm pack (and publish) first compiles, then copies the package's assets into lib/assets/, verified
 // against ../shared/upstream-installs/SHA256SUMS (projenrc/package-assets.cjs).
@@ -207,6 +214,8 @@ bench.exec('node bench/run.mjs', { receiveArgs: true });
 
 const importTask = project.tasks.tryFind('import')!;
 importTask.reset();
+// nothing is removed when ../shared, where the CRDs come from, is missing: one line saying how to lay it out
+importTask.exec(`${shared} --check "npm run import"`);
 importTask.exec('rm -rf imports');
 for (const [name, file] of Object.entries(CRD_IMPORTS)) {
   importTask.exec(`cdk8s import --no-save --language typescript --output imports ${name}:=../shared/crds/${file}`);

@@ -77,11 +77,17 @@ function ensureCompiled(argv) {
     // another process may have compiled meanwhile
     const now = compileRecord(true)?.compileState();
     if (now?.upToDate) return true;
+    let tsc;
+    try {
+      tsc = require.resolve('typescript/bin/tsc', { paths: [ROOT] });
+    } catch {
+      process.stderr.write(`error: this checkout has no node_modules (typescript is not installed): run npm ci first\n`);
+      return false;
+    }
     say(!now || now.first ? 'compiling sources (first run)…' : `recompiling: ${now.changed} file${now.changed === 1 ? '' : 's'} changed…`);
     const t0 = process.hrtime.bigint();
     // a compiled file missing from lib/ is emitted again only by a full compilation
     if (now?.outputsMissing) fs.rmSync(BUILD_INFO, { force: true });
-    const tsc = require.resolve('typescript/bin/tsc', { paths: [ROOT] });
     const r = require('node:child_process').spawnSync(process.execPath, [tsc, '-p', 'tsconfig.json', '--incremental', '--pretty', 'false'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' });
     const output = `${r.stdout ?? ''}${r.stderr ?? ''}`;
     const record = compileRecord(true);

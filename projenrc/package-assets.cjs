@@ -17,7 +17,12 @@ const crypto = require('node:crypto');
 const fs = require('node:fs');
 const path = require('node:path');
 
+const { missingShared } = require('./shared.cjs');
+
 const ROOT = path.resolve(__dirname, '..');
+
+/** ../shared (or --shared DIR) is not there: one line naming the command that lays it out. */
+class SharedMissing extends Error {}
 
 /**
  * What ships, from where (relative to `--shared`, default ../shared; `base: 'repo'`: relative to this
@@ -165,6 +170,8 @@ function copyAsset(asset, shared, into, releases) {
  * folders of the upstream installs that ship (default: the compiled releases.ts's selection).
  */
 function packageAssets({ shared = path.resolve(ROOT, '..', 'shared'), into = path.join(ROOT, 'lib', 'assets'), releases } = {}) {
+  const missing = missingShared('npm pack', shared, ASSETS.filter((a) => a.base !== 'repo').map((a) => a.from));
+  if (missing) throw new SharedMissing(missing);
   const tmp = `${into}.tmp-${process.pid}`;
   fs.rmSync(tmp, { recursive: true, force: true });
   try {
@@ -193,7 +200,7 @@ if (require.main === module) {
       process.stderr.write(`package assets: ${c.to}/: ${c.files} files, ${mib(c.bytes)} MiB, verified${c.releases ? ` (${c.releases.join(', ')})` : ''}\n`);
     }
   } catch (e) {
-    process.stderr.write(`error: package assets: ${e.message}\n`);
+    process.stderr.write(e instanceof SharedMissing ? `error: ${e.message}\n` : `error: package assets: ${e.message}\n`);
     process.exitCode = 1;
   }
 }

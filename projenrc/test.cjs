@@ -54,6 +54,13 @@ function includesClusterTests(args) {
 
 async function main() {
   const args = process.argv.slice(2);
+  // the suite reads the pinned upstream files of ../shared: without them, one line saying how to lay them out
+  const missing = require('./shared.cjs').missingShared('npm test');
+  if (missing) {
+    process.stderr.write(`error: ${missing}\n`);
+    process.exitCode = 1;
+    return;
+  }
   let prepared = 0;
   if (includesClusterTests(args)) {
     const prepare = await run(process.execPath, ['-r', 'ts-node/register/transpile-only', path.join('test', 'cluster', 'prepare.ts')], {}, false);

@@ -8,7 +8,7 @@ import { runDiff } from './commands/diff';
 import { runGlobalHelp } from './commands/help';
 import { consoleIo, EXIT, Io } from './commands/io';
 import { runNew } from './commands/new';
-import { CommandSpec, commandHelp, renderInputs } from './commands/options';
+import { CommandSpec, commandHelp, renderInputs, unknownOption } from './commands/options';
 import { Preloaded, preloadedModels } from './commands/precheck';
 import { Progress } from './commands/progress';
 import { CHECK, DIFF, INIT, NEW, PREFLIGHT, SCHEMA, SYNTH, UPGRADE_PLAN, VALIDATE, VERIFY } from './commands/specs';
@@ -68,10 +68,12 @@ export function runSynth(args: string[], io: Io = consoleIo, preloaded?: Preload
   const todos = openTodos(configs.length > 0 ? configs : descriptionFiles(project!.clusters));
   // where Argo CD reads each cluster from, against where this checkout pushes (its .git files, nothing run)
   const repository = repositoryFindings(readGitRepo(project?.root ?? process.cwd()), result.sources);
-  for (const w of result.warnings) io.err(formatIssue(w));
-  for (const f of [...result.findings, ...repository]) io.err(formatFinding(f));
-  for (const l of todoWarnings(todos)) io.err(l);
-  if (result.deleted.length > 0) {
+  // --quiet: errors only (a render with an error never gets here: it throws)
+  const warn = values.quiet ? () => {} : io.err;
+  for (const w of result.warnings) warn(formatIssue(w));
+  for (const f of [...result.findings, ...repository]) (f.severity === 'error' ? io.err : warn)(formatFinding(f));
+  for (const l of todoWarnings(todos)) warn(l);
+  if (result.deleted.length > 0 && !values.quiet) {
     for (const l of deletionLines(result.deleted)) io.err(l);
     io.err(`note: ${result.deleted.length} rendered object(s) removed from ${path.relative(process.cwd(), out) || '.'} (--allow-delete); `
       + 'Argo CD prunes them when it syncs, Namespaces and volume claims only once someone confirms (Prune=confirm)');
@@ -97,13 +99,14 @@ export function runSchema(args: string[], io: Io = consoleIo): number {
   const text = descriptionJsonSchemaText();
   const clusters = values.out === undefined ? projectOf()?.clusters : undefined;
   const out = values.out === '-' ? undefined : values.out ?? (clusters && path.join(clusters, SCHEMA_FILE_NAME));
-  if (out) io.err(writeIfChanged(out, text, `the JSON Schema of the description (${PACKAGE_NAME} ${packageVersion()})`));
+  const said = values.quiet ? () => {} : io.err;
+  if (out) said(writeIfChanged(out, text, `the JSON Schema of the description (${PACKAGE_NAME} ${packageVersion()})`));
   else io.out(text.trimEnd());
   // the project's folder of descriptions gets the fleet description's schema beside (fleet.yaml)
   if (out && values.out === undefined) {
-    io.err(writeIfChanged(path.join(path.dirname(out), FLEET_SCHEMA_FILE_NAME), fleetJsonSchemaText(), `the JSON Schema of the fleet description (${PACKAGE_NAME} ${packageVersion()})`));
+    said(writeIfChanged(path.join(path.dirname(out), FLEET_SCHEMA_FILE_NAME), fleetJsonSchemaText(), `the JSON Schema of the fleet description (${PACKAGE_NAME} ${packageVersion()})`));
   }
-  if (values.readme) io.err(writeIfChanged(values.readme, withDescriptionReference(readFileSync(values.readme, 'utf8')), 'its field reference section'));
+  if (values.readme) said(writeIfChanged(values.readme, withDescriptionReference(readFileSync(values.readme, 'utf8')), 'its field reference section'));
   return EXIT.ok;
 }
 
@@ -151,11 +154,13 @@ export function main(argv: string[], io: Io = consoleIo, preloaded?: Preloaded):
     io.err(`unknown command "${printable(command)}" (${meant ? `did you mean "${meant}"? ` : ''}expected one of: ${Object.keys(COMMANDS).join(', ')}); see --help`);
     return EXIT.badInput;
   }
+  // an unknown option names the one it was likely meant to be
+  const fail = (e: unknown) => failure(unknownOption(e, entry.spec) ?? e, io);
   try {
     const code = entry.run(rest, io, preloaded);
-    return typeof code === 'number' ? code : code.catch((e: unknown) => failure(e, io));
+    return typeof code === 'number' ? code : code.catch(fail);
   } catch (e) {
-    return failure(e, io);
+    return fail(e);
   }
 }
 

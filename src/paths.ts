@@ -60,11 +60,12 @@ export const DEFAULT_SCHEMAS = DEV_CHECKOUT ? path.join(SHARED_DIR, 'crds') : pa
 export const DEFAULT_UPSTREAM = DEV_CHECKOUT ? path.join(SHARED_DIR, 'upstream-installs') : path.join(PACKAGE_ASSETS, 'upstream-installs');
 
 /**
- * Upstream files this repository vendors itself, byte-exact with their tag and commit (SOURCES.md there): what
- * `../shared` lacks (Kueue's configuration defaults; never a CRD: those are read from `../shared/crds`). The package
- * ships the folder as it is, so the path is the same in this checkout and installed.
+ * Facts of upstream releases produced by running the release's own code (what `../shared` cannot show): Kueue's
+ * built-in manager configuration defaults, one folder per release (`kueue-v0.19.2/config-defaults.json`), printed by
+ * test/upstream/kueue-defaults/ and compared with it by test/upstream/kueue-defaults.test.ts. The package ships the
+ * folder as it is, so the path is the same in this checkout and installed.
  */
-export const VENDORED_DIR = path.join(PACKAGE_ROOT, 'src', 'upstream', 'vendored');
+export const UPSTREAM_FACTS_DIR = path.join(PACKAGE_ROOT, 'src', 'upstream', 'facts');
 
 /** The JSON Schema of the description as the package ships it (`schema` writes the same text). */
 export const PACKAGED_SCHEMA_FILE = path.join(PACKAGE_ROOT, 'src', 'clusters', 'cluster-description.schema.json');

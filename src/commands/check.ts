@@ -6,6 +6,7 @@ import { findDescription } from './find-description';
 import { engineLines } from './help';
 import { consoleIo, EXIT, Io } from './io';
 import { commandHelp, schemaDirs, upstreamDir } from './options';
+import { progressOf } from './progress';
 import { CHECK } from './specs';
 import { defaultCacheDir } from '../cache/compiled-cache';
 import { ClusterView, SchemaOf, ScopeOf } from '../check/cluster-view';
@@ -136,9 +137,12 @@ export async function runCheck(args: string[], io: Io = consoleIo): Promise<numb
   const session = new RenderSession(defaultCacheDir(), new EngineBudget());
   const phases = { read: t1 - t0, render: 0, rules: 0 };
   const fleetFolders = new Set(found.filter((f) => f.fleet).map((f) => f.name));
+  const progress = progressOf(io.progress, 'check', 'clusters', values.quiet);
+  let checked = 0;
   const results = await streamClusters(found, early, async (raw) => {
     const r0 = performance.now();
     const view = { ...raw, model: byName.get(raw.name) };
+    progress?.activity(`rendering the Applications of ${view.name} with helm and kustomize (${checked}/${found.length} folders checked)`);
     const renders = await renderClusterSources(view, { scopeOf, upstream, session });
     // past the command's bound every render left is refused: the rules would report the bound, not the tree
     if (session.budget.spent) throw new CommandStopped(`check: ${session.budget.message()}`);
@@ -146,6 +150,7 @@ export async function runCheck(args: string[], io: Io = consoleIo): Promise<numb
     const clusterFindings = checkCluster(view, { scopeOf, schemaOf, renders });
     phases.render += r1 - r0;
     phases.rules += performance.now() - r1;
+    checked++;
     return {
       name: view.name,
       fleet: fleetFolders.has(view.name),
@@ -160,7 +165,7 @@ export async function runCheck(args: string[], io: Io = consoleIo): Promise<numb
     };
   }, (ms) => {
     phases.read += ms;
-  });
+  }).finally(() => progress?.end());
   // across a MultiKueue fleet: the facts each cluster left, and the fleet page of each output root checked whole
   const roots = dirs.filter((d) => found.some((c) => c.name === FLEET_FOLDER && existsSync(path.join(d, FLEET_FOLDER))));
   const page = roots.map((d) => path.join(d, FLEET_FOLDER, FLEET_REPORT_FILE)).find((f) => existsSync(f));
@@ -179,6 +184,8 @@ export async function runCheck(args: string[], io: Io = consoleIo): Promise<numb
   const rendered = results.reduce((n, r) => n + r.rendered, 0);
   const timings = { ...phases, total: t3 - t0 };
   const errors = findings.filter((f) => f.severity === 'error');
+  // every warning printed: the rules' and one per open TODO(init) line
+  const warnings = findings.length - errors.length + todos.length;
   const hasUpstream = results.some((r) => r.upstream);
   // the fleet folder (dist/fleet/) is checked with the clusters, and is none of them
   const clusterResults = results.filter((r) => !r.fleet);
@@ -196,13 +203,13 @@ export async function runCheck(args: string[], io: Io = consoleIo): Promise<numb
       renders: session.counts,
       timings,
       errors: errors.length,
-      warnings: findings.length - errors.length,
+      warnings,
       findings,
       todos,
     }, undefined, 2));
   } else {
-    for (const f of findings) (f.severity === 'error' ? io.err : io.out)(formatFinding(f));
-    for (const l of todoWarnings(todos)) io.out(l);
+    for (const f of findings) if (f.severity === 'error' || !values.quiet) (f.severity === 'error' ? io.err : io.out)(formatFinding(f));
+    if (!values.quiet) for (const l of todoWarnings(todos)) io.out(l);
     for (const v of results) {
       if (v.model || values.quiet || !v.queues) continue;
       // a tree rendered with --config FILE --out DIR: say which --config gives the capacity rules the cluster's description
@@ -218,7 +225,7 @@ export async function runCheck(args: string[], io: Io = consoleIo): Promise<numb
     if (!values.quiet) {
       for (const l of describeEngines(engines)) io.out(`engine: ${l}`);
       io.out(`${errors.length === 0 ? 'ok' : 'FAILED'}: ${clusterResults.length} cluster(s)${fleet.map((f) => ` and ${f}/`).join('')}, ${objects} objects, ${rendered} Application sources rendered, ${errors.length} errors, `
-        + `${findings.length - errors.length} warnings (${(timings.total / 1000).toFixed(2)} s, rendering ${(timings.render / 1000).toFixed(2)} s)`);
+        + `${warnings} warnings (${(timings.total / 1000).toFixed(2)} s, rendering ${(timings.render / 1000).toFixed(2)} s)`);
     }
   }
   return errors.length === 0 ? EXIT.ok : EXIT.failed;

@@ -137,14 +137,14 @@ export function runDiff(args: string[], io: Io = consoleIo, preloaded?: Preloade
     const refused = removed > 0 && !values['allow-delete'];
     if (format === 'json') {
       io.out(JSON.stringify({ added: count('added'), removed, changed: count('changed'), objects: d.objects, files: d.files }, undefined, 2));
-    } else {
+    } else if (!values.quiet) {
       for (const l of formatDiff(d)) io.out(l);
       io.out(d.objects.length + d.files.length === 0
         ? `no changes: ${path.relative(process.cwd(), committed) || '.'} matches a fresh render`
         : `${count('added')} added, ${removed} removed, ${count('changed')} changed, ${d.files.length} other file(s)`);
     }
     // The deletions on standard error too, as synth lists what it refuses to remove.
-    for (const l of deletionLines(d.objects.filter((o) => o.change === 'removed'))) io.err(l);
+    if (refused || !values.quiet) for (const l of deletionLines(d.objects.filter((o) => o.change === 'removed'))) io.err(l);
     if (refused) io.err(`error: ${removed} object(s) would be deleted; re-run with --allow-delete if that is intended`);
     return refused ? EXIT.failed : EXIT.ok;
   } finally {

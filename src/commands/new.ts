@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { InstalledFrom, installedFrom } from './installed-from';
 import { consoleIo, EXIT, Io } from './io';
-import { commandHelp } from './options';
+import { commandHelp, unknownOption } from './options';
 import { NEW } from './specs';
 import { InputError } from '../errors';
 import { makeDirs, pathProblem } from '../files';
@@ -89,8 +89,8 @@ export function scaffoldFiles(name: string, pin: string): Record<string, string>
       `# ${name}`,
       '',
       `The GPU clusters of this repository, described once each in \`${CLUSTERS}/<cluster>.yaml\`, and every Kubernetes object`,
-      `[${PACKAGE_NAME}](https://www.npmjs.com/package/${PACKAGE_NAME}) renders from them in \`${OUT}/<cluster>/\` (committed;`,
-      'Argo CD syncs it). The toolkit\'s version is pinned in `package.json`.',
+      `${PACKAGE_NAME} renders from them in \`${OUT}/<cluster>/\` (committed; Argo CD syncs it). The toolkit's version is pinned in`,
+      `\`package.json\`; its documentation comes with it: \`node_modules/${PACKAGE_NAME}/README.md\` and \`docs/\` beside it after \`npm ci\`.`,
       '',
       '```sh',
       'npm ci                                    # the pinned toolkit',
@@ -142,7 +142,14 @@ function pinLine(from: InstalledFrom, pin: string): string {
 
 /** `new DIR`: a clusters repository. `from`: what the toolkit was installed from (default: the running one's). */
 export function runNew(args: string[], io: Io = consoleIo, from: InstalledFrom = installedFrom()): number {
-  const { values, positionals } = parseArgs({ args, options: NEW.options, allowPositionals: true });
+  let parsed;
+  try {
+    parsed = parseArgs({ args, options: NEW.options, allowPositionals: true });
+  } catch (e) {
+    // new runs from the entry point without the other commands: it names a mistyped option itself
+    throw unknownOption(e, NEW) ?? e;
+  }
+  const { values, positionals } = parsed;
   if (values.help) {
     io.out(commandHelp(NEW));
     return EXIT.ok;
@@ -162,6 +169,7 @@ export function runNew(args: string[], io: Io = consoleIo, from: InstalledFrom =
     copyFileSync(from.file, path.join(dir, VENDOR, path.basename(from.file)), constants.COPYFILE_EXCL);
     written.push(`${VENDOR}/${path.basename(from.file)}`);
   }
+  if (values.quiet) return EXIT.ok;
   io.out(`made the clusters repository ${dir}: ${written.join(', ')}`);
   io.out(pinLine(from, pin));
   io.out(`next: cd ${dir} && npm install, then npx ${PACKAGE_NAME} init --snapshot FILE (or --kubeconfig) writes ${CLUSTERS}/<name>.yaml`);

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
-import { InputError } from '../errors';
+import { InputError, printable } from '../errors';
 import { usableFolder } from '../files';
+import { closestName } from '../model/issue-hints';
 import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM, DEV_CHECKOUT, PACKAGE_NAME } from '../paths';
 import { SchemaDirectoryMissing } from '../validate/schema-directory';
 
@@ -59,7 +60,8 @@ export const OPTIONS = {
   },
   'no-validate': { type: 'boolean', help: 'skip the schema validation (not recommended)' },
   'format': { type: 'string', value: 'FORMAT', help: 'text (default) or json (machine-readable)' },
-  'quiet': { type: 'boolean', help: 'print errors only (no summary, no progress)' },
+  'quiet': { type: 'boolean', help: 'print errors only (no summary, no warnings, no progress)' },
+  'verbose': { type: 'boolean', help: 'print every finding, the informational ones too' },
   'list-rules': { type: 'boolean', help: 'print every rule id, its severity and what it asserts, then exit' },
   'help': { type: 'boolean', short: 'h', help: 'this help' },
 } as const satisfies OptionTable;
@@ -73,6 +75,21 @@ export const RENDER_OPTIONS = {
   'format': OPTIONS.format,
   'help': OPTIONS.help,
 } as const satisfies OptionTable;
+
+/**
+ * An option of no command (parseArgs' ERR_PARSE_ARGS_UNKNOWN_OPTION) as bad input in one line naming the option it was
+ * likely meant to be, as a mistyped command or description field is (`upgrade-plan: unknown option --verbos (did you
+ * mean --verbose?)`); undefined for any other error.
+ */
+export function unknownOption(e: unknown, spec: CommandSpec): InputError | undefined {
+  if (!(e instanceof TypeError) || (e as NodeJS.ErrnoException).code !== 'ERR_PARSE_ARGS_UNKNOWN_OPTION') return undefined;
+  const given = /^Unknown option '(.+?)'(?:\.|$)/m.exec(e.message)?.[1];
+  if (given === undefined) return undefined;
+  const names = Object.keys(spec.options);
+  const long = given.startsWith('--') ? given.slice(2).split('=')[0] : undefined;
+  const meant = long === undefined ? undefined : closestName(long, names);
+  return new InputError(`${spec.name}: unknown option ${printable(given)}${meant ? ` (did you mean --${meant}?)` : ''}; see ${PACKAGE_NAME} ${spec.name} --help`);
+}
 
 /** Exit codes every command shares; `failed` says what 1 means for the command. */
 function exitCodes(failed: string | undefined): string {
@@ -152,12 +169,14 @@ export interface RenderOptionValues {
 
 /**
  * A folder the package ships (its pinned schemas, its upstream installs): in an installed package a
- * missing one is a broken install, bad input saying how to fix it. In the toolkit's own checkout
- * (`../shared`) the caller reports a missing one as before.
+ * missing one is a broken install, bad input saying how to fix it. The toolkit's own checkout reads
+ * them from `../shared`: a missing one says how to lay it out.
  */
 export function packagedFolder(dir: string, what: string, flag: string): string {
-  if (!DEV_CHECKOUT && !existsSync(dir)) throw new InputError(`the installed ${PACKAGE_NAME} lacks ${what} (${dir}): reinstall it (npm ci), or name ${flag} DIR`);
-  return dir;
+  if (existsSync(dir)) return dir;
+  if (!DEV_CHECKOUT) throw new InputError(`the installed ${PACKAGE_NAME} lacks ${what} (${dir}): reinstall it (npm ci), or name ${flag} DIR`);
+  throw new InputError(`this checkout reads ${what} from ${dir}, which is missing: lay out ../shared with npm run shared `
+    + `(docs/development.md#the-pinned-upstream-files-shared), or name ${flag} DIR`);
 }
 
 /**

@@ -29,17 +29,17 @@ export interface ProgressOptions {
   readonly delayMs?: number;
   /** A terminal line is redrawn at most this often. @default 100 */
   readonly redrawMs?: number;
-  /** Without a terminal (CI logs, a pipe), one line per this many ms at most. @default 5000 */
-  readonly lineMs?: number;
+  /** While the work waits (an engine, the API server), its line is redrawn this often to show the time. @default 1000 */
+  readonly tickMs?: number;
   /** The clock, in ms (tests pass their own). @default performance.now */
   readonly clock?: () => number;
 }
 
 /**
- * Progress of a long piece of work counted in steps (`synth: 120/1000 clusters rendered, checked and
- * written (cluster-0120, 12%, 3 s)`). On a terminal one line is redrawn in place from the first
- * second on (ordinary runs print nothing) and cleared at the end; elsewhere (CI logs, a pipe) a plain
- * line every few seconds, so a log shows that a long run advances without a line per step.
+ * Progress of long work on a terminal: one line redrawn in place from the first second on (ordinary runs print
+ * nothing) and cleared at the end, counted in steps (`synth: 120/1000 clusters rendered, checked and written
+ * (cluster-0120, 12%, 3 s)`) or by what it is doing (`check: rendering the Applications of lab (8 s)`, redrawn every
+ * second while the work waits). Nothing without a terminal (a CI log, a pipe): progress is for people watching.
  */
 export class Progress {
   private readonly clock: () => number;
@@ -47,36 +47,59 @@ export class Progress {
   private readonly options: ProgressOptions;
   private last = -Infinity;
   private drawn = false;
+  private doing?: string;
+  private ticker?: NodeJS.Timeout;
 
   /** Shows `command: done/total steps (item, percent, elapsed)`, e.g. `synth`, `clusters rendered, checked and written`. */
-  constructor(private readonly sink: ProgressSink, private readonly command: string, private readonly steps: string) {
+  constructor(private readonly sink: ProgressSink, private readonly command: string, private readonly steps = 'steps') {
     this.options = sink.timing ?? {};
     this.clock = this.options.clock ?? (() => performance.now());
     this.start = this.clock();
-    // without a terminal the first line comes one interval in, so a run of a few seconds prints none
-    if (!sink.isTTY) this.last = this.start;
   }
 
   /** `done` of `total` steps are done, the last one being `item`. */
   update(done: number, total: number, item: string): void {
-    const t = this.clock();
-    if (t - this.start < (this.options.delayMs ?? 1000) || done >= total) return;
-    const every = this.sink.isTTY ? this.options.redrawMs ?? 100 : this.options.lineMs ?? 5000;
-    if (t - this.last < every) return;
-    this.last = t;
-    const percent = Math.floor((done * 100) / total);
-    const elapsed = `${((t - this.start) / 1000).toFixed(0)} s`;
-    if (this.sink.isTTY) {
-      this.sink.write(`\r\x1b[K${this.command}: ${done}/${total} ${this.steps} (${item}, ${percent}%, ${elapsed})`);
-      this.drawn = true;
-    } else {
-      this.sink.write(`${this.command}: ${done}/${total} ${this.steps} (${percent}%, ${elapsed})\n`);
+    if (done >= total) return;
+    this.draw(`${done}/${total} ${this.steps} (${item}, ${Math.floor((done * 100) / total)}%, ${this.elapsed()})`, false);
+  }
+
+  /** What the work is doing now (`rendering the Applications of lab`): shown with the time, redrawn while it waits. */
+  activity(what: string): void {
+    this.doing = what;
+    this.draw(`${what} (${this.elapsed()})`, true);
+    if (this.sink.isTTY && !this.ticker) {
+      this.ticker = setInterval(() => {
+        if (this.doing !== undefined) this.draw(`${this.doing} (${this.elapsed()})`, true);
+      }, this.options.tickMs ?? 1000);
+      this.ticker.unref();
     }
   }
 
-  /** Clears the terminal line (nothing to do elsewhere). */
+  /** Clears the terminal line and stops redrawing. */
   end(): void {
+    if (this.ticker) clearInterval(this.ticker);
+    this.ticker = undefined;
+    this.doing = undefined;
     if (this.drawn) this.sink.write('\r\x1b[K');
     this.drawn = false;
   }
+
+  private elapsed(): string {
+    return `${((this.clock() - this.start) / 1000).toFixed(0)} s`;
+  }
+
+  /** Draws `text` on a terminal once the delay has passed; `now`: even within the redraw interval (a new activity). */
+  private draw(text: string, now: boolean): void {
+    if (!this.sink.isTTY) return;
+    const t = this.clock();
+    if (t - this.start < (this.options.delayMs ?? 1000) || (!now && t - this.last < (this.options.redrawMs ?? 100))) return;
+    this.last = t;
+    this.sink.write(`\r\x1b[K${this.command}: ${text}`);
+    this.drawn = true;
+  }
+}
+
+/** A command's progress on its Io's sink, or none (no sink: a test, a library call; --quiet; --format json). */
+export function progressOf(sink: ProgressSink | undefined, command: string, steps?: string, off = false): Progress | undefined {
+  return sink && !off ? new Progress(sink, command, steps) : undefined;
 }

@@ -26,6 +26,7 @@ const VALIDATE_OPTIONS = {
 const SCHEMA_OPTIONS = {
   out: { type: 'string', value: 'FILE', help: `write the JSON Schema to FILE (default: ${SCHEMA_FILE_NAME} in the project's descriptions folder; - prints it)` },
   readme: { type: 'string', value: 'FILE', help: 'regenerate the field reference section of FILE (between its description-reference markers)' },
+  quiet: { ...OPTIONS.quiet, help: 'print errors only (no line per file written)' },
   help: OPTIONS.help,
 } as const satisfies OptionTable;
 
@@ -99,6 +100,7 @@ const DIFF_OPTIONS = {
   'out': { ...RENDER_OPTIONS.out, help: 'the rendered output to compare with (default: the project\'s output folder, dist/)' },
   'format': { ...RENDER_OPTIONS.format, help: 'text (default) or json (every change, machine-readable)' },
   'allow-delete': { type: 'boolean', help: 'exit 0 even when objects would be deleted' },
+  'quiet': { ...OPTIONS.quiet, help: 'print errors only: the deletions refused, nothing when there is none' },
 } as const satisfies OptionTable;
 
 /** `diff`: what a fresh render would change. */
@@ -150,6 +152,7 @@ const INIT_OPTIONS = {
   repo: { type: 'string', value: 'URL', help: 'the Git repository Argo CD reads the rendered manifests from (gitops.repoURL; default: the remote origin of the project\'s Git checkout)' },
   path: { type: 'string', value: 'DIR', help: 'the folder of the rendered cluster in that repository (gitops.path; default: <out>/<name> of the project, else dist/<name>)' },
   out: { type: 'string', value: 'FILE', help: 'write the description to FILE, never overwritten (default: <name>.yaml in the project\'s descriptions folder; - prints it, as outside a project)' },
+  quiet: { ...OPTIONS.quiet, help: 'print errors only (the description itself still goes to stdout with --out -)' },
   help: OPTIONS.help,
 } as const satisfies OptionTable;
 
@@ -165,7 +168,7 @@ export const INIT: CommandSpec<typeof INIT_OPTIONS> = {
   options: INIT_OPTIONS,
 };
 
-const NEW_OPTIONS = { help: OPTIONS.help } as const satisfies OptionTable;
+const NEW_OPTIONS = { quiet: { ...OPTIONS.quiet, help: 'print errors only (not what was made, nor the next steps)' }, help: OPTIONS.help } as const satisfies OptionTable;
 
 /** `new`: a clusters repository. */
 export const NEW: CommandSpec<typeof NEW_OPTIONS> = {
@@ -197,7 +200,9 @@ const UPGRADE_PLAN_OPTIONS = {
   },
   'to-crds': { type: 'string', multiple: true, value: 'PATH', help: 'CRDs to go to, in place of the pinned ones of the same kinds (repeatable); --from-crds and --to-crds without --config compare just those' },
   'upstream': OPTIONS.upstream,
-  'format': { ...OPTIONS.format, help: 'text (default) or json (every finding, and the order as data: each step\'s objects, by file or render)' },
+  'format': { ...OPTIONS.format, help: 'text (default: a summary, the blockers, maintenance windows, behaviour changes and warnings) or json (every finding, and the order as data: each step\'s objects, by file or render)' },
+  'verbose': { ...OPTIONS.verbose, help: 'after the summary, every finding by section, the informational ones too, each with the files it read' },
+  'quiet': { ...OPTIONS.quiet, help: 'print the blockers only (nothing when there is none)' },
   'help': OPTIONS.help,
 } as const satisfies OptionTable;
 
@@ -227,7 +232,8 @@ const VERIFY_OPTIONS = {
   context: CLUSTER_SOURCE_OPTIONS.context,
   timeout: { type: 'string', value: 'SECONDS', help: `bounds the whole live run: exec credential plugin, connect, TLS, every request and answer (default: ${VERIFY_TIMEOUT_MS / 1000}, at most 600)` },
   upstream: OPTIONS.upstream,
-  format: { ...OPTIONS.format, help: 'text (default: one line per finding) or json (every finding and the counts)' },
+  format: { ...OPTIONS.format, help: 'text (default: one line per refusal and per object that would change, one for those not verifiable yet) or json (every finding and the counts)' },
+  verbose: { ...OPTIONS.verbose, help: 'one line per object not verifiable yet too (its CRD or namespace comes earlier in the sync), naming what brings it' },
   quiet: OPTIONS.quiet,
   help: OPTIONS.help,
 } as const satisfies OptionTable;

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { consoleIo, EXIT, Io } from './io';
 import { commandHelp, schemaDirs, upstreamDir } from './options';
+import { progressOf } from './progress';
 import { UPGRADE_PLAN } from './specs';
 import { defaultCacheDir } from '../cache/compiled-cache';
 import { EngineError, LAYER_PACKAGE, MIN_VERSIONS, resolveEngines } from '../engines';
@@ -72,7 +73,10 @@ export async function runUpgradePlan(args: string[], io: Io = consoleIo): Promis
   }
   let toolkit: LoadedToolkit | undefined;
   let result;
+  const progress = progressOf(io.progress, 'upgrade-plan', undefined, values.quiet);
   try {
+    progress?.activity(toolkitDir !== undefined ? `rendering ${config} with the toolkit of ${toolkitDir}`
+      : model ? `rendering ${components.join(', ')} at both releases with helm, and comparing them` : 'comparing the CRDs');
     toolkit = toolkitDir !== undefined && model ? await loadFromToolkit(toolkitDir, config!, model) : undefined;
     result = await planUpgrade({
       model, components, from: values.from, to: values.to, fromToolkit: toolkit, fromCrds, toCrds, upstream, schemas, cacheDir: defaultCacheDir(),
@@ -84,10 +88,12 @@ export async function runUpgradePlan(args: string[], io: Io = consoleIo): Promis
     }
     throw e;
   } finally {
+    progress?.end();
     toolkit?.dispose();
   }
   const { plan } = result;
   if (format === 'json') io.out(JSON.stringify(plan, undefined, 2));
-  else for (const l of formatPlan(plan)) io.out(l);
+  else if (values.quiet) for (const f of plan.findings.filter((x) => x.severity === 'blocker')) io.err(`blocker: ${f.component}: ${f.subject}: ${f.message}`);
+  else for (const l of formatPlan(plan, { verbose: values.verbose })) io.out(l);
   return plan.summary.blockers > 0 ? EXIT.failed : EXIT.ok;
 }

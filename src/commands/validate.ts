@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { consoleIo, EXIT, Io } from './io';
-import { commandHelp, schemaDirs } from './options';
+import { commandHelp, schemaDirs, unknownOption } from './options';
 import { VALIDATE } from './specs';
 import { InputError, outputFormat, reportError } from '../errors';
 import { clusterScopes, readTree } from '../render/tree';
@@ -47,7 +47,7 @@ export function runValidate(args: string[], io: Io = consoleIo): number {
   if (format === 'json') {
     io.out(JSON.stringify({ objects: inputs.length, errors: errors.length, issues }, undefined, 2));
   } else {
-    for (const i of issues) (i.severity === 'error' ? io.err : io.out)(formatIssue(i));
+    for (const i of issues) if (i.severity === 'error' || !values.quiet) (i.severity === 'error' ? io.err : io.out)(formatIssue(i));
     if (!values.quiet) {
       io.out(`${errors.length === 0 ? 'ok' : 'FAILED'}: ${inputs.length} objects, ${errors.length} errors, `
         + `${issues.length - errors.length} warnings (${seconds(performance.now() - t0)})`);
@@ -73,6 +73,6 @@ export function runValidateCommand(args: string[], io: Io): number {
   try {
     return runValidate(args, io);
   } catch (e) {
-    return commandFailure(e, io);
+    return commandFailure(unknownOption(e, VALIDATE) ?? e, io);
   }
 }

@@ -1,4 +1,4 @@
-import { groupKindKey, isBuiltInGroup, isProvided, kindsDefinedBy, parseProvides } from '../components/gitops/api-kinds';
+import { groupKindKey, isBuiltInGroup, isProvided, kindsDefinedBy, kindsDefinedByBases, parseProvides } from '../components/gitops/api-kinds';
 import { printable } from '../errors';
 import { setValueAt } from '../json';
 import { ClusterDescription } from '../model/description';
@@ -11,7 +11,7 @@ import { KUEUE_CONFIG_KEY, kueueFramework, liveFrameworks, liveKueueConfig, queu
 import { crdFacts, KUEUE_CONFIG_NAMESPACE } from '../preflight/reads';
 import { installBringing, renderWithout, runsAddOn } from '../preflight/remedies';
 import { ClusterState } from '../preflight/state';
-import { apiGroup, Manifest } from '../render/manifest';
+import { apiGroup, Manifest, RenderedCluster } from '../render/manifest';
 import { renderCluster } from '../synth/render';
 
 /** What the judge of the pre-installed add-ons changed or could not change. */
@@ -25,10 +25,15 @@ export interface AddOnJudgement {
 /** The most rounds of edit-and-render: each round's edits remove kinds, so the render settles in one or two. */
 const MAX_ROUNDS = 4;
 
-/** Kinds the render needs from the cluster: custom kinds neither rendered as CRDs nor brought by a managed install. */
-function neededKinds(objects: readonly Manifest[]): Map<string, Manifest> {
+/**
+ * Kinds the render needs from the cluster: custom kinds neither rendered as CRDs nor brought by a managed install, nor
+ * by the bootstrap (a managed Argo CD's install brings its own CRDs).
+ */
+function neededKinds(folders: RenderedCluster['folders']): Map<string, Manifest> {
+  const objects = folders.flatMap((f) => f.objects);
   const provided = [
     ...kindsDefinedBy(objects),
+    ...kindsDefinedByBases(folders),
     ...objects.filter((m) => m.kind === 'Application').flatMap((a) => parseProvides(a.metadata.annotations?.[LABELS.provides])),
   ];
   const out = new Map<string, Manifest>();
@@ -59,7 +64,8 @@ export function judgeAddOns(state: ClusterState, description: Record<string, unk
       break; // init validates the description it writes and reports what does not fit
     }
     const model = buildModel(d);
-    const objects = renderCluster(model).folders.flatMap((f) => f.objects);
+    const { folders } = renderCluster(model);
+    const objects = folders.flatMap((f) => f.objects);
     const edits = new Map<string, unknown>();
     const edit = (fields: Readonly<Record<string, unknown>>, why: string) => {
       for (const [p, v] of Object.entries(fields)) {
@@ -68,7 +74,7 @@ export function judgeAddOns(state: ClusterState, description: Record<string, unk
       }
     };
     // Kinds the cluster has no CRD for (nothing can be told without CRDs: preflight says the state is incomplete).
-    for (const [key, m] of crds.length === 0 ? [] : neededKinds(objects)) {
+    for (const [key, m] of crds.length === 0 ? [] : neededKinds(folders)) {
       const gk = { group: apiGroup(m.apiVersion), kind: m.kind };
       if (crds.some((c) => c.group === gk.group && c.kind === gk.kind)) continue;
       const without = renderWithout(d, gk);

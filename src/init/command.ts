@@ -5,6 +5,7 @@ import { parse } from 'yaml';
 import { describeCluster, descriptionYaml, PLACEHOLDERS } from './describe';
 import { consoleIo, EXIT, Io } from '../commands/io';
 import { commandHelp } from '../commands/options';
+import { progressOf } from '../commands/progress';
 import { INIT } from '../commands/specs';
 import { InputError, printable } from '../errors';
 import { pathProblem } from '../files';
@@ -87,6 +88,9 @@ export function runInit(argv: string[], io: Io = consoleIo): number | Promise<nu
       }
       throw e;
     }
+    if (values.name === undefined && !values.quiet) {
+      io.err(`init: no --name: the cluster is named ${name} (its name: line, dist/${name}/); pass --name NAME to choose another`);
+    }
     if (out !== undefined) {
       try {
         writeFileSync(out, text, { flag: 'wx' });
@@ -94,7 +98,7 @@ export function runInit(argv: string[], io: Io = consoleIo): number | Promise<nu
         if ((e as NodeJS.ErrnoException).code === 'EEXIST') checkOut(out);
         throw e;
       }
-      io.err(`wrote ${values.out ?? path.relative(process.cwd(), out)}: check every TODO(init) line`);
+      if (!values.quiet) io.err(`wrote ${values.out ?? path.relative(process.cwd(), out)}: check every TODO(init) line`);
     } else {
       io.out(text.trimEnd());
     }
@@ -102,5 +106,9 @@ export function runInit(argv: string[], io: Io = consoleIo): number | Promise<nu
   };
   // a description describes at most MAX_NODES: a larger cluster is refused while it is read, before it is described
   const state = readClusterState(source, [], MAX_NODES);
-  return state instanceof ClusterState ? write(state) : state.then(write);
+  if (state instanceof ClusterState) return write(state);
+  // a live read waits on the API server: on a terminal, a line says so
+  const progress = progressOf(io.progress, 'init', undefined, values.quiet);
+  progress?.activity('reading the cluster (GET requests only)');
+  return state.finally(() => progress?.end()).then(write);
 }

@@ -7,6 +7,7 @@ import { readSnapshot } from './snapshot';
 import { ClusterState } from './state';
 import { consoleIo, EXIT, Io } from '../commands/io';
 import { commandHelp } from '../commands/options';
+import { progressOf } from '../commands/progress';
 import { LIVE_TIMEOUT_MS, PREFLIGHT } from '../commands/specs';
 import { InputError, outputFormat } from '../errors';
 import { DEFAULT_SCHEMAS } from '../paths';
@@ -94,7 +95,7 @@ export function runPreflight(argv: string[], io: Io = consoleIo): number | Promi
       const summary = { cluster: model.name, source: state.source, objects: state.objects.length, errors, warnings: findings.length - errors };
       io.out(JSON.stringify({ ...summary, findings }, undefined, 2));
     } else {
-      for (const f of findings) for (const line of formatPreflightFinding(f)) (f.severity === 'error' ? io.err : io.out)(line);
+      for (const f of findings.filter((x) => x.severity === 'error' || !values.quiet)) for (const line of formatPreflightFinding(f)) (f.severity === 'error' ? io.err : io.out)(line);
       if (!values.quiet) {
         io.out(`${errors === 0 ? 'ok' : 'BLOCKED'}: ${model.name} against ${state.source} (${state.objects.length} objects): `
           + `${errors} blocking finding(s), ${findings.length - errors} warning(s)`);
@@ -103,5 +104,9 @@ export function runPreflight(argv: string[], io: Io = consoleIo): number | Promi
     return errors === 0 ? EXIT.ok : EXIT.failed;
   };
   const state = readClusterState(source, cluster.folders.flatMap((f) => f.objects));
-  return state instanceof ClusterState ? report(state) : state.then(report);
+  if (state instanceof ClusterState) return report(state);
+  // a live read waits on the API server: on a terminal, a line says so
+  const progress = progressOf(io.progress, 'preflight', undefined, values.quiet);
+  progress?.activity('reading the cluster (GET requests only)');
+  return state.finally(() => progress?.end()).then(report);
 }

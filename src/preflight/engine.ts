@@ -63,7 +63,22 @@ function bounded(line: string): string {
   return line.length <= MAX_FINDING_LINE ? line : `${line.slice(0, MAX_FINDING_LINE)}... (${line.length - MAX_FINDING_LINE} more characters)`;
 }
 
-/** `error [rule] Kind ns/name: message` and the fix on the next line; what the cluster holds is never printed raw. */
+/** A value of a change as YAML would say it, short: a long one cut (the JSON has it whole). */
+function shown(v: unknown): string {
+  if (v === undefined) return '(unset)';
+  const s = JSON.stringify(v);
+  return s.length > 100 ? `${s.slice(0, 97)}...` : s;
+}
+
+/**
+ * `error [rule] Kind ns/name: message`, each field it changes on a line of its own (old -> new, and the description
+ * field that keeps the old value), and the fix; what the cluster holds is never printed raw.
+ */
 export function formatPreflightFinding(f: PreflightFinding): string[] {
-  return [bounded(printable(`${f.severity} [${f.rule}] ${f.object}: ${f.message}`)), bounded(`  fix: ${printable(f.fix)}`)];
+  return [
+    bounded(printable(`${f.severity} [${f.rule}] ${f.object}: ${f.message}`)),
+    ...(f.changes ?? []).map((c) => bounded(printable(`  ${c.path}: ${shown(c.from)} -> ${shown(c.to)}`
+      + `${c.keep ? ` (keeps ${shown(c.from)}: ${c.keep.field}: ${shown(c.keep.value)})` : ''}`))),
+    bounded(`  fix: ${printable(f.fix)}`),
+  ];
 }

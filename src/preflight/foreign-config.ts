@@ -66,7 +66,9 @@ function configFindings(ctx: PreflightContext): PreflightFinding[] {
       severity: 'warning',
       object: `ConfigMap ${KUEUE_CONFIG_NAMESPACE}/kueue-manager-config`,
       message: `the cluster state has no Kueue manager configuration (a ConfigMap in ${KUEUE_CONFIG_NAMESPACE} with ${KUEUE_CONFIG_KEY}); the integrations ${needed.join(', ')} cannot be checked`,
-      fix: `add kubectl -n ${KUEUE_CONFIG_NAMESPACE} get configmaps -o yaml to the snapshot`,
+      fix: ctx.state.live
+        ? `the cluster's Kueue reads its configuration from elsewhere (another namespace or a flag): check its integrations.frameworks by hand for ${needed.join(', ')}, or install Kueue with the description (installs.kueue: managed)`
+        : `add kubectl -n ${KUEUE_CONFIG_NAMESPACE} get configmaps -o yaml to the snapshot`,
     }];
   }
   const out: PreflightFinding[] = [];

@@ -399,7 +399,7 @@ export async function readLive(opts: LiveOptions, rendered: readonly Manifest[])
     const crds = await session.list(crdRead);
     const reads = listReads(crds, rendered).filter((x) => x.kind !== 'CustomResourceDefinition');
     const lists = await Promise.all(reads.map((x) => session.list(x)));
-    return new ClusterState(session.server, [...crds.filter((c) => crdFacts(c) !== undefined), ...lists.flat()]);
+    return new ClusterState(session.server, [...crds.filter((c) => crdFacts(c) !== undefined), ...lists.flat()], true);
   } finally {
     session.close();
   }

@@ -17,6 +17,16 @@ export interface PreflightFinding {
   readonly message: string;
   /** How to resolve it: a description field to set, or a kubectl command. */
   readonly fix: string;
+  /**
+   * The fields it changes (argocd-takeover): each path with the live and the rendered value, and, where the
+   * description decides it, the field and value that keep the live one.
+   */
+  readonly changes?: readonly {
+    readonly path: string;
+    readonly from?: unknown;
+    readonly to: unknown;
+    readonly keep?: { readonly field: string; readonly value: unknown };
+  }[];
 }
 
 /** A rendered object with the folder (Argo CD Application) it belongs to. */

@@ -7,8 +7,11 @@ import { apiGroup, Manifest } from '../render/manifest';
 export class ClusterState {
   private readonly byKey = new Map<string, Manifest>();
 
-  /** `source` names where the objects came from (a file, or the API server's URL), for messages. */
-  constructor(readonly source: string, objects: readonly Manifest[]) {
+  /**
+   * `source` names where the objects came from (a file, or the API server's URL), for messages. `live`: read from the
+   * API server, every kind the rules need listed (a kind with no object is one the cluster has none of), not a snapshot.
+   */
+  constructor(readonly source: string, objects: readonly Manifest[], readonly live = false) {
     for (const o of objects) this.byKey.set(stateKey(apiGroup(o.apiVersion), o.kind, o.metadata.namespace, o.metadata.name), o);
   }
 

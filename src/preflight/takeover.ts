@@ -1,5 +1,6 @@
 import { PreflightFinding, PreflightRule } from './rule';
-import { changedPaths, describeObject, isTemplate } from './util';
+import { describeObject, fieldChanges, isTemplate } from './util';
+import { CLUSTER_POLICY_FIELDS, DescribedField } from '../components/gpu-operator/cluster-policy';
 import { ARGOCD_FIELD_MANAGER, ARGOCD_TRACKING_ANNOTATION, LABELS, MANAGED_BY } from '../model/names';
 import { Manifest } from '../render/manifest';
 
@@ -29,6 +30,9 @@ function contentOf(m: Manifest): Record<string, unknown> {
   return Object.fromEntries(Object.entries(m).filter(([k]) => !SKIP.has(k)));
 }
 
+/** The fields of a rendered kind the description decides, by kind. */
+const DESCRIBED: Readonly<Record<string, readonly DescribedField[]>> = { ClusterPolicy: CLUSTER_POLICY_FIELDS };
+
 const takeover: PreflightRule = {
   id: 'argocd-takeover',
   family: 'takeover',
@@ -41,8 +45,14 @@ const takeover: PreflightRule = {
       if (!live) continue;
       const manager = managerOf(live);
       if (!manager) continue;
-      const paths = changedPaths(contentOf(m), contentOf(live));
-      if (paths.length === 0) continue;
+      const changes = fieldChanges(contentOf(m), contentOf(live)).map((c) => {
+        // the description field that renders the live value instead, where there is one
+        const described = (DESCRIBED[m.kind] ?? []).find((f) => f.path === c.path);
+        const value = described?.keep(c.from);
+        return value === undefined ? c : { ...c, keep: { field: described!.field, value } };
+      });
+      if (changes.length === 0) continue;
+      const kept = changes.filter((c) => 'keep' in c).length;
       const controlled = manager.startsWith('controller ');
       const adopted = m.metadata.annotations?.['gpu-cluster.dev/adopted'] === 'true';
       out.push({
@@ -50,11 +60,13 @@ const takeover: PreflightRule = {
         // A controller that owns the object reverts every change: Argo CD and it would fight forever.
         severity: controlled ? 'error' : 'warning',
         object: describeObject(live),
-        message: `exists, managed by ${manager}; the first sync of ${folder}/ takes it over${adopted ? ' (adopted: never pruned)' : ''} and changes ${paths.length} field(s): `
-          + `${paths.slice(0, 6).join(', ')}${paths.length > 6 ? `, ... (${paths.length - 6} more)` : ''}`,
+        message: `exists, managed by ${manager}; the first sync of ${folder}/ takes it over${adopted ? ' (adopted: never pruned)' : ''} and changes ${changes.length} field(s)`
+          + `${kept > 0 ? `, ${kept} of them decided by the description` : ''}`,
         fix: controlled
           ? `leave ${describeObject(m)} to its controller: remove it from the description (or switch the controller off)`
-          : `compare: kubectl get ${m.kind.toLowerCase()} ${m.metadata.namespace ? `-n ${m.metadata.namespace} ` : ''}${m.metadata.name} -o yaml; describe what must stay (fields the render does not set are kept)`,
+          : `${kept > 0 ? 'set the description field named on a change to keep the cluster\'s value; ' : ''}`
+            + `compare: kubectl get ${m.kind.toLowerCase()} ${m.metadata.namespace ? `-n ${m.metadata.namespace} ` : ''}${m.metadata.name} -o yaml; describe what must stay (fields the render does not set are kept)`,
+        changes,
       });
     }
     return out;

@@ -23,16 +23,24 @@ export function show(v: unknown): string {
   return s.length > 120 ? `${s.slice(0, 117)}...` : s;
 }
 
+/** A field an apply changes: its path, the live value (undefined: unset) and the rendered one. */
+export interface FieldChange {
+  readonly path: string;
+  readonly from?: unknown;
+  readonly to: unknown;
+}
+
 /**
- * Paths where the rendered object sets a value the live object has differently (what applying it
- * changes). Fields only the live object has are left alone by an apply and are not listed.
+ * Every field where the rendered object sets a value the live object has differently, down to its leaves (a section
+ * the live object lacks: each field the render sets in it), with both values. Lists are compared whole; fields only
+ * the live object has are left alone by an apply and are not listed.
  */
-export function changedPaths(rendered: unknown, live: unknown, prefix = ''): string[] {
-  if (isJsonObject(rendered)) {
-    if (!isJsonObject(live)) return [prefix || '.'];
-    return Object.entries(rendered).flatMap(([k, v]) => changedPaths(v, live[k], prefix ? `${prefix}.${k}` : k));
+export function fieldChanges(rendered: unknown, live: unknown, prefix = ''): FieldChange[] {
+  if (isJsonObject(rendered) && Object.keys(rendered).length > 0) {
+    const here = isJsonObject(live) ? live : {};
+    return Object.entries(rendered).flatMap(([k, v]) => fieldChanges(v, here[k], prefix ? `${prefix}.${k}` : k));
   }
-  return same(rendered, live) ? [] : [prefix || '.'];
+  return same(rendered, live) ? [] : [{ path: prefix || '.', from: live, to: rendered }];
 }
 
 export { describeObject };

@@ -112,6 +112,8 @@ export interface FolderKustomization {
     readonly clusterKinds: readonly { readonly group: string; readonly kind: string }[];
     /** Compact JSON size of the largest object the build applies. */
     readonly largestObjectBytes: number;
+    /** The kinds its CustomResourceDefinitions define (`group`, `kind`): served once the folder is applied. */
+    readonly definedKinds?: readonly { readonly group: string; readonly kind: string }[];
   };
 }
 

@@ -1,10 +1,12 @@
 import { isJsonObject } from '../json';
-import { inOneUnit } from '../model/quantity';
+import { inOneUnit, quantityNanos } from '../model/quantity';
 
 /**
  * A field that differs between two renders of an object: its path and both values (undefined: absent on that side).
- * A list item that only one side has is `inserted` (path: its index in the new list) or `removed` (its index in the
- * old one); a list whose items kept their names but not their order is `reordered` (the names, old and new order).
+ * An item of a list whose items all have a name is named by it (`resources[nvidia.com/gpu]`), of any other list by its
+ * index. A list item that only one side has is `inserted` (path: its name, or its index in the new list) or `removed`
+ * (its name, or its index in the old one); a list whose items kept their names but not their order is `reordered`
+ * (the names, old and new order).
  */
 export interface FieldChange {
   readonly path: string;
@@ -58,18 +60,20 @@ const MAX_ALIGNED = 250_000;
  */
 function listChanges(before: readonly unknown[], after: readonly unknown[], at: string): FieldChange[] {
   const out: FieldChange[] = [];
-  const removed = (i: number) => out.push({ path: `${at}[${i}]`, before: before[i], change: 'removed' });
-  const inserted = (j: number) => out.push({ path: `${at}[${j}]`, after: after[j], change: 'inserted' });
+  const removed = (i: number, key: string | number = i) => out.push({ path: `${at}[${key}]`, before: before[i], change: 'removed' });
+  const inserted = (j: number, key: string | number = j) => out.push({ path: `${at}[${key}]`, after: after[j], change: 'inserted' });
   const [oldNames, newNames] = [namesOf(before), namesOf(after)];
   if (oldNames && newNames && before.length > 0 && after.length > 0) {
+    // an item by its name, as kubectl's strategic merge keys it; quoted when brackets in it would confuse the path
+    const key = (n: string) => (/^[^[\]"]+$/.test(n) ? n : JSON.stringify(n));
     const index = new Map(newNames.map((n, j) => [n, j]));
     before.forEach((item, i) => {
       const j = index.get(oldNames[i]);
-      if (j === undefined) removed(i);
-      else out.push(...changedFields(item, after[j], `${at}[${j}]`));
+      if (j === undefined) removed(i, key(oldNames[i]));
+      else out.push(...changedFields(item, after[j], `${at}[${key(oldNames[i])}]`));
     });
     newNames.forEach((n, j) => {
-      if (!oldNames.includes(n)) inserted(j);
+      if (!oldNames.includes(n)) inserted(j, key(n));
     });
     const kept = oldNames.filter((n) => index.has(n));
     const keptNow = newNames.filter((n) => oldNames.includes(n));
@@ -109,8 +113,10 @@ const SHOWN = 80;
 /** Characters shown either side of where two long strings differ. */
 const CONTEXT = 24;
 
+/** A value as the diff prints it: a quantity as written in the manifest (`890Gi`, `8`), anything else as JSON. */
 function show(v: unknown): string {
   if (v === undefined) return '(absent)';
+  if (typeof v === 'string' && quantityNanos(v) !== undefined) return v;
   const s = JSON.stringify(v);
   return s.length > SHOWN ? `${s.slice(0, SHOWN - 3)}...` : s;
 }
@@ -124,8 +130,8 @@ function quotedSlice(s: string, start: number, end: number): string {
 
 /**
  * Both sides of a changed value as the diff prints them (`"8" -> "12"`): two long strings around where they differ (cut
- * at the same place, they would look the same), and two quantities in different units also in one unit
- * (`"570" -> "281001m" (570 -> 281.001)`).
+ * at the same place, they would look the same), quantities as written, and two in different units also in one unit
+ * (`570 -> 281001m (570 -> 281.001)`).
  */
 export function showChange(before: unknown, after: unknown): string {
   if (typeof before === 'string' && typeof after === 'string' && Math.max(JSON.stringify(before).length, JSON.stringify(after).length) > SHOWN) {
@@ -138,7 +144,9 @@ export function showChange(before: unknown, after: unknown): string {
     const side = (s: string) => quotedSlice(s, start, Math.min(s.length, s.length - suffix + CONTEXT));
     return `${side(before)} -> ${side(after)}`;
   }
-  const same = inOneUnit(before, after);
+  // two quantities in different units, also in one (a zero needs none)
+  const zero = [before, after].some((v) => (typeof v === 'string' || typeof v === 'number') && quantityNanos(v) === 0n);
+  const same = zero ? undefined : inOneUnit(before, after);
   return `${show(before)} -> ${show(after)}${same ? ` (${same[0]} -> ${same[1]})` : ''}`;
 }
 

@@ -32,10 +32,10 @@ export interface UpgradeComponent {
   readonly schemaFolder: string;
   readonly operands?: OperandTable;
   /**
-   * A value of the chart holding a whole configuration file as YAML (Kueue's manager configuration), and the
-   * vendored Go file of the manager's built-in defaults for it (src/upstream/vendored/<release folder>/<goDefaults>).
+   * A value of the chart holding a whole configuration file as YAML (Kueue's manager configuration); the manager's
+   * built-in defaults for it are src/upstream/facts/<release folder>/config-defaults.json.
    */
-  readonly configFile?: { readonly value: string; readonly goDefaults: string };
+  readonly configFile?: { readonly value: string };
 }
 
 const KERNEL_MODULE = 'the new image restarts the pod that loads the kernel module: it is unloaded and loaded again, every GPU pod of the node must go first (drain)';
@@ -101,7 +101,7 @@ export const COMPONENTS: Readonly<Record<ComponentName, UpgradeComponent>> = {
     key: 'kueue',
     installName: 'kueue-install',
     schemaFolder: 'kueue',
-    configFile: { value: 'managerConfig.controllerManagerConfigYaml', goDefaults: 'apis/config/v1beta2/defaults.go' },
+    configFile: { value: 'managerConfig.controllerManagerConfigYaml' },
   },
 };
 

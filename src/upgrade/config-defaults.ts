@@ -3,7 +3,7 @@ import { isJsonObject } from '../json';
 
 /**
  * Config defaults: what a chart's values.yaml (and, for a configuration file a value holds whole, the manager's
- * built-in defaults in its Go source) changes between two releases, against what this description pins (the
+ * built-in defaults, as its own defaulting code gives them) changes between two releases, against what this description pins (the
  * install Application's values). A changed default that is not pinned here changes the cluster; a pinned value that
  * is now below the upstream default holds the cluster back. Images and tags are left to the impact sections.
  */
@@ -38,47 +38,34 @@ function numberOf(v: unknown): number | undefined {
   return n !== undefined && Number.isFinite(n) ? n : undefined;
 }
 
-/** Go's `DefaultX = <expr>` constants, and the configuration paths SetDefaults_Configuration defaults (from a vendored defaults.go). */
-export interface GoDefaults {
+/** The file of a release's built-in configuration defaults in its folder of src/upstream/facts/. */
+export const BUILT_IN_DEFAULTS_FILE = 'config-defaults.json';
+
+/**
+ * A manager's built-in configuration defaults, as its own defaulting code gives them to an empty configuration
+ * (src/upstream/facts/<release folder>/config-defaults.json, printed by test/upstream/kueue-defaults/).
+ */
+export interface BuiltInDefaults {
   readonly file: string;
-  /** Configuration path (JSON names: `clientConnection.qps`) -> the Go expression of its default. */
-  readonly values: ReadonlyMap<string, string>;
-  /** Sections the defaulting creates when absent (`waitForPodsReady`): on by default. */
+  /** Configuration path (JSON names: `clientConnection.qps`) -> its default value. */
+  readonly values: ReadonlyMap<string, unknown>;
+  /** Sections the defaulting creates when absent (`waitForPodsReady` from Kueue v0.19): on by default. */
   readonly sections: ReadonlySet<string>;
 }
 
-/** A Go field name as its JSON name (`QPS` -> `qps`, `ClientConnection` -> `clientConnection`). */
-const jsonName = (field: string): string => (/^[A-Z0-9]+$/.test(field) ? field.toLowerCase() : field[0].toLowerCase() + field.slice(1));
-const jsonPath = (fields: string): string => fields.split('.').map(jsonName).join('.');
-
 /**
- * The defaults of a Kueue-style `SetDefaults_Configuration`: each statement `cfg.A.B = ... DefaultX ...` gives path
- * a.b the constant's expression; `cfg.A = cmp.Or(cfg.A, &T{})` makes section a exist (on) by default.
+ * Reads a release's built-in defaults: `release` must be the release the file says it holds; `name`: the file as
+ * findings name it. A file of another shape or release throws.
  */
-export function parseGoDefaults(text: string, file: string): GoDefaults {
-  const constants = new Map<string, string>();
-  for (const block of text.matchAll(/^const \(\n([\s\S]*?)^\)/gm)) {
-    for (const m of block[1].matchAll(/^\s*(Default\w+)\s+(?:[\w.]+\s+)?=\s*(.+?)\s*$/gm)) constants.set(m[1], m[2]);
+export function readBuiltInDefaults(text: string, release: string, name: string): BuiltInDefaults {
+  const facts = JSON.parse(text) as unknown;
+  const configuration = isJsonObject(facts) ? facts.configuration : undefined;
+  if (!isJsonObject(facts) || !isJsonObject(configuration)) throw new Error(`${name}: no configuration object`);
+  if (typeof facts.release !== 'string' || facts.release.replace(/^v/, '') !== release.replace(/^v/, '')) {
+    throw new Error(`${name}: the defaults of ${String(facts.release)}, not of ${release}`);
   }
-  const body = /func SetDefaults_Configuration\([^)]*\) \{\n([\s\S]*?)^\}/m.exec(text)?.[1] ?? '';
-  // statements: a line starting with `cfg.` up to the next such line (or a blank line, a comment, a block's start or end)
-  const statements: string[] = [];
-  for (const line of body.split('\n')) {
-    if (/^\s*cfg\.[\w.]+\s*=[^=]/.test(line)) statements.push(line.trim());
-    else if (statements.length > 0 && !/^\s*($|\/\/|if |for |\})/.test(line)) statements[statements.length - 1] += ` ${line.trim()}`;
-    else if (statements.length > 0) statements.push('');
-  }
-  const values = new Map<string, string>();
-  const sections = new Set<string>();
-  for (const s of statements) {
-    const target = /^cfg\.([\w.]+)\s*=/.exec(s)?.[1];
-    if (!target) continue;
-    const own = new RegExp(`^cfg\\.${target.replace(/\./g, '\\.')}\\s*=\\s*cmp\\.Or\\(\\s*cfg\\.${target.replace(/\./g, '\\.')}\\s*,\\s*&\\w+\\{\\}\\s*,?\\s*\\)`).test(s);
-    if (own && !target.includes('.')) sections.add(jsonName(target));
-    const constant = /\b(Default\w+)\b/.exec(s.slice(s.indexOf('=') + 1))?.[1];
-    if (constant && constants.has(constant)) values.set(jsonPath(target), constants.get(constant)!);
-  }
-  return { file, values, sections };
+  const sections = Object.entries(configuration).filter(([, v]) => isJsonObject(v)).map(([k]) => k);
+  return { file: name, values: flatten(configuration), sections: new Set(sections) };
 }
 
 /** One end of the comparison: the chart's default values, and a configuration file's built-in defaults. */
@@ -86,7 +73,7 @@ export interface DefaultsSide {
   readonly version: string;
   readonly values: unknown;
   readonly valuesFile: string;
-  readonly go?: GoDefaults;
+  readonly builtIn?: BuiltInDefaults;
 }
 
 export interface ConfigFileValue {
@@ -149,7 +136,7 @@ export function configDefaults(
 /**
  * A configuration file a value holds whole (Kueue's manager configuration): its keys as the chart's file and the
  * manager's built-in defaults change them. A file this description pins replaces the chart's: a key it does not
- * set falls back to the built-in default (the Go source), not to the chart's file.
+ * set falls back to the built-in default (its defaulting code's), not to the chart's file.
  */
 function configFileDefaults(
   component: ComponentName, from: DefaultsSide, to: DefaultsSide, pinned: unknown, configFile: ConfigFileValue,
@@ -171,35 +158,38 @@ function configFileDefaults(
     return { pinned: false };
   };
   const label = (path: string) => `${configFile.value}: ${path}`;
-  const goFiles = [from.go?.file, to.go?.file].filter((f): f is string => f !== undefined);
+  const builtInFiles = [from.builtIn?.file, to.builtIn?.file].filter((f): f is string => f !== undefined);
   const files = [...new Set([from.valuesFile, to.valuesFile])];
   const seen = new Set<string>();
   const replaced = own !== undefined
     ? ' in the chart\'s configuration file; this description\'s configuration replaces that file and does not set it: the manager\'s built-in default applies'
     : undefined;
+  // sections the new release creates when absent: one finding each, with their settings
+  const newSections = from.builtIn && to.builtIn ? [...to.builtIn.sections].filter((s) => !from.builtIn!.sections.has(s)).sort() : [];
+  const inNewSection = (path: string) => newSections.some((s) => path.startsWith(`${s}.`));
   for (const path of [...new Set([...a.keys(), ...b.keys()])].sort()) {
     const x = a.get(path);
     const y = b.get(path);
     if (JSON.stringify(x) === JSON.stringify(y) || y === undefined || isImageLeaf(path, y)) continue;
     seen.add(path);
-    const go = to.go?.values.get(path);
-    const goNote = go !== undefined ? ` (built in: ${from.go?.values.get(path) ?? 'unset'} -> ${go})` : '';
+    const built = to.builtIn?.values.get(path);
+    const builtNote = built !== undefined ? ` (built in: ${show(from.builtIn?.values.get(path))} -> ${show(built)})` : '';
     const p = pin(path);
-    classify(label(path), x, y, p, go !== undefined ? [...files, ...goFiles] : files, goNote, replaced && `${replaced}${go === undefined ? ' (none in the vendored defaults.go: the controller library\'s)' : ''}`);
+    classify(label(path), x, y, p, built !== undefined ? [...files, ...builtInFiles] : files, builtNote,
+      replaced && `${replaced}${built === undefined ? ' (none among its built-in defaults: the controller library\'s)' : ''}`);
   }
   const out: Finding[] = [];
-  if (!from.go || !to.go) return out;
+  if (!from.builtIn || !to.builtIn) return out;
   // the built-in defaults themselves: values and sections that change with the manager
-  for (const path of [...new Set([...from.go.values.keys(), ...to.go.values.keys()])].sort()) {
-    const x = from.go.values.get(path);
-    const y = to.go.values.get(path);
-    if (x === y || y === undefined || seen.has(path)) continue;
+  for (const path of [...new Set([...from.builtIn.values.keys(), ...to.builtIn.values.keys()])].sort()) {
+    const x = from.builtIn.values.get(path);
+    const y = to.builtIn.values.get(path);
+    if (JSON.stringify(x) === JSON.stringify(y) || y === undefined || seen.has(path) || inNewSection(path)) continue;
     seen.add(path);
-    classify(label(path), x, y, pin(path), goFiles, ' (the manager\'s built-in default)');
+    classify(label(path), x, y, pin(path), builtInFiles, ' (the manager\'s built-in default)');
   }
-  for (const section of [...to.go.sections].sort()) {
-    if (from.go.sections.has(section)) continue;
-    const settings = [...to.go.values].filter(([k]) => k.startsWith(`${section}.`)).map(([k, v]) => `${k} ${v}`);
+  for (const section of newSections) {
+    const settings = [...to.builtIn.values].filter(([k]) => k.startsWith(`${section}.`)).map(([k, v]) => `${k} ${show(v)}`);
     const p = pin(section).pinned || [...(own?.keys() ?? [])].some((k) => k.startsWith(`${section}.`));
     out.push({
       section: 'config-defaults',
@@ -212,7 +202,7 @@ function configFileDefaults(
       to: 'on',
       message: `on by default from ${to.version} (built in${settings.length > 0 ? `: ${settings.join(', ')}` : ''}; off before)`
         + (p ? ', configured here' : own !== undefined ? ', and this description\'s configuration does not set it: it is on in the cluster after the upgrade' : ''),
-      files: goFiles,
+      files: builtInFiles,
     });
   }
   return out;

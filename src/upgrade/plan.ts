@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { crdOriginFile, webhookGuards } from './chart-facts';
 import { COMPONENTS, pinnedChart, previousReleases, releaseChart, sameVersion, UpgradeComponent } from './components';
-import { configDefaults, DefaultsSide, parseGoDefaults } from './config-defaults';
+import { BUILT_IN_DEFAULTS_FILE, configDefaults, DefaultsSide, readBuiltInDefaults } from './config-defaults';
 import { addedCrd, Crd, crdKey, crdOf, diffCrd, removedCrd } from './crd-diff';
 import { overridden, packagedCrds, yamlFiles } from './crd-sets';
 import { ChartSide, daemonSetRolls, OperatorCr, operandImpact, webhookImpact } from './impact';
@@ -19,7 +19,7 @@ import { InputError } from '../errors';
 import { setValueAt, valueAt } from '../json';
 import { ClusterModel } from '../model/model';
 import { NAMESPACES, syncWave } from '../model/names';
-import { VENDORED_DIR } from '../paths';
+import { UPSTREAM_FACTS_DIR } from '../paths';
 import { apiGroup, Manifest, manifestFileName } from '../render/manifest';
 import { renderCluster } from '../synth/render';
 import { VendoredChart } from '../upstream/releases';
@@ -88,7 +88,7 @@ class Roots {
   readonly roots: Record<string, string>;
 
   constructor(upstream: string, schemas: string) {
-    this.roots = { 'upstream-installs/': upstream, 'crds/': schemas, 'vendored/': VENDORED_DIR };
+    this.roots = { 'upstream-installs/': upstream, 'crds/': schemas, 'facts/': UPSTREAM_FACTS_DIR };
   }
 
   name(file: string): string {
@@ -361,14 +361,15 @@ export async function planUpgrade(opts: PlanOptions): Promise<PlanResult> {
     // 6. config defaults: the charts' values, and a configuration file's built-in defaults
     const defaultsOf = (side: Side): DefaultsSide => {
       const file = path.join(side.chartDir, 'values.yaml');
-      const goFile = c.configFile ? path.join(VENDORED_DIR, side.chart.folder, c.configFile.goDefaults) : undefined;
-      let go;
+      const factsFile = c.configFile ? path.join(UPSTREAM_FACTS_DIR, side.chart.folder, BUILT_IN_DEFAULTS_FILE) : undefined;
+      let builtIn;
       try {
-        go = goFile ? parseGoDefaults(readFileSync(goFile, 'utf8'), roots.name(goFile)) : undefined;
-      } catch {
-        notes.push(`${c.name} ${side.version}: ${roots.name(goFile!)} is not vendored: its built-in configuration defaults are not compared`);
+        builtIn = factsFile ? readBuiltInDefaults(readFileSync(factsFile, 'utf8'), side.version, roots.name(factsFile)) : undefined;
+      } catch (e) {
+        notes.push(`${c.name} ${side.version}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? `${roots.name(factsFile!)} is not generated` : (e as Error).message}: `
+          + 'its built-in configuration defaults are not compared');
       }
-      return { version: side.version, values: parseYaml(readFileSync(file, 'utf8')), valuesFile: roots.name(file), go };
+      return { version: side.version, values: parseYaml(readFileSync(file, 'utf8')), valuesFile: roots.name(file), builtIn };
     };
     const pinnedValues = newer.application ? valueAt(newer.application, 'spec.source.helm.valuesObject') ?? {} : undefined;
     findings.push(...configDefaults(c.name, defaultsOf(older), defaultsOf(newer), pinnedValues,

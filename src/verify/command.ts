@@ -1,13 +1,15 @@
 import { existsSync, rmSync } from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
-import { formatVerifyFinding, verifyCluster } from './dry-run';
+import { verifyCluster } from './dry-run';
+import { verifyText } from './format';
 import { defaultCacheDir } from '../cache/compiled-cache';
 import { ClusterView } from '../check/cluster-view';
 import { renderClusterSources } from '../check/renders';
 import { clusterFolders, readClusters } from '../check/tree';
 import { consoleIo, EXIT, Io } from '../commands/io';
 import { commandHelp, schemaDirs, upstreamDir } from '../commands/options';
+import { progressOf } from '../commands/progress';
 import { VERIFY, VERIFY_TIMEOUT_MS } from '../commands/specs';
 import { EngineBudget, EngineError, MIN_VERSIONS, resolveEngines } from '../engines';
 import { InputError, outputFormat, printable } from '../errors';
@@ -83,6 +85,7 @@ export async function runVerify(argv: string[], io: Io = consoleIo): Promise<num
   const live = { ...source.live, clock: new LiveClock(source.live.timeoutMs) };
 
   let work: string | undefined;
+  const progress = progressOf(io.progress, 'verify', 'objects dry-run', values.quiet);
   try {
     // what is read here first (the description, or the rendered folder), then the server asked once, then the renders:
     // bad input, an unreachable server or refused credentials are one line before anything is rendered
@@ -90,11 +93,13 @@ export async function runVerify(argv: string[], io: Io = consoleIo): Promise<num
     const input: { readonly config: string; readonly model: ClusterModel } | { readonly view: ClusterView } = config !== undefined
       ? { config, model: loadModels([config])[0] }
       : { view: renderedCluster(positionals[0] ?? requireProject('verify', 'the rendered cluster (verify DIR) or --config FILE').out) };
+    progress?.activity('asking the API server for its version');
     await serverAnswers(live);
     let view: ClusterView;
     if ('view' in input) {
       view = input.view;
     } else {
+      progress?.activity(`rendering ${input.config}`);
       // a folder of this process: what a killed run left is removed by the next
       work = scratchFolder('gpu-cluster-manifests-verify');
       const out = path.join(work, 'dist');
@@ -105,6 +110,7 @@ export async function runVerify(argv: string[], io: Io = consoleIo): Promise<num
       if (e instanceof EngineError) throw new InputError(`verify: no engines to render the Applications with: ${e.message}; put helm >= ${MIN_VERSIONS.helm} and kubectl with kustomize >= ${MIN_VERSIONS.kustomize} on PATH`);
       throw e;
     });
+    progress?.activity(`rendering the Applications of ${view.name} with helm and kustomize`);
     const renders = await renderClusterSources(view, { upstream, session: new RenderSession(defaultCacheDir(), new EngineBudget()), reruns: false });
     // what did not render cannot be verified: never a partial verification
     const failed = renders.sources.find((s) => s.problem !== undefined);
@@ -113,7 +119,8 @@ export async function runVerify(argv: string[], io: Io = consoleIo): Promise<num
     const session = await openLive(live);
     let result;
     try {
-      result = await verifyCluster(view, renders.sources, session);
+      progress?.activity(`sending the objects of ${view.name} to ${session.server} (dry run)`);
+      result = await verifyCluster(view, renders.sources, session, (done, total) => progress?.update(done, total, 'dry run'));
     } finally {
       session.close();
     }
@@ -121,16 +128,13 @@ export async function runVerify(argv: string[], io: Io = consoleIo): Promise<num
     if (format === 'json') {
       io.out(JSON.stringify({ cluster: view.name, server: session.server, counts: result.counts, errors, findings: result.findings }, undefined, 2));
     } else {
-      for (const f of result.findings) (f.severity === 'error' ? io.err : io.out)(formatVerifyFinding(f));
-      if (!values.quiet) {
-        const c = result.counts;
-        io.out(`${errors === 0 ? 'ok' : 'REFUSED'}: ${view.name} against ${session.server}: ${c.checked} objects dry-run as Argo CD syncs them: `
-          + `${c.refused} refused, ${c.pending} waiting for a CRD or namespace of an earlier wave, ${c.changed} would change, ${c.created} would be created, `
-          + `${c.unchanged} unchanged${c.accepted > 0 ? `, ${c.accepted} accepted (not compared)` : ''}`);
-      }
+      const text = verifyText(view.name, session.server, result, { verbose: values.verbose, quiet: values.quiet });
+      for (const l of text.err) io.err(l);
+      for (const l of text.out) io.out(l);
     }
     return errors === 0 ? EXIT.ok : EXIT.failed;
   } finally {
+    progress?.end();
     if (work) rmSync(work, { recursive: true, force: true });
   }
 }

@@ -49,6 +49,8 @@ export interface VerifyFinding {
   readonly reason?: string;
   /** The fields that would change (drift). */
   readonly paths?: readonly string[];
+  /** What brings its CRD or namespace, earlier in the sync (crd-pending, namespace-pending): `wave 0 (Application x)`, `the bootstrap (...)`. */
+  readonly after?: string;
 }
 
 /** What a verification found, and what it did. */
@@ -143,6 +145,8 @@ interface Provider {
   readonly bootstrap: boolean;
   readonly application: string;
   readonly wave: number;
+  /** The bootstrap's command (`kubectl apply -k dist/lab/argocd`): it applies the object, not Argo CD in a wave. */
+  readonly command?: string;
 }
 
 const identity = (m: Manifest) => `${apiGroup(m.apiVersion)}/${m.kind}/${m.metadata.namespace ?? ''}/${m.metadata.name ?? m.metadata.generateName}`;
@@ -176,7 +180,8 @@ function providers(
   const crds = new Map<string, Provider>();
   const namespaces = new Map<string, Provider>();
   steps.forEach((s, step) => {
-    const at = { step, bootstrap: s.bootstrap, application: s.application, wave: s.wave };
+    const command = s.bootstrap ? bootstrapCommand(s.label) : undefined;
+    const at = { step, bootstrap: s.bootstrap, application: s.application, wave: s.wave, command };
     for (const o of s.objects) {
       if (o.object.kind === 'CustomResourceDefinition' && !crds.has(crdKey(o.object))) crds.set(crdKey(o.object), at);
       if (o.object.kind === 'Namespace' && o.object.apiVersion === 'v1' && !namespaces.has(o.object.metadata.name)) namespaces.set(o.object.metadata.name, at);
@@ -207,7 +212,10 @@ function inPlaceBefore(p: Provider, item: Item, app: Manifest | undefined): bool
   return p.wave < item.object.wave || (p.wave === item.object.wave && skipsDryRunOnMissing(item.object.object, app));
 }
 
-const where = (p: Provider) => `wave ${p.wave} (Application ${p.application})`;
+/** The kubectl command of a bootstrap step's label (`bootstrap: kubectl apply -k folder dist/lab/argocd (on <base>): Namespaces`). */
+const bootstrapCommand = (label: string): string => label.replace(/^bootstrap: /, '').replace(/: [^:]*$/, '').replace(' -k folder ', ' -k ').replace(/ \(on [^()]*\)$/, '');
+
+const where = (p: Provider) => (p.bootstrap ? `the bootstrap (${p.command ?? 'kubectl apply'})` : `wave ${p.wave} (Application ${p.application})`);
 
 /** A refusal that is the identity's lack of rights (RBAC), not the object's: bad input naming what verify needs. */
 function rightsProblem(session: LiveSession, message: string, status: number, request: string): InputError | undefined {
@@ -247,9 +255,12 @@ async function eachLimited<T>(items: readonly T[], limit: number, fn: (t: T) => 
 
 /**
  * Dry-runs a rendered cluster (its view and the renders of its Applications' sources) against a live API server,
- * in Argo CD's order: the refusals, what waits for an earlier wave, and what would change.
+ * in Argo CD's order: the refusals, what waits for an earlier wave, and what would change. `progress`: told before
+ * each object is sent (how many were, of how many).
  */
-export async function verifyCluster(view: ClusterView, rendered: readonly RenderedSource[], session: LiveSession): Promise<VerifyResult> {
+export async function verifyCluster(
+  view: ClusterView, rendered: readonly RenderedSource[], session: LiveSession, progress?: (done: number, total: number) => void,
+): Promise<VerifyResult> {
   const discovery = new Discovery(session);
   const { sources } = syncSources(rendered, view.name);
   // the scope of each kind as the server serves it (a kind it does not serve yet: from the render's CRD, or unknown)
@@ -265,13 +276,16 @@ export async function verifyCluster(view: ClusterView, rendered: readonly Render
   const apps = new Map(rendered.map((s) => [s.application.metadata.name, s.application]));
 
   const results: { item: Item; finding?: VerifyFinding; outcome: 'accepted' | 'unchanged' | 'changed' | 'created' | 'refused' | 'pending' }[] = [];
+  let sent = 0;
   await eachLimited(items, CONCURRENCY, async (item) => {
+    progress?.(sent++, items.length);
     const o = item.object.object;
     const base = {
       application: item.object.application, wave: item.bootstrap ? null : item.object.wave, apiVersion: o.apiVersion, object: describeObject(o),
     };
     const pending = (type: 'crd-pending' | 'namespace-pending', p: Provider, what: string) => {
-      results.push({ item, outcome: 'pending', finding: { ...base, severity: 'info', type, message: `not verified yet: ${what} arrives in ${where(p)}, which syncs before it` } });
+      const before = p.bootstrap ? 'which applies it first' : 'which syncs before it';
+      results.push({ item, outcome: 'pending', finding: { ...base, severity: 'info', type, after: where(p), message: `not verified yet: ${what} arrives with ${where(p)}, ${before}` } });
     };
     const res = await discovery.kind(o.apiVersion, o.kind);
     if (!res) {

@@ -10,7 +10,7 @@ import { fitOn } from '../../src/check/placement/scheduling';
 import { EXIT, main } from '../../src/cli';
 import { ARGOCD_FOLDER } from '../../src/components/argocd/chart';
 import { healthKey, healthChecks } from '../../src/components/argocd/health-checks';
-import { appliedSize } from '../../src/components/gitops/api-kinds';
+import { appliedSize, groupKindKey, kindsDefinedBy } from '../../src/components/gitops/api-kinds';
 import { ClusterModel } from '../../src/model/model';
 import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../../src/paths';
 import { apiGroup, Manifest, objectId } from '../../src/render/manifest';
@@ -186,6 +186,8 @@ describe.skipIf(!HAS_UPSTREAM || !HAS_SCHEMAS)('check builds the argocd folder w
     const declared = renderOf().folders.find((f) => f.folder === ARGOCD_FOLDER)!.kustomization!.footprint;
     expect([...kinds].sort()).toEqual(declared.clusterKinds.map((gk) => `${gk.group}/${gk.kind}`).sort());
     expect(Math.max(...r.objects.map(appliedSize))).toBe(declared.largestObjectBytes);
+    // the kinds its CRDs define: what init takes as brought by the bootstrap
+    expect(kindsDefinedBy(r.objects).map(groupKindKey).sort()).toEqual((declared.definedKinds ?? []).map(groupKindKey).sort());
   });
 
   it('in another namespace than argocd: every namespaced object there, every binding to its ServiceAccounts there', () => {

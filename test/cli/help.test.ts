@@ -43,7 +43,23 @@ describe('--help of each command lists exactly that command\'s options', () => {
     for (const o of [...everyOption].filter((x) => !listed.includes(x))) {
       const refused = await run(name, `--${o}`, 'x');
       expect(refused.code, `${name} --${o}`).toBe(EXIT.badInput);
-      expect(refused.err).toMatch(new RegExp(`Unknown option '--${o}'`));
+      expect(refused.err).toMatch(new RegExp(`^error: ${name}: unknown option --${o}(?: \\(did you mean --[\\w-]+\\?\\))?; see gpu-cluster-manifests ${name} --help`));
+    }
+  });
+
+  it('an option typed wrong names the one it was likely meant to be, as a mistyped command does', async () => {
+    for (const [args, says] of [
+      [['upgrade-plan', '--verbos'], 'error: upgrade-plan: unknown option --verbos (did you mean --verbose?); see gpu-cluster-manifests upgrade-plan --help'],
+      [['synth', '--allow-delet'], 'error: synth: unknown option --allow-delet (did you mean --allow-delete?); see gpu-cluster-manifests synth --help'],
+      [['verify', '--contxt', 'lab'], 'error: verify: unknown option --contxt (did you mean --context?); see gpu-cluster-manifests verify --help'],
+      [['check', '--Quiet'], 'error: check: unknown option --Quiet (did you mean --quiet?); see gpu-cluster-manifests check --help'],
+      [['validate', '--schema', 'x'], 'error: validate: unknown option --schema (did you mean --schemas?); see gpu-cluster-manifests validate --help'],
+      [['new', '--quiett', 'x'], 'error: new: unknown option --quiett (did you mean --quiet?); see gpu-cluster-manifests new --help'],
+      [['diff', '--xyz'], 'error: diff: unknown option --xyz; see gpu-cluster-manifests diff --help'],
+    ] as const) {
+      const r = await run(...args);
+      expect(r.code, args.join(' ')).toBe(EXIT.badInput);
+      expect(r.err.split('\n')[0], args.join(' ')).toMatch(new RegExp(`^${says.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
     }
   });
 

@@ -1,12 +1,18 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { main } from '../../src/cli';
 import { Progress, ProgressOptions, ProgressSink } from '../../src/commands/progress';
 import { LISTED_CLUSTERS, synthSummary } from '../../src/commands/synth-summary';
+import { readSnapshot } from '../../src/preflight/snapshot';
 import { ClusterSummary, SynthResult } from '../../src/synth/pipeline';
-import { REFERENCE_FILE, TRAINING_FILE } from '../helpers';
+import { HAS_SCHEMAS, HAS_UPSTREAM, REFERENCE_FILE, ROOT, TRAINING_FILE } from '../helpers';
+import { kubeconfigFor, serveState } from '../preflight/api-server';
+import { SNAPSHOT } from '../preflight/snapshots';
+
+/** A CRD of the synthetic pair test/upgrade compares. */
+const PAIR_OLD = path.join(ROOT, 'test', 'fixtures', 'upgrade', 'crd-pair', 'old');
 
 /** A progress sink that records what is written, on a clock the test moves. */
 function sink(isTTY: boolean, timing: Omit<ProgressOptions, 'clock'> = {}) {
@@ -38,21 +44,33 @@ describe('progress of long work', () => {
     ]);
   });
 
-  it('without a terminal (a CI log, a pipe): a plain line every 5 s, none for a shorter run, nothing to clear', () => {
+  it('without a terminal (a CI log, a pipe): nothing at all', () => {
     const t = sink(false);
     const p = new Progress(t.sink, 'synth', 'clusters');
     for (let i = 1; i <= 100; i++) {
       t.at(i * 120);
       p.update(i, 100, `c${i}`);
     }
+    p.activity('rendering');
     p.end();
-    expect(t.written).toEqual(['synth: 42/100 clusters (42%, 5 s)\n', 'synth: 84/100 clusters (84%, 10 s)\n']);
-    const short = sink(false);
-    const q = new Progress(short.sink, 'synth', 'clusters');
-    short.at(4900);
-    q.update(1, 2, 'a');
-    q.end();
-    expect(short.written).toEqual([]);
+    expect(t.written).toEqual([]);
+  });
+
+  it('what the work is doing: drawn at once past the first second, then redrawn with the time while it waits, cleared at the end', async () => {
+    const t = sink(true, { tickMs: 5 });
+    const p = new Progress(t.sink, 'check');
+    p.activity('rendering the Applications of lab');
+    expect(t.written).toEqual([]);
+    t.at(2000);
+    p.activity('rendering the Applications of lab');
+    expect(t.written).toEqual(['\r\x1b[Kcheck: rendering the Applications of lab (2 s)']);
+    t.at(3000);
+    await new Promise((r) => setTimeout(r, 40));
+    expect(t.written.at(-1)).toBe('\r\x1b[Kcheck: rendering the Applications of lab (3 s)');
+    p.end();
+    const n = t.written.length;
+    await new Promise((r) => setTimeout(r, 40));
+    expect(t.written.slice(n - 1)).toEqual(['\r\x1b[K']);
   });
 
   it('synth reports each cluster to the progress sink, and nothing with --quiet', () => {
@@ -68,6 +86,41 @@ describe('progress of long work', () => {
     expect(runs[0]).toEqual([expect.stringMatching(/^\r\x1b\[Ksynth: 1\/2 clusters rendered, checked and written \(instant-cluster, 50%/), '\r\x1b[K']);
     expect(runs[1]).toEqual([]);
   }, 120_000);
+});
+
+describe.skipIf(!HAS_SCHEMAS || !HAS_UPSTREAM)('progress of every command that takes seconds, on a terminal', () => {
+  const run = async (argv: string[]) => {
+    const t = sink(true, { delayMs: 0, redrawMs: 0 });
+    const lines: string[] = [];
+    const code = await main(argv, { out: (l) => lines.push(l), err: (l) => lines.push(l), progress: t.sink });
+    return { code, written: t.written, lines };
+  };
+
+  it('check: what it renders and how many folders it checked; preflight and init: the live read; upgrade-plan: what it compares', async () => {
+    const out = mkdtempSync(path.join(tmpdir(), 'progress-check-'));
+    expect(main(['synth', '--config', REFERENCE_FILE, '--out', out, '--quiet'])).toBe(0);
+    const check = await run(['check', path.join(out, 'instant-cluster'), '--config', REFERENCE_FILE]);
+    expect(check.code, check.lines.join('\n')).toBe(0);
+    expect(check.written[0]).toMatch(/^\r\x1b\[Kcheck: rendering the Applications of instant-cluster with helm and kustomize \(0\/1 folders checked\) \(\d+ s\)$/);
+    expect(check.written.at(-1)).toBe('\r\x1b[K');
+    const server = await serveState(readSnapshot(SNAPSHOT));
+    try {
+      const kubeconfig = path.join(out, 'kubeconfig');
+      writeFileSync(kubeconfig, kubeconfigFor(server.url));
+      for (const argv of [['preflight', '--config', REFERENCE_FILE], ['init', '--out', '-']]) {
+        const r = await run([...argv, '--kubeconfig', kubeconfig]);
+        // the line, redrawn each second while the read waits, then cleared
+        expect(r.written.at(-1), argv[0]).toBe('\r\x1b[K');
+        for (const w of r.written.slice(0, -1)) expect(w, argv[0]).toMatch(new RegExp(`^\r\x1b\\[K${argv[0]}: reading the cluster \\(GET requests only\\) \\(\\d+ s\\)$`));
+        expect(r.written.length, argv[0]).toBeGreaterThan(1);
+        expect((await run([...argv, '--kubeconfig', kubeconfig, '--quiet'])).written, argv[0]).toEqual([]);
+      }
+    } finally {
+      await server.close();
+    }
+    const plan = await run(['upgrade-plan', '--from-crds', PAIR_OLD, '--to-crds', PAIR_OLD]);
+    expect(plan.written).toEqual(['\r\x1b[Kupgrade-plan: comparing the CRDs (0 s)', '\r\x1b[K']);
+  }, 180_000);
 });
 
 describe('the synth summary', () => {

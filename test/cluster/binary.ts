@@ -41,7 +41,7 @@ const BUILD_TIMEOUT_MS = 60 * 60 * 1000;
 const RECORD = 'record.json';
 
 /** What is built, from which module, into which cache: everything of a build that differs between the binaries. */
-interface GoBinarySpec {
+export interface GoBinarySpec {
   /** In messages: `the control plane`, `Kueue`. */
   readonly what: string;
   /** The module folder, as messages name it (`test/cluster`). */
@@ -367,7 +367,7 @@ function reportedVersions(bin: string): Record<string, string> {
 }
 
 /** The modules of a Go binary's build information (`go version -m`) that name what it is: Go, and `modules`. */
-function buildInfoVersions(go: string, bin: string, modules: readonly string[]): Record<string, string> {
+export function buildInfoVersions(go: string, bin: string, modules: readonly string[]): Record<string, string> {
   const r = spawnSync(go, ['version', '-m', bin], { env: goEnv(), encoding: 'utf8', timeout: 60_000 });
   if (r.status !== 0) throw new ControlPlaneBuildError(`go version -m ${bin}: ${(r.error?.message ?? r.stderr ?? '').trim().split('\n')[0] || `exit ${r.status}`}`);
   const out: Record<string, string> = {};
@@ -491,7 +491,7 @@ export function kueueBinary(opts: BinaryOptions = {}): Promise<GoBinary> {
   return goBinary(KUEUE, opts);
 }
 
-async function goBinary(spec: GoBinarySpec, opts: BinaryOptions): Promise<GoBinary> {
+export async function goBinary(spec: GoBinarySpec, opts: BinaryOptions): Promise<GoBinary> {
   const go = goCommand();
   const key = buildKey(go, spec);
   const known = remembered(key);

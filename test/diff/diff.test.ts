@@ -30,7 +30,7 @@ describe('diffObjects', () => {
     const before = [at('c/tenants/namespace.inference.yaml', ns('inference')), at('c/kueue/clusterqueue.default.yaml', cq('default', 4)), at('c/kueue/clusterqueue.research.yaml', cq('research', 8))];
     const after = [at('c/kueue/clusterqueue.default.yaml', cq('default', 8)), at('c/kueue/clusterqueue.research.yaml', cq('research', 8)), at('c/tenants/namespace.vision.yaml', ns('vision'))];
     expect(diffObjects(before, after)).toEqual([
-      { change: 'changed', object: 'ClusterQueue default', cluster: 'c', file: 'c/kueue/clusterqueue.default.yaml', fields: [{ path: 'spec.resourceGroups[0].flavors[0].resources[0].nominalQuota', before: 4, after: 8 }] },
+      { change: 'changed', object: 'ClusterQueue default', cluster: 'c', file: 'c/kueue/clusterqueue.default.yaml', fields: [{ path: 'spec.resourceGroups[0].flavors[h100].resources[nvidia.com/gpu].nominalQuota', before: 4, after: 8 }] },
       { change: 'removed', object: 'Namespace inference', cluster: 'c', file: 'c/tenants/namespace.inference.yaml', fields: [] },
       { change: 'added', object: 'Namespace vision', cluster: 'c', file: 'c/tenants/namespace.vision.yaml', fields: [] },
     ]);
@@ -69,13 +69,13 @@ describe('changed lists', () => {
   it('items with names match by name: a subject replaced is one removed and one inserted, a changed one is changed in place, a new order is said', () => {
     const group = (name: string) => ({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name });
     expect(changedFields({ subjects: [group('oidc:research')] }, { subjects: [group('tenant-research')] })).toEqual([
-      { path: 'subjects[0]', before: group('oidc:research'), change: 'removed' },
-      { path: 'subjects[0]', after: group('tenant-research'), change: 'inserted' },
+      { path: 'subjects[oidc:research]', before: group('oidc:research'), change: 'removed' },
+      { path: 'subjects[tenant-research]', after: group('tenant-research'), change: 'inserted' },
     ]);
     const env = (...pairs: [string, string][]) => pairs.map(([name, value]) => ({ name, value }));
     expect(changedFields(env(['A', '1'], ['B', '2']), env(['C', '3'], ['A', '1'], ['B', '20'])).map(formatFieldChange)).toEqual([
-      '[2].value: "2" -> "20"',
-      '[0]: inserted {"name":"C","value":"3"}',
+      '[B].value: 2 -> 20',
+      '[C]: inserted {"name":"C","value":"3"}',
     ]);
     expect(changedFields({ env: env(['A', '1'], ['B', '2']) }, { env: env(['B', '2'], ['A', '1']) }).map(formatFieldChange)).toEqual(['env: reordered ["A","B"] -> ["B","A"]']);
   });
@@ -101,9 +101,13 @@ describe('changed values, as diff prints them', () => {
   });
 
   it('quantities written in different units are shown in one unit too; the same unit, or no quantity, as written', () => {
-    expect(formatFieldChange({ path: 'nominalQuota', before: '570', after: '281001m' })).toBe('nominalQuota: "570" -> "281001m" (570 -> 281.001)');
-    expect(formatFieldChange({ path: 'nominalQuota', before: '5517Gi', after: '2808321Mi' })).toBe('nominalQuota: "5517Gi" -> "2808321Mi" (5649408Mi -> 2808321Mi)');
-    expect(formatFieldChange({ path: 'nominalQuota', before: '8', after: '12' })).toBe('nominalQuota: "8" -> "12"');
+    expect(formatFieldChange({ path: 'nominalQuota', before: '570', after: '281001m' })).toBe('nominalQuota: 570 -> 281001m (570 -> 281.001)');
+    expect(formatFieldChange({ path: 'nominalQuota', before: '5517Gi', after: '2808321Mi' })).toBe('nominalQuota: 5517Gi -> 2808321Mi (5649408Mi -> 2808321Mi)');
+    expect(formatFieldChange({ path: 'nominalQuota', before: '8', after: '12' })).toBe('nominalQuota: 8 -> 12');
+    // a zero needs no unit
+    expect(formatFieldChange({ path: 'nominalQuota', before: '890Gi', after: '0' })).toBe('nominalQuota: 890Gi -> 0');
+    // a name with brackets is quoted in the path
+    expect(changedFields([{ name: 'a[1]', v: 1 }], [{ name: 'a[1]', v: 2 }]).map((f) => f.path)).toEqual(['["a[1]"].v']);
     expect(formatFieldChange({ path: 'image', before: 'v1', after: 'v2' })).toBe('image: "v1" -> "v2"');
     expect(inOneUnit('2Gi', '2049Mi')).toEqual(['2048Mi', '2049Mi']);
     expect(inOneUnit('1500', '2k')).toEqual(['1.5k', '2k']);
@@ -148,7 +152,7 @@ describe.skipIf(!HAS_SCHEMAS)('npm run diff', () => {
     expect(text).toMatch(/^ {2}- Namespace inference \(tenants\/namespace\.inference\.yaml\)$/m);
     expect(text).toMatch(/^ {2}- LocalQueue inference\/inference /m);
     expect(text).toMatch(/^ {2}- ClusterQueue inference /m);
-    expect(text).toMatch(/^ {2}~ ClusterQueue default \(kueue\/clusterqueue\.default\.yaml\)\n( {6}.*\n)* {6}spec\.resourceGroups\[0\]\.flavors\[0\]\.resources\[\d\]\.nominalQuota: "4" -> "8"$/m);
+    expect(text).toMatch(/^ {2}~ ClusterQueue default \(kueue\/clusterqueue\.default\.yaml\)\n( {6}.*\n)* {6}spec\.resourceGroups\[0\]\.flavors\[[\w-]+\]\.resources\[nvidia\.com\/gpu\]\.nominalQuota: 4 -> 8$/m);
     expect(text).toMatch(/^ {2}~ file README\.md$/m);
     // The deletions go to standard error as well, one line each, as synth lists what it refuses to remove.
     expect(c.err).toContain('- instant-cluster: Namespace inference (tenants/namespace.inference.yaml)');

@@ -68,7 +68,7 @@ describe('synth --config FILE --out DIR', () => {
 
   it('removes them with --allow-delete, saying what went', () => {
     const c = capture();
-    expect(main(['synth', '--config', dropped, '--out', out, '--quiet', '--allow-delete'], c.io)).toBe(EXIT.ok);
+    expect(main(['synth', '--config', dropped, '--out', out, '--allow-delete'], c.io)).toBe(EXIT.ok);
     expect(existsSync(path.join(out, 'instant-cluster', 'tenants', 'namespace.inference.yaml'))).toBe(false);
     expect(c.err).toContain('- instant-cluster: Namespace inference (tenants/namespace.inference.yaml)');
     expect(c.err.at(-1)).toMatch(/^note: \d+ rendered object\(s\) removed from .*one \(--allow-delete\); Argo CD prunes them/);

@@ -1,7 +1,8 @@
 import { Testing } from 'cdk8s';
 import { describe, expect, it } from 'vitest';
-import { ClusterPolicy, ClusterPolicyProps } from '../../src/components/gpu-operator/cluster-policy';
+import { CLUSTER_POLICY_FIELDS, ClusterPolicy, ClusterPolicyProps } from '../../src/components/gpu-operator/cluster-policy';
 import { gpuOperatorHelmValues } from '../../src/components/gpu-operator/helm-values';
+import { setValueAt, valueAt } from '../../src/json';
 import { VERSIONS } from '../../src/versions';
 import { Edit, findObject, folderObjects, HAS_SCHEMAS, issuesOf, modelOf, referenceInput, renderOf, strictErrors } from '../helpers';
 
@@ -228,6 +229,20 @@ describe('ClusterPolicy cluster-policy', () => {
       const issues = issuesOf((d) => { d.nodeFeatureDiscovery = { deployedBy: 'network-operator' }; d.installs = { gpuOperator: 'managed' }; });
       expect(issues).toEqual([{ path: 'nodeFeatureDiscovery.deployedBy', message: expect.stringMatching(/needs installs\.networkOperator: managed/) }]);
     });
+  });
+});
+
+describe('the ClusterPolicy fields the description decides (what preflight names to keep a cluster\'s value)', () => {
+  const values: Record<string, readonly unknown[]> = { 'spec.mig.strategy': ['none', 'single', 'mixed'] };
+  it.each(CLUSTER_POLICY_FIELDS.map((f) => [f.path, f]))('%s: the field it names, set as it says, renders each value there', (_, f) => {
+    for (const v of values[f.path] ?? [true, false]) {
+      const keep = f.keep(v);
+      expect(keep, `${f.path} = ${JSON.stringify(v)}`).toBeDefined();
+      const policy = clusterPolicyOf((d) => setValueAt(d as Record<string, unknown>, f.field, keep));
+      expect(valueAt(policy, f.path), `${f.field}: ${JSON.stringify(keep)}`).toEqual(v);
+    }
+    // a value no setting of the field renders: none named
+    expect(f.keep('no such value')).toBeUndefined();
   });
 });
 

@@ -7,6 +7,7 @@ import { kubeconfigFor, serveState } from './api-server';
 import { changedSnapshot, SNAPSHOT, snapshotObjects } from './snapshots';
 import { main } from '../../src/cli';
 import { EXIT } from '../../src/commands/io';
+import { judgeAddOns } from '../../src/init/add-ons';
 import { parseQuantity } from '../../src/model/quantity';
 import { readSnapshot } from '../../src/preflight/snapshot';
 import { ClusterState } from '../../src/preflight/state';
@@ -263,5 +264,25 @@ describe('init describes what it sees, marks what it cannot decide, refuses what
     const unread = init('--snapshot', snapshot('no-crds', (o) => o.splice(0, o.length, ...o.filter((x) => x.kind !== 'CustomResourceDefinition'))), '--name', 'lab');
     expect(unread.code, unread.err.join('\n')).toBe(EXIT.ok);
     expect(unread.text).toMatch(/serviceMonitorCrd: false # TODO\(init\): the state holds no CustomResourceDefinition: true if kubectl get crd servicemonitors.monitoring.coreos.com finds it/);
+  });
+
+  it('a cluster without Argo CD (the Instant Cluster): no TODO for Argo CD\'s CRDs, which the bootstrap of gitops.argocd: managed installs', () => {
+    const noArgo = snapshot('no-argocd', (o) => o.splice(0, o.length, ...o.filter((x) => !(x.kind === 'CustomResourceDefinition' && /\.argoproj\.io$/.test(x.metadata.name)))));
+    const r = init('--snapshot', noArgo, '--name', 'lab');
+    expect(r.code, r.err.join('\n')).toBe(EXIT.ok);
+    expect(parse(r.text).gitops.argocd).toBeUndefined();
+    expect(r.text).not.toMatch(/argoproj/);
+    expect(r.text.split('\n').filter((l) => l.includes('TODO(init): the cluster has no CRD'))).toEqual([]);
+    // the check fires: an external Argo CD is no bootstrap of the description's, so its CRDs are the cluster's to have
+    const external = { ...parse(r.text), gitops: { ...parse(r.text).gitops, argocd: 'external' } };
+    expect(judgeAddOns(readSnapshot(noArgo), external).todos).toEqual(expect.arrayContaining([expect.stringMatching(/^the cluster has no CRD for argoproj\.io\/Application, /)]));
+  });
+
+  it('without --name: the name it chose, said on stderr, and the TODO to change it', () => {
+    const r = init('--snapshot', SNAPSHOT);
+    expect(r.code).toBe(EXIT.ok);
+    expect(parse(r.text).name).toBe('my-cluster');
+    expect(r.err).toEqual(['init: no --name: the cluster is named my-cluster (its name: line, dist/my-cluster/); pass --name NAME to choose another']);
+    expect(init('--snapshot', SNAPSHOT, '--name', 'lab').err).toEqual([]);
   });
 });

@@ -7,7 +7,7 @@ import { SNAPSHOT, snapshotObjects } from './snapshots';
 import { main } from '../../src/cli';
 import { EXIT } from '../../src/commands/io';
 import { MULTIKUEUE } from '../../src/model/names';
-import { preflight, PREFLIGHT_RULES } from '../../src/preflight/engine';
+import { formatPreflightFinding, preflight, PREFLIGHT_RULES } from '../../src/preflight/engine';
 import { kueueFramework } from '../../src/preflight/foreign-config';
 import { PreflightFinding } from '../../src/preflight/rule';
 import { parseSnapshot, readSnapshot } from '../../src/preflight/snapshot';
@@ -115,7 +115,8 @@ describe('preflight on the pre-installed Instant Cluster fixture', () => {
     const ids = new Set(PREFLIGHT_RULES.map((r) => r.id));
     for (const f of parsed.findings) {
       expect(ids).toContain(f.rule);
-      expect(Object.keys(f).sort()).toEqual(['fix', 'message', 'object', 'rule', 'severity']);
+      // argocd-takeover also lists the fields it changes
+      expect(Object.keys(f).sort()).toEqual([...f.rule === 'argocd-takeover' ? ['changes'] : [], 'fix', 'message', 'object', 'rule', 'severity']);
       expect(lines).toContain(`${f.severity} [${f.rule}] ${f.object}: ${f.message}`);
     }
   });
@@ -383,6 +384,18 @@ describe('each rule fires on its conflict', () => {
     expect(f.filter((x) => x.rule === 'snapshot-incomplete').map((x) => x.object)).toEqual(['Node (none)', 'CustomResourceDefinition (none)']);
     expect(f.find((x) => x.rule === 'kueue-config-unread')?.severity).toBe('warning');
     expect(f.filter((x) => x.rule.startsWith('api-') || x.rule.startsWith('drift-'))).toEqual([]);
+    expect(f.find((x) => x.rule === 'kueue-config-unread')?.fix).toMatch(/to the snapshot$/);
+  });
+
+  it('a state read live: no advice about a snapshot (a live read lists every kind the rules need, or fails)', () => {
+    const snapshot = stateOf((objects) => objects.splice(0, objects.length, ...objects.filter((o) => !['StorageClass', 'ConfigMap'].includes(o.kind))));
+    const live = new ClusterState('https://127.0.0.1:6443', snapshot.objects, true);
+    const f = findingsOf({ state: live });
+    expect(f.filter((x) => x.rule === 'snapshot-incomplete')).toEqual([]);
+    expect(f.find((x) => x.rule === 'kueue-config-unread')?.fix).toMatch(/^the cluster's Kueue reads its configuration from elsewhere/);
+    expect(f.map((x) => `${x.message} ${x.fix}`).filter((x) => /snapshot/.test(x))).toEqual([]);
+    // the same objects from a snapshot: both say what to add to it
+    expect(findingsOf({ state: snapshot }).filter((x) => x.rule === 'snapshot-incomplete').map((x) => x.object)).toEqual(['StorageClass (none)']);
   });
 
   it('argocd-takeover: blocking when a controller owns the object', () => {
@@ -390,6 +403,31 @@ describe('each rule fires on its conflict', () => {
     const f = findingsOf({ state }).find((x) => x.rule === 'argocd-takeover' && x.object === 'ClusterPolicy cluster-policy');
     expect(f?.severity).toBe('error');
     expect(f?.message).toContain('managed by controller GPUCluster main');
+  });
+
+  it('argocd-takeover of the ClusterPolicy: every field it changes, old and new value, and the description field that keeps the old one', () => {
+    const state = stateOf(set('ClusterPolicy', 'cluster-policy', (o) => {
+      o.spec.cdi = { enabled: false };
+      o.spec.dcgm = { enabled: true };
+      o.spec.mig = { strategy: 'mixed' };
+    }));
+    const f = findingsOf({ state }).find((x) => x.rule === 'argocd-takeover' && x.object === 'ClusterPolicy cluster-policy')!;
+    const changes = f.changes!;
+    expect(f.message).toMatch(new RegExp(`changes ${changes.length} field\\(s\\), 3 of them decided by the description$`));
+    expect(changes).toEqual(expect.arrayContaining([
+      { path: 'spec.cdi.enabled', from: false, to: true, keep: { field: 'gpuOperator.cdi', value: false } },
+      { path: 'spec.dcgm.enabled', from: true, to: false, keep: { field: 'gpuOperator.dcgm', value: true } },
+      { path: 'spec.mig.strategy', from: 'mixed', to: 'single', keep: { field: 'gpuOperator.migStrategy', value: 'mixed' } },
+      // what the description does not decide: old and new value, no field
+      { path: 'spec.dcgm.version', to: expect.any(String) },
+    ]));
+    // every change of the apply, none cut off (leaves of sections the live object lacks included)
+    expect(changes.length).toBeGreaterThan(20);
+    const text = formatPreflightFinding(f);
+    expect(text).toHaveLength(changes.length + 2);
+    expect(text).toContain('  spec.cdi.enabled: false -> true (keeps false: gpuOperator.cdi: false)');
+    expect(text).toContain('  spec.mig.strategy: "mixed" -> "single" (keeps "mixed": gpuOperator.migStrategy: "mixed")');
+    expect(text.at(-1)).toMatch(/^ {2}fix: set the description field named on a change to keep the cluster's value; compare: kubectl get clusterpolicy/);
   });
 });
 

@@ -94,11 +94,11 @@ describe.skipIf(!HAS_SCHEMAS)('synth, check and init read the project\'s checkou
     const project = fixtureProject('git-project-');
     try {
       checkout(project, { branch: 'main', config: ORIGIN.replace('platform/clusters', 'platform/elsewhere') });
-      const synth = await runCliInProcess(['synth', '--quiet'], { cwd: project });
+      const synth = await runCliInProcess(['synth'], { cwd: project });
       expect(synth.code, synth.stderr).toBe(0);
       expect(synth.stderr).toMatch(/^warning \[gitops-repository\] instant-cluster: gitops.repoURL is https:\/\/git.example.com\/platform\/clusters.git, but this repository's remote origin is git@git.example.com:platform\/elsewhere.git/m);
       expect(synth.stderr).toMatch(/^warning \[gitops-repository\] training-cluster: /m);
-      const check = await runCliInProcess(['check', '--quiet'], { cwd: project });
+      const check = await runCliInProcess(['check'], { cwd: project });
       expect(check.code, check.stderr).toBe(0);
       expect(check.stdout).toMatch(/^warning \[gitops-repository\] instant-cluster: gitops.repoURL is /m);
       const init = await runCliInProcess(['init', '--snapshot', SNAPSHOT, '--name', 'lab'], { cwd: project });

@@ -42,6 +42,9 @@ describe('new DIR: a clusters repository', () => {
     expect(readFileSync(path.join(dir, '.npmrc'), 'utf8')).toMatch(/^legacy-peer-deps=true$/m);
     const readme = readFileSync(path.join(dir, 'README.md'), 'utf8');
     for (const command of ['npm ci', 'init --snapshot', 'preflight', 'synth', 'check', 'diff', 'npm install --save-dev --save-exact gpu-cluster-manifests@']) expect(readme).toContain(command);
+    // its links lead somewhere that exists: the package's own documentation, which the package ships (no registry page before it is published)
+    expect(readme).not.toMatch(/https?:\/\//);
+    expect(readme).toContain('node_modules/gpu-cluster-manifests/README.md');
     expect(r.out.at(-1)).toMatch(/^next: cd .*My Clusters && npm install, then npx gpu-cluster-manifests init/);
   });
 

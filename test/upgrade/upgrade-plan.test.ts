@@ -7,6 +7,7 @@ import { parse, stringify } from 'yaml';
 import { defaultCacheDir } from '../../src/cache/compiled-cache';
 import { loadModels } from '../../src/model/load-models';
 import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../../src/paths';
+import { formatPlan, SUMMARY_WIDTH } from '../../src/upgrade/format';
 import { PlanResult, planUpgrade } from '../../src/upgrade/plan';
 import { Finding } from '../../src/upgrade/types';
 import { PREVIOUS_RELEASES } from '../../src/upstream/previous-releases';
@@ -65,6 +66,20 @@ describe('upgrade-plan: a synthetic CRD pair', () => {
     ]);
     // each names both files it read
     for (const b of blockers) expect(b.files).toEqual([path.join(PAIR, 'old', 'widgets.example.com.yaml'), path.join(PAIR, 'new', 'widgets.example.com.yaml')]);
+  });
+
+  it('as text: the blockers first, whole; --quiet prints them only, on stderr', async () => {
+    const args = ['upgrade-plan', '--from-crds', path.join(PAIR, 'old'), '--to-crds', path.join(PAIR, 'new')];
+    const text = await runCliInProcess(args);
+    expect(text.code).toBe(1);
+    const lines = text.stdout.trimEnd().split('\n');
+    expect(lines[1]).toMatch(/^BLOCKED: 3 blocker\(s\), /);
+    expect(lines.slice(2, 7)).toEqual(['', 'Blockers:', expect.stringMatching(/^ {2}crds: CRD widgets\.example\.com/), expect.any(String), expect.any(String)]);
+    const quiet = await runCliInProcess([...args, '--quiet']);
+    expect(quiet.code).toBe(1);
+    expect(quiet.stdout).toBe('');
+    expect(quiet.stderr.trimEnd().split('\n')).toEqual(lines.slice(4, 7).map((l) => expect.stringContaining(l.trim().slice(0, 40))));
+    for (const l of quiet.stderr.trimEnd().split('\n')) expect(l).toMatch(/^blocker: crds: /);
   });
 
   it('the same CRDs at both ends: no blocker, exit 0 (the blockers come from the changes)', async () => {
@@ -235,6 +250,34 @@ describe.skipIf(!HAS_UPSTREAM)('upgrade-plan of the previous releases to the pin
       expect(result.manifests.get(o.ref), o.ref).toMatchObject({ kind: o.kind, metadata: { name: o.name } });
     }
     expect(plan.findings.filter((f) => f.type === 'order-blocked')).toEqual([]);
+  });
+
+  it('as text for people: the summary first (drains, the webhook window, behaviour changes, the order), short lines; info and files with --verbose only', () => {
+    const text = formatPlan(plan);
+    expect(text[1]).toMatch(/^ok: 0 blocker\(s\), \d+ warning\(s\), \d+ info finding\(s\); the info findings, the files read and the notes: --verbose; /);
+    expect(text.length).toBeLessThan(60);
+    for (const l of text) expect(l.length, l).toBeLessThanOrEqual(SUMMARY_WIDTH);
+    expect(text.join('\n')).not.toMatch(/\[info\]|upstream-installs\/|crds\/gpu-operator/);
+    const part = (title: string) => {
+      const end = text.indexOf('', text.indexOf(title));
+      return text.slice(text.indexOf(title) + 1, end < 0 ? undefined : end);
+    };
+    // the driver's kernel module reloads (a drain) and its upgrade policy, the device plugin, Kueue's webhooks, the DaemonSets that roll
+    expect(part('Maintenance windows:')).toEqual(expect.arrayContaining([
+      expect.stringMatching(/^ {2}gpu-operator: ClusterPolicy cluster-policy: driver .*: .*drain/),
+      expect.stringMatching(/^ {2}gpu-operator: ClusterPolicy cluster-policy: spec\.driver\.upgradePolicy/),
+      expect.stringMatching(/^ {2}gpu-operator: ClusterPolicy cluster-policy: devicePlugin k8s-device-plugin:\S+ -> k8s-device-plugin:\S+: /),
+      expect.stringMatching(/^ {2}kueue: Deployment kueue-system\/kueue-controller-manager: kueue:v\S+ -> kueue:v\S+: .* with failurePolicy Fail refuse/),
+      expect.stringMatching(/^ {2}gpu-operator: \d+ DaemonSet\(s\) roll their pods node by node \(no drain\): /),
+    ]));
+    expect(part('Behaviour changes:')).toEqual(expect.arrayContaining([expect.stringMatching(/^ {2}kueue: managerConfig\.controllerManagerConfigYaml: waitForPodsReady: on by default from /)]));
+    expect(part('Order:').map((l) => l.split(':')[0].trim())).toEqual(['gpu-operator', 'network-operator', 'kueue']);
+    // --verbose: the same summary, then every finding whole with the files it read, and the notes
+    const verbose = formatPlan(plan, { verbose: true });
+    expect(verbose.slice(0, text.length - 1)).toEqual(text.slice(0, text.length - 1).map((l, i) => (i === 1 ? expect.stringMatching(/^ok: 0 blocker\(s\), \d+ warning\(s\), \d+ info finding\(s\)$/) : l)));
+    const all = verbose.join('\n');
+    for (const f of plan.findings.filter((x) => !['field-added', 'valid-under-new-crd', 'valid-under-old-crd'].includes(x.type))) expect(all, f.type).toContain(`${f.message}${f.files.length > 0 ? ` [${f.files.join(', ')}]` : ''}`);
+    for (const n of plan.notes) expect(verbose).toContain(`  ${n}`);
   });
 
   it('deterministic: the same plan again is the same JSON', async () => {

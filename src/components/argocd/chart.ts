@@ -22,7 +22,7 @@ export const ARGOCD_FOLDER = 'argocd';
  * What Argo CD's cluster-install at the pinned tag creates besides the folder's own objects, measured on its
  * `kustomize build` (../shared/upstream-installs/argo-cd-v3.5.1/manifests/cluster-install): its three CRDs, ClusterRoles
  * and ClusterRoleBindings, the largest object the ApplicationSet CRD (over the client-side apply limit: the install
- * and its Application apply server-side). test/argocd checks both against the render.
+ * and its Application apply server-side), the kinds those CRDs define. test/argocd checks them against the render.
  */
 const CLUSTER_INSTALL_FOOTPRINT: FolderKustomization['footprint'] = {
   clusterKinds: [
@@ -32,6 +32,12 @@ const CLUSTER_INSTALL_FOOTPRINT: FolderKustomization['footprint'] = {
   ],
   // CustomResourceDefinition applicationsets.argoproj.io, with the sync-options annotation the folder's patch adds
   largestObjectBytes: 343_325,
+  // what its CRDs define: the kinds of the gitops folder, served once the bootstrap has applied this folder
+  definedKinds: [
+    { group: 'argoproj.io', kind: 'Application' },
+    { group: 'argoproj.io', kind: 'ApplicationSet' },
+    { group: 'argoproj.io', kind: 'AppProject' },
+  ],
 };
 
 /** A JSON pointer token (RFC 6901): `~` and `/` escaped. */

@@ -1,4 +1,4 @@
-import { apiGroup, Manifest } from '../../render/manifest';
+import { apiGroup, FolderKustomization, Manifest } from '../../render/manifest';
 
 /**
  * Bytes an object may have when Argo CD applies it client-side: kubectl stores the whole object in the
@@ -63,4 +63,12 @@ export function definedKind(m: Manifest): GroupKind | undefined {
 /** The kinds the CustomResourceDefinitions among `objects` define. */
 export function kindsDefinedBy(objects: readonly Manifest[]): GroupKind[] {
   return objects.flatMap((m) => definedKind(m) ?? []);
+}
+
+/**
+ * The kinds the upstream bases of the folders' kustomizations define (their footprint): a managed Argo CD's, whose
+ * folder the bootstrap applies before anything else.
+ */
+export function kindsDefinedByBases(folders: readonly { readonly kustomization?: FolderKustomization }[]): GroupKind[] {
+  return folders.flatMap((f) => f.kustomization?.footprint.definedKinds ?? []);
 }

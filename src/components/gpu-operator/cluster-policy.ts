@@ -169,6 +169,34 @@ function withDerivedEnv(prop: string, given: readonly EnvVarSpec[], derived: rea
   return [...derived, ...given];
 }
 
+/**
+ * A field of the ClusterPolicy the description decides: its path in the object, the description field that sets it
+ * and the value of that field that renders a given value there (undefined: none does). What preflight names when it
+ * would change a ClusterPolicy it takes over: the field that keeps the cluster's value (test/gpu-operator renders each).
+ */
+export interface DescribedField {
+  readonly path: string;
+  readonly field: string;
+  readonly keep: (value: unknown) => unknown;
+}
+
+const switchOf = (path: string, field: string): DescribedField => ({ path, field, keep: (v) => (typeof v === 'boolean' ? v : undefined) });
+const installOf = (path: string, field: string): DescribedField => ({ path, field, keep: (v) => (v === true ? 'managed' : v === false ? 'preinstalled' : undefined) });
+
+/** The ClusterPolicy's fields the description's gpuOperator section decides. */
+export const CLUSTER_POLICY_FIELDS: readonly DescribedField[] = [
+  installOf('spec.driver.enabled', 'gpuOperator.driver'),
+  installOf('spec.toolkit.enabled', 'gpuOperator.toolkit'),
+  switchOf('spec.devicePlugin.enabled', 'gpuOperator.devicePlugin'),
+  switchOf('spec.gfd.enabled', 'gpuOperator.gfd'),
+  switchOf('spec.dcgmExporter.enabled', 'gpuOperator.dcgmExporter'),
+  switchOf('spec.dcgm.enabled', 'gpuOperator.dcgm'),
+  switchOf('spec.migManager.enabled', 'gpuOperator.migManager'),
+  switchOf('spec.nodeStatusExporter.enabled', 'gpuOperator.nodeStatusExporter'),
+  switchOf('spec.cdi.enabled', 'gpuOperator.cdi'),
+  { path: 'spec.mig.strategy', field: 'gpuOperator.migStrategy', keep: (v) => (typeof v === 'string' && ['none', 'single', 'mixed'].includes(v) ? v : undefined) },
+];
+
 /** Values the CRD fills in when they are missing; rendered explicitly so that Argo CD sees no drift. */
 const CRD_DEFAULTS = {
   operatorRuntimeClass: NVIDIA_RUNTIME_CLASSES.operator,
