@@ -65,6 +65,19 @@ export const LABELS = {
 } as const;
 
 /**
+ * What Helm writes on the objects of a release, and the annotation it honours: an object whose live copy says
+ * `helm.sh/resource-policy: keep` is left in place when an upgrade or uninstall of its release would delete it.
+ */
+export const HELM = {
+  resourcePolicy: 'helm.sh/resource-policy',
+  keep: 'keep',
+  releaseName: 'meta.helm.sh/release-name',
+  releaseNamespace: 'meta.helm.sh/release-namespace',
+  /** `<chart>-<version>` on the objects of most charts' templates. */
+  chart: 'helm.sh/chart',
+} as const;
+
+/**
  * Kueue's names on plain pods (v0.19 pod integration): the gates its webhook puts on every queued
  * pod and lifts on admission, and the labels of a pod group (gang).
  */
