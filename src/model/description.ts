@@ -692,12 +692,13 @@ export const ClusterDescriptionSchema = z.strictObject({
     const form = releaseForm(key, given);
     if (!form.ok) ctx.addIssue({ code: 'custom', path: ['releases', key], message: form.message });
   }
-  const network = d.releases.networkOperator === undefined ? undefined : releaseForm('networkOperator', d.releases.networkOperator);
-  if (d.networkOperator.docaDriver && network?.ok && !network.release.pinned && !previousEntry<{ docaDriver: object }>('networkOperator', network.release.version)?.docaDriver) {
+  const nicRelease = d.releases.networkOperator === undefined ? undefined : releaseForm('networkOperator', d.releases.networkOperator);
+  if (d.networkOperator.docaDriver && nicRelease?.ok && !nicRelease.release.pinned
+    && !previousEntry<{ docaDriver: object }>('networkOperator', nicRelease.release.version)?.docaDriver) {
     ctx.addIssue({
       code: 'custom',
       path: ['networkOperator', 'docaDriver'],
-      message: `this toolkit does not carry the DOCA driver release that Network Operator ${network.release.version} (releases.networkOperator) runs: `
+      message: `this toolkit does not carry the DOCA driver release that Network Operator ${nicRelease.release.version} (releases.networkOperator) runs: `
         + 'upgrade the operator first (upgrade-plan --component network-operator), or keep the driver on the node image',
     });
   }

@@ -3,8 +3,8 @@ import { ClusterDescription, IN_CLUSTER_SERVER, Taint } from './description';
 import { GpuProductFacts, gpuProductFacts } from './gpu-products';
 import { MultiKueueRole } from './multikueue-role';
 import { KUEUE_DEFAULT_LOCAL_QUEUE, LABELS, MANAGED_BY, NAMESPACES, RESOURCES, SERVICE_MONITOR_API } from './names';
-import { CarriedRelease, pinnedRelease, RELEASE_KEYS, ReleaseKey, releaseForm } from './releases';
 import { floorToMebibytes, formatBytes, formatMillis, parseMillis, parseQuantity } from './quantity';
+import { CarriedRelease, pinnedRelease, RELEASE_KEYS, ReleaseKey, releaseForm } from './releases';
 
 /** A Kubernetes toleration, in the shape of the core API (plain data, usable by every construct). */
 export interface TolerationSpec {

@@ -32,6 +32,8 @@ export const LABELS = {
   partOf: 'app.kubernetes.io/part-of',
   component: 'app.kubernetes.io/component',
   name: 'app.kubernetes.io/name',
+  /** The release of the application an object belongs to (Helm charts set it to the chart's appVersion). */
+  version: 'app.kubernetes.io/version',
   /** Marks tenant namespaces (and names the tenant). */
   tenant: 'gpu-cluster.dev/tenant',
   defaultStorageClass: 'storageclass.kubernetes.io/is-default-class',

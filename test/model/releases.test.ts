@@ -1,16 +1,15 @@
-import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { defaultCacheDir } from '../../src/cache/compiled-cache';
-import { resolveEngines } from '../../src/engines';
 import { carriedReleases, releaseForm } from '../../src/model/releases';
-import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../../src/paths';
+import { DEFAULT_SCHEMAS } from '../../src/paths';
 import { Manifest } from '../../src/render/manifest';
-import { packagedCrds, yamlFiles } from '../../src/upgrade/crd-sets';
+import { Crd } from '../../src/upgrade/crd-diff';
+import { yamlFiles } from '../../src/upgrade/crd-sets';
 import { CrdSetValidator } from '../../src/upgrade/revalidate';
-import { imageObjects, imageRefsOf, renderApplications } from '../../src/upstream';
-import { PREVIOUS_RELEASES } from '../../src/upstream/previous-releases';
+import { imageObjects, imageRefsOf } from '../../src/upstream';
 import { VERSIONS } from '../../src/versions';
 import { findObject, folderObjects, HAS_UPSTREAM, issuesOf, renderOf } from '../helpers';
+import { pinnedCrds, previousChartRender, previousCrds, previousRelease } from '../upstream/previous-charts';
 
 /*
  * releases.<operator>: the adopted CRs in the form the running release's CRD accepts. The ground truth is the vendored
@@ -18,16 +17,9 @@ import { findObject, folderObjects, HAS_UPSTREAM, issuesOf, renderOf } from '../
  * (../shared/crds); no upstream value is typed here.
  */
 
-const previous = (key: string) => PREVIOUS_RELEASES.find((p) => p.key === key)!;
-/** The CRDs of a vendored previous release (its chart's crds/). */
-const previousCrds = (key: string) => {
-  const p = previous(key);
-  return yamlFiles(path.join(DEFAULT_UPSTREAM, p.folder, p.chart.chartPath, 'crds')).flatMap((f) => packagedCrds(f, f));
-};
-/** The pinned CRDs of a schema folder. */
-const pinnedCrds = (folder: string) => yamlFiles(path.join(DEFAULT_SCHEMAS, folder)).flatMap((f) => packagedCrds(f, f));
+const previous = previousRelease;
 const core = yamlFiles(DEFAULT_SCHEMAS).filter((f) => /definitions\.json$/i.test(f));
-const validatorOf = (crds: ReturnType<typeof pinnedCrds>) => new CrdSetValidator(crds, core, defaultCacheDir());
+const validatorOf = (crds: Crd[]) => new CrdSetValidator(crds, core, defaultCacheDir());
 const check = (v: CrdSetValidator, object: Manifest) => v.validate({ object, source: 'render' });
 
 const nicClusterPolicy = (release?: string) => findObject(folderObjects(renderOf((d) => {
@@ -102,7 +94,7 @@ describe.skipIf(!HAS_UPSTREAM)('the adopted NicClusterPolicy against the vendore
     expect((form.spec as Record<string, unknown>).global).toBeUndefined();
     const images = imageObjects(form.spec, 'spec').map((i) => i.value);
     expect(images.length).toBeGreaterThan(0);
-    const chart = await chartDefaults('networkOperator');
+    const chart = await previousChartRender('networkOperator');
     const tags = chart.flatMap((o) => imageRefsOf(o)).filter((r) => r.tag?.includes(old.replace(/^v/, ''))).map((r) => `${r.repository.slice(0, r.repository.lastIndexOf('/'))}:${r.tag}`);
     for (const i of images) expect(tags).toContain(`${i.repository}:${i.version}`);
   });
@@ -111,7 +103,7 @@ describe.skipIf(!HAS_UPSTREAM)('the adopted NicClusterPolicy against the vendore
 describe.skipIf(!HAS_UPSTREAM)('the adopted ClusterPolicy of a previous GPU Operator release', () => {
   it('names the operand images that release\'s chart renders, and its CRD accepts it', async () => {
     const old = previous('gpuOperator').version;
-    const chartPolicy = (await chartDefaults('gpuOperator')).find((o) => o.kind === 'ClusterPolicy')!;
+    const chartPolicy = (await previousChartRender('gpuOperator')).find((o) => o.kind === 'ClusterPolicy')!;
     const chartImages = imageObjects(chartPolicy.spec, 'spec').map((i) => JSON.stringify(i.value));
     const form = clusterPolicy(old);
     const rendered = imageObjects(form.spec, 'spec').map((i) => i.value);
@@ -129,17 +121,3 @@ describe.skipIf(!HAS_UPSTREAM)('the adopted ClusterPolicy of a previous GPU Oper
     expect(managed.metadata.annotations?.['helm.sh/resource-policy']).toBeUndefined();
   });
 });
-
-/** What a previous release's chart renders with its default values (the engines, as upgrade-plan renders it). */
-async function chartDefaults(key: string): Promise<Manifest[]> {
-  const p = previous(key);
-  const app: Manifest = {
-    apiVersion: 'argoproj.io/v1alpha1',
-    kind: 'Application',
-    metadata: { name: `${p.chart.chart}-${p.version}` },
-    spec: { destination: { namespace: 'default' }, source: { chart: p.chart.chart, targetRevision: p.version, helm: { releaseName: p.chart.chart } } },
-  };
-  const [r] = await renderApplications([app], { upstream: DEFAULT_UPSTREAM, engines: await resolveEngines(), cacheDir: defaultCacheDir(), kubeVersion: 'v1.31.0' });
-  expect(r.problem).toBeUndefined();
-  return [...r.objects];
-}

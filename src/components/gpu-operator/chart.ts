@@ -4,9 +4,9 @@ import { ClusterModel, tolerates } from '../../model/model';
 import { DCGM_EXPORTER_METRICS, NAMESPACES } from '../../model/names';
 import { componentChartProps, ComponentChartProps, ComponentDefinition } from '../component';
 import { ClusterPolicy, ClusterPolicyImages } from './cluster-policy';
+import { DcgmMetricsConfig } from './dcgm-metrics-config';
 import { CarriedRelease, previousEntry } from '../../model/releases';
 import { VERSIONS } from '../../versions';
-import { DcgmMetricsConfig } from './dcgm-metrics-config';
 
 /** The operand images of a GPU Operator release this toolkit carries (releases.gpuOperator): the pinned ones, or a previous release's. */
 export function operandImages(release: CarriedRelease): ClusterPolicyImages {
