@@ -120,7 +120,7 @@ const DAEMONSETS: Manifest = { apiVersion: 'apps/v1', kind: 'DaemonSet', metadat
  * The cluster as upgrade-plan plans from it: read as preflight reads it (the CRDs, the operators' CRs and Deployments,
  * and the DaemonSets), with the release each operator runs.
  */
-async function liveCluster(source: ClusterSource, schemas: string, upstream: string): Promise<LiveCluster> {
+export async function liveCluster(source: ClusterSource, schemas: string, upstream: string): Promise<LiveCluster> {
   const state = await readClusterState(source, [DAEMONSETS]);
   const running = runningReleases(state, { schemas, upstream });
   const releases = Object.fromEntries(Object.entries(running).map(([key, r]) => [key, {

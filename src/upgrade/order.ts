@@ -53,7 +53,7 @@ export interface OrderInput {
   readonly release?: {
     readonly key: string;
     readonly prepare?: readonly PrepareStep[];
-    readonly upgrade?: { readonly what: string; readonly deletes: readonly RenderedCr[] };
+    readonly upgrade?: { readonly what: string; readonly command: readonly string[]; readonly deletes: readonly RenderedCr[] };
   };
 }
 
@@ -75,6 +75,7 @@ export function planOrder(input: OrderInput): { order: ComponentOrder; findings:
     application: input.crdApplier?.application ?? null,
     what: `the ${input.versions.to} CRDs${input.crdApplier ? ` (applied first in ${input.crdApplier.application}'s sync)` : ` (outside Argo CD: the operator's own upgrade${release?.upgrade ? `: ${release.upgrade.what}` : ''})`}`,
     objects: input.toCrds.map((c) => objects.ref('new', c.object, `file ${c.file}`)),
+    ...(release?.upgrade ? { command: release.upgrade.command } : {}),
     ...(deletes.length > 0 ? { deletes } : {}),
   };
   const prepareSteps: Omit<OrderStep, 'step'>[] = (release?.prepare ?? []).map((s) => ({

@@ -113,8 +113,8 @@ export interface HelmOwnership {
   readonly letGo?: { readonly values: Record<string, unknown>; readonly set: string };
   /** Syncs before the operator's upgrade (the objects with helm.sh/resource-policy: keep). */
   readonly prepare: { readonly application: string; readonly wave: number; readonly what: string; readonly objects: RenderedCr[] }[];
-  /** The owner's upgrade: the command, and what Helm deletes on it. */
-  readonly upgrade: { readonly what: string; readonly deletes: RenderedCr[] };
+  /** The `--set` values of the owner's upgrade (`clusterPolicy.deployCR=false`), and what Helm deletes on it. */
+  readonly upgrade: { readonly sets: readonly string[]; readonly deletes: RenderedCr[] };
 }
 
 /** What the loss of an operator's own CR costs, for the message. */
@@ -162,7 +162,8 @@ export function helmOwnership(input: HelmOwnershipInput): HelmOwnership | undefi
       subject: name(x.object),
       from: [release, x.app.application],
       message: `at ${versions.from}, the ${helmRelease} (its chart at ${versions.from}) renders ${name(x.object)}, which ${x.app.application} (${x.app.source}) applies too: `
-        + 'each helm upgrade of the release writes the chart\'s copy over Argo CD\'s (and self-heal writes it back), and an upgrade whose chart no longer renders it deletes it'
+        + 'each helm upgrade of the release fights over it (Helm 3 writes the chart\'s copy over Argo CD\'s, and self-heal writes it back; Helm 4 applies server-side '
+        + 'and fails on every field Argo CD owns, unless --force-conflicts), and an upgrade whose chart no longer renders it deletes it'
         + `${loss(x.object) ? ` (${loss(x.object)})` : ''}`,
       files: [files[0], x.app.source],
     });
@@ -228,6 +229,6 @@ export function helmOwnership(input: HelmOwnershipInput): HelmOwnership | undefi
     findings,
     ...(letGoAll ? { letGo: { values, set } } : {}),
     prepare,
-    upgrade: { what: `helm upgrade ${release} -n ${namespace} --version ${versions.to}${letGoAll ? ` ${set}` : ''}`, deletes },
+    upgrade: { sets: letGoAll ? paths.map((p) => `${p}=false`) : [], deletes },
   };
 }

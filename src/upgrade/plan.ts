@@ -28,6 +28,7 @@ import { ClusterRenders, renderApplications, RenderedSource } from '../upstream/
 import { RenderSession } from '../upstream/render-session';
 import { withDefaults } from '../validate/defaults';
 import { SchemaStore } from '../validate/schemas';
+import { VERSIONS } from '../versions';
 
 /** The plan cannot be made: an engine or a chart failed (fail closed: no plan from half the facts). Exit 1. */
 export class UpgradePlanFailed extends Error {
@@ -374,7 +375,14 @@ export async function planUpgrade(opts: PlanOptions): Promise<PlanResult> {
       waves,
       objects,
       versions: { from: p.from, to: p.to },
-      ...(p.managed ? {} : { release: { key: c.key, ...(helm ? { prepare: helm.prepare, upgrade: helm.upgrade } : {}) } }),
+      ...(p.managed ? {} : {
+        release: {
+          key: c.key,
+          prepare: helm?.prepare ?? [],
+          upgrade: upgradeCommand(p.running?.helmRelease ?? pinnedChart(c.key).chart, namespace, c.key, p.to, helm?.upgrade.sets ?? [],
+            helm?.upgrade.deletes ?? []),
+        },
+      }),
     });
     orders.push(order);
     findings.push(...orderFindings);
@@ -666,4 +674,15 @@ function withImages(rendered: Manifest, running: Manifest): Manifest {
     }
   }
   return copy;
+}
+
+/**
+ * The owner's upgrade of a pre-installed operator's Helm release to the pinned chart: its previous values kept on the
+ * new chart's defaults (--reset-then-reuse-values), and the values the plan advises (--set).
+ */
+function upgradeCommand(release: string, namespace: string, key: UpgradeComponent['key'], to: string, sets: readonly string[], deletes: RenderedCr[]) {
+  const { chart, repoURL } = VERSIONS[key];
+  const ref = repoURL.startsWith('oci://') ? [`${repoURL.replace(/\/+$/, '')}/${chart}`] : [chart, '--repo', repoURL];
+  const command = ['helm', 'upgrade', release, ...ref, '--namespace', namespace, '--version', to, '--reset-then-reuse-values', ...sets.flatMap((s) => ['--set', s])];
+  return { what: command.join(' '), command, deletes };
 }

@@ -91,6 +91,8 @@ export interface OrderStep {
    * does not, but an object whose live copy says `helm.sh/resource-policy: keep`). Absent: nothing.
    */
   readonly deletes?: readonly ObjectRef[];
+  /** The command of a step outside Argo CD, as argv (`helm upgrade gpu-operator gpu-operator --repo ... --set ...`). */
+  readonly command?: readonly string[];
 }
 
 /** The order of one component's upgrade, as data a control plane test can apply. */
