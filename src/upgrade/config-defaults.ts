@@ -76,10 +76,19 @@ export function parseGoDefaults(text: string, file: string): GoDefaults {
     const own = new RegExp(`^cfg\\.${target.replace(/\./g, '\\.')}\\s*=\\s*cmp\\.Or\\(\\s*cfg\\.${target.replace(/\./g, '\\.')}\\s*,\\s*&\\w+\\{\\}\\s*,?\\s*\\)`).test(s);
     if (own && !target.includes('.')) sections.add(jsonName(target));
     const constant = /\b(Default\w+)\b/.exec(s.slice(s.indexOf('=') + 1))?.[1];
+    // `cmp.Or(cfg.A.B, &cfg.A.C)`: unset, it takes the value of another setting (waitForPodsReady.recoveryTimeout)
+    const other = new RegExp(`cmp\\.Or\\(\\s*cfg\\.${target.replace(/\./g, '\\.')}\\s*,\\s*&cfg\\.([\\w.]+)\\s*,?\\s*\\)`).exec(s)?.[1];
     if (constant && constants.has(constant)) values.set(jsonPath(target), constants.get(constant)!);
+    else if (other) values.set(jsonPath(target), `= ${jsonPath(other)}`);
   }
   return { file, values, sections };
 }
+
+/** What a section of the manager's configuration does once it is on, for the finding that says it turns on. */
+const SECTION_EFFECTS: Readonly<Record<string, string>> = {
+  waitForPodsReady: 'Kueue evicts and requeues an admitted Workload whose pods are not all ready within timeout, and a running one whose pods '
+    + 'stop being ready for recoveryTimeout (a node lost, an image pull stuck), with the backoff of requeuingStrategy',
+};
 
 /** One end of the comparison: the chart's default values, and a configuration file's built-in defaults. */
 export interface DefaultsSide {
@@ -199,7 +208,9 @@ function configFileDefaults(
   }
   for (const section of [...to.go.sections].sort()) {
     if (from.go.sections.has(section)) continue;
-    const settings = [...to.go.values].filter(([k]) => k.startsWith(`${section}.`)).map(([k, v]) => `${k} ${v}`);
+    const values = to.go.values;
+    const settings = [...values].filter(([k]) => k.startsWith(`${section}.`))
+      .map(([k, v]) => (v.startsWith('= ') ? `${k} ${v}${values.has(v.slice(2)) ? ` (${values.get(v.slice(2))})` : ''}` : `${k} ${v}`));
     const p = pin(section).pinned || [...(own?.keys() ?? [])].some((k) => k.startsWith(`${section}.`));
     out.push({
       section: 'config-defaults',
@@ -210,7 +221,7 @@ function configFileDefaults(
       path: label(section),
       from: 'off',
       to: 'on',
-      message: `on by default from ${to.version} (built in${settings.length > 0 ? `: ${settings.join(', ')}` : ''}; off before)`
+      message: `on by default from ${to.version} (built in${settings.length > 0 ? `: ${settings.join(', ')}` : ''}; off before)${SECTION_EFFECTS[section] ? `: ${SECTION_EFFECTS[section]}` : ''}`
         + (p ? ', configured here' : own !== undefined ? ', and this description\'s configuration does not set it: it is on in the cluster after the upgrade' : ''),
       files: goFiles,
     });

@@ -6,6 +6,7 @@ import { COMPONENTS, pinnedChart, previousReleases, releaseChart, sameVersion, U
 import { configDefaults, DefaultsSide, parseGoDefaults } from './config-defaults';
 import { addedCrd, Crd, crdKey, crdOf, diffCrd, removedCrd } from './crd-diff';
 import { overridden, packagedCrds, yamlFiles } from './crd-sets';
+import { featureGateFindings, gatesSet, parseFeatureGates } from './feature-gates';
 import { ChartSide, daemonSetRolls, OperatorCr, operandImpact, webhookImpact } from './impact';
 import { OrderObjects, planOrder } from './order';
 import { ApplicationObjects, helmOwnership, ownership } from './ownership';
@@ -16,7 +17,7 @@ import { ARGO } from '../check/gitops';
 import { renderClusterSources } from '../check/renders';
 import { EngineOptions, resolveEngines } from '../engines';
 import { InputError } from '../errors';
-import { setValueAt, valueAt } from '../json';
+import { isJsonObject, setValueAt, valueAt } from '../json';
 import { buildModel, ClusterModel, withMultiKueue } from '../model/model';
 import { NAMESPACES, syncWave } from '../model/names';
 import { releaseForm } from '../model/releases';
@@ -485,6 +486,31 @@ export async function planUpgrade(opts: PlanOptions): Promise<PlanResult> {
     const pinnedValues = newer.application ? valueAt(newer.application, 'spec.source.helm.valuesObject') ?? {} : undefined;
     findings.push(...configDefaults(c.name, defaultsOf(older), defaultsOf(newer), pinnedValues,
       c.configFile ? { value: c.configFile.value, parse: (t) => parseYaml(t) as unknown } : undefined));
+    // and the manager's feature gates: removed, locked or flipped between the releases, against what it is started with
+    if (c.featureGates) {
+      const gates = (side: Side) => {
+        const file = path.join(VENDORED_DIR, side.chart.folder, c.featureGates!);
+        if (!existsSync(file)) throw new UpgradePlanFailed(`${c.name} ${side.version}: ${roots.name(file)} is not vendored: its feature gates cannot be compared`);
+        return parseFeatureGates(readFileSync(file, 'utf8'), roots.name(file));
+      };
+      const configOf = (side: Side) => {
+        const text = valueAt(valueAt(side.render.application, 'spec.source.helm.valuesObject'), c.configFile?.value ?? '');
+        return typeof text === 'string' ? parseYaml(text) as unknown : undefined;
+      };
+      // what the manager is started with: the cluster's (its Deployment and configuration, kept by the owner's upgrade),
+      // this description's install at each end, or, for a pre-installed Kueue without the cluster, not known
+      const liveSet = live ? gatesSet(live.objects, liveConfiguration(live, namespace)) : undefined;
+      const fromSet = live ? liveSet : p.managed ? gatesSet(older.render.objects, configOf(older)) : undefined;
+      const toSet = p.managed ? gatesSet(newer.render.objects, configOf(newer)) : liveSet;
+      const setFrom = (managed: boolean) => (managed ? `${installName(c)}'s values` : live ? `${live.source}'s ${c.name}` : undefined);
+      const fail = newer.render.objects.filter((o) => /WebhookConfiguration$/.test(o.kind)
+        && (Array.isArray(o.webhooks) ? o.webhooks : []).some((w) => !isJsonObject(w) || w.failurePolicy === undefined || w.failurePolicy === 'Fail'));
+      const down = fail.length > 0 ? `its webhooks with failurePolicy Fail (${fail.map((o) => o.metadata.name).join(', ')}) refuse what they intercept` : 'nothing it manages is admitted';
+      if (!p.managed && !live) notes.push(`${c.name}: the feature gates the pre-installed ${c.name} is started with are not known without the cluster (--kubeconfig or --snapshot): only their defaults are compared`);
+      findings.push(...featureGateFindings(c.name,
+        { version: p.from, release: gates(older), set: fromSet, setFrom: live ? setFrom(false) : setFrom(p.managed) },
+        { version: p.to, release: gates(newer), set: toSet, setFrom: setFrom(p.managed) }, down));
+    }
 
     tag(ownershipApps.from, c, installName(c), kinds);
     tag(ownershipApps.to, c, installName(c), kinds);
@@ -685,4 +711,19 @@ function upgradeCommand(release: string, namespace: string, key: UpgradeComponen
   const ref = repoURL.startsWith('oci://') ? [`${repoURL.replace(/\/+$/, '')}/${chart}`] : [chart, '--repo', repoURL];
   const command = ['helm', 'upgrade', release, ...ref, '--namespace', namespace, '--version', to, '--reset-then-reuse-values', ...sets.flatMap((s) => ['--set', s])];
   return { what: command.join(' '), command, deletes };
+}
+
+/** The Kueue manager configuration the cluster runs: a ConfigMap of its namespace holding a `Configuration` (parsed). */
+function liveConfiguration(live: LiveCluster, namespace: string): unknown {
+  for (const m of live.objects.filter((o) => o.kind === 'ConfigMap' && o.metadata.namespace === namespace)) {
+    for (const text of Object.values(isJsonObject(m.data) ? m.data : {})) {
+      if (typeof text !== 'string' || !/^kind:\s*Configuration\s*$/m.test(text)) continue;
+      try {
+        return parseYaml(text) as unknown;
+      } catch {
+        // not YAML: not the configuration
+      }
+    }
+  }
+  return undefined;
 }

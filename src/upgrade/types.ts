@@ -42,6 +42,7 @@ export type FindingType =
   | 'webhook-window' | 'webhook-added' | 'webhook-removed' | 'failure-policy-changed'
   // config-defaults
   | 'default-changed-unpinned' | 'default-added' | 'pinned-below-upstream' | 'default-changed-pinned'
+  | 'feature-gate-removed' | 'feature-gate-locked' | 'feature-gate-default-changed'
   // ownership
   | 'two-owners' | 'helm-owner';
 

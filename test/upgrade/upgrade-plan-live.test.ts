@@ -3,8 +3,10 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
+import { VENDORED_DIR } from '../../src/paths';
 import { Manifest } from '../../src/render/manifest';
 import { renderCluster } from '../../src/synth/render';
+import { gateAt, parseFeatureGates } from '../../src/upgrade/feature-gates';
 import { Finding, UpgradePlan } from '../../src/upgrade/types';
 import { findObject, folderObjects, HAS_UPSTREAM, modelOf, REFERENCE_FILE, runCliInProcess } from '../helpers';
 import { snapshotObjects } from '../preflight/snapshots';
@@ -120,6 +122,25 @@ describe.skipIf(!HAS_UPSTREAM)('upgrade-plan --snapshot: from what the cluster r
     expect(blocked).toHaveLength(1);
     expect(blocked[0].message).toContain(`set releases.networkOperator: ${net.version}`);
     expect(blocked[0].message).toMatch(/spec[./]global/);
+  });
+
+  it('Kueue: a gate the new release removed, set on the running manager, blocks (what stops at start); waitForPodsReady names recoveryTimeout', async () => {
+    const kueue = previousRelease('kueue');
+    const gates = (folder: string) => parseFeatureGates(readFileSync(path.join(VENDORED_DIR, folder, 'pkg/features/kube_features.go'), 'utf8'), folder);
+    const [before, after] = [gates(kueue.folder), gates(`kueue-v${kueue.pinned.version}`)];
+    const gone = [...before.gates.keys()].find((g) => gateAt(after.gates.get(g), kueue.pinned.version) === undefined)!;
+    const manager = structuredClone(await previousOperatorDeployment('kueue', 'kueue-system')) as any;
+    const container = manager.spec.template.spec.containers.find((c: { image: string }) => c.image.includes('/kueue:'));
+    container.args = [...(container.args ?? []), `--feature-gates=${gone}=false`];
+    const file = path.join(work, 'kueue.snapshot.yaml');
+    writeFileSync(file, stringify({ apiVersion: 'v1', kind: 'List', items: [...snapshotObjects(), manager] }));
+    const r = await plan('--config', description('recorded', { gpuOperator: gpu.version, networkOperator: net.version }), '--snapshot', file, '--component', 'kueue');
+    expect(r.code).toBe(1);
+    const blocker = of(r.plan, (f) => f.type === 'feature-gate-removed');
+    expect(blocker.map((f) => f.subject)).toEqual([`feature gate ${gone}`]);
+    expect(blocker[0].message).toMatch(/refuses to start .* webhooks with failurePolicy Fail/);
+    const ready = of(r.plan, (f) => f.subject.endsWith(': waitForPodsReady'));
+    expect(ready.map((f) => f.message).join('\n')).toMatch(/waitForPodsReady\.recoveryTimeout = waitForPodsReady\.timeout \(\S+/);
   });
 
   it('--snapshot with --from is bad input', async () => {
