@@ -141,6 +141,8 @@ export const MULTIKUEUE = {
   managerLabel: 'gpu-cluster.dev/multikueue-manager',
   /** On the manager's kubeconfig reader Role: the worker kubeconfig Secrets it may read, comma-separated. */
   kubeconfigSecretsAnnotation: 'gpu-cluster.dev/kubeconfig-secrets',
+  /** On a MultiKueueCluster reached through a kubeconfig Secret: the worker API server's address as the manager reaches it (fleet.yaml). */
+  serverAnnotation: 'gpu-cluster.dev/worker-server',
   /** The kind a cluster inventory keeps per worker, which the manager reaches ClusterProfile workers through. */
   clusterProfile: { group: 'multicluster.x-k8s.io', kind: 'ClusterProfile', crd: 'clusterprofiles.multicluster.x-k8s.io' },
 } as const;
