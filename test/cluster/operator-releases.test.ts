@@ -1,4 +1,5 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,7 +8,7 @@ import { applySteps, planSync, refusalText, SyncPlan, SyncStep, vendoredCrds, Ve
 import { controlPlaneBinary } from './binary';
 import { ControlPlane, startControlPlane } from './control-plane';
 import { describedNodes, registerNodes } from './described-nodes';
-import { KubeObject } from './kube-client';
+import { KubeClient, KubeObject } from './kube-client';
 import { defaultCacheDir } from '../../src/cache/compiled-cache';
 import { ClusterView, readClusters, renderClusterSources } from '../../src/check';
 import { ARGOCD_FIELD_MANAGER } from '../../src/check/argocd-sync';
@@ -15,14 +16,15 @@ import { EXIT } from '../../src/cli';
 import { liveCluster } from '../../src/commands/upgrade-plan';
 import { EngineBudget, resolveEngines } from '../../src/engines';
 import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../../src/paths';
-import { loadModels } from '../../src/synth/pipeline';
+import { workerIdentityName } from '../../src/model/multikueue-role';
+import { loadModels, synth } from '../../src/synth/pipeline';
 import { planUpgrade } from '../../src/upgrade/plan';
 import { ComponentOrder, Finding, ObjectRef, UpgradePlan } from '../../src/upgrade/types';
 import { locateChart, renderableChart } from '../../src/upstream/chart';
 import { RenderSession } from '../../src/upstream/render-session';
 import { VERSIONS } from '../../src/versions';
 import { runMain } from '../helpers';
-import { REFERENCE_FILE } from '../paths';
+import { FLEET_FIXTURE, REFERENCE_FILE } from '../paths';
 import { previousCrd, previousCrds, previousRelease } from '../upstream/previous-charts';
 
 /*
@@ -267,3 +269,110 @@ function fromVendored(command: readonly string[], dir: string): string[] {
 function objectOf(o: ObjectRef): KubeObject {
   throw new Error(`the plan's manifests have no ${o.ref}`);
 }
+
+/*
+ * Issue 50, item 6: the fleet page's commands that register a worker, run as written with the real kubectl (the
+ * engines' kubectl) against this control plane, which stands for both the manager `hub` and the worker `lab-a` of the
+ * fleet fixture (two contexts of one kubeconfig).
+ */
+describe('the fleet page\'s worker registration, run as written', () => {
+  const fleetDir = path.join(work, 'fleet');
+  let kubectl: string;
+  let contexts: string;
+  const token = () => cp.identities.admin.token;
+  beforeAll(async () => {
+    kubectl = (await resolveEngines()).kustomize.path;
+    await admin().apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'kueue-system' } } as KubeObject, { fieldManager: 'test' });
+    // the identity lab-a renders for hub (its multikueue folder): a ServiceAccount whose token the commands take
+    await admin().apply({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: workerIdentityName('hub'), namespace: 'kueue-system' } } as KubeObject, { fieldManager: 'test' });
+    // the manager's Kueue API and its MultiKueueCluster lab-a, as its Argo CD synced them (the commands end by reading it)
+    const crd = vendoredCrds(path.join(DEFAULT_SCHEMAS, 'kueue')).get('kueue.x-k8s.io/MultiKueueCluster')![0].crd;
+    await applySteps(admin(), [{ label: 'kueue CRD', manager: 'kubectl', objects: [{ object: crd, application: 'pre-installed', source: 'test', wave: 0 }] }]);
+    const out = path.join(work, 'fleet-hub');
+    synth({ clustersDir: FLEET_FIXTURE, out, schemas: false });
+    const rendered = readClusters(out).find((c) => c.name === 'hub')!.folders.flatMap((f) => f.objects)
+      .find((o) => o.kind === 'MultiKueueCluster' && o.metadata.name === 'lab-a')!;
+    await admin().apply(rendered as KubeObject, { fieldManager: ARGOCD_FIELD_MANAGER });
+  });
+
+  /** The fleet fixture with lab-a's server as fleet.yaml may name it, synthesized: the sh block that registers lab-a. */
+  function registration(server: string | undefined): string {
+    cpSync(FLEET_FIXTURE, fleetDir, { recursive: true, force: true });
+    const fleet = parse(readFileSync(path.join(fleetDir, 'fleet.yaml'), 'utf8'));
+    const lab = fleet.multiKueue.workers.find((w: { cluster: string }) => w.cluster === 'lab-a');
+    if (server) lab.server = server;
+    else delete lab.server;
+    writeFileSync(path.join(fleetDir, 'fleet.yaml'), stringify(fleet));
+    const out = path.join(work, `fleet-dist-${server ? 'server' : 'default'}`);
+    synth({ clustersDir: fleetDir, out, schemas: false });
+    const page = readFileSync(path.join(out, 'fleet', 'README.md'), 'utf8');
+    const section = page.slice(page.indexOf('### lab-a: Secret'));
+    return /```sh\n([\s\S]*?)```/.exec(section)![1];
+  }
+
+  /** Runs the block with bash in a folder of its own, the contexts `hub` and `lab-a` in KUBECONFIG. */
+  function run(block: string, env: Record<string, string> = {}): void {
+    const dir = mkdtempSync(path.join(work, 'run-'));
+    const r = spawnSync('bash', ['--norc', '--noprofile', '-eo', 'pipefail', '-c', block], {
+      cwd: dir, encoding: 'utf8', timeout: 120_000,
+      env: { PATH: `${path.dirname(kubectl)}:${process.env.PATH}`, HOME: dir, KUBECONFIG: contexts, ...env },
+    });
+    expect(r.status, `${r.stdout}\n${r.stderr}`).toBe(0);
+  }
+
+  /** A kubeconfig with contexts hub and lab-a, lab-a at `labServer`, with or without the CA written in. */
+  function kubeconfig(labServer: string, labCa: boolean): string {
+    const ca = readFileSync(cp.caFile).toString('base64');
+    const file = path.join(work, `contexts-${labCa ? 'ca' : 'public'}.yaml`);
+    writeFileSync(file, stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [
+        { name: 'hub', cluster: { 'server': cp.server, 'certificate-authority-data': ca } },
+        { name: 'lab-a', cluster: { server: labServer, ...(labCa ? { 'certificate-authority-data': ca } : {}) } },
+      ],
+      users: [{ name: 'admin', user: { token: token() } }],
+      contexts: [{ name: 'hub', context: { cluster: 'hub', user: 'admin' } }, { name: 'lab-a', context: { cluster: 'lab-a', user: 'admin' } }],
+      'current-context': 'hub',
+    }));
+    return file;
+  }
+
+  const secret = async () => (await admin().get('/api/v1/namespaces/kueue-system/secrets/multikueue-lab-a'))!;
+  const storedKubeconfig = async () => parse(Buffer.from(String(((await secret()) as unknown as { data: Record<string, string> }).data.kubeconfig), 'base64').toString('utf8'));
+
+  it('a private CA and the server fleet.yaml names: both written in; the token works; no copy of it in an annotation, even over an old client-side apply', async () => {
+    // the address in the administrator's kubeconfig is not the one the manager's pods use
+    const fleetServer = cp.server;
+    contexts = kubeconfig(`${cp.server}/`, true);
+    // what an older recipe left: the Secret applied client-side, an old token in its last-applied annotation
+    const old = spawnSync(kubectl, ['--kubeconfig', contexts, '--context', 'hub', 'apply', '-f', '-'], {
+      input: stringify({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'multikueue-lab-a', namespace: 'kueue-system' }, stringData: { kubeconfig: 'old-token-in-here' } }), encoding: 'utf8',
+    });
+    expect(old.status, old.stderr).toBe(0);
+    expect(JSON.stringify((await secret()).metadata.annotations ?? {})).toContain('old-token-in-here');
+    const block = registration(fleetServer);
+    run(block);
+    run(block);
+    const k = await storedKubeconfig();
+    expect(k.clusters[0].cluster.server).toBe(fleetServer);
+    expect(k.clusters[0].cluster['certificate-authority-data']).toBe(readFileSync(cp.caFile).toString('base64'));
+    const stored = k.users[0].user.token as string;
+    // the token is the worker identity's, and the server takes it
+    const probe = await new KubeClient(cp.server, readFileSync(cp.caFile), stored).request('GET', '/apis');
+    expect(probe.status).toBe(200);
+    const annotations = JSON.stringify((await secret()).metadata.annotations ?? {});
+    expect(annotations).not.toContain(stored);
+    expect(annotations).not.toContain('old-token-in-here');
+  });
+
+  it('a public CA (the worker\'s kubeconfig has none) and no server in fleet.yaml: the worker context\'s server, no CA written in', async () => {
+    // the CA is one the system trusts: kubectl finds it through SSL_CERT_FILE, as it would a public one
+    contexts = kubeconfig(cp.server, false);
+    run(registration(undefined), { SSL_CERT_FILE: cp.caFile });
+    const k = await storedKubeconfig();
+    expect(k.clusters[0].cluster.server).toBe(cp.server);
+    expect(k.clusters[0].cluster['certificate-authority-data']).toBeUndefined();
+    expect(JSON.stringify((await secret()).metadata.annotations ?? {})).not.toContain(k.users[0].user.token);
+  });
+});
