@@ -115,7 +115,8 @@ export function multiKueueFacts(view: ClusterView): MultiKueueFacts | undefined 
       return {
         name: c.metadata.name,
         ...(kubeConfig && (kubeConfig.locationType ?? 'Secret') === 'Secret' && str(kubeConfig.location) ? { secret: str(kubeConfig.location) } : {}),
-        ...(kubeConfig && str(c.metadata.annotations?.[MULTIKUEUE.serverAnnotation]) ? { server: c.metadata.annotations![MULTIKUEUE.serverAnnotation] } : {}),
+        ...(kubeConfig && str(c.metadata.annotations?.[MULTIKUEUE.serverAnnotation])
+          ? { server: c.metadata.annotations![MULTIKUEUE.serverAnnotation] } : {}),
         ...(profile && str(profile.name) ? { clusterProfile: str(profile.name) } : {}),
       };
     }),

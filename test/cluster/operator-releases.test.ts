@@ -15,8 +15,8 @@ import { ARGOCD_FIELD_MANAGER } from '../../src/check/argocd-sync';
 import { EXIT } from '../../src/cli';
 import { liveCluster } from '../../src/commands/upgrade-plan';
 import { EngineBudget, resolveEngines } from '../../src/engines';
-import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../../src/paths';
 import { workerIdentityName } from '../../src/model/multikueue-role';
+import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../../src/paths';
 import { loadModels, synth } from '../../src/synth/pipeline';
 import { planUpgrade } from '../../src/upgrade/plan';
 import { ComponentOrder, Finding, ObjectRef, UpgradePlan } from '../../src/upgrade/types';
@@ -314,7 +314,9 @@ describe('the fleet page\'s worker registration, run as written', () => {
   function run(block: string, env: Record<string, string> = {}): void {
     const dir = mkdtempSync(path.join(work, 'run-'));
     const r = spawnSync('bash', ['--norc', '--noprofile', '-eo', 'pipefail', '-c', block], {
-      cwd: dir, encoding: 'utf8', timeout: 120_000,
+      cwd: dir,
+      encoding: 'utf8',
+      timeout: 120_000,
       env: { PATH: `${path.dirname(kubectl)}:${process.env.PATH}`, HOME: dir, KUBECONFIG: contexts, ...env },
     });
     expect(r.status, `${r.stdout}\n${r.stderr}`).toBe(0);
@@ -325,14 +327,14 @@ describe('the fleet page\'s worker registration, run as written', () => {
     const ca = readFileSync(cp.caFile).toString('base64');
     const file = path.join(work, `contexts-${labCa ? 'ca' : 'public'}.yaml`);
     writeFileSync(file, stringify({
-      apiVersion: 'v1',
-      kind: 'Config',
-      clusters: [
+      'apiVersion': 'v1',
+      'kind': 'Config',
+      'clusters': [
         { name: 'hub', cluster: { 'server': cp.server, 'certificate-authority-data': ca } },
         { name: 'lab-a', cluster: { server: labServer, ...(labCa ? { 'certificate-authority-data': ca } : {}) } },
       ],
-      users: [{ name: 'admin', user: { token: token() } }],
-      contexts: [{ name: 'hub', context: { cluster: 'hub', user: 'admin' } }, { name: 'lab-a', context: { cluster: 'lab-a', user: 'admin' } }],
+      'users': [{ name: 'admin', user: { token: token() } }],
+      'contexts': [{ name: 'hub', context: { cluster: 'hub', user: 'admin' } }, { name: 'lab-a', context: { cluster: 'lab-a', user: 'admin' } }],
       'current-context': 'hub',
     }));
     return file;

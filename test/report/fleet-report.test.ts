@@ -38,8 +38,14 @@ describe('the fleet page (dist/fleet/README.md) of a MultiKueue fleet', () => {
 describe('the fleet page\'s commands that register a worker by kubeconfig Secret (test/cluster/operator-releases.test.ts runs them)', () => {
   const block = (p: string) => /### lab-a: Secret[\s\S]*?```sh\n([\s\S]*?)```/.exec(p)![1];
   const manager: MultiKueueFacts = {
-    cluster: 'hub', localQueues: [], clusterQueues: [], flavors: [], topologies: [], admissionChecks: [{ name: 'multikueue', config: 'multikueue' }],
-    configs: [{ name: 'multikueue', clusters: ['lab-a'] }], clusters: [{ name: 'lab-a', secret: 'multikueue-lab-a' }],
+    cluster: 'hub',
+    localQueues: [],
+    clusterQueues: [],
+    flavors: [],
+    topologies: [],
+    admissionChecks: [{ name: 'multikueue', config: 'multikueue' }],
+    configs: [{ name: 'multikueue', clusters: ['lab-a'] }],
+    clusters: [{ name: 'lab-a', secret: 'multikueue-lab-a' }],
   };
 
   it('the server the fleet names for the worker (the address the manager\'s pods reach), else the worker context\'s with a word to check it', () => {
