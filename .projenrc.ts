@@ -126,12 +126,13 @@ project.package.addBin({ 'gpu-cluster-manifests': 'lib/src/bin.js' });
 // imports, the description schema, the Argo CD health checks (the Lua files synth puts into argocd-cm, read from
 // the same path under the package root), and lib/assets/ (the pinned CRD schemas and the vendored upstream
 // charts and overlays, copied from ../shared at pack time), facts of upstream releases produced by their own code
-// (src/upstream/facts/: Kueue's built-in configuration defaults), and the documentation the README and the CLI's
+// (src/upstream/facts/: Kueue's built-in configuration defaults), the upstream files this repository vendors itself
+// (src/upstream/vendored/: Kueue's feature gates, byte-exact with their SOURCES.md and SHA256SUMS), and the documentation the README and the CLI's
 // messages point at (docs/). No source maps (they point at sources the
 // package does not ship), no compiled examples of src/clusters/.
 project.package.addField('files', [
   'lib/src/**/*.js', 'lib/src/**/*.d.ts', '!lib/src/clusters/**', 'lib/imports/**/*.js', 'lib/imports/**/*.d.ts',
-  'lib/assets/**', 'src/clusters/cluster-description.schema.json', 'src/clusters/fleet.schema.json', 'src/components/argocd/health/**/health.lua', 'src/upstream/facts/**',
+  'lib/assets/**', 'src/clusters/cluster-description.schema.json', 'src/clusters/fleet.schema.json', 'src/components/argocd/health/**/health.lua', 'src/upstream/facts/**', 'src/upstream/vendored/**',
   'docs/**/*.md',
 ]);
 
@@ -273,7 +274,7 @@ project.addTask('test:update', { description: 'Update vitest snapshots (read the
 // The slowest files start first: without vitest's timing cache (a clean clone, CI) the default order
 // is by size, so a small slow file could start last and stretch the wall time by its own length.
 const SLOW_TEST_FILES = [
-  'test/cluster/apply-as-argocd.test.ts', 'test/cluster/live-commands.test.ts',
+  'test/cluster/apply-as-argocd.test.ts', 'test/cluster/live-commands.test.ts', 'test/cluster/operator-releases.test.ts',
   'test/package/pack.test.ts', 'test/cli/stale-caches.test.ts', 'test/faults/faults.test.ts', 'test/cluster/kueue.test.ts', 'test/cluster/multikueue.test.ts', 'test/cli/npm-scripts.test.ts',
   'test/check/installs.test.ts', 'test/docs/runnable-blocks.test.ts', 'test/check/rules.test.ts', 'test/preflight/live-bounds.test.ts',
   'test/check/hostile-trees.test.ts', 'test/check/placement.test.ts', 'test/cli/cli.test.ts', 'test/upgrade/upgrade-plan.test.ts',

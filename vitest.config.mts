@@ -9,7 +9,7 @@ import { configDefaults } from 'vitest/config';
 import { BaseSequencer } from 'vitest/node';
 
 const MOCKS_MODULES = ['test/check/synth-gate.test.ts', 'test/package/asset-sums.test.ts'];
-const SLOW_FIRST = ['test/cluster/apply-as-argocd.test.ts', 'test/cluster/live-commands.test.ts', 'test/package/pack.test.ts', 'test/cli/stale-caches.test.ts', 'test/faults/faults.test.ts', 'test/cluster/kueue.test.ts', 'test/cluster/multikueue.test.ts', 'test/cli/npm-scripts.test.ts', 'test/check/installs.test.ts', 'test/docs/runnable-blocks.test.ts', 'test/check/rules.test.ts', 'test/preflight/live-bounds.test.ts', 'test/check/hostile-trees.test.ts', 'test/check/placement.test.ts', 'test/cli/cli.test.ts', 'test/upgrade/upgrade-plan.test.ts'];
+const SLOW_FIRST = ['test/cluster/apply-as-argocd.test.ts', 'test/cluster/live-commands.test.ts', 'test/cluster/operator-releases.test.ts', 'test/package/pack.test.ts', 'test/cli/stale-caches.test.ts', 'test/faults/faults.test.ts', 'test/cluster/kueue.test.ts', 'test/cluster/multikueue.test.ts', 'test/cli/npm-scripts.test.ts', 'test/check/installs.test.ts', 'test/docs/runnable-blocks.test.ts', 'test/check/rules.test.ts', 'test/preflight/live-bounds.test.ts', 'test/check/hostile-trees.test.ts', 'test/check/placement.test.ts', 'test/cli/cli.test.ts', 'test/upgrade/upgrade-plan.test.ts'];
 
 class SlowFilesFirst extends BaseSequencer {
   async sort(files) {

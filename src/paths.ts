@@ -67,6 +67,13 @@ export const DEFAULT_UPSTREAM = DEV_CHECKOUT ? path.join(SHARED_DIR, 'upstream-i
  */
 export const UPSTREAM_FACTS_DIR = path.join(PACKAGE_ROOT, 'src', 'upstream', 'facts');
 
+/**
+ * Upstream source files this repository vendors itself, byte-exact with their tag and commit (SOURCES.md there): what
+ * `../shared` lacks and no code of the release is run for (Kueue's feature gate tables; never a CRD: those are read
+ * from `../shared/crds`). The package ships the folder as it is, so the path is the same in this checkout and installed.
+ */
+export const VENDORED_DIR = path.join(PACKAGE_ROOT, 'src', 'upstream', 'vendored');
+
 /** The JSON Schema of the description as the package ships it (`schema` writes the same text). */
 export const PACKAGED_SCHEMA_FILE = path.join(PACKAGE_ROOT, 'src', 'clusters', 'cluster-description.schema.json');
 

@@ -42,7 +42,28 @@ export const VERSIONS = {
      * renders it with helm and compares it with the pinned release. `reads`: the paths of its folder upgrade-plan
      * reads, all the package needs to carry of it (the chart with its crds/).
      */
-    previous: [{ version: 'v26.3.3', folder: 'gpu-operator-v26.3.3', reads: ['deployments/gpu-operator'] }],
+    previous: [{
+      version: 'v26.3.3',
+      folder: 'gpu-operator-v26.3.3',
+      reads: ['deployments/gpu-operator'],
+      /**
+       * The ClusterPolicy operand images of that release (its chart's values.yaml; the validator and the node status
+       * exporter are the operator image, tagged with the release): what an adopted ClusterPolicy names on a cluster that
+       * runs it (releases.gpuOperator). test/upstream compares every entry with the chart's own render.
+       */
+      images: {
+        validator: { repository: 'nvcr.io/nvidia', image: 'gpu-operator', version: 'v26.3.3' },
+        driver: { repository: 'nvcr.io/nvidia', image: 'driver', version: '580.126.20' },
+        driverManager: { repository: 'nvcr.io/nvidia/cloud-native', image: 'k8s-driver-manager', version: 'v0.11.0' },
+        toolkit: { repository: 'nvcr.io/nvidia/k8s', image: 'container-toolkit', version: 'v1.19.1' },
+        devicePlugin: { repository: 'nvcr.io/nvidia', image: 'k8s-device-plugin', version: 'v0.19.3' },
+        gfd: { repository: 'nvcr.io/nvidia', image: 'k8s-device-plugin', version: 'v0.19.3' },
+        dcgm: { repository: 'nvcr.io/nvidia/cloud-native', image: 'dcgm', version: '4.5.2-1-ubuntu22.04' },
+        dcgmExporter: { repository: 'nvcr.io/nvidia/k8s', image: 'dcgm-exporter', version: '4.5.3-4.8.2-distroless' },
+        migManager: { repository: 'nvcr.io/nvidia/cloud-native', image: 'k8s-mig-manager', version: 'v0.14.2' },
+        nodeStatusExporter: { repository: 'nvcr.io/nvidia', image: 'gpu-operator', version: 'v26.3.3' },
+      },
+    }],
   },
   /** NVIDIA Network Operator: chart, CRD and NicClusterPolicy component images. */
   networkOperator: {
@@ -62,7 +83,18 @@ export const VERSIONS = {
     /** DOCA driver container: its own tag (DOCA release), repository from spec.global. */
     docaDriver: { image: 'doca-driver', version: 'doca3.4.1-26.04-1.1.0.0-1' },
     /** The release before the pinned one, for upgrade-plan (as gpuOperator.previous; the chart with its crds/). */
-    previous: [{ version: '26.1.2', folder: 'network-operator-v26.1.2', reads: ['deployment/network-operator'] }],
+    previous: [{
+      version: '26.1.2',
+      folder: 'network-operator-v26.1.2',
+      reads: ['deployment/network-operator'],
+      /** Registry and tag of that release's component images (its chart's values.yaml tags them alike). */
+      global: { repository: 'nvcr.io/nvidia/mellanox', version: 'network-operator-v26.1.2' },
+      /**
+       * Its NicClusterPolicy CRD has no spec.global and requires repository and version on every component
+       * (deployment/network-operator/crds/ at the tag): an adopted NicClusterPolicy names them on each.
+       */
+      specGlobal: false,
+    }],
   },
   /** Kueue (CRDs v1beta2). */
   kueue: {

@@ -36,7 +36,8 @@ export interface MultiKueueFacts {
   /** MultiKueue's AdmissionChecks: name and MultiKueueConfig. */
   readonly admissionChecks: readonly { readonly name: string; readonly config?: string }[];
   readonly configs: readonly { readonly name: string; readonly clusters: readonly string[] }[];
-  readonly clusters: readonly { readonly name: string; readonly secret?: string; readonly clusterProfile?: string }[];
+  /** How the manager reaches each worker: its kubeconfig Secret (and the server the fleet names for it), or its ClusterProfile. */
+  readonly clusters: readonly { readonly name: string; readonly secret?: string; readonly server?: string; readonly clusterProfile?: string }[];
   /** Job integrations of the cluster's rendered Kueue configuration (a Kueue the toolkit installs); undefined: not rendered. */
   readonly frameworks?: readonly string[];
   /** The multiKueue block of that configuration (dispatcherName, gcInterval, origin, workerLostTimeout), as strings. */
@@ -114,6 +115,8 @@ export function multiKueueFacts(view: ClusterView): MultiKueueFacts | undefined 
       return {
         name: c.metadata.name,
         ...(kubeConfig && (kubeConfig.locationType ?? 'Secret') === 'Secret' && str(kubeConfig.location) ? { secret: str(kubeConfig.location) } : {}),
+        ...(kubeConfig && str(c.metadata.annotations?.[MULTIKUEUE.serverAnnotation])
+          ? { server: c.metadata.annotations![MULTIKUEUE.serverAnnotation] } : {}),
         ...(profile && str(profile.name) ? { clusterProfile: str(profile.name) } : {}),
       };
     }),
@@ -125,9 +128,14 @@ export function multiKueueFacts(view: ClusterView): MultiKueueFacts | undefined 
 
 /** The command that stores a worker's kubeconfig in its Secret on the manager (create or replace: it rotates the token too). */
 export function kubeconfigSecretCommand(manager: string, secret: string, worker: string): string {
+  // server-side, under a field manager of its own: a client-side apply (or kubectl's own manager, whose server-side
+  // applies the API server mirrors into an existing last-applied annotation) would keep a copy of the token there
   return `kubectl --context ${manager} -n ${NAMESPACES.kueue} create secret generic ${secret} --from-file=${MULTIKUEUE.kubeconfigKey}=${worker}.kubeconfig `
-    + `--dry-run=client -o yaml | kubectl --context ${manager} apply -f -`;
+    + `--dry-run=client -o yaml | kubectl --context ${manager} apply --server-side --force-conflicts --field-manager=${SECRET_FIELD_MANAGER} -f -`;
 }
+
+/** The field manager the fleet page's commands write a worker's kubeconfig Secret with. */
+export const SECRET_FIELD_MANAGER = 'gpu-cluster-manifests';
 
 /** What the fleet rules run over. */
 export interface FleetInput {

@@ -199,6 +199,13 @@ const UPGRADE_PLAN_OPTIONS = {
     help: 'the CRDs the cluster has now (kubectl get crd NAME -o yaml, with their status.storedVersions; files or folders, repeatable), in place of the old release\'s of the same kinds',
   },
   'to-crds': { type: 'string', multiple: true, value: 'PATH', help: 'CRDs to go to, in place of the pinned ones of the same kinds (repeatable); --from-crds and --to-crds without --config compare just those' },
+  'snapshot': {
+    ...CLUSTER_SOURCE_OPTIONS.snapshot,
+    help: 'plan from the cluster as a snapshot shows it: each component from the release it runs (its Deployment, else its CRD), its CRDs, adopted CRs and DaemonSets as they are',
+  },
+  'kubeconfig': { ...CLUSTER_SOURCE_OPTIONS.kubeconfig, help: 'plan from the live cluster (GET requests only, as preflight reads it) through this kubeconfig, as --snapshot plans from a snapshot' },
+  'context': CLUSTER_SOURCE_OPTIONS.context,
+  'timeout': CLUSTER_SOURCE_OPTIONS.timeout,
   'upstream': OPTIONS.upstream,
   'format': { ...OPTIONS.format, help: 'text (default: a summary, the blockers, maintenance windows, behaviour changes and warnings) or json (every finding, and the order as data: each step\'s objects, by file or render)' },
   'verbose': { ...OPTIONS.verbose, help: 'after the summary, every finding by section, the informational ones too, each with the files it read' },
@@ -209,7 +216,7 @@ const UPGRADE_PLAN_OPTIONS = {
 /** `upgrade-plan`: an upgrade planned from the real renders of both releases. */
 export const UPGRADE_PLAN: CommandSpec<typeof UPGRADE_PLAN_OPTIONS> = {
   name: 'upgrade-plan',
-  usage: `${PACKAGE_NAME} upgrade-plan --config FILE [--component gpu-operator|network-operator|kueue|all] [--from VERSION --to VERSION | --from-toolkit DIR]`,
+  usage: `${PACKAGE_NAME} upgrade-plan --config FILE [--component gpu-operator|network-operator|kueue|all] [--from VERSION --to VERSION | --from-toolkit DIR | --kubeconfig [PATH] | --snapshot FILE]`,
   summary: 'plan an operator upgrade (or one of the toolkit) from the real renders of both releases: CRD changes, re-validation, order, node and control-plane impact, defaults, ownership',
   description: 'Renders the cluster of --config at both ends with helm, from the vendored charts of the release it runs (--from, default the '
     + 'previous release the package carries) and of the pinned one (--to), and compares them in seven sections, each finding typed and naming '
@@ -221,7 +228,8 @@ export const UPGRADE_PLAN: CommandSpec<typeof UPGRADE_PLAN_OPTIONS> = {
     + 'policy as rendered; 5. webhooks whose pods roll, with their failurePolicy; 6. upstream defaults that changed and are not pinned here, '
     + 'pinned values now below them; 7. objects two Applications apply. --from-toolkit DIR plans the move from another installed version of '
     + 'the toolkit instead (its render of the same description). --from-crds/--to-crds put given CRDs in place of the vendored ones (a '
-    + 'cluster\'s own, with their storedVersions). Reads only: no cluster, nothing written.',
+    + 'cluster\'s own, with their storedVersions). --kubeconfig (or --snapshot) plans from what the cluster runs: each operator\'s release, '
+    + 'its CRDs, the CRs Argo CD adopted and the DaemonSets that run, never pods it does not run. Reads only: nothing written.',
   options: UPGRADE_PLAN_OPTIONS,
   failed: 'a blocker: the upgrade as rendered breaks something (the plan says what)',
 };

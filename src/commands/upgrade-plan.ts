@@ -8,12 +8,15 @@ import { defaultCacheDir } from '../cache/compiled-cache';
 import { EngineError, LAYER_PACKAGE, MIN_VERSIONS, resolveEngines } from '../engines';
 import { InputError, outputFormat } from '../errors';
 import { loadModels } from '../model/load-models';
+import { ClusterSource, clusterSource, normalizeKubeconfigArg, readClusterState } from '../preflight/command';
+import { runningReleases } from '../preflight/operator-releases';
+import { Manifest } from '../render/manifest';
 import { COMPONENTS, pinnedChart, previousReleases, releaseChart, sameVersion } from '../upgrade/components';
 import { userCrds } from '../upgrade/crd-sets';
 import { formatPlan } from '../upgrade/format';
 import { loadFromToolkit, LoadedToolkit } from '../upgrade/from-toolkit';
 import { planUpgrade, UpgradePlanFailed } from '../upgrade/plan';
-import { ComponentName, UPGRADE_COMPONENTS } from '../upgrade/types';
+import { ComponentName, LiveCluster, UPGRADE_COMPONENTS } from '../upgrade/types';
 
 /** The components of --component (default all); an unknown name is bad input. */
 function componentsOf(value: string | undefined): ComponentName[] {
@@ -30,7 +33,7 @@ const carried = (name: ComponentName) => [...previousReleases(COMPONENTS[name]).
  * that has no blocker, 1 with one (or when an engine fails: no plan from half the facts), 2 for bad input.
  */
 export async function runUpgradePlan(args: string[], io: Io = consoleIo): Promise<number> {
-  const { values } = parseArgs({ args, options: UPGRADE_PLAN.options, allowPositionals: false });
+  const { values } = parseArgs({ args: normalizeKubeconfigArg(args), options: UPGRADE_PLAN.options, allowPositionals: false });
   if (values.help) {
     io.out(commandHelp(UPGRADE_PLAN));
     return EXIT.ok;
@@ -44,6 +47,12 @@ export async function runUpgradePlan(args: string[], io: Io = consoleIo): Promis
     if (values['from-crds'] === undefined || values['to-crds'] === undefined) throw new InputError(`--${values['from-crds'] === undefined ? 'to' : 'from'}-crds without --config: name both --from-crds and --to-crds (or the description, --config FILE)`);
     const extra = (['component', 'from', 'to', 'from-toolkit'] as const).find((k) => values[k] !== undefined);
     if (extra) throw new InputError(`--${extra} needs the description of the cluster (--config FILE)`);
+  }
+  const reads = values.snapshot !== undefined || values.kubeconfig !== undefined;
+  if (reads) {
+    if (config === undefined) throw new InputError(`--${values.snapshot !== undefined ? 'snapshot' : 'kubeconfig'} needs the description of the cluster (--config FILE)`);
+    const extra = (['from', 'to', 'from-toolkit', 'from-crds'] as const).find((k) => values[k] !== undefined);
+    if (extra) throw new InputError(`--${extra} and --${values.snapshot !== undefined ? 'snapshot' : 'kubeconfig'}: the cluster tells what it runs; leave out --${extra}`);
   }
   const components = componentsOf(values.component);
   if ((values.from !== undefined || values.to !== undefined) && toolkitDir !== undefined) {
@@ -71,6 +80,8 @@ export async function runUpgradePlan(args: string[], io: Io = consoleIo): Promis
       throw e;
     });
   }
+  // the cluster as read: what it runs is the old end (read before anything is rendered: an unreachable one is one line at once)
+  const live = reads ? await liveCluster(clusterSource(values, 'upgrade-plan'), schemas, upstream) : undefined;
   let toolkit: LoadedToolkit | undefined;
   let result;
   const progress = progressOf(io.progress, 'upgrade-plan', undefined, values.quiet);
@@ -79,7 +90,17 @@ export async function runUpgradePlan(args: string[], io: Io = consoleIo): Promis
       : model ? `rendering ${components.join(', ')} at both releases with helm, and comparing them` : 'comparing the CRDs');
     toolkit = toolkitDir !== undefined && model ? await loadFromToolkit(toolkitDir, config!, model) : undefined;
     result = await planUpgrade({
-      model, components, from: values.from, to: values.to, fromToolkit: toolkit, fromCrds, toCrds, upstream, schemas, cacheDir: defaultCacheDir(),
+      model,
+      components,
+      from: values.from,
+      to: values.to,
+      fromToolkit: toolkit,
+      live,
+      fromCrds,
+      toCrds,
+      upstream,
+      schemas,
+      cacheDir: defaultCacheDir(),
     });
   } catch (e) {
     if (e instanceof UpgradePlanFailed) {
@@ -96,4 +117,23 @@ export async function runUpgradePlan(args: string[], io: Io = consoleIo): Promis
   else if (values.quiet) for (const f of plan.findings.filter((x) => x.severity === 'blocker')) io.err(`blocker: ${f.component}: ${f.subject}: ${f.message}`);
   else for (const l of formatPlan(plan, { verbose: values.verbose })) io.out(l);
   return plan.summary.blockers > 0 ? EXIT.failed : EXIT.ok;
+}
+
+/** A kind upgrade-plan reads besides what preflight always reads (the chart's DaemonSets that run). */
+const DAEMONSETS: Manifest = { apiVersion: 'apps/v1', kind: 'DaemonSet', metadata: { name: 'upgrade-plan' } };
+
+/**
+ * The cluster as upgrade-plan plans from it: read as preflight reads it (the CRDs, the operators' CRs and Deployments,
+ * and the DaemonSets), with the release each operator runs.
+ */
+export async function liveCluster(source: ClusterSource, schemas: string, upstream: string): Promise<LiveCluster> {
+  const state = await readClusterState(source, [DAEMONSETS]);
+  const running = runningReleases(state, { schemas, upstream });
+  const releases = Object.fromEntries(Object.entries(running).map(([key, r]) => [key, {
+    ...(r.version !== undefined ? { version: r.version } : {}),
+    evidence: r.evidence,
+    ...(r.deployment ? { namespace: r.deployment.namespace } : {}),
+    ...(r.deployment?.helm ? { helmRelease: r.deployment.helm.release } : {}),
+  }]));
+  return { source: state.source, objects: state.objects, releases };
 }

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { Document, isMap, isScalar, isSeq, Node as YamlNode } from 'yaml';
 import { judgeAddOns } from './add-ons';
@@ -6,9 +7,11 @@ import { valueAt } from '../json';
 import { Taint } from '../model/description';
 import { INIT_TODO, OPEN_TODO } from '../model/init-todos';
 import { KUEUE_DEFAULT_LOCAL_QUEUE, LABELS, NAMESPACES, RESOURCES, SERVICE_MONITOR_API, STORAGE_CLASSES } from '../model/names';
+import { pinnedRelease, RELEASE_KEYS, RELEASE_NAMES, releaseForm } from '../model/releases';
 import { MAX_GPUS_PER_NODE } from '../model/schema-types';
-import { PACKAGE_NAME, PACKAGE_ROOT } from '../paths';
+import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM, PACKAGE_NAME, PACKAGE_ROOT } from '../paths';
 import { allocatableAmount, gpuProduct, nicClusterPolicyDevices, nodeRoles, rdmaResources, readableAllocatable, taintKey, taintsOf } from '../preflight/nodes';
+import { runningReleases } from '../preflight/operator-releases';
 import { crdFacts, servesServiceMonitors } from '../preflight/reads';
 import { ClusterState } from '../preflight/state';
 import { summarize } from '../preflight/util';
@@ -21,6 +24,8 @@ export interface InitOptions {
   /** The repo is the checkout's remote origin, not a --repo given. */
   readonly repoFromOrigin?: boolean;
   readonly path?: string;
+  /** Where the vendored CRDs of the carried releases are (default: the toolkit's schemas and upstream installs). */
+  readonly roots?: { readonly schemas: string; readonly upstream: string };
 }
 
 /** Placeholders for what a cluster does not show; each is written with a `# TODO(init): ...` comment. */
@@ -252,12 +257,59 @@ export function describeCluster(state: ClusterState, opts: InitOptions): InitRes
   // Every pre-installed add-on judged against what this description renders (never a second copy of one the cluster runs).
   const judged = judgeAddOns(state, description);
   for (const [path, text] of judged.comments) comments.set(path, text);
+  // Then the release each operator still pre-installed runs: its CRs are rendered in that release's form.
+  const releases = operatorReleases(state, description, opts.roots ?? defaultRoots());
+  if (Object.keys(releases.values).length > 0) description.releases = releases.values;
+  for (const [path, text] of releases.comments) comments.set(path, text);
   // nodes in trouble at the time of the read: described as they are when well, and named
   const troubled = nodes.filter((n) => taintsOf(n).some(isTransient));
   const transient = [...new Set(troubled.flatMap((n) => taintsOf(n).filter(isTransient).map((t) => `${t.key}:${t.effect}`)))].sort();
   const inTrouble = troubled.length === 0 ? [] : [`node(s) ${nodeNames(troubled)} carry ${transient.join(', ')}, taints Kubernetes sets on a node in trouble `
     + 'and lifts when it recovers: described without them; see why (kubectl describe node) and run preflight once they are gone'];
   return { description, comments, todos: [...inTrouble, ...judged.todos] };
+}
+
+/** The toolkit's schemas and upstream installs (the vendored CRDs of every carried release), when they are there. */
+function defaultRoots(): { schemas: string; upstream: string } | undefined {
+  return existsSync(DEFAULT_SCHEMAS) ? { schemas: DEFAULT_SCHEMAS, upstream: DEFAULT_UPSTREAM } : undefined;
+}
+
+/**
+ * releases.<operator> of the operators the description leaves pre-installed: the release each runs, where its
+ * Deployment or its CRD tells (the evidence as the comment); the pinned release with a TODO where nothing tells or
+ * the cluster runs a release no carried form fits (preflight then says the same, blocking).
+ */
+function operatorReleases(state: ClusterState, description: Record<string, unknown>, roots: { schemas: string; upstream: string } | undefined): {
+  values: Record<string, string>; comments: Map<string, string>;
+} {
+  const values: Record<string, string> = {};
+  const comments = new Map<string, string>();
+  const running = runningReleases(state, roots);
+  const installs = (description.installs ?? {}) as Record<string, unknown>;
+  const infiniband = valueAt(description, 'network.infiniband') !== undefined;
+  for (const key of RELEASE_KEYS) {
+    if ((installs[key] ?? 'preinstalled') !== 'preinstalled') continue;
+    const r = running[key];
+    const name = RELEASE_NAMES[key];
+    const pinned = pinnedRelease(key).version;
+    const field = `releases.${key}`;
+    // a Network Operator whose NicClusterPolicy is not rendered (no InfiniBand): its release changes nothing
+    if (key === 'networkOperator' && !infiniband && r.version === undefined) continue;
+    const form = r.version === undefined ? undefined : releaseForm(key, r.version);
+    if (r.version !== undefined && form?.ok) {
+      values[key] = r.version;
+      comments.set(field, `from ${r.evidence}`);
+    } else if (r.version !== undefined && form && !form.ok) {
+      values[key] = pinned;
+      comments.set(field, `${OPEN_TODO} the cluster runs ${name} ${r.version} (${r.evidence}): ${form.message}. The pinned ${pinned} is written; `
+        + 'preflight blocks until the cluster runs a release this toolkit carries');
+    } else {
+      values[key] = pinned;
+      comments.set(field, `${OPEN_TODO} the ${name} release the cluster runs (${r.evidence}; its Deployment's image tag says it: kubectl get deployments -A -o wide); `
+        + `the pinned ${pinned} is assumed`);
+    }
+  }
+  return { values, comments };
 }
 
 /** The description as YAML, with the schema line, a header and the comments. */

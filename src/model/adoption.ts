@@ -1,5 +1,5 @@
 import type { ClusterDescription } from './description';
-import { ADOPTED_SYNC_OPTIONS, DASHBOARD, LABELS, NAMESPACES, SINGLETONS, STORAGE_CLASSES } from './names';
+import { ADOPTED_SYNC_OPTIONS, DASHBOARD, HELM, LABELS, NAMESPACES, SINGLETONS, STORAGE_CLASSES } from './names';
 
 /** One rendered object, by API group, kind, name and namespace (none: cluster-scoped). */
 export interface ObjectRef {
@@ -13,6 +13,12 @@ export interface ObjectRef {
 /** An object the Instant Cluster already runs and this toolkit takes over, with the reason. */
 export interface AdoptedObject extends ObjectRef {
   readonly why: string;
+  /**
+   * The operator's Helm release renders it too (the GPU Operator chart's `cluster-policy`): rendered with
+   * `helm.sh/resource-policy: keep`, so that the owner's `helm upgrade` that lets go of it (clusterPolicy.deployCR=false)
+   * or a `helm uninstall` leaves Argo CD's copy in place.
+   */
+  readonly helmRelease?: boolean;
 }
 
 /** A node port something outside the rendered tree already holds on the cluster. */
@@ -32,7 +38,7 @@ export interface AllocatedNodePort {
 export function adoptedObjects(d: ClusterDescription): AdoptedObject[] {
   const out: AdoptedObject[] = [];
   if (d.installs.gpuOperator === 'preinstalled') {
-    out.push({ group: 'nvidia.com', kind: 'ClusterPolicy', name: SINGLETONS.clusterPolicy, why: 'the pre-installed GPU Operator\'s Helm release created it' });
+    out.push({ group: 'nvidia.com', kind: 'ClusterPolicy', name: SINGLETONS.clusterPolicy, why: 'the pre-installed GPU Operator\'s Helm release created it', helmRelease: true });
   }
   if (d.network.infiniband && d.installs.networkOperator === 'preinstalled') {
     out.push({ group: 'mellanox.com', kind: 'NicClusterPolicy', name: d.networkOperator.nicClusterPolicyName, why: 'the Instant Cluster image applied it' });
@@ -85,8 +91,12 @@ export function parseSyncOptions(value: string | undefined): string[] {
  * The annotations that mark an object adopted: LABELS.adopted and the sync options of ADOPTED_SYNC_OPTIONS,
  * merged into the object's existing sync options (an existing `Prune=`/`Delete=` option is replaced).
  */
-export function adoptionAnnotations(existingSyncOptions: string | undefined): Record<string, string> {
+export function adoptionAnnotations(existingSyncOptions: string | undefined, adopted?: Pick<AdoptedObject, 'helmRelease'>): Record<string, string> {
   const keys = new Set(ADOPTED_SYNC_OPTIONS.map((o) => o.split('=')[0]));
   const kept = parseSyncOptions(existingSyncOptions).filter((o) => !keys.has(o.split('=')[0]));
-  return { [LABELS.adopted]: 'true', [LABELS.syncOptions]: [...kept, ...ADOPTED_SYNC_OPTIONS].join(',') };
+  return {
+    [LABELS.adopted]: 'true',
+    [LABELS.syncOptions]: [...kept, ...ADOPTED_SYNC_OPTIONS].join(','),
+    ...(adopted?.helmRelease ? { [HELM.resourcePolicy]: HELM.keep } : {}),
+  };
 }

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { DASHBOARD, KUEUE_DEFAULT_LOCAL_QUEUE, LABELS, NAMESPACES, SINGLETONS, STORAGE_CLASSES, TENANCY } from './names';
 import { formatBytes, formatMillis, parseQuantity } from './quantity';
+import { carriedReleases, RELEASE_KEYS, RELEASE_NAMES, ReleaseKey, releaseForm, previousEntry } from './releases';
 import { VERSIONS } from '../versions';
 import {
   absolutePath, dnsLabel, dnsSubdomain, envVar, exactMemoryTotal, gitRepoUrl, gitRevision, gpuCount, gpusPerNode, installMode, intRange,
@@ -291,6 +292,23 @@ const installs = z.strictObject({
     .describe('NVIDIA Dynamo platform (dynamo-platform chart): "none" (not used), "preinstalled" (the cluster already runs it), "managed" (installed here through Argo CD). Its serving samples render with tutorials.dynamo.enabled.'),
 }).prefault({}).describe('Who installs each add-on: "preinstalled" (the Instant Cluster image) or "managed" (rendered here, synced by Argo CD).');
 
+const carried = (key: ReleaseKey) => carriedReleases(key).map((r) => r.version).join(', ');
+
+/** The release a pre-installed operator runs: its tag or chart version. */
+const operatorRelease = (key: ReleaseKey, what: string) => z.string({ error: 'expected a release such as "v26.3.3" or "26.1.2"' })
+  .optional()
+  .describe(`The ${RELEASE_NAMES[key]} release the cluster runs (installs.${key}: preinstalled), as init reads it: ${what}. Its CRs are rendered in the form that `
+    + `release's CRD accepts, with that release's images: this toolkit carries ${carried(key)} (a patch release renders as its minor release). Unset: the pinned `
+    + `release (${carriedReleases(key).find((r) => r.pinned)!.version}), whose CRs a cluster still running an older one refuses (preflight compares it with the `
+    + 'cluster; upgrade-plan plans the upgrade to the pinned release).');
+
+const releases = z.strictObject({
+  gpuOperator: operatorRelease('gpuOperator', 'the tag of its Deployment\'s image (gpu-operator), else the ClusterPolicy CRD the cluster serves'),
+  networkOperator: operatorRelease('networkOperator', 'the tag of its Deployment\'s image, else the NicClusterPolicy CRD the cluster serves'),
+  kueue: operatorRelease('kueue', 'the tag of its controller manager\'s image'),
+}).prefault({}).describe('The releases of the pre-installed operators (init writes them from the cluster): the adopted ClusterPolicy and NicClusterPolicy are '
+  + 'rendered in the form each release accepts.');
+
 const gpuOperator = z.strictObject({
   driver: installMode().default('preinstalled').describe('"preinstalled": the node image ships the driver (driver.enabled=false); "managed": the operator runs driver containers.'),
   toolkit: installMode().default('preinstalled').describe('"preinstalled": the node image ships the container toolkit (toolkit.enabled=false); "managed": the operator installs it.'),
@@ -506,6 +524,7 @@ export const ClusterDescriptionSchema = z.strictObject({
   samples,
   tutorials,
   installs,
+  releases,
   gpuOperator,
   networkOperator,
   nodeFeatureDiscovery,
@@ -659,6 +678,26 @@ export const ClusterDescriptionSchema = z.strictObject({
         }
       });
     }
+  }
+  for (const key of RELEASE_KEYS) {
+    const given = d.releases[key];
+    if (given === undefined) continue;
+    if (d.installs[key] === 'managed') {
+      ctx.addIssue({ code: 'custom', path: ['releases', key], message: `installs.${key} is "managed": this toolkit installs the pinned ${RELEASE_NAMES[key]} release; leave releases.${key} out` });
+      continue;
+    }
+    const form = releaseForm(key, given);
+    if (!form.ok) ctx.addIssue({ code: 'custom', path: ['releases', key], message: form.message });
+  }
+  const nicRelease = d.releases.networkOperator === undefined ? undefined : releaseForm('networkOperator', d.releases.networkOperator);
+  if (d.networkOperator.docaDriver && nicRelease?.ok && !nicRelease.release.pinned
+    && !previousEntry<{ docaDriver: object }>('networkOperator', nicRelease.release.version)?.docaDriver) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['networkOperator', 'docaDriver'],
+      message: `this toolkit does not carry the DOCA driver release that Network Operator ${nicRelease.release.version} (releases.networkOperator) runs: `
+        + 'upgrade the operator first (upgrade-plan --component network-operator), or keep the driver on the node image',
+    });
   }
   if (d.networkOperator.nicClusterPolicyName !== SINGLETONS.nicClusterPolicy) {
     ctx.addIssue({

@@ -25,12 +25,19 @@ const worker = z.strictObject({
   kubeconfigSecret: dnsSubdomain().optional()
     .describe('Name of the Secret in the manager\'s Kueue namespace (kueue-system) whose key `kubeconfig` holds the kubeconfig the manager reaches this worker with. '
       + 'Only the name: the Secret is created by hand (dist/fleet/README.md gives the commands) and never rendered. Exactly one of kubeconfigSecret and clusterProfile.'),
+  server: z.url({ protocol: /^https$/, error: 'expected the https:// address of the worker\'s API server, as the manager\'s pods reach it' }).optional()
+    .describe('The worker\'s API server as the manager\'s pods reach it (https://host:port: an address routable from the manager\'s pod network, often not '
+      + 'the one in an administrator\'s kubeconfig, such as a bastion or a local tunnel), written into the kubeconfig of its Secret (kubeconfigSecret only). '
+      + 'Unset: the fleet page\'s commands take the worker context\'s own server and say to check it.'),
   clusterProfile: dnsSubdomain().optional()
     .describe('Name of the ClusterProfile (multicluster.x-k8s.io, in kueue-system on the manager, kept by your cluster inventory) the manager reaches this worker through; '
       + 'switches on Kueue\'s MultiKueueClusterProfile feature gate (alpha in v0.19) and needs multiKueue.clusterProfile.accessProviders and installs.kueue: managed on the manager.'),
 }).superRefine((w, ctx) => {
   if ((w.kubeconfigSecret === undefined) === (w.clusterProfile === undefined)) {
     ctx.addIssue({ code: 'custom', path: [], message: 'give exactly one of kubeconfigSecret (a Secret name) and clusterProfile (a ClusterProfile name): how the manager reaches this worker' });
+  }
+  if (w.server !== undefined && w.kubeconfigSecret === undefined) {
+    ctx.addIssue({ code: 'custom', path: ['server'], message: 'the server goes into a kubeconfig Secret: only with kubeconfigSecret (a ClusterProfile names its own)' });
   }
 });
 

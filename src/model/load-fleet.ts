@@ -196,7 +196,9 @@ export function multiKueueRoles(
     role: 'manager',
     workers: mk.workers.map((w) => ({
       cluster: w.cluster,
-      ...(w.kubeconfigSecret ? { kubeconfigSecret: w.kubeconfigSecret } : { clusterProfile: w.clusterProfile! }),
+      ...(w.kubeconfigSecret
+        ? { kubeconfigSecret: w.kubeconfigSecret, ...(w.server ? { server: w.server } : {}) }
+        : { clusterProfile: w.clusterProfile! }),
     })),
     groups,
     queues,

@@ -4,6 +4,7 @@ import { GpuProductFacts, gpuProductFacts } from './gpu-products';
 import { MultiKueueRole } from './multikueue-role';
 import { KUEUE_DEFAULT_LOCAL_QUEUE, LABELS, MANAGED_BY, NAMESPACES, RESOURCES, SERVICE_MONITOR_API } from './names';
 import { floorToMebibytes, formatBytes, formatMillis, parseMillis, parseQuantity } from './quantity';
+import { CarriedRelease, pinnedRelease, RELEASE_KEYS, ReleaseKey, releaseForm } from './releases';
 
 /** A Kubernetes toleration, in the shape of the core API (plain data, usable by every construct). */
 export interface TolerationSpec {
@@ -159,6 +160,11 @@ export interface ClusterModel {
     readonly defaultPriority?: PriorityModel;
   };
   readonly tenants: readonly TenantModel[];
+  /**
+   * The release each operator's CRs are rendered for: the pinned one for a managed install and where releases.<key> is
+   * unset, else the carried release of the one the description names (releases.ts).
+   */
+  readonly releases: Readonly<Record<ReleaseKey, CarriedRelease>>;
   /** Objects the cluster already runs that rendered objects of the same name take over (see adoption.ts). */
   readonly adopted: readonly AdoptedObject[];
   /** Node ports held by objects outside the rendered tree (the pre-installed Dashboard's). */
@@ -433,6 +439,7 @@ export function buildModel(d: ClusterDescription): ClusterModel {
       defaultPriority: priorities.find((p) => p.default),
     },
     tenants,
+    releases: Object.fromEntries(RELEASE_KEYS.map((key) => [key, renderedRelease(d, key)])) as Record<ReleaseKey, CarriedRelease>,
     adopted: adoptedObjects(d),
     allocatedNodePorts: allocatedNodePorts(d),
     argocd: d.gitops.argocd ?? (d.gitops.destinationServer === IN_CLUSTER_SERVER ? 'managed' : 'external'),
@@ -440,4 +447,13 @@ export function buildModel(d: ClusterDescription): ClusterModel {
     servedApiVersions: d.monitoring.serviceMonitorCrd ? [`${SERVICE_MONITOR_API.group}/${SERVICE_MONITOR_API.version}`] : [],
     admissionPolicies: Number(d.kubernetesVersion.split('.')[1]) >= ADMISSION_POLICY_MINOR,
   };
+}
+
+/** The release an operator's CRs are rendered for (the description validated it). */
+function renderedRelease(d: ClusterDescription, key: ReleaseKey): CarriedRelease {
+  const given = d.releases[key];
+  if (given === undefined || d.installs[key] === 'managed') return pinnedRelease(key);
+  const form = releaseForm(key, given);
+  if (!form.ok) throw new Error(`releases.${key}: ${form.message}`);
+  return form.release;
 }

@@ -11,6 +11,8 @@ export interface WorkerLink {
   readonly cluster: string;
   /** Secret in the manager's Kueue namespace, key `kubeconfig`. */
   readonly kubeconfigSecret?: string;
+  /** The worker's API server as the manager reaches it (fleet.yaml), for the Secret's kubeconfig. */
+  readonly server?: string;
   /** ClusterProfile in the manager's Kueue namespace. */
   readonly clusterProfile?: string;
 }

@@ -32,6 +32,8 @@ export const LABELS = {
   partOf: 'app.kubernetes.io/part-of',
   component: 'app.kubernetes.io/component',
   name: 'app.kubernetes.io/name',
+  /** The release of the application an object belongs to (Helm charts set it to the chart's appVersion). */
+  version: 'app.kubernetes.io/version',
   /** Marks tenant namespaces (and names the tenant). */
   tenant: 'gpu-cluster.dev/tenant',
   defaultStorageClass: 'storageclass.kubernetes.io/is-default-class',
@@ -62,6 +64,19 @@ export const LABELS = {
    * (adopts): Argo CD must never delete it (see ADOPTED_SYNC_OPTIONS).
    */
   adopted: 'gpu-cluster.dev/adopted',
+} as const;
+
+/**
+ * What Helm writes on the objects of a release, and the annotation it honours: an object whose live copy says
+ * `helm.sh/resource-policy: keep` is left in place when an upgrade or uninstall of its release would delete it.
+ */
+export const HELM = {
+  resourcePolicy: 'helm.sh/resource-policy',
+  keep: 'keep',
+  releaseName: 'meta.helm.sh/release-name',
+  releaseNamespace: 'meta.helm.sh/release-namespace',
+  /** `<chart>-<version>` on the objects of most charts' templates. */
+  chart: 'helm.sh/chart',
 } as const;
 
 /**
@@ -126,6 +141,8 @@ export const MULTIKUEUE = {
   managerLabel: 'gpu-cluster.dev/multikueue-manager',
   /** On the manager's kubeconfig reader Role: the worker kubeconfig Secrets it may read, comma-separated. */
   kubeconfigSecretsAnnotation: 'gpu-cluster.dev/kubeconfig-secrets',
+  /** On a MultiKueueCluster reached through a kubeconfig Secret: the worker API server's address as the manager reaches it (fleet.yaml). */
+  serverAnnotation: 'gpu-cluster.dev/worker-server',
   /** The kind a cluster inventory keeps per worker, which the manager reaches ClusterProfile workers through. */
   clusterProfile: { group: 'multicluster.x-k8s.io', kind: 'ClusterProfile', crd: 'clusterprofiles.multicluster.x-k8s.io' },
 } as const;

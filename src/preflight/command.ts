@@ -5,6 +5,7 @@ import { LiveOptions, readLive } from './live';
 import type { CrdFileOf } from './remedies';
 import { readSnapshot } from './snapshot';
 import { ClusterState } from './state';
+import { defaultCacheDir } from '../cache/compiled-cache';
 import { consoleIo, EXIT, Io } from '../commands/io';
 import { commandHelp } from '../commands/options';
 import { progressOf } from '../commands/progress';
@@ -89,7 +90,7 @@ export function runPreflight(argv: string[], io: Io = consoleIo): number | Promi
   const [model] = loadModels([values.config]);
   const cluster = renderModel(model);
   const report = (state: ClusterState): number => {
-    const findings = preflight(cluster, state, undefined, { crdFileOf: crdFiles() });
+    const findings = preflight(cluster, state, undefined, { crdFileOf: crdFiles(), cacheDir: defaultCacheDir() });
     const errors = findings.filter((f) => f.severity === 'error').length;
     if (format === 'json') {
       const summary = { cluster: model.name, source: state.source, objects: state.objects.length, errors, warnings: findings.length - errors };

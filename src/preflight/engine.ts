@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { API_RULES } from './apis';
 import { ARGOCD_RULES } from './argocd';
 import { DRIFT_RULES } from './drift';
@@ -6,18 +7,20 @@ import { IMMUTABLE_RULES } from './immutable';
 import { STATE_RULES } from './incomplete';
 import { ISOLATION_RULES } from './isolation';
 import { QUOTA_RULES } from './quota';
+import { RELEASE_RULES } from './releases';
 import type { CrdFileOf } from './remedies';
 import { PreflightContext, PreflightFinding, PreflightRule, RenderedObject } from './rule';
 import { ClusterState } from './state';
 import { TAKEOVER_RULES } from './takeover';
 import { printable } from '../errors';
 import { valueAt } from '../json';
+import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../paths';
 import { RenderedCluster, RenderedFolder } from '../render/manifest';
 
 /** Every preflight rule, by family. */
 export const PREFLIGHT_RULES: readonly PreflightRule[] = [
-  ...STATE_RULES, ...IMMUTABLE_RULES, ...QUOTA_RULES, ...API_RULES, ...DRIFT_RULES, ...FOREIGN_CONFIG_RULES, ...TAKEOVER_RULES, ...ARGOCD_RULES,
-  ...ISOLATION_RULES,
+  ...STATE_RULES, ...IMMUTABLE_RULES, ...QUOTA_RULES, ...API_RULES, ...RELEASE_RULES, ...DRIFT_RULES, ...FOREIGN_CONFIG_RULES, ...TAKEOVER_RULES,
+  ...ARGOCD_RULES, ...ISOLATION_RULES,
 ];
 
 /** Whether a folder's kustomization lists only files of the folder: what it syncs is exactly its rendered objects. */
@@ -49,10 +52,14 @@ function applicationsOf(cluster: RenderedCluster): Map<string, string> {
 
 /** Compares a rendered cluster with a cluster state; findings in rule order. */
 export function preflight(
-  cluster: RenderedCluster, state: ClusterState, rules: readonly PreflightRule[] = PREFLIGHT_RULES, options: { readonly crdFileOf?: CrdFileOf } = {},
+  cluster: RenderedCluster, state: ClusterState, rules: readonly PreflightRule[] = PREFLIGHT_RULES,
+  options: Pick<PreflightContext, 'crdFileOf' | 'roots' | 'cacheDir'> = {},
 ): PreflightFinding[] {
   const rendered: RenderedObject[] = cluster.folders.flatMap((f) => f.objects.map((manifest) => ({ folder: f.folder, manifest })));
-  const ctx: PreflightContext = { model: cluster.model, rendered, state, applications: applicationsOf(cluster), crdFileOf: options.crdFileOf };
+  const roots = options.roots ?? (existsSync(DEFAULT_SCHEMAS) ? { schemas: DEFAULT_SCHEMAS, upstream: DEFAULT_UPSTREAM } : undefined);
+  const ctx: PreflightContext = {
+    model: cluster.model, rendered, state, applications: applicationsOf(cluster), crdFileOf: options.crdFileOf, roots, cacheDir: options.cacheDir,
+  };
   return rules.flatMap((r) => r.check(ctx));
 }
 

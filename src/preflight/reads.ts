@@ -39,11 +39,15 @@ export const BUILT_IN_RESOURCES: readonly Omit<ListRead, 'namespace'>[] = [
   { group: 'networking.k8s.io', version: 'v1', kind: 'NetworkPolicy', plural: 'networkpolicies', namespaced: true },
 ];
 
-/** Lists every rule needs, besides the rendered kinds: nodes, CRDs, StorageClasses, PriorityClasses, Services. */
+/**
+ * Lists every rule needs, besides the rendered kinds: nodes, CRDs, StorageClasses, PriorityClasses, Services, and the
+ * Deployments (the pre-installed operators' releases: their images).
+ */
 const BASE_KINDS: readonly { group: string; kind: string }[] = [
   { group: '', kind: 'Node' },
   { group: '', kind: 'Namespace' },
   { group: '', kind: 'Service' },
+  { group: 'apps', kind: 'Deployment' },
   { group: 'apiextensions.k8s.io', kind: 'CustomResourceDefinition' },
   { group: 'storage.k8s.io', kind: 'StorageClass' },
   { group: 'scheduling.k8s.io', kind: 'PriorityClass' },

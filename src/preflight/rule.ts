@@ -44,9 +44,17 @@ export interface PreflightContext {
   readonly applications: ReadonlyMap<string, string>;
   /** The CRD file of a kind in the toolkit's schema folder, for a fix that installs one CRD (absent: no such fix). */
   readonly crdFileOf?: CrdFileOf;
+  /**
+   * The toolkit's schema folder and upstream installs: the vendored CRDs of every release it carries, which tell an
+   * operator's release from the CRD a cluster serves, and the core definitions a custom resource is validated with
+   * (absent: the release rules read the cluster's Deployments only, and no rendered CR is validated).
+   */
+  readonly roots?: { readonly schemas: string; readonly upstream: string };
+  /** The cache folder of compiled validators (absent: compiled in memory). */
+  readonly cacheDir?: string;
 }
 
-export type PreflightFamily = 'state' | 'immutable' | 'quota' | 'api' | 'drift' | 'foreign-config' | 'takeover';
+export type PreflightFamily = 'state' | 'immutable' | 'quota' | 'api' | 'release' | 'drift' | 'foreign-config' | 'takeover';
 
 /** A preflight rule: an id, its family, what it looks for, and the check. */
 export interface PreflightRule {

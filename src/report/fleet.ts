@@ -63,34 +63,45 @@ function quotaTable(fleet: Fleet, m: MultiKueueFacts): string {
   return table(['ClusterQueue', 'LocalQueues', 'AdmissionCheck', 'workers in dispatch order (their GPUs)', `${code(RESOURCES.gpu)} at the manager`, 'CPU', 'memory'], rows);
 }
 
-/** The commands that register one worker reached through a kubeconfig Secret. */
-function secretRegistration(m: MultiKueueFacts, worker: string, secret: string): string {
+/** The commands that register one worker reached through a kubeconfig Secret (`server`: fleet.yaml's address of it). */
+function secretRegistration(m: MultiKueueFacts, worker: string, secret: string, server: string | undefined): string {
   const sa = workerIdentityName(m.cluster);
   const ns = NAMESPACES.kueue;
+  const kc = `KUBECONFIG=${worker}.kubeconfig kubectl config`;
   return [
     '```sh',
     `# on the worker: a token of the identity rendered for ${m.cluster} (dist/${worker}/multikueue/), valid for ${REGISTRATION_TOKEN_DURATION}`,
     `TOKEN=$(kubectl --context ${worker} -n ${ns} create token ${sa} --duration=${REGISTRATION_TOKEN_DURATION})`,
-    '# a kubeconfig with the worker\'s API server and CA written in (Kueue refuses CA files, tokenFile, exec plugins and insecure TLS)',
-    `kubectl --context ${worker} config view --minify --flatten -o jsonpath='{.clusters[0].cluster.certificate-authority-data}' | base64 -d > ${worker}-ca.crt`,
-    `KUBECONFIG=${worker}.kubeconfig kubectl config set-cluster ${worker} --embed-certs --certificate-authority=${worker}-ca.crt \\`,
-    `  --server="$(kubectl --context ${worker} config view --minify -o jsonpath='{.clusters[0].cluster.server}')"`,
-    `KUBECONFIG=${worker}.kubeconfig kubectl config set-credentials ${sa} --token="$TOKEN"`,
-    `KUBECONFIG=${worker}.kubeconfig kubectl config set-context ${worker} --cluster=${worker} --user=${sa}`,
-    `KUBECONFIG=${worker}.kubeconfig kubectl config use-context ${worker}`,
-    `# on the manager: the Secret MultiKueueCluster ${worker} names, created or replaced`,
+    ...(server !== undefined
+      ? [`# the worker's API server as ${m.cluster}'s pods reach it (workers[].server of ${FLEET_FILE})`, `SERVER=${server}`]
+      : [`# the API server this kubeconfig reaches ${worker} at: ${m.cluster}'s pods must reach it too (else set workers[].server in ${FLEET_FILE})`,
+        `SERVER="$(kubectl --context ${worker} config view --minify -o jsonpath='{.clusters[0].cluster.server}')"`]),
+    '# the worker\'s CA, written in when its kubeconfig has one (a private CA); with none (a public CA) Kueue trusts its container\'s CAs.',
+    '# Kueue refuses CA files, tokenFile, exec plugins and insecure TLS: everything is written into the kubeconfig.',
+    `CA="$(kubectl --context ${worker} config view --minify --flatten -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')"`,
+    `${kc} set-cluster ${worker} --server="$SERVER"`,
+    `if [ -n "$CA" ]; then printf '%s' "$CA" | base64 -d > ${worker}-ca.crt && ${kc} set-cluster ${worker} --embed-certs --certificate-authority=${worker}-ca.crt; fi`,
+    `${kc} set-credentials ${sa} --token="$TOKEN"`,
+    `${kc} set-context ${worker} --cluster=${worker} --user=${sa}`,
+    `${kc} use-context ${worker}`,
+    `# on the manager: the Secret MultiKueueCluster ${worker} names, created or replaced server-side (no copy of the token in an annotation)`,
     kubeconfigSecretCommand(m.cluster, secret, worker),
-    `rm ${worker}.kubeconfig ${worker}-ca.crt`,
+    '# a copy of an older token that a client-side apply left in the Secret\'s last-applied annotation, removed (nothing when there is none)',
+    `kubectl --context ${m.cluster} -n ${ns} annotate secret ${secret} ${LAST_APPLIED}-`,
+    `rm -f ${worker}.kubeconfig ${worker}-ca.crt`,
     `kubectl --context ${m.cluster} get multikueuecluster ${worker}   # CONNECTED: True`,
     '```',
   ].join('\n');
 }
 
+/** The annotation `kubectl apply` (client-side) keeps the whole applied object in. */
+const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
+
 function registration(m: MultiKueueFacts): string {
   const out: string[] = [];
   for (const c of m.clusters) {
     if (c.secret !== undefined) {
-      out.push(`### ${c.name}: Secret ${code(`${NAMESPACES.kueue}/${c.secret}`)} on ${m.cluster}`, '', secretRegistration(m, c.name, c.secret), '');
+      out.push(`### ${c.name}: Secret ${code(`${NAMESPACES.kueue}/${c.secret}`)} on ${m.cluster}`, '', secretRegistration(m, c.name, c.secret, c.server), '');
     } else if (c.clusterProfile !== undefined) {
       out.push(`### ${c.name}: ClusterProfile ${code(`${NAMESPACES.kueue}/${c.clusterProfile}`)} on ${m.cluster}`, '',
         `Nothing to create here: your cluster inventory (a cloud provider's fleet, Open Cluster Management) keeps ClusterProfile ${code(c.clusterProfile)} in `

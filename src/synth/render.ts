@@ -28,8 +28,9 @@ function markAdopted(chart: Chart, model: ClusterModel): void {
   for (const child of chart.node.findAll()) {
     if (!(child instanceof ApiObject)) continue;
     const ref = { apiVersion: child.apiVersion, kind: child.kind, metadata: { name: child.name, namespace: child.metadata.namespace } };
-    if (!model.adopted.some((a) => refersTo(a, ref))) continue;
-    for (const [k, v] of Object.entries(adoptionAnnotations(syncOptionsOf(child)))) child.metadata.addAnnotation(k, v);
+    const adopted = model.adopted.find((a) => refersTo(a, ref));
+    if (!adopted) continue;
+    for (const [k, v] of Object.entries(adoptionAnnotations(syncOptionsOf(child), adopted))) child.metadata.addAnnotation(k, v);
   }
 }
 

@@ -34,3 +34,24 @@ export function webhookGuards(chartDir: string): string[] {
   }
   return [...out].sort();
 }
+
+/**
+ * The values that switch a chart's template of an object on: the `.Values.x.y` of each `if` before the `kind:` line of
+ * the document that renders `kind` named `name` (the GPU Operator v26.7 chart's `clusterPolicy.deployCR` around its
+ * `cluster-policy`). Empty when no template guards it (the v26.3 chart always renders it) or none renders it.
+ */
+export function objectGuards(chartDir: string, kind: string, name: string): string[] {
+  const out = new Set<string>();
+  const kindLine = new RegExp(`^kind:\\s*${kind}\\s*$`, 'm');
+  const nameLine = new RegExp(`^\\s+name:\\s*["']?${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}["']?\\s*$`, 'm');
+  for (const f of chartFiles(path.join(chartDir, 'templates'))) {
+    if (!/\.(ya?ml|tpl)$/.test(f)) continue;
+    const text = readFileSync(path.join(chartDir, 'templates', f), 'utf8');
+    for (const doc of text.split(/^---\s*$/m)) {
+      const at = doc.search(kindLine);
+      if (at < 0 || !nameLine.test(doc.slice(at))) continue;
+      for (const m of doc.slice(0, at).matchAll(/\{\{-?\s*if\s+(?:and\s+)?\(?\s*\.Values\.([\w.]+)/g)) out.add(m[1]);
+    }
+  }
+  return [...out].sort();
+}

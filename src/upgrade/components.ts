@@ -36,6 +36,8 @@ export interface UpgradeComponent {
    * built-in defaults for it are src/upstream/facts/<release folder>/config-defaults.json.
    */
   readonly configFile?: { readonly value: string };
+  /** The vendored Go file of the manager's feature gates (src/upstream/vendored/<release folder>/<featureGates>). */
+  readonly featureGates?: string;
 }
 
 const KERNEL_MODULE = 'the new image restarts the pod that loads the kernel module: it is unloaded and loaded again, every GPU pod of the node must go first (drain)';
@@ -102,6 +104,7 @@ export const COMPONENTS: Readonly<Record<ComponentName, UpgradeComponent>> = {
     installName: 'kueue-install',
     schemaFolder: 'kueue',
     configFile: { value: 'managerConfig.controllerManagerConfigYaml' },
+    featureGates: 'pkg/features/kube_features.go',
   },
 };
 

@@ -68,6 +68,12 @@ export function readBuiltInDefaults(text: string, release: string, name: string)
   return { file: name, values: flatten(configuration), sections: new Set(sections) };
 }
 
+/** What a section of the manager's configuration does once it is on, for the finding that says it turns on. */
+const SECTION_EFFECTS: Readonly<Record<string, string>> = {
+  waitForPodsReady: 'Kueue evicts and requeues an admitted Workload whose pods are not all ready within timeout, and a running one whose pods '
+    + 'stop being ready for recoveryTimeout (a node lost, an image pull stuck), with the backoff of requeuingStrategy',
+};
+
 /** One end of the comparison: the chart's default values, and a configuration file's built-in defaults. */
 export interface DefaultsSide {
   readonly version: string;
@@ -200,7 +206,7 @@ function configFileDefaults(
       path: label(section),
       from: 'off',
       to: 'on',
-      message: `on by default from ${to.version} (built in${settings.length > 0 ? `: ${settings.join(', ')}` : ''}; off before)`
+      message: `on by default from ${to.version} (built in${settings.length > 0 ? `: ${settings.join(', ')}` : ''}; off before)${SECTION_EFFECTS[section] ? `: ${SECTION_EFFECTS[section]}` : ''}`
         + (p ? ', configured here' : own !== undefined ? ', and this description\'s configuration does not set it: it is on in the cluster after the upgrade' : ''),
       files: builtInFiles,
     });

@@ -6,27 +6,30 @@ import { COMPONENTS, pinnedChart, previousReleases, releaseChart, sameVersion, U
 import { BUILT_IN_DEFAULTS_FILE, configDefaults, DefaultsSide, readBuiltInDefaults } from './config-defaults';
 import { addedCrd, Crd, crdKey, crdOf, diffCrd, removedCrd } from './crd-diff';
 import { overridden, packagedCrds, yamlFiles } from './crd-sets';
+import { featureGateFindings, gatesSet, parseFeatureGates } from './feature-gates';
 import { ChartSide, daemonSetRolls, OperatorCr, operandImpact, webhookImpact } from './impact';
 import { OrderObjects, planOrder } from './order';
-import { ApplicationObjects, ownership } from './ownership';
+import { ApplicationObjects, helmOwnership, ownership } from './ownership';
 import { CrdSetValidator, CrResult, RenderedCr } from './revalidate';
-import { ComponentChange, ComponentName, ComponentOrder, Finding, SECTIONS, UpgradePlan } from './types';
+import { ComponentChange, ComponentName, ComponentOrder, Finding, LiveCluster, SECTIONS, UpgradePlan } from './types';
 import { ClusterView } from '../check/cluster-view';
 import { ARGO } from '../check/gitops';
 import { renderClusterSources } from '../check/renders';
 import { EngineOptions, resolveEngines } from '../engines';
 import { InputError } from '../errors';
-import { setValueAt, valueAt } from '../json';
-import { ClusterModel } from '../model/model';
+import { isJsonObject, setValueAt, valueAt } from '../json';
+import { buildModel, ClusterModel, withMultiKueue } from '../model/model';
 import { NAMESPACES, syncWave } from '../model/names';
-import { UPSTREAM_FACTS_DIR } from '../paths';
-import { apiGroup, Manifest, manifestFileName } from '../render/manifest';
+import { releaseForm } from '../model/releases';
+import { UPSTREAM_FACTS_DIR, VENDORED_DIR } from '../paths';
+import { apiGroup, describeObject, Manifest, manifestFileName } from '../render/manifest';
 import { renderCluster } from '../synth/render';
 import { VendoredChart } from '../upstream/releases';
 import { ClusterRenders, renderApplications, RenderedSource } from '../upstream/render';
 import { RenderSession } from '../upstream/render-session';
 import { withDefaults } from '../validate/defaults';
 import { SchemaStore } from '../validate/schemas';
+import { VERSIONS } from '../versions';
 
 /** The plan cannot be made: an engine or a chart failed (fail closed: no plan from half the facts). Exit 1. */
 export class UpgradePlanFailed extends Error {
@@ -53,6 +56,11 @@ export interface PlanOptions {
   readonly from?: string;
   readonly to?: string;
   readonly fromToolkit?: FromToolkit;
+  /**
+   * The cluster as read (--kubeconfig, --snapshot): each component goes from the release it runs, and the old end is
+   * what the cluster holds (its CRDs, the adopted CRs, the DaemonSets that run), not the chart's defaults.
+   */
+  readonly live?: LiveCluster;
   /** CRDs the cluster has now / is to get, in place of the vendored ones of the same kinds (or only these, without a description). */
   readonly fromCrds?: readonly Crd[];
   readonly toCrds?: readonly Crd[];
@@ -156,23 +164,48 @@ export async function planUpgrade(opts: PlanOptions): Promise<PlanResult> {
     return { plan: assemble({ mode: 'crds', roots: roots.roots, findings, orders, changes, notes }), manifests: objects.manifests };
   }
 
-  const model = opts.model;
+  const described = opts.model;
   const engines = await resolveEngines(opts.engines);
   const session = new RenderSession(opts.cacheDir);
-  const cluster = renderCluster(model);
-  const toView: ClusterView = { name: cluster.name, model, folders: cluster.folders.map((f) => ({ folder: f.folder, objects: f.objects })) };
-  const installName = (c: UpgradeComponent) => `${model.name}-${c.installName}`;
+  const installName = (c: UpgradeComponent) => `${described.name}-${c.installName}`;
+  const live = opts.live;
 
-  // the versions of each planned component
-  const planned = opts.components.map((name) => {
+  // the versions of each planned component: the release the cluster runs (--kubeconfig, --snapshot), the other
+  // toolkit's, --from, or the previous release the package carries
+  // of all components, those whose release the cluster does not show are left out (said so); one named alone is an error
+  const unknown = opts.components.filter((name) => live && live.releases[COMPONENTS[name].key]?.version === undefined);
+  if (live && unknown.length > 0 && opts.components.length === 1) {
+    const c = COMPONENTS[unknown[0]];
+    throw new UpgradePlanFailed(`${c.name}: ${live.source} shows no release of it (${live.releases[c.key]?.evidence ?? 'nothing read'}): `
+      + 'read a cluster (or a snapshot) that shows its operator Deployment (kubectl get deployments -A -o yaml), or plan from a release with --from VERSION instead of the cluster');
+  }
+  for (const name of unknown) notes.push(`${name}: ${live!.source} shows no release of it (${live!.releases[COMPONENTS[name].key]?.evidence ?? 'nothing read'}): not planned`);
+  const planned = opts.components.filter((name) => !unknown.includes(name)).map((name) => {
     const c = COMPONENTS[name];
     const pinned = pinnedChart(c.key);
+    const running = live?.releases[c.key];
+    const runs = running?.version === undefined ? undefined : releaseForm(c.key, running.version);
+    if (runs && !runs.ok) throw new UpgradePlanFailed(`${c.name}: ${live!.source} runs ${running!.version} (${running!.evidence}): ${runs.message}`);
     const from = opts.fromToolkit
       ? opts.fromToolkit.versions[c.key] ?? pinned.version
-      : opts.from ?? previousReleases(c)[0]?.version ?? pinned.version;
+      : runs?.ok ? runs.release.version : opts.from ?? previousReleases(c)[0]?.version ?? pinned.version;
     const chart = releaseChart(c, from);
-    return { c, from: chart?.version ?? from, to: pinned.version, fromChart: chart, managed: model.description.installs[c.key] === 'managed' };
+    return { c, from: chart?.version ?? from, to: pinned.version, fromChart: chart, managed: described.description.installs[c.key] === 'managed', running };
   });
+  // the description at both ends: a pre-installed operator's CRs in the form of its release at each (releases.<key>)
+  const moving = planned.filter((p) => !p.managed && !opts.fromToolkit && !sameVersion(p.from, p.to));
+  const withReleases = (release: (p: (typeof planned)[number]) => string | undefined): ClusterModel => {
+    if (moving.length === 0) return described;
+    const releases: Record<string, string | undefined> = { ...described.description.releases };
+    for (const p of moving) releases[p.c.key] = release(p);
+    return withMultiKueue(buildModel({ ...described.description, releases }), described.multiKueue);
+  };
+  const model = withReleases(() => undefined);
+  const cluster = renderCluster(model);
+  const toView: ClusterView = { name: cluster.name, model, folders: cluster.folders.map((f) => ({ folder: f.folder, objects: f.objects })) };
+  const oldModel = withReleases((p) => p.from);
+  const oldCluster = oldModel === model ? cluster : renderCluster(oldModel);
+  const oldFolders = oldCluster.folders.map((f) => ({ folder: f.folder, objects: f.objects }));
   for (const p of planned) {
     for (const chart of [p.fromChart, pinnedChart(p.c.key)]) {
       if (chart && !existsSync(path.join(opts.upstream, chart.folder, chart.chartPath, 'Chart.yaml'))) {
@@ -186,10 +219,12 @@ export async function planUpgrade(opts: PlanOptions): Promise<PlanResult> {
     }
   }
 
-  // the old end: the other toolkit's render, or this one's with each managed install at its old release
+  // the old end: the other toolkit's render, or this one's with each managed install at its old release and each
+  // pre-installed operator's CRs in the form of the release it runs
   const fromView: ClusterView = opts.fromToolkit?.view ?? {
     ...toView,
-    folders: toView.folders.map((f) => ({
+    model: oldModel,
+    folders: oldFolders.map((f) => ({
       folder: f.folder,
       objects: f.objects.map((o) => {
         const p = planned.find((x) => x.managed && o.kind === 'Application' && apiGroup(o.apiVersion) === ARGO && o.metadata.name === installName(x.c));
@@ -209,12 +244,16 @@ export async function planUpgrade(opts: PlanOptions): Promise<PlanResult> {
   const ctx = { upstream: opts.upstream, engines, cacheDir: opts.cacheDir, session, kubeVersion };
   const fromLabel = opts.fromToolkit ? opts.fromToolkit.label : 'the old release';
 
-  const sideOf = async (c: UpgradeComponent, chart: VendoredChart, version: string, renders: ClusterRenders, view: ClusterView): Promise<Side> => {
+  const sideOf = async (
+    c: UpgradeComponent, chart: VendoredChart, version: string, renders: ClusterRenders, view: ClusterView, values: Record<string, unknown> = {},
+    namespace: string = NAMESPACES[c.key],
+  ): Promise<Side> => {
     const application = view.folders.flatMap((f) => f.objects).find((o) => o.kind === 'Application' && o.metadata.name === installName(c));
     let render = application ? renders.sources.find((s) => s.application.metadata.name === installName(c) && s.type === 'helm') : undefined;
     if (!render) {
-      // not installed by this description: the chart with its defaults, in the namespace this toolkit installs it in
-      const [r] = await renderApplications([chartApplication(chart, version, NAMESPACES[c.key], {})], ctx);
+      // not installed by this description: the chart with its defaults (or the values the plan advises), in the
+      // namespace of its Helm release (the cluster's, else the one this toolkit installs it in)
+      const [r] = await renderApplications([chartApplication(chart, version, namespace, values)], ctx);
       render = r;
     }
     if (!render || render.problem) throw new UpgradePlanFailed(`${c.name} ${version}: ${render?.what ?? 'its chart'} did not render: ${render?.problem?.message ?? 'no output'}`);
@@ -237,12 +276,29 @@ export async function planUpgrade(opts: PlanOptions): Promise<PlanResult> {
       continue;
     }
     changes.push({ component: c.name, from: p.from, to: p.to, install: p.managed ? 'managed' : 'not-managed' });
-    const [older, newer] = await Promise.all([
-      sideOf(c, p.fromChart!, p.from, fromRenders, fromView),
-      sideOf(c, pinnedChart(c.key), p.to, toRenders, toView),
-    ]);
+    const namespace = p.running?.namespace ?? NAMESPACES[c.key];
+    const older = await sideOf(c, p.fromChart!, p.from, fromRenders, fromView, {}, namespace);
+    let newer = await sideOf(c, pinnedChart(c.key), p.to, toRenders, toView, {}, namespace);
+    // 7 (found first: it changes the new end). What the operator's Helm release renders that an Application of this
+    // description applies too; the new chart is rendered with the values that let go of it, where it has them
+    const helm = p.managed || opts.fromToolkit ? undefined : helmOwnership({
+      component: c.name,
+      release: p.running?.helmRelease ?? pinnedChart(c.key).chart,
+      namespace,
+      older,
+      newer,
+      from: ownershipApps.from,
+      to: ownershipApps.to,
+      versions: { from: p.from, to: p.to },
+      waves: new Map(toView.folders.flatMap((f) => f.objects).filter((o) => o.kind === 'Application' && apiGroup(o.apiVersion) === ARGO).map((o) => [o.metadata.name, syncWave(o)])),
+      live: live && { source: live.source, find: (m) => liveObject(live, m) },
+      chartFile: (side) => `${roots.name(side.chartDir)} (helm template)`,
+    });
+    if (helm?.letGo) newer = await sideOf(c, pinnedChart(c.key), p.to, toRenders, toView, helm.letGo.values, namespace);
+    if (helm) findings.push(...helm.findings);
     if (!p.managed) {
-      notes.push(`${c.name}: installs.${c.key} is not "managed": the charts are rendered with their default values, and the operator's own upgrade (its owner's) brings the CRDs`);
+      notes.push(`${c.name}: installs.${c.key} is not "managed": the charts are rendered with ${helm?.letGo ? `their default values (the ${p.to} one with ${helm.letGo.set}, the values the plan advises)` : 'their default values'}`
+        + `${live ? ` and compared with what ${live.source} runs` : ''}, and the operator's own upgrade (its owner's) brings the CRDs`);
     }
 
     // 1. CRDs: the old ones as the old chart renders them; the new ones from the pinned schemas and the new render
@@ -256,7 +312,13 @@ export async function planUpgrade(opts: PlanOptions): Promise<PlanResult> {
       if (yes) given.add(crdKey(x));
       return yes;
     };
-    const fromCrds = overridden(older.crds, (opts.fromCrds ?? []).filter(mine));
+    // the CRDs the cluster serves of the component's kinds, in place of the old chart's (--kubeconfig, --snapshot)
+    const seen = (live?.objects ?? []).filter((o) => o.kind === 'CustomResourceDefinition').flatMap((o) => crdOf(o, `${live!.source} CRD ${o.metadata.name}`) ?? [])
+      .filter((x) => inComponent(x, older.crds, schemaCrds, claimed));
+    // a CRD read without its schemas (a trimmed snapshot) tells nothing to compare: the old release's stands in for it
+    const liveCrds = seen.filter((x) => x.versions.every((v) => v.schema !== undefined));
+    for (const x of seen.filter((y) => !liveCrds.includes(y))) notes.push(`${c.name}: ${x.file} has no schema: the ${p.from} chart's CRD of ${x.kind} stands in for it`);
+    const fromCrds = overridden(overridden(older.crds, liveCrds), (opts.fromCrds ?? []).filter(mine));
     const toCrds = overridden(overridden(newer.crds, schemaCrds), (opts.toCrds ?? []).filter(mine));
     const installApp = newer.application?.metadata.name;
     const syncOptions = (valueAt(newer.application, 'spec.syncPolicy.syncOptions') as string[] | undefined) ?? [];
@@ -280,8 +342,19 @@ export async function planUpgrade(opts: PlanOptions): Promise<PlanResult> {
           application: renders.sources.includes(s) ? s.application.metadata.name : undefined,
         })));
     };
-    const fromCrs = crsOf(fromRenders, older.render, opts.fromToolkit ? 'previous render ' : 'render ');
-    const toCrs = crsOf(toRenders, newer.render, 'render ');
+    // a pre-installed operator's chart's own copy of what an Application adopts is not what the cluster holds: Argo CD's is
+    const adoptedCopy = (cr: RenderedCr, all: readonly RenderedCr[]) => !p.managed && cr.application === undefined
+      && all.some((x) => x.application !== undefined && sameObject(x.object, cr.object));
+    const rendered = (all: RenderedCr[]) => all.filter((cr) => !adoptedCopy(cr, all));
+    // the old end as the cluster holds it: its objects of the component's kinds, each applied by the Application that renders it
+    const fromCrs = live
+      ? live.objects.filter((o) => o.kind !== 'CustomResourceDefinition' && kinds.has(`${apiGroup(o.apiVersion)}/${o.kind}`)).map((o) => ({
+        object: asApplied(o),
+        source: `${live.source} ${o.kind} ${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}`,
+        application: ownershipApps.from.find((a) => a.objects.some((x) => sameObject(x, o)))?.application,
+      }))
+      : rendered(crsOf(fromRenders, older.render, opts.fromToolkit ? 'previous render ' : 'render '));
+    const toCrs = rendered(crsOf(toRenders, newer.render, 'render '));
     const underNew = new CrdSetValidator(toCrds, core, opts.cacheDir);
     const underOld = new CrdSetValidator(fromCrds, core, opts.cacheDir);
     const newResults = fromCrs.map((cr) => underNew.validate(cr));
@@ -304,9 +377,35 @@ export async function planUpgrade(opts: PlanOptions): Promise<PlanResult> {
       waves,
       objects,
       versions: { from: p.from, to: p.to },
+      ...(p.managed ? {} : {
+        release: {
+          key: c.key,
+          prepare: helm?.prepare ?? [],
+          upgrade: upgradeCommand(p.running?.helmRelease ?? pinnedChart(c.key).chart, namespace, c.key, p.to, helm?.upgrade.sets ?? [],
+            helm?.upgrade.deletes ?? []),
+        },
+      }),
     });
     orders.push(order);
     findings.push(...orderFindings);
+    // the description as given renders the new form already while the cluster runs the old release: its sync fails now
+    if (moving.includes(p) && !sameVersion(described.releases[c.key].version, p.from)) {
+      const early = oldResults.filter((r) => r.outcome === 'invalid' && r.cr.application !== undefined);
+      if (early.length > 0) {
+        findings.push({
+          section: 'order',
+          type: 'order-blocked',
+          severity: 'blocker',
+          component: c.name,
+          subject: early.map((r) => r.cr.application!).filter((a, i, all) => all.indexOf(a) === i).join(', '),
+          to: early.map((r) => describeObject(r.cr.object)),
+          message: `the description renders ${early.map((r) => describeObject(r.cr.object)).join(', ')} for ${described.releases[c.key].version} `
+            + `(releases.${c.key} ${described.description.releases[c.key] === undefined ? 'unset' : described.description.releases[c.key]}) while the operator runs ${p.from}, whose CRD refuses it: `
+            + `${early.flatMap((r) => r.problems).join('; ')}: set releases.${c.key}: ${p.from} until the operator's upgrade (the order's first steps)`,
+          files: [...new Set(early.flatMap((r) => [r.cr.source, ...(r.file ? [r.file] : [])]))],
+        });
+      }
+    }
 
     // 4. GPU nodes: the operator CR's operands at both ends, and the charts' DaemonSets
     if (c.operands) {
@@ -324,8 +423,10 @@ export async function planUpgrade(opts: PlanOptions): Promise<PlanResult> {
         return { object: withDefaults(schema, cr.object), source: cr.source, files: [cr.source, ...(crd ? [crd.file] : [])] };
       };
       const toCr = operatorCr(pick(toCrs, true), toCrds);
-      // the old end: the other toolkit's own CR; in component mode the old chart's (the release's own), the toolkit's being the same render at both ends
-      const fromPick = opts.fromToolkit ? pick(fromCrs, true) : pick(fromCrs.filter((x) => x.source.includes('(helm template)')), false);
+      // the old end: the other toolkit's own CR; the cluster's (--kubeconfig, --snapshot); a pre-installed operator's as
+      // this description renders it for the old release (what Argo CD keeps in the cluster, not the chart's defaults);
+      // for a managed install the old chart's (the toolkit's being the same render at both ends)
+      const fromPick = opts.fromToolkit || live || moving.includes(p) ? pick(fromCrs, true) : pick(fromCrs.filter((x) => x.source.includes('(helm template)')), false);
       const fromCr = operatorCr(fromPick, fromCrds);
       if (toCr && fromCr) {findings.push(...operandImpact(c.name, table, fromCr, toCr));} else {
         findings.push({
@@ -340,7 +441,20 @@ export async function planUpgrade(opts: PlanOptions): Promise<PlanResult> {
       }
     }
     const chartFiles = [`${roots.name(older.chartDir)} (helm template)`, `${roots.name(newer.chartDir)} (helm template)`];
-    findings.push(...daemonSetRolls(c.name, older.render.objects, newer.render.objects, chartFiles));
+    if (live) {
+      // the chart's DaemonSets the cluster runs, with the images they run; one the old chart renders and the cluster
+      // does not run is switched off by the owner's values: left out at both ends (never pods the cluster does not run)
+      const running = (m: Manifest) => live.objects.find((o) => o.kind === 'DaemonSet' && apiGroup(o.apiVersion) === 'apps' && o.metadata.name === m.metadata.name
+        && (o.metadata.namespace ?? namespace) === (m.metadata.namespace ?? namespace));
+      const isDs = (m: Manifest) => m.kind === 'DaemonSet';
+      const off = older.render.objects.filter((m) => isDs(m) && !running(m));
+      for (const m of off) notes.push(`${c.name}: ${live.source} runs no DaemonSet ${m.metadata.name}, which the ${p.from} chart renders with its defaults: the owner's values switch it off, so it is left out at both ends`);
+      const before = older.render.objects.filter((m) => isDs(m) && running(m)).map((m) => withImages(m, running(m)!));
+      const after = newer.render.objects.filter((m) => isDs(m) && !off.some((x) => x.metadata.name === m.metadata.name));
+      findings.push(...daemonSetRolls(c.name, before, after, [`${live.source} DaemonSets`, chartFiles[1]]));
+    } else {
+      findings.push(...daemonSetRolls(c.name, older.render.objects, newer.render.objects, chartFiles));
+    }
 
     // 5. control plane: the webhooks of both renders, and those behind values this render leaves off
     const whatIf = async (side: Side): Promise<ChartSide> => {
@@ -374,11 +488,36 @@ export async function planUpgrade(opts: PlanOptions): Promise<PlanResult> {
     const pinnedValues = newer.application ? valueAt(newer.application, 'spec.source.helm.valuesObject') ?? {} : undefined;
     findings.push(...configDefaults(c.name, defaultsOf(older), defaultsOf(newer), pinnedValues,
       c.configFile ? { value: c.configFile.value, parse: (t) => parseYaml(t) as unknown } : undefined));
+    // and the manager's feature gates: removed, locked or flipped between the releases, against what it is started with
+    if (c.featureGates) {
+      const gates = (side: Side) => {
+        const file = path.join(VENDORED_DIR, side.chart.folder, c.featureGates!);
+        if (!existsSync(file)) throw new UpgradePlanFailed(`${c.name} ${side.version}: ${roots.name(file)} is not vendored: its feature gates cannot be compared`);
+        return parseFeatureGates(readFileSync(file, 'utf8'), roots.name(file));
+      };
+      const configOf = (side: Side) => {
+        const text = valueAt(valueAt(side.render.application, 'spec.source.helm.valuesObject'), c.configFile?.value ?? '');
+        return typeof text === 'string' ? parseYaml(text) as unknown : undefined;
+      };
+      // what the manager is started with: the cluster's (its Deployment and configuration, kept by the owner's upgrade),
+      // this description's install at each end, or, for a pre-installed Kueue without the cluster, not known
+      const liveSet = live ? gatesSet(live.objects, liveConfiguration(live, namespace)) : undefined;
+      const fromSet = live ? liveSet : p.managed ? gatesSet(older.render.objects, configOf(older)) : undefined;
+      const toSet = p.managed ? gatesSet(newer.render.objects, configOf(newer)) : liveSet;
+      const setFrom = (managed: boolean) => (managed ? `${installName(c)}'s values` : live ? `${live.source}'s ${c.name}` : undefined);
+      const fail = newer.render.objects.filter((o) => /WebhookConfiguration$/.test(o.kind)
+        && (Array.isArray(o.webhooks) ? o.webhooks : []).some((w) => !isJsonObject(w) || w.failurePolicy === undefined || w.failurePolicy === 'Fail'));
+      const down = fail.length > 0 ? `its webhooks with failurePolicy Fail (${fail.map((o) => o.metadata.name).join(', ')}) refuse what they intercept` : 'nothing it manages is admitted';
+      if (!p.managed && !live) notes.push(`${c.name}: the feature gates the pre-installed ${c.name} is started with are not known without the cluster (--kubeconfig or --snapshot): only their defaults are compared`);
+      findings.push(...featureGateFindings(c.name,
+        { version: p.from, release: gates(older), set: fromSet, setFrom: live ? setFrom(false) : setFrom(p.managed) },
+        { version: p.to, release: gates(newer), set: toSet, setFrom: setFrom(p.managed) }, down));
+    }
 
     tag(ownershipApps.from, c, installName(c), kinds);
     tag(ownershipApps.to, c, installName(c), kinds);
     if (!p.managed) {
-      notes.push(`${c.name}: ownership compares the Applications of this description; the ${c.name} install is not one of them`);
+      notes.push(`${c.name}: ownership compares the Applications of this description, and what the ${c.name} chart renders (its Helm release, outside Argo CD) with what they apply`);
     }
   }
 
@@ -532,4 +671,61 @@ function assemble(p: {
     summary: { blockers: count('blocker'), warnings: count('warning'), infos: count('info') },
     notes: [...new Set(p.notes)].sort(),
   };
+}
+
+/** Whether two manifests are one object (group, kind, name; the namespace where both name one). */
+function sameObject(a: Manifest, b: Manifest): boolean {
+  return apiGroup(a.apiVersion) === apiGroup(b.apiVersion) && a.kind === b.kind && a.metadata.name === b.metadata.name
+    && (a.metadata.namespace === undefined || b.metadata.namespace === undefined || a.metadata.namespace === b.metadata.namespace);
+}
+
+/** The object of the live cluster with the identity of `m`. */
+function liveObject(live: LiveCluster, m: Manifest): Manifest | undefined {
+  return live.objects.find((o) => sameObject(o, m));
+}
+
+/** A live object as a client applies it again: without what the server keeps (status, uid, resourceVersion, managedFields, ...). */
+function asApplied(o: Manifest): Manifest {
+  const { status: _status, ...rest } = o as Manifest & { status?: unknown };
+  const { uid: _u, resourceVersion: _r, generation: _g, creationTimestamp: _c, managedFields: _m, selfLink: _s, ...metadata } = o.metadata as Manifest['metadata'] & Record<string, unknown>;
+  return { ...rest, metadata } as Manifest;
+}
+
+/** A rendered workload with the images a running copy of it runs, container by container (by name). */
+function withImages(rendered: Manifest, running: Manifest): Manifest {
+  const copy = structuredClone(rendered) as Manifest & { spec?: { template?: { spec?: Record<string, { name?: string; image?: string }[]> } } };
+  const live = valueAt(running, 'spec.template.spec') as Record<string, { name?: string; image?: string }[]> | undefined;
+  for (const list of ['initContainers', 'containers']) {
+    for (const c of copy.spec?.template?.spec?.[list] ?? []) {
+      const image = live?.[list]?.find((x) => x.name === c.name)?.image;
+      if (image !== undefined) c.image = image;
+    }
+  }
+  return copy;
+}
+
+/**
+ * The owner's upgrade of a pre-installed operator's Helm release to the pinned chart: its previous values kept on the
+ * new chart's defaults (--reset-then-reuse-values), and the values the plan advises (--set).
+ */
+function upgradeCommand(release: string, namespace: string, key: UpgradeComponent['key'], to: string, sets: readonly string[], deletes: RenderedCr[]) {
+  const { chart, repoURL } = VERSIONS[key];
+  const ref = repoURL.startsWith('oci://') ? [`${repoURL.replace(/\/+$/, '')}/${chart}`] : [chart, '--repo', repoURL];
+  const command = ['helm', 'upgrade', release, ...ref, '--namespace', namespace, '--version', to, '--reset-then-reuse-values', ...sets.flatMap((s) => ['--set', s])];
+  return { what: command.join(' '), command, deletes };
+}
+
+/** The Kueue manager configuration the cluster runs: a ConfigMap of its namespace holding a `Configuration` (parsed). */
+function liveConfiguration(live: LiveCluster, namespace: string): unknown {
+  for (const m of live.objects.filter((o) => o.kind === 'ConfigMap' && o.metadata.namespace === namespace)) {
+    for (const text of Object.values(isJsonObject(m.data) ? m.data : {})) {
+      if (typeof text !== 'string' || !/^kind:\s*Configuration\s*$/m.test(text)) continue;
+      try {
+        return parseYaml(text) as unknown;
+      } catch {
+        // not YAML: not the configuration
+      }
+    }
+  }
+  return undefined;
 }

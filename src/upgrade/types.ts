@@ -1,3 +1,5 @@
+import type { Manifest } from '../render/manifest';
+
 /** The components upgrade-plan plans, as the command line names them. */
 export const UPGRADE_COMPONENTS = ['gpu-operator', 'network-operator', 'kueue'] as const;
 export type ComponentName = (typeof UPGRADE_COMPONENTS)[number];
@@ -40,8 +42,9 @@ export type FindingType =
   | 'webhook-window' | 'webhook-added' | 'webhook-removed' | 'failure-policy-changed'
   // config-defaults
   | 'default-changed-unpinned' | 'default-added' | 'pinned-below-upstream' | 'default-changed-pinned'
+  | 'feature-gate-removed' | 'feature-gate-locked' | 'feature-gate-default-changed'
   // ownership
-  | 'two-owners';
+  | 'two-owners' | 'helm-owner';
 
 /** One finding of a plan. */
 export interface Finding {
@@ -84,6 +87,13 @@ export interface OrderStep {
   readonly application: string | null;
   readonly what: string;
   readonly objects: readonly ObjectRef[];
+  /**
+   * What the step's owner deletes (an operator's `helm upgrade` deletes what its old chart rendered and the new one
+   * does not, but an object whose live copy says `helm.sh/resource-policy: keep`). Absent: nothing.
+   */
+  readonly deletes?: readonly ObjectRef[];
+  /** The command of a step outside Argo CD, as argv (`helm upgrade gpu-operator gpu-operator --repo ... --set ...`). */
+  readonly command?: readonly string[];
 }
 
 /** The order of one component's upgrade, as data a control plane test can apply. */
@@ -95,6 +105,29 @@ export interface ComponentOrder {
   readonly steps: readonly OrderStep[];
   /** An order the API server refuses (the new CRs before their new CRDs), when there is one, and why. */
   readonly rejected?: { readonly steps: readonly OrderStep[]; readonly why: string };
+}
+
+/**
+ * The cluster as read (`upgrade-plan --kubeconfig` or `--snapshot`): the old end of each planned component is what it
+ * runs, not a render with the chart's defaults.
+ */
+export interface LiveCluster {
+  /** The API server's URL or the snapshot file, for messages. */
+  readonly source: string;
+  /** What was read: the CRDs, the operators' CRs, their Deployments and DaemonSets. */
+  readonly objects: readonly Manifest[];
+  /** The release each operator runs, where the cluster tells (src/preflight/operator-releases.ts), and how it tells. */
+  readonly releases: Readonly<Partial<Record<'gpuOperator' | 'networkOperator' | 'kueue', LiveRelease>>>;
+}
+
+/** The release an operator runs, as the cluster shows it. */
+export interface LiveRelease {
+  readonly version?: string;
+  readonly evidence: string;
+  /** The namespace it runs in (its Deployment's). */
+  readonly namespace?: string;
+  /** Its Helm release, from the annotations Helm writes on its Deployment. */
+  readonly helmRelease?: string;
 }
 
 /** What one component goes from and to. */

@@ -6,10 +6,10 @@ import { parse, stringify } from 'yaml';
 import { applySteps, planSync, refusalText, SyncPlan, vendoredCrds } from './argocd-sync';
 import { controlPlaneBinary } from './binary';
 import { bindClusterRole, ControlPlane, startControlPlane } from './control-plane';
+import { describedNodes, registerNodes } from './described-nodes';
 import { documentedClusterRole } from './documented-rbac';
 import { defaultCacheDir } from '../../src/cache/compiled-cache';
 import { ClusterView, readClusters, renderClusterSources } from '../../src/check';
-import { simulatedNodes } from '../../src/check/placement/nodes';
 import { EXIT, main } from '../../src/cli';
 import { EngineBudget } from '../../src/engines';
 import { ClusterModel } from '../../src/model/model';
@@ -53,32 +53,6 @@ async function verify(dir: string): Promise<{ code: number; report: VerifyReport
   const r = await cli('verify', dir, '--kubeconfig', cp.identities.verify.kubeconfig, '--format', 'json');
   if (r.code === EXIT.badInput) throw new Error(`verify exited 2: ${r.err.join('\n')}`);
   return { code: r.code, report: JSON.parse(r.out.join('\n')), err: r.err };
-}
-
-interface DescribedNode {
-  readonly metadata: { name: string; labels: Record<string, string> };
-  readonly spec: object;
-  readonly status: { capacity: Record<string, string> };
-}
-
-/** The Nodes of the described cluster as their kubelets would register them: the service node and every GPU worker. */
-function describedNodes(m: ClusterModel): DescribedNode[] {
-  const quantity = (resource: string, v: number) => (resource === 'memory' ? `${Math.floor(v / 1024)}Ki` : String(v));
-  const capacity = (a: Readonly<Record<string, number>>) => Object.fromEntries(Object.entries(a)
-    .filter(([, v]) => v > 0).map(([k, v]) => [k, quantity(k, v)]));
-  const out = [];
-  for (const n of simulatedNodes(m).filter((x) => !x.migEnabled && x.role !== 'cpu')) {
-    const count = n.role === 'gpu' ? m.description.nodes.gpuWorkers.count : 1;
-    for (let i = 0; i < count; i++) {
-      const name = n.role === 'gpu' ? `gpu-worker-${i}` : n.hostnames[0];
-      out.push({
-        metadata: { name, labels: { ...n.labels, 'kubernetes.io/hostname': name } },
-        spec: { taints: n.taints.map((t) => ({ key: t.key, ...(t.value ? { value: t.value } : {}), effect: t.effect })) },
-        status: { capacity: { pods: '110', ...(n.role === 'service' ? { cpu: '16', memory: '65536Mi' } : capacity(n.allocatable)) } },
-      });
-    }
-  }
-  return out;
 }
 
 beforeAll(async () => {
@@ -242,12 +216,7 @@ describe('preflight and init live, as the read-only identity the docs give', () 
 
   it('against the synced reference cluster with Nodes from its description: preflight exits 0, init describes it as a snapshot of the same lists would', async () => {
     const earlier = audited('preflight').length;
-    for (const n of describedNodes(model)) {
-      await cp.createNode(n);
-      // the admission plugin TaintNodesByCondition taints a new Node not-ready until its kubelet reports Ready, and
-      // the node lifecycle controller that lifts it does not run here: the Node as a ready cluster shows it
-      await cp.client().request('PATCH', `/api/v1/nodes/${n.metadata.name}`, { body: { spec: n.spec }, contentType: 'application/merge-patch+json' });
-    }
+    await registerNodes(cp, describedNodes(model));
     const kubeconfig = cp.identities.preflight.kubeconfig;
     const pre = await cli('preflight', '--config', REFERENCE_FILE, '--kubeconfig', kubeconfig, '--format', 'json');
     const report = JSON.parse(pre.out.join('\n'));

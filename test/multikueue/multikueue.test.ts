@@ -239,6 +239,18 @@ interface Broken {
   readonly says: RegExp;
 }
 
+describe('workers[].server of fleet.yaml: the address the manager reaches a worker at', () => {
+  it('travels as an annotation of the worker\'s MultiKueueCluster (the Secret is never rendered) into the fleet facts and the page', () => {
+    const out = path.join(mkdtempSync(path.join(tmpdir(), 'mk-server-')), 'dist');
+    synth({ clustersDir: fleetCopy(mk((m) => { m.workers[0].server = 'https://lab-a.internal:6443'; })), out, schemas: false });
+    const hub = readClusters(out).find((v) => v.name === 'hub')!;
+    const cluster = hub.folders.flatMap((f) => f.objects).find((o) => o.kind === 'MultiKueueCluster' && o.metadata.name === 'lab-a')!;
+    expect(cluster.metadata.annotations).toEqual({ [MULTIKUEUE.serverAnnotation]: 'https://lab-a.internal:6443' });
+    expect(multiKueueFacts(hub)!.clusters.find((c) => c.name === 'lab-a')).toMatchObject({ secret: 'multikueue-lab-a', server: 'https://lab-a.internal:6443' });
+    expect(readFileSync(path.join(out, 'fleet', FLEET_REPORT_FILE), 'utf8')).toContain('SERVER=https://lab-a.internal:6443');
+  });
+});
+
 /** The findings of synth over a copy of the fixture with its descriptions edited (synth fails on them). */
 function synthFindings(edits: Record<string, (d: Json) => void>) {
   const out = path.join(mkdtempSync(path.join(tmpdir(), 'mk-broken-')), 'dist');
@@ -350,6 +362,8 @@ const BAD: BadFleet[] = [
   { name: 'a sum of parts past Go\'s longest', edits: mk((m) => { m.workerLostTimeout = '2000000h2000000h'; }), file: FLEET_FILE, path: 'multiKueue.workerLostTimeout', says: /longer than Go's longest duration/ },
   { name: 'nanoseconds one past int64', edits: mk((m) => { m.gcInterval = '9223372036854775808ns'; }), file: FLEET_FILE, path: 'multiKueue.gcInterval', says: /longer than Go's longest duration/ },
   { name: 'a worker with a Secret and a ClusterProfile', edits: mk((m) => { m.workers[1].kubeconfigSecret = 'x'; }), file: FLEET_FILE, path: 'multiKueue.workers[1]', says: /exactly one of kubeconfigSecret/ },
+  { name: 'a worker server that is not https', edits: mk((m) => { m.workers[0].server = 'http://lab-a:6443'; }), file: FLEET_FILE, path: 'multiKueue.workers[0].server', says: /expected the https:\/\/ address of the worker's API server/ },
+  { name: 'a server for a ClusterProfile worker', edits: mk((m) => { m.workers[1].server = 'https://lab-b:6443'; }), file: FLEET_FILE, path: 'multiKueue.workers[1].server', says: /only with kubeconfigSecret/ },
   { name: 'a manager with no description', edits: mk((m) => { m.manager = 'hubb'; }), file: FLEET_FILE, path: 'multiKueue.manager', says: /no cluster description .* is named "hubb" \(clusters: hub, lab-a, lab-b\)/ },
   { name: 'a worker with no description', edits: mk((m) => { m.workers[0].cluster = 'lab-c'; }), file: FLEET_FILE, path: 'multiKueue.workers[0].cluster', says: /named "lab-c"/ },
   { name: 'a worker listed twice', edits: mk((m) => { m.workers.push({ cluster: 'lab-a', kubeconfigSecret: 'again' }); }), file: FLEET_FILE, path: 'multiKueue.workers[2].cluster', says: /listed twice \(also multiKueue.workers\[0\]\)/ },

@@ -170,7 +170,7 @@ describe('preflight on the pre-installed Instant Cluster fixture', () => {
     const c = capture();
     expect(main(['preflight', '--list-rules'], c.io)).toBe(EXIT.ok);
     expect(c.out).toHaveLength(PREFLIGHT_RULES.length);
-    expect(new Set(PREFLIGHT_RULES.map((r) => r.family))).toEqual(new Set(['state', 'immutable', 'quota', 'api', 'drift', 'foreign-config', 'takeover']));
+    expect(new Set(PREFLIGHT_RULES.map((r) => r.family))).toEqual(new Set(['state', 'immutable', 'quota', 'api', 'release', 'drift', 'foreign-config', 'takeover']));
   });
 });
 

@@ -35,6 +35,37 @@ describe('the fleet page (dist/fleet/README.md) of a MultiKueue fleet', () => {
   });
 });
 
+describe('the fleet page\'s commands that register a worker by kubeconfig Secret (test/cluster/operator-releases.test.ts runs them)', () => {
+  const block = (p: string) => /### lab-a: Secret[\s\S]*?```sh\n([\s\S]*?)```/.exec(p)![1];
+  const manager: MultiKueueFacts = {
+    cluster: 'hub',
+    localQueues: [],
+    clusterQueues: [],
+    flavors: [],
+    topologies: [],
+    admissionChecks: [{ name: 'multikueue', config: 'multikueue' }],
+    configs: [{ name: 'multikueue', clusters: ['lab-a'] }],
+    clusters: [{ name: 'lab-a', secret: 'multikueue-lab-a' }],
+  };
+
+  it('the server the fleet names for the worker (the address the manager\'s pods reach), else the worker context\'s with a word to check it', () => {
+    const named = block(fleetReport([{ ...manager, clusters: [{ name: 'lab-a', secret: 'multikueue-lab-a', server: 'https://lab-a.internal:6443' }] }])!);
+    expect(named).toContain('SERVER=https://lab-a.internal:6443');
+    expect(named).not.toContain('config view --minify -o jsonpath=\'{.clusters[0].cluster.server}\'');
+    const own = block(page);
+    expect(own).toMatch(/SERVER="\$\(kubectl --context lab-a config view --minify -o jsonpath='\{\.clusters\[0\]\.cluster\.server\}'\)"/);
+    expect(own).toContain('else set workers[].server in fleet.yaml');
+  });
+
+  it('the CA written in only when the worker\'s kubeconfig has one; the Secret applied server-side under its own manager, never client-side', () => {
+    const own = block(page);
+    expect(own).toMatch(/if \[ -n "\$CA" \]; then .*--embed-certs --certificate-authority=lab-a-ca\.crt; fi/);
+    expect(own).toContain('apply --server-side --force-conflicts --field-manager=gpu-cluster-manifests -f -');
+    expect(own).not.toMatch(/apply -f -$/m);
+    expect(own).toContain('annotate secret multikueue-lab-a kubectl.kubernetes.io/last-applied-configuration-');
+  });
+});
+
 describe('the fleet page\'s MultiKueue settings', () => {
   const manager: MultiKueueFacts = {
     cluster: 'hub',

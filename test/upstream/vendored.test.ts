@@ -1,23 +1,51 @@
-import { readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../../src/paths';
+import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM, VENDORED_DIR } from '../../src/paths';
 import { Crd, crdKey } from '../../src/upgrade/crd-diff';
 import { packagedCrds, yamlFiles } from '../../src/upgrade/crd-sets';
 import { CrdRef, GPU_OPERATOR_CHART } from '../../src/upstream/releases';
 import { HAS_SCHEMAS, HAS_UPSTREAM } from '../helpers';
 
 /*
- * The GPU Operator install's claim of the CRDs it brings, each backed by a pinned schema or by SOURCES.md's record of
- * the chart's crds/ files not vendored.
+ * src/upstream/vendored/: the upstream files this repository vendors itself (what ../shared lacks), byte-exact with
+ * their SHA256SUMS and SOURCES.md, never a CRD; and the GPU Operator install's claim of the CRDs it brings, each backed
+ * by a pinned schema or by SOURCES.md's record of the chart's crds/ files not vendored.
  */
+
+function files(dir: string, rel = ''): string[] {
+  return readdirSync(path.join(dir, rel)).sort().flatMap((n) => {
+    const child = rel ? `${rel}/${n}` : n;
+    return statSync(path.join(dir, child)).isDirectory() ? files(dir, child) : [child];
+  });
+}
 
 /** The claimed kinds no CRD defines with the same group, kind and scope: what a claim says that no file shows. */
 function unbacked(claims: readonly CrdRef[], crds: readonly Crd[]): string[] {
   return claims.filter((c) => !crds.some((x) => crdKey(x) === crdKey(c) && x.scope === c.scope)).map((c) => `${c.group}/${c.kind} (${c.scope})`);
 }
 
-describe('the GPU Operator install\'s CRDs', () => {
+describe('src/upstream/vendored', () => {
+  const sums = new Map(readFileSync(path.join(VENDORED_DIR, 'SHA256SUMS'), 'utf8').trimEnd().split('\n').map((l) => {
+    const [digest, file] = l.split('  ');
+    return [file, digest] as const;
+  }));
+
+  it('every file is listed in SHA256SUMS with its digest, and in the SOURCES.md table; nothing is listed that is not there', () => {
+    const vendored = files(VENDORED_DIR).filter((f) => f !== 'SHA256SUMS' && f !== 'SOURCES.md');
+    expect([...sums.keys()].sort()).toEqual(vendored);
+    for (const f of vendored) expect(createHash('sha256').update(readFileSync(path.join(VENDORED_DIR, f))).digest('hex'), f).toBe(sums.get(f));
+    const sources = readFileSync(path.join(VENDORED_DIR, 'SOURCES.md'), 'utf8');
+    const listed = [...sources.matchAll(/^\| `([^`]+)` \|/gm)].map((m) => m[1]).sort();
+    expect(listed).toEqual(vendored);
+  });
+
+  it('holds no CustomResourceDefinition: CRDs are read from ../shared/crds, never committed', () => {
+    const yamls = files(VENDORED_DIR).filter((f) => /\.ya?ml$/.test(f));
+    expect(yamls.flatMap((f) => packagedCrds(path.join(VENDORED_DIR, f), f)).map((c) => c.file)).toEqual([]);
+  });
+
   it.skipIf(!HAS_SCHEMAS || !HAS_UPSTREAM)('the GPU Operator install provides the CRDs the pinned tag\'s crds/ holds: each in ../shared/crds with the scope it claims, or one upstream-installs/SOURCES.md records as not vendored', () => {
     const claims = GPU_OPERATOR_CHART.unrenderedCrds.filter((u) => u.chartPath === '').flatMap((u) => u.crds);
     const crds = yamlFiles(path.join(DEFAULT_SCHEMAS, 'gpu-operator')).filter((f) => /\.ya?ml$/.test(f)).flatMap((f) => packagedCrds(f, f));

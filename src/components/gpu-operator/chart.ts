@@ -3,10 +3,19 @@ import { Construct } from 'constructs';
 import { ClusterModel, tolerates } from '../../model/model';
 import { DCGM_EXPORTER_METRICS, NAMESPACES } from '../../model/names';
 import { componentChartProps, ComponentChartProps, ComponentDefinition } from '../component';
-import { ClusterPolicy } from './cluster-policy';
+import { ClusterPolicy, ClusterPolicyImages } from './cluster-policy';
 import { DcgmMetricsConfig } from './dcgm-metrics-config';
+import { CarriedRelease, previousEntry } from '../../model/releases';
+import { VERSIONS } from '../../versions';
 
-/** True when `toleration` lets a pod onto a node with `taint`. */
+/** The operand images of a GPU Operator release this toolkit carries (releases.gpuOperator): the pinned ones, or a previous release's. */
+export function operandImages(release: CarriedRelease): ClusterPolicyImages {
+  if (release.pinned) return VERSIONS.gpuOperator.images;
+  const images = previousEntry<{ images: ClusterPolicyImages }>('gpuOperator', release.version)?.images;
+  if (!images) throw new Error(`src/versions.ts gpuOperator.previous ${release.version}: no images`);
+  return images;
+}
+
 /**
  * GPU Operator: the ClusterPolicy `cluster-policy`, derived from `gpuOperator` in the description.
  * The operand DaemonSets tolerate the GPU workers' taints only, so they never run on the service node.
@@ -47,6 +56,8 @@ export class GpuOperatorChart extends Chart {
       acceptVisibleDevicesEnvvarWhenUnprivileged: d.gpuOperator.acceptVisibleDevicesEnvvarWhenUnprivileged,
       devicePluginEnv: d.gpuOperator.devicePluginEnv,
       toolkitEnv: d.gpuOperator.toolkitEnv,
+      // the operands of the release the cluster runs (releases.gpuOperator), never another release's
+      images: operandImages(model.releases.gpuOperator),
     });
   }
 }

@@ -43,7 +43,7 @@ export class MultiKueueChart extends Chart {
       new MultiKueueAdmissionCheck(this, `AdmissionCheck-${g.name}`, { name: g.name, config: g.name });
     }
     for (const w of role.workers) {
-      new MultiKueueCluster(this, `Cluster-${w.cluster}`, { name: w.cluster, kubeconfigSecret: w.kubeconfigSecret, clusterProfile: w.clusterProfile });
+      new MultiKueueCluster(this, `Cluster-${w.cluster}`, { name: w.cluster, kubeconfigSecret: w.kubeconfigSecret, clusterProfile: w.clusterProfile, server: w.server });
     }
     const secrets = role.workers.flatMap((w) => (w.kubeconfigSecret === undefined ? [] : [w.kubeconfigSecret]));
     if (secrets.length > 0) {

@@ -1,5 +1,6 @@
 import { Construct } from 'constructs';
 import { MultiKueueClusterV1Beta2, MultiKueueClusterV1Beta2SpecClusterSourceKubeConfigLocationType } from '../../../imports/kueue-multikueuecluster-kueue.x-k8s.io';
+import { MULTIKUEUE } from '../../model/names';
 
 export interface MultiKueueClusterProps {
   /** MultiKueueCluster name: the worker cluster's name. */
@@ -14,6 +15,12 @@ export interface MultiKueueClusterProps {
    * @default - kubeconfigSecret
    */
   readonly clusterProfile?: string;
+  /**
+   * The worker's API server as the manager reaches it, for the fleet page's commands that write the Secret (an
+   * annotation: the Secret itself is never rendered).
+   * @default - the worker context's own server
+   */
+  readonly server?: string;
 }
 
 /** A Kueue MultiKueueCluster (v1beta2): how the manager reaches one worker, by reference only (exactly one of the two). */
@@ -27,7 +34,7 @@ export class MultiKueueCluster extends Construct {
     }
     this.name = props.name;
     new MultiKueueClusterV1Beta2(this, 'Resource', {
-      metadata: { name: props.name },
+      metadata: { name: props.name, ...(props.server !== undefined ? { annotations: { [MULTIKUEUE.serverAnnotation]: props.server } } : {}) },
       spec: {
         clusterSource: props.kubeconfigSecret !== undefined
           // locationType is the CRD default, written out so that Argo CD sees no drift

@@ -2,11 +2,23 @@ import { Chart } from 'cdk8s';
 import { Construct } from 'constructs';
 import { ClusterModel, RdmaFacts } from '../../model/model';
 import { componentChartProps, ComponentChartProps, ComponentDefinition } from '../component';
-import { NicClusterPolicy } from './nic-cluster-policy';
+import { NicClusterPolicy, NicClusterPolicyProps } from './nic-cluster-policy';
+import { CarriedRelease, previousEntry } from '../../model/releases';
 
 export interface NetworkOperatorChartProps extends ComponentChartProps {
   /** The cluster's RDMA shared device (the chart exists only with InfiniBand). */
   readonly rdma: RdmaFacts;
+}
+
+/**
+ * The NicClusterPolicy form of a Network Operator release this toolkit carries (releases.networkOperator): its images'
+ * registry and tag, and whether its CRD has spec.global (the pinned release's defaults: nothing to set).
+ */
+export function networkOperatorForm(release: CarriedRelease): Pick<NicClusterPolicyProps, 'global' | 'specGlobal'> {
+  if (release.pinned) return {};
+  const entry = previousEntry<{ global: { repository: string; version: string }; specGlobal: boolean }>('networkOperator', release.version);
+  if (!entry?.global) throw new Error(`src/versions.ts networkOperator.previous ${release.version}: no global`);
+  return { global: entry.global, specGlobal: entry.specGlobal ?? true };
 }
 
 /**
@@ -37,6 +49,7 @@ export class NetworkOperatorChart extends Chart {
       tolerations: model.gpuWorkers.tolerations,
       docaDriver: d.networkOperator.docaDriver,
       secondaryNetwork: d.network.secondaryNetwork,
+      ...networkOperatorForm(model.releases.networkOperator),
     });
   }
 }

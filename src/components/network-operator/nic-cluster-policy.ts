@@ -52,6 +52,12 @@ export interface NicClusterPolicyProps {
    */
   readonly global?: { readonly repository: string; readonly version: string };
   /**
+   * Whether the release's CRD has `spec.global` (Network Operator 26.4 and later). Without it, every component names
+   * its repository and version itself (the CRD requires both).
+   * @default true
+   */
+  readonly specGlobal?: boolean;
+  /**
    * DOCA driver image name and tag (a DOCA release, not the operator's tag).
    * @default VERSIONS.networkOperator.docaDriver
    */
@@ -97,19 +103,22 @@ export class NicClusterPolicy extends Construct {
         }],
       },
     };
-    // `imagePullSecrets: []` is what the CRD defaults each component to.
-    const component = (image: string) => ({ image, imagePullSecrets: [] });
+    const specGlobal = props.specGlobal ?? true;
+    // `imagePullSecrets: []` is what the CRD defaults each component to; without spec.global each names its coordinates.
+    const coordinates = specGlobal ? {} : { repository: global.repository, version: global.version };
+    const component = (image: string) => ({ image, ...coordinates, imagePullSecrets: [] });
 
     new mellanox.NicClusterPolicy(this, 'Resource', {
       metadata: { name: this.name },
       spec: {
-        global: { repository: global.repository, version: global.version },
+        global: specGlobal ? { repository: global.repository, version: global.version } : undefined,
         nodeAffinity,
         tolerations: props.tolerations.map((t) => ({ ...t })),
         rdmaSharedDevicePlugin: { ...component(images.rdmaSharedDevicePlugin), config: this.rdmaConfig },
         ofedDriver: docaDriver
           ? {
             ...component(doca.image),
+            ...coordinates,
             version: doca.version,
             forcePrecompiled: false,
             terminationGracePeriodSeconds: 300,
