@@ -68,8 +68,11 @@ export interface GitopsApplicationProps {
 /** Retry a failed sync: CRs are refused until their operator's webhook serves, a few seconds after its CRDs. */
 // Automated sync does not retry a commit whose sync failed once the retries are spent, and waves do not
 // wait for child health without the Application health check in argocd-cm: retry for about an hour, so a
-// custom resource whose operator or webhook is still starting gets in.
-const RETRY = { limit: 15, backoff: { duration: '10s', factor: 2, maxDuration: '10m' } };
+// custom resource whose operator or webhook is still starting gets in. Each retry takes the latest revision of
+// the source (`refresh`, argo-cd v3.5.1 controller/appcontroller.go processRequestedAppOperation): while a failed
+// sync retries, no automated sync of a newer commit starts ("another operation is in progress"), so without it the
+// commit that fixes a refused object would wait for the failed one's retries, an hour.
+const RETRY = { limit: 15, backoff: { duration: '10s', factor: 2, maxDuration: '10m' }, refresh: true };
 
 /** One Argo CD Application of a cluster, with its wave, sync policy and diff options. */
 export class GitopsApplication extends Construct {

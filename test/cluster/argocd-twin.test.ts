@@ -1,0 +1,199 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse, stringify } from 'yaml';
+import { ApplicationState, describeState, formatTimeline, TimelineEntry } from './applications';
+import { twinBinary } from './binary';
+import { poll } from './poll';
+import { renderInto, startTwinCluster, TwinCluster } from './twin-cluster';
+import { LABELS } from '../../src/model/names';
+import { REFERENCE_FILE } from '../paths';
+
+/**
+ * The bootstrap of the reference cluster synced by a real Argo CD (v3.5.1, out of cluster) on a twin of the cluster
+ * (twin-cluster.ts: a hermetic control plane, the described Nodes run by KWOK, Kueue running for real, the GPU and
+ * Network Operator stand-ins), from a loopback Git repository holding the render: exactly the README's commands, then
+ * every Application Synced and Healthy in wave order within a bound, with the timeline printed.
+ */
+
+/** How long the whole bootstrap may take, from the root's apply to every Application Synced and Healthy. */
+const BOOTSTRAP_BOUND_MS = 6 * 60 * 1000;
+/** How long a later commit may take, from its push to every Application Synced and Healthy at it. */
+const COMMIT_BOUND_MS = 4 * 60 * 1000;
+
+let twin: TwinCluster;
+let pushed: string;
+
+beforeAll(async () => {
+  // the binary first: without Go, or when it does not build, every test here fails with this one line
+  await twinBinary();
+  twin = await startTwinCluster({ description: REFERENCE_FILE });
+  pushed = await twin.push('instant-cluster: the bootstrap commit');
+  await twin.bootstrap();
+}, 30 * 60 * 1000);
+
+afterAll(async () => {
+  await twin?.stop();
+});
+
+/** The revision an Application is at when the bootstrap has converged: the root at the pushed commit, each child pinned to it. */
+const converged = (s: ApplicationState) => s.sync === 'Synced' && s.health === 'Healthy' && s.revision === pushed;
+
+/**
+ * Pushes the work tree (after `change`), then waits until every Application is Synced and Healthy at the new commit
+ * and the root's sync of it Succeeded; prints the timeline from the push; answers the commit and the states.
+ */
+async function pushAndConverge(
+  what: string, change: () => void | Promise<void>, boundMs = COMMIT_BOUND_MS,
+): Promise<{ sha: string; states: ApplicationState[] }> {
+  await change();
+  const t0 = Date.now();
+  const sha = await twin.push(what);
+  const at = (s: ApplicationState) => s.sync === 'Synced' && s.health === 'Healthy' && s.revision === sha;
+  const done = await twin.watch.waitFor((states) => states.every(at) && twin.watch.state(twin.name)?.phase === 'Succeeded' && twin.watch.state(twin.name)?.operationRevision === sha, boundMs);
+  console.log(`${twin.name}: ${what} (${sha.slice(0, 7)}), from the push\n${formatTimeline(twin.watch.timeline(t0, () => sha))}`);
+  expect(done.states.filter((s) => !at(s)).map(describeState), `${what}: not converged within ${boundMs / 1000} s`).toEqual([]);
+  expect(done.ok, what).toBe(true);
+  pushed = sha;
+  return { sha, states: done.states };
+}
+
+/** The live object at an API path, or undefined. */
+const live = (p: string) => twin.cp.client().get(p);
+
+describe('the reference cluster, bootstrapped as its README says, synced by the real Argo CD', () => {
+  it('every Application is Synced and Healthy at the pushed commit, and the root\'s sync Succeeded, within the bound; the timeline is printed', async () => {
+    const t0 = twin.rootAppliedAt!;
+    const root = twin.name;
+    const done = await twin.watch.waitFor((states) => states.every(converged) && twin.watch.state(root)?.phase === 'Succeeded', BOOTSTRAP_BOUND_MS);
+    const timeline = twin.watch.timeline(t0, () => pushed);
+    console.log(`${root}: bootstrap timeline (from the root's apply; Argo CD ${twin.twin.binary.versions['github.com/argoproj/argo-cd/v3']})\n${formatTimeline(timeline)}\nCPU seconds: ${JSON.stringify(twin.cpuSeconds())}\npeak MiB: ${JSON.stringify(Object.fromEntries(Object.entries(twin.twin.resources()).map(([k, v]) => [k, v!.peakMiB])))}`);
+    expect(done.states.filter((s) => !converged(s)).map(describeState), 'not converged').toEqual([]);
+    expect(done.ok).toBe(true);
+    // the root and every Application its folder's kustomization lists (not the samples: applied by hand), each pinned
+    const listed = (parse(readFileSync(path.join(twin.clusterDir, 'gitops', 'kustomization.yaml'), 'utf8')) as { resources: string[] }).resources;
+    const expected = listed.filter((f) => f.startsWith('application.')).map((f) => (parse(readFileSync(path.join(twin.clusterDir, 'gitops', f), 'utf8')) as { metadata: { name: string } }).metadata.name);
+    expect(done.states.map((s) => s.name).sort()).toEqual([root, ...expected].sort());
+    for (const s of done.states.filter((x) => x.name !== root)) expect(s.targetRevision, s.name).toBe(pushed);
+  }, BOOTSTRAP_BOUND_MS + 60_000);
+
+  it('the waves ran in order: no Application of a wave synced before every Application of the waves before it was Healthy', () => {
+    const timeline: TimelineEntry[] = twin.watch.timeline(twin.rootAppliedAt!, () => pushed).filter((e) => e.application !== twin.name);
+    const waves = [...new Set(timeline.map((e) => e.wave))].sort((a, b) => a - b);
+    const late: string[] = [];
+    for (let i = 1; i < waves.length; i++) {
+      const before = timeline.filter((e) => e.wave < waves[i]);
+      const lastHealthy = Math.max(...before.map((e) => e.healthyAt ?? Infinity));
+      for (const e of timeline.filter((x) => x.wave === waves[i])) if ((e.syncedAt ?? -Infinity) < lastHealthy) late.push(`${e.application} (wave ${e.wave}) synced at ${e.syncedAt} ms, before wave < ${waves[i]} was Healthy (${lastHealthy} ms)`);
+    }
+    expect(late).toEqual([]);
+    expect(waves.length).toBeGreaterThan(1);
+  });
+});
+
+describe('day two: each commit converges again on the real Argo CD', () => {
+  type Json = Record<string, any>;
+  const gpusOf = (cq: Json | undefined) => ((cq?.spec?.resourceGroups ?? []) as Json[])
+    .flatMap((g) => g.flavors as Json[]).flatMap((f) => f.resources as Json[])
+    .find((r) => r.name === 'nvidia.com/gpu')?.nominalQuota;
+
+  it('a commit that adds a tenant: its namespace, LocalQueue and ClusterQueue are there', async () => {
+    await pushAndConverge('add tenant vision', () => twin.render((d) => { d.tenants.push({ name: 'vision', gpus: 2 }); }));
+    expect((await live('/api/v1/namespaces/vision'))?.metadata.name).toBe('vision');
+    expect(String(gpusOf(await live('/apis/kueue.x-k8s.io/v1beta2/clusterqueues/vision')))).toBe('2');
+    expect((await live('/apis/kueue.x-k8s.io/v1beta2/namespaces/vision/localqueues/vision'))?.metadata.name).toBe('vision');
+  }, COMMIT_BOUND_MS + 60_000);
+
+  it('a commit that changes a quota: the ClusterQueue has the new nominal quota', async () => {
+    await pushAndConverge('research quota 8 -> 6', () => twin.render((d) => { d.tenants.find((t: Json) => t.name === 'research').gpus = 6; }));
+    expect(String(gpusOf(await live('/apis/kueue.x-k8s.io/v1beta2/clusterqueues/research')))).toBe('6');
+  }, COMMIT_BOUND_MS + 60_000);
+
+  it('a commit that touches only another cluster\'s folder: every Application moves to it and converges', async () => {
+    const before = (await live('/apis/kueue.x-k8s.io/v1beta2/clusterqueues/research'))?.metadata.generation;
+    await pushAndConverge('render cluster lab-b beside it', () => {
+      const other = { ...structuredClone(twin.description), name: 'lab-b', gitops: { ...twin.description.gitops, path: 'dist/lab-b' } };
+      const file = path.join(twin.workTree, 'clusters', 'lab-b.yaml');
+      writeFileSync(file, stringify(other));
+      renderInto(file, path.join(twin.workTree, 'dist'));
+    });
+    // nothing of this cluster changed: its objects were applied again as they were
+    expect((await live('/apis/kueue.x-k8s.io/v1beta2/clusterqueues/research'))?.metadata.generation).toBe(before);
+  }, COMMIT_BOUND_MS + 60_000);
+
+  it('a manual edit of a managed field is reverted by self-heal', async () => {
+    const p = '/apis/kueue.x-k8s.io/v1beta2/clusterqueues/research';
+    await twin.cp.client().call('PATCH', p, { body: { spec: { queueingStrategy: 'StrictFIFO' } }, contentType: 'application/merge-patch+json', query: { fieldManager: 'kubectl-edit' } });
+    const t0 = Date.now();
+    const reverted = await poll(() => live(p), (cq) => (cq?.spec as Json | undefined)?.queueingStrategy === 'BestEffortFIFO', 120_000, 500);
+    console.log(`${twin.name}: a manual edit of ClusterQueue research reverted in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    expect((reverted?.spec as Json).queueingStrategy).toBe('BestEffortFIFO');
+  }, 180_000);
+});
+
+describe('day two: what a commit removes', () => {
+  type Json = Record<string, any>;
+
+  it('a commit that removes a tenant: nothing of its namespace goes before someone confirms (a PersistentVolumeClaim in it stays); once confirmed as the docs say, its objects are pruned', async () => {
+    const admin = twin.cp.client();
+    const pvc = { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'checkpoints', namespace: 'inference' }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } } };
+    await admin.apply(pvc, { fieldManager: 'tenant-inference' });
+    twin.render((d) => { d.tenants = d.tenants.filter((t: Json) => t.name !== 'inference'); });
+    const sha = await twin.push('remove tenant inference');
+    const t0 = Date.now();
+    const tenantsApp = `${twin.name}-tenants`;
+    const waiting = await twin.watch.waitFor((states) => {
+      const s = states.find((x) => x.name === tenantsApp);
+      return s?.phase === 'Running' && /waiting for pruning confirmation of \/Namespace\/inference/.test(s.operationMessage);
+    }, COMMIT_BOUND_MS);
+    expect(waiting.states.filter((s) => s.name === tenantsApp).map(describeState)).toEqual([expect.stringMatching(/waiting for pruning confirmation of \/Namespace\/inference/)]);
+    // the kueue folder's ClusterQueue of the tenant (no data) is pruned; the namespace and the claim in it stay
+    expect(await live('/apis/kueue.x-k8s.io/v1beta2/clusterqueues/inference')).toBeUndefined();
+    expect((await live('/api/v1/namespaces/inference/persistentvolumeclaims/checkpoints'))?.metadata.name).toBe('checkpoints');
+    expect((await live('/api/v1/namespaces/inference'))?.metadata.deletionTimestamp).toBeUndefined();
+    // docs/guarantees.md: `kubectl annotate application -n argocd <app> argocd.argoproj.io/deletion-approved=<ISO timestamp>`
+    await admin.call('PATCH', `/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/${tenantsApp}`, {
+      body: { metadata: { annotations: { 'argocd.argoproj.io/deletion-approved': new Date().toISOString().replace(/\.\d+Z$/, 'Z') } } }, contentType: 'application/merge-patch+json',
+    });
+    // the same commit converges (the root's sync of it, waiting on the tenants, goes on)
+    const done = await twin.watch.waitFor((states) => states.every((s) => s.sync === 'Synced' && s.health === 'Healthy' && s.revision === sha)
+      && twin.watch.state(twin.name)?.phase === 'Succeeded', COMMIT_BOUND_MS);
+    expect(done.states.filter((s) => !(s.sync === 'Synced' && s.health === 'Healthy' && s.revision === sha)).map(describeState)).toEqual([]);
+    pushed = sha;
+    console.log(`${twin.name}: remove tenant inference (${sha.slice(0, 7)}), confirmed, from the push\n${formatTimeline(twin.watch.timeline(t0, () => sha))}`);
+    const ns = await live('/api/v1/namespaces/inference');
+    expect(ns === undefined || ns.metadata.deletionTimestamp !== undefined).toBe(true);
+    // Argo CD's CRDs and the adopted operator resources never leave with a prune
+    for (const crd of ['applications.argoproj.io', 'appprojects.argoproj.io', 'applicationsets.argoproj.io']) expect((await live(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd}`))?.metadata.name).toBe(crd);
+  }, 2 * COMMIT_BOUND_MS + 60_000);
+
+  it('a commit that removes a folder with an adopted operator resource: its Application goes, the adopted NicClusterPolicy stays', async () => {
+    await pushAndConverge('no InfiniBand: the network-operator folder goes', () => twin.render((d) => { delete d.network.infiniband; }));
+    expect(twin.watch.state(`${twin.name}-network-operator`)).toBeUndefined();
+    const app = `/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/${twin.name}-network-operator`;
+    expect(await poll(() => live(app), (a) => a === undefined, 60_000, 500)).toBeUndefined();
+    // the cascade of its deletion is over and skipped the adopted object (its Delete=false, src/model/adoption.ts)
+    const ncp = await live(`/apis/mellanox.com/v1alpha1/nicclusterpolicies/${twin.model.description.networkOperator.nicClusterPolicyName}`);
+    expect(ncp?.metadata.name).toBe(twin.model.description.networkOperator.nicClusterPolicyName);
+    expect(ncp?.metadata.deletionTimestamp).toBeUndefined();
+    expect((ncp?.metadata.annotations as Json | undefined)?.[LABELS.adopted]).toBe('true');
+  }, COMMIT_BOUND_MS + 60_000);
+});
+
+describe('failure: a commit with an object the API server refuses', () => {
+  it('fails its child\'s sync with the API server\'s message, the root shows it, and the fixed commit recovers with no command by hand', async () => {
+    const file = path.join(twin.clusterDir, 'kueue', 'clusterqueue.research.yaml');
+    writeFileSync(file, readFileSync(file, 'utf8').replace('queueingStrategy: BestEffortFIFO', 'queueingStrategy: Sideways'));
+    await twin.push('a ClusterQueue the API server refuses');
+    const kueueApp = `${twin.name}-kueue`;
+    const refused = /Unsupported value: "Sideways"/;
+    const shown = await twin.watch.waitFor((states) => {
+      const child = states.find((s) => s.name === kueueApp);
+      const root = states.find((s) => s.name === twin.name);
+      return child !== undefined && root !== undefined && refused.test(describeState(child)) && refused.test(describeState(root));
+    }, COMMIT_BOUND_MS);
+    console.log(`${twin.name}: a refused object\n${shown.states.map(describeState).join('\n')}`);
+    expect(shown.ok).toBe(true);
+    await pushAndConverge('the fix: the ClusterQueue rendered again', () => twin.render(), 2 * COMMIT_BOUND_MS);
+  }, 3 * COMMIT_BOUND_MS + 60_000);
+});
