@@ -6,6 +6,7 @@ import type * as Cli from './cli';
 import type * as Help from './commands/help';
 import type * as NewCommand from './commands/new';
 import type * as Precheck from './commands/precheck';
+import type * as SchemaCommand from './commands/schema';
 import type * as ValidateCommand from './commands/validate';
 import { EXIT, messageLine, outputText, reportError } from './errors';
 import type * as UpToDate from './launcher/up-to-date';
@@ -20,7 +21,8 @@ import type * as Paths from './paths';
  *
  * Modules load as late as they can: the up-to-date answer of a plain synth needs almost none, the
  * precheck of a bad description the description schema only, `new` none of the dependencies, the
- * global help the command specs and the engine lookup, `validate` the validator and the tree reader.
+ * global help the command specs and the engine lookup, `validate` the validator and the tree reader, `schema` the
+ * description schema.
  * The modules a command loads are compiled with V8's code from the cache folder
  * (src/cache/module-cache.ts), one cache per command.
  *
@@ -108,6 +110,8 @@ export function routeCli(argv: readonly string[]): number | Promise<number> {
     }
     // rendered folders against the schemas: none of the render stack
     if (command === 'validate') return (load('./commands/validate') as typeof ValidateCommand).runValidateCommand(argv.slice(1), print);
+    // the description's JSON Schema: the description schema alone
+    if (command === 'schema') return (load('./commands/schema') as typeof SchemaCommand).runSchemaCommand(argv.slice(1), print);
     const upToDate = load('./launcher/up-to-date') as typeof UpToDate;
     const answer = upToDate.answerFromRecord(argv);
     if (answer !== undefined) return answer;

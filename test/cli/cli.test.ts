@@ -53,6 +53,16 @@ describe('the compiled CLI', () => {
     }
   });
 
+  it('writes the description\'s JSON Schema without loading the render stack (the description schema alone)', () => {
+    for (const route of ['bundle', 'modules'] as const) {
+      const r = loads(['schema', '--out', '-'], route);
+      expect(r.status, r.stderr).toBe(0);
+      expect(r.stdout).toBe(descriptionJsonSchemaText());
+      if (route === 'modules') expect(r.loaded).toContain(path.join('lib', 'src', 'commands', 'schema.js'));
+      expect(r.loaded.filter((f) => /(^|\/)(cdk8s|cdk8s-plus-28|constructs|ajv|@marcbachmann)\/|lib\/imports\/|lib\/src\/(cli|synth|check|components|render|validate\/validator)\b/.test(f)), route).toEqual([]);
+    }
+  });
+
   it.skipIf(!HAS_SCHEMAS)('renders through the bundle: the typed imports a cluster renders are loaded, those it does not are not', () => {
     const out = mkdtempSync(path.join(tmpdir(), 'cli-'));
     const r = loads(['synth', '--config', REFERENCE_FILE, '--out', out], 'bundle');
