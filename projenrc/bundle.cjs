@@ -17,8 +17,9 @@
 // - the typed imports (lib/imports/, 4 MB, the ApplicationSet's and Dynamo's 2.7 MB of it) stay files of their own,
 //   each loaded when a component first uses what it exports (`const x_1 = require("../../imports/x")` becomes a view
 //   that requires the file on its first use: the generated modules only define classes), so a cluster without a fleet
-//   or Dynamo never reads theirs; cdk8s and constructs, which they extend, are then loaded from node_modules too, one
-//   copy for the bundle and the imports alike;
+//   or Dynamo never reads theirs; they extend cdk8s's and constructs' classes, so before the first of them loads, the
+//   bundle's own copies of cdk8s and constructs take their place in Node's module cache (the files the imports would
+//   load from node_modules): one copy for the charts and the imports, and cdk8s's 95 modules are not loaded again;
 // - what else is not bundled: the Kubernetes client (the live commands load it; 20 MB), TypeScript (the sandbox of a
 //   TypeScript description loads it, in a process of its own);
 // - its strings and names are written in ASCII (esbuild's \u escapes), and its comments dropped: what stays non-ASCII
@@ -38,7 +39,7 @@ const OUT = path.join(LIB, 'bundle');
 /** Each bundle: its entry point, a compiled module of lib/src/. */
 const BUNDLES = { cli: path.join(LIB, 'src', 'bin.js') };
 /** Loaded at run time from the installed package's node_modules. */
-const EXTERNAL = ['@kubernetes/client-node', 'typescript', 'cdk8s', 'constructs'];
+const EXTERNAL = ['@kubernetes/client-node', 'typescript'];
 const IMPORTS = path.join(LIB, 'imports');
 
 const isLib = (file) => file.startsWith(LIB + path.sep);
@@ -52,8 +53,26 @@ function plainRequires(text) {
   return out.replace(/\(0, node_module_1\.createRequire\)\(__filename\)\((['"][^'"\n]+['"])\)/g, 'require($1)');
 }
 
-/** A module's typed imports (`const x_1 = require("../../imports/x");`, what tsc writes for them), each loaded on its first use. */
-const lazyImports = (text) => text.replace(/^const (\w+) = require\("((?:\.\.\/)+imports\/[^"]+)"\);$/gm, 'const $1 = __lazyExports(() => require("$2"));');
+/** A module's typed imports (`const x_1 = require("../../imports/x");`, or `__importStar(require(...))` for `import * as`: what tsc writes for them), each loaded on its first use. */
+const lazyImports = (text) => text.replace(/^const (\w+) = (__importStar\()?require\("((?:\.\.\/)+imports\/[^"]+)"\)(\))?;$/gm,
+  (all, name, star, file, close) => (Boolean(star) !== Boolean(close) ? all
+    : `const ${name} = __lazyExports(() => (__shareWithImports({ cdk8s: require("cdk8s"), constructs: require("constructs") }), ${star ?? ''}require("${file}")${close ?? ''}));`));
+
+/**
+ * Once, before the first typed import loads: the bundle's cdk8s and constructs (`instances`, by package name) put in
+ * Node's module cache under the files a module of lib/imports/ would load for them, so that the imports extend the
+ * classes the bundle's charts use. One loaded there already (something else in the process loaded cdk8s first) stays:
+ * cdk8s and constructs tell their objects apart by Symbol.for, not by the identity of a class.
+ */
+const SHARE_WITH_IMPORTS = 'var __sharedWithImports = false; var __shareWithImports = (instances) => {'
+  + ' if (__sharedWithImports) return; __sharedWithImports = true;'
+  + ' const Module = require("node:module"); const path = require("node:path");'
+  + ' const from = path.join(__bundleDirname, "..", "imports", "index.js");'
+  + ' const importer = { id: from, filename: from, paths: Module._nodeModulePaths(path.dirname(from)) };'
+  + ' for (const [name, exports] of Object.entries(instances)) {'
+  + '   let file; try { file = Module._resolveFilename(name, importer); } catch { continue; }'
+  + '   if (Module._cache[file]) continue;'
+  + '   const m = new Module(file); m.filename = file; m.exports = exports; m.loaded = true; Module._cache[file] = m; } };';
 
 /**
  * The exports of a module required on their first use (a property read, `in`, a listing): the banner of each bundle
@@ -123,7 +142,7 @@ async function main() {
       // modules named by where they are found (node_modules/x/...), not where a link points: the same bytes from a copy
       // of the project whose node_modules are links
       preserveSymlinks: true,
-      banner: { js: `"use strict";var __bundleDirname = __dirname;${LAZY_EXPORTS}` },
+      banner: { js: `"use strict";var __bundleDirname = __dirname;${LAZY_EXPORTS}${SHARE_WITH_IMPORTS}` },
       plugins: [libModules(outFile)],
     });
     for (const w of result.warnings) process.stderr.write(`bundle ${name}: warning: ${w.text}${w.location ? ` (${w.location.file}:${w.location.line})` : ''}\n`);

@@ -17,8 +17,8 @@ function cli(...args: string[]) {
 
 /**
  * The modules a command line loads (NODE_DEBUG=module), relative to the root: through the bundle (BIN, as users run it),
- * where only what the bundle leaves out shows (cdk8s, constructs, the typed imports, the Kubernetes client: the render
- * stack loads the first three), or through the modules of lib/src (`routeCli`), where every module shows.
+ * where only what the bundle leaves out shows (the typed imports a render uses, the Kubernetes client of the live
+ * commands), or through the modules of lib/src (`routeCli`), where every module shows.
  */
 function loads(args: string[], route: 'bundle' | 'modules') {
   const run = route === 'bundle' ? [BIN, ...args] : ['-e', 'Promise.resolve(require(process.argv[1]).routeCli(process.argv.slice(2))).then((c) => { process.exitCode = c; })', BIN, ...args];
@@ -72,6 +72,8 @@ describe('the compiled CLI', () => {
     // the reference cluster: Kueue, the GPU Operator and Argo CD's Applications, no fleet (ApplicationSet) and no Dynamo
     expect(imports).toEqual(expect.arrayContaining(['kueue-clusterqueue-kueue.x-k8s.io', 'gpu-operator-nvidia.com', 'argocd-application-argoproj.io']));
     expect(imports.filter((f) => /applicationset|dynamo/.test(f))).toEqual([]);
+    // the imports extend the bundle's own cdk8s and constructs: neither is loaded from node_modules
+    expect(r.loaded.filter((f) => /(^|\/)node_modules\/(cdk8s|constructs)\//.test(f))).toEqual([]);
   });
 
   it('the bundle writes what the modules write, byte for byte: the schemas and a render of the fixtures', () => {
