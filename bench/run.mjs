@@ -9,7 +9,8 @@
 //     --keep    keep the temporary folder (generated descriptions and outputs)
 //     --readme  write the results table into bench/README.md (between its bench-results markers)
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -55,6 +56,10 @@ const TARGETS = {
   npmTestWallSeconds: 240,
   // issue 41: upgrade-plan --component all of an example, warm
   upgradePlanAllWallSeconds: 20,
+  // issue 53: one cluster rendered by the installed CLI in no more CPU than one helm template of the GPU Operator's chart
+  synthOneOverHelmMaxCpuRatio: 1,
+  // issue 53: the reference cluster through npm, end to end (a full render into a new folder)
+  npmSynthReferenceWallSeconds: 1.5,
 };
 
 const { values: opts } = parseArgs({
@@ -217,6 +222,32 @@ const plainProject = multikueueRepository('plain-101', false);
 const tenants400 = tenantsCluster(400);
 const tenants4000 = tenantsCluster(4000);
 
+/** Issue 53: a clusters repository of the two examples' descriptions (the plain synth, answered by its record once rendered). */
+const twoProject = path.join(work, 'two-project');
+mkdirSync(path.join(twoProject, 'clusters'), { recursive: true });
+writeFileSync(path.join(twoProject, 'gpu-cluster-manifests.yaml'), 'clusters: clusters\nout: dist\n');
+const twoFiles = readdirSync(CLUSTERS).filter((f) => /\.ya?ml$/.test(f)).sort().slice(0, 2).map((f) => path.join(CLUSTERS, f));
+for (const f of twoFiles) copyFileSync(f, path.join(twoProject, 'clusters', path.basename(f)));
+
+/**
+ * Issue 53's yardstick: `helm template` of the GPU Operator's chart at the pinned release, with the helm the checks run
+ * (PATH's when recent enough, else the packaged one: lib/src/engines).
+ */
+async function helmTemplateOfGpuOperator() {
+  const load = createRequire(import.meta.url);
+  try {
+    const { resolveEngines } = load(path.join(ROOT, 'lib', 'src', 'engines', 'engines.js'));
+    const { VERSIONS } = load(path.join(ROOT, 'lib', 'src', 'versions.js'));
+    const { DEFAULT_UPSTREAM } = load(path.join(ROOT, 'lib', 'src', 'paths.js'));
+    const chart = path.join(DEFAULT_UPSTREAM, `gpu-operator-${VERSIONS.gpuOperator.version}`, 'deployments', 'gpu-operator');
+    if (!existsSync(chart)) return undefined;
+    return { command: (await resolveEngines()).helm.path, args: ['template', 'gpu-operator', chart] };
+  } catch {
+    return undefined;
+  }
+}
+const helmTemplate = await helmTemplateOfGpuOperator();
+
 // ---------------------------------------------------------------- measuring
 
 const median = (xs) => {
@@ -366,6 +397,26 @@ console.log(`gpu-cluster-manifests benchmark: ${cpus().length} CPUs, node ${proc
 console.log(`temporary folder: ${work}, outputs in ${outRoot}${hasGnuTime ? '' : ' (no /usr/bin/time: peak RSS reported by the node children only)'}\n`);
 
 const CASES = [
+  // issue 53: the start of the installed CLI (lib/src/bin.js, as npx and the npm bin run it), then one and two clusters
+  { id: 'version', title: 'gpu-cluster-manifests --version (the entry point alone)', runs: 7, ...cli('--version') },
+  ...(helmTemplate ? [{ id: 'helm-gpu-operator', title: 'baseline: helm template of the GPU Operator chart at the pinned release', runs: 7, ...helmTemplate }] : []),
+  {
+    id: 'synth-1', title: 'synth of the reference cluster into a new folder (render, validate, check, write)', runs: 9,
+    ...cli('synth', '--config', REFERENCE, '--out', out('synth-1'), '--format', 'json'), objectsDir: out('synth-1'), before: () => rmSync(out('synth-1'), { recursive: true, force: true }),
+  },
+  {
+    id: 'synth-2', title: 'synth of the two examples\' descriptions into a new folder', runs: 7,
+    ...cli('synth', ...configArgs(twoFiles, 'synth-2')), objectsDir: out('synth-2'), before: () => rmSync(out('synth-2'), { recursive: true, force: true }),
+  },
+  {
+    id: 'synth-2-up-to-date', title: 'plain synth of a repository of those two, nothing changed (its record answers)', runs: 7,
+    ...cli('synth'), cwd: twoProject, expect: /already up to date \(\d+ files\): no description/, objectsDir: path.join(twoProject, 'dist'),
+  },
+  {
+    id: 'npm-synth-reference', title: 'npm run synth -- --config <reference> --out DIR: the reference cluster end to end, into a new folder', runs: 7,
+    ...npmRun('synth', '--config', REFERENCE, '--out', out('npm-synth-reference')), objectsDir: out('npm-synth-reference'),
+    before: () => rmSync(out('npm-synth-reference'), { recursive: true, force: true }),
+  },
   {
     id: 'reference', title: 'reference cluster: render + validate + write', runs: 9,
     ...cli('synth', '--config', REFERENCE, '--out', out('reference'), '--format', 'json'), objectsDir: out('reference'),
@@ -647,6 +698,15 @@ if (byId['npm-synth']) {
   const nothing = byId['npm-run-nothing'];
   const fixed = nothing ? `; npm and node alone ${fmtS(nothing.wallMs)} s, node alone ${fmtS(byId['node-start']?.wallMs ?? NaN)} s` : '';
   check(`npm run synth -- --out DIR (a full render of the examples) <= ${TARGETS.npmSynthFullWallSeconds} s wall`, r.wallMs <= TARGETS.npmSynthFullWallSeconds * 1000, `${fmtS(r.wallMs)} s (cpu ${fmtS(r.cpuMs)} s${fixed})`);
+}
+if (byId['synth-1'] && byId['helm-gpu-operator']) {
+  const [r, helm] = [byId['synth-1'], byId['helm-gpu-operator']];
+  check(`synth-1 (one cluster, the installed CLI) <= ${TARGETS.synthOneOverHelmMaxCpuRatio}x the CPU of one helm template of the GPU Operator chart (issue 53)`, r.cpuMs <= TARGETS.synthOneOverHelmMaxCpuRatio * helm.cpuMs,
+    `${(r.cpuMs / helm.cpuMs).toFixed(2)}x (cpu ${fmtS(r.cpuMs)} s / ${fmtS(helm.cpuMs)} s)`);
+}
+if (byId['npm-synth-reference']) {
+  const r = byId['npm-synth-reference'];
+  check(`npm run synth of the reference cluster (end to end) <= ${TARGETS.npmSynthReferenceWallSeconds} s wall (issue 53)`, r.wallMs <= TARGETS.npmSynthReferenceWallSeconds * 1000, `${fmtS(r.wallMs)} s (cpu ${fmtS(r.cpuMs)} s)`);
 }
 const engineRows = results.filter((r) => r.engineRenderMs !== undefined);
 if (engineRows.length > 0) {

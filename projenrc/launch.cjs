@@ -9,7 +9,9 @@
 //
 // Plain JavaScript on purpose: it must run before anything is compiled. Whether the sources
 // changed is decided by their content (src/cache/compile-record.ts, used from lib/ once it
-// exists); on the fast path (nothing changed) it prints nothing and costs a few milliseconds. The
+// exists); on the fast path (nothing changed) it prints nothing and costs a few milliseconds. A
+// compilation that changed the CLI's code also bundles it again (projenrc/bundle.cjs: lib/bundle/cli.js,
+// what lib/src/bin.js runs; a changed description alone does not). The
 // CLI's own exit code (0 ok, 1 failed, 2 bad input) is this process's exit code, also for the
 // commands that answer asynchronously (a live cluster read), and only the CLI prints: no
 // task-runner lines around its output.
@@ -71,12 +73,13 @@ function withLock(fn) {
  */
 function ensureCompiled(argv) {
   const say = argv.includes('--quiet') ? () => {} : (l) => process.stderr.write(`${l}\n`);
-  const state = compileRecord(false)?.compileState();
-  if (state?.upToDate) return true;
+  const known = compileRecord(false);
+  const state = known?.compileState();
+  if (state?.upToDate && known.bundleState(state.sources).upToDate) return true;
   return withLock(() => {
     // another process may have compiled meanwhile
     const now = compileRecord(true)?.compileState();
-    if (now?.upToDate) return true;
+    if (now?.upToDate) return ensureBundled(now.sources, say);
     let tsc;
     try {
       tsc = require.resolve('typescript/bin/tsc', { paths: [ROOT] });
@@ -97,9 +100,26 @@ function ensureCompiled(argv) {
       process.stderr.write(`error: compiling the sources failed (tsc exited ${r.status ?? r.signal}); fix the errors above\n`);
       return false;
     }
-    say(`compiled in ${(Number(process.hrtime.bigint() - t0) / 1e9).toFixed(1)} s`);
-    return true;
+    const bundled = ensureBundled(before, () => {});
+    if (bundled) say(`compiled in ${(Number(process.hrtime.bigint() - t0) / 1e9).toFixed(1)} s`);
+    return bundled;
   });
+}
+
+/** Bundles the CLI again (under the compile lock) when what it is made of changed since it was bundled, or it is missing. */
+function ensureBundled(sources, say) {
+  const record = compileRecord(true);
+  const state = record.bundleState(sources);
+  if (state.upToDate) return true;
+  say('bundling the command line…');
+  const r = require('node:child_process').spawnSync(process.execPath, [path.join(__dirname, 'bundle.cjs')], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' });
+  if (r.status !== 0) {
+    process.stderr.write(`${r.stdout ?? ''}${r.stderr ?? ''}`);
+    process.stderr.write(`error: bundling the command line failed (projenrc/bundle.cjs exited ${r.status ?? r.signal})\n`);
+    return false;
+  }
+  record.recordBundle(state.inputs);
+  return true;
 }
 
 /**

@@ -1,10 +1,12 @@
 #!/usr/bin/env node
 import { createRequire } from 'node:module';
-import { installModuleCache } from './cache/module-cache';
+import * as path from 'node:path';
+import { installModuleCache, requireBundle } from './cache/module-cache';
 import type * as Cli from './cli';
 import type * as Help from './commands/help';
 import type * as NewCommand from './commands/new';
 import type * as Precheck from './commands/precheck';
+import type * as SchemaCommand from './commands/schema';
 import type * as ValidateCommand from './commands/validate';
 import { EXIT, messageLine, outputText, reportError } from './errors';
 import type * as UpToDate from './launcher/up-to-date';
@@ -19,9 +21,15 @@ import type * as Paths from './paths';
  *
  * Modules load as late as they can: the up-to-date answer of a plain synth needs almost none, the
  * precheck of a bad description the description schema only, `new` none of the dependencies, the
- * global help the command specs and the engine lookup, `validate` the validator and the tree reader.
+ * global help the command specs and the engine lookup, `validate` the validator and the tree reader, `schema` the
+ * description schema.
  * The modules a command loads are compiled with V8's code from the cache folder
  * (src/cache/module-cache.ts), one cache per command.
+ *
+ * Built, the command line is one file (lib/bundle/cli.js: this module and everything it loads, projenrc/bundle.cjs):
+ * runCli hands every command but the two that need nothing (--version, new) to the bundle's copy of routeCli, so a
+ * start reads, digests and compiles one file instead of some 600 modules. Without the bundle (a checkout compiled by
+ * tsc alone) the modules of lib/src load as they are.
  */
 
 const load = createRequire(__filename);
@@ -63,8 +71,25 @@ export function installCommandCache(argv: readonly string[]): void {
   installModuleCache(isHelp(command) ? 'help' : command && CACHED_COMMANDS.test(command) ? command : 'cli');
 }
 
+/** The command line in one file, beside lib/src/ (this module's folder, also in the bundle's copy of it). */
+export const CLI_BUNDLE = path.join(__dirname, '..', 'bundle', 'cli.js');
+
 /** Runs a command line; returns the exit code (a promise for live cluster reads). Never throws or rejects. */
 export function runCli(argv: readonly string[]): number | Promise<number> {
+  const [command] = argv;
+  if (command === '--version' || command === '-v' || command === 'new') return routeCli(argv);
+  let bundle: { routeCli: typeof routeCli } | undefined;
+  try {
+    installCommandCache(argv);
+    bundle = requireBundle(CLI_BUNDLE) as typeof bundle;
+  } catch (e) {
+    return reportError(e, print.err);
+  }
+  return (bundle ?? { routeCli }).routeCli(argv);
+}
+
+/** Runs a command line with the modules of the running code (the bundle's, or lib/src's): what runCli hands it to. */
+export function routeCli(argv: readonly string[]): number | Promise<number> {
   const fail = (e: unknown) => reportError(e, print.err);
   quietOnClosedOutput();
   try {
@@ -85,6 +110,8 @@ export function runCli(argv: readonly string[]): number | Promise<number> {
     }
     // rendered folders against the schemas: none of the render stack
     if (command === 'validate') return (load('./commands/validate') as typeof ValidateCommand).runValidateCommand(argv.slice(1), print);
+    // the description's JSON Schema: the description schema alone
+    if (command === 'schema') return (load('./commands/schema') as typeof SchemaCommand).runSchemaCommand(argv.slice(1), print);
     const upToDate = load('./launcher/up-to-date') as typeof UpToDate;
     const answer = upToDate.answerFromRecord(argv);
     if (answer !== undefined) return answer;

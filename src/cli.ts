@@ -1,4 +1,3 @@
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { CheckFailed, formatFinding } from './check/engine';
@@ -11,6 +10,7 @@ import { runNew } from './commands/new';
 import { CommandSpec, commandHelp, renderInputs, unknownOption } from './commands/options';
 import { Preloaded, preloadedModels } from './commands/precheck';
 import { Progress } from './commands/progress';
+import { runSchema } from './commands/schema';
 import { CHECK, DIFF, INIT, NEW, PREFLIGHT, SCHEMA, SYNTH, UPGRADE_PLAN, VALIDATE, VERIFY } from './commands/specs';
 import { synthSummary } from './commands/synth-summary';
 import { runUpgradePlan } from './commands/upgrade-plan';
@@ -20,14 +20,13 @@ import { runInit } from './init/command';
 import { noteSynthResult, reusableClusters } from './launcher/up-to-date';
 import { todoWarnings } from './model/init-todos';
 import { closestName } from './model/issue-hints';
-import { descriptionJsonSchemaText, FLEET_SCHEMA_FILE_NAME, fleetJsonSchemaText, withDescriptionReference } from './model/json-schema';
 import { openTodos } from './model/load-models';
-import { PACKAGE_NAME, packageVersion, SCHEMA_FILE_NAME } from './paths';
+import { PACKAGE_NAME, packageVersion } from './paths';
 import { runPreflight } from './preflight/command';
 import { readGitRepo } from './project/git';
-import { projectOf, requireProject } from './project/project-file';
+import { requireProject } from './project/project-file';
 import { DeletionRefused, deletionLines } from './render/deletions';
-import { descriptionFiles, InputError, synth, ValidationFailed } from './synth/pipeline';
+import { descriptionFiles, synth, ValidationFailed } from './synth/pipeline';
 import { runVerify } from './verify/command';
 
 export { EXIT } from './commands/io';
@@ -87,35 +86,6 @@ export function runSynth(args: string[], io: Io = consoleIo, preloaded?: Preload
     for (const line of synthSummary(result)) io.out(line);
   }
   return EXIT.ok;
-}
-
-export function runSchema(args: string[], io: Io = consoleIo): number {
-  const { values } = parseArgs({ args, options: SCHEMA.options });
-  if (values.help) {
-    io.out(commandHelp(SCHEMA));
-    return EXIT.ok;
-  }
-  if (values.readme && !existsSync(values.readme)) throw new InputError(`--readme ${values.readme}: no such file`);
-  const text = descriptionJsonSchemaText();
-  const clusters = values.out === undefined ? projectOf()?.clusters : undefined;
-  const out = values.out === '-' ? undefined : values.out ?? (clusters && path.join(clusters, SCHEMA_FILE_NAME));
-  const said = values.quiet ? () => {} : io.err;
-  if (out) said(writeIfChanged(out, text, `the JSON Schema of the description (${PACKAGE_NAME} ${packageVersion()})`));
-  else io.out(text.trimEnd());
-  // the project's folder of descriptions gets the fleet description's schema beside (fleet.yaml)
-  if (out && values.out === undefined) {
-    said(writeIfChanged(path.join(path.dirname(out), FLEET_SCHEMA_FILE_NAME), fleetJsonSchemaText(), `the JSON Schema of the fleet description (${PACKAGE_NAME} ${packageVersion()})`));
-  }
-  if (values.readme) said(writeIfChanged(values.readme, withDescriptionReference(readFileSync(values.readme, 'utf8')), 'its field reference section'));
-  return EXIT.ok;
-}
-
-/** Writes `text` to `file` unless it holds exactly that already (its time stamp stays); says which, and what the file is. */
-function writeIfChanged(file: string, text: string, what: string): string {
-  const shown = printable(path.relative(process.cwd(), file) || file);
-  if (existsSync(file) && readFileSync(file, 'utf8') === text) return `${shown}: ${what}, unchanged`;
-  writeFileSync(file, text);
-  return `wrote ${shown}: ${what}`;
 }
 
 /** A command returns its exit code; commands that read a live cluster return it asynchronously. */

@@ -4,8 +4,8 @@ import * as path from 'node:path';
 import { ROOT } from './helpers';
 
 /*
- * The compiled CLI (`node lib/src/bin.js`, as users run it; `npm test` compiles first) in a child,
- * through a small wrapper that reports, on file descriptor 3, the exit code, the child's peak RSS
+ * The compiled CLI (`node lib/src/bin.js`, as users run it, but its modules of lib/src rather than its bundle; `npm
+ * test` compiles first) in a child, through a small wrapper that reports, on file descriptor 3, the exit code, the child's peak RSS
  * (process.resourceUsage()) and how long its live read took by the child's own clock: from the
  * moment --timeout starts counting (the kubeconfig loaded, with the Kubernetes client it imports;
  * the start of readLive when no kubeconfig loads) to its end, so that loading modules on a busy
@@ -17,7 +17,8 @@ const LIB = path.join(ROOT, 'lib', 'src');
 const WRAPPER = `
 const fs = require('node:fs');
 const [bin, live, kubeconfig, ...args] = process.argv.slice(2);
-// the command's module cache before the modules below load (as the CLI's entry point installs it)
+// the command's module cache before the modules below load (as the CLI's entry point installs it); the modules of
+// lib/src, not the bundle (lib/bundle/cli.js has copies of its own of the two timed below)
 const binModule = require(bin);
 binModule.installCommandCache(args);
 const liveModule = require(live);
@@ -33,7 +34,7 @@ liveModule.readLive = (...a) => {
   p.then(() => {}, () => {}).finally(() => { liveMs = performance.now() - (loadedAt ?? t0); });
   return p;
 };
-Promise.resolve(binModule.runCli(args)).then((code) => {
+Promise.resolve(binModule.routeCli(args)).then((code) => {
   process.exitCode = code;
   fs.writeSync(3, JSON.stringify({ code, liveMs, maxRSS: process.resourceUsage().maxRSS * 1024 }));
 });

@@ -1,6 +1,6 @@
 import { existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { fileDigest, filesDigest, listTree, packageRoot } from './digests';
+import { digestOfParts, fileDigest, filesDigest, listTree, packageRoot } from './digests';
 import { PACKAGE_ROOT } from '../paths';
 
 /**
@@ -168,6 +168,79 @@ export function recordCompilation(before: Record<string, string>, status: number
     rmSync(tmp, { force: true });
   }
   return true;
+}
+
+/**
+ * The command line's bundle (projenrc/bundle.cjs writes lib/bundle/cli.js from the compiled lib/src/ and the
+ * dependencies, and beside it the list of the files it was made of): made again after a compilation that changed the
+ * CLI's code (not one that changed only a description, src/clusters/: the bundle holds none), when a file it was made
+ * of changed since (a compiled file of lib/ or a dependency edited in place: the edited code runs, as it would
+ * without the bundle), and when it is missing or was itself edited.
+ */
+export const BUNDLES = ['cli'];
+const bundleFile = (root: string, name: string) => path.join(root, 'lib', 'bundle', `${name}.js`);
+const bundleInputsFile = (root: string, name: string) => path.join(root, 'lib', 'bundle', `${name}.inputs.json`);
+const BUNDLER = 'esbuild';
+/** What else the bundle is made of: the bundler's script, and the dependencies it copies in (their lock). */
+const BUNDLE_INPUTS = [path.join('projenrc', 'bundle.cjs'), 'package-lock.json'];
+const bundleRecordFile = (root: string) => path.join(root, 'lib', '.bundled-sources.json');
+
+interface BundleRecord {
+  /** The digest of the sources and the bundler (bundleState's `inputs`) when the bundles were made. */
+  readonly inputs: string;
+  /** Every file the bundles were made of, and the bundles themselves: path relative to the root -> SHA-256. */
+  readonly files: Record<string, string>;
+}
+
+/** The files of the bundles and those they were made of (as the bundler listed them), relative to the root; undefined when a list is missing. */
+function bundledFiles(root: string): string[] | undefined {
+  const out: string[] = [];
+  for (const name of BUNDLES) {
+    try {
+      out.push(path.relative(root, bundleFile(root, name)), ...(JSON.parse(readFileSync(bundleInputsFile(root, name), 'utf8')) as string[]));
+    } catch {
+      return undefined;
+    }
+  }
+  return out;
+}
+
+/** Whether the bundles were made from the sources and files as they are now (`sources`: currentSources of the same root). */
+export function bundleState(sources: Record<string, string>, root: string = PACKAGE_ROOT): { upToDate: boolean; inputs: string } {
+  const parts: [string, string][] = Object.entries(sources).filter(([rel]) => !isDescriptionSource(rel));
+  for (const f of BUNDLE_INPUTS) parts.push([f, fileDigest(path.join(root, f)) ?? '-']);
+  let bundler = '-';
+  try {
+    bundler = fileDigest(path.join(packageRoot(BUNDLER), 'package.json')) ?? '-';
+  } catch {
+    // not installed: the bundler says so when it runs
+  }
+  parts.push([`(${BUNDLER})`, bundler]);
+  const inputs = digestOfParts(parts.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  let record: BundleRecord | undefined;
+  try {
+    record = JSON.parse(readFileSync(bundleRecordFile(root), 'utf8')) as BundleRecord;
+  } catch {
+    record = undefined;
+  }
+  const files = bundledFiles(root);
+  const unchanged = (f: string) => record?.files[f] !== undefined && fileDigest(path.join(root, f)) === record.files[f];
+  const upToDate = record?.inputs === inputs && files !== undefined && files.every(unchanged);
+  return { upToDate, inputs };
+}
+
+/** Records that the bundles were made from `inputs` (bundleState's), with the digests of the files they were made of. */
+export function recordBundle(inputs: string, root: string = PACKAGE_ROOT): void {
+  const files: Record<string, string> = {};
+  for (const f of bundledFiles(root) ?? []) files[f] = fileDigest(path.join(root, f)) ?? '-';
+  const file = bundleRecordFile(root);
+  const tmp = `${file}.${process.pid}.tmp`;
+  try {
+    writeFileSync(tmp, JSON.stringify({ inputs, files } satisfies BundleRecord));
+    renameSync(tmp, file);
+  } catch {
+    rmSync(tmp, { force: true });
+  }
 }
 
 let matches: boolean | undefined;

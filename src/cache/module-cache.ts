@@ -1,5 +1,6 @@
+import { isAscii } from 'node:buffer';
 import { createHash } from 'node:crypto';
-import { closeSync, existsSync, fstatSync, lstatSync, openSync, readdirSync, readSync, rmSync, statSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, lstatSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync } from 'node:fs';
 import Module from 'node:module';
 import * as path from 'node:path';
 import * as vm from 'node:vm';
@@ -30,6 +31,9 @@ import { INSTALL_ROOT, PACKAGE_ROOT } from '../paths';
  * Only the toolkit's own compiled modules and its dependencies are cached (files under the package and under
  * the node_modules it is installed in), never a user's file. ES modules (Node >= 20.19 loads them through
  * require()) keep Node's own path: Node 20 offers no way to hand them compiled code.
+ *
+ * The command line itself is one bundled file (lib/bundle/cli.js, projenrc/bundle.cjs), loaded by requireBundle: one
+ * entry of the same file, keyed by the SHA-256 of its bytes as read (hashing the decoded text costs five times more).
  */
 
 /** Files the folder keeps (one per entry point, V8 build and set of flags; the ones written longest ago go). */
@@ -207,7 +211,13 @@ function prune(dir: string, keep: string): void {
   for (const f of readdirSync(parent)) if (/^modules-[a-z-]+-v\d+\.\d+\.\d+-[a-z0-9]+\.v8$/.test(f)) rmSync(path.join(parent, f), { force: true });
 }
 
-let installed: ModuleCache | undefined;
+/**
+ * One cache per process, also where two copies of this module are loaded (the entry point's, and the bundle's own once
+ * the entry point has loaded the bundle): the first installed answers every later call.
+ */
+const INSTALLED = Symbol.for('gpu-cluster-manifests.module-cache');
+type Installed = ModuleCache & { compileKeyed?: (mod: Module, content: string, filename: string, key: string) => unknown };
+const processWide = globalThis as unknown as { [INSTALLED]?: Installed };
 
 /**
  * Compiles the modules loaded from now on with V8's code from `<cache>/modules/<name>-<tag>.bin`, and writes
@@ -216,7 +226,7 @@ let installed: ModuleCache | undefined;
  * returns the first.
  */
 export function installModuleCache(name: string, opts: ModuleCacheOptions = {}): ModuleCache | undefined {
-  if (installed) return installed;
+  if (processWide[INSTALLED]) return processWide[INSTALLED];
   const folder = opts.dir ?? defaultFolder();
   if (!folder) return undefined;
   const dir = path.join(folder, 'modules');
@@ -248,7 +258,11 @@ export function installModuleCache(name: string, opts: ModuleCacheOptions = {}):
 
   function cachedCompile(this: Module, content: string, filename: string, format?: string): unknown {
     if (format === 'module' || !inScope(filename)) return original.call(this, content, filename, format);
-    const key = blobDigest(content);
+    return compileKeyed(this, content, filename, blobDigest(content));
+  }
+
+  /** Compiles a module with the cache's code for `key` (the digest of its source), and runs it as Node would. */
+  function compileKeyed(mod: Module, content: string, filename: string, key: string): unknown {
     const hit = known.get(filename);
     const cachedData = hit?.key === key ? intact(hit) : undefined;
     const source = content.startsWith('#!') ? `//${content}` : content;
@@ -257,7 +271,6 @@ export function installModuleCache(name: string, opts: ModuleCacheOptions = {}):
     if (reused) stats.hits++;
     else stats.misses++;
     loaded.push({ filename, key, script, data: reused ? cachedData : undefined, digest: reused ? hit!.digest : undefined });
-    const mod = this;
     const req = ((id: string) => mod.require(id)) as NodeJS.Require;
     req.resolve = Object.assign((request: string, options?: unknown) => resolveFilename(request, mod, false, options), {
       paths: (request: string) => lookupPaths(request, mod),
@@ -309,16 +322,56 @@ export function installModuleCache(name: string, opts: ModuleCacheOptions = {}):
   };
   proto._compile = cachedCompile;
   process.once('exit', save);
-  installed = {
+  const installed: Installed = {
     file,
     stats,
     save,
+    compileKeyed: (mod, content, filename, key) => (inScope(filename)
+      ? compileKeyed(mod, content, filename, key)
+      : original.call(mod, content, filename)),
     uninstall: () => {
       if (proto._compile === cachedCompile) proto._compile = original;
       process.off('exit', save);
       cacheFile.close();
-      installed = undefined;
+      if (processWide[INSTALLED] === installed) delete processWide[INSTALLED];
     },
   };
+  processWide[INSTALLED] = installed;
   return installed;
+}
+
+/**
+ * A bundle (lib/bundle/<name>.js, projenrc/bundle.cjs) loaded as a CommonJS module, compiled with the installed cache's
+ * code (installModuleCache first), keyed by the SHA-256 of its bytes; the module Node's own require would make of
+ * it, cached as such. Undefined when there is no such file (a checkout compiled without its bundle): the caller loads
+ * the modules themselves.
+ */
+export function requireBundle(file: string): unknown {
+  const modules = (Module as unknown as { _cache: Record<string, Module | undefined> })._cache;
+  const known = modules[file];
+  if (known) return known.exports;
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(file);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw e;
+  }
+  const internals = Module as unknown as { _nodeModulePaths(dir: string): string[] };
+  const mod = new Module(file, module);
+  mod.filename = file;
+  mod.paths = internals._nodeModulePaths(path.dirname(file));
+  modules[file] = mod;
+  try {
+    // an ASCII file (what the bundler writes) decodes to the same text either way; latin1 makes a one-byte string at once
+    const text = bytes.toString(isAscii(bytes) ? 'latin1' : 'utf8');
+    const compile = processWide[INSTALLED]?.compileKeyed;
+    if (compile) compile(mod, text, file, blobDigest(bytes));
+    else (mod as unknown as { _compile(content: string, filename: string): unknown })._compile(text, file);
+    mod.loaded = true;
+  } catch (e) {
+    delete modules[file];
+    throw e;
+  }
+  return mod.exports;
 }

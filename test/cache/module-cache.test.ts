@@ -4,7 +4,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { installModuleCache, MAX_FILES, ModuleCache } from '../../src/cache/module-cache';
+import { installModuleCache, MAX_FILES, ModuleCache, requireBundle } from '../../src/cache/module-cache';
 import { BIN, ROOT } from '../paths';
 
 /*
@@ -105,6 +105,37 @@ describe('the module cache', () => {
     expect(kept).toHaveLength(MAX_FILES);
     expect(kept).toContain(path.basename(cache!.file));
     expect(statSync(cache!.file).size).toBeGreaterThan(100);
+  });
+
+  it('a bundle is one entry keyed by its bytes: from the cache once written, afresh when a byte changes (same length)', () => {
+    const dir = path.join(work, 'bundle');
+    const bundle = path.join(mods, 'bundle.js');
+    // not ASCII: decoded as Node decodes a module (the bundler writes ASCII, which decodes the same either way)
+    const write = (word: string) => writeFileSync(bundle, `exports.word = '${word}'; exports.unit = 'µs'; exports.twice = (n) => 2 * n;\n`);
+    const loadBundle = () => {
+      delete require.cache[bundle];
+      cache?.uninstall();
+      cache = installModuleCache('bundle-test', { dir, roots: [mods] })!;
+      const b = requireBundle(bundle) as { word: string; unit: string; twice(n: number): number };
+      expect(b.twice(21)).toBe(42);
+      // the module Node's require would make of it: the same object on a second require
+      expect(createRequire(bundle)(bundle)).toBe(b);
+      cache.save();
+      return { word: b.word, unit: b.unit, ...cache.stats };
+    };
+    write('one');
+    expect(loadBundle()).toEqual({ word: 'one', unit: 'µs', hits: 0, misses: 1, written: true });
+    expect(loadBundle()).toEqual({ word: 'one', unit: 'µs', hits: 1, misses: 0, written: false });
+    write('two');
+    expect(loadBundle()).toEqual({ word: 'two', unit: 'µs', hits: 0, misses: 1, written: true });
+    // no such bundle: the caller loads the modules themselves
+    expect(requireBundle(path.join(mods, 'absent.js'))).toBeUndefined();
+  });
+
+  it('one cache per process, also for a second copy of this module (the bundle\'s own)', () => {
+    cache = installModuleCache('first', { dir: path.join(work, 'once'), roots: [mods] })!;
+    const copy = createRequire(__filename)(path.join(ROOT, 'lib', 'src', 'cache', 'module-cache.js')) as typeof import('../../src/cache/module-cache');
+    expect(copy.installModuleCache('second', { dir: path.join(work, 'twice'), roots: [mods] })).toBe(cache);
   });
 
   it('the CLI keeps one per command: a corrupt one is rewritten, and the command prints the same', () => {

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { main } from '../../src/cli';
+import { descriptionJsonSchemaText, fleetJsonSchemaText } from '../../src/model/json-schema';
 import { BIN, fixtureProject, HAS_SCHEMAS, readTreeFiles, REFERENCE_FILE, renderedFixtures, ROOT } from '../helpers';
 
 // These run the compiled CLI (lib/), as users do: `npm test` compiles first.
@@ -14,23 +15,80 @@ function cli(...args: string[]) {
 }
 
 
+/**
+ * The modules a command line loads (NODE_DEBUG=module), relative to the root: through the bundle (BIN, as users run it),
+ * where only what the bundle leaves out shows (the typed imports a render uses, the Kubernetes client of the live
+ * commands), or through the modules of lib/src (`routeCli`), where every module shows.
+ */
+function loads(args: string[], route: 'bundle' | 'modules') {
+  const run = route === 'bundle' ? [BIN, ...args] : ['-e', 'Promise.resolve(require(process.argv[1]).routeCli(process.argv.slice(2))).then((c) => { process.exitCode = c; })', BIN, ...args];
+  const r = spawnSync(process.execPath, run, { cwd: ROOT, env: { ...env, NODE_DEBUG: 'module' }, encoding: 'utf8' });
+  const loaded = [...r.stderr.matchAll(/^MODULE \d+: load "([^"]+)"/gm)].map((m) => path.relative(ROOT, m[1]));
+  return { ...r, stderr: r.stderr.split('\n').filter((l) => !l.startsWith('MODULE')).join('\n'), loaded };
+}
+
+/** Modules of lib/src the entry point loads before it hands the command to the bundle (bin.js and its code cache). */
+const ENTRY_MODULES = /^lib\/src\/(bin|errors|paths|files|processes|cache\/(module-cache|cache-dir|cache-write))\.js$/;
+
 describe('the compiled CLI', () => {
   it('explains itself with --help, without loading the render stack', () => {
-    const r = spawnSync(process.execPath, [BIN, '--help'], { cwd: ROOT, env: { ...env, NODE_DEBUG: 'module' }, encoding: 'utf8' });
-    expect(r.status).toBe(0);
-    for (const word of ['synth', 'validate', '--config', '--out', '--schemas', 'Exit codes', 'Engines (check renders']) expect(r.stdout).toContain(word);
-    const loaded = [...r.stderr.matchAll(/^MODULE \d+: load "([^"]+)"/gm)].map((m) => path.relative(ROOT, m[1]));
-    expect(loaded).toContain(path.join('lib', 'src', 'commands', 'help.js'));
-    expect(loaded.filter((f) => /(^|\/)(cdk8s|cdk8s-plus-28|zod|yaml|ajv)\/|lib\/src\/(cli|synth|render|check)\b/.test(f))).toEqual([]);
+    for (const route of ['bundle', 'modules'] as const) {
+      const r = loads(['--help'], route);
+      expect(r.status, r.stderr).toBe(0);
+      for (const word of ['synth', 'validate', '--config', '--out', '--schemas', 'Exit codes', 'Engines (check renders']) expect(r.stdout).toContain(word);
+      if (route === 'modules') expect(r.loaded).toContain(path.join('lib', 'src', 'commands', 'help.js'));
+      else expect(r.loaded.filter((f) => f.startsWith('lib/') && !ENTRY_MODULES.test(f))).toEqual([]);
+      expect(r.loaded.filter((f) => /(^|\/)(cdk8s|cdk8s-plus-28|constructs|zod|yaml|ajv)\/|lib\/imports\/|lib\/src\/(cli|synth|render|check)\b/.test(f)), route).toEqual([]);
+    }
   });
 
   it.skipIf(!HAS_SCHEMAS)('validates rendered folders without loading the render stack (cdk8s, the typed imports, zod, CEL)', () => {
-    const r = spawnSync(process.execPath, [BIN, 'validate', renderedFixtures()], { cwd: ROOT, env: { ...env, NODE_DEBUG: 'module' }, encoding: 'utf8' });
-    expect(r.status, r.stderr.split('\n').filter((l) => !l.startsWith('MODULE')).join('\n')).toBe(0);
-    expect(r.stdout).toMatch(/^ok: \d+ objects, 0 errors/m);
-    const loaded = [...r.stderr.matchAll(/^MODULE \d+: load "([^"]+)"/gm)].map((m) => path.relative(ROOT, m[1]));
-    expect(loaded).toContain(path.join('lib', 'src', 'commands', 'validate.js'));
-    expect(loaded.filter((f) => /(^|\/)(cdk8s|cdk8s-plus-28|constructs|zod|@marcbachmann)\/|lib\/imports\/|lib\/src\/(cli|synth|check|components|model\/description)\b/.test(f))).toEqual([]);
+    for (const route of ['bundle', 'modules'] as const) {
+      const r = loads(['validate', renderedFixtures()], route);
+      expect(r.status, r.stderr).toBe(0);
+      expect(r.stdout).toMatch(/^ok: \d+ objects, 0 errors/m);
+      if (route === 'modules') expect(r.loaded).toContain(path.join('lib', 'src', 'commands', 'validate.js'));
+      else expect(r.loaded.filter((f) => f.startsWith('lib/') && !ENTRY_MODULES.test(f))).toEqual([]);
+      expect(r.loaded.filter((f) => /(^|\/)(cdk8s|cdk8s-plus-28|constructs|zod|@marcbachmann)\/|lib\/imports\/|lib\/src\/(cli|synth|check|components|model\/description)\b/.test(f)), route).toEqual([]);
+    }
+  });
+
+  it('writes the description\'s JSON Schema without loading the render stack (the description schema alone)', () => {
+    for (const route of ['bundle', 'modules'] as const) {
+      const r = loads(['schema', '--out', '-'], route);
+      expect(r.status, r.stderr).toBe(0);
+      expect(r.stdout).toBe(descriptionJsonSchemaText());
+      if (route === 'modules') expect(r.loaded).toContain(path.join('lib', 'src', 'commands', 'schema.js'));
+      expect(r.loaded.filter((f) => /(^|\/)(cdk8s|cdk8s-plus-28|constructs|ajv|@marcbachmann)\/|lib\/imports\/|lib\/src\/(cli|synth|check|components|render|validate\/validator)\b/.test(f)), route).toEqual([]);
+    }
+  });
+
+  it.skipIf(!HAS_SCHEMAS)('renders through the bundle: the typed imports a cluster renders are loaded, those it does not are not', () => {
+    const out = mkdtempSync(path.join(tmpdir(), 'cli-'));
+    const r = loads(['synth', '--config', REFERENCE_FILE, '--out', out], 'bundle');
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.loaded.filter((f) => f.startsWith('lib/') && !ENTRY_MODULES.test(f) && !f.startsWith('lib/imports/'))).toEqual([]);
+    const imports = r.loaded.filter((f) => f.startsWith('lib/imports/')).map((f) => path.basename(f, '.js'));
+    // the reference cluster: Kueue, the GPU Operator and Argo CD's Applications, no fleet (ApplicationSet) and no Dynamo
+    expect(imports).toEqual(expect.arrayContaining(['kueue-clusterqueue-kueue.x-k8s.io', 'gpu-operator-nvidia.com', 'argocd-application-argoproj.io']));
+    expect(imports.filter((f) => /applicationset|dynamo/.test(f))).toEqual([]);
+    // the imports extend the bundle's own cdk8s and constructs: neither is loaded from node_modules
+    expect(r.loaded.filter((f) => /(^|\/)node_modules\/(cdk8s|constructs)\//.test(f))).toEqual([]);
+  });
+
+  it('the bundle writes what the modules write, byte for byte: the schemas and a render of the fixtures', () => {
+    // a project of the fixtures: its schema files (the fleet's holds a pattern with a non-ASCII character, as the sources
+    // write it), then its render
+    const project = fixtureProject('cli-bundle-');
+    const inProject = (...args: string[]) => spawnSync(process.execPath, [BIN, ...args], { cwd: project, env, encoding: 'utf8' });
+    const schema = inProject('schema');
+    expect(schema.status, schema.stderr).toBe(0);
+    expect(readFileSync(path.join(project, 'clusters', 'cluster-description.schema.json'), 'utf8')).toBe(descriptionJsonSchemaText());
+    expect(readFileSync(path.join(project, 'clusters', 'fleet.schema.json'), 'utf8')).toBe(fleetJsonSchemaText());
+    if (!HAS_SCHEMAS) return;
+    const synth = inProject('synth', '--quiet');
+    expect(synth.status, synth.stderr).toBe(0);
+    expect(readTreeFiles(path.join(project, 'dist'))).toEqual(readTreeFiles(renderedFixtures()));
   });
 
   it('exits 2 on a bad description, without a stack trace', () => {

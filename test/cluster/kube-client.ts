@@ -78,6 +78,9 @@ export function warningsOf(rawHeaders: readonly string[]): string[] {
   return out;
 }
 
+/** Attempts of a request whose kept-alive connections turned out closed: each pooled one (at most 16), then a new one. */
+const STALE_CONNECTION_RETRIES = 17;
+
 export class KubeClient {
   private readonly agent: https.Agent;
   private readonly discovery = new Map<string, Promise<Map<string, Resource> | undefined>>();
@@ -105,9 +108,22 @@ export class KubeClient {
 
   /**
    * One request; answers the status, the parsed body (text when it is not JSON) and the texts of its Warning headers.
-   * Never throws on a status.
+   * Never throws on a status. A request written to a kept-alive connection the server had closed meanwhile (its idle
+   * timeout, a busy machine: `write EPIPE`, or ECONNRESET before any answer) never reached it, and is sent again on a
+   * new connection (what Node's documentation advises for `request.reusedSocket`).
    */
-  request(method: string, path: string, opts: RequestOptions = {}): Promise<{ status: number; body: any; warnings: string[] }> {
+  async request(method: string, path: string, opts: RequestOptions = {}): Promise<{ status: number; body: any; warnings: string[] }> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.send(method, path, opts);
+      } catch (e) {
+        const { code, reusedSocket } = e as NodeJS.ErrnoException & { reusedSocket?: boolean };
+        if (!reusedSocket || (code !== 'EPIPE' && code !== 'ECONNRESET') || attempt >= STALE_CONNECTION_RETRIES) throw e;
+      }
+    }
+  }
+
+  private send(method: string, path: string, opts: RequestOptions): Promise<{ status: number; body: any; warnings: string[] }> {
     const url = new URL(path, this.server);
     for (const [k, v] of Object.entries(opts.query ?? {})) url.searchParams.set(k, v);
     const payload = opts.body === undefined ? undefined : typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
@@ -139,7 +155,7 @@ export class KubeClient {
         res.on('error', reject);
       });
       req.on('timeout', () => req.destroy(new Error(`${method} ${path}: no answer within ${(opts.timeoutMs ?? 60_000) / 1000} s`)));
-      req.on('error', reject);
+      req.on('error', (e) => reject(Object.assign(e, { reusedSocket: req.reusedSocket })));
       if (payload !== undefined) req.write(payload);
       req.end();
     });
