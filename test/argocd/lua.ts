@@ -13,12 +13,23 @@ export interface LuaHealth {
   readonly message?: string;
 }
 
-const PRELUDE = [
-  'local time, date = os.time, os.date',
-  'debug.setmetatable("", nil)',
-  'string, math, io, utf8, coroutine, debug = nil, nil, nil, nil, nil, nil',
-  'os = { time = time, date = date }',
-].join('\n');
+/**
+ * Argo CD's globals. With `now` (seconds since the epoch), the clock stands still there: os.time() and os.date(format)
+ * without a time read it, as they read the real clock in Argo CD, so that a check bounding a wait gives the same answer
+ * on every run (its health_test.yaml cases are written against that instant).
+ */
+function prelude(now?: number): string {
+  if (now !== undefined && !Number.isSafeInteger(now)) throw new Error(`now: expected whole seconds since the epoch, got ${now}`);
+  const clock = now === undefined
+    ? 'os = { time = time, date = date }'
+    : `local now = ${now}\nos = { time = function(t) if t == nil then return now end return time(t) end, date = function(f, t) return date(f, t or now) end }`;
+  return [
+    'local time, date = os.time, os.date',
+    'debug.setmetatable("", nil)',
+    'string, math, io, utf8, coroutine, debug = nil, nil, nil, nil, nil, nil',
+    clock,
+  ].join('\n');
+}
 
 /** A Lua string literal of any text (bytes escaped, so the same literal reads the same in Lua 5.1 and 5.4). */
 function luaString(s: string): string {
@@ -51,9 +62,10 @@ export function luaValue(value: unknown): string {
 
 /** One Lua VM for a test file; each run sets `obj` afresh. */
 export class HealthVm {
-  static async create(): Promise<HealthVm> {
+  /** A VM on the real clock, or with the clock standing at `now` (seconds since the epoch). */
+  static async create(options: { readonly now?: number } = {}): Promise<HealthVm> {
     const engine = await new LuaFactory().createEngine({ openStandardLibs: true, injectObjects: false, enableProxy: false });
-    await engine.doString(PRELUDE);
+    await engine.doString(prelude(options.now));
     return new HealthVm(engine);
   }
 

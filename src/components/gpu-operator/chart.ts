@@ -47,6 +47,8 @@ export class GpuOperatorChart extends Chart {
       acceptVisibleDevicesEnvvarWhenUnprivileged: d.gpuOperator.acceptVisibleDevicesEnvvarWhenUnprivileged,
       devicePluginEnv: d.gpuOperator.devicePluginEnv,
       toolkitEnv: d.gpuOperator.toolkitEnv,
+      // every ClusterQueue of a MultiKueue manager hands its jobs to the workers: its own GPUs, if any, run none of them
+      gpuNodesOptional: model.multiKueue?.role === 'manager' ? 'a MultiKueue manager, whose queues run every job on its workers' : undefined,
     });
   }
 }
