@@ -97,14 +97,15 @@ describe('gitops: app-of-apps of the reference cluster', () => {
     }
     // the root: nothing waits on it; its retries resolve its branch again (refresh) and never end (a limit strands a commit)
     expect(root.metadata.annotations[LABELS.waveWait]).toBeUndefined();
-    expect(root.spec.syncPolicy.retry).toEqual({ limit: -1, refresh: true, backoff: { duration: '10s', factor: 2, maxDuration: '3m' } });
+    expect(root.spec.syncPolicy.retry).toEqual({ limit: -1, refresh: true, backoff: { duration: '10s', factor: 2, maxDuration: '2m' } });
     // synced by hand: no retry, nothing waits on it
     const samples = app(objects, 'instant-cluster-samples');
     expect([samples.spec.syncPolicy.retry, samples.metadata.annotations[LABELS.waveWait]]).toEqual([undefined, undefined]);
     // a child retries for minutes, not an hour: the commit that fixes it reaches it only once its retries end
     const { limit, backoff } = CHILD_RETRY;
-    const seconds = Array.from({ length: limit }, (_, i) => Math.min(10 * backoff.factor ** i, 120)).reduce((a, b) => a + b, 0);
-    expect(seconds).toBeLessThanOrEqual(300);
+    const wait = (i: number) => Math.min(durationSeconds(backoff.duration) * backoff.factor ** i, durationSeconds(backoff.maxDuration));
+    const seconds = Array.from({ length: limit }, (_, i) => wait(i)).reduce((a, b) => a + b, 0);
+    expect(seconds).toBe(135);
     const custom = folderObjects(renderOf((d) => { d.gitops.waveWait = '1h30m'; }), 'gitops');
     expect(app(custom, 'instant-cluster-kueue').metadata.annotations[LABELS.waveWait]).toBe('5400');
   });

@@ -180,7 +180,7 @@ describe('the cluster report (dist/<cluster>/README.md)', () => {
     for (const a of synced) expect(section).toMatch(new RegExp(`\\| ${a.metadata.annotations!['argocd.argoproj.io/sync-wave']} \\|[^\n]*\`${a.metadata.name}\``));
     expect(section).not.toContain('`instant-cluster-samples`');
     expect(section).toContain('**Not Healthy after 10m (`gitops.waveWait`).**');
-    expect(section).toContain('retries its own failed sync 5 times (for 4m30s) first');
+    expect(section).toContain('retries its own failed sync 5 times (for 2m15s) first');
     expect(section).not.toContain('--prune');
     // with automated.prune off, what a commit removes stays, and the report says how to delete it
     const noPrune = holds(clusterReport(renderOf((d) => { d.gitops.automated = { prune: false, selfHeal: true }; d.gitops.waveWait = '90s'; })));

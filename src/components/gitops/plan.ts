@@ -111,16 +111,17 @@ export interface RetryPolicy {
  * commit at its next retry: the fix or the revert of what failed, without waiting for anything to end, and without a
  * count after which a commit is never retried (a child whose failure passes by itself is taken at the next retry).
  */
-export const ROOT_RETRY: RetryPolicy = { limit: -1, refresh: true, backoff: { duration: '10s', factor: 2, maxDuration: '3m' } };
+export const ROOT_RETRY: RetryPolicy = { limit: -1, refresh: true, backoff: { duration: '10s', factor: 2, maxDuration: '2m' } };
 
 /**
  * A child's (a component folder's, a managed install's): pinned to the commit (or chart version) the root gave it, its
- * retries sync that commit again, and the commit that fixes it reaches it only once they end; so a few minutes of
- * retries, enough for what passes by itself (a webhook whose certificate is being injected), after which the root's
- * next commit is synced at once. What fails for longer stays Degraded on the root (which retries) until a commit or a
- * sync by hand (`argocd app sync <cluster>-<folder>`).
+ * retries sync that commit again, and the commit that fixes it reaches it only once they end; so about two minutes of
+ * retries (5 s doubling, at most 1 minute apart), enough for what passes by itself once the wave before is Healthy
+ * (a CRD just established and not yet in discovery, a cache read a moment late), after which the root's next commit is
+ * synced at once. What fails for longer stays Degraded on the root (which retries) until a commit or a sync by hand
+ * (`argocd app sync <cluster>-<folder>`).
  */
-export const CHILD_RETRY: RetryPolicy = { limit: 5, backoff: { duration: '10s', factor: 2, maxDuration: '2m' } };
+export const CHILD_RETRY: RetryPolicy = { limit: 5, backoff: { duration: '5s', factor: 2, maxDuration: '1m' } };
 
 /** Deletes an Application's resources with it (cascading delete). */
 export const RESOURCES_FINALIZER = 'resources-finalizer.argocd.argoproj.io';
