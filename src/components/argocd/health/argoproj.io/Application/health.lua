@@ -30,8 +30,8 @@
 -- gpu-cluster.dev/wave-wait-seconds, from gitops.waveWait): a sync that has run that long, and a health other than
 -- Healthy that has lasted that long after its last sync finished (Progressing: a GPU node NotReady, an operand roll
 -- that hangs; Degraded; Missing), are then reported Healthy with what they are in the message, so the parent's later
--- waves go ahead and its sync ends, free to take the next commit; Suspended (held on purpose: a Kueue queue an admin
--- holds) never holds the waves. A failed sync of the child's own source is never waited past: its fix is a commit.
+-- waves go ahead and its sync ends, free to take the next commit; Suspended (held on purpose: a Kueue queue held by
+-- its stopPolicy) never holds the waves. A failed sync of the child's own source is never waited past: its fix is a commit.
 -- Times compare as strings: metav1.Time is written in UTC as RFC 3339 ("2026-12-01T10:02:01Z"), and Argo CD's Lua has
 -- no string library (util/lua/lua.go; os.time and os.date are its safe os, util/lua/oslib_safe.go).
 -- An Application that syncs itself must not be waited on with this check: while its own sync runs, it is Progressing
@@ -219,7 +219,7 @@ if health == "Healthy" then
 end
 if health == "Suspended" and wait ~= nil then
   hs.status = "Healthy"
-  hs.message = message .. ": suspended on purpose, the waves after it go ahead"
+  hs.message = message .. ": held on purpose, the waves after it go ahead"
   return hs
 end
 local since = meta.creationTimestamp
