@@ -26,9 +26,12 @@ export function repositoryBase(release: RemoteRef): string {
   return `${release.repoURL.replace(/\.git$/, '')}.git//${release.path}?ref=${release.version}`;
 }
 
-/** A remote base on any https host (`<repo>[.git]//<path>?ref=<tag>`), parsed (repoURL with `.git`); undefined for any other resource. */
+/**
+ * A remote base on any https or http host (`<repo>[.git]//<path>?ref=<tag>`: mirrors.git accepts an http:// mirror),
+ * parsed (repoURL with `.git`); undefined for any other resource.
+ */
 export function parseRepositoryBase(resource: string): RemoteRef | undefined {
-  const m = /^(https:\/\/[^?]+?)(?:\.git)?\/\/([\w./-]+?)\/*\?ref=([\w.-]+)$/.exec(resource);
+  const m = /^(https?:\/\/[^?]+?)(?:\.git)?\/\/([\w./-]+?)\/*\?ref=([\w.-]+)$/.exec(resource);
   return m ? { repoURL: `${m[1]}.git`, path: m[2], version: m[3] } : undefined;
 }
 

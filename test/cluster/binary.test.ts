@@ -3,27 +3,44 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSyn
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { CACHE_ENV, ControlPlaneBuildError, controlPlaneBinary, GO_ENV, KUEUE_CACHE_ENV, kueueBinary, UNUSED_ENTRY_MS } from './binary';
+import { ARGOCD_MODULE, CACHE_ENV, ControlPlaneBuildError, controlPlaneBinary, GO_ENV, KUEUE_CACHE_ENV, kueueBinary, KWOK_MODULE, KWOK_STAGES, TWIN_CACHE_ENV, twinBinary, UNUSED_ENTRY_MS } from './binary';
+import { isExecutableFile } from '../../src/engines/packaged';
 
 /**
- * The cache of the control plane and Kueue binaries (binary.ts), with a stand-in for the go command: it answers
+ * The cache of the control plane, Kueue and twin binaries (binary.ts), with a stand-in for the go command: it answers
  * `go env` with a Go version of the test's own (a key of its own), "builds" a small script that answers `version`,
- * answers `go version -m` as for a Kueue build, and counts its builds. The real builds are what npm test's first step
- * does (prepare.ts); their cold times are in bench/README.md.
+ * answers `go version -m` as for a Kueue build and `go list -m` with module folders of the test's own (the twin's
+ * companion files), and counts its builds. The real builds are what npm test's first step does (prepare.ts); their
+ * cold times are in bench/README.md.
  */
 
 const work = mkdtempSync(path.join(tmpdir(), 'control-plane-binary-'));
 const fakeGo = path.join(work, 'go');
+/** The module folders `go list -m` answers: Argo CD's with its two wrappers, KWOK's with its stage files. */
+const fakeModules = { [ARGOCD_MODULE]: path.join(work, 'mod', 'argo-cd'), [KWOK_MODULE]: path.join(work, 'mod', 'kwok') };
+for (const f of ['hack/git-verify-wrapper.sh', 'hack/gpg-wrapper.sh']) {
+  mkdirSync(path.dirname(path.join(fakeModules[ARGOCD_MODULE], f)), { recursive: true });
+  writeFileSync(path.join(fakeModules[ARGOCD_MODULE], f), `#!/bin/sh
+# ${f}
+`);
+}
+for (const f of Object.values(KWOK_STAGES)) {
+  mkdirSync(path.dirname(path.join(fakeModules[KWOK_MODULE], f)), { recursive: true });
+  writeFileSync(path.join(fakeModules[KWOK_MODULE], f), `kind: Stage
+metadata: {name: ${path.basename(f)}}
+`);
+}
 writeFileSync(fakeGo, [
   '#!/bin/sh',
   'case "$1" in',
   '  env) echo "$FAKE_GOVERSION"; echo linux; echo amd64 ;;',
+  `  list) printf '${ARGOCD_MODULE}\t${fakeModules[ARGOCD_MODULE]}\n${KWOK_MODULE}\t${fakeModules[KWOK_MODULE]}\n' ;;`,
   '  version) printf \'%s: %s\\n\\tpath\\tsigs.k8s.io/kueue/cmd/kueue\\n\\tmod\\tsigs.k8s.io/kueue\\tv0.19.2\\th1:x=\\n\' "$3" "$FAKE_GOVERSION" ;;',
   '  build)',
   '    echo "build $6" >> "$FAKE_GO_LOG"',
   '    sleep "${FAKE_GO_SLEEP:-0}"',
   '    if [ "$FAKE_GO_FAIL" = 1 ]; then echo "main.go:12:2: undefined: app.NewAPIServerCommand" >&2; exit 1; fi',
-  '    if [ "$FAKE_GO_FAIL" = kueue ] && [ "$6" != . ]; then printf \'# sigs.k8s.io/kueue/pkg/cache\\ncache.go:7:2: undefined: x\\n\' >&2; exit 1; fi',
+  '    if [ "$FAKE_GO_FAIL" = kueue ] && [ "$6" = sigs.k8s.io/kueue/cmd/kueue ]; then printf \'# sigs.k8s.io/kueue/pkg/cache\\ncache.go:7:2: undefined: x\\n\' >&2; exit 1; fi',
   '    printf \'#!/bin/sh\\necho go %s\\necho k8s.io/kubernetes v1.36.3\\n\' "$FAKE_GOVERSION" > "$5"',
   '    chmod +x "$5" ;;',
   'esac',
@@ -34,24 +51,29 @@ let serial = 0;
 const saved = { ...process.env };
 let root: string;
 let kueueRoot: string;
+let twinRoot: string;
 let log: string;
 
 beforeEach(() => {
   serial += 1;
   root = path.join(work, `cache-${serial}`);
   kueueRoot = path.join(work, `kueue-cache-${serial}`);
+  twinRoot = path.join(work, `twin-cache-${serial}`);
   log = path.join(work, `builds-${serial}.log`);
-  Object.assign(process.env, { [GO_ENV]: fakeGo, [CACHE_ENV]: root, [KUEUE_CACHE_ENV]: kueueRoot, FAKE_GOVERSION: `go1.99.${serial}-test`, FAKE_GO_LOG: log });
+  Object.assign(process.env, { [GO_ENV]: fakeGo, [CACHE_ENV]: root, [KUEUE_CACHE_ENV]: kueueRoot, [TWIN_CACHE_ENV]: twinRoot, FAKE_GOVERSION: `go1.99.${serial}-test`, FAKE_GO_LOG: log });
   delete process.env.FAKE_GO_FAIL;
   delete process.env.FAKE_GO_SLEEP;
 });
 afterEach(() => {
-  for (const k of [GO_ENV, CACHE_ENV, KUEUE_CACHE_ENV, 'FAKE_GOVERSION', 'FAKE_GO_LOG', 'FAKE_GO_FAIL', 'FAKE_GO_SLEEP']) {
+  for (const k of [GO_ENV, CACHE_ENV, KUEUE_CACHE_ENV, TWIN_CACHE_ENV, 'FAKE_GOVERSION', 'FAKE_GO_LOG', 'FAKE_GO_FAIL', 'FAKE_GO_SLEEP']) {
     if (saved[k] === undefined) delete process.env[k];
     else process.env[k] = saved[k];
   }
 });
 afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+/** The package the twin's build names (binary.ts TWIN). */
+const TWIN_TARGET = 'gpu-cluster-manifests/test/cluster/twin';
 
 /** Builds of the control plane (`go build ... .`), or of what `target` names. */
 const builds = (target = '.') => (existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n').filter((l) => l === `build ${target}`).length : 0);
@@ -84,28 +106,45 @@ describe('the control plane binary, built once per machine into a cache keyed by
     expect([a.code, b.code]).toEqual([0, 0]);
     expect(builds()).toBe(1);
     expect(builds('sigs.k8s.io/kueue/cmd/kueue')).toBe(1);
+    expect(builds(TWIN_TARGET)).toBe(1);
     const said = `${a.stderr}${b.stderr}`;
     expect(said.match(/^building the Kubernetes control plane/gm)).toHaveLength(1);
     expect(said.match(/^building Kueue for the tests/gm)).toHaveLength(1);
+    expect(said.match(/^building the Argo CD twin for the tests/gm)).toHaveLength(1);
     expect(said).toMatch(/^waiting for another process to build the control plane/m);
   });
 
-  it('prepare.ts builds Kueue only with a control plane; a Kueue that does not build is one line, and the run goes on', async () => {
+  it('prepare.ts builds Kueue and the twin only with a control plane; one that does not build is one line, and the run goes on', async () => {
     const prepare = () => spawnSync(process.execPath, ['-r', 'ts-node/register/transpile-only', path.join(__dirname, 'prepare.ts')], { env: process.env, encoding: 'utf8' });
     process.env.FAKE_GO_FAIL = 'kueue';
     const kueueFails = prepare();
     expect(kueueFails.status).toBe(0);
     expect(kueueFails.stderr).toMatch(/^cannot prepare the Kueue tests \(test\/cluster\/kueue\.test\.ts fails on it\): go build of Kueue \(test\/cluster\/kueue\) failed \(exit 1\): cache\.go:7:2: undefined: x$/m);
     expect(kueueFails.stderr.trim().split('\n').filter((l) => l.startsWith('cannot'))).toHaveLength(1);
-    expect([builds(), builds('sigs.k8s.io/kueue/cmd/kueue')]).toEqual([1, 1]);
+    expect([builds(), builds('sigs.k8s.io/kueue/cmd/kueue'), builds(TWIN_TARGET)]).toEqual([1, 1, 1]);
+
+    // a twin whose companion files its module does not have: one line, and the run goes on
+    process.env.FAKE_GOVERSION = `${process.env.FAKE_GOVERSION}-t`;
+    delete process.env.FAKE_GO_FAIL;
+    rmSync(path.join(fakeModules[ARGOCD_MODULE], 'hack', 'gpg-wrapper.sh'));
+    try {
+      const twinFails = prepare();
+      expect(twinFails.status).toBe(0);
+      expect(twinFails.stderr.trim().split('\n').filter((l) => l.startsWith('cannot'))).toEqual([
+        expect.stringMatching(/^cannot prepare the Argo CD twin \(test\/cluster\/argocd-twin\.test\.ts fails on it\): the Argo CD twin: github\.com\/argoproj\/argo-cd\/v3 has no hack\/gpg-wrapper\.sh /),
+      ]);
+      expect(readdirSync(twinRoot).filter((n) => !n.endsWith('.lock') && !n.includes('.build-'))).toHaveLength(1); // the first key's entry only
+    } finally {
+      writeFileSync(path.join(fakeModules[ARGOCD_MODULE], 'hack', 'gpg-wrapper.sh'), '#!/bin/sh\n# hack/gpg-wrapper.sh\n');
+    }
 
     process.env.FAKE_GOVERSION = `${process.env.FAKE_GOVERSION}-b`; // a new key: the control plane is built again
     process.env.FAKE_GO_FAIL = '1';
     const planeFails = prepare();
     expect(planeFails.status).toBe(1);
     expect(planeFails.stderr).toMatch(/^cannot prepare the cluster tests: go build of the control plane/m);
-    expect(planeFails.stderr).not.toMatch(/Kueue/);
-    expect([builds(), builds('sigs.k8s.io/kueue/cmd/kueue')]).toEqual([2, 1]);
+    expect(planeFails.stderr).not.toMatch(/Kueue|twin/);
+    expect([builds(), builds('sigs.k8s.io/kueue/cmd/kueue')]).toEqual([3, 2]);
   });
 
   it('Kueue is built the same way, from its own module (the tool of test/cluster/kueue/go.mod), into a cache of its own', async () => {
@@ -123,6 +162,29 @@ describe('the control plane binary, built once per machine into a cache keyed by
     expect((await kueueBinary()).built).toBe(false);
     expect([builds(), builds('sigs.k8s.io/kueue/cmd/kueue')]).toEqual([1, 1]);
     expect(readdirSync(kueueRoot)).toEqual([kueue.key]);
+  });
+
+  it('the twin is built the same way, with its companion files (Argo CD\'s wrappers, KWOK\'s stages) copied from its modules and verified', async () => {
+    const lines: string[] = [];
+    const twin = await twinBinary({ progress: (l) => lines.push(l) });
+    expect(twin.built).toBe(true);
+    expect(lines).toEqual([
+      expect.stringMatching(/^building the Argo CD twin for the tests \(first run on this machine, some 20 minutes\): Argo CD v3\.5\.1, KWOK v0\.8\.0, kustomize v5\.8\.1, helm v4\.2\.1 and Redis \(miniredis v2\.38\.0\) into /),
+      expect.stringMatching(/^built the Argo CD twin in \d+ s$/),
+    ]);
+    expect(twin.path).toBe(path.join(twinRoot, twin.key, 'twin'));
+    expect(Object.keys(twin.companions).sort()).toEqual(['git-verify-wrapper.sh', 'gpg-wrapper.sh', ...Object.values(KWOK_STAGES).map((f) => path.basename(f))].sort());
+    expect(readFileSync(twin.companions['git-verify-wrapper.sh'], 'utf8')).toBe('#!/bin/sh\n# hack/git-verify-wrapper.sh\n');
+    expect(isExecutableFile(twin.companions['git-verify-wrapper.sh'])).toBe(true);
+    expect(isExecutableFile(twin.companions['pod-ready.yaml'])).toBe(false);
+    expect((await twinBinary()).built).toBe(false);
+    // a companion changed in the cache is a damaged entry: built again
+    writeFileSync(twin.companions['pod-ready.yaml'], 'kind: Stage\n# edited\n');
+    expect((await twinBinary()).built).toBe(false); // verified once per process: the same process takes its entry as it was
+    const again = spawnSync(process.execPath, ['-r', 'ts-node/register/transpile-only', '-e', 'require(\'./binary\').twinBinary().then((b) => console.log(b.built))'], { cwd: __dirname, env: process.env, encoding: 'utf8' });
+    expect(again.stdout.trim()).toBe('true');
+    expect(builds(TWIN_TARGET)).toBe(2);
+    expect(readFileSync(twin.companions['pod-ready.yaml'], 'utf8')).not.toMatch(/edited/);
   });
 
   it('a damaged binary is built again; a lock and a build of a process that is gone are taken over and removed', async () => {

@@ -1,6 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { accessSync, closeSync, constants, createReadStream, existsSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { accessSync, chmodSync, closeSync, constants, copyFileSync, createReadStream, existsSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { homedir, hostname } from 'node:os';
 import * as path from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -14,9 +14,12 @@ import { sleep } from './poll';
  * - the control plane as one binary (test/cluster/main.go: kube-apiserver, kube-controller-manager, kube-scheduler and
  *   etcd from the pinned Go modules of test/cluster/go.mod): controlPlaneBinary;
  * - Kueue's manager (`sigs.k8s.io/kueue/cmd/kueue`, the `tool` of test/cluster/kueue/go.mod, at the release this
- *   toolkit pins, with the dependency graph of that release): kueueBinary.
+ *   toolkit pins, with the dependency graph of that release): kueueBinary;
+ * - the Argo CD twin as one binary (test/cluster/twin/main.go: Argo CD's commands, KWOK, kustomize, helm and a Redis
+ *   server, from the pinned Go modules of test/cluster/twin/go.mod), with the files of its modules it runs beside it
+ *   (Argo CD's git and gpg wrappers, KWOK's stage files): twinBinary.
  *
- * Both share Go's module and build caches. Imports nothing but Node's own modules: the test task runs it before
+ * They share Go's module and build caches. Imports nothing but Node's own modules: the test task runs it before
  * anything else (test/cluster/prepare.ts).
  */
 
@@ -24,18 +27,22 @@ import { sleep } from './poll';
 export const MODULE_DIR = __dirname;
 /** Kueue's Go module: go.mod (its `tool` line names the command built) and go.sum, no source of ours. */
 export const KUEUE_MODULE_DIR = path.join(__dirname, 'kueue');
+/** The twin's Go module: go.mod, go.sum and the sources of the binary (the dispatch of the upstream commands). */
+export const TWIN_MODULE_DIR = path.join(__dirname, 'twin');
 
 /** Names the control plane's cache folder (default: `$XDG_CACHE_HOME/gpu-cluster-manifests/control-plane`, else `~/.cache/...`). */
 export const CACHE_ENV = 'GPU_CLUSTER_MANIFESTS_CONTROL_PLANE_CACHE';
 /** Names Kueue's cache folder (default: `$XDG_CACHE_HOME/gpu-cluster-manifests/kueue`, else `~/.cache/...`). */
 export const KUEUE_CACHE_ENV = 'GPU_CLUSTER_MANIFESTS_KUEUE_CACHE';
+/** Names the twin's cache folder (default: `$XDG_CACHE_HOME/gpu-cluster-manifests/twin`, else `~/.cache/...`). */
+export const TWIN_CACHE_ENV = 'GPU_CLUSTER_MANIFESTS_TWIN_CACHE';
 
 /** The go command to build with (default: `go` on PATH, else /usr/local/go/bin/go). */
 export const GO_ENV = 'GPU_CLUSTER_MANIFESTS_GO';
 
 const BUILD_ENV = { CGO_ENABLED: '0', GOFLAGS: '-mod=readonly -buildvcs=false', GOWORK: 'off' };
 
-/** A cold build on CI's 2 cores takes some 15 minutes (bench/README.md); this bounds a hung one. */
+/** A cold build on CI's 2 cores takes some 15 to 20 minutes (bench/README.md); this bounds a hung one. */
 const BUILD_TIMEOUT_MS = 60 * 60 * 1000;
 
 const RECORD = 'record.json';
@@ -61,6 +68,20 @@ interface GoBinarySpec {
   readonly building: (dir: string) => string;
   /** Module versions the built binary reports. */
   readonly versions: (bin: string, go: string) => Record<string, string>;
+  /**
+   * Files of the module's dependencies the binary runs beside it (scripts it executes, configuration it reads), copied
+   * from the module cache into the entry and verified with it: the name in the entry, the module and the path in it.
+   */
+  readonly companions?: readonly Companion[];
+}
+
+/** A file of a dependency module kept beside a binary (GoBinarySpec.companions). */
+export interface Companion {
+  readonly name: string;
+  readonly module: string;
+  readonly file: string;
+  /** Made executable in the entry. */
+  readonly executable?: boolean;
 }
 
 export interface GoBinary {
@@ -72,6 +93,8 @@ export interface GoBinary {
   readonly versions: Readonly<Record<string, string>>;
   /** True when this call built it. */
   readonly built: boolean;
+  /** The companion files beside it (GoBinarySpec.companions), by name: their paths in the entry. */
+  readonly companions: Readonly<Record<string, string>>;
 }
 
 /** The control plane: `<path> etcd|kube-apiserver|kube-controller-manager|kube-scheduler|version [flags]`. */
@@ -83,6 +106,8 @@ interface BuildRecord {
   readonly size: number;
   readonly versions: Record<string, string>;
   readonly seconds: number;
+  /** The companion files' SHA-256, by name. */
+  readonly companions?: Record<string, string>;
 }
 
 /** Why the control plane cannot be had: one line, the first thing the suite prints. */
@@ -164,7 +189,8 @@ export function buildKey(go: string, spec: GoBinarySpec = CONTROL_PLANE): string
   const facts = goFacts(go, spec.moduleDir);
   const h = createHash('sha256');
   for (const f of spec.sources) h.update(`${f}\0`).update(readFileSync(path.join(spec.moduleDir, f))).update('\0');
-  h.update(JSON.stringify({ go: facts.version, os: facts.os, arch: facts.arch, args: spec.args(), env: BUILD_ENV }));
+  const companions = spec.companions ?? [];
+  h.update(JSON.stringify({ go: facts.version, os: facts.os, arch: facts.arch, args: spec.args(), env: BUILD_ENV, companions }));
   return `${facts.version}-${facts.os}-${facts.arch}-${h.digest('hex').slice(0, 16)}`;
 }
 
@@ -207,7 +233,13 @@ async function verifiedEntry(spec: GoBinarySpec, dir: string, key: string): Prom
   const record = readRecord(dir);
   if (!record || record.key !== key || !isExecutable(bin) || statSync(bin).size !== record.size) return undefined;
   if (await sha256File(bin) !== record.sha256) return undefined;
-  return { path: bin, key, versions: record.versions, built: false };
+  const companions: Record<string, string> = {};
+  for (const c of spec.companions ?? []) {
+    const file = path.join(dir, c.name);
+    if (!existsSync(file) || record.companions?.[c.name] !== await sha256File(file)) return undefined;
+    companions[c.name] = file;
+  }
+  return { path: bin, key, versions: record.versions, built: false, companions };
 }
 
 /** Start time of a process (Linux /proc/<pid>/stat), to tell a reused pid from the lock's owner. */
@@ -333,10 +365,10 @@ function runBuild(spec: GoBinarySpec, go: string, out: string): Promise<void> {
   });
 }
 
-/** The versions the built control plane reports (`<bin> version`). */
+/** The versions a built multicall binary of ours reports (`<bin> version`: the control plane, the twin). */
 function reportedVersions(bin: string): Record<string, string> {
   const r = spawnSync(bin, ['version'], { encoding: 'utf8', timeout: 60_000 });
-  if (r.status !== 0) throw new ControlPlaneBuildError(`the built control plane does not run: ${(r.error?.message ?? r.stderr ?? '').trim().split('\n')[0] || `exit ${r.status}`}`);
+  if (r.status !== 0) throw new ControlPlaneBuildError(`the built ${path.basename(bin)} does not run: ${(r.error?.message ?? r.stderr ?? '').trim().split('\n')[0] || `exit ${r.status}`}`);
   return Object.fromEntries(r.stdout.trim().split('\n').map((l) => l.split(' ') as [string, string]));
 }
 
@@ -403,6 +435,92 @@ const KUEUE: GoBinarySpec = {
   versions: (bin, go) => buildInfoVersions(go, bin, [KUEUE_MODULE, 'k8s.io/client-go', 'sigs.k8s.io/controller-runtime']),
 };
 
+/** The Argo CD module of the twin. */
+export const ARGOCD_MODULE = 'github.com/argoproj/argo-cd/v3';
+/** KWOK's module: its stage files are companions of the twin. */
+export const KWOK_MODULE = 'sigs.k8s.io/kwok';
+
+/**
+ * What Argo CD's Makefile stamps into a release (common.gitCommit, common.buildDate) for the release the twin pins: the
+ * commit of the tag, and the tag's time as the module proxy serves it (`.info` of v3.5.1). The version, the tag and
+ * kubectl's version come from go.mod.
+ */
+const ARGOCD_RELEASE = { commit: '109ca7ca71139e514114499d294a492e7910a965', date: '2026-08-12T11:24:40Z' };
+
+/**
+ * The release stamps of the twin's commands, as each project's own build sets them: Argo CD's Makefile (its version
+ * without the `v`, the tag, commit, build date, kubectl's version: the client-go of its graph), kustomize's
+ * (provenance: Argo CD reads `kustomize version` to know what the engine can do) and helm's Makefile.
+ */
+function twinVersionFlags(): string {
+  const argo = requiredVersion(ARGOCD_MODULE, TWIN_MODULE_DIR) ?? '';
+  const common = `${ARGOCD_MODULE}/common`;
+  return [
+    `${common}.version=${argo.replace(/^v/, '')}`, `${common}.buildDate=${ARGOCD_RELEASE.date}`, `${common}.gitCommit=${ARGOCD_RELEASE.commit}`,
+    `${common}.gitTreeState=clean`, `${common}.gitTag=${argo}`, `${common}.kubectlVersion=${requiredVersion('k8s.io/client-go', TWIN_MODULE_DIR)}`,
+    `sigs.k8s.io/kustomize/api/provenance.version=kustomize/${requiredVersion('sigs.k8s.io/kustomize/kustomize/v5', TWIN_MODULE_DIR)}`,
+    `helm.sh/helm/v4/internal/version.version=${requiredVersion('helm.sh/helm/v4', TWIN_MODULE_DIR)}`, 'helm.sh/helm/v4/internal/version.gitTreeState=clean',
+  ].map((x) => `-X ${x}`).join(' ');
+}
+
+/** KWOK's stage files of the release (kustomize/stage of its module), beside the twin: what the tests give KWOK. */
+export const KWOK_STAGES = {
+  nodeInitialize: 'kustomize/stage/node/fast/node-initialize.yaml',
+  nodeHeartbeatWithLease: 'kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml',
+  nodeNotReady: 'kustomize/stage/node/chaos/node-not-ready.yaml',
+  podReady: 'kustomize/stage/pod/fast/pod-ready.yaml',
+  podComplete: 'kustomize/stage/pod/fast/pod-complete.yaml',
+  podDelete: 'kustomize/stage/pod/fast/pod-delete.yaml',
+} as const;
+
+/**
+ * The twin (test/cluster/twin/main.go): Argo CD's application controller, repo server, ApplicationSet controller, API
+ * server and CLI, KWOK, kustomize, helm and Redis in one binary, each run by name. Beside it: the two scripts of Argo
+ * CD's module that its repo server executes from PATH (the image carries them; v3.5.1 always calls the commit
+ * signature check, which execs git-verify-wrapper.sh), and KWOK's stage files.
+ */
+const TWIN: GoBinarySpec = {
+  what: 'the Argo CD twin',
+  folder: 'test/cluster/twin',
+  moduleDir: TWIN_MODULE_DIR,
+  sources: ['go.mod', 'go.sum', 'main.go', 'argocd.go', 'tools.go', 'redis.go', 'version.go'],
+  binary: 'twin',
+  cache: 'twin',
+  cacheEnv: TWIN_CACHE_ENV,
+  args: () => ['build', '-trimpath', `-ldflags=-s -w ${twinVersionFlags()}`, '-o'],
+  target: () => 'gpu-cluster-manifests/test/cluster/twin',
+  building: (dir) => `building the Argo CD twin for the tests (first run on this machine, some 20 minutes): Argo CD ${requiredVersion(ARGOCD_MODULE, TWIN_MODULE_DIR)}, KWOK ${requiredVersion(KWOK_MODULE, TWIN_MODULE_DIR)}, kustomize ${requiredVersion('sigs.k8s.io/kustomize/kustomize/v5', TWIN_MODULE_DIR)}, helm ${requiredVersion('helm.sh/helm/v4', TWIN_MODULE_DIR)} and Redis (miniredis ${requiredVersion('github.com/alicebob/miniredis/v2', TWIN_MODULE_DIR)}) into ${dir}`,
+  versions: (bin) => reportedVersions(bin),
+  companions: [
+    { name: 'git-verify-wrapper.sh', module: ARGOCD_MODULE, file: 'hack/git-verify-wrapper.sh', executable: true },
+    { name: 'gpg-wrapper.sh', module: ARGOCD_MODULE, file: 'hack/gpg-wrapper.sh', executable: true },
+    ...Object.entries(KWOK_STAGES).map(([, file]) => ({ name: path.basename(file), module: KWOK_MODULE, file })),
+  ],
+};
+
+/** The folders of modules of a build's graph (`go list -m`, as the build resolved them: replacements included). */
+function moduleDirs(go: string, moduleDir: string, modules: readonly string[]): Map<string, string> {
+  const r = spawnSync(go, ['list', '-m', '-f', '{{.Path}}\t{{with .Replace}}{{.Dir}}{{else}}{{.Dir}}{{end}}', ...modules], { cwd: moduleDir, env: goEnv(), encoding: 'utf8', timeout: 120_000 });
+  if (r.status !== 0) throw new ControlPlaneBuildError(`go list -m ${modules.join(' ')}: ${(r.error?.message ?? r.stderr ?? '').trim().split('\n')[0] || `exit ${r.status}`}`);
+  return new Map(r.stdout.trim().split('\n').map((l) => l.split('\t') as [string, string]));
+}
+
+/** Copies a spec's companion files from the module cache into `dir`; answers their SHA-256 by name. */
+async function copyCompanions(spec: GoBinarySpec, go: string, dir: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  if (!spec.companions?.length) return out;
+  const dirs = moduleDirs(go, spec.moduleDir, [...new Set(spec.companions.map((c) => c.module))]);
+  for (const c of spec.companions) {
+    const from = dirs.get(c.module) ? path.join(dirs.get(c.module)!, c.file) : '';
+    if (!from || !existsSync(from)) throw new ControlPlaneBuildError(`${spec.what}: ${c.module} has no ${c.file} (module folder ${dirs.get(c.module) ?? 'unknown'})`);
+    const to = path.join(dir, c.name);
+    copyFileSync(from, to);
+    chmodSync(to, c.executable ? 0o755 : 0o644);
+    out[c.name] = await sha256File(to);
+  }
+  return out;
+}
+
 /** Removes what builds of processes that are gone left in the cache folder: their folders, and their locks of other keys. */
 function removeDeadBuilds(root: string): void {
   for (const name of readdirSync(root)) {
@@ -457,6 +575,15 @@ export function kueueBinary(opts: BinaryOptions = {}): Promise<GoBinary> {
   return goBinary(KUEUE, opts);
 }
 
+/**
+ * The Argo CD twin (`<path> argocd-repo-server|argocd-application-controller|argocd|kwok|kustomize|helm|redis|version
+ * [flags]`, or run by those names through symbolic links), with its companion files, as controlPlaneBinary has the
+ * control plane.
+ */
+export function twinBinary(opts: BinaryOptions = {}): Promise<GoBinary> {
+  return goBinary(TWIN, opts);
+}
+
 async function goBinary(spec: GoBinarySpec, opts: BinaryOptions): Promise<GoBinary> {
   const go = goCommand();
   const key = buildKey(go, spec);
@@ -486,15 +613,19 @@ async function goBinary(spec: GoBinarySpec, opts: BinaryOptions): Promise<GoBina
       const bin = path.join(tmp, spec.binary);
       await runBuild(spec, go, bin);
       const versions = spec.versions(bin, go);
+      const companions = await copyCompanions(spec, go, tmp);
       const seconds = Math.round((Date.now() - t0) / 1000);
-      const record: BuildRecord = { key, sha256: await sha256File(bin), size: statSync(bin).size, versions, seconds };
+      const record: BuildRecord = {
+        key, sha256: await sha256File(bin), size: statSync(bin).size, versions, seconds, ...(spec.companions ? { companions } : {}),
+      };
       writeFileSync(path.join(tmp, RECORD), `${JSON.stringify(record, undefined, 2)}\n`);
       // a damaged entry of this key (it failed verification) makes way for the new one
       rmSync(dir, { recursive: true, force: true });
       renameSync(tmp, dir);
       evictUnused(root, key);
       say(`built ${spec.what} in ${record.seconds} s`);
-      return { path: path.join(dir, spec.binary), key, versions, built: true };
+      const beside = Object.fromEntries(Object.keys(companions).map((n) => [n, path.join(dir, n)]));
+      return { path: path.join(dir, spec.binary), key, versions, built: true, companions: beside };
     } finally {
       rmSync(tmp, { recursive: true, force: true });
     }

@@ -136,6 +136,22 @@ export function killOnExit(child: ChildProcess): void {
   });
 }
 
+/**
+ * Starts a child in a process group of its own (killGroup ends it with what it started), its output appended to
+ * `log`, killed when this process exits.
+ */
+export function launchLogged(command: string, args: readonly string[], opts: { cwd: string; env: NodeJS.ProcessEnv; log: string }): ChildProcess {
+  const log = openSync(opts.log, 'a');
+  try {
+    const child = spawn(command, args, { cwd: opts.cwd, detached: true, stdio: ['ignore', log, log], env: opts.env });
+    child.on('error', () => {});
+    killOnExit(child);
+    return child;
+  } finally {
+    closeSync(log);
+  }
+}
+
 /** CPU seconds (user + system) a running process has used so far (Linux /proc); undefined when it is not running. */
 export function cpuSecondsOf(pid: number | undefined): number | undefined {
   try {
@@ -327,21 +343,11 @@ export class ControlPlane {
 
   /** @internal starts one component, its output into logs/<component>.log. */
   launch(component: Component, args: readonly string[]): ChildProcess {
-    const log = openSync(this.logFile(component), 'a');
-    try {
-      const child = spawn(this.binary.path, [component, ...args], {
-        cwd: this.dir,
-        detached: true,
-        stdio: ['ignore', log, log],
-        env: { PATH: process.env.PATH, HOME: this.dir, CONTROL_PLANE_PARENT_PID: String(process.pid) },
-      });
-      child.on('error', () => {});
-      killOnExit(child);
-      this.procs.set(component, child);
-      return child;
-    } finally {
-      closeSync(log);
-    }
+    const child = launchLogged(this.binary.path, [component, ...args], {
+      cwd: this.dir, log: this.logFile(component), env: { PATH: process.env.PATH, HOME: this.dir, CONTROL_PLANE_PARENT_PID: String(process.pid) },
+    });
+    this.procs.set(component, child);
+    return child;
   }
 
   /** @internal throws naming a component that has exited. */

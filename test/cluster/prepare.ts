@@ -1,9 +1,9 @@
 // The test task's first step (projenrc/test.cjs runs it with ts-node before vitest): the binaries of the cluster
 // tests from the cache or built, one after the other (each build takes both cores), with a line while each builds.
-// The control plane first: exit 1 with one line when it cannot be had (every cluster test fails on it). Then Kueue,
-// only with a control plane to run it against: when it cannot be had, one line, and the run goes on (only the Kueue
-// tests fail, on the same line).
-import { ControlPlaneBuildError, controlPlaneBinary, kueueBinary } from './binary';
+// The control plane first: exit 1 with one line when it cannot be had (every cluster test fails on it). Then Kueue
+// and the Argo CD twin, only with a control plane to run them against: when one cannot be had, one line, and the run
+// goes on (only the tests that run it fail, on the same line).
+import { ControlPlaneBuildError, controlPlaneBinary, kueueBinary, twinBinary } from './binary';
 
 const say = (l: string) => process.stderr.write(`${l}\n`);
 
@@ -29,6 +29,12 @@ async function prepare(): Promise<void> {
     if (kueue.built) say(`kueue: ${kueue.path}`);
   } catch (e) {
     say(`cannot prepare the Kueue tests (test/cluster/kueue.test.ts fails on it): ${oneLine(e)}`);
+  }
+  try {
+    const twin = await twinBinary({ progress: say });
+    if (twin.built) say(`twin: ${twin.path}`);
+  } catch (e) {
+    say(`cannot prepare the Argo CD twin (test/cluster/argocd-twin.test.ts fails on it): ${oneLine(e)}`);
   }
 }
 

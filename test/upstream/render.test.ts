@@ -224,6 +224,9 @@ describe('remote bases', () => {
     expect(parseRepositoryBase(repositoryBase(mirrored))).toEqual({ ...mirrored, repoURL: `${mirrored.repoURL}.git` });
     expect(parseRepositoryBase(remoteBase(release))).toEqual(release);
     expect(parseRemoteBase(remoteBase(release))).toEqual(release);
+    // an http:// mirror (mirrors.git accepts one: a site's Git server on its own network, the cluster tests' loopback one)
+    const plain = { ...release, repoURL: 'http://127.0.0.1:8080/github/argoproj/argo-cd' };
+    expect(parseRepositoryBase(repositoryBase(plain))).toEqual({ ...plain, repoURL: `${plain.repoURL}.git` });
   });
 
   it('what is no remote base is not read as one', () => {

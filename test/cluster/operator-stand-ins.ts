@@ -1,0 +1,246 @@
+import { KubeClient, KubeObject } from './kube-client';
+import { sleep } from './poll';
+import { clusterPolicyOperands, nicClusterPolicyOperands, OperandDaemonSet } from '../../src/check/placement/operands';
+import { NAMESPACES, NODE_LABELS } from '../../src/model/names';
+
+/**
+ * Stand-ins for the two operators whose pinned releases are not served as Go modules (their module paths have no
+ * `/v26` suffix, so their v26 tags are no module versions): the NVIDIA GPU Operator v26.7.0 and the NVIDIA Network
+ * Operator v26.4.1. Each does the two things of its operator that decide whether an Argo CD wave becomes Healthy, and
+ * nothing else:
+ *
+ * 1. it creates the operand DaemonSets its custom resource asks for, as the placement model derives them from the
+ *    rendered resource (src/check/placement/operands.ts: names, node selectors, tolerations; the container is a pause
+ *    image), owned by the resource, in the operator's namespace: KWOK then runs their pods on the GPU workers;
+ * 2. it writes the resource's status as the operator writes it once it has looked at those DaemonSets, from their
+ *    status as the DaemonSet controller reports it (so a NotReady node or a rolling update shows as the operator shows
+ *    it).
+ *
+ * Not a KWOK stage: a stage's selector and template read the one object it acts on, and this status depends on other
+ * objects (the DaemonSets). The sources each stands in for, read at the pinned tags, are named on each function. What
+ * they do not do: everything else of the operators (drivers, the container toolkit, MIG, node labelling, upgrades,
+ * the operand configuration and images, the operator's other custom resources).
+ *
+ * Imports no test framework: `rehearse` (issue 51) runs the same stand-ins.
+ */
+
+type Json = Record<string, any>;
+
+/** The field manager of the stand-ins' writes (the operators' own: their controllers' names). */
+const MANAGERS = { gpu: 'gpu-operator', network: 'network-operator' } as const;
+
+/** A status condition as metav1.Condition, with meta.SetStatusCondition's rule: the transition time moves with the status only. */
+function setCondition(conditions: Json[], c: { type: string; status: string; reason: string; message?: string }, now: string): Json[] {
+  const old = conditions.find((x) => x.type === c.type);
+  const next = { type: c.type, status: c.status, reason: c.reason, message: c.message ?? '', lastTransitionTime: old && old.status === c.status ? old.lastTransitionTime : now };
+  return [...conditions.filter((x) => x.type !== c.type), next];
+}
+
+/** An operand DaemonSet as the stand-in creates it: the model's pod spec, owned by the custom resource (its controller). */
+function daemonSet(owner: KubeObject, namespace: string, o: OperandDaemonSet, managedBy: string): KubeObject {
+  const labels = { 'app': o.name, 'app.kubernetes.io/managed-by': managedBy };
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'DaemonSet',
+    metadata: {
+      name: o.name,
+      namespace,
+      labels,
+      ownerReferences: [{
+        apiVersion: owner.apiVersion,
+        kind: owner.kind,
+        name: owner.metadata.name,
+        uid: owner.metadata.uid as string,
+        controller: true,
+        blockOwnerDeletion: true,
+      }],
+    },
+    spec: {
+      selector: { matchLabels: { app: o.name } },
+      template: { metadata: { labels: { app: o.name } }, spec: { ...o.spec, containers: [{ name: 'operand', image: 'registry.k8s.io/pause:3.10' }] } },
+    },
+  };
+}
+
+/**
+ * GPU Operator v26.7.0 (NVIDIA/gpu-operator tag v26.7.0, commit 10ee5b3638b89e11e949412aafa5ba99279c3721),
+ * controllers/object_controls.go `isDaemonSetReady`: ready when no pod is desired; not ready while any is
+ * unavailable; else (RollingUpdate) ready once the DaemonSet's generation is observed and every desired pod is updated
+ * and available (`isDaemonSetRollingUpdateComplete`).
+ */
+function gpuOperandReady(ds: KubeObject | undefined): boolean {
+  if (!ds) return false;
+  const st = (ds.status ?? {}) as Json;
+  if ((st.desiredNumberScheduled ?? 0) === 0) return true;
+  if ((st.numberUnavailable ?? 0) !== 0) return false;
+  const observed = (st.observedGeneration ?? 0) >= (ds.metadata.generation as number);
+  return observed && st.updatedNumberScheduled === st.desiredNumberScheduled && st.numberAvailable === st.desiredNumberScheduled;
+}
+
+/**
+ * Network Operator v26.4.1 (Mellanox/network-operator tag v26.4.1, commit 85afd6d9c6978eb871a3292b9897f49746cc43cd),
+ * pkg/state/state_skel.go `isDaemonSetReady`: ready when at least one pod is desired, and every desired pod is
+ * available and updated.
+ */
+function networkOperandReady(ds: KubeObject | undefined): boolean {
+  if (!ds) return false;
+  const st = (ds.status ?? {}) as Json;
+  const desired = st.desiredNumberScheduled ?? 0;
+  return desired !== 0 && desired === st.numberAvailable && st.updatedNumberScheduled === st.numberAvailable;
+}
+
+/** The oldest object (creation time, then name): the GPU Operator's singleton ClusterPolicy (getSingletonClusterPolicy). */
+function oldest(objects: readonly KubeObject[]): KubeObject | undefined {
+  const created = (o: KubeObject) => String(o.metadata.creationTimestamp);
+  return [...objects].sort((a, b) => created(a).localeCompare(created(b)) || a.metadata.name.localeCompare(b.metadata.name))[0];
+}
+
+/** What a stand-in did in one pass: the resources whose status it wrote, with the state written. */
+export interface StandInWrite {
+  readonly kind: string;
+  readonly name: string;
+  readonly state: string;
+  readonly at: number;
+}
+
+/** The GPU and Network Operator stand-ins on one control plane, polling every `intervalMs` until stopped. */
+export class OperatorStandIns {
+  /** Every status write, in order. */
+  readonly writes: StandInWrite[] = [];
+  private running = false;
+  private loop?: Promise<void>;
+  /** The last error of a pass (a pass that fails is tried again at the next interval). */
+  lastError?: string;
+  /** The operand DaemonSets as last applied, by namespace/name: applied again only when they change or are gone. */
+  private readonly applied = new Map<string, string>();
+
+  constructor(private readonly client: KubeClient, private readonly intervalMs = 1000) {}
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loop = (async () => {
+      while (this.running) {
+        try {
+          await this.pass();
+          this.lastError = undefined;
+        } catch (e) {
+          this.lastError = (e as Error).message;
+        }
+        await sleep(this.intervalMs);
+      }
+    })();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    await this.loop;
+  }
+
+  /** One reconciliation of every ClusterPolicy and NicClusterPolicy. */
+  async pass(): Promise<void> {
+    await this.gpuOperator();
+    await this.networkOperator();
+  }
+
+  private async ensureNamespace(name: string, manager: string): Promise<void> {
+    if (!await this.client.get(`/api/v1/namespaces/${name}`)) await this.client.apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } }, { fieldManager: manager });
+  }
+
+  /** Lists a kind when it is served (its CRD may not be there yet). */
+  private async listServed(apiVersion: string, kind: string): Promise<KubeObject[]> {
+    const res = await this.client.resource(apiVersion, kind);
+    if (!res) return [];
+    return this.client.list(`/apis/${apiVersion}/${res.plural}`);
+  }
+
+  /** Applies the operand DaemonSets (when new or changed) and reads them as the DaemonSet controller reports them. */
+  private async operands(
+    owner: KubeObject, namespace: string, operands: readonly OperandDaemonSet[], manager: string,
+  ): Promise<Map<string, KubeObject | undefined>> {
+    await this.ensureNamespace(namespace, manager);
+    const out = new Map<string, KubeObject | undefined>();
+    for (const o of operands) {
+      const want = daemonSet(owner, namespace, o, manager);
+      const key = `${namespace}/${o.name}`;
+      let live = await this.client.read(want);
+      if (!live || this.applied.get(key) !== JSON.stringify(want)) {
+        live = await this.client.apply(want, { fieldManager: manager });
+        this.applied.set(key, JSON.stringify(want));
+      }
+      out.set(o.name, live);
+    }
+    return out;
+  }
+
+  /**
+   * The GPU Operator's ClusterPolicy reconcile (controllers/clusterpolicy_controller.go `Reconcile`, `updateCRState`;
+   * internal/conditions/clusterpolicy.go): only the oldest ClusterPolicy is reconciled (another one's status is left
+   * as it is: v26.7.0 sets it "ignored" in memory and never writes it). State "notReady" while an operand is not ready,
+   * with conditions Ready False (reason Error) and Error True (reason OperandNotReady, "ClusterPolicy is not ready;
+   * states not ready: [...]", naming the operand DaemonSets here where the operator names its states); else "ready",
+   * with Ready True, reason NoGPUNodes ("No GPU node found, watching for new nodes to join the cluster.") when no node
+   * carries the NVIDIA PCI label Node Feature Discovery sets, else reason Reconciled, and Error False (reason Ready).
+   * status.namespace is the operator's namespace.
+   */
+  private async gpuOperator(): Promise<void> {
+    const policy = oldest(await this.listServed('nvidia.com/v1', 'ClusterPolicy'));
+    if (!policy) return;
+    const namespace = NAMESPACES.gpuOperator;
+    const operands = clusterPolicyOperands(policy as never);
+    const live = await this.operands(policy, namespace, operands, MANAGERS.gpu);
+    const notReady = operands.filter((o) => !gpuOperandReady(live.get(o.name))).map((o) => o.name);
+    const nodes = await this.client.list('/api/v1/nodes');
+    const gpuNodes = nodes.some((n) => ((n.metadata.labels ?? {}) as Json)[NODE_LABELS.nvidiaPci] === 'true');
+    const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+    const status = (policy.status ?? {}) as Json;
+    let conditions = (status.conditions ?? []) as Json[];
+    let state: string;
+    if (notReady.length > 0) {
+      state = 'notReady';
+      conditions = setCondition(conditions, { type: 'Ready', status: 'False', reason: 'Error' }, now);
+      conditions = setCondition(conditions, { type: 'Error', status: 'True', reason: 'OperandNotReady', message: `ClusterPolicy is not ready; states not ready: [${notReady.join(' ')}]` }, now);
+    } else {
+      state = 'ready';
+      conditions = gpuNodes
+        ? setCondition(conditions, { type: 'Ready', status: 'True', reason: 'Reconciled', message: 'ClusterPolicy is ready as all resources have been successfully reconciled' }, now)
+        : setCondition(conditions, { type: 'Ready', status: 'True', reason: 'NoGPUNodes', message: 'No GPU node found, watching for new nodes to join the cluster.' }, now);
+      conditions = setCondition(conditions, { type: 'Error', status: 'False', reason: 'Ready' }, now);
+    }
+    await this.writeStatus(policy, { ...status, state, namespace, conditions }, MANAGERS.gpu, state);
+  }
+
+  /**
+   * The Network Operator's NicClusterPolicy reconcile (controllers/nicclusterpolicy_controller.go,
+   * nic_policy_helpers.go `updatePolicyCRStatus`, pkg/state/manager.go `SyncState`): a policy not named
+   * nic-cluster-policy is "ignore"d with the operator's reason; else each operand's state ("ready", "notReady") in
+   * status.appliedStates (named by the operand DaemonSet here, where the operator lists every state it has, the unused
+   * ones "ignore"), and state "ready" once none is "notReady".
+   */
+  private async networkOperator(): Promise<void> {
+    for (const policy of await this.listServed('mellanox.com/v1alpha1', 'NicClusterPolicy')) {
+      const status = (policy.status ?? {}) as Json;
+      if (policy.metadata.name !== 'nic-cluster-policy') {
+        const reason = `Unsupported NicClusterPolicy instance ${policy.metadata.name}. Only instance with name nic-cluster-policy is supported`;
+        await this.writeStatus(policy, { ...status, state: 'ignore', reason }, MANAGERS.network, 'ignore');
+        continue;
+      }
+      const operands = nicClusterPolicyOperands(policy as never);
+      const live = await this.operands(policy, NAMESPACES.networkOperator, operands, MANAGERS.network);
+      const appliedStates = operands.map((o) => ({ name: o.name, state: networkOperandReady(live.get(o.name)) ? 'ready' : 'notReady' }));
+      const state = appliedStates.every((s) => s.state === 'ready') ? 'ready' : 'notReady';
+      await this.writeStatus(policy, { ...status, state, appliedStates }, MANAGERS.network, state);
+    }
+  }
+
+  /** Writes a status when it differs from the live one (the operators write only a change). */
+  private async writeStatus(o: KubeObject, status: Json, manager: string, state: string): Promise<void> {
+    const conditions = (s: Json) => (s.conditions as Json[] | undefined)?.map(({ lastTransitionTime: _t, ...c }) => c)
+      .sort((a, b) => String(a.type).localeCompare(String(b.type)));
+    const comparable = (s: Json) => JSON.stringify({ ...s, conditions: conditions(s) });
+    if (comparable((o.status ?? {}) as Json) === comparable(status)) return;
+    const res = await this.client.resource(o.apiVersion, o.kind);
+    await this.client.call('PUT', `/apis/${o.apiVersion}/${res!.plural}/${o.metadata.name}/status`, { body: { ...o, status }, query: { fieldManager: manager } });
+    this.writes.push({ kind: o.kind, name: o.metadata.name, state, at: Date.now() });
+  }
+}

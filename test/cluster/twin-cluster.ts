@@ -1,0 +1,389 @@
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { parse, stringify } from 'yaml';
+import { ApplicationWatch } from './applications';
+import { applySteps, ARGOCD_MANAGER, planSync, refusalText, SyncPlan, vendoredCrds } from './argocd-sync';
+import { ControlPlane, startControlPlane } from './control-plane';
+import { bareRepository, commitTree, GitServer, startGitServer } from './git-server';
+import { KueueProcess, loopbackKueue, planOf, startKueue } from './kueue';
+import { victoriaMetricsStages } from './kwok-stages';
+import { OperatorStandIns } from './operator-stand-ins';
+import { HermeticNode, nodesOf } from './placement';
+import { startTwin, Twin } from './twin';
+import { defaultCacheDir } from '../../src/cache/compiled-cache';
+import { ClusterView, readClusters, renderClusterSources } from '../../src/check';
+import { EngineBudget } from '../../src/engines';
+import { unpackedLayer } from '../../src/engines/packaged';
+import { ClusterModel } from '../../src/model/model';
+import { NODE_NAME_PLACEHOLDER } from '../../src/model/names';
+import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../../src/paths';
+import { loadModels, synth } from '../../src/synth/pipeline';
+import { ClusterRenders } from '../../src/upstream/render';
+import { RenderSession } from '../../src/upstream/render-session';
+import { VERSIONS } from '../../src/versions';
+
+/**
+ * A twin of a described cluster: a hermetic control plane (control-plane.ts) with the cluster's Nodes run by KWOK,
+ * what the cluster has before Argo CD, a clusters repository on a loopback Git server holding the render, and Argo CD
+ * (twin.ts) bootstrapped from it exactly as the rendered README says. What the cluster tests run the real Argo CD on,
+ * and what a test drives on day two: a commit pushed (render, push), a Node made NotReady, the Applications watched
+ * (applications.ts).
+ *
+ * - **The repository.** The description, with `gitops.repoURL` naming `platform/clusters.git` on the loopback Git
+ *   server and `mirrors.git` mapping `https://github.com/` to the server's `github/` folder (a site's own Git mirror),
+ *   rendered by `synth` into the work tree's `dist/` and committed; Argo CD reads it over smart HTTP. Argo CD's install
+ *   base (the argocd folder's remote base) is served from a mirror of the vendored release tree
+ *   (`../shared/upstream-installs/argo-cd-<tag>/`), tagged as upstream tags it. Nothing reaches out.
+ * - **The Nodes** of the description: the service node, `count` GPU workers (the description's sample node names,
+ *   then `gpu-worker-<n>`) and the CPU workers, with the labels, taints and allocatable of the placement model
+ *   (placement.ts nodesOf), Ready, run by KWOK.
+ * - **Before Argo CD** (as on an Instant Cluster image): the CRDs of kinds nothing of the tree installs (but Argo CD's,
+ *   which the bootstrap brings) and the namespaces it uses and nothing creates (argocd-sync.ts planSync); a
+ *   pre-installed Kueue running for real (kueue.ts: its install as the toolkit renders it when it manages Kueue, its
+ *   webhooks on loopback); the GPU and Network Operator stand-ins (operator-stand-ins.ts); the VictoriaMetrics
+ *   operator's status of scrapes and rules as KWOK stages (kwok-stages.ts).
+ * - **The bootstrap**: the commands of dist/<cluster>/README.md's "One cluster" block, run as written (kubectl of the
+ *   toolkit's pinned engines, the admin kubeconfig), from the repository's work tree; Argo CD's processes start once
+ *   its first command has applied Argo CD's install (its ServiceAccounts and argocd-cm are then there).
+ *
+ * Imports no test framework (issue 51's `rehearse` runs the same).
+ */
+
+type Json = Record<string, any>;
+
+/** The clusters repository's path on the Git server. */
+const CLUSTERS_REPO = 'platform/clusters.git';
+/** The Git server's folder of GitHub mirrors (mirrors.git maps https://github.com/ to it). */
+const GITHUB_MIRROR = 'github';
+
+export interface TwinClusterOptions {
+  /** The description file (a fixture): read, pointed at the loopback repository and mirrors, rendered. */
+  readonly description: string;
+  /** Told what the start is doing, one line at a time. */
+  readonly progress?: (line: string) => void;
+  /** Keep the folders (control plane, twin, work tree) after stop. @default CONTROL_PLANE_KEEP=1 */
+  readonly keep?: boolean;
+}
+
+/** One command of the README's bootstrap, as run: its text, exit code and output. */
+export interface BootstrapCommand {
+  readonly command: string;
+  readonly code: number;
+  readonly output: string;
+  readonly ms: number;
+}
+
+/**
+ * The Nodes of the twin: those of the placement model (nodesOf), one per GPU worker of the description (the sample
+ * node names first, then `gpu-worker-<n>`) and one per CPU worker, the MIG-enabled variant the model adds beside a
+ * plain GPU worker left out (it is a simulation of one node kind, not a node of the cluster).
+ */
+export function twinNodes(model: ClusterModel): HermeticNode[] {
+  const d = model.description;
+  const named = d.samples.nodeNames;
+  const counted = (prefix: string, count: number, given: readonly string[] = []) => [...given, ...Array.from({ length: count }, (_, i) => `${prefix}-${i + 1}`)].slice(0, count);
+  const out: HermeticNode[] = [];
+  for (const n of nodesOf(model)) {
+    if (n.kind.migEnabled) continue;
+    const names = n.kind.role === 'gpu' ? counted('gpu-worker', d.nodes.gpuWorkers.count, named.filter((x) => x !== NODE_NAME_PLACEHOLDER))
+      : n.kind.role === 'cpu' ? counted('cpu-worker', d.nodes.cpuWorkers?.count ?? 0)
+        : [n.node.metadata.name];
+    for (const name of names) {
+      out.push({ kind: n.kind, node: { ...n.node, metadata: { name, labels: { ...n.node.metadata.labels, 'kubernetes.io/hostname': name } } } });
+    }
+  }
+  return out;
+}
+
+/** The bootstrap commands of a rendered cluster's README ("One cluster" block): each an argument list, the comment cut. */
+export function readmeBootstrap(readme: string): string[][] {
+  const block = /### One cluster\s*\n+```sh\n([\s\S]*?)```/.exec(readme)?.[1];
+  if (!block) throw new Error('the README has no "One cluster" bootstrap block');
+  return block.split('\n').map((l) => l.replace(/\s+#.*$/, '').trim()).filter((l) => l !== '').map((l) => {
+    if (/["'`$\\|;&<>]/.test(l)) throw new Error(`the README's bootstrap command is not a plain argument list: ${l}`);
+    return l.split(/\s+/);
+  });
+}
+
+/** A twin of a described cluster (startTwinCluster). */
+export class TwinCluster {
+  /** The Applications as Argo CD reports them (started by bootstrap). */
+  readonly watch: ApplicationWatch;
+  /** The commands the bootstrap ran. */
+  readonly bootstrapped: BootstrapCommand[] = [];
+  /** When the root Application was applied (the README's second command): the bootstrap timeline's zero. */
+  rootAppliedAt?: number;
+  private stopped = false;
+
+  /** @internal */
+  constructor(
+    /** The folder of the work tree (`repo/`: clusters/, dist/) and the Git server's repositories (`git/`). */
+    readonly dir: string,
+    readonly cp: ControlPlane,
+    readonly twin: Twin,
+    readonly git: GitServer,
+    /** The description as rendered (the fixture, pointed at the loopback repository and mirrors). */
+    readonly description: Json,
+    readonly model: ClusterModel,
+    readonly nodes: readonly HermeticNode[],
+    readonly standIns: OperatorStandIns,
+    readonly kueue: KueueProcess | undefined,
+    /** The sync plan of the first render: what the cluster had before Argo CD. */
+    readonly plan: SyncPlan,
+    private readonly keep: boolean,
+  ) {
+    this.watch = new ApplicationWatch(cp.client(), model.description.gitops.namespace);
+  }
+
+  /** The work tree of the clusters repository. */
+  get workTree(): string {
+    return path.join(this.dir, 'repo');
+  }
+
+  get bare(): string {
+    return path.join(this.dir, 'git', CLUSTERS_REPO);
+  }
+
+  get name(): string {
+    return this.model.name;
+  }
+
+  /** The description file in the work tree. */
+  get descriptionFile(): string {
+    return path.join(this.workTree, 'clusters', `${this.name}.yaml`);
+  }
+
+  /** The rendered cluster folder in the work tree (dist/<cluster>). */
+  get clusterDir(): string {
+    return path.join(this.workTree, 'dist', this.name);
+  }
+
+  /**
+   * Renders the description again after `edit` (synth into the work tree's dist/, removing what the description no
+   * longer renders), as a user does before a commit.
+   */
+  render(edit: (d: Json) => void = () => {}): void {
+    edit(this.description);
+    writeFileSync(this.descriptionFile, stringify(this.description));
+    renderInto(this.descriptionFile, path.join(this.workTree, 'dist'));
+  }
+
+  /**
+   * Commits the work tree as the next commit of main (a push) and answers its SHA. Once the root Application exists,
+   * the push is announced as a Git host's webhook announces it to Argo CD (util/webhook/webhook.go at v3.5.1: a merge
+   * patch of the `argocd.argoproj.io/refresh: normal` annotation on each Application that tracks the pushed branch,
+   * here the root: the others are pinned to commits), instead of leaving it to the next poll (timeout.reconciliation,
+   * 120 s and more).
+   */
+  async push(message: string): Promise<string> {
+    const sha = commitTree(this.bare, this.workTree, message);
+    if (this.rootAppliedAt !== undefined) await this.refresh(this.name);
+    return sha;
+  }
+
+  /** Asks Argo CD to compare an Application again now (its refresh annotation, as the webhook and `argocd app get --refresh` do). */
+  async refresh(application: string): Promise<void> {
+    await this.cp.client().call('PATCH', `/apis/argoproj.io/v1alpha1/namespaces/${this.model.description.gitops.namespace}/applications/${application}`, {
+      body: { metadata: { annotations: { 'argocd.argoproj.io/refresh': 'normal' } } }, contentType: 'application/merge-patch+json',
+    });
+  }
+
+  /** The rendered views of the work tree's clusters (check's reading), each with its model. */
+  view(): ClusterView {
+    const raw = readClusters(path.join(this.workTree, 'dist')).find((c) => c.name === this.name);
+    if (!raw) throw new Error(`${this.name}: no rendered cluster in ${this.workTree}/dist`);
+    return { ...raw, model: this.model };
+  }
+
+  /**
+   * The bootstrap as dist/<cluster>/README.md says: each command of its "One cluster" block run as written (`kubectl
+   * ... -w`, which watches, is the watch of this harness instead), with the toolkit's pinned kubectl and the admin
+   * kubeconfig, from the work tree. Argo CD's processes start after the first command (its install); the Applications
+   * are watched from the root's apply on. Throws naming a command that fails, with its output.
+   */
+  async bootstrap(): Promise<void> {
+    const kubectl = (await unpackedLayer(defaultCacheDir() || undefined)).kubectl;
+    const commands = readmeBootstrap(readFileSync(path.join(this.clusterDir, 'README.md'), 'utf8'));
+    let started = false;
+    for (const argv of commands) {
+      if (argv.includes('-w') || argv.includes('--watch')) continue;
+      if (argv[0] !== 'kubectl') throw new Error(`the README's bootstrap runs ${argv[0]}, not kubectl: ${argv.join(' ')}`);
+      if (!started && argv.includes('-f') && argv.some((a) => a.includes('/gitops/application.'))) {
+        await this.twin.startArgoCd({ namespace: this.model.description.gitops.namespace });
+        started = true;
+        this.rootAppliedAt = Date.now();
+        this.watch.start();
+      }
+      const run = await runCommand(kubectl, argv.slice(1), this.workTree, this.twin.env({ KUBECONFIG: this.cp.identity('admin').kubeconfig }));
+      this.bootstrapped.push({ command: argv.join(' '), ...run });
+      if (run.code !== 0) throw new Error(`the README's bootstrap command failed (exit ${run.code}): ${argv.join(' ')}\n${run.output}`);
+    }
+    if (!started) throw new Error('the README\'s bootstrap applies no root Application (dist/<cluster>/gitops/application.*.yaml)');
+  }
+
+  /** CPU seconds so far of every process of the twin: the control plane's, Argo CD's, KWOK's, Kueue's. */
+  cpuSeconds(): Record<string, number> {
+    const out: Record<string, number> = { ...this.cp.cpuSeconds() };
+    for (const [c, u] of Object.entries(this.twin.resources())) out[c] = u.cpuSeconds;
+    const k = this.kueue?.cpuSeconds();
+    if (k !== undefined) out.kueue = k;
+    return out;
+  }
+
+  /** Stops everything: the watch, the stand-ins, Kueue, the twin, the Git server, the control plane; the folder unless kept. */
+  async stop(opts: { keep?: boolean } = {}): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    const keep = this.keep || opts.keep === true;
+    await this.watch.stop();
+    await this.standIns.stop();
+    await this.kueue?.stop({ keep });
+    await this.twin.stop({ keep });
+    await this.git.stop();
+    await this.cp.stop({ keep });
+    if (keep) process.stderr.write(`twin cluster kept in ${this.dir}\n`);
+    else rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** Runs a command; answers its exit code and combined output (bounded), never throws on a status. */
+function runCommand(
+  file: string, args: readonly string[], cwd: string, env: NodeJS.ProcessEnv, timeoutMs = 300_000,
+): Promise<{ code: number; output: string; ms: number }> {
+  const t0 = Date.now();
+  return new Promise((resolve) => {
+    const child = spawn(file, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    const keep = (c: Buffer) => { output = (output + c.toString()).slice(-64 * 1024); };
+    child.stdout.on('data', keep);
+    child.stderr.on('data', keep);
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('error', (e) => { output += e.message; });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code: code ?? (signal ? 128 : 1), output, ms: Date.now() - t0 });
+    });
+  });
+}
+
+/**
+ * Renders one description into `out` as `synth --config` does (its cluster folder replaced, objects it no longer
+ * renders removed). Schema validation is off: the API server of the twin is the validation here, and it costs some
+ * 10 s a render.
+ */
+function renderInto(file: string, out: string): void {
+  synth({ configs: [file], out, schemas: false, allowDelete: true });
+}
+
+/** Argo CD's install tree (the vendored release) as a repository of the GitHub mirror, tagged as upstream tags it. */
+function mirrorArgoCd(gitRoot: string): void {
+  const release = VERSIONS.argocd;
+  const repo = release.repoURL.replace(/^https:\/\/github\.com\//, '');
+  const bare = bareRepository(path.join(gitRoot, GITHUB_MIRROR), repo);
+  commitTree(bare, path.join(DEFAULT_UPSTREAM, `argo-cd-${release.version}`), `argo-cd ${release.version} (vendored tree)`, { tag: release.version });
+}
+
+/**
+ * What the cluster has before Argo CD, applied as its installs left it: the CRDs of kinds nothing of the tree installs
+ * and the namespaces nothing creates (planSync's pre-installed layer), but Argo CD's own CRDs, which the bootstrap's
+ * first command brings.
+ */
+async function preinstall(cp: ControlPlane, plan: SyncPlan): Promise<void> {
+  const steps = plan.steps.filter((s) => s.manager === 'pre-installed')
+    .map((s) => ({ ...s, objects: s.objects.filter((o) => !(o.object.kind === 'CustomResourceDefinition' && ((o.object.spec as Json).group === 'argoproj.io'))) }));
+  const report = await applySteps(cp.client(), steps);
+  if (report.refused.length > 0) throw new Error(`what the cluster has before Argo CD was refused:\n${report.refused.map(refusalText).join('\n')}`);
+}
+
+/**
+ * A pre-installed Kueue running for real: its install as the toolkit renders it when it manages Kueue (the same
+ * description with `installs.kueue: managed`: the chart of the pinned release with the toolkit's Configuration),
+ * applied before Argo CD with its webhooks on loopback (kueue.ts), and its manager started.
+ */
+async function preinstalledKueue(cp: ControlPlane, description: Json, work: string): Promise<KueueProcess> {
+  const managed = structuredClone(description);
+  managed.installs = { ...managed.installs, kueue: 'managed' };
+  const dir = path.join(work, 'kueue-install');
+  mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, `${managed.name}.yaml`);
+  writeFileSync(file, stringify(managed));
+  const { view, renders } = await renderedView(file, path.join(dir, 'dist'));
+  const full = planSync(view, renders, vendoredCrds(DEFAULT_SCHEMAS), await cp.client().servedKinds());
+  const plan = planOf(full, /-kueue-install$/);
+  const loopback = await loopbackKueue(plan);
+  const report = await applySteps(cp.client(), [...plan.steps, { label: 'admission webhooks of Kueue', manager: ARGOCD_MANAGER, objects: plan.webhooks }]);
+  if (report.refused.length > 0) throw new Error(`the pre-installed Kueue was refused:\n${report.refused.map(refusalText).join('\n')}`);
+  return startKueue(cp, loopback);
+}
+
+/** A description rendered into `out`, read as check reads it, and its sources rendered as check renders them. */
+async function renderedView(file: string, out: string): Promise<{ view: ClusterView; renders: ClusterRenders; model: ClusterModel }> {
+  renderInto(file, out);
+  const [model] = loadModels([file]);
+  const raw = readClusters(out).find((c) => c.name === model.name);
+  if (!raw) throw new Error(`${file}: synth rendered no cluster folder`);
+  const view = { ...raw, model };
+  const renders = await renderClusterSources(view, { upstream: DEFAULT_UPSTREAM, session: new RenderSession(defaultCacheDir(), new EngineBudget()) });
+  return { view, renders, model };
+}
+
+/**
+ * Brings up the twin of a description up to the bootstrap (TwinCluster.push commits the render, TwinCluster.bootstrap
+ * runs the README's commands): the Git server and the rendered work tree, the control plane with the cluster's Nodes under KWOK, what the cluster has before Argo CD,
+ * the stand-ins. Everything started is stopped again when a step fails.
+ */
+export async function startTwinCluster(opts: TwinClusterOptions): Promise<TwinCluster> {
+  const say = opts.progress ?? (() => {});
+  const dir = mkdtempSync(path.join(tmpdir(), 'twin-cluster-'));
+  const keep = opts.keep ?? process.env.CONTROL_PLANE_KEEP === '1';
+  const cleanup: (() => Promise<void>)[] = [];
+  try {
+    const gitRoot = path.join(dir, 'git');
+    const git = await startGitServer(gitRoot);
+    cleanup.push(() => git.stop());
+    mirrorArgoCd(gitRoot);
+    bareRepository(gitRoot, CLUSTERS_REPO);
+
+    const description = parse(readFileSync(opts.description, 'utf8')) as Json;
+    description.gitops = { ...description.gitops, repoURL: git.repoUrl(CLUSTERS_REPO) };
+    description.mirrors = { ...description.mirrors, git: { ...description.mirrors?.git, 'https://github.com/': `${git.repoUrl(GITHUB_MIRROR)}/` } };
+    const workTree = path.join(dir, 'repo');
+    const file = path.join(workTree, 'clusters', `${description.name}.yaml`);
+    mkdirSync(path.dirname(file), { recursive: true });
+    writeFileSync(file, stringify(description));
+    say(`rendering ${description.name}`);
+    const { view, renders, model } = await renderedView(file, path.join(workTree, 'dist'));
+
+    say('starting the control plane');
+    const tenant = model.tenants[0];
+    const cp = await startControlPlane(tenant ? { identities: { tenant: { user: 'tenant', groups: [tenant.group] } } } : {});
+    cleanup.push(() => cp.stop({ keep }));
+    const twin = await startTwin(cp, { keep });
+    cleanup.push(() => twin.stop({ keep }));
+    const nodes = twinNodes(model);
+    for (const n of nodes) await cp.createNode(n.node);
+
+    say('applying what the cluster has before Argo CD');
+    const plan = planSync(view, renders, vendoredCrds(DEFAULT_SCHEMAS), await cp.client().servedKinds());
+    await preinstall(cp, plan);
+    // KWOK once the kinds its stages act on are served (the pre-installed monitoring stack's)
+    const served = await cp.client().servedKinds();
+    await twin.startKwok({ stages: victoriaMetricsStages(model.description.monitoring.namespace, (kind) => served.has(`operator.victoriametrics.com/v1beta1/${kind}`)) });
+    const standIns = new OperatorStandIns(cp.client());
+    standIns.start();
+    cleanup.push(() => standIns.stop());
+    let kueue: KueueProcess | undefined;
+    if (model.description.installs.kueue === 'preinstalled') {
+      say('starting the pre-installed Kueue');
+      kueue = await preinstalledKueue(cp, description, dir);
+    }
+    return new TwinCluster(dir, cp, twin, git, description, model, nodes, standIns, kueue, plan, keep);
+  } catch (e) {
+    for (const c of cleanup.reverse()) await c().catch(() => {});
+    if (!keep) rmSync(dir, { recursive: true, force: true });
+    throw e;
+  }
+}
+
