@@ -25,7 +25,8 @@
 --   * a child whose last sync of the revision and source it has now failed (phase "Failed" or "Error") and that is
 --     not Synced is Degraded, with the operation's message, even when its old objects stay Healthy (controller/health.go
 --     leaves an object that was never created out of the child's own health), so the parent's sync fails visibly and
---     retries instead of going ahead on top of it.
+--     retries instead of going ahead on top of it; what the API server refused is in the message (a dry run that fails
+--     names no object in the operation's message: each refused object's is in status.operationState.syncResult).
 -- A child rendered by gpu-cluster-manifests says how long its parent may wait for it (the annotation
 -- gpu-cluster.dev/wave-wait-seconds, from gitops.waveWait): a sync that has run that long, and a health other than
 -- Healthy that has lasted that long after its last sync finished (Progressing: a GPU node NotReady, an operand roll
@@ -90,6 +91,36 @@ end
 local function waited(since)
   return wait ~= nil and since ~= nil and since ~= "" and since < ago(wait)
 end
+-- What the API server refused in a sync (status.operationState.syncResult.resources[], result "SyncFailed"): a sync
+-- that fails its dry run says only "one or more objects failed to apply (dry run)" (gitops-engine sync_context.go), and
+-- each refused object's message is in its result.
+local function refused(op)
+  local out = ""
+  local n = 0
+  for _, r in ipairs((op.syncResult or {}).resources or {}) do
+    if r.status == "SyncFailed" and r.message ~= nil and r.message ~= "" then
+      n = n + 1
+      if n <= 3 then
+        local where = r.name or ""
+        if r.namespace ~= nil and r.namespace ~= "" then
+          where = r.namespace .. "/" .. where
+        end
+        if out ~= "" then
+          out = out .. "; "
+        end
+        out = out .. (r.kind or "") .. " " .. where .. ": " .. r.message
+      end
+    end
+  end
+  if n > 3 then
+    out = out .. "; and " .. (n - 3) .. " more"
+  end
+  if out ~= "" then
+    out = "; refused: " .. out
+  end
+  return out
+end
+
 local function goAhead(what)
   hs.status = "Healthy"
   hs.message = what .. ": the waves after it go ahead"
@@ -119,7 +150,7 @@ if op ~= nil and (op.phase == "Running" or op.phase == "Terminating") then
     end
     if empty(source) and empty(sources) or same(source, spec.source) and same(sources, spec.sources) then
       hs.status = "Degraded"
-      hs.message = "Its sync failed and is retried" .. text
+      hs.message = "Its sync failed and is retried" .. text .. refused(op)
       return hs
     end
     hs.message = "Its sync of an earlier source failed and is retried" .. text
@@ -196,6 +227,7 @@ if op ~= nil and (op.phase == "Failed" or op.phase == "Error") and attempted and
   if op.message ~= nil and op.message ~= "" then
     hs.message = "Its sync failed: " .. op.message
   end
+  hs.message = hs.message .. refused(op)
   return hs
 end
 
