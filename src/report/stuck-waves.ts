@@ -96,7 +96,7 @@ export function stuckWavesSection(c: RenderedCluster, index: ClusterIndex): stri
     '```sh',
     `argocd app get ${rootName}   # what the root's sync waits for, and why`,
     `argocd app terminate-op ${rootName}   # end the root's sync now: it syncs the newest commit at once (a revert need not wait for the bound)`,
-    `argocd app sync ${rootName}   # sync the root again at its commit (after terminate-op, when no newer commit came)`,
+    `argocd app sync ${rootName} --async --retry-limit -1 --retry-refresh   # sync the root again, retrying as its automated sync does (after terminate-op, when no newer commit came)`,
     'argocd app terminate-op <application>   # end an Application\'s own sync that hangs (a hook that never completes) or its retries of an older commit',
     'argocd app sync <application>   # sync an Application again at the commit it was given, once what made its sync fail has passed',
     ...(pruneOff ? ['argocd app sync <application> --prune   # delete what a commit removed from its folder (automated.prune is off)'] : []),

@@ -170,7 +170,7 @@ describe('the cluster report (dist/<cluster>/README.md)', () => {
     expect(commands.map((l) => l.replace(/\s+#.*/, ''))).toEqual([
       'argocd app get instant-cluster',
       'argocd app terminate-op instant-cluster',
-      'argocd app sync instant-cluster',
+      'argocd app sync instant-cluster --async --retry-limit -1 --retry-refresh',
       'argocd app terminate-op <application>',
       'argocd app sync <application>',
       'argocd app sync instant-cluster --resource argoproj.io:Application:<application>',
