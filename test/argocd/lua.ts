@@ -21,12 +21,14 @@ export interface LuaHealth {
 function prelude(now?: number): string {
   if (now !== undefined && !Number.isSafeInteger(now)) throw new Error(`now: expected whole seconds since the epoch, got ${now}`);
   const clock = now === undefined
-    ? 'os = { time = time, date = date }'
-    : `local now = ${now}\nos = { time = function(t) if t == nil then return now end return time(t) end, date = function(f, t) return date(f, t or now) end }`;
+    ? 'package.loaded.os = { time = time, date = date }'
+    : `local now = ${now}\npackage.loaded.os = { time = function(t) if t == nil then return now end return time(t) end, date = function(f, t) return date(f, t or now) end }`;
   return [
     'local time, date = os.time, os.date',
     'debug.setmetatable("", nil)',
-    'string, math, io, utf8, coroutine, debug = nil, nil, nil, nil, nil, nil',
+    // v3.5.1 has no global os: OpenSafeOs registers its functions under "table" (util/lua/oslib_safe.go); only
+    // require("os") answers them (the module it preloads)
+    'string, math, io, utf8, coroutine, debug, os = nil, nil, nil, nil, nil, nil, nil',
     clock,
   ].join('\n');
 }
@@ -84,7 +86,7 @@ export class HealthVm {
   }
 }
 
-/** Globals a health script may read in Argo CD (base and table libraries, the safe os, the object). */
+/** Globals a health script may read in Argo CD (base and table libraries, require of the safe os, the object). */
 const ALLOWED_GLOBALS: Readonly<Record<string, readonly string[] | true>> = {
   obj: true,
   ipairs: true,
@@ -94,7 +96,8 @@ const ALLOWED_GLOBALS: Readonly<Record<string, readonly string[] | true>> = {
   error: true,
   tonumber: true,
   table: ['insert', 'remove', 'concat', 'sort'],
-  os: ['time', 'date'],
+  // the safe os: `local os = require("os")`, as Argo CD's own scripts do
+  require: true,
 };
 
 /**

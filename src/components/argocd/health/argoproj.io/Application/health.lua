@@ -34,7 +34,7 @@
 -- waves go ahead and its sync ends, free to take the next commit; Suspended (held on purpose: a Kueue queue held by
 -- its stopPolicy) never holds the waves. A failed sync of the child's own source is never waited past: its fix is a commit.
 -- Times compare as strings: metav1.Time is written in UTC as RFC 3339 ("2026-12-01T10:02:01Z"), and Argo CD's Lua has
--- no string library (util/lua/lua.go; os.time and os.date are its safe os, util/lua/oslib_safe.go).
+-- no string library (util/lua/lua.go; os.time and os.date are its safe os, util/lua/oslib_safe.go, required below).
 -- An Application that syncs itself must not be waited on with this check: while its own sync runs, it is Progressing
 -- (the testdata "own-sync-running"), and a sync wave waits for the Applications of the waves before to be Healthy
 -- (only the health aggregation of controller/health.go skips an app that manages itself, not the sync). Fields:
@@ -72,6 +72,10 @@ local function same(a, b)
   end
   return true
 end
+
+-- Argo CD v3.5.1 has no global os (OpenSafeOs registers time and date under "table", util/lua/oslib_safe.go): a
+-- script reaches them as its own scripts do, through the module it preloads (util/lua/lua.go PreloadModule)
+local os = require("os")
 
 local hs = { status = "Progressing", message = "Waiting for the Application to report its health" }
 local meta = obj.metadata or {}
