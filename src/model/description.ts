@@ -6,7 +6,7 @@ import { VERSIONS } from '../versions';
 import {
   absolutePath, dnsLabel, dnsSubdomain, envVar, exactMemoryTotal, gitRepoUrl, gitRevision, gpuCount, gpusPerNode, installMode, intRange,
   labelKey, labels, labelValue, nodeCount, nonEmptyString, nonNegativeInt, pinnedImage, positiveInt, promDuration, quantity, repoPath,
-  repositoryUrl, taint, withoutCredentials,
+  repositoryUrl, taint, waitDuration, withoutCredentials,
 } from './schema-types';
 
 /**
@@ -42,6 +42,12 @@ const gitops = z.strictObject({
     prune: z.boolean().default(true).describe('Delete objects that disappeared from dist/.'),
     selfHeal: z.boolean().default(true).describe('Revert changes made in the cluster by hand.'),
   }).prefault({}).describe('Automated sync of configuration (samples never auto-sync).'),
+  waveWait: waitDuration(10, 24 * 3600).default('10m')
+    .describe('The longest the root Application\'s sync waves wait on an Application that does not get Healthy: one whose own sync has run this long, '
+      + 'or that is still Progressing, Degraded or Missing this long after its last sync finished (a GPU node NotReady keeps the ClusterPolicy not '
+      + 'ready), no longer holds the waves after it, so every commit reaches every Application. A failed sync of the commit an Application was given '
+      + 'is never waited past (the root retries until a commit fixes it), and a Suspended one (a held queue) never holds the waves. '
+      + 'Argo CD notices the bound at its next refresh of the root (timeout.reconciliation, 3 minutes by default).'),
 }).describe('Where Argo CD finds this cluster\'s manifests.');
 
 /**
@@ -203,11 +209,20 @@ const priority = z.strictObject({
 
 const quotaLimit = z.union([gpuCount(), z.null()]);
 
+/**
+ * A hold of a ClusterQueue, Kueue's stopPolicy. A field of the description because the ClusterQueue is Argo CD's: a
+ * hold made by hand (kubectl patch) is reverted by self-heal, or by the next sync.
+ */
+const stopPolicy = () => z.enum(['None', 'Hold', 'HoldAndDrain'], { error: 'expected "None", "Hold" or "HoldAndDrain"' }).default('None')
+  .describe('Hold the tenant\'s ClusterQueue (Kueue\'s stopPolicy): "Hold" admits no new workload and lets the admitted ones run, "HoldAndDrain" also '
+    + 'evicts the admitted ones; "None" admits. A held queue is Suspended in Argo CD, and so are its LocalQueues: the sync waves do not wait on it.');
+
 const queueing = z.strictObject({
   defaultQueue: dnsLabel().default(KUEUE_DEFAULT_LOCAL_QUEUE).describe('LocalQueue pre-wired in namespace "default". Named "default" (the Instant Cluster\'s), Kueue queues to it every pod and job created in that namespace without a queue label (LocalQueue defaulting, always on since Kueue v0.17).'),
   priorities: z.array(priority).default([{ name: 'normal', value: 500, default: true }]).describe('Workload priorities.'),
   cohort: dnsLabel().default('gpu-cohort').describe('Cohort of all ClusterQueues; idle GPUs are shared inside it.'),
   defaultClusterQueue: dnsLabel().default('default').describe('ClusterQueue behind the default LocalQueue; gets the GPUs tenants do not claim.'),
+  defaultStopPolicy: stopPolicy().describe('Hold the default ClusterQueue (its stopPolicy), like tenants[].stopPolicy.'),
   rdma: z.enum(['covered', 'excluded'], { error: 'expected "covered" or "excluded"' }).default('covered')
     .describe('RDMA in Kueue: "covered" quotas rdma/<name> in every ClusterQueue; "excluded" makes Kueue ignore the rdma/ prefix (managed Kueue only).'),
   borrowingLimit: quotaLimit.default(null).describe('GPUs a ClusterQueue may borrow from the cohort (null: unlimited).'),
@@ -259,6 +274,7 @@ const tenant = z.strictObject({
     + 'a CPU-only pod runs outside the quota, a GPU or RDMA pod is refused by the guardrails.'),
   group: nonEmptyString('a group name').optional().describe('Group bound to the tenant role (OIDC/Kanidm). Default: tenant-<name>.'),
   borrowingOnly: z.boolean().default(false).describe('The quota is a share of borrowed GPUs, not reserved capacity (allowed to exceed the cluster).'),
+  stopPolicy: stopPolicy(),
   borrowingLimit: quotaLimit.optional().describe('Overrides queueing.borrowingLimit for this tenant.'),
   lendingLimit: quotaLimit.optional().describe('Overrides queueing.lendingLimit for this tenant.'),
   labels: labels().default({}).describe('Extra labels of the tenant namespace.'),

@@ -104,6 +104,8 @@ export interface QueueModel {
   /** Fair-sharing weight of the ClusterQueue (used when queueing.fairSharing is on). */
   readonly fairSharingWeight: number;
   readonly quota: QueueQuota;
+  /** The ClusterQueue's hold (Kueue's stopPolicy: "None" admits). */
+  readonly stopPolicy: 'None' | 'Hold' | 'HoldAndDrain';
 }
 
 /** CPU and memory requests (canonical quantities) and a pod count. */
@@ -403,6 +405,7 @@ export function buildModel(d: ClusterDescription): ClusterModel {
     group: t.group ?? `tenant-${t.name}`,
     borrowingOnly: t.borrowingOnly,
     fairSharingWeight: t.fairSharingWeight,
+    stopPolicy: t.stopPolicy,
     labels: t.labels,
     quota: tenantQuotas[i],
     priorities: t.priorities ?? q.priorities.map((p) => p.name),
@@ -416,6 +419,7 @@ export function buildModel(d: ClusterDescription): ClusterModel {
     defaulting: q.defaultQueue === KUEUE_DEFAULT_LOCAL_QUEUE,
     fairSharingWeight: 1,
     quota: defaultQuota,
+    stopPolicy: q.defaultStopPolicy,
   };
 
   const priorities: PriorityModel[] = q.priorities.map((p) => ({ name: p.name, value: p.value, default: p.default }));

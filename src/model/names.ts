@@ -57,6 +57,16 @@ export const LABELS = {
    * targetRevision of every child Application that reads this repository (components/gitops/plan.ts revisionPins).
    */
   revision: 'gpu-cluster.dev/revision',
+  /**
+   * On the Applications the root syncs: how long, in seconds, the root's sync waves wait on it when it does not get
+   * Healthy (gitops.waveWait), read by the Application health check (health/argoproj.io/Application/health.lua).
+   */
+  waveWait: 'gpu-cluster.dev/wave-wait-seconds',
+  /**
+   * On the ClusterPolicy of a cluster that needs no GPU node of its own (a MultiKueue manager): why. Read by the
+   * ClusterPolicy health check, which then takes "ready" without GPU nodes (NoGPUNodes) as Healthy.
+   */
+  gpuNodesOptional: 'gpu-cluster.dev/gpu-nodes-optional',
   /** On Argo CD Applications that install an add-on: the API kinds it brings (`group/Kind` or `group/*`, comma-separated). */
   provides: 'gpu-cluster.dev/provides',
   /**

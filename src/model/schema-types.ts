@@ -315,3 +315,18 @@ export const promDuration = () =>
       const why = PROMETHEUS_DURATION_PATTERN.test(text) ? prometheusDurationProblem(text) : undefined;
       if (why !== undefined) ctx.addIssue({ code: 'custom', message: `expected a duration such as "5m" or "1h30m", got ${JSON.stringify(text)}: ${why}` });
     });
+
+const DURATION_UNITS: Readonly<Record<string, number>> = { h: 3600, m: 60, s: 1 };
+
+/** Whole seconds of a duration in hours, minutes and seconds (`10m`, `1h30m`, `45s`), as waitDuration accepts it. */
+export function durationSeconds(value: string): number {
+  let seconds = 0;
+  for (const m of value.matchAll(/([0-9]+)([hms])/g)) seconds += Number(m[1]) * DURATION_UNITS[m[2]];
+  return seconds;
+}
+
+/** A wait in hours, minutes and seconds (`10m`, `1h30m`), from `min` to `max` seconds. */
+export const waitDuration = (min: number, max: number) =>
+  z.string({ error: 'expected a duration such as "10m"' })
+    .regex(/^([0-9]{1,6}[hms])+$/, { error: 'expected a duration in h, m and s, such as "10m" or "1h30m"' })
+    .refine((v) => durationSeconds(v) >= min && durationSeconds(v) <= max, { error: `expected a duration from ${min}s to ${max / 3600}h` });

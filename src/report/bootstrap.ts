@@ -84,7 +84,8 @@ export function bootstrapSection(c: RenderedCluster, index: ClusterIndex): strin
     '',
     `The bootstrap applies the AppProject ${code(project.metadata.name)} and the root Application ${code(rootApp.metadata.name)}, nothing else: the root then `
       + `syncs ${code(`${gitops}/`)} (its ${code('kustomization.yaml')}: the AppProject and the ${children.length} Applications, not the root itself, which would `
-      + 'wait in its own sync for its own health) in sync waves, each wave starting when the Applications of the waves before are Healthy. Argo CD builds the '
+      + 'wait in its own sync for its own health) in sync waves, each wave starting when the Applications of the waves before are Healthy (or have stopped '
+      + 'holding the waves: [below](#when-a-sync-wave-holds)). Argo CD builds the '
       + `folder with the commit the root synced stamped on it (${code(LABELS.revision)}), and the folder's kustomization makes it the targetRevision of every `
       + 'Application of this repository: they move only when the root applies a commit, and the health check the waves wait on is Healthy only once an '
       + 'Application has compared and synced exactly that commit. So on every push, as at the bootstrap, the waves apply it in order. '
@@ -92,8 +93,8 @@ export function bootstrapSection(c: RenderedCluster, index: ClusterIndex): strin
       + `after a change of ${code('gitops.repoURL')}, ${code('targetRevision')}, ${code('path')} or ${code('automated')}, apply it again, ${code(`kubectl apply -f ${rootFile}`)}.`
       + (byHand.length > 0
         ? ` Left out on purpose, as its folder starts GPU work when synced: ${byHand.map((a) => code(a.metadata.name)).join(', ')}; `
-          + 'to sync such a folder through Argo CD, apply its Application by hand: '
-          + byHand.map((a) => code(`kubectl apply -f ${gitops}/${manifestFileName(a)}`)).join(', ') + '.'
+          + 'to sync such a folder through Argo CD, apply its Application by hand and sync it: '
+          + byHand.map((a) => `${code(`kubectl apply -f ${gitops}/${manifestFileName(a)}`)} then ${code(`argocd app sync ${a.metadata.name}`)}`).join('; ') + '.'
         : ''),
     '',
     '### In a fleet',

@@ -164,11 +164,16 @@ function managerSection(fleet: Fleet, m: MultiKueueFacts): string {
     '',
     'Once per worker, and again before its token expires. The commands name each cluster\'s kubeconfig context by the cluster\'s name (use yours). Sync the workers first '
       + `(their ${code('multikueue')} folder renders the identity ${m.cluster} uses there), then create the Secrets on ${m.cluster} as soon as its ${code(NAMESPACES.kueue)} `
-      + `namespace exists: its ${code('kueue')} and ${code('multikueue')} Applications stay Degraded, and the waves after them wait, until a worker is connected.`,
+      + `namespace exists. Until a worker is connected, its ${code('kueue')} and ${code('multikueue')} Applications are Degraded (no usable worker); the root's `
+      + `sync waves wait on them for ${code('gitops.waveWait')} after their sync (10 minutes by default), then go on: the tenants' namespaces and LocalQueues `
+      + 'are created, and their jobs wait, admitted by no worker, until one is connected.',
     '',
     '**Tokens expire.** A service-account token from `kubectl create token` lasts the `--duration` asked for, or less when the API server caps it '
-      + `(${code('--service-account-max-token-expiration')}). When it expires, the MultiKueueCluster turns ${code('Active: False')} (${code('ClientConnectionFailed')}), `
-      + `Argo CD shows ${code(`${m.cluster}-multikueue`)} Degraded, and nothing more is dispatched to that worker; the Workloads it runs are requeued on `
+      + `(${code('--service-account-max-token-expiration')}). When it expires (or the worker is lost otherwise), the MultiKueueCluster turns ${code('Active: False')} `
+      + `(${code('ClientConnectionFailed')}), Argo CD shows ${code(`${m.cluster}-multikueue`)} Degraded, while the AdmissionCheck stays Active `
+      + `(${code('SomeActiveClusters')}, naming the lost worker) as long as another worker is connected, and nothing more is dispatched to that worker. `
+      + `GitOps goes on: the root's waves wait on a Degraded Application only for ${code('gitops.waveWait')} after its last sync, so a lost worker holds no `
+      + 'commit for longer, and none at all once that bound has passed since the sync. The Workloads the lost worker runs are requeued on '
       + `${m.cluster} after ${workerLostTimeout(m)}${m.settings ? ' (workerLostTimeout)' : ''}. Run the commands again before then (they replace the Secret, which Kueue watches). A token Secret of type `
       + `${code('kubernetes.io/service-account-token')} on the worker never expires until deleted: Kubernetes discourages it, and it must never be written into ${code('dist/')}.`,
     '',

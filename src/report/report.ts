@@ -5,6 +5,7 @@ import { Flowchart, nodeId } from './mermaid';
 import { observabilitySection } from './observability';
 import { queueDefaultingSection } from './queue-defaulting';
 import { samplesSection } from './samples';
+import { stuckWavesSection } from './stuck-waves';
 import { tenantsSection } from './tenants';
 import { tutorialsSection } from './tutorials';
 import { ClusterIndex } from '../check/cluster-index';
@@ -296,6 +297,10 @@ export function clusterReport(c: RenderedCluster): string {
     '## Bootstrap',
     '',
     bootstrapSection(c, index),
+    '',
+    '## When a sync wave holds',
+    '',
+    stuckWavesSection(c, index),
     '',
     '## Run the samples',
     '',

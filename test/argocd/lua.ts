@@ -13,12 +13,25 @@ export interface LuaHealth {
   readonly message?: string;
 }
 
-const PRELUDE = [
-  'local time, date = os.time, os.date',
-  'debug.setmetatable("", nil)',
-  'string, math, io, utf8, coroutine, debug = nil, nil, nil, nil, nil, nil',
-  'os = { time = time, date = date }',
-].join('\n');
+/**
+ * Argo CD's globals. With `now` (seconds since the epoch), the clock stands still there: os.time() and os.date(format)
+ * without a time read it, as they read the real clock in Argo CD, so that a check bounding a wait gives the same answer
+ * on every run (its health_test.yaml cases are written against that instant).
+ */
+function prelude(now?: number): string {
+  if (now !== undefined && !Number.isSafeInteger(now)) throw new Error(`now: expected whole seconds since the epoch, got ${now}`);
+  const clock = now === undefined
+    ? 'package.loaded.os = { time = time, date = date }'
+    : `local now = ${now}\npackage.loaded.os = { time = function(t) if t == nil then return now end return time(t) end, date = function(f, t) return date(f, t or now) end }`;
+  return [
+    'local time, date = os.time, os.date',
+    'debug.setmetatable("", nil)',
+    // v3.5.1 has no global os: OpenSafeOs registers its functions under "table" (util/lua/oslib_safe.go); only
+    // require("os") answers them (the module it preloads)
+    'string, math, io, utf8, coroutine, debug, os = nil, nil, nil, nil, nil, nil, nil',
+    clock,
+  ].join('\n');
+}
 
 /** A Lua string literal of any text (bytes escaped, so the same literal reads the same in Lua 5.1 and 5.4). */
 function luaString(s: string): string {
@@ -51,9 +64,10 @@ export function luaValue(value: unknown): string {
 
 /** One Lua VM for a test file; each run sets `obj` afresh. */
 export class HealthVm {
-  static async create(): Promise<HealthVm> {
+  /** A VM on the real clock, or with the clock standing at `now` (seconds since the epoch). */
+  static async create(options: { readonly now?: number } = {}): Promise<HealthVm> {
     const engine = await new LuaFactory().createEngine({ openStandardLibs: true, injectObjects: false, enableProxy: false });
-    await engine.doString(PRELUDE);
+    await engine.doString(prelude(options.now));
     return new HealthVm(engine);
   }
 
@@ -72,7 +86,7 @@ export class HealthVm {
   }
 }
 
-/** Globals a health script may read in Argo CD (base and table libraries, the safe os, the object). */
+/** Globals a health script may read in Argo CD (base and table libraries, require of the safe os, the object). */
 const ALLOWED_GLOBALS: Readonly<Record<string, readonly string[] | true>> = {
   obj: true,
   ipairs: true,
@@ -82,7 +96,8 @@ const ALLOWED_GLOBALS: Readonly<Record<string, readonly string[] | true>> = {
   error: true,
   tonumber: true,
   table: ['insert', 'remove', 'concat', 'sort'],
-  os: ['time', 'date'],
+  // the safe os: `local os = require("os")`, as Argo CD's own scripts do
+  require: true,
 };
 
 /**

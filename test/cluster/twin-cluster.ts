@@ -65,6 +65,10 @@ export interface TwinClusterOptions {
   readonly progress?: (line: string) => void;
   /** Keep the folders (control plane, twin, work tree) after stop. @default CONTROL_PLANE_KEEP=1 */
   readonly keep?: boolean;
+  /** Edits the description before its first render (after it is pointed at the loopback repository). */
+  readonly edit?: (d: Json) => void;
+  /** The control plane's controllers (ControlPlaneOptions.controllers). @default its default: no node lifecycle controller */
+  readonly controllers?: readonly string[];
 }
 
 /** One command of the README's bootstrap, as run: its text, exit code and output. */
@@ -203,7 +207,7 @@ export class TwinCluster {
    * kubeconfig, from the work tree. Argo CD's processes start after the first command (its install); the Applications
    * are watched from the root's apply on. Throws naming a command that fails, with its output.
    */
-  async bootstrap(): Promise<void> {
+  async bootstrap(opts: { readonly controllerArgs?: readonly string[] } = {}): Promise<void> {
     const kubectl = (await unpackedLayer(defaultCacheDir() || undefined)).kubectl;
     const commands = readmeBootstrap(readFileSync(path.join(this.clusterDir, 'README.md'), 'utf8'));
     let started = false;
@@ -211,7 +215,7 @@ export class TwinCluster {
       if (argv.includes('-w') || argv.includes('--watch')) continue;
       if (argv[0] !== 'kubectl') throw new Error(`the README's bootstrap runs ${argv[0]}, not kubectl: ${argv.join(' ')}`);
       if (!started && argv.includes('-f') && argv.some((a) => a.includes('/gitops/application.'))) {
-        await this.twin.startArgoCd({ namespace: this.model.description.gitops.namespace });
+        await this.twin.startArgoCd({ namespace: this.model.description.gitops.namespace, controllerArgs: opts.controllerArgs });
         started = true;
         this.rootAppliedAt = Date.now();
         this.watch.start();
@@ -249,7 +253,7 @@ export class TwinCluster {
 }
 
 /** Runs a command; answers its exit code and combined output (bounded), never throws on a status. */
-function runCommand(
+export function runCommand(
   file: string, args: readonly string[], cwd: string, env: NodeJS.ProcessEnv, timeoutMs = 300_000,
 ): Promise<{ code: number; output: string; ms: number }> {
   const t0 = Date.now();
@@ -352,6 +356,7 @@ export async function startTwinCluster(opts: TwinClusterOptions): Promise<TwinCl
     const description = parse(readFileSync(opts.description, 'utf8')) as Json;
     description.gitops = { ...description.gitops, repoURL: git.repoUrl(CLUSTERS_REPO) };
     description.mirrors = { ...description.mirrors, git: { ...description.mirrors?.git, 'https://github.com/': `${git.repoUrl(GITHUB_MIRROR)}/` } };
+    opts.edit?.(description);
     const workTree = path.join(dir, 'repo');
     const file = path.join(workTree, 'clusters', `${description.name}.yaml`);
     mkdirSync(path.dirname(file), { recursive: true });
@@ -361,7 +366,7 @@ export async function startTwinCluster(opts: TwinClusterOptions): Promise<TwinCl
 
     say('starting the control plane');
     const tenant = model.tenants[0];
-    const cp = await startControlPlane(tenant ? { identities: { tenant: { user: 'tenant', groups: [tenant.group] } } } : {});
+    const cp = await startControlPlane({ ...(tenant ? { identities: { tenant: { user: 'tenant', groups: [tenant.group] } } } : {}), controllers: opts.controllers });
     cleanup.push(() => cp.stop({ keep }));
     const twin = await startTwin(cp, { keep });
     cleanup.push(() => twin.stop({ keep }));

@@ -94,7 +94,8 @@ describe('fleet', () => {
       const root = c.folders.find((f) => f.folder === 'gitops')!.objects.find((m) => m.kind === 'Application' && m.metadata.name === c.name) as any;
       expect(app.spec.source, c.name).toEqual(root.spec.source);
       expect(app.spec.destination, c.name).toEqual({ name: c.name, namespace: 'argocd' });
-      expect(app.spec.syncPolicy.automated, c.name).toEqual(root.spec.syncPolicy.automated);
+      // automated from the patch, the retries from the template: the root's whole sync policy
+      expect(app.spec.syncPolicy, c.name).toEqual(root.spec.syncPolicy);
     }
     expect(set.spec.syncPolicy).toEqual({ preserveResourcesOnDeletion: true });
   });

@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { appliedSize, CLIENT_SIDE_APPLY_LIMIT } from '../../src/components/gitops/api-kinds';
 import { checkGitops } from '../../src/components/gitops/checks';
-import { folderWaves, installWaveKey, planGitops, revisionReplacements } from '../../src/components/gitops/plan';
+import { CHILD_RETRY, folderWaves, installWaveKey, planGitops, revisionReplacements } from '../../src/components/gitops/plan';
 import { LABELS } from '../../src/model/names';
+import { durationSeconds } from '../../src/model/schema-types';
 import { inKustomization } from '../../src/render/folder-files';
 import { Manifest } from '../../src/render/manifest';
 import { findObject, folderObjects, HAS_SCHEMAS, renderOf, schemaErrors } from '../helpers';
@@ -84,6 +85,36 @@ describe('gitops: app-of-apps of the reference cluster', () => {
     const pinned = revisionReplacements(managed, 'dist/instant-cluster')[0].targets.map((t) => t.select.name);
     expect(pinned.filter((n) => n.endsWith('-install'))).toEqual([]);
     expect(pinned).toContain('instant-cluster-kueue');
+  });
+
+  it('bounds every wait of the root\'s waves (gitops.waveWait on each Application it syncs) and retries: the root for ever with the newest commit, a child a few times', () => {
+    const root = app(objects, 'instant-cluster');
+    const children = apps(objects).filter((a) => a !== root && inKustomization(a));
+    expect(children.length).toBeGreaterThan(3);
+    for (const a of children) {
+      expect(a.metadata.annotations[LABELS.waveWait], a.metadata.name).toBe('600');
+      expect(a.spec.syncPolicy.retry, a.metadata.name).toEqual(CHILD_RETRY);
+    }
+    // the root: nothing waits on it; its retries resolve its branch again (refresh) and never end (a limit strands a commit)
+    expect(root.metadata.annotations[LABELS.waveWait]).toBeUndefined();
+    expect(root.spec.syncPolicy.retry).toEqual({ limit: -1, refresh: true, backoff: { duration: '10s', factor: 2, maxDuration: '2m' } });
+    // synced by hand: no retry, nothing waits on it
+    const samples = app(objects, 'instant-cluster-samples');
+    expect([samples.spec.syncPolicy.retry, samples.metadata.annotations[LABELS.waveWait]]).toEqual([undefined, undefined]);
+    // a child retries for minutes, not an hour: the commit that fixes it reaches it only once its retries end
+    const { limit, backoff } = CHILD_RETRY;
+    const wait = (i: number) => Math.min(durationSeconds(backoff.duration) * backoff.factor ** i, durationSeconds(backoff.maxDuration));
+    const seconds = Array.from({ length: limit }, (_, i) => wait(i)).reduce((a, b) => a + b, 0);
+    expect(seconds).toBe(135);
+    const custom = folderObjects(renderOf((d) => { d.gitops.waveWait = '1h30m'; }), 'gitops');
+    expect(app(custom, 'instant-cluster-kueue').metadata.annotations[LABELS.waveWait]).toBe('5400');
+  });
+
+  it('refuses a wave wait out of bounds, naming the field', () => {
+    for (const bad of ['5s', '25h', '10', 'ten minutes', '1d']) {
+      expect(() => renderOf((d) => { d.gitops.waveWait = bad; }), bad).toThrow(/gitops\.waveWait/);
+    }
+    expect(durationSeconds('1h30m15s')).toBe(5415);
   });
 
   it('puts the cascading-delete finalizer on component Applications only', () => {

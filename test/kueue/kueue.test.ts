@@ -180,6 +180,20 @@ describe('kueue', () => {
     expect(ofKind(without, 'WorkloadPriorityClass')).toHaveLength(3);
   });
 
+  it('holds a ClusterQueue as described (tenants[].stopPolicy, queueing.defaultStopPolicy), and writes "None" otherwise, so that a hold by hand is drift', () => {
+    const stopPolicies = (objects: readonly Manifest[]) => Object.fromEntries(ofKind(objects, 'ClusterQueue').map((cq) => [cq.metadata.name, spec(cq).stopPolicy]));
+    const plain = stopPolicies(kueueOf());
+    expect(Object.values(plain).length).toBeGreaterThan(1);
+    expect(new Set(Object.values(plain))).toEqual(new Set(['None']));
+    const held = stopPolicies(kueueOf((d) => {
+      d.tenants[0].stopPolicy = 'HoldAndDrain';
+      d.queueing = { ...d.queueing, defaultStopPolicy: 'Hold' };
+    }));
+    const tenant = modelOf().tenants[0].clusterQueue;
+    expect(held).toEqual({ ...plain, [tenant]: 'HoldAndDrain', [modelOf().queueing.defaultQueue.clusterQueue]: 'Hold' });
+    expect(() => kueueOf((d) => { d.tenants[0].stopPolicy = 'Paused'; })).toThrow(/tenants\[0\]\.stopPolicy/);
+  });
+
   it('writes canonical quantities as strings everywhere', () => {
     for (const cq of ofKind(all(renderTraining()), 'ClusterQueue')) {
       for (const f of spec(cq).resourceGroups[0].flavors) {

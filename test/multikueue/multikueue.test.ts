@@ -16,7 +16,7 @@ import { isDescriptionFile } from '../../src/model/description-files';
 import { FLEET_FILE, FleetDescriptionSchema, MULTIKUEUE_DISPATCHERS } from '../../src/model/fleet';
 import { loadModels } from '../../src/model/load-models';
 import { ClusterModel } from '../../src/model/model';
-import { MULTIKUEUE, NAMESPACES } from '../../src/model/names';
+import { LABELS, MULTIKUEUE, NAMESPACES } from '../../src/model/names';
 import { DEFAULT_SCHEMAS } from '../../src/paths';
 import { Manifest } from '../../src/render/manifest';
 import { FLEET_REPORT_FILE } from '../../src/report/fleet';
@@ -116,6 +116,10 @@ describe('a MultiKueue fleet described in fleet.yaml', () => {
       expect(spec(cq)).not.toHaveProperty('admissionChecks');
       expect((spec(cq).resourceGroups as Json[]).flatMap((g) => g.flavors)).toHaveLength(1);
     }
+    // the manager needs no GPU node of its own: its ClusterPolicy says why, and its health check is Healthy without any
+    // (test/argocd: no-gpu-nodes-needed); a worker's waits for its GPU nodes
+    expect(find('hub', 'ClusterPolicy', 'cluster-policy').metadata.annotations?.[LABELS.gpuNodesOptional]).toBe('a MultiKueue manager, whose queues run every job on its workers');
+    expect(find('lab-a', 'ClusterPolicy', 'cluster-policy').metadata.annotations?.[LABELS.gpuNodesOptional]).toBeUndefined();
     // the manager runs nothing of its own: no flavor of its nodes, no samples
     expect(objectsOf('hub').filter((m) => m.kind === 'ResourceFlavor').map((m) => [m.metadata.name, spec(m)])).toEqual([['multikueue', {}]]);
     expect(views.find((v) => v.name === 'hub')!.folders.map((f) => f.folder)).not.toContain('samples');

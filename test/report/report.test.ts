@@ -134,7 +134,7 @@ describe('the cluster report (dist/<cluster>/README.md)', () => {
 
   it('bootstraps from the rendered gitops objects: kustomize, the root, the by-hand Application, and fleet registration', () => {
     const gitops = folderObjects(cluster, 'gitops');
-    const section = report.slice(report.indexOf('## Bootstrap'), report.indexOf('## Run the samples'));
+    const section = report.slice(report.indexOf('## Bootstrap'), report.indexOf('## When a sync wave holds'));
     // from a bare cluster in two commands: Argo CD itself (server-side), then the gitops folder
     const commands = section.slice(section.indexOf('```sh'), section.indexOf('```', section.indexOf('```sh') + 5)).split('\n').filter((l) => l.startsWith('kubectl apply'));
     expect(commands).toEqual([
@@ -160,6 +160,33 @@ describe('the cluster report (dist/<cluster>/README.md)', () => {
     expect(section).toContain('and the install\'s remote base, `https://github.com/argoproj/argo-cd//manifests/cluster-install?ref=v3.5.1`.');
     const vendored = clusterReport(renderOf((d) => { d.gitops.argocdInstall = 'vendored'; }));
     expect(vendored.slice(vendored.indexOf('## Bootstrap'), vendored.indexOf('## Run the samples'))).toContain(': the install comes from the folder\'s own copy of it, nothing else is read.');
+  });
+
+  it('says what holds the sync waves and what does not, and prints each escape hatch with the cluster\'s names', () => {
+    const holds = (r: string) => r.slice(r.indexOf('## When a sync wave holds'), r.indexOf('## Run the samples'));
+    const section = holds(report);
+    const gitops = folderObjects(cluster, 'gitops');
+    const commands = section.slice(section.indexOf('```sh'), section.indexOf('```', section.indexOf('```sh') + 5)).split('\n').filter((l) => l.startsWith('argocd '));
+    expect(commands.map((l) => l.replace(/\s+#.*/, ''))).toEqual([
+      'argocd app get instant-cluster',
+      'argocd app terminate-op instant-cluster',
+      'argocd app sync instant-cluster --async --retry-limit -1 --retry-refresh',
+      'argocd app terminate-op <application>',
+      'argocd app sync <application>',
+      'argocd app sync instant-cluster --resource argoproj.io:Application:<application>',
+    ]);
+    // every Application the root syncs is named, by wave; the root and those applied by hand are not
+    const synced = gitops.filter((m) => m.kind === 'Application' && m.metadata.name !== 'instant-cluster' && m.metadata.annotations?.['gpu-cluster.dev/apply-by-hand'] !== 'true');
+    for (const a of synced) expect(section).toMatch(new RegExp(`\\| ${a.metadata.annotations!['argocd.argoproj.io/sync-wave']} \\|[^\n]*\`${a.metadata.name}\``));
+    expect(section).not.toContain('`instant-cluster-samples`');
+    expect(section).toContain('**Not Healthy after 10m (`gitops.waveWait`).**');
+    expect(section).toContain('retries its own failed sync 5 times (for 2m15s) first');
+    expect(section).not.toContain('--prune');
+    // with automated.prune off, what a commit removes stays, and the report says how to delete it
+    const noPrune = holds(clusterReport(renderOf((d) => { d.gitops.automated = { prune: false, selfHeal: true }; d.gitops.waveWait = '90s'; })));
+    expect(noPrune).toContain('argocd app sync <application> --prune');
+    expect(noPrune).toContain('**Objects a commit removes stay**');
+    expect(noPrune).toContain('**Not Healthy after 1m30s (`gitops.waveWait`).**');
   });
 
   it('external Argo CD: no first command, the health checks for its argocd-cm instead; a managed stack: the Grafana Secret to create', () => {

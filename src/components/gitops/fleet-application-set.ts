@@ -1,5 +1,5 @@
 import { Construct } from 'constructs';
-import { RESOURCES_FINALIZER, ROOT_KUSTOMIZE } from './plan';
+import { RESOURCES_FINALIZER, ROOT_KUSTOMIZE, ROOT_RETRY } from './plan';
 import { ApplicationSet } from '../../../imports/argocd-applicationset-argoproj.io';
 import { IN_CLUSTER_SERVER } from '../../model/description';
 
@@ -63,6 +63,8 @@ export class FleetApplicationSet extends Construct {
             },
             // the API server: templatePatch below (a destination names a server or a cluster, never both)
             destination: { namespace: '{{.namespace}}' },
+            // the root's retries (ROOT_RETRY); templatePatch adds `automated` (a strategic merge: both stay)
+            syncPolicy: { retry: { ...ROOT_RETRY, backoff: { ...ROOT_RETRY.backoff } } },
           },
         },
         // Booleans cannot be templated inside `template`; the patch carries each cluster's gitops.automated, and where its

@@ -1,7 +1,7 @@
 import { Construct } from 'constructs';
 import { formatProvides, GroupKind } from './api-kinds';
 import { IgnoredDifference } from './managed-installs';
-import { RESOURCES_FINALIZER } from './plan';
+import { CHILD_RETRY, RESOURCES_FINALIZER, RetryPolicy } from './plan';
 import { Application, ApplicationSpecSource } from '../../../imports/argocd-application-argoproj.io';
 import { LABELS } from '../../model/names';
 
@@ -27,6 +27,17 @@ export interface GitopsApplicationProps {
    * @default - synced by hand
    */
   readonly automated?: { readonly prune: boolean; readonly selfHeal: boolean };
+  /**
+   * How a failed automated sync is retried (plan.ts ROOT_RETRY, CHILD_RETRY); with `automated` only.
+   * @default CHILD_RETRY
+   */
+  readonly retry?: RetryPolicy;
+  /**
+   * The longest its parent's sync waves wait on it when it does not get Healthy, in seconds (annotation LABELS.waveWait,
+   * which the Application health check reads).
+   * @default - none: its parent waits as long as it takes
+   */
+  readonly waveWaitSeconds?: number;
   /**
    * Sync options (`ServerSideApply=true`, `SkipDryRunOnMissingResource=true`, `CreateNamespace=true`).
    * @default []
@@ -65,15 +76,6 @@ export interface GitopsApplicationProps {
   readonly byHand?: boolean;
 }
 
-/** Retry a failed sync: CRs are refused until their operator's webhook serves, a few seconds after its CRDs. */
-// Automated sync does not retry a commit whose sync failed once the retries are spent, and waves do not
-// wait for child health without the Application health check in argocd-cm: retry for about an hour, so a
-// custom resource whose operator or webhook is still starting gets in. Each retry takes the latest revision of
-// the source (`refresh`, argo-cd v3.5.1 controller/appcontroller.go processRequestedAppOperation): while a failed
-// sync retries, no automated sync of a newer commit starts ("another operation is in progress"), so without it the
-// commit that fixes a refused object would wait for the failed one's retries, an hour.
-const RETRY = { limit: 15, backoff: { duration: '10s', factor: 2, maxDuration: '10m' }, refresh: true };
-
 /** One Argo CD Application of a cluster, with its wave, sync policy and diff options. */
 export class GitopsApplication extends Construct {
   readonly name: string;
@@ -85,12 +87,17 @@ export class GitopsApplication extends Construct {
     const ignoreDifferences = (props.ignoreDifferences ?? []).map(({ why: _why, ...rest }) => rest);
     const namespaceLabels = props.namespaceLabels ?? {};
     const provides = props.provides ?? [];
+    const wait = props.waveWaitSeconds;
+    if (wait !== undefined && !(Number.isSafeInteger(wait) && wait > 0)) throw new Error(`GitopsApplication ${props.name}: waveWaitSeconds must be a positive whole number, got ${wait}`);
+    if (props.retry && !props.automated) throw new Error(`GitopsApplication ${props.name}: retry needs automated (a sync by hand is retried by hand)`);
     const annotations: Record<string, string> = {
       ...(props.wave !== undefined ? { [LABELS.syncWave]: String(props.wave) } : {}),
       ...(props.serverSideDiff ? { [LABELS.compareOptions]: 'ServerSideDiff=true' } : {}),
       ...(provides.length > 0 ? { [LABELS.provides]: formatProvides(provides) } : {}),
       ...(props.byHand ? { [LABELS.byHand]: 'true' } : {}),
+      ...(wait !== undefined ? { [LABELS.waveWait]: String(wait) } : {}),
     };
+    const retry = props.retry ?? CHILD_RETRY;
 
     new Application(this, 'Resource', {
       metadata: {
@@ -105,7 +112,9 @@ export class GitopsApplication extends Construct {
         destination: { server: props.destinationServer, namespace: props.destinationNamespace },
         ...(ignoreDifferences.length > 0 ? { ignoreDifferences } : {}),
         syncPolicy: {
-          ...(props.automated ? { automated: { prune: props.automated.prune, selfHeal: props.automated.selfHeal }, retry: RETRY } : {}),
+          ...(props.automated
+            ? { automated: { prune: props.automated.prune, selfHeal: props.automated.selfHeal }, retry: { ...retry, backoff: { ...retry.backoff } } }
+            : {}),
           ...(syncOptions.length > 0 ? { syncOptions } : {}),
           ...(Object.keys(namespaceLabels).length > 0 ? { managedNamespaceMetadata: { labels: { ...namespaceLabels } } } : {}),
         },

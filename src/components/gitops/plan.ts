@@ -6,6 +6,7 @@ import { ApplicationSpecSource, ApplicationSpecSourceKustomize } from '../../../
 import { IN_CLUSTER_SERVER } from '../../model/description';
 import { ClusterModel } from '../../model/model';
 import { LABELS } from '../../model/names';
+import { durationSeconds } from '../../model/schema-types';
 import { inKustomization } from '../../render/folder-files';
 import { KustomizeReplacement, Manifest, RenderedFolder } from '../../render/manifest';
 
@@ -90,6 +91,38 @@ const FOLDER_TIERS: Readonly<Record<string, number>> = {
 /** Folders Argo CD never syncs on its own: running them starts GPU jobs (or inference servers). */
 export const MANUAL_FOLDERS: ReadonlySet<string> = new Set(['samples', 'dynamo']);
 
+/**
+ * How an Application retries a failed sync (`spec.syncPolicy.retry`), read in argo-cd v3.5.1 (controller/appcontroller.go
+ * processRequestedAppOperation and autoSync, controller/sync.go SyncAppState, controller/state.go CompareAppState):
+ * a retry syncs the source its operation was started with, and `refresh: true` only resolves that source's
+ * targetRevision again (its latest commit, for a branch). While an operation retries, the Application starts no other
+ * (autoSync: "another operation is in progress"); once its retries are spent it never retries that revision and source
+ * (alreadyAttemptedSync), and syncs the next one it is given at once.
+ */
+export interface RetryPolicy {
+  /** Retries after the first attempt; -1: no end. */
+  readonly limit: number;
+  readonly backoff: { readonly duration: string; readonly factor: number; readonly maxDuration: string };
+  readonly refresh?: boolean;
+}
+
+/**
+ * The root's: for ever, each retry resolving its branch again, so a failed sync (a child Degraded) takes the newest
+ * commit at its next retry: the fix or the revert of what failed, without waiting for anything to end, and without a
+ * count after which a commit is never retried (a child whose failure passes by itself is taken at the next retry).
+ */
+export const ROOT_RETRY: RetryPolicy = { limit: -1, refresh: true, backoff: { duration: '10s', factor: 2, maxDuration: '2m' } };
+
+/**
+ * A child's (a component folder's, a managed install's): pinned to the commit (or chart version) the root gave it, its
+ * retries sync that commit again, and the commit that fixes it reaches it only once they end; so about two minutes of
+ * retries (5 s doubling, at most 1 minute apart), enough for what passes by itself once the wave before is Healthy
+ * (a CRD just established and not yet in discovery, a cache read a moment late), after which the root's next commit is
+ * synced at once. What fails for longer stays Degraded on the root (which retries) until a commit or a sync by hand
+ * (`argocd app sync <cluster>-<folder>`).
+ */
+export const CHILD_RETRY: RetryPolicy = { limit: 5, backoff: { duration: '5s', factor: 2, maxDuration: '1m' } };
+
 /** Deletes an Application's resources with it (cascading delete). */
 export const RESOURCES_FINALIZER = 'resources-finalizer.argocd.argoproj.io';
 
@@ -106,6 +139,14 @@ export interface ApplicationPlan {
   readonly wave?: number;
   /** undefined: synced by hand. */
   readonly automated?: { readonly prune: boolean; readonly selfHeal: boolean };
+  /** How a failed automated sync is retried (with `automated` only). */
+  readonly retry?: RetryPolicy;
+  /**
+   * The longest the root's sync waits on it when it does not get Healthy (gitops.waveWait, in seconds): read by the
+   * Application health check from the annotation LABELS.waveWait. Undefined for the root and the Applications applied
+   * by hand, which nothing waits on.
+   */
+  readonly waveWaitSeconds?: number;
   readonly syncOptions: readonly string[];
   readonly serverSideDiff: boolean;
   readonly finalizer: boolean;
@@ -228,6 +269,7 @@ export function planGitops(model: ClusterModel, folders: readonly RenderedFolder
   const g = model.description.gitops;
   const projectName = g.project ?? model.name;
   const configSync = { prune: g.automated.prune, selfHeal: g.automated.selfHeal };
+  const waveWaitSeconds = durationSeconds(g.waveWait);
   const gitSource = (folder: string): ApplicationSpecSource => ({ repoUrl: g.repoURL, targetRevision: g.targetRevision, path: `${g.path}/${folder}` });
   const components = folders.filter((f) => f.folder !== GITOPS_FOLDER);
 
@@ -243,6 +285,8 @@ export function planGitops(model: ClusterModel, folders: readonly RenderedFolder
     destinationNamespace: i.namespace,
     wave: waves.get(installWaveKey(i.name))!,
     automated: configSync,
+    retry: CHILD_RETRY,
+    waveWaitSeconds,
     syncOptions: [
       ...(i.createNamespace ? ['CreateNamespace=true'] : []),
       ...(i.largestObjectBytes > CLIENT_SIDE_APPLY_LIMIT ? ['ServerSideApply=true'] : []),
@@ -273,6 +317,8 @@ export function planGitops(model: ClusterModel, folders: readonly RenderedFolder
       destinationNamespace: mainNamespace(f.objects, g.namespace),
       wave: waves.get(f.folder)!,
       automated: manual ? undefined : configSync,
+      retry: manual ? undefined : CHILD_RETRY,
+      waveWaitSeconds: manual ? undefined : waveWaitSeconds,
       syncOptions: [
         ...(crdsArrive ? ['SkipDryRunOnMissingResource=true'] : []),
         ...(oversized ? ['ServerSideApply=true'] : []),
@@ -300,6 +346,7 @@ export function planGitops(model: ClusterModel, folders: readonly RenderedFolder
     destinationServer: IN_CLUSTER_SERVER,
     destinationNamespace: g.namespace,
     automated: configSync,
+    retry: ROOT_RETRY,
     syncOptions: [],
     serverSideDiff: false,
     // Deleting the root must not cascade into every component of the cluster.

@@ -58,6 +58,8 @@ export class GpuOperatorChart extends Chart {
       toolkitEnv: d.gpuOperator.toolkitEnv,
       // the operands of the release the cluster runs (releases.gpuOperator), never another release's
       images: operandImages(model.releases.gpuOperator),
+      // every ClusterQueue of a MultiKueue manager hands its jobs to the workers: its own GPUs, if any, run none of them
+      gpuNodesOptional: model.multiKueue?.role === 'manager' ? 'a MultiKueue manager, whose queues run every job on its workers' : undefined,
     });
   }
 }

@@ -1,7 +1,7 @@
 import { Construct } from 'constructs';
 import * as nvidia from '../../../imports/gpu-operator-nvidia.com';
 import { TolerationSpec } from '../../model/model';
-import { NVIDIA_RUNTIME_CLASSES, SINGLETONS } from '../../model/names';
+import { LABELS, NVIDIA_RUNTIME_CLASSES, SINGLETONS } from '../../model/names';
 import { VERSIONS } from '../../versions';
 
 /** Where one operand image comes from (ClusterPolicy `repository`, `image`, `version`). */
@@ -132,6 +132,12 @@ export interface ClusterPolicyProps {
    * @default []
    */
   readonly toolkitEnv?: readonly EnvVarSpec[];
+  /**
+   * Why the cluster needs no GPU node of its own (annotation LABELS.gpuNodesOptional): the ClusterPolicy health check
+   * then takes the operator's "ready" without GPU nodes (Ready reason NoGPUNodes) as Healthy instead of waiting for them.
+   * @default - GPU nodes are needed: without them the ClusterPolicy is Progressing
+   */
+  readonly gpuNodesOptional?: string;
   /**
    * PriorityClass of every operand DaemonSet.
    * @default "system-node-critical"
@@ -275,7 +281,7 @@ export class ClusterPolicy extends Construct {
       : { enabled: false, kernelModuleType: CRD_DEFAULTS.kernelModuleType };
 
     new nvidia.ClusterPolicy(this, 'Resource', {
-      metadata: { name: this.name },
+      metadata: { name: this.name, ...(props.gpuNodesOptional ? { annotations: { [LABELS.gpuNodesOptional]: props.gpuNodesOptional } } : {}) },
       spec: {
         operator: { runtimeClass: CRD_DEFAULTS.operatorRuntimeClass },
         daemonsets: {

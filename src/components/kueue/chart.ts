@@ -103,6 +103,7 @@ export class KueueChart extends Chart {
         reclaimWithinCohort: q.preemption.reclaimWithinCohort,
         fairSharingWeight: q.fairSharing ? queue.fairSharingWeight : undefined,
         admissionCheck: dispatch.group,
+        stopPolicy: queue.stopPolicy,
       });
     }
   }
@@ -149,6 +150,7 @@ export class KueueChart extends Chart {
         withinClusterQueue: q.preemption.withinClusterQueue,
         reclaimWithinCohort: q.preemption.reclaimWithinCohort,
         fairSharingWeight: q.fairSharing ? queue.fairSharingWeight : undefined,
+        stopPolicy: queue.stopPolicy,
       });
     }
   }

@@ -76,7 +76,20 @@ export interface KueueClusterQueueProps {
    * @default - none
    */
   readonly admissionCheck?: string;
+  /**
+   * The queue's hold: "Hold" admits no new workload, "HoldAndDrain" also evicts the admitted ones. Always written (the
+   * CRD default when "None"), so that a hold made by hand shows as drift and self-heal lifts it: a hold is the
+   * description's.
+   * @default "None"
+   */
+  readonly stopPolicy?: 'None' | 'Hold' | 'HoldAndDrain';
 }
+
+const STOP_POLICIES = {
+  None: ClusterQueueV1Beta2SpecStopPolicy.NONE,
+  Hold: ClusterQueueV1Beta2SpecStopPolicy.HOLD,
+  HoldAndDrain: ClusterQueueV1Beta2SpecStopPolicy.HOLD_AND_DRAIN,
+} as const;
 
 const nominal = ClusterQueueV1Beta2SpecResourceGroupsFlavorsResourcesNominalQuota.fromString;
 const borrowing = ClusterQueueV1Beta2SpecResourceGroupsFlavorsResourcesBorrowingLimit.fromString;
@@ -141,7 +154,7 @@ export class KueueClusterQueue extends Construct {
           whenCanBorrow: ClusterQueueV1Beta2SpecFlavorFungibilityWhenCanBorrow.MAY_STOP_SEARCH,
           whenCanPreempt: ClusterQueueV1Beta2SpecFlavorFungibilityWhenCanPreempt.TRY_NEXT_FLAVOR,
         },
-        stopPolicy: ClusterQueueV1Beta2SpecStopPolicy.NONE,
+        stopPolicy: STOP_POLICIES[props.stopPolicy ?? 'None'],
       },
     });
   }

@@ -7,7 +7,9 @@
 --   controllers/clusterpolicy_controller.go: state "ready" with Ready's reason "NoGPUNodes" (no GPU node found, the
 --     operator waits for nodes to join) or "NFDLabelsMissing" (Node Feature Discovery labelled no node yet), and
 --     state "notReady" with Error's reason "OperandNotReady" (operands rolling out) or "ReconcileFailed".
--- ClusterPolicy status has no observedGeneration.
+-- ClusterPolicy status has no observedGeneration. A cluster that needs no GPU node of its own (a MultiKueue manager,
+-- whose queues run every job on its workers) says why in the annotation gpu-cluster.dev/gpu-nodes-optional: there,
+-- "ready" without GPU nodes is Healthy, where elsewhere the check waits for them to join.
 local hs = { status = "Progressing", message = "Waiting for the GPU Operator to reconcile the ClusterPolicy" }
 if obj.status == nil or obj.status.state == nil or obj.status.state == "" then
   return hs
@@ -39,6 +41,11 @@ local err = condition("Error")
 if state == "ready" then
   if ready ~= nil and (ready.reason == "NoGPUNodes" or ready.reason == "NFDLabelsMissing") then
     hs.message = messageOf(ready, "The GPU Operator has found no GPU node yet")
+    local optional = (obj.metadata.annotations or {})["gpu-cluster.dev/gpu-nodes-optional"]
+    if optional ~= nil and optional ~= "" then
+      hs.status = "Healthy"
+      hs.message = hs.message .. " None is needed: " .. optional .. "."
+    end
     return hs
   end
   hs.status = "Healthy"
