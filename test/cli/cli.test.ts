@@ -27,8 +27,8 @@ function loads(args: string[], route: 'bundle' | 'modules') {
   return { ...r, stderr: r.stderr.split('\n').filter((l) => !l.startsWith('MODULE')).join('\n'), loaded };
 }
 
-/** Modules of lib/src the entry point loads before it hands the command to the bundle (bin.js and its code cache). */
-const ENTRY_MODULES = /^lib\/src\/(bin|errors|paths|files|processes|cache\/(module-cache|cache-dir|cache-write))\.js$/;
+/** Modules of lib/src the entry point loads before it hands the command to the bundle (bin.js, its code cache, and the scratch folders with their fault points). */
+const ENTRY_MODULES = /^lib\/src\/(bin|errors|paths|files|fault|processes|cache\/(module-cache|cache-dir|cache-write))\.js$/;
 
 describe('the compiled CLI', () => {
   it('explains itself with --help, without loading the render stack', () => {

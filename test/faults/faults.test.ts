@@ -659,7 +659,8 @@ describe.skipIf(process.platform !== 'linux')('a fleet rendered on several threa
     expect(r.stderr.split('\n').filter((l) => l.includes(': Namespace inference ')).length).toBe(2);
     expect(readTreeFiles(dir)).toEqual(before);
     expect(leftovers(dir)).toEqual([]);
-    const allowed = run([...synthArgs(dropped, dir), '--allow-delete'], { [THREADS]: '2' });
+    // what --allow-delete removes is said, except under --quiet (errors only)
+    const allowed = run([...synthArgs(dropped, dir).filter((a) => a !== '--quiet'), '--allow-delete'], { [THREADS]: '2' });
     expect(allowed.status, allowed.stderr).toBe(0);
     expect(allowed.stderr).toContain(`- ${NAMES[5]}: Namespace inference (tenants/namespace.inference.yaml)`);
     expect(existsSync(path.join(dir, NAMES[5], 'tenants', 'namespace.inference.yaml'))).toBe(false);

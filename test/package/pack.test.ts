@@ -292,7 +292,7 @@ describe('a clusters repository of a platform engineer, with the packed toolkit 
     expect(r.status, says(r)).toBe(0);
     const loaded = [...r.stderr.matchAll(/^MODULE \d+: load "([^"]+)"/gm)].map((m) => path.relative(installed, m[1])).filter((f) => !f.startsWith('..'));
     expect(loaded).toContain(path.join('lib', 'src', 'bin.js'));
-    expect(loaded.filter((f) => f.startsWith('lib/src/') && !/^lib\/src\/(bin|errors|paths|files|processes|cache\/(module-cache|cache-dir|cache-write))\.js$/.test(f))).toEqual([]);
+    expect(loaded.filter((f) => f.startsWith('lib/src/') && !/^lib\/src\/(bin|errors|paths|files|fault|processes|cache\/(module-cache|cache-dir|cache-write))\.js$/.test(f))).toEqual([]);
     expect(loaded.filter((f) => f.startsWith('lib/imports/')).length).toBeGreaterThan(3);
     expect(readdirSync(path.join(repo, 'dist')).sort()).toEqual(['fleet', 'lab', 'training-cluster']);
     expect(readTreeFiles(path.join(repo, 'dist'))).toEqual(expected);
@@ -368,7 +368,7 @@ describe('a clusters repository of a platform engineer, with the packed toolkit 
     const diff = cli(repo, ['diff']);
     expect(diff.status, says(diff)).toBe(1);
     expect(diff.stdout).toMatch(/^lab:$/m);
-    expect(diff.stdout).toMatch(/^ {2}~ ClusterQueue cluster-queue \(kueue\/clusterqueue\.cluster-queue\.yaml\)\n( {6}.*\n)* {6}spec\.resourceGroups\[0\]\.flavors\[0\]\.resources\[\d\]\.nominalQuota: "999" -> /m);
+    expect(diff.stdout).toMatch(/^ {2}~ ClusterQueue cluster-queue \(kueue\/clusterqueue\.cluster-queue\.yaml\)\n( {6}.*\n)* {6}spec\.resourceGroups\[0\]\.flavors\[[\w-]+\]\.resources\[[\w./-]+\]\.nominalQuota: 999 -> /m);
     expect(diff.stdout).toMatch(/^ {2}\+ LocalQueue default\/default \(kueue\/localqueue\.default\.default\.yaml\)$/m);
     expect(diff.stdout).toMatch(/^ {2}- ConfigMap kube-system\/retired \(storage\/configmap\.kube-system\.retired\.yaml\)$/m);
     expect(diff.stdout).toMatch(/^1 added, 1 removed, 1 changed/m);
