@@ -28,7 +28,7 @@ function loads(args: string[], route: 'bundle' | 'modules') {
 }
 
 /** Modules of lib/src the entry point loads before it hands the command to the bundle (bin.js and its code cache). */
-const ENTRY_MODULES = /^lib\/src\/(bin|errors|paths|files|processes|cache\/(module-cache|cache-dir|cache-write))\.js$/;
+const ENTRY_MODULES = /^lib\/src\/(bin|errors|paths|files|fault|processes|cache\/(module-cache|cache-dir|cache-write))\.js$/;
 
 describe('the compiled CLI', () => {
   it('explains itself with --help, without loading the render stack', () => {

@@ -292,7 +292,7 @@ describe('a clusters repository of a platform engineer, with the packed toolkit 
     expect(r.status, says(r)).toBe(0);
     const loaded = [...r.stderr.matchAll(/^MODULE \d+: load "([^"]+)"/gm)].map((m) => path.relative(installed, m[1])).filter((f) => !f.startsWith('..'));
     expect(loaded).toContain(path.join('lib', 'src', 'bin.js'));
-    expect(loaded.filter((f) => f.startsWith('lib/src/') && !/^lib\/src\/(bin|errors|paths|files|processes|cache\/(module-cache|cache-dir|cache-write))\.js$/.test(f))).toEqual([]);
+    expect(loaded.filter((f) => f.startsWith('lib/src/') && !/^lib\/src\/(bin|errors|paths|files|fault|processes|cache\/(module-cache|cache-dir|cache-write))\.js$/.test(f))).toEqual([]);
     expect(loaded.filter((f) => f.startsWith('lib/imports/')).length).toBeGreaterThan(3);
     expect(readdirSync(path.join(repo, 'dist')).sort()).toEqual(['fleet', 'lab', 'training-cluster']);
     expect(readTreeFiles(path.join(repo, 'dist'))).toEqual(expected);
