@@ -2,7 +2,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { consoleIo, EXIT, Io } from './io';
-import { commandHelp } from './options';
+import { commandHelp, unknownOption } from './options';
 import { SCHEMA } from './specs';
 import { InputError, printable, reportError } from '../errors';
 import { descriptionJsonSchemaText, FLEET_SCHEMA_FILE_NAME, fleetJsonSchemaText, withDescriptionReference } from '../model/json-schema';
@@ -39,7 +39,8 @@ export function runSchemaCommand(args: string[], io: Io): number {
   try {
     return runSchema(args, io);
   } catch (e) {
-    return reportError(e, io.err);
+    // an unknown option in the words of every other command (cli.ts): `schema: unknown option --x (did you mean --y?)`
+    return reportError(unknownOption(e, SCHEMA) ?? e, io.err);
   }
 }
 
