@@ -78,8 +78,10 @@ export class CompiledCache {
     const newline = text.indexOf('\n');
     if (!text.startsWith(HEADER) || newline < 0) return undefined;
     const body = text.slice(newline + 1);
-    if (text.slice(HEADER.length, newline) !== CompiledCache.checksum(key, body).toString('hex')) return undefined;
-    return { body, digest: sha256(body) };
+    const digest = text.slice(HEADER.length, newline);
+    // the checksum of the key and this exact body: what the body is identified by (hashing it again would cost as much)
+    if (digest !== CompiledCache.checksum(key, body).toString('hex')) return undefined;
+    return { body, digest };
   }
 
   /** A binary entry: the checksum of the key and payload, then the payload. */

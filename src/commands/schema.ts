@@ -39,6 +39,7 @@ export function runSchemaCommand(args: string[], io: Io): number {
   try {
     return runSchema(args, io);
   } catch (e) {
+    // an unknown option in the words of every other command (cli.ts): `schema: unknown option --x (did you mean --y?)`
     return reportError(unknownOption(e, SCHEMA) ?? e, io.err);
   }
 }

@@ -73,23 +73,33 @@ function renameMatches(node: unknown): boolean {
 
 type Program = (vars: Record<string, unknown>) => unknown;
 const programs = new Map<string, Program>();
-/** The parse tree of each expression compiled, as written (what its cost is estimated from: cel-cost.ts). */
+/** The parse tree of each expression whose cost was estimated, as written (cel-cost.ts): parsed on first need. */
 const trees = new Map<string, unknown>();
 
 /**
  * An expression compiled once (a CRD's rules and a policy's expressions are evaluated at many nodes and objects),
- * its `matches` calls evaluated by RE2 (RE2_MATCHES): the tree is written back as CEL with the calls renamed.
- * Throws when it does not parse.
+ * its `matches` calls evaluated by RE2 (RE2_MATCHES): the tree is written back as CEL with the calls renamed. Only an
+ * expression whose text names `matches` can call it (CEL has no escapes in names), so the others are parsed once and
+ * not walked. Throws when it does not parse.
  */
 export function celProgram(expression: string): Program {
   let program = programs.get(expression);
   if (!program) {
     const parsed = env.parse(expression);
-    trees.set(expression, env.parse(expression).ast);
-    program = (renameMatches(parsed.ast) ? env.parse(serialize(parsed.ast)) : parsed) as Program;
+    program = (expression.includes('matches') && renameMatches(parsed.ast) ? env.parse(serialize(parsed.ast)) : parsed) as Program;
     programs.set(expression, program);
   }
   return program;
+}
+
+/** The parse tree of a compiled expression as written (celProgram renames its `matches`; an evaluation annotates its own). */
+function treeOf(expression: string): unknown {
+  let tree = trees.get(expression);
+  if (tree === undefined) {
+    tree = env.parse(expression).ast;
+    trees.set(expression, tree);
+  }
+  return tree;
 }
 
 /** An evaluation error's first line, in the words of the rule (RE2_MATCHES is `matches` there). */
@@ -119,7 +129,7 @@ function costOf(rule: string, vars: Json): number {
   } catch {
     return 0;
   }
-  return celCost(trees.get(rule), vars);
+  return celCost(treeOf(rule), vars);
 }
 
 /** JSON as CEL sees it under a schema: integers are CEL ints (BigInt). */

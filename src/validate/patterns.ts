@@ -19,9 +19,10 @@ export const PATTERNS_MODULE = 'gpu-cluster-manifests/patterns';
  */
 export const re2Engine: RegExpEngine = Object.assign(
   (pattern: string) => {
-    const re = re2().RE2JS.compile(pattern);
-    // ajv shares one compiled pattern among the places that use it by this text
-    return { test: (s: string) => re.matcher(s).find(), toString: () => `re2:${pattern}` };
+    // Compiled on its first test, not when the validator's code loads (a cached validator's code builds every pattern
+    // of its schema at its top level, and an object reaches few of them); ajv shares one among the places using this text.
+    let re: ReturnType<ReturnType<typeof re2>['RE2JS']['compile']> | undefined;
+    return { test: (s: string) => (re ??= re2().RE2JS.compile(pattern)).matcher(s).find(), toString: () => `re2:${pattern}` };
   },
   { code: `require(${JSON.stringify(PATTERNS_MODULE)}).re2Engine` },
 );

@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { userCrds } from '../../src/upgrade/crd-sets';
 import { CrdSetValidator } from '../../src/upgrade/revalidate';
-import { celViolations, CelSchemaNode } from '../../src/validate/cel';
+import { celProgram, celViolations, CelSchemaNode } from '../../src/validate/cel';
 import { CEL_OBJECT_BUDGET, CEL_PER_CALL_LIMIT } from '../../src/validate/cel-cost';
 
 /*
@@ -45,6 +45,16 @@ describe('a rule whose estimate passes the API server\'s per-call limit is refus
     const { schema, value } = listOf(n, [rule]);
     const found = celViolations(schema, value);
     expect(found).toEqual([{ path: '<root>', rule, message: expect.stringMatching(new RegExp(`^the rule's estimated cost on this value, \\d+, passes the API server's per-call CEL cost limit of ${CEL_PER_CALL_LIMIT}: refused, not run$`)) }]);
+  }, 30_000);
+
+  it('estimates a rule from its tree as written, whether or not it ran before as a compiled expression (a policy\'s)', () => {
+    // the compiled program's tree is annotated by its runs and has its `matches` renamed: the estimate parses its own
+    const rule = "self.all(a, self.all(b, self.all(c, a.name.matches('^item-[0-9]+$') && b.v >= 0)))";
+    const { schema, value } = listOf(200, [rule]);
+    const small = listOf(3, [rule]);
+    expect(celProgram(rule)({ self: (small.value as { name: string; v: number }[]).map((x) => ({ ...x, v: BigInt(x.v) })) })).toBe(true);
+    expect(celViolations(schema, value)).toEqual([{ path: '<root>', rule, message: expect.stringMatching(/^the rule's estimated cost on this value, \d+, passes/) }]);
+    expect(celViolations(small.schema, small.value)).toEqual([]);
   }, 30_000);
 
   it('the same rules on small values run, and decide', () => {
