@@ -4,6 +4,7 @@ import {
 } from '../check/argocd-sync';
 import { ClusterView } from '../check/cluster-view';
 import { isBuiltInGroup } from '../components/gitops/api-kinds';
+import { ARGOCD_FIELD_MANAGER } from '../model/names';
 import { InputError, printable } from '../errors';
 import { isJsonObject, jsonDifferences } from '../json';
 import { skipsDryRunOnMissing } from '../model/names';
@@ -42,7 +43,12 @@ export type VerifyFindingType =
   /** Its namespace comes with the render, before it (a Namespace object, or CreateNamespace=true). */
   | 'namespace-pending'
   /** It exists and the sync would change it: the fields that differ. */
-  | 'drift';
+  | 'drift'
+  /**
+   * A binding whose roleRef changes, which the API server refuses to patch (immutable), but which Argo CD's
+   * client-side apply of RBAC (`kubectl auth reconcile` first) deletes and creates again.
+   */
+  | 'recreated';
 
 export interface VerifyFinding {
   readonly severity: 'error' | 'warning' | 'info';
@@ -276,6 +282,16 @@ function sameWaveRace(p: Provider, item: Item, app: Manifest | undefined): { sev
   };
 }
 
+/**
+ * Whether a refusal is of a (Cluster)RoleBinding's changed roleRef that Argo CD's sync gets past: gitops-engine applies
+ * an rbac.authorization.k8s.io/v1 object client-side with `kubectl auth reconcile` before `kubectl apply`, and reconcile
+ * deletes and creates a binding whose roleRef differs (server-side apply has no such step: refused).
+ */
+function recreatedByReconcile(o: Manifest, mode: ApplyMode, message: string): boolean {
+  return !mode.serverSide && mode.fieldManager === ARGOCD_FIELD_MANAGER && o.apiVersion === 'rbac.authorization.k8s.io/v1'
+    && (o.kind === 'RoleBinding' || o.kind === 'ClusterRoleBinding') && / is invalid: roleRef: Invalid value: .*: cannot change roleRef$/.test(message);
+}
+
 /** The kubectl command of a bootstrap step's label (`bootstrap: kubectl apply -k folder dist/lab/argocd (on <base>): Namespaces`). */
 const bootstrapCommand = (label: string): string => label.replace(/^bootstrap: /, '').replace(/: [^:]*$/, '').replace(' -k folder ', ' -k ').replace(/ \(on [^()]*\)$/, '');
 
@@ -433,6 +449,17 @@ export async function verifyCluster(
       if (p && inPlaceBefore(p, item, apps.get(item.object.application))) return pending('namespace-pending', p, `its namespace ${ns}`);
       const why = p ? `its namespace ${ns} arrives only in ${where(p)}, after it` : `its namespace ${ns} does not exist and nothing of the render creates it`;
       results.push({ item, outcome: 'refused', finding: { ...base, severity: 'error', type: 'refused', status: 404, reason: status.reason, message: `${why} (${status.message})` } });
+      return;
+    }
+    if (answer.status === 422 && recreatedByReconcile(o, item.mode, status.message)) {
+      results.push({
+        item,
+        outcome: 'changed',
+        finding: {
+          ...base, severity: 'info', type: 'recreated', paths: ['.roleRef'],
+          message: 'the sync would change .roleRef, which is immutable: Argo CD\'s client-side apply of RBAC runs kubectl auth reconcile first, which deletes the binding and creates it again',
+        },
+      });
       return;
     }
     if (answer.status === 429 || answer.status >= 501) {

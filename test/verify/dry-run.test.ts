@@ -25,7 +25,14 @@ const SERVED: Record<string, Record<string, [string, boolean]>> = {
   'v1': { ConfigMap: ['configmaps', true], Namespace: ['namespaces', false] },
   'argoproj.io/v1alpha1': { Application: ['applications', true], AppProject: ['appprojects', true] },
   'apiextensions.k8s.io/v1': { CustomResourceDefinition: ['customresourcedefinitions', false] },
+  'rbac.authorization.k8s.io/v1': { RoleBinding: ['rolebindings', true] },
 };
+
+/** What the API server answers to a patch of a RoleBinding whose roleRef changes (k8s.io/kubernetes pkg/apis/rbac/validation). */
+const roleRefRefusal = (name: string) => ({
+  kind: 'Status', code: 422, reason: 'Invalid',
+  message: `RoleBinding.rbac.authorization.k8s.io "${name}" is invalid: roleRef: Invalid value: rbac.RoleRef{APIGroup:"rbac.authorization.k8s.io", Kind:"ClusterRole", Name:"edit"}: cannot change roleRef`,
+});
 
 /** A server of the test's own: `live` by path, every request recorded; a dry-run write answers its body, with `warn` as Warning headers. */
 function fakeSession(live: Record<string, object>, sent: Sent[], warn: (body: any) => string[] = () => []): LiveSession {
@@ -42,6 +49,7 @@ function fakeSession(live: Record<string, object>, sent: Sent[], warn: (body: an
       sent.push({ method, path: p, contentType: body?.contentType, body: body && JSON.parse(body.text) });
       if (method === 'GET') return live[p] ? { status: 200, body: live[p] } : { status: 404, body: { kind: 'Status', code: 404, details: {} } };
       const object = JSON.parse(body!.text);
+      if (object.kind === 'RoleBinding' && method === 'PATCH') return { status: 422, body: roleRefRefusal(object.metadata.name) };
       return { status: 200, body: object, warnings: warn(object) };
     },
     list: async () => [],
@@ -81,10 +89,14 @@ const users = app('lab-users', 'dist/lab/users', { wave: 1, retry: true });
 const late = app('lab-late', 'dist/lab/late', { wave: 2 });
 const project: Manifest = { apiVersion: 'argoproj.io/v1alpha1', kind: 'AppProject', metadata: { name: 'lab', namespace: 'argocd' }, spec: {} };
 const ownSsa = { ...configMap('own-ssa'), metadata: { name: 'own-ssa', annotations: { 'argocd.argoproj.io/sync-options': 'ServerSideApply=true' } } };
+const binding = (name: string): Manifest => ({
+  apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name },
+  roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'edit' }, subjects: [{ kind: 'Group', name: 'team', apiGroup: 'rbac.authorization.k8s.io' }],
+} as Manifest);
 const rendered = [
   source(root, [project, widgets, gadgets, users, late]),
-  source(widgets, [widgetCrd, configMap('fresh'), configMap('kept', { a: '2' }), ownSsa]),
-  source(gadgets, [widget('g'), configMap('gadget-config')]),
+  source(widgets, [widgetCrd, configMap('fresh'), configMap('kept', { a: '2' }), ownSsa, binding('team')]),
+  source(gadgets, [widget('g'), configMap('gadget-config'), binding('team')]),
   source(users, [widget('u')]),
   source(late, [widget('l')]),
 ];
@@ -92,6 +104,8 @@ const view = { name: 'lab', folders: [] };
 const lastApplied = JSON.stringify({ apiVersion: 'v1', data: { a: '1', gone: 'x' }, kind: 'ConfigMap', metadata: { name: 'kept', namespace: 'lab-widgets' } });
 const live = {
   '/api/v1/namespaces/lab-widgets': { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'lab-widgets' } },
+  '/apis/rbac.authorization.k8s.io/v1/namespaces/lab-widgets/rolebindings/team': { kind: 'RoleBinding', metadata: { name: 'team' } },
+  '/apis/rbac.authorization.k8s.io/v1/namespaces/lab-gadgets/rolebindings/team': { kind: 'RoleBinding', metadata: { name: 'team' } },
   '/api/v1/namespaces/lab-widgets/configmaps/kept': {
     apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'kept', namespace: 'lab-widgets', annotations: { [LAST_APPLIED]: lastApplied } }, data: { a: '1', gone: 'x' },
   },
@@ -154,7 +168,13 @@ describe('verify sends each object as Argo CD sends it', () => {
       message: 'accepted with a warning of the API server, as Argo CD (client-side apply) applies it (no fieldValidation: an unknown field is dropped, not refused): unknown field "spec.sideways"',
     })]);
     expect(result.counts.warned).toBe(1);
-    expect(result.findings.filter((f) => f.severity === 'error').map((f) => f.object)).toEqual(['Widget g']);
+    expect(result.findings.filter((f) => f.severity === 'error').map((f) => f.object)).toEqual(['Widget g', 'RoleBinding lab-gadgets/team']);
+  });
+
+  it('a binding whose roleRef changes: recreated where Argo CD applies it client-side (kubectl auth reconcile first), refused where server-side', async () => {
+    const { finding } = await run();
+    expect(finding('RoleBinding lab-widgets/team')).toEqual([expect.objectContaining({ severity: 'info', type: 'recreated', paths: ['.roleRef'] })]);
+    expect(finding('RoleBinding lab-gadgets/team')).toEqual([expect.objectContaining({ severity: 'error', type: 'refused', status: 422 })]);
   });
 
   it('a custom resource whose CRD another Application of the same wave brings: the race, a warning where its Application retries, an error where not', async () => {
