@@ -345,6 +345,13 @@ async function getList(r: Reader, read: ListRead): Promise<Manifest[]> {
   return out;
 }
 
+/** What LiveSession.request answers: the status, the body parsed when it is JSON (else the text), the Warning headers' texts. */
+export interface LiveReply {
+  readonly status: number;
+  readonly body: unknown;
+  readonly warnings?: readonly string[];
+}
+
 /**
  * A connection to a live API server: the kubeconfig loaded, its credentials applied, one deadline (--timeout) for
  * everything after loading the kubeconfig and one byte budget (the size limit of a cluster state) for all answers.
@@ -358,7 +365,7 @@ export interface LiveSession {
   /** A GET's parsed answer, undefined on 404; any other status than 200 is bad input naming the path. */
   get(path: string): Promise<unknown>;
   /** A request whose status the caller judges: its status, its body parsed when it is JSON (else the text), its Warning headers' texts. */
-  request(method: string, path: string, body?: LiveBody): Promise<{ readonly status: number; readonly body: unknown; readonly warnings?: readonly string[] }>;
+  request(method: string, path: string, body?: LiveBody): Promise<LiveReply>;
   /** Every item of a list, page by page. */
   list(read: ListRead): Promise<Manifest[]>;
   close(): void;

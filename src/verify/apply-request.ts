@@ -1,5 +1,5 @@
-import { ARGOCD_FIELD_MANAGER, ownSyncOptions, syncOptionsOf } from '../model/names';
 import { isJsonObject } from '../json';
+import { ARGOCD_FIELD_MANAGER, ownSyncOptions, syncOptionsOf } from '../model/names';
 import { Manifest } from '../render/manifest';
 
 /*

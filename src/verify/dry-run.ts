@@ -4,10 +4,9 @@ import {
 } from '../check/argocd-sync';
 import { ClusterView } from '../check/cluster-view';
 import { isBuiltInGroup } from '../components/gitops/api-kinds';
-import { ARGOCD_FIELD_MANAGER } from '../model/names';
 import { InputError, printable } from '../errors';
 import { isJsonObject, jsonDifferences } from '../json';
-import { skipsDryRunOnMissing } from '../model/names';
+import { ARGOCD_FIELD_MANAGER, skipsDryRunOnMissing } from '../model/names';
 import { LiveSession } from '../preflight/live';
 import { pathSegment } from '../preflight/reads';
 import { apiGroup, describeObject, Manifest } from '../render/manifest';
@@ -456,7 +455,10 @@ export async function verifyCluster(
         item,
         outcome: 'changed',
         finding: {
-          ...base, severity: 'info', type: 'recreated', paths: ['.roleRef'],
+          ...base,
+          severity: 'info',
+          type: 'recreated',
+          paths: ['.roleRef'],
           message: 'the sync would change .roleRef, which is immutable: Argo CD\'s client-side apply of RBAC runs kubectl auth reconcile first, which deletes the binding and creates it again',
         },
       });
@@ -477,8 +479,14 @@ export async function verifyCluster(
   return {
     findings: results.flatMap((r) => [r.warning, r.finding].filter((f): f is VerifyFinding => f !== undefined)),
     counts: {
-      checked: items.length, accepted: count('accepted'), unchanged: count('unchanged'), changed: count('changed'), created: count('created'),
-      refused: count('refused'), pending: count('pending'), warned: results.filter((r) => r.warning).length,
+      checked: items.length,
+      accepted: count('accepted'),
+      unchanged: count('unchanged'),
+      changed: count('changed'),
+      created: count('created'),
+      refused: count('refused'),
+      pending: count('pending'),
+      warned: results.filter((r) => r.warning).length,
     },
   };
 }

@@ -30,7 +30,9 @@ const SERVED: Record<string, Record<string, [string, boolean]>> = {
 
 /** What the API server answers to a patch of a RoleBinding whose roleRef changes (k8s.io/kubernetes pkg/apis/rbac/validation). */
 const roleRefRefusal = (name: string) => ({
-  kind: 'Status', code: 422, reason: 'Invalid',
+  kind: 'Status',
+  code: 422,
+  reason: 'Invalid',
   message: `RoleBinding.rbac.authorization.k8s.io "${name}" is invalid: roleRef: Invalid value: rbac.RoleRef{APIGroup:"rbac.authorization.k8s.io", Kind:"ClusterRole", Name:"edit"}: cannot change roleRef`,
 });
 
@@ -69,8 +71,13 @@ const app = (name: string, path: string, opts: { wave?: number; syncOptions?: st
   },
 });
 const source = (application: Manifest, objects: Manifest[]): RenderedSource => ({
-  application, index: 0, type: 'folder', what: `folder ${(application.spec as { source: { path: string } }).source.path}`,
-  namespace: application.metadata.name, objects, unrenderedCrds: [],
+  application,
+  index: 0,
+  type: 'folder',
+  what: `folder ${(application.spec as { source: { path: string } }).source.path}`,
+  namespace: application.metadata.name,
+  objects,
+  unrenderedCrds: [],
 });
 const configMap = (name: string, data: Record<string, string> = { a: '1' }): Manifest => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data } as Manifest);
 const widgetCrd: Manifest = {
@@ -90,8 +97,11 @@ const late = app('lab-late', 'dist/lab/late', { wave: 2 });
 const project: Manifest = { apiVersion: 'argoproj.io/v1alpha1', kind: 'AppProject', metadata: { name: 'lab', namespace: 'argocd' }, spec: {} };
 const ownSsa = { ...configMap('own-ssa'), metadata: { name: 'own-ssa', annotations: { 'argocd.argoproj.io/sync-options': 'ServerSideApply=true' } } };
 const binding = (name: string): Manifest => ({
-  apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name },
-  roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'edit' }, subjects: [{ kind: 'Group', name: 'team', apiGroup: 'rbac.authorization.k8s.io' }],
+  apiVersion: 'rbac.authorization.k8s.io/v1',
+  kind: 'RoleBinding',
+  metadata: { name },
+  roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'edit' },
+  subjects: [{ kind: 'Group', name: 'team', apiGroup: 'rbac.authorization.k8s.io' }],
 } as Manifest);
 const rendered = [
   source(root, [project, widgets, gadgets, users, late]),
