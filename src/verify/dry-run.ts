@@ -37,7 +37,7 @@ export type VerifyFindingType =
    * the CRD is Established (a warning when its Application retries, an error when it does not).
    */
   | 'crd-same-wave'
-  /** The API server accepts it with a Warning (an unknown or duplicate field it drops, a deprecated API). */
+  /** The API server accepts it with a Warning: an unknown or duplicate field it drops (a warning), a deprecated API or other advice (info). */
   | 'server-warning'
   /** Its namespace comes with the render, before it (a Namespace object, or CreateNamespace=true). */
   | 'namespace-pending'
@@ -281,6 +281,27 @@ function sameWaveRace(p: Provider, item: Item, app: Manifest | undefined): { sev
   };
 }
 
+/** The API server's warnings of what it drops from what the render says: a field unknown to the schema, or given twice (fieldValidation=Warn). */
+const FIELD_WARNING = /^(unknown|duplicate) field "/;
+
+/**
+ * A finding of the API server's Warning headers: a warning when it drops a field of the render (the sync keeps
+ * dropping it: the render says what the cluster never gets), else info (a deprecated API, the advice on a finalizer
+ * name that Argo CD's own Applications carry).
+ */
+function serverWarning(base: Omit<VerifyFinding, 'severity' | 'type' | 'message'>, mode: ApplyMode, warnings: readonly string[]): VerifyFinding {
+  const dropped = warnings.some((w) => FIELD_WARNING.test(w));
+  return {
+    ...base,
+    severity: dropped ? 'warning' : 'info',
+    type: 'server-warning',
+    warnings,
+    message: dropped
+      ? `accepted with a warning of the API server, as ${mode.by} applies it${mode.fieldValidation ? '' : ' (no fieldValidation: an unknown field is dropped, not refused)'}: ${warnings.join('; ')}`
+      : `the API server warns, as ${mode.by} applies it: ${warnings.join('; ')}`,
+  };
+}
+
 /**
  * Whether a refusal is of a (Cluster)RoleBinding's changed roleRef that Argo CD's sync gets past: gitops-engine applies
  * an rbac.authorization.k8s.io/v1 object client-side with `kubectl auth reconcile` before `kubectl apply`, and reconcile
@@ -423,13 +444,8 @@ export async function verifyCluster(
     };
     let { request, answer } = await send(live);
     if (secret && !item.mode.serverSide && answer.status === 404 && statusOf(answer.body).details?.kind !== 'namespaces') ({ request, answer } = await send(undefined));
-    const warned = (answer.warnings ?? []).length > 0 && answer.status >= 200 && answer.status < 300 ? {
-      ...base,
-      severity: 'warning' as const,
-      type: 'server-warning' as const,
-      warnings: answer.warnings,
-      message: `accepted with a warning of the API server, as ${item.mode.by} applies it${item.mode.fieldValidation ? '' : ' (no fieldValidation: an unknown field is dropped, not refused)'}: ${answer.warnings!.join('; ')}`,
-    } : undefined;
+    const accepted = answer.status >= 200 && answer.status < 300;
+    const warned = accepted && (answer.warnings ?? []).length > 0 ? serverWarning(base, item.mode, answer.warnings!) : undefined;
     if (answer.status >= 200 && answer.status < 300) {
       if (!before || before.status === 404) {
         results.push({ item, outcome: before ? 'created' : 'accepted', warning: warned });

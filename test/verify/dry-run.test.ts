@@ -181,6 +181,13 @@ describe('verify sends each object as Argo CD sends it', () => {
     expect(result.findings.filter((f) => f.severity === 'error').map((f) => f.object)).toEqual(['Widget g', 'RoleBinding lab-gadgets/team']);
   });
 
+  it('a warning that drops nothing of the render (a deprecation, advice on a finalizer name) is info', async () => {
+    const { finding } = await run((o) => (o.metadata.name === 'fresh' ? ['v1 ConfigMap is deprecated'] : []));
+    expect(finding('ConfigMap lab-widgets/fresh')).toEqual([expect.objectContaining({
+      severity: 'info', type: 'server-warning', message: 'the API server warns, as Argo CD (client-side apply) applies it: v1 ConfigMap is deprecated',
+    })]);
+  });
+
   it('a binding whose roleRef changes: recreated where Argo CD applies it client-side (kubectl auth reconcile first), refused where server-side', async () => {
     const { finding } = await run();
     expect(finding('RoleBinding lab-widgets/team')).toEqual([expect.objectContaining({ severity: 'info', type: 'recreated', paths: ['.roleRef'] })]);
