@@ -7,8 +7,9 @@ import { Manifest } from '../render/manifest';
  * pkg/utils/kube/resource_ops.go newApplyOptions) runs kubectl's apply in the controller: client-side unless
  * ServerSideApply=true (the Application's syncOptions, or the object's own sync-options; its own ServerSideApply=false
  * wins), server-side with conflicts forced; field manager argocd-controller either way; and it never sets kubectl's
- * ValidationDirective, so no fieldValidation goes out and the API server takes its default, Warn: an unknown or
- * duplicate field is dropped with a Warning header, never refused. The bootstrap is the kubectl command line the
+ * ValidationDirective, so no fieldValidation goes out and the API server takes its default, Warn: in a create or patch
+ * an unknown or duplicate field is dropped with a Warning header, not refused (a server-side apply of an unknown
+ * field is refused all the same: `field not declared in schema`, test/cluster/live-commands.test.ts). The bootstrap is the kubectl command line the
  * README gives, which sends kubectl's default, fieldValidation=Strict, as field manager `kubectl` (server-side) or
  * `kubectl-client-side-apply`.
  */

@@ -143,7 +143,7 @@ describe('verify: the rendered cluster dry-run against the live one as Argo CD s
     expect(r.report.counts.unchanged).toBeGreaterThan(r.report.counts.checked / 2);
   });
 
-  it('a broken render: an invalid custom resource, an immutable change, a CRD that comes only after its object; one line each, exit 1', async () => {
+  it('a broken render: an invalid custom resource, an immutable change, a CRD that comes only after its object, an unknown field applied server-side; one line each, exit 1; an unknown field applied client-side and a CRD of the same wave warned', async () => {
     const broken = path.join(work, 'broken', model.name);
     cpSync(clusterDir(), broken, { recursive: true });
     const edit = (rel: string, fn: (o: any) => void) => {
@@ -188,13 +188,17 @@ describe('verify: the rendered cluster dry-run against the live one as Argo CD s
     // an unknown field: Argo CD's client-side apply sends no fieldValidation, so the server drops it with a warning
     const lq = view.folders.find((f) => f.folder === 'kueue')!.objects.find((o) => o.kind === 'LocalQueue')!;
     edit(`kueue/localqueue.${lq.metadata.namespace}.${lq.metadata.name}.yaml`, (o) => { o.spec.sideways = true; });
+    // where Argo CD applies server-side (ServerSideApply=true) no fieldValidation either, but the API server refuses
+    // an unknown field of a server-side apply whatever the fieldValidation: that sync fails
+    edit('argocd/configmap.argocd.argocd-cm.yaml', (o) => { o.sideways = true; });
 
     const r = await cli('verify', broken, '--kubeconfig', cp.identities.verify.kubeconfig);
     expect(r.code, r.err.join('\n')).toBe(EXIT.failed);
     const [storage, samples, kueue] = ['storage', 'samples', 'kueue'].map((f) => `${app(f).metadata.name} (wave ${wave(f)})`);
     const [storageRe, kueueRe] = [storage, kueue].map(esc);
-    expect(r.err).toHaveLength(3);
+    expect(r.err).toHaveLength(4);
     expect(r.err).toEqual(expect.arrayContaining([
+      expect.stringMatching(/^error: \S+-argocd \(bootstrap\): ConfigMap argocd\/argocd-cm: refused \(HTTP 500\): .*\.sideways: field not declared in schema$/),
       expect.stringMatching(new RegExp(`^error: ${kueueRe}: ClusterQueue ${queue.metadata.name}: refused \\(HTTP 422 Invalid\\): .*spec\\.queueingStrategy: Unsupported value: "Sideways"`)),
       expect.stringMatching(new RegExp(`^error: ${storageRe}: Gadget g: its CRD arrives only in wave ${wave('samples')} \\(Application ${app('samples').metadata.name}\\)`)),
       expect.stringMatching(new RegExp(`^error: ${storageRe}: StorageClass ${sc.metadata.name}: refused \\(HTTP 422 Invalid\\): .*parameters: Invalid value: .*field is immutable`)),
