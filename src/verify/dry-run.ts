@@ -244,9 +244,9 @@ function providers(
 
 
 /**
- * Whether what a provider brings is in place when Argo CD syncs an item: an earlier step of the bootstrap, the
- * same Application (its CRDs and namespaces go first), an Application of an earlier wave, or of the same wave
- * when the item's sync skips the dry run of missing kinds (SkipDryRunOnMissingResource=true).
+ * Whether the namespace a provider brings is in place when Argo CD syncs an item: an earlier step of the bootstrap,
+ * the same Application (its namespaces go first), an Application of an earlier wave, or of the same wave when the
+ * item's sync skips the dry run of what is missing (SkipDryRunOnMissingResource=true). A CRD: crdTiming.
  */
 function inPlaceBefore(p: Provider, item: Item, app: Manifest | undefined): boolean {
   if (p.bootstrap) return p.step < item.step;
