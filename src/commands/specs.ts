@@ -240,7 +240,7 @@ const VERIFY_OPTIONS = {
   context: CLUSTER_SOURCE_OPTIONS.context,
   timeout: { type: 'string', value: 'SECONDS', help: `bounds the whole live run: exec credential plugin, connect, TLS, every request and answer (default: ${VERIFY_TIMEOUT_MS / 1000}, at most 600)` },
   upstream: OPTIONS.upstream,
-  format: { ...OPTIONS.format, help: 'text (default: one line per refusal and per object that would change, one for those not verifiable yet) or json (every finding and the counts)' },
+  format: { ...OPTIONS.format, help: 'text (default: one line per refusal, per warning and per object that would change, one for those not verifiable yet) or json (every finding and the counts)' },
   verbose: { ...OPTIONS.verbose, help: 'one line per object not verifiable yet too (its CRD or namespace comes earlier in the sync), naming what brings it' },
   quiet: OPTIONS.quiet,
   help: OPTIONS.help,
@@ -253,12 +253,13 @@ export const VERIFY: CommandSpec<typeof VERIFY_OPTIONS> = {
   summary: 'dry-run the rendered cluster against the live one as Argo CD would sync it: what the API server would refuse, what would change',
   description: 'Sends every object of the rendered cluster (DIR: a cluster folder such as dist/lab, or an output folder holding one cluster; '
     + 'default: the project\'s output folder; or --config FILE, rendered in a temporary folder) and of every Application\'s charts and '
-    + 'overlays (rendered with helm and kustomize, as check renders them) to the live API server as Argo CD sends it: server-side apply, '
-    + 'field manager argocd-controller, conflicts forced, strict field validation, with its tracking annotation, but as a dry run '
+    + 'overlays (rendered with helm and kustomize, as check renders them) to the live API server as Argo CD sends it: client-side apply '
+    + '(server-side, conflicts forced, where ServerSideApply=true), field manager argocd-controller, no fieldValidation (an unknown field '
+    + 'is a warning), with its tracking annotation; the bootstrap and the root Application as kubectl applies them; but as a dry run '
     + '(dryRun=All: admission, schemas, CEL rules, immutable fields, policies and webhooks run; nothing is persisted), in Argo CD\'s '
     + 'order (the bootstrap, then each Application by sync wave, phase and resource wave). Reports each object the server would refuse; '
     + 'an object whose CRD or namespace an earlier wave of the render brings cannot be checked by a dry run and is named with that wave, '
-    + 'one whose CRD comes only after it is an error; objects that exist and would change are listed with the fields (info). Secrets '
+    + 'one whose CRD comes only after it is an error, one whose CRD another Application of its wave brings a race; objects that exist and would change are listed with the fields (info). Secrets '
     + 'are dry-run, never read. The identity needs get, create and patch on what the render applies (docs/commands.md#verify).',
   options: VERIFY_OPTIONS,
   failed: 'the API server would refuse an object (or its CRD comes only after it)',

@@ -187,10 +187,29 @@ function statusProblem(status: number, path: string, body: string, r: Reader): s
   return `HTTP ${status} for GET ${path}${detail}: the API server failed; run again, or see its logs`;
 }
 
-/** An answer of the API server: its status, and its body as text (at most MAX_ERROR_BODY of it unless 2xx). */
+/** An answer of the API server: its status, its body as text (at most MAX_ERROR_BODY of it unless 2xx), the texts of its Warning headers. */
 export interface LiveAnswer {
   readonly status: number;
   readonly text: string;
+  readonly warnings: readonly string[];
+}
+
+/** The most Warning headers of one answer that are kept (the API server sends one per unknown field, deprecation, ...). */
+const MAX_WARNINGS = 50;
+
+/**
+ * The texts of the Warning headers of an answer (`299 - "unknown field \"spec.x\""`, RFC 7234): what the API server
+ * says of a request it accepts (an unknown or duplicate field under fieldValidation=Warn, a deprecated API), as
+ * kubectl prints them; a header of another form as it is.
+ */
+export function serverWarnings(rawHeaders: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i + 1 < rawHeaders.length && out.length < MAX_WARNINGS; i += 2) {
+    if (rawHeaders[i].toLowerCase() !== 'warning') continue;
+    const m = /^\d{3} \S+ "((?:[^"\\]|\\.)*)"/.exec(rawHeaders[i + 1]);
+    out.push(m ? m[1].replace(/\\(.)/g, '$1') : rawHeaders[i + 1]);
+  }
+  return out;
 }
 
 /** A request's body: JSON text and its content type. */
@@ -249,7 +268,8 @@ function send(r: Reader, method: string, path: string, body?: LiveBody): Promise
       // an answer that is no success is read for its message: a secret it echoes (the token refused) is masked
       res.on('end', () => {
         const text = Buffer.concat(chunks).toString('utf8');
-        resolve({ status, text: ok ? text : maskCredentials(text, secretsOf(r)) });
+        const warnings = serverWarnings(res.rawHeaders).map((w) => printable(maskCredentials(w, secretsOf(r)).slice(0, MAX_ERROR_BODY)));
+        resolve({ status, text: ok ? text : maskCredentials(text, secretsOf(r)), warnings });
       });
     }
     req.on('socket', (s) => {
@@ -325,6 +345,13 @@ async function getList(r: Reader, read: ListRead): Promise<Manifest[]> {
   return out;
 }
 
+/** What LiveSession.request answers: the status, the body parsed when it is JSON (else the text), the Warning headers' texts. */
+export interface LiveReply {
+  readonly status: number;
+  readonly body: unknown;
+  readonly warnings?: readonly string[];
+}
+
 /**
  * A connection to a live API server: the kubeconfig loaded, its credentials applied, one deadline (--timeout) for
  * everything after loading the kubeconfig and one byte budget (the size limit of a cluster state) for all answers.
@@ -337,8 +364,8 @@ export interface LiveSession {
   readonly where: string;
   /** A GET's parsed answer, undefined on 404; any other status than 200 is bad input naming the path. */
   get(path: string): Promise<unknown>;
-  /** A request whose status the caller judges: its status, and its body parsed when it is JSON (else the text). */
-  request(method: string, path: string, body?: LiveBody): Promise<{ readonly status: number; readonly body: unknown }>;
+  /** A request whose status the caller judges: its status, its body parsed when it is JSON (else the text), its Warning headers' texts. */
+  request(method: string, path: string, body?: LiveBody): Promise<LiveReply>;
   /** Every item of a list, page by page. */
   list(read: ListRead): Promise<Manifest[]>;
   close(): void;
@@ -375,7 +402,7 @@ export async function openLive(opts: LiveOptions): Promise<LiveSession> {
         } catch {
           // not JSON: the text
         }
-        return { status: answer.status, body: parsed };
+        return { status: answer.status, body: parsed, warnings: answer.warnings };
       },
       list: (read) => getList(r, read),
       close,

@@ -1,21 +1,25 @@
+import { ApplyMode, applyRequest, argoApplyMode, kubectlApplyMode, LAST_APPLIED } from './apply-request';
 import {
-  ARGOCD_FIELD_MANAGER, crdKey, placeObjects, SyncObject, syncSources, SyncStep, syncSteps,
+  crdKey, placeObjects, SyncObject, syncSources, SyncStep, syncSteps,
 } from '../check/argocd-sync';
 import { ClusterView } from '../check/cluster-view';
+import { isBuiltInGroup } from '../components/gitops/api-kinds';
 import { InputError, printable } from '../errors';
 import { isJsonObject, jsonDifferences } from '../json';
-import { skipsDryRunOnMissing } from '../model/names';
+import { ARGOCD_FIELD_MANAGER, skipsDryRunOnMissing } from '../model/names';
 import { LiveSession } from '../preflight/live';
 import { pathSegment } from '../preflight/reads';
 import { apiGroup, describeObject, Manifest } from '../render/manifest';
 import { RenderedSource } from '../upstream/render';
 
 /*
- * verify: every object of a rendered cluster sent to the live API server as Argo CD sends it (server-side apply,
- * field manager argocd-controller, conflicts forced, strict field validation), but as a dry run (dryRun=All: every
- * admission and validation step, nothing persisted), in Argo CD's order (src/check/argocd-sync.ts). A dry run keeps
- * nothing, so an object whose CRD or namespace an earlier step of the same rollout brings cannot be checked yet:
- * it is named with the wave that brings it.
+ * verify: every object of a rendered cluster sent to the live API server as Argo CD sends it (client-side apply, or
+ * server-side where ServerSideApply=true says so; field manager argocd-controller; no fieldValidation, so the server's
+ * default: src/verify/apply-request.ts), the bootstrap's and the root Application as the README's kubectl commands send
+ * them, but as a dry run (dryRun=All: every admission and validation step, nothing persisted), in Argo CD's order
+ * (src/check/argocd-sync.ts). A dry run keeps nothing, so an object whose CRD or namespace an earlier step of the same
+ * rollout brings cannot be checked yet: it is named with the wave that brings it; one whose CRD another Application of
+ * the same wave brings is the race it is.
  */
 
 /** What a finding is. */
@@ -28,13 +32,25 @@ export type VerifyFindingType =
   | 'crd-after-object'
   /** Its CRD comes with the render, before it: not checkable by a dry run until that step has synced. */
   | 'crd-pending'
+  /**
+   * Its CRD comes with another Application of the same sync wave: both sync at once, and this object's sync fails until
+   * the CRD is Established (a warning when its Application retries, an error when it does not).
+   */
+  | 'crd-same-wave'
+  /** The API server accepts it with a Warning: an unknown or duplicate field it drops (a warning), a deprecated API or other advice (info). */
+  | 'server-warning'
   /** Its namespace comes with the render, before it (a Namespace object, or CreateNamespace=true). */
   | 'namespace-pending'
   /** It exists and the sync would change it: the fields that differ. */
-  | 'drift';
+  | 'drift'
+  /**
+   * A binding whose roleRef changes, which the API server refuses to patch (immutable), but which Argo CD's
+   * client-side apply of RBAC (`kubectl auth reconcile` first) deletes and creates again.
+   */
+  | 'recreated';
 
 export interface VerifyFinding {
-  readonly severity: 'error' | 'info';
+  readonly severity: 'error' | 'warning' | 'info';
   readonly type: VerifyFindingType;
   /** The Application that applies it. */
   readonly application: string;
@@ -51,6 +67,8 @@ export interface VerifyFinding {
   readonly paths?: readonly string[];
   /** What brings its CRD or namespace, earlier in the sync (crd-pending, namespace-pending): `wave 0 (Application x)`, `the bootstrap (...)`. */
   readonly after?: string;
+  /** The texts of the API server's Warning headers (server-warning). */
+  readonly warnings?: readonly string[];
 }
 
 /** What a verification found, and what it did. */
@@ -65,8 +83,10 @@ export interface VerifyResult {
     readonly changed: number;
     readonly created: number;
     readonly refused: number;
-    /** Waiting for a CRD or namespace of an earlier step. */
+    /** Waiting for a CRD or namespace of an earlier step (or of the same wave: crd-same-wave). */
     readonly pending: number;
+    /** Accepted with a Warning of the API server. */
+    readonly warned: number;
   };
 }
 
@@ -124,19 +144,29 @@ class Discovery {
   }
 }
 
-/** An object without what the server and its controllers keep up to date: status, resourceVersion, generation, managedFields. */
+/**
+ * An object without what the server and its controllers keep up to date (status, resourceVersion, generation,
+ * managedFields) and without client-side apply's bookkeeping (its last-applied annotation, which an object synced
+ * server-side lacks).
+ */
 function comparable(o: Record<string, unknown>): Record<string, unknown> {
   const { status: _status, ...rest } = o;
   const metadata = isJsonObject(o.metadata) ? o.metadata : {};
   const { resourceVersion: _rv, managedFields: _mf, generation: _g, ...kept } = metadata;
+  if (isJsonObject(kept.annotations)) {
+    const { [LAST_APPLIED]: _la, ...annotations } = kept.annotations;
+    if (Object.keys(annotations).length === 0) delete kept.annotations;
+    else kept.annotations = annotations;
+  }
   return { ...rest, metadata: kept };
 }
 
-/** One object to verify, where it comes in the sync, and the Application that brings it. */
+/** One object to verify, where it comes in the sync, the Application that brings it, and how it is applied. */
 interface Item {
   readonly object: SyncObject;
   readonly step: number;
   readonly bootstrap: boolean;
+  readonly mode: ApplyMode;
 }
 
 /** Where the render brings something (a CRD, a namespace): the step and its Application. */
@@ -153,9 +183,12 @@ const identity = (m: Manifest) => `${apiGroup(m.apiVersion)}/${m.kind}/${m.metad
 
 /**
  * Each object once, at its first step (the bootstrap's objects come again in their Applications' syncs), in the
- * form Argo CD applies it (with its tracking annotation) when Argo CD applies it at all.
+ * form Argo CD applies it (with its tracking annotation) and as Argo CD applies it (argoApplyMode) when Argo CD
+ * applies it at all, else as the bootstrap's kubectl command does. Then every Application of `applications` that
+ * nothing applies (the root, and any other the README has applied by hand), in the bootstrap's last step, as
+ * `kubectl apply -f` applies it.
  */
-function itemsOf(steps: readonly SyncStep[]): Item[] {
+function itemsOf(steps: readonly SyncStep[], applications: ReadonlyMap<string, Manifest>): Item[] {
   const argo = new Map<string, SyncObject>();
   steps.forEach((s) => {
     if (!s.bootstrap) for (const o of s.objects) if (!argo.has(identity(o.object))) argo.set(identity(o.object), o);
@@ -167,9 +200,19 @@ function itemsOf(steps: readonly SyncStep[]): Item[] {
       const id = identity(o.object);
       if (seen.has(id)) continue;
       seen.add(id);
-      items.push({ object: argo.get(id) ?? o, step, bootstrap: s.bootstrap });
+      const synced = argo.get(id);
+      const mode = synced ? argoApplyMode(synced.object, applications.get(synced.application)) : kubectlApplyMode(bootstrapCommand(s.label));
+      items.push({ object: synced ?? o, step, bootstrap: s.bootstrap, mode });
     }
   });
+  const last = steps.map((s) => s.bootstrap).lastIndexOf(true);
+  if (last < 0) return items;
+  for (const app of applications.values()) {
+    if (seen.has(identity(app))) continue;
+    seen.add(identity(app));
+    const object = { object: app, application: app.metadata.name, source: 'applied by hand', wave: steps[last].wave };
+    items.push({ object, step: last, bootstrap: true, mode: kubectlApplyMode(`kubectl apply -f (Application ${app.metadata.name}, applied by hand)`) });
+  }
   return items;
 }
 
@@ -201,15 +244,72 @@ function providers(
 
 
 /**
- * Whether what a provider brings is in place when Argo CD syncs an item: an earlier step of the bootstrap, the
- * same Application (its CRDs and namespaces go first), an Application of an earlier wave, or of the same wave
- * when the item's sync skips the dry run of missing kinds (SkipDryRunOnMissingResource=true).
+ * Whether the namespace a provider brings is in place when Argo CD syncs an item: an earlier step of the bootstrap,
+ * the same Application (its namespaces go first), an Application of an earlier wave, or of the same wave when the
+ * item's sync skips the dry run of what is missing (SkipDryRunOnMissingResource=true). A CRD: crdTiming.
  */
 function inPlaceBefore(p: Provider, item: Item, app: Manifest | undefined): boolean {
   if (p.bootstrap) return p.step < item.step;
   if (item.bootstrap) return false;
   if (p.application === item.object.application) return true;
   return p.wave < item.object.wave || (p.wave === item.object.wave && skipsDryRunOnMissing(item.object.object, app));
+}
+
+/** When a CRD arrives for an item: before its step, with another Application of the same sync wave, or after it. */
+function crdTiming(p: Provider, item: Item): 'before' | 'same-wave' | 'after' {
+  if (p.bootstrap) return p.step < item.step ? 'before' : 'after';
+  if (item.bootstrap) return 'after';
+  if (p.application === item.object.application || p.wave < item.object.wave) return 'before';
+  return p.wave === item.object.wave ? 'same-wave' : 'after';
+}
+
+/**
+ * The race of a custom resource whose CRD another Application of its wave brings: the root syncs both Applications
+ * at once, and this one's sync fails (its dry run on a kind not served, or with SkipDryRunOnMissingResource=true its
+ * apply) until the CRD is Established. Argo CD's retry (syncPolicy.retry) syncs it then; without one the sync stays
+ * failed (an automated sync does not try a failed revision again): a warning, or an error.
+ */
+function sameWaveRace(p: Provider, item: Item, app: Manifest | undefined): { severity: 'error' | 'warning'; message: string } {
+  const skips = skipsDryRunOnMissing(item.object.object, app);
+  const retries = isJsonObject(app?.spec) && isJsonObject(app.spec.syncPolicy) && isJsonObject(app.spec.syncPolicy.retry);
+  const fails = skips ? 'its apply fails (SkipDryRunOnMissingResource=true skips only the dry run)' : 'its dry run fails on a kind the server does not serve';
+  return {
+    severity: retries ? 'warning' : 'error',
+    message: `its CRD arrives with ${where(p)}, the same sync wave: both sync at once, and ${fails} until that CRD is Established; `
+      + (retries ? `Argo CD's retry (syncPolicy.retry of ${item.object.application}) syncs it then` : `${item.object.application} has no syncPolicy.retry, so that sync stays failed`)
+      + ': a later sync wave for it removes the race',
+  };
+}
+
+/** The API server's warnings of what it drops from what the render says: a field unknown to the schema, or given twice (fieldValidation=Warn). */
+const FIELD_WARNING = /^(unknown|duplicate) field "/;
+
+/**
+ * A finding of the API server's Warning headers: a warning when it drops a field of the render (the sync keeps
+ * dropping it: the render says what the cluster never gets), else info (a deprecated API, the advice on a finalizer
+ * name that Argo CD's own Applications carry).
+ */
+function serverWarning(base: Omit<VerifyFinding, 'severity' | 'type' | 'message'>, mode: ApplyMode, warnings: readonly string[]): VerifyFinding {
+  const dropped = warnings.some((w) => FIELD_WARNING.test(w));
+  return {
+    ...base,
+    severity: dropped ? 'warning' : 'info',
+    type: 'server-warning',
+    warnings,
+    message: dropped
+      ? `accepted with a warning of the API server, as ${mode.by} applies it${mode.fieldValidation ? '' : ' (no fieldValidation: an unknown field is dropped, not refused)'}: ${warnings.join('; ')}`
+      : `the API server warns, as ${mode.by} applies it: ${warnings.join('; ')}`,
+  };
+}
+
+/**
+ * Whether a refusal is of a (Cluster)RoleBinding's changed roleRef that Argo CD's sync gets past: gitops-engine applies
+ * an rbac.authorization.k8s.io/v1 object client-side with `kubectl auth reconcile` before `kubectl apply`, and reconcile
+ * deletes and creates a binding whose roleRef differs (server-side apply has no such step: refused).
+ */
+function recreatedByReconcile(o: Manifest, mode: ApplyMode, message: string): boolean {
+  return !mode.serverSide && mode.fieldManager === ARGOCD_FIELD_MANAGER && o.apiVersion === 'rbac.authorization.k8s.io/v1'
+    && (o.kind === 'RoleBinding' || o.kind === 'ClusterRoleBinding') && / is invalid: roleRef: Invalid value: .*: cannot change roleRef$/.test(message);
 }
 
 /** The kubectl command of a bootstrap step's label (`bootstrap: kubectl apply -k folder dist/lab/argocd (on <base>): Namespaces`). */
@@ -271,11 +371,11 @@ export async function verifyCluster(
     return res === undefined ? undefined : res.namespaced ? 'Namespaced' : 'Cluster';
   });
   const steps = syncSteps(view, sources, { tracking: true });
-  const items = itemsOf(steps);
-  const { crds, namespaces } = providers(steps, rendered);
   const apps = new Map(rendered.map((s) => [s.application.metadata.name, s.application]));
+  const items = itemsOf(steps, apps);
+  const { crds, namespaces } = providers(steps, rendered);
 
-  const results: { item: Item; finding?: VerifyFinding; outcome: 'accepted' | 'unchanged' | 'changed' | 'created' | 'refused' | 'pending' }[] = [];
+  const results: { item: Item; finding?: VerifyFinding; warning?: VerifyFinding; outcome: 'accepted' | 'unchanged' | 'changed' | 'created' | 'refused' | 'pending' }[] = [];
   let sent = 0;
   await eachLimited(items, CONCURRENCY, async (item) => {
     progress?.(sent++, items.length);
@@ -291,7 +391,13 @@ export async function verifyCluster(
     if (!res) {
       const key = `${apiGroup(o.apiVersion)}/${o.kind}`;
       const p = crds.get(key);
-      if (p && inPlaceBefore(p, item, apps.get(item.object.application))) return pending('crd-pending', p, 'its CRD');
+      const timing = p && crdTiming(p, item);
+      if (p && timing === 'before') return pending('crd-pending', p, 'its CRD');
+      if (p && timing === 'same-wave') {
+        const race = sameWaveRace(p, item, apps.get(item.object.application));
+        results.push({ item, outcome: 'pending', finding: { ...base, ...race, type: 'crd-same-wave', after: where(p) } });
+        return;
+      }
       if (p) {
         results.push({
           item,
@@ -318,30 +424,36 @@ export async function verifyCluster(
       results.push({ item, outcome: 'refused', finding: { ...base, severity: 'error', type: 'refused', message: 'a namespaced object without a namespace (its Application names no destination namespace)' } });
       return;
     }
-    const query = `?dryRun=All&fieldManager=${ARGOCD_FIELD_MANAGER}&fieldValidation=Strict`;
     const named = typeof o.metadata.name === 'string' && o.metadata.name !== '';
-    const path = discovery.path(o, res, !named);
     // the live object, to tell what the sync would change (a Secret is never read: its dry run alone)
     const secret = o.kind === 'Secret' && o.apiVersion === 'v1';
-    const before = named && !secret ? await session.request('GET', path) : undefined;
+    const objectPath = named ? discovery.path(o, res) : undefined;
+    const before = objectPath && !secret ? await session.request('GET', objectPath) : undefined;
     if (before) {
-      const problem = rightsProblem(session, statusOf(before.body).message, before.status, `GET ${path}`);
+      const problem = rightsProblem(session, statusOf(before.body).message, before.status, `GET ${objectPath}`);
       if (problem) throw problem;
-      if (before.status !== 200 && before.status !== 404) throw new InputError(`${session.server}: HTTP ${before.status} for GET ${path} (${statusOf(before.body).message}): the API server failed; run again`);
+      if (before.status !== 200 && before.status !== 404) throw new InputError(`${session.server}: HTTP ${before.status} for GET ${objectPath} (${statusOf(before.body).message}): the API server failed; run again`);
     }
-    const request = named ? `PATCH ${path}` : `POST ${path}`;
-    const answer = await session.request(named ? 'PATCH' : 'POST', `${path}${query}${named ? '&force=true' : ''}`, {
-      text: JSON.stringify(o),
-      contentType: named ? 'application/apply-patch+yaml' : 'application/json',
-    });
+    // what the apply sends: a Secret, never read, is patched as if it were there, and created when it is not
+    const live = before ? (before.status === 200 && isJsonObject(before.body) ? before.body : undefined) : secret ? {} : undefined;
+    const custom = crds.has(`${apiGroup(o.apiVersion)}/${o.kind}`) || !isBuiltInGroup(apiGroup(o.apiVersion));
+    const send = async (current: Record<string, unknown> | undefined) => {
+      const r = applyRequest(o, item.mode, current, custom);
+      const path = r.collection ? discovery.path(o, res, true) : objectPath!;
+      return { request: `${r.method} ${path}`, answer: await session.request(r.method, `${path}${r.query}`, { text: r.body, contentType: r.contentType }) };
+    };
+    let { request, answer } = await send(live);
+    if (secret && !item.mode.serverSide && answer.status === 404 && statusOf(answer.body).details?.kind !== 'namespaces') ({ request, answer } = await send(undefined));
+    const accepted = answer.status >= 200 && answer.status < 300;
+    const warned = accepted && (answer.warnings ?? []).length > 0 ? serverWarning(base, item.mode, answer.warnings!) : undefined;
     if (answer.status >= 200 && answer.status < 300) {
       if (!before || before.status === 404) {
-        results.push({ item, outcome: before ? 'created' : 'accepted' });
+        results.push({ item, outcome: before ? 'created' : 'accepted', warning: warned });
         return;
       }
       const paths = jsonDifferences(comparable(before.body as Record<string, unknown>), comparable(answer.body as Record<string, unknown>));
-      if (paths.length === 0) results.push({ item, outcome: 'unchanged' });
-      else results.push({ item, outcome: 'changed', finding: { ...base, severity: 'info', type: 'drift', paths, message: `the sync would change ${paths.join(', ')}` } });
+      if (paths.length === 0) results.push({ item, outcome: 'unchanged', warning: warned });
+      else results.push({ item, outcome: 'changed', warning: warned, finding: { ...base, severity: 'info', type: 'drift', paths, message: `the sync would change ${paths.join(', ')}` } });
       return;
     }
     const status = statusOf(answer.body);
@@ -352,6 +464,20 @@ export async function verifyCluster(
       if (p && inPlaceBefore(p, item, apps.get(item.object.application))) return pending('namespace-pending', p, `its namespace ${ns}`);
       const why = p ? `its namespace ${ns} arrives only in ${where(p)}, after it` : `its namespace ${ns} does not exist and nothing of the render creates it`;
       results.push({ item, outcome: 'refused', finding: { ...base, severity: 'error', type: 'refused', status: 404, reason: status.reason, message: `${why} (${status.message})` } });
+      return;
+    }
+    if (answer.status === 422 && recreatedByReconcile(o, item.mode, status.message)) {
+      results.push({
+        item,
+        outcome: 'changed',
+        finding: {
+          ...base,
+          severity: 'info',
+          type: 'recreated',
+          paths: ['.roleRef'],
+          message: 'the sync would change .roleRef, which is immutable: Argo CD\'s client-side apply of RBAC runs kubectl auth reconcile first, which deletes the binding and creates it again',
+        },
+      });
       return;
     }
     if (answer.status === 429 || answer.status >= 501) {
@@ -367,8 +493,17 @@ export async function verifyCluster(
   results.sort((a, b) => order.get(a.item)! - order.get(b.item)!);
   const count = (outcome: string) => results.filter((r) => r.outcome === outcome).length;
   return {
-    findings: results.flatMap((r) => (r.finding ? [r.finding] : [])),
-    counts: { checked: items.length, accepted: count('accepted'), unchanged: count('unchanged'), changed: count('changed'), created: count('created'), refused: count('refused'), pending: count('pending') },
+    findings: results.flatMap((r) => [r.warning, r.finding].filter((f): f is VerifyFinding => f !== undefined)),
+    counts: {
+      checked: items.length,
+      accepted: count('accepted'),
+      unchanged: count('unchanged'),
+      changed: count('changed'),
+      created: count('created'),
+      refused: count('refused'),
+      pending: count('pending'),
+      warned: results.filter((r) => r.warning).length,
+    },
   };
 }
 

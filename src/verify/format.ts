@@ -11,14 +11,16 @@ export interface VerifyTextOptions {
 const pending = (f: VerifyFinding) => f.type === 'crd-pending' || f.type === 'namespace-pending';
 
 /**
- * verify's text: the refusals on stderr, one line each; on stdout what would change (one line per object), one line
+ * verify's text: the refusals on stderr, one line each; on stdout the warnings (the API server's Warning headers, a
+ * race with a CRD of the same wave), what would change (one line per object), one line
  * for every object a dry run cannot check yet (its CRD or namespace comes earlier in the sync: by what brings it, each
  * on a line of its own with `verbose`), and the counts. `quiet`: the refusals only.
  */
 export function verifyText(cluster: string, server: string, result: VerifyResult, options: VerifyTextOptions = {}): { out: string[]; err: string[] } {
   const err = result.findings.filter((f) => f.severity === 'error').map(formatVerifyFinding);
   if (options.quiet) return { out: [], err };
-  const out = result.findings.filter((f) => f.severity !== 'error' && (options.verbose || !pending(f))).map(formatVerifyFinding);
+  const shown = result.findings.filter((f) => f.severity !== 'error' && (options.verbose || !pending(f)));
+  const out = [...shown.filter((f) => f.severity === 'warning'), ...shown.filter((f) => f.severity !== 'warning')].map(formatVerifyFinding);
   const waiting = result.findings.filter(pending);
   if (!options.verbose && waiting.length > 0) {
     const by = new Map<string, number>();
@@ -30,6 +32,6 @@ export function verifyText(cluster: string, server: string, result: VerifyResult
   const errors = err.length;
   out.push(`${errors === 0 ? 'ok' : 'REFUSED'}: ${cluster} against ${server}: ${c.checked} objects dry-run as Argo CD syncs them: `
     + `${c.refused} refused, ${c.pending} not verified yet (their CRD or namespace comes first), ${c.changed} would change, ${c.created} would be created, `
-    + `${c.unchanged} unchanged${c.accepted > 0 ? `, ${c.accepted} accepted (not compared)` : ''}`);
+    + `${c.unchanged} unchanged${c.accepted > 0 ? `, ${c.accepted} accepted (not compared)` : ''}${c.warned > 0 ? `; ${c.warned} with a warning` : ''}`);
   return { out, err };
 }

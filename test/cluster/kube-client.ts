@@ -1,4 +1,5 @@
 import * as https from 'node:https';
+import { serverWarnings } from '../../src/preflight/live';
 
 /**
  * A small REST client of the hermetic control plane (control-plane.ts) that keeps objects as they are: what a
@@ -62,20 +63,6 @@ export function describe(o: { kind: string; metadata: { name: string; namespace?
 export interface Impersonation {
   readonly user: string;
   readonly groups?: readonly string[];
-}
-
-/**
- * The texts of the Warning headers of an answer (RFC 7234 `299 - "text"`, as the API server writes them: one header
- * per warning, quotes and backslashes escaped).
- */
-export function warningsOf(rawHeaders: readonly string[]): string[] {
-  const out: string[] = [];
-  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
-    if (rawHeaders[i].toLowerCase() !== 'warning') continue;
-    const m = /^\d{3} \S+ "((?:[^"\\]|\\.)*)"/.exec(rawHeaders[i + 1]);
-    out.push(m ? m[1].replace(/\\(.)/g, '$1') : rawHeaders[i + 1]);
-  }
-  return out;
 }
 
 /** Attempts of a request whose kept-alive connections turned out closed: each pooled one (at most 16), then a new one. */
@@ -150,7 +137,7 @@ export class KubeClient {
           } catch {
             // not JSON: the text
           }
-          resolve({ status: res.statusCode ?? 0, body, warnings: warningsOf(res.rawHeaders) });
+          resolve({ status: res.statusCode ?? 0, body, warnings: serverWarnings(res.rawHeaders) });
         });
         res.on('error', reject);
       });

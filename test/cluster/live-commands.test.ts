@@ -111,6 +111,8 @@ describe('verify: the rendered cluster dry-run against the live one as Argo CD s
     expect(pending.length).toBeGreaterThan(0);
     expect(pending.filter((f) => !f.apiVersion.startsWith('argoproj.io/'))).toEqual([]);
     for (const f of pending) expect(f.message).toMatch(/its CRD arrives with the bootstrap \(kubectl apply --server-side -k \S+\/argocd\), which applies it first$/);
+    // the root Application, applied by hand, is verified too (here: after Argo CD's CRDs)
+    expect(pending.map((f) => f.object)).toContain(`Application argocd/${model.name}`);
     expect(report.findings.filter((f) => f.type === 'namespace-pending').length).toBeGreaterThan(0);
     expect(report.counts.created).toBeGreaterThan(0);
     // a dry run: the objects it was sent are not there
@@ -120,19 +122,28 @@ describe('verify: the rendered cluster dry-run against the live one as Argo CD s
     const writes = audited('verify').filter((e) => e.verb !== 'get' && e.verb !== 'list');
     expect(writes.length).toBeGreaterThan(0);
     expect(writes.filter((e) => !e.requestURI.includes('dryRun=All'))).toEqual([]);
+    // as Argo CD sends them: client-side creates as argocd-controller, and never a fieldValidation from Argo CD
+    // (gitops-engine v3.5.1 sets none); only what the bootstrap's kubectl applies goes with kubectl's Strict
+    const byArgo = writes.filter((e) => e.requestURI.includes('fieldManager=argocd-controller'));
+    expect(byArgo.filter((e) => e.verb === 'create').length).toBeGreaterThan(0);
+    expect(byArgo.filter((e) => e.requestURI.includes('fieldValidation'))).toEqual([]);
+    expect(writes.filter((e) => e.requestURI.includes('fieldValidation') && !/fieldManager=kubectl(-client-side-apply)?&/.test(e.requestURI))).toEqual([]);
   });
 
   it('once Argo CD has synced it: every object accepted and unchanged (no drift)', async () => {
     const report = await applySteps(cp.client(), plan.steps.filter((s) => s.manager !== 'pre-installed'));
     expect(report.refused.map(refusalText)).toEqual([]);
     const r = await verify(clusterDir());
-    expect(r.report.findings).toEqual([]);
+    // what the API server advises (info): Argo CD's own finalizer name on an Application it creates (the one applied by hand)
+    const advice = r.report.findings.filter((f) => f.type === 'server-warning' && f.severity === 'info');
+    for (const f of advice) expect(f).toMatchObject({ apiVersion: 'argoproj.io/v1alpha1', warnings: [expect.stringMatching(/^metadata\.finalizers: "resources-finalizer\.argocd\.argoproj\.io": prefer a domain-qualified finalizer name/)] });
+    expect(r.report.findings.filter((f) => !advice.includes(f))).toEqual([]);
     expect(r.code).toBe(EXIT.ok);
     expect(r.report.counts).toMatchObject({ refused: 0, pending: 0, changed: 0 });
     expect(r.report.counts.unchanged).toBeGreaterThan(r.report.counts.checked / 2);
   });
 
-  it('a broken render: an invalid custom resource, an immutable change, a CRD that comes only after its object; one line each, exit 1', async () => {
+  it('a broken render: an invalid custom resource, an immutable change, a CRD that comes only after its object, an unknown field applied server-side; one line each, exit 1; an unknown field applied client-side and a CRD of the same wave warned', async () => {
     const broken = path.join(work, 'broken', model.name);
     cpSync(clusterDir(), broken, { recursive: true });
     const edit = (rel: string, fn: (o: any) => void) => {
@@ -145,6 +156,10 @@ describe('verify: the rendered cluster dry-run against the live one as Argo CD s
       writeFileSync(path.join(broken, folder, name), stringify(o));
       appendFileSync(path.join(broken, folder, 'kustomization.yaml'), `  - ${name}\n`);
     };
+    const app = (folder: string) => view.folders.find((f) => f.folder === 'gitops')!.objects
+      .find((o) => o.kind === 'Application' && (o.spec as { source?: { path?: string } }).source?.path?.endsWith(`/${folder}`))!;
+    const wave = (folder: string) => app(folder).metadata.annotations?.['argocd.argoproj.io/sync-wave'] ?? '0';
+    const esc = (x: string) => x.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
     const queue = view.folders.find((f) => f.folder === 'kueue')!.objects.find((o) => o.kind === 'ClusterQueue')!;
     edit(`kueue/clusterqueue.${queue.metadata.name}.yaml`, (o) => { o.spec.queueingStrategy = 'Sideways'; });
     const sc = view.folders.find((f) => f.folder === 'storage')!.objects.find((o) => o.kind === 'StorageClass')!;
@@ -165,17 +180,25 @@ describe('verify: the rendered cluster dry-run against the live one as Argo CD s
     add('samples', 'widget.yaml', { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w' } });
     add('samples', 'crd.gadgets.yaml', crd('Gadget'));
     add('storage', 'gadget.yaml', { apiVersion: 'example.com/v1', kind: 'Gadget', metadata: { name: 'g' } });
+    // Sprocket: its CRD in storage, the object in kueue, the same wave: the race, a warning as kueue's Application retries
+    expect(wave('kueue')).toBe(wave('storage'));
+    expect((app('kueue').spec as { syncPolicy?: { retry?: object } }).syncPolicy?.retry).toBeDefined();
+    add('storage', 'crd.sprockets.yaml', crd('Sprocket'));
+    add('kueue', 'sprocket.yaml', { apiVersion: 'example.com/v1', kind: 'Sprocket', metadata: { name: 's' } });
+    // an unknown field: Argo CD's client-side apply sends no fieldValidation, so the server drops it with a warning
+    const lq = view.folders.find((f) => f.folder === 'kueue')!.objects.find((o) => o.kind === 'LocalQueue')!;
+    edit(`kueue/localqueue.${lq.metadata.namespace}.${lq.metadata.name}.yaml`, (o) => { o.spec.sideways = true; });
+    // where Argo CD applies server-side (ServerSideApply=true) no fieldValidation either, but the API server refuses
+    // an unknown field of a server-side apply whatever the fieldValidation: that sync fails
+    edit('argocd/configmap.argocd.argocd-cm.yaml', (o) => { o.sideways = true; });
 
     const r = await cli('verify', broken, '--kubeconfig', cp.identities.verify.kubeconfig);
     expect(r.code, r.err.join('\n')).toBe(EXIT.failed);
-    const app = (folder: string) => view.folders.find((f) => f.folder === 'gitops')!.objects
-      .find((o) => o.kind === 'Application' && (o.spec as { source?: { path?: string } }).source?.path?.endsWith(`/${folder}`))!;
-    const wave = (folder: string) => app(folder).metadata.annotations?.['argocd.argoproj.io/sync-wave'] ?? '0';
-    const esc = (x: string) => x.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
     const [storage, samples, kueue] = ['storage', 'samples', 'kueue'].map((f) => `${app(f).metadata.name} (wave ${wave(f)})`);
     const [storageRe, kueueRe] = [storage, kueue].map(esc);
-    expect(r.err).toHaveLength(3);
+    expect(r.err).toHaveLength(4);
     expect(r.err).toEqual(expect.arrayContaining([
+      expect.stringMatching(/^error: \S+-argocd \(bootstrap\): ConfigMap argocd\/argocd-cm: refused \(HTTP 500\): .*\.sideways: field not declared in schema$/),
       expect.stringMatching(new RegExp(`^error: ${kueueRe}: ClusterQueue ${queue.metadata.name}: refused \\(HTTP 422 Invalid\\): .*spec\\.queueingStrategy: Unsupported value: "Sideways"`)),
       expect.stringMatching(new RegExp(`^error: ${storageRe}: Gadget g: its CRD arrives only in wave ${wave('samples')} \\(Application ${app('samples').metadata.name}\\)`)),
       expect.stringMatching(new RegExp(`^error: ${storageRe}: StorageClass ${sc.metadata.name}: refused \\(HTTP 422 Invalid\\): .*parameters: Invalid value: .*field is immutable`)),
@@ -183,7 +206,13 @@ describe('verify: the rendered cluster dry-run against the live one as Argo CD s
     expect(r.out).toContainEqual(expect.stringMatching(new RegExp(`^not verified yet: \\d+ object\\(s\\) whose CRD or namespace .*\\d+ after wave ${wave('storage')} \\(Application ${esc(app('storage').metadata.name)}\\)`)));
     const verbose = await cli('verify', broken, '--kubeconfig', cp.identities.verify.kubeconfig, '--verbose');
     expect(verbose.out).toContainEqual(`info: ${samples}: Widget w: not verified yet: its CRD arrives with wave ${wave('storage')} (Application ${app('storage').metadata.name}), which syncs before it`);
-    expect(r.out.filter((l) => !l.startsWith('info: ') && !l.startsWith('REFUSED: ') && !l.startsWith('not verified yet: '))).toEqual([]);
+    expect(r.out).toContainEqual(expect.stringMatching(new RegExp(`^warning: ${kueueRe}: LocalQueue ${esc(`${lq.metadata.namespace}/${lq.metadata.name}`)}: `
+      + 'accepted with a warning of the API server, as Argo CD \\(client-side apply\\) applies it .*unknown field "spec\\.sideways"')));
+    expect(r.out).toContainEqual(expect.stringMatching(new RegExp(`^warning: ${kueueRe}: Sprocket s: its CRD arrives with wave ${wave('storage')} `
+      + `\\(Application ${esc(app('storage').metadata.name)}\\), the same sync wave: .*Argo CD's retry`)));
+    expect(r.out.filter((l) => !l.startsWith('info: ') && !l.startsWith('warning: ') && !l.startsWith('REFUSED: ') && !l.startsWith('not verified yet: '))).toEqual([]);
+    expect(r.out.filter((l) => l.startsWith('warning: '))).toHaveLength(2);
+    expect(r.out.filter((l) => l.startsWith('info: ') && l.includes('the API server warns'))).toEqual(r.out.filter((l) => l.includes('prefer a domain-qualified finalizer name')));
   });
 
   it('an identity without the write verbs (the preflight one): exit 2, one line naming what verify needs', async () => {
