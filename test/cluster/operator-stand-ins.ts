@@ -11,7 +11,8 @@ import { NAMESPACES, NODE_LABELS } from '../../src/model/names';
  *
  * 1. it creates the operand DaemonSets its custom resource asks for, as the placement model derives them from the
  *    rendered resource (src/check/placement/operands.ts: names, node selectors, tolerations; the container is a pause
- *    image), owned by the resource, in the operator's namespace: KWOK then runs their pods on the GPU workers;
+ *    image with the GPU Operator's per-operand `resources`), owned by the resource, in the operator's namespace: KWOK
+ *    then runs their pods on the GPU workers (a pod that fits no node stays Pending, and its roll hangs);
  * 2. it writes the resource's status as the operator writes it once it has looked at those DaemonSets, from their
  *    status as the DaemonSet controller reports it (so a NotReady node or a rolling update shows as the operator shows
  *    it).
@@ -36,8 +37,11 @@ function setCondition(conditions: Json[], c: { type: string; status: string; rea
   return [...conditions.filter((x) => x.type !== c.type), next];
 }
 
-/** An operand DaemonSet as the stand-in creates it: the model's pod spec, owned by the custom resource (its controller). */
-function daemonSet(owner: KubeObject, namespace: string, o: OperandDaemonSet, managedBy: string): KubeObject {
+/**
+ * An operand DaemonSet as the stand-in creates it: the model's pod spec, owned by the custom resource (its controller);
+ * its container's requests and limits those of the operand's section (`resources`) when given.
+ */
+function daemonSet(owner: KubeObject, namespace: string, o: OperandDaemonSet, managedBy: string, resources?: Json): KubeObject {
   const labels = { 'app': o.name, 'app.kubernetes.io/managed-by': managedBy };
   return {
     apiVersion: 'apps/v1',
@@ -57,7 +61,7 @@ function daemonSet(owner: KubeObject, namespace: string, o: OperandDaemonSet, ma
     },
     spec: {
       selector: { matchLabels: { app: o.name } },
-      template: { metadata: { labels: { app: o.name } }, spec: { ...o.spec, containers: [{ name: 'operand', image: 'registry.k8s.io/pause:3.10' }] } },
+      template: { metadata: { labels: { app: o.name } }, spec: { ...o.spec, containers: [{ name: 'operand', image: 'registry.k8s.io/pause:3.10', ...(resources ? { resources } : {}) }] } },
     },
   };
 }
@@ -87,6 +91,18 @@ function networkOperandReady(ds: KubeObject | undefined): boolean {
   const st = (ds.status ?? {}) as Json;
   const desired = st.desiredNumberScheduled ?? 0;
   return desired !== 0 && desired === st.numberAvailable && st.updatedNumberScheduled === st.numberAvailable;
+}
+
+/**
+ * The requests and limits an operand's section of a ClusterPolicy gives its containers (`spec.<operand>.resources`), as
+ * the GPU Operator's transforms apply them to every container of the operand's DaemonSet (controllers/object_controls.go,
+ * TransformDevicePlugin and its siblings: "set resource limits"): what a roll of an operand that cannot be placed hangs on.
+ */
+function operandResources(policy: KubeObject, field: string): Json | undefined {
+  const section = (policy.spec as Json | undefined)?.[field.replace(/^spec\./, '')] as Json | undefined;
+  const r = section?.resources as Json | undefined;
+  if (!r || (r.requests === undefined && r.limits === undefined)) return undefined;
+  return { ...(r.requests !== undefined ? { requests: r.requests } : {}), ...(r.limits !== undefined ? { limits: r.limits } : {}) };
 }
 
 /** The oldest object (creation time, then name): the GPU Operator's singleton ClusterPolicy (getSingletonClusterPolicy). */
@@ -157,11 +173,12 @@ export class OperatorStandIns {
   /** Applies the operand DaemonSets (when new or changed) and reads them as the DaemonSet controller reports them. */
   private async operands(
     owner: KubeObject, namespace: string, operands: readonly OperandDaemonSet[], manager: string,
+    resources: (o: OperandDaemonSet) => Json | undefined = () => undefined,
   ): Promise<Map<string, KubeObject | undefined>> {
     await this.ensureNamespace(namespace, manager);
     const out = new Map<string, KubeObject | undefined>();
     for (const o of operands) {
-      const want = daemonSet(owner, namespace, o, manager);
+      const want = daemonSet(owner, namespace, o, manager, resources(o));
       const key = `${namespace}/${o.name}`;
       let live = await this.client.read(want);
       if (!live || this.applied.get(key) !== JSON.stringify(want)) {
@@ -188,7 +205,7 @@ export class OperatorStandIns {
     if (!policy) return;
     const namespace = NAMESPACES.gpuOperator;
     const operands = clusterPolicyOperands(policy as never);
-    const live = await this.operands(policy, namespace, operands, MANAGERS.gpu);
+    const live = await this.operands(policy, namespace, operands, MANAGERS.gpu, (o) => operandResources(policy, o.field));
     const notReady = operands.filter((o) => !gpuOperandReady(live.get(o.name))).map((o) => o.name);
     const nodes = await this.client.list('/api/v1/nodes');
     const gpuNodes = nodes.some((n) => ((n.metadata.labels ?? {}) as Json)[NODE_LABELS.nvidiaPci] === 'true');
