@@ -35,18 +35,20 @@ describe('the fleet page (dist/fleet/README.md) of a MultiKueue fleet', () => {
   });
 });
 
+/** A MultiKueue manager with one worker registered by kubeconfig Secret: what the fleet page is written from. */
+const manager: MultiKueueFacts = {
+  cluster: 'hub',
+  localQueues: [],
+  clusterQueues: [],
+  flavors: [],
+  topologies: [],
+  admissionChecks: [{ name: 'multikueue', config: 'multikueue' }],
+  configs: [{ name: 'multikueue', clusters: ['lab-a'] }],
+  clusters: [{ name: 'lab-a', secret: 'multikueue-lab-a' }],
+};
+
 describe('the fleet page\'s commands that register a worker by kubeconfig Secret (test/cluster/operator-releases.test.ts runs them)', () => {
   const block = (p: string) => /### lab-a: Secret[\s\S]*?```sh\n([\s\S]*?)```/.exec(p)![1];
-  const manager: MultiKueueFacts = {
-    cluster: 'hub',
-    localQueues: [],
-    clusterQueues: [],
-    flavors: [],
-    topologies: [],
-    admissionChecks: [{ name: 'multikueue', config: 'multikueue' }],
-    configs: [{ name: 'multikueue', clusters: ['lab-a'] }],
-    clusters: [{ name: 'lab-a', secret: 'multikueue-lab-a' }],
-  };
 
   it('the server the fleet names for the worker (the address the manager\'s pods reach), else the worker context\'s with a word to check it', () => {
     const named = block(fleetReport([{ ...manager, clusters: [{ name: 'lab-a', secret: 'multikueue-lab-a', server: 'https://lab-a.internal:6443' }] }])!);
@@ -67,16 +69,6 @@ describe('the fleet page\'s commands that register a worker by kubeconfig Secret
 });
 
 describe('the fleet page\'s MultiKueue settings', () => {
-  const manager: MultiKueueFacts = {
-    cluster: 'hub',
-    localQueues: [],
-    clusterQueues: [],
-    flavors: [],
-    topologies: [],
-    admissionChecks: [{ name: 'multikueue', config: 'multikueue' }],
-    configs: [{ name: 'multikueue', clusters: ['lab-a'] }],
-    clusters: [{ name: 'lab-a', secret: 'multikueue-lab-a' }],
-  };
   const settings = { dispatcherName: 'kueue.x-k8s.io/multikueue-dispatcher-all-at-once', gcInterval: '2m', origin: 'hub-origin', workerLostTimeout: '7m' };
 
   it('are the rendered configuration\'s; with a Kueue the toolkit does not install, the page names no value for them', () => {
