@@ -285,7 +285,8 @@ const SLOW_TEST_FILES = [
 // no suite whose subject is a child process (the CLI's processes and their bounds, the npm scripts, the packed package,
 // writers killed mid-write, the TypeScript sandbox, the engine runner's bounds, the runnable blocks of the docs, eslint
 // and tsc as children). Everything else runs in process, its modules transformed once (vitest's file cache: a warm
-// loop skips the TypeScript transforms); the two tiers are measured in bench/README.md.
+// loop skips the TypeScript transforms); the two tiers are measured in bench/README.md. test/package/test-tiers.test.ts
+// fails when an entry of these lists names no test file (a renamed file would join the quick tier unnoticed).
 const QUICK_TIER_ENV = 'GPU_CLUSTER_MANIFESTS_TEST_TIER';
 const SLOW_TIER_FILES = [
   'test/cluster/**',
