@@ -59,6 +59,15 @@ const lazyImports = (text) => text.replace(/^const (\w+) = (__importStar\()?requ
     : `const ${name} = __lazyExports(() => (__shareWithImports({ cdk8s: require("cdk8s"), constructs: require("constructs") }), ${star ?? ''}require("${file}")${close ?? ''}));`));
 
 /**
+ * The modules of the commands that src/cli.ts runs through `deferred` (a synth needs none of them): each loaded when
+ * its command first runs. Their exports are read only inside a command's run, never while cli.js loads.
+ */
+const LAZY_COMMANDS = /^const (\w+) = require\("(\.\/(?:commands\/(?:check|diff|new|schema|upgrade-plan)|init\/command|preflight\/command|verify\/command))"\);$/gm;
+const lazyCommands = (file, text) => (path.relative(LIB, file) === path.join('src', 'cli.js')
+  ? text.replace(LAZY_COMMANDS, (all, name, module) => `const ${name} = __lazyExports(() => require("${module}"));`)
+  : text);
+
+/**
  * Once, before the first typed import loads: the bundle's cdk8s and constructs (`instances`, by package name) put in
  * Node's module cache under the files a module of lib/imports/ would load for them, so that the imports extend the
  * classes the bundle's charts use. One loaded there already (something else in the process loaded cdk8s first) stays:
@@ -100,7 +109,7 @@ const libModules = (outFile) => ({
     build.onLoad({ filter: /\.js$/ }, (args) => {
       if (!isLib(args.path)) return undefined;
       const text = fs.readFileSync(args.path, 'utf8').replace(/^#!.*/, '');
-      return { contents: ownPaths(args.path, outFile) + lazyImports(plainRequires(text)), loader: 'js' };
+      return { contents: ownPaths(args.path, outFile) + lazyImports(lazyCommands(args.path, plainRequires(text))), loader: 'js' };
     });
   },
 });

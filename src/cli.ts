@@ -91,17 +91,24 @@ export function runSynth(args: string[], io: Io = consoleIo, preloaded?: Preload
 /** A command returns its exit code; commands that read a live cluster return it asynchronously. */
 type Command = (args: string[], io: Io, preloaded?: Preloaded) => number | Promise<number>;
 
+/**
+ * A command whose module is read only when it runs: in the bundle (projenrc/bundle.cjs, LAZY_COMMANDS) the modules of
+ * these commands load on their first use, so that a synth never loads the live commands' clients (http, tls) or
+ * init's and upgrade-plan's readers.
+ */
+const deferred = (command: () => Command): Command => (args, io, preloaded) => command()(args, io, preloaded);
+
 /** Every command by name: its spec (usage, options, help) and how it runs. */
 export const COMMANDS: Readonly<Record<string, { readonly spec: CommandSpec; readonly run: Command }>> = {
   synth: { spec: SYNTH, run: runSynth },
   validate: { spec: VALIDATE, run: runValidate },
-  check: { spec: CHECK, run: runCheck },
-  diff: { spec: DIFF, run: runDiff },
-  schema: { spec: SCHEMA, run: runSchema },
-  preflight: { spec: PREFLIGHT, run: runPreflight },
-  init: { spec: INIT, run: runInit },
-  verify: { spec: VERIFY, run: runVerify },
-  [UPGRADE_PLAN.name]: { spec: UPGRADE_PLAN, run: runUpgradePlan },
+  check: { spec: CHECK, run: deferred(() => runCheck) },
+  diff: { spec: DIFF, run: deferred(() => runDiff) },
+  schema: { spec: SCHEMA, run: deferred(() => runSchema) },
+  preflight: { spec: PREFLIGHT, run: deferred(() => runPreflight) },
+  init: { spec: INIT, run: deferred(() => runInit) },
+  verify: { spec: VERIFY, run: deferred(() => runVerify) },
+  [UPGRADE_PLAN.name]: { spec: UPGRADE_PLAN, run: deferred(() => runUpgradePlan) },
   new: { spec: NEW, run: (args, io) => runNew(args, io) },
 };
 

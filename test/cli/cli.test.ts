@@ -24,7 +24,8 @@ function loads(args: string[], route: 'bundle' | 'modules') {
   const run = route === 'bundle' ? [BIN, ...args] : ['-e', 'Promise.resolve(require(process.argv[1]).routeCli(process.argv.slice(2))).then((c) => { process.exitCode = c; })', BIN, ...args];
   const r = spawnSync(process.execPath, run, { cwd: ROOT, env: { ...env, NODE_DEBUG: 'module' }, encoding: 'utf8' });
   const loaded = [...r.stderr.matchAll(/^MODULE \d+: load "([^"]+)"/gm)].map((m) => path.relative(ROOT, m[1]));
-  return { ...r, stderr: r.stderr.split('\n').filter((l) => !l.startsWith('MODULE')).join('\n'), loaded };
+  const builtins = [...new Set([...r.stderr.matchAll(/^MODULE \d+: load built-in module (?:node:)?(\S+)/gm)].map((m) => m[1]))];
+  return { ...r, stderr: r.stderr.split('\n').filter((l) => !l.startsWith('MODULE')).join('\n'), loaded, builtins };
 }
 
 /** Modules of lib/src the entry point loads before it hands the command to the bundle (bin.js, its code cache, and the scratch folders with their fault points). */
@@ -74,7 +75,11 @@ describe('the compiled CLI', () => {
     expect(imports.filter((f) => /applicationset|dynamo/.test(f))).toEqual([]);
     // the imports extend the bundle's own cdk8s and constructs: neither is loaded from node_modules
     expect(r.loaded.filter((f) => /(^|\/)node_modules\/(cdk8s|constructs)\//.test(f))).toEqual([]);
+    // the other commands' modules load when they run (src/cli.ts, deferred): a render loads no live client
+    expect(r.builtins).toContain('fs');
+    expect(r.builtins.filter((b) => /^(https?|http2|tls|net)$/.test(b))).toEqual([]);
   });
+
 
   it('the bundle writes what the modules write, byte for byte: the schemas and a render of the fixtures', () => {
     // a project of the fixtures: its schema files (the fleet's holds a pattern with a non-ASCII character, as the sources
