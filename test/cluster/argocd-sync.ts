@@ -12,18 +12,54 @@ import { apiGroup } from '../../src/render/manifest';
 import { ClusterRenders } from '../../src/upstream/render';
 
 /**
- * A rendered cluster applied to the hermetic control plane as Argo CD applies it: what the cluster has before Argo
- * CD (the pre-installed add-ons' CRDs and namespaces), the bootstrap the README gives (the argocd and gitops
- * folders), then every Application in the order of its sync wave, each source's objects in Argo CD's phases
- * (PreSync hooks, Sync, PostSync hooks) and resource waves, server-side applied with Argo CD's field manager,
- * conflicts forced (syncOptions ServerSideApply=true). The bootstrap applies with Argo CD's field manager too (the
- * README's `kubectl apply --server-side` would take the fields as `kubectl`, and Argo CD's first sync take them
- * over, forced: a write of every object that only moves ownership), and what it applied is not applied again.
+ * A rendered cluster applied to the hermetic control plane directly, in the order check reads off the render
+ * (src/check/argocd-sync.ts syncSteps), every object server-side applied: **not Argo CD**. The real Argo CD v3.5.1 syncs
+ * the reference cluster on the twin (twin.ts, twin-cluster.ts: argocd-twin.test.ts, gitops-waves.test.ts), and there
+ * it answers what this file answered for that cluster: every object accepted, in wave order, and a second comparison that
+ * changes nothing (every Application Synced with `ServerSideDiff=true`). What this file still stands in for, each
+ * precisely:
  *
- * Admission webhooks of the installs are registered last, after every Application: their Services' pods never
- * run here (no kubelet), so a webhook registered when Argo CD registers it would refuse every later object it
- * intercepts with "no endpoints", a fact of this test bed, not of the render. webhookInterceptions says which
- * objects each would intercept once registered.
+ * - **What a cluster has before Argo CD** (planSync's `pre-installed` steps: the CRDs of the kinds the tree uses and
+ *   nothing of it installs, from ../shared/crds, and the namespaces it uses and nothing of it creates): the Instant
+ *   Cluster image's own installs (GPU, Network and MPI Operators, Kueue, VictoriaMetrics), applied as `kubectl`. The
+ *   twin applies this layer before its bootstrap (twin-cluster.ts `preinstall`), and its pre-installed Kueue's install
+ *   with planSync and applySteps (twin-cluster.ts `preinstalledKueue`): a stand-in for the Helm install that put Kueue
+ *   on the image, not for Argo CD.
+ * - **Argo CD's sync of the clusters the twin does not run yet**: every example and fixture but the reference cluster
+ *   (apply-as-argocd.test.ts; the managed installs' charts need the chart mirror, chart-mirror.ts, wired into the twin).
+ * - **A loader** for the tests about something other than the sync (placement, admission, the policies' type checks,
+ *   the installs' webhooks, Kueue, MultiKueue, the live commands, the operator releases, the upgrade order): they need
+ *   the render in the API server, in an order that works.
+ * - What it proves that Argo CD does not show: every apply is `fieldValidation=Strict` (kube-client.ts), so a field the
+ *   server's schema does not know is refused here; Argo CD sends no fieldValidation (the server's default, Warn:
+ *   gitops-engine pkg/utils/kube/resource_ops.go), drops the field with a warning and reports Synced.
+ *
+ * How it differs from Argo CD v3.5.1's sync (gitops-engine pkg/sync/sync_context.go, argo-cd controller/sync.go,
+ * controller/state.go), all of it:
+ *
+ * - server-side apply with Argo CD's field manager (`argocd-controller`), conflicts forced, for every object; Argo CD
+ *   applies client-side (kubectl's three-way merge, `last-applied-configuration`, an `Update` of `argocd-controller`)
+ *   unless the Application or the object says `ServerSideApply=true` (the rendered `<cluster>-argocd` Application does);
+ * - no comparison and no dry run of an Application before its apply: a refused object is a refusal of its own apply,
+ *   where Argo CD reports a change to an existing object that the API server refuses as a ComparisonError of the
+ *   server-side diff's dry run (sync status Unknown, no automated sync) and a refused new object as a failed sync of
+ *   its dry run (test/cluster/README.md, "A refused object on the real Argo CD");
+ * - the Applications of one wave applied one after the other, and between waves only the CRDs waited for (Established
+ *   and served), never health: Argo CD syncs the Applications of a wave together and starts the next wave once each is
+ *   Healthy by the toolkit's health check (or gitops.waveWait has passed);
+ * - Helm hooks applied as objects of their phase (PreSync, PostSync), never run: no Job waited for, no hook deletion
+ *   policy; hooks that run only on deletion or rollback left out;
+ * - no prune, no self-heal, no retries;
+ * - the bootstrap (the README's `argocd` and `gitops` folders) applied with Argo CD's field manager instead of kubectl's
+ *   (a `kubectl apply --server-side` would own the fields as `kubectl`, and Argo CD's first sync take them over: a write
+ *   of every object that only moves ownership), and what it applied not applied again;
+ * - the installs' admission webhooks registered last, after every Application: their Services' pods never run here (no
+ *   kubelet), so a webhook registered when Argo CD registers it would refuse every later object it intercepts with "no
+ *   endpoints", a fact of this test bed, not of the render. interceptedObjects says which objects each would intercept
+ *   once registered.
+ *
+ * secondApply is the request Argo CD's `ServerSideDiff=true` comparison sends for an object that exists (gitops-engine
+ * pkg/diff/diff.go `serverSideDiff`: a server-side apply dry run with `argocd-controller`), here with conflicts forced.
  */
 
 /** Argo CD's field manager with ServerSideApply=true. */

@@ -1,13 +1,17 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { ApplicationState, describeState, formatTimeline, TimelineEntry } from './applications';
+import { vendoredCrds } from './argocd-sync';
 import { twinBinary } from './binary';
 import { poll } from './poll';
 import { renderInto, startTwinCluster, TwinCluster } from './twin-cluster';
 import { LABELS } from '../../src/model/names';
-import { REFERENCE_FILE } from '../paths';
+import { DEFAULT_SCHEMAS } from '../../src/paths';
+import { loadModels } from '../../src/synth/pipeline';
+import { REFERENCE_FILE, TRAINING_FILE } from '../paths';
 
 /**
  * The bootstrap of the reference cluster synced by a real Argo CD (v3.5.1, out of cluster) on a twin of the cluster
@@ -46,17 +50,49 @@ const converged = (s: ApplicationState) => s.sync === 'Synced' && s.health === '
 async function pushAndConverge(
   what: string, change: () => void | Promise<void>, boundMs = COMMIT_BOUND_MS,
 ): Promise<{ sha: string; states: ApplicationState[] }> {
+  const before = usage();
   await change();
   const t0 = Date.now();
   const sha = await twin.push(what);
   const at = (s: ApplicationState) => s.sync === 'Synced' && s.health === 'Healthy' && s.revision === sha;
   const done = await twin.watch.waitFor((states) => states.every(at) && twin.watch.state(twin.name)?.phase === 'Succeeded' && twin.watch.state(twin.name)?.operationRevision === sha, boundMs);
-  console.log(`${twin.name}: ${what} (${sha.slice(0, 7)}), from the push\n${formatTimeline(twin.watch.timeline(t0, () => sha))}`);
+  const cost = commitCost(what, Date.now() - t0, before, usage());
+  console.log(`${twin.name}: ${what} (${sha.slice(0, 7)}), from the push\n${formatTimeline(twin.watch.timeline(t0, () => sha))}\n${costLine(cost)}`);
   expect(done.states.filter((s) => !at(s)).map(describeState), `${what}: not converged within ${boundMs / 1000} s`).toEqual([]);
   expect(done.ok, what).toBe(true);
   pushed = sha;
   return { sha, states: done.states };
 }
+
+/** CPU seconds so far of every process of the twin and of this test process (the render and push of each commit run here); peak MiB of Argo CD's, KWOK's and Redis's. */
+function usage(): { cpu: Record<string, number>; peakMiB: Record<string, number> } {
+  const self = process.cpuUsage();
+  const cpu = { ...twin.cpuSeconds(), 'test process': (self.user + self.system) / 1e6 };
+  const peakMiB = Object.fromEntries(Object.entries(twin.twin.resources()).map(([k, v]) => [k, v!.peakMiB]));
+  return { cpu, peakMiB };
+}
+
+/** What one day-two commit cost, from its edit to every Application converged at it: CPU seconds per process, peak memory after it. */
+interface CommitCost {
+  readonly what: string;
+  readonly seconds: number;
+  readonly cpu: Record<string, number>;
+  readonly peakMiB: Record<string, number>;
+}
+const costs: CommitCost[] = [];
+
+function commitCost(what: string, ms: number, before: ReturnType<typeof usage>, after: ReturnType<typeof usage>): CommitCost {
+  const cpu = Object.fromEntries(Object.entries(after.cpu).map(([k, v]) => [k, Math.round((v - (before.cpu[k] ?? 0)) * 10) / 10]));
+  const cost = { what, seconds: Math.round(ms / 100) / 10, cpu, peakMiB: after.peakMiB };
+  costs.push(cost);
+  return cost;
+}
+
+const costLine = (c: CommitCost) => `${c.what}: ${c.seconds} s from the push; CPU s ${Object.values(c.cpu).reduce((a, b) => a + b, 0).toFixed(1)} ${JSON.stringify(c.cpu)}; peak MiB so far ${JSON.stringify(c.peakMiB)}`;
+
+afterAll(() => {
+  if (costs.length > 0) console.log(`${twin?.name}: the day-two commits, CPU seconds each (from the edit to converged) and peak memory so far (load ${loadavg().map((l) => l.toFixed(1)).join(' ')})\n${costs.map(costLine).join('\n')}`);
+});
 
 /** The live object at an API path, or undefined. */
 const live = (p: string) => twin.cp.client().get(p);
@@ -138,6 +174,7 @@ describe('day two: what a commit removes', () => {
     const admin = twin.cp.client();
     const pvc = { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'checkpoints', namespace: 'inference' }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } } };
     await admin.apply(pvc, { fieldManager: 'tenant-inference' });
+    const before = usage();
     twin.render((d) => { d.tenants = d.tenants.filter((t: Json) => t.name !== 'inference'); });
     const sha = await twin.push('remove tenant inference');
     const t0 = Date.now();
@@ -160,7 +197,8 @@ describe('day two: what a commit removes', () => {
       && twin.watch.state(twin.name)?.phase === 'Succeeded', COMMIT_BOUND_MS);
     expect(done.states.filter((s) => !(s.sync === 'Synced' && s.health === 'Healthy' && s.revision === sha)).map(describeState)).toEqual([]);
     pushed = sha;
-    console.log(`${twin.name}: remove tenant inference (${sha.slice(0, 7)}), confirmed, from the push\n${formatTimeline(twin.watch.timeline(t0, () => sha))}`);
+    const cost = commitCost('remove tenant inference (confirmed)', Date.now() - t0, before, usage());
+    console.log(`${twin.name}: remove tenant inference (${sha.slice(0, 7)}), confirmed, from the push\n${formatTimeline(twin.watch.timeline(t0, () => sha))}\n${costLine(cost)}`);
     const ns = await live('/api/v1/namespaces/inference');
     expect(ns === undefined || ns.metadata.deletionTimestamp !== undefined).toBe(true);
     // Argo CD's CRDs and the adopted operator resources never leave with a prune
@@ -196,4 +234,149 @@ describe('failure: a commit with an object the API server refuses', () => {
     expect(shown.ok).toBe(true);
     await pushAndConverge('the fix: the ClusterQueue rendered again', () => twin.render(), 2 * COMMIT_BOUND_MS);
   }, 3 * COMMIT_BOUND_MS + 60_000);
+});
+
+/**
+ * Deliberately broken renders of the reference cluster (the render of the last commit plus the least mutation that
+ * breaks it, committed as a hand edit of dist/ would be), each of which the real Argo CD must not let through: within a
+ * bound, the Application that holds it reports what is wrong, the root does not claim success and the later waves keep
+ * the last good commit. Each ends with the render as the toolkit renders it, pushed, converging again with the same
+ * predicates: so what each asserts of the broken commit is what tells it from a good one.
+ */
+describe('broken renders that must fail on the real Argo CD', () => {
+  type Json = Record<string, any>;
+  /** How long the failure may take to show, from the push (well inside gitops.waveWait, 10 minutes by default). */
+  const SHOWN_BOUND_MS = 4 * 60 * 1000;
+  /** How long the root is watched once the failure shows, to see that it does not turn to success after all. */
+  const HOLD_MS = 20 * 1000;
+  const app = (folder: string) => `${twin.name}-${folder}`;
+  const state = (name: string) => twin.watch.state(name);
+
+  /** What the root reports of one of its Applications (status.resources[]: its sync status, its health as the toolkit's check says). */
+  async function rootSees(child: string): Promise<{ status?: string; health?: string; message?: string }> {
+    const root = await live(`/apis/argoproj.io/v1alpha1/namespaces/${twin.model.description.gitops.namespace}/applications/${twin.name}`);
+    const r = (((root?.status as Json | undefined)?.resources ?? []) as Json[]).find((x) => x.kind === 'Application' && x.name === child) ?? {};
+    return { status: r.status, health: r.health?.status, message: r.health?.message };
+  }
+
+  /** Adds a manifest to a folder of the rendered cluster (the file, and its line in the folder's kustomization.yaml). */
+  function addToFolder(folder: string, file: string, object: Json): string {
+    const p = path.join(twin.clusterDir, folder, file);
+    writeFileSync(p, stringify(object));
+    const k = path.join(twin.clusterDir, folder, 'kustomization.yaml');
+    const kustomization = parse(readFileSync(k, 'utf8')) as Json;
+    kustomization.resources = [...kustomization.resources, file];
+    writeFileSync(k, stringify(kustomization));
+    return p;
+  }
+
+  /** Watches the root for `ms`: answers the first moment its sync of `sha` Succeeded or it was Healthy at `sha`, if any. */
+  async function rootClaimsSuccess(sha: string, ms: number): Promise<string | undefined> {
+    const t0 = Date.now();
+    while (Date.now() - t0 < ms) {
+      const root = state(twin.name);
+      if (root && root.operationRevision === sha && root.phase === 'Succeeded') return describeState(root);
+      if (root && root.revision === sha && root.sync === 'Synced' && root.health === 'Healthy') return describeState(root);
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+    return undefined;
+  }
+
+  beforeAll(async () => {
+    // on their own (vitest -t) they start from the converged bootstrap, as after the tests above
+    const done = await twin.watch.waitFor((states) => states.every((s) => s.sync === 'Synced' && s.health === 'Healthy' && s.revision === pushed)
+      && twin.watch.state(twin.name)?.phase === 'Succeeded', BOOTSTRAP_BOUND_MS);
+    expect(done.states.filter((s) => !(s.sync === 'Synced' && s.health === 'Healthy' && s.revision === pushed)).map(describeState)).toEqual([]);
+  }, BOOTSTRAP_BOUND_MS + 60_000);
+
+  it('a health check that never turns Healthy (a ClusterQueue of a flavor no ResourceFlavor names: Kueue keeps it inactive): its Application stays Degraded with the check\'s message, the root does not succeed, the later waves keep the last commit; the render as rendered converges again', async () => {
+    const kueueApp = app('kueue');
+    const later = twin.watch.states().filter((s) => s.wave > (state(kueueApp)?.wave ?? 0) && s.name !== twin.name).map((s) => s.name);
+    const good = pushed;
+    // the least mutation: the research ClusterQueue's flavor renamed to one nothing defines (the API server and Kueue's
+    // webhook accept it; Kueue reports the queue inactive, FlavorNotFound, and the toolkit's health check says so)
+    const file = path.join(twin.clusterDir, 'kueue', 'clusterqueue.research.yaml');
+    const cq = parse(readFileSync(file, 'utf8')) as Json;
+    const flavors = (cq.spec.resourceGroups as Json[]).flatMap((g) => g.flavors as Json[]);
+    expect(flavors.length).toBeGreaterThan(0);
+    for (const f of flavors) f.name = 'no-such-flavor';
+    writeFileSync(file, stringify(cq));
+    const broken = await twin.push('a ClusterQueue of a flavor that does not exist');
+    const t0 = Date.now();
+    const flavorMissing = /FlavorNotFound/;
+    const shown = await twin.watch.waitFor(() => {
+      const s = state(kueueApp);
+      return s !== undefined && s.revision === broken && s.sync === 'Synced' && ['Degraded', 'Progressing'].includes(s.health)
+        && s.waitingOn.some((w) => /^ClusterQueue research: /.test(w) && flavorMissing.test(w));
+    }, SHOWN_BOUND_MS);
+    console.log(`${twin.name}: a health check that never turns Healthy, ${((Date.now() - t0) / 1000).toFixed(1)} s after the push\n${shown.states.map(describeState).join('\n')}`);
+    expect(shown.ok, `the kueue Application did not report the ClusterQueue's FlavorNotFound within ${SHOWN_BOUND_MS / 1000} s:\n${shown.states.map(describeState).join('\n')}`).toBe(true);
+    // the root sees the Application not Healthy, with the check's message, and its sync of the commit does not succeed
+    const seen = await poll(() => rootSees(kueueApp), (r) => r.health !== undefined && r.health !== 'Healthy', 60_000, 1000);
+    console.log(`${twin.name}: the root sees ${kueueApp}: ${JSON.stringify(seen)}`);
+    expect(['Degraded', 'Progressing']).toContain(seen.health);
+    expect(seen.message ?? '').not.toBe('');
+    expect(await rootClaimsSuccess(broken, HOLD_MS)).toBeUndefined();
+    console.log(`${twin.name}: ${((Date.now() - t0) / 1000).toFixed(1)} s after the push, the root: ${describeState(state(twin.name)!)}`);
+    expect(state(twin.name)?.health).not.toBe('Healthy');
+    // the waves after it keep the last good commit
+    for (const name of later) expect(state(name)?.targetRevision, name).toBe(good);
+
+    // the render as the toolkit renders it: the same predicates now hold
+    await pushAndConverge('the ClusterQueue as rendered', () => twin.render(), 2 * COMMIT_BOUND_MS);
+  }, SHOWN_BOUND_MS + HOLD_MS + 3 * COMMIT_BOUND_MS + 60_000);
+
+  it('a wave order that applies a CR before its CRD (a PyTorchJob in wave 1, the Training Operator\'s CRD in wave 2): the sync fails with the API server\'s message, the CRD\'s wave never comes, nothing converges by luck; the render as rendered converges again', async () => {
+    // the CR: the training cluster's rendered PyTorchJob sample; its CRD: the one the training cluster's Training
+    // Operator install brings (the vendored copy planSync applies for it)
+    const out = mkdtempSync(path.join(tmpdir(), 'training-render-'));
+    let job: Json;
+    try {
+      renderInto(TRAINING_FILE, out);
+      const [training] = loadModels([TRAINING_FILE]);
+      const dir = path.join(out, training.name, 'samples');
+      const name = readdirSync(dir).find((f) => f.startsWith('pytorchjob.'));
+      expect(name, 'the training cluster renders a PyTorchJob sample').toBeDefined();
+      job = parse(readFileSync(path.join(dir, name!), 'utf8')) as Json;
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
+    const crd = vendoredCrds(DEFAULT_SCHEMAS).get('kubeflow.org/PyTorchJob')?.[0]?.crd;
+    expect(crd, 'a vendored PyTorchJob CRD').toBeDefined();
+    const crdPath = `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd!.metadata.name}`;
+    expect(await live(crdPath), 'the twin serves no PyTorchJob before this commit').toBeUndefined();
+
+    const kueueApp = app('kueue');
+    const tenantsApp = app('tenants');
+    expect([state(kueueApp)?.wave, state(tenantsApp)?.wave]).toEqual([1, 2]);
+    const good = pushed;
+    const added = [addToFolder('kueue', `pytorchjob.${job.metadata.namespace}.${job.metadata.name}.yaml`, job), addToFolder('tenants', `customresourcedefinition.${crd!.metadata.name}.yaml`, crd!)];
+    const broken = await twin.push('a PyTorchJob one wave before its CRD');
+    const t0 = Date.now();
+    // what the API server answers for a kind it does not serve
+    const missingKind = /PyTorchJob|kubeflow\.org/;
+    const said = (s: ApplicationState) => [s.operationMessage, ...s.conditions, ...s.waitingOn].filter((t) => missingKind.test(t) && /could not find the requested resource|no matches for kind|not found/i.test(t));
+    const shown = await twin.watch.waitFor(() => {
+      const s = state(kueueApp);
+      return s !== undefined && s.targetRevision === broken && said(s).length > 0;
+    }, SHOWN_BOUND_MS);
+    console.log(`${twin.name}: a CR before its CRD, ${((Date.now() - t0) / 1000).toFixed(1)} s after the push\n${shown.states.map(describeState).join('\n')}`);
+    expect(shown.ok, `the kueue Application did not report the missing kind within ${SHOWN_BOUND_MS / 1000} s:\n${shown.states.map(describeState).join('\n')}`).toBe(true);
+    const seen = await poll(() => rootSees(kueueApp), (r) => r.health !== undefined && r.health !== 'Healthy', 60_000, 1000);
+    console.log(`${twin.name}: the root sees ${kueueApp}: ${JSON.stringify(seen)}`);
+    // the sync's tasks are not valid (gitops-engine sync_context.go getSyncTasks: discovery has no kubeflow.org/v1 and
+    // the CRD is not in the same sync), and the toolkit's check shows it at the root with the refused object
+    expect(seen.health).toBe('Degraded');
+    expect(seen.message).toMatch(/^Its sync failed and is retried: one or more synchronization tasks are not valid: .*kubeflow\.org\/v1: the server could not find the requested resource/);
+    expect(seen.message).toContain(`refused: PyTorchJob ${job.metadata.namespace}/${job.metadata.name}: `);
+    expect(await rootClaimsSuccess(broken, HOLD_MS)).toBeUndefined();
+    console.log(`${twin.name}: ${((Date.now() - t0) / 1000).toFixed(1)} s after the push, the root: ${describeState(state(twin.name)!)}`);
+    // the CRD's wave never came: no CRD, no PyTorchJob, the tenants Application at the last good commit
+    expect(state(tenantsApp)?.targetRevision).toBe(good);
+    expect(await live(crdPath)).toBeUndefined();
+
+    for (const p of added) rmSync(p);
+    await pushAndConverge('the waves as rendered', () => twin.render(), 2 * COMMIT_BOUND_MS);
+    expect(await live(crdPath)).toBeUndefined();
+  }, SHOWN_BOUND_MS + HOLD_MS + 3 * COMMIT_BOUND_MS + 60_000);
 });
