@@ -2,11 +2,11 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { ApplicationState, describeState, formatTimeline, TimelineEntry } from './applications';
-import { twinBinary } from './binary';
-import { poll } from './poll';
-import { renderInto, startTwinCluster, TwinCluster } from './twin-cluster';
 import { LABELS } from '../../src/model/names';
+import { ApplicationState, describeState, formatTimeline, TimelineEntry } from '../../src/twin/applications';
+import { twinBinary } from '../../src/twin/binary';
+import { poll } from '../../src/twin/poll';
+import { renderInto, startTwinCluster, TwinCluster } from '../../src/twin/twin-cluster';
 import { REFERENCE_FILE } from '../paths';
 
 /**

@@ -3,8 +3,8 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSyn
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ARGOCD_MODULE, CACHE_ENV, ControlPlaneBuildError, controlPlaneBinary, GO_ENV, KUEUE_CACHE_ENV, kueueBinary, KWOK_MODULE, KWOK_STAGES, TWIN_CACHE_ENV, twinBinary, UNUSED_ENTRY_MS } from './binary';
 import { isExecutableFile } from '../../src/engines/packaged';
+import { ARGOCD_MODULE, CACHE_ENV, ControlPlaneBuildError, controlPlaneBinary, GO_ENV, KUEUE_CACHE_ENV, kueueBinary, KWOK_MODULE, KWOK_STAGES, TWIN_CACHE_ENV, twinBinary, UNUSED_ENTRY_MS } from '../../src/twin/binary';
 
 /**
  * The cache of the control plane, Kueue and twin binaries (binary.ts), with a stand-in for the go command: it answers
@@ -181,7 +181,7 @@ describe('the control plane binary, built once per machine into a cache keyed by
     // a companion changed in the cache is a damaged entry: built again
     writeFileSync(twin.companions['pod-ready.yaml'], 'kind: Stage\n# edited\n');
     expect((await twinBinary()).built).toBe(false); // verified once per process: the same process takes its entry as it was
-    const again = spawnSync(process.execPath, ['-r', 'ts-node/register/transpile-only', '-e', 'require(\'./binary\').twinBinary().then((b) => console.log(b.built))'], { cwd: __dirname, env: process.env, encoding: 'utf8' });
+    const again = spawnSync(process.execPath, ['-r', 'ts-node/register/transpile-only', '-e', 'require(\'../../src/twin/binary\').twinBinary().then((b) => console.log(b.built))'], { cwd: __dirname, env: process.env, encoding: 'utf8' });
     expect(again.stdout.trim()).toBe('true');
     expect(builds(TWIN_TARGET)).toBe(2);
     expect(readFileSync(twin.companions['pod-ready.yaml'], 'utf8')).not.toMatch(/edited/);
@@ -260,7 +260,7 @@ describe('the control plane binary, built once per machine into a cache keyed by
     expect(readFileSync(path.join(root, 'notes.lock'), 'utf8')).toBe('my own lock file, no JSON');
     // a file of the user's named like the lock of a key the cache builds is said, never removed
     process.env.FAKE_GOVERSION = `go1.99.${serial}-third`;
-    const { buildKey } = await import('./binary');
+    const { buildKey } = await import('../../src/twin/binary');
     writeFileSync(path.join(root, `${buildKey(fakeGo)}.lock`), 'not ours');
     utimesSync(path.join(root, `${buildKey(fakeGo)}.lock`), old, old);
     await expect(controlPlaneBinary()).rejects.toThrow(/\.lock is in the way: no lock of this cache \(it names no owner\); remove it/);
