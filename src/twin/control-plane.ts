@@ -126,6 +126,11 @@ export function killGroup(child: ChildProcess): void {
 }
 let exitHook = false;
 
+/** Kills the process group of every child launched so far (what killOnExit does at exit): a signal handler's first step. */
+export function killLaunched(): void {
+  for (const c of children) killGroup(c);
+}
+
 /** Kills `child`'s process group when this process exits, however the tests end. */
 export function killOnExit(child: ChildProcess): void {
   children.add(child);
