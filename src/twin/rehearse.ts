@@ -61,8 +61,9 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
   const tmpBefore = process.env.TMPDIR;
   process.env.TMPDIR = scratch;
   let twin: TwinCluster | undefined;
-  let starting: Promise<TwinCluster> | undefined;
   let step = 'starting';
+  // once out of time, the twin's start stops at its next step (its progress callback throws: its clean-up runs)
+  let outOfTime = false;
   const progress = (line: string) => {
     if (!opts.quiet && !opts.terminal) opts.err(`rehearse: ${seconds(Date.now() - t0)}: ${line}`);
   };
@@ -100,22 +101,35 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
 
-  /** `work` within the time left, else OutOfTime naming `what`. */
+  /**
+   * `work` within the time left, else OutOfTime naming `what`: then what was launched is killed, which ends the work's
+   * own steps (its clean-up runs), and the work is waited for, so that nothing it starts outlives the rehearsal.
+   */
   const bounded = async <T>(what: string, work: Promise<T>): Promise<T> => {
     let timer: NodeJS.Timeout | undefined;
-    const out = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new OutOfTime(what)), Math.max(0, deadline - Date.now()));
+    const out = new Promise<'out'>((resolve) => {
+      timer = setTimeout(() => resolve('out'), Math.max(0, deadline - Date.now()));
     });
     try {
-      return await Promise.race([work, out]);
+      const first = await Promise.race([work.then((v) => ({ v })), out]);
+      if (first !== 'out') return first.v;
     } finally {
       clearTimeout(timer);
     }
+    outOfTime = true;
+    killLaunched();
+    await work.then((v) => (v instanceof TwinCluster ? v.stop() : undefined), () => {});
+    throw new OutOfTime(what);
   };
 
   try {
-    starting = startTwinCluster({ description: opts.description, progress: say });
-    twin = await bounded('starting the twin', starting);
+    twin = await bounded('starting the twin', startTwinCluster({
+      description: opts.description,
+      progress: (line) => {
+        if (outOfTime) throw new OutOfTime('starting the twin');
+        say(line);
+      },
+    }));
     const pushed = await twin.push('rehearse: the render of the working tree');
     say('running the bootstrap of the cluster\'s README');
     await bounded('running the bootstrap', twin.bootstrap());
@@ -169,9 +183,6 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
   } catch (e) {
     if (e instanceof OutOfTime) {
       opts.err(`rehearse: out of time (--timeout ${seconds(opts.timeoutMs)}) while ${e.message} (at: ${step})`);
-      // what the start has launched so far goes now; its own clean-up then ends it
-      killLaunched();
-      await Promise.race([starting?.then((t) => t.stop()).catch(() => {}), sleep(30_000)]);
       return 1;
     }
     // a description that does not render is bad input (exit 2, one line, as synth says it); anything else of the twin is one line
