@@ -48,7 +48,8 @@ function expectedApplications(twin: TwinCluster): string[] {
 
 /** One Application on one line of the live display: name, wave, sync, health and what it waits on. */
 function displayLine(s: ApplicationState, width: number): string {
-  const waiting = s.health !== 'Healthy' ? (s.healthMessage || s.waitingOn[0] || s.operationMessage || s.conditions[0] || '') : '';
+  const waiting = s.health !== 'Healthy' ? (s.healthMessage || s.waitingOn[0] || s.operationMessage || s.conditions[0] || '')
+    : s.sync !== 'Synced' ? (s.conditions[0] || s.operationMessage || s.waitingOn[0] || '') : '';
   const line = `  ${s.name.padEnd(width)}  wave ${String(s.wave).padStart(2)}  ${(s.sync || '-').padEnd(10)} ${(s.health || '-').padEnd(11)} ${waiting}`;
   return line.length > 160 ? `${line.slice(0, 157)}...` : line;
 }
@@ -130,6 +131,13 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
         say(line);
       },
     }));
+    // the twin reaches nothing outside this machine, and serves no chart repository nor upstream Git repository yet (only
+    // Argo CD's install base): a managed install's Application cannot fetch its source there
+    const managed = Object.entries(twin.model.description.installs as Record<string, string>).filter(([, v]) => v === 'managed').map(([k]) => `installs.${k}`);
+    if (managed.length > 0) {
+      opts.err(`rehearse: warning: ${managed.join(', ')}: managed, and the twin serves no chart or upstream repository yet (it reaches nothing outside this machine): `
+        + 'their Applications cannot fetch their sources and will not converge here');
+    }
     const pushed = await twin.push('rehearse: the render of the working tree');
     say('running the bootstrap of the cluster\'s README');
     await bounded('running the bootstrap', twin.bootstrap());
