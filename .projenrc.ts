@@ -125,7 +125,7 @@ project.package.addBin({ 'gpu-cluster-manifests': 'lib/src/bin.js' });
 // lib/ is git-ignored, so the package lists what it ships: the compiled library and CLI, its typed CRD
 // imports, the description schema, the Argo CD health checks (the Lua files synth puts into argocd-cm, read from
 // the same path under the package root), and lib/assets/ (the pinned CRD schemas and the vendored upstream
-// charts and overlays, copied from ../shared at pack time), facts of upstream releases produced by their own code
+// charts and overlays, copied from ../shared at pack time; the Go modules rehearse builds the twin from, from src/twin/), facts of upstream releases produced by their own code
 // (src/upstream/facts/: Kueue's built-in configuration defaults), the upstream files this repository vendors itself
 // (src/upstream/vendored/: Kueue's feature gates, byte-exact with their SOURCES.md and SHA256SUMS), the documentation
 // the README and the CLI's messages point at (docs/), and the command line in one file (lib/bundle/,
@@ -275,7 +275,7 @@ project.addTask('test:update', { description: 'Update vitest snapshots (read the
 // The slowest files start first: without vitest's timing cache (a clean clone, CI) the default order
 // is by size, so a small slow file could start last and stretch the wall time by its own length.
 const SLOW_TEST_FILES = [
-  'test/cluster/argocd-twin.test.ts', 'test/cluster/gitops-waves.test.ts', 'test/cluster/apply-as-argocd.test.ts', 'test/cluster/live-commands.test.ts', 'test/cluster/operator-releases.test.ts',
+  'test/cluster/argocd-twin.test.ts', 'test/cluster/gitops-waves.test.ts', 'test/cluster/rehearse.test.ts', 'test/cluster/apply-as-argocd.test.ts', 'test/cluster/live-commands.test.ts', 'test/cluster/operator-releases.test.ts',
   'test/package/pack.test.ts', 'test/cli/stale-caches.test.ts', 'test/faults/faults.test.ts', 'test/cluster/kueue.test.ts', 'test/cluster/multikueue.test.ts', 'test/cli/npm-scripts.test.ts',
   'test/check/installs.test.ts', 'test/docs/runnable-blocks.test.ts', 'test/check/rules.test.ts', 'test/preflight/live-bounds.test.ts',
   'test/check/hostile-trees.test.ts', 'test/check/placement.test.ts', 'test/cli/cli.test.ts', 'test/upgrade/upgrade-plan.test.ts',

@@ -62,7 +62,7 @@ const lazyImports = (text) => text.replace(/^const (\w+) = (__importStar\()?requ
  * The modules of the commands that src/cli.ts runs through `deferred` (a synth needs none of them): each loaded when
  * its command first runs. Their exports are read only inside a command's run, never while cli.js loads.
  */
-const LAZY_COMMANDS = /^const (\w+) = require\("(\.\/(?:commands\/(?:check|diff|new|schema|upgrade-plan)|init\/command|preflight\/command|verify\/command))"\);$/gm;
+const LAZY_COMMANDS = /^const (\w+) = require\("(\.\/(?:commands\/(?:check|diff|new|schema|upgrade-plan)|init\/command|preflight\/command|twin\/command|verify\/command))"\);$/gm;
 const lazyCommands = (file, text) => (path.relative(LIB, file) === path.join('src', 'cli.js')
   ? text.replace(LAZY_COMMANDS, (all, name, module) => `const ${name} = __lazyExports(() => require("${module}"));`)
   : text);

@@ -55,6 +55,14 @@ const ASSETS = [
         'a git symlink upstream, kept as in ../shared; SHA256SUMS covers its target (SOURCES.md)',
     },
   },
+  {
+    base: 'repo',
+    from: 'src/twin',
+    to: 'twin',
+    // the Go modules rehearse builds the twin's binaries from (src/twin/binary.ts): go.mod, go.sum and the sources of
+    // each, never a binary nor the TypeScript beside them (compiled into lib/src/twin/)
+    only: (rel) => /(^|\/)(go\.mod|go\.sum|[^/]+\.go)$/.test(rel),
+  },
 ];
 
 /**
@@ -134,7 +142,7 @@ function copyAsset(asset, shared, into, releases) {
   const all = listFiles(from, '', (dir) => shipped(`${dir}/`));
   const stale = drops.filter((d) => !all.some((rel) => matches(d, rel)));
   if (stale.length > 0) throw new Error(`${from}: nothing to drop at ${stale.join(', ')}: update ASSETS in ${path.relative(ROOT, __filename)}`);
-  const files = all.filter((rel) => shipped(rel) && !dropped(rel));
+  const files = all.filter((rel) => shipped(rel) && !dropped(rel) && (asset.only === undefined || asset.only(rel)));
   const sums = asset.sums ? readSums(path.join(from, asset.sums)) : undefined;
   const problems = [];
   if (sums) {

@@ -11,7 +11,7 @@ import { CommandSpec, commandHelp, renderInputs, unknownOption } from './command
 import { Preloaded, preloadedModels } from './commands/precheck';
 import { Progress } from './commands/progress';
 import { runSchema } from './commands/schema';
-import { CHECK, DIFF, INIT, NEW, PREFLIGHT, SCHEMA, SYNTH, UPGRADE_PLAN, VALIDATE, VERIFY } from './commands/specs';
+import { CHECK, DIFF, INIT, NEW, PREFLIGHT, REHEARSE, SCHEMA, SYNTH, UPGRADE_PLAN, VALIDATE, VERIFY } from './commands/specs';
 import { synthSummary } from './commands/synth-summary';
 import { runUpgradePlan } from './commands/upgrade-plan';
 import { commandFailure, formatIssue, runValidate } from './commands/validate';
@@ -27,6 +27,7 @@ import { readGitRepo } from './project/git';
 import { requireProject } from './project/project-file';
 import { DeletionRefused, deletionLines } from './render/deletions';
 import { descriptionFiles, synth, ValidationFailed } from './synth/pipeline';
+import { runRehearse } from './twin/command';
 import { runVerify } from './verify/command';
 
 export { EXIT } from './commands/io';
@@ -108,6 +109,7 @@ export const COMMANDS: Readonly<Record<string, { readonly spec: CommandSpec; rea
   preflight: { spec: PREFLIGHT, run: deferred(() => runPreflight) },
   init: { spec: INIT, run: deferred(() => runInit) },
   verify: { spec: VERIFY, run: deferred(() => runVerify) },
+  rehearse: { spec: REHEARSE, run: deferred(() => runRehearse) },
   [UPGRADE_PLAN.name]: { spec: UPGRADE_PLAN, run: deferred(() => runUpgradePlan) },
   new: { spec: NEW, run: (args, io) => runNew(args, io) },
 };

@@ -1,11 +1,11 @@
 import { EXIT, Io } from './io';
 import { CommandSpec, globalHelp } from './options';
-import { CHECK, DIFF, INIT, NEW, PREFLIGHT, SCHEMA, SYNTH, UPGRADE_PLAN, VALIDATE, VERIFY } from './specs';
+import { CHECK, DIFF, INIT, NEW, PREFLIGHT, REHEARSE, SCHEMA, SYNTH, UPGRADE_PLAN, VALIDATE, VERIFY } from './specs';
 import { describeEngines, EngineError, resolveEngines } from '../engines';
 import { reportError } from '../errors';
 
 /** Every command, in the order the global help lists them. */
-export const COMMAND_SPECS: readonly CommandSpec[] = [SYNTH, VALIDATE, CHECK, DIFF, SCHEMA, PREFLIGHT, INIT, VERIFY, UPGRADE_PLAN, NEW];
+export const COMMAND_SPECS: readonly CommandSpec[] = [SYNTH, VALIDATE, CHECK, DIFF, SCHEMA, PREFLIGHT, INIT, VERIFY, REHEARSE, UPGRADE_PLAN, NEW];
 
 /** The engines line(s) of --help and the report: which helm and kustomize `check` runs, or why none. */
 export async function engineLines(): Promise<string[]> {

@@ -2,6 +2,7 @@ import { CommandSpec, OPTIONS, OptionTable, RENDER_OPTIONS } from './options';
 import { INPUT_LIMITS } from '../input/limits';
 import { PACKAGE_NAME, SCHEMA_FILE_NAME } from '../paths';
 import { PROJECT_FILE } from '../project/names';
+import { prebuiltLayout, requiredGoVersion } from '../twin/binary';
 
 /*
  * What each command is, for its --help and the global help: usage, summary, description and option table
@@ -13,6 +14,10 @@ import { PROJECT_FILE } from '../project/names';
 export const LIVE_TIMEOUT_MS = 30_000;
 /** Default time of verify's whole live run (--timeout): two requests for each object of the render. */
 export const VERIFY_TIMEOUT_MS = 120_000;
+/** Default time of a whole rehearsal (--timeout): the twin's start, the bootstrap and every wave (the binaries had). */
+export const REHEARSE_TIMEOUT_MS = 600_000;
+/** The most a rehearsal may be given (--timeout). */
+export const REHEARSE_MAX_TIMEOUT_MS = 3_600_000;
 
 const SYNTH_OPTIONS = { ...RENDER_OPTIONS, 'quiet': OPTIONS.quiet, 'allow-delete': OPTIONS['allow-delete'] } as const satisfies OptionTable;
 
@@ -263,4 +268,35 @@ export const VERIFY: CommandSpec<typeof VERIFY_OPTIONS> = {
     + 'are dry-run, never read. The identity needs get, create and patch on what the render applies (docs/commands.md#verify).',
   options: VERIFY_OPTIONS,
   failed: 'the API server would refuse an object (or its CRD comes only after it)',
+};
+
+const REHEARSE_OPTIONS = {
+  config: { type: 'string', value: 'FILE', help: 'the description to rehearse: YAML or JSON' },
+  binaries: { type: 'string', value: 'DIR', help: 'take the twin\'s binaries from DIR (prebuilt; the list below) instead of building them with Go' },
+  timeout: { type: 'string', value: 'SECONDS', help: `bounds the whole rehearsal once the binaries are there: the twin's start, the bootstrap and every wave (default: ${REHEARSE_TIMEOUT_MS / 1000}, at most ${REHEARSE_MAX_TIMEOUT_MS / 1000})` },
+  verbose: { ...OPTIONS.verbose, help: 'print every state change of every Application, and the CPU seconds of each process of the twin at the end' },
+  quiet: { ...OPTIONS.quiet, help: 'print errors only: each Application that does not converge (no progress, no timeline)' },
+  help: OPTIONS.help,
+} as const satisfies OptionTable;
+
+/** `rehearse`: the bootstrap synced by a real Argo CD on a local twin of the cluster. */
+export const REHEARSE: CommandSpec<typeof REHEARSE_OPTIONS> = {
+  name: 'rehearse',
+  usage: `${PACKAGE_NAME} rehearse --config FILE [--binaries DIR] [--timeout SECONDS] [--verbose | --quiet]`,
+  summary: 'see the bootstrap converge before you push it: synced by a real Argo CD on a local twin of the cluster',
+  // read when the help is printed: the versions come from the Go modules the package ships
+  get description(): string {
+    return 'Renders --config (with its repository pointed at a local Git server) in a scratch folder and starts a twin of the cluster on this '
+      + 'machine: a Kubernetes control plane, the described nodes run by KWOK, what the cluster has before Argo CD (the pre-installed '
+      + 'add-ons\' CRDs and namespaces, a pre-installed Kueue running for real, stand-ins of the GPU and Network Operators), then runs the '
+      + 'bootstrap of the cluster\'s README and lets a real Argo CD sync every wave. Shows each Application\'s sync and health (a live '
+      + 'display on a terminal, plain lines otherwise), then the timeline. Exit 0 when every Application is Synced and Healthy within '
+      + '--timeout, 1 naming each one that is not and what it waits on. Nothing is written to the project or its output folder; every '
+      + 'process is stopped and the scratch folder removed on exit, Ctrl-C or a crash. '
+      + `The binaries: with Go ${requiredGoVersion()} or later on PATH they are built once per machine into the user's cache `
+      + '(~/.cache/gpu-cluster-manifests/, some 20 minutes and a few GB of memory the first time); or --binaries DIR holds them, '
+      + `built from the Go modules the package ships (in node_modules/${PACKAGE_NAME}/): ${prebuiltLayout().join('; ')}.`;
+  },
+  options: REHEARSE_OPTIONS,
+  failed: 'an Application did not become Synced and Healthy within --timeout (each is named with what it waits on)',
 };

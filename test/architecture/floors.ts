@@ -15,7 +15,7 @@ export const FLOORS: readonly { readonly name: string; readonly entries: readonl
   { name: 'checks', entries: ['check/'] },
   { name: 'report', entries: ['report/'] },
   { name: 'driver', entries: ['synth/', 'upgrade/'] },
-  { name: 'commands', entries: ['commands/', 'preflight/', 'init/', 'verify/', 'launcher/', 'bin.ts', 'cli.ts', 'main.ts', 'index.ts'] },
+  { name: 'commands', entries: ['commands/', 'preflight/', 'init/', 'verify/', 'twin/', 'launcher/', 'bin.ts', 'cli.ts', 'main.ts', 'index.ts'] },
   // TypeScript descriptions import the package (index.ts) by its name
   { name: 'descriptions', entries: ['clusters/'] },
 ];

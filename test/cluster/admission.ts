@@ -1,6 +1,6 @@
-import { ApiError, describe, KubeClient, KubeObject } from './kube-client';
 import { ClusterModel } from '../../src/model/model';
 import { LABELS, NVIDIA_RUNTIME_CLASSES, RESOURCES, TENANCY } from '../../src/model/names';
+import { ApiError, describe, KubeClient, KubeObject } from '../../src/twin/kube-client';
 import { kueueGated } from '../tenants/admission-eval';
 
 /**

@@ -5,15 +5,6 @@ import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { denials, nvidiaRuntimeClasses, tenantEscapes, WARN_TWIN, warnTwins, write } from './admission';
-import {
-  applySteps, ARGOCD_MANAGER, failingWebhooks, interceptedObjects, planSync, PlannedObject, refusalText, secondApply, splitConversionRefusals,
-  SyncPlan, vendoredCrds,
-} from './argocd-sync';
-import { controlPlaneBinary } from './binary';
-import { ControlPlane, startControlPlane } from './control-plane';
-import { ApiError, describe as describeObject, KubeObject } from './kube-client';
-import { HermeticNode, nodesOf, operandDaemonSets, PlacementInput, placementFindings, placeSamples, settledState, waitingForKueue } from './placement';
-import { poll } from './poll';
 import { defaultCacheDir } from '../../src/cache/compiled-cache';
 import { checkCluster, ClusterView, readClusters, renderClusterSources } from '../../src/check';
 import { ClusterIndex } from '../../src/check/cluster-index';
@@ -27,6 +18,15 @@ import { LABELS, RESOURCES } from '../../src/model/names';
 import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../../src/paths';
 import { Manifest } from '../../src/render/manifest';
 import { loadModels } from '../../src/synth/pipeline';
+import {
+  applySteps, ARGOCD_MANAGER, failingWebhooks, interceptedObjects, planSync, PlannedObject, refusalText, secondApply, splitConversionRefusals,
+  SyncPlan, vendoredCrds,
+} from '../../src/twin/argocd-sync';
+import { controlPlaneBinary } from '../../src/twin/binary';
+import { ControlPlane, startControlPlane } from '../../src/twin/control-plane';
+import { ApiError, describe as describeObject, KubeObject } from '../../src/twin/kube-client';
+import { HermeticNode, nodesOf, operandDaemonSets, PlacementInput, placementFindings, placeSamples, settledState, waitingForKueue } from '../../src/twin/placement';
+import { poll } from '../../src/twin/poll';
 import { ClusterRenders } from '../../src/upstream/render';
 import { RenderSession } from '../../src/upstream/render-session';
 import { EXAMPLES_DIR, FIXTURE_CLUSTERS, REFERENCE_FILE } from '../paths';

@@ -1,11 +1,11 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { closeSync, openSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { freePorts, httpGet, killGroup, killOnExit, kubeconfigText, tailOf } from './control-plane';
-import { serviceAccountToken } from './kueue';
-import { poll } from './poll';
-import { Twin } from './twin';
-import { runCommand } from './twin-cluster';
+import { freePorts, httpGet, killGroup, killOnExit, kubeconfigText, tailOf } from '../../src/twin/control-plane';
+import { serviceAccountToken } from '../../src/twin/kueue';
+import { poll } from '../../src/twin/poll';
+import { Twin } from '../../src/twin/twin';
+import { runCommand } from '../../src/twin/twin-cluster';
 
 /**
  * The `argocd` CLI of the twin (Argo CD v3.5.1's, from the twin binary) against an Argo CD API server of the twin's own:

@@ -3,14 +3,14 @@ import { loadavg, tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { ApplicationState, describeState, formatTimeline, TimelineEntry } from './applications';
-import { vendoredCrds } from './argocd-sync';
-import { twinBinary } from './binary';
-import { poll } from './poll';
-import { renderInto, startTwinCluster, TwinCluster } from './twin-cluster';
 import { LABELS } from '../../src/model/names';
 import { DEFAULT_SCHEMAS } from '../../src/paths';
 import { loadModels } from '../../src/synth/pipeline';
+import { ApplicationState, describeState, formatTimeline, TimelineEntry } from '../../src/twin/applications';
+import { vendoredCrds } from '../../src/twin/argocd-sync';
+import { twinBinary } from '../../src/twin/binary';
+import { poll } from '../../src/twin/poll';
+import { renderInto, startTwinCluster, TwinCluster } from '../../src/twin/twin-cluster';
 import { REFERENCE_FILE, TRAINING_FILE } from '../paths';
 
 /**

@@ -3,8 +3,8 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSyn
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ARGOCD_MODULE, CACHE_ENV, ControlPlaneBuildError, controlPlaneBinary, GO_ENV, KUEUE_CACHE_ENV, kueueBinary, KWOK_MODULE, KWOK_STAGES, TWIN_CACHE_ENV, twinBinary, UNUSED_ENTRY_MS } from './binary';
 import { isExecutableFile } from '../../src/engines/packaged';
+import { ARGOCD_MODULE, CACHE_ENV, ControlPlaneBuildError, controlPlaneBinary, GO_ENV, KUEUE_CACHE_ENV, kueueBinary, KWOK_MODULE, KWOK_STAGES, TWIN_CACHE_ENV, twinBinary, UNUSED_ENTRY_MS } from '../../src/twin/binary';
 
 /**
  * The cache of the control plane, Kueue and twin binaries (binary.ts), with a stand-in for the go command: it answers
@@ -83,7 +83,7 @@ describe('the control plane binary, built once per machine into a cache keyed by
     const lines: string[] = [];
     const first = await controlPlaneBinary({ progress: (l) => lines.push(l) });
     expect(first.built).toBe(true);
-    expect(lines[0]).toMatch(/^building the Kubernetes control plane for the tests \(first run on this machine, a few minutes\): .* v1\.36\.3 and etcd v3\.6\.8 into /);
+    expect(lines[0]).toMatch(/^building the Kubernetes control plane \(first run on this machine, a few minutes\): .* v1\.36\.3 and etcd v3\.6\.8 into /);
     expect(lines[1]).toMatch(/^built the control plane in \d+ s$/);
     expect(first.path).toBe(path.join(root, first.key, 'control-plane'));
     expect(first.key).toMatch(/^go1\.99\.\d+-test-linux-amd64-[0-9a-f]{16}$/);
@@ -109,8 +109,8 @@ describe('the control plane binary, built once per machine into a cache keyed by
     expect(builds(TWIN_TARGET)).toBe(1);
     const said = `${a.stderr}${b.stderr}`;
     expect(said.match(/^building the Kubernetes control plane/gm)).toHaveLength(1);
-    expect(said.match(/^building Kueue for the tests/gm)).toHaveLength(1);
-    expect(said.match(/^building the Argo CD twin for the tests/gm)).toHaveLength(1);
+    expect(said.match(/^building Kueue/gm)).toHaveLength(1);
+    expect(said.match(/^building the Argo CD twin/gm)).toHaveLength(1);
     expect(said).toMatch(/^waiting for another process to build the control plane/m);
   });
 
@@ -119,7 +119,7 @@ describe('the control plane binary, built once per machine into a cache keyed by
     process.env.FAKE_GO_FAIL = 'kueue';
     const kueueFails = prepare();
     expect(kueueFails.status).toBe(0);
-    expect(kueueFails.stderr).toMatch(/^cannot prepare the Kueue tests \(test\/cluster\/kueue\.test\.ts fails on it\): go build of Kueue \(test\/cluster\/kueue\) failed \(exit 1\): cache\.go:7:2: undefined: x$/m);
+    expect(kueueFails.stderr).toMatch(/^cannot prepare the Kueue tests \(test\/cluster\/kueue\.test\.ts fails on it\): go build of Kueue \(src\/twin\/kueue\) failed \(exit 1\): cache\.go:7:2: undefined: x$/m);
     expect(kueueFails.stderr.trim().split('\n').filter((l) => l.startsWith('cannot'))).toHaveLength(1);
     expect([builds(), builds('sigs.k8s.io/kueue/cmd/kueue'), builds(TWIN_TARGET)]).toEqual([1, 1, 1]);
 
@@ -143,7 +143,7 @@ describe('the control plane binary, built once per machine into a cache keyed by
     const planeFails = prepare();
     expect(planeFails.status).toBe(1);
     expect(planeFails.stderr).toMatch(/^cannot prepare the cluster tests: go build of the control plane/m);
-    expect(planeFails.stderr).not.toMatch(/Kueue|twin/);
+    expect(planeFails.stderr).not.toMatch(/Kueue|the Argo CD twin/);
     expect([builds(), builds('sigs.k8s.io/kueue/cmd/kueue')]).toEqual([3, 2]);
   });
 
@@ -152,7 +152,7 @@ describe('the control plane binary, built once per machine into a cache keyed by
     const kueue = await kueueBinary({ progress: (l) => lines.push(l) });
     expect(kueue.built).toBe(true);
     expect(lines).toEqual([
-      expect.stringMatching(/^building Kueue for the tests \(first run on this machine, a few minutes\): sigs\.k8s\.io\/kueue\/cmd\/kueue v0\.19\.2 into /),
+      expect.stringMatching(/^building Kueue \(first run on this machine, a few minutes\): sigs\.k8s\.io\/kueue\/cmd\/kueue v0\.19\.2 into /),
       expect.stringMatching(/^built Kueue in \d+ s$/),
     ]);
     expect(kueue.path).toBe(path.join(kueueRoot, kueue.key, 'kueue'));
@@ -169,7 +169,7 @@ describe('the control plane binary, built once per machine into a cache keyed by
     const twin = await twinBinary({ progress: (l) => lines.push(l) });
     expect(twin.built).toBe(true);
     expect(lines).toEqual([
-      expect.stringMatching(/^building the Argo CD twin for the tests \(first run on this machine, some 20 minutes\): Argo CD v3\.5\.1, KWOK v0\.8\.0, kustomize v5\.8\.1, helm v4\.2\.1 and Redis \(miniredis v2\.38\.0\) into /),
+      expect.stringMatching(/^building the Argo CD twin \(first run on this machine, some 20 minutes\): Argo CD v3\.5\.1, KWOK v0\.8\.0, kustomize v5\.8\.1, helm v4\.2\.1 and Redis \(miniredis v2\.38\.0\) into /),
       expect.stringMatching(/^built the Argo CD twin in \d+ s$/),
     ]);
     expect(twin.path).toBe(path.join(twinRoot, twin.key, 'twin'));
@@ -181,7 +181,7 @@ describe('the control plane binary, built once per machine into a cache keyed by
     // a companion changed in the cache is a damaged entry: built again
     writeFileSync(twin.companions['pod-ready.yaml'], 'kind: Stage\n# edited\n');
     expect((await twinBinary()).built).toBe(false); // verified once per process: the same process takes its entry as it was
-    const again = spawnSync(process.execPath, ['-r', 'ts-node/register/transpile-only', '-e', 'require(\'./binary\').twinBinary().then((b) => console.log(b.built))'], { cwd: __dirname, env: process.env, encoding: 'utf8' });
+    const again = spawnSync(process.execPath, ['-r', 'ts-node/register/transpile-only', '-e', 'require(\'../../src/twin/binary\').twinBinary().then((b) => console.log(b.built))'], { cwd: __dirname, env: process.env, encoding: 'utf8' });
     expect(again.stdout.trim()).toBe('true');
     expect(builds(TWIN_TARGET)).toBe(2);
     expect(readFileSync(twin.companions['pod-ready.yaml'], 'utf8')).not.toMatch(/edited/);
@@ -260,7 +260,7 @@ describe('the control plane binary, built once per machine into a cache keyed by
     expect(readFileSync(path.join(root, 'notes.lock'), 'utf8')).toBe('my own lock file, no JSON');
     // a file of the user's named like the lock of a key the cache builds is said, never removed
     process.env.FAKE_GOVERSION = `go1.99.${serial}-third`;
-    const { buildKey } = await import('./binary');
+    const { buildKey } = await import('../../src/twin/binary');
     writeFileSync(path.join(root, `${buildKey(fakeGo)}.lock`), 'not ours');
     utimesSync(path.join(root, `${buildKey(fakeGo)}.lock`), old, old);
     await expect(controlPlaneBinary()).rejects.toThrow(/\.lock is in the way: no lock of this cache \(it names no owner\); remove it/);
@@ -291,7 +291,7 @@ describe('the control plane binary, built once per machine into a cache keyed by
     process.env.FAKE_GO_FAIL = '1';
     const e = await controlPlaneBinary().catch((x: unknown) => x);
     expect(e).toBeInstanceOf(ControlPlaneBuildError);
-    expect((e as Error).message).toMatch(/^go build of the control plane \(test\/cluster\) failed \(exit 1\):\nmain\.go:12:2: undefined: app\.NewAPIServerCommand$/);
+    expect((e as Error).message).toMatch(/^go build of the control plane \(src\/twin\) failed \(exit 1\):\nmain\.go:12:2: undefined: app\.NewAPIServerCommand$/);
     // nothing half-built is left to be taken for a build
     expect(readdirSync(root)).toEqual([]);
   });

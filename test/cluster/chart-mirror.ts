@@ -5,7 +5,7 @@ import * as http from 'node:http';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { parse, stringify } from 'yaml';
-import { vendoredCrds } from './argocd-sync';
+import { vendoredCrds } from '../../src/twin/argocd-sync';
 import { locateChart, renderableChart } from '../../src/upstream/chart';
 import { VendoredChart } from '../../src/upstream/releases';
 

@@ -1,6 +1,6 @@
-import { ControlPlane } from './control-plane';
 import { simulatedNodes } from '../../src/check/placement/nodes';
 import { ClusterModel } from '../../src/model/model';
+import { ControlPlane } from '../../src/twin/control-plane';
 
 /** A Node as a kubelet registers it: what a control plane test creates (createNode). */
 export interface DescribedNode {

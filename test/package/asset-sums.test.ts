@@ -5,6 +5,7 @@ import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { InstallationDamaged } from '../../src/cache/asset-sums';
 import { EXIT, main } from '../../src/cli';
+import { buildKey, MODULE_DIR } from '../../src/twin/binary';
 import { locateChart } from '../../src/upstream/chart';
 import { VENDORED_RELEASES, VendoredChart } from '../../src/upstream/releases';
 
@@ -82,5 +83,20 @@ describe.skipIf(!HAS_SHARED)('the installed package verifies the assets it ships
     appendFileSync(values, '\nimage: {repository: evil.example.com/x}\n');
     expect(() => locateChart(upstream, release.chart, release.version)).toThrow(InstallationDamaged);
     expect(() => locateChart(upstream, release.chart, release.version)).toThrow(/^the installed gpu-cluster-manifests is damaged: .*values\.yaml differs from the file it was shipped with \(its checksum in upstream-installs\/SHA256SUMS\); reinstall it \(npm ci\)$/);
+  });
+
+  it('the twin\'s Go modules: a source edited or added inside the installation is found before go builds anything from it', () => {
+    expect(MODULE_DIR).toBe(path.join(where.assets, 'twin'));
+    // no go command is run before the files are verified: a go that does not exist is never reached
+    const source = path.join(MODULE_DIR, 'main.go');
+    const original = readFileSync(source);
+    appendFileSync(source, '\nfunc init() { panic("edited") }\n');
+    expect(() => buildKey('/nonexistent/go')).toThrow(/^the installed gpu-cluster-manifests is damaged: .*twin\/main\.go differs from the file it was shipped with \(its checksum in twin\/SHA256SUMS\); reinstall it/);
+    writeFileSync(source, original);
+    writeFileSync(path.join(MODULE_DIR, 'extra.go'), 'package main\n');
+    expect(() => buildKey('/nonexistent/go')).toThrow(/damaged: .*twin\/extra\.go is not among the files it was shipped with \(twin\/SHA256SUMS\)/);
+    rmSync(path.join(MODULE_DIR, 'extra.go'));
+    // as shipped, the verification passes and the build goes on (to the go command, here none)
+    expect(() => buildKey('/nonexistent/go')).toThrow(/\/nonexistent\/go env failed/);
   });
 });

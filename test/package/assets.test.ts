@@ -64,6 +64,11 @@ describe('the package assets', () => {
       expect(existsSync(path.join(into, gone)), gone).toBe(false);
     }
     expect(existsSync(path.join(into, 'upstream-installs', 'SOURCES.md'))).toBe(true);
+    // the twin's Go modules (rehearse builds from them), from this checkout: go.mod, go.sum and the Go sources of each, nothing else
+    const twin = readFileSync(path.join(into, 'twin', 'SHA256SUMS'), 'utf8').trimEnd().split('\n').map((l) => l.split('  ')[1]);
+    expect(twin).toEqual(expect.arrayContaining(['go.mod', 'go.sum', 'main.go', 'kueue/go.mod', 'kueue/go.sum', 'twin/go.mod', 'twin/go.sum', 'twin/main.go']));
+    expect(twin.filter((f) => !/(^|\/)(go\.mod|go\.sum|[^/]+\.go)$/.test(f))).toEqual([]);
+    expect(existsSync(path.join(into, 'twin', 'twin-cluster.ts'))).toBe(false);
   });
 
   it.each([

@@ -5,7 +5,7 @@ import { BASE_CUSTOM_KINDS, PREFLIGHT_CLUSTER_ROLE, preflightRbacRules, RENDERED
 import { apiGroup } from '../../src/render/manifest';
 import { loadModels } from '../../src/synth/pipeline';
 import { renderCluster } from '../../src/synth/render';
-import { vendoredCrds } from '../cluster/argocd-sync';
+import { vendoredCrds } from '../../src/twin/argocd-sync';
 import { documentedClusterRole } from '../cluster/documented-rbac';
 import { serviceMonitorCrd } from '../helpers';
 import { REFERENCE_FILE, TRAINING_FILE } from '../paths';

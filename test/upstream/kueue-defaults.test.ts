@@ -4,9 +4,9 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { UPSTREAM_FACTS_DIR } from '../../src/paths';
+import { buildInfoVersions, goBinary, GoBinarySpec, goCommand } from '../../src/twin/binary';
 import { COMPONENTS, pinnedChart, previousReleases } from '../../src/upgrade/components';
 import { BUILT_IN_DEFAULTS_FILE } from '../../src/upgrade/config-defaults';
-import { buildInfoVersions, goBinary, GoBinarySpec, goCommand } from '../cluster/binary';
 
 /*
  * Kueue's built-in manager configuration defaults, as upgrade-plan reads them (src/upstream/facts/<release folder>/

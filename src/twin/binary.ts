@@ -5,6 +5,8 @@ import { homedir, hostname } from 'node:os';
 import * as path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { sleep } from './poll';
+import { verifyPackagedAsset } from '../cache/asset-sums';
+import { DEV_CHECKOUT, PACKAGE_ASSETS, PACKAGE_ROOT } from '../paths';
 
 /**
  * The binaries of the cluster tests, each built from a Go module of its own in this folder, once per machine, into a
@@ -23,12 +25,16 @@ import { sleep } from './poll';
  * anything else (test/cluster/prepare.ts).
  */
 
-/** The control plane's Go module: go.mod, go.sum and the sources of the binary. */
-export const MODULE_DIR = __dirname;
+/**
+ * The control plane's Go module: go.mod, go.sum and the sources of the binary. In this checkout src/twin/; the package
+ * ships the Go module files (never a binary) as an asset, copied with their checksums at pack time
+ * (projenrc/package-assets.cjs, lib/assets/twin/) and verified before a build reads them (moduleFiles).
+ */
+export const MODULE_DIR = DEV_CHECKOUT ? path.join(PACKAGE_ROOT, 'src', 'twin') : path.join(PACKAGE_ASSETS, 'twin');
 /** Kueue's Go module: go.mod (its `tool` line names the command built) and go.sum, no source of ours. */
-export const KUEUE_MODULE_DIR = path.join(__dirname, 'kueue');
+export const KUEUE_MODULE_DIR = path.join(MODULE_DIR, 'kueue');
 /** The twin's Go module: go.mod, go.sum and the sources of the binary (the dispatch of the upstream commands). */
-export const TWIN_MODULE_DIR = path.join(__dirname, 'twin');
+export const TWIN_MODULE_DIR = path.join(MODULE_DIR, 'twin');
 
 /** Names the control plane's cache folder (default: `$XDG_CACHE_HOME/gpu-cluster-manifests/control-plane`, else `~/.cache/...`). */
 export const CACHE_ENV = 'GPU_CLUSTER_MANIFESTS_CONTROL_PLANE_CACHE';
@@ -186,12 +192,24 @@ function goFacts(go: string, moduleDir: string): { version: string; os: string; 
  * not hashed: `.` for the control plane, and the tool of go.mod (hashed with it) for Kueue.
  */
 export function buildKey(go: string, spec: GoBinarySpec = CONTROL_PLANE): string {
+  verifyModule(spec);
   const facts = goFacts(go, spec.moduleDir);
   const h = createHash('sha256');
   for (const f of spec.sources) h.update(`${f}\0`).update(readFileSync(path.join(spec.moduleDir, f))).update('\0');
   const companions = spec.companions ?? [];
   h.update(JSON.stringify({ go: facts.version, os: facts.os, arch: facts.arch, args: spec.args(), env: BUILD_ENV, companions }));
   return `${facts.version}-${facts.os}-${facts.arch}-${h.digest('hex').slice(0, 16)}`;
+}
+
+/**
+ * In an installed package, every file of a module's folder (what go build reads: each file there, the folders below
+ * are modules of their own) is one the package shipped, as shipped (its checksum): a file edited or added inside the
+ * installation is a damaged installation, said in one line, and nothing is built from it. A no-op in this checkout.
+ */
+function verifyModule(spec: GoBinarySpec): void {
+  if (DEV_CHECKOUT) return;
+  for (const e of readdirSync(spec.moduleDir, { withFileTypes: true })) if (!e.isDirectory()) verifyPackagedAsset(path.join(spec.moduleDir, e.name));
+  for (const f of spec.sources) verifyPackagedAsset(path.join(spec.moduleDir, f));
 }
 
 async function sha256File(file: string): Promise<string> {
@@ -428,7 +446,7 @@ function kubernetesVersionFlags(): string {
 /** The control plane (test/cluster/main.go). */
 const CONTROL_PLANE: GoBinarySpec = {
   what: 'the control plane',
-  folder: 'test/cluster',
+  folder: 'src/twin',
   moduleDir: MODULE_DIR,
   sources: ['go.mod', 'go.sum', 'main.go', 'version.go'],
   binary: 'control-plane',
@@ -436,7 +454,7 @@ const CONTROL_PLANE: GoBinarySpec = {
   cacheEnv: CACHE_ENV,
   args: () => ['build', '-trimpath', `-ldflags=-s -w ${kubernetesVersionFlags()}`, '-o'],
   target: () => '.',
-  building: (dir) => `building the Kubernetes control plane for the tests (first run on this machine, a few minutes): kube-apiserver, kube-controller-manager, kube-scheduler ${requiredVersion('k8s.io/kubernetes')} and etcd ${requiredVersion('go.etcd.io/etcd/server/v3')} into ${dir}`,
+  building: (dir) => `building the Kubernetes control plane (first run on this machine, a few minutes): kube-apiserver, kube-controller-manager, kube-scheduler ${requiredVersion('k8s.io/kubernetes')} and etcd ${requiredVersion('go.etcd.io/etcd/server/v3')} into ${dir}`,
   versions: (bin) => reportedVersions(bin),
 };
 
@@ -449,7 +467,7 @@ export const KUEUE_MODULE = 'sigs.k8s.io/kueue';
  */
 const KUEUE: GoBinarySpec = {
   what: 'Kueue',
-  folder: 'test/cluster/kueue',
+  folder: 'src/twin/kueue',
   moduleDir: KUEUE_MODULE_DIR,
   sources: ['go.mod', 'go.sum'],
   binary: 'kueue',
@@ -457,7 +475,7 @@ const KUEUE: GoBinarySpec = {
   cacheEnv: KUEUE_CACHE_ENV,
   args: () => ['build', '-trimpath', `-ldflags=-s -w -X ${KUEUE_MODULE}/pkg/version.GitVersion=${requiredVersion(KUEUE_MODULE, KUEUE_MODULE_DIR)}`, '-o'],
   target: () => toolOf(KUEUE_MODULE_DIR),
-  building: (dir) => `building Kueue for the tests (first run on this machine, a few minutes): ${toolOf(KUEUE_MODULE_DIR)} ${requiredVersion(KUEUE_MODULE, KUEUE_MODULE_DIR)} into ${dir}`,
+  building: (dir) => `building Kueue (first run on this machine, a few minutes): ${toolOf(KUEUE_MODULE_DIR)} ${requiredVersion(KUEUE_MODULE, KUEUE_MODULE_DIR)} into ${dir}`,
   versions: (bin, go) => buildInfoVersions(go, bin, [KUEUE_MODULE, 'k8s.io/client-go', 'sigs.k8s.io/controller-runtime']),
 };
 
@@ -507,7 +525,7 @@ export const KWOK_STAGES = {
  */
 const TWIN: GoBinarySpec = {
   what: 'the Argo CD twin',
-  folder: 'test/cluster/twin',
+  folder: 'src/twin/twin',
   moduleDir: TWIN_MODULE_DIR,
   sources: ['go.mod', 'go.sum', 'main.go', 'argocd.go', 'tools.go', 'redis.go', 'version.go'],
   binary: 'twin',
@@ -515,7 +533,7 @@ const TWIN: GoBinarySpec = {
   cacheEnv: TWIN_CACHE_ENV,
   args: () => ['build', '-trimpath', `-ldflags=-s -w ${twinVersionFlags()}`, '-o'],
   target: () => 'gpu-cluster-manifests/test/cluster/twin',
-  building: (dir) => `building the Argo CD twin for the tests (first run on this machine, some 20 minutes): Argo CD ${requiredVersion(ARGOCD_MODULE, TWIN_MODULE_DIR)}, KWOK ${requiredVersion(KWOK_MODULE, TWIN_MODULE_DIR)}, kustomize ${requiredVersion('sigs.k8s.io/kustomize/kustomize/v5', TWIN_MODULE_DIR)}, helm ${requiredVersion('helm.sh/helm/v4', TWIN_MODULE_DIR)} and Redis (miniredis ${requiredVersion('github.com/alicebob/miniredis/v2', TWIN_MODULE_DIR)}) into ${dir}`,
+  building: (dir) => `building the Argo CD twin (first run on this machine, some 20 minutes): Argo CD ${requiredVersion(ARGOCD_MODULE, TWIN_MODULE_DIR)}, KWOK ${requiredVersion(KWOK_MODULE, TWIN_MODULE_DIR)}, kustomize ${requiredVersion('sigs.k8s.io/kustomize/kustomize/v5', TWIN_MODULE_DIR)}, helm ${requiredVersion('helm.sh/helm/v4', TWIN_MODULE_DIR)} and Redis (miniredis ${requiredVersion('github.com/alicebob/miniredis/v2', TWIN_MODULE_DIR)}) into ${dir}`,
   versions: (bin) => reportedVersions(bin),
   companions: [
     { name: 'git-verify-wrapper.sh', module: ARGOCD_MODULE, file: 'hack/git-verify-wrapper.sh', executable: true },
@@ -619,6 +637,7 @@ export function twinBinary(opts: BinaryOptions = {}): Promise<GoBinary> {
 }
 
 export async function goBinary(spec: GoBinarySpec, opts: BinaryOptions): Promise<GoBinary> {
+  if (prebuiltDir !== undefined && TWIN_BINARIES.includes(spec)) return prebuiltBinary(spec, prebuiltDir);
   const go = goCommand();
   const key = buildKey(go, spec);
   const known = remembered(key);
@@ -670,4 +689,100 @@ export async function goBinary(spec: GoBinarySpec, opts: BinaryOptions): Promise
     }
   });
   return remember(result);
+}
+
+/*
+ * Prebuilt binaries (`rehearse --binaries DIR`): a folder holding the three binaries by their cache names, and the
+ * twin's companion files beside them, as a build of this package's modules leaves them in its cache entries. Each is
+ * checked before use: an executable regular file whose Go build information (read from the file, nothing run) names
+ * the module versions go.mod pins.
+ */
+
+/** The binaries a twin of a cluster runs, in the order a rehearsal needs them. */
+const TWIN_BINARIES: readonly GoBinarySpec[] = [CONTROL_PLANE, KUEUE, TWIN];
+
+/** The modules whose versions name each binary (each must be go.mod's). */
+const PINNED_MODULES: Readonly<Record<string, readonly string[]>> = {
+  [CONTROL_PLANE.binary]: ['k8s.io/kubernetes', 'go.etcd.io/etcd/server/v3'],
+  [KUEUE.binary]: [KUEUE_MODULE],
+  [TWIN.binary]: [ARGOCD_MODULE, KWOK_MODULE, 'sigs.k8s.io/kustomize/kustomize/v5', 'helm.sh/helm/v4', 'github.com/alicebob/miniredis/v2'],
+};
+
+let prebuiltDir: string | undefined;
+
+/** Takes every binary from `dir` (a folder of prebuilt ones) instead of the cache; undefined: build into the cache again. */
+export function usePrebuiltBinaries(dir: string | undefined): void {
+  prebuiltDir = dir === undefined ? undefined : path.resolve(dir);
+}
+
+/** The oldest Go that builds the modules (the `go` line of their go.mod). */
+export function requiredGoVersion(): string {
+  return requiredGo();
+}
+
+/** What a folder of prebuilt binaries holds: one line per file, with the versions it must be built from. */
+export function prebuiltLayout(): string[] {
+  return TWIN_BINARIES.flatMap((spec) => {
+    const dir = spec.moduleDir;
+    const versions = PINNED_MODULES[spec.binary].map((m) => `${m} ${requiredVersion(m, dir) ?? '?'}`).join(', ');
+    const companions = (spec.companions ?? []).map((c) => c.name);
+    return [`${spec.binary}: ${spec.what} (${versions}), go build of ${path.relative(PACKAGE_ROOT, spec.moduleDir)}`,
+      ...(companions.length > 0 ? [`beside it: ${companions.join(', ')} (files of ${[...new Set((spec.companions ?? []).map((c) => `${c.module} ${requiredVersion(c.module, dir) ?? '?'}`))].join(', ')})`] : [])];
+  });
+}
+
+/** The Go version and module versions embedded in a Go binary (its build information), read from the file. */
+export function embeddedBuildInfo(file: string): Record<string, string> | undefined {
+  const bytes = readFileSync(file);
+  const at = bytes.indexOf(Buffer.from('\xff Go buildinf:', 'latin1'));
+  // Go 1.18 and later: flags bit 2 = the two strings follow the 32-byte header inline, each with a varint length
+  if (at < 0 || Math.floor(bytes[at + 15] / 2) % 2 === 0) return undefined;
+  let pos = at + 32;
+  const next = (): string => {
+    let n = 0;
+    for (let shift = 0; ; shift += 7) {
+      const b = bytes[pos++];
+      n += (b % 0x80) * 2 ** shift;
+      if (b < 0x80) break;
+    }
+    const s = bytes.subarray(pos, pos + n).toString('utf8');
+    pos += n;
+    return s;
+  };
+  const out: Record<string, string> = { go: next() };
+  for (const line of next().split('\n')) {
+    const [kind, module, version] = line.split('\t');
+    if ((kind === 'mod' || kind === 'dep') && module && version) out[module] = version;
+  }
+  return out;
+}
+
+/** A prebuilt binary of `dir`, checked; a ControlPlaneBuildError naming the file and what is wrong. */
+async function prebuiltBinary(spec: GoBinarySpec, dir: string): Promise<GoBinary> {
+  const bin = path.join(dir, spec.binary);
+  if (!isExecutable(bin)) throw new ControlPlaneBuildError(`--binaries ${dir}: no executable ${spec.binary} (${spec.what}; rehearse --help lists what the folder holds)`);
+  const info = embeddedBuildInfo(bin);
+  if (!info) throw new ControlPlaneBuildError(`--binaries ${dir}: ${spec.binary} is not a Go binary with build information (go build of ${spec.folder})`);
+  const wrong = PINNED_MODULES[spec.binary].filter((m) => info[m] !== requiredVersion(m, spec.moduleDir));
+  if (wrong.length > 0) {
+    throw new ControlPlaneBuildError(`--binaries ${dir}: ${spec.binary} is built from ${wrong.map((m) => `${m} ${info[m] ?? '(none)'}`).join(', ')}, `
+      + `this version of the package needs ${wrong.map((m) => `${m} ${requiredVersion(m, spec.moduleDir)}`).join(', ')}`);
+  }
+  const companions: Record<string, string> = {};
+  for (const c of spec.companions ?? []) {
+    const file = path.join(dir, c.name);
+    if (!lstatSync(file, { throwIfNoEntry: false })?.isFile() || (c.executable && !isExecutable(file))) {
+      throw new ControlPlaneBuildError(`--binaries ${dir}: no ${c.executable ? 'executable ' : ''}${c.name} beside ${spec.binary} (${c.file} of ${c.module})`);
+    }
+    companions[c.name] = file;
+  }
+  const versions = Object.fromEntries(Object.entries(info).filter(([m]) => m === 'go' || PINNED_MODULES[spec.binary].includes(m)));
+  return { path: bin, key: `prebuilt:${bin}`, versions, built: false, companions };
+}
+
+/** Every binary of a twin of a cluster: each from the prebuilt folder when one is given, else from the cache (built when missing). */
+export async function twinBinaries(opts: BinaryOptions = {}): Promise<GoBinary[]> {
+  const out: GoBinary[] = [];
+  for (const spec of TWIN_BINARIES) out.push(await goBinary(spec, opts));
+  return out;
 }

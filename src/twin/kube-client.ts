@@ -1,5 +1,5 @@
 import * as https from 'node:https';
-import { serverWarnings } from '../../src/preflight/live';
+import { serverWarnings } from '../preflight/live';
 
 /**
  * A small REST client of the hermetic control plane (control-plane.ts) that keeps objects as they are: what a

@@ -1,15 +1,15 @@
 import { NodeObject } from './control-plane';
 import { KubeClient, KubeObject } from './kube-client';
 import { poll } from './poll';
-import { ClusterIndex } from '../../src/check/cluster-index';
-import { SimNode, simulatedNodes } from '../../src/check/placement/nodes';
-import { clusterPolicyOperands, nicClusterPolicyOperands, OperandDaemonSet } from '../../src/check/placement/operands';
-import { gpuOnlyKeys, selectedKeys } from '../../src/check/placement/rule';
-import { fitOn, SchedulingSpec } from '../../src/check/placement/scheduling';
-import { TRUSTED_REQUESTERS } from '../../src/components/tenants/trusted-requesters';
-import { ClusterModel } from '../../src/model/model';
-import { LABELS, NAMESPACES, RESOURCES } from '../../src/model/names';
-import { apiGroup, Manifest } from '../../src/render/manifest';
+import { ClusterIndex } from '../check/cluster-index';
+import { SimNode, simulatedNodes } from '../check/placement/nodes';
+import { clusterPolicyOperands, nicClusterPolicyOperands, OperandDaemonSet } from '../check/placement/operands';
+import { gpuOnlyKeys, selectedKeys } from '../check/placement/rule';
+import { fitOn, SchedulingSpec } from '../check/placement/scheduling';
+import { TRUSTED_REQUESTERS } from '../components/tenants/trusted-requesters';
+import { ClusterModel } from '../model/model';
+import { LABELS, NAMESPACES, RESOURCES } from '../model/names';
+import { apiGroup, Manifest } from '../render/manifest';
 
 /**
  * Placement for real: the nodes of a described cluster registered as Node objects (as the model of

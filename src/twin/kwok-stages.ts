@@ -1,7 +1,7 @@
 import { stringify } from 'yaml';
-import { helmFullname } from '../../src/model/helm-names';
-import { RELEASES } from '../../src/model/names';
-import { VERSIONS } from '../../src/versions';
+import { helmFullname } from '../model/helm-names';
+import { RELEASES } from '../model/names';
+import { VERSIONS } from '../versions';
 
 /**
  * KWOK stages of the twin besides KWOK's own (binary.ts KWOK_STAGES): what an operator that does not run in the twin

@@ -1,7 +1,7 @@
 import { KubeClient, KubeObject } from './kube-client';
 import { sleep } from './poll';
-import { clusterPolicyOperands, nicClusterPolicyOperands, OperandDaemonSet } from '../../src/check/placement/operands';
-import { NAMESPACES, NODE_LABELS } from '../../src/model/names';
+import { clusterPolicyOperands, nicClusterPolicyOperands, OperandDaemonSet } from '../check/placement/operands';
+import { NAMESPACES, NODE_LABELS } from '../model/names';
 
 /**
  * Stand-ins for the two operators whose pinned releases are not served as Go modules (their module paths have no

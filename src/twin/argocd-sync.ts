@@ -3,13 +3,13 @@ import * as path from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { ApiError, describe, KubeClient, KubeObject, Resource } from './kube-client';
 import { poll } from './poll';
-import { ARGOCD_FIELD_MANAGER, crdKey, placeObjects, syncOptionsOf, syncSources, syncSteps, syncWave } from '../../src/check/argocd-sync';
-import { ClusterView } from '../../src/check/cluster-view';
-import { ARGO } from '../../src/check/gitops';
-import { isBuiltInGroup } from '../../src/components/gitops/api-kinds';
-import { jsonDifferences } from '../../src/json';
-import { apiGroup } from '../../src/render/manifest';
-import { ClusterRenders } from '../../src/upstream/render';
+import { ARGOCD_FIELD_MANAGER, crdKey, placeObjects, syncOptionsOf, syncSources, syncSteps, syncWave } from '../check/argocd-sync';
+import { ClusterView } from '../check/cluster-view';
+import { ARGO } from '../check/gitops';
+import { isBuiltInGroup } from '../components/gitops/api-kinds';
+import { jsonDifferences } from '../json';
+import { apiGroup } from '../render/manifest';
+import { ClusterRenders } from '../upstream/render';
 
 /**
  * A rendered cluster applied to the hermetic control plane directly, in the order check reads off the render

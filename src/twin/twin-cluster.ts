@@ -12,17 +12,17 @@ import { victoriaMetricsStages } from './kwok-stages';
 import { OperatorStandIns } from './operator-stand-ins';
 import { HermeticNode, nodesOf } from './placement';
 import { startTwin, Twin } from './twin';
-import { defaultCacheDir } from '../../src/cache/compiled-cache';
-import { ClusterView, readClusters, renderClusterSources } from '../../src/check';
-import { EngineBudget } from '../../src/engines';
-import { unpackedLayer } from '../../src/engines/packaged';
-import { ClusterModel } from '../../src/model/model';
-import { NODE_NAME_PLACEHOLDER } from '../../src/model/names';
-import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../../src/paths';
-import { loadModels, synth } from '../../src/synth/pipeline';
-import { ClusterRenders } from '../../src/upstream/render';
-import { RenderSession } from '../../src/upstream/render-session';
-import { VERSIONS } from '../../src/versions';
+import { defaultCacheDir } from '../cache/compiled-cache';
+import { ClusterView, readClusters, renderClusterSources } from '../check';
+import { EngineBudget } from '../engines';
+import { unpackedLayer } from '../engines/packaged';
+import { ClusterModel } from '../model/model';
+import { NODE_NAME_PLACEHOLDER } from '../model/names';
+import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../paths';
+import { loadModels, synth } from '../synth/pipeline';
+import { ClusterRenders } from '../upstream/render';
+import { RenderSession } from '../upstream/render-session';
+import { VERSIONS } from '../versions';
 
 /**
  * A twin of a described cluster: a hermetic control plane (control-plane.ts) with the cluster's Nodes run by KWOK,

@@ -9,10 +9,9 @@ import * as path from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import { controlPlaneBinary, ControlPlaneBinary } from './binary';
-import { documentedClusterRole } from './documented-rbac';
 import { KubeClient } from './kube-client';
 import { sleep } from './poll';
-import { PolicyRule, PREFLIGHT_CLUSTER_ROLE } from '../../src/preflight/reads';
+import { PolicyRule, PREFLIGHT_CLUSTER_ROLE, preflightRbacRules } from '../preflight/reads';
 
 /**
  * A hermetic Kubernetes control plane for the tests: etcd, kube-apiserver, kube-controller-manager and
@@ -63,10 +62,11 @@ export const PREFLIGHT_ROLE = PREFLIGHT_CLUSTER_ROLE;
 
 /**
  * What the read-only preflight identity may do by default: the ClusterRole docs/commands.md gives users for preflight
- * and init (get and list on exactly what src/preflight/reads.ts reads; no Secret, no write), read from the docs.
+ * and init (get and list on exactly what src/preflight/reads.ts reads; no Secret, no write; test/preflight/rbac.test.ts
+ * proves the docs' ClusterRole is these rules).
  */
 export function preflightRules(): PolicyRule[] {
-  return documentedClusterRole(PREFLIGHT_ROLE).map((r) => ({ ...r }));
+  return preflightRbacRules().map((r) => ({ ...r }));
 }
 
 /** A ClusterRole of these rules, and its ClusterRoleBinding (of the same name) to a group. */
@@ -125,6 +125,11 @@ export function killGroup(child: ChildProcess): void {
   }
 }
 let exitHook = false;
+
+/** Kills the process group of every child launched so far (what killOnExit does at exit): a signal handler's first step. */
+export function killLaunched(): void {
+  for (const c of children) killGroup(c);
+}
 
 /** Kills `child`'s process group when this process exits, however the tests end. */
 export function killOnExit(child: ChildProcess): void {

@@ -1,0 +1,148 @@
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { EXIT } from '../../src/cli';
+import { embeddedBuildInfo, GO_ENV, KUEUE_MODULE_DIR, MODULE_DIR, requiredVersion, TWIN_MODULE_DIR } from '../../src/twin/binary';
+import { REFERENCE_FILE, runMain } from '../helpers';
+
+/*
+ * rehearse's arguments, in process and without Go or a twin: what it refuses before anything starts (exit 2, one line
+ * each), how it says where the binaries come from, and the prebuilt binaries' checks (their Go build information, read
+ * from the file). The rehearsals themselves are test/cluster/rehearse.test.ts.
+ */
+
+const dir = mkdtempSync(path.join(tmpdir(), 'rehearse-args-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const savedGo = process.env[GO_ENV];
+afterEach(() => {
+  if (savedGo === undefined) delete process.env[GO_ENV];
+  else process.env[GO_ENV] = savedGo;
+});
+
+/** A file with Go build information as the linker writes it (Go 1.18 and later: the strings inline after the header). */
+function goBinaryFile(file: string, modules: Record<string, string>, go = 'go1.26.8'): void {
+  const varint = (n: number) => {
+    const out: number[] = [];
+    for (; n >= 0x80; n = Math.floor(n / 0x80)) out.push((n % 0x80) + 0x80);
+    out.push(n);
+    return Buffer.from(out);
+  };
+  const str = (s: string) => Buffer.concat([varint(Buffer.byteLength(s)), Buffer.from(s)]);
+  const mod = ['path\tcommand', 'mod\texample.com/main\t(devel)\t', ...Object.entries(modules).map(([m, v]) => `dep\t${m}\t${v}\th1:x=`)].join('\n');
+  const header = Buffer.alloc(32);
+  header.write('\xff Go buildinf:', 0, 'latin1');
+  header[14] = 8;
+  header[15] = 2;
+  writeFileSync(file, Buffer.concat([Buffer.from('#!/bin/sh\nexit 0\n'), Buffer.alloc(100), header, str(go), str(mod), Buffer.alloc(64)]));
+  chmodSync(file, 0o755);
+}
+
+/** What go.mod pins for each binary (read from the modules, never retyped). */
+const pinned = () => ({
+  'control-plane': { 'k8s.io/kubernetes': requiredVersion('k8s.io/kubernetes', MODULE_DIR)!, 'go.etcd.io/etcd/server/v3': requiredVersion('go.etcd.io/etcd/server/v3', MODULE_DIR)! },
+  'kueue': { 'sigs.k8s.io/kueue': requiredVersion('sigs.k8s.io/kueue', KUEUE_MODULE_DIR)! },
+  'twin': Object.fromEntries(['github.com/argoproj/argo-cd/v3', 'sigs.k8s.io/kwok', 'sigs.k8s.io/kustomize/kustomize/v5', 'helm.sh/helm/v4', 'github.com/alicebob/miniredis/v2']
+    .map((m) => [m, requiredVersion(m, TWIN_MODULE_DIR)!])),
+});
+
+describe('rehearse: arguments', () => {
+  it('--help names each binary a --binaries folder holds, with the versions the shipped Go modules pin', async () => {
+    const r = await runMain('rehearse', '--help');
+    expect(r.code).toBe(EXIT.ok);
+    const help = r.out.join('\n').replace(/\s+/g, ' ');
+    for (const [binary, modules] of Object.entries(pinned())) {
+      expect(help).toContain(`${binary}: `);
+      for (const [m, v] of Object.entries(modules)) expect(help, `${binary}: ${m}`).toContain(`${m} ${v}`);
+    }
+    expect(help).toContain('git-verify-wrapper.sh');
+  });
+
+  it.each([
+    [['rehearse'], /^error: rehearse: name the description: --config FILE/],
+    [['rehearse', '--config', 'nowhere.yaml'], /^error: --config nowhere\.yaml: no such file/],
+    [['rehearse', '--config', REFERENCE_FILE, '--timeout', 'soon'], /^error: --timeout soon: expected seconds from 1 to 3600/],
+    [['rehearse', '--config', REFERENCE_FILE, '--timeout', '0'], /^error: --timeout 0: expected seconds/],
+    [['rehearse', '--config', REFERENCE_FILE, '--verbose', '--quiet'], /^error: rehearse: give --verbose or --quiet, not both/],
+    [['rehearse', '--config', REFERENCE_FILE, '--binaries', path.join(dir, 'none')], /^error: --binaries .*none: no such folder/],
+    [['rehearse', 'lab.yaml'], /^error: Unexpected argument 'lab\.yaml'\. This command does not take positional arguments; see --help/],
+  ])('%j: exit 2, one line', async (args, says) => {
+    const r = await runMain(...args);
+    expect(r.code).toBe(EXIT.badInput);
+    expect(r.err).toHaveLength(1);
+    expect(r.err[0]).toMatch(says);
+    expect(r.out).toEqual([]);
+  });
+
+  it('a TypeScript description is refused (rehearse reads YAML or JSON)', async () => {
+    const ts = path.join(dir, 'lab.ts');
+    writeFileSync(ts, 'export default {};\n');
+    const r = await runMain('rehearse', '--config', ts);
+    expect(r.code).toBe(EXIT.badInput);
+    expect(r.err).toEqual([expect.stringMatching(/rehearse reads a YAML or JSON description/)]);
+  });
+
+  it('without Go and without --binaries: one line saying how to get them, exit 2', async () => {
+    process.env[GO_ENV] = path.join(dir, 'no-go');
+    const r = await runMain('rehearse', '--config', REFERENCE_FILE);
+    expect(r.code).toBe(EXIT.badInput);
+    expect(r.err).toHaveLength(1);
+    expect(r.err[0]).toMatch(/^error: rehearse: no go command, and no --binaries DIR: install Go 1\.26(\.0)? or later .*, or give --binaries DIR holding them prebuilt \(rehearse --help lists the files and versions\)/);
+  });
+
+  it('a Go older than the modules need: the same line, naming it', async () => {
+    const go = path.join(dir, 'old-go');
+    writeFileSync(go, '#!/bin/sh\necho go1.25.4\n');
+    chmodSync(go, 0o755);
+    process.env[GO_ENV] = go;
+    const r = await runMain('rehearse', '--config', REFERENCE_FILE);
+    expect(r.code).toBe(EXIT.badInput);
+    expect(r.err).toEqual([expect.stringMatching(/^error: rehearse: .*old-go is go1\.25\.4: install Go 1\.26/)]);
+  });
+});
+
+describe('rehearse --binaries DIR: each prebuilt binary is checked before anything starts', () => {
+  const layout = (name: string, versions = pinned(), companions = true) => {
+    const bin = path.join(dir, name);
+    mkdirSync(bin, { recursive: true });
+    for (const [binary, modules] of Object.entries(versions)) goBinaryFile(path.join(bin, binary), modules);
+    if (companions) {
+      for (const f of ['git-verify-wrapper.sh', 'gpg-wrapper.sh']) {
+        writeFileSync(path.join(bin, f), '#!/bin/sh\n');
+        chmodSync(path.join(bin, f), 0o755);
+      }
+      for (const f of ['node-initialize.yaml', 'node-heartbeat-with-lease.yaml', 'node-not-ready.yaml', 'pod-ready.yaml', 'pod-complete.yaml', 'pod-delete.yaml']) writeFileSync(path.join(bin, f), 'kind: Stage\n');
+    }
+    return bin;
+  };
+
+  it('reads the build information of a Go binary', () => {
+    const file = path.join(dir, 'info');
+    goBinaryFile(file, { 'sigs.k8s.io/kueue': 'v9.9.9' });
+    expect(embeddedBuildInfo(file)).toEqual({ 'go': 'go1.26.8', 'example.com/main': '(devel)', 'sigs.k8s.io/kueue': 'v9.9.9' });
+    writeFileSync(file, 'no build information here');
+    expect(embeddedBuildInfo(file)).toBeUndefined();
+  });
+
+  it('an empty folder: exit 2 naming the first binary it lacks', async () => {
+    mkdirSync(path.join(dir, 'empty'));
+    const r = await runMain('rehearse', '--config', REFERENCE_FILE, '--binaries', path.join(dir, 'empty'));
+    expect(r.code).toBe(EXIT.badInput);
+    expect(r.err).toEqual([expect.stringMatching(/--binaries .*empty: no executable control-plane \(the control plane; rehearse --help lists what the folder holds\)/)]);
+  });
+
+  it('a binary built from another release: exit 2 naming the module, the version it has and the one needed', async () => {
+    const versions = pinned();
+    const bin = layout('old-argo', { ...versions, twin: { ...versions.twin, 'github.com/argoproj/argo-cd/v3': 'v3.4.0' } });
+    const r = await runMain('rehearse', '--config', REFERENCE_FILE, '--binaries', bin);
+    expect(r.code).toBe(EXIT.badInput);
+    expect(r.err).toEqual([expect.stringMatching(new RegExp(`twin is built from github\\.com/argoproj/argo-cd/v3 v3\\.4\\.0, this version of the package needs github\\.com/argoproj/argo-cd/v3 ${versions.twin['github.com/argoproj/argo-cd/v3'].replace(/\./g, '\\.')}`))]);
+  });
+
+  it('the twin without its companion files: exit 2 naming the file', async () => {
+    const r = await runMain('rehearse', '--config', REFERENCE_FILE, '--binaries', layout('bare', pinned(), false));
+    expect(r.code).toBe(EXIT.badInput);
+    expect(r.err).toEqual([expect.stringMatching(/no executable git-verify-wrapper\.sh beside twin \(hack\/git-verify-wrapper\.sh of github\.com\/argoproj\/argo-cd\/v3\)/)]);
+  });
+});

@@ -1,0 +1,108 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { twinBinaries } from '../../src/twin/binary';
+import { ROOT } from '../helpers';
+import { REFERENCE_FILE } from '../paths';
+
+/**
+ * `rehearse` as users run it (the compiled CLI in a process of its own, its output not a terminal): the reference
+ * cluster's bootstrap converges on the twin; a rehearsal out of time and one stopped by Ctrl-C (SIGINT) end with
+ * every process they started and their scratch folder gone. Each child gets a TMPDIR of its own (where the rehearsal
+ * makes its scratch folder), so what it leaves is found there, and its processes by that path in their command lines.
+ */
+
+const BIN = path.join(ROOT, 'lib', 'src', 'bin.js');
+const work = mkdtempSync(path.join(tmpdir(), 'rehearse-test-'));
+
+beforeAll(async () => {
+  // the binaries first (built once per machine, as rehearse would): without Go every test here fails on this one line
+  await twinBinaries();
+}, 60 * 60 * 1000);
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+interface Run {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly stdout: string;
+  readonly stderr: string;
+  /** The TMPDIR the child had. */
+  readonly tmp: string;
+}
+
+/** Runs `rehearse ARGS` in a child with a TMPDIR of its own; `interrupt` is called with the child and its stderr so far as lines arrive. */
+function rehearse(args: readonly string[], interrupt?: (child: ReturnType<typeof spawn>, stderr: string) => void): Promise<Run> {
+  const tmp = mkdtempSync(path.join(work, 'tmp-'));
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [BIN, 'rehearse', ...args], { cwd: ROOT, env: { ...process.env, TMPDIR: tmp, CI: 'true' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => { stdout += c.toString(); });
+    child.stderr.on('data', (c: Buffer) => {
+      stderr += c.toString();
+      interrupt?.(child, stderr);
+    });
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr, tmp }));
+  });
+}
+
+/** Processes whose command line names `dir` (the twin's processes name their folders under the child's TMPDIR). */
+function processesUnder(dir: string): string[] {
+  const ps = spawnSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' });
+  return ps.stdout.split('\n').filter((l) => l.includes(dir) && !l.includes(' ps -eo'));
+}
+
+/** What the child left in its TMPDIR. */
+const leftIn = (dir: string) => readdirSync(dir);
+
+const sha = (file: string) => createHash('sha256').update(readFileSync(file)).digest('hex');
+
+describe('rehearse on the twin', () => {
+  it('the reference cluster: every Application Synced and Healthy, the timeline printed, exit 0; nothing left behind, the description untouched', async () => {
+    const before = sha(REFERENCE_FILE);
+    const dist = () => spawnSync('git', ['status', '--porcelain', '--', 'dist', 'src/clusters', 'test/fixtures'], { cwd: ROOT, encoding: 'utf8' }).stdout;
+    const distBefore = dist();
+    const r = await rehearse(['--config', REFERENCE_FILE]);
+    console.log(`${r.stderr.split('\n').filter((l) => !/: (instant-cluster[\w-]*) \(wave/.test(l)).join('\n')}\n${r.stdout}`);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^\| Application +\| wave \| Synced at \| Healthy at \|$/m);
+    for (const app of ['instant-cluster', 'instant-cluster-kueue', 'instant-cluster-gpu-operator', 'instant-cluster-tenants']) {
+      expect(r.stdout).toMatch(new RegExp(`^\\| ${app} +\\| \\d +\\| [\\d.]+ s +\\| [\\d.]+ s +\\|$`, 'm'));
+    }
+    expect(r.stdout).toMatch(/^instant-cluster: every Application \(\d+\) Synced and Healthy \d+ s after the root's apply/m);
+    // progress without a terminal: plain lines, each Application's sync and health as it changes
+    expect(r.stderr).toMatch(/^rehearse: \d+ s: instant-cluster-kueue \(wave 1\): Synced, Healthy$/m);
+    expect(r.stderr).not.toMatch(/\x1b\[/);
+    expect(leftIn(r.tmp)).toEqual([]);
+    expect(processesUnder(r.tmp)).toEqual([]);
+    expect(sha(REFERENCE_FILE)).toBe(before);
+    expect(dist()).toBe(distBefore);
+  }, 20 * 60 * 1000);
+
+  it('out of time (--timeout 1): exit 1 with one line saying what was under way; every process stopped, the scratch folder gone', async () => {
+    const r = await rehearse(['--config', REFERENCE_FILE, '--timeout', '1']);
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stderr).toMatch(/^rehearse: out of time \(--timeout 1 s\) while starting the twin \(at: .+\)$/m);
+    expect(r.stderr).not.toMatch(/^\s+at /m);
+    expect(leftIn(r.tmp)).toEqual([]);
+    expect(processesUnder(r.tmp)).toEqual([]);
+  }, 10 * 60 * 1000);
+
+  it('Ctrl-C (SIGINT) while Argo CD syncs: exit 130, no process and no folder left behind', async () => {
+    let sent = false;
+    const r = await rehearse(['--config', REFERENCE_FILE], (child, stderr) => {
+      if (!sent && /: every Application of instant-cluster syncing/.test(stderr)) {
+        sent = true;
+        child.kill('SIGINT');
+      }
+    });
+    expect(sent, r.stderr).toBe(true);
+    expect(r.code, r.stderr).toBe(130);
+    expect(r.stderr).toMatch(/^rehearse: SIGINT: stopping the twin$/m);
+    expect(leftIn(r.tmp)).toEqual([]);
+    expect(processesUnder(r.tmp)).toEqual([]);
+  }, 20 * 60 * 1000);
+});
