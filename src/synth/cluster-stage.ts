@@ -38,7 +38,8 @@ export function renderModel(model: ClusterModel): RenderedCluster {
   try {
     return renderCluster(model);
   } catch (e) {
-    if (e instanceof InstallationDamaged) throw e;
+    // a module of the package gone (a typed import loads when a component first renders it): a broken install, not bad input
+    if (e instanceof InstallationDamaged || (e as NodeJS.ErrnoException | undefined)?.code === 'MODULE_NOT_FOUND') throw e;
     throw new InputError(`${model.name}: cannot render`, [(e as Error).message]);
   }
 }
