@@ -4,7 +4,7 @@ import { PreflightContext, PreflightFinding, PreflightRule, rulesOf } from './ru
 import { ARGOCD_FOLDER } from '../components/argocd/chart';
 import { groupKindKey, isBuiltInGroup, isProvided, kindsDefinedBy, parseProvides } from '../components/gitops/api-kinds';
 import { GITOPS_FOLDER } from '../components/gitops/plan';
-import { LABELS, MULTIKUEUE } from '../model/names';
+import { ARGOCD_FIELD_MANAGER, LABELS, MULTIKUEUE } from '../model/names';
 import { apiGroup } from '../render/manifest';
 
 function apiFindings({ model, rendered, state, crdFileOf }: PreflightContext): PreflightFinding[] {
@@ -40,7 +40,7 @@ function apiFindings({ model, rendered, state, crdFileOf }: PreflightContext): P
         object: `CustomResourceDefinition ${groupKindKey({ group, kind: m.kind })}`,
         message: `the render has ${users} ${m.kind} object(s) (${folder}/) but the cluster has no CRD for ${m.kind}.${group}`,
         fix: folder === GITOPS_FOLDER
-          ? (model.argocd === 'managed' ? `the bootstrap installs it first: kubectl apply --server-side --force-conflicts -k ${model.description.gitops.path}/${ARGOCD_FOLDER}`
+          ? (model.argocd === 'managed' ? `the bootstrap installs it first: kubectl apply --server-side --force-conflicts --field-manager=${ARGOCD_FIELD_MANAGER} -k ${model.description.gitops.path}/${ARGOCD_FOLDER}`
             : 'install Argo CD before the bootstrap, or set gitops.argocd: managed (docs/components/gitops-and-fleet.md)')
           : fixes.length > 0 ? fixes.join('; or ') : `install the operator that serves ${m.kind}.${group}`,
       });

@@ -6,7 +6,7 @@ import { ARGOCD_FOLDER } from '../components/argocd/chart';
 import { FLEET_FOLDER, GITOPS_FOLDER, rootApplicationOf } from '../components/gitops/plan';
 import { GRAFANA_ADMIN_KEYS } from '../components/monitoring/helm-values';
 import { IN_CLUSTER_SERVER } from '../model/description';
-import { LABELS } from '../model/names';
+import { ARGOCD_FIELD_MANAGER, LABELS } from '../model/names';
 import { manifestFileName, RenderedCluster } from '../render/manifest';
 import { VERSIONS } from '../versions';
 
@@ -77,7 +77,7 @@ export function bootstrapSection(c: RenderedCluster, index: ClusterIndex): strin
     '### One cluster',
     '',
     '```sh',
-    ...(managed ? [`kubectl apply --server-side --force-conflicts -k ${argocdFolder}   # 1. Argo CD itself`] : []),
+    ...(managed ? [`kubectl apply --server-side --force-conflicts --field-manager=${ARGOCD_FIELD_MANAGER} -k ${argocdFolder}   # 1. Argo CD itself`] : []),
     `kubectl apply -f ${projectFile} -f ${rootFile}${managed ? '   # 2. the AppProject and the root Application' : hubManaged ? '   # on the hub' : ''}`,
     `kubectl get applications -n ${argocd} -w   # ${children.length + 1} Applications: ${rootApp.metadata.name} (the root) and what it syncs, in waves`,
     '```',

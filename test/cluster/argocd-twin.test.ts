@@ -127,6 +127,18 @@ describe('the reference cluster, bootstrapped as its README says, synced by the 
   });
 });
 
+describe('Argo CD\'s own install after the bootstrap', () => {
+  it('is the argocd Application\'s alone: the README\'s first command applies it under Argo CD\'s field manager, so no field of it stays kubectl\'s (one a later commit drops is removed)', async () => {
+    const cm = parse(readFileSync(path.join(twin.clusterDir, 'argocd', 'configmap.argocd.argocd-cm.yaml'), 'utf8')) as { metadata: { namespace: string } };
+    const ns = cm.metadata.namespace;
+    for (const p of [`/api/v1/namespaces/${ns}/configmaps/argocd-cm`, `/apis/apps/v1/namespaces/${ns}/deployments/argocd-server`]) {
+      const o = await live(p) as { metadata?: { managedFields?: { manager: string; operation: string }[] } } | undefined;
+      const appliers = [...new Set((o?.metadata?.managedFields ?? []).filter((f) => f.operation === 'Apply').map((f) => f.manager))];
+      expect(appliers, p).toEqual(['argocd-controller']);
+    }
+  });
+});
+
 describe('day two: each commit converges again on the real Argo CD', () => {
   type Json = Record<string, any>;
   const gpusOf = (cq: Json | undefined) => ((cq?.spec?.resourceGroups ?? []) as Json[])

@@ -138,7 +138,7 @@ describe('the cluster report (dist/<cluster>/README.md)', () => {
     // from a bare cluster in two commands: Argo CD itself (server-side), then the gitops folder
     const commands = section.slice(section.indexOf('```sh'), section.indexOf('```', section.indexOf('```sh') + 5)).split('\n').filter((l) => l.startsWith('kubectl apply'));
     expect(commands).toEqual([
-      'kubectl apply --server-side --force-conflicts -k dist/instant-cluster/argocd   # 1. Argo CD itself',
+      'kubectl apply --server-side --force-conflicts --field-manager=argocd-controller -k dist/instant-cluster/argocd   # 1. Argo CD itself',
       'kubectl apply -f dist/instant-cluster/gitops/appproject.argocd.instant-cluster.yaml -f dist/instant-cluster/gitops/application.argocd.instant-cluster.yaml'
         + '   # 2. the AppProject and the root Application',
     ]);
