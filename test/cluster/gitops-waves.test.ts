@@ -21,7 +21,7 @@ import { REFERENCE_FILE } from '../paths';
  * later commit for gitops.waveWait (and the resync that notices it) at most, and a fix reaches it; a held queue holds
  * no wave; a revert that only drops fields is applied (every child applies server-side); the escape hatches the
  * cluster's README prints, run with the argocd CLI; automated prune off. One twin, the scenarios in order, each ending
- * converged; what each shows is in its name. (Still to come on the twin: self-heal off, the samples synced by hand,
+ * converged; what each shows is in its name. Self-heal off; the samples synced by hand. (Still to come on the twin:
  * `terminate-op` of a child and `sync --resource`.)
  *
  * The twin runs with the node lifecycle controller (a NotReady Node's pods turn not ready, as on a cluster) and the
@@ -102,6 +102,14 @@ async function kubectl(args: readonly string[]): Promise<string> {
   const r = spawnSync(bin, args, { cwd: twin.workTree, env: twin.twin.env({ KUBECONFIG: twin.cp.identity('admin').kubeconfig }), encoding: 'utf8', timeout: 120_000 });
   if (r.status !== 0) throw new Error(`kubectl ${args.join(' ')}: exit ${r.status}\n${r.stdout}${r.stderr}`);
   return r.stdout;
+}
+
+/** Commits a change of gitops.automated, applies the root again as the docs say (nothing syncs the root), and waits until it converges. */
+async function setAutomated(message: string, automated: Json): Promise<string> {
+  const c = await commit(message, (d) => { d.gitops = { ...d.gitops, automated: { ...d.gitops.automated, ...automated } }; });
+  await kubectl(['apply', '-f', `dist/${twin.name}/gitops/application.${ns}.${twin.name}.yaml`]);
+  await convergedAt(c);
+  return c;
 }
 
 /** The escape hatches dist/<cluster>/README.md prints ("When a sync wave holds"), comments cut. */
@@ -358,11 +366,7 @@ describe('GitOps that never freezes, on the real Argo CD', () => {
 
   it('gitops.automated.prune: false: a commit that only removes objects converges (nothing waits for a sync that never comes), the objects stay, and argocd app sync --prune, as the README prints it, removes them', async () => {
     const tenants = app('tenants');
-    const rootFile = `dist/${twin.name}/gitops/application.${ns}.${twin.name}.yaml`;
-    const off = await commit('automated prune off', (d) => { d.gitops = { ...d.gitops, automated: { ...d.gitops.automated, prune: false } }; });
-    // the root is applied by hand: after a change of gitops.automated, apply it again (docs/components/gitops-and-fleet.md)
-    await kubectl(['apply', '-f', rootFile]);
-    await convergedAt(off);
+    await setAutomated('automated prune off', { prune: false });
     expect((await application(tenants)).spec.syncPolicy.automated.prune).toBe(false);
     expect(printedHatches()).toContain('argocd app sync <application> --prune');
 
@@ -388,10 +392,71 @@ describe('GitOps that never freezes, on the real Argo CD', () => {
     console.log(`sync --prune: ${pruned.split('\n').slice(-3).join(' | ')}`);
     await until('the object pruned and the tenants Application Synced', async () => (await twin.cp.client().get(policy)) === undefined && state(tenants).sync === 'Synced', 3 * 60_000);
 
-    const on = await commit('automated prune on again', (d) => { d.gitops = { ...d.gitops, automated: { ...d.gitops.automated, prune: true } }; });
-    await kubectl(['apply', '-f', rootFile]);
-    await convergedAt(on);
+    await setAutomated('automated prune on again', { prune: true });
   }, 20 * 60_000);
+
+  it('gitops.automated.selfHeal: false: the commit converges; a hand edit made before an Application synced the commit goes with that sync, one made after stays, its Application OutOfSync and still Healthy (no wave waits on it), and argocd app sync, as the README prints it, puts Git back', async () => {
+    const kueue = app('kueue');
+    const off = await setAutomated('self-heal off', { selfHeal: false });
+    expect((await application(kueue)).spec.syncPolicy.automated.selfHeal).not.toBe(true);
+    expect((await application(twin.name)).spec.syncPolicy.automated.selfHeal).not.toBe(true);
+
+    const cq = '/apis/kueue.x-k8s.io/v1beta2/clusterqueues/research';
+    const rendered = (await twin.cp.client().get(cq) as Json).spec.queueingStrategy;
+    const edited = rendered === 'StrictFIFO' ? 'BestEffortFIFO' : 'StrictFIFO';
+    const handEdit = () => twin.cp.client().call('PATCH', cq, { body: { spec: { queueingStrategy: edited } }, contentType: 'application/merge-patch+json', query: { fieldManager: 'kubectl-edit' } });
+    // the commit changed nothing of the kueue folder, so its Application needed no sync of it: its last sync is of an
+    // earlier commit, and a first drift is synced as that commit (autoSync: alreadyAttemptedSync compares revisions)
+    expect((await application(kueue)).status.operationState.syncResult.revision).not.toBe(off);
+    await handEdit();
+    await until('the first hand edit replaced by the automated sync of the commit', async () => (await twin.cp.client().get(cq) as Json).spec.queueingStrategy === rendered
+      && (await application(kueue)).status.operationState?.syncResult?.revision === off && state(kueue).sync === 'Synced', 2 * 60_000);
+    // synced at the commit, a hand edit is drift that self-heal would lift, and nothing lifts it now
+    await handEdit();
+    await until('the kueue Application OutOfSync by the hand edit', () => state(kueue).sync === 'OutOfSync', 2 * 60_000);
+    // three resyncs later the edit is still there, and the Application still holds no wave: the root sees it Healthy
+    await sleep(3 * RESYNC * 1000);
+    expect((await twin.cp.client().get(cq) as Json).spec.queueingStrategy).toBe(edited);
+    expect(state(kueue).sync).toBe('OutOfSync');
+    const seen = await rootSees(kueue);
+    expect(seen.health, JSON.stringify(seen)).toBe('Healthy');
+    expect(state(twin.name).phase).toBe('Succeeded');
+
+    const synced = await hatch('argocd app sync <application>', kueue);
+    console.log(`sync: ${synced.split('\n').slice(-3).join(' | ')}`);
+    await until('the hand edit replaced by Git and the kueue Application Synced', async () => (await twin.cp.client().get(cq) as Json).spec.queueingStrategy === rendered
+      && state(kueue).sync === 'Synced', 3 * 60_000);
+
+    await setAutomated('self-heal on again', { selfHeal: true });
+  }, 20 * 60_000);
+
+  it('the samples, synced by hand as the README says (apply their Application, argocd app sync): the sync Succeeds at the branch, nothing else moves, and deleting the Application removes what it created', async () => {
+    const samples = app('samples');
+    const file = `dist/${twin.name}/gitops/application.${ns}.${samples}.yaml`;
+    const readme = readFileSync(path.join(twin.clusterDir, 'README.md'), 'utf8');
+    expect(readme).toContain(`\`kubectl apply -f ${file}\` then \`argocd app sync ${samples}\``);
+    const before = head;
+    await kubectl(['apply', '-f', file]);
+    const run = await cli.run(['app', 'sync', samples, '--timeout', '240'], 300_000);
+    console.log(`argocd app sync ${samples}: exit ${run.code}\n${run.output.split('\n').slice(-12).join('\n')}`);
+    expect(run.code, run.output).toBe(0);
+    const synced = await application(samples);
+    expect(synced.status.operationState.phase).toBe('Succeeded');
+    expect(synced.status.sync.revision).toBe(head);
+    const created = (synced.status.resources as Json[]).map((r) => `${r.kind}/${r.namespace ?? ''}/${r.name}`);
+    expect(created.length).toBeGreaterThan(0);
+    // the root and its Applications did not move: the samples are no wave of the root
+    expect(twin.watch.states().filter((s) => s.name !== samples).every(converged(before))).toBe(true);
+
+    await kubectl(['delete', '-f', file, '--wait=true', '--timeout=180s']);
+    for (const r of synced.status.resources as Json[]) {
+      const [group, version] = String(r.version && r.group ? `${r.group}/${r.version}` : `/${r.version}`).split('/');
+      const plural = `${String(r.kind).toLowerCase()}s`;
+      const base = group ? `/apis/${group}/${version}` : `/api/${version}`;
+      const gone = await twin.cp.client().get(`${base}/namespaces/${r.namespace}/${plural}/${r.name}`) as Json | undefined;
+      expect(gone === undefined || gone.metadata?.deletionTimestamp !== undefined, `${r.kind} ${r.namespace}/${r.name} stays`).toBe(true);
+    }
+  }, 10 * 60_000);
 });
 
 /**
