@@ -41,6 +41,12 @@ export const LABELS = {
   syncOptions: 'argocd.argoproj.io/sync-options',
   compareOptions: 'argocd.argoproj.io/compare-options',
   /**
+   * The field manager whose client-side applies (operation `Update`) Argo CD moves to its server-side `Apply` set before
+   * it applies an object server-side (default `kubectl-client-side-apply`; argo-cd v3.5.1 controller/sync.go, gitops-engine
+   * sync_context.go applyObject and performCSAUpgradeMigration, with client-go's csaupgrade).
+   */
+  clientSideApplyMigrationManager: 'argocd.argoproj.io/client-side-apply-migration-manager',
+  /**
    * Marks a rendered object as a template a user fills in before `kubectl create` (e.g. a node name):
    * written to dist/, but left out of kustomization.yaml, so neither kustomize nor Argo CD applies it.
    */

@@ -1,7 +1,7 @@
 import { code, table } from './markdown';
 import { ClusterIndex } from '../check/cluster-index';
 import { GITOPS_FOLDER, rootApplicationOf } from '../components/gitops/plan';
-import { LABELS } from '../model/names';
+import { LABELS, ownSyncOptions } from '../model/names';
 import { durationSeconds } from '../model/schema-types';
 import { Manifest, RenderedCluster } from '../render/manifest';
 
@@ -69,6 +69,11 @@ export function stuckWavesSection(c: RenderedCluster, index: ClusterIndex): stri
   const retryFor = childRetry && retrySeconds(childRetry);
   const waves = [...new Set(children.map((a) => a.wave))];
   const example = children[children.length - 1].name;
+  // Namespaces and volume claims (Prune=confirm, model/data-safety.ts) a commit removes are pruned only once someone
+  // confirms: the sync of their Application waits for it ("waiting for pruning confirmation")
+  const confirmFolders = new Set(index.objects.filter((m) => ownSyncOptions(m).includes('Prune=confirm')).map((m) => index.folderOf(m)));
+  const confirming = synced.filter((a) => confirmFolders.has(((a.spec as { source?: { path?: string } } | undefined)?.source?.path ?? '').split('/').pop()))
+    .map((a) => code(a.metadata.name));
 
   return [
     `The root Application ${code(rootName)} syncs the Applications of ${code(`${c.model.description.gitops.path}/${GITOPS_FOLDER}`)} wave by wave: a wave starts when `
@@ -100,11 +105,18 @@ export function stuckWavesSection(c: RenderedCluster, index: ClusterIndex): stri
     'argocd app terminate-op <application>   # end an Application\'s own sync that hangs (a hook that never completes) or its retries of an older commit',
     'argocd app sync <application>   # sync an Application again at the commit it was given, once what made its sync fail has passed',
     ...(pruneOff ? ['argocd app sync <application> --prune   # delete what a commit removed from its folder (automated.prune is off)'] : []),
+    ...(confirming.length > 0 ? ['argocd app confirm-deletion <application>   # let its sync delete the Namespaces and volume claims a commit removed (Prune=confirm: it waits for this)'] : []),
     `argocd app sync ${rootName} --resource argoproj.io:Application:<application>   # roll one Application out ahead of a failing wave (terminate-op the root first)`,
     '```',
     '',
     `where ${code('<application>')} is one of the Applications the root syncs, for example ${code(example)}:`,
     '',
     table(['Wave', 'Applications'], waves.map((w) => [w, children.filter((a) => a.wave === w).map((a) => code(a.name)).join(', ')])),
+    ...(confirming.length > 0
+      ? ['', `A commit that removes a Namespace or a volume claim (a tenant's) leaves the sync of ${confirming.join(' or ')} at "waiting for pruning `
+        + 'confirmation" until someone confirms, with `argocd app confirm-deletion <application>` or with '
+        + `${code(`kubectl annotate application -n ${argocd} <application> argocd.argoproj.io/deletion-approved=$(date -u +%Y-%m-%dT%H:%M:%SZ)`)}: `
+        + 'nothing with data goes unasked.']
+      : []),
   ].join('\n');
 }

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
@@ -19,9 +19,10 @@ import { REFERENCE_FILE } from '../paths';
  * the root shows it and retries with the later waves held, and the fix commit recovers by itself; a wave that stays
  * Progressing (a GPU Operator operand whose roll hangs: the stand-in's DaemonSet asks more than a node has) holds a
  * later commit for gitops.waveWait (and the resync that notices it) at most, and a fix reaches it; a held queue holds
- * no wave. One twin, the
- * scenarios in order, each ending converged; what each shows is in its name. (Still to come on the twin: prune and
- * self-heal off, the samples synced by hand, the other escape hatches.)
+ * no wave; a revert that only drops fields is applied (every child applies server-side); the escape hatches the
+ * cluster's README prints, run with the argocd CLI; automated prune off. One twin, the scenarios in order, each ending
+ * converged; what each shows is in its name. Self-heal off; the samples synced by hand. (Still to come on the twin:
+ * `terminate-op` of a child and `sync --resource`.)
  *
  * The twin runs with the node lifecycle controller (a NotReady Node's pods turn not ready, as on a cluster) and the
  * controller's resync at 10 s (its default, 120 s plus up to 60 s of jitter, is the period a bound is noticed in:
@@ -103,6 +104,14 @@ async function kubectl(args: readonly string[]): Promise<string> {
   return r.stdout;
 }
 
+/** Commits a change of gitops.automated, applies the root again as the docs say (nothing syncs the root), and waits until it converges. */
+async function setAutomated(message: string, automated: Json): Promise<string> {
+  const c = await commit(message, (d) => { d.gitops = { ...d.gitops, automated: { ...d.gitops.automated, ...automated } }; });
+  await kubectl(['apply', '-f', `dist/${twin.name}/gitops/application.${ns}.${twin.name}.yaml`]);
+  await convergedAt(c);
+  return c;
+}
+
 /** The escape hatches dist/<cluster>/README.md prints ("When a sync wave holds"), comments cut. */
 function printedHatches(): string[] {
   const readme = readFileSync(path.join(twin.clusterDir, 'README.md'), 'utf8');
@@ -119,6 +128,23 @@ async function hatch(printed: string, target?: string): Promise<string> {
   const run = await cli.run(args);
   if (run.code !== 0) throw new Error(`${run.command}: exit ${run.code}\n${run.output}\n${readFileSync(cli.log, 'utf8').split('\n').slice(-20).join('\n')}`);
   return run.output;
+}
+
+/**
+ * Reverts the last commit as `git revert HEAD` does (its diff applied in reverse to the work tree, the description read
+ * back from it), and pushes the revert.
+ */
+async function revertLast(): Promise<string> {
+  const reverted = head;
+  const diff = spawnSync('git', ['--git-dir', twin.bare, 'diff', '--binary', `${reverted}~1`, reverted], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  if (diff.status !== 0) throw new Error(`git diff of ${reverted}: ${diff.stderr}`);
+  const apply = spawnSync('git', ['apply', '-R', '--whitespace=nowarn'], { cwd: twin.workTree, input: diff.stdout, encoding: 'utf8' });
+  if (apply.status !== 0) throw new Error(`git apply -R of ${reverted}: ${apply.stderr}`);
+  const d = parse(readFileSync(twin.descriptionFile, 'utf8')) as Json;
+  for (const k of Object.keys(twin.description)) delete twin.description[k];
+  Object.assign(twin.description, d);
+  const log = spawnSync('git', ['--git-dir', twin.bare, 'log', '-1', '--format=%s', reverted], { encoding: 'utf8' }).stdout.trim();
+  return commit(`Revert "${log}"`);
 }
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
@@ -247,6 +273,190 @@ describe('GitOps that never freezes, on the real Argo CD', () => {
     const released = await commit('release the queue', (d) => { d.tenants[0].stopPolicy = 'None'; });
     await convergedAt(released);
   }, 15 * 60_000);
+  it('a commit that adds fields and its revert that drops them: the fields are gone from the cluster after the revert (every child applies server-side, as it diffs)', async () => {
+    const gpu = app('gpu-operator');
+    const tenant = twin.model.tenants[0].name;
+    const env = { name: 'ISSUE_49', value: 'revert' };
+    twin.render((d) => { d.tenants[0].labels = { ...d.tenants[0].labels, 'issue-49-revert': 'added' }; });
+    editRendered('gpu-operator/clusterpolicy.cluster-policy.yaml', (o) => { o.spec.devicePlugin = { ...o.spec.devicePlugin, env: [env] }; });
+    const added = await commit('a label on a tenant namespace and an environment variable of the device plugin');
+    await convergedAt(added);
+    const policy = async () => (await twin.cp.client().get('/apis/nvidia.com/v1/clusterpolicies/cluster-policy'))?.spec as Json;
+    const labels = async () => ((await twin.cp.client().get(`/api/v1/namespaces/${tenant}`))?.metadata as Json).labels as Json;
+    expect((await policy()).devicePlugin.env).toEqual([env]);
+    expect((await labels())['issue-49-revert']).toBe('added');
+
+    const revert = await revertLast();
+    const took = await convergedAt(revert);
+    console.log(`a revert that only drops fields converged ${seconds(took)} after its push`);
+    expect([state(gpu).sync, state(app('tenants')).sync]).toEqual(['Synced', 'Synced']);
+    // applied, not only compared: the API server has the objects as Git has them again
+    expect((await policy()).devicePlugin.env).toBeUndefined();
+    expect((await labels())['issue-49-revert']).toBeUndefined();
+  }, 15 * 60_000);
+
+  it('a field that a client-side apply of Argo CD left (an earlier release of the toolkit) and Git does not have is taken over at the next sync and removed (client-side-apply-migration-manager)', async () => {
+    const p = '/apis/nvidia.com/v1/clusterpolicies/cluster-policy';
+    const env = { name: 'ISSUE_49', value: 'client-side' };
+    const client = twin.cp.client();
+    // what Argo CD's client-side apply writes: the field as an Update of argocd-controller (gitops-engine's kubectl apply)
+    await client.call('PATCH', p, { body: { spec: { devicePlugin: { env: [env] } } }, contentType: 'application/merge-patch+json', query: { fieldManager: 'argocd-controller' } });
+    const updates = (o: Json | undefined) => ((o?.metadata as Json)?.managedFields as Json[]).filter((f) => f.manager === 'argocd-controller' && f.operation === 'Update');
+    expect(updates(await client.get(p))).toHaveLength(1);
+    // Git never had it: the server-side diff does not see it (the Application stays Synced), the next sync takes it over
+    twin.render();
+    editRendered('gpu-operator/clusterpolicy.cluster-policy.yaml', (o) => { o.metadata.labels = { ...o.metadata.labels, 'issue-49': 'migrated' }; });
+    const c = await commit('a label on the ClusterPolicy');
+    await convergedAt(c);
+    const live = await client.get(p);
+    expect(((live?.metadata as Json).labels as Json)['issue-49']).toBe('migrated');
+    expect(updates(live)).toEqual([]);
+    expect((live?.spec as Json).devicePlugin.env).toBeUndefined();
+  }, 15 * 60_000);
+
+  it('the escape hatches of a held wave, as the README prints them: terminate-op ends the root\'s sync, a sync by hand retries it as the automated one does, and terminate-op again lets a revert through before the bound', async () => {
+    const gpu = app('gpu-operator');
+    // a device plugin that fits no GPU worker, under a bound (10 minutes) that the test does not wait out
+    twin.render((d) => { d.gitops = { ...d.gitops, waveWait: '10m' }; });
+    editRendered('gpu-operator/clusterpolicy.cluster-policy.yaml', (o) => { o.spec.devicePlugin = { ...o.spec.devicePlugin, resources: { requests: { memory: '64Ti' } } }; });
+    const stuck = await commit('a device plugin no GPU worker can hold, and gitops.waveWait 10m');
+    const rootWaits = () => state(gpu).revision === stuck && state(gpu).health === 'Progressing' && state(twin.name).phase === 'Running';
+    await until('the root\'s sync of the commit waits on the Progressing gpu-operator Application', () => rootWaits() && state(twin.name).operationRevision === stuck, 4 * 60_000);
+
+    const terminated = await hatch(`argocd app terminate-op ${twin.name}`);
+    console.log(`terminate-op: ${terminated.trim()}`);
+    await until('the root\'s sync ended by terminate-op', async () => {
+      const op = (await application(twin.name)).status?.operationState ?? {};
+      return op.phase === 'Failed' && /terminated/i.test(op.message ?? '');
+    }, 60_000);
+    // no newer commit: the automated sync never retries a revision whose last sync failed; the sync by hand does
+    const synced = await hatch(`argocd app sync ${twin.name} --async --retry-limit -1 --retry-refresh`);
+    console.log(`sync --async: ${synced.trim()}`);
+    await until('the root\'s sync by hand runs, retrying as the automated one does, and waits on the Progressing Application', async () => {
+      const op = (await application(twin.name)).status?.operationState ?? {};
+      return op.phase === 'Running' && op.operation?.retry?.limit === -1 && op.operation?.retry?.refresh === true && rootWaits();
+    }, 2 * 60_000);
+
+    // the revert: the root's sync (held by the Progressing wave for up to 10 minutes) ended again, it reaches the
+    // Progressing Application at once
+    const revert = await revertLast();
+    await hatch(`argocd app terminate-op ${twin.name}`);
+    const reached = await until('the gpu-operator Application synced the revert', () => state(gpu).revision === revert && state(gpu).sync === 'Synced', 4 * 60_000);
+    console.log(`after terminate-op, the revert reached the Progressing Application ${seconds(reached)} later (${seconds(Date.now() - clock.t0)} after its push)`);
+    const inGit = (parse(readFileSync(path.join(twin.clusterDir, 'gpu-operator/clusterpolicy.cluster-policy.yaml'), 'utf8')) as Json).spec.devicePlugin.resources;
+    const policy = await twin.cp.client().get('/apis/nvidia.com/v1/clusterpolicies/cluster-policy');
+    expect((policy?.spec as Json)?.devicePlugin?.resources).toEqual(inGit);
+    await convergedAt(revert);
+  }, 20 * 60_000);
+
+  it('a commit that removes a tenant: its Application waits for pruning confirmation, and argocd app confirm-deletion, as the README prints it, lets it converge', async () => {
+    const tenants = app('tenants');
+    const gone = twin.model.tenants[twin.model.tenants.length - 1].name;
+    const c = await commit(`remove tenant ${gone}`, (d) => { d.tenants = d.tenants.filter((t: Json) => t.name !== gone); });
+    await until('the tenants Application waits for pruning confirmation', () => state(tenants).phase === 'Running'
+      && new RegExp(`waiting for pruning confirmation of /Namespace/${gone}`).test(state(tenants).operationMessage ?? ''), 6 * 60_000);
+    expect((await twin.cp.client().get(`/api/v1/namespaces/${gone}`))?.metadata?.deletionTimestamp).toBeUndefined();
+    const confirmed = await hatch('argocd app confirm-deletion <application>', tenants);
+    console.log(`confirm-deletion: ${confirmed.trim()}`);
+    const took = await convergedAt(c);
+    console.log(`the tenant's removal converged ${seconds(took)} after the confirmation (${seconds(Date.now() - clock.t0)} after its push)`);
+    const left = await twin.cp.client().get(`/api/v1/namespaces/${gone}`);
+    expect(left === undefined || (left.metadata as Json).deletionTimestamp !== undefined).toBe(true);
+  }, 15 * 60_000);
+
+  it('gitops.automated.prune: false: a commit that only removes objects converges (nothing waits for a sync that never comes), the objects stay, and argocd app sync --prune, as the README prints it, removes them', async () => {
+    const tenants = app('tenants');
+    await setAutomated('automated prune off', { prune: false });
+    expect((await application(tenants)).spec.syncPolicy.automated.prune).toBe(false);
+    expect(printedHatches()).toContain('argocd app sync <application> --prune');
+
+    const file = 'tenants/networkpolicy.default.allow-same-namespace.yaml';
+    const policy = '/apis/networking.k8s.io/v1/namespaces/default/networkpolicies/allow-same-namespace';
+    const kustomization = path.join(twin.clusterDir, 'tenants', 'kustomization.yaml');
+    const k = parse(readFileSync(kustomization, 'utf8')) as Json;
+    k.resources = (k.resources as string[]).filter((r) => r !== path.basename(file));
+    writeFileSync(kustomization, stringify(k));
+    rmSync(path.join(twin.clusterDir, file));
+    const removed = await commit('a commit that only removes an object');
+    // converged: the root's sync of it Succeeded and every Application is Healthy at it; the tenants Application is
+    // OutOfSync only by the object it would prune
+    const took = await until('the root\'s sync of the prune-only commit Succeeded, every Application at it', () => state(twin.name).operationRevision === removed
+      && state(twin.name).phase === 'Succeeded' && twin.watch.states().filter((s) => s.name !== app('samples')).every((s) => s.revision === removed && s.health === 'Healthy'), BEHIND_ONE_WAVE_MS + 2 * 60_000);
+    console.log(`a prune-only commit under automated.prune: false converged ${seconds(took)} after its push`);
+    expect(state(tenants).sync).toBe('OutOfSync');
+    const pending = ((await application(tenants)).status.resources as Json[]).filter((r) => r.requiresPruning).map((r) => `${r.kind}/${r.namespace}/${r.name}`);
+    expect(pending).toEqual(['NetworkPolicy/default/allow-same-namespace']);
+    expect(await twin.cp.client().get(policy)).toBeDefined();
+
+    const pruned = await hatch('argocd app sync <application> --prune', tenants);
+    console.log(`sync --prune: ${pruned.split('\n').slice(-3).join(' | ')}`);
+    await until('the object pruned and the tenants Application Synced', async () => (await twin.cp.client().get(policy)) === undefined && state(tenants).sync === 'Synced', 3 * 60_000);
+
+    await setAutomated('automated prune on again', { prune: true });
+  }, 20 * 60_000);
+
+  it('gitops.automated.selfHeal: false: the commit converges; a hand edit made before an Application synced the commit goes with that sync, one made after stays, its Application OutOfSync and still Healthy (no wave waits on it), and argocd app sync, as the README prints it, puts Git back', async () => {
+    const kueue = app('kueue');
+    const off = await setAutomated('self-heal off', { selfHeal: false });
+    expect((await application(kueue)).spec.syncPolicy.automated.selfHeal).not.toBe(true);
+    expect((await application(twin.name)).spec.syncPolicy.automated.selfHeal).not.toBe(true);
+
+    const cq = '/apis/kueue.x-k8s.io/v1beta2/clusterqueues/research';
+    const rendered = (await twin.cp.client().get(cq) as Json).spec.queueingStrategy;
+    const edited = rendered === 'StrictFIFO' ? 'BestEffortFIFO' : 'StrictFIFO';
+    const handEdit = () => twin.cp.client().call('PATCH', cq, { body: { spec: { queueingStrategy: edited } }, contentType: 'application/merge-patch+json', query: { fieldManager: 'kubectl-edit' } });
+    // the commit changed nothing of the kueue folder, so its Application needed no sync of it: its last sync is of an
+    // earlier commit, and a first drift is synced as that commit (autoSync: alreadyAttemptedSync compares revisions)
+    expect((await application(kueue)).status.operationState.syncResult.revision).not.toBe(off);
+    await handEdit();
+    await until('the first hand edit replaced by the automated sync of the commit', async () => (await twin.cp.client().get(cq) as Json).spec.queueingStrategy === rendered
+      && (await application(kueue)).status.operationState?.syncResult?.revision === off && state(kueue).sync === 'Synced', 2 * 60_000);
+    // synced at the commit, a hand edit is drift that self-heal would lift, and nothing lifts it now
+    await handEdit();
+    await until('the kueue Application OutOfSync by the hand edit', () => state(kueue).sync === 'OutOfSync', 2 * 60_000);
+    // three resyncs later the edit is still there, and the Application still holds no wave: the root sees it Healthy
+    await sleep(3 * RESYNC * 1000);
+    expect((await twin.cp.client().get(cq) as Json).spec.queueingStrategy).toBe(edited);
+    expect(state(kueue).sync).toBe('OutOfSync');
+    const seen = await rootSees(kueue);
+    expect(seen.health, JSON.stringify(seen)).toBe('Healthy');
+    expect(state(twin.name).phase).toBe('Succeeded');
+
+    const synced = await hatch('argocd app sync <application>', kueue);
+    console.log(`sync: ${synced.split('\n').slice(-3).join(' | ')}`);
+    await until('the hand edit replaced by Git and the kueue Application Synced', async () => (await twin.cp.client().get(cq) as Json).spec.queueingStrategy === rendered
+      && state(kueue).sync === 'Synced', 3 * 60_000);
+
+    await setAutomated('self-heal on again', { selfHeal: true });
+  }, 20 * 60_000);
+
+  it('the samples, synced by hand as the README says (apply their Application, argocd app sync): the sync Succeeds at the branch, nothing else moves, and deleting the Application removes what it created', async () => {
+    const samples = app('samples');
+    const file = `dist/${twin.name}/gitops/application.${ns}.${samples}.yaml`;
+    const readme = readFileSync(path.join(twin.clusterDir, 'README.md'), 'utf8');
+    expect(readme).toContain(`\`kubectl apply -f ${file}\` then \`argocd app sync ${samples}\``);
+    const before = head;
+    await kubectl(['apply', '-f', file]);
+    const run = await cli.run(['app', 'sync', samples, '--timeout', '240'], 300_000);
+    console.log(`argocd app sync ${samples}: exit ${run.code}\n${run.output.split('\n').slice(-12).join('\n')}`);
+    expect(run.code, run.output).toBe(0);
+    const synced = await application(samples);
+    expect(synced.status.operationState.phase).toBe('Succeeded');
+    expect(synced.status.sync.revision).toBe(head);
+    const created = (synced.status.resources as Json[]).map((r) => `${r.kind}/${r.namespace ?? ''}/${r.name}`);
+    expect(created.length).toBeGreaterThan(0);
+    // the root and its Applications did not move: the samples are no wave of the root
+    expect(twin.watch.states().filter((s) => s.name !== samples).every(converged(before))).toBe(true);
+
+    await kubectl(['delete', '-f', file, '--wait=true', '--timeout=180s']);
+    for (const r of synced.status.resources as Json[]) {
+      const [group, version] = String(r.version && r.group ? `${r.group}/${r.version}` : `/${r.version}`).split('/');
+      const plural = `${String(r.kind).toLowerCase()}s`;
+      const base = group ? `/apis/${group}/${version}` : `/api/${version}`;
+      const gone = await twin.cp.client().get(`${base}/namespaces/${r.namespace}/${plural}/${r.name}`) as Json | undefined;
+      expect(gone === undefined || gone.metadata?.deletionTimestamp !== undefined, `${r.kind} ${r.namespace}/${r.name} stays`).toBe(true);
+    }
+  }, 10 * 60_000);
 });
 
 /**

@@ -122,10 +122,11 @@ describe('verify: the rendered cluster dry-run against the live one as Argo CD s
     const writes = audited('verify').filter((e) => e.verb !== 'get' && e.verb !== 'list');
     expect(writes.length).toBeGreaterThan(0);
     expect(writes.filter((e) => !e.requestURI.includes('dryRun=All'))).toEqual([]);
-    // as Argo CD sends them: client-side creates as argocd-controller, and never a fieldValidation from Argo CD
-    // (gitops-engine v3.5.1 sets none); only what the bootstrap's kubectl applies goes with kubectl's Strict
+    // as Argo CD sends them: server-side applies as argocd-controller (every child Application has ServerSideApply=true),
+    // and never a fieldValidation from Argo CD (gitops-engine v3.5.1 sets none); only what the bootstrap's kubectl
+    // applies goes with kubectl's Strict
     const byArgo = writes.filter((e) => e.requestURI.includes('fieldManager=argocd-controller'));
-    expect(byArgo.filter((e) => e.verb === 'create').length).toBeGreaterThan(0);
+    expect(byArgo.filter((e) => e.verb === 'patch').length).toBeGreaterThan(0);
     expect(byArgo.filter((e) => e.requestURI.includes('fieldValidation'))).toEqual([]);
     expect(writes.filter((e) => e.requestURI.includes('fieldValidation') && !/fieldManager=kubectl(-client-side-apply)?&/.test(e.requestURI))).toEqual([]);
   });
@@ -185,9 +186,13 @@ describe('verify: the rendered cluster dry-run against the live one as Argo CD s
     expect((app('kueue').spec as { syncPolicy?: { retry?: object } }).syncPolicy?.retry).toBeDefined();
     add('storage', 'crd.sprockets.yaml', crd('Sprocket'));
     add('kueue', 'sprocket.yaml', { apiVersion: 'example.com/v1', kind: 'Sprocket', metadata: { name: 's' } });
-    // an unknown field: Argo CD's client-side apply sends no fieldValidation, so the server drops it with a warning
+    // an unknown field: Argo CD's client-side apply sends no fieldValidation, so the server drops it with a warning (the
+    // kueue Application edited by hand to apply client-side: every rendered child applies server-side)
     const lq = view.folders.find((f) => f.folder === 'kueue')!.objects.find((o) => o.kind === 'LocalQueue')!;
     edit(`kueue/localqueue.${lq.metadata.namespace}.${lq.metadata.name}.yaml`, (o) => { o.spec.sideways = true; });
+    edit(`gitops/application.${app('kueue').metadata.namespace}.${app('kueue').metadata.name}.yaml`, (o) => {
+      o.spec.syncPolicy.syncOptions = o.spec.syncPolicy.syncOptions.filter((x: string) => x !== 'ServerSideApply=true');
+    });
     // where Argo CD applies server-side (ServerSideApply=true) no fieldValidation either, but the API server refuses
     // an unknown field of a server-side apply whatever the fieldValidation: that sync fails
     edit('argocd/configmap.argocd.argocd-cm.yaml', (o) => { o.sideways = true; });

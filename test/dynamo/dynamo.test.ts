@@ -55,7 +55,7 @@ describe('installs.dynamo', () => {
     expect(app.spec.source).toMatchObject({ chart: v.chart, repoURL: v.repoURL, targetRevision: v.version });
     expect(app.spec.destination.namespace).toBe('dynamo-system');
     // The chart renders no CRD (the operator applies them): nothing it applies is too large for client-side apply.
-    expect(app.spec.syncPolicy.syncOptions).toEqual(['CreateNamespace=true']);
+    expect(app.spec.syncPolicy.syncOptions).toEqual(['CreateNamespace=true', 'ServerSideApply=true']);
   });
 
   it('never syncs the samples automatically, and syncs them after the platform', () => {

@@ -1,6 +1,8 @@
+import { App, Chart } from 'cdk8s';
 import { describe, expect, it } from 'vitest';
 import { appliedSize, CLIENT_SIDE_APPLY_LIMIT } from '../../src/components/gitops/api-kinds';
 import { checkGitops } from '../../src/components/gitops/checks';
+import { GitopsApplication } from '../../src/components/gitops/gitops-application';
 import { CHILD_RETRY, folderWaves, installWaveKey, planGitops, revisionReplacements } from '../../src/components/gitops/plan';
 import { LABELS } from '../../src/model/names';
 import { durationSeconds } from '../../src/model/schema-types';
@@ -58,9 +60,10 @@ describe('gitops: app-of-apps of the reference cluster', () => {
     expect(wave(findObject(objects, 'AppProject', 'instant-cluster'))).toBe(-1);
   });
 
-  it('diffs custom resources server-side, and skips no dry run when the CRDs are preinstalled', () => {
+  it('diffs every child server-side (custom resources too), and skips no dry run when the CRDs are preinstalled', () => {
     expect(app(objects, 'instant-cluster-gpu-operator').metadata.annotations[LABELS.compareOptions]).toBe('ServerSideDiff=true');
-    expect(app(objects, 'instant-cluster-storage').metadata.annotations[LABELS.compareOptions]).toBeUndefined();
+    expect(app(objects, 'instant-cluster-storage').metadata.annotations[LABELS.compareOptions]).toBe('ServerSideDiff=true');
+    expect(app(objects, 'instant-cluster').metadata.annotations[LABELS.compareOptions]).toBeUndefined();
     expect(apps(objects).filter((a) => a.spec.syncPolicy.syncOptions?.includes('SkipDryRunOnMissingResource=true'))).toEqual([]);
   });
 
@@ -178,12 +181,30 @@ describe('gitops: managed add-ons', () => {
     expect(apps(objects).map((a) => a.metadata.name).filter((n) => n.includes('local-path'))).toEqual([]);
   });
 
-  it('applies server-side every install with an object over the client-side limit', () => {
-    const ssa = (n: string) => app(objects, `instant-cluster-${n}-install`).spec.syncPolicy.syncOptions.includes('ServerSideApply=true');
-    // Kueue's, the MPI and Training Operators' largest CRDs; the monitoring stack's node exporter dashboard (a ConfigMap)
-    expect(['kueue', 'mpi-operator', 'training-operator', 'monitoring-stack'].every(ssa)).toBe(true);
-    // Their largest CRDs (ClusterPolicy 91 KB, NicClusterPolicy 69 KB) fit the limit.
-    expect(ssa('gpu-operator')).toBe(false);
+  it('diffs and applies every child server-side (a server-side diff does not see a field dropped from Git that a client-side apply wrote), taking over Argo CD\'s own client-side fields; the root applies client-side', () => {
+    const [root, ...children] = apps(objects).sort((a, b) => (a.metadata.name === 'instant-cluster' ? -1 : b.metadata.name === 'instant-cluster' ? 1 : 0));
+    expect(root.metadata.name).toBe('instant-cluster');
+    expect(children.length).toBeGreaterThan(5);
+    for (const a of children) {
+      expect(a.spec.syncPolicy.syncOptions, a.metadata.name).toContain('ServerSideApply=true');
+      expect(a.metadata.annotations[LABELS.compareOptions], a.metadata.name).toBe('ServerSideDiff=true');
+      expect(a.metadata.annotations['argocd.argoproj.io/client-side-apply-migration-manager'], a.metadata.name).toBe('argocd-controller');
+    }
+    expect(root.spec.syncPolicy.syncOptions ?? []).not.toContain('ServerSideApply=true');
+    expect(root.metadata.annotations?.[LABELS.compareOptions]).toBeUndefined();
+  });
+
+  it('refuses an Application that diffs server-side and applies client-side', () => {
+    const chart = new Chart(new App(), 'c');
+    expect(() => new GitopsApplication(chart, 'a', {
+      name: 'a',
+      namespace: 'argocd',
+      project: 'p',
+      source: { repoUrl: 'https://example.com/r.git', path: 'p' },
+      destinationServer: 'https://kubernetes.default.svc',
+      destinationNamespace: 'default',
+      serverSideDiff: true,
+    })).toThrow('GitopsApplication a: serverSideDiff needs ServerSideApply=true in syncOptions');
   });
 
   it('skips the dry run of CRs whose CRDs the same sync installs, and runs them after their operator', () => {
@@ -332,14 +353,14 @@ describe('gitops: checks fail on broken trees', () => {
 });
 
 describe('gitops: object sizes', () => {
-  it('applies a folder server-side when one of its objects exceeds the client-side-apply limit', () => {
+  it('applies a folder with an object over the client-side-apply limit server-side, as every folder', () => {
     const cluster = renderOf();
     const model = cluster.model;
     const huge: Manifest = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'huge', namespace: 'default' }, data: { blob: 'x'.repeat(CLIENT_SIDE_APPLY_LIMIT) } };
     expect(appliedSize(huge)).toBeGreaterThan(CLIENT_SIDE_APPLY_LIMIT);
     const plan = planGitops(model, [...cluster.folders.filter((f) => f.folder !== 'gitops'), { folder: 'big', description: 'big', objects: [huge] }]);
     expect(plan.applications.find((a) => a.folder === 'big')!.syncOptions).toContain('ServerSideApply=true');
-    expect(plan.applications.find((a) => a.folder === 'storage')!.syncOptions).not.toContain('ServerSideApply=true');
+    expect(plan.applications.find((a) => a.folder === 'storage')!.syncOptions).toContain('ServerSideApply=true');
   });
 });
 

@@ -173,8 +173,12 @@ describe('the cluster report (dist/<cluster>/README.md)', () => {
       'argocd app sync instant-cluster --async --retry-limit -1 --retry-refresh',
       'argocd app terminate-op <application>',
       'argocd app sync <application>',
+      'argocd app confirm-deletion <application>',
       'argocd app sync instant-cluster --resource argoproj.io:Application:<application>',
     ]);
+    // the tenants' Namespaces are Prune=confirm: the report names the Application whose sync waits, and both ways to confirm
+    expect(section).toContain('leaves the sync of `instant-cluster-tenants` at "waiting for pruning confirmation" until someone confirms, with `argocd app confirm-deletion <application>`');
+    expect(section).toContain('`kubectl annotate application -n argocd <application> argocd.argoproj.io/deletion-approved=$(date -u +%Y-%m-%dT%H:%M:%SZ)`');
     // every Application the root syncs is named, by wave; the root and those applied by hand are not
     const synced = gitops.filter((m) => m.kind === 'Application' && m.metadata.name !== 'instant-cluster' && m.metadata.annotations?.['gpu-cluster.dev/apply-by-hand'] !== 'true');
     for (const a of synced) expect(section).toMatch(new RegExp(`\\| ${a.metadata.annotations!['argocd.argoproj.io/sync-wave']} \\|[^\n]*\`${a.metadata.name}\``));

@@ -1,7 +1,7 @@
 import { Construct } from 'constructs';
 import { formatProvides, GroupKind } from './api-kinds';
 import { IgnoredDifference } from './managed-installs';
-import { CHILD_RETRY, RESOURCES_FINALIZER, RetryPolicy } from './plan';
+import { CHILD_RETRY, CLIENT_SIDE_APPLY_MIGRATION_MANAGER, RESOURCES_FINALIZER, RetryPolicy, SERVER_SIDE_APPLY } from './plan';
 import { Application, ApplicationSpecSource } from '../../../imports/argocd-application-argoproj.io';
 import { LABELS } from '../../model/names';
 
@@ -44,7 +44,9 @@ export interface GitopsApplicationProps {
    */
   readonly syncOptions?: readonly string[];
   /**
-   * Diff server-side, so that fields the API server defaults (CRD defaults, webhooks) show no drift.
+   * Diff server-side, so that fields the API server defaults (CRD defaults, webhooks) show no drift. Only with
+   * `ServerSideApply=true` in syncOptions: a client-side apply's fields are invisible to the server-side diff, which then
+   * never sees a field dropped from Git (plan.ts SERVER_SIDE_APPLY).
    * @default false
    */
   readonly serverSideDiff?: boolean;
@@ -89,10 +91,12 @@ export class GitopsApplication extends Construct {
     const provides = props.provides ?? [];
     const wait = props.waveWaitSeconds;
     if (wait !== undefined && !(Number.isSafeInteger(wait) && wait > 0)) throw new Error(`GitopsApplication ${props.name}: waveWaitSeconds must be a positive whole number, got ${wait}`);
+    if (props.serverSideDiff && !syncOptions.includes(SERVER_SIDE_APPLY)) throw new Error(`GitopsApplication ${props.name}: serverSideDiff needs ${SERVER_SIDE_APPLY} in syncOptions (a server-side diff does not see a field dropped from Git that a client-side apply wrote)`);
     if (props.retry && !props.automated) throw new Error(`GitopsApplication ${props.name}: retry needs automated (a sync by hand is retried by hand)`);
     const annotations: Record<string, string> = {
       ...(props.wave !== undefined ? { [LABELS.syncWave]: String(props.wave) } : {}),
       ...(props.serverSideDiff ? { [LABELS.compareOptions]: 'ServerSideDiff=true' } : {}),
+      ...(syncOptions.includes(SERVER_SIDE_APPLY) ? { [LABELS.clientSideApplyMigrationManager]: CLIENT_SIDE_APPLY_MIGRATION_MANAGER } : {}),
       ...(provides.length > 0 ? { [LABELS.provides]: formatProvides(provides) } : {}),
       ...(props.byHand ? { [LABELS.byHand]: 'true' } : {}),
       ...(wait !== undefined ? { [LABELS.waveWait]: String(wait) } : {}),

@@ -69,8 +69,9 @@ const OPERATOR_KINDS = [CRD, CLUSTER_ROLE, CLUSTER_ROLE_BINDING];
 const PRIVILEGED_NAMESPACE = { 'pod-security.kubernetes.io/enforce': 'privileged' };
 
 /**
- * Compact JSON size of the largest object each install's Application applies (plan.ts turns on ServerSideApply above
- * CLIENT_SIDE_APPLY_LIMIT), measured on what `helm template` / `kustomize build` render for the pinned release with
+ * Compact JSON size of the largest object each install's Application applies (over CLIENT_SIDE_APPLY_LIMIT it could not
+ * be applied client-side; every child applies server-side now, plan.ts SERVER_SIDE_APPLY, so this records what a
+ * client-side apply would refuse), measured on what `helm template` / `kustomize build` render for the pinned release with
  * the Application's values. Synth runs no engine, so the sizes are kept here; test/upstream compares them with the
  * engines' render, and check's rule applied-size-limit checks every Application of a rendered tree.
  */

@@ -1,11 +1,9 @@
-import {
-  appliedSize, CLIENT_SIDE_APPLY_LIMIT, GroupKind, groupKindKey, groupKindOf, isBuiltInGroup, isProvided, kindsDefinedBy,
-} from './api-kinds';
+import { GroupKind, groupKindKey, groupKindOf, isBuiltInGroup, isProvided, kindsDefinedBy } from './api-kinds';
 import { IgnoredDifference, ManagedInstall, managedInstalls } from './managed-installs';
 import { ApplicationSpecSource, ApplicationSpecSourceKustomize } from '../../../imports/argocd-application-argoproj.io';
 import { IN_CLUSTER_SERVER } from '../../model/description';
 import { ClusterModel } from '../../model/model';
-import { LABELS } from '../../model/names';
+import { ARGOCD_FIELD_MANAGER, LABELS } from '../../model/names';
 import { durationSeconds } from '../../model/schema-types';
 import { inKustomization } from '../../render/folder-files';
 import { KustomizeReplacement, Manifest, RenderedFolder } from '../../render/manifest';
@@ -122,6 +120,31 @@ export const ROOT_RETRY: RetryPolicy = { limit: -1, refresh: true, backoff: { du
  * (`argocd app sync <cluster>-<folder>`).
  */
 export const CHILD_RETRY: RetryPolicy = { limit: 5, backoff: { duration: '5s', factor: 2, maxDuration: '1m' } };
+
+/**
+ * Every child Application diffs server-side (ServerSideDiff=true: fields the API server defaults, in custom resources,
+ * the CRDs and webhooks of the charts, show no drift) and so applies server-side too. Read in argo-cd v3.5.1 (commit
+ * 109ca7ca71139e514114499d294a492e7910a965): the server-side diff is a dry-run server-side apply as `argocd-controller`
+ * (gitops-engine pkg/diff/diff.go serverSideDiff) compared with the live object; a client-side apply (pkg/utils/kube/
+ * resource_ops.go ApplyResource without ServerSideApply) writes the fields as an `Update` of the same manager, which a
+ * server-side apply does not own, so the dry run of a manifest that drops a field keeps it: the Application stays Synced
+ * and the field stays in the cluster for ever (a revert that only removes a field was never applied, seen on the real
+ * Argo CD). Applied server-side, the fields are the `Apply` set of `argocd-controller`, and a field dropped from Git is
+ * removed by the dry run (OutOfSync) and by the sync. It also lifts the 262144-byte limit of client-side apply's
+ * last-applied annotation (check's applied-size-limit) for every object. Fields that an earlier client-side apply of
+ * Argo CD owns are moved to the `Apply` set at the next sync (CLIENT_SIDE_APPLY_MIGRATION_MANAGER).
+ */
+export const SERVER_SIDE_APPLY = 'ServerSideApply=true';
+
+/**
+ * The manager whose fields a child's first server-side apply takes over (LABELS.clientSideApplyMigrationManager):
+ * Argo CD's own, as its client-side applies wrote them (Applications rendered before every child applied server-side,
+ * SERVER_SIDE_APPLY). So a cluster synced by an earlier release of the toolkit moves every field it owns to the `Apply`
+ * set at the next sync of each Application, and a field a later commit drops is removed. Not the default
+ * (`kubectl-client-side-apply`): that would take over, and then remove, the fields an adopted object's installer set
+ * with `kubectl apply` and the render leaves out.
+ */
+export const CLIENT_SIDE_APPLY_MIGRATION_MANAGER = ARGOCD_FIELD_MANAGER;
 
 /** Deletes an Application's resources with it (cascading delete). */
 export const RESOURCES_FINALIZER = 'resources-finalizer.argocd.argoproj.io';
@@ -289,12 +312,11 @@ export function planGitops(model: ClusterModel, folders: readonly RenderedFolder
     waveWaitSeconds,
     syncOptions: [
       ...(i.createNamespace ? ['CreateNamespace=true'] : []),
-      ...(i.largestObjectBytes > CLIENT_SIDE_APPLY_LIMIT ? ['ServerSideApply=true'] : []),
+      SERVER_SIDE_APPLY,
       // It creates objects of a kind another install of its wave brings (the Network Operator's NodeFeatureRule
       // when the GPU Operator deploys NFD): the first dry run would fail on the missing kind.
       ...(createsKindFromSameWave(i, installs, waves) ? ['SkipDryRunOnMissingResource=true'] : []),
     ],
-    // The API server defaults fields of the CRDs and webhooks the charts render.
     serverSideDiff: true,
     // No cascading delete: dropping an install (e.g. back to "preinstalled") must not delete CRDs and with them every CR.
     finalizer: false,
@@ -308,7 +330,6 @@ export function planGitops(model: ClusterModel, folders: readonly RenderedFolder
     const crdsArrive = kinds.some((gk) => gk.kind !== 'CustomResourceDefinition' && isProvided(gk, arriving));
     // A folder built on an upstream install (the argocd folder) applies what its bases create too.
     const upstream = f.kustomization?.footprint;
-    const oversized = [...f.objects.map(appliedSize), upstream?.largestObjectBytes ?? 0].some((bytes) => bytes > CLIENT_SIDE_APPLY_LIMIT);
     const manual = MANUAL_FOLDERS.has(f.folder);
     return {
       name: `${model.name}-${f.folder}`,
@@ -321,10 +342,9 @@ export function planGitops(model: ClusterModel, folders: readonly RenderedFolder
       waveWaitSeconds: manual ? undefined : waveWaitSeconds,
       syncOptions: [
         ...(crdsArrive ? ['SkipDryRunOnMissingResource=true'] : []),
-        ...(oversized ? ['ServerSideApply=true'] : []),
+        SERVER_SIDE_APPLY,
       ],
-      // The API server defaults fields of custom resources, and of the CRDs an upstream install brings.
-      serverSideDiff: upstream !== undefined || kinds.some((gk) => !isBuiltInGroup(gk.group)),
+      serverSideDiff: true,
       // Cascading delete cleans up what this toolkit created; adopted objects opt out with their own
       // Delete=false (and Prune=false) sync options, which win over the Application's (model/adoption.ts).
       // Not for an upstream install: deleting the Application of Argo CD itself must not take Argo CD, its CRDs

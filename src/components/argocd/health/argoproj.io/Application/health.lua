@@ -22,6 +22,9 @@
 --     only but automated prune is disabled", read from status.resources[].requiresPruning): then nothing is coming,
 --     and its health is what it is;
 --   * a child Argo CD cannot compare (status.sync.status "Unknown": it cannot build or read its source) is Degraded;
+--   * a child whose sync of the revision and source it has now Succeeded while its sync status is not Synced, and
+--     that Argo CD has not compared since (status.reconciledAt not later than the operation's finishedAt), is
+--     Progressing: its sync status and health are still those of the comparison before the sync;
 --   * a child whose last sync of the revision and source it has now failed (phase "Failed" or "Error") and that is
 --     not Synced is Degraded, with the operation's message, even when its old objects stay Healthy (controller/health.go
 --     leaves an object that was never created out of the child's own health), so the parent's sync fails visibly and
@@ -204,6 +207,19 @@ if op ~= nil and op.syncResult ~= nil then
   attempted = op.syncResult.revision == sync.revision and same(op.syncResult.source, spec.source) and same(op.syncResult.sources, spec.sources)
 elseif op ~= nil then
   attempted = op.phase == "Succeeded" or op.phase == "Failed" or op.phase == "Error"
+end
+-- processRequestedAppOperation (controller/appcontroller.go) writes the finished operation first and only then asks for
+-- a comparison (CompareWithLatest, which stamps status.reconciledAt): until that lands, the sync status and health are
+-- those compared before the sync, the old objects' (a stale read the parent must not take for the new revision's
+-- health; a ServerSideDiff comparison takes seconds). A comparison stamped in a later second than the sync's end is
+-- the new one: if that still says OutOfSync, the sync did not converge and the health below is what it is.
+if op ~= nil and op.phase == "Succeeded" and attempted and sync.status ~= "Synced" and op.finishedAt ~= nil
+    and op.finishedAt ~= "" and (obj.status.reconciledAt == nil or obj.status.reconciledAt <= op.finishedAt) then
+  hs.message = "Waiting for Argo CD to compare the Application with its source after its sync (" .. op.finishedAt .. ")"
+  if waited(op.finishedAt) then
+    return goAhead("Not compared with its source more than " .. wait .. "s after its sync (" .. op.finishedAt .. ")")
+  end
+  return hs
 end
 local policy = spec.syncPolicy or {}
 local automated = policy.automated ~= nil and policy.automated.enabled ~= false
