@@ -1,4 +1,5 @@
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -144,5 +145,72 @@ describe('rehearse --binaries DIR: each prebuilt binary is checked before anythi
     const r = await runMain('rehearse', '--config', REFERENCE_FILE, '--binaries', layout('bare', pinned(), false));
     expect(r.code).toBe(EXIT.badInput);
     expect(r.err).toEqual([expect.stringMatching(/no executable git-verify-wrapper\.sh beside twin \(hack\/git-verify-wrapper\.sh of github\.com\/argoproj\/argo-cd\/v3\)/)]);
+  });
+});
+
+describe('rehearse --from REV: the commit is checked before anything starts (exit 2, one line)', () => {
+  /** A clusters repository: the reference description committed once, `extra` committed after it. */
+  const repo = (name: string) => {
+    const root = path.join(dir, name);
+    mkdirSync(path.join(root, 'clusters'), { recursive: true });
+    const git = (...args: string[]) => spawnSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { cwd: root, encoding: 'utf8' });
+    git('init', '-q');
+    const file = path.join(root, 'clusters', 'lab.yaml');
+    writeFileSync(file, readFileSync(REFERENCE_FILE));
+    git('add', '.');
+    git('commit', '-q', '-m', 'lab');
+    return { root, file, git };
+  };
+  const noBinaries = path.join(dir, 'none');
+
+  it.each([
+    ['-x', /^error: --from -x: expected a commit \(a branch, a tag, HEAD~1, a SHA\), not an option/],
+    ['--output=/tmp/x', /^error: --from --output=\/tmp\/x: expected a commit .*not an option/],
+    ['HEAD~5', /^error: --from HEAD~5: no such commit in .*from-repo-1/],
+    ['no-such-branch', /^error: --from no-such-branch: no such commit in /],
+  ])('--from %s: exit 2, one line; nothing runs', async (rev, says) => {
+    const { file } = repo('from-repo-1');
+    const r = await runMain('rehearse', '--config', file, `--from=${rev}`, '--binaries', noBinaries);
+    expect(r.code).toBe(EXIT.badInput);
+    expect(r.err).toEqual([expect.stringMatching(says)]);
+    expect(r.out).toEqual([]);
+  });
+
+  it('a description outside a Git repository: exit 2, one line', async () => {
+    const outside = mkdtempSync(path.join(tmpdir(), 'rehearse-nogit-'));
+    try {
+      const file = path.join(outside, 'lab.yaml');
+      writeFileSync(file, readFileSync(REFERENCE_FILE));
+      const r = await runMain('rehearse', '--config', file, '--from', 'HEAD', '--binaries', noBinaries);
+      expect(r.code).toBe(EXIT.badInput);
+      expect(r.err).toEqual([expect.stringMatching(/^error: --from HEAD: .*lab\.yaml is not in a Git repository/)]);
+    } finally {
+      rmSync(outside, { recursive: true, force: true });
+    }
+  });
+
+  it('a description the commit does not have: exit 2, one line naming the file and the commit', async () => {
+    const { root } = repo('from-repo-2');
+    const file = path.join(root, 'clusters', 'new.yaml');
+    writeFileSync(file, readFileSync(REFERENCE_FILE));
+    const r = await runMain('rehearse', '--config', file, '--from', 'HEAD', '--binaries', noBinaries);
+    expect(r.code).toBe(EXIT.badInput);
+    expect(r.err).toEqual([expect.stringMatching(/^error: --from HEAD: clusters\/new\.yaml does not exist at [0-9a-f]{12}/)]);
+  });
+
+  it('the description at the commit is validated as the working tree\'s is: a problem there is one line naming REV:path', async () => {
+    const { file, git } = repo('from-repo-3');
+    const text = readFileSync(REFERENCE_FILE, 'utf8');
+    writeFileSync(file, text.replace(/^(\s+gpusPerNode:) \d+$/m, '$1 eight'));
+    git('commit', '-q', '-am', 'broken');
+    writeFileSync(file, text);
+    const empty = path.join(dir, 'from-empty-binaries');
+    mkdirSync(empty, { recursive: true });
+    const r = await runMain('rehearse', '--config', file, '--from', 'HEAD', '--binaries', empty);
+    expect(r.code).toBe(EXIT.badInput);
+    expect(r.err).toEqual([expect.stringMatching(/^HEAD:clusters\/lab\.yaml:\d+:\d+ nodes\.gpuWorkers\.gpusPerNode: /)]);
+    // the working tree's description alone is fine: the same run without --from gets as far as the binaries
+    const plain = await runMain('rehearse', '--config', file, '--binaries', empty);
+    expect(plain.err).toEqual([expect.stringMatching(/no executable control-plane/)]);
   });
 });
