@@ -114,7 +114,8 @@ function operandResources(policy: KubeObject, field: string): Json | undefined {
 function operandEnv(policy: KubeObject, field: string): Json[] | undefined {
   const section = (policy.spec as Json | undefined)?.[field.replace(/^spec\./, '')] as Json | undefined;
   const env = section?.env;
-  return Array.isArray(env) && env.length > 0 ? env.map((e: Json) => ({ name: String(e.name), ...(e.value !== undefined ? { value: String(e.value) } : {}) })) : undefined;
+  if (!Array.isArray(env) || env.length === 0) return undefined;
+  return env.map((e: Json) => ({ name: String(e.name), ...(e.value !== undefined ? { value: String(e.value) } : {}) }));
 }
 
 /** The oldest object (creation time, then name): the GPU Operator's singleton ClusterPolicy (getSingletonClusterPolicy). */
@@ -218,7 +219,8 @@ export class OperatorStandIns {
     if (!policy) return;
     const namespace = NAMESPACES.gpuOperator;
     const operands = clusterPolicyOperands(policy as never);
-    const live = await this.operands(policy, namespace, operands, MANAGERS.gpu, (o) => operandResources(policy, o.field), (o) => operandEnv(policy, o.field));
+    const live = await this.operands(policy, namespace, operands, MANAGERS.gpu,
+      (o) => operandResources(policy, o.field), (o) => operandEnv(policy, o.field));
     const notReady = operands.filter((o) => !gpuOperandReady(live.get(o.name))).map((o) => o.name);
     const nodes = await this.client.list('/api/v1/nodes');
     const gpuNodes = nodes.some((n) => ((n.metadata.labels ?? {}) as Json)[NODE_LABELS.nvidiaPci] === 'true');

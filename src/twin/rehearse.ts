@@ -4,8 +4,8 @@ import * as path from 'node:path';
 import { parse } from 'yaml';
 import { ApplicationState, describeState, formatTimeline } from './applications';
 import type { DescriptionAtRevision } from './command';
-import { KubeObject } from './kube-client';
 import { killLaunched } from './control-plane';
+import { KubeObject } from './kube-client';
 import { sleep } from './poll';
 import { startTwinCluster, TwinCluster } from './twin-cluster';
 import { InputError } from '../errors';
@@ -108,7 +108,11 @@ export function changeReport(c: {
   readonly apps: { readonly before: readonly KubeObject[]; readonly after: readonly KubeObject[] };
   readonly clusterPath: string;
   readonly changedFiles: readonly string[];
-  readonly pods: { readonly before: ReadonlyMap<string, PodRecord>; readonly seen: ReadonlyMap<string, PodRecord>; readonly after: ReadonlyMap<string, PodRecord> };
+  readonly pods: {
+    readonly before: ReadonlyMap<string, PodRecord>;
+    readonly seen: ReadonlyMap<string, PodRecord>;
+    readonly after: ReadonlyMap<string, PodRecord>;
+  };
   readonly nodeRole: ReadonlyMap<string, string>;
   readonly timeline: readonly { application: string; wave: number; syncedAt?: number; healthyAt?: number }[];
 }): string[] {
@@ -142,7 +146,8 @@ export function changeReport(c: {
     return p !== '' && !p.startsWith('..') && c.changedFiles.some((f) => f.startsWith(`${p}/`));
   }).map((a) => a.metadata.name);
   const s = (ms?: number) => (ms === undefined ? 'not yet' : `${(ms / 1000).toFixed(1)} s`);
-  const entries = [...c.timeline].filter((e) => changed.includes(e.application)).sort((a, b) => a.wave - b.wave || (a.healthyAt ?? Infinity) - (b.healthyAt ?? Infinity));
+  const entries = [...c.timeline].filter((e) => changed.includes(e.application))
+    .sort((a, b) => a.wave - b.wave || (a.healthyAt ?? Infinity) - (b.healthyAt ?? Infinity));
   out.push(`changed: ${entries.length} Application(s) whose rendered folder changed${entries.length > 0 ? ', in the order they converged:' : ''}`);
   for (const e of entries) out.push(`  wave ${e.wave}: ${e.application}: Synced ${s(e.syncedAt)}, Healthy ${s(e.healthyAt)} after the push`);
   // pruned
@@ -258,7 +263,8 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
     const rootAt = twin.rootAppliedAt ?? Date.now();
     const expected = expectedApplications(twin);
     const convergedAt = (rev: string) => (s: ApplicationState) => s.sync === 'Synced' && s.health === 'Healthy' && s.revision === rev;
-    const doneAt = (rev: string) => (states: readonly ApplicationState[]) => expectedApplications(twin!).every((n) => states.some((s) => s.name === n))
+    const doneAt = (rev: string) => (states: readonly ApplicationState[]) => expectedApplications(twin!)
+      .every((n) => states.some((s) => s.name === n))
       && states.every(convergedAt(rev)) && twin!.watch.state(twin!.name)?.phase === 'Succeeded' && twin!.watch.state(twin!.name)?.operationRevision === rev;
 
     /** Watches until every Application is Synced and Healthy at `rev` (or the time is up), drawing the display; answers the last states. */
@@ -338,7 +344,8 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
       Object.assign(d, next, { gitops, mirrors });
     });
     const renderedAfter = renderedFiles(twin.clusterDir);
-    const changedFiles = [...new Set([...renderedBefore.keys(), ...renderedAfter.keys()])].filter((f) => renderedBefore.get(f) !== renderedAfter.get(f));
+    const changedFiles = [...new Set([...renderedBefore.keys(), ...renderedAfter.keys()])]
+      .filter((f) => renderedBefore.get(f) !== renderedAfter.get(f));
     const changeAt = Date.now();
     const head = await twin.push('rehearse: the render of the working tree');
     say(`the working tree's render pushed as ${head.slice(0, 12)} (${changedFiles.length} rendered file(s) changed): every Application syncing`);

@@ -121,7 +121,8 @@ describe('rehearse on the twin', () => {
     d.gpuOperator = { ...d.gpuOperator, devicePluginEnv: [...(d.gpuOperator?.devicePluginEnv ?? []), { name: 'PASS_DEVICE_SPECS', value: 'true' }] };
     writeFileSync(file, stringify(d));
     const before = sha(file);
-    const r = await rehearse(['--config', file, '--from', 'HEAD']);
+    // two converged states in one run: twice the bootstrap's time, on a shared machine
+    const r = await rehearse(['--config', file, '--from', 'HEAD', '--timeout', '1800']);
     console.log(`${r.stderr.split('\n').filter((l) => !/: (instant-cluster[\w-]*) \(wave/.test(l)).join('\n')}\n${r.stdout}`);
     expect(r.code, r.stderr).toBe(0);
     const workers = (d.nodes.gpuWorkers.count as number);
