@@ -76,13 +76,13 @@ function renderedFiles(dir: string): Map<string, string> {
 }
 
 /** A pod as the change report reads it: where it runs and what owns it (a Deployment for a ReplicaSet's pod). */
-interface PodRecord {
+export interface PodRecord {
   readonly name: string;
   readonly node: string;
   readonly owner: string;
 }
 
-function podsOf(pods: readonly KubeObject[]): Map<string, PodRecord> {
+export function podsOf(pods: readonly KubeObject[]): Map<string, PodRecord> {
   const out = new Map<string, PodRecord>();
   for (const p of pods) {
     const node = String((p.spec as Record<string, any> | undefined)?.nodeName ?? '');

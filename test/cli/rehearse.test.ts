@@ -214,3 +214,47 @@ describe('rehearse --from REV: the commit is checked before anything starts (exi
     expect(plain.err).toEqual([expect.stringMatching(/no executable control-plane/)]);
   });
 });
+
+describe('rehearse --from: the change report, from the two converged states', () => {
+  const pod = (uid: string, name: string, node: string, owner: { kind: string; name: string }, hash?: string) => ({
+    apiVersion: 'v1', kind: 'Pod',
+    metadata: { uid, name, namespace: 'ns', ownerReferences: [owner], labels: hash ? { 'pod-template-hash': hash } : {} },
+    spec: { nodeName: node },
+  });
+  const app = (name: string, p: string, resources: string[], pruned: string[] = []) => ({
+    apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', metadata: { name },
+    spec: { source: { path: p } },
+    status: {
+      resources: resources.map((r) => ({ kind: 'ConfigMap', namespace: 'ns', name: r })),
+      operationState: { syncResult: { resources: pruned.map((r) => ({ kind: 'ConfigMap', namespace: 'ns', name: r, status: 'Pruned' })) } },
+    },
+  });
+
+  it('a DaemonSet roll on the GPU workers comes first; changed Applications by wave; pruned objects by Application', async () => {
+    const { changeReport } = await import('../../src/twin/rehearse');
+    const ds = { kind: 'DaemonSet', name: 'nvidia-device-plugin-daemonset' };
+    const rs = { kind: 'ReplicaSet', name: 'kueue-controller-manager-5d9f' };
+    const before = [pod('a', 'dp-a', 'gpu-1', ds), pod('b', 'dp-b', 'gpu-2', ds), pod('c', 'kueue-x', 'svc', rs, '5d9f'), pod('d', 'dp-c', 'gpu-3', ds)];
+    const after = [pod('e', 'dp-d', 'gpu-1', ds), pod('f', 'dp-e', 'gpu-2', ds), pod('g', 'kueue-y', 'svc', { ...rs, name: 'kueue-controller-manager-77aa' }, '77aa'), pod('d', 'dp-c', 'gpu-3', ds)];
+    const { podsOf } = await import('../../src/twin/rehearse');
+    const lines = changeReport({
+      apps: {
+        before: [app('lab-kueue', 'dist/lab/kueue', ['q', 'old']), app('lab-gpu-operator', 'dist/lab/gpu-operator', ['p'])],
+        after: [app('lab-kueue', 'dist/lab/kueue', ['q']), app('lab-gpu-operator', 'dist/lab/gpu-operator', ['p'])],
+      },
+      clusterPath: 'dist/lab',
+      changedFiles: ['gpu-operator/clusterpolicy.yaml', 'kueue/x.yaml'],
+      pods: { before: podsOf(before), seen: podsOf([...before, ...after]), after: podsOf(after) },
+      nodeRole: new Map([['gpu-1', 'gpu'], ['gpu-2', 'gpu'], ['gpu-3', 'gpu'], ['svc', 'service']]),
+      timeline: [{ application: 'lab-kueue', wave: 1, syncedAt: 3000, healthyAt: 4000 }, { application: 'lab-gpu-operator', wave: 0, syncedAt: 1000, healthyAt: 9000 }],
+    });
+    expect(lines).toEqual([
+      'pods: GPU workers: DaemonSet ns/nvidia-device-plugin-daemonset rolled on 2 of 3 (gpu-1, gpu-2; 2 pod(s) deleted, 2 created)',
+      'pods: service node: Deployment ns/kueue-controller-manager replaced on 1 of 1 (svc; 1 pod(s) deleted, 1 created)',
+      'changed: 2 Application(s) whose rendered folder changed, in the order they converged:',
+      '  wave 0: lab-gpu-operator: Synced 1.0 s, Healthy 9.0 s after the push',
+      '  wave 1: lab-kueue: Synced 3.0 s, Healthy 4.0 s after the push',
+      'pruned: lab-kueue: ConfigMap ns/old',
+    ]);
+  });
+});
