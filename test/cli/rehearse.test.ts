@@ -217,12 +217,15 @@ describe('rehearse --from REV: the commit is checked before anything starts (exi
 
 describe('rehearse --from: the change report, from the two converged states', () => {
   const pod = (uid: string, name: string, node: string, owner: { kind: string; name: string }, hash?: string) => ({
-    apiVersion: 'v1', kind: 'Pod',
+    apiVersion: 'v1',
+    kind: 'Pod',
     metadata: { uid, name, namespace: 'ns', ownerReferences: [owner], labels: hash ? { 'pod-template-hash': hash } : {} },
     spec: { nodeName: node },
   });
   const app = (name: string, p: string, resources: string[], pruned: string[] = []) => ({
-    apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', metadata: { name },
+    apiVersion: 'argoproj.io/v1alpha1',
+    kind: 'Application',
+    metadata: { name },
     spec: { source: { path: p } },
     status: {
       resources: resources.map((r) => ({ kind: 'ConfigMap', namespace: 'ns', name: r })),
