@@ -272,6 +272,7 @@ export const VERIFY: CommandSpec<typeof VERIFY_OPTIONS> = {
 
 const REHEARSE_OPTIONS = {
   config: { type: 'string', value: 'FILE', help: 'the description to rehearse: YAML or JSON' },
+  from: { type: 'string', value: 'REV', help: 'change mode: converge the description as it is at commit REV of its Git repository first (usually HEAD), then push the working tree\'s render and report what the push does' },
   binaries: { type: 'string', value: 'DIR', help: 'take the twin\'s binaries from DIR (prebuilt; the list below) instead of building them with Go' },
   timeout: { type: 'string', value: 'SECONDS', help: `bounds the whole rehearsal once the binaries are there: the twin's start, the bootstrap and every wave (default: ${REHEARSE_TIMEOUT_MS / 1000}, at most ${REHEARSE_MAX_TIMEOUT_MS / 1000})` },
   verbose: { ...OPTIONS.verbose, help: 'print every state change of every Application, and the CPU seconds of each process of the twin at the end' },
@@ -282,7 +283,7 @@ const REHEARSE_OPTIONS = {
 /** `rehearse`: the bootstrap synced by a real Argo CD on a local twin of the cluster. */
 export const REHEARSE: CommandSpec<typeof REHEARSE_OPTIONS> = {
   name: 'rehearse',
-  usage: `${PACKAGE_NAME} rehearse --config FILE [--binaries DIR] [--timeout SECONDS] [--verbose | --quiet]`,
+  usage: `${PACKAGE_NAME} rehearse --config FILE [--from REV] [--binaries DIR] [--timeout SECONDS] [--verbose | --quiet]`,
   summary: 'see the bootstrap converge before you push it: synced by a real Argo CD on a local twin of the cluster',
   // read when the help is printed: the versions come from the Go modules the package ships
   get description(): string {
@@ -291,7 +292,10 @@ export const REHEARSE: CommandSpec<typeof REHEARSE_OPTIONS> = {
       + 'add-ons\' CRDs and namespaces, a pre-installed Kueue running for real, stand-ins of the GPU and Network Operators), then runs the '
       + 'bootstrap of the cluster\'s README and lets a real Argo CD sync every wave. Shows each Application\'s sync and health (a live '
       + 'display on a terminal, plain lines otherwise), then the timeline. Exit 0 when every Application is Synced and Healthy within '
-      + '--timeout, 1 naming each one that is not and what it waits on. Nothing is written to the project or its output folder; every '
+      + '--timeout, 1 naming each one that is not and what it waits on. With --from REV (change mode) the description as it is at commit '
+      + 'REV of its Git repository converges first, then the working tree\'s render is pushed as the next commit: the report says which '
+      + 'Applications change and sync (by wave, how long), which pods are replaced on which node kind (a DaemonSet roll on the GPU '
+      + 'workers first) and what is pruned; exit 0 when the change converges, 1 as above. Nothing is written to the project or its output folder; every '
       + 'process is stopped and the scratch folder removed on exit, Ctrl-C or a crash. '
       + `The binaries: with Go ${requiredGoVersion()} or later on PATH they are built once per machine into the user's cache `
       + '(~/.cache/gpu-cluster-manifests/, some 20 minutes and a few GB of memory the first time); or --binaries DIR holds them, '

@@ -1,6 +1,8 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ControlPlaneBuildError, goCommand, requiredGoVersion, twinBinaries, usePrebuiltBinaries } from './binary';
 import type { rehearse } from './rehearse';
@@ -8,6 +10,8 @@ import { consoleIo, EXIT, Io } from '../commands/io';
 import { commandHelp } from '../commands/options';
 import { REHEARSE, REHEARSE_MAX_TIMEOUT_MS, REHEARSE_TIMEOUT_MS } from '../commands/specs';
 import { InputError } from '../errors';
+import { maxBytes } from '../input/limits';
+import { asInputError, decodeInput } from '../input/read';
 import { loadModels } from '../synth/pipeline';
 
 /** Go's version as `go env GOVERSION` says it (go1.26.8), or undefined. */
@@ -22,6 +26,65 @@ function atLeast(have: string, need: string): boolean {
   const b = need.split('.').map(Number);
   for (let i = 0; i < b.length; i++) if ((a[i] ?? 0) !== b[i]) return (a[i] ?? 0) > b[i];
   return true;
+}
+
+/** The description as it is at a commit (change mode's starting point): its text, and where it comes from as `REV:path`. */
+export interface DescriptionAtRevision {
+  readonly text: string;
+  readonly label: string;
+  readonly commit: string;
+}
+
+/** Runs git with an argument list (no shell) in `cwd`; answers its status and output (bounded). */
+function git(cwd: string, args: readonly string[], maxBuffer = 1024 * 1024): { status: number | null; stdout: Buffer; stderr: string } {
+  const r = spawnSync('git', args, { cwd, timeout: 60_000, maxBuffer, env: { ...process.env, GIT_TERMINAL_PROMPT: '0', LC_ALL: 'C' } });
+  if (r.error && (r.error as NodeJS.ErrnoException).code === 'ENOENT') throw new InputError('--from: no git command on PATH (change mode reads the description at a commit of its Git repository)');
+  return { status: r.error ? null : r.status, stdout: r.stdout ?? Buffer.alloc(0), stderr: (r.stderr ?? Buffer.alloc(0)).toString() };
+}
+
+/**
+ * The description file as it is at commit `rev` of the Git repository holding it (`git cat-file`, an argument list,
+ * `rev` never an option: refused when it starts with "-", and after --end-of-options), bounded as a description file
+ * is, decoded as one. Bad input (exit 2, one line): an option-like or unknown revision, a file outside a Git repository
+ * or absent at that commit.
+ */
+export function descriptionAtRevision(file: string, rev: string): DescriptionAtRevision {
+  if (rev === '' || rev.startsWith('-')) throw new InputError(`--from ${rev}: expected a commit (a branch, a tag, HEAD~1, a SHA), not an option`);
+  if (/[\x00-\x1f\x7f]/.test(rev)) throw new InputError('--from: a commit has no control characters');
+  const real = realpathSync(file);
+  const top = git(path.dirname(real), ['rev-parse', '--show-toplevel']);
+  if (top.status !== 0) throw new InputError(`--from ${rev}: ${file} is not in a Git repository (change mode reads the description at a commit)`);
+  const root = top.stdout.toString().trim();
+  const commit = git(root, ['rev-parse', '--verify', '--quiet', '--end-of-options', `${rev}^{commit}`]);
+  if (commit.status !== 0) throw new InputError(`--from ${rev}: no such commit in ${root}`);
+  const sha = commit.stdout.toString().trim();
+  const rel = path.relative(realpathSync(root), real).split(path.sep).join('/');
+  const label = `${rev}:${rel}`;
+  const size = git(root, ['cat-file', '-s', '--end-of-options', `${sha}:${rel}`]);
+  if (size.status !== 0) throw new InputError(`--from ${rev}: ${rel} does not exist at ${sha.slice(0, 12)}`);
+  const max = maxBytes('description');
+  if (Number(size.stdout.toString().trim()) > max) throw new InputError(`${label}: larger than ${max} bytes, far more than a cluster description needs`);
+  const blob = git(root, ['cat-file', 'blob', '--end-of-options', `${sha}:${rel}`], max + 1);
+  if (blob.status !== 0) throw new InputError(`${label}: git cat-file failed: ${blob.stderr.split('\n')[0]}`);
+  return { text: asInputError(label, () => decodeInput(label, blob.stdout)), label, commit: sha };
+}
+
+/** Loads and validates the description at a commit (bad input names `REV:path`, not the scratch file it is read from). */
+function validateAtRevision(at: DescriptionAtRevision, config: string): void {
+  const dir = mkdtempSync(path.join(tmpdir(), 'gpu-cluster-manifests-from-'));
+  const file = path.join(dir, path.basename(config));
+  try {
+    writeFileSync(file, at.text);
+    try {
+      loadModels([file]);
+    } catch (e) {
+      if (!(e instanceof InputError)) throw e;
+      const named = (t: string) => t.split(file).join(at.label);
+      throw new InputError(named(e.message), e.details.map(named), e.opts);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** How to get the binaries, in one line (no Go and no --binaries). */
@@ -53,6 +116,8 @@ export async function runRehearse(argv: string[], io: Io = consoleIo): Promise<n
     }
     timeoutMs = Math.round(s * 1000);
   }
+  // change mode: the description at the commit, read before anything else runs (exit 2 on a bad --from)
+  const from = values.from === undefined ? undefined : descriptionAtRevision(values.config, values.from);
   if (values.binaries !== undefined) {
     if (!statSync(values.binaries, { throwIfNoEntry: false })?.isDirectory()) throw new InputError(`--binaries ${values.binaries}: no such folder`);
   } else {
@@ -66,8 +131,9 @@ export async function runRehearse(argv: string[], io: Io = consoleIo): Promise<n
     const version = goVersion(go);
     if (version === undefined || !atLeast(version, requiredGoVersion())) throw new InputError(howToGetThem(`${go} is ${version ?? 'not a working go command'}`));
   }
-  // the description loads and validates before anything starts (bad input: exit 2, one line per problem)
+  // the description loads and validates before anything starts (bad input: exit 2, one line per problem), at --from too
   loadModels([values.config]);
+  if (from) validateAtRevision(from, values.config);
 
   usePrebuiltBinaries(values.binaries);
   try {
@@ -84,6 +150,7 @@ export async function runRehearse(argv: string[], io: Io = consoleIo): Promise<n
     const terminal = io.progress?.isTTY && !values.quiet ? io.progress : undefined;
     return await run({
       description: values.config,
+      from,
       timeoutMs,
       verbose: values.verbose,
       quiet: values.quiet,

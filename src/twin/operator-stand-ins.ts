@@ -41,7 +41,7 @@ function setCondition(conditions: Json[], c: { type: string; status: string; rea
  * An operand DaemonSet as the stand-in creates it: the model's pod spec, owned by the custom resource (its controller);
  * its container's requests and limits those of the operand's section (`resources`) when given.
  */
-function daemonSet(owner: KubeObject, namespace: string, o: OperandDaemonSet, managedBy: string, resources?: Json): KubeObject {
+function daemonSet(owner: KubeObject, namespace: string, o: OperandDaemonSet, managedBy: string, resources?: Json, env?: Json[]): KubeObject {
   const labels = { 'app': o.name, 'app.kubernetes.io/managed-by': managedBy };
   return {
     apiVersion: 'apps/v1',
@@ -61,7 +61,7 @@ function daemonSet(owner: KubeObject, namespace: string, o: OperandDaemonSet, ma
     },
     spec: {
       selector: { matchLabels: { app: o.name } },
-      template: { metadata: { labels: { app: o.name } }, spec: { ...o.spec, containers: [{ name: 'operand', image: 'registry.k8s.io/pause:3.10', ...(resources ? { resources } : {}) }] } },
+      template: { metadata: { labels: { app: o.name } }, spec: { ...o.spec, containers: [{ name: 'operand', image: 'registry.k8s.io/pause:3.10', ...(resources ? { resources } : {}), ...(env ? { env } : {}) }] } },
     },
   };
 }
@@ -103,6 +103,19 @@ function operandResources(policy: KubeObject, field: string): Json | undefined {
   const r = section?.resources as Json | undefined;
   if (!r || (r.requests === undefined && r.limits === undefined)) return undefined;
   return { ...(r.requests !== undefined ? { requests: r.requests } : {}), ...(r.limits !== undefined ? { limits: r.limits } : {}) };
+}
+
+/**
+ * The environment an operand's section of a ClusterPolicy gives its main container (`spec.<operand>.env`), as the GPU
+ * Operator's transforms set it (controllers/object_controls.go, TransformDevicePlugin and its siblings: "update env"):
+ * a change of it changes the DaemonSet's pod template, so the operand rolls on every node it runs on (what `rehearse
+ * --from` reports as a DaemonSet roll on the GPU workers).
+ */
+function operandEnv(policy: KubeObject, field: string): Json[] | undefined {
+  const section = (policy.spec as Json | undefined)?.[field.replace(/^spec\./, '')] as Json | undefined;
+  const env = section?.env;
+  if (!Array.isArray(env) || env.length === 0) return undefined;
+  return env.map((e: Json) => ({ name: String(e.name), ...(e.value !== undefined ? { value: String(e.value) } : {}) }));
 }
 
 /** The oldest object (creation time, then name): the GPU Operator's singleton ClusterPolicy (getSingletonClusterPolicy). */
@@ -174,11 +187,12 @@ export class OperatorStandIns {
   private async operands(
     owner: KubeObject, namespace: string, operands: readonly OperandDaemonSet[], manager: string,
     resources: (o: OperandDaemonSet) => Json | undefined = () => undefined,
+    env: (o: OperandDaemonSet) => Json[] | undefined = () => undefined,
   ): Promise<Map<string, KubeObject | undefined>> {
     await this.ensureNamespace(namespace, manager);
     const out = new Map<string, KubeObject | undefined>();
     for (const o of operands) {
-      const want = daemonSet(owner, namespace, o, manager, resources(o));
+      const want = daemonSet(owner, namespace, o, manager, resources(o), env(o));
       const key = `${namespace}/${o.name}`;
       let live = await this.client.read(want);
       if (!live || this.applied.get(key) !== JSON.stringify(want)) {
@@ -205,7 +219,8 @@ export class OperatorStandIns {
     if (!policy) return;
     const namespace = NAMESPACES.gpuOperator;
     const operands = clusterPolicyOperands(policy as never);
-    const live = await this.operands(policy, namespace, operands, MANAGERS.gpu, (o) => operandResources(policy, o.field));
+    const live = await this.operands(policy, namespace, operands, MANAGERS.gpu,
+      (o) => operandResources(policy, o.field), (o) => operandEnv(policy, o.field));
     const notReady = operands.filter((o) => !gpuOperandReady(live.get(o.name))).map((o) => o.name);
     const nodes = await this.client.list('/api/v1/nodes');
     const gpuNodes = nodes.some((n) => ((n.metadata.labels ?? {}) as Json)[NODE_LABELS.nvidiaPci] === 'true');

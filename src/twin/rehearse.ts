@@ -1,12 +1,15 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { parse } from 'yaml';
 import { ApplicationState, describeState, formatTimeline } from './applications';
+import type { DescriptionAtRevision } from './command';
 import { killLaunched } from './control-plane';
+import { KubeObject } from './kube-client';
 import { sleep } from './poll';
 import { startTwinCluster, TwinCluster } from './twin-cluster';
 import { InputError } from '../errors';
+import { decodeInput, readInputBytes } from '../input/read';
 import { ValidationFailed } from '../synth/pipeline';
 
 /**
@@ -19,6 +22,11 @@ import { ValidationFailed } from '../synth/pipeline';
 export interface RehearsalOptions {
   /** The description file (YAML or JSON), read and never written. */
   readonly description: string;
+  /**
+   * Change mode: the description at a commit (command.ts descriptionAtRevision). Its render converges first; then the
+   * render of `description` (the working tree) is pushed as the next commit and what that push does is reported.
+   */
+  readonly from?: DescriptionAtRevision;
   /** The whole rehearsal: the twin's start, the bootstrap and every wave. */
   readonly timeoutMs: number;
   readonly verbose?: boolean;
@@ -52,6 +60,110 @@ function displayLine(s: ApplicationState, width: number): string {
     : s.sync !== 'Synced' ? (s.conditions[0] || s.operationMessage || s.waitingOn[0] || '') : '';
   const line = `  ${s.name.padEnd(width)}  wave ${String(s.wave).padStart(2)}  ${(s.sync || '-').padEnd(10)} ${(s.health || '-').padEnd(11)} ${waiting}`;
   return line.length > 160 ? `${line.slice(0, 157)}...` : line;
+}
+
+const cpuLine = (twin: TwinCluster) => Object.entries(twin.cpuSeconds()).map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ');
+
+/** Every file of a rendered cluster folder, by path relative to the folder, with its text. */
+function renderedFiles(dir: string): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const e of readdirSync(dir, { recursive: true, withFileTypes: true })) {
+    if (!e.isFile()) continue;
+    const file = path.join(e.parentPath, e.name);
+    out.set(path.relative(dir, file).split(path.sep).join('/'), readFileSync(file, 'utf8'));
+  }
+  return out;
+}
+
+/** A pod as the change report reads it: where it runs and what owns it (a Deployment for a ReplicaSet's pod). */
+export interface PodRecord {
+  readonly name: string;
+  readonly node: string;
+  readonly owner: string;
+}
+
+export function podsOf(pods: readonly KubeObject[]): Map<string, PodRecord> {
+  const out = new Map<string, PodRecord>();
+  for (const p of pods) {
+    const node = String((p.spec as Record<string, any> | undefined)?.nodeName ?? '');
+    const ref = ((p.metadata.ownerReferences ?? []) as { kind: string; name: string }[])[0];
+    const hash = ((p.metadata.labels ?? {}) as Record<string, string>)['pod-template-hash'];
+    const owner = !ref ? `Pod ${p.metadata.namespace}/${p.metadata.name}`
+      : ref.kind === 'ReplicaSet' && hash && ref.name.endsWith(`-${hash}`) ? `Deployment ${p.metadata.namespace}/${ref.name.slice(0, -hash.length - 1)}`
+        : `${ref.kind} ${p.metadata.namespace}/${ref.name}`;
+    out.set(String(p.metadata.uid), { name: `${p.metadata.namespace}/${p.metadata.name}`, node, owner });
+  }
+  return out;
+}
+
+const ROLE_TEXT: Record<string, string> = { gpu: 'GPU workers', service: 'service node', cpu: 'CPU workers' };
+
+/**
+ * What a pushed change did, between the two converged states: the pods replaced on each node kind (by owner; a
+ * DaemonSet on the GPU workers first), the Applications whose rendered folder changed with when each was Synced and
+ * Healthy at the new commit, and what was pruned (an Application's resource before and not after, or Pruned in its
+ * last sync's results).
+ */
+export function changeReport(c: {
+  readonly apps: { readonly before: readonly KubeObject[]; readonly after: readonly KubeObject[] };
+  readonly clusterPath: string;
+  readonly changedFiles: readonly string[];
+  readonly pods: {
+    readonly before: ReadonlyMap<string, PodRecord>;
+    readonly seen: ReadonlyMap<string, PodRecord>;
+    readonly after: ReadonlyMap<string, PodRecord>;
+  };
+  readonly nodeRole: ReadonlyMap<string, string>;
+  readonly timeline: readonly { application: string; wave: number; syncedAt?: number; healthyAt?: number }[];
+}): string[] {
+  const out: string[] = [];
+  // pods: deleted (before, not after) and created (seen after the push, not before), by owner and node kind
+  const touched = new Map<string, { role: string; owner: string; nodes: Set<string>; deleted: number; created: number }>();
+  const touch = (p: PodRecord, what: 'deleted' | 'created') => {
+    if (!p.node) return;
+    const role = c.nodeRole.get(p.node) ?? 'other';
+    const key = `${role}\u0000${p.owner}`;
+    const t = touched.get(key) ?? { role, owner: p.owner, nodes: new Set<string>(), deleted: 0, created: 0 };
+    t.nodes.add(p.node);
+    t[what]++;
+    touched.set(key, t);
+  };
+  for (const [uid, p] of c.pods.before) if (!c.pods.after.has(uid)) touch(p, 'deleted');
+  for (const [uid, p] of c.pods.seen) if (!c.pods.before.has(uid)) touch(p, 'created');
+  const ofRole = (role: string) => [...c.nodeRole.values()].filter((r) => r === role).length;
+  const rank = (t: { role: string; owner: string }) => (t.role === 'gpu' ? 0 : 1) * 2 + (t.owner.startsWith('DaemonSet ') ? 0 : 1);
+  const rows = [...touched.values()].sort((a, b) => rank(a) - rank(b) || a.role.localeCompare(b.role) || a.owner.localeCompare(b.owner));
+  if (rows.length === 0) out.push('pods: none replaced');
+  for (const t of rows) {
+    const verb = t.deleted > 0 && t.created > 0 ? (t.owner.startsWith('DaemonSet ') ? 'rolled' : 'replaced') : t.created > 0 ? 'started' : 'removed';
+    const nodes = [...t.nodes].sort();
+    out.push(`pods: ${ROLE_TEXT[t.role] ?? t.role}: ${t.owner} ${verb} on ${nodes.length} of ${ofRole(t.role)} (${nodes.join(', ')}; ${t.deleted} pod(s) deleted, ${t.created} created)`);
+  }
+  // the Applications whose rendered folder changed, by wave, with when each converged at the new commit
+  const sourcePath = (a: KubeObject) => String((a.spec as Record<string, any>)?.source?.path ?? '');
+  const changed = c.apps.after.filter((a) => {
+    const p = path.posix.relative(c.clusterPath, sourcePath(a));
+    return p !== '' && !p.startsWith('..') && c.changedFiles.some((f) => f.startsWith(`${p}/`));
+  }).map((a) => a.metadata.name);
+  const s = (ms?: number) => (ms === undefined ? 'not yet' : `${(ms / 1000).toFixed(1)} s`);
+  const entries = [...c.timeline].filter((e) => changed.includes(e.application))
+    .sort((a, b) => a.wave - b.wave || (a.healthyAt ?? Infinity) - (b.healthyAt ?? Infinity));
+  out.push(`changed: ${entries.length} Application(s) whose rendered folder changed${entries.length > 0 ? ', in the order they converged:' : ''}`);
+  for (const e of entries) out.push(`  wave ${e.wave}: ${e.application}: Synced ${s(e.syncedAt)}, Healthy ${s(e.healthyAt)} after the push`);
+  // pruned
+  const resources = (a: KubeObject) => new Set(((a.status as Record<string, any>)?.resources ?? []).map((r: Record<string, any>) => `${r.kind} ${r.namespace ? `${r.namespace}/` : ''}${r.name}`) as string[]);
+  const pruned: string[] = [];
+  for (const before of c.apps.before) {
+    const after = c.apps.after.find((a) => a.metadata.name === before.metadata.name);
+    const now = after ? resources(after) : new Set<string>();
+    const results = (((after?.status as Record<string, any>)?.operationState?.syncResult?.resources ?? []) as Record<string, any>[])
+      .filter((r) => r.status === 'Pruned').map((r) => `${r.kind} ${r.namespace ? `${r.namespace}/` : ''}${r.name}`);
+    const gone = [...new Set([...[...resources(before)].filter((r) => !now.has(r)), ...results])].sort();
+    for (const g of gone) pruned.push(`pruned: ${before.metadata.name}: ${g}`);
+  }
+  if (pruned.length === 0) out.push('pruned: nothing');
+  out.push(...pruned);
+  return out;
 }
 
 /** Runs one rehearsal; answers its exit code (0: every Application converged, 1: not). */
@@ -124,8 +236,15 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
   };
 
   try {
+    // change mode: the twin starts from the description at the commit (a file of the scratch folder)
+    let first = opts.description;
+    if (opts.from) {
+      mkdirSync(path.join(scratch, 'from'));
+      first = path.join(scratch, 'from', path.basename(opts.description));
+      writeFileSync(first, opts.from.text);
+    }
     twin = await bounded('starting the twin', startTwinCluster({
-      description: opts.description,
+      description: first,
       progress: (line) => {
         if (outOfTime) throw new OutOfTime('starting the twin');
         say(line);
@@ -138,56 +257,120 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
       opts.err(`rehearse: warning: ${managed.join(', ')}: managed, and the twin serves no chart or upstream repository yet (it reaches nothing outside this machine): `
         + 'their Applications cannot fetch their sources and will not converge here');
     }
-    const pushed = await twin.push('rehearse: the render of the working tree');
+    const pushed = await twin.push(opts.from ? `rehearse: the render at ${opts.from.label} (${opts.from.commit.slice(0, 12)})` : 'rehearse: the render of the working tree');
     say('running the bootstrap of the cluster\'s README');
     await bounded('running the bootstrap', twin.bootstrap());
     const rootAt = twin.rootAppliedAt ?? Date.now();
     const expected = expectedApplications(twin);
-    const converged = (s: ApplicationState) => s.sync === 'Synced' && s.health === 'Healthy' && s.revision === pushed;
-    const done = (states: readonly ApplicationState[]) => expected.every((n) => states.some((s) => s.name === n))
-      && states.every(converged) && twin!.watch.state(twin!.name)?.phase === 'Succeeded';
+    const convergedAt = (rev: string) => (s: ApplicationState) => s.sync === 'Synced' && s.health === 'Healthy' && s.revision === rev;
+    const doneAt = (rev: string) => (states: readonly ApplicationState[]) => expectedApplications(twin!)
+      .every((n) => states.some((s) => s.name === n))
+      && states.every(convergedAt(rev)) && twin!.watch.state(twin!.name)?.phase === 'Succeeded' && twin!.watch.state(twin!.name)?.operationRevision === rev;
+
+    /** Watches until every Application is Synced and Healthy at `rev` (or the time is up), drawing the display; answers the last states. */
+    const watchUntil = async (rev: string, since: number, each?: () => Promise<void>): Promise<ApplicationState[]> => {
+      const converged = convergedAt(rev);
+      const done = doneAt(rev);
+      const shown = new Map<string, string>();
+      let drawn = 0;
+      let states: ApplicationState[] = [];
+      for (;;) {
+        states = twin!.watch.states();
+        if (each) await each().catch(() => {});
+        if (states.length > 0 && done(states)) break;
+        if (Date.now() > deadline) break;
+        if (opts.terminal) {
+          const width = Math.max(0, ...states.map((s) => s.name.length));
+          const ok = states.filter(converged).length;
+          const lines = [`rehearse: ${twin!.name}: ${ok}/${expected.length} Applications Synced and Healthy at ${rev.slice(0, 7)} (${seconds(Date.now() - since)}, time left ${seconds(Math.max(0, deadline - Date.now()))})`,
+            ...states.map((s) => displayLine(s, width))];
+          opts.terminal(`${drawn > 0 ? `\x1b[${drawn}A` : '\r'}\x1b[J${lines.join('\n')}\n`);
+          drawn = lines.length;
+        } else if (!opts.quiet) {
+          for (const s of states) {
+            const text = opts.verbose ? describeState(s) : `${s.name} (wave ${s.wave}): ${s.sync || 'not compared'}, ${s.health || 'no health'}${s.revision && s.revision !== rev ? ` at ${s.revision.slice(0, 7)}` : ''}`;
+            if (shown.get(s.name) === text) continue;
+            shown.set(s.name, text);
+            progress(text);
+          }
+        }
+        await sleep(1000);
+      }
+      if (opts.terminal) opts.terminal(`${drawn > 0 ? `\x1b[${drawn}A` : '\r'}\x1b[J`);
+      return states;
+    };
+
+    /** Exit 1: each Application not converged at `rev`, with what it waits on. */
+    const notConverged = (states: readonly ApplicationState[], rev: string, what: string): number => {
+      const converged = convergedAt(rev);
+      const names = expectedApplications(twin!);
+      const missing = names.filter((n) => !states.some((s) => s.name === n));
+      for (const s of states.filter((x) => !converged(x))) opts.err(`rehearse: not converged: ${describeState(s)}`);
+      for (const n of missing) opts.err(`rehearse: not converged: ${n}: never created (the root's sync did not reach it)`);
+      const root = twin!.watch.state(twin!.name);
+      if (states.every(converged) && missing.length === 0 && root) opts.err(`rehearse: not converged: ${twin!.name}: its sync is ${root.phase || 'not started'}${root.operationRevision && root.operationRevision !== rev ? ` at ${root.operationRevision.slice(0, 7)}` : ''}`);
+      opts.err(`rehearse: ${twin!.name}: ${what}: not every Application Synced and Healthy within ${seconds(opts.timeoutMs)} (--timeout)`);
+      return 1;
+    };
 
     say(`every Application of ${twin.name} syncing (${expected.length}: the root and ${expected.length - 1} it lists)`);
-    const shown = new Map<string, string>();
-    let drawn = 0;
-    let states: ApplicationState[] = [];
-    for (;;) {
-      states = twin.watch.states();
-      if (states.length > 0 && done(states)) break;
-      if (Date.now() > deadline) break;
-      if (opts.terminal) {
-        const width = Math.max(0, ...states.map((s) => s.name.length));
-        const ok = states.filter(converged).length;
-        const lines = [`rehearse: ${twin.name}: ${ok}/${expected.length} Applications Synced and Healthy (${seconds(Date.now() - rootAt)} since the root's apply, time left ${seconds(Math.max(0, deadline - Date.now()))})`,
-          ...states.map((s) => displayLine(s, width))];
-        opts.terminal(`${drawn > 0 ? `\x1b[${drawn}A` : '\r'}\x1b[J${lines.join('\n')}\n`);
-        drawn = lines.length;
-      } else if (!opts.quiet) {
-        for (const s of states) {
-          const text = opts.verbose ? describeState(s) : `${s.name} (wave ${s.wave}): ${s.sync || 'not compared'}, ${s.health || 'no health'}`;
-          if (shown.get(s.name) === text) continue;
-          shown.set(s.name, text);
-          progress(text);
-        }
-      }
-      await sleep(1000);
-    }
-    if (opts.terminal) opts.terminal(`${drawn > 0 ? `\x1b[${drawn}A` : '\r'}\x1b[J`);
-
-    if (!opts.quiet) opts.out(`${twin.name}: the bootstrap on the twin, from the root's apply (Argo CD ${twin.twin.binary.versions['github.com/argoproj/argo-cd/v3'] ?? ''})`);
+    let states = await watchUntil(pushed, rootAt);
+    const bootstrapHead = opts.from ? `${twin.name}: the bootstrap of ${opts.from.label} (${opts.from.commit.slice(0, 12)}) on the twin` : `${twin.name}: the bootstrap on the twin`;
+    if (!opts.quiet) opts.out(`${bootstrapHead}, from the root's apply (Argo CD ${twin.twin.binary.versions['github.com/argoproj/argo-cd/v3'] ?? ''})`);
     if (!opts.quiet) opts.out(formatTimeline(twin.watch.timeline(rootAt, () => pushed)));
-    if (opts.verbose) opts.out(`CPU seconds: ${Object.entries(twin.cpuSeconds()).map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ')}`);
-    if (done(states)) {
-      if (!opts.quiet) opts.out(`${twin.name}: every Application (${expected.length}) Synced and Healthy ${seconds(Date.now() - rootAt)} after the root's apply (${seconds(Date.now() - t0)} in all)`);
+    if (!doneAt(pushed)(states)) {
+      if (opts.verbose) opts.out(`CPU seconds: ${cpuLine(twin)}`);
+      return notConverged(states, pushed, opts.from ? `the bootstrap of ${opts.from.label}, before the change` : 'the bootstrap');
+    }
+    if (!opts.quiet) opts.out(`${twin.name}: every Application (${expected.length}) Synced and Healthy ${seconds(Date.now() - rootAt)} after the root's apply (${seconds(Date.now() - t0)} in all)`);
+    if (!opts.from) {
+      if (opts.verbose) opts.out(`CPU seconds: ${cpuLine(twin)}`);
       return 0;
     }
-    const missing = expected.filter((n) => !states.some((s) => s.name === n));
-    for (const s of states.filter((x) => !converged(x))) opts.err(`rehearse: not converged: ${describeState(s)}`);
-    for (const n of missing) opts.err(`rehearse: not converged: ${n}: never created (the root's sync did not reach it)`);
-    const root = twin.watch.state(twin.name);
-    if (states.every(converged) && missing.length === 0 && root) opts.err(`rehearse: not converged: ${twin.name}: its sync is ${root.phase || 'not started'}`);
-    opts.err(`rehearse: ${twin.name}: not every Application Synced and Healthy within ${seconds(opts.timeoutMs)} (--timeout)`);
-    return 1;
+
+    // change mode: the working tree's render pushed as the next commit, its effect read between the two converged states
+    const client = twin.cp.client();
+    const namespace = twin.model.description.gitops.namespace;
+    const appsBefore = await client.list(`/apis/argoproj.io/v1alpha1/namespaces/${namespace}/applications`);
+    const podsBefore = podsOf(await client.list('/api/v1/pods'));
+    const podsSeen = new Map(podsBefore);
+    const renderedBefore = renderedFiles(twin.clusterDir);
+    say('rendering the working tree\'s description');
+    const next = parse(decodeInput(opts.description, readInputBytes(opts.description, 'description'))) as Record<string, any>;
+    twin.render((d) => {
+      const gitops = { ...next.gitops, repoURL: d.gitops.repoURL };
+      const mirrors = { ...next.mirrors, git: { ...next.mirrors?.git, ...d.mirrors.git } };
+      for (const k of Object.keys(d)) delete d[k];
+      Object.assign(d, next, { gitops, mirrors });
+    });
+    const renderedAfter = renderedFiles(twin.clusterDir);
+    const changedFiles = [...new Set([...renderedBefore.keys(), ...renderedAfter.keys()])]
+      .filter((f) => renderedBefore.get(f) !== renderedAfter.get(f));
+    const changeAt = Date.now();
+    const head = await twin.push('rehearse: the render of the working tree');
+    say(`the working tree's render pushed as ${head.slice(0, 12)} (${changedFiles.length} rendered file(s) changed): every Application syncing`);
+    states = await watchUntil(head, changeAt, async () => {
+      for (const [uid, p] of podsOf(await client.list('/api/v1/pods'))) if (!podsSeen.has(uid)) podsSeen.set(uid, p);
+    });
+    const podsAfter = podsOf(await client.list('/api/v1/pods'));
+    const appsAfter = await client.list(`/apis/argoproj.io/v1alpha1/namespaces/${namespace}/applications`);
+    const report = changeReport({
+      apps: { before: appsBefore, after: appsAfter },
+      clusterPath: path.relative(twin.workTree, twin.clusterDir),
+      changedFiles,
+      pods: { before: podsBefore, seen: podsSeen, after: podsAfter },
+      nodeRole: new Map(twin.nodes.map((n) => [n.node.metadata.name, n.kind.role])),
+      timeline: twin.watch.timeline(changeAt, () => head),
+    });
+    if (!opts.quiet) {
+      opts.out(`${twin.name}: the change from ${opts.from.label} (${opts.from.commit.slice(0, 12)}) to the working tree, pushed as ${head.slice(0, 12)}`);
+      for (const l of report) opts.out(l);
+      opts.out(formatTimeline(twin.watch.timeline(changeAt, () => head)));
+    }
+    if (opts.verbose) opts.out(`CPU seconds: ${cpuLine(twin)}`);
+    if (!doneAt(head)(states)) return notConverged(states, head, 'the change');
+    if (!opts.quiet) opts.out(`${twin.name}: the change converged: every Application (${expectedApplications(twin).length}) Synced and Healthy at ${head.slice(0, 12)} ${seconds(Date.now() - changeAt)} after the push (${seconds(Date.now() - t0)} in all)`);
+    return 0;
   } catch (e) {
     if (e instanceof OutOfTime) {
       opts.err(`rehearse: out of time (--timeout ${seconds(opts.timeoutMs)}) while ${e.message} (at: ${step})`);

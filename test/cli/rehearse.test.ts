@@ -1,4 +1,5 @@
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -144,5 +145,119 @@ describe('rehearse --binaries DIR: each prebuilt binary is checked before anythi
     const r = await runMain('rehearse', '--config', REFERENCE_FILE, '--binaries', layout('bare', pinned(), false));
     expect(r.code).toBe(EXIT.badInput);
     expect(r.err).toEqual([expect.stringMatching(/no executable git-verify-wrapper\.sh beside twin \(hack\/git-verify-wrapper\.sh of github\.com\/argoproj\/argo-cd\/v3\)/)]);
+  });
+});
+
+describe('rehearse --from REV: the commit is checked before anything starts (exit 2, one line)', () => {
+  /** A clusters repository: the reference description committed once, `extra` committed after it. */
+  const repo = (name: string) => {
+    const root = path.join(dir, name);
+    mkdirSync(path.join(root, 'clusters'), { recursive: true });
+    const git = (...args: string[]) => spawnSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { cwd: root, encoding: 'utf8' });
+    git('init', '-q');
+    const file = path.join(root, 'clusters', 'lab.yaml');
+    writeFileSync(file, readFileSync(REFERENCE_FILE));
+    git('add', '.');
+    git('commit', '-q', '-m', 'lab');
+    return { root, file, git };
+  };
+  const noBinaries = path.join(dir, 'none');
+
+  it.each([
+    ['-x', /^error: --from -x: expected a commit \(a branch, a tag, HEAD~1, a SHA\), not an option/],
+    ['--output=/tmp/x', /^error: --from --output=\/tmp\/x: expected a commit .*not an option/],
+    ['HEAD~5', /^error: --from HEAD~5: no such commit in .*from-repo-1/],
+    ['no-such-branch', /^error: --from no-such-branch: no such commit in /],
+  ])('--from %s: exit 2, one line; nothing runs', async (rev, says) => {
+    const { file } = repo('from-repo-1');
+    const r = await runMain('rehearse', '--config', file, `--from=${rev}`, '--binaries', noBinaries);
+    expect(r.code).toBe(EXIT.badInput);
+    expect(r.err).toEqual([expect.stringMatching(says)]);
+    expect(r.out).toEqual([]);
+  });
+
+  it('a description outside a Git repository: exit 2, one line', async () => {
+    const outside = mkdtempSync(path.join(tmpdir(), 'rehearse-nogit-'));
+    try {
+      const file = path.join(outside, 'lab.yaml');
+      writeFileSync(file, readFileSync(REFERENCE_FILE));
+      const r = await runMain('rehearse', '--config', file, '--from', 'HEAD', '--binaries', noBinaries);
+      expect(r.code).toBe(EXIT.badInput);
+      expect(r.err).toEqual([expect.stringMatching(/^error: --from HEAD: .*lab\.yaml is not in a Git repository/)]);
+    } finally {
+      rmSync(outside, { recursive: true, force: true });
+    }
+  });
+
+  it('a description the commit does not have: exit 2, one line naming the file and the commit', async () => {
+    const { root } = repo('from-repo-2');
+    const file = path.join(root, 'clusters', 'new.yaml');
+    writeFileSync(file, readFileSync(REFERENCE_FILE));
+    const r = await runMain('rehearse', '--config', file, '--from', 'HEAD', '--binaries', noBinaries);
+    expect(r.code).toBe(EXIT.badInput);
+    expect(r.err).toEqual([expect.stringMatching(/^error: --from HEAD: clusters\/new\.yaml does not exist at [0-9a-f]{12}/)]);
+  });
+
+  it('the description at the commit is validated as the working tree\'s is: a problem there is one line naming REV:path', async () => {
+    const { file, git } = repo('from-repo-3');
+    const text = readFileSync(REFERENCE_FILE, 'utf8');
+    writeFileSync(file, text.replace(/^(\s+gpusPerNode:) \d+$/m, '$1 eight'));
+    git('commit', '-q', '-am', 'broken');
+    writeFileSync(file, text);
+    const empty = path.join(dir, 'from-empty-binaries');
+    mkdirSync(empty, { recursive: true });
+    const r = await runMain('rehearse', '--config', file, '--from', 'HEAD', '--binaries', empty);
+    expect(r.code).toBe(EXIT.badInput);
+    expect(r.err).toEqual([expect.stringMatching(/^HEAD:clusters\/lab\.yaml:\d+:\d+ nodes\.gpuWorkers\.gpusPerNode: /)]);
+    // the working tree's description alone is fine: the same run without --from gets as far as the binaries
+    const plain = await runMain('rehearse', '--config', file, '--binaries', empty);
+    expect(plain.err).toEqual([expect.stringMatching(/no executable control-plane/)]);
+  });
+});
+
+describe('rehearse --from: the change report, from the two converged states', () => {
+  const pod = (uid: string, name: string, node: string, owner: { kind: string; name: string }, hash?: string) => ({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { uid, name, namespace: 'ns', ownerReferences: [owner], labels: hash ? { 'pod-template-hash': hash } : {} },
+    spec: { nodeName: node },
+  });
+  const app = (name: string, p: string, resources: string[], pruned: string[] = []) => ({
+    apiVersion: 'argoproj.io/v1alpha1',
+    kind: 'Application',
+    metadata: { name },
+    spec: { source: { path: p } },
+    status: {
+      resources: resources.map((r) => ({ kind: 'ConfigMap', namespace: 'ns', name: r })),
+      operationState: { syncResult: { resources: pruned.map((r) => ({ kind: 'ConfigMap', namespace: 'ns', name: r, status: 'Pruned' })) } },
+    },
+  });
+
+  it('a DaemonSet roll on the GPU workers comes first; changed Applications by wave; pruned objects by Application', async () => {
+    const { changeReport } = await import('../../src/twin/rehearse');
+    const ds = { kind: 'DaemonSet', name: 'nvidia-device-plugin-daemonset' };
+    const rs = { kind: 'ReplicaSet', name: 'kueue-controller-manager-5d9f' };
+    const before = [pod('a', 'dp-a', 'gpu-1', ds), pod('b', 'dp-b', 'gpu-2', ds), pod('c', 'kueue-x', 'svc', rs, '5d9f'), pod('d', 'dp-c', 'gpu-3', ds)];
+    const after = [pod('e', 'dp-d', 'gpu-1', ds), pod('f', 'dp-e', 'gpu-2', ds), pod('g', 'kueue-y', 'svc', { ...rs, name: 'kueue-controller-manager-77aa' }, '77aa'), pod('d', 'dp-c', 'gpu-3', ds)];
+    const { podsOf } = await import('../../src/twin/rehearse');
+    const lines = changeReport({
+      apps: {
+        before: [app('lab-kueue', 'dist/lab/kueue', ['q', 'old']), app('lab-gpu-operator', 'dist/lab/gpu-operator', ['p'])],
+        after: [app('lab-kueue', 'dist/lab/kueue', ['q']), app('lab-gpu-operator', 'dist/lab/gpu-operator', ['p'])],
+      },
+      clusterPath: 'dist/lab',
+      changedFiles: ['gpu-operator/clusterpolicy.yaml', 'kueue/x.yaml'],
+      pods: { before: podsOf(before), seen: podsOf([...before, ...after]), after: podsOf(after) },
+      nodeRole: new Map([['gpu-1', 'gpu'], ['gpu-2', 'gpu'], ['gpu-3', 'gpu'], ['svc', 'service']]),
+      timeline: [{ application: 'lab-kueue', wave: 1, syncedAt: 3000, healthyAt: 4000 }, { application: 'lab-gpu-operator', wave: 0, syncedAt: 1000, healthyAt: 9000 }],
+    });
+    expect(lines).toEqual([
+      'pods: GPU workers: DaemonSet ns/nvidia-device-plugin-daemonset rolled on 2 of 3 (gpu-1, gpu-2; 2 pod(s) deleted, 2 created)',
+      'pods: service node: Deployment ns/kueue-controller-manager replaced on 1 of 1 (svc; 1 pod(s) deleted, 1 created)',
+      'changed: 2 Application(s) whose rendered folder changed, in the order they converged:',
+      '  wave 0: lab-gpu-operator: Synced 1.0 s, Healthy 9.0 s after the push',
+      '  wave 1: lab-kueue: Synced 3.0 s, Healthy 4.0 s after the push',
+      'pruned: lab-kueue: ConfigMap ns/old',
+    ]);
   });
 });

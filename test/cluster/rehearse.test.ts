@@ -1,9 +1,10 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse, stringify } from 'yaml';
 import { twinBinaries } from '../../src/twin/binary';
 import { ROOT } from '../helpers';
 import { REFERENCE_FILE } from '../paths';
@@ -105,4 +106,36 @@ describe('rehearse on the twin', () => {
     expect(leftIn(r.tmp)).toEqual([]);
     expect(processesUnder(r.tmp)).toEqual([]);
   }, 20 * 60 * 1000);
+
+  it('change mode (--from HEAD): a new device plugin env rolls its DaemonSet on every GPU worker, said first; the change converges, exit 0', async () => {
+    // a user's clusters repository: the reference description committed, then changed in the working tree
+    const repo = mkdtempSync(path.join(work, 'repo-'));
+    const git = (...args: string[]) => spawnSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { cwd: repo, encoding: 'utf8' });
+    git('init', '-q', '-b', 'main');
+    mkdirSync(path.join(repo, 'clusters'));
+    const file = path.join(repo, 'clusters', path.basename(REFERENCE_FILE));
+    writeFileSync(file, readFileSync(REFERENCE_FILE));
+    git('add', '.');
+    expect(git('commit', '-q', '-m', 'lab').status).toBe(0);
+    const d = parse(readFileSync(REFERENCE_FILE, 'utf8')) as Record<string, any>;
+    d.gpuOperator = { ...d.gpuOperator, devicePluginEnv: [...(d.gpuOperator?.devicePluginEnv ?? []), { name: 'PASS_DEVICE_SPECS', value: 'true' }] };
+    writeFileSync(file, stringify(d));
+    const before = sha(file);
+    // two converged states in one run: twice the bootstrap's time, on a shared machine
+    const r = await rehearse(['--config', file, '--from', 'HEAD', '--timeout', '1800']);
+    console.log(`${r.stderr.split('\n').filter((l) => !/: (instant-cluster[\w-]*) \(wave/.test(l)).join('\n')}\n${r.stdout}`);
+    expect(r.code, r.stderr).toBe(0);
+    const workers = (d.nodes.gpuWorkers.count as number);
+    const report = r.stdout.slice(r.stdout.indexOf('the change from HEAD:clusters/'));
+    // the DaemonSet roll on the GPU workers is the first line of the change's report
+    expect(report.split('\n')[1]).toMatch(new RegExp(`^pods: GPU workers: DaemonSet gpu-operator/nvidia-device-plugin-daemonset rolled on ${workers} of ${workers} \\(`));
+    expect(report).toMatch(/^ {2}wave \d+: instant-cluster-gpu-operator: Synced [\d.]+ s, Healthy [\d.]+ s after the push$/m);
+    expect(report).not.toMatch(/^ {2}wave \d+: instant-cluster-kueue:/m);
+    expect(report).toMatch(/^pruned: nothing$/m);
+    expect(r.stdout).toMatch(/^instant-cluster: the change converged: every Application \(\d+\) Synced and Healthy at [0-9a-f]{12} \d+ s after the push/m);
+    expect(sha(file)).toBe(before);
+    expect(git('status', '--porcelain').stdout).toBe(' M clusters/instant-cluster.yaml\n');
+    expect(leftIn(r.tmp)).toEqual([]);
+    expect(processesUnder(r.tmp)).toEqual([]);
+  }, 25 * 60 * 1000);
 });
