@@ -341,6 +341,7 @@ new TextFile(project, 'vitest.config.mts', {
     '    testTimeout: 300_000,',
     '    hookTimeout: 300_000,',
     '    maxWorkers: Math.max(2, availableParallelism()),',
+    "    globalSetup: ['test/scratch-root.ts'],",
     '    sequence: { sequencer: SlowFilesFirst },',
     '    projects: [',
     "      { extends: true, test: { name: 'shared', isolate: false, exclude: [...configDefaults.exclude, ...MOCKS_MODULES, ...SLOW_TIER] } },",

@@ -34,6 +34,7 @@ export default {
     testTimeout: 300_000,
     hookTimeout: 300_000,
     maxWorkers: Math.max(2, availableParallelism()),
+    globalSetup: ['test/scratch-root.ts'],
     sequence: { sequencer: SlowFilesFirst },
     projects: [
       { extends: true, test: { name: 'shared', isolate: false, exclude: [...configDefaults.exclude, ...MOCKS_MODULES, ...SLOW_TIER] } },
