@@ -82,7 +82,8 @@ const SAYS: Record<string, readonly RegExp[]> = {
   ],
   'crd-before-cr': [
     /Application argocd\/instant-cluster-network-operator-install: \(wave 0\) applies NodeFeatureRule nvidia-nics-rules \(nfd.k8s-sigs.io\/NodeFeatureRule\)/,
-    /CRD comes with Application instant-cluster-gpu-operator-install \(wave 0; chart gpu-operator v26.7.0, crds\/\)/, /SkipDryRunOnMissingResource=true/,
+    /CRD comes with Application instant-cluster-gpu-operator-install \(wave 0; chart gpu-operator v26.7.0, crds\/\)/,
+    /give it a later sync-wave than 0: the Applications of one wave sync together, so its apply races the CRD \(SkipDryRunOnMissingResource=true skips only the dry run\)/,
   ],
   'applied-size-limit': [
     /^Application argocd\/instant-cluster-kueue-install: chart kueue 0.19.2 applies CustomResourceDefinition workloads.kueue.x-k8s.io \(\d{6} bytes\), over the 262144 bytes/,
