@@ -32,17 +32,19 @@ function providers(sources: readonly RenderedSource[]): Map<string, Provider[]> 
 }
 
 /**
- * A custom resource whose CRD another Application installs must sync after it: in a later sync wave of the
- * app-of-apps (which waits for each wave's Applications to be healthy), or, in the same wave, with
- * `SkipDryRunOnMissingResource=true` (its first dry run would fail on the missing kind and the sync wait for a
- * retry). An Application that syncs before its CRDs' Application never gets healthy, and the waves stop there.
- * CRDs in the same Application are applied first by Argo CD itself; kinds no Application installs are served by
- * the cluster already (pre-installed add-ons).
+ * A custom resource whose CRD another Application installs must sync in a strictly later sync wave of the app-of-apps
+ * than that Application (the root waits for each wave's Applications to be healthy before the next wave starts).
+ * The Applications of one wave sync together: a CR of the same wave races its CRD, and
+ * `SkipDryRunOnMissingResource=true` skips only its dry run, so its apply fails until the other sync has created the
+ * CRD and converges through retries at best. An Application that syncs before its CRDs' Application never gets healthy,
+ * and the waves stop there. CRDs the same Application renders are applied first by Argo CD itself (the CRD is part of
+ * the sync: no dry run of the CR, CRDs before CRs); CRDs its operator applies at run time are not part of any sync.
+ * Kinds no Application installs are served by the cluster already (pre-installed add-ons).
  */
 const crdBeforeCr: Rule = {
   id: 'crd-before-cr',
   severity: 'error',
-  summary: 'every custom resource an Application applies (rendered folders and charts alike) syncs after the Application that installs its CRD: a later wave, or the same wave with SkipDryRunOnMissingResource',
+  summary: 'every custom resource an Application applies (rendered folders and charts alike) syncs in a strictly later wave than the Application that installs its CRD (SkipDryRunOnMissingResource does not order two syncs)',
   check(index: ClusterIndex) {
     const sources = index.renders?.sources ?? [];
     if (sources.length === 0) return [];
@@ -60,13 +62,14 @@ const crdBeforeCr: Rule = {
         const earliest = from.reduce((a, b) => (syncWave(b.application) < syncWave(a.application) ? b : a));
         const [w, pw] = [syncWave(app), syncWave(earliest.application)];
         if (w > pw) continue;
-        if (w === pw && skipsDryRunOnMissing(m, app)) continue;
-        const key = `${app.metadata.name}/${gk}`;
+        const key = `${app.metadata.name}/${gk}/${m.metadata.namespace ?? ''}/${m.metadata.name}`;
         if (seen.has(key)) continue;
         seen.add(key);
-        const fix = w === pw
-          ? 'give it a later sync-wave, or SkipDryRunOnMissingResource=true'
-          : 'it must sync in a later wave (the app-of-apps waits for this wave to be healthy, which it never is without the CRD)';
+        const fix = earliest.application === app
+          ? 'apply it from an Application of a later wave (its operator creates the CRD at run time, after this sync has applied it)'
+          : w === pw
+            ? `give it a later sync-wave than ${pw}: the Applications of one wave sync together, so its apply races the CRD${skipsDryRunOnMissing(m, app) ? ' (SkipDryRunOnMissingResource=true skips only the dry run)' : ''}`
+            : 'it must sync in a later wave (the app-of-apps waits for this wave to be healthy, which it never is without the CRD)';
         out.push({
           message: `(wave ${w}) applies ${describeObject(m)} (${gk}), whose CRD comes with Application ${earliest.application.metadata.name} (wave ${pw}; ${earliest.what}): ${fix}`,
           objects: [app, earliest.application],

@@ -123,18 +123,22 @@ describe.skipIf(!HAS_UPSTREAM || !HAS_SCHEMAS)('check renders every managed inst
       }]);
     });
 
-    it('a custom resource synced before its CRD: crd-before-cr', async () => {
+    it('a custom resource synced before its CRD, or in its wave: crd-before-cr, one finding per object', async () => {
       const found = await findings((objects) => {
+        // back to the wave of the GPU Operator's install that brings NFD's CRD, with the old escape: still a race
         const net = app(objects, 'network-operator-install');
-        net.spec.syncPolicy.syncOptions = net.spec.syncPolicy.syncOptions.filter((o: string) => o !== 'SkipDryRunOnMissingResource=true');
+        net.metadata.annotations['argocd.argoproj.io/sync-wave'] = '0';
+        net.spec.syncPolicy.syncOptions = [...net.spec.syncPolicy.syncOptions, 'SkipDryRunOnMissingResource=true'];
+        app(objects, '-network-operator').metadata.annotations['argocd.argoproj.io/sync-wave'] = '1';
         // and the DynamoGraphDeployments before the platform whose operator applies their CRD
         app(objects, '-dynamo').metadata.annotations['argocd.argoproj.io/sync-wave'] = '-1';
       });
       const crdOrder = found.filter((f) => f.rule === 'crd-before-cr');
-      expect(crdOrder).toHaveLength(2);
+      expect(crdOrder).toHaveLength(3);
       expect(crdOrder).toEqual(expect.arrayContaining([
-        { rule: 'crd-before-cr', message: expect.stringMatching(/^Application argocd\/all-tainted-network-operator-install: \(wave 0\) applies NodeFeatureRule nvidia-nics-rules .*Application all-tainted-gpu-operator-install \(wave 0; chart gpu-operator v26.7.0, crds\/\): give it a later sync-wave, or SkipDryRunOnMissingResource=true$/) },
+        { rule: 'crd-before-cr', message: expect.stringMatching(/^Application argocd\/all-tainted-network-operator-install: \(wave 0\) applies NodeFeatureRule nvidia-nics-rules .*Application all-tainted-gpu-operator-install \(wave 0; chart gpu-operator v26.7.0, crds\/\): give it a later sync-wave than 0: the Applications of one wave sync together, so its apply races the CRD \(SkipDryRunOnMissingResource=true skips only the dry run\)$/) },
         { rule: 'crd-before-cr', message: expect.stringMatching(/^Application argocd\/all-tainted-dynamo: \(wave -1\) applies DynamoGraphDeployment inference\/vllm-agg .*Application all-tainted-dynamo-platform-install \(wave 0; chart dynamo-platform 1.4.0, applied by its operator at run time\): it must sync in a later wave/) },
+        { rule: 'crd-before-cr', message: expect.stringMatching(/^Application argocd\/all-tainted-dynamo: \(wave -1\) applies DynamoGraphDeployment inference\/vllm-disagg .*: it must sync in a later wave/) },
       ]));
     });
   });

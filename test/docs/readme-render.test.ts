@@ -46,7 +46,9 @@ describe('the README\'s sync waves', () => {
     expect(step).toMatch(/wave 0 the managed installs/);
     const installs = apps.filter((a) => a.metadata.name.endsWith('-install'));
     expect(installs.length).toBeGreaterThan(0);
-    for (const a of installs) expect(waveOf(a), a.metadata.name).toBe(0);
+    // but the Network Operator's: its NodeFeatureRule needs the NFD CRDs of the GPU Operator's install, a wave before
+    for (const a of installs) expect(waveOf(a), a.metadata.name).toBe(a.metadata.name.endsWith('-network-operator-install') ? 1 : 0);
+    expect(step.replace(/\s+/g, ' ')).toMatch(/, 1 [^()\d]*the Network Operator's install/);
     expect(byHand.sort()).toEqual(['dynamo', 'samples']);
     for (const folder of byHand) expect(ours.find((a) => folderOf(a) === folder)?.spec.syncPolicy?.automated, folder).toBeUndefined();
     for (const a of ours.filter((x) => !byHand.includes(folderOf(x)!))) expect(a.spec.syncPolicy?.automated, a.metadata.name).toBeDefined();

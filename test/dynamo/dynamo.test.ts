@@ -360,7 +360,8 @@ describe.skipIf(!HAS_UPSTREAM)('sync-wave-order (synth) and crd-before-cr (engin
     const found = await findings(dynamo('managed'));
     const pair = ['Application argocd/instant-cluster-dynamo', 'Application argocd/instant-cluster-dynamo-platform-install'];
     expect(found.get('sync-wave-order')).toEqual([pair]);
-    expect(found.get('crd-before-cr')).toEqual([pair]);
+    // crd-before-cr reports each object: the samples' two DynamoGraphDeployments (vllm-agg, vllm-disagg)
+    expect(found.get('crd-before-cr')).toEqual([pair, pair]);
   });
 
   it('GPU Operator managed, Dynamo pre-installed: neither ties the samples to the GPU Operator, whose kinds of nvidia.com are not Dynamo\'s', async () => {

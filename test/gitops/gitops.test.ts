@@ -275,14 +275,32 @@ describe('gitops: waves follow what the folders need', () => {
     expect(waves.get('extra')).toBe(1);
   });
 
-  it('an install whose custom resources another install of its wave defines skips their dry run; with its own NFD it does not', () => {
-    const options = (edit: Parameters<typeof renderOf>[0]) => app(folderObjects(renderOf(edit), 'gitops'), 'instant-cluster-network-operator-install').spec.syncPolicy.syncOptions;
-    // the GPU Operator deploys NFD: the Network Operator's NodeFeatureRule waits for that install's CRD
-    expect(options((d) => { d.installs = ALL_MANAGED; })).toContain('SkipDryRunOnMissingResource=true');
-    expect(options((d) => {
+  it('syncs an install after the install that defines the kinds it creates (no SkipDryRunOnMissingResource race); with its own NFD or an external one it stays with the others', () => {
+    const gitops = (nfd: 'gpu-operator' | 'network-operator' | 'external') => folderObjects(renderOf((d) => {
       d.installs = ALL_MANAGED;
-      d.nodeFeatureDiscovery = { deployedBy: 'network-operator' };
-    })).not.toContain('SkipDryRunOnMissingResource=true');
+      d.nodeFeatureDiscovery = { deployedBy: nfd };
+    }), 'gitops');
+    // the GPU Operator deploys NFD: the Network Operator's NodeFeatureRule waits a wave for that install's CRD
+    const byGpuOperator = gitops('gpu-operator');
+    const net = app(byGpuOperator, 'instant-cluster-network-operator-install');
+    expect(wave(net)).toBe(wave(app(byGpuOperator, 'instant-cluster-gpu-operator-install')) + 1);
+    expect(net.spec.syncPolicy.syncOptions).not.toContain('SkipDryRunOnMissingResource=true');
+    expect(wave(app(byGpuOperator, 'instant-cluster-network-operator'))).toBe(wave(net) + 1);
+    // the Network Operator's chart brings the NFD CRDs itself (its subchart's crds/), or NFD is pre-installed with its CRDs
+    for (const nfd of ['network-operator', 'external'] as const) {
+      const objects = gitops(nfd);
+      expect(wave(app(objects, 'instant-cluster-network-operator-install')), nfd).toBe(0);
+      expect(wave(app(objects, 'instant-cluster-gpu-operator-install')), nfd).toBe(0);
+    }
+    const kind = { group: 'example.com', kind: 'Widget' };
+    const waves = folderWaves([], [
+      { name: 'user', provides: [], needsDefaultStorageClass: false, clusterKinds: [kind] },
+      { name: 'crds', provides: [{ group: 'example.com', kind: '*' }], needsDefaultStorageClass: false },
+      { name: 'own', provides: [kind], needsDefaultStorageClass: false, clusterKinds: [kind] },
+    ]);
+    expect(waves.get(installWaveKey('crds'))).toBe(0);
+    expect(waves.get(installWaveKey('user'))).toBe(1);
+    expect(waves.get(installWaveKey('own'))).toBe(0);
   });
 
   it('refuses folders that need each other', () => {

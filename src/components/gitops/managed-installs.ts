@@ -199,7 +199,8 @@ function upstreamInstalls(model: ClusterModel): ManagedInstall[] {
       extraNamespaces: [],
       source: helmSource(VERSIONS.networkOperator, 'network-operator', networkOperatorHelmValues(model)),
       provides: [...chartCrds(NETWORK_OPERATOR_CHART), ...(nfdBy === 'network-operator' ? chartCrds(NETWORK_OPERATOR_CHART, NFD_SUBCHART) : [])],
-      // nfd.deployNodeFeatureRules (on): the chart's NodeFeatureRule labels the nodes with Mellanox NICs.
+      // nfd.deployNodeFeatureRules (on): the chart's NodeFeatureRule labels the nodes with Mellanox NICs. Its CRD comes
+      // with the chart that deploys NFD: when that is the GPU Operator's, this install syncs a wave after it (folderWaves).
       clusterKinds: [...OPERATOR_KINDS, NODE_FEATURE_RULE],
       largestObjectBytes: LARGEST_APPLIED_BYTES.networkOperator,
       createNamespace: true,

@@ -226,6 +226,11 @@ export interface WaveInstall {
   readonly provides: readonly GroupKind[];
   /** It claims volumes of the default StorageClass: it syncs after the folders that render StorageClasses. */
   readonly needsDefaultStorageClass: boolean;
+  /**
+   * Kinds its manifests create: it syncs after every other install that provides one of them (the Applications of
+   * one wave sync together, so a custom resource of the same wave as its CRD's install races it).
+   */
+  readonly clusterKinds?: readonly GroupKind[];
 }
 
 /** The key of an install in the map folderWaves returns. */
@@ -233,7 +238,8 @@ export const installWaveKey = (name: string) => `install:${name}`;
 
 /**
  * Waves of the component folders and the managed installs: installs in WAVES.installs unless they need a
- * folder's StorageClasses (then after that folder); each folder at least its tier and after the installs'
+ * folder's StorageClasses (then after that folder) or create custom resources of a kind another install provides
+ * (then after that install); each folder at least its tier and after the installs'
  * wave, and after every install or folder that defines its kinds (CRDs) or creates its namespaces. Throws
  * when folders and installs depend on each other in a circle. Installs are keyed with installWaveKey.
  */
@@ -259,7 +265,11 @@ export function folderWaves(folders: readonly RenderedFolder[], installs: readon
     }
     deps.set(f.folder, [...needs].sort());
   }
-  for (const i of installs) deps.set(installWaveKey(i.name), i.needsDefaultStorageClass ? storageFolders : []);
+  for (const i of installs) {
+    const creates = (i.clusterKinds ?? []).filter((gk) => !isBuiltInGroup(gk.group) && gk.kind !== 'CustomResourceDefinition' && !isProvided(gk, i.provides));
+    const providers = installs.filter((o) => o !== i && creates.some((gk) => isProvided(gk, o.provides))).map((o) => installWaveKey(o.name));
+    deps.set(installWaveKey(i.name), [...(i.needsDefaultStorageClass ? storageFolders : []), ...providers.sort()]);
+  }
   const floor = installs.length === 0 ? WAVES.config : Math.max(WAVES.config, WAVES.installs + 1);
   const waves = new Map<string, number>([
     ...folders.map((f) => [f.folder, Math.max(FOLDER_TIERS[f.folder] ?? WAVES.config, floor)] as const),
@@ -278,13 +288,6 @@ export function folderWaves(folders: readonly RenderedFolder[], installs: readon
   }
   const cyclic = [...deps].filter(([, d]) => d.length > 0).map(([node, d]) => `${node} -> ${d.join(', ')}`);
   throw new Error(`gitops: component folders and installs depend on each other, no wave order exists: ${cyclic.join('; ')}`);
-}
-
-/** Whether an install creates custom resources whose kind another install of the same wave provides (and it does not). */
-function createsKindFromSameWave(i: ManagedInstall, installs: readonly ManagedInstall[], waves: ReadonlyMap<string, number>): boolean {
-  const wave = waves.get(installWaveKey(i.name));
-  const others = installs.filter((o) => o !== i && waves.get(installWaveKey(o.name)) === wave).flatMap((o) => o.provides);
-  return i.clusterKinds.some((gk) => !isBuiltInGroup(gk.group) && gk.kind !== 'CustomResourceDefinition' && !isProvided(gk, i.provides) && isProvided(gk, others));
 }
 
 /** Plans the Argo CD objects of one cluster from its model and its rendered component folders. */
@@ -313,9 +316,6 @@ export function planGitops(model: ClusterModel, folders: readonly RenderedFolder
     syncOptions: [
       ...(i.createNamespace ? ['CreateNamespace=true'] : []),
       SERVER_SIDE_APPLY,
-      // It creates objects of a kind another install of its wave brings (the Network Operator's NodeFeatureRule
-      // when the GPU Operator deploys NFD): the first dry run would fail on the missing kind.
-      ...(createsKindFromSameWave(i, installs, waves) ? ['SkipDryRunOnMissingResource=true'] : []),
     ],
     serverSideDiff: true,
     // No cascading delete: dropping an install (e.g. back to "preinstalled") must not delete CRDs and with them every CR.
