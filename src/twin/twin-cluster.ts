@@ -1,10 +1,12 @@
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { parse, stringify } from 'yaml';
 import { ApplicationWatch } from './applications';
 import { applySteps, ARGOCD_MANAGER, planSync, refusalText, SyncPlan, vendoredCrds } from './argocd-sync';
+import { twinBinary } from './binary';
+import { ChartMirror, packageChart, startChartMirror } from './chart-mirror';
 import { ControlPlane, startControlPlane } from './control-plane';
 import { bareRepository, commitTree, GitServer, startGitServer } from './git-server';
 import { KueueProcess, loopbackKueue, planOf, startKueue } from './kueue';
@@ -16,10 +18,12 @@ import { defaultCacheDir } from '../cache/compiled-cache';
 import { ClusterView, readClusters, renderClusterSources } from '../check';
 import { EngineBudget } from '../engines';
 import { unpackedLayer } from '../engines/packaged';
+import { MirrorMap, unmirrorUrl } from '../model/mirrors';
 import { ClusterModel } from '../model/model';
 import { NODE_NAME_PLACEHOLDER } from '../model/names';
 import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../paths';
 import { loadModels, synth } from '../synth/pipeline';
+import { ApplicationSource, releaseOfSource, VendoredChart } from '../upstream/releases';
 import { ClusterRenders } from '../upstream/render';
 import { RenderSession } from '../upstream/render-session';
 import { VERSIONS } from '../versions';
@@ -137,6 +141,8 @@ export class TwinCluster {
     /** The sync plan of the first render: what the cluster had before Argo CD. */
     readonly plan: SyncPlan,
     private readonly keep: boolean,
+    /** The managed installs' charts on loopback (none when the description manages no chart). */
+    readonly chartMirror?: ChartMirror,
   ) {
     this.watch = new ApplicationWatch(cp.client(), model.description.gitops.namespace);
   }
@@ -216,6 +222,7 @@ export class TwinCluster {
       if (argv[0] !== 'kubectl') throw new Error(`the README's bootstrap runs ${argv[0]}, not kubectl: ${argv.join(' ')}`);
       if (!started && argv.includes('-f') && argv.some((a) => a.includes('/gitops/application.'))) {
         await this.twin.startArgoCd({ namespace: this.model.description.gitops.namespace, controllerArgs: opts.controllerArgs });
+        await this.ociMirrorRepositories();
         started = true;
         this.rootAppliedAt = Date.now();
         this.watch.start();
@@ -225,6 +232,29 @@ export class TwinCluster {
       if (run.code !== 0) throw new Error(`the README's bootstrap command failed (exit ${run.code}): ${argv.join(' ')}\n${run.output}`);
     }
     if (!started) throw new Error('the README\'s bootstrap applies no root Application (dist/<cluster>/gitops/application.*.yaml)');
+  }
+
+  /**
+   * The chart mirror's OCI repositories as Argo CD's repository Secrets (`type: oci`, `insecureOCIForceHttp`): Argo CD
+   * reads an `oci://` source over HTTPS unless its repository says otherwise (reposerver/repository/repository.go,
+   * util/oci/client.go at v3.5.1), and the mirror serves plain HTTP on loopback. A site's mirror is HTTPS, its
+   * credentials in such a Secret (the description never holds them): the one object of the twin's own in Argo CD's
+   * namespace.
+   */
+  private async ociMirrorRepositories(): Promise<void> {
+    if (!this.chartMirror) return;
+    const prefix = this.chartMirror.ociUrl('');
+    const namespace = this.model.description.gitops.namespace;
+    const urls = new Set(applicationSources(this.view()).map((src) => src.repoURL).filter((u): u is string => u?.startsWith(prefix) === true));
+    let n = 0;
+    for (const url of [...urls].sort()) {
+      await this.cp.client().apply({
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: `twin-chart-mirror-${++n}`, namespace, labels: { 'argocd.argoproj.io/secret-type': 'repository' } },
+        stringData: { type: 'oci', name: `twin-chart-mirror-${n}`, url, insecureOCIForceHttp: 'true' },
+      }, { fieldManager: 'twin' });
+    }
   }
 
   /** CPU seconds so far of every process of the twin: the control plane's, Argo CD's, KWOK's, Kueue's. */
@@ -246,6 +276,7 @@ export class TwinCluster {
     await this.kueue?.stop({ keep });
     await this.twin.stop({ keep });
     await this.git.stop();
+    await this.chartMirror?.stop();
     await this.cp.stop({ keep });
     if (keep) process.stderr.write(`twin cluster kept in ${this.dir}\n`);
     else rmSync(this.dir, { recursive: true, force: true });
@@ -325,9 +356,88 @@ async function preinstalledKueue(cp: ControlPlane, description: Json, work: stri
   return startKueue(cp, loopback);
 }
 
+/**
+ * The upstream sources of a rendered cluster's Applications, each with the upstream URL a mirror of the description
+ * stands for (unmirrorUrl), but the twin's own repositories: the managed installs' charts (a Helm repository or an
+ * `oci://` artifact) and kustomize overlays (a Git repository at a tag).
+ */
+export function upstreamSourcesOf(view: ClusterView, mirrors: { readonly charts?: MirrorMap; readonly git?: MirrorMap }): ApplicationSource[] {
+  return applicationSources(view)
+    .map((s) => ({ ...s, repoURL: unmirrorUrl(unmirrorUrl(s.repoURL ?? '', mirrors.charts ?? {}), mirrors.git ?? {}) }))
+    .filter((s) => s.repoURL !== '' && !/^(https?|oci):\/\/127\.0\.0\.1[:/]/.test(s.repoURL));
+}
+
+/** Every source of every Application a rendered cluster holds. */
+function applicationSources(view: ClusterView): ApplicationSource[] {
+  return view.folders.flatMap((f) => f.objects.filter((o) => o.kind === 'Application'))
+    .flatMap((o) => {
+      const spec = (o as Json).spec ?? {};
+      return [spec.source, ...(spec.sources ?? [])].filter((s): s is ApplicationSource => s !== undefined);
+    });
+}
+
+/** The Helm repository (http) or registry path (oci) a chart mirror serves an upstream chart repository under: its host and path. */
+const mirrorPathOf = (repoURL: string) => repoURL.replace(/^[a-z]+:\/\//, '').replace(/\/+$/, '');
+
+/**
+ * Loopback mirrors of a rendered cluster's managed installs, made from the vendored releases (the package's copy of
+ * ../shared/upstream-installs): each chart packaged as published into a chart mirror (chart-mirror.ts: a Helm
+ * repository per upstream repository, an OCI registry for `oci://` ones), each kustomize overlay's vendored tree a
+ * repository of the Git server's GitHub mirror, tagged as upstream tags it. Answers the `mirrors.charts` entries that
+ * point the description at the chart mirror (none when nothing needs one), and the chart mirror when one was started.
+ * A source with no vendored release is an error: the twin reaches nothing else.
+ */
+async function mirrorManagedInstalls(
+  view: ClusterView, mirrors: Json, gitRoot: string, work: string,
+): Promise<{ charts: Record<string, string>; mirror?: ChartMirror }> {
+  const sources = upstreamSourcesOf(view, mirrors);
+  const charts: Record<string, string> = {};
+  const packaged: { release: VendoredChart; repoURL: string }[] = [];
+  for (const s of sources) {
+    const release = releaseOfSource(s);
+    if (!release) throw new Error(`the twin serves no mirror of ${s.repoURL} ${s.chart ?? s.path ?? ''} ${s.targetRevision ?? ''}: no vendored release of it`);
+    if (release.type === 'kustomize') {
+      const repo = release.repoURL.replace(/^https:\/\/github\.com\//, '');
+      if (repo === release.repoURL) throw new Error(`the twin mirrors Git repositories of github.com only, not ${release.repoURL}`);
+      const bare = bareRepository(path.join(gitRoot, GITHUB_MIRROR), repo);
+      if (!existsSync(path.join(bare, 'refs', 'tags', release.version))) {
+        commitTree(bare, path.join(DEFAULT_UPSTREAM, release.folder), `${repo} ${release.version} (vendored tree)`, { tag: release.version });
+      }
+      continue;
+    }
+    // an oci:// source names the chart as its last segment; the mirror maps the repository above it
+    const repoURL = s.repoURL!.startsWith('oci://') ? s.repoURL!.replace(/\/[^/]+\/?$/, '') : s.repoURL!;
+    if (!packaged.some((p) => p.release === release && p.repoURL === repoURL)) packaged.push({ release, repoURL });
+  }
+  if (packaged.length === 0) return { charts };
+  const helm = path.join(work, 'bin', 'helm');
+  mkdirSync(path.dirname(helm), { recursive: true });
+  if (!existsSync(helm)) symlinkSync((await twinBinary()).path, helm);
+  const mirror = await startChartMirror(path.join(work, 'mirror'));
+  try {
+    for (const { release, repoURL } of packaged) {
+      const archive = packageChart(release, { upstream: DEFAULT_UPSTREAM, schemas: DEFAULT_SCHEMAS, helm, work: path.join(work, 'package') });
+      const at = mirrorPathOf(repoURL);
+      if (repoURL.startsWith('oci://')) {
+        mirror.addToRegistry(`${at}/${release.chart}`, archive);
+        charts[repoURL] = mirror.ociUrl(at);
+      } else {
+        mirror.addToHelmRepository(at, [archive], helm);
+        charts[repoURL] = mirror.helmUrl(at);
+      }
+    }
+  } catch (e) {
+    await mirror.stop();
+    throw e;
+  }
+  return { charts, mirror };
+}
+
 /** A description rendered into `out`, read as check reads it, and its sources rendered as check renders them. */
-async function renderedView(file: string, out: string): Promise<{ view: ClusterView; renders: ClusterRenders; model: ClusterModel }> {
-  renderInto(file, out);
+async function renderedView(
+  file: string, out: string, rendered = false,
+): Promise<{ view: ClusterView; renders: ClusterRenders; model: ClusterModel }> {
+  if (!rendered) renderInto(file, out);
   const [model] = loadModels([file]);
   const raw = readClusters(out).find((c) => c.name === model.name);
   if (!raw) throw new Error(`${file}: synth rendered no cluster folder`);
@@ -362,7 +472,20 @@ export async function startTwinCluster(opts: TwinClusterOptions): Promise<TwinCl
     mkdirSync(path.dirname(file), { recursive: true });
     writeFileSync(file, stringify(description));
     say(`rendering ${description.name}`);
-    const { view, renders, model } = await renderedView(file, path.join(workTree, 'dist'));
+    const dist = path.join(workTree, 'dist');
+    renderInto(file, dist);
+    const first = readClusters(dist).find((c) => c.name === description.name);
+    if (!first) throw new Error(`${opts.description}: synth rendered no cluster folder`);
+    const managed = await mirrorManagedInstalls(first, description.mirrors, gitRoot, path.join(dir, 'charts'));
+    const chartMirror = managed.mirror;
+    if (chartMirror) {
+      cleanup.push(() => chartMirror.stop());
+      say(`serving the managed installs' charts on ${chartMirror.helmUrl('').replace(/\/helm\/$/, '')}`);
+      description.mirrors = { ...description.mirrors, charts: { ...description.mirrors?.charts, ...managed.charts } };
+      writeFileSync(file, stringify(description));
+      renderInto(file, dist);
+    }
+    const { view, renders, model } = await renderedView(file, dist, true);
 
     say('starting the control plane');
     const tenant = model.tenants[0];
@@ -387,7 +510,7 @@ export async function startTwinCluster(opts: TwinClusterOptions): Promise<TwinCl
       say('starting the pre-installed Kueue');
       kueue = await preinstalledKueue(cp, description, dir);
     }
-    return new TwinCluster(dir, cp, twin, git, description, model, nodes, standIns, kueue, plan, keep);
+    return new TwinCluster(dir, cp, twin, git, description, model, nodes, standIns, kueue, plan, keep, chartMirror);
   } catch (e) {
     for (const c of cleanup.reverse()) await c().catch(() => {});
     if (!keep) rmSync(dir, { recursive: true, force: true });

@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { ChartMirror, packageChart, startChartMirror } from './chart-mirror';
 import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../../src/paths';
 import { twinBinary } from '../../src/twin/binary';
+import { ChartMirror, packageChart, startChartMirror } from '../../src/twin/chart-mirror';
 import { KUEUE_CHART } from '../../src/upstream/releases';
 
 /**

@@ -5,9 +5,9 @@ import * as http from 'node:http';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { parse, stringify } from 'yaml';
-import { vendoredCrds } from '../../src/twin/argocd-sync';
-import { locateChart, renderableChart } from '../../src/upstream/chart';
-import { VendoredChart } from '../../src/upstream/releases';
+import { vendoredCrds } from './argocd-sync';
+import { locateChart, renderableChart } from '../upstream/chart';
+import { VendoredChart } from '../upstream/releases';
 
 /**
  * Loopback mirrors of the Helm charts the managed installs pin, made from the vendored copies

@@ -1,0 +1,74 @@
+import { loadavg } from 'node:os';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ApplicationState, describeState, formatTimeline } from '../../src/twin/applications';
+import { twinBinary } from '../../src/twin/binary';
+import { startTwinCluster, TwinCluster } from '../../src/twin/twin-cluster';
+import { TRAINING_FILE } from '../paths';
+
+/**
+ * The training cluster (every add-on managed: the GPU and Network Operators', Kueue's and Dynamo's charts, the MPI and
+ * Training Operators' kustomize overlays) bootstrapped as its README says on a twin, synced by the real Argo CD v3.5.1:
+ * every managed install's source is read from loopback (the chart mirror of the vendored charts, the Git mirror of the
+ * vendored overlays), so each wave-0 install compares and syncs instead of ending in a ComparisonError.
+ */
+
+/** How long the bootstrap may take, from the root's apply to its end state. */
+const BOOTSTRAP_BOUND_MS = 8 * 60 * 1000;
+
+let twin: TwinCluster;
+let pushed: string;
+const t0 = Date.now();
+const cpu0 = process.cpuUsage();
+
+beforeAll(async () => {
+  await twinBinary();
+  twin = await startTwinCluster({ description: TRAINING_FILE });
+  pushed = await twin.push('training-cluster: the bootstrap commit');
+  await twin.bootstrap();
+}, 30 * 60 * 1000);
+
+afterAll(async () => {
+  if (twin) {
+    const self = process.cpuUsage(cpu0);
+    console.log(`${twin.name}: file wall ${((Date.now() - t0) / 1000).toFixed(0)} s; CPU s ${JSON.stringify({ ...twin.cpuSeconds(), 'test process': (self.user + self.system) / 1e6 })}; load ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+  }
+  await twin?.stop();
+});
+
+/** The managed installs' Applications (wave 0) as Argo CD reports them. */
+const installs = () => twin.watch.states().filter((s) => s.name.endsWith('-install'));
+const compared = (s: ApplicationState) => (s.sync === 'Synced' || s.sync === 'OutOfSync') && s.conditions.every((c) => !/ComparisonError/.test(c));
+const healthy = (s: ApplicationState) => s.sync === 'Synced' && s.health === 'Healthy';
+/** The installs that converge on the twin: nothing but KWOK's pod lifecycle decides their health. */
+const CONVERGING = ['dynamo-platform-install', 'gpu-operator-install', 'mpi-operator-install', 'training-operator-install'];
+
+describe('the training cluster (managed installs) on the twin', () => {
+  it('every managed install is read from loopback (the chart mirror, the Git mirror): each compares, none ends in a ComparisonError; those with nothing but pods to wait on turn Synced and Healthy', async () => {
+    const done = await twin.watch.waitFor((states) => {
+      const i = states.filter((s) => s.name.endsWith('-install'));
+      return i.length === 6 && i.every(compared) && CONVERGING.every((n) => i.some((s) => s.name === `${twin.name}-${n}` && healthy(s)));
+    }, BOOTSTRAP_BOUND_MS);
+    console.log(`${twin.name}: the installs\n${installs().map(describeState).join('\n')}`);
+    expect(installs().filter((s) => !compared(s)).map(describeState)).toEqual([]);
+    expect(installs().map((s) => s.name).sort()).toEqual(['dynamo-platform', 'gpu-operator', 'kueue', 'mpi-operator', 'network-operator', 'training-operator'].map((n) => `${twin.name}-${n}-install`));
+    expect(done.ok, 'the converging installs').toBe(true);
+    // every chart came from the mirror: the three Helm repository archives and Kueue's OCI manifest
+    const pulled = twin.chartMirror!.requests.filter((r) => r.status === 200).map((r) => r.path);
+    for (const chart of [/gpu-operator-v[\d.]+\.tgz$/, /network-operator-[\d.]+\.tgz$/, /dynamo-platform-[\d.]+\.tgz$/, /\/v2\/.*kueue\/manifests\//]) expect(pulled.some((p) => chart.test(p)), String(chart)).toBe(true);
+  }, BOOTSTRAP_BOUND_MS + 60_000);
+
+  it('what waits, and on what: kueue-install on Kueue\'s visibility APIServices (no Kueue runs for a managed Kueue), so the root holds every later wave', async () => {
+    const kueueWaits = (s?: ApplicationState) => s?.sync === 'Synced' && s.health === 'Progressing' && s.waitingOn.some((w) => /APIService v1beta\d\.visibility\.kueue\.x-k8s\.io.*FailedDiscoveryCheck/.test(w));
+    const done = await twin.watch.waitFor(() => kueueWaits(twin.watch.state(`${twin.name}-kueue-install`)), BOOTSTRAP_BOUND_MS);
+    const states = twin.watch.states();
+    console.log(`${twin.name}: bootstrap timeline\n${formatTimeline(twin.watch.timeline(twin.rootAppliedAt!, () => pushed))}\n${states.map(describeState).join('\n')}`);
+    expect(done.ok, describeState(twin.watch.state(`${twin.name}-kueue-install`)!)).toBe(true);
+    const root = twin.watch.state(twin.name)!;
+    expect(root.phase).not.toBe('Succeeded');
+    expect(root.health).not.toBe('Healthy');
+    // no Application of a later wave exists: the root's wave 0 never completes
+    expect(states.map((s) => s.name).sort()).toEqual([twin.name, ...installs().map((s) => s.name)].sort());
+    // network-operator-install's NodeFeatureRule races gpu-operator-install's NFD CRD in the same wave (crd-order, on
+    // another branch): seen both still syncing and failed ("no matches for kind NodeFeatureRule"), so not asserted here
+  }, BOOTSTRAP_BOUND_MS + 60_000);
+});
