@@ -60,12 +60,27 @@ const lazyImports = (text) => text.replace(/^const (\w+) = (__importStar\()?requ
 
 /**
  * The modules of the commands that src/cli.ts runs through `deferred` (a synth needs none of them): each loaded when
- * its command first runs. Their exports are read only inside a command's run, never while cli.js loads.
+ * its command first runs. Read from the compiled cli.js itself, the one place that says which commands load lazily: the
+ * module whose `run...` export a `deferred` entry reads (`deferred(() => check_1.runCheck)`). A binding it names that
+ * cli.js also reads elsewhere would load its module with cli.js: refused.
  */
-const LAZY_COMMANDS = /^const (\w+) = require\("(\.\/(?:commands\/(?:check|diff|new|schema|upgrade-plan)|init\/command|preflight\/command|twin\/command|verify\/command))"\);$/gm;
-const lazyCommands = (file, text) => (path.relative(LIB, file) === path.join('src', 'cli.js')
-  ? text.replace(LAZY_COMMANDS, (all, name, module) => `const ${name} = __lazyExports(() => require("${module}"));`)
-  : text);
+const DEFERRED_READ = /\bdeferred\(\(\) => [^\n]*?\b(\w+)\.run\w+\b/g;
+function lazyCommands(file, text) {
+  if (path.relative(LIB, file) !== path.join('src', 'cli.js')) return text;
+  const deferredReads = [...text.matchAll(DEFERRED_READ)].map((m) => m[1]);
+  const names = new Set(deferredReads);
+  if (names.size === 0) throw new Error('lib/src/cli.js runs no command through deferred(...): every command would load with it');
+  let out = text;
+  for (const name of names) {
+    const required = new RegExp(`^const ${name} = require\\("(\\./[^"]+)"\\);$`, 'm');
+    const module = out.match(required)?.[1];
+    if (module === undefined) throw new Error(`lib/src/cli.js: deferred(() => ${name}...) names no module required as "const ${name} = require(...)"`);
+    const reads = out.match(new RegExp(`\\b${name}\\b`, 'g')).length;
+    if (reads !== deferredReads.filter((n) => n === name).length + 1) throw new Error(`lib/src/cli.js reads ${name} outside deferred(...): its module would load with cli.js`);
+    out = out.replace(required, `const ${name} = __lazyExports(() => require("${module}"));`);
+  }
+  return out;
+}
 
 /**
  * Once, before the first typed import loads: the bundle's cdk8s and constructs (`instances`, by package name) put in

@@ -93,9 +93,9 @@ export function runSynth(args: string[], io: Io = consoleIo, preloaded?: Preload
 type Command = (args: string[], io: Io, preloaded?: Preloaded) => number | Promise<number>;
 
 /**
- * A command whose module is read only when it runs: in the bundle (projenrc/bundle.cjs, LAZY_COMMANDS) the modules of
- * these commands load on their first use, so that a synth never loads the live commands' clients (http, tls) or
- * init's and upgrade-plan's readers.
+ * A command whose module is read only when it runs: in the bundle the modules of these commands load on their first
+ * use (projenrc/bundle.cjs finds them by this wrapper, and refuses one whose binding cli.ts reads elsewhere), so that a
+ * synth never loads the live commands' clients (http, tls) or init's and upgrade-plan's readers.
  */
 const deferred = (command: () => Command): Command => (args, io, preloaded) => command()(args, io, preloaded);
 
@@ -111,7 +111,7 @@ export const COMMANDS: Readonly<Record<string, { readonly spec: CommandSpec; rea
   verify: { spec: VERIFY, run: deferred(() => runVerify) },
   rehearse: { spec: REHEARSE, run: deferred(() => runRehearse) },
   [UPGRADE_PLAN.name]: { spec: UPGRADE_PLAN, run: deferred(() => runUpgradePlan) },
-  new: { spec: NEW, run: (args, io) => runNew(args, io) },
+  new: { spec: NEW, run: deferred(() => (args, io) => runNew(args, io)) },
 };
 
 /**

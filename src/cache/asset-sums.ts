@@ -22,6 +22,15 @@ export class InstallationDamaged extends InputError {
   }
 }
 
+/**
+ * Whether an error says the installed package is broken rather than the input bad: a damaged asset, or a module of the
+ * package gone (the typed imports load when a component first renders them, inside the render). Every render wrapper
+ * rethrows these as they are (exit 2, reinstall), never as "cannot render".
+ */
+export function isBrokenInstall(e: unknown): boolean {
+  return e instanceof InstallationDamaged || (e as NodeJS.ErrnoException | undefined)?.code === 'MODULE_NOT_FOUND';
+}
+
 const SUMS_FILE = 'SHA256SUMS';
 
 /** The checksums of the asset folders under one assets root (lib/assets/ of the installed package). */

@@ -166,6 +166,17 @@ export const MULTIKUEUE = {
 /** The job kinds (kubeflow.org) the Training Operator runs, each enabled as a scheme; MPIJob is left to the MPI Operator (v2beta1). */
 export const TRAINING_OPERATOR_KINDS: readonly string[] = ['PyTorchJob', 'TFJob', 'XGBoostJob', 'PaddleJob', 'JAXJob'];
 
+/**
+ * The kubeflow.org job kinds Kueue admits as a whole, as their typed imports declare them (`MpiJob.GVK`,
+ * `PyTorchJob.GVK`; test/tenants/lane.test.ts proves they agree): every cluster's tenant guardrails need these strings,
+ * and reading them from the imports would load two generated modules of some 350 KB each for every render, only the
+ * samples need the classes.
+ */
+export const KUBEFLOW_JOB_GVK = {
+  mpiJob: { apiVersion: 'kubeflow.org/v2beta1', kind: 'MPIJob' },
+  pyTorchJob: { apiVersion: 'kubeflow.org/v1', kind: 'PyTorchJob' },
+} as const;
+
 /** The value of app.kubernetes.io/managed-by on everything this toolkit renders. */
 export const MANAGED_BY = 'gpu-cluster-manifests';
 

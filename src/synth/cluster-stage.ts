@@ -1,5 +1,5 @@
 import * as path from 'node:path';
-import { InstallationDamaged } from '../cache/asset-sums';
+import { isBrokenInstall } from '../cache/asset-sums';
 import { SchemaOf, ScopeOf } from '../check/cluster-view';
 import { checkCluster } from '../check/engine';
 import { MultiKueueFacts, multiKueueFacts } from '../check/multikueue';
@@ -38,8 +38,7 @@ export function renderModel(model: ClusterModel): RenderedCluster {
   try {
     return renderCluster(model);
   } catch (e) {
-    // a module of the package gone (a typed import loads when a component first renders it): a broken install, not bad input
-    if (e instanceof InstallationDamaged || (e as NodeJS.ErrnoException | undefined)?.code === 'MODULE_NOT_FOUND') throw e;
+    if (isBrokenInstall(e)) throw e;
     throw new InputError(`${model.name}: cannot render`, [(e as Error).message]);
   }
 }

@@ -1,6 +1,7 @@
 import { readdirSync, realpathSync } from 'node:fs';
 import * as path from 'node:path';
 import { ClusterOutcome, ClusterStage, ClusterSummary, entryFiles, hasError, PhaseTimes, processCluster, summaryOf, validationInputs } from './cluster-stage';
+import { isBrokenInstall } from '../cache/asset-sums';
 import { CheckFailed } from '../check/engine';
 import { checkFleet, MultiKueueFacts } from '../check/multikueue';
 import { Finding } from '../check/rule';
@@ -134,6 +135,7 @@ export function renderFleetOf(clusters: readonly RenderedCluster[]): RenderedFol
   try {
     return renderFleet(clusters);
   } catch (e) {
+    if (isBrokenInstall(e)) throw e;
     throw new InputError('fleet: cannot render', [(e as Error).message]);
   }
 }
@@ -208,6 +210,7 @@ function fleetFolderOf(entries: ReadonlyArray<FleetEntry | { readonly error: str
       return e;
     }));
   } catch (e) {
+    if (isBrokenInstall(e)) throw e;
     throw new InputError('fleet: cannot render', [(e as Error).message]);
   }
 }

@@ -189,20 +189,20 @@ export function tailOf(file: string, lines = 40): string {
   }
 }
 
-/** A GET over TLS that answers status and body, or undefined while the server does not answer. */
-function probe(url: string, opts: { ca?: Buffer; token?: string; insecure?: boolean }): Promise<{ status: number; body: string } | undefined> {
+/**
+ * A GET that answers status and body, or undefined while the server does not answer (5 s at most): over TLS for an
+ * https: URL (its CA, a bearer token), plain HTTP otherwise (the loopback health and readiness endpoints).
+ */
+function probe(url: string, opts: { ca?: Buffer; token?: string } = {}): Promise<{ status: number; body: string } | undefined> {
   return new Promise((resolve) => {
-    const req = https.get(url, {
-      ca: opts.ca,
-      rejectUnauthorized: !opts.insecure,
-      headers: opts.token ? { Authorization: `Bearer ${opts.token}` } : {},
-      timeout: 5000,
-    }, (res) => {
+    const answer = (res: http.IncomingMessage) => {
       let body = '';
       res.on('data', (c: Buffer) => { body += c.toString(); });
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
       res.on('error', () => resolve(undefined));
-    });
+    };
+    const options = { headers: opts.token ? { Authorization: `Bearer ${opts.token}` } : {}, timeout: 5000 };
+    const req = url.startsWith('https:') ? https.get(url, { ...options, ca: opts.ca }, answer) : http.get(url, options, answer);
     req.on('error', () => resolve(undefined));
     req.on('timeout', () => {
       req.destroy();
@@ -212,21 +212,7 @@ function probe(url: string, opts: { ca?: Buffer; token?: string; insecure?: bool
 }
 
 /** A plain HTTP GET on loopback (health and readiness endpoints): status and body, or undefined while nothing answers. */
-export function httpGet(url: string): Promise<{ status: number; body: string } | undefined> {
-  return new Promise((resolve) => {
-    const req = http.get(url, { timeout: 5000 }, (res) => {
-      let body = '';
-      res.on('data', (c: Buffer) => { body += c.toString(); });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      res.on('error', () => resolve(undefined));
-    });
-    req.on('error', () => resolve(undefined));
-    req.on('timeout', () => {
-      req.destroy();
-      resolve(undefined);
-    });
-  });
-}
+export const httpGet = (url: string): Promise<{ status: number; body: string } | undefined> => probe(url);
 
 /** The body of a GET that answers 200, else undefined. */
 const httpProbe = async (url: string): Promise<string | undefined> => {

@@ -73,6 +73,8 @@ describe('the compiled CLI', () => {
     // the reference cluster: Kueue, the GPU Operator and Argo CD's Applications, no fleet (ApplicationSet) and no Dynamo
     expect(imports).toEqual(expect.arrayContaining(['kueue-clusterqueue-kueue.x-k8s.io', 'gpu-operator-nvidia.com', 'argocd-application-argoproj.io']));
     expect(imports.filter((f) => /applicationset|dynamo/.test(f))).toEqual([]);
+    // no Training Operator here: its PyTorchJob import is not loaded (the tenant guardrails name its version without it)
+    expect(imports.filter((f) => /pytorchjob/.test(f))).toEqual([]);
     // the imports extend the bundle's own cdk8s and constructs: neither is loaded from node_modules
     expect(r.loaded.filter((f) => /(^|\/)node_modules\/(cdk8s|constructs)\//.test(f))).toEqual([]);
     // the other commands' modules load when they run (src/cli.ts, deferred): a render loads no live client

@@ -3,10 +3,12 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { InstallationDamaged } from '../../src/cache/asset-sums';
 import { fleetFiles } from '../../src/components/gitops/fleet';
 import { parseDescription } from '../../src/model/load';
-import { buildModel } from '../../src/model/model';
+import { buildModel, ClusterModel } from '../../src/model/model';
 import { DEFAULT_SCHEMAS } from '../../src/paths';
+import { RenderedCluster } from '../../src/render/manifest';
 import { writeTreeAtomically } from '../../src/render/write';
 import { checkTargets, descriptionFiles, InputError, loadModels, renderFiles, renderFleetOf, renderModel, synth, ValidationFailed } from '../../src/synth/pipeline';
 import { FIXTURE_CLUSTERS, HAS_SCHEMAS, readTreeFiles, REFERENCE_FILE, TRAINING_FILE, validator } from '../helpers';
@@ -50,6 +52,22 @@ describe('rendering', () => {
         expect(f).toBe(`${doc.kind.toLowerCase()}.${doc.metadata.namespace ? `${doc.metadata.namespace}.` : ''}${doc.metadata.name}.yaml`);
       }
     }
+  });
+
+  it('lets a broken install through every render wrapper as it is (exit 2, reinstall), never as "cannot render"', () => {
+    // what a render throws when a typed import is gone from the install, or an asset is damaged; then any other error
+    const gone = Object.assign(new Error("Cannot find module '../imports/argocd-applicationset-argoproj.io.js'"), { code: 'MODULE_NOT_FOUND' });
+    const damaged = new InstallationDamaged('lib/assets/crds/x.json', 'differs from its checksum');
+    const other = new Error('a construct refused its props');
+    const throwing = <T>(e: Error) => new Proxy({}, { get: () => { throw e; } }) as T;
+    const thrown = (f: () => unknown) => { try { f(); } catch (e) { return e; } return undefined; };
+    for (const e of [gone, damaged]) {
+      expect(thrown(() => renderFleetOf([throwing<RenderedCluster>(e)]))).toBe(e);
+      expect(thrown(() => renderModel(throwing<ClusterModel>(e)))).toBe(e);
+    }
+    const wrapped = thrown(() => renderFleetOf([throwing<RenderedCluster>(other)]));
+    expect(wrapped).toBeInstanceOf(InputError);
+    expect((wrapped as InputError).message).toBe('fleet: cannot render');
   });
 
   it('renames the RDMA device everywhere from one field: no old name left in any file', () => {

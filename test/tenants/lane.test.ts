@@ -1,15 +1,17 @@
 import { evaluate } from '@marcbachmann/cel-js';
 import { describe, expect, it } from 'vitest';
+import { gpuContainer, kueueGated, kueueSuspended, outside, pod, policyDenials, queued, queuePolicyOf, Request } from './admission-eval';
+import { MpiJob } from '../../imports/mpijob-kubeflow.org';
+import { PyTorchJob } from '../../imports/pytorchjob-kubeflow.org';
 import { checkCluster } from '../../src/check';
 import { toleratesCel } from '../../src/components/tenants/lane-rules';
 import { QUEUED_JOB_KINDS } from '../../src/components/tenants/tenant-guardrails';
 import { TRUSTED_REQUESTERS } from '../../src/components/tenants/trusted-requesters';
 import { tolerates } from '../../src/model/model';
-import { LABELS, RESOURCES, TENANCY } from '../../src/model/names';
+import { KUBEFLOW_JOB_GVK, LABELS, RESOURCES, TENANCY } from '../../src/model/names';
 import { parseQuantity } from '../../src/model/quantity';
 import { Manifest } from '../../src/render/manifest';
 import { Edit, findObject, folderObjects, issuesOf, modelOf, renderOf, seededRandom } from '../helpers';
-import { gpuContainer, kueueGated, kueueSuspended, outside, pod, policyDenials, queued, queuePolicyOf, Request } from './admission-eval';
 
 /**
  * Tenants stay in their lane outside Kueue: each guardrail of lane-rules.ts evaluated, with the project's CEL engine,
@@ -194,6 +196,15 @@ describe('priorities: a queued pod names only its tenant\'s, a pod outside Kueue
       { path: 'tenants[0].labels.priority.gpu-cluster.dev/high', message: expect.stringContaining('use tenants[0].priorities') },
     ]);
     expect(issuesOf((d) => { d.queueing.priorities.push({ name: TENANCY.unqueuedPriorityClass, value: 1 }); }).map((i) => i.path)).toEqual(['queueing.priorities[3].name']);
+  });
+});
+
+describe('the job kinds Kueue admits as a whole', () => {
+  it('are typed at the versions the typed imports declare (the guardrails read them without loading the imports)', () => {
+    expect(KUBEFLOW_JOB_GVK).toEqual({ mpiJob: MpiJob.GVK, pyTorchJob: PyTorchJob.GVK });
+    const versions = Object.fromEntries(QUEUED_JOB_KINDS.map((k) => [k.resource, `${k.apiGroup}/${k.version}`]));
+    expect(versions.mpijobs).toBe(MpiJob.GVK.apiVersion);
+    expect(versions.pytorchjobs).toBe(PyTorchJob.GVK.apiVersion);
   });
 });
 

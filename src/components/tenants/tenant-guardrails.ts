@@ -5,9 +5,7 @@ import {
   runtimeClassRule, Validation,
 } from './lane-rules';
 import { TRUSTED_REQUESTERS, TrustedRequester, usersTrustedWith } from './trusted-requesters';
-import { MpiJob } from '../../../imports/mpijob-kubeflow.org';
-import { PyTorchJob } from '../../../imports/pytorchjob-kubeflow.org';
-import { NVIDIA_RUNTIME_CLASSES } from '../../model/names';
+import { KUBEFLOW_JOB_GVK, NVIDIA_RUNTIME_CLASSES } from '../../model/names';
 
 export interface TenantGuardrailsProps {
   /** Label key every tenant namespace carries (the policies bind to namespaces with it). */
@@ -85,7 +83,7 @@ interface QueuedJobKind {
 }
 
 /** The Training Operator (v1) serves all its kinds at one version, PyTorchJob's. */
-const TRAINING_OPERATOR_VERSION = PyTorchJob.GVK.apiVersion.split('/')[1];
+const TRAINING_OPERATOR_VERSION = KUBEFLOW_JOB_GVK.pyTorchJob.apiVersion.split('/')[1];
 const trainingOperatorKind = (resource: string, replicaSpecs: string): QueuedJobKind => ({
   apiGroup: 'kubeflow.org', version: TRAINING_OPERATOR_VERSION, resource, suspend: 'runPolicy', templates: { replicaSpecs },
 });
@@ -97,7 +95,7 @@ const trainingOperatorKind = (resource: string, replicaSpecs: string): QueuedJob
  */
 export const QUEUED_JOB_KINDS: readonly QueuedJobKind[] = [
   { apiGroup: 'batch', version: 'v1', resource: 'jobs', suspend: 'spec', templates: { template: 'template' } },
-  { apiGroup: 'kubeflow.org', version: MpiJob.GVK.apiVersion.split('/')[1], resource: 'mpijobs', suspend: 'runPolicy', templates: { replicaSpecs: 'mpiReplicaSpecs' } },
+  { apiGroup: 'kubeflow.org', version: KUBEFLOW_JOB_GVK.mpiJob.apiVersion.split('/')[1], resource: 'mpijobs', suspend: 'runPolicy', templates: { replicaSpecs: 'mpiReplicaSpecs' } },
   trainingOperatorKind('pytorchjobs', 'pytorchReplicaSpecs'),
   trainingOperatorKind('tfjobs', 'tfReplicaSpecs'),
   trainingOperatorKind('xgboostjobs', 'xgbReplicaSpecs'),
