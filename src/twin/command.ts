@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ControlPlaneBuildError, goCommand, requiredGoVersion, twinBinaries, usePrebuiltBinaries } from './binary';
-import type { rehearse } from './rehearse';
+import type { DescriptionAtRevision, rehearse } from './rehearse';
 import { consoleIo, EXIT, Io } from '../commands/io';
 import { commandHelp } from '../commands/options';
 import { REHEARSE, REHEARSE_MAX_TIMEOUT_MS, REHEARSE_TIMEOUT_MS } from '../commands/specs';
@@ -26,13 +26,6 @@ function atLeast(have: string, need: string): boolean {
   const b = need.split('.').map(Number);
   for (let i = 0; i < b.length; i++) if ((a[i] ?? 0) !== b[i]) return (a[i] ?? 0) > b[i];
   return true;
-}
-
-/** The description as it is at a commit (change mode's starting point): its text, and where it comes from as `REV:path`. */
-export interface DescriptionAtRevision {
-  readonly text: string;
-  readonly label: string;
-  readonly commit: string;
 }
 
 /** Runs git with an argument list (no shell) in `cwd`; answers its status and output (bounded). */

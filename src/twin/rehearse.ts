@@ -3,7 +3,6 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { parse } from 'yaml';
 import { ApplicationState, describeState, formatTimeline } from './applications';
-import type { DescriptionAtRevision } from './command';
 import { killLaunched } from './control-plane';
 import { KubeObject } from './kube-client';
 import { sleep } from './poll';
@@ -11,6 +10,13 @@ import { startTwinCluster, TwinCluster } from './twin-cluster';
 import { InputError } from '../errors';
 import { decodeInput, readInputBytes } from '../input/read';
 import { ValidationFailed } from '../synth/pipeline';
+
+/** The description as it is at a commit (change mode's starting point): its text, and where it comes from as `REV:path`. */
+export interface DescriptionAtRevision {
+  readonly text: string;
+  readonly label: string;
+  readonly commit: string;
+}
 
 /**
  * `rehearse` (issue 51): the bootstrap of a described cluster synced by a real Argo CD on a twin of the cluster
