@@ -13,7 +13,6 @@ import { KueueProcess, loopbackKueue, planOf, startKueue } from './kueue';
 import { victoriaMetricsStages } from './kwok-stages';
 import { OperatorStandIns } from './operator-stand-ins';
 import { HermeticNode, nodesOf } from './placement';
-import { poll } from './poll';
 import { startTwin, Twin } from './twin';
 import { defaultCacheDir } from '../cache/compiled-cache';
 import { ClusterView, readClusters, renderClusterSources } from '../check';
@@ -500,15 +499,7 @@ export async function startTwinCluster(opts: TwinClusterOptions): Promise<TwinCl
     say('applying what the cluster has before Argo CD');
     const plan = planSync(view, renders, vendoredCrds(DEFAULT_SCHEMAS), await cp.client().servedKinds());
     await preinstall(cp, plan);
-    // KWOK once the kinds its stages act on are served (the pre-installed monitoring stack's), and in the API server's
-    // OpenAPI: KWOK reads each stage kind's schema at its start and exits without it ("failed to get openapi spec:
-    // GroupVersion ... not found"), which a CRD applied a moment before can still be
     const served = await cp.client().servedKinds();
-    const stagesGroup = 'operator.victoriametrics.com/v1beta1';
-    if ([...served.keys()].some((k) => k.startsWith(`${stagesGroup}/`))) {
-      const index = await poll(() => cp.client().get('/openapi/v3'), (i) => Object.keys((i as { paths?: object } | undefined)?.paths ?? {}).includes(`apis/${stagesGroup}`), 120_000, 250);
-      if (!Object.keys((index as { paths?: object } | undefined)?.paths ?? {}).includes(`apis/${stagesGroup}`)) throw new Error(`the API server's OpenAPI has no ${stagesGroup} within 120 s of its CRDs`);
-    }
     await twin.startKwok({ stages: victoriaMetricsStages(model.description.monitoring.namespace, (kind) => served.has(`operator.victoriametrics.com/v1beta1/${kind}`)) });
     const standIns = new OperatorStandIns(cp.client());
     standIns.start();

@@ -2,10 +2,14 @@ import { ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
+import { parse } from 'yaml';
 import { GoBinary, KWOK_STAGES, twinBinary } from './binary';
 import { ControlPlane, cpuSecondsOf, freePorts, httpGet, killGroup, kubeconfigText, launchLogged, tailOf } from './control-plane';
 import { serviceAccountToken } from './kueue';
 import { poll } from './poll';
+
+/** What KWOK's start reads of a Stage document. */
+interface KwokStage { readonly spec: { readonly resourceRef: { readonly apiGroup: string } } }
 
 /**
  * The Argo CD twin's processes on a hermetic control plane (control-plane.ts), from one binary (binary.ts,
@@ -50,6 +54,8 @@ export interface KwokOptions {
    * the node lifecycle controller may run: a Node whose lease KWOK stops renewing turns NotReady. @default true
    */
   readonly leases?: boolean;
+  /** How long KWOK's start waits for the API server's OpenAPI to have every stage's group-version. @default 120000 */
+  readonly openApiWaitMs?: number;
 }
 
 /** CPU seconds and peak resident memory of one process (its waited-for children included in the CPU). */
@@ -158,8 +164,10 @@ export class Twin {
     const own = Object.entries(KWOK_STAGES)
       .filter(([k]) => leases || k !== 'nodeHeartbeatWithLease')
       .map(([, f]) => readFileSync(this.binary.companions[path.basename(f)], 'utf8').trim().replace(/^---\n/, ''));
+    const stages = [...own, ...(opts.stages ?? []).map((s) => s.trim())];
+    await this.waitForOpenApi(stages, opts.openApiWaitMs ?? 120_000);
     const config = path.join(this.dir, 'kwok-stages.yaml');
-    writeFileSync(config, `${[...own, ...(opts.stages ?? []).map((s) => s.trim())].join('\n---\n')}\n`);
+    writeFileSync(config, `${stages.join('\n---\n')}\n`);
     const [server] = await freePorts(1);
     this.launch('kwok', 'kwok', [
       `--kubeconfig=${this.cp.identity('admin').kubeconfig}`,
@@ -170,6 +178,19 @@ export class Twin {
       ...(leases ? ['--node-lease-duration-seconds=40'] : []),
     ]);
     await this.waitReady('kwok', async () => (await httpGet(`http://127.0.0.1:${server}/healthz`))?.status === 200);
+  }
+
+  /**
+   * Waits until the API server's OpenAPI has the group-version of every stage's resource: KWOK reads each stage kind's
+   * schema at its start and exits without it ("failed to get openapi spec: GroupVersion ... not found"), which a CRD
+   * applied a moment before, served by discovery already, can still be.
+   */
+  private async waitForOpenApi(stages: readonly string[], timeoutMs: number): Promise<void> {
+    const wanted = [...new Set(stages.map((s) => (parse(s) as KwokStage).spec.resourceRef.apiGroup))]
+      .map((gv) => (gv.includes('/') ? `apis/${gv}` : `api/${gv}`));
+    const missing = (index: unknown) => wanted.filter((p) => !Object.keys((index as { paths?: object } | undefined)?.paths ?? {}).includes(p));
+    const index = await poll(() => this.cp.client().get('/openapi/v3'), (i) => missing(i).length === 0, timeoutMs, 250);
+    if (missing(index).length > 0) throw new Error(`the API server's OpenAPI has no ${missing(index).join(', ')} within ${timeoutMs / 1000} s: KWOK cannot start its stages for them`);
   }
 
   /**
