@@ -2,6 +2,7 @@ import { ClusterIndex } from './cluster-index';
 import { ClusterView, ScopeOf } from './cluster-view';
 import { applicationSources, folderOfPath } from './gitops';
 import { definedKind, groupKindKey } from '../components/gitops/api-kinds';
+import { GITOPS_FOLDER } from '../components/gitops/plan';
 import { ARGOCD_FIELD_MANAGER, ARGOCD_TRACKING_ANNOTATION, LABELS, syncOptionsOf, syncWave } from '../model/names';
 import { apiGroup, Manifest } from '../render/manifest';
 import { RenderedSource } from '../upstream/render';
@@ -189,7 +190,7 @@ export function syncSteps(view: ClusterView, sources: readonly SyncSource[], opt
       }
     }
   };
-  const root = sources.find((p) => p.source.type === 'folder' && folderOf(p.source) === 'gitops');
+  const root = sources.find((p) => p.source.type === 'folder' && folderOf(p.source) === GITOPS_FOLDER);
   const argocd = sources.find((p) => p.source.type !== 'helm' && folderOf(p.source) === 'argocd');
   if (argocd) push(`bootstrap: kubectl apply --server-side -k ${argocd.source.what}`, true, argocd);
   if (root) push(`bootstrap: kubectl apply -k ${root.source.what}`, true, root);

@@ -7,6 +7,7 @@ import { killLaunched } from './control-plane';
 import { KubeObject } from './kube-client';
 import { sleep } from './poll';
 import { startTwinCluster, TwinCluster } from './twin-cluster';
+import { GITOPS_FOLDER } from '../components/gitops/plan';
 import { InputError } from '../errors';
 import { decodeInput, readInputBytes } from '../input/read';
 import { ValidationFailed } from '../synth/pipeline';
@@ -53,7 +54,7 @@ const seconds = (ms: number) => `${(ms / 1000).toFixed(0)} s`;
 
 /** The Applications the root's folder lists (dist/<cluster>/gitops/kustomization.yaml), by name, and the root. */
 function expectedApplications(twin: TwinCluster): string[] {
-  const gitops = path.join(twin.clusterDir, 'gitops');
+  const gitops = path.join(twin.clusterDir, GITOPS_FOLDER);
   const listed = ((parse(readFileSync(path.join(gitops, 'kustomization.yaml'), 'utf8')) as { resources?: string[] }).resources ?? []);
   const names = listed.filter((f) => f.startsWith('application.'))
     .map((f) => (parse(readFileSync(path.join(gitops, f), 'utf8')) as { metadata: { name: string } }).metadata.name);

@@ -16,12 +16,14 @@ import { HermeticNode, nodesOf } from './placement';
 import { startTwin, Twin } from './twin';
 import { defaultCacheDir } from '../cache/compiled-cache';
 import { ClusterView, readClusters, renderClusterSources } from '../check';
+import { GITOPS_FOLDER } from '../components/gitops/plan';
 import { EngineBudget } from '../engines';
 import { unpackedLayer } from '../engines/packaged';
 import { MirrorMap, unmirrorUrl } from '../model/mirrors';
 import { ClusterModel } from '../model/model';
 import { NODE_NAME_PLACEHOLDER } from '../model/names';
 import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../paths';
+import { manifestFileName } from '../render/manifest';
 import { loadModels, synth } from '../synth/pipeline';
 import { ApplicationSource, releaseOfSource, VendoredChart } from '../upstream/releases';
 import { ClusterRenders } from '../upstream/render';
@@ -168,6 +170,12 @@ export class TwinCluster {
   /** The rendered cluster folder in the work tree (dist/<cluster>). */
   get clusterDir(): string {
     return path.join(this.workTree, 'dist', this.name);
+  }
+
+  /** The rendered file of one of the cluster's Applications (in dist/<cluster>/gitops/), relative to the work tree: what the README's commands name. */
+  applicationFile(name: string): string {
+    const file = manifestFileName({ apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', metadata: { name, namespace: this.model.description.gitops.namespace } });
+    return path.posix.join('dist', this.name, GITOPS_FOLDER, file);
   }
 
   /**

@@ -3,12 +3,12 @@ import { loadavg, tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
+import { bootTwin, stopTwin } from './twin-file';
 import { LABELS } from '../../src/model/names';
 import { DEFAULT_SCHEMAS } from '../../src/paths';
 import { loadModels } from '../../src/synth/pipeline';
 import { ApplicationState, describeState, formatTimeline, TimelineEntry } from '../../src/twin/applications';
 import { vendoredCrds } from '../../src/twin/argocd-sync';
-import { twinBinary } from '../../src/twin/binary';
 import { poll } from '../../src/twin/poll';
 import { renderInto, startTwinCluster, TwinCluster } from '../../src/twin/twin-cluster';
 import { REFERENCE_FILE, TRAINING_FILE } from '../paths';
@@ -29,16 +29,10 @@ let twin: TwinCluster;
 let pushed: string;
 
 beforeAll(async () => {
-  // the binary first: without Go, or when it does not build, every test here fails with this one line
-  await twinBinary();
-  twin = await startTwinCluster({ description: REFERENCE_FILE });
-  pushed = await twin.push('instant-cluster: the bootstrap commit');
-  await twin.bootstrap();
+  ({ twin, head: pushed } = await bootTwin({ description: REFERENCE_FILE }));
 }, 30 * 60 * 1000);
 
-afterAll(async () => {
-  await twin?.stop();
-});
+afterAll(() => stopTwin(twin));
 
 /** The revision an Application is at when the bootstrap has converged: the root at the pushed commit, each child pinned to it. */
 const converged = (s: ApplicationState) => s.sync === 'Synced' && s.health === 'Healthy' && s.revision === pushed;

@@ -4,13 +4,13 @@ import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { ArgoCdCli, startArgoCdServer } from './argocd-cli';
+import { bootTwin, stopTwin } from './twin-file';
 import { defaultCacheDir } from '../../src/cache/compiled-cache';
 import { unpackedLayer } from '../../src/engines/packaged';
 import { NAMESPACES } from '../../src/model/names';
 import { ApplicationState, describeState, formatTimeline } from '../../src/twin/applications';
-import { twinBinary } from '../../src/twin/binary';
 import { sleep } from '../../src/twin/poll';
-import { startTwinCluster, TwinCluster } from '../../src/twin/twin-cluster';
+import { TwinCluster } from '../../src/twin/twin-cluster';
 import { REFERENCE_FILE } from '../paths';
 
 /*
@@ -107,7 +107,7 @@ async function kubectl(args: readonly string[]): Promise<string> {
 /** Commits a change of gitops.automated, applies the root again as the docs say (nothing syncs the root), and waits until it converges. */
 async function setAutomated(message: string, automated: Json): Promise<string> {
   const c = await commit(message, (d) => { d.gitops = { ...d.gitops, automated: { ...d.gitops.automated, ...automated } }; });
-  await kubectl(['apply', '-f', `dist/${twin.name}/gitops/application.${ns}.${twin.name}.yaml`]);
+  await kubectl(['apply', '-f', twin.applicationFile(twin.name)]);
   await convergedAt(c);
   return c;
 }
@@ -150,24 +150,21 @@ async function revertLast(): Promise<string> {
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
 beforeAll(async () => {
-  await twinBinary();
-  twin = await startTwinCluster({
+  ({ twin, head } = await bootTwin({
     description: REFERENCE_FILE,
     edit: (d) => { d.gitops = { ...d.gitops, waveWait: `${WAIT}s` }; },
     // the node lifecycle controller too: a NotReady Node's pods turn not ready, as on a cluster
     controllers: ['*'],
-  });
+    controllerArgs: CONTROLLER_ARGS,
+  }));
   ns = twin.model.description.gitops.namespace;
-  head = await twin.push(`${twin.name}: the bootstrap commit`);
-  await twin.bootstrap({ controllerArgs: CONTROLLER_ARGS });
   await convergedAt(head);
   cli = await startArgoCdServer(twin.twin, ns);
 }, 40 * 60_000);
 
 afterAll(async () => {
-  if (twin) console.log(`CPU seconds of the twin: ${JSON.stringify(twin.cpuSeconds())}`);
   await cli?.stop();
-  await twin?.stop();
+  await stopTwin(twin);
 });
 
 describe('GitOps that never freezes, on the real Argo CD', () => {
@@ -432,7 +429,7 @@ describe('GitOps that never freezes, on the real Argo CD', () => {
 
   it('the samples, synced by hand as the README says (apply their Application, argocd app sync): the sync Succeeds at the branch, nothing else moves, and deleting the Application removes what it created', async () => {
     const samples = app('samples');
-    const file = `dist/${twin.name}/gitops/application.${ns}.${samples}.yaml`;
+    const file = twin.applicationFile(samples);
     const readme = readFileSync(path.join(twin.clusterDir, 'README.md'), 'utf8');
     expect(readme).toContain(`\`kubectl apply -f ${file}\` then \`argocd app sync ${samples}\``);
     const before = head;
@@ -450,10 +447,9 @@ describe('GitOps that never freezes, on the real Argo CD', () => {
 
     await kubectl(['delete', '-f', file, '--wait=true', '--timeout=180s']);
     for (const r of synced.status.resources as Json[]) {
-      const [group, version] = String(r.version && r.group ? `${r.group}/${r.version}` : `/${r.version}`).split('/');
-      const plural = `${String(r.kind).toLowerCase()}s`;
-      const base = group ? `/apis/${group}/${version}` : `/api/${version}`;
-      const gone = await twin.cp.client().get(`${base}/namespaces/${r.namespace}/${plural}/${r.name}`) as Json | undefined;
+      const admin = twin.cp.client();
+      const at = await admin.pathOf({ apiVersion: r.group ? `${r.group}/${r.version}` : r.version, kind: r.kind, metadata: { name: r.name, namespace: r.namespace } });
+      const gone = await admin.get(at) as Json | undefined;
       expect(gone === undefined || gone.metadata?.deletionTimestamp !== undefined, `${r.kind} ${r.namespace}/${r.name} stays`).toBe(true);
     }
   }, 10 * 60_000);

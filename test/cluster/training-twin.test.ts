@@ -1,11 +1,10 @@
 import { readFileSync } from 'node:fs';
-import { loadavg } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { bootTwin, stopTwin } from './twin-file';
 import { ApplicationState, describeState, formatTimeline } from '../../src/twin/applications';
-import { twinBinary } from '../../src/twin/binary';
-import { startTwinCluster, TwinCluster } from '../../src/twin/twin-cluster';
+import { TwinCluster } from '../../src/twin/twin-cluster';
 import { TRAINING_FILE } from '../paths';
 
 /**
@@ -20,23 +19,12 @@ const BOOTSTRAP_BOUND_MS = 8 * 60 * 1000;
 
 let twin: TwinCluster;
 let pushed: string;
-const t0 = Date.now();
-const cpu0 = process.cpuUsage();
 
 beforeAll(async () => {
-  await twinBinary();
-  twin = await startTwinCluster({ description: TRAINING_FILE });
-  pushed = await twin.push('training-cluster: the bootstrap commit');
-  await twin.bootstrap();
+  ({ twin, head: pushed } = await bootTwin({ description: TRAINING_FILE }));
 }, 30 * 60 * 1000);
 
-afterAll(async () => {
-  if (twin) {
-    const self = process.cpuUsage(cpu0);
-    console.log(`${twin.name}: file wall ${((Date.now() - t0) / 1000).toFixed(0)} s; CPU s ${JSON.stringify({ ...twin.cpuSeconds(), 'test process': (self.user + self.system) / 1e6 })}; load ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
-  }
-  await twin?.stop();
-});
+afterAll(() => stopTwin(twin));
 
 /** The managed installs' Applications as Argo CD reports them (those of wave 0: the root holds the later waves). */
 const installs = () => twin.watch.states().filter((s) => s.name.endsWith('-install'));
@@ -75,7 +63,7 @@ describe('the training cluster (managed installs) on the twin', () => {
     expect(states.map((s) => s.name).sort()).toEqual([twin.name, ...installs().map((s) => s.name)].sort());
     // network-operator-install is of wave 1 (its NodeFeatureRule needs the NFD CRD gpu-operator-install brings), so it
     // is among the later waves the root holds
-    const networkInstall = parse(readFileSync(path.join(twin.clusterDir, 'gitops', `application.argocd.${twin.name}-network-operator-install.yaml`), 'utf8'));
+    const networkInstall = parse(readFileSync(path.join(twin.workTree, twin.applicationFile(`${twin.name}-network-operator-install`)), 'utf8'));
     expect(networkInstall.metadata.annotations['argocd.argoproj.io/sync-wave']).toBe('1');
   }, BOOTSTRAP_BOUND_MS + 60_000);
 });

@@ -1,0 +1,44 @@
+import { loadavg } from 'node:os';
+import { twinBinary } from '../../src/twin/binary';
+import { startTwinCluster, TwinCluster, TwinClusterOptions } from '../../src/twin/twin-cluster';
+
+/** A twin of a description with its first commit pushed and the README's bootstrap applied: what a twin test file starts from. */
+export interface BootedTwin {
+  readonly twin: TwinCluster;
+  /** The bootstrap commit. */
+  readonly head: string;
+}
+
+export interface BootTwinOptions extends TwinClusterOptions {
+  /** Arguments for Argo CD's application controller (e.g. a shorter resync). @default none */
+  readonly controllerArgs?: readonly string[];
+}
+
+/** When the file started and its CPU so far: the line stopTwin prints. */
+const started = { at: Date.now(), cpu: process.cpuUsage() };
+
+/**
+ * The binary first (without Go, or when it does not build, every test of the file fails with that one line), then the
+ * twin of `opts.description`, its bootstrap commit and the README's bootstrap. A twin whose bootstrap fails is stopped
+ * before the error is thrown.
+ */
+export async function bootTwin(opts: BootTwinOptions): Promise<BootedTwin> {
+  await twinBinary();
+  const twin = await startTwinCluster(opts);
+  try {
+    const head = await twin.push(`${twin.name}: the bootstrap commit`);
+    await twin.bootstrap({ controllerArgs: opts.controllerArgs });
+    return { twin, head };
+  } catch (e) {
+    await twin.stop();
+    throw e;
+  }
+}
+
+/** Prints what the file cost (wall, CPU seconds of each twin process and of the test process, the load), then stops the twin. */
+export async function stopTwin(twin: TwinCluster | undefined): Promise<void> {
+  if (!twin) return;
+  const self = process.cpuUsage(started.cpu);
+  console.log(`${twin.name}: file wall ${((Date.now() - started.at) / 1000).toFixed(0)} s; CPU s ${JSON.stringify({ ...twin.cpuSeconds(), 'test process': (self.user + self.system) / 1e6 })}; load ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+  await twin.stop();
+}
