@@ -118,19 +118,22 @@ interface ThreadError {
   readonly kind: 'input' | 'write' | 'other';
   readonly message: string;
   readonly details?: readonly string[];
+  /** An error's code (MODULE_NOT_FOUND: the installed package is incomplete, exit 2 and reinstall, not an internal error). */
+  readonly code?: string;
 }
 
 function toThreadError(e: unknown): ThreadError {
   if (e instanceof InputError) return { kind: 'input', message: e.message, details: e.details };
   if (e instanceof WriteFailed) return { kind: 'write', message: e.message };
   if (isFsError(e)) return { kind: 'write', message: fsErrorText(e) };
-  return { kind: 'other', message: (e as Error)?.message ?? String(e) };
+  const code = (e as NodeJS.ErrnoException | undefined)?.code;
+  return { kind: 'other', message: (e as Error)?.message ?? String(e), ...(typeof code === 'string' ? { code } : {}) };
 }
 
 function fromThreadError(e: ThreadError): Error {
   if (e.kind === 'input') return new InputError(e.message, e.details ?? []);
   if (e.kind === 'write') return new WriteFailed(e.message);
-  return new Error(`render thread: ${e.message}`);
+  return Object.assign(new Error(`render thread: ${e.message}`), e.code ? { code: e.code } : {});
 }
 
 type Message =

@@ -48,6 +48,31 @@ describe.skipIf(process.platform !== 'linux')('render threads', () => {
     expect(existsSync(out)).toBe(false);
   });
 
+  it('a module of the package missing where a render thread loads it: exit 2, one line saying the installation is incomplete and to reinstall, nothing written', () => {
+    const configs = fleet('incomplete', 2, 1);
+    // the MPIJob typed import (the reference cluster renders the MPIJob sample) cannot be found in the render threads only
+    const preload = path.join(work, 'no-mpijob-in-threads.cjs');
+    writeFileSync(preload, `const { isMainThread } = require('node:worker_threads');
+const Module = require('node:module');
+if (!isMainThread) {
+  const resolve = Module._resolveFilename;
+  Module._resolveFilename = function (request, ...rest) {
+    if (/mpijob-kubeflow/.test(request)) throw Object.assign(new Error("Cannot find module '" + request + "'"), { code: 'MODULE_NOT_FOUND' });
+    return resolve.call(this, request, ...rest);
+  };
+}
+`);
+    const out = path.join(work, 'incomplete-out');
+    const r = spawnSync(process.execPath, ['--require', preload, path.join(LIB, 'bin.js'), 'synth', ...configs.flatMap((c) => ['--config', c]), '--out', out, '--no-validate', '--quiet'], {
+      env: { ...process.env, [THREADS_ENV]: '2', [THREADS_FORCE_ENV]: '1' }, encoding: 'utf8', timeout: 280_000,
+    });
+    expect(r.status, r.stderr).toBe(2);
+    expect(r.stderr.trim().split('\n')).toEqual([
+      expect.stringMatching(/^error: the installed gpu-cluster-manifests is incomplete \(render thread: Cannot find module '[^']*mpijob-kubeflow\.org'\): reinstall it \(npm ci\)$/),
+    ]);
+    expect(existsSync(out)).toBe(false);
+  });
+
   it('a render thread\'s compiled code is cached too: written before the main thread ends the thread, nothing left over', () => {
     const configs = fleet('code-cache', 2, 1);
     const cache = path.join(work, 'code-cache-dir');
