@@ -295,6 +295,8 @@ const SLOW_TIER_FILES = [
   'test/faults/faults.test.ts', 'test/package/pack.test.ts', 'test/package/eslint.test.ts', 'test/package/static-checks.test.ts',
   'test/docs/runnable-blocks.test.ts', 'test/preflight/live-bounds.test.ts', 'test/model/typescript-sandbox.test.ts', 'test/model/typescript-hostile.test.ts',
   'test/engines/engines.test.ts', 'test/engines/hostile-engines.test.ts', 'test/upstream/kueue-defaults.test.ts',
+  // a toolkit's code run as a bounded child, commands killed after making their scratch folder, npm run shared's script
+  'test/upgrade/from-toolkit-hostile.test.ts', 'test/faults/scratch-folders.test.ts', 'test/shared/layout.test.ts',
 ];
 const quick = project.addTask('test:quick', {
   description: 'The inner loop: every test file but those of Go, the control plane and child processes (npm test runs all)',
