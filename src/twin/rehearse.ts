@@ -5,10 +5,12 @@ import { parse } from 'yaml';
 import { ApplicationState, describeState, formatTimeline } from './applications';
 import { killLaunched } from './control-plane';
 import { KubeObject } from './kube-client';
+import { HermeticNode } from './placement';
 import { sleep } from './poll';
 import { startTwinCluster, TwinCluster } from './twin-cluster';
 import { InputError } from '../errors';
 import { decodeInput, readInputBytes } from '../input/read';
+import { ClusterModel } from '../model/model';
 import { ValidationFailed } from '../synth/pipeline';
 
 /** The description as it is at a commit (change mode's starting point): its text, and where it comes from as `REV:path`. */
@@ -33,6 +35,11 @@ export interface RehearsalOptions {
    * render of `description` (the working tree) is pushed as the next commit and what that push does is reported.
    */
   readonly from?: DescriptionAtRevision;
+  /**
+   * The Nodes to run, from the cluster itself (--snapshot, --kubeconfig: cluster-nodes.ts nodesFromCluster), for the
+   * model of the description the twin starts from. @default those the description implies (twin-cluster.ts twinNodes)
+   */
+  readonly nodes?: (model: ClusterModel) => HermeticNode[];
   /** The whole rehearsal: the twin's start, the bootstrap and every wave. */
   readonly timeoutMs: number;
   readonly verbose?: boolean;
@@ -251,6 +258,7 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
     }
     twin = await bounded('starting the twin', startTwinCluster({
       description: first,
+      nodes: opts.nodes,
       progress: (line) => {
         if (outOfTime) throw new OutOfTime('starting the twin');
         say(line);

@@ -5,7 +5,10 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
+import { NODE_LABELS } from '../../src/model/names';
+import { loadModels } from '../../src/synth/pipeline';
 import { twinBinaries } from '../../src/twin/binary';
+import { twinNodes } from '../../src/twin/twin-cluster';
 import { ROOT } from '../helpers';
 import { REFERENCE_FILE } from '../paths';
 
@@ -138,4 +141,39 @@ describe('rehearse on the twin', () => {
     expect(leftIn(r.tmp)).toEqual([]);
     expect(processesUnder(r.tmp)).toEqual([]);
   }, 25 * 60 * 1000);
+
+  it('a ClusterPolicy that can never become ready (--snapshot: GPU workers without the NVIDIA PCI label the GPU Operator finds GPU nodes by): exit 1 naming the gpu-operator Application and the health check\'s message; nothing left behind', async () => {
+    // the cluster's Nodes as `kubectl get nodes -o yaml` shows them: the reference cluster's, but Node Feature
+    // Discovery's NVIDIA PCI label on no worker (no NFD runs on the twin to add it), so the operator finds no GPU node
+    const nodes = twinNodes(loadModels([REFERENCE_FILE])[0]).map(({ node }) => ({
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: {
+        name: node.metadata.name,
+        labels: Object.fromEntries(Object.entries(node.metadata.labels ?? {}).filter(([k]) => k !== NODE_LABELS.nvidiaPci)),
+      },
+      spec: node.spec,
+      status: { capacity: node.status?.capacity, allocatable: node.status?.capacity },
+    }));
+    expect(nodes.filter((n) => n.status.allocatable?.['nvidia.com/gpu'] !== undefined).length).toBeGreaterThan(0);
+    const snapshot = path.join(work, 'no-nvidia-pci.nodes.yaml');
+    writeFileSync(snapshot, stringify({ apiVersion: 'v1', kind: 'List', items: nodes }));
+    // the root waits on the stuck Application for gitops.waveWait only (then the later waves run): a short one here
+    const d = parse(readFileSync(REFERENCE_FILE, 'utf8')) as Record<string, any>;
+    d.gitops = { ...d.gitops, waveWait: '30s' };
+    const file = path.join(mkdtempSync(path.join(work, 'desc-')), path.basename(REFERENCE_FILE));
+    writeFileSync(file, stringify(d));
+    // bounded: every other Application converged 200 s after the start at load 5-11 (the root passes the stuck one after
+    // gitops.waveWait); the rest is the wait for the one that never does
+    const r = await rehearse(['--config', file, '--snapshot', snapshot, '--timeout', '420']);
+    console.log(`${r.stderr.split('\n').filter((l) => !/: (instant-cluster[\w-]*) \(wave/.test(l)).join('\n')}\n${r.stdout}`);
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stderr).toMatch(/^rehearse: not converged: instant-cluster-gpu-operator \(wave \d+\): \w+ at [0-9a-f]{7}, Progressing.*ClusterPolicy cluster-policy: \w+, Progressing \(No GPU node found, watching for new nodes to join the cluster\.\)/m);
+    // only what waits on it: the Applications of its wave converge
+    expect(r.stderr).not.toMatch(/^rehearse: not converged: instant-cluster-kueue /m);
+    expect(r.stderr).toMatch(/^rehearse: instant-cluster: the bootstrap: not every Application Synced and Healthy within 420 s \(--timeout\)$/m);
+    expect(r.stderr).not.toMatch(/^\s+at /m);
+    expect(leftIn(r.tmp)).toEqual([]);
+    expect(processesUnder(r.tmp)).toEqual([]);
+  }, 20 * 60 * 1000);
 });
