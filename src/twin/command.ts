@@ -1,7 +1,6 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ControlPlaneBuildError, goCommand, requiredGoVersion, twinBinaries, usePrebuiltBinaries } from './binary';
@@ -12,6 +11,7 @@ import { commandHelp } from '../commands/options';
 import { progressOf } from '../commands/progress';
 import { REHEARSE, REHEARSE_CHANGE_TIMEOUT_MS, REHEARSE_MAX_TIMEOUT_MS, REHEARSE_TIMEOUT_MS } from '../commands/specs';
 import { InputError } from '../errors';
+import { scratchFolder } from '../files';
 import { maxBytes } from '../input/limits';
 import { asInputError, decodeInput } from '../input/read';
 import { MAX_NODES } from '../model/schema-types';
@@ -69,7 +69,7 @@ export function descriptionAtRevision(file: string, rev: string): DescriptionAtR
 
 /** Loads and validates the description at a commit (bad input names `REV:path`, not the scratch file it is read from). */
 function validateAtRevision(at: DescriptionAtRevision, config: string): void {
-  const dir = mkdtempSync(path.join(tmpdir(), 'gpu-cluster-manifests-from-'));
+  const dir = scratchFolder('gpu-cluster-manifests-rehearse-from');
   const file = path.join(dir, path.basename(config));
   try {
     writeFileSync(file, at.text);

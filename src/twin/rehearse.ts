@@ -1,5 +1,4 @@
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { parse } from 'yaml';
 import { ApplicationState, describeState, formatTimeline } from './applications';
@@ -9,6 +8,7 @@ import { HermeticNode } from './placement';
 import { sleep } from './poll';
 import { startTwinCluster, TwinCluster } from './twin-cluster';
 import { InputError } from '../errors';
+import { scratchFolder } from '../files';
 import { decodeInput, readInputBytes } from '../input/read';
 import { ClusterModel } from '../model/model';
 import { ValidationFailed } from '../synth/pipeline';
@@ -183,7 +183,9 @@ export function changeReport(c: {
 export async function rehearse(opts: RehearsalOptions): Promise<number> {
   const t0 = Date.now();
   const deadline = t0 + opts.timeoutMs;
-  const scratch = mkdtempSync(path.join(tmpdir(), 'gpu-cluster-manifests-rehearse-'));
+  // a scratch folder of this process: what a run killed with SIGKILL leaves (its children die with it: the kernel's
+  // parent-death signal, control-plane.ts) is removed by the next rehearsal (files.ts scratchFolder)
+  const scratch = scratchFolder('gpu-cluster-manifests-rehearse');
   const tmpBefore = process.env.TMPDIR;
   process.env.TMPDIR = scratch;
   let twin: TwinCluster | undefined;

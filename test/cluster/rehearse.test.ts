@@ -38,8 +38,7 @@ interface Run {
 }
 
 /** Runs `rehearse ARGS` in a child with a TMPDIR of its own; `interrupt` is called with the child and its stderr so far as lines arrive. */
-function rehearse(args: readonly string[], interrupt?: (child: ReturnType<typeof spawn>, stderr: string) => void): Promise<Run> {
-  const tmp = mkdtempSync(path.join(work, 'tmp-'));
+function rehearse(args: readonly string[], interrupt?: (child: ReturnType<typeof spawn>, stderr: string) => void, tmp = mkdtempSync(path.join(work, 'tmp-'))): Promise<Run> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [BIN, 'rehearse', ...args], { cwd: ROOT, env: { ...process.env, TMPDIR: tmp, CI: 'true' }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
@@ -175,5 +174,34 @@ describe('rehearse on the twin', () => {
     expect(r.stderr).not.toMatch(/^\s+at /m);
     expect(leftIn(r.tmp)).toEqual([]);
     expect(processesUnder(r.tmp)).toEqual([]);
+  }, 20 * 60 * 1000);
+
+  it('kill -9 while Argo CD syncs: no process outlives it; the scratch folder it could not remove goes with the next rehearsal, and nothing else', async () => {
+    let sent = false;
+    const killed = await rehearse(['--config', REFERENCE_FILE], (child, stderr) => {
+      if (!sent && /: every Application of instant-cluster syncing/.test(stderr)) {
+        sent = true;
+        child.kill('SIGKILL');
+      }
+    });
+    expect(sent, killed.stderr).toBe(true);
+    expect(killed.signal).toBe('SIGKILL');
+    // its children die with it (the kernel's parent-death signal), within moments
+    for (let i = 0; i < 30 && processesUnder(killed.tmp).length > 0; i++) await new Promise((r) => setTimeout(r, 1000));
+    expect(processesUnder(killed.tmp)).toEqual([]);
+    const [left, ...more] = leftIn(killed.tmp);
+    expect(more).toEqual([]);
+    expect(left).toMatch(/^gpu-cluster-manifests-rehearse-\d+-[A-Za-z0-9]{6}$/);
+    // beside it, what the rehearsal did not make: a folder of the same pattern without its owner file, one of a live process
+    const notMade = `gpu-cluster-manifests-rehearse-${killed.tmp.length}1-NoOwnr`;
+    mkdirSync(path.join(killed.tmp, notMade));
+    const live = `gpu-cluster-manifests-rehearse-${process.pid}-Alive1`;
+    mkdirSync(path.join(killed.tmp, live));
+    writeFileSync(path.join(killed.tmp, live, '.gpu-cluster-manifests-scratch'), `${process.pid}\n`);
+    // the next rehearsal in the same temporary folder (out of time at once: it only makes and removes its own folder)
+    const next = await rehearse(['--config', REFERENCE_FILE, '--timeout', '1'], undefined, killed.tmp);
+    expect(next.code, next.stderr).toBe(1);
+    expect(leftIn(killed.tmp).sort()).toEqual([live, notMade].sort());
+    expect(processesUnder(killed.tmp)).toEqual([]);
   }, 20 * 60 * 1000);
 });
