@@ -16,6 +16,11 @@ export const LIVE_TIMEOUT_MS = 30_000;
 export const VERIFY_TIMEOUT_MS = 120_000;
 /** Default time of a whole rehearsal (--timeout): the twin's start, the bootstrap and every wave (the binaries had). */
 export const REHEARSE_TIMEOUT_MS = 600_000;
+/**
+ * Default time of a change rehearsal (--from): two converged states, the commit's bootstrap and then the push, each
+ * given the bootstrap's bound (docs/commands.md#rehearse: a warm change rehearsal took 7 min at load 14-22).
+ */
+export const REHEARSE_CHANGE_TIMEOUT_MS = 2 * REHEARSE_TIMEOUT_MS;
 /** The most a rehearsal may be given (--timeout). */
 export const REHEARSE_MAX_TIMEOUT_MS = 3_600_000;
 
@@ -273,8 +278,11 @@ export const VERIFY: CommandSpec<typeof VERIFY_OPTIONS> = {
 const REHEARSE_OPTIONS = {
   config: { type: 'string', value: 'FILE', help: 'the description to rehearse: YAML or JSON' },
   from: { type: 'string', value: 'REV', help: 'change mode: converge the description as it is at commit REV of its Git repository first (usually HEAD), then push the working tree\'s render and report what the push does' },
+  snapshot: { ...CLUSTER_SOURCE_OPTIONS.snapshot, help: 'run the cluster\'s own Nodes (names, labels, taints, allocatable) instead of those the description implies, from `kubectl get nodes -o yaml` output, as init reads it' },
+  kubeconfig: { ...CLUSTER_SOURCE_OPTIONS.kubeconfig, help: `run the cluster's own Nodes, read live (GET requests only, within ${LIVE_TIMEOUT_MS / 1000} s) through this kubeconfig (default: $KUBECONFIG or ~/.kube/config, as kubectl)` },
+  context: { ...CLUSTER_SOURCE_OPTIONS.context, help: 'the kubeconfig context of --kubeconfig (default: its current context)' },
   binaries: { type: 'string', value: 'DIR', help: 'take the twin\'s binaries from DIR (prebuilt; the list below) instead of building them with Go' },
-  timeout: { type: 'string', value: 'SECONDS', help: `bounds the whole rehearsal once the binaries are there: the twin's start, the bootstrap and every wave (default: ${REHEARSE_TIMEOUT_MS / 1000}, at most ${REHEARSE_MAX_TIMEOUT_MS / 1000})` },
+  timeout: { type: 'string', value: 'SECONDS', help: `bounds the whole rehearsal once the binaries are there: the twin's start, the bootstrap and every wave (default: ${REHEARSE_TIMEOUT_MS / 1000}; ${REHEARSE_CHANGE_TIMEOUT_MS / 1000} with --from, which converges two states; at most ${REHEARSE_MAX_TIMEOUT_MS / 1000})` },
   verbose: { ...OPTIONS.verbose, help: 'print every state change of every Application, and the CPU seconds of each process of the twin at the end' },
   quiet: { ...OPTIONS.quiet, help: 'print errors only: each Application that does not converge (no progress, no timeline)' },
   help: OPTIONS.help,
@@ -283,12 +291,13 @@ const REHEARSE_OPTIONS = {
 /** `rehearse`: the bootstrap synced by a real Argo CD on a local twin of the cluster. */
 export const REHEARSE: CommandSpec<typeof REHEARSE_OPTIONS> = {
   name: 'rehearse',
-  usage: `${PACKAGE_NAME} rehearse --config FILE [--from REV] [--binaries DIR] [--timeout SECONDS] [--verbose | --quiet]`,
+  usage: `${PACKAGE_NAME} rehearse --config FILE [--from REV] [--snapshot FILE | --kubeconfig [PATH] [--context NAME]] [--binaries DIR] [--timeout SECONDS] [--verbose | --quiet]`,
   summary: 'see the bootstrap converge before you push it: synced by a real Argo CD on a local twin of the cluster',
   // read when the help is printed: the versions come from the Go modules the package ships
   get description(): string {
     return 'Renders --config (with its repository pointed at a local Git server) in a scratch folder and starts a twin of the cluster on this '
-      + 'machine: a Kubernetes control plane, the described nodes run by KWOK, what the cluster has before Argo CD (the pre-installed '
+      + 'machine: a Kubernetes control plane, the described nodes run by KWOK (or the cluster\'s own Nodes, with --snapshot FILE or --kubeconfig: '
+      + 'their names, labels, taints and allocatable as init reads them, the taints of a node in trouble left off), what the cluster has before Argo CD (the pre-installed '
       + 'add-ons\' CRDs and namespaces, a pre-installed Kueue running for real, stand-ins of the GPU and Network Operators), then runs the '
       + 'bootstrap of the cluster\'s README and lets a real Argo CD sync every wave. Shows each Application\'s sync and health (a live '
       + 'display on a terminal, plain lines otherwise), then the timeline. Exit 0 when every Application is Synced and Healthy within '

@@ -83,12 +83,13 @@ const TRANSIENT_TAINTS: ReadonlySet<string> = new Set([
   'node.cloudprovider.kubernetes.io/uninitialized', 'node.cloudprovider.kubernetes.io/shutdown',
 ]);
 
-const isTransient = (t: Taint) => TRANSIENT_TAINTS.has(t.key);
+/** A taint of a node in trouble (TRANSIENT_TAINTS), never a fact of the node. */
+export const isTransientTaint = (t: Taint) => TRANSIENT_TAINTS.has(t.key);
 
 /** Taints every node of the list carries, those of a node in trouble aside (TRANSIENT_TAINTS). */
 function commonTaints(nodes: readonly Manifest[]): Taint[] {
   if (nodes.length === 0) return [];
-  const first = taintsOf(nodes[0]).filter((t) => !isTransient(t));
+  const first = taintsOf(nodes[0]).filter((t) => !isTransientTaint(t));
   return first.filter((t) => nodes.every((n) => taintsOf(n).some((u) => taintKey(u) === taintKey(t))));
 }
 
@@ -262,8 +263,8 @@ export function describeCluster(state: ClusterState, opts: InitOptions): InitRes
   if (Object.keys(releases.values).length > 0) description.releases = releases.values;
   for (const [path, text] of releases.comments) comments.set(path, text);
   // nodes in trouble at the time of the read: described as they are when well, and named
-  const troubled = nodes.filter((n) => taintsOf(n).some(isTransient));
-  const transient = [...new Set(troubled.flatMap((n) => taintsOf(n).filter(isTransient).map((t) => `${t.key}:${t.effect}`)))].sort();
+  const troubled = nodes.filter((n) => taintsOf(n).some(isTransientTaint));
+  const transient = [...new Set(troubled.flatMap((n) => taintsOf(n).filter(isTransientTaint).map((t) => `${t.key}:${t.effect}`)))].sort();
   const inTrouble = troubled.length === 0 ? [] : [`node(s) ${nodeNames(troubled)} carry ${transient.join(', ')}, taints Kubernetes sets on a node in trouble `
     + 'and lifts when it recovers: described without them; see why (kubectl describe node) and run preflight once they are gone'];
   return { description, comments, todos: [...inTrouble, ...judged.todos] };

@@ -1,17 +1,22 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ControlPlaneBuildError, goCommand, requiredGoVersion, twinBinaries, usePrebuiltBinaries } from './binary';
+import { nodesFromCluster } from './cluster-nodes';
 import type { DescriptionAtRevision, rehearse } from './rehearse';
 import { consoleIo, EXIT, Io } from '../commands/io';
 import { commandHelp } from '../commands/options';
-import { REHEARSE, REHEARSE_MAX_TIMEOUT_MS, REHEARSE_TIMEOUT_MS } from '../commands/specs';
+import { progressOf } from '../commands/progress';
+import { REHEARSE, REHEARSE_CHANGE_TIMEOUT_MS, REHEARSE_MAX_TIMEOUT_MS, REHEARSE_TIMEOUT_MS } from '../commands/specs';
 import { InputError } from '../errors';
+import { scratchFolder } from '../files';
 import { maxBytes } from '../input/limits';
 import { asInputError, decodeInput } from '../input/read';
+import { MAX_NODES } from '../model/schema-types';
+import { clusterSource, normalizeKubeconfigArg, readClusterState } from '../preflight/command';
+import { ClusterState } from '../preflight/state';
 import { loadModels } from '../synth/pipeline';
 
 /** Go's version as `go env GOVERSION` says it (go1.26.8), or undefined. */
@@ -64,7 +69,7 @@ export function descriptionAtRevision(file: string, rev: string): DescriptionAtR
 
 /** Loads and validates the description at a commit (bad input names `REV:path`, not the scratch file it is read from). */
 function validateAtRevision(at: DescriptionAtRevision, config: string): void {
-  const dir = mkdtempSync(path.join(tmpdir(), 'gpu-cluster-manifests-from-'));
+  const dir = scratchFolder('gpu-cluster-manifests-rehearse-from');
   const file = path.join(dir, path.basename(config));
   try {
     writeFileSync(file, at.text);
@@ -80,6 +85,19 @@ function validateAtRevision(at: DescriptionAtRevision, config: string): void {
   }
 }
 
+/**
+ * The rehearsal's bound (--timeout, seconds): given, or the default of its mode. Change mode converges two states (the
+ * commit's bootstrap, then the push) and gets twice the bootstrap's default (docs/commands.md#rehearse says why).
+ */
+export function rehearsalTimeoutMs(values: { readonly timeout?: string; readonly from?: string }): number {
+  if (values.timeout === undefined) return values.from === undefined ? REHEARSE_TIMEOUT_MS : REHEARSE_CHANGE_TIMEOUT_MS;
+  const s = Number(values.timeout);
+  if (!/^\d+(\.\d+)?$/.test(values.timeout.trim()) || !Number.isFinite(s) || s <= 0 || s * 1000 > REHEARSE_MAX_TIMEOUT_MS) {
+    throw new InputError(`--timeout ${values.timeout}: expected seconds from 1 to ${REHEARSE_MAX_TIMEOUT_MS / 1000}`);
+  }
+  return Math.round(s * 1000);
+}
+
 /** How to get the binaries, in one line (no Go and no --binaries). */
 function howToGetThem(why: string): string {
   return `rehearse: ${why}: install Go ${requiredGoVersion()} or later (https://go.dev/dl/, on PATH), which builds the twin's binaries once on this machine, `
@@ -92,7 +110,7 @@ function howToGetThem(why: string): string {
  * command's start). Exit 0 when every Application converges, 1 when one does not, 2 on bad input or without binaries.
  */
 export async function runRehearse(argv: string[], io: Io = consoleIo): Promise<number> {
-  const { values } = parseArgs({ args: argv, options: REHEARSE.options, allowPositionals: false });
+  const { values } = parseArgs({ args: normalizeKubeconfigArg(argv), options: REHEARSE.options, allowPositionals: false });
   if (values.help) {
     io.out(commandHelp(REHEARSE));
     return EXIT.ok;
@@ -101,16 +119,31 @@ export async function runRehearse(argv: string[], io: Io = consoleIo): Promise<n
   if (values.config === undefined) throw new InputError('rehearse: name the description: --config FILE');
   if (!existsSync(values.config)) throw new InputError(`--config ${values.config}: no such file`);
   if (!/\.(ya?ml|json)$/i.test(values.config)) throw new InputError(`--config ${values.config}: rehearse reads a YAML or JSON description`);
-  let timeoutMs = REHEARSE_TIMEOUT_MS;
-  if (values.timeout !== undefined) {
-    const s = Number(values.timeout);
-    if (!/^\d+(\.\d+)?$/.test(values.timeout.trim()) || !Number.isFinite(s) || s <= 0 || s * 1000 > REHEARSE_MAX_TIMEOUT_MS) {
-      throw new InputError(`--timeout ${values.timeout}: expected seconds from 1 to ${REHEARSE_MAX_TIMEOUT_MS / 1000}`);
-    }
-    timeoutMs = Math.round(s * 1000);
-  }
+  const timeoutMs = rehearsalTimeoutMs(values);
+  // the Nodes from the cluster itself, read as init reads them (its own --timeout is the rehearsal's, not the read's)
+  const source = values.snapshot !== undefined || values.kubeconfig !== undefined
+    ? clusterSource({ snapshot: values.snapshot, kubeconfig: values.kubeconfig, context: values.context }, 'rehearse') : undefined;
+  if (source === undefined && values.context !== undefined) throw new InputError('--context needs --kubeconfig');
   // change mode: the description at the commit, read before anything else runs (exit 2 on a bad --from)
   const from = values.from === undefined ? undefined : descriptionAtRevision(values.config, values.from);
+  // the description loads and validates before anything starts (bad input: exit 2, one line per problem), at --from too
+  const [model] = loadModels([values.config]);
+  if (from) validateAtRevision(from, values.config);
+  let nodes: Parameters<typeof rehearse>[0]['nodes'];
+  if (source !== undefined) {
+    let read = readClusterState(source, [], MAX_NODES);
+    if (!(read instanceof ClusterState)) {
+      // a live read waits on the API server: on a terminal, a line says so
+      const progress = progressOf(io.progress, 'rehearse', undefined, values.quiet);
+      progress?.activity('reading the cluster\'s Nodes (GET requests only)');
+      read = await read.finally(() => progress?.end());
+    }
+    const state = read;
+    // checked now, against the working tree's description (exit 2 before anything starts); the twin takes them for its own
+    nodesFromCluster(state, model);
+    nodes = (m) => nodesFromCluster(state, m);
+  }
+  // then the binaries' source (all input is read first: bad input is named whatever the machine has)
   if (values.binaries !== undefined) {
     if (!statSync(values.binaries, { throwIfNoEntry: false })?.isDirectory()) throw new InputError(`--binaries ${values.binaries}: no such folder`);
   } else {
@@ -124,9 +157,6 @@ export async function runRehearse(argv: string[], io: Io = consoleIo): Promise<n
     const version = goVersion(go);
     if (version === undefined || !atLeast(version, requiredGoVersion())) throw new InputError(howToGetThem(`${go} is ${version ?? 'not a working go command'}`));
   }
-  // the description loads and validates before anything starts (bad input: exit 2, one line per problem), at --from too
-  loadModels([values.config]);
-  if (from) validateAtRevision(from, values.config);
 
   usePrebuiltBinaries(values.binaries);
   try {
@@ -144,6 +174,7 @@ export async function runRehearse(argv: string[], io: Io = consoleIo): Promise<n
     return await run({
       description: values.config,
       from,
+      nodes,
       timeoutMs,
       verbose: values.verbose,
       quiet: values.quiet,

@@ -1,15 +1,17 @@
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { parse } from 'yaml';
 import { ApplicationState, describeState, formatTimeline } from './applications';
 import { killLaunched } from './control-plane';
 import { KubeObject } from './kube-client';
+import { HermeticNode } from './placement';
 import { sleep } from './poll';
 import { startTwinCluster, TwinCluster } from './twin-cluster';
 import { GITOPS_FOLDER } from '../components/gitops/plan';
 import { InputError } from '../errors';
+import { scratchFolder } from '../files';
 import { decodeInput, readInputBytes } from '../input/read';
+import { ClusterModel } from '../model/model';
 import { ValidationFailed } from '../synth/pipeline';
 
 /** The description as it is at a commit (change mode's starting point): its text, and where it comes from as `REV:path`. */
@@ -34,6 +36,11 @@ export interface RehearsalOptions {
    * render of `description` (the working tree) is pushed as the next commit and what that push does is reported.
    */
   readonly from?: DescriptionAtRevision;
+  /**
+   * The Nodes to run, from the cluster itself (--snapshot, --kubeconfig: cluster-nodes.ts nodesFromCluster), for the
+   * model of the description the twin starts from. @default those the description implies (twin-cluster.ts twinNodes)
+   */
+  readonly nodes?: (model: ClusterModel) => HermeticNode[];
   /** The whole rehearsal: the twin's start, the bootstrap and every wave. */
   readonly timeoutMs: number;
   readonly verbose?: boolean;
@@ -177,7 +184,9 @@ export function changeReport(c: {
 export async function rehearse(opts: RehearsalOptions): Promise<number> {
   const t0 = Date.now();
   const deadline = t0 + opts.timeoutMs;
-  const scratch = mkdtempSync(path.join(tmpdir(), 'gpu-cluster-manifests-rehearse-'));
+  // a scratch folder of this process: what a run killed with SIGKILL leaves (its children die with it: the kernel's
+  // parent-death signal, control-plane.ts) is removed by the next rehearsal (files.ts scratchFolder)
+  const scratch = scratchFolder('gpu-cluster-manifests-rehearse');
   const tmpBefore = process.env.TMPDIR;
   process.env.TMPDIR = scratch;
   let twin: TwinCluster | undefined;
@@ -252,6 +261,7 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
     }
     twin = await bounded('starting the twin', startTwinCluster({
       description: first,
+      nodes: opts.nodes,
       progress: (line) => {
         if (outOfTime) throw new OutOfTime('starting the twin');
         say(line);

@@ -75,6 +75,8 @@ export interface TwinClusterOptions {
   readonly edit?: (d: Json) => void;
   /** The control plane's controllers (ControlPlaneOptions.controllers). @default its default: no node lifecycle controller */
   readonly controllers?: readonly string[];
+  /** The Nodes to run (rehearse --snapshot/--kubeconfig: the cluster's own, cluster-nodes.ts). @default twinNodes: those the description implies */
+  readonly nodes?: (model: ClusterModel) => HermeticNode[];
 }
 
 /** One command of the README's bootstrap, as run: its text, exit code and output. */
@@ -501,7 +503,7 @@ export async function startTwinCluster(opts: TwinClusterOptions): Promise<TwinCl
     cleanup.push(() => cp.stop({ keep }));
     const twin = await startTwin(cp, { keep });
     cleanup.push(() => twin.stop({ keep }));
-    const nodes = twinNodes(model);
+    const nodes = opts.nodes?.(model) ?? twinNodes(model);
     for (const n of nodes) await cp.createNode(n.node);
 
     say('applying what the cluster has before Argo CD');

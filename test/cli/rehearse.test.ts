@@ -4,8 +4,12 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { EXIT } from '../../src/cli';
+import { readSnapshot } from '../../src/preflight/snapshot';
+import { loadModels } from '../../src/synth/pipeline';
 import { embeddedBuildInfo, GO_ENV, KUEUE_MODULE_DIR, MODULE_DIR, requiredVersion, TWIN_MODULE_DIR } from '../../src/twin/binary';
+import { rehearsalTimeoutMs } from '../../src/twin/command';
 import { REFERENCE_FILE, runMain } from '../helpers';
+import { changedSnapshot, SNAPSHOT } from '../preflight/snapshots';
 
 /*
  * rehearse's arguments, in process and without Go or a twin: what it refuses before anything starts (exit 2, one line
@@ -259,5 +263,86 @@ describe('rehearse --from: the change report, from the two converged states', ()
       '  wave 1: lab-kueue: Synced 3.0 s, Healthy 4.0 s after the push',
       'pruned: lab-kueue: ConfigMap ns/old',
     ]);
+  });
+});
+
+describe('rehearse --snapshot FILE | --kubeconfig: the cluster\'s own Nodes, read as init reads them', () => {
+  const noBinaries = path.join(dir, 'none');
+
+  it('the twin\'s Nodes are the snapshot\'s: names, labels, taints and allocatable as the cluster shows them, by role; a node in trouble\'s taints left off', async () => {
+    const { nodesFromCluster } = await import('../../src/twin/cluster-nodes');
+    const file = changedSnapshot(dir, 'troubled', (objects) => {
+      const worker = objects.find((o) => o.kind === 'Node' && o.metadata.name === 'gpu-worker-1');
+      worker.spec = { taints: [{ key: 'node.kubernetes.io/not-ready', effect: 'NoSchedule' }, { key: 'dedicated', value: 'training', effect: 'NoSchedule' }] };
+    });
+    const state = readSnapshot(file);
+    const [model] = loadModels([REFERENCE_FILE]);
+    const nodes = nodesFromCluster(state, model);
+    const snapshotNodes = state.list('', 'Node');
+    expect(nodes.map((n) => [n.node.metadata.name, n.kind.role])).toEqual([
+      ['service-0', 'service'], ['gpu-worker-0', 'gpu'], ['gpu-worker-1', 'gpu'], ['gpu-worker-2', 'gpu'],
+    ]);
+    for (const n of nodes) {
+      const read = snapshotNodes.find((s) => s.metadata.name === n.node.metadata.name)! as any;
+      expect(n.node.metadata.labels, n.node.metadata.name).toEqual(read.metadata.labels);
+      expect(n.node.status?.allocatable, n.node.metadata.name).toEqual(read.status.allocatable);
+    }
+    const taints = (name: string) => (nodes.find((n) => n.node.metadata.name === name)!.node.spec as { taints: object[] }).taints;
+    expect(taints('service-0')).toEqual([{ key: 'node-role.kubernetes.io/control-plane', effect: 'NoSchedule' }]);
+    expect(taints('gpu-worker-1')).toEqual([{ key: 'dedicated', value: 'training', effect: 'NoSchedule' }]);
+    expect(taints('gpu-worker-0')).toEqual([]);
+  });
+
+  it.each([
+    ['an allocatable amount that is no quantity', (o: any[]) => { o.find((x) => x.metadata.name === 'gpu-worker-2').status.allocatable.cpu = 'eight'; },
+      /^error: --snapshot .*bad-1\.yaml: document 1, items\[3\] \(Node gpu-worker-2\): status\.allocatable\.cpu: expected a quantity such as "8" or "1800Gi", got "eight"/],
+    ['a Node without allocatable', (o: any[]) => { delete o.find((x) => x.metadata.name === 'service-0').status; },
+      /^error: --snapshot .*bad-2\.yaml: Node service-0: status\.allocatable: missing/],
+    ['no Node at all', (o: any[]) => { o.splice(0, o.length, ...o.filter((x) => x.kind !== 'Node')); },
+      /^error: --snapshot .*bad-3\.yaml: no Node \(rehearse runs the cluster's Nodes/],
+  ])('%s: exit 2, one line naming the snapshot and the field; nothing runs', async (_, change, says) => {
+    const n = ['an allocatable amount that is no quantity', 'a Node without allocatable', 'no Node at all'].indexOf(_) + 1;
+    const file = changedSnapshot(dir, `bad-${n}`, change);
+    const r = await runMain('rehearse', '--config', REFERENCE_FILE, '--snapshot', file, '--binaries', noBinaries);
+    expect(r.code).toBe(EXIT.badInput);
+    expect(r.err).toEqual([expect.stringMatching(says)]);
+    expect(r.out).toEqual([]);
+  });
+
+  it.each([
+    [['--snapshot', path.join(dir, 'no-such.yaml')], /^error: --snapshot .*no-such\.yaml: cannot read the file: no such file/],
+    [['--snapshot', SNAPSHOT, '--kubeconfig', 'kc'], /^error: rehearse: give --snapshot FILE or --kubeconfig \[PATH\], not both/],
+    [['--context', 'lab'], /^error: --context needs --kubeconfig/],
+    [['--kubeconfig', path.join(dir, 'no-such-kubeconfig')], /^error: .*no-such-kubeconfig/],
+  ])('%j: exit 2, one line', async (args, says) => {
+    const r = await runMain('rehearse', '--config', REFERENCE_FILE, ...args, '--binaries', noBinaries);
+    expect(r.code).toBe(EXIT.badInput);
+    expect(r.err).toEqual([expect.stringMatching(says)]);
+  });
+
+  it('a good snapshot gets as far as the binaries (the Nodes are read before them)', async () => {
+    const r = await runMain('rehearse', '--config', REFERENCE_FILE, '--snapshot', SNAPSHOT, '--binaries', noBinaries);
+    expect(r.err).toEqual([expect.stringMatching(/^error: --binaries .*none: no such folder/)]);
+  });
+
+  it('--help says where the Nodes come from', async () => {
+    const help = (await runMain('rehearse', '--help')).out.join('\n').replace(/\s+/g, ' ');
+    expect(help).toContain('[--snapshot FILE | --kubeconfig [PATH] [--context NAME]]');
+    expect(help).toMatch(/--snapshot FILE .*the cluster's own Nodes \(names, labels, taints, allocatable\)/);
+  });
+});
+
+describe('rehearse --timeout: the default of each mode', () => {
+  it('the bootstrap 600 s; change mode (--from) twice that, for its two converged states; a given one wins', () => {
+    expect(rehearsalTimeoutMs({})).toBe(600_000);
+    expect(rehearsalTimeoutMs({ from: 'HEAD' })).toBe(1_200_000);
+    expect(rehearsalTimeoutMs({ from: 'HEAD', timeout: '90' })).toBe(90_000);
+    expect(rehearsalTimeoutMs({ timeout: '1800' })).toBe(1_800_000);
+    expect(() => rehearsalTimeoutMs({ timeout: '3601' })).toThrow(/--timeout 3601: expected seconds from 1 to 3600/);
+  });
+
+  it('--help gives both defaults', async () => {
+    const help = (await runMain('rehearse', '--help')).out.join('\n').replace(/\s+/g, ' ');
+    expect(help).toContain('(default: 600; 1200 with --from, which converges two states; at most 3600)');
   });
 });

@@ -10,11 +10,14 @@ import { ClusterView, readClusters, renderClusterSources } from '../../src/check
 import { EXIT, main } from '../../src/cli';
 import { EngineBudget } from '../../src/engines';
 import { ClusterModel } from '../../src/model/model';
+import { MAX_NODES } from '../../src/model/schema-types';
 import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../../src/paths';
+import { clusterSource, readClusterState } from '../../src/preflight/command';
 import { BUILT_IN_RESOURCES, PREFLIGHT_CLUSTER_ROLE } from '../../src/preflight/reads';
 import { loadModels } from '../../src/synth/pipeline';
 import { applySteps, planSync, refusalText, SyncPlan, vendoredCrds } from '../../src/twin/argocd-sync';
 import { controlPlaneBinary } from '../../src/twin/binary';
+import { nodesFromCluster } from '../../src/twin/cluster-nodes';
 import { bindClusterRole, ControlPlane, startControlPlane } from '../../src/twin/control-plane';
 import { RenderSession } from '../../src/upstream/render-session';
 import { VerifyFinding } from '../../src/verify/dry-run';
@@ -290,6 +293,30 @@ describe('preflight and init live, as the read-only identity the docs give', () 
     expect(requests.length).toBeGreaterThan(10);
     expect([...new Set(requests.map((e) => e.verb))]).toEqual(['list']);
     expect(requests.filter((e) => e.code !== 200 || e.requestURI.includes('/secrets'))).toEqual([]);
+  });
+
+  it('rehearse --kubeconfig: the twin\'s Nodes read live as init reads them (names, labels, taints, allocatable), before the binaries are looked for', async () => {
+    const nodes = describedNodes(model);
+    const registered = new Set((await cp.client().list('/api/v1/nodes')).map((n) => n.metadata.name));
+    await registerNodes(cp, nodes.filter((n) => !registered.has(n.metadata.name)));
+    const kubeconfig = cp.identities.preflight.kubeconfig;
+    const state = await readClusterState(clusterSource({ kubeconfig }, 'rehearse'), [], MAX_NODES);
+    const twin = nodesFromCluster(state, model);
+    expect(twin.map((n) => [n.node.metadata.name, n.kind.role]).sort()).toEqual(nodes.map((n) => [n.metadata.name, n.metadata.name.startsWith('gpu-') ? 'gpu' : 'service']).sort());
+    for (const n of nodes) {
+      const t = twin.find((x) => x.node.metadata.name === n.metadata.name)!.node;
+      expect(t.metadata.labels, n.metadata.name).toEqual(n.metadata.labels);
+      expect(t.spec, n.metadata.name).toEqual(n.spec);
+      expect(Object.keys(t.status?.allocatable ?? {}).sort(), n.metadata.name).toEqual(Object.keys(n.status.capacity).sort());
+    }
+    // the command: the live read passes, and the rehearsal stops at the (empty) binaries folder, exit 2
+    const empty = mkdtempSync(path.join(work, 'binaries-'));
+    const r = await cli('rehearse', '--config', REFERENCE_FILE, '--kubeconfig', kubeconfig, '--binaries', empty);
+    expect(r.code).toBe(EXIT.badInput);
+    expect(r.err).toEqual([expect.stringMatching(/no executable control-plane/)]);
+    const bad = await cli('rehearse', '--config', REFERENCE_FILE, '--kubeconfig', kubeconfig, '--context', 'no-such-context', '--binaries', empty);
+    expect(bad.code).toBe(EXIT.badInput);
+    expect(bad.err).toEqual([expect.stringMatching(/no-such-context/)]);
   });
 });
 

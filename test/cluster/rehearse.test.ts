@@ -5,7 +5,10 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
+import { NODE_LABELS } from '../../src/model/names';
+import { loadModels } from '../../src/synth/pipeline';
 import { twinBinaries } from '../../src/twin/binary';
+import { twinNodes } from '../../src/twin/twin-cluster';
 import { ROOT } from '../helpers';
 import { REFERENCE_FILE } from '../paths';
 
@@ -35,8 +38,7 @@ interface Run {
 }
 
 /** Runs `rehearse ARGS` in a child with a TMPDIR of its own; `interrupt` is called with the child and its stderr so far as lines arrive. */
-function rehearse(args: readonly string[], interrupt?: (child: ReturnType<typeof spawn>, stderr: string) => void): Promise<Run> {
-  const tmp = mkdtempSync(path.join(work, 'tmp-'));
+function rehearse(args: readonly string[], interrupt?: (child: ReturnType<typeof spawn>, stderr: string) => void, tmp = mkdtempSync(path.join(work, 'tmp-'))): Promise<Run> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [BIN, 'rehearse', ...args], { cwd: ROOT, env: { ...process.env, TMPDIR: tmp, CI: 'true' }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
@@ -138,4 +140,68 @@ describe('rehearse on the twin', () => {
     expect(leftIn(r.tmp)).toEqual([]);
     expect(processesUnder(r.tmp)).toEqual([]);
   }, 25 * 60 * 1000);
+
+  it('a ClusterPolicy that can never become ready (--snapshot: GPU workers without the NVIDIA PCI label the GPU Operator finds GPU nodes by): exit 1 naming the gpu-operator Application and the health check\'s message; nothing left behind', async () => {
+    // the cluster's Nodes as `kubectl get nodes -o yaml` shows them: the reference cluster's, but Node Feature
+    // Discovery's NVIDIA PCI label on no worker (no NFD runs on the twin to add it), so the operator finds no GPU node
+    const nodes = twinNodes(loadModels([REFERENCE_FILE])[0]).map(({ node }) => ({
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: {
+        name: node.metadata.name,
+        labels: Object.fromEntries(Object.entries(node.metadata.labels ?? {}).filter(([k]) => k !== NODE_LABELS.nvidiaPci)),
+      },
+      spec: node.spec,
+      status: { capacity: node.status?.capacity, allocatable: node.status?.capacity },
+    }));
+    expect(nodes.filter((n) => n.status.allocatable?.['nvidia.com/gpu'] !== undefined).length).toBeGreaterThan(0);
+    const snapshot = path.join(work, 'no-nvidia-pci.nodes.yaml');
+    writeFileSync(snapshot, stringify({ apiVersion: 'v1', kind: 'List', items: nodes }));
+    // the root waits on the stuck Application for gitops.waveWait only (then the later waves run): a short one here
+    const d = parse(readFileSync(REFERENCE_FILE, 'utf8')) as Record<string, any>;
+    d.gitops = { ...d.gitops, waveWait: '30s' };
+    const file = path.join(mkdtempSync(path.join(work, 'desc-')), path.basename(REFERENCE_FILE));
+    writeFileSync(file, stringify(d));
+    // bounded: every other Application converged 200 s after the start at load 5-11 (the root passes the stuck one after
+    // gitops.waveWait); the rest is the wait for the one that never does
+    const r = await rehearse(['--config', file, '--snapshot', snapshot, '--timeout', '420']);
+    console.log(`${r.stderr.split('\n').filter((l) => !/: (instant-cluster[\w-]*) \(wave/.test(l)).join('\n')}\n${r.stdout}`);
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stderr).toMatch(/^rehearse: not converged: instant-cluster-gpu-operator \(wave \d+\): \w+ at [0-9a-f]{7}, Progressing.*ClusterPolicy cluster-policy: \w+, Progressing \(No GPU node found, watching for new nodes to join the cluster\.\)/m);
+    // only what waits on it: the Applications of its wave converge
+    expect(r.stderr).not.toMatch(/^rehearse: not converged: instant-cluster-kueue /m);
+    expect(r.stderr).toMatch(/^rehearse: instant-cluster: the bootstrap: not every Application Synced and Healthy within 420 s \(--timeout\)$/m);
+    expect(r.stderr).not.toMatch(/^\s+at /m);
+    expect(leftIn(r.tmp)).toEqual([]);
+    expect(processesUnder(r.tmp)).toEqual([]);
+  }, 20 * 60 * 1000);
+
+  it('kill -9 while Argo CD syncs: no process outlives it; the scratch folder it could not remove goes with the next rehearsal, and nothing else', async () => {
+    let sent = false;
+    const killed = await rehearse(['--config', REFERENCE_FILE], (child, stderr) => {
+      if (!sent && /: every Application of instant-cluster syncing/.test(stderr)) {
+        sent = true;
+        child.kill('SIGKILL');
+      }
+    });
+    expect(sent, killed.stderr).toBe(true);
+    expect(killed.signal).toBe('SIGKILL');
+    // its children die with it (the kernel's parent-death signal), within moments
+    for (let i = 0; i < 30 && processesUnder(killed.tmp).length > 0; i++) await new Promise((r) => setTimeout(r, 1000));
+    expect(processesUnder(killed.tmp)).toEqual([]);
+    const [left, ...more] = leftIn(killed.tmp);
+    expect(more).toEqual([]);
+    expect(left).toMatch(/^gpu-cluster-manifests-rehearse-\d+-[A-Za-z0-9]{6}$/);
+    // beside it, what the rehearsal did not make: a folder of the same pattern without its owner file, one of a live process
+    const notMade = `gpu-cluster-manifests-rehearse-${killed.tmp.length}1-NoOwnr`;
+    mkdirSync(path.join(killed.tmp, notMade));
+    const live = `gpu-cluster-manifests-rehearse-${process.pid}-Alive1`;
+    mkdirSync(path.join(killed.tmp, live));
+    writeFileSync(path.join(killed.tmp, live, '.gpu-cluster-manifests-scratch'), `${process.pid}\n`);
+    // the next rehearsal in the same temporary folder (out of time at once: it only makes and removes its own folder)
+    const next = await rehearse(['--config', REFERENCE_FILE, '--timeout', '1'], undefined, killed.tmp);
+    expect(next.code, next.stderr).toBe(1);
+    expect(leftIn(killed.tmp).sort()).toEqual([live, notMade].sort());
+    expect(processesUnder(killed.tmp)).toEqual([]);
+  }, 20 * 60 * 1000);
 });
