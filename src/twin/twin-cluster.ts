@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { parse, stringify } from 'yaml';
@@ -77,6 +77,12 @@ export interface TwinClusterOptions {
   readonly controllers?: readonly string[];
   /** The Nodes to run (rehearse --snapshot/--kubeconfig: the cluster's own, cluster-nodes.ts). @default twinNodes: those the description implies */
   readonly nodes?: (model: ClusterModel) => HermeticNode[];
+  /**
+   * The description is a member of the fleet of its folder (fleet.yaml beside it): the folder's descriptions and
+   * fleet.yaml are copied beside it into the work tree and rendered as `synth` renders a fleet (every member's
+   * dist/<cluster>/ and dist/fleet/); Argo CD syncs the description's own folder. @default false: the description alone
+   */
+  readonly fleet?: boolean;
 }
 
 /** One command of the README's bootstrap, as run: its text, exit code and output. */
@@ -147,6 +153,8 @@ export class TwinCluster {
     private readonly keep: boolean,
     /** The managed installs' charts on loopback (none when the description manages no chart). */
     readonly chartMirror?: ChartMirror,
+    /** The description is rendered with its fleet (TwinClusterOptions.fleet). */
+    readonly fleet = false,
   ) {
     this.watch = new ApplicationWatch(cp.client(), model.description.gitops.namespace);
   }
@@ -187,7 +195,7 @@ export class TwinCluster {
   render(edit: (d: Json) => void = () => {}): void {
     edit(this.description);
     writeFileSync(this.descriptionFile, stringify(this.description));
-    renderInto(this.descriptionFile, path.join(this.workTree, 'dist'));
+    renderInto(this.descriptionFile, path.join(this.workTree, 'dist'), this.fleet);
   }
 
   /**
@@ -315,11 +323,12 @@ export function runCommand(
 
 /**
  * Renders one description into `out` as `synth --config` does (its cluster folder replaced, objects it no longer
- * renders removed). Schema validation is off: the API server of the twin is the validation here, and it costs some
- * 10 s a render.
+ * renders removed), or with `fleet` every description of its folder as `synth` renders a fleet (the whole of `out`).
+ * Schema validation is off: the API server of the twin is the validation here, and it costs some 10 s a render.
  */
-export function renderInto(file: string, out: string): void {
-  synth({ configs: [file], out, schemas: false, allowDelete: true });
+export function renderInto(file: string, out: string, fleet = false): void {
+  if (fleet) synth({ clustersDir: path.dirname(file), out, schemas: false, allowDelete: true });
+  else synth({ configs: [file], out, schemas: false, allowDelete: true });
 }
 
 /** Argo CD's install tree (the vendored release) as a repository of the GitHub mirror, tagged as upstream tags it. */
@@ -347,14 +356,16 @@ async function preinstall(cp: ControlPlane, plan: SyncPlan): Promise<void> {
  * description with `installs.kueue: managed`: the chart of the pinned release with the toolkit's Configuration),
  * applied before Argo CD with its webhooks on loopback (kueue.ts), and its manager started.
  */
-async function preinstalledKueue(cp: ControlPlane, description: Json, work: string): Promise<KueueProcess> {
+async function preinstalledKueue(cp: ControlPlane, description: Json, work: string, fleet?: string): Promise<KueueProcess> {
   const managed = structuredClone(description);
   managed.installs = { ...managed.installs, kueue: 'managed' };
   const dir = path.join(work, 'kueue-install');
-  mkdirSync(dir, { recursive: true });
-  const file = path.join(dir, `${managed.name}.yaml`);
+  // a fleet's member with its fleet beside it: a manager's Kueue configuration has the fleet's multiKueue block
+  if (fleet) cpSync(fleet, path.join(dir, 'clusters'), { recursive: true });
+  mkdirSync(path.join(dir, 'clusters'), { recursive: true });
+  const file = path.join(dir, 'clusters', `${managed.name}.yaml`);
   writeFileSync(file, stringify(managed));
-  const { view, renders } = await renderedView(file, path.join(dir, 'dist'));
+  const { view, renders } = await renderedView(file, path.join(dir, 'dist'), false, fleet !== undefined);
   const full = planSync(view, renders, vendoredCrds(DEFAULT_SCHEMAS), await cp.client().servedKinds());
   // without its on-demand visibility API (kueue.ts turns its server off): an APIService nothing serves makes the
   // namespace controller's discovery fail, and no namespace could be deleted
@@ -445,9 +456,9 @@ async function mirrorManagedInstalls(
 
 /** A description rendered into `out`, read as check reads it, and its sources rendered as check renders them. */
 async function renderedView(
-  file: string, out: string, rendered = false,
+  file: string, out: string, rendered = false, fleet = false,
 ): Promise<{ view: ClusterView; renders: ClusterRenders; model: ClusterModel }> {
-  if (!rendered) renderInto(file, out);
+  if (!rendered) renderInto(file, out, fleet);
   const [model] = loadModels([file]);
   const raw = readClusters(out).find((c) => c.name === model.name);
   if (!raw) throw new Error(`${file}: synth rendered no cluster folder`);
@@ -478,12 +489,18 @@ export async function startTwinCluster(opts: TwinClusterOptions): Promise<TwinCl
     description.mirrors = { ...description.mirrors, git: { ...description.mirrors?.git, 'https://github.com/': `${git.repoUrl(GITHUB_MIRROR)}/` } };
     opts.edit?.(description);
     const workTree = path.join(dir, 'repo');
-    const file = path.join(workTree, 'clusters', `${description.name}.yaml`);
+    const clusters = path.join(workTree, 'clusters');
+    const fleet = opts.fleet ? path.dirname(path.resolve(opts.description)) : undefined;
+    if (fleet) {
+      cpSync(fleet, clusters, { recursive: true });
+      rmSync(path.join(clusters, path.basename(opts.description)));
+    }
+    const file = path.join(clusters, `${description.name}.yaml`);
     mkdirSync(path.dirname(file), { recursive: true });
     writeFileSync(file, stringify(description));
-    say(`rendering ${description.name}`);
+    say(`rendering ${description.name}${fleet ? ' with its fleet' : ''}`);
     const dist = path.join(workTree, 'dist');
-    renderInto(file, dist);
+    renderInto(file, dist, opts.fleet);
     const first = readClusters(dist).find((c) => c.name === description.name);
     if (!first) throw new Error(`${opts.description}: synth rendered no cluster folder`);
     const managed = await mirrorManagedInstalls(first, description.mirrors, gitRoot, path.join(dir, 'charts'));
@@ -493,7 +510,7 @@ export async function startTwinCluster(opts: TwinClusterOptions): Promise<TwinCl
       say(`serving the managed installs' charts on ${chartMirror.helmUrl('').replace(/\/helm\/$/, '')}`);
       description.mirrors = { ...description.mirrors, charts: { ...description.mirrors?.charts, ...managed.charts } };
       writeFileSync(file, stringify(description));
-      renderInto(file, dist);
+      renderInto(file, dist, opts.fleet);
     }
     const { view, renders, model } = await renderedView(file, dist, true);
 
@@ -517,9 +534,9 @@ export async function startTwinCluster(opts: TwinClusterOptions): Promise<TwinCl
     let kueue: KueueProcess | undefined;
     if (model.description.installs.kueue === 'preinstalled') {
       say('starting the pre-installed Kueue');
-      kueue = await preinstalledKueue(cp, description, dir);
+      kueue = await preinstalledKueue(cp, description, dir, fleet ? clusters : undefined);
     }
-    return new TwinCluster(dir, cp, twin, git, description, model, nodes, standIns, kueue, plan, keep, chartMirror);
+    return new TwinCluster(dir, cp, twin, git, description, model, nodes, standIns, kueue, plan, keep, chartMirror, opts.fleet);
   } catch (e) {
     for (const c of cleanup.reverse()) await c().catch(() => {});
     if (!keep) rmSync(dir, { recursive: true, force: true });

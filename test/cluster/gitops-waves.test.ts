@@ -4,11 +4,11 @@ import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { ArgoCdCli, startArgoCdServer } from './argocd-cli';
-import { bootTwin, stopTwin } from './twin-file';
+import { bootTwin, stopTwin, untilOnTwin } from './twin-file';
 import { defaultCacheDir } from '../../src/cache/compiled-cache';
 import { unpackedLayer } from '../../src/engines/packaged';
 import { NAMESPACES } from '../../src/model/names';
-import { ApplicationState, describeState, formatTimeline } from '../../src/twin/applications';
+import { ApplicationState, formatTimeline } from '../../src/twin/applications';
 import { sleep } from '../../src/twin/poll';
 import { TwinCluster } from '../../src/twin/twin-cluster';
 import { REFERENCE_FILE } from '../paths';
@@ -47,16 +47,10 @@ const clock = { t0: 0 };
 
 const app = (folder: string) => `${twin.name}-${folder}`;
 const state = (name: string): ApplicationState => twin.watch.state(name) ?? ({ name } as ApplicationState);
-const report = () => twin.watch.states().map(describeState).join('\n');
 
 /** Reads until `done` holds, or fails saying `what` did not happen, with every Application's state. */
-async function until(what: string, done: () => boolean | Promise<boolean>, ms: number): Promise<number> {
-  const t0 = Date.now();
-  for (;;) {
-    if (await done()) return Date.now() - t0;
-    if (Date.now() - t0 > ms) throw new Error(`${what}: not within ${ms / 1000} s. The Applications:\n${report()}\n${twin.twin.logs(5)}`);
-    await sleep(1000);
-  }
+function until(what: string, done: () => boolean | Promise<boolean>, ms: number): Promise<number> {
+  return untilOnTwin(twin, what, done, ms);
 }
 
 const converged = (sha: string) => (s: ApplicationState) => s.sync === 'Synced' && s.health === 'Healthy' && s.revision === sha;

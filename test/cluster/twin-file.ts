@@ -1,5 +1,7 @@
 import { loadavg } from 'node:os';
+import { describeState } from '../../src/twin/applications';
 import { twinBinary } from '../../src/twin/binary';
+import { sleep } from '../../src/twin/poll';
 import { startTwinCluster, TwinCluster, TwinClusterOptions } from '../../src/twin/twin-cluster';
 
 /** A twin of a description with its first commit pushed and the README's bootstrap applied: what a twin test file starts from. */
@@ -41,4 +43,14 @@ export async function stopTwin(twin: TwinCluster | undefined): Promise<void> {
   const self = process.cpuUsage(started.cpu);
   console.log(`${twin.name}: file wall ${((Date.now() - started.at) / 1000).toFixed(0)} s; CPU s ${JSON.stringify({ ...twin.cpuSeconds(), 'test process': (self.user + self.system) / 1e6 })}; load ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
   await twin.stop();
+}
+
+/** Reads until `done` holds (answers how long it took), or fails saying `what` did not happen within `ms`, with every Application's state, the twin's logs and `more()`. */
+export async function untilOnTwin(twin: TwinCluster, what: string, done: () => boolean | Promise<boolean>, ms: number, more: () => string = () => ''): Promise<number> {
+  const t0 = Date.now();
+  for (;;) {
+    if (await done()) return Date.now() - t0;
+    if (Date.now() - t0 > ms) throw new Error(`${what}: not within ${ms / 1000} s. The Applications:\n${twin.watch.states().map(describeState).join('\n')}\n${twin.twin.logs(5)}${more()}`);
+    await sleep(1000);
+  }
 }
