@@ -360,12 +360,13 @@ async function preinstalledKueue(cp: ControlPlane, description: Json, work: stri
   const managed = structuredClone(description);
   managed.installs = { ...managed.installs, kueue: 'managed' };
   const dir = path.join(work, 'kueue-install');
-  // a fleet's member with its fleet beside it: a manager's Kueue configuration has the fleet's multiKueue block
+  // a fleet's member with its fleet beside it (rendered alone, as synth --config renders it: its role is read from the
+  // fleet): a manager's Kueue configuration has the fleet's multiKueue block
   if (fleet) cpSync(fleet, path.join(dir, 'clusters'), { recursive: true });
   mkdirSync(path.join(dir, 'clusters'), { recursive: true });
   const file = path.join(dir, 'clusters', `${managed.name}.yaml`);
   writeFileSync(file, stringify(managed));
-  const { view, renders } = await renderedView(file, path.join(dir, 'dist'), false, fleet !== undefined);
+  const { view, renders } = await renderedView(file, path.join(dir, 'dist'));
   const full = planSync(view, renders, vendoredCrds(DEFAULT_SCHEMAS), await cp.client().servedKinds());
   // without its on-demand visibility API (kueue.ts turns its server off): an APIService nothing serves makes the
   // namespace controller's discovery fail, and no namespace could be deleted
@@ -456,9 +457,9 @@ async function mirrorManagedInstalls(
 
 /** A description rendered into `out`, read as check reads it, and its sources rendered as check renders them. */
 async function renderedView(
-  file: string, out: string, rendered = false, fleet = false,
+  file: string, out: string, rendered = false,
 ): Promise<{ view: ClusterView; renders: ClusterRenders; model: ClusterModel }> {
-  if (!rendered) renderInto(file, out, fleet);
+  if (!rendered) renderInto(file, out);
   const [model] = loadModels([file]);
   const raw = readClusters(out).find((c) => c.name === model.name);
   if (!raw) throw new Error(`${file}: synth rendered no cluster folder`);
