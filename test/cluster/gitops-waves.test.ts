@@ -20,9 +20,10 @@ import { REFERENCE_FILE } from '../paths';
  * Progressing (a GPU Operator operand whose roll hangs: the stand-in's DaemonSet asks more than a node has) holds a
  * later commit for gitops.waveWait (and the resync that notices it) at most, and a fix reaches it; a held queue holds
  * no wave; a revert that only drops fields is applied (every child applies server-side); the escape hatches the
- * cluster's README prints, run with the argocd CLI; automated prune off. One twin, the scenarios in order, each ending
- * converged; what each shows is in its name. Self-heal off; the samples synced by hand. (Still to come on the twin:
- * `terminate-op` of a child and `sync --resource`.)
+ * cluster's README prints, run with the argocd CLI (the root's terminate-op, the root's sync by hand and of one
+ * Application with --resource, confirm-deletion, sync --prune; still to come on the twin: a child's terminate-op);
+ * automated prune off. One twin, the scenarios in order, each ending converged; what each shows is in its name.
+ * Self-heal off; the samples synced by hand.
  *
  * The twin runs with the node lifecycle controller (a NotReady Node's pods turn not ready, as on a cluster) and the
  * controller's resync at 10 s (its default, 120 s plus up to 60 s of jitter, is the period a bound is noticed in:
@@ -348,6 +349,47 @@ describe('GitOps that never freezes, on the real Argo CD', () => {
     expect((policy?.spec as Json)?.devicePlugin?.resources).toEqual(inGit);
     await convergedAt(revert);
   }, 20 * 60_000);
+
+  it('one Application rolled out ahead of a held wave, as the README prints it: terminate-op of the root, then argocd app sync <cluster> --resource argoproj.io:Application:<application>; a revert then converges', async () => {
+    const gpu = app('gpu-operator');
+    const tenants = app('tenants');
+    const tenant = twin.model.tenants[0].name;
+    const terminateRoot = async () => {
+      await hatch(`argocd app terminate-op ${twin.name}`);
+      await until('the root\'s sync ended by terminate-op', async () => {
+        const op = (await application(twin.name)).status?.operationState ?? {};
+        return op.phase === 'Failed' && /terminated/i.test(op.message ?? '');
+      }, 60_000);
+    };
+    // the GPU Operator's wave held (a device plugin that fits no GPU worker, under a bound of 10 minutes) and a
+    // tenant's change a wave later
+    twin.render((d) => { d.gitops = { ...d.gitops, waveWait: '10m' }; });
+    editRendered('gpu-operator/clusterpolicy.cluster-policy.yaml', (o) => { o.spec.devicePlugin = { ...o.spec.devicePlugin, resources: { requests: { memory: '64Ti' } } }; });
+    editRendered(`tenants/namespace.${tenant}.yaml`, (o) => { o.metadata.labels = { ...o.metadata.labels, 'issue-49-resource': 'ahead' }; });
+    const held = await commit('a device plugin no GPU worker can hold, gitops.waveWait 10m, and a label on a tenant a wave later');
+    await until('the root\'s sync of the commit waits on the Progressing gpu-operator Application', () => state(gpu).revision === held && state(gpu).health === 'Progressing'
+      && state(twin.name).phase === 'Running' && state(twin.name).operationRevision === held, 4 * 60_000);
+    expect(state(tenants).targetRevision).not.toBe(held);
+
+    await terminateRoot();
+    const synced = await hatch(`argocd app sync ${twin.name} --resource argoproj.io:Application:<application>`, tenants);
+    console.log(`sync --resource: ${synced.split('\n').slice(-3).join(' | ')}`);
+    const reached = await until('the tenants Application synced the commit ahead of the held wave', () => state(tenants).revision === held && state(tenants).sync === 'Synced', 3 * 60_000);
+    console.log(`sync --resource: the tenants Application synced the commit ${seconds(Date.now() - clock.t0)} after its push (${seconds(reached)} after the sync by hand)`);
+    expect(((await twin.cp.client().get(`/api/v1/namespaces/${tenant}`))?.metadata as Json).labels['issue-49-resource']).toBe('ahead');
+    expect([state(gpu).revision, state(gpu).health]).toEqual([held, 'Progressing']);
+
+    // the revert: the root's self-heal may have started the held commit's sync again (its Applications were left
+    // OutOfSync by the sync of one): terminate-op lets the revert through, as the README says
+    const revert = await revertLast();
+    await until('the root syncs the revert', async () => {
+      if (state(twin.name).phase === 'Running' && state(twin.name).operationRevision !== revert) await terminateRoot();
+      return state(twin.name).operationRevision === revert;
+    }, 4 * 60_000);
+    const took = await convergedAt(revert);
+    console.log(`the revert converged ${seconds(took)} after the root took it`);
+    expect(((await twin.cp.client().get(`/api/v1/namespaces/${tenant}`))?.metadata as Json).labels['issue-49-resource']).toBeUndefined();
+  }, 25 * 60_000);
 
   it('a commit that removes a tenant: its Application waits for pruning confirmation, and argocd app confirm-deletion, as the README prints it, lets it converge', async () => {
     const tenants = app('tenants');
