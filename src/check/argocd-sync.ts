@@ -119,6 +119,27 @@ export function placeObjects(sources: readonly SyncSource[], scopeOf: ScopeOf = 
   return used;
 }
 
+/** When what one Application brings (a CRD, a namespace) is there for an object an Application syncs. */
+export type Arrival = 'before' | 'same-wave' | 'after';
+
+/**
+ * Whether what Application `from` brings (a CRD, a namespace) is there when Application `to` syncs an object that
+ * needs it. The root syncs its Applications wave by wave, a wave once every Application of the waves before it is
+ * healthy, and the Applications of one wave together: only a strictly earlier wave is in time. The same Application is
+ * (Argo CD applies its Namespaces and CRDs first), unless its operator applies the CRD at run time, after this sync.
+ * The same wave races it whatever SkipDryRunOnMissingResource says: that option skips only the dry run of a kind not
+ * served yet, and the apply fails until the other sync has created what it needs. check's crd-before-cr and verify's
+ * dry run both decide by this.
+ */
+export function arrival(
+  from: { readonly application: string; readonly wave: number; readonly atRunTime?: boolean },
+  to: { readonly application: string; readonly wave: number },
+): Arrival {
+  if (from.application === to.application) return from.atRunTime ? 'after' : 'before';
+  if (from.wave < to.wave) return 'before';
+  return from.wave === to.wave ? 'same-wave' : 'after';
+}
+
 /** A step of the sync: objects applied together, by the bootstrap or by Argo CD's sync of one Application. */
 export interface SyncStep {
   /** `instant-cluster-kueue (wave 1) folder dist/instant-cluster/kueue: CustomResourceDefinitions`. */

@@ -1,3 +1,4 @@
+import { arrival } from './argocd-sync';
 import { ClusterIndex } from './cluster-index';
 import { ARGO } from './gitops';
 import { Rule, Violation } from './rule';
@@ -10,6 +11,8 @@ import { RenderedSource } from '../upstream';
 interface Provider {
   readonly application: Manifest;
   readonly what: string;
+  /** Its operator applies it at run time (no sync applies it). */
+  readonly atRunTime?: boolean;
 }
 
 
@@ -25,7 +28,7 @@ function providers(sources: readonly RenderedSource[]): Map<string, Provider[]> 
       if (defined && defined.group !== ARGO) add(groupKindKey(defined), { application: r.application, what: `${r.what}, CustomResourceDefinition ${crd.metadata.name}` });
     }
     for (const c of r.unrenderedCrds) {
-      add(groupKindKey(c), { application: r.application, what: c.from === 'operator' ? `${r.what}, applied by its operator at run time` : `${r.what}, crds/` });
+      add(groupKindKey(c), c.from === 'operator' ? { application: r.application, what: `${r.what}, applied by its operator at run time`, atRunTime: true } : { application: r.application, what: `${r.what}, crds/` });
     }
   }
   return out;
@@ -58,10 +61,11 @@ const crdBeforeCr: Rule = {
         if (m.kind === 'CustomResourceDefinition') continue;
         const gk = groupKindKey(groupKindOf(m));
         const from = crds.get(gk) ?? [];
-        if (from.length === 0 || from.some((p) => p.application === app && !p.what.endsWith('at run time'))) continue;
+        const to = { application: app.metadata.name, wave: syncWave(app) };
+        const timing = (p: Provider) => arrival({ ...p, application: p.application.metadata.name, wave: syncWave(p.application) }, to);
+        if (from.length === 0 || from.some((p) => timing(p) === 'before')) continue;
         const earliest = from.reduce((a, b) => (syncWave(b.application) < syncWave(a.application) ? b : a));
         const [w, pw] = [syncWave(app), syncWave(earliest.application)];
-        if (w > pw) continue;
         const key = `${app.metadata.name}/${gk}/${m.metadata.namespace ?? ''}/${m.metadata.name}`;
         if (seen.has(key)) continue;
         seen.add(key);

@@ -1,6 +1,6 @@
 import { ApplyMode, applyRequest, argoApplyMode, kubectlApplyMode, LAST_APPLIED } from './apply-request';
 import {
-  crdKey, placeObjects, SyncObject, syncSources, SyncStep, syncSteps,
+  Arrival, arrival, crdKey, placeObjects, SyncObject, syncSources, SyncStep, syncSteps,
 } from '../check/argocd-sync';
 import { ClusterView } from '../check/cluster-view';
 import { isBuiltInGroup } from '../components/gitops/api-kinds';
@@ -34,7 +34,7 @@ export type VerifyFindingType =
   | 'crd-pending'
   /**
    * Its CRD comes with another Application of the same sync wave: both sync at once, and this object's sync fails until
-   * the CRD is Established (a warning when its Application retries, an error when it does not).
+   * the CRD is Established (an error, as check's crd-before-cr says: a retry converges at best).
    */
   | 'crd-same-wave'
   /** The API server accepts it with a Warning: an unknown or duplicate field it drops (a warning), a deprecated API or other advice (info). */
@@ -177,6 +177,8 @@ interface Provider {
   readonly wave: number;
   /** The bootstrap's command (`kubectl apply -k dist/lab/argocd`): it applies the object, not Argo CD in a wave. */
   readonly command?: string;
+  /** A CRD its Application's operator applies at run time, not its sync. */
+  readonly atRunTime?: boolean;
 }
 
 const identity = (m: Manifest) => `${apiGroup(m.apiVersion)}/${m.kind}/${m.metadata.namespace ?? ''}/${m.metadata.name ?? m.metadata.generateName}`;
@@ -236,7 +238,7 @@ function providers(
     if (step < 0) continue;
     for (const c of src.unrenderedCrds) {
       const key = `${c.group}/${c.kind}`;
-      if (!crds.has(key)) crds.set(key, { step, bootstrap: false, application: steps[step].application, wave: steps[step].wave });
+      if (!crds.has(key)) crds.set(key, { step, bootstrap: false, application: steps[step].application, wave: steps[step].wave, atRunTime: c.from === 'operator' });
     }
   }
   return { crds, namespaces };
@@ -244,40 +246,30 @@ function providers(
 
 
 /**
- * Whether the namespace a provider brings is in place when Argo CD syncs an item: an earlier step of the bootstrap,
- * the same Application (its namespaces go first), an Application of an earlier wave, or of the same wave when the
- * item's sync skips the dry run of what is missing (SkipDryRunOnMissingResource=true). A CRD: crdTiming.
+ * When what a provider brings (a CRD, a namespace) is there for an item: the bootstrap's steps in their order (before
+ * any Application), an Application's as Argo CD's waves order them (arrival, the rule check's crd-before-cr applies).
  */
-function inPlaceBefore(p: Provider, item: Item, app: Manifest | undefined): boolean {
-  if (p.bootstrap) return p.step < item.step;
-  if (item.bootstrap) return false;
-  if (p.application === item.object.application) return true;
-  return p.wave < item.object.wave || (p.wave === item.object.wave && skipsDryRunOnMissing(item.object.object, app));
-}
-
-/** When a CRD arrives for an item: before its step, with another Application of the same sync wave, or after it. */
-function crdTiming(p: Provider, item: Item): 'before' | 'same-wave' | 'after' {
+function timing(p: Provider, item: Item): Arrival {
   if (p.bootstrap) return p.step < item.step ? 'before' : 'after';
   if (item.bootstrap) return 'after';
-  if (p.application === item.object.application || p.wave < item.object.wave) return 'before';
-  return p.wave === item.object.wave ? 'same-wave' : 'after';
+  return arrival(p, item.object);
 }
 
 /**
  * The race of a custom resource whose CRD another Application of its wave brings: the root syncs both Applications
  * at once, and this one's sync fails (its dry run on a kind not served, or with SkipDryRunOnMissingResource=true its
- * apply) until the CRD is Established. Argo CD's retry (syncPolicy.retry) syncs it then; without one the sync stays
- * failed (an automated sync does not try a failed revision again): a warning, or an error.
+ * apply) until the CRD is Established. Argo CD's retry (syncPolicy.retry) syncs it then at best; without one the sync
+ * stays failed (an automated sync does not try a failed revision again). An error either way, as crd-before-cr says.
  */
-function sameWaveRace(p: Provider, item: Item, app: Manifest | undefined): { severity: 'error' | 'warning'; message: string } {
+function sameWaveRace(p: Provider, item: Item, app: Manifest | undefined): { severity: 'error'; message: string } {
   const skips = skipsDryRunOnMissing(item.object.object, app);
   const retries = isJsonObject(app?.spec) && isJsonObject(app.spec.syncPolicy) && isJsonObject(app.spec.syncPolicy.retry);
   const fails = skips ? 'its apply fails (SkipDryRunOnMissingResource=true skips only the dry run)' : 'its dry run fails on a kind the server does not serve';
   return {
-    severity: retries ? 'warning' : 'error',
+    severity: 'error',
     message: `its CRD arrives with ${where(p)}, the same sync wave: both sync at once, and ${fails} until that CRD is Established; `
-      + (retries ? `Argo CD's retry (syncPolicy.retry of ${item.object.application}) syncs it then` : `${item.object.application} has no syncPolicy.retry, so that sync stays failed`)
-      + ': a later sync wave for it removes the race',
+      + (retries ? `Argo CD's retry (syncPolicy.retry of ${item.object.application}) syncs it then at best` : `${item.object.application} has no syncPolicy.retry, so that sync stays failed`)
+      + ': give it a later sync wave',
   };
 }
 
@@ -391,14 +383,15 @@ export async function verifyCluster(
     if (!res) {
       const key = `${apiGroup(o.apiVersion)}/${o.kind}`;
       const p = crds.get(key);
-      const timing = p && crdTiming(p, item);
-      if (p && timing === 'before') return pending('crd-pending', p, 'its CRD');
-      if (p && timing === 'same-wave') {
+      const when = p && timing(p, item);
+      if (p && when === 'before') return pending('crd-pending', p, 'its CRD');
+      if (p && when === 'same-wave') {
         const race = sameWaveRace(p, item, apps.get(item.object.application));
         results.push({ item, outcome: 'pending', finding: { ...base, ...race, type: 'crd-same-wave', after: where(p) } });
         return;
       }
       if (p) {
+        const ownOperator = p.atRunTime && !p.bootstrap && !item.bootstrap && p.application === item.object.application;
         results.push({
           item,
           outcome: 'refused',
@@ -406,8 +399,11 @@ export async function verifyCluster(
             ...base,
             severity: 'error',
             type: 'crd-after-object',
-            message: `its CRD arrives only in ${where(p)}, which does not sync before ${item.bootstrap ? 'the bootstrap applies it' : `this object's Application (wave ${item.object.wave})`}: `
-              + 'that sync fails on a kind the server does not serve; give it a later sync wave',
+            message: ownOperator
+              ? 'its operator applies its CRD at run time, after this Application\'s sync has applied it: that sync fails on a kind the server does not serve; '
+                + 'apply it from an Application of a later sync wave'
+              : `its CRD arrives only in ${where(p)}, which does not sync before ${item.bootstrap ? 'the bootstrap applies it' : `this object's Application (wave ${item.object.wave})`}: `
+                + 'that sync fails on a kind the server does not serve; give it a later sync wave',
           },
         });
         return;
@@ -461,8 +457,11 @@ export async function verifyCluster(
     if (problem) throw problem;
     if (answer.status === 404 && status.details?.kind === 'namespaces' && ns !== undefined) {
       const p = namespaces.get(ns);
-      if (p && inPlaceBefore(p, item, apps.get(item.object.application))) return pending('namespace-pending', p, `its namespace ${ns}`);
-      const why = p ? `its namespace ${ns} arrives only in ${where(p)}, after it` : `its namespace ${ns} does not exist and nothing of the render creates it`;
+      const when = p && timing(p, item);
+      if (p && when === 'before') return pending('namespace-pending', p, `its namespace ${ns}`);
+      const why = !p ? `its namespace ${ns} does not exist and nothing of the render creates it`
+        : when === 'same-wave' ? `its namespace ${ns} arrives with ${where(p)}, the same sync wave: both sync at once, and its apply fails until that namespace exists; give it a later sync wave`
+          : `its namespace ${ns} arrives only in ${where(p)}, after it`;
       results.push({ item, outcome: 'refused', finding: { ...base, severity: 'error', type: 'refused', status: 404, reason: status.reason, message: `${why} (${status.message})` } });
       return;
     }

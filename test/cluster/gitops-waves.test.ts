@@ -7,7 +7,7 @@ import { ArgoCdCli, startArgoCdServer } from './argocd-cli';
 import { bootTwin, stopTwin, untilOnTwin } from './twin-file';
 import { defaultCacheDir } from '../../src/cache/compiled-cache';
 import { unpackedLayer } from '../../src/engines/packaged';
-import { NAMESPACES } from '../../src/model/names';
+import { NAMESPACES, NODE_LABELS } from '../../src/model/names';
 import { ApplicationState, formatTimeline } from '../../src/twin/applications';
 import { sleep } from '../../src/twin/poll';
 import { TwinCluster } from '../../src/twin/twin-cluster';
@@ -18,11 +18,12 @@ import { REFERENCE_FILE } from '../paths';
  * that adds a tenant orders its queue before its namespace; a failed sync is Degraded with the API server's message,
  * the root shows it and retries with the later waves held, and the fix commit recovers by itself; a wave that stays
  * Progressing (a GPU Operator operand whose roll hangs: the stand-in's DaemonSet asks more than a node has) holds a
- * later commit for gitops.waveWait (and the resync that notices it) at most, and a fix reaches it; a held queue holds
- * no wave; a revert that only drops fields is applied (every child applies server-side); the escape hatches the
- * cluster's README prints, run with the argocd CLI; automated prune off. One twin, the scenarios in order, each ending
- * converged; what each shows is in its name. Self-heal off; the samples synced by hand. (Still to come on the twin:
- * `terminate-op` of a child and `sync --resource`.)
+ * later commit for gitops.waveWait (and the resync that notices it) at most, and a fix reaches it; a GPU node NotReady
+ * (its kubelet stopped) holds no wave at all; a held queue holds no wave; a revert that only drops fields is applied
+ * (every child applies server-side); the escape hatches the cluster's README prints, run with the argocd CLI (the
+ * root's terminate-op, the root's sync by hand and of one Application with --resource, confirm-deletion, sync --prune;
+ * still to come on the twin: a child's terminate-op); automated prune off. One twin, the scenarios in order, each
+ * ending converged; what each shows is in its name. Self-heal off; the samples synced by hand.
  *
  * The twin runs with the node lifecycle controller (a NotReady Node's pods turn not ready, as on a cluster) and the
  * controller's resync at 10 s (its default, 120 s plus up to 60 s of jitter, is the period a bound is noticed in:
@@ -242,6 +243,55 @@ describe('GitOps that never freezes, on the real Argo CD', () => {
     console.log(`converged ${seconds(took)} after the fix's push`);
   }, 20 * 60_000);
 
+  it('a GPU node NotReady (its kubelet stopped) holds no wave: the node lifecycle controller taints it unreachable, the operand DaemonSets (which tolerate only nvidia.com/gpu) stop counting it, the ClusterPolicy stays ready, a commit and its revert converge, and the node Ready again, everything converges', async () => {
+    const gpu = app('gpu-operator');
+    const tenants = app('tenants');
+    const tenant = twin.model.tenants[0].name;
+    const client = twin.cp.client();
+    const policy = async () => (await client.get('/apis/nvidia.com/v1/clusterpolicies/cluster-policy')) as Json;
+    const operands = async () => (await client.list(`/apis/apps/v1/namespaces/${NAMESPACES.gpuOperator}/daemonsets`)).filter((d) => ((d.status as Json)?.desiredNumberScheduled ?? 0) + ((d.status as Json)?.numberMisscheduled ?? 0) > 0);
+    const [node] = (await client.list('/api/v1/nodes')).filter((n) => (n.metadata.labels as Json | undefined)?.[NODE_LABELS.nvidiaPci] === 'true').map((n) => n.metadata.name);
+    expect(node).toBeDefined();
+    await twin.setNodeReady(node, false);
+    // the node lifecycle controller marks its pods not ready and taints it unreachable (NoSchedule and NoExecute); the
+    // DaemonSet controller then counts its operand pods as misscheduled, not as unavailable (NodeShouldRunDaemonPod: a
+    // NoSchedule taint the pod does not tolerate; a NoExecute one it tolerates lets it keep running)
+    await until(`${node} tainted unreachable and its operand pods not ready`, async () => {
+      const taints = (((await client.get(`/api/v1/nodes/${node}`))?.spec as Json)?.taints ?? []) as Json[];
+      const pods = await client.list(`/api/v1/namespaces/${NAMESPACES.gpuOperator}/pods?fieldSelector=${encodeURIComponent(`spec.nodeName=${node}`)}`);
+      return taints.some((t) => t.key === 'node.kubernetes.io/unreachable' && t.effect === 'NoSchedule') && pods.length > 0
+        && pods.every((p) => (((p.status as Json)?.conditions ?? []) as Json[]).find((c) => c.type === 'Ready')?.status === 'False');
+    }, 2 * 60_000);
+    await until('every operand DaemonSet counts the node as misscheduled, none as unavailable', async () => (await operands()).every((d) => (d.status as Json).numberMisscheduled >= 1
+      && ((d.status as Json).numberUnavailable ?? 0) === 0), 2 * 60_000);
+    expect((await policy()).status?.state).toBe('ready');
+    expect(state(gpu).health).toBe('Healthy');
+
+    // a commit for the GPU Operator's folder and a tenant's (hand edits of dist/: nothing else of the render changes)
+    // and its revert converge with the node NotReady
+    for (const file of ['gpu-operator/clusterpolicy.cluster-policy.yaml', `tenants/namespace.${tenant}.yaml`]) {
+      editRendered(file, (o) => { o.metadata.labels = { ...o.metadata.labels, 'issue-49-node': 'not-ready' }; });
+    }
+    const later = await commit('a label on the ClusterPolicy and on a tenant, with a GPU node NotReady');
+    const took = await convergedAt(later);
+    console.log(`a GPU node NotReady: the commit converged ${seconds(took)} after its push (gitops.waveWait ${WAIT} s)`);
+    expect([state(tenants).revision, state(gpu).health]).toEqual([later, 'Healthy']);
+    // Healthy as it is, not gone ahead of after the bound
+    expect((await rootSees(gpu)).message ?? '').not.toMatch(/more than/);
+    expect(((await client.get(`/api/v1/namespaces/${tenant}`))?.metadata as Json).labels['issue-49-node']).toBe('not-ready');
+    const revert = await revertLast();
+    const reverted = await convergedAt(revert);
+    console.log(`its revert converged ${seconds(reverted)} after its push`);
+    expect(((await policy()).metadata as Json).labels?.['issue-49-node']).toBeUndefined();
+
+    // the node Ready again: the taints go, the DaemonSets count it again, every Application Healthy at the revert
+    await twin.setNodeReady(node, true);
+    await until('every operand DaemonSet counts the node again, all available', async () => (await operands()).every((d) => ((d.status as Json).numberMisscheduled ?? 0) === 0
+      && (d.status as Json).numberAvailable === (d.status as Json).desiredNumberScheduled), 3 * 60_000);
+    await convergedAt(revert);
+    expect((await policy()).status?.state).toBe('ready');
+  }, 20 * 60_000);
+
   it('a queue held in the description is Suspended and does not hold the waves; a hold made by hand is drift that self-heal lifts', async () => {
     const [held, other] = twin.model.tenants;
     const cq = (name: string) => `/apis/kueue.x-k8s.io/v1beta2/clusterqueues/${name}`;
@@ -342,6 +392,47 @@ describe('GitOps that never freezes, on the real Argo CD', () => {
     expect((policy?.spec as Json)?.devicePlugin?.resources).toEqual(inGit);
     await convergedAt(revert);
   }, 20 * 60_000);
+
+  it('one Application rolled out ahead of a held wave, as the README prints it: terminate-op of the root, then argocd app sync <cluster> --resource argoproj.io:Application:<application>; a revert then converges', async () => {
+    const gpu = app('gpu-operator');
+    const tenants = app('tenants');
+    const tenant = twin.model.tenants[0].name;
+    const terminateRoot = async () => {
+      await hatch(`argocd app terminate-op ${twin.name}`);
+      await until('the root\'s sync ended by terminate-op', async () => {
+        const op = (await application(twin.name)).status?.operationState ?? {};
+        return op.phase === 'Failed' && /terminated/i.test(op.message ?? '');
+      }, 60_000);
+    };
+    // the GPU Operator's wave held (a device plugin that fits no GPU worker, under a bound of 10 minutes) and a
+    // tenant's change a wave later
+    twin.render((d) => { d.gitops = { ...d.gitops, waveWait: '10m' }; });
+    editRendered('gpu-operator/clusterpolicy.cluster-policy.yaml', (o) => { o.spec.devicePlugin = { ...o.spec.devicePlugin, resources: { requests: { memory: '64Ti' } } }; });
+    editRendered(`tenants/namespace.${tenant}.yaml`, (o) => { o.metadata.labels = { ...o.metadata.labels, 'issue-49-resource': 'ahead' }; });
+    const held = await commit('a device plugin no GPU worker can hold, gitops.waveWait 10m, and a label on a tenant a wave later');
+    await until('the root\'s sync of the commit waits on the Progressing gpu-operator Application', () => state(gpu).revision === held && state(gpu).health === 'Progressing'
+      && state(twin.name).phase === 'Running' && state(twin.name).operationRevision === held, 4 * 60_000);
+    expect(state(tenants).targetRevision).not.toBe(held);
+
+    await terminateRoot();
+    const synced = await hatch(`argocd app sync ${twin.name} --resource argoproj.io:Application:<application>`, tenants);
+    console.log(`sync --resource: ${synced.split('\n').slice(-3).join(' | ')}`);
+    const reached = await until('the tenants Application synced the commit ahead of the held wave', () => state(tenants).revision === held && state(tenants).sync === 'Synced', 3 * 60_000);
+    console.log(`sync --resource: the tenants Application synced the commit ${seconds(Date.now() - clock.t0)} after its push (${seconds(reached)} after the sync by hand)`);
+    expect(((await twin.cp.client().get(`/api/v1/namespaces/${tenant}`))?.metadata as Json).labels['issue-49-resource']).toBe('ahead');
+    expect([state(gpu).revision, state(gpu).health]).toEqual([held, 'Progressing']);
+
+    // the revert: the root's self-heal may have started the held commit's sync again (its Applications were left
+    // OutOfSync by the sync of one): terminate-op lets the revert through, as the README says
+    const revert = await revertLast();
+    await until('the root syncs the revert', async () => {
+      if (state(twin.name).phase === 'Running' && state(twin.name).operationRevision !== revert) await terminateRoot();
+      return state(twin.name).operationRevision === revert;
+    }, 4 * 60_000);
+    const took = await convergedAt(revert);
+    console.log(`the revert converged ${seconds(took)} after the root took it`);
+    expect(((await twin.cp.client().get(`/api/v1/namespaces/${tenant}`))?.metadata as Json).labels['issue-49-resource']).toBeUndefined();
+  }, 25 * 60_000);
 
   it('a commit that removes a tenant: its Application waits for pruning confirmation, and argocd app confirm-deletion, as the README prints it, lets it converge', async () => {
     const tenants = app('tenants');

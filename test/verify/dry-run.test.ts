@@ -50,6 +50,8 @@ function fakeSession(live: Record<string, object>, sent: Sent[], warn: (body: an
     request: async (method, p, body) => {
       sent.push({ method, path: p, contentType: body?.contentType, body: body && JSON.parse(body.text) });
       if (method === 'GET') return live[p] ? { status: 200, body: live[p] } : { status: 404, body: { kind: 'Status', code: 404, details: {} } };
+      // the namespace nothing live has (what the API server answers to a write into it)
+      if (p.startsWith('/api/v1/namespaces/shared/')) return { status: 404, body: { kind: 'Status', code: 404, reason: 'NotFound', message: 'namespaces "shared" not found', details: { kind: 'namespaces', name: 'shared' } } };
       const object = JSON.parse(body!.text);
       if (object.kind === 'RoleBinding' && method === 'PATCH') return { status: 422, body: roleRefRefusal(object.metadata.name) };
       return { status: 200, body: object, warnings: warn(object) };
@@ -103,12 +105,17 @@ const binding = (name: string): Manifest => ({
   roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'edit' },
   subjects: [{ kind: 'Group', name: 'team', apiGroup: 'rbac.authorization.k8s.io' }],
 } as Manifest);
-const rendered = [
+// a namespace lab-users brings (wave 1), used by lab-gadgets (wave 1, SkipDryRunOnMissingResource) and lab-late (wave 2)
+const shared: Manifest = { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'shared' } };
+const inShared = (name: string): Manifest => ({ ...configMap(name), metadata: { name, namespace: 'shared' } });
+// a kind whose CRD lab-late's own operator applies at run time
+const gizmo: Manifest = { apiVersion: 'example.com/v1', kind: 'Gizmo', metadata: { name: 'z' } };
+const rendered: RenderedSource[] = [
   source(root, [project, widgets, gadgets, users, late]),
   source(widgets, [widgetCrd, configMap('fresh'), configMap('kept', { a: '2' }), ownSsa, binding('team')]),
-  source(gadgets, [widget('g'), configMap('gadget-config'), binding('team')]),
-  source(users, [widget('u')]),
-  source(late, [widget('l')]),
+  source(gadgets, [widget('g'), configMap('gadget-config'), binding('team'), inShared('in-shared')]),
+  source(users, [widget('u'), shared]),
+  { ...source(late, [widget('l'), inShared('late-in-shared'), gizmo]), unrenderedCrds: [{ group: 'example.com', kind: 'Gizmo', scope: 'Cluster', from: 'operator' }] },
 ];
 const view = { name: 'lab', folders: [] };
 const lastApplied = JSON.stringify({ apiVersion: 'v1', data: { a: '1', gone: 'x' }, kind: 'ConfigMap', metadata: { name: 'kept', namespace: 'lab-widgets' } });
@@ -178,7 +185,7 @@ describe('verify sends each object as Argo CD sends it', () => {
       message: 'accepted with a warning of the API server, as Argo CD (client-side apply) applies it (no fieldValidation: an unknown field is dropped, not refused): unknown field "spec.sideways"',
     })]);
     expect(result.counts.warned).toBe(1);
-    expect(result.findings.filter((f) => f.severity === 'error').map((f) => f.object)).toEqual(['Widget g', 'RoleBinding lab-gadgets/team']);
+    expect(result.findings.filter((f) => f.severity === 'error').map((f) => f.object)).toEqual(['Widget g', 'RoleBinding lab-gadgets/team', 'ConfigMap shared/in-shared', 'Widget u', 'Gizmo z']);
   });
 
   it('a warning that drops nothing of the render (a deprecation, advice on a finalizer name) is info', async () => {
@@ -194,16 +201,31 @@ describe('verify sends each object as Argo CD sends it', () => {
     expect(finding('RoleBinding lab-gadgets/team')).toEqual([expect.objectContaining({ severity: 'error', type: 'refused', status: 422 })]);
   });
 
-  it('a custom resource whose CRD another Application of the same wave brings: the race, a warning where its Application retries, an error where not', async () => {
+  it('a custom resource whose CRD another Application of the same wave brings: the race, an error whether or not its Application retries (crd-order: a strictly later wave)', async () => {
     const { finding, sent } = await run();
     const race = (f: VerifyFinding[]) => f.map(({ severity, type, after }) => ({ severity, type, after }));
-    expect(race(finding('Widget u'))).toEqual([{ severity: 'warning', type: 'crd-same-wave', after: 'wave 1 (Application lab-widgets)' }]);
-    expect(finding('Widget u')[0].message).toMatch(/its dry run fails on a kind the server does not serve until that CRD is Established; Argo CD's retry \(syncPolicy.retry of lab-users\) syncs it then/);
+    expect(race(finding('Widget u'))).toEqual([{ severity: 'error', type: 'crd-same-wave', after: 'wave 1 (Application lab-widgets)' }]);
+    expect(finding('Widget u')[0].message).toMatch(/its dry run fails on a kind the server does not serve until that CRD is Established; Argo CD's retry \(syncPolicy.retry of lab-users\) syncs it then at best/);
     // SkipDryRunOnMissingResource=true skips the dry run only: the apply fails the same way
     expect(race(finding('Widget g'))).toEqual([{ severity: 'error', type: 'crd-same-wave', after: 'wave 1 (Application lab-widgets)' }]);
     expect(finding('Widget g')[0].message).toMatch(/its apply fails \(SkipDryRunOnMissingResource=true skips only the dry run\) .*lab-gadgets has no syncPolicy.retry, so that sync stays failed/);
     // a later wave: only not verifiable yet
     expect(race(finding('Widget l'))).toEqual([{ severity: 'info', type: 'crd-pending', after: 'wave 1 (Application lab-widgets)' }]);
     expect(sent.filter((s) => s.path.includes('/example.com/v1/widgets'))).toEqual([]);
+  });
+
+  it('a namespace another Application of the same wave brings is not in time either: SkipDryRunOnMissingResource skips only the dry run of a kind not served, and the Applications of one wave sync together', async () => {
+    const { finding } = await run();
+    const pick = (f: VerifyFinding[]) => f.map(({ severity, type, after }) => ({ severity, type, after }));
+    expect(pick(finding('ConfigMap shared/in-shared'))).toEqual([{ severity: 'error', type: 'refused', after: undefined }]);
+    expect(finding('ConfigMap shared/in-shared')[0].message).toMatch(/^its namespace shared arrives with wave 1 \(Application lab-users\), the same sync wave: both sync at once/);
+    // a later wave: only not verifiable yet
+    expect(pick(finding('ConfigMap shared/late-in-shared'))).toEqual([{ severity: 'info', type: 'namespace-pending', after: 'wave 1 (Application lab-users)' }]);
+  });
+
+  it('a custom resource whose CRD its own Application\'s operator applies at run time comes after that sync (crd-order: apply it from a later wave)', async () => {
+    const { finding } = await run();
+    expect(finding('Gizmo z')).toEqual([expect.objectContaining({ severity: 'error', type: 'crd-after-object' })]);
+    expect(finding('Gizmo z')[0].message).toMatch(/its operator applies its CRD at run time/);
   });
 });
