@@ -54,6 +54,9 @@ export interface RehearsalOptions {
   readonly terminal?: (text: string) => void;
 }
 
+/** How long the root's sync stays succeeded past an unhealthy Application before the rehearsal takes it as the verdict. */
+const ROOT_SETTLED_MS = 15_000;
+
 /** The time limit passed while `what` was under way. */
 class OutOfTime extends Error {}
 
@@ -283,17 +286,39 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
       .every((n) => states.some((s) => s.name === n))
       && states.every(convergedAt(rev)) && twin!.watch.state(twin!.name)?.phase === 'Succeeded' && twin!.watch.state(twin!.name)?.operationRevision === rev;
 
-    /** Watches until every Application is Synced and Healthy at `rev` (or the time is up), drawing the display; answers the last states. */
+    /** The last watch ended because the root's sync succeeded past an Application that is not Healthy (gitops.waveWait). */
+    let passedOver = false;
+    /**
+     * Watches until every Application is Synced and Healthy at `rev`, the root's sync succeeded past one that is not, or
+     * the time is up, drawing the display; answers the last states.
+     */
     const watchUntil = async (rev: string, since: number, each?: () => Promise<void>): Promise<ApplicationState[]> => {
       const converged = convergedAt(rev);
       const done = doneAt(rev);
       const shown = new Map<string, string>();
       let drawn = 0;
       let states: ApplicationState[] = [];
+      let settledSince: number | undefined;
+      passedOver = false;
       for (;;) {
         states = twin!.watch.states();
         if (each) await each().catch(() => {});
         if (states.length > 0 && done(states)) break;
+        // the root's sync succeeded at `rev` past what is still not Healthy at `rev`: its health check waited
+        // gitops.waveWait on each and does not again for this commit, so the verdict is in whatever --timeout leaves (held
+        // for a while: the watch reads each Application a moment apart); one only behind in its sync is waited for
+        const root = twin!.watch.state(twin!.name);
+        const behind = states.filter((x) => !converged(x));
+        if (root?.phase === 'Succeeded' && root.operationRevision === rev && converged(root) && expectedApplications(twin!).every((n) => states.some((x) => x.name === n))
+          && behind.length > 0 && behind.every((x) => x.health !== 'Healthy' && x.revision === rev)) {
+          settledSince ??= Date.now();
+          if (Date.now() - settledSince >= ROOT_SETTLED_MS) {
+            passedOver = true;
+            break;
+          }
+        } else {
+          settledSince = undefined;
+        }
         if (Date.now() > deadline) break;
         if (opts.terminal) {
           const width = Math.max(0, ...states.map((s) => s.name.length));
@@ -325,7 +350,11 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
       for (const n of missing) opts.err(`rehearse: not converged: ${n}: never created (the root's sync did not reach it)`);
       const root = twin!.watch.state(twin!.name);
       if (states.every(converged) && missing.length === 0 && root) opts.err(`rehearse: not converged: ${twin!.name}: its sync is ${root.phase || 'not started'}${root.operationRevision && root.operationRevision !== rev ? ` at ${root.operationRevision.slice(0, 7)}` : ''}`);
-      opts.err(`rehearse: ${twin!.name}: ${what}: not every Application Synced and Healthy within ${seconds(opts.timeoutMs)} (--timeout)`);
+      if (passedOver) {
+        opts.err(`rehearse: ${twin!.name}: ${what}: the root's sync succeeded past each Application above: not Healthy within gitops.waveWait (${twin!.model.description.gitops.waveWait}), the longest its waves wait`);
+      } else {
+        opts.err(`rehearse: ${twin!.name}: ${what}: not every Application Synced and Healthy within ${seconds(opts.timeoutMs)} (--timeout)`);
+      }
       return 1;
     };
 
