@@ -9,12 +9,10 @@ import { twinBinary } from './binary';
 import { ChartMirror, packageChart, startChartMirror } from './chart-mirror';
 import { ControlPlane, startControlPlane } from './control-plane';
 import { bareRepository, commitTree, GitServer, startGitServer } from './git-server';
-import { KubeObject } from './kube-client';
 import { KueueProcess, loopbackKueue, planOf, startKueue } from './kueue';
 import { victoriaMetricsStages } from './kwok-stages';
 import { OperatorStandIns } from './operator-stand-ins';
 import { HermeticNode, nodesOf } from './placement';
-import { poll } from './poll';
 import { startTwin, Twin } from './twin';
 import { defaultCacheDir } from '../cache/compiled-cache';
 import { ClusterView, readClusters, renderClusterSources } from '../check';
@@ -218,47 +216,6 @@ export class TwinCluster {
     await this.cp.client().call('PATCH', `/apis/argoproj.io/v1alpha1/namespaces/${this.model.description.gitops.namespace}/applications/${application}`, {
       body: { metadata: { annotations: { 'argocd.argoproj.io/refresh': 'normal' } } }, contentType: 'application/merge-patch+json',
     });
-  }
-
-  /**
-   * Stops a Node's kubelet, as far as the control plane can tell (ready false), or starts it again (ready true).
-   * Stopped: the Node's Lease (kube-node-lease) is taken by another holder, so KWOK neither renews it nor acts for the
-   * Node and its pods any more (KWOK v0.8.0 manages a Node only while it holds its lease: controllers/controller.go
-   * readOnlyFunc); the node lifecycle controller, which the twin must run (`controllers`), turns the Node's Ready
-   * condition Unknown once its grace period passes without a heartbeat, and marks its pods not ready. (KWOK's chaos stage,
-   * a Node that reports Ready False itself, leaves its pods ready: the controller marks them only on a heartbeat lost.)
-   * Started: the Lease is deleted, KWOK takes it again and its node-initialize stage reports the Node Ready; its pods
-   * that are not ready are reported ready, as a kubelet that comes back reports the containers that kept running (KWOK's
-   * pod-ready stage readies only a Pending pod). Answers once the Node's Ready condition says so (bounded, 180 s).
-   */
-  async setNodeReady(node: string, ready: boolean): Promise<void> {
-    const client = this.cp.client();
-    const lease = `/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/${encodeURIComponent(node)}`;
-    if (ready) {
-      await client.request('DELETE', lease);
-    } else {
-      const now = new Date().toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
-      await client.call('PATCH', lease, {
-        body: { spec: { holderIdentity: 'twin: the kubelet stopped', renewTime: now, acquireTime: now, leaseDurationSeconds: 86_400 } }, contentType: 'application/merge-patch+json',
-      });
-    }
-    const readyOf = (o: KubeObject | undefined) => (((o?.status as Json | undefined)?.conditions ?? []) as Json[]).find((c) => c.type === 'Ready')?.status;
-    const done = (o: KubeObject | undefined) => (ready ? readyOf(o) === 'True' : readyOf(o) !== undefined && readyOf(o) !== 'True');
-    const seen = await poll(() => client.get(`/api/v1/nodes/${encodeURIComponent(node)}`), done, 180_000, 1000);
-    if (!done(seen)) throw new Error(`Node ${node}: its Ready condition is ${readyOf(seen) ?? 'absent'} 180 s after its kubelet was ${ready ? 'started' : 'stopped'}`);
-    if (!ready) return;
-    const pods = await client.list(`/api/v1/pods?fieldSelector=${encodeURIComponent(`spec.nodeName=${node}`)}`);
-    for (const p of pods) {
-      const conditions = ((p.status as Json | undefined)?.conditions ?? []) as Json[];
-      if ((p.status as Json | undefined)?.phase !== 'Running' || p.metadata.deletionTimestamp || conditions.find((c) => c.type === 'Ready')?.status === 'True') continue;
-      const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-      const r = await client.request('PATCH', `/api/v1/namespaces/${encodeURIComponent(p.metadata.namespace!)}/pods/${encodeURIComponent(p.metadata.name)}/status`, {
-        body: { status: { conditions: ['Ready', 'ContainersReady'].map((type) => ({ type, status: 'True', lastTransitionTime: now })) } },
-        contentType: 'application/strategic-merge-patch+json',
-      });
-      // a pod deleted meanwhile (its DaemonSet's roll, an eviction) needs no report
-      if (r.status !== 404 && (r.status < 200 || r.status >= 300)) throw new Error(`Pod ${p.metadata.namespace}/${p.metadata.name}: its Ready report refused (HTTP ${r.status}): ${r.body?.message ?? ''}`);
-    }
   }
 
   /** The rendered views of the work tree's clusters (check's reading), each with its model. */

@@ -7,7 +7,7 @@ import { ArgoCdCli, startArgoCdServer } from './argocd-cli';
 import { bootTwin, stopTwin, untilOnTwin } from './twin-file';
 import { defaultCacheDir } from '../../src/cache/compiled-cache';
 import { unpackedLayer } from '../../src/engines/packaged';
-import { NAMESPACES, NODE_LABELS } from '../../src/model/names';
+import { NAMESPACES } from '../../src/model/names';
 import { ApplicationState, formatTimeline } from '../../src/twin/applications';
 import { sleep } from '../../src/twin/poll';
 import { TwinCluster } from '../../src/twin/twin-cluster';
@@ -241,56 +241,6 @@ describe('GitOps that never freezes, on the real Argo CD', () => {
     expect((policy?.spec as Json)?.devicePlugin?.resources).toEqual({ requests: { memory: '64Mi' } });
     const took = await convergedAt(fix);
     console.log(`converged ${seconds(took)} after the fix's push`);
-  }, 20 * 60_000);
-
-  it('a GPU node NotReady (its kubelet stopped) holds no wave: the node lifecycle controller taints it unreachable, the operand DaemonSets (which tolerate only nvidia.com/gpu) stop counting it, the ClusterPolicy stays ready, a commit and its revert converge, and the node Ready again, everything converges', async () => {
-    const gpu = app('gpu-operator');
-    const tenants = app('tenants');
-    const tenant = twin.model.tenants[0].name;
-    const client = twin.cp.client();
-    const policy = async () => (await client.get('/apis/nvidia.com/v1/clusterpolicies/cluster-policy')) as Json;
-    const operands = async () => (await client.list(`/apis/apps/v1/namespaces/${NAMESPACES.gpuOperator}/daemonsets`)).filter((d) => ((d.status as Json)?.desiredNumberScheduled ?? 0) + ((d.status as Json)?.numberMisscheduled ?? 0) > 0);
-    const [node] = (await client.list('/api/v1/nodes')).filter((n) => (n.metadata.labels as Json | undefined)?.[NODE_LABELS.nvidiaPci] === 'true').map((n) => n.metadata.name);
-    expect(node).toBeDefined();
-    await twin.setNodeReady(node, false);
-    // the node lifecycle controller marks its pods not ready and taints it unreachable (NoSchedule and NoExecute); the
-    // DaemonSet controller then counts its operand pods as misscheduled, not as unavailable (NodeShouldRunDaemonPod: a
-    // NoSchedule taint the pod does not tolerate; a NoExecute one it tolerates lets it keep running)
-    await until(`${node} tainted unreachable and its operand pods not ready`, async () => {
-      const taints = (((await client.get(`/api/v1/nodes/${node}`))?.spec as Json)?.taints ?? []) as Json[];
-      const pods = await client.list(`/api/v1/namespaces/${NAMESPACES.gpuOperator}/pods?fieldSelector=${encodeURIComponent(`spec.nodeName=${node}`)}`);
-      return taints.some((t) => t.key === 'node.kubernetes.io/unreachable' && t.effect === 'NoSchedule') && pods.length > 0
-        && pods.every((p) => (((p.status as Json)?.conditions ?? []) as Json[]).find((c) => c.type === 'Ready')?.status === 'False');
-    }, 2 * 60_000);
-    await until('every operand DaemonSet counts the node as misscheduled, none as unavailable', async () => (await operands()).every((d) => (d.status as Json).numberMisscheduled >= 1
-      && ((d.status as Json).numberUnavailable ?? 0) === 0), 2 * 60_000);
-    expect((await policy()).status?.state).toBe('ready');
-    expect(state(gpu).health).toBe('Healthy');
-
-    // a commit for the GPU Operator's folder and a tenant's (hand edits of dist/: nothing else of the render changes)
-    // and its revert converge with the node NotReady
-    for (const file of ['gpu-operator/clusterpolicy.cluster-policy.yaml', `tenants/namespace.${tenant}.yaml`]) {
-      editRendered(file, (o) => { o.metadata.labels = { ...o.metadata.labels, 'issue-49-node': 'not-ready' }; });
-    }
-    const later = await commit('a label on the ClusterPolicy and on a tenant, with a GPU node NotReady');
-    const took = await convergedAt(later);
-    console.log(`a GPU node NotReady: the commit converged ${seconds(took)} after its push (gitops.waveWait ${WAIT} s)`);
-    expect([state(tenants).revision, state(gpu).health]).toEqual([later, 'Healthy']);
-    // Healthy as it is, not gone ahead of after the bound
-    expect((await rootSees(gpu)).message ?? '').not.toMatch(/more than/);
-    expect(((await client.get(`/api/v1/namespaces/${tenant}`))?.metadata as Json).labels['issue-49-node']).toBe('not-ready');
-    const revert = await revertLast();
-    const reverted = await convergedAt(revert);
-    console.log(`its revert converged ${seconds(reverted)} after its push`);
-    expect(((await policy()).metadata as Json).labels?.['issue-49-node']).toBeUndefined();
-
-    // the node Ready again: the taints go, the DaemonSets count it again, every Application Healthy at the revert
-    await twin.setNodeReady(node, true);
-    // waited for, not sampled: the pods the node kept are replaced as it comes back, and the ClusterPolicy turns
-    // notReady for a moment after the DaemonSets first count every pod available (seen on the twin at load 1-5)
-    await until('every operand DaemonSet counts the node again, all available, and the ClusterPolicy ready', async () => (await operands()).every((d) => ((d.status as Json).numberMisscheduled ?? 0) === 0
-      && (d.status as Json).numberAvailable === (d.status as Json).desiredNumberScheduled) && (await policy()).status?.state === 'ready', 3 * 60_000);
-    await convergedAt(revert);
   }, 20 * 60_000);
 
   it('a queue held in the description is Suspended and does not hold the waves; a hold made by hand is drift that self-heal lifts', async () => {
