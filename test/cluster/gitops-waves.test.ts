@@ -18,8 +18,7 @@ import { REFERENCE_FILE } from '../paths';
  * that adds a tenant orders its queue before its namespace; a failed sync is Degraded with the API server's message,
  * the root shows it and retries with the later waves held, and the fix commit recovers by itself; a wave that stays
  * Progressing (a GPU Operator operand whose roll hangs: the stand-in's DaemonSet asks more than a node has) holds a
- * later commit for gitops.waveWait (and the resync that notices it) at most, and a fix reaches it; a GPU node NotReady
- * (its kubelet stopped) holds no wave at all; a held queue holds no wave; a revert that only drops fields is applied
+ * later commit for gitops.waveWait (and the resync that notices it) at most, and a fix reaches it; a held queue holds no wave; a revert that only drops fields is applied
  * (every child applies server-side); the escape hatches the cluster's README prints, run with the argocd CLI (the
  * root's terminate-op, the root's sync by hand and of one Application with --resource, confirm-deletion, sync --prune;
  * still to come on the twin: a child's terminate-op); automated prune off. One twin, the scenarios in order, each
