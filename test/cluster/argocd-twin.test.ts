@@ -3,7 +3,7 @@ import { loadavg, tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { bootTwin, stopTwin } from './twin-file';
+import { bootTwin, rootSees, stopTwin } from './twin-file';
 import { LABELS } from '../../src/model/names';
 import { DEFAULT_SCHEMAS } from '../../src/paths';
 import { loadModels } from '../../src/synth/pipeline';
@@ -266,13 +266,6 @@ describe('broken renders that must fail on the real Argo CD', () => {
   const app = (folder: string) => `${twin.name}-${folder}`;
   const state = (name: string) => twin.watch.state(name);
 
-  /** What the root reports of one of its Applications (status.resources[]: its sync status, its health as the toolkit's check says). */
-  async function rootSees(child: string): Promise<{ status?: string; health?: string; message?: string }> {
-    const root = await live(`/apis/argoproj.io/v1alpha1/namespaces/${twin.model.description.gitops.namespace}/applications/${twin.name}`);
-    const r = (((root?.status as Json | undefined)?.resources ?? []) as Json[]).find((x) => x.kind === 'Application' && x.name === child) ?? {};
-    return { status: r.status, health: r.health?.status, message: r.health?.message };
-  }
-
   /** Adds a manifest to a folder of the rendered cluster (the file, and its line in the folder's kustomization.yaml). */
   function addToFolder(folder: string, file: string, object: Json): string {
     const p = path.join(twin.clusterDir, folder, file);
@@ -326,7 +319,7 @@ describe('broken renders that must fail on the real Argo CD', () => {
     console.log(`${twin.name}: a health check that never turns Healthy, ${((Date.now() - t0) / 1000).toFixed(1)} s after the push\n${shown.states.map(describeState).join('\n')}`);
     expect(shown.ok, `the kueue Application did not report the ClusterQueue's FlavorNotFound within ${SHOWN_BOUND_MS / 1000} s:\n${shown.states.map(describeState).join('\n')}`).toBe(true);
     // the root sees the Application not Healthy, with the check's message, and its sync of the commit does not succeed
-    const seen = await poll(() => rootSees(kueueApp), (r) => r.health !== undefined && r.health !== 'Healthy', 60_000, 1000);
+    const seen = await poll(() => rootSees(twin, kueueApp), (r) => r.health !== undefined && r.health !== 'Healthy', 60_000, 1000);
     console.log(`${twin.name}: the root sees ${kueueApp}: ${JSON.stringify(seen)}`);
     expect(['Degraded', 'Progressing']).toContain(seen.health);
     expect(seen.message ?? '').not.toBe('');
@@ -376,7 +369,7 @@ describe('broken renders that must fail on the real Argo CD', () => {
     }, SHOWN_BOUND_MS);
     console.log(`${twin.name}: a CR before its CRD, ${((Date.now() - t0) / 1000).toFixed(1)} s after the push\n${shown.states.map(describeState).join('\n')}`);
     expect(shown.ok, `the kueue Application did not report the missing kind within ${SHOWN_BOUND_MS / 1000} s:\n${shown.states.map(describeState).join('\n')}`).toBe(true);
-    const seen = await poll(() => rootSees(kueueApp), (r) => r.health !== undefined && r.health !== 'Healthy', 60_000, 1000);
+    const seen = await poll(() => rootSees(twin, kueueApp), (r) => r.health !== undefined && r.health !== 'Healthy', 60_000, 1000);
     console.log(`${twin.name}: the root sees ${kueueApp}: ${JSON.stringify(seen)}`);
     // the sync's tasks are not valid (gitops-engine sync_context.go getSyncTasks: discovery has no kubeflow.org/v1 and
     // the CRD is not in the same sync), and the toolkit's check shows it at the root with the refused object

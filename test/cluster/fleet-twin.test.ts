@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { bootTwin, stopTwin, untilOnTwin } from './twin-file';
+import { bootTwin, describeApplications, rootSees, stopTwin, untilOnTwin } from './twin-file';
 import { defaultCacheDir } from '../../src/cache/compiled-cache';
 import { readClusters, renderClusterSources } from '../../src/check';
 import { EngineBudget } from '../../src/engines';
@@ -59,18 +59,10 @@ let worker: { cp: ControlPlane; kueue: KueueProcess } | undefined;
 
 const app = (folder: string) => `${MANAGER}-${folder}`;
 const state = (name: string): ApplicationState => twin.watch.state(name) ?? ({ name } as ApplicationState);
-const report = () => twin.watch.states().map(describeState).join('\n');
 
 /** Reads until `done` holds, or fails saying `what` did not happen, with every Application's state. */
 function until(what: string, done: () => boolean | Promise<boolean>, ms: number): Promise<number> {
   return untilOnTwin(twin, what, done, ms, () => `\n--- ${MANAGER}'s Kueue:\n${twin.kueue?.log(20)}`);
-}
-
-/** What the root reports of one of its Applications (status.resources[]: its health as the Application check says). */
-async function rootSees(child: string): Promise<{ status?: string; health?: string; message?: string }> {
-  const root = await twin.cp.client().get(`/apis/argoproj.io/v1alpha1/namespaces/${twin.model.description.gitops.namespace}/applications/${MANAGER}`) as Json;
-  const r = (root.status?.resources ?? []).find((x: Json) => x.kind === 'Application' && x.name === child) ?? {};
-  return { status: r.status, health: r.health?.status, message: r.health?.message };
 }
 
 /**
@@ -85,7 +77,7 @@ async function convergedWithLostWorker(sha: string, ms: number): Promise<number>
     return children.length > 1 && all.every((s) => s.sync === 'Synced' && s.revision === sha)
       && children.every((s) => s.health === (s.name === app('multikueue') ? 'Degraded' : 'Healthy'))
       && state(MANAGER).phase === 'Succeeded' && state(MANAGER).operationRevision === sha
-      && (await rootSees(app('multikueue'))).health === 'Healthy';
+      && (await rootSees(twin, app('multikueue'))).health === 'Healthy';
   }, ms);
 }
 
@@ -200,7 +192,7 @@ describe('a MultiKueue manager on the real Argo CD', () => {
   it('without GPU nodes, one worker reachable and one lost, the bootstrap converges as the docs say: the tenants\' namespaces and LocalQueues are created, hub-multikueue stays Degraded and the root passes it after gitops.waveWait', async () => {
     expect(twin.nodes.some((n) => n.kind.role === 'gpu')).toBe(false);
     const took = await convergedWithLostWorker(head, BOOTSTRAP_MS);
-    console.log(`${MANAGER}: bootstrap converged ${((Date.now() - t0.bootstrap) / 1000).toFixed(0)} s after the twin's start (${(took / 1000).toFixed(0)} s of waiting)\n${report()}`);
+    console.log(`${MANAGER}: bootstrap converged ${((Date.now() - t0.bootstrap) / 1000).toFixed(0)} s after the twin's start (${(took / 1000).toFixed(0)} s of waiting)\n${describeApplications(twin)}`);
     const admin = twin.cp.client();
     // the GPU Operator reports no GPU node, and the ClusterPolicy's check takes that as Healthy on a manager
     const policy = ((await admin.get('/apis/nvidia.com/v1/clusterpolicies')) as Json).items[0];
@@ -221,7 +213,7 @@ describe('a MultiKueue manager on the real Argo CD', () => {
     const lost = conditionOf(await cluster(LOST), 'Active');
     expect(lost?.status).toBe('False');
     const check = conditionOf(await admin.get('/apis/kueue.x-k8s.io/v1beta2/admissionchecks/multikueue') as Json, 'Active');
-    console.log(`MultiKueueCluster ${LOST}: ${JSON.stringify(lost)}\nAdmissionCheck multikueue: ${JSON.stringify(check)}\nthe root sees ${app('multikueue')}: ${JSON.stringify(await rootSees(app('multikueue')))}\n${describeState(state(app('multikueue')))}`);
+    console.log(`MultiKueueCluster ${LOST}: ${JSON.stringify(lost)}\nAdmissionCheck multikueue: ${JSON.stringify(check)}\nthe root sees ${app('multikueue')}: ${JSON.stringify(await rootSees(twin, app('multikueue')))}\n${describeState(state(app('multikueue')))}`);
     expect(check?.status).toBe('True');
     expect(check?.reason).toBe('SomeActiveClusters');
     expect(check?.message).toContain(LOST);

@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { ArgoCdCli, startArgoCdServer } from './argocd-cli';
-import { bootTwin, stopTwin, untilOnTwin } from './twin-file';
+import { bootTwin, rootSees, stopTwin, untilOnTwin } from './twin-file';
 import { defaultCacheDir } from '../../src/cache/compiled-cache';
 import { unpackedLayer } from '../../src/engines/packaged';
 import { NAMESPACES } from '../../src/model/names';
@@ -66,12 +66,6 @@ async function convergedAt(sha: string, ms = 10 * 60_000): Promise<number> {
 /** An Application of the Argo CD namespace as it is now. */
 async function application(name: string): Promise<Json> {
   return (await twin.cp.client().get(`/apis/argoproj.io/v1alpha1/namespaces/${ns}/applications/${name}`)) as Json;
-}
-
-/** What the root reports of one of its Applications (status.resources[]: its sync status and its health as the check says). */
-async function rootSees(child: string): Promise<{ status?: string; health?: string; message?: string }> {
-  const r = ((await application(twin.name)).status?.resources ?? []).find((x: Json) => x.kind === 'Application' && x.name === child) ?? {};
-  return { status: r.status, health: r.health?.status, message: r.health?.message };
 }
 
 /** Pushes the work tree (after `edit` of the description), and answers the commit. */
@@ -179,7 +173,7 @@ describe('GitOps that never freezes, on the real Argo CD', () => {
     editRendered('kueue/clusterqueue.research.yaml', (o) => { o.spec.queueingStrategy = 'Fifo'; });
     const broken = await commit('a ClusterQueue Kueue\'s CRD refuses');
     await until('the root sees the kueue Application Degraded with the API server\'s message', async () => {
-      const seen = await rootSees(app('kueue'));
+      const seen = await rootSees(twin, app('kueue'));
       return seen.health === 'Degraded' && /Unsupported value: "Fifo"/.test(seen.message ?? '');
     }, 4 * 60_000);
     const root = await application(twin.name);
@@ -223,7 +217,7 @@ describe('GitOps that never freezes, on the real Argo CD', () => {
     expect([state(gpu).revision, state(gpu).sync, state(gpu).health]).toEqual([later, 'Synced', 'Progressing']);
     expect(reached).toBeGreaterThanOrEqual(WAIT * 1000);
     await until('the root shows it going ahead of the Progressing Application', async () => {
-      const seen = await rootSees(gpu);
+      const seen = await rootSees(twin, gpu);
       return seen.health === 'Healthy' && new RegExp(`^Progressing more than ${WAIT}s after its last sync .*: the waves after it go ahead$`).test(seen.message ?? '');
     }, (RESYNC + 30) * 1000);
     await until('the root\'s sync of the later commit Succeeded', () => state(twin.name).operationRevision === later && state(twin.name).phase === 'Succeeded', 2 * 60_000);
@@ -255,7 +249,7 @@ describe('GitOps that never freezes, on the real Argo CD', () => {
     expect(((await twin.cp.client().get(cq(held.clusterQueue)))?.spec as Json).stopPolicy).toBe('Hold');
     expect(state(app('kueue')).health).toBe('Suspended');
     // held on purpose: the root went ahead of it at once, not after the bound
-    expect((await rootSees(app('kueue'))).message).toMatch(/held on purpose, the waves after it go ahead$/);
+    expect((await rootSees(twin, app('kueue'))).message).toMatch(/held on purpose, the waves after it go ahead$/);
 
     // a hold by hand on another queue: drift from the description, lifted by self-heal (its next comparison, then
     // Argo CD's self-heal backoff: minutes on a loaded machine, where a comparison alone takes half a minute)
@@ -453,7 +447,7 @@ describe('GitOps that never freezes, on the real Argo CD', () => {
     await sleep(3 * RESYNC * 1000);
     expect((await twin.cp.client().get(cq) as Json).spec.queueingStrategy).toBe(edited);
     expect(state(kueue).sync).toBe('OutOfSync');
-    const seen = await rootSees(kueue);
+    const seen = await rootSees(twin, kueue);
     expect(seen.health, JSON.stringify(seen)).toBe('Healthy');
     expect(state(twin.name).phase).toBe('Succeeded');
 

@@ -45,12 +45,24 @@ export async function stopTwin(twin: TwinCluster | undefined): Promise<void> {
   await twin.stop();
 }
 
+/** Every Application's state as Argo CD reports it, one line each. */
+export function describeApplications(twin: TwinCluster): string {
+  return twin.watch.states().map(describeState).join('\n');
+}
+
+/** What the root reports of one of its Applications (status.resources[]: its sync status, and its health as the toolkit's Application check says). */
+export async function rootSees(twin: TwinCluster, child: string): Promise<{ status?: string; health?: string; message?: string }> {
+  const root = await twin.cp.client().get(`/apis/argoproj.io/v1alpha1/namespaces/${twin.model.description.gitops.namespace}/applications/${twin.name}`);
+  const r = (((root?.status as Record<string, any> | undefined)?.resources ?? []) as Record<string, any>[]).find((x) => x.kind === 'Application' && x.name === child) ?? {};
+  return { status: r.status, health: r.health?.status, message: r.health?.message };
+}
+
 /** Reads until `done` holds (answers how long it took), or fails saying `what` did not happen within `ms`, with every Application's state, the twin's logs and `more()`. */
 export async function untilOnTwin(twin: TwinCluster, what: string, done: () => boolean | Promise<boolean>, ms: number, more: () => string = () => ''): Promise<number> {
   const t0 = Date.now();
   for (;;) {
     if (await done()) return Date.now() - t0;
-    if (Date.now() - t0 > ms) throw new Error(`${what}: not within ${ms / 1000} s. The Applications:\n${twin.watch.states().map(describeState).join('\n')}\n${twin.twin.logs(5)}${more()}`);
+    if (Date.now() - t0 > ms) throw new Error(`${what}: not within ${ms / 1000} s. The Applications:\n${describeApplications(twin)}\n${twin.twin.logs(5)}${more()}`);
     await sleep(1000);
   }
 }
