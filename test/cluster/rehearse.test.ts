@@ -52,6 +52,18 @@ function rehearse(args: readonly string[], interrupt?: (child: ReturnType<typeof
   });
 }
 
+/** Runs the reference cluster's rehearsal and sends `signal` once it says Argo CD syncs; answers the run and whether it was sent. */
+async function interruptedWhileSyncing(signal: NodeJS.Signals): Promise<Run & { sent: boolean }> {
+  let sent = false;
+  const r = await rehearse(['--config', REFERENCE_FILE], (child, stderr) => {
+    if (!sent && /: every Application of instant-cluster syncing/.test(stderr)) {
+      sent = true;
+      child.kill(signal);
+    }
+  });
+  return { ...r, sent };
+}
+
 /** Processes whose command line names `dir` (the twin's processes name their folders under the child's TMPDIR). */
 function processesUnder(dir: string): string[] {
   const ps = spawnSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' });
@@ -95,14 +107,8 @@ describe('rehearse on the twin', () => {
   }, 10 * 60 * 1000);
 
   it('Ctrl-C (SIGINT) while Argo CD syncs: exit 130, no process and no folder left behind', async () => {
-    let sent = false;
-    const r = await rehearse(['--config', REFERENCE_FILE], (child, stderr) => {
-      if (!sent && /: every Application of instant-cluster syncing/.test(stderr)) {
-        sent = true;
-        child.kill('SIGINT');
-      }
-    });
-    expect(sent, r.stderr).toBe(true);
+    const r = await interruptedWhileSyncing('SIGINT');
+    expect(r.sent, r.stderr).toBe(true);
     expect(r.code, r.stderr).toBe(130);
     expect(r.stderr).toMatch(/^rehearse: SIGINT: stopping the twin$/m);
     expect(leftIn(r.tmp)).toEqual([]);
@@ -177,14 +183,8 @@ describe('rehearse on the twin', () => {
   }, 20 * 60 * 1000);
 
   it('kill -9 while Argo CD syncs: no process outlives it; the scratch folder it could not remove goes with the next rehearsal, and nothing else', async () => {
-    let sent = false;
-    const killed = await rehearse(['--config', REFERENCE_FILE], (child, stderr) => {
-      if (!sent && /: every Application of instant-cluster syncing/.test(stderr)) {
-        sent = true;
-        child.kill('SIGKILL');
-      }
-    });
-    expect(sent, killed.stderr).toBe(true);
+    const killed = await interruptedWhileSyncing('SIGKILL');
+    expect(killed.sent, killed.stderr).toBe(true);
     expect(killed.signal).toBe('SIGKILL');
     // its children die with it (the kernel's parent-death signal), within moments
     for (let i = 0; i < 30 && processesUnder(killed.tmp).length > 0; i++) await new Promise((r) => setTimeout(r, 1000));
