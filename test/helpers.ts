@@ -1,7 +1,7 @@
 import { cpSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { parse } from 'yaml';
+import { parse, stringify } from 'yaml';
 import { FIXTURE_CLUSTERS, REFERENCE_FILE } from './paths';
 import { DescriptionError, parseDescription } from '../src/model/load';
 import { buildModel, ClusterModel } from '../src/model/model';
@@ -19,6 +19,13 @@ export { BIN, EXAMPLES_DIR, FIXTURE_CLUSTERS, FLEET_FIXTURE, HAS_SCHEMAS, HAS_UP
  * The reference description as parsed YAML (a fresh copy each call: mutate freely). Typed loosely on
  * purpose: tests break descriptions in ways the input type forbids.
  */
+/** Edits a YAML file in place (one document): read, `edit`, written back. */
+export function editYamlFile(file: string, edit: (o: Record<string, any>) => void): void {
+  const o = parse(readFileSync(file, 'utf8')) as Record<string, any>;
+  edit(o);
+  writeFileSync(file, stringify(o));
+}
+
 export function referenceInput(): Record<string, any> {
   return parse(readFileSync(REFERENCE_FILE, 'utf8'));
 }

@@ -20,6 +20,7 @@ import { KubeObject } from '../../src/twin/kube-client';
 import { conditionOf, KueueProcess, loopbackKueue, planOf, startKueue } from '../../src/twin/kueue';
 import { TwinCluster, twinNodes } from '../../src/twin/twin-cluster';
 import { RenderSession } from '../../src/upstream/render-session';
+import { editYamlFile } from '../helpers';
 import { FLEET_FIXTURE } from '../paths';
 
 /*
@@ -85,11 +86,7 @@ async function convergedWithLostWorker(sha: string, ms: number): Promise<number>
 function fleetFolder(): string {
   const fleet = path.join(work, 'clusters');
   cpSync(FLEET_FIXTURE, fleet, { recursive: true });
-  const edit = (file: string, fn: (o: Json) => void) => {
-    const o = parse(readFileSync(path.join(fleet, file), 'utf8')) as Json;
-    fn(o);
-    writeFileSync(path.join(fleet, file), stringify(o));
-  };
+  const edit = (file: string, fn: (o: Json) => void) => editYamlFile(path.join(fleet, file), fn);
   edit(`${MANAGER}.yaml`, (o) => { o.installs = { ...o.installs, kueue: 'preinstalled' }; o.gitops = { ...o.gitops, waveWait: `${WAIT}s` }; });
   edit(`${REACHABLE}.yaml`, (o) => { o.installs = { ...o.installs, kueue: 'managed' }; });
   edit(FLEET_FILE, (o) => {

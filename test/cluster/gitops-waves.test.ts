@@ -11,6 +11,7 @@ import { NAMESPACES } from '../../src/model/names';
 import { ApplicationState, formatTimeline } from '../../src/twin/applications';
 import { sleep } from '../../src/twin/poll';
 import { TwinCluster } from '../../src/twin/twin-cluster';
+import { editYamlFile } from '../helpers';
 import { REFERENCE_FILE } from '../paths';
 
 /*
@@ -78,10 +79,7 @@ async function commit(message: string, edit?: (d: Json) => void): Promise<string
 
 /** A rendered file of the cluster's folder, edited by hand (what a hand edit of dist/ commits). */
 function editRendered(file: string, edit: (o: Json) => void): void {
-  const p = path.join(twin.clusterDir, file);
-  const o = parse(readFileSync(p, 'utf8')) as Json;
-  edit(o);
-  writeFileSync(p, stringify(o));
+  editYamlFile(path.join(twin.clusterDir, file), edit);
 }
 
 /** A kubectl command as the README prints it (the toolkit's kubectl, the admin kubeconfig, from the work tree). */

@@ -1,8 +1,8 @@
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parse, stringify } from 'yaml';
+import { stringify } from 'yaml';
 import { defaultCacheDir } from '../../src/cache/compiled-cache';
 import { ClusterView, readClusters, renderClusterSources } from '../../src/check';
 import { EXIT, main } from '../../src/cli';
@@ -19,6 +19,7 @@ import { KubeObject } from '../../src/twin/kube-client';
 import { conditionOf, KueueProcess, loopbackKueue, planOf, serviceAccountToken, startKueue, workloadOwnedBy } from '../../src/twin/kueue';
 import { poll } from '../../src/twin/poll';
 import { RenderSession } from '../../src/upstream/render-session';
+import { editYamlFile } from '../helpers';
 import { FLEET_FIXTURE } from '../paths';
 
 /**
@@ -66,11 +67,7 @@ beforeAll(async () => {
   // cluster inventory's), which no pinned copy has; without it the manager's MultiKueue cluster controller does not start
   const fleet = path.join(work, 'fleet');
   cpSync(FLEET_FIXTURE, fleet, { recursive: true });
-  const edit = (file: string, fn: (o: Json) => void) => {
-    const o = parse(readFileSync(path.join(fleet, file), 'utf8')) as Json;
-    fn(o);
-    writeFileSync(path.join(fleet, file), stringify(o));
-  };
+  const edit = (file: string, fn: (o: Json) => void) => editYamlFile(path.join(fleet, file), fn);
   edit(`${WORKER}.yaml`, (o) => { o.installs = { ...o.installs, kueue: 'managed' }; });
   edit(FLEET_FILE, (o) => {
     o.multiKueue.workers = (o.multiKueue.workers as Json[]).filter((w) => w.kubeconfigSecret !== undefined);
