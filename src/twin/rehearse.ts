@@ -282,44 +282,44 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
     const rootAt = twin.rootAppliedAt ?? Date.now();
     const expected = expectedApplications(twin);
     const convergedAt = (rev: string) => (s: ApplicationState) => s.sync === 'Synced' && s.health === 'Healthy' && s.revision === rev;
-    const doneAt = (rev: string) => (states: readonly ApplicationState[]) => expectedApplications(twin!)
-      .every((n) => states.some((s) => s.name === n))
-      && states.every(convergedAt(rev)) && twin!.watch.state(twin!.name)?.phase === 'Succeeded' && twin!.watch.state(twin!.name)?.operationRevision === rev;
-
-    /** The last watch ended because the root's sync succeeded past an Application that is not Healthy (gitops.waveWait). */
-    let passedOver = false;
+    /**
+     * What a watch ended on: the last states; whether every Application the root's folder lists was Synced and Healthy
+     * at the revision and the root's sync Succeeded (done); or whether the root's sync succeeded past one that is not
+     * Healthy (passedOver: it waited gitops.waveWait on it).
+     */
+    interface Watched { readonly states: ApplicationState[]; readonly done: boolean; readonly passedOver: boolean }
     /**
      * Watches until every Application is Synced and Healthy at `rev`, the root's sync succeeded past one that is not, or
-     * the time is up, drawing the display; answers the last states.
+     * the time is up, drawing the display.
      */
-    const watchUntil = async (rev: string, since: number, each?: () => Promise<void>): Promise<ApplicationState[]> => {
+    const watchUntil = async (rev: string, since: number, each?: () => Promise<void>): Promise<Watched> => {
       const converged = convergedAt(rev);
-      const done = doneAt(rev);
+      // the work tree does not change while it is watched: the root's folder is read once
+      const names = expectedApplications(twin!);
+      const listed = (states: readonly ApplicationState[]) => names.every((n) => states.some((x) => x.name === n));
+      const done = (states: readonly ApplicationState[]) => listed(states) && states.every(converged)
+        && twin!.watch.state(twin!.name)?.phase === 'Succeeded' && twin!.watch.state(twin!.name)?.operationRevision === rev;
       const shown = new Map<string, string>();
       let drawn = 0;
       let states: ApplicationState[] = [];
       let settledSince: number | undefined;
-      passedOver = false;
       for (;;) {
         states = twin!.watch.states();
         if (each) await each().catch(() => {});
-        if (states.length > 0 && done(states)) break;
+        if (states.length > 0 && done(states)) return finish({ states, done: true, passedOver: false });
         // the root's sync succeeded at `rev` past what is still not Healthy at `rev`: its health check waited
         // gitops.waveWait on each and does not again for this commit, so the verdict is in whatever --timeout leaves (held
         // for a while: the watch reads each Application a moment apart); one only behind in its sync is waited for
         const root = twin!.watch.state(twin!.name);
         const behind = states.filter((x) => !converged(x));
-        if (root?.phase === 'Succeeded' && root.operationRevision === rev && converged(root) && expectedApplications(twin!).every((n) => states.some((x) => x.name === n))
+        if (root?.phase === 'Succeeded' && root.operationRevision === rev && converged(root) && listed(states)
           && behind.length > 0 && behind.every((x) => x.health !== 'Healthy' && x.revision === rev)) {
           settledSince ??= Date.now();
-          if (Date.now() - settledSince >= ROOT_SETTLED_MS) {
-            passedOver = true;
-            break;
-          }
+          if (Date.now() - settledSince >= ROOT_SETTLED_MS) return finish({ states, done: false, passedOver: true });
         } else {
           settledSince = undefined;
         }
-        if (Date.now() > deadline) break;
+        if (Date.now() > deadline) return finish({ states, done: false, passedOver: false });
         if (opts.terminal) {
           const width = Math.max(0, ...states.map((s) => s.name.length));
           const ok = states.filter(converged).length;
@@ -337,12 +337,14 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
         }
         await sleep(1000);
       }
-      if (opts.terminal) opts.terminal(`${drawn > 0 ? `\x1b[${drawn}A` : '\r'}\x1b[J`);
-      return states;
+      function finish(w: Watched): Watched {
+        if (opts.terminal) opts.terminal(`${drawn > 0 ? `\x1b[${drawn}A` : '\r'}\x1b[J`);
+        return w;
+      }
     };
 
     /** Exit 1: each Application not converged at `rev`, with what it waits on. */
-    const notConverged = (states: readonly ApplicationState[], rev: string, what: string): number => {
+    const notConverged = ({ states, passedOver }: Watched, rev: string, what: string): number => {
       const converged = convergedAt(rev);
       const names = expectedApplications(twin!);
       const missing = names.filter((n) => !states.some((s) => s.name === n));
@@ -359,13 +361,13 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
     };
 
     say(`every Application of ${twin.name} syncing (${expected.length}: the root and ${expected.length - 1} it lists)`);
-    let states = await watchUntil(pushed, rootAt);
+    const bootstrapped = await watchUntil(pushed, rootAt);
     const bootstrapHead = opts.from ? `${twin.name}: the bootstrap of ${opts.from.label} (${opts.from.commit.slice(0, 12)}) on the twin` : `${twin.name}: the bootstrap on the twin`;
     if (!opts.quiet) opts.out(`${bootstrapHead}, from the root's apply (Argo CD ${twin.twin.binary.versions['github.com/argoproj/argo-cd/v3'] ?? ''})`);
     if (!opts.quiet) opts.out(formatTimeline(twin.watch.timeline(rootAt, () => pushed)));
-    if (!doneAt(pushed)(states)) {
+    if (!bootstrapped.done) {
       if (opts.verbose) opts.out(`CPU seconds: ${cpuLine(twin)}`);
-      return notConverged(states, pushed, opts.from ? `the bootstrap of ${opts.from.label}, before the change` : 'the bootstrap');
+      return notConverged(bootstrapped, pushed, opts.from ? `the bootstrap of ${opts.from.label}, before the change` : 'the bootstrap');
     }
     if (!opts.quiet) opts.out(`${twin.name}: every Application (${expected.length}) Synced and Healthy ${seconds(Date.now() - rootAt)} after the root's apply (${seconds(Date.now() - t0)} in all)`);
     if (!opts.from) {
@@ -394,7 +396,7 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
     const changeAt = Date.now();
     const head = await twin.push('rehearse: the render of the working tree');
     say(`the working tree's render pushed as ${head.slice(0, 12)} (${changedFiles.length} rendered file(s) changed): every Application syncing`);
-    states = await watchUntil(head, changeAt, async () => {
+    const changed = await watchUntil(head, changeAt, async () => {
       for (const [uid, p] of podsOf(await client.list('/api/v1/pods'))) if (!podsSeen.has(uid)) podsSeen.set(uid, p);
     });
     const podsAfter = podsOf(await client.list('/api/v1/pods'));
@@ -413,7 +415,7 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
       opts.out(formatTimeline(twin.watch.timeline(changeAt, () => head)));
     }
     if (opts.verbose) opts.out(`CPU seconds: ${cpuLine(twin)}`);
-    if (!doneAt(head)(states)) return notConverged(states, head, 'the change');
+    if (!changed.done) return notConverged(changed, head, 'the change');
     if (!opts.quiet) opts.out(`${twin.name}: the change converged: every Application (${expectedApplications(twin).length}) Synced and Healthy at ${head.slice(0, 12)} ${seconds(Date.now() - changeAt)} after the push (${seconds(Date.now() - t0)} in all)`);
     return 0;
   } catch (e) {
