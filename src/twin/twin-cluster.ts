@@ -21,7 +21,7 @@ import { EngineBudget } from '../engines';
 import { unpackedLayer } from '../engines/packaged';
 import { MirrorMap, unmirrorUrl } from '../model/mirrors';
 import { ClusterModel } from '../model/model';
-import { NODE_NAME_PLACEHOLDER } from '../model/names';
+import { LABELS, NODE_NAME_PLACEHOLDER } from '../model/names';
 import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../paths';
 import { manifestFileName } from '../render/manifest';
 import { loadModels, synth } from '../synth/pipeline';
@@ -109,7 +109,7 @@ export function twinNodes(model: ClusterModel): HermeticNode[] {
       : n.kind.role === 'cpu' ? counted('cpu-worker', d.nodes.cpuWorkers?.count ?? 0)
         : [n.node.metadata.name];
     for (const name of names) {
-      out.push({ kind: n.kind, node: { ...n.node, metadata: { name, labels: { ...n.node.metadata.labels, 'kubernetes.io/hostname': name } } } });
+      out.push({ kind: n.kind, node: { ...n.node, metadata: { name, labels: { ...n.node.metadata.labels, [LABELS.hostname]: name } } } });
     }
   }
   return out;
