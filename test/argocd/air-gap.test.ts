@@ -108,7 +108,7 @@ describe.skipIf(!HAS_UPSTREAM || !HAS_SCHEMAS)('check builds what the bootstrap 
     expect(await main(['synth', '--config', file, '--out', out, '--quiet'])).toBe(EXIT.ok);
     const [model] = loadModels([file]);
     view = { ...readClusters(out)[0], model };
-    sources = await renderClusterSources(view, { upstream: DEFAULT_UPSTREAM });
+    sources = await renderClusterSources(view, { upstream: DEFAULT_UPSTREAM, reruns: false });
   });
   afterAll(() => rmSync(work, { recursive: true, force: true }));
 
@@ -171,7 +171,7 @@ describe.skipIf(!HAS_UPSTREAM || !HAS_SCHEMAS)('check builds what the bootstrap 
       folders: whole.folders.filter((f) => f.folder === ARGOCD_FOLDER || f.folder === 'gitops')
         .map((f) => (f.folder === 'gitops' ? { ...f, objects: f.objects.filter((o) => o.metadata.name === 'instant-cluster-argocd') } : f)),
     };
-    const [argocd, ...others] = (await renderClusterSources(only, { upstream: DEFAULT_UPSTREAM })).sources;
+    const [argocd, ...others] = (await renderClusterSources(only, { upstream: DEFAULT_UPSTREAM, reruns: false })).sources;
     expect(others).toEqual([]);
     expect([argocd.what, argocd.problem]).toEqual(['folder dist/instant-cluster/argocd (on argoproj/argo-cd/manifests/cluster-install v3.5.1)', undefined]);
     const vendored = sources.sources.find((x) => x.what.startsWith('folder dist/air-gapped/argocd '))!;
@@ -183,7 +183,7 @@ describe.skipIf(!HAS_UPSTREAM || !HAS_SCHEMAS)('check builds what the bootstrap 
     const original = readFileSync(edited);
     try {
       appendFileSync(edited, '# edited\n');
-      const again = await renderClusterSources(view, { upstream: DEFAULT_UPSTREAM });
+      const again = await renderClusterSources(view, { upstream: DEFAULT_UPSTREAM, reruns: false });
       const argocd = again.sources.find((s) => s.what.startsWith('folder dist/air-gapped/argocd '))!;
       expect(argocd.problem).toEqual({ kind: 'failed', message: expect.stringMatching(/upstream\/argo-cd-v3.5.1\/manifests is not the pinned release .* byte for byte: render it again \(synth\)$/) });
     } finally {

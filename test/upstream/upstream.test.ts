@@ -27,7 +27,7 @@ type View = { name: string; model: ClusterModel; folders: { folder: string; obje
 async function rendered(model: ClusterModel): Promise<{ view: View; renders: ClusterRenders }> {
   const c = renderCluster(model);
   const view = { name: c.name, model, folders: c.folders.map((f) => ({ folder: f.folder, objects: f.objects })) };
-  return { view, renders: await renderClusterSources(view, { upstream: DEFAULT_UPSTREAM }) };
+  return { view, renders: await renderClusterSources(view, { upstream: DEFAULT_UPSTREAM, reruns: false }) };
 }
 
 function get(values: unknown, dotted: string): Record<string, unknown> {
@@ -136,7 +136,7 @@ describe.skipIf(!HAS_UPSTREAM)('managed install footprints, rendered by the engi
     kueue.spec.source.helm.valuesObject = { ...kueue.spec.source.helm.valuesObject, enableVisibilityAuthReaderRoleBinding: false };
     const net = app('network-operator-install') as any;
     net.spec.source.helm.valuesObject = { ...net.spec.source.helm.valuesObject, nfd: { enabled: true, deployNodeFeatureRules: false } };
-    const again = await renderClusterSources(off.view, { upstream: DEFAULT_UPSTREAM });
+    const again = await renderClusterSources(off.view, { upstream: DEFAULT_UPSTREAM, reruns: false });
     const objects = (name: string) => again.sources.find((s) => s.application.metadata.name.endsWith(name))!.objects;
     expect(objects('kueue-install').map((o) => o.metadata.namespace)).not.toContain('kube-system');
     expect(objects('network-operator-install').map((o) => o.kind)).not.toContain('NodeFeatureRule');
