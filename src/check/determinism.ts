@@ -12,8 +12,11 @@ const FIELDS_SHOWN = 4;
  * a restart. Every Helm source is rendered twice with its own values, the second time afresh; any difference is an
  * error naming the object and the field.
  */
+/** The id of the one rule that reads the second render of each Helm source. */
+export const RENDER_DETERMINISTIC = 'render-deterministic';
+
 const renderDeterministic: Rule = {
-  id: 'render-deterministic',
+  id: RENDER_DETERMINISTIC,
   severity: 'error',
   summary: 'every Helm Application renders the same twice with its own values (no random values, time, lookup fallbacks or generated certificates: each would be drift on every refresh)',
   check(index) {

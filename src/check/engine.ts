@@ -4,7 +4,7 @@ import { ClusterIndex } from './cluster-index';
 import { ClusterView, SchemaOf, ScopeOf } from './cluster-view';
 import { CRD_ORDER_RULES } from './crd-order';
 import { DATA_SAFETY_RULES } from './data-safety';
-import { DETERMINISM_RULES } from './determinism';
+import { DETERMINISM_RULES, RENDER_DETERMINISTIC } from './determinism';
 import { DYNAMO_RULES } from './dynamo';
 import { GITOPS_RULES } from './gitops';
 import { HEALTH_RULES } from './health';
@@ -62,10 +62,12 @@ export function checkCluster(view: ClusterView, opts: CheckOptions = {}): Findin
 
 /**
  * Renders what Argo CD renders for every Application of the cluster with the real engines (helm, kustomize),
- * then runs the rules over the tree and those renders.
+ * then runs the rules over the tree and those renders. The second, fresh render of each Helm source is made only
+ * when render-deterministic, the rule that reads it, is among the rules (unless `reruns` says otherwise).
  */
 export async function checkClusterRendered(view: ClusterView, opts: Omit<CheckOptions, 'renders'> & RenderOptions = {}): Promise<{ findings: Finding[]; renders: ClusterRenders }> {
-  const renders = await renderClusterSources(view, opts);
+  const reruns = opts.reruns ?? (opts.rules === undefined || opts.rules.some((r) => r.id === RENDER_DETERMINISTIC));
+  const renders = await renderClusterSources(view, { ...opts, reruns });
   return { findings: checkCluster(view, { ...opts, renders }), renders };
 }
 

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { checkClusterRendered, ClusterView } from '../../src/check';
+import { checkClusterRendered, ClusterView, RULES } from '../../src/check';
 import { DEFAULT_UPSTREAM } from '../../src/paths';
 import { Manifest } from '../../src/render/manifest';
 import { HAS_UPSTREAM, modelOf } from '../helpers';
@@ -28,5 +28,17 @@ describe.skipIf(!HAS_UPSTREAM)('render-deterministic: the render cache does not 
     expect(await rules()).toEqual(cold);
     // the second render never wrote over the first one's entry
     expect(readdirSync(path.join(cacheDir, 'renders')).sort()).toEqual(entries.sort());
+  });
+
+  it('the second render is made only when render-deterministic is among the rules: the rules without it run no fresh helm', async () => {
+    const others = RULES.filter((r) => r.id !== 'render-deterministic');
+    const without = await checkClusterRendered(view('render-deterministic.fail.yaml'), { upstream: DEFAULT_UPSTREAM, cacheDir, rules: others });
+    expect(without.renders.reruns).toEqual([]);
+    expect(without.findings.map((f) => f.rule)).not.toContain('render-deterministic');
+    const all = await checkClusterRendered(view('render-deterministic.fail.yaml'), { upstream: DEFAULT_UPSTREAM, cacheDir });
+    expect(all.renders.reruns!.map((r) => r.type)).toEqual(['helm']);
+    // asked for, it is made whatever the rules
+    const asked = await checkClusterRendered(view('render-deterministic.fail.yaml'), { upstream: DEFAULT_UPSTREAM, cacheDir, rules: others, reruns: true });
+    expect(asked.renders.reruns!.map((r) => r.type)).toEqual(['helm']);
   });
 });
