@@ -276,7 +276,7 @@ export const VERIFY: CommandSpec<typeof VERIFY_OPTIONS> = {
 };
 
 const REHEARSE_OPTIONS = {
-  config: { type: 'string', value: 'FILE', help: 'the description to rehearse: YAML or JSON' },
+  config: { type: 'string', value: 'FILE', help: 'the description to rehearse: YAML, JSON or TypeScript' },
   from: { type: 'string', value: 'REV', help: 'change mode: converge the description as it is at commit REV of its Git repository first (usually HEAD), then push the working tree\'s render and report what the push does' },
   snapshot: { ...CLUSTER_SOURCE_OPTIONS.snapshot, help: 'run the cluster\'s own Nodes (names, labels, taints, allocatable) instead of those the description implies, from `kubectl get nodes -o yaml` output, as init reads it' },
   kubeconfig: { ...CLUSTER_SOURCE_OPTIONS.kubeconfig, help: `run the cluster's own Nodes, read live (GET requests only, within ${LIVE_TIMEOUT_MS / 1000} s) through this kubeconfig (default: $KUBECONFIG or ~/.kube/config, as kubectl)` },

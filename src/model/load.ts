@@ -150,6 +150,19 @@ function parseYaml(file: string, text: string): unknown {
 export function loadDescription(file: string): ClusterDescription {
   // traced (GPU_CLUSTER_MANIFESTS_FAULT_TRACE): a test counts the loads of one run
   faultPoint('load');
+  const { raw, text } = readRawDescription(file);
+  if (!isJsonObject(raw)) {
+    throw new DescriptionError(file, [{ path: '', message: 'expected a mapping of description fields at the top level' }]);
+  }
+  return parseDescription(raw, file, text);
+}
+
+/**
+ * The value a description file holds before validation: its YAML or JSON parsed, or a TypeScript description's default
+ * export (evaluated in its sandbox), within the description limits (size, encoding, nesting, aliases). `text` is the
+ * file's text where positions in it mean something (not for TypeScript). Throws DescriptionError.
+ */
+export function readRawDescription(file: string): { readonly raw: unknown; readonly text?: string } {
   const text = decodeDescription(file, readDescriptionBytes(file));
   let raw: unknown;
   const ext = path.extname(file).toLowerCase();
@@ -179,10 +192,7 @@ export function loadDescription(file: string): ClusterDescription {
     throw e;
   }
   asDescriptionError(() => checkNesting(file, raw, 'description'), ext === '.ts' ? undefined : text);
-  if (!isJsonObject(raw)) {
-    throw new DescriptionError(file, [{ path: '', message: 'expected a mapping of description fields at the top level' }]);
-  }
-  return parseDescription(raw, file, ext === '.ts' ? undefined : text);
+  return { raw, text: ext === '.ts' ? undefined : text };
 }
 
 /**

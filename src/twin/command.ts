@@ -14,6 +14,7 @@ import { InputError } from '../errors';
 import { scratchFolder } from '../files';
 import { maxBytes } from '../input/limits';
 import { asInputError, decodeInput } from '../input/read';
+import { FLEET_FILE, isDescriptionFile } from '../model/description-files';
 import { MAX_NODES } from '../model/schema-types';
 import { clusterSource, normalizeKubeconfigArg, readClusterState } from '../preflight/command';
 import { ClusterState } from '../preflight/state';
@@ -118,7 +119,7 @@ export async function runRehearse(argv: string[], io: Io = consoleIo): Promise<n
   if (values.quiet && values.verbose) throw new InputError('rehearse: give --verbose or --quiet, not both');
   if (values.config === undefined) throw new InputError('rehearse: name the description: --config FILE');
   if (!existsSync(values.config)) throw new InputError(`--config ${values.config}: no such file`);
-  if (!/\.(ya?ml|json)$/i.test(values.config)) throw new InputError(`--config ${values.config}: rehearse reads a YAML or JSON description`);
+  if (!isDescriptionFile(path.basename(values.config))) throw new InputError(`--config ${values.config}: expected a cluster description (a .yaml, .yml, .json or .ts file, not ${FLEET_FILE})`);
   const timeoutMs = rehearsalTimeoutMs(values);
   // the Nodes from the cluster itself, read as init reads them (its own --timeout is the rehearsal's, not the read's)
   const source = values.snapshot !== undefined || values.kubeconfig !== undefined

@@ -1,6 +1,6 @@
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { parse } from 'yaml';
+import { parse, stringify } from 'yaml';
 import { ApplicationState, describeState, formatTimeline } from './applications';
 import { killLaunched } from './control-plane';
 import { KubeObject } from './kube-client';
@@ -10,7 +10,7 @@ import { startTwinCluster, TwinCluster } from './twin-cluster';
 import { GITOPS_FOLDER } from '../components/gitops/plan';
 import { InputError } from '../errors';
 import { scratchFolder } from '../files';
-import { decodeInput, readInputBytes } from '../input/read';
+import { readRawDescription } from '../model/load';
 import { ClusterModel } from '../model/model';
 import { ValidationFailed } from '../synth/pipeline';
 
@@ -263,7 +263,7 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
       writeFileSync(first, opts.from.text);
     }
     twin = await bounded('starting the twin', startTwinCluster({
-      description: first,
+      description: asYamlDescription(first, path.join(scratch, 'evaluated')),
       nodes: opts.nodes,
       progress: (line) => {
         if (outOfTime) throw new OutOfTime('starting the twin');
@@ -383,7 +383,7 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
     const podsSeen = new Map(podsBefore);
     const renderedBefore = renderedFiles(twin.clusterDir);
     say('rendering the working tree\'s description');
-    const next = parse(decodeInput(opts.description, readInputBytes(opts.description, 'description'))) as Record<string, any>;
+    const next = readRawDescription(opts.description).raw as Record<string, any>;
     twin.render((d) => {
       const gitops = { ...next.gitops, repoURL: d.gitops.repoURL };
       const mirrors = { ...next.mirrors, git: { ...next.mirrors?.git, ...d.mirrors.git } };
@@ -439,4 +439,16 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
       else process.env.TMPDIR = tmpBefore;
     }
   }
+}
+
+/**
+ * The description as the twin reads it (YAML): a YAML or JSON file as it is, a TypeScript description's evaluated
+ * default export written as YAML into `dir` (the twin renders and edits the value, as synth renders it).
+ */
+export function asYamlDescription(file: string, dir: string): string {
+  if (path.extname(file).toLowerCase() !== '.ts') return file;
+  const out = path.join(dir, `${path.basename(file, path.extname(file))}.yaml`);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(out, stringify(readRawDescription(file).raw));
+  return out;
 }

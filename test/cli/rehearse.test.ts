@@ -3,12 +3,14 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import { EXIT } from '../../src/cli';
 import { readSnapshot } from '../../src/preflight/snapshot';
 import { loadModels } from '../../src/synth/pipeline';
 import { embeddedBuildInfo, GO_ENV, KUEUE_MODULE_DIR, MODULE_DIR, requiredVersion, TWIN_MODULE_DIR } from '../../src/twin/binary';
 import { rehearsalTimeoutMs } from '../../src/twin/command';
-import { REFERENCE_FILE, runMain } from '../helpers';
+import { asYamlDescription } from '../../src/twin/rehearse';
+import { REFERENCE_FILE, ROOT, runMain } from '../helpers';
 import { changedSnapshot, SNAPSHOT } from '../preflight/snapshots';
 
 /*
@@ -18,6 +20,7 @@ import { changedSnapshot, SNAPSHOT } from '../preflight/snapshots';
  */
 
 const dir = mkdtempSync(path.join(tmpdir(), 'rehearse-args-'));
+const TYPED_FILE = path.join(ROOT, 'test', 'fixtures', 'descriptions', 'typed-cluster.ts');
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const savedGo = process.env[GO_ENV];
@@ -80,12 +83,39 @@ describe('rehearse: arguments', () => {
     expect(r.out).toEqual([]);
   });
 
-  it('a TypeScript description is refused (rehearse reads YAML or JSON)', async () => {
-    const ts = path.join(dir, 'lab.ts');
-    writeFileSync(ts, 'export default {};\n');
-    const r = await runMain('rehearse', '--config', ts);
-    expect(r.code).toBe(EXIT.badInput);
-    expect(r.err).toEqual([expect.stringMatching(/rehearse reads a YAML or JSON description/)]);
+  it('a file that is no description (fleet.yaml, a .txt): exit 2, one line', async () => {
+    const folder = path.join(dir, 'not-descriptions');
+    mkdirSync(folder, { recursive: true });
+    for (const name of ['fleet.yaml', 'lab.txt']) {
+      const file = path.join(folder, name);
+      writeFileSync(file, 'name: lab\n');
+      const r = await runMain('rehearse', '--config', file);
+      expect(r.code).toBe(EXIT.badInput);
+      expect(r.err).toEqual([expect.stringMatching(new RegExp(`^error: --config .*${name.replace('.', '\\.')}: expected a cluster description \\(a \\.yaml, \\.yml, \\.json or \\.ts file, not fleet\\.yaml\\)`))]);
+    }
+  });
+
+  it('a TypeScript description is validated as synth validates it (a wrong value: exit 2, naming the file and the field), then rehearsed', async () => {
+    const ts = path.join(dir, 'typed-cluster.ts');
+    const source = readFileSync(TYPED_FILE, 'utf8');
+    writeFileSync(ts, source.replace(/^(\s+)gpusPerNode,$/m, "$1gpusPerNode: 'eight' as unknown as number,"));
+    const bad = await runMain('rehearse', '--config', ts);
+    expect(bad.code).toBe(EXIT.badInput);
+    expect(bad.err.join('\n')).toMatch(/typed-cluster\.ts.*nodes\.gpuWorkers\.gpusPerNode/);
+    // a valid one gets as far as the binaries
+    writeFileSync(ts, source);
+    process.env[GO_ENV] = path.join(dir, 'no-go');
+    const good = await runMain('rehearse', '--config', ts);
+    expect(good.err).toEqual([expect.stringMatching(/^error: rehearse: no go command, and no --binaries DIR/)]);
+  });
+
+  it('the twin gets a TypeScript description\'s value as YAML: the same value its YAML twin holds', () => {
+    const out = path.join(dir, 'evaluated');
+    const yaml = asYamlDescription(TYPED_FILE, out);
+    expect(path.dirname(yaml)).toBe(out);
+    expect(parse(readFileSync(yaml, 'utf8'))).toEqual(parse(readFileSync(TYPED_FILE.replace(/\.ts$/, '.yaml'), 'utf8')));
+    // a YAML or JSON description is read as it is
+    expect(asYamlDescription(REFERENCE_FILE, out)).toBe(REFERENCE_FILE);
   });
 
   it('without Go and without --binaries: one line saying how to get them, exit 2', async () => {
