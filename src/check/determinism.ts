@@ -5,6 +5,9 @@ import { describeObject, Manifest, objectId } from '../render/manifest';
 /** Fields named per object in a finding: the first few tell the cause (a random secret, the checksum that follows it). */
 const FIELDS_SHOWN = 4;
 
+/** The id of the one rule that reads the second render of each Helm source. */
+export const RENDER_DETERMINISTIC = 'render-deterministic';
+
 /**
  * Argo CD renders a Helm Application again on every refresh and compares the result with the cluster: a chart that
  * renders something else each time (`randAlphaNum`, `now`, a `lookup` that `helm template` answers with nothing, a
@@ -12,9 +15,6 @@ const FIELDS_SHOWN = 4;
  * a restart. Every Helm source is rendered twice with its own values, the second time afresh; any difference is an
  * error naming the object and the field.
  */
-/** The id of the one rule that reads the second render of each Helm source. */
-export const RENDER_DETERMINISTIC = 'render-deterministic';
-
 const renderDeterministic: Rule = {
   id: RENDER_DETERMINISTIC,
   severity: 'error',

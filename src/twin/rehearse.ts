@@ -29,7 +29,7 @@ export interface DescriptionAtRevision {
  */
 
 export interface RehearsalOptions {
-  /** The description file (YAML or JSON), read and never written. */
+  /** The description file (YAML, JSON or TypeScript), read and never written. */
   readonly description: string;
   /**
    * Change mode: the description at a commit (command.ts descriptionAtRevision). Its render converges first; then the
