@@ -4,8 +4,9 @@ import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, write
 import * as http from 'node:http';
 import * as net from 'node:net';
 import * as path from 'node:path';
-import { parse, stringify } from 'yaml';
+import { parse, parseAllDocuments, stringify } from 'yaml';
 import { vendoredCrds } from './argocd-sync';
+import { crdSourceOf, sourcedCrdFile, unavailableCrd } from './chart-crds';
 import { locateChart, renderableChart } from '../upstream/chart';
 import { VendoredChart } from '../upstream/releases';
 
@@ -19,8 +20,9 @@ import { VendoredChart } from '../upstream/releases';
  *
  * A chart is packaged as the release published it: the vendored folder, stamped and with its unvendored dependencies
  * removed as the toolkit renders it (src/upstream/chart.ts renderableChart), and its `crds/` filled from ../shared/crds
- * for the CRDs the vendored copy left out (releases.ts `unrenderedCrds` from `crds-not-vendored`; those vendored
- * nowhere stay missing, as they are in check's render), then `helm package` (the twin's helm) and `helm repo index`.
+ * for the CRDs the vendored copy left out (releases.ts `unrenderedCrds` from `crds-not-vendored`), else from the file
+ * of a Go module pinned for them (chart-crds.ts: Node Feature Discovery's); one with neither is an error unless
+ * chart-crds.ts declares it unavailable with the reason. Then `helm package` (the twin's helm) and `helm repo index`.
  *
  * Imports no test framework.
  */
@@ -40,17 +42,7 @@ export function packageChart(release: VendoredChart, opts: { upstream: string; s
   const staged = path.join(opts.work, 'staged', release.chart);
   rmSync(staged, { recursive: true, force: true });
   cpSync(prepared.dir, staged, { recursive: true, dereference: true });
-  const crds = vendoredCrds(opts.schemas);
-  for (const group of release.unrenderedCrds.filter((g) => g.from === 'crds-not-vendored')) {
-    const into = path.join(staged, group.chartPath, 'crds');
-    for (const ref of group.crds) {
-      const candidates = crds.get(`${ref.group}/${ref.kind}`);
-      if (!candidates) continue;
-      const pick = candidates.find((c) => path.basename(c.file).includes(release.version)) ?? candidates.find((c) => !/\d+\.\d+\.\d+/.test(path.basename(c.file))) ?? candidates[0];
-      mkdirSync(into, { recursive: true });
-      writeFileSync(path.join(into, `${ref.group}_${ref.kind.toLowerCase()}.yaml`), stringify(pick.crd));
-    }
-  }
+  fillCrds(release, staged, vendoredCrds(opts.schemas));
   const out = path.join(opts.work, 'packages');
   mkdirSync(out, { recursive: true });
   const r = spawnSync(opts.helm, ['package', staged, '--destination', out], { encoding: 'utf8', timeout: 120_000, env: { PATH: process.env.PATH, HOME: opts.work } });
@@ -58,6 +50,46 @@ export function packageChart(release: VendoredChart, opts: { upstream: string; s
   const tgz = path.join(out, `${release.chart}-${release.version}.tgz`);
   if (!existsSync(tgz)) throw new Error(`helm package wrote no ${path.basename(tgz)} (${r.stdout.trim()})`);
   return tgz;
+}
+
+/**
+ * Writes into the staged chart's `crds/` folders the CRDs the published chart carries there and the vendored copy left
+ * out: each from ../shared/crds, else from its pinned source (chart-crds.ts, the whole file as the chart carries it),
+ * else declared unavailable there; any other is an error naming the chart, its version, the chart path and the CRD.
+ */
+function fillCrds(release: VendoredChart, staged: string, crds: ReturnType<typeof vendoredCrds>): void {
+  for (const group of release.unrenderedCrds.filter((g) => g.from === 'crds-not-vendored')) {
+    const into = path.join(staged, group.chartPath, 'crds');
+    const source = crdSourceOf(release, group.chartPath);
+    const sourced = source ? crdsInFile(sourcedCrdFile(source)) : undefined;
+    for (const ref of group.crds) {
+      const name = `${ref.group}/${ref.kind}`;
+      const candidates = crds.get(name);
+      if (candidates || sourced) mkdirSync(into, { recursive: true });
+      if (candidates) {
+        const pick = candidates.find((c) => path.basename(c.file).includes(release.version)) ?? candidates.find((c) => !/\d+\.\d+\.\d+/.test(path.basename(c.file))) ?? candidates[0];
+        writeFileSync(path.join(into, `${ref.group}_${ref.kind.toLowerCase()}.yaml`), stringify(pick.crd));
+        continue;
+      }
+      if (source && sourced) {
+        if (!sourced.kinds.has(name)) throw new Error(`${release.chart} ${release.version} ${group.chartPath || '.'}: CRD ${name} is not in ${source.module}@${source.version} ${source.file}`);
+        writeFileSync(path.join(into, path.basename(source.file)), sourced.text);
+        continue;
+      }
+      if (unavailableCrd(release, group.chartPath, name) !== undefined) continue;
+      throw new Error(`${release.chart} ${release.version} ${group.chartPath || '.'}: the published chart carries CRD ${name} in crds/, and the twin has no copy of it (../shared/crds) and no pinned source (src/twin/chart-crds.ts)`);
+    }
+  }
+}
+
+/** The CRDs of a YAML file (`group/Kind`) and its text. */
+function crdsInFile(text: string): { text: string; kinds: Set<string> } {
+  const kinds = new Set<string>();
+  for (const doc of parseAllDocuments(text)) {
+    const o = doc.toJS({ maxAliasCount: 100 }) as { kind?: string; spec?: { group?: string; names?: { kind?: string } } } | null;
+    if (o?.kind === 'CustomResourceDefinition') kinds.add(`${o.spec?.group}/${o.spec?.names?.kind}`);
+  }
+  return { text, kinds };
 }
 
 /** An OCI artifact the registry serves: its manifest and blobs by digest. */

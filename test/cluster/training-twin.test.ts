@@ -48,6 +48,11 @@ describe('the training cluster (managed installs) on the twin', () => {
     // every chart of wave 0 came from the mirror: the two Helm repository archives and Kueue's OCI manifest
     const pulled = twin.chartMirror!.requests.filter((r) => r.status === 200).map((r) => r.path);
     for (const chart of [/gpu-operator-v[\d.]+\.tgz$/, /dynamo-platform-[\d.]+\.tgz$/, /\/v2\/.*kueue\/manifests\//]) expect(pulled.some((p) => chart.test(p)), String(chart)).toBe(true);
+    // the GPU Operator's package carries NFD's CRDs as published (chart-crds.ts): served once gpu-operator-install synced,
+    // before network-operator-install's NodeFeatureRule (wave 1) needs one
+    for (const crd of ['nodefeatures', 'nodefeaturegroups', 'nodefeaturerules']) {
+      expect(await twin.cp.client().get(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd}.nfd.k8s-sigs.io`), crd).toBeDefined();
+    }
   }, BOOTSTRAP_BOUND_MS + 60_000);
 
   it('what waits, and on what: kueue-install on Kueue\'s visibility APIServices (no Kueue runs for a managed Kueue), so the root holds every later wave', async () => {

@@ -1,0 +1,175 @@
+import { spawnSync } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { goCommand } from './binary';
+import { VendoredChart } from '../upstream/releases';
+
+/**
+ * Where the twin's chart mirror (chart-mirror.ts packageChart) gets the CRDs a published chart carries in its `crds/`
+ * folders and ../shared/crds has no copy of: a file of a Go module, fetched with the go command the twin already
+ * requires (through the module proxy), verified by the module's go.sum hash and the file's SHA-256, and cached by
+ * content. A CRD that has no copy, no source here and no declared absence (UNAVAILABLE_CRDS) makes packageChart fail.
+ *
+ * Imports no test framework.
+ */
+
+/** A file of a Go module version that holds CRDs, pinned by content. */
+export interface CrdSource {
+  readonly module: string;
+  readonly version: string;
+  /** The module zip's hash as go.sum writes it (`h1:...`). */
+  readonly sum: string;
+  /** The file's path in the module. */
+  readonly file: string;
+  /** The file's SHA-256 (hex): also its cache key. */
+  readonly sha256: string;
+  /** Why this file is the one the chart carries. */
+  readonly evidence: string;
+}
+
+/** Names the cache folder of sourced CRD files (default: `$XDG_CACHE_HOME/gpu-cluster-manifests/crd-sources`, else `~/.cache/...`). */
+export const CRD_SOURCES_CACHE_ENV = 'GPU_CLUSTER_MANIFESTS_CRD_SOURCES_CACHE';
+
+const NFD_MODULE = 'sigs.k8s.io/node-feature-discovery';
+const NFD_FILE = 'deployment/helm/node-feature-discovery/crds/nfd-api-crds.yaml';
+/** nfd-api-crds.yaml: the same bytes in NFD v0.18.3 and v0.19.0 and in the subchart of each pinned NVIDIA chart (see below). */
+const NFD_SHA256 = 'f8a40048b99110feaee4813dbb92ebfdaa3c7d722e1836a804207e22f72a9072';
+const NFD_V0_19_0: CrdSource = {
+  module: NFD_MODULE,
+  version: 'v0.19.0',
+  sum: 'h1:9CYm16vjSIbNO5Z1Y67rcrfy51YWmy3+6wjiWzJbrC4=',
+  file: NFD_FILE,
+  sha256: NFD_SHA256,
+  evidence: 'the subchart\'s appVersion v0.19.0',
+};
+const NFD_V0_18_3: CrdSource = {
+  module: NFD_MODULE,
+  version: 'v0.18.3',
+  sum: 'h1:q5/qpyxrasI/F6838lflFNGAUszpMNRuFwornPLYdxQ=',
+  file: NFD_FILE,
+  sha256: NFD_SHA256,
+  evidence: 'the subchart\'s appVersion v0.18.3 (tag v0.18.3, commit f39ef6267b20ddeb79e717940b71bb98979c49a0)',
+};
+/** Mellanox's copy of NFD's chart says appVersion `master`; its crds/ at both tags is byte-identical to NFD v0.19.0's. */
+const NFD_FOR_NETWORK_OPERATOR: CrdSource = {
+  ...NFD_V0_19_0,
+  evidence: 'charts/node-feature-discovery/crds/nfd-api-crds.yaml of Mellanox/network-operator tags v26.4.1 (85afd6d9c6978eb871a3292b9897f49746cc43cd) '
+    + 'and v26.1.2 (44ae0707a99243748b86607498320ce8d7a27750) has this SHA-256 (the subchart says appVersion master)',
+};
+
+const key = (chart: string, version: string, chartPath: string) => `${chart} ${version} ${chartPath || '.'}`;
+
+/**
+ * The sources, by chart, version and the chart path whose `crds/` they fill. Checked at the tags: the GPU Operator's
+ * deployments/gpu-operator/charts/node-feature-discovery/crds/nfd-api-crds.yaml at v26.7.0
+ * (10ee5b3638b89e11e949412aafa5ba99279c3721) and v26.3.3 (b0a49c0e7b2e061dcd83f2bb2fe4fe960c5d0338) has NFD_SHA256.
+ */
+export const CRD_SOURCES: Readonly<Record<string, CrdSource>> = {
+  [key('gpu-operator', 'v26.7.0', 'charts/node-feature-discovery')]: NFD_V0_19_0,
+  [key('gpu-operator', 'v26.3.3', 'charts/node-feature-discovery')]: NFD_V0_18_3,
+  [key('network-operator', '26.4.1', 'charts/node-feature-discovery')]: NFD_FOR_NETWORK_OPERATOR,
+  [key('network-operator', '26.1.2', 'charts/node-feature-discovery')]: NFD_FOR_NETWORK_OPERATOR,
+};
+
+const GPU_OPERATOR_MISSING = 'vendored nowhere (upstream-installs/SOURCES.md), and the module proxy serves github.com/NVIDIA/gpu-operator at no v26 tag (not a module version) nor the tag\'s commit (403)';
+const NETWORK_OPERATOR_MISSING = 'vendored nowhere (upstream-installs/SOURCES.md skipped the subcharts\' crds/), and no module the proxy serves is pinned for it yet';
+
+/**
+ * CRDs a published chart carries that the twin's package cannot: no copy in ../shared/crds and no source the twin
+ * reaches. Declared one by one with the reason, so that a new one is an error and not a silent gap: a render that
+ * creates one of these kinds fails its sync on the twin with the API server's "no matches for kind".
+ */
+export const UNAVAILABLE_CRDS: Readonly<Record<string, { readonly crds: readonly string[]; readonly why: string }>> = {
+  [key('gpu-operator', 'v26.7.0', '')]: {
+    crds: ['nvidia.com/GPUCluster', 'resource.nvidia.com/ComputeDomain', 'resource.nvidia.com/ComputeDomainClique'],
+    why: GPU_OPERATOR_MISSING,
+  },
+  // the previous release's own crds/ are vendored (previous-releases.ts): only the pinned one lacks this
+  [key('network-operator', '26.4.1', '')]: { crds: ['k8s.cni.cncf.io/NetworkAttachmentDefinition'], why: NETWORK_OPERATOR_MISSING },
+  ...Object.fromEntries(['26.4.1', '26.1.2'].flatMap((v) => [
+    [key('network-operator', v, 'charts/maintenance-operator-chart'), {
+      crds: ['maintenance.nvidia.com/MaintenanceOperatorConfig', 'maintenance.nvidia.com/NodeMaintenance'],
+      why: NETWORK_OPERATOR_MISSING,
+    }],
+    [key('network-operator', v, 'charts/sriov-network-operator'), {
+      crds: [
+        'sriovnetwork.k8snetworkplumbingwg.io/DeviceAttributes', 'sriovnetwork.k8snetworkplumbingwg.io/SriovResourcePolicy',
+        ...['OVSNetwork', 'SriovIBNetwork', 'SriovNetworkNodePolicy', 'SriovNetworkNodeState', 'SriovNetworkPoolConfig', 'SriovNetwork', 'SriovOperatorConfig']
+          .map((k) => `sriovnetwork.openshift.io/${k}`),
+      ],
+      why: NETWORK_OPERATOR_MISSING,
+    }],
+  ])),
+};
+
+/** The pinned source of a chart path's CRDs, if any. */
+export function crdSourceOf(release: VendoredChart, chartPath: string): CrdSource | undefined {
+  return CRD_SOURCES[key(release.chart, release.version, chartPath)];
+}
+
+/** Why a CRD of a chart path has no copy anywhere the twin reaches, if that is declared. */
+export function unavailableCrd(release: VendoredChart, chartPath: string, crd: string): string | undefined {
+  const u = UNAVAILABLE_CRDS[key(release.chart, release.version, chartPath)];
+  return u?.crds.includes(crd) ? u.why : undefined;
+}
+
+/** The cache folder of sourced CRD files. */
+export function crdSourcesCache(): string {
+  const given = process.env[CRD_SOURCES_CACHE_ENV];
+  if (given) return path.resolve(given);
+  return path.join(process.env.XDG_CACHE_HOME || path.join(homedir(), '.cache'), 'gpu-cluster-manifests', 'crd-sources');
+}
+
+const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+const firstLine = (s: string) => s.trim().split('\n')[0];
+
+/**
+ * The text of a source's file: from the cache when its content verifies, else fetched with `go mod download` (the go
+ * command the twin builds with), checked against the pinned go.sum hash and SHA-256, and cached by its SHA-256.
+ * Throws one line naming the module, version and file when it cannot be had.
+ */
+export function sourcedCrdFile(source: CrdSource): string {
+  const what = `${source.module}@${source.version} ${source.file}`;
+  const cache = crdSourcesCache();
+  const cached = path.join(cache, `${source.sha256}.yaml`);
+  if (existsSync(cached)) {
+    const bytes = readFileSync(cached);
+    if (sha256(bytes) === source.sha256) return bytes.toString('utf8');
+    rmSync(cached, { force: true });
+  }
+  const go = goCommand();
+  const scratch = mkdtempSync(path.join(tmpdir(), 'crd-source-'));
+  try {
+    const r = spawnSync(go, ['mod', 'download', '-json', `${source.module}@${source.version}`], {
+      cwd: scratch,
+      encoding: 'utf8',
+      timeout: 10 * 60_000,
+      maxBuffer: 1024 * 1024,
+      env: { ...process.env, GOFLAGS: '-mod=mod', GOWORK: 'off', GO111MODULE: 'on' },
+    });
+    let info: { Error?: string; Sum?: string; Dir?: string } = {};
+    try {
+      info = JSON.parse(r.stdout) as typeof info;
+    } catch {
+      // no JSON: the reason is on stderr
+    }
+    if (r.status !== 0 || info.Error || !info.Dir) {
+      const why = info.Error ?? r.error?.message ?? (r.stderr || `exit ${r.status}`);
+      throw new Error(`cannot fetch the CRDs of ${what}: go mod download failed: ${firstLine(why)}`);
+    }
+    if (info.Sum !== source.sum) throw new Error(`cannot use the CRDs of ${what}: the module's hash is ${info.Sum}, pinned ${source.sum}`);
+    const file = path.join(info.Dir, source.file);
+    if (!existsSync(file)) throw new Error(`cannot use the CRDs of ${what}: the module has no such file`);
+    const bytes = readFileSync(file);
+    if (sha256(bytes) !== source.sha256) throw new Error(`cannot use the CRDs of ${what}: its SHA-256 is ${sha256(bytes)}, pinned ${source.sha256}`);
+    mkdirSync(cache, { recursive: true });
+    const tmp = `${cached}.${randomBytes(6).toString('hex')}.tmp`;
+    writeFileSync(tmp, bytes);
+    renameSync(tmp, cached);
+    return bytes.toString('utf8');
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
