@@ -21,8 +21,8 @@ import { REFERENCE_FILE } from '../paths';
  * Progressing (a GPU Operator operand whose roll hangs: the stand-in's DaemonSet asks more than a node has) holds a
  * later commit for gitops.waveWait (and the resync that notices it) at most, and a fix reaches it; a held queue holds no wave; a revert that only drops fields is applied
  * (every child applies server-side); the escape hatches the cluster's README prints, run with the argocd CLI (the
- * root's terminate-op, the root's sync by hand and of one Application with --resource, confirm-deletion, sync --prune;
- * still to come on the twin: a child's terminate-op); automated prune off. One twin, the scenarios in order, each
+ * root's terminate-op, the root's sync by hand and of one Application with --resource, a child's terminate-op of a
+ * sync held by its hook, confirm-deletion, sync --prune); automated prune off. One twin, the scenarios in order, each
  * ending converged; what each shows is in its name. Self-heal off; the samples synced by hand.
  *
  * The twin runs with the node lifecycle controller (a NotReady Node's pods turn not ready, as on a cluster) and the
@@ -80,6 +80,18 @@ async function commit(message: string, edit?: (d: Json) => void): Promise<string
 /** A rendered file of the cluster's folder, edited by hand (what a hand edit of dist/ commits). */
 function editRendered(file: string, edit: (o: Json) => void): void {
   editYamlFile(path.join(twin.clusterDir, file), edit);
+}
+
+/** A new object in a folder of the cluster (its file and its line in the folder's kustomization), by hand. */
+function addRendered(folder: string, file: string, object: Json): void {
+  writeFileSync(path.join(twin.clusterDir, folder, file), stringify(object));
+  editYamlFile(path.join(twin.clusterDir, folder, 'kustomization.yaml'), (k) => { k.resources = [...(k.resources as string[]).filter((r) => r !== file), file]; });
+}
+
+/** An object's file removed from a folder of the cluster, and its line from the folder's kustomization, by hand. */
+function removeRendered(folder: string, file: string): void {
+  editYamlFile(path.join(twin.clusterDir, folder, 'kustomization.yaml'), (k) => { k.resources = (k.resources as string[]).filter((r) => r !== file); });
+  rmSync(path.join(twin.clusterDir, folder, file));
 }
 
 /** A kubectl command as the README prints it (the toolkit's kubectl, the admin kubeconfig, from the work tree). */
@@ -376,6 +388,57 @@ describe('GitOps that never freezes, on the real Argo CD', () => {
     expect(((await twin.cp.client().get(`/api/v1/namespaces/${tenant}`))?.metadata as Json).labels['issue-49-resource']).toBeUndefined();
   }, 25 * 60_000);
 
+  it('an Application\'s own sync that hangs (a hook that never completes): the root goes ahead of it after the bound, a fix waits behind that sync, and argocd app terminate-op <application>, as the README prints it, ends it (its hook deleted) so that the fix reaches it', async () => {
+    const dashboard = app('dashboard');
+    const pod = '/api/v1/namespaces/kubernetes-dashboard/pods/issue-49-hook';
+    const hookFile = 'pod.kubernetes-dashboard.issue-49-hook.yaml';
+    const account = 'dashboard/serviceaccount.kubernetes-dashboard.dashboard-viewer.yaml';
+    const label = async () => (((await twin.cp.client().get('/api/v1/namespaces/kubernetes-dashboard/serviceaccounts/dashboard-viewer'))?.metadata as Json)?.labels ?? {})['issue-49-hook'];
+    // a PreSync hook whose Pod fits no node: it stays Pending, the hook never completes, the sync never ends (with a
+    // change of an object of the folder: a commit that only adds a hook leaves the Application Synced, and nothing syncs)
+    twin.render();
+    editRendered(account, (o) => { o.metadata.labels = { ...o.metadata.labels, 'issue-49-hook': 'hung' }; });
+    addRendered('dashboard', hookFile, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'issue-49-hook', namespace: 'kubernetes-dashboard', annotations: { 'argocd.argoproj.io/hook': 'PreSync' } },
+      spec: { restartPolicy: 'Never', nodeSelector: { 'issue-49': 'no-such-node' }, containers: [{ name: 'hook', image: 'registry.k8s.io/pause:3.10' }] },
+    });
+    const hung = await commit('a PreSync hook that never completes');
+    await until('the dashboard Application\'s sync waits for its hook', () => state(dashboard).phase === 'Running' && state(dashboard).operationRevision === hung
+      && /hook/i.test(state(dashboard).operationMessage), 4 * 60_000);
+    await until('the root goes ahead of the sync that hangs after the bound, and its sync Succeeds', async () => {
+      const seen = await rootSees(twin, dashboard);
+      return seen.health === 'Healthy' && new RegExp(`^Its sync has run for more than ${WAIT}s .*argocd app terminate-op ${dashboard} ends it\\): the waves after it go ahead$`).test(seen.message ?? '')
+        && state(twin.name).operationRevision === hung && state(twin.name).phase === 'Succeeded';
+    }, BEHIND_ONE_WAVE_MS);
+
+    // the fix: the hook removed and the label changed again. Not a revert: the hook held back the Sync phase, so the
+    // label was never applied, and a revert leaves the Application nothing to sync (Synced at it once terminated).
+    // The root gives the fix to the dashboard Application, whose own sync still runs: Argo CD starts no automated
+    // sync while an operation runs
+    editRendered(account, (o) => { o.metadata.labels['issue-49-hook'] = 'fixed'; });
+    removeRendered('dashboard', hookFile);
+    const fix = await commit('the hook removed, and the label changed again');
+    await until('the root\'s sync of the fix Succeeded, the dashboard Application given the fix', () => state(twin.name).operationRevision === fix
+      && state(twin.name).phase === 'Succeeded' && state(dashboard).targetRevision === fix, BEHIND_ONE_WAVE_MS);
+    await sleep(2 * RESYNC * 1000);
+    expect([state(dashboard).phase, state(dashboard).operationRevision]).toEqual(['Running', hung]);
+    expect(await label()).toBeUndefined();
+
+    const terminated = await hatch('argocd app terminate-op <application>', dashboard);
+    console.log(`terminate-op ${dashboard}: ${terminated.trim()}`);
+    const reached = await until('the dashboard Application synced the fix', () => state(dashboard).revision === fix && state(dashboard).sync === 'Synced'
+      && state(dashboard).operationRevision === fix && state(dashboard).phase === 'Succeeded', 3 * 60_000);
+    console.log(`after terminate-op, the fix reached the dashboard Application ${seconds(reached)} later (${seconds(Date.now() - clock.t0)} after its push)`);
+    expect(await label()).toBe('fixed');
+    // terminate-op deletes the running hook (gitops-engine sync_context.go Terminate: terminateHooksPreemptively)
+    const left = await twin.cp.client().get(pod);
+    expect(left === undefined || (left.metadata as Json).deletionTimestamp !== undefined).toBe(true);
+    const took = await convergedAt(fix);
+    console.log(`the fix converged ${seconds(took)} after the dashboard Application synced it`);
+  }, 15 * 60_000);
+
   it('a commit that removes a tenant: its Application waits for pruning confirmation, and argocd app confirm-deletion, as the README prints it, lets it converge', async () => {
     const tenants = app('tenants');
     const gone = twin.model.tenants[twin.model.tenants.length - 1].name;
@@ -397,13 +460,8 @@ describe('GitOps that never freezes, on the real Argo CD', () => {
     expect((await application(tenants)).spec.syncPolicy.automated.prune).toBe(false);
     expect(printedHatches()).toContain('argocd app sync <application> --prune');
 
-    const file = 'tenants/networkpolicy.default.allow-same-namespace.yaml';
     const policy = '/apis/networking.k8s.io/v1/namespaces/default/networkpolicies/allow-same-namespace';
-    const kustomization = path.join(twin.clusterDir, 'tenants', 'kustomization.yaml');
-    const k = parse(readFileSync(kustomization, 'utf8')) as Json;
-    k.resources = (k.resources as string[]).filter((r) => r !== path.basename(file));
-    writeFileSync(kustomization, stringify(k));
-    rmSync(path.join(twin.clusterDir, file));
+    removeRendered('tenants', 'networkpolicy.default.allow-same-namespace.yaml');
     const removed = await commit('a commit that only removes an object');
     // converged: the root's sync of it Succeeded and every Application is Healthy at it; the tenants Application is
     // OutOfSync only by the object it would prune
