@@ -11,8 +11,8 @@ export interface VerifyTextOptions {
 const pending = (f: VerifyFinding) => f.type === 'crd-pending' || f.type === 'namespace-pending';
 
 /**
- * verify's text: the refusals on stderr, one line each; on stdout the warnings (the API server's Warning headers, a
- * race with a CRD of the same wave), what would change (one line per object), one line
+ * verify's text: the errors on stderr, one line each; on stdout the warnings (the fields the API server's Warning
+ * headers say it drops), what would change (one line per object), one line
  * for every object a dry run cannot check yet (its CRD or namespace comes earlier in the sync: by what brings it, each
  * on a line of its own with `verbose`), and the counts. `quiet`: the refusals only.
  */

@@ -11,7 +11,7 @@ import { NAMESPACES } from '../../src/model/names';
 import { ApplicationState, formatTimeline } from '../../src/twin/applications';
 import { sleep } from '../../src/twin/poll';
 import { TwinCluster } from '../../src/twin/twin-cluster';
-import { editYamlFile } from '../helpers';
+import { crdOf, editYamlFile } from '../helpers';
 import { REFERENCE_FILE } from '../paths';
 
 /*
@@ -21,8 +21,9 @@ import { REFERENCE_FILE } from '../paths';
  * Progressing (a GPU Operator operand whose roll hangs: the stand-in's DaemonSet asks more than a node has) holds a
  * later commit for gitops.waveWait (and the resync that notices it) at most, and a fix reaches it; a held queue holds no wave; a revert that only drops fields is applied
  * (every child applies server-side); the escape hatches the cluster's README prints, run with the argocd CLI (the
- * root's terminate-op, the root's sync by hand and of one Application with --resource, confirm-deletion, sync --prune;
- * still to come on the twin: a child's terminate-op); automated prune off. One twin, the scenarios in order, each
+ * root's terminate-op, the root's sync by hand and of one Application with --resource, a child's terminate-op of a
+ * sync held by its hook, confirm-deletion, sync --prune); automated prune off; a CRD and its custom resources changed
+ * in one commit. One twin, the scenarios in order, each
  * ending converged; what each shows is in its name. Self-heal off; the samples synced by hand.
  *
  * The twin runs with the node lifecycle controller (a NotReady Node's pods turn not ready, as on a cluster) and the
@@ -80,6 +81,18 @@ async function commit(message: string, edit?: (d: Json) => void): Promise<string
 /** A rendered file of the cluster's folder, edited by hand (what a hand edit of dist/ commits). */
 function editRendered(file: string, edit: (o: Json) => void): void {
   editYamlFile(path.join(twin.clusterDir, file), edit);
+}
+
+/** A new object in a folder of the cluster (its file and its line in the folder's kustomization), by hand. */
+function addRendered(folder: string, file: string, object: Json): void {
+  writeFileSync(path.join(twin.clusterDir, folder, file), stringify(object));
+  editYamlFile(path.join(twin.clusterDir, folder, 'kustomization.yaml'), (k) => { k.resources = [...(k.resources as string[]).filter((r) => r !== file), file]; });
+}
+
+/** An object's file removed from a folder of the cluster, and its line from the folder's kustomization, by hand. */
+function removeRendered(folder: string, file: string): void {
+  editYamlFile(path.join(twin.clusterDir, folder, 'kustomization.yaml'), (k) => { k.resources = (k.resources as string[]).filter((r) => r !== file); });
+  rmSync(path.join(twin.clusterDir, folder, file));
 }
 
 /** A kubectl command as the README prints it (the toolkit's kubectl, the admin kubeconfig, from the work tree). */
@@ -376,6 +389,123 @@ describe('GitOps that never freezes, on the real Argo CD', () => {
     expect(((await twin.cp.client().get(`/api/v1/namespaces/${tenant}`))?.metadata as Json).labels['issue-49-resource']).toBeUndefined();
   }, 25 * 60_000);
 
+  it('an Application\'s own sync that hangs (a hook that never completes): the root goes ahead of it after the bound, a fix waits behind that sync, and argocd app terminate-op <application>, as the README prints it, ends it (its hook deleted) so that the fix reaches it', async () => {
+    const dashboard = app('dashboard');
+    const pod = '/api/v1/namespaces/kubernetes-dashboard/pods/issue-49-hook';
+    const hookFile = 'pod.kubernetes-dashboard.issue-49-hook.yaml';
+    const account = 'dashboard/serviceaccount.kubernetes-dashboard.dashboard-viewer.yaml';
+    const label = async () => (((await twin.cp.client().get('/api/v1/namespaces/kubernetes-dashboard/serviceaccounts/dashboard-viewer'))?.metadata as Json)?.labels ?? {})['issue-49-hook'];
+    // a PreSync hook whose Pod fits no node: it stays Pending, the hook never completes, the sync never ends (with a
+    // change of an object of the folder: a commit that only adds a hook leaves the Application Synced, and nothing syncs)
+    twin.render();
+    editRendered(account, (o) => { o.metadata.labels = { ...o.metadata.labels, 'issue-49-hook': 'hung' }; });
+    addRendered('dashboard', hookFile, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'issue-49-hook', namespace: 'kubernetes-dashboard', annotations: { 'argocd.argoproj.io/hook': 'PreSync' } },
+      spec: { restartPolicy: 'Never', nodeSelector: { 'issue-49': 'no-such-node' }, containers: [{ name: 'hook', image: 'registry.k8s.io/pause:3.10' }] },
+    });
+    const hung = await commit('a PreSync hook that never completes');
+    await until('the dashboard Application\'s sync waits for its hook', () => state(dashboard).phase === 'Running' && state(dashboard).operationRevision === hung
+      && /hook/i.test(state(dashboard).operationMessage), 4 * 60_000);
+    await until('the root goes ahead of the sync that hangs after the bound, and its sync Succeeds', async () => {
+      const seen = await rootSees(twin, dashboard);
+      return seen.health === 'Healthy' && new RegExp(`^Its sync has run for more than ${WAIT}s .*argocd app terminate-op ${dashboard} ends it\\): the waves after it go ahead$`).test(seen.message ?? '')
+        && state(twin.name).operationRevision === hung && state(twin.name).phase === 'Succeeded';
+    }, BEHIND_ONE_WAVE_MS);
+
+    // the fix: the hook removed and the label changed again. Not a revert: the hook held back the Sync phase, so the
+    // label was never applied, and a revert leaves the Application nothing to sync (Synced at it once terminated).
+    // The root gives the fix to the dashboard Application, whose own sync still runs: Argo CD starts no automated
+    // sync while an operation runs
+    editRendered(account, (o) => { o.metadata.labels['issue-49-hook'] = 'fixed'; });
+    removeRendered('dashboard', hookFile);
+    const fix = await commit('the hook removed, and the label changed again');
+    await until('the root\'s sync of the fix Succeeded, the dashboard Application given the fix', () => state(twin.name).operationRevision === fix
+      && state(twin.name).phase === 'Succeeded' && state(dashboard).targetRevision === fix, BEHIND_ONE_WAVE_MS);
+    await sleep(2 * RESYNC * 1000);
+    expect([state(dashboard).phase, state(dashboard).operationRevision]).toEqual(['Running', hung]);
+    expect(await label()).toBeUndefined();
+
+    const terminated = await hatch('argocd app terminate-op <application>', dashboard);
+    console.log(`terminate-op ${dashboard}: ${terminated.trim()}`);
+    const reached = await until('the dashboard Application synced the fix', () => state(dashboard).revision === fix && state(dashboard).sync === 'Synced'
+      && state(dashboard).operationRevision === fix && state(dashboard).phase === 'Succeeded', 3 * 60_000);
+    console.log(`after terminate-op, the fix reached the dashboard Application ${seconds(reached)} later (${seconds(Date.now() - clock.t0)} after its push)`);
+    expect(await label()).toBe('fixed');
+    // terminate-op deletes the running hook (gitops-engine sync_context.go Terminate: terminateHooksPreemptively)
+    const left = await twin.cp.client().get(pod);
+    expect(left === undefined || (left.metadata as Json).deletionTimestamp !== undefined).toBe(true);
+    const took = await convergedAt(fix);
+    console.log(`the fix converged ${seconds(took)} after the dashboard Application synced it`);
+  }, 15 * 60_000);
+
+  it('a later commit that changes a CRD and its custom resources together (the CRD a wave before them, where the render puts an install\'s CRDs) converges with no failed sync: the CRD\'s new field is served before a custom resource uses it', async () => {
+    const storage = app('storage');
+    const tenants = app('tenants');
+    // the render puts an operator's CRDs in the Application of its install and its custom resources in one of a later
+    // wave (check's crd-before-cr: strictly earlier). Here by hand in dist/: a CRD in storage (wave 1), a custom
+    // resource of it in tenants (wave 2)
+    const group = 'issue-49.example.com';
+    const crd = (fields: Json) => crdOf(group, 'Widget', 'Namespaced', { type: 'object', properties: { spec: { type: 'object', properties: fields } } });
+    const widget = (spec: Json) => ({ apiVersion: `${group}/v1`, kind: 'Widget', metadata: { name: 'w', namespace: 'default' }, spec });
+    const crdFile = `customresourcedefinition.widgets.${group}.yaml`;
+    const widgetFile = 'widget.default.w.yaml';
+    const live = async () => (await twin.cp.client().get(`/apis/${group}/v1/namespaces/default/widgets/w`))?.spec as Json | undefined;
+    /** Waits until every Application converged at `sha`, noting on the way every failed sync, retry, comparison or sync error and Degraded health of an Application. */
+    const watched = async (sha: string): Promise<{ took: number; failures: string[] }> => {
+      const failures = new Set<string>();
+      const took = await until(`every Application Synced and Healthy at ${sha.slice(0, 7)}`, () => {
+        const all = twin.watch.states().filter((s) => s.name !== app('samples'));
+        for (const s of all) {
+          const at = s.operationRevision === sha;
+          if (at && (s.phase === 'Failed' || s.phase === 'Error')) failures.add(`${s.name}: sync ${s.phase}: ${s.operationMessage}`);
+          if (at && /Retrying attempt/.test(s.operationMessage)) failures.add(`${s.name}: ${s.operationMessage}`);
+          for (const c of s.conditions.filter((x) => /^(ComparisonError|SyncError|InvalidSpecError)/.test(x))) failures.add(`${s.name}: ${c}`);
+          if (s.health === 'Degraded') failures.add(`${s.name}: Degraded: ${s.healthMessage}`);
+        }
+        return all.length > 1 && all.every(converged(sha)) && state(twin.name).phase === 'Succeeded';
+      }, 10 * 60_000);
+      // and no retry of the sync of the commit, by any Application or the root, between two reads
+      for (const s of twin.watch.states().filter((x) => x.name !== app('samples'))) {
+        const op = (await application(s.name)).status?.operationState ?? {};
+        if (op.syncResult?.revision === sha && (op.retryCount ?? 0) > 0) failures.add(`${s.name}: its sync of the commit retried ${op.retryCount} time(s)`);
+      }
+      return { took, failures: [...failures] };
+    };
+
+    twin.render();
+    addRendered('storage', crdFile, crd({ size: { type: 'string' } }));
+    addRendered('tenants', widgetFile, widget({ size: 'small' }));
+    const added = await commit('a CRD and a custom resource of it, a wave later');
+    const first = await watched(added);
+    console.log(`a CRD and a custom resource of it added: converged in ${seconds(first.took)}${first.failures.length > 0 ? `; on the way: ${first.failures.join('; ')}` : ''}`);
+    expect(await live()).toEqual({ size: 'small' });
+
+    // the CRD gains a field and the custom resource uses it, in one commit: applied before the CRD, the field would be
+    // refused (strict field validation) or dropped
+    addRendered('storage', crdFile, crd({ size: { type: 'string' }, color: { type: 'string', enum: ['red', 'blue'] } }));
+    addRendered('tenants', widgetFile, widget({ size: 'small', color: 'blue' }));
+    const changed = await commit('the CRD gains a field, and the custom resource uses it');
+    const second = await watched(changed);
+    const timeline = twin.watch.timeline(clock.t0, () => changed);
+    console.log(`a CRD and its custom resource changed together: converged in ${seconds(second.took)}\n${formatTimeline(timeline)}`);
+    expect(second.failures).toEqual([]);
+    expect(await live()).toEqual({ size: 'small', color: 'blue' });
+    const at = (name: string) => timeline.find((e) => e.application === name)!;
+    expect(at(tenants).syncedAt!).toBeGreaterThanOrEqual(at(storage).healthyAt!);
+
+    // both gone from Git in one commit: the custom resource is pruned; the CRD stays, as Argo CD puts no tracking
+    // annotation on a CRD it applies (v3.5.1), so it never prunes one. Deleted by hand here
+    twin.render();
+    const removed = await commit('the CRD and its custom resource removed');
+    await convergedAt(removed);
+    expect(await live()).toBeUndefined();
+    const definition = (await twin.cp.client().get(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.${group}`))!;
+    expect((definition.metadata as Json).annotations?.['argocd.argoproj.io/tracking-id']).toBeUndefined();
+    await twin.cp.client().delete(definition);
+  }, 25 * 60_000);
+
   it('a commit that removes a tenant: its Application waits for pruning confirmation, and argocd app confirm-deletion, as the README prints it, lets it converge', async () => {
     const tenants = app('tenants');
     const gone = twin.model.tenants[twin.model.tenants.length - 1].name;
@@ -397,13 +527,8 @@ describe('GitOps that never freezes, on the real Argo CD', () => {
     expect((await application(tenants)).spec.syncPolicy.automated.prune).toBe(false);
     expect(printedHatches()).toContain('argocd app sync <application> --prune');
 
-    const file = 'tenants/networkpolicy.default.allow-same-namespace.yaml';
     const policy = '/apis/networking.k8s.io/v1/namespaces/default/networkpolicies/allow-same-namespace';
-    const kustomization = path.join(twin.clusterDir, 'tenants', 'kustomization.yaml');
-    const k = parse(readFileSync(kustomization, 'utf8')) as Json;
-    k.resources = (k.resources as string[]).filter((r) => r !== path.basename(file));
-    writeFileSync(kustomization, stringify(k));
-    rmSync(path.join(twin.clusterDir, file));
+    removeRendered('tenants', 'networkpolicy.default.allow-same-namespace.yaml');
     const removed = await commit('a commit that only removes an object');
     // converged: the root's sync of it Succeeded and every Application is Healthy at it; the tenants Application is
     // OutOfSync only by the object it would prune

@@ -38,7 +38,7 @@ const result = (findings: VerifyFinding[]): VerifyResult => ({
     changed: findings.filter((f) => f.type === 'drift').length,
     created: 40,
     refused: findings.filter((f) => f.severity === 'error').length,
-    pending: findings.filter((f) => f.type.endsWith('-pending') || f.type === 'crd-same-wave').length,
+    pending: findings.filter((f) => f.type.endsWith('-pending')).length,
     warned: findings.filter((f) => f.type === 'server-warning').length,
   },
 });
@@ -66,32 +66,26 @@ describe('verify as text', () => {
       + '(kubectl apply --server-side -k dist/lab/argocd), which applies it first');
   });
 
-  it('the warnings first on stdout (an unknown field the API server drops, a CRD of the same wave), counted; exit stays 0', () => {
-    const unknown: VerifyFinding = {
+  it('the warnings first on stdout (the fields the API server drops: unknown, given twice), counted; exit stays 0', () => {
+    const dropped = (object: string, warning: string): VerifyFinding => ({
       ...base,
       severity: 'warning',
       type: 'server-warning',
-      object: 'ClusterQueue research',
-      warnings: ['unknown field "spec.sideways"'],
-      message: 'accepted with a warning of the API server, as Argo CD (client-side apply) applies it (no fieldValidation: an unknown field is dropped, not refused): unknown field "spec.sideways"',
-    };
-    const race: VerifyFinding = {
-      ...base,
-      severity: 'warning',
-      type: 'crd-same-wave',
-      object: 'Widget w',
-      after: 'wave 1 (Application lab-widgets)',
-      message: 'its CRD arrives with wave 1 (Application lab-widgets), the same sync wave: ...',
-    };
-    const text = verifyText('lab', 's', result([drift, unknown, race]));
+      object,
+      warnings: [warning],
+      message: `accepted with a warning of the API server, as Argo CD (client-side apply) applies it (no fieldValidation: an unknown field is dropped, not refused): ${warning}`,
+    });
+    const unknown = dropped('ClusterQueue research', 'unknown field "spec.sideways"');
+    const twice = dropped('LocalQueue team-a/default', 'duplicate field "spec.clusterQueue"');
+    const text = verifyText('lab', 's', result([drift, unknown, twice]));
     expect(text.err).toEqual([]);
     expect(text.out.slice(0, 3)).toEqual([
       `warning: lab-kueue (wave 1): ClusterQueue research: ${unknown.message}`,
-      `warning: lab-kueue (wave 1): Widget w: ${race.message}`,
+      `warning: lab-kueue (wave 1): LocalQueue team-a/default: ${twice.message}`,
       'info: lab-kueue (wave 1): ClusterQueue research: the sync would change spec.cohort',
     ]);
-    expect(text.out.at(-1)).toMatch(/^ok: lab against s: .* 3 unchanged; 1 with a warning$/);
-    expect(verifyText('lab', 's', result([unknown, race]), { quiet: true })).toEqual({ out: [], err: [] });
+    expect(text.out.at(-1)).toMatch(/^ok: lab against s: .* 3 unchanged; 2 with a warning$/);
+    expect(verifyText('lab', 's', result([unknown, twice]), { quiet: true })).toEqual({ out: [], err: [] });
   });
 
   it('--quiet: the refusals only; nothing at all when there is none', () => {
