@@ -82,8 +82,9 @@ export interface VerifyResult {
     readonly unchanged: number;
     readonly changed: number;
     readonly created: number;
+    /** Refused, or bound to fail as Argo CD syncs it (a CRD of the same wave: crd-same-wave). */
     readonly refused: number;
-    /** Waiting for a CRD or namespace of an earlier step (or of the same wave: crd-same-wave). */
+    /** Waiting for a CRD or namespace of an earlier wave (or of the bootstrap). */
     readonly pending: number;
     /** Accepted with a Warning of the API server. */
     readonly warned: number;
@@ -387,7 +388,8 @@ export async function verifyCluster(
       if (p && when === 'before') return pending('crd-pending', p, 'its CRD');
       if (p && when === 'same-wave') {
         const race = sameWaveRace(p, item, apps.get(item.object.application));
-        results.push({ item, outcome: 'pending', finding: { ...base, ...race, type: 'crd-same-wave', after: where(p) } });
+        // an error: counted as refused, as its headline says (the apply Argo CD makes fails), not as not verified yet
+        results.push({ item, outcome: 'refused', finding: { ...base, ...race, type: 'crd-same-wave', after: where(p) } });
         return;
       }
       if (p) {

@@ -211,6 +211,11 @@ describe('verify sends each object as Argo CD sends it', () => {
     expect(finding('Widget g')[0].message).toMatch(/its apply fails \(SkipDryRunOnMissingResource=true skips only the dry run\) .*lab-gadgets has no syncPolicy.retry, so that sync stays failed/);
     // a later wave: only not verifiable yet
     expect(race(finding('Widget l'))).toEqual([{ severity: 'info', type: 'crd-pending', after: 'wave 1 (Application lab-widgets)' }]);
+    // the races are errors, counted as refused (the headline's count), the later wave's as not verified yet
+    const { result } = await run();
+    const refused = result.findings.filter((f) => f.severity === 'error').length;
+    expect(result.counts.refused).toBe(refused);
+    expect(result.counts.pending).toBe(result.findings.filter((f) => f.type === 'crd-pending' || f.type === 'namespace-pending').length);
     expect(sent.filter((s) => s.path.includes('/example.com/v1/widgets'))).toEqual([]);
   });
 
