@@ -183,6 +183,26 @@ export function changeReport(c: {
   return out;
 }
 
+/** Whether an Application is Synced and Healthy at `rev`. */
+export const convergedAt = (rev: string) => (s: ApplicationState): boolean => s.sync === 'Synced' && s.health === 'Healthy' && s.revision === rev;
+
+/**
+ * Whether the root's sync has gone past, at `rev`, every Application that is not converged there: the root converged
+ * with its sync Succeeded at `rev`, every Application of `names` (the root's folder) there, and each one not converged
+ * compared at `rev`, not Healthy, and reported by the root as gone ahead of (its health check's message after
+ * gitops.waveWait, applications.ts wentAheadOf). The root does not wait on it again for this commit: the verdict is in.
+ * One that is only behind in its sync, or that turned unhealthy after the root passed its wave Healthy (an operator that
+ * reacts late) and has not yet waited the bound, is not: it may still converge.
+ */
+export function rootWentPast(rev: string, rootName: string, names: readonly string[], states: readonly ApplicationState[]): boolean {
+  const converged = convergedAt(rev);
+  const root = states.find((x) => x.name === rootName);
+  if (!root || root.phase !== 'Succeeded' || root.operationRevision !== rev || !converged(root)) return false;
+  if (!names.every((n) => states.some((x) => x.name === n))) return false;
+  const behind = states.filter((x) => !converged(x));
+  return behind.length > 0 && behind.every((x) => x.health !== 'Healthy' && x.revision === rev && root.wentAheadOf.includes(x.name));
+}
+
 /** Runs one rehearsal; answers its exit code (0: every Application converged, 1: not). */
 export async function rehearse(opts: RehearsalOptions): Promise<number> {
   const t0 = Date.now();
@@ -281,7 +301,6 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
     await bounded('running the bootstrap', twin.bootstrap());
     const rootAt = twin.rootAppliedAt ?? Date.now();
     const expected = expectedApplications(twin);
-    const convergedAt = (rev: string) => (s: ApplicationState) => s.sync === 'Synced' && s.health === 'Healthy' && s.revision === rev;
     /**
      * What a watch ended on: the last states; whether every Application the root's folder lists was Synced and Healthy
      * at the revision and the root's sync Succeeded (done); or whether the root's sync succeeded past one that is not
@@ -307,13 +326,10 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
         states = twin!.watch.states();
         if (each) await each().catch(() => {});
         if (states.length > 0 && done(states)) return finish({ states, done: true, passedOver: false });
-        // the root's sync succeeded at `rev` past what is still not Healthy at `rev`: its health check waited
-        // gitops.waveWait on each and does not again for this commit, so the verdict is in whatever --timeout leaves (held
-        // for a while: the watch reads each Application a moment apart); one only behind in its sync is waited for
-        const root = twin!.watch.state(twin!.name);
-        const behind = states.filter((x) => !converged(x));
-        if (root?.phase === 'Succeeded' && root.operationRevision === rev && converged(root) && listed(states)
-          && behind.length > 0 && behind.every((x) => x.health !== 'Healthy' && x.revision === rev)) {
+        // the root's sync succeeded at `rev` past what is still not Healthy at `rev`, each reported gone ahead of after
+        // gitops.waveWait: the verdict is in whatever --timeout leaves (held for a while: the watch reads each Application
+        // a moment apart)
+        if (rootWentPast(rev, twin!.name, names, states)) {
           settledSince ??= Date.now();
           if (Date.now() - settledSince >= ROOT_SETTLED_MS) return finish({ states, done: false, passedOver: true });
         } else {

@@ -3,11 +3,15 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import { EXIT } from '../../src/cli';
+import { HEALTH_DIR, WAVES_GO_AHEAD } from '../../src/components/argocd/health-checks';
 import { readSnapshot } from '../../src/preflight/snapshot';
 import { loadModels } from '../../src/synth/pipeline';
+import { applicationState } from '../../src/twin/applications';
 import { embeddedBuildInfo, GO_ENV, KUEUE_MODULE_DIR, MODULE_DIR, requiredVersion, TWIN_MODULE_DIR } from '../../src/twin/binary';
 import { rehearsalTimeoutMs } from '../../src/twin/command';
+import { rootWentPast } from '../../src/twin/rehearse';
 import { REFERENCE_FILE, runMain } from '../helpers';
 import { changedSnapshot, SNAPSHOT } from '../preflight/snapshots';
 
@@ -344,5 +348,60 @@ describe('rehearse --timeout: the default of each mode', () => {
   it('--help gives both defaults', async () => {
     const help = (await runMain('rehearse', '--help')).out.join('\n').replace(/\s+/g, ' ');
     expect(help).toContain('(default: 600; 1200 with --from, which converges two states; at most 3600)');
+  });
+});
+
+describe('rehearse: when the root\'s sync has gone past an Application that is not Healthy (the early end, exit 1)', () => {
+  // the messages the toolkit's Application health check gives, as its own tests state them (health_test.yaml, run
+  // against the Lua by test/argocd/health-checks.test.ts): a child past gitops.waveWait, and one still within it
+  const cases = (parse(readFileSync(path.join(HEALTH_DIR, 'argoproj.io', 'Application', 'health_test.yaml'), 'utf8')) as { tests: { healthStatus: { status: string; message: string }; inputPath: string }[] }).tests;
+  const check = (input: string) => cases.find((c) => c.inputPath === `testdata/${input}.yaml`)!.healthStatus;
+  const REV = 'a'.repeat(40);
+  const child = (name: string, health: string, revision = REV, sync = 'Synced') => applicationState({
+    apiVersion: 'argoproj.io/v1alpha1',
+    kind: 'Application',
+    metadata: { name, annotations: { 'argocd.argoproj.io/sync-wave': '2' } },
+    status: { sync: { status: sync, revision }, health: { status: health } },
+  });
+  const root = (seen: Record<string, { status: string; message: string }>, phase = 'Succeeded') => applicationState({
+    apiVersion: 'argoproj.io/v1alpha1',
+    kind: 'Application',
+    metadata: { name: 'lab' },
+    status: {
+      sync: { status: 'Synced', revision: REV },
+      health: { status: 'Healthy' },
+      operationState: { phase, syncResult: { revision: REV } },
+      resources: Object.entries(seen).map(([name, health]) => ({ group: 'argoproj.io', kind: 'Application', namespace: 'argocd', name, status: 'Synced', health })),
+    },
+  });
+  const names = ['lab', 'lab-kueue', 'lab-gpu-operator'];
+  const healthy = { status: 'Healthy', message: 'The Application is Healthy' };
+
+  it('the root reports the child gone ahead of after gitops.waveWait (Degraded or Progressing past the bound): the verdict is in', () => {
+    expect(check('degraded-long-after-sync').message.endsWith(WAVES_GO_AHEAD)).toBe(true);
+    for (const [health, input] of [['Degraded', 'degraded-long-after-sync'], ['Progressing', 'progressing-past-wait']] as const) {
+      const states = [root({ 'lab-kueue': healthy, 'lab-gpu-operator': check(input) }), child('lab-kueue', 'Healthy'), child('lab-gpu-operator', health)];
+      expect(rootWentPast(REV, 'lab', names, states), input).toBe(true);
+    }
+  });
+
+  it('an operator that reacts late: the root passed the wave Healthy, the child now Progressing within the bound, is waited for', () => {
+    // the root's sync ended while the child was Healthy; the child then turned Progressing (a roll the operator starts late)
+    const late = [root({ 'lab-kueue': healthy, 'lab-gpu-operator': healthy }), child('lab-kueue', 'Healthy'), child('lab-gpu-operator', 'Progressing')];
+    expect(rootWentPast(REV, 'lab', names, late)).toBe(false);
+    // the root's check now sees it Progressing, within gitops.waveWait
+    const within = [root({ 'lab-kueue': healthy, 'lab-gpu-operator': check('progressing-within-wait') }), child('lab-kueue', 'Healthy'), child('lab-gpu-operator', 'Progressing')];
+    expect(check('progressing-within-wait').status).toBe('Progressing');
+    expect(rootWentPast(REV, 'lab', names, within)).toBe(false);
+  });
+
+  it('not while the root\'s sync is not done at the revision, an Application is missing, or one is only behind in its sync', () => {
+    const gone = { 'lab-kueue': healthy, 'lab-gpu-operator': check('degraded-long-after-sync') };
+    expect(rootWentPast(REV, 'lab', names, [root(gone, 'Running'), child('lab-kueue', 'Healthy'), child('lab-gpu-operator', 'Degraded')])).toBe(false);
+    expect(rootWentPast(REV, 'lab', names, [root(gone), child('lab-gpu-operator', 'Degraded')])).toBe(false);
+    expect(rootWentPast(REV, 'lab', names, [root(gone), child('lab-kueue', 'Healthy'), child('lab-gpu-operator', 'Degraded', 'b'.repeat(40))])).toBe(false);
+    expect(rootWentPast(REV, 'lab', names, [root(gone), child('lab-kueue', 'Healthy', REV, 'OutOfSync'), child('lab-gpu-operator', 'Degraded')])).toBe(false);
+    // every Application converged: that is done, not gone past
+    expect(rootWentPast(REV, 'lab', names, [root(gone), child('lab-kueue', 'Healthy'), child('lab-gpu-operator', 'Healthy')])).toBe(false);
   });
 });
