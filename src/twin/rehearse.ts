@@ -3,9 +3,11 @@ import * as path from 'node:path';
 import { parse } from 'yaml';
 import { ApplicationState, describeState, formatTimeline } from './applications';
 import { killLaunched } from './control-plane';
-import { KubeObject } from './kube-client';
+import { describe as describeObject, KubeObject } from './kube-client';
+import { workloadOwnedBy } from './kueue';
 import { HermeticNode } from './placement';
-import { sleep } from './poll';
+import { poll, sleep } from './poll';
+import { decided, JobHistory, jobsReport, queuedSamples, readJobs, WorkloadState } from './sample-jobs';
 import { startTwinCluster, TwinCluster } from './twin-cluster';
 import { GITOPS_FOLDER } from '../components/gitops/plan';
 import { InputError } from '../errors';
@@ -56,6 +58,9 @@ export interface RehearsalOptions {
 
 /** How long the root's sync stays succeeded past an unhealthy Application before the rehearsal takes it as the verdict. */
 const ROOT_SETTLED_MS = 15_000;
+
+/** How long Kueue may take to decide the sample jobs submitted before a change (admit each, or say why not). */
+const JOBS_DECIDED_MS = 120_000;
 
 /** The time limit passed while `what` was under way. */
 class OutOfTime extends Error {}
@@ -394,6 +399,25 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
     // change mode: the working tree's render pushed as the next commit, its effect read between the two converged states
     const client = twin.cp.client();
     const namespace = twin.model.description.gitops.namespace;
+    // the samples Kueue queues, submitted as a user would and each decided by Kueue (admitted, or pending with its
+    // reason) before the push: what the change does to queued and admitted work
+    const jobs: KubeObject[] = [];
+    const notSubmitted: string[] = [];
+    for (const job of queuedSamples(twin.clusterDir)) {
+      try {
+        await client.apply(job, { fieldManager: 'gpu-cluster-manifests-rehearse' });
+        jobs.push(job);
+      } catch (e) {
+        notSubmitted.push(`${describeObject(job)}: not submitted: ${(e as Error).message.split('\n')[0]}`);
+      }
+    }
+    if (jobs.length > 0) {
+      say(`${jobs.length} sample job(s) submitted to Kueue: waiting until it has decided each`);
+      const decidedAll = async () => (await Promise.all(jobs.map((j) => workloadOwnedBy(client, j)))).every(decided);
+      await bounded('waiting for Kueue to decide the sample jobs', poll(decidedAll, (ok) => ok, JOBS_DECIDED_MS, 1000));
+    }
+    const jobsBefore = await readJobs(client, jobs);
+    const jobsSeen = new Map<string, WorkloadState[]>();
     const appsBefore = await client.list(`/apis/argoproj.io/v1alpha1/namespaces/${namespace}/applications`);
     const podsBefore = podsOf(await client.list('/api/v1/pods'));
     const podsSeen = new Map(podsBefore);
@@ -414,7 +438,15 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
     say(`the working tree's render pushed as ${head.slice(0, 12)} (${changedFiles.length} rendered file(s) changed): every Application syncing`);
     const changed = await watchUntil(head, changeAt, async () => {
       for (const [uid, p] of podsOf(await client.list('/api/v1/pods'))) if (!podsSeen.has(uid)) podsSeen.set(uid, p);
+      for (const [job, now] of await readJobs(client, jobs)) {
+        const seen = jobsSeen.get(job) ?? [];
+        const last = seen.at(-1) ?? jobsBefore.get(job);
+        if (JSON.stringify(last) !== JSON.stringify(now)) jobsSeen.set(job, [...seen, now]);
+      }
     });
+    const jobsAfter = await readJobs(client, jobs);
+    const histories: JobHistory[] = [...jobsBefore]
+      .map(([job, before]) => ({ job, before, seen: jobsSeen.get(job) ?? [], after: jobsAfter.get(job)! }));
     const podsAfter = podsOf(await client.list('/api/v1/pods'));
     const appsAfter = await client.list(`/apis/argoproj.io/v1alpha1/namespaces/${namespace}/applications`);
     const report = changeReport({
@@ -425,6 +457,9 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
       nodeRole: new Map(twin.nodes.map((n) => [n.node.metadata.name, n.kind.role])),
       timeline: twin.watch.timeline(changeAt, () => head),
     });
+    // the jobs after the pods (a DaemonSet roll on the GPU workers stays the first line)
+    const podLines = report.filter((l) => l.startsWith('pods: '));
+    report.splice(podLines.length, 0, ...jobsReport(histories, opts.verbose ?? false, notSubmitted));
     if (!opts.quiet) {
       opts.out(`${twin.name}: the change from ${opts.from.label} (${opts.from.commit.slice(0, 12)}) to the working tree, pushed as ${head.slice(0, 12)}`);
       for (const l of report) opts.out(l);
