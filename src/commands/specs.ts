@@ -304,7 +304,8 @@ export const REHEARSE: CommandSpec<typeof REHEARSE_OPTIONS> = {
       + '--timeout, 1 naming each one that is not and what it waits on. With --from REV (change mode) the description as it is at commit '
       + 'REV of its Git repository converges first, then the working tree\'s render is pushed as the next commit: the report says which '
       + 'Applications change and sync (by wave, how long), which pods are replaced on which node kind (a DaemonSet roll on the GPU '
-      + 'workers first) and what is pruned; exit 0 when the change converges, 1 as above. Nothing is written to the project or its output folder; every '
+      + 'workers first), what Kueue does to the sample jobs submitted before the push (evicted, admitted, stays admitted; each with --verbose) '
+      + 'and what is pruned; exit 0 when the change converges, 1 as above. Nothing is written to the project or its output folder; every '
       + 'process is stopped and the scratch folder removed on exit, Ctrl-C or a crash. '
       + `The binaries: with Go ${requiredGoVersion()} or later on PATH they are built once per machine into the user's cache `
       + '(~/.cache/gpu-cluster-manifests/, some 20 minutes and a few GB of memory the first time); or --binaries DIR holds them, '

@@ -1,5 +1,6 @@
 import { KubeClient, KubeObject } from './kube-client';
 import { sleep } from './poll';
+import { WAVES_GO_AHEAD } from '../components/argocd/health-checks';
 
 /**
  * The Applications of a twin as Argo CD reports them, read every second: each one's sync and health status, the
@@ -34,6 +35,11 @@ export interface ApplicationState {
   readonly conditions: readonly string[];
   /** Resources of the Application that are not Healthy or not Synced: `Kind namespace/name: health (message)`. */
   readonly waitingOn: readonly string[];
+  /**
+   * The child Applications this one (an app-of-apps: the root) reports gone ahead of: Healthy in its status.resources
+   * with the toolkit's Application health check's message of a child it no longer waits on (WAVES_GO_AHEAD).
+   */
+  readonly wentAheadOf: readonly string[];
 }
 
 /** When an Application first reached a state at a revision, in ms since the watch's `since`. */
@@ -65,6 +71,9 @@ export function applicationState(app: KubeObject): ApplicationState {
     operationRevision: String(op.syncResult?.revision ?? op.operation?.sync?.revision ?? ''),
     conditions: ((status.conditions ?? []) as Json[]).map((c) => `${c.type}: ${c.message}`),
     waitingOn,
+    wentAheadOf: ((status.resources ?? []) as Json[])
+      .filter((r) => r.kind === 'Application' && r.health?.status === 'Healthy' && String(r.health?.message ?? '').endsWith(WAVES_GO_AHEAD))
+      .map((r) => String(r.name)),
   };
 }
 

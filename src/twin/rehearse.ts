@@ -3,9 +3,11 @@ import * as path from 'node:path';
 import { parse, stringify } from 'yaml';
 import { ApplicationState, describeState, formatTimeline } from './applications';
 import { killLaunched } from './control-plane';
-import { KubeObject } from './kube-client';
+import { describe as describeObject, KubeObject } from './kube-client';
+import { workloadOwnedBy } from './kueue';
 import { HermeticNode } from './placement';
-import { sleep } from './poll';
+import { poll, sleep } from './poll';
+import { decided, JobHistory, jobsReport, queuedSamples, readJobs, WorkloadState } from './sample-jobs';
 import { startTwinCluster, TwinCluster } from './twin-cluster';
 import { GITOPS_FOLDER } from '../components/gitops/plan';
 import { InputError } from '../errors';
@@ -56,6 +58,9 @@ export interface RehearsalOptions {
 
 /** How long the root's sync stays succeeded past an unhealthy Application before the rehearsal takes it as the verdict. */
 const ROOT_SETTLED_MS = 15_000;
+
+/** How long Kueue may take to decide the sample jobs submitted before a change (admit each, or say why not). */
+const JOBS_DECIDED_MS = 120_000;
 
 /** The time limit passed while `what` was under way. */
 class OutOfTime extends Error {}
@@ -183,6 +188,26 @@ export function changeReport(c: {
   return out;
 }
 
+/** Whether an Application is Synced and Healthy at `rev`. */
+export const convergedAt = (rev: string) => (s: ApplicationState): boolean => s.sync === 'Synced' && s.health === 'Healthy' && s.revision === rev;
+
+/**
+ * Whether the root's sync has gone past, at `rev`, every Application that is not converged there: the root converged
+ * with its sync Succeeded at `rev`, every Application of `names` (the root's folder) there, and each one not converged
+ * compared at `rev`, not Healthy, and reported by the root as gone ahead of (its health check's message after
+ * gitops.waveWait, applications.ts wentAheadOf). The root does not wait on it again for this commit: the verdict is in.
+ * One that is only behind in its sync, or that turned unhealthy after the root passed its wave Healthy (an operator that
+ * reacts late) and has not yet waited the bound, is not: it may still converge.
+ */
+export function rootWentPast(rev: string, rootName: string, names: readonly string[], states: readonly ApplicationState[]): boolean {
+  const converged = convergedAt(rev);
+  const root = states.find((x) => x.name === rootName);
+  if (!root || root.phase !== 'Succeeded' || root.operationRevision !== rev || !converged(root)) return false;
+  if (!names.every((n) => states.some((x) => x.name === n))) return false;
+  const behind = states.filter((x) => !converged(x));
+  return behind.length > 0 && behind.every((x) => x.health !== 'Healthy' && x.revision === rev && root.wentAheadOf.includes(x.name));
+}
+
 /** Runs one rehearsal; answers its exit code (0: every Application converged, 1: not). */
 export async function rehearse(opts: RehearsalOptions): Promise<number> {
   const t0 = Date.now();
@@ -281,7 +306,6 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
     await bounded('running the bootstrap', twin.bootstrap());
     const rootAt = twin.rootAppliedAt ?? Date.now();
     const expected = expectedApplications(twin);
-    const convergedAt = (rev: string) => (s: ApplicationState) => s.sync === 'Synced' && s.health === 'Healthy' && s.revision === rev;
     /**
      * What a watch ended on: the last states; whether every Application the root's folder lists was Synced and Healthy
      * at the revision and the root's sync Succeeded (done); or whether the root's sync succeeded past one that is not
@@ -307,13 +331,10 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
         states = twin!.watch.states();
         if (each) await each().catch(() => {});
         if (states.length > 0 && done(states)) return finish({ states, done: true, passedOver: false });
-        // the root's sync succeeded at `rev` past what is still not Healthy at `rev`: its health check waited
-        // gitops.waveWait on each and does not again for this commit, so the verdict is in whatever --timeout leaves (held
-        // for a while: the watch reads each Application a moment apart); one only behind in its sync is waited for
-        const root = twin!.watch.state(twin!.name);
-        const behind = states.filter((x) => !converged(x));
-        if (root?.phase === 'Succeeded' && root.operationRevision === rev && converged(root) && listed(states)
-          && behind.length > 0 && behind.every((x) => x.health !== 'Healthy' && x.revision === rev)) {
+        // the root's sync succeeded at `rev` past what is still not Healthy at `rev`, each reported gone ahead of after
+        // gitops.waveWait: the verdict is in whatever --timeout leaves (held for a while: the watch reads each Application
+        // a moment apart)
+        if (rootWentPast(rev, twin!.name, names, states)) {
           settledSince ??= Date.now();
           if (Date.now() - settledSince >= ROOT_SETTLED_MS) return finish({ states, done: false, passedOver: true });
         } else {
@@ -378,6 +399,25 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
     // change mode: the working tree's render pushed as the next commit, its effect read between the two converged states
     const client = twin.cp.client();
     const namespace = twin.model.description.gitops.namespace;
+    // the samples Kueue queues, submitted as a user would and each decided by Kueue (admitted, or pending with its
+    // reason) before the push: what the change does to queued and admitted work
+    const jobs: KubeObject[] = [];
+    const notSubmitted: string[] = [];
+    for (const job of queuedSamples(twin.clusterDir)) {
+      try {
+        await client.apply(job, { fieldManager: 'gpu-cluster-manifests-rehearse' });
+        jobs.push(job);
+      } catch (e) {
+        notSubmitted.push(`${describeObject(job)}: not submitted: ${(e as Error).message.split('\n')[0]}`);
+      }
+    }
+    if (jobs.length > 0) {
+      say(`${jobs.length} sample job(s) submitted to Kueue: waiting until it has decided each`);
+      const decidedAll = async () => (await Promise.all(jobs.map((j) => workloadOwnedBy(client, j)))).every(decided);
+      await bounded('waiting for Kueue to decide the sample jobs', poll(decidedAll, (ok) => ok, JOBS_DECIDED_MS, 1000));
+    }
+    const jobsBefore = await readJobs(client, jobs);
+    const jobsSeen = new Map<string, WorkloadState[]>();
     const appsBefore = await client.list(`/apis/argoproj.io/v1alpha1/namespaces/${namespace}/applications`);
     const podsBefore = podsOf(await client.list('/api/v1/pods'));
     const podsSeen = new Map(podsBefore);
@@ -398,7 +438,15 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
     say(`the working tree's render pushed as ${head.slice(0, 12)} (${changedFiles.length} rendered file(s) changed): every Application syncing`);
     const changed = await watchUntil(head, changeAt, async () => {
       for (const [uid, p] of podsOf(await client.list('/api/v1/pods'))) if (!podsSeen.has(uid)) podsSeen.set(uid, p);
+      for (const [job, now] of await readJobs(client, jobs)) {
+        const seen = jobsSeen.get(job) ?? [];
+        const last = seen.at(-1) ?? jobsBefore.get(job);
+        if (JSON.stringify(last) !== JSON.stringify(now)) jobsSeen.set(job, [...seen, now]);
+      }
     });
+    const jobsAfter = await readJobs(client, jobs);
+    const histories: JobHistory[] = [...jobsBefore]
+      .map(([job, before]) => ({ job, before, seen: jobsSeen.get(job) ?? [], after: jobsAfter.get(job)! }));
     const podsAfter = podsOf(await client.list('/api/v1/pods'));
     const appsAfter = await client.list(`/apis/argoproj.io/v1alpha1/namespaces/${namespace}/applications`);
     const report = changeReport({
@@ -409,6 +457,9 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
       nodeRole: new Map(twin.nodes.map((n) => [n.node.metadata.name, n.kind.role])),
       timeline: twin.watch.timeline(changeAt, () => head),
     });
+    // the jobs after the pods (a DaemonSet roll on the GPU workers stays the first line)
+    const podLines = report.filter((l) => l.startsWith('pods: '));
+    report.splice(podLines.length, 0, ...jobsReport(histories, opts.verbose ?? false, notSubmitted));
     if (!opts.quiet) {
       opts.out(`${twin.name}: the change from ${opts.from.label} (${opts.from.commit.slice(0, 12)}) to the working tree, pushed as ${head.slice(0, 12)}`);
       for (const l of report) opts.out(l);

@@ -5,11 +5,14 @@ import * as path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { EXIT } from '../../src/cli';
+import { HEALTH_DIR, WAVES_GO_AHEAD } from '../../src/components/argocd/health-checks';
 import { readSnapshot } from '../../src/preflight/snapshot';
 import { loadModels } from '../../src/synth/pipeline';
+import { applicationState } from '../../src/twin/applications';
 import { embeddedBuildInfo, GO_ENV, KUEUE_MODULE_DIR, MODULE_DIR, requiredVersion, TWIN_MODULE_DIR } from '../../src/twin/binary';
 import { rehearsalTimeoutMs } from '../../src/twin/command';
-import { asYamlDescription } from '../../src/twin/rehearse';
+import { asYamlDescription, rootWentPast } from '../../src/twin/rehearse';
+import { decided, jobsReport, queuedSamples, workloadState } from '../../src/twin/sample-jobs';
 import { REFERENCE_FILE, ROOT, runMain } from '../helpers';
 import { changedSnapshot, SNAPSHOT } from '../preflight/snapshots';
 
@@ -374,5 +377,110 @@ describe('rehearse --timeout: the default of each mode', () => {
   it('--help gives both defaults', async () => {
     const help = (await runMain('rehearse', '--help')).out.join('\n').replace(/\s+/g, ' ');
     expect(help).toContain('(default: 600; 1200 with --from, which converges two states; at most 3600)');
+  });
+});
+
+describe('rehearse: when the root\'s sync has gone past an Application that is not Healthy (the early end, exit 1)', () => {
+  // the messages the toolkit's Application health check gives, as its own tests state them (health_test.yaml, run
+  // against the Lua by test/argocd/health-checks.test.ts): a child past gitops.waveWait, and one still within it
+  const cases = (parse(readFileSync(path.join(HEALTH_DIR, 'argoproj.io', 'Application', 'health_test.yaml'), 'utf8')) as { tests: { healthStatus: { status: string; message: string }; inputPath: string }[] }).tests;
+  const check = (input: string) => cases.find((c) => c.inputPath === `testdata/${input}.yaml`)!.healthStatus;
+  const REV = 'a'.repeat(40);
+  const child = (name: string, health: string, revision = REV, sync = 'Synced') => applicationState({
+    apiVersion: 'argoproj.io/v1alpha1',
+    kind: 'Application',
+    metadata: { name, annotations: { 'argocd.argoproj.io/sync-wave': '2' } },
+    status: { sync: { status: sync, revision }, health: { status: health } },
+  });
+  const root = (seen: Record<string, { status: string; message: string }>, phase = 'Succeeded') => applicationState({
+    apiVersion: 'argoproj.io/v1alpha1',
+    kind: 'Application',
+    metadata: { name: 'lab' },
+    status: {
+      sync: { status: 'Synced', revision: REV },
+      health: { status: 'Healthy' },
+      operationState: { phase, syncResult: { revision: REV } },
+      resources: Object.entries(seen).map(([name, health]) => ({ group: 'argoproj.io', kind: 'Application', namespace: 'argocd', name, status: 'Synced', health })),
+    },
+  });
+  const names = ['lab', 'lab-kueue', 'lab-gpu-operator'];
+  const healthy = { status: 'Healthy', message: 'The Application is Healthy' };
+
+  it('the root reports the child gone ahead of after gitops.waveWait (Degraded or Progressing past the bound): the verdict is in', () => {
+    expect(check('degraded-long-after-sync').message.endsWith(WAVES_GO_AHEAD)).toBe(true);
+    for (const [health, input] of [['Degraded', 'degraded-long-after-sync'], ['Progressing', 'progressing-past-wait']] as const) {
+      const states = [root({ 'lab-kueue': healthy, 'lab-gpu-operator': check(input) }), child('lab-kueue', 'Healthy'), child('lab-gpu-operator', health)];
+      expect(rootWentPast(REV, 'lab', names, states), input).toBe(true);
+    }
+  });
+
+  it('an operator that reacts late: the root passed the wave Healthy, the child now Progressing within the bound, is waited for', () => {
+    // the root's sync ended while the child was Healthy; the child then turned Progressing (a roll the operator starts late)
+    const late = [root({ 'lab-kueue': healthy, 'lab-gpu-operator': healthy }), child('lab-kueue', 'Healthy'), child('lab-gpu-operator', 'Progressing')];
+    expect(rootWentPast(REV, 'lab', names, late)).toBe(false);
+    // the root's check now sees it Progressing, within gitops.waveWait
+    const within = [root({ 'lab-kueue': healthy, 'lab-gpu-operator': check('progressing-within-wait') }), child('lab-kueue', 'Healthy'), child('lab-gpu-operator', 'Progressing')];
+    expect(check('progressing-within-wait').status).toBe('Progressing');
+    expect(rootWentPast(REV, 'lab', names, within)).toBe(false);
+  });
+
+  it('not while the root\'s sync is not done at the revision, an Application is missing, or one is only behind in its sync', () => {
+    const gone = { 'lab-kueue': healthy, 'lab-gpu-operator': check('degraded-long-after-sync') };
+    expect(rootWentPast(REV, 'lab', names, [root(gone, 'Running'), child('lab-kueue', 'Healthy'), child('lab-gpu-operator', 'Degraded')])).toBe(false);
+    expect(rootWentPast(REV, 'lab', names, [root(gone), child('lab-gpu-operator', 'Degraded')])).toBe(false);
+    expect(rootWentPast(REV, 'lab', names, [root(gone), child('lab-kueue', 'Healthy'), child('lab-gpu-operator', 'Degraded', 'b'.repeat(40))])).toBe(false);
+    expect(rootWentPast(REV, 'lab', names, [root(gone), child('lab-kueue', 'Healthy', REV, 'OutOfSync'), child('lab-gpu-operator', 'Degraded')])).toBe(false);
+    // every Application converged: that is done, not gone past
+    expect(rootWentPast(REV, 'lab', names, [root(gone), child('lab-kueue', 'Healthy'), child('lab-gpu-operator', 'Healthy')])).toBe(false);
+  });
+});
+
+describe('rehearse --from: what Kueue does to the samples\' queued jobs, from their Workloads', () => {
+  const wl = (conditions: Record<string, [string, string?, string?]>, admission?: { clusterQueue: string; gpus: number[] }) => ({
+    metadata: { name: 'mpijob-nccl-all-reduce-1a2b3', namespace: 'research' },
+    status: {
+      conditions: Object.entries(conditions).map(([type, [status, reason, message]]) => ({ type, status, reason, message })),
+      ...(admission ? { admission: { clusterQueue: admission.clusterQueue, podSetAssignments: admission.gpus.map((g) => ({ resourceUsage: { 'nvidia.com/gpu': String(g) } })) } } : {}),
+    },
+  });
+
+  it('reads a Workload\'s state from Kueue\'s conditions: admitted (its ClusterQueue and GPUs), pending, evicted, finished, none', () => {
+    expect(workloadState(wl({ QuotaReserved: ['True'], Admitted: ['True'] }, { clusterQueue: 'research', gpus: [0, 8, 8] })))
+      .toEqual({ state: 'admitted', clusterQueue: 'research', gpus: 16 });
+    expect(workloadState(wl({ QuotaReserved: ['False', 'Pending', 'couldn\'t assign flavors to pod set launcher: insufficient unused quota for nvidia.com/gpu'] })))
+      .toEqual({ state: 'pending', reason: 'Pending', message: 'couldn\'t assign flavors to pod set launcher: insufficient unused quota for nvidia.com/gpu' });
+    expect(workloadState(wl({ QuotaReserved: ['False', 'Pending', 'p'], Admitted: ['False'], Evicted: ['True', 'Preempted', 'Preempted to accommodate a workload'] })))
+      .toEqual({ state: 'evicted', reason: 'Preempted', message: 'Preempted to accommodate a workload' });
+    expect(workloadState(wl({ Finished: ['True', 'Succeeded', 'done'] })).state).toBe('finished');
+    expect(workloadState(undefined)).toEqual({ state: 'gone' });
+    // decided: admitted, or the scheduler said why not; a Workload Kueue has not looked at yet is not
+    expect(decided(wl({}))).toBe(false);
+    expect(decided(wl({ QuotaReserved: ['False', 'Pending', 'p'] }))).toBe(true);
+    expect(decided(undefined)).toBe(false);
+  });
+
+  it('one summary line; with --verbose one line per job: its state before the push, what it went through, after', () => {
+    const admitted = (nominal: number) => ({ state: 'admitted' as const, clusterQueue: 'research', gpus: 16, nominal });
+    const stays = { job: 'MPIJob research/nccl-all-reduce', before: admitted(16), seen: [admitted(8)], after: admitted(8) };
+    const evicted = { state: 'evicted' as const, reason: 'Preempted', message: 'Preempted to accommodate a workload' };
+    const bounced = { job: 'Job research/a', before: admitted(16), seen: [evicted, admitted(16)], after: admitted(16) };
+    const pending = { state: 'pending' as const, reason: 'Pending', message: 'insufficient unused quota' };
+    const now = { job: 'Job default/b', before: pending, seen: [], after: { ...admitted(4), clusterQueue: 'default', gpus: 4 } };
+    const out = { job: 'Job research/c', before: admitted(16), seen: [], after: evicted };
+    expect(jobsReport([stays], false)).toEqual(['jobs: 1 sample job(s) Kueue queues: 1 stays admitted (1 over its ClusterQueue\'s nominal GPU quota after the change)']);
+    expect(jobsReport([stays, bounced, now, out], true)).toEqual([
+      'jobs: 4 sample job(s) Kueue queues: 1 admitted, 1 evicted, 1 re-admitted after an eviction, 1 stays admitted (1 over its ClusterQueue\'s nominal GPU quota after the change)',
+      '  MPIJob research/nccl-all-reduce: stays admitted: admitted by ClusterQueue research with 16 GPU(s) (its nominal quota 16) -> admitted by ClusterQueue research with 16 GPU(s) (its nominal quota 8: over it, borrowing from the cohort)',
+      '  Job research/a: re-admitted after an eviction: admitted by ClusterQueue research with 16 GPU(s) (its nominal quota 16) -> evicted (Preempted: Preempted to accommodate a workload) -> admitted by ClusterQueue research with 16 GPU(s) (its nominal quota 16)',
+      '  Job default/b: admitted: pending (Pending: insufficient unused quota) -> admitted by ClusterQueue default with 4 GPU(s) (its nominal quota 4)',
+      '  Job research/c: evicted: admitted by ClusterQueue research with 16 GPU(s) (its nominal quota 16) -> evicted (Preempted: Preempted to accommodate a workload)',
+    ]);
+    expect(jobsReport([], true, ['MPIJob research/x: not submitted: forbidden'])).toEqual(['jobs: 0 sample job(s) Kueue queues: none submitted; 1 not submitted', '  MPIJob research/x: not submitted: forbidden']);
+    expect(jobsReport([], true)).toEqual(['jobs: no sample job names a Kueue queue']);
+  });
+
+  it('the samples Kueue queues: those the samples folder lists with a queue label (not the per-node templates)', () => {
+    const jobs = queuedSamples(path.join(ROOT, 'dist', 'instant-cluster'));
+    expect(jobs.map((j) => `${j.kind} ${j.metadata.namespace}/${j.metadata.name}`)).toEqual(['MPIJob default/nccl-all-reduce']);
   });
 });

@@ -75,6 +75,22 @@ const leftIn = (dir: string) => readdirSync(dir);
 
 const sha = (file: string) => createHash('sha256').update(readFileSync(file)).digest('hex');
 
+/** A user's clusters repository: the description `committed`, then changed by `change` in the working tree. */
+function userRepo(committed: string, change: (d: Record<string, any>) => void) {
+  const repo = mkdtempSync(path.join(work, 'repo-'));
+  const git = (...args: string[]) => spawnSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { cwd: repo, encoding: 'utf8' });
+  git('init', '-q', '-b', 'main');
+  mkdirSync(path.join(repo, 'clusters'));
+  const file = path.join(repo, 'clusters', path.basename(REFERENCE_FILE));
+  writeFileSync(file, committed);
+  git('add', '.');
+  expect(git('commit', '-q', '-m', 'lab').status).toBe(0);
+  const d = parse(committed) as Record<string, any>;
+  change(d);
+  writeFileSync(file, stringify(d));
+  return { file, git };
+}
+
 describe('rehearse on the twin', () => {
   it('the reference cluster: every Application Synced and Healthy, the timeline printed, exit 0; nothing left behind, the description untouched', async () => {
     const before = sha(REFERENCE_FILE);
@@ -116,18 +132,10 @@ describe('rehearse on the twin', () => {
   }, 20 * 60 * 1000);
 
   it('change mode (--from HEAD): a new device plugin env rolls its DaemonSet on every GPU worker, said first; the change converges, exit 0', async () => {
-    // a user's clusters repository: the reference description committed, then changed in the working tree
-    const repo = mkdtempSync(path.join(work, 'repo-'));
-    const git = (...args: string[]) => spawnSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { cwd: repo, encoding: 'utf8' });
-    git('init', '-q', '-b', 'main');
-    mkdirSync(path.join(repo, 'clusters'));
-    const file = path.join(repo, 'clusters', path.basename(REFERENCE_FILE));
-    writeFileSync(file, readFileSync(REFERENCE_FILE));
-    git('add', '.');
-    expect(git('commit', '-q', '-m', 'lab').status).toBe(0);
     const d = parse(readFileSync(REFERENCE_FILE, 'utf8')) as Record<string, any>;
-    d.gpuOperator = { ...d.gpuOperator, devicePluginEnv: [...(d.gpuOperator?.devicePluginEnv ?? []), { name: 'PASS_DEVICE_SPECS', value: 'true' }] };
-    writeFileSync(file, stringify(d));
+    const { file, git } = userRepo(readFileSync(REFERENCE_FILE, 'utf8'), (c) => {
+      c.gpuOperator = { ...c.gpuOperator, devicePluginEnv: [...(c.gpuOperator?.devicePluginEnv ?? []), { name: 'PASS_DEVICE_SPECS', value: 'true' }] };
+    });
     const before = sha(file);
     // two converged states in one run: twice the bootstrap's time, on a shared machine
     const r = await rehearse(['--config', file, '--from', 'HEAD', '--timeout', '1800']);
@@ -143,6 +151,33 @@ describe('rehearse on the twin', () => {
     expect(r.stdout).toMatch(/^instant-cluster: the change converged: every Application \(\d+\) Synced and Healthy at [0-9a-f]{12} \d+ s after the push/m);
     expect(sha(file)).toBe(before);
     expect(git('status', '--porcelain').stdout).toBe(' M clusters/instant-cluster.yaml\n');
+    expect(leftIn(r.tmp)).toEqual([]);
+    expect(processesUnder(r.tmp)).toEqual([]);
+  }, 25 * 60 * 1000);
+
+  it('change mode: a tenant\'s GPU quota raised takes the default queue\'s GPUs below what its admitted sample job uses: Kueue keeps the job admitted over the new quota (it evicts nothing), and the report says so', async () => {
+    // the reference cluster: the samples queue to the default ClusterQueue, which holds the GPUs no tenant does; the
+    // NCCL test (two workers of 8 GPUs) is admitted there, borrowing from the cohort. The change gives research the
+    // default queue's GPUs. (The samples cannot go to a tenant namespace: the DCGM diagnostic's SYS_ADMIN is refused there.)
+    const d = parse(readFileSync(REFERENCE_FILE, 'utf8')) as Record<string, any>;
+    const total = (d.nodes.gpuWorkers.count as number) * (d.nodes.gpuWorkers.gpusPerNode as number);
+    const defaultQuota = (tenants: { gpus: number }[]) => total - tenants.reduce((n, t) => n + t.gpus, 0);
+    const before = defaultQuota(d.tenants);
+    expect(before).toBeGreaterThan(0);
+    const { file } = userRepo(readFileSync(REFERENCE_FILE, 'utf8'), (c) => {
+      c.tenants = c.tenants.map((t: { name: string; gpus: number }) => (t.name === 'research' ? { ...t, gpus: t.gpus + before } : t));
+    });
+    const after = defaultQuota((parse(readFileSync(file, 'utf8')) as Record<string, any>).tenants);
+    const r = await rehearse(['--config', file, '--from', 'HEAD', '--timeout', '1800', '--verbose']);
+    console.log(`${r.stderr.split('\n').filter((l) => !/: (instant-cluster[\w-]*) \(wave/.test(l)).join('\n')}\n${r.stdout}`);
+    expect(r.code, r.stderr).toBe(0);
+    const report = r.stdout.slice(r.stdout.indexOf('the change from HEAD:clusters/'));
+    // real Kueue (its integration test "Should not evict admitted workloads when nominal quota is reduced below usage"):
+    // a quota cut evicts nothing; the job keeps its GPUs, borrowed from the cohort, until it ends or a lender reclaims them
+    expect(report).toMatch(/^jobs: 1 sample job\(s\) Kueue queues: 1 stays admitted \(1 over its ClusterQueue's nominal GPU quota after the change\)$/m);
+    const admitted = (quota: number) => `admitted by ClusterQueue default with ${total} GPU(s) (its nominal quota ${quota}: over it, borrowing from the cohort)`;
+    expect(report).toContain(`  MPIJob default/nccl-all-reduce: stays admitted: ${admitted(before)} -> ${admitted(after)}\n`);
+    expect(report).toMatch(/^ {2}wave \d+: instant-cluster-kueue: Synced [\d.]+ s, Healthy [\d.]+ s after the push$/m);
     expect(leftIn(r.tmp)).toEqual([]);
     expect(processesUnder(r.tmp)).toEqual([]);
   }, 25 * 60 * 1000);

@@ -26,6 +26,13 @@ export const HEALTH_DIR: string = [
   path.join(__dirname, '..', '..', '..', '..', 'src', 'components', 'argocd', 'health'),
 ].find((d) => existsSync(d)) ?? path.join(__dirname, 'health');
 
+/**
+ * How the Application check (health/argoproj.io/Application/health.lua, goAhead and a Suspended child) ends the
+ * message of a child its parent reports Healthy without it being so: the child waited gitops.waveWait (or is held on
+ * purpose), and the parent's later waves go ahead of it.
+ */
+export const WAVES_GO_AHEAD = 'the waves after it go ahead';
+
 let loaded: readonly HealthCheck[] | undefined;
 
 /** Every check, sorted by group and kind (read once per process). */

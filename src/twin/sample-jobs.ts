@@ -1,0 +1,148 @@
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { parse } from 'yaml';
+import { describe, KubeClient, KubeObject } from './kube-client';
+import { conditionOf, workloadOwnedBy } from './kueue';
+import { LABELS, RESOURCES } from '../model/names';
+
+/**
+ * The sample jobs of a rendered cluster that Kueue manages, submitted to a twin, and what Kueue does with them across a
+ * change (rehearse --from, issue 51): each job's Workload read before the push, while it converges and after, as real
+ * Kueue reports it (its Admitted, QuotaReserved and Evicted conditions, the admission's ClusterQueue and usage).
+ */
+
+type Json = Record<string, any>;
+
+/** The samples folder of a rendered cluster (what its kustomization lists: the templates a user copies are left out). */
+const SAMPLES_FOLDER = 'samples';
+
+/** The objects of the samples folder that name a Kueue queue (the kueue.x-k8s.io/queue-name label). */
+export function queuedSamples(clusterDir: string): KubeObject[] {
+  const dir = path.join(clusterDir, SAMPLES_FOLDER);
+  let listed: string[];
+  try {
+    listed = ((parse(readFileSync(path.join(dir, 'kustomization.yaml'), 'utf8')) as { resources?: string[] } | null)?.resources ?? []);
+  } catch {
+    // a cluster without samples
+    return [];
+  }
+  return listed.map((f) => parse(readFileSync(path.join(dir, f), 'utf8')) as KubeObject)
+    .filter((o) => typeof (o.metadata.labels as Json | undefined)?.[LABELS.queueName] === 'string');
+}
+
+/** A job's Workload as the change report reads it. */
+export interface WorkloadState {
+  /** admitted, pending (no quota reserved), evicted (Evicted True: preempted, its queue stopped, ...), finished, gone (none). */
+  readonly state: 'admitted' | 'pending' | 'evicted' | 'finished' | 'gone';
+  /** The condition that says why (Evicted's, QuotaReserved's when pending): its reason and message. */
+  readonly reason?: string;
+  readonly message?: string;
+  /** The ClusterQueue that admitted it, and the GPUs its admission holds. */
+  readonly clusterQueue?: string;
+  readonly gpus?: number;
+  /** That ClusterQueue's nominal GPUs when the Workload was read (withNominal). */
+  readonly nominal?: number;
+}
+
+/** Reads a Workload (undefined: none) into its state. */
+export function workloadState(w: Json | undefined): WorkloadState {
+  if (!w) return { state: 'gone' };
+  const why = (c: Json | undefined) => ({
+    ...(c?.reason ? { reason: String(c.reason) } : {}),
+    ...(c?.message ? { message: String(c.message) } : {}),
+  });
+  const finished = conditionOf(w, 'Finished');
+  if (finished?.status === 'True') return { state: 'finished', ...why(finished) };
+  const evicted = conditionOf(w, 'Evicted');
+  const admitted = conditionOf(w, 'Admitted');
+  if (evicted?.status === 'True' && admitted?.status !== 'True') return { state: 'evicted', ...why(evicted) };
+  if (admitted?.status === 'True') {
+    const assignments = (w.status?.admission?.podSetAssignments ?? []) as Json[];
+    const gpus = assignments.reduce((n, a) => n + Number(a.resourceUsage?.[RESOURCES.gpu] ?? 0), 0);
+    return { state: 'admitted', clusterQueue: String(w.status?.admission?.clusterQueue ?? ''), gpus };
+  }
+  if (evicted?.status === 'True') return { state: 'evicted', ...why(evicted) };
+  return { state: 'pending', ...why(conditionOf(w, 'QuotaReserved')) };
+}
+
+/** Whether Kueue has decided a Workload: admitted, or its scheduler said why not yet (QuotaReserved with a reason). */
+export const decided = (w: Json | undefined): boolean => w !== undefined
+  && (conditionOf(w, 'Admitted')?.status === 'True' || conditionOf(w, 'QuotaReserved') !== undefined || conditionOf(w, 'Finished')?.status === 'True');
+
+/** The nominal GPUs of a ClusterQueue (every flavor's nvidia.com/gpu). */
+export function nominalGpus(clusterQueue: KubeObject): number {
+  return (((clusterQueue.spec as Json)?.resourceGroups ?? []) as Json[])
+    .flatMap((g) => (g.flavors ?? []) as Json[]).flatMap((f) => (f.resources ?? []) as Json[])
+    .filter((r) => r.name === RESOURCES.gpu).reduce((n, r) => n + Number(r.nominalQuota ?? 0), 0);
+}
+
+/** The state of each job's Workload now, an admitted one with its ClusterQueue's nominal GPUs now. */
+export async function readJobs(client: KubeClient, jobs: readonly KubeObject[]): Promise<Map<string, WorkloadState>> {
+  const queues = new Map((await client.list('/apis/kueue.x-k8s.io/v1beta2/clusterqueues')).map((q) => [q.metadata.name, nominalGpus(q)]));
+  const out = new Map<string, WorkloadState>();
+  for (const job of jobs) {
+    const s = workloadState(await workloadOwnedBy(client, job));
+    out.set(describe(job), s.clusterQueue !== undefined && queues.has(s.clusterQueue) ? { ...s, nominal: queues.get(s.clusterQueue) } : s);
+  }
+  return out;
+}
+
+/** What a job went through across the change: before the push, each different state seen while it converged, after. */
+export interface JobHistory {
+  /** `Kind namespace/name`. */
+  readonly job: string;
+  readonly before: WorkloadState;
+  /** The states seen between (each one different from the one before it). */
+  readonly seen: readonly WorkloadState[];
+  readonly after: WorkloadState;
+}
+
+/** Whether an admitted Workload holds more GPUs than its ClusterQueue's nominal quota (it borrows from the cohort). */
+const overQuota = (s: WorkloadState) => s.state === 'admitted' && s.nominal !== undefined && (s.gpus ?? 0) > s.nominal;
+
+const stateText = (s: WorkloadState): string => {
+  const why = s.reason || s.message ? ` (${[s.reason, s.message].filter(Boolean).join(': ')})` : '';
+  switch (s.state) {
+    case 'admitted':
+      return `admitted by ClusterQueue ${s.clusterQueue} with ${s.gpus} GPU(s)${s.nominal !== undefined ? ` (its nominal quota ${s.nominal}${overQuota(s) ? ': over it, borrowing from the cohort' : ''})` : ''}`;
+    case 'gone': return 'no Workload (the job is gone)';
+    default: return `${s.state}${why}`;
+  }
+};
+
+/** How a job fared: stays admitted, evicted, re-admitted, admitted, still pending, gone, ... (the change report's verb). */
+export function outcome(h: JobHistory): string {
+  const { before, after } = h;
+  const evictedOnTheWay = h.seen.some((s) => s.state === 'evicted');
+  if (before.state === 'admitted' && after.state === 'admitted') return evictedOnTheWay ? 're-admitted after an eviction' : 'stays admitted';
+  if (before.state === 'admitted' && after.state === 'evicted') return 'evicted';
+  if (before.state === 'admitted' && after.state === 'pending') return 'evicted, pending again';
+  if (before.state !== 'admitted' && after.state === 'admitted') return before.state === 'evicted' ? 're-admitted' : 'admitted';
+  if (after.state === 'gone' && before.state !== 'gone') return 'deleted';
+  if (before.state === after.state) return `still ${after.state}`;
+  return after.state;
+}
+
+/**
+ * The jobs part of the change report: one summary line (how many of the samples' queued jobs Kueue evicted or
+ * suspended, admitted, left as they were), then with `verbose` one line per job: its state before the push, each state
+ * seen while the change converged, its state after (with the reason and message of Kueue's condition, and for an
+ * admitted one its ClusterQueue's nominal GPUs after the change).
+ */
+export function jobsReport(histories: readonly JobHistory[], verbose: boolean, notSubmitted: readonly string[] = []): string[] {
+  const out: string[] = [];
+  const counts = new Map<string, number>();
+  for (const o of histories.map(outcome)) counts.set(o, (counts.get(o) ?? 0) + 1);
+  const over = histories.filter((h) => overQuota(h.after)).length;
+  const parts = [...counts].sort(([a], [b]) => a.localeCompare(b)).map(([o, n]) => `${n} ${o}${o === 'stays admitted' && over > 0 ? ` (${over} over its ClusterQueue's nominal GPU quota after the change)` : ''}`);
+  if (histories.length === 0 && notSubmitted.length === 0) return ['jobs: no sample job names a Kueue queue'];
+  out.push(`jobs: ${histories.length} sample job(s) Kueue queues: ${parts.join(', ') || 'none submitted'}${notSubmitted.length > 0 ? `; ${notSubmitted.length} not submitted` : ''}`);
+  if (!verbose) return out;
+  for (const h of histories) {
+    const steps = [h.before, ...h.seen, h.after].map(stateText);
+    const went = steps.filter((s, i) => i === 0 || s !== steps[i - 1]);
+    out.push(`  ${h.job}: ${outcome(h)}: ${went.join(' -> ')}`);
+  }
+  for (const n of notSubmitted) out.push(`  ${n}`);
+  return out;
+}
