@@ -14,6 +14,7 @@ import { InputError } from '../errors';
 import { scratchFolder } from '../files';
 import { readRawDescription } from '../model/load';
 import { ClusterModel } from '../model/model';
+import { OPTIONS as YAML_OPTIONS } from '../render/yaml';
 import { ValidationFailed } from '../synth/pipeline';
 
 /** The description as it is at a commit (change mode's starting point): its text, and where it comes from as `REV:path`. */
@@ -500,6 +501,7 @@ export function asYamlDescription(file: string, dir: string): string {
   if (path.extname(file).toLowerCase() !== '.ts') return file;
   const out = path.join(dir, `${path.basename(file, path.extname(file))}.yaml`);
   mkdirSync(dir, { recursive: true });
-  writeFileSync(out, stringify(readRawDescription(file).raw));
+  // the value's shared objects written out in full: aliases would count against the description reader's limit
+  writeFileSync(out, stringify(readRawDescription(file).raw, YAML_OPTIONS));
   return out;
 }

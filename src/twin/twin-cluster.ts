@@ -24,6 +24,7 @@ import { ClusterModel } from '../model/model';
 import { LABELS, NODE_NAME_PLACEHOLDER } from '../model/names';
 import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../paths';
 import { manifestFileName } from '../render/manifest';
+import { OPTIONS as YAML_OPTIONS } from '../render/yaml';
 import { loadModels, synth } from '../synth/pipeline';
 import { ApplicationSource, releaseOfSource, VendoredChart } from '../upstream/releases';
 import { ClusterRenders } from '../upstream/render';
@@ -194,7 +195,7 @@ export class TwinCluster {
    */
   render(edit: (d: Json) => void = () => {}): void {
     edit(this.description);
-    writeFileSync(this.descriptionFile, stringify(this.description));
+    writeFileSync(this.descriptionFile, stringify(this.description, YAML_OPTIONS));
     renderInto(this.descriptionFile, path.join(this.workTree, 'dist'), this.fleet);
   }
 
@@ -365,7 +366,7 @@ async function preinstalledKueue(cp: ControlPlane, description: Json, work: stri
   if (fleet) cpSync(fleet, path.join(dir, 'clusters'), { recursive: true });
   mkdirSync(path.join(dir, 'clusters'), { recursive: true });
   const file = path.join(dir, 'clusters', `${managed.name}.yaml`);
-  writeFileSync(file, stringify(managed));
+  writeFileSync(file, stringify(managed, YAML_OPTIONS));
   const { view, renders } = await renderedView(file, path.join(dir, 'dist'));
   const full = planSync(view, renders, vendoredCrds(DEFAULT_SCHEMAS), await cp.client().servedKinds());
   // without its on-demand visibility API (kueue.ts turns its server off): an APIService nothing serves makes the
@@ -498,7 +499,7 @@ export async function startTwinCluster(opts: TwinClusterOptions): Promise<TwinCl
     }
     const file = path.join(clusters, `${description.name}.yaml`);
     mkdirSync(path.dirname(file), { recursive: true });
-    writeFileSync(file, stringify(description));
+    writeFileSync(file, stringify(description, YAML_OPTIONS));
     say(`rendering ${description.name}${fleet ? ' with its fleet' : ''}`);
     const dist = path.join(workTree, 'dist');
     renderInto(file, dist, opts.fleet);
@@ -510,7 +511,7 @@ export async function startTwinCluster(opts: TwinClusterOptions): Promise<TwinCl
       cleanup.push(() => chartMirror.stop());
       say(`serving the managed installs' charts on ${chartMirror.helmUrl('').replace(/\/helm\/$/, '')}`);
       description.mirrors = { ...description.mirrors, charts: { ...description.mirrors?.charts, ...managed.charts } };
-      writeFileSync(file, stringify(description));
+      writeFileSync(file, stringify(description, YAML_OPTIONS));
       renderInto(file, dist, opts.fleet);
     }
     const { view, renders, model } = await renderedView(file, dist, true);

@@ -98,7 +98,7 @@ describe('rehearse: arguments', () => {
     }
   });
 
-  it('a TypeScript description is validated as synth validates it (a wrong value: exit 2, naming the file and the field), then rehearsed', async () => {
+  it('a TypeScript description is validated as synth validates it (a wrong value: exit 2, naming the file and the field); a valid one goes on to the binaries', async () => {
     const ts = path.join(dir, 'typed-cluster.ts');
     const source = readFileSync(TYPED_FILE, 'utf8');
     writeFileSync(ts, source.replace(/^(\s+)gpusPerNode,$/m, "$1gpusPerNode: 'eight' as unknown as number,"));
@@ -119,6 +119,15 @@ describe('rehearse: arguments', () => {
     expect(parse(readFileSync(yaml, 'utf8'))).toEqual(parse(readFileSync(TYPED_FILE.replace(/\.ts$/, '.yaml'), 'utf8')));
     // a YAML or JSON description is read as it is
     expect(asYamlDescription(REFERENCE_FILE, out)).toBe(REFERENCE_FILE);
+  });
+
+  it('a TypeScript value that shares one object in many places is written out in full (no YAML alias: the reader allows few)', () => {
+    const ts = path.join(dir, 'shared-objects.ts');
+    writeFileSync(ts, 'const toleration = { key: "example.com/k", operator: "Exists" };\n'
+      + 'export default { name: "shared", tenants: Array.from({ length: 150 }, (_, i) => ({ name: `t${i}`, tolerations: [toleration] })) };\n');
+    const text = readFileSync(asYamlDescription(ts, path.join(dir, 'evaluated-shared')), 'utf8');
+    expect(text).not.toMatch(/[&*]a\d/);
+    expect((parse(text) as { tenants: unknown[] }).tenants[149]).toEqual({ name: 't149', tolerations: [{ key: 'example.com/k', operator: 'Exists' }] });
   });
 
   it('without Go and without --binaries: one line saying how to get them, exit 2', async () => {
