@@ -412,10 +412,17 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
         notSubmitted.push(`${describeObject(job)}: not submitted: ${(e as Error).message.split('\n')[0]}`);
       }
     }
+    // the jobs Kueue did not decide within the bound: said in the report, not taken for a state Kueue reported
+    const undecided: string[] = [];
     if (jobs.length > 0) {
       say(`${jobs.length} sample job(s) submitted to Kueue: waiting until it has decided each`);
-      const decidedAll = async () => (await Promise.all(jobs.map((j) => workloadOwnedBy(client, j)))).every(decided);
-      await bounded('waiting for Kueue to decide the sample jobs', poll(decidedAll, (ok) => ok, JOBS_DECIDED_MS, 1000));
+      const workloads = () => Promise.all(jobs.map((j) => workloadOwnedBy(client, j)));
+      const last = await bounded('waiting for Kueue to decide the sample jobs', poll(workloads, (ws) => ws.every(decided), JOBS_DECIDED_MS, 1000));
+      last.forEach((w, i) => {
+        if (decided(w)) return;
+        undecided.push(`${describeObject(jobs[i])}: not decided by Kueue within ${JOBS_DECIDED_MS / 1000} s before the push (${w === undefined
+          ? 'no Workload: is Kueue\'s integration for its kind enabled?' : 'its Workload has no QuotaReserved condition yet'})`);
+      });
     }
     const jobsBefore = await readJobs(client, jobs);
     const jobsSeen = new Map<string, WorkloadState[]>();
@@ -460,7 +467,7 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
     });
     // the jobs after the pods (a DaemonSet roll on the GPU workers stays the first line)
     const podLines = report.filter((l) => l.startsWith('pods: '));
-    report.splice(podLines.length, 0, ...jobsReport(histories, opts.verbose ?? false, notSubmitted));
+    report.splice(podLines.length, 0, ...jobsReport(histories, opts.verbose ?? false, notSubmitted, undecided));
     if (!opts.quiet) {
       opts.out(`${twin.name}: the change from ${opts.from.label} (${opts.from.commit.slice(0, 12)}) to the working tree, pushed as ${head.slice(0, 12)}`);
       for (const l of report) opts.out(l);

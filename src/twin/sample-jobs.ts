@@ -3,7 +3,10 @@ import * as path from 'node:path';
 import { parse } from 'yaml';
 import { describe, KubeClient, KubeObject } from './kube-client';
 import { conditionOf, workloadOwnedBy } from './kueue';
+import { nominalQuota } from '../check/kueue';
 import { LABELS, RESOURCES } from '../model/names';
+import { parseQuantity } from '../model/quantity';
+import { Manifest } from '../render/manifest';
 
 /**
  * The sample jobs of a rendered cluster that Kueue manages, submitted to a twin, and what Kueue does with them across a
@@ -20,20 +23,26 @@ const SAMPLES_FOLDER = 'samples';
 export function queuedSamples(clusterDir: string): KubeObject[] {
   const dir = path.join(clusterDir, SAMPLES_FOLDER);
   let listed: string[];
+  let text: string;
   try {
-    listed = ((parse(readFileSync(path.join(dir, 'kustomization.yaml'), 'utf8')) as { resources?: string[] } | null)?.resources ?? []);
-  } catch {
+    text = readFileSync(path.join(dir, 'kustomization.yaml'), 'utf8');
+  } catch (e) {
     // a cluster without samples
-    return [];
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw e;
   }
+  listed = ((parse(text) as { resources?: string[] } | null)?.resources ?? []);
   return listed.map((f) => parse(readFileSync(path.join(dir, f), 'utf8')) as KubeObject)
     .filter((o) => typeof (o.metadata.labels as Json | undefined)?.[LABELS.queueName] === 'string');
 }
 
 /** A job's Workload as the change report reads it. */
 export interface WorkloadState {
-  /** admitted, pending (no quota reserved), evicted (Evicted True: preempted, its queue stopped, ...), finished, gone (none). */
-  readonly state: 'admitted' | 'pending' | 'evicted' | 'finished' | 'gone';
+  /**
+   * admitted, pending (no quota reserved), evicted (Evicted True: preempted, its queue stopped, ...), finished, unmanaged
+   * (the job is there, Kueue made no Workload for it), gone (neither).
+   */
+  readonly state: 'admitted' | 'pending' | 'evicted' | 'finished' | 'unmanaged' | 'gone';
   /** The condition that says why (Evicted's, QuotaReserved's when pending): its reason and message. */
   readonly reason?: string;
   readonly message?: string;
@@ -58,7 +67,7 @@ export function workloadState(w: Json | undefined): WorkloadState {
   if (evicted?.status === 'True' && admitted?.status !== 'True') return { state: 'evicted', ...why(evicted) };
   if (admitted?.status === 'True') {
     const assignments = (w.status?.admission?.podSetAssignments ?? []) as Json[];
-    const gpus = assignments.reduce((n, a) => n + Number(a.resourceUsage?.[RESOURCES.gpu] ?? 0), 0);
+    const gpus = assignments.reduce((n, a) => n + parseQuantity(a.resourceUsage?.[RESOURCES.gpu] ?? 0), 0);
     return { state: 'admitted', clusterQueue: String(w.status?.admission?.clusterQueue ?? ''), gpus };
   }
   if (evicted?.status === 'True') return { state: 'evicted', ...why(evicted) };
@@ -69,19 +78,14 @@ export function workloadState(w: Json | undefined): WorkloadState {
 export const decided = (w: Json | undefined): boolean => w !== undefined
   && (conditionOf(w, 'Admitted')?.status === 'True' || conditionOf(w, 'QuotaReserved') !== undefined || conditionOf(w, 'Finished')?.status === 'True');
 
-/** The nominal GPUs of a ClusterQueue (every flavor's nvidia.com/gpu). */
-export function nominalGpus(clusterQueue: KubeObject): number {
-  return (((clusterQueue.spec as Json)?.resourceGroups ?? []) as Json[])
-    .flatMap((g) => (g.flavors ?? []) as Json[]).flatMap((f) => (f.resources ?? []) as Json[])
-    .filter((r) => r.name === RESOURCES.gpu).reduce((n, r) => n + Number(r.nominalQuota ?? 0), 0);
-}
-
 /** The state of each job's Workload now, an admitted one with its ClusterQueue's nominal GPUs now. */
 export async function readJobs(client: KubeClient, jobs: readonly KubeObject[]): Promise<Map<string, WorkloadState>> {
-  const queues = new Map((await client.list('/apis/kueue.x-k8s.io/v1beta2/clusterqueues')).map((q) => [q.metadata.name, nominalGpus(q)]));
+  const queues = new Map((await client.list('/apis/kueue.x-k8s.io/v1beta2/clusterqueues')).map((q) => [q.metadata.name, nominalQuota(q as Manifest, RESOURCES.gpu)]));
   const out = new Map<string, WorkloadState>();
   for (const job of jobs) {
-    const s = workloadState(await workloadOwnedBy(client, job));
+    const w = await workloadOwnedBy(client, job);
+    // no Workload: the job is there unmanaged (Kueue's integration for its kind off), or gone
+    const s = w === undefined && await client.read(job) !== undefined ? { state: 'unmanaged' as const } : workloadState(w);
     out.set(describe(job), s.clusterQueue !== undefined && queues.has(s.clusterQueue) ? { ...s, nominal: queues.get(s.clusterQueue) } : s);
   }
   return out;
@@ -106,6 +110,7 @@ const stateText = (s: WorkloadState): string => {
     case 'admitted':
       return `admitted by ClusterQueue ${s.clusterQueue} with ${s.gpus} GPU(s)${s.nominal !== undefined ? ` (its nominal quota ${s.nominal}${overQuota(s) ? ': over it, borrowing from the cohort' : ''})` : ''}`;
     case 'gone': return 'no Workload (the job is gone)';
+    case 'unmanaged': return 'no Workload (the job is there: Kueue does not manage it; is its integration for this kind enabled?)';
     default: return `${s.state}${why}`;
   }
 };
@@ -129,14 +134,19 @@ export function outcome(h: JobHistory): string {
  * seen while the change converged, its state after (with the reason and message of Kueue's condition, and for an
  * admitted one its ClusterQueue's nominal GPUs after the change).
  */
-export function jobsReport(histories: readonly JobHistory[], verbose: boolean, notSubmitted: readonly string[] = []): string[] {
+export function jobsReport(
+  histories: readonly JobHistory[], verbose: boolean, notSubmitted: readonly string[] = [], undecided: readonly string[] = [],
+): string[] {
   const out: string[] = [];
   const counts = new Map<string, number>();
   for (const o of histories.map(outcome)) counts.set(o, (counts.get(o) ?? 0) + 1);
   const over = histories.filter((h) => overQuota(h.after)).length;
   const parts = [...counts].sort(([a], [b]) => a.localeCompare(b)).map(([o, n]) => `${n} ${o}${o === 'stays admitted' && over > 0 ? ` (${over} over its ClusterQueue's nominal GPU quota after the change)` : ''}`);
   if (histories.length === 0 && notSubmitted.length === 0) return ['jobs: no sample job names a Kueue queue'];
-  out.push(`jobs: ${histories.length} sample job(s) Kueue queues: ${parts.join(', ') || 'none submitted'}${notSubmitted.length > 0 ? `; ${notSubmitted.length} not submitted` : ''}`);
+  out.push(`jobs: ${histories.length} sample job(s) Kueue queues: ${parts.join(', ') || 'none submitted'}${notSubmitted.length > 0 ? `; ${notSubmitted.length} not submitted` : ''}`
+    + `${undecided.length > 0 ? `; ${undecided.length} not decided by Kueue before the push` : ''}`);
+  // a job Kueue did not decide is named even without --verbose: its states below are not Kueue's verdict
+  for (const u of undecided) out.push(`  ${u}`);
   if (!verbose) return out;
   for (const h of histories) {
     const steps = [h.before, ...h.seen, h.after].map(stateText);

@@ -486,6 +486,13 @@ describe('rehearse --from: what Kueue does to the samples\' queued jobs, from th
     ]);
     expect(jobsReport([], true, ['MPIJob research/x: not submitted: forbidden'])).toEqual(['jobs: 0 sample job(s) Kueue queues: none submitted; 1 not submitted', '  MPIJob research/x: not submitted: forbidden']);
     expect(jobsReport([], true)).toEqual(['jobs: no sample job names a Kueue queue']);
+    // a job Kueue did not decide before the push is named, --verbose or not; one Kueue does not manage says so
+    const unmanaged = { job: 'MPIJob default/y', before: { state: 'unmanaged' as const }, seen: [], after: { state: 'unmanaged' as const } };
+    expect(jobsReport([unmanaged], false, [], ['MPIJob default/y: not decided by Kueue within 120 s before the push (no Workload: ...)'])).toEqual([
+      'jobs: 1 sample job(s) Kueue queues: 1 still unmanaged; 1 not decided by Kueue before the push',
+      '  MPIJob default/y: not decided by Kueue within 120 s before the push (no Workload: ...)',
+    ]);
+    expect(jobsReport([unmanaged], true)[1]).toMatch(/^ {2}MPIJob default\/y: still unmanaged: no Workload \(the job is there: Kueue does not manage it; is its integration for this kind enabled\?\)$/);
   });
 
   it('the samples Kueue queues: those the samples folder lists with a queue label (not the per-node templates)', () => {
