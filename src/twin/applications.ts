@@ -1,6 +1,6 @@
 import { KubeClient, KubeObject } from './kube-client';
 import { sleep } from './poll';
-import { WAVES_GO_AHEAD } from '../components/argocd/health-checks';
+import { HELD_ON_PURPOSE, WAVES_GO_AHEAD } from '../components/argocd/health-checks';
 
 /**
  * The Applications of a twin as Argo CD reports them, read every second: each one's sync and health status, the
@@ -40,6 +40,8 @@ export interface ApplicationState {
    * with the toolkit's Application health check's message of a child it no longer waits on (WAVES_GO_AHEAD).
    */
   readonly wentAheadOf: readonly string[];
+  /** Of those, the ones it reports held on purpose (Suspended: HELD_ON_PURPOSE): settled, not stuck. */
+  readonly heldOnPurpose: readonly string[];
 }
 
 /** When an Application first reached a state at a revision, in ms since the watch's `since`. */
@@ -71,10 +73,16 @@ export function applicationState(app: KubeObject): ApplicationState {
     operationRevision: String(op.syncResult?.revision ?? op.operation?.sync?.revision ?? ''),
     conditions: ((status.conditions ?? []) as Json[]).map((c) => `${c.type}: ${c.message}`),
     waitingOn,
-    wentAheadOf: ((status.resources ?? []) as Json[])
-      .filter((r) => r.kind === 'Application' && r.health?.status === 'Healthy' && String(r.health?.message ?? '').endsWith(WAVES_GO_AHEAD))
-      .map((r) => String(r.name)),
+    wentAheadOf: childrenSaid(status, WAVES_GO_AHEAD),
+    heldOnPurpose: childrenSaid(status, HELD_ON_PURPOSE),
   };
+}
+
+/** The child Applications an app-of-apps reports Healthy with the health check's message ending in `ending`. */
+function childrenSaid(status: Json, ending: string): string[] {
+  return ((status.resources ?? []) as Json[])
+    .filter((r) => r.kind === 'Application' && r.health?.status === 'Healthy' && String(r.health?.message ?? '').endsWith(ending))
+    .map((r) => String(r.name));
 }
 
 /** A state as one line: `name (wave w): Synced at abc1234, Healthy; operation Succeeded`. */

@@ -193,6 +193,13 @@ export function changeReport(c: {
 export const convergedAt = (rev: string) => (s: ApplicationState): boolean => s.sync === 'Synced' && s.health === 'Healthy' && s.revision === rev;
 
 /**
+ * Whether an Application is settled at `rev`: converged, or Synced there and Suspended with the root reporting it held
+ * on purpose (a Kueue queue held by its stop policy, as the description says: the root's waves go ahead of it).
+ */
+export const settledAt = (rev: string, root: ApplicationState | undefined) => (s: ApplicationState): boolean => convergedAt(rev)(s)
+  || (s.sync === 'Synced' && s.health === 'Suspended' && s.revision === rev && (root?.heldOnPurpose.includes(s.name) ?? false));
+
+/**
  * Whether the root's sync has gone past, at `rev`, every Application that is not converged there: the root converged
  * with its sync Succeeded at `rev`, every Application of `names` (the root's folder) there, and each one not converged
  * compared at `rev`, not Healthy, and reported by the root as gone ahead of (its health check's message after
@@ -201,11 +208,10 @@ export const convergedAt = (rev: string) => (s: ApplicationState): boolean => s.
  * reacts late) and has not yet waited the bound, is not: it may still converge.
  */
 export function rootWentPast(rev: string, rootName: string, names: readonly string[], states: readonly ApplicationState[]): boolean {
-  const converged = convergedAt(rev);
   const root = states.find((x) => x.name === rootName);
-  if (!root || root.phase !== 'Succeeded' || root.operationRevision !== rev || !converged(root)) return false;
+  if (!root || root.phase !== 'Succeeded' || root.operationRevision !== rev || !convergedAt(rev)(root)) return false;
   if (!names.every((n) => states.some((x) => x.name === n))) return false;
-  const behind = states.filter((x) => !converged(x));
+  const behind = states.filter((x) => !settledAt(rev, root)(x));
   return behind.length > 0 && behind.every((x) => x.health !== 'Healthy' && x.revision === rev && root.wentAheadOf.includes(x.name));
 }
 
@@ -318,11 +324,11 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
      * the time is up, drawing the display.
      */
     const watchUntil = async (rev: string, since: number, each?: () => Promise<void>): Promise<Watched> => {
-      const converged = convergedAt(rev);
       // the work tree does not change while it is watched: the root's folder is read once
       const names = expectedApplications(twin!);
       const listed = (states: readonly ApplicationState[]) => names.every((n) => states.some((x) => x.name === n));
-      const done = (states: readonly ApplicationState[]) => listed(states) && states.every(converged)
+      const settled = () => settledAt(rev, twin!.watch.state(twin!.name));
+      const done = (states: readonly ApplicationState[]) => listed(states) && states.every(settled())
         && twin!.watch.state(twin!.name)?.phase === 'Succeeded' && twin!.watch.state(twin!.name)?.operationRevision === rev;
       const shown = new Map<string, string>();
       let drawn = 0;
@@ -344,7 +350,7 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
         if (Date.now() > deadline) return finish({ states, done: false, passedOver: false });
         if (opts.terminal) {
           const width = Math.max(0, ...states.map((s) => s.name.length));
-          const ok = states.filter(converged).length;
+          const ok = states.filter(settled()).length;
           const lines = [`rehearse: ${twin!.name}: ${ok}/${expected.length} Applications Synced and Healthy at ${rev.slice(0, 7)} (${seconds(Date.now() - since)}, time left ${seconds(Math.max(0, deadline - Date.now()))})`,
             ...states.map((s) => displayLine(s, width))];
           opts.terminal(`${drawn > 0 ? `\x1b[${drawn}A` : '\r'}\x1b[J${lines.join('\n')}\n`);
@@ -365,14 +371,20 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
       }
     };
 
+    /** What a converged watch says of the Applications held on purpose (Suspended, the root going ahead of them). */
+    const held = ({ states }: Watched): string => {
+      const names = states.filter((x) => x.health === 'Suspended').map((x) => x.name);
+      return names.length > 0 ? ` (or Suspended, held on purpose as the description says: ${names.join(', ')})` : '';
+    };
+
     /** Exit 1: each Application not converged at `rev`, with what it waits on. */
     const notConverged = ({ states, passedOver }: Watched, rev: string, what: string): number => {
-      const converged = convergedAt(rev);
+      const root = twin!.watch.state(twin!.name);
+      const converged = settledAt(rev, root);
       const names = expectedApplications(twin!);
       const missing = names.filter((n) => !states.some((s) => s.name === n));
       for (const s of states.filter((x) => !converged(x))) opts.err(`rehearse: not converged: ${describeState(s)}`);
       for (const n of missing) opts.err(`rehearse: not converged: ${n}: never created (the root's sync did not reach it)`);
-      const root = twin!.watch.state(twin!.name);
       if (states.every(converged) && missing.length === 0 && root) opts.err(`rehearse: not converged: ${twin!.name}: its sync is ${root.phase || 'not started'}${root.operationRevision && root.operationRevision !== rev ? ` at ${root.operationRevision.slice(0, 7)}` : ''}`);
       if (passedOver) {
         opts.err(`rehearse: ${twin!.name}: ${what}: the root's sync succeeded past each Application above: not Healthy within gitops.waveWait (${twin!.model.description.gitops.waveWait}), the longest its waves wait`);
@@ -391,7 +403,7 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
       if (opts.verbose) opts.out(`CPU seconds: ${cpuLine(twin)}`);
       return notConverged(bootstrapped, pushed, opts.from ? `the bootstrap of ${opts.from.label}, before the change` : 'the bootstrap');
     }
-    if (!opts.quiet) opts.out(`${twin.name}: every Application (${expected.length}) Synced and Healthy ${seconds(Date.now() - rootAt)} after the root's apply (${seconds(Date.now() - t0)} in all)`);
+    if (!opts.quiet) opts.out(`${twin.name}: every Application (${expected.length}) Synced and Healthy${held(bootstrapped)} ${seconds(Date.now() - rootAt)} after the root's apply (${seconds(Date.now() - t0)} in all)`);
     if (!opts.from) {
       if (opts.verbose) opts.out(`CPU seconds: ${cpuLine(twin)}`);
       return 0;
@@ -475,7 +487,7 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
     }
     if (opts.verbose) opts.out(`CPU seconds: ${cpuLine(twin)}`);
     if (!changed.done) return notConverged(changed, head, 'the change');
-    if (!opts.quiet) opts.out(`${twin.name}: the change converged: every Application (${expectedApplications(twin).length}) Synced and Healthy at ${head.slice(0, 12)} ${seconds(Date.now() - changeAt)} after the push (${seconds(Date.now() - t0)} in all)`);
+    if (!opts.quiet) opts.out(`${twin.name}: the change converged: every Application (${expectedApplications(twin).length}) Synced and Healthy${held(changed)} at ${head.slice(0, 12)} ${seconds(Date.now() - changeAt)} after the push (${seconds(Date.now() - t0)} in all)`);
     return 0;
   } catch (e) {
     if (e instanceof OutOfTime) {

@@ -5,13 +5,13 @@ import * as path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { EXIT } from '../../src/cli';
-import { HEALTH_DIR, WAVES_GO_AHEAD } from '../../src/components/argocd/health-checks';
+import { HEALTH_DIR, HELD_ON_PURPOSE, WAVES_GO_AHEAD } from '../../src/components/argocd/health-checks';
 import { readSnapshot } from '../../src/preflight/snapshot';
 import { loadModels } from '../../src/synth/pipeline';
 import { applicationState } from '../../src/twin/applications';
 import { embeddedBuildInfo, GO_ENV, KUEUE_MODULE_DIR, MODULE_DIR, requiredVersion, TWIN_MODULE_DIR } from '../../src/twin/binary';
 import { rehearsalTimeoutMs } from '../../src/twin/command';
-import { asYamlDescription, rootWentPast } from '../../src/twin/rehearse';
+import { asYamlDescription, rootWentPast, settledAt } from '../../src/twin/rehearse';
 import { decided, jobsReport, queuedSamples, workloadState } from '../../src/twin/sample-jobs';
 import { REFERENCE_FILE, ROOT, runMain } from '../helpers';
 import { changedSnapshot, SNAPSHOT } from '../preflight/snapshots';
@@ -441,6 +441,21 @@ describe('rehearse: when the root\'s sync has gone past an Application that is n
     expect(rootWentPast(REV, 'lab', names, [root(gone), child('lab-kueue', 'Healthy', REV, 'OutOfSync'), child('lab-gpu-operator', 'Degraded')])).toBe(false);
     // every Application converged: that is done, not gone past
     expect(rootWentPast(REV, 'lab', names, [root(gone), child('lab-kueue', 'Healthy'), child('lab-gpu-operator', 'Healthy')])).toBe(false);
+  });
+
+  it('a child held on purpose (a queue held by its stop policy: Suspended, the root going ahead of it) is settled, not stuck', () => {
+    expect(check('suspended').message.endsWith(HELD_ON_PURPOSE)).toBe(true);
+    const held = root({ 'lab-kueue': check('suspended'), 'lab-gpu-operator': healthy });
+    const suspended = child('lab-kueue', 'Suspended');
+    expect(settledAt(REV, held)(suspended)).toBe(true);
+    // Suspended without the root saying so, or not synced at the revision: not settled
+    expect(settledAt(REV, root({ 'lab-kueue': healthy, 'lab-gpu-operator': healthy }))(suspended)).toBe(false);
+    expect(settledAt(REV, held)(child('lab-kueue', 'Suspended', 'b'.repeat(40)))).toBe(false);
+    // everything settled: done, not gone past
+    expect(rootWentPast(REV, 'lab', names, [held, suspended, child('lab-gpu-operator', 'Healthy')])).toBe(false);
+    // one held, one gone past after the bound: the verdict is in for the second only
+    const both = root({ 'lab-kueue': check('suspended'), 'lab-gpu-operator': check('degraded-long-after-sync') });
+    expect(rootWentPast(REV, 'lab', names, [both, suspended, child('lab-gpu-operator', 'Degraded')])).toBe(true);
   });
 });
 

@@ -33,6 +33,9 @@ export const HEALTH_DIR: string = [
  */
 export const WAVES_GO_AHEAD = 'the waves after it go ahead';
 
+/** How the Application check ends the message of a child held on purpose (Suspended: a Kueue queue held by its stop policy). */
+export const HELD_ON_PURPOSE = `held on purpose, ${WAVES_GO_AHEAD}`;
+
 let loaded: readonly HealthCheck[] | undefined;
 
 /** Every check, sorted by group and kind (read once per process). */
