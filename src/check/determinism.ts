@@ -22,9 +22,15 @@ const renderDeterministic: Rule = {
   check(index) {
     const out: Violation[] = [];
     for (const second of index.renders?.reruns ?? []) {
-      if (second.problem !== undefined || second.type !== 'helm') continue;
+      if (second.type !== 'helm') continue;
       const first = index.renders?.sources.find((r) => r.application === second.application && r.index === second.index);
+      // the first render's problem is application-renders' finding; a second render that fails where the first did
+      // not is this rule's: the chart cannot be shown to render the same twice
       if (!first || first.problem !== undefined) continue;
+      if (second.problem !== undefined) {
+        out.push({ message: `${second.what}: cannot be compared with a second render of it: ${second.problem.message}`, objects: [second.application] });
+        continue;
+      }
       const byId = (objects: readonly Manifest[]) => new Map(objects.map((o) => [objectId(o), o]));
       const [a, b] = [byId(first.objects), byId(second.objects)];
       const changes: string[] = [];

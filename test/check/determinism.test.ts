@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { checkClusterRendered, ClusterView, RULES } from '../../src/check';
+import { checkCluster, checkClusterRendered, ClusterView, RULES } from '../../src/check';
 import { DEFAULT_UPSTREAM } from '../../src/paths';
 import { Manifest } from '../../src/render/manifest';
 import { HAS_UPSTREAM, modelOf } from '../helpers';
@@ -40,5 +40,17 @@ describe.skipIf(!HAS_UPSTREAM)('render-deterministic: the render cache does not 
     // asked for, it is made whatever the rules
     const asked = await checkClusterRendered(view('render-deterministic.fail.yaml'), { upstream: DEFAULT_UPSTREAM, cacheDir, rules: others, reruns: true });
     expect(asked.renders.reruns!.map((r) => r.type)).toEqual(['helm']);
+  });
+
+  it('a second render that fails where the first did not is an error of the rule, never a skipped comparison', async () => {
+    const pass = view('render-deterministic.pass.yaml');
+    const { renders } = await checkClusterRendered(pass, { upstream: DEFAULT_UPSTREAM, cacheDir });
+    expect(renders.reruns!.length).toBeGreaterThan(0);
+    const failed = { ...renders, reruns: renders.reruns!.map((r) => ({ ...r, objects: [], problem: { kind: 'failed' as const, message: 'helm template: killed by SIGKILL' } })) };
+    const rule = RULES.filter((r) => r.id === 'render-deterministic');
+    expect(checkCluster(pass, { renders, rules: rule })).toEqual([]);
+    expect(checkCluster(pass, { renders: failed, rules: rule }).map((f) => f.message)).toEqual([
+      expect.stringMatching(/: cannot be compared with a second render of it: helm template: killed by SIGKILL$/),
+    ]);
   });
 });
