@@ -468,12 +468,15 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
     const histories: JobHistory[] = [...jobsBefore]
       .map(([job, before]) => ({ job, before, seen: jobsSeen.get(job) ?? [], after: jobsAfter.get(job)! }));
     const podsAfter = podsOf(await client.list('/api/v1/pods'));
+    const submitted = new Set(jobs.map(describeObject));
+    const withoutJobs = (pods: Map<string, PodRecord>) => new Map([...pods].filter(([, p]) => !submitted.has(p.owner)));
     const appsAfter = await client.list(`/apis/argoproj.io/v1alpha1/namespaces/${namespace}/applications`);
     const report = changeReport({
       apps: { before: appsBefore, after: appsAfter },
       clusterPath: path.relative(twin.workTree, twin.clusterDir),
       changedFiles,
-      pods: { before: podsBefore, seen: podsSeen, after: podsAfter },
+      // the pods of the jobs rehearse submitted are the jobs line's (their controllers start them after podsBefore)
+      pods: { before: withoutJobs(podsBefore), seen: withoutJobs(podsSeen), after: withoutJobs(podsAfter) },
       nodeRole: new Map(twin.nodes.map((n) => [n.node.metadata.name, n.kind.role])),
       timeline: twin.watch.timeline(changeAt, () => head),
     });
