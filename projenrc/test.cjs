@@ -9,10 +9,10 @@
 // through), and the exit code is the first failure's, vitest's first. Plain JavaScript: it runs
 // what is installed, nothing of lib/.
 //
-// Before vitest, the Kubernetes control plane of the cluster tests is taken from its cache or built
-// (test/cluster/README.md: a few minutes, once per machine), when the run includes those tests: its
-// progress line goes straight through, and a build that fails is said in one line and fails the run
-// (vitest still runs; the cluster tests then fail with the same line).
+// The static checks start first (they need no Go binary). Before vitest, the Kubernetes control plane of
+// the cluster tests is taken from its cache or built (test/cluster/README.md: a few minutes, once per
+// machine), when the run includes those tests: its progress line goes straight through, and a build that
+// fails is said in one line and fails the run (vitest still runs; the cluster tests then fail with the same line).
 'use strict';
 const { spawn } = require('node:child_process');
 const path = require('node:path');
@@ -61,12 +61,13 @@ async function main() {
     process.exitCode = 1;
     return;
   }
+  // the static checks need no Go binary: they start first, beside the builds of a first run as beside vitest
+  const checks = CHECKS.map((c) => run(c.command, c.args, c.env, true).then((r) => ({ ...r, name: c.name })));
   let prepared = 0;
   if (includesClusterTests(args)) {
     const prepare = await run(process.execPath, ['-r', 'ts-node/register/transpile-only', path.join('test', 'cluster', 'prepare.ts')], {}, false);
     prepared = prepare.code;
   }
-  const checks = CHECKS.map((c) => run(c.command, c.args, c.env, true).then((r) => ({ ...r, name: c.name })));
   const vitest = await run(bin('vitest'), ['run', ...args], {}, false);
   let code = vitest.code || prepared;
   for (const c of await Promise.all(checks)) {
