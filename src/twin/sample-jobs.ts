@@ -140,8 +140,14 @@ export function jobsReport(
   const out: string[] = [];
   const counts = new Map<string, number>();
   for (const o of histories.map(outcome)) counts.set(o, (counts.get(o) ?? 0) + 1);
-  const over = histories.filter((h) => overQuota(h.after)).length;
-  const parts = [...counts].sort(([a], [b]) => a.localeCompare(b)).map(([o, n]) => `${n} ${o}${o === 'stays admitted' && over > 0 ? ` (${over} over its ClusterQueue's nominal GPU quota after the change)` : ''}`);
+  // over quota after the change: because the change moved the quota (or the job), or borrowing as it already did
+  const over = histories.filter((h) => overQuota(h.after) && !(overQuota(h.before) && h.before.nominal === h.after.nominal)).length;
+  const still = histories.filter((h) => overQuota(h.after) && overQuota(h.before) && h.before.nominal === h.after.nominal).length;
+  const overText = [
+    ...(over > 0 ? [`${over} over its ClusterQueue's nominal GPU quota after the change`] : []),
+    ...(still > 0 ? [`${still} over its ClusterQueue's unchanged nominal GPU quota, borrowing from the cohort as before`] : []),
+  ].join('; ');
+  const parts = [...counts].sort(([a], [b]) => a.localeCompare(b)).map(([o, n]) => `${n} ${o}${o === 'stays admitted' && overText ? ` (${overText})` : ''}`);
   if (histories.length === 0 && notSubmitted.length === 0) return ['jobs: no sample job names a Kueue queue'];
   out.push(`jobs: ${histories.length} sample job(s) Kueue queues: ${parts.join(', ') || 'none submitted'}${notSubmitted.length > 0 ? `; ${notSubmitted.length} not submitted` : ''}`
     + `${undecided.length > 0 ? `; ${undecided.length} not decided by Kueue before the push` : ''}`);

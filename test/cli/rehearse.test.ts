@@ -492,6 +492,9 @@ describe('rehearse --from: what Kueue does to the samples\' queued jobs, from th
     const now = { job: 'Job default/b', before: pending, seen: [], after: { ...admitted(4), clusterQueue: 'default', gpus: 4 } };
     const out = { job: 'Job research/c', before: admitted(16), seen: [], after: evicted };
     expect(jobsReport([stays], false)).toEqual(['jobs: 1 sample job(s) Kueue queues: 1 stays admitted (1 over its ClusterQueue\'s nominal GPU quota after the change)']);
+    // over the quota before and after, the quota unchanged: the change did not do it
+    const borrowing = { job: 'MPIJob default/nccl-all-reduce', before: admitted(4), seen: [], after: admitted(4) };
+    expect(jobsReport([borrowing], false)).toEqual(['jobs: 1 sample job(s) Kueue queues: 1 stays admitted (1 over its ClusterQueue\'s unchanged nominal GPU quota, borrowing from the cohort as before)']);
     expect(jobsReport([stays, bounced, now, out], true)).toEqual([
       'jobs: 4 sample job(s) Kueue queues: 1 admitted, 1 evicted, 1 re-admitted after an eviction, 1 stays admitted (1 over its ClusterQueue\'s nominal GPU quota after the change)',
       '  MPIJob research/nccl-all-reduce: stays admitted: admitted by ClusterQueue research with 16 GPU(s) (its nominal quota 16) -> admitted by ClusterQueue research with 16 GPU(s) (its nominal quota 8: over it, borrowing from the cohort)',
