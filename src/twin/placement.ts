@@ -153,9 +153,12 @@ function unsettledIn(s: Omit<ClusterState, 'unsettled'>): string[] {
 }
 
 async function readState(client: KubeClient): Promise<Omit<ClusterState, 'unsettled'>> {
-  const [pods, deployments, replicaSets, daemonSets, statefulSets, jobs] = await Promise.all([
-    '/api/v1/pods', '/apis/apps/v1/deployments', '/apis/apps/v1/replicasets', '/apis/apps/v1/daemonsets', '/apis/apps/v1/statefulsets', '/apis/batch/v1/jobs',
+  // the workloads first, their pods after: a pod a controller counted in its status was created before that status was
+  // written, so a list of pods read after the workloads holds it (read together, a pod could be counted yet not listed)
+  const [deployments, replicaSets, daemonSets, statefulSets, jobs] = await Promise.all([
+    '/apis/apps/v1/deployments', '/apis/apps/v1/replicasets', '/apis/apps/v1/daemonsets', '/apis/apps/v1/statefulsets', '/apis/batch/v1/jobs',
   ].map((p) => client.list(p)));
+  const pods = await client.list('/api/v1/pods');
   return { pods, deployments, replicaSets, daemonSets, statefulSets, jobs };
 }
 
