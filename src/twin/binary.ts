@@ -691,6 +691,30 @@ export async function goBinary(spec: GoBinarySpec, opts: BinaryOptions): Promise
   return remember(result);
 }
 
+/**
+ * What the cluster tests' binaries (control plane, Kueue, twin) would have to build on this machine: each `what` with
+ * no entry of its key in the cache (a quick look: the record and the binary's size, not its SHA-256, which the build
+ * step verifies). The test task runs the rest of the suite beside those builds.
+ */
+export function binariesToBuild(): string[] {
+  let go: string;
+  try {
+    go = goCommand();
+  } catch {
+    return TWIN_BINARIES.map((s) => s.what);
+  }
+  return TWIN_BINARIES.filter((spec) => {
+    try {
+      const key = buildKey(go, spec);
+      const dir = path.join(cacheRoot(spec), key);
+      const record = readRecord(dir);
+      return !(record?.key === key && isExecutable(path.join(dir, spec.binary)) && statSync(path.join(dir, spec.binary)).size === record.size);
+    } catch {
+      return true;
+    }
+  }).map((s) => s.what);
+}
+
 /*
  * Prebuilt binaries (`rehearse --binaries DIR`): a folder holding the three binaries by their cache names, and the
  * twin's companion files beside them, as a build of this package's modules leaves them in its cache entries. Each is

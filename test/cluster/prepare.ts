@@ -3,7 +3,9 @@
 // The control plane first: exit 1 with one line when it cannot be had (every cluster test fails on it). Then Kueue
 // and the Argo CD twin, only with a control plane to run them against: when one cannot be had, one line, and the run
 // goes on (only the tests that run it fail, on the same line).
-import { ControlPlaneBuildError, controlPlaneBinary, kueueBinary, twinBinary } from '../../src/twin/binary';
+// With --pending it builds nothing: it prints what a run would build, one line each (projenrc/test.cjs runs the rest of
+// the suite beside those builds).
+import { binariesToBuild, ControlPlaneBuildError, controlPlaneBinary, kueueBinary, twinBinary } from '../../src/twin/binary';
 
 const say = (l: string) => process.stderr.write(`${l}\n`);
 
@@ -38,4 +40,8 @@ async function prepare(): Promise<void> {
   }
 }
 
-void prepare();
+if (process.argv.includes('--pending')) {
+  for (const what of binariesToBuild()) process.stdout.write(`${what}\n`);
+} else {
+  void prepare();
+}
