@@ -3,6 +3,8 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { parse, stringify } from 'yaml';
 import { FIXTURE_CLUSTERS, REFERENCE_FILE } from './paths';
+import { RENDER_DETERMINISTIC } from '../src/check/determinism';
+import { RULES } from '../src/check/engine';
 import { DescriptionError, parseDescription } from '../src/model/load';
 import { buildModel, ClusterModel } from '../src/model/model';
 import { DEFAULT_SCHEMAS } from '../src/paths';
@@ -14,6 +16,9 @@ import { SchemaStore } from '../src/validate/schemas';
 import { ManifestValidator, ValidationIssue } from '../src/validate/validator';
 
 export { BIN, EXAMPLES_DIR, FIXTURE_CLUSTERS, FLEET_FIXTURE, HAS_SCHEMAS, HAS_UPSTREAM, REFERENCE_FILE, ROOT, SHARED, TRAINING_FILE } from './paths';
+
+/** Every rule but render-deterministic: for renders made without their second renders (`reruns: false`), which it refuses. */
+export const RULES_WITHOUT_RERUNS = RULES.filter((r) => r.id !== RENDER_DETERMINISTIC);
 
 /**
  * The reference description as parsed YAML (a fresh copy each call: mutate freely). Typed loosely on

@@ -50,8 +50,13 @@ export interface CheckOptions {
 
 /** Runs the rules over one cluster; findings in rule order, then object order. */
 export function checkCluster(view: ClusterView, opts: CheckOptions = {}): Finding[] {
+  const rules = opts.rules ?? RULES;
+  // renders made without their second renders cannot show a chart renders the same twice: never a silent pass
+  if (opts.renders && opts.renders.reruns === undefined && rules.some((r) => r.id === RENDER_DETERMINISTIC)) {
+    throw new Error(`${RENDER_DETERMINISTIC} reads the second render of each Helm source: render with reruns, or leave the rule out`);
+  }
   const index = new ClusterIndex(view, opts.scopeOf, opts.renders, opts.schemaOf);
-  return (opts.rules ?? RULES).flatMap((rule) => rule.check(index).map((v) => ({
+  return rules.flatMap((rule) => rule.check(index).map((v) => ({
     rule: rule.id,
     severity: rule.severity,
     cluster: view.name,

@@ -135,7 +135,8 @@ export async function renderClusterSources(view: ClusterView, opts: RenderOption
   // Argo CD renders a Helm Application again on every refresh: each renders a second time, afresh (rule render-deterministic).
   const helmApplications = applications.filter((a) => applicationSources<ApplicationSource>(a).some(isHelmSource));
   const rerun = upstream && helmApplications.length > 0 && opts.reruns !== false;
-  const reruns = rerun ? await renderApplications(helmApplications, { ...ctx, fresh: true }) : [];
+  // none made when asked for none: undefined, never an empty list that would read as "each rendered the same twice"
+  const reruns = rerun ? await renderApplications(helmApplications, { ...ctx, fresh: true }) : opts.reruns === false ? undefined : [];
   return { engines, upstream, sources: [...rendered, ...(dir === undefined ? folderObjectsOf(index, applications) : [])], defaults, reruns };
 }
 

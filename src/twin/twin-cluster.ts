@@ -465,7 +465,9 @@ async function renderedView(
   const raw = readClusters(out).find((c) => c.name === model.name);
   if (!raw) throw new Error(`${file}: synth rendered no cluster folder`);
   const view = { ...raw, model };
-  const renders = await renderClusterSources(view, { upstream: DEFAULT_UPSTREAM, session: new RenderSession(defaultCacheDir(), new EngineBudget()) });
+  // planSync reads the renders Argo CD applies; no rule runs here, so no second render of each chart
+  const session = new RenderSession(defaultCacheDir(), new EngineBudget());
+  const renders = await renderClusterSources(view, { upstream: DEFAULT_UPSTREAM, session, reruns: false });
   return { view, renders, model };
 }
 

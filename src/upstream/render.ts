@@ -71,7 +71,8 @@ export interface ClusterRenders {
   readonly defaults: readonly RenderedSource[];
   /**
    * Every Helm source rendered a second time with the same values, by a fresh engine run (never from the cache): a
-   * render that differs from the first is not deterministic (random values, time, lookup fallbacks).
+   * render that differs from the first is not deterministic (random values, time, lookup fallbacks). Undefined when
+   * none were asked for (checkCluster then refuses to run render-deterministic over these renders).
    */
   readonly reruns?: readonly RenderedSource[];
 }

@@ -33,8 +33,10 @@ describe.skipIf(!HAS_UPSTREAM)('render-deterministic: the render cache does not 
   it('the second render is made only when render-deterministic is among the rules: the rules without it run no fresh helm', async () => {
     const others = RULES.filter((r) => r.id !== 'render-deterministic');
     const without = await checkClusterRendered(view('render-deterministic.fail.yaml'), { upstream: DEFAULT_UPSTREAM, cacheDir, rules: others });
-    expect(without.renders.reruns).toEqual([]);
+    expect(without.renders.reruns).toBeUndefined();
     expect(without.findings.map((f) => f.rule)).not.toContain('render-deterministic');
+    // renders without their second renders, checked with every rule: refused, never a silent pass of the rule
+    expect(() => checkCluster(view('render-deterministic.fail.yaml'), { renders: without.renders })).toThrow(/^render-deterministic reads the second render of each Helm source/);
     const all = await checkClusterRendered(view('render-deterministic.fail.yaml'), { upstream: DEFAULT_UPSTREAM, cacheDir });
     expect(all.renders.reruns!.map((r) => r.type)).toEqual(['helm']);
     // asked for, it is made whatever the rules
