@@ -9,7 +9,8 @@ import { isObjectPath, manifestFiles, readManifests } from './tree';
 /**
  * Objects that leave the rendered output. Argo CD prunes what leaves dist/ (and deletes what an
  * Application takes with it), so `synth` refuses to remove rendered objects unless `--allow-delete`,
- * and `diff` exits 1 on them: both list them on standard error the same way.
+ * and `diff` exits 1 on them: both list them on standard error the same way. A CRD is the exception:
+ * Argo CD never prunes one (crdStays), so its removal is listed with what the cluster does and asks nothing.
  */
 
 /** One object of a rendered tree, with the file it is in (relative to the output root). */
@@ -23,7 +24,38 @@ export interface Deletion {
   readonly cluster: string;
   readonly object: string;
   readonly file: string;
+  /**
+   * Set when the cluster keeps the object although it leaves the output (a CRD: crdStays): what happens instead.
+   * Such a removal deletes nothing in the cluster, so neither synth nor diff asks --allow-delete for it.
+   */
+  readonly stays?: string;
 }
+
+/** Whether an object is a CustomResourceDefinition. */
+export const isCrd = (m: { readonly apiVersion?: unknown; readonly kind?: unknown }): boolean =>
+  m.kind === 'CustomResourceDefinition' && String(m.apiVersion).startsWith('apiextensions.k8s.io/');
+
+/**
+ * What the cluster does with a CRD that leaves dist/: nothing. Argo CD's repo server sets no tracking annotation on a
+ * CRD (argo-cd v3.5.1, reposerver/repository/repository.go: `!kube.IsCRD(target)`), so no Application owns one and
+ * no sync prunes it; the custom resources Argo CD applied (tracked as any object) are pruned. `kind`: the CRD's
+ * spec.names.kind, when known.
+ */
+export function crdStays(name: string, kind?: string): string {
+  const crs = kind ? `${kind} objects` : 'custom resources';
+  return `stays in the cluster: Argo CD never prunes a CRD (no Application owns one), only the ${crs} it applied; `
+    + `an admin deletes it if wanted: kubectl delete crd ${name} (deletes every ${kind ?? 'custom resource of it'} left)`;
+}
+
+/** Why the cluster keeps an object that leaves the output, or undefined when Argo CD prunes it. */
+export function staysInCluster(m: Manifest): string | undefined {
+  if (!isCrd(m)) return undefined;
+  const kind = (m.spec as { names?: { kind?: unknown } } | undefined)?.names?.kind;
+  return crdStays(m.metadata.name, typeof kind === 'string' ? kind : undefined);
+}
+
+/** The deletions Argo CD carries out in the cluster (those it prunes), which synth and diff ask --allow-delete for. */
+export const prunedByArgoCd = (deletions: readonly Deletion[]): Deletion[] => deletions.filter((d) => d.stays === undefined);
 
 /** The cluster folder (first path segment) of a root-relative file. */
 export const clusterOf = (file: string) => file.split('/')[0];
@@ -197,22 +229,30 @@ export const byFile = (a: Deletion, b: Deletion): number =>
 export function removedObjects(before: readonly TreeObject[], after: readonly TreeObject[]): Deletion[] {
   const kept = new Set(after.map(objectKey));
   return before.filter((o) => !kept.has(objectKey(o)))
-    .map((o) => ({ cluster: clusterOf(o.file), object: describeObject(o.manifest), file: o.file }))
+    .map((o) => {
+      const stays = staysInCluster(o.manifest);
+      return { cluster: clusterOf(o.file), object: describeObject(o.manifest), file: o.file, ...(stays ? { stays } : {}) };
+    })
     .sort(byFile);
 }
 
-/** One standard-error line per deleted object: `- <cluster>: Kind namespace/name (folder/file)`; `- NOTES.md: the file ...` for an entry itself. */
+/**
+ * One standard-error line per deleted object: `- <cluster>: Kind namespace/name (folder/file)`; `- NOTES.md: the file ...`
+ * for an entry itself; what the cluster does instead after a colon for one it keeps (a CRD).
+ */
 export function deletionLines(deletions: readonly Deletion[]): string[] {
   return deletions.map((d) => {
     const rel = d.file.slice(d.cluster.length + 1);
-    return `- ${printable(d.cluster)}: ${printable(d.object)}${rel === '' || d.object.includes(rel) ? '' : ` (${printable(rel)})`}`;
+    return `- ${printable(d.cluster)}: ${printable(d.object)}${rel === '' || d.object.includes(rel) ? '' : ` (${printable(rel)})`}`
+      + (d.stays ? `: ${d.stays}` : '');
   });
 }
 
-/** A write that would remove rendered objects, without --allow-delete. Exit code 1; nothing is written. */
+/** A write that would remove rendered objects Argo CD prunes, without --allow-delete. Exit code 1; nothing is written. */
 export class DeletionRefused extends Error {
   constructor(readonly deletions: readonly Deletion[], readonly out: string) {
-    super(`${deletions.length} rendered object(s) would be deleted from ${out}, and Argo CD would prune them from the cluster; `
+    const pruned = prunedByArgoCd(deletions).length;
+    super(`${pruned} rendered object(s) would be deleted from ${out}, and Argo CD would prune them from the cluster; `
       + 'nothing was written; re-run with --allow-delete if that is intended');
     this.name = 'DeletionRefused';
   }

@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import { parse, stringify } from 'yaml';
 import { ApplicationState, describeState, formatTimeline } from './applications';
 import { killLaunched } from './control-plane';
-import { describe as describeObject, KubeObject } from './kube-client';
+import { ApiError, describe as describeObject, KubeObject } from './kube-client';
 import { workloadOwnedBy } from './kueue';
 import { HermeticNode } from './placement';
 import { poll, sleep } from './poll';
@@ -14,6 +14,7 @@ import { InputError } from '../errors';
 import { scratchFolder } from '../files';
 import { readRawDescription } from '../model/load';
 import { ClusterModel } from '../model/model';
+import { crdStays, isCrd } from '../render/deletions';
 import { OPTIONS as YAML_OPTIONS } from '../render/yaml';
 import { ValidationFailed } from '../synth/pipeline';
 
@@ -125,10 +126,13 @@ const ROLE_TEXT: Record<string, string> = { gpu: 'GPU workers', service: 'servic
  * What a pushed change did, between the two converged states: the pods replaced on each node kind (by owner; a
  * DaemonSet on the GPU workers first), the Applications whose rendered folder changed with when each was Synced and
  * Healthy at the new commit, and what was pruned (an Application's resource before and not after, or Pruned in its
- * last sync's results).
+ * last sync's results) or left in the cluster all the same (`stillThere`: a CRD, which Argo CD never prunes; what a
+ * deleted Application leaves behind).
  */
 export function changeReport(c: {
   readonly apps: { readonly before: readonly KubeObject[]; readonly after: readonly KubeObject[] };
+  /** resourceKey of each goneResources entry the twin still has (and is not deleting) after the change. */
+  readonly stillThere: ReadonlySet<string>;
   readonly clusterPath: string;
   readonly changedFiles: readonly string[];
   readonly pods: {
@@ -173,19 +177,62 @@ export function changeReport(c: {
     .sort((a, b) => a.wave - b.wave || (a.healthyAt ?? Infinity) - (b.healthyAt ?? Infinity));
   out.push(`changed: ${entries.length} Application(s) whose rendered folder changed${entries.length > 0 ? ', in the order they converged:' : ''}`);
   for (const e of entries) out.push(`  wave ${e.wave}: ${e.application}: Synced ${s(e.syncedAt)}, Healthy ${s(e.healthyAt)} after the push`);
-  // pruned
-  const resources = (a: KubeObject) => new Set(((a.status as Record<string, any>)?.resources ?? []).map((r: Record<string, any>) => `${r.kind} ${r.namespace ? `${r.namespace}/` : ''}${r.name}`) as string[]);
+  // pruned, or left in the cluster all the same
   const pruned: string[] = [];
-  for (const before of c.apps.before) {
-    const after = c.apps.after.find((a) => a.metadata.name === before.metadata.name);
-    const now = after ? resources(after) : new Set<string>();
-    const results = (((after?.status as Record<string, any>)?.operationState?.syncResult?.resources ?? []) as Record<string, any>[])
-      .filter((r) => r.status === 'Pruned').map((r) => `${r.kind} ${r.namespace ? `${r.namespace}/` : ''}${r.name}`);
-    const gone = [...new Set([...[...resources(before)].filter((r) => !now.has(r)), ...results])].sort();
-    for (const g of gone) pruned.push(`pruned: ${before.metadata.name}: ${g}`);
+  const kept: string[] = [];
+  for (const g of goneResources(c.apps.before, c.apps.after)) {
+    const what = `${g.kind} ${g.namespace ? `${g.namespace}/` : ''}${g.name}`;
+    if (!c.stillThere.has(resourceKey(g))) {
+      pruned.push(`pruned: ${g.application}: ${what}`);
+    } else if (isCrd({ apiVersion: `${g.group}/${g.version}`, kind: g.kind })) {
+      kept.push(`not pruned: ${g.application}: ${what}: ${crdStays(g.name)}`);
+    } else {
+      kept.push(`not pruned: ${g.application}: ${what}: still in the cluster${c.apps.after.some((a) => a.metadata.name === g.application)
+        ? '' : ' (its Application was deleted without deleting what it applied)'}`);
+    }
   }
   if (pruned.length === 0) out.push('pruned: nothing');
-  out.push(...pruned);
+  out.push(...pruned, ...kept);
+  return out;
+}
+
+/** A resource of an Application as its status.resources (or its sync's results) names it. */
+export interface ResourceRef {
+  readonly group: string;
+  readonly version: string;
+  readonly kind: string;
+  readonly namespace?: string;
+  readonly name: string;
+}
+
+/** The identity of a resource across reads (group, kind, namespace, name). */
+export const resourceKey = (r: ResourceRef): string => `${r.group}/${r.kind} ${r.namespace ?? ''}/${r.name}`;
+
+/** A resource as an object to read from the cluster (its apiVersion from group and version). */
+export const resourceObject = (r: ResourceRef): KubeObject => ({
+  apiVersion: r.group ? `${r.group}/${r.version}` : r.version,
+  kind: r.kind,
+  metadata: { name: r.name, ...(r.namespace ? { namespace: r.namespace } : {}) },
+});
+
+/**
+ * The resources each Application had before the change and no longer has after (its status.resources; every one of
+ * an Application gone), or that its last sync pruned, by Application then identity.
+ */
+export function goneResources(before: readonly KubeObject[], after: readonly KubeObject[]): (ResourceRef & { readonly application: string })[] {
+  const refs = (list: unknown): ResourceRef[] => ((list ?? []) as Record<string, any>[])
+    .map((r) => ({ group: String(r.group ?? ''), version: String(r.version ?? ''), kind: String(r.kind), ...(r.namespace ? { namespace: String(r.namespace) } : {}), name: String(r.name) }));
+  const out: (ResourceRef & { application: string })[] = [];
+  for (const b of before) {
+    const a = after.find((x) => x.metadata.name === b.metadata.name);
+    const now = new Set(refs((a?.status as Record<string, any>)?.resources).map(resourceKey));
+    const results = refs((((a?.status as Record<string, any>)?.operationState?.syncResult?.resources ?? []) as Record<string, any>[]).filter((r) => r.status === 'Pruned'));
+    const gone = new Map<string, ResourceRef>();
+    const left = refs((b.status as Record<string, any>)?.resources).filter((r) => !now.has(resourceKey(r)));
+    for (const r of [...left, ...results]) gone.set(resourceKey(r), r);
+    const label = (r: ResourceRef) => `${r.kind} ${r.namespace ? `${r.namespace}/` : ''}${r.name}`;
+    out.push(...[...gone.values()].sort((x, y) => label(x).localeCompare(label(y))).map((r) => ({ ...r, application: b.metadata.name })));
+  }
   return out;
 }
 
@@ -471,8 +518,18 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
     const submitted = new Set(jobs.map(describeObject));
     const withoutJobs = (pods: Map<string, PodRecord>) => new Map([...pods].filter(([, p]) => !submitted.has(p.owner)));
     const appsAfter = await client.list(`/apis/argoproj.io/v1alpha1/namespaces/${namespace}/applications`);
+    // what left an Application and is still in the cluster (a CRD: Argo CD never prunes one); one being deleted counts as pruned
+    const stillThere = new Set<string>();
+    for (const g of goneResources(appsBefore, appsAfter)) {
+      const live = await client.read(resourceObject(g)).catch((e: unknown) => {
+        if (e instanceof ApiError && e.status === 404) return undefined; // its kind is no longer served
+        throw e;
+      });
+      if (live && !live.metadata.deletionTimestamp) stillThere.add(resourceKey(g));
+    }
     const report = changeReport({
       apps: { before: appsBefore, after: appsAfter },
+      stillThere,
       clusterPath: path.relative(twin.workTree, twin.clusterDir),
       changedFiles,
       // the pods of the jobs rehearse submitted are the jobs line's (their controllers start them after podsBefore)

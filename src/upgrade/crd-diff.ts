@@ -1,6 +1,7 @@
 import { ComponentName, Finding, FindingType, Severity } from './types';
 import { appliedSize, CLIENT_SIDE_APPLY_LIMIT, GroupKind, groupKindKey } from '../components/gitops/api-kinds';
 import { isJsonObject } from '../json';
+import { crdStays } from '../render/deletions';
 import { Manifest } from '../render/manifest';
 import { celCompileError } from '../validate/cel';
 
@@ -281,7 +282,10 @@ export function addedCrd(to: Crd, ctx: DiffContext): Finding[] {
   return [...out, ...sizeFindings(to, ctx)];
 }
 
-/** A CRD of the old release the new one no longer brings. */
+/**
+ * A CRD of the old release the new one no longer brings: a warning, since the cluster keeps it (Argo CD never prunes
+ * a CRD) until an admin deletes it; a blocker while the render still has its kind's objects.
+ */
 export function removedCrd(from: Crd, ctx: DiffContext, usedBy: readonly string[]): Finding[] {
   return [{
     section: 'crd-changes',
@@ -289,7 +293,7 @@ export function removedCrd(from: Crd, ctx: DiffContext, usedBy: readonly string[
     severity: usedBy.length > 0 ? 'blocker' : 'warning',
     component: ctx.component,
     subject: `CRD ${from.name}`,
-    message: `the new release brings no ${from.kind} CRD: the old one stays in the cluster (Argo CD prunes it only if an Application applied it, and deleting a CRD deletes every ${from.kind})`
+    message: `the new release brings no ${from.kind} CRD: the old one ${crdStays(from.name, from.kind)}`
       + (usedBy.length > 0 ? `; the render still has ${usedBy.join(', ')}` : ''),
     files: [from.file],
   }];

@@ -291,6 +291,7 @@ describe('rehearse --from: the change report, from the two converged states', ()
         before: [app('lab-kueue', 'dist/lab/kueue', ['q', 'old']), app('lab-gpu-operator', 'dist/lab/gpu-operator', ['p'])],
         after: [app('lab-kueue', 'dist/lab/kueue', ['q']), app('lab-gpu-operator', 'dist/lab/gpu-operator', ['p'])],
       },
+      stillThere: new Set(),
       clusterPath: 'dist/lab',
       changedFiles: ['gpu-operator/clusterpolicy.yaml', 'kueue/x.yaml'],
       pods: { before: podsOf(before), seen: podsOf([...before, ...after]), after: podsOf(after) },
@@ -305,6 +306,33 @@ describe('rehearse --from: the change report, from the two converged states', ()
       '  wave 1: lab-kueue: Synced 3.0 s, Healthy 4.0 s after the push',
       'pruned: lab-kueue: ConfigMap ns/old',
     ]);
+  });
+  it('a CRD that left an Application and is still on the twin reads "not pruned" with the kubectl command (Argo CD never prunes a CRD); so does what a deleted Application left', async () => {
+    const { changeReport, goneResources, resourceKey, resourceObject } = await import('../../src/twin/rehearse');
+    const crd = { group: 'apiextensions.k8s.io', version: 'v1', kind: 'CustomResourceDefinition', name: 'widgets.example.com' };
+    const widget = { group: 'example.com', version: 'v1', kind: 'Widget', namespace: 'ns', name: 'w' };
+    const deployment = { group: 'apps', version: 'v1', kind: 'Deployment', namespace: 'kueue-system', name: 'kueue-controller-manager' };
+    const application = (name: string, resources: object[]) => ({ apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', metadata: { name }, spec: { source: { path: `dist/lab/${name}` } }, status: { resources } });
+    const before = [application('lab-storage', [crd, widget]), application('lab-kueue-install', [deployment])];
+    const after = [application('lab-storage', [])];
+    const gone = goneResources(before, after);
+    expect(gone.map((g) => `${g.application} ${resourceKey(g)}`)).toEqual([
+      'lab-storage apiextensions.k8s.io/CustomResourceDefinition /widgets.example.com', 'lab-storage example.com/Widget ns/w', 'lab-kueue-install apps/Deployment kueue-system/kueue-controller-manager',
+    ]);
+    // what rehearse reads from the twin for each
+    expect(resourceObject(gone[0])).toEqual({ apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'widgets.example.com' } });
+    expect(resourceObject({ group: '', version: 'v1', kind: 'ConfigMap', namespace: 'ns', name: 'c' })).toEqual({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c', namespace: 'ns' } });
+    const report = (stillThere: Set<string>) => changeReport({
+      apps: { before, after }, stillThere, clusterPath: 'dist/lab', changedFiles: [], pods: { before: new Map(), seen: new Map(), after: new Map() }, nodeRole: new Map(), timeline: [],
+    }).filter((l) => /^(not )?pruned: /.test(l));
+    expect(report(new Set([resourceKey(crd), resourceKey(deployment)]))).toEqual([
+      'pruned: lab-storage: Widget ns/w',
+      'not pruned: lab-storage: CustomResourceDefinition widgets.example.com: stays in the cluster: Argo CD never prunes a CRD (no Application owns one), '
+        + 'only the custom resources it applied; an admin deletes it if wanted: kubectl delete crd widgets.example.com (deletes every custom resource of it left)',
+      'not pruned: lab-kueue-install: Deployment kueue-system/kueue-controller-manager: still in the cluster (its Application was deleted without deleting what it applied)',
+    ]);
+    // what the twin no longer has was pruned, whatever its kind
+    expect(report(new Set())).toEqual(['pruned: lab-storage: CustomResourceDefinition widgets.example.com', 'pruned: lab-storage: Widget ns/w', 'pruned: lab-kueue-install: Deployment kueue-system/kueue-controller-manager']);
   });
 });
 

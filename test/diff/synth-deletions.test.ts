@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -162,5 +162,87 @@ describe('synth of every description (the fleet, as `npm run synth` without argu
     const r = run(true);
     expect(r.deleted).toHaveLength(count);
     expect(readdirSync(out).sort()).toEqual(['fleet', 'instant-cluster']);
+  });
+});
+
+// Argo CD never prunes a CRD: its repo server sets no tracking annotation on one (argo-cd v3.5.1,
+// reposerver/repository/repository.go, `!kube.IsCRD(target)`), so no Application owns it; the twin showed it
+// (test/cluster/gitops-waves.test.ts: a CRD and its Widget removed, the Widget pruned, the CRD left).
+describe('a CRD that leaves the output stays in the cluster: listed as such, no --allow-delete asked', () => {
+  let out: string;
+  let reference: string;
+  let dropped: string;
+  const CRD_FILE = path.join('instant-cluster', 'storage', 'customresourcedefinition.widgets.example.com.yaml');
+  const CRD_LINE = '- instant-cluster: CustomResourceDefinition widgets.example.com (storage/customresourcedefinition.widgets.example.com.yaml): '
+    + 'stays in the cluster: Argo CD never prunes a CRD (no Application owns one), only the Widget objects it applied; '
+    + 'an admin deletes it if wanted: kubectl delete crd widgets.example.com (deletes every Widget left)';
+  /** The output as a render that had a CRD left it (the new render has none). */
+  const withCrd = () => copyFileSync(path.join(ROOT, 'test', 'fixtures', 'upgrade', 'crd-pair', 'old', 'widgets.example.com.yaml'), path.join(out, CRD_FILE));
+  beforeAll(() => {
+    out = path.join(work, 'crd');
+    reference = file('crd-instant-cluster.yaml');
+    dropped = file('crd-without-inference.yaml', withoutInference);
+    expect(main(['synth', '--config', reference, '--out', out, '--quiet'])).toBe(EXIT.ok);
+  });
+
+  it('diff: listed on stdout and stderr with what the cluster does and the kubectl command; exit 0; json counts it removed, not pruned', () => {
+    withCrd();
+    const c = capture();
+    expect(main(['diff', '--config', reference, '--out', out], c.io)).toBe(EXIT.ok);
+    expect(c.out).toContain('  - CustomResourceDefinition widgets.example.com (storage/customresourcedefinition.widgets.example.com.yaml)');
+    expect(c.out.at(-1)).toBe('0 added, 1 removed (1 CRD(s) of them stay in the cluster), 0 changed, 0 other file(s)');
+    expect(c.err).toEqual([CRD_LINE]);
+    const quiet = capture();
+    expect(main(['diff', '--config', reference, '--out', out, '--quiet'], quiet.io)).toBe(EXIT.ok);
+    expect([...quiet.out, ...quiet.err]).toEqual([]);
+    const json = capture();
+    expect(main(['diff', '--config', reference, '--out', out, '--format', 'json'], json.io)).toBe(EXIT.ok);
+    const d = JSON.parse(json.out.join('\n'));
+    expect([d.removed, d.pruned]).toEqual([1, 0]);
+    expect(d.objects).toEqual([expect.objectContaining({ change: 'removed', object: 'CustomResourceDefinition widgets.example.com', stays: expect.stringContaining('kubectl delete crd widgets.example.com') })]);
+  });
+
+  it('diff and synth beside deletions Argo CD prunes: those alone are counted and refused; the CRD is listed as staying', () => {
+    withCrd();
+    const d = capture();
+    expect(main(['diff', '--config', dropped, '--out', out], d.io)).toBe(EXIT.failed);
+    const pruned = d.err.filter((l) => l.startsWith('- ') && l !== CRD_LINE);
+    expect(pruned.length).toBeGreaterThanOrEqual(3);
+    expect(d.err).toContain(CRD_LINE);
+    expect(d.err.at(-1)).toBe(`error: ${pruned.length} object(s) would be deleted; re-run with --allow-delete if that is intended`);
+    // --quiet: only what it refuses
+    const quiet = capture();
+    expect(main(['diff', '--config', dropped, '--out', out, '--quiet'], quiet.io)).toBe(EXIT.failed);
+    expect(quiet.err).toEqual([...pruned, d.err.at(-1)]);
+    const s = capture();
+    expect(main(['synth', '--config', dropped, '--out', out], s.io)).toBe(EXIT.failed);
+    expect(s.err).toContain(CRD_LINE);
+    expect(s.err.at(-1)).toMatch(new RegExp(`^error: ${pruned.length} rendered object\\(s\\) would be deleted from .*crd, and Argo CD would prune them from the cluster; nothing was written`));
+    expect(existsSync(path.join(out, CRD_FILE))).toBe(true);
+  });
+
+  it('synth: removes the CRD without --allow-delete, warning that it stays in the cluster; --quiet prints nothing', () => {
+    withCrd();
+    const c = capture();
+    expect(main(['synth', '--config', reference, '--out', out], c.io)).toBe(EXIT.ok);
+    expect(existsSync(path.join(out, CRD_FILE))).toBe(false);
+    expect(c.err).toEqual([CRD_LINE, expect.stringMatching(/^warning: 1 CRD\(s\) removed from .*crd stay in the cluster \(Argo CD never prunes a CRD\): delete them by hand if they are no longer wanted$/)]);
+    withCrd();
+    const quiet = capture();
+    expect(main(['synth', '--config', reference, '--out', out, '--quiet'], quiet.io)).toBe(EXIT.ok);
+    expect(quiet.err).toEqual([]);
+    expect(existsSync(path.join(out, CRD_FILE))).toBe(false);
+  });
+
+  it('with --allow-delete: the note counts what Argo CD prunes, the warning the CRD', () => {
+    withCrd();
+    const c = capture();
+    expect(main(['synth', '--config', dropped, '--out', out, '--allow-delete'], c.io)).toBe(EXIT.ok);
+    const pruned = c.err.filter((l) => l.startsWith('- ') && l !== CRD_LINE).length;
+    expect(c.err).toContain(CRD_LINE);
+    expect(c.err.slice(-2)).toEqual([
+      expect.stringMatching(new RegExp(`^note: ${pruned} rendered object\\(s\\) removed from .*crd \\(--allow-delete\\); Argo CD prunes them`)),
+      expect.stringMatching(/^warning: 1 CRD\(s\) removed from /),
+    ]);
   });
 });

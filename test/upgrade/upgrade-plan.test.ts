@@ -68,6 +68,24 @@ describe('upgrade-plan: a synthetic CRD pair', () => {
     for (const b of blockers) expect(b.files).toEqual([path.join(PAIR, 'old', 'widgets.example.com.yaml'), path.join(PAIR, 'new', 'widgets.example.com.yaml')]);
   });
 
+  it('a CRD the new release no longer brings: a warning that it stays in the cluster (Argo CD never prunes a CRD), with the kubectl command; exit 0', async () => {
+    // the new release: a Gadget CRD in place of the Widget one
+    const to = path.join(work, 'crd-removed');
+    mkdirSync(to, { recursive: true });
+    const gadget = yamlOf(path.join(PAIR, 'new', 'widgets.example.com.yaml'));
+    gadget.metadata.name = 'gadgets.example.com';
+    gadget.spec.names = { ...gadget.spec.names, kind: 'Gadget', plural: 'gadgets', singular: 'gadget', listKind: 'GadgetList' };
+    writeFileSync(path.join(to, 'gadgets.example.com.yaml'), stringify(gadget));
+    const r = await runCliInProcess(['upgrade-plan', '--from-crds', path.join(PAIR, 'old'), '--to-crds', to, '--format', 'json']);
+    expect(r.code, r.stderr).toBe(0);
+    const plan = JSON.parse(r.stdout) as PlanResult['plan'];
+    const removed = plan.findings.filter((f) => f.type === 'crd-removed');
+    expect(removed.map((f) => [f.subject, f.severity])).toEqual([['CRD widgets.example.com', 'warning']]);
+    expect(removed[0].message).toBe('the new release brings no Widget CRD: the old one stays in the cluster: Argo CD never prunes a CRD (no Application owns '
+      + 'one), only the Widget objects it applied; an admin deletes it if wanted: kubectl delete crd widgets.example.com (deletes every Widget left)');
+    expect(removed[0].message).not.toMatch(/Argo CD prunes it/);
+  });
+
   it('as text: the blockers first, whole; --quiet prints them only, on stderr', async () => {
     const args = ['upgrade-plan', '--from-crds', path.join(PAIR, 'old'), '--to-crds', path.join(PAIR, 'new')];
     const text = await runCliInProcess(args);
