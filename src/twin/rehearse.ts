@@ -9,13 +9,14 @@ import { HermeticNode } from './placement';
 import { poll, sleep } from './poll';
 import { decided, JobHistory, jobsReport, queuedSamples, readJobs, WorkloadState } from './sample-jobs';
 import { startTwinCluster, TwinCluster } from './twin-cluster';
+import { CheckFailed } from '../check/engine';
 import { GITOPS_FOLDER } from '../components/gitops/plan';
 import { InputError } from '../errors';
 import { scratchFolder } from '../files';
 import { readRawDescription } from '../model/load';
 import { ClusterModel } from '../model/model';
 import { OPTIONS as YAML_OPTIONS } from '../render/yaml';
-import { ValidationFailed } from '../synth/pipeline';
+import { checkFailedInput, ValidationFailed } from '../synth/pipeline';
 
 /** The description as it is at a commit (change mode's starting point): its text, and where it comes from as `REV:path`. */
 export interface DescriptionAtRevision {
@@ -499,6 +500,8 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
     }
     // a description that does not render is bad input (exit 2, one line, as synth says it); anything else of the twin is one line
     if (e instanceof InputError || e instanceof ValidationFailed) throw e;
+    // (command.ts checked both descriptions' renders before the twin; the twin's, pointed at its loopback sources, may differ)
+    if (e instanceof CheckFailed) throw checkFailedInput(e, opts.from && !twin ? opts.from.label : opts.description);
     opts.err(`rehearse: the twin did not ${twin ? 'run the bootstrap' : 'start'} (at: ${step}): ${(e as Error).message.split('\n')[0]}`);
     return 1;
   } finally {
