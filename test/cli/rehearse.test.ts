@@ -12,8 +12,8 @@ import { applicationState } from '../../src/twin/applications';
 import { embeddedBuildInfo, GO_ENV, KUEUE_MODULE_DIR, MODULE_DIR, requiredVersion, TWIN_MODULE_DIR } from '../../src/twin/binary';
 import { rehearsalTimeoutMs } from '../../src/twin/command';
 import { asYamlDescription, rootWentPast, settledAt } from '../../src/twin/rehearse';
-import { decided, jobsReport, queuedSamples, workloadState } from '../../src/twin/sample-jobs';
-import { REFERENCE_FILE, ROOT, runMain } from '../helpers';
+import { decided, jobsReport, noKueueOnTwin, queuedSamples, workloadState } from '../../src/twin/sample-jobs';
+import { REFERENCE_FILE, ROOT, runMain, TRAINING_FILE } from '../helpers';
 import { changedSnapshot, SNAPSHOT } from '../preflight/snapshots';
 
 /*
@@ -585,5 +585,15 @@ describe('rehearse --from: what Kueue does to the samples\' queued jobs, from th
   it('the samples Kueue queues: those the samples folder lists with a queue label (not the per-node templates)', () => {
     const jobs = queuedSamples(path.join(ROOT, 'dist', 'instant-cluster'));
     expect(jobs.map((j) => `${j.kind} ${j.metadata.namespace}/${j.metadata.name}`)).toEqual(['MPIJob default/nccl-all-reduce']);
+  });
+
+  it('a managed Kueue (the training example): the twin runs none, so no job is submitted or waited for; one jobs line says why', () => {
+    const [training] = loadModels([TRAINING_FILE]);
+    expect(training.description.installs.kueue).toBe('managed');
+    expect(noKueueOnTwin(training.description.installs.kueue)).toBe('jobs: not submitted: installs.kueue is managed, and the twin runs no Kueue for a '
+      + 'managed install (only a pre-installed one): nothing would admit, evict or re-admit them');
+    // a pre-installed Kueue runs for real on the twin: its jobs are submitted and reported
+    const [reference] = loadModels([REFERENCE_FILE]);
+    expect(noKueueOnTwin(reference.description.installs.kueue)).toBeUndefined();
   });
 });
