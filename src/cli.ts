@@ -156,7 +156,7 @@ function failure(e: unknown, io: Io): number {
     return EXIT.failed;
   }
   if (e instanceof CheckFailed) {
-    for (const f of e.findings) io.err(formatFinding(f));
+    for (const l of e.lines()) io.err(l);
     io.err(`error: ${e.message}; nothing was written`);
     return EXIT.failed;
   }

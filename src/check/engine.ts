@@ -95,4 +95,9 @@ export class CheckFailed extends Error {
     super(`${findings.filter((f) => f.severity === 'error').length} cross-object check error(s)`);
     this.name = 'CheckFailed';
   }
+
+  /** What every command prints of it: one line per finding (formatFinding), before its summary. */
+  lines(): string[] {
+    return this.findings.map(formatFinding);
+  }
 }

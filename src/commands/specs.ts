@@ -297,7 +297,8 @@ export const REHEARSE: CommandSpec<typeof REHEARSE_OPTIONS> = {
   summary: 'see the bootstrap converge before you push it: synced by a real Argo CD on a local twin of the cluster',
   // read when the help is printed: the versions come from the Go modules the package ships
   get description(): string {
-    return 'Renders --config (with its repository pointed at a local Git server) in a scratch folder and starts a twin of the cluster on this '
+    return 'Loads --config and runs synth\'s cross-object checks over its render (a problem or an error finding: exit 2, one line each, before '
+      + 'anything starts; at --from REV the description at REV too). Renders it (with its repository pointed at a local Git server) in a scratch folder and starts a twin of the cluster on this '
       + 'machine: a Kubernetes control plane, the described nodes run by KWOK (or the cluster\'s own Nodes, with --snapshot FILE or --kubeconfig: '
       + 'their names, labels, taints and allocatable as init reads them, the taints of a node in trouble left off), what the cluster has before Argo CD (the pre-installed '
       + 'add-ons\' CRDs and namespaces, a pre-installed Kueue running for real, stand-ins of the GPU and Network Operators), then runs the '

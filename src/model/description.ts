@@ -377,7 +377,8 @@ const ncclTests = z.strictObject({
 });
 
 const samples = z.strictObject({
-  namespace: dnsLabel().default('default').describe('Namespace of the samples: "default" or a tenant namespace (a LocalQueue must exist there).'),
+  namespace: dnsLabel().default('default').describe('Namespace of the samples: "default" or a tenant namespace (a LocalQueue must exist there). '
+    + 'The DCGM diagnostic stays in "default" (queueing.defaultQueue) either way: it needs SYS_ADMIN, which a tenant namespace refuses.'),
   queue: dnsLabel().optional().describe('LocalQueue of the samples. Default: the LocalQueue of samples.namespace (queueing.defaultQueue in "default", tenants[].queue in a tenant namespace).'),
   priority: dnsSubdomain().optional().describe('Kueue priority class of the samples. Default: the default entry of queueing.priorities.'),
   nodeNames: z.array(dnsSubdomain()).default([])

@@ -59,8 +59,10 @@ function jobRun(c: RenderedCluster, index: ClusterIndex, job: Manifest, ns: stri
       reading: `${code(`kubectl get job -n ${ns} ${name}`)} shows whether it completed.`,
     };
   }
+  const samplesNs = c.model.description.samples.namespace;
   return {
-    about: `DCGM diagnostic (Job): ${code(`dcgmi diag -r ${c.model.description.samples.dcgmDiag.level}`)} on the ${gpus} GPUs of one node.`,
+    about: `DCGM diagnostic (Job): ${code(`dcgmi diag -r ${c.model.description.samples.dcgmDiag.level}`)} on the ${gpus} GPUs of one node.`
+      + (ns === samplesNs ? '' : ` In ${code(ns)}, not in the samples' namespace ${code(samplesNs)}: it needs SYS_ADMIN, which a tenant namespace refuses.`),
     follow: [`kubectl logs -n ${ns} -f job/${name}`, `kubectl get job -n ${ns} ${name}   # COMPLETIONS 1/1: every test passed`],
     reading: 'The log lists each test with Pass, Skip or Fail. A Fail fails the Job: drain the node and have it repaired before it takes work again.',
   };

@@ -25,6 +25,25 @@ export { InputError, loadModels };
 export { renderModel } from './cluster-stage';
 export type { ClusterOutcome, ClusterStage, ClusterSummary, PhaseTimes } from './cluster-stage';
 
+/**
+ * Renders each model and runs the cross-object rules over it as synth does (processCluster), writing nothing and
+ * without schema validation (for a caller whose API server validates: rehearse's twin). Throws CheckFailed with
+ * every finding when one is an error, as synth would; answers the findings (warnings) otherwise.
+ */
+export function checkModels(models: readonly ClusterModel[]): Finding[] {
+  const findings = models.flatMap((m, i) => processCluster(m, i, {}, false).findings);
+  if (hasError(findings)) throw new CheckFailed(findings);
+  return findings;
+}
+
+/**
+ * CheckFailed as bad input (exit 2): synth's lines, one per finding, then one naming `what` was rendered. For a command
+ * that takes a description and writes no render (rehearse): there a render that fails its checks is its input's fault.
+ */
+export function checkFailedInput(e: CheckFailed, what: string): InputError {
+  return new InputError(`${what}: its render fails the cross-object checks (${e.message}) as synth reports them`, e.lines());
+}
+
 /** Rendered objects that fail schema validation. Exit code 1. */
 export class ValidationFailed extends Error {
   constructor(readonly issues: readonly ValidationIssue[]) {

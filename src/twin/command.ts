@@ -6,6 +6,7 @@ import { parseArgs } from 'node:util';
 import { ControlPlaneBuildError, goCommand, requiredGoVersion, twinBinaries, usePrebuiltBinaries } from './binary';
 import { nodesFromCluster } from './cluster-nodes';
 import type { DescriptionAtRevision, rehearse } from './rehearse';
+import { CheckFailed } from '../check/engine';
 import { consoleIo, EXIT, Io } from '../commands/io';
 import { commandHelp } from '../commands/options';
 import { progressOf } from '../commands/progress';
@@ -15,10 +16,11 @@ import { scratchFolder } from '../files';
 import { maxBytes } from '../input/limits';
 import { asInputError, decodeInput } from '../input/read';
 import { FLEET_FILE, isDescriptionFile } from '../model/description-files';
+import { ClusterModel } from '../model/model';
 import { MAX_NODES } from '../model/schema-types';
 import { clusterSource, normalizeKubeconfigArg, readClusterState } from '../preflight/command';
 import { ClusterState } from '../preflight/state';
-import { loadModels } from '../synth/pipeline';
+import { checkFailedInput, checkModels, loadModels } from '../synth/pipeline';
 
 /** Go's version as `go env GOVERSION` says it (go1.26.8), or undefined. */
 function goVersion(go: string): string | undefined {
@@ -68,14 +70,29 @@ export function descriptionAtRevision(file: string, rev: string): DescriptionAtR
   return { text: asInputError(label, () => decodeInput(label, blob.stdout)), label, commit: sha };
 }
 
-/** Loads and validates the description at a commit (bad input names `REV:path`, not the scratch file it is read from). */
+/**
+ * Renders a description's model and runs synth's cross-object rules over it: a finding that is an error is bad input
+ * (exit 2) before any twin starts, each finding one line as synth prints it, then one naming `label`.
+ */
+function checkRender(model: ClusterModel, label: string): void {
+  try {
+    checkModels([model]);
+  } catch (e) {
+    throw e instanceof CheckFailed ? checkFailedInput(e, label) : e;
+  }
+}
+
+/**
+ * Loads, validates and checks the description at a commit (bad input names `REV:path`, not the scratch file it is read
+ * from).
+ */
 function validateAtRevision(at: DescriptionAtRevision, config: string): void {
   const dir = scratchFolder('gpu-cluster-manifests-rehearse-from');
   const file = path.join(dir, path.basename(config));
   try {
     writeFileSync(file, at.text);
     try {
-      loadModels([file]);
+      checkRender(loadModels([file])[0], at.label);
     } catch (e) {
       if (!(e instanceof InputError)) throw e;
       const named = (t: string) => t.split(file).join(at.label);
@@ -127,8 +144,10 @@ export async function runRehearse(argv: string[], io: Io = consoleIo): Promise<n
   if (source === undefined && values.context !== undefined) throw new InputError('--context needs --kubeconfig');
   // change mode: the description at the commit, read before anything else runs (exit 2 on a bad --from)
   const from = values.from === undefined ? undefined : descriptionAtRevision(values.config, values.from);
-  // the description loads and validates before anything starts (bad input: exit 2, one line per problem), at --from too
+  // the description loads, validates and renders clean of the cross-object checks before anything starts (bad input:
+  // exit 2, one line per problem or finding), at --from too
   const [model] = loadModels([values.config]);
+  checkRender(model, values.config);
   if (from) validateAtRevision(from, values.config);
   let nodes: Parameters<typeof rehearse>[0]['nodes'];
   if (source !== undefined) {

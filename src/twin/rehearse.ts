@@ -7,8 +7,9 @@ import { ApiError, describe as describeObject, KubeObject } from './kube-client'
 import { workloadOwnedBy } from './kueue';
 import { HermeticNode } from './placement';
 import { poll, sleep } from './poll';
-import { decided, JobHistory, jobsReport, queuedSamples, readJobs, WorkloadState } from './sample-jobs';
+import { decided, JobHistory, jobsReport, noKueueOnTwin, queuedSamples, readJobs, WorkloadState } from './sample-jobs';
 import { startTwinCluster, TwinCluster } from './twin-cluster';
+import { CheckFailed } from '../check/engine';
 import { GITOPS_FOLDER } from '../components/gitops/plan';
 import { InputError } from '../errors';
 import { scratchFolder } from '../files';
@@ -16,7 +17,7 @@ import { readRawDescription } from '../model/load';
 import { ClusterModel } from '../model/model';
 import { crdStays, isCrd } from '../render/deletions';
 import { OPTIONS as YAML_OPTIONS } from '../render/yaml';
-import { ValidationFailed } from '../synth/pipeline';
+import { checkFailedInput, ValidationFailed } from '../synth/pipeline';
 
 /** The description as it is at a commit (change mode's starting point): its text, and where it comes from as `REV:path`. */
 export interface DescriptionAtRevision {
@@ -353,7 +354,8 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
     // no Kueue for a managed one: its visibility APIServices stay unavailable, so its install never turns Healthy
     if (twin.model.description.installs.kueue === 'managed') {
       opts.err('rehearse: warning: installs.kueue: managed, and the twin runs no Kueue for a managed install (only a pre-installed one): '
-        + 'its visibility APIServices stay unavailable, its install Progressing, and the waves after it will not converge here');
+        + 'its visibility APIServices stay unavailable, its install Progressing, and the waves after it will not converge here'
+        + `${opts.from ? '; the sample jobs are not submitted (nothing would admit them)' : ''}`);
     }
     const pushed = await twin.push(opts.from ? `rehearse: the render at ${opts.from.label} (${opts.from.commit.slice(0, 12)})` : 'rehearse: the render of the working tree');
     say('running the bootstrap of the cluster\'s README');
@@ -463,7 +465,9 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
     // reason) before the push: what the change does to queued and admitted work
     const jobs: KubeObject[] = [];
     const notSubmitted: string[] = [];
-    for (const job of queuedSamples(twin.clusterDir)) {
+    // without a Kueue on the twin (a managed one) none is submitted: the report says so in one line
+    const noKueue = noKueueOnTwin(twin.model.description.installs.kueue);
+    for (const job of noKueue ? [] : queuedSamples(twin.clusterDir)) {
       try {
         await client.apply(job, { fieldManager: 'gpu-cluster-manifests-rehearse' });
         jobs.push(job);
@@ -539,7 +543,7 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
     });
     // the jobs after the pods (a DaemonSet roll on the GPU workers stays the first line)
     const podLines = report.filter((l) => l.startsWith('pods: '));
-    report.splice(podLines.length, 0, ...jobsReport(histories, opts.verbose ?? false, notSubmitted, undecided));
+    report.splice(podLines.length, 0, ...(noKueue ? [noKueue] : jobsReport(histories, opts.verbose ?? false, notSubmitted, undecided)));
     if (!opts.quiet) {
       opts.out(`${twin.name}: the change from ${opts.from.label} (${opts.from.commit.slice(0, 12)}) to the working tree, pushed as ${head.slice(0, 12)}`);
       for (const l of report) opts.out(l);
@@ -556,6 +560,8 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
     }
     // a description that does not render is bad input (exit 2, one line, as synth says it); anything else of the twin is one line
     if (e instanceof InputError || e instanceof ValidationFailed) throw e;
+    // (command.ts checked both descriptions' renders before the twin; the twin's, pointed at its loopback sources, may differ)
+    if (e instanceof CheckFailed) throw checkFailedInput(e, opts.from && !twin ? opts.from.label : opts.description);
     opts.err(`rehearse: the twin did not ${twin ? 'run the bootstrap' : 'start'} (at: ${step}): ${(e as Error).message.split('\n')[0]}`);
     return 1;
   } finally {

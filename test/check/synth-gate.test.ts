@@ -9,18 +9,11 @@ import { REFERENCE_FILE } from '../helpers';
 // StorageClasses are checked as if a second default had been rendered.
 vi.mock('../../src/check/engine', async (importOriginal) => {
   const real = await importOriginal<typeof import('../../src/check/engine')>();
+  const { withSecondDefaultClass } = await import('./broken-checks');
   return {
     ...real,
-    checkCluster: (c: Parameters<typeof real.checkCluster>[0], opts: Parameters<typeof real.checkCluster>[1]) => real.checkCluster(
-      c.name === 'passes-checks' ? c : {
-        ...c,
-        folders: c.folders.map((f) => ({
-          ...f,
-          objects: f.objects.map((m) => (m.kind === 'StorageClass'
-            ? { ...m, metadata: { ...m.metadata, annotations: { ...m.metadata.annotations, 'storageclass.kubernetes.io/is-default-class': 'true' } } }
-            : m)),
-        })),
-      }, opts),
+    checkCluster: (c: Parameters<typeof real.checkCluster>[0], opts: Parameters<typeof real.checkCluster>[1]) =>
+      real.checkCluster(withSecondDefaultClass(c, (name) => name === 'passes-checks'), opts),
   };
 });
 

@@ -158,7 +158,8 @@ describe('rehearse on the twin', () => {
   it('change mode: a tenant\'s GPU quota raised takes the default queue\'s GPUs below what its admitted sample job uses: Kueue keeps the job admitted over the new quota (it evicts nothing), and the report says so', async () => {
     // the reference cluster: the samples queue to the default ClusterQueue, which holds the GPUs no tenant does; the
     // NCCL test (two workers of 8 GPUs) is admitted there, borrowing from the cohort. The change gives research the
-    // default queue's GPUs. (The samples cannot go to a tenant namespace: the DCGM diagnostic's SYS_ADMIN is refused there.)
+    // default queue's GPUs. (A cut of a tenant's own quota under its samples, samples.namespace at that tenant, is not
+    // rehearsed here: test/fixtures/descriptions/tenant-samples.yaml renders so.)
     const d = parse(readFileSync(REFERENCE_FILE, 'utf8')) as Record<string, any>;
     const total = (d.nodes.gpuWorkers.count as number) * (d.nodes.gpuWorkers.gpusPerNode as number);
     const defaultQuota = (tenants: { gpus: number }[]) => total - tenants.reduce((n, t) => n + t.gpus, 0);

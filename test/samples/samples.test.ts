@@ -1,7 +1,11 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { Testing } from 'cdk8s';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { checkCluster, ClusterView, readClusters } from '../../src/check';
+import { EXIT, main } from '../../src/cli';
 import { samples } from '../../src/components/samples/chart';
 import { DcgmDiagnostic } from '../../src/components/samples/dcgm-diagnostic';
 import { NcclTest, NcclTestProps } from '../../src/components/samples/nccl-test';
@@ -13,7 +17,7 @@ import { NODE_NAME_PLACEHOLDER } from '../../src/model/names';
 import { Manifest, RenderedCluster } from '../../src/render/manifest';
 import { toYaml } from '../../src/render/yaml';
 import { renderCluster } from '../../src/synth/render';
-import { findObject, HAS_SCHEMAS, modelOf, schemaErrors, TRAINING_FILE } from '../helpers';
+import { findObject, HAS_SCHEMAS, HAS_UPSTREAM, modelOf, ROOT, schemaErrors, TRAINING_FILE } from '../helpers';
 
 type Edit = Parameters<typeof modelOf>[0];
 
@@ -220,9 +224,11 @@ describe('samples: the reference cluster', () => {
     expect(envOf(container(job, 'Launcher')).NCCL_DEBUG).toBe('WARN');
     expect(podSpec(job, 'Worker').volumes[0].emptyDir.sizeLimit).toBe('32Gi');
     for (const o of objects.filter((m) => m.kind !== 'ConfigMap')) {
-      expect(o.metadata.namespace).toBe('research');
+      // the DCGM diagnostic (SYS_ADMIN, refused in a tenant namespace) stays in "default", through its LocalQueue
+      const diag = o.kind === 'Job';
+      expect(o.metadata.namespace).toBe(diag ? 'default' : 'research');
       // the tenant namespace's own LocalQueue (named after the tenant)
-      expect(o.metadata.labels).toMatchObject({ 'kueue.x-k8s.io/queue-name': 'research', 'kueue.x-k8s.io/priority-class': 'high' });
+      expect(o.metadata.labels).toMatchObject({ 'kueue.x-k8s.io/queue-name': diag ? 'default' : 'research', 'kueue.x-k8s.io/priority-class': 'high' });
     }
   });
 
@@ -357,5 +363,52 @@ describe('samples: errors', () => {
   it('names the node whose check name would be too long', () => {
     const model = modelOf((d) => { d.samples.nodeNames = ['gpu-node-with-a-very-long-name-that-goes-on-and-on-and-on']; });
     expect(() => renderSamples(model)).toThrow(/^samples.nodeNames\[0\]: "gpu-node-with-a-very-long-name-that-goes-on-and-on-and-on" makes the check name/);
+  });
+});
+
+describe('samples in a tenant namespace (test/fixtures/descriptions/tenant-samples.yaml: samples.namespace research)', () => {
+  const work = mkdtempSync(path.join(tmpdir(), 'tenant-samples-'));
+  const out = path.join(work, 'dist');
+  afterAll(() => rmSync(work, { recursive: true, force: true }));
+  const file = path.join(ROOT, 'test', 'fixtures', 'descriptions', 'tenant-samples.yaml');
+  const rendered = () => {
+    expect(main(['synth', '--config', file, '--out', out, '--no-validate', '--quiet'])).toBe(EXIT.ok);
+    return readClusters(out)[0];
+  };
+  const inSamples = (view: ClusterView) => view.folders.find((f) => f.folder === 'samples')!.objects;
+  const queueOf = (o: Manifest) => o.metadata.labels?.['kueue.x-k8s.io/queue-name'];
+
+  it('renders: the queued samples in the tenant namespace through its LocalQueue; the DCGM diagnostic in "default" through queueing.defaultQueue, with SYS_ADMIN', () => {
+    const view = rendered();
+    const objects = inSamples(view);
+    const placed = objects.filter((o) => o.kind !== 'ConfigMap').map((o) => `${o.kind} ${o.metadata.namespace}/${o.metadata.name} queue ${queueOf(o)}`);
+    expect(placed.sort()).toEqual([
+      'Job default/dcgm-diag-replace-with-node-name queue default',
+      'MPIJob research/nccl-all-reduce queue research',
+      'MPIJob research/nccl-node-check-replace-with-node-name queue research',
+    ]);
+    const dcgm = findObject(objects, 'Job', 'dcgm-diag-replace-with-node-name', 'default') as any;
+    expect(dcgm.spec.template.spec.containers[0].securityContext.capabilities.add).toEqual(['SYS_ADMIN']);
+    // the cluster's README says where it runs and why
+    expect(readFileSync(path.join(out, view.name, 'README.md'), 'utf8'))
+      .toContain('In `default`, not in the samples\' namespace `research`: it needs SYS_ADMIN, which a tenant namespace refuses. Queued through LocalQueue `default/default`.');
+    // the cross-object rules pass; in the tenant namespace the same Job would be refused by its guardrails (why it stays out)
+    expect(checkCluster(view).filter((f) => f.severity === 'error')).toEqual([]);
+    const moved: ClusterView = {
+      ...view,
+      folders: view.folders.map((f) => (f.folder !== 'samples' ? f : {
+        ...f,
+        objects: f.objects.map((o) => (o.kind === 'Job' ? { ...o, metadata: { ...o.metadata, namespace: 'research', labels: { ...o.metadata.labels, 'kueue.x-k8s.io/queue-name': 'research' } } } : o)),
+      })),
+    };
+    expect(checkCluster(moved).filter((f) => f.severity === 'error').map((f) => `${f.rule}: ${f.message}`)).toEqual([
+      expect.stringMatching(/^tenant-guardrails-admit: Job research\/dcgm-diag-replace-with-node-name: .* is refused by ValidatingAdmissionPolicy tenant-pod-guardrails: tenant containers may add only these capabilities: /),
+    ]);
+  });
+
+  it.skipIf(!HAS_UPSTREAM || !HAS_SCHEMAS)('passes check (every Application source rendered by the real engines)', async () => {
+    rendered();
+    const err: string[] = [];
+    expect(await main(['check', out], { out: () => {}, err: (l) => err.push(l) }), err.join('\n')).toBe(EXIT.ok);
   });
 });

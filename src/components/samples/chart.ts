@@ -1,7 +1,7 @@
 import { ApiObject, Chart } from 'cdk8s';
 import { Construct } from 'constructs';
 import { ClusterModel } from '../../model/model';
-import { LABELS, NODE_NAME_PLACEHOLDER } from '../../model/names';
+import { LABELS, NAMESPACES, NODE_NAME_PLACEHOLDER } from '../../model/names';
 import { componentChartProps, ComponentChartProps, ComponentDefinition } from '../component';
 import { DcgmDiagnostic, DcgmDiagLevel } from './dcgm-diagnostic';
 import { NcclTest } from './nccl-test';
@@ -63,6 +63,10 @@ export class SamplesChart extends Chart {
     const s = model.description.samples;
     const nccl = s.ncclTests;
     const queueing = { model, namespace: s.namespace, queue: s.queue, priority: s.priority, ttlSecondsAfterFinished: s.ttlSecondsAfterFinished };
+    // DCGM's diagnostic needs SYS_ADMIN, which a tenant namespace's guardrails refuse on purpose (it lets a pod reach the
+    // node): a node health check is the platform's, so it stays in "default", queued through queueing.defaultQueue,
+    // wherever the other samples go.
+    const diagQueueing = s.namespace === NAMESPACES.default ? queueing : { ...queueing, namespace: NAMESPACES.default, queue: undefined };
     const ncclOptions = {
       image: nccl.image,
       binaryDir: nccl.binaryDir,
@@ -117,7 +121,7 @@ export class SamplesChart extends Chart {
         backoffLimit: 0,
         activeDeadlineSeconds: 1800,
       })), fromDescription(DCGM_FIELDS, () => new DcgmDiagnostic(this, `DcgmDiag-${suffix}`, {
-        ...queueing,
+        ...diagQueueing,
         name: `${DCGM_DIAG_PREFIX}${suffix}`,
         image: s.dcgmDiag.image,
         level: s.dcgmDiag.level as DcgmDiagLevel,
