@@ -321,7 +321,7 @@ new TextFile(project, 'vitest.config.mts', {
     "import { configDefaults } from 'vitest/config';",
     "import { BaseSequencer } from 'vitest/node';",
     '',
-    "const MOCKS_MODULES = ['test/check/synth-gate.test.ts', 'test/package/asset-sums.test.ts'];",
+    "const MOCKS_MODULES = ['test/check/synth-gate.test.ts', 'test/package/asset-sums.test.ts', 'test/cli/rehearse-checks.test.ts'];",
     `const SLOW_FIRST = [${SLOW_TEST_FILES.map((f) => `'${f}'`).join(', ')}];`,
     '// npm run test:quick: the inner loop, without the files of Go, the control plane and child processes (.projenrc.ts)',
     `const TIER = process.env.${QUICK_TIER_ENV};`,

@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import { configDefaults } from 'vitest/config';
 import { BaseSequencer } from 'vitest/node';
 
-const MOCKS_MODULES = ['test/check/synth-gate.test.ts', 'test/package/asset-sums.test.ts'];
+const MOCKS_MODULES = ['test/check/synth-gate.test.ts', 'test/package/asset-sums.test.ts', 'test/cli/rehearse-checks.test.ts'];
 const SLOW_FIRST = ['test/cluster/argocd-twin.test.ts', 'test/cluster/gitops-waves.test.ts', 'test/cluster/fleet-twin.test.ts', 'test/cluster/training-twin.test.ts', 'test/cluster/rehearse.test.ts', 'test/cluster/apply-as-argocd.test.ts', 'test/cluster/live-commands.test.ts', 'test/cluster/operator-releases.test.ts', 'test/package/pack.test.ts', 'test/cli/stale-caches.test.ts', 'test/faults/faults.test.ts', 'test/cluster/kueue.test.ts', 'test/cluster/multikueue.test.ts', 'test/cli/npm-scripts.test.ts', 'test/check/installs.test.ts', 'test/docs/runnable-blocks.test.ts', 'test/check/rules.test.ts', 'test/preflight/live-bounds.test.ts', 'test/check/hostile-trees.test.ts', 'test/check/placement.test.ts', 'test/cli/cli.test.ts', 'test/upgrade/upgrade-plan.test.ts'];
 // npm run test:quick: the inner loop, without the files of Go, the control plane and child processes (.projenrc.ts)
 const TIER = process.env.GPU_CLUSTER_MANIFESTS_TEST_TIER;
