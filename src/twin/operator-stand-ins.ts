@@ -187,19 +187,26 @@ export class OperatorStandIns {
     return this.client.list(`/apis/${apiVersion}/${res.plural}`);
   }
 
-  /** Applies the operand DaemonSets (when new or changed) and reads them as the DaemonSet controller reports them. */
+  /**
+   * Applies the operand DaemonSets (when new or changed; their namespace first, when missing) and reads them as the
+   * DaemonSet controller reports them: one list of the namespace's DaemonSets a pass, not a read of each (the passes'
+   * reads were most of the API server's requests while a twin waits: bench/README.md, "The twin's CPU").
+   */
   private async operands(
     owner: KubeObject, namespace: string, operands: readonly OperandDaemonSet[], manager: string,
     resources: (o: OperandDaemonSet) => Json | undefined = () => undefined,
     env: (o: OperandDaemonSet) => Json[] | undefined = () => undefined,
   ): Promise<Map<string, KubeObject | undefined>> {
-    await this.ensureNamespace(namespace, manager);
+    const listed = new Map((await this.client.list(`/apis/apps/v1/namespaces/${encodeURIComponent(namespace)}/daemonsets`)).map((d) => [d.metadata.name, d]));
+    let ensured = false;
     const out = new Map<string, KubeObject | undefined>();
     for (const o of operands) {
       const want = daemonSet(owner, namespace, o, manager, resources(o), env(o));
       const key = `${namespace}/${o.name}`;
-      let live = await this.client.read(want);
+      let live = listed.get(o.name);
       if (!live || this.applied.get(key) !== JSON.stringify(want)) {
+        if (!ensured) await this.ensureNamespace(namespace, manager);
+        ensured = true;
         live = await this.client.apply(want, { fieldManager: manager });
         this.applied.set(key, JSON.stringify(want));
       }
