@@ -157,6 +157,15 @@ export function launchLogged(command: string, args: readonly string[], opts: { c
   }
 }
 
+/**
+ * The Go garbage collector's target (GOGC: the heap grows by this percentage of the live heap before a collection) of
+ * every Go process the tests and `rehearse` start: the control plane's, Kueue's and the twin's. Go's default is 100;
+ * at 100 the collector took about a fifth of the API server's and of Argo CD's application controller's CPU in a
+ * bootstrap of the reference cluster (CPU profiles, bench/README.md "The twin's CPU"). 200 collects half as often for
+ * a larger heap; it changes no behaviour of any process.
+ */
+export const GO_GC_PERCENT = '200';
+
 /** CPU seconds (user + system) a running process has used so far (Linux /proc); undefined when it is not running. */
 export function cpuSecondsOf(pid: number | undefined): number | undefined {
   try {
@@ -335,7 +344,9 @@ export class ControlPlane {
   /** @internal starts one component, its output into logs/<component>.log. */
   launch(component: Component, args: readonly string[]): ChildProcess {
     const child = launchLogged(this.binary.path, [component, ...args], {
-      cwd: this.dir, log: this.logFile(component), env: { PATH: process.env.PATH, HOME: this.dir, CONTROL_PLANE_PARENT_PID: String(process.pid) },
+      cwd: this.dir,
+      log: this.logFile(component),
+      env: { PATH: process.env.PATH, HOME: this.dir, GOGC: GO_GC_PERCENT, CONTROL_PLANE_PARENT_PID: String(process.pid) },
     });
     this.procs.set(component, child);
     return child;

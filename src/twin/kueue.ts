@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { parse, stringify } from 'yaml';
 import { PlannedObject, SyncPlan } from './argocd-sync';
 import { goCommand, GoBinary, kueueBinary } from './binary';
-import { ControlPlane, cpuSecondsOf, freePorts, httpGet, killGroup, killOnExit, kubeconfigText, tailOf } from './control-plane';
+import { ControlPlane, cpuSecondsOf, freePorts, GO_GC_PERCENT, httpGet, killGroup, killOnExit, kubeconfigText, tailOf } from './control-plane';
 import { describe, KubeClient, KubeObject } from './kube-client';
 import { poll } from './poll';
 
@@ -265,7 +265,7 @@ export async function startKueue(cp: ControlPlane, loopback: LoopbackKueue, opts
       cwd: dir,
       detached: true,
       stdio: ['ignore', log, log],
-      env: { PATH: process.env.PATH, HOME: dir, KUBECONFIG: kubeconfig },
+      env: { PATH: process.env.PATH, HOME: dir, GOGC: GO_GC_PERCENT, KUBECONFIG: kubeconfig },
     });
     child.on('error', () => {});
   } finally {

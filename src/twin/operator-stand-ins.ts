@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import { KubeClient, KubeObject } from './kube-client';
 import { sleep } from './poll';
 import { clusterPolicyOperands, nicClusterPolicyOperands, OperandDaemonSet } from '../check/placement/operands';
@@ -136,6 +137,8 @@ export interface StandInWrite {
 export class OperatorStandIns {
   /** Every status write, in order. */
   readonly writes: StandInWrite[] = [];
+  /** How many passes have completed (each reads every ClusterPolicy and NicClusterPolicy once). */
+  passes = 0;
   private running = false;
   private loop?: Promise<void>;
   /** The last error of a pass (a pass that fails is tried again at the next interval). */
@@ -152,6 +155,7 @@ export class OperatorStandIns {
       while (this.running) {
         try {
           await this.pass();
+          this.passes++;
           this.lastError = undefined;
         } catch (e) {
           this.lastError = (e as Error).message;
@@ -183,19 +187,26 @@ export class OperatorStandIns {
     return this.client.list(`/apis/${apiVersion}/${res.plural}`);
   }
 
-  /** Applies the operand DaemonSets (when new or changed) and reads them as the DaemonSet controller reports them. */
+  /**
+   * Applies the operand DaemonSets (when new or changed; their namespace first, when missing) and reads them as the
+   * DaemonSet controller reports them: one list of the namespace's DaemonSets a pass, not a read of each (the passes'
+   * reads were most of the API server's requests while a twin waits: bench/README.md, "The twin's CPU").
+   */
   private async operands(
     owner: KubeObject, namespace: string, operands: readonly OperandDaemonSet[], manager: string,
     resources: (o: OperandDaemonSet) => Json | undefined = () => undefined,
     env: (o: OperandDaemonSet) => Json[] | undefined = () => undefined,
   ): Promise<Map<string, KubeObject | undefined>> {
-    await this.ensureNamespace(namespace, manager);
+    const listed = new Map((await this.client.list(`/apis/apps/v1/namespaces/${encodeURIComponent(namespace)}/daemonsets`)).map((d) => [d.metadata.name, d]));
+    let ensured = false;
     const out = new Map<string, KubeObject | undefined>();
     for (const o of operands) {
       const want = daemonSet(owner, namespace, o, manager, resources(o), env(o));
       const key = `${namespace}/${o.name}`;
-      let live = await this.client.read(want);
+      let live = listed.get(o.name);
       if (!live || this.applied.get(key) !== JSON.stringify(want)) {
+        if (!ensured) await this.ensureNamespace(namespace, manager);
+        ensured = true;
         live = await this.client.apply(want, { fieldManager: manager });
         this.applied.set(key, JSON.stringify(want));
       }
@@ -265,12 +276,17 @@ export class OperatorStandIns {
     }
   }
 
-  /** Writes a status when it differs from the live one (the operators write only a change). */
+  /**
+   * Writes a status when it differs from the live one (the operators write only a change). Compared as values, not as
+   * text: the API server answers a custom resource's fields in its own key order, so a condition written
+   * `{type, status, ...}` reads back `{message, reason, ...}` (compared as JSON text, every pass wrote the ClusterPolicy's
+   * status again, once a second, for as long as the twin ran).
+   */
   private async writeStatus(o: KubeObject, status: Json, manager: string, state: string): Promise<void> {
     const conditions = (s: Json) => (s.conditions as Json[] | undefined)?.map(({ lastTransitionTime: _t, ...c }) => c)
       .sort((a, b) => String(a.type).localeCompare(String(b.type)));
-    const comparable = (s: Json) => JSON.stringify({ ...s, conditions: conditions(s) });
-    if (comparable((o.status ?? {}) as Json) === comparable(status)) return;
+    const comparable = (s: Json) => ({ ...s, conditions: conditions(s) });
+    if (isDeepStrictEqual(comparable((o.status ?? {}) as Json), comparable(status))) return;
     const res = await this.client.resource(o.apiVersion, o.kind);
     await this.client.call('PUT', `/apis/${o.apiVersion}/${res!.plural}/${o.metadata.name}/status`, { body: { ...o, status }, query: { fieldManager: manager } });
     this.writes.push({ kind: o.kind, name: o.metadata.name, state, at: Date.now() });

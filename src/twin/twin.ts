@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { parse } from 'yaml';
 import { GoBinary, KWOK_STAGES, twinBinary } from './binary';
-import { ControlPlane, cpuSecondsOf, freePorts, httpGet, killGroup, kubeconfigText, launchLogged, tailOf } from './control-plane';
+import { ControlPlane, cpuSecondsOf, freePorts, GO_GC_PERCENT, httpGet, killGroup, kubeconfigText, launchLogged, tailOf } from './control-plane';
 import { serviceAccountToken } from './kueue';
 import { poll } from './poll';
 
@@ -125,6 +125,7 @@ export class Twin {
       NO_PROXY: '127.0.0.1,localhost',
       no_proxy: '127.0.0.1,localhost',
       GIT_CONFIG_NOSYSTEM: '1',
+      GOGC: GO_GC_PERCENT,
       TWIN_PARENT_PID: String(process.pid),
       ...extra,
     };

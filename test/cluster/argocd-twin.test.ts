@@ -121,6 +121,17 @@ describe('the reference cluster, bootstrapped as its README says, synced by the 
   });
 });
 
+describe('the operator stand-ins once the bootstrap converged', () => {
+  it('write no status while nothing changes: three passes after the bootstrap converged write nothing (an operator writes a status only when it changes)', async () => {
+    const { standIns } = twin;
+    const writes = standIns.writes.length;
+    const from = standIns.passes;
+    await poll(async () => standIns.passes, (n) => n >= from + 3, 120_000, 250);
+    expect(standIns.passes, 'passes of the stand-ins within 120 s').toBeGreaterThanOrEqual(from + 3);
+    expect(standIns.writes.slice(writes).map((w) => `${w.kind} ${w.name}: ${w.state}`)).toEqual([]);
+  });
+});
+
 describe('Argo CD\'s own install after the bootstrap', () => {
   it('is the argocd Application\'s alone: the README\'s first command applies it under Argo CD\'s field manager, so no field of it stays kubectl\'s (one a later commit drops is removed)', async () => {
     const cm = parse(readFileSync(path.join(twin.clusterDir, 'argocd', 'configmap.argocd.argocd-cm.yaml'), 'utf8')) as { metadata: { namespace: string } };
