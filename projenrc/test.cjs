@@ -73,7 +73,8 @@ async function main() {
   const toBuild = args.length === 0 ? await prepare('--pending') : { code: 0, output: '' };
   if (toBuild.code === 0 && toBuild.output.trim() !== '') {
     // the whole suite on a machine without the Go binaries: the files that need none run beside their builds
-    const what = toBuild.output.trim().split('\n').join(', ');
+    const names = toBuild.output.trim().split('\n');
+    const what = names.length > 1 ? `${names.slice(0, -1).join(', ')} and ${names.at(-1)}` : names[0];
     process.stderr.write(`building ${what} first (once per machine); the test files that need no Go binary run meanwhile\n`);
     const [prepared, beside] = await Promise.all([prepare(), run(bin('vitest'), ['run'], { [TIER_ENV]: 'beside-builds' }, false)]);
     const after = await run(bin('vitest'), ['run'], { [TIER_ENV]: 'after-builds' }, false);
