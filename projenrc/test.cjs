@@ -37,12 +37,13 @@ function run(command, args, env, capture) {
   return new Promise((resolve) => {
     const child = spawn(command, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: capture ? ['ignore', 'pipe', 'pipe'] : 'inherit' });
     let output = '';
+    let stdout = '';
     if (capture) {
-      child.stdout.on('data', (c) => { output += c; });
+      child.stdout.on('data', (c) => { output += c; stdout += c; });
       child.stderr.on('data', (c) => { output += c; });
     }
-    child.on('error', (e) => resolve({ code: 1, output: `${output}${e.message}\n` }));
-    child.on('close', (code, signal) => resolve({ code: code ?? (signal ? 1 : 0), output }));
+    child.on('error', (e) => resolve({ code: 1, output: `${output}${e.message}\n`, stdout }));
+    child.on('close', (code, signal) => resolve({ code: code ?? (signal ? 1 : 0), output, stdout }));
   });
 }
 
@@ -70,10 +71,11 @@ async function main() {
   const checks = CHECKS.map((c) => run(c.command, c.args, c.env, true).then((r) => ({ ...r, name: c.name })));
   const prepare = (...flags) => run(process.execPath, ['-r', 'ts-node/register/transpile-only', path.join('test', 'cluster', 'prepare.ts'), ...flags], {}, flags.length > 0);
   let code;
-  const toBuild = args.length === 0 ? await prepare('--pending') : { code: 0, output: '' };
-  if (toBuild.code === 0 && toBuild.output.trim() !== '') {
+  // what a run would build: prepare's stdout only (a warning of Node's on stderr is no binary)
+  const toBuild = args.length === 0 ? await prepare('--pending') : { code: 0, stdout: '' };
+  if (toBuild.code === 0 && toBuild.stdout.trim() !== '') {
     // the whole suite on a machine without the Go binaries: the files that need none run beside their builds
-    const names = toBuild.output.trim().split('\n');
+    const names = toBuild.stdout.trim().split('\n');
     const what = names.length > 1 ? `${names.slice(0, -1).join(', ')} and ${names.at(-1)}` : names[0];
     process.stderr.write(`building ${what} first (once per machine); the test files that need no Go binary run meanwhile\n`);
     const [prepared, beside] = await Promise.all([prepare(), run(bin('vitest'), ['run'], { [TIER_ENV]: 'beside-builds' }, false)]);
