@@ -37,9 +37,11 @@ const KEPT = ['Prune=false', 'Delete=false'];
 
 /**
  * The Application that installs Argo CD itself (it applies the CRD of argoproj.io Applications) syncs what every other
- * Application depends on: pruned or deleted, Argo CD's CRDs take every Application with them, and through their
- * resources finalizer every add-on of the cluster; its Namespace takes Argo CD. Each must say Prune=false and
- * Delete=false (a resource's own option wins over its Application's).
+ * Application depends on: its Namespace, pruned or deleted, takes Argo CD. Argo CD's CRDs would take every Application
+ * with them, and through their resources finalizer every add-on of the cluster: Argo CD v3.5.1 sets no tracking
+ * annotation on a CRD it applies and so never prunes one, but one that carries such an annotation (set by hand, kept
+ * from another tool) is pruned like any object. Each must say Prune=false and Delete=false (a resource's own option
+ * wins over its Application's), so that none of this rests on how the CRD came to be there.
  */
 const argocdInstallKept: Rule = {
   id: 'argocd-install-kept',
@@ -58,7 +60,9 @@ const argocdInstallKept: Rule = {
         if (missing.length === 0) continue;
         out.push({
           message: `installs Argo CD, and ${describeObject(m)} lacks ${missing.join(' and ')} in its ${LABELS.syncOptions} annotation: a build that drops it `
-            + (m.kind === 'Namespace' ? 'deletes Argo CD with everything in the namespace' : 'deletes every object of its kind, and with the Applications every add-on they installed'),
+            + (m.kind === 'Namespace' ? 'deletes Argo CD with everything in the namespace'
+              : 'is kept only because Argo CD sets no tracking annotation on a CRD: one that carries it (set by hand, kept from another tool) is pruned, '
+                + 'and with it every object of its kind, with the Applications every add-on they installed'),
           objects: [app, m],
         });
       }

@@ -131,7 +131,7 @@ const SAYS: Record<string, readonly RegExp[]> = {
   'image-mirror': [/^Job default\/nccl-node-check: pulls busybox:1.37.0 \(docker.io -> harbor.lab\/dockerhub\) from the registry, not its mirror/],
   'argocd-install-kept': [
     /^Application argocd\/instant-cluster-argocd: installs Argo CD, and Namespace argocd lacks Prune=false and Delete=false/m,
-    /CustomResourceDefinition applications.argoproj.io lacks Prune=false and Delete=false .* deletes every object of its kind/,
+    /CustomResourceDefinition applications.argoproj.io lacks Prune=false and Delete=false .* is kept only because Argo CD sets no tracking annotation on a CRD: one that carries it .* is pruned, and with it every object of its kind/,
   ],
   'self-tracking-application': [
     /^Application argocd\/instant-cluster: applies itself in wave 0 of its own sync, which waits for that wave to be Healthy before wave 1/,

@@ -70,9 +70,10 @@ function clusterRoleBindingPatch(namespace: string): KustomizePatch {
 }
 
 /**
- * Sync options of what Argo CD's own Application must never prune or delete: Argo CD's CRDs (a build that dropped
- * applications.argoproj.io would delete every Application, and through their resources finalizer every add-on of the
- * cluster) and the Namespace Argo CD runs in. A resource's own option wins over its Application's (gitops-engine
+ * Sync options of what Argo CD's own Application must never prune or delete: Argo CD's CRDs (Argo CD sets no tracking
+ * annotation on a CRD and so prunes none, but a CRD that carries one would be pruned: without applications.argoproj.io
+ * every Application goes, and through their resources finalizer every add-on of the cluster) and the Namespace Argo CD
+ * runs in. A resource's own option wins over its Application's (gitops-engine
  * sync_context.go isPruningDisabled; controller/appcontroller.go shouldBeDeleted, which already spares CRDs on a
  * cascading delete: Delete=false says so on the object).
  */
