@@ -17,7 +17,7 @@ import { readRawDescription } from '../model/load';
 import { ClusterModel } from '../model/model';
 import { crdStays, isCrd } from '../render/deletions';
 import { OPTIONS as YAML_OPTIONS } from '../render/yaml';
-import { checkFailedInput, ValidationFailed } from '../synth/pipeline';
+import { ValidationFailed } from '../synth/pipeline';
 
 /** The description as it is at a commit (change mode's starting point): its text, and where it comes from as `REV:path`. */
 export interface DescriptionAtRevision {
@@ -560,8 +560,14 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
     }
     // a description that does not render is bad input (exit 2, one line, as synth says it); anything else of the twin is one line
     if (e instanceof InputError || e instanceof ValidationFailed) throw e;
-    // (command.ts checked both descriptions' renders before the twin; the twin's, pointed at its loopback sources, may differ)
-    if (e instanceof CheckFailed) throw checkFailedInput(e, opts.from && !twin ? opts.from.label : opts.description);
+    // command.ts checked the descriptions' own renders before the twin (bad input, exit 2); the twin's render, its sources
+    // pointed at the twin's loopback Git and chart servers, is the twin's: a finding there is the rehearsal's failure
+    if (e instanceof CheckFailed) {
+      for (const line of e.lines()) opts.err(line);
+      opts.err(`rehearse: the twin did not start (at: ${step}): the twin's render (its sources pointed at the twin's own Git and chart servers) fails `
+        + `the cross-object checks that the description's render passes (${e.message})`);
+      return 1;
+    }
     opts.err(`rehearse: the twin did not ${twin ? 'run the bootstrap' : 'start'} (at: ${step}): ${(e as Error).message.split('\n')[0]}`);
     return 1;
   } finally {
