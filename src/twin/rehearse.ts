@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import { parse, stringify } from 'yaml';
 import { ApplicationState, describeState, formatTimeline } from './applications';
 import { killLaunched } from './control-plane';
-import { ApiError, describe as describeObject, KubeObject } from './kube-client';
+import { ApiError, describe as describeObject, KubeClient, KubeObject } from './kube-client';
 import { workloadOwnedBy } from './kueue';
 import { HermeticNode } from './placement';
 import { poll, sleep } from './poll';
@@ -233,6 +233,23 @@ export function goneResources(before: readonly KubeObject[], after: readonly Kub
     for (const r of [...left, ...results]) gone.set(resourceKey(r), r);
     const label = (r: ResourceRef) => `${r.kind} ${r.namespace ? `${r.namespace}/` : ''}${r.name}`;
     out.push(...[...gone.values()].sort((x, y) => label(x).localeCompare(label(y))).map((r) => ({ ...r, application: b.metadata.name })));
+  }
+  return out;
+}
+
+/**
+ * Of the resources that left their Application, those still in the cluster (a CRD: Argo CD never prunes one; what a
+ * deleted Application left), by resourceKey. One being deleted (a deletionTimestamp), not found, or of a kind no longer
+ * served counts as pruned; any other error of the read is thrown.
+ */
+export async function stillInCluster(client: Pick<KubeClient, 'read'>, gone: readonly ResourceRef[]): Promise<Set<string>> {
+  const out = new Set<string>();
+  for (const g of gone) {
+    const live = await client.read(resourceObject(g)).catch((e: unknown) => {
+      if (e instanceof ApiError && e.status === 404) return undefined;
+      throw e;
+    });
+    if (live && !live.metadata.deletionTimestamp) out.add(resourceKey(g));
   }
   return out;
 }
@@ -522,15 +539,7 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
     const submitted = new Set(jobs.map(describeObject));
     const withoutJobs = (pods: Map<string, PodRecord>) => new Map([...pods].filter(([, p]) => !submitted.has(p.owner)));
     const appsAfter = await client.list(`/apis/argoproj.io/v1alpha1/namespaces/${namespace}/applications`);
-    // what left an Application and is still in the cluster (a CRD: Argo CD never prunes one); one being deleted counts as pruned
-    const stillThere = new Set<string>();
-    for (const g of goneResources(appsBefore, appsAfter)) {
-      const live = await client.read(resourceObject(g)).catch((e: unknown) => {
-        if (e instanceof ApiError && e.status === 404) return undefined; // its kind is no longer served
-        throw e;
-      });
-      if (live && !live.metadata.deletionTimestamp) stillThere.add(resourceKey(g));
-    }
+    const stillThere = await stillInCluster(client, goneResources(appsBefore, appsAfter));
     const report = changeReport({
       apps: { before: appsBefore, after: appsAfter },
       stillThere,

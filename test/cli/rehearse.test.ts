@@ -334,6 +334,27 @@ describe('rehearse --from: the change report, from the two converged states', ()
     // what the twin no longer has was pruned, whatever its kind
     expect(report(new Set())).toEqual(['pruned: lab-storage: CustomResourceDefinition widgets.example.com', 'pruned: lab-storage: Widget ns/w', 'pruned: lab-kueue-install: Deployment kueue-system/kueue-controller-manager']);
   });
+
+  it('reads each resource that left its Application from the cluster: live is still there; not found, its kind no longer served or being deleted is pruned; another error is thrown', async () => {
+    const { stillInCluster, resourceKey } = await import('../../src/twin/rehearse');
+    const { ApiError } = await import('../../src/twin/kube-client');
+    const ref = (name: string) => ({ group: 'example.com', version: 'v1', kind: 'Widget', namespace: 'ns', name });
+    const live = { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'live', namespace: 'ns' } };
+    const client = {
+      read: async (o: { metadata: { name: string } }) => {
+        switch (o.metadata.name) {
+          case 'live': return live;
+          case 'deleting': return { ...live, metadata: { ...live.metadata, name: 'deleting', deletionTimestamp: '2026-12-07T00:00:00Z' } };
+          case 'unserved': throw new ApiError(404, 'NotFound', 'the server does not serve example.com/v1 Widget', undefined);
+          case 'forbidden': throw new ApiError(403, 'Forbidden', 'widgets.example.com "forbidden" is forbidden', undefined);
+          default: return undefined;
+        }
+      },
+    };
+    const still = await stillInCluster(client as never, ['live', 'deleting', 'unserved', 'gone'].map(ref));
+    expect([...still]).toEqual([resourceKey(ref('live'))]);
+    await expect(stillInCluster(client as never, [ref('forbidden')])).rejects.toThrow(/forbidden/);
+  });
 });
 
 describe('rehearse --snapshot FILE | --kubeconfig: the cluster\'s own Nodes, read as init reads them', () => {
