@@ -274,11 +274,18 @@ function remembered(key: string): GoBinary | undefined {
   return st && st.size === known.size && st.mtimeMs === known.mtimeMs ? { ...known.binary, built: false } : undefined;
 }
 
+/** The record of the entry `dir` of `key` when its binary is there at the size it records (the SHA-256 not read). */
+function recordedEntry(spec: GoBinarySpec, dir: string, key: string): BuildRecord | undefined {
+  const bin = path.join(dir, spec.binary);
+  const record = readRecord(dir);
+  return record && record.key === key && isExecutable(bin) && statSync(bin).size === record.size ? record : undefined;
+}
+
 /** The entry of `dir` when it is complete and its binary is what was built (size and SHA-256 of its record). */
 async function verifiedEntry(spec: GoBinarySpec, dir: string, key: string): Promise<GoBinary | undefined> {
   const bin = path.join(dir, spec.binary);
-  const record = readRecord(dir);
-  if (!record || record.key !== key || !isExecutable(bin) || statSync(bin).size !== record.size) return undefined;
+  const record = recordedEntry(spec, dir, key);
+  if (!record) return undefined;
   if (await sha256File(bin) !== record.sha256) return undefined;
   const companions: Record<string, string> = {};
   for (const c of spec.companions ?? []) {
@@ -693,8 +700,8 @@ export async function goBinary(spec: GoBinarySpec, opts: BinaryOptions): Promise
 
 /**
  * What the cluster tests' binaries (control plane, Kueue, twin) would have to build on this machine: each `what` with
- * no entry of its key in the cache (a quick look: the record and the binary's size, not its SHA-256, which the build
- * step verifies). The test task runs the rest of the suite beside those builds.
+ * no entry of its key in the cache (a quick look: recordedEntry, not the SHA-256 the build step verifies). The test
+ * task runs the rest of the suite beside those builds.
  */
 export function binariesToBuild(): string[] {
   let go: string;
@@ -706,9 +713,7 @@ export function binariesToBuild(): string[] {
   return TWIN_BINARIES.filter((spec) => {
     try {
       const key = buildKey(go, spec);
-      const dir = path.join(cacheRoot(spec), key);
-      const record = readRecord(dir);
-      return !(record?.key === key && isExecutable(path.join(dir, spec.binary)) && statSync(path.join(dir, spec.binary)).size === record.size);
+      return recordedEntry(spec, path.join(cacheRoot(spec), key), key) === undefined;
     } catch {
       return true;
     }
