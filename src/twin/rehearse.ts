@@ -567,7 +567,8 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
       opts.err(`rehearse: out of time (--timeout ${seconds(opts.timeoutMs)}) while ${e.message} (at: ${step})`);
       return 1;
     }
-    // a description that does not render is bad input (exit 2, one line, as synth says it); anything else of the twin is one line
+    // a description that does not load is bad input (exit 2, one line, as synth says it); a render that fails its schemas
+    // is synth's exit 1 (the twin renders without them today); anything else of the twin is one line
     if (e instanceof InputError || e instanceof ValidationFailed) throw e;
     // command.ts checked the descriptions' own renders before the twin (bad input, exit 2); the twin's render, its sources
     // pointed at the twin's loopback Git and chart servers, is the twin's: a finding there is the rehearsal's failure
