@@ -159,7 +159,7 @@ describe('rehearse on the twin', () => {
     // the reference cluster: the samples queue to the default ClusterQueue, which holds the GPUs no tenant does; the
     // NCCL test (two workers of 8 GPUs) is admitted there, borrowing from the cohort. The change gives research the
     // default queue's GPUs. (A cut of a tenant's own quota under its samples, samples.namespace at that tenant, is not
-    // rehearsed here: test/fixtures/descriptions/tenant-samples.yaml renders so.)
+    // rehearsed here: such a description renders and checks clean, test/samples/samples.test.ts.)
     const d = parse(readFileSync(REFERENCE_FILE, 'utf8')) as Record<string, any>;
     const total = (d.nodes.gpuWorkers.count as number) * (d.nodes.gpuWorkers.gpusPerNode as number);
     const defaultQuota = (tenants: { gpus: number }[]) => total - tenants.reduce((n, t) => n + t.gpus, 0);

@@ -1,9 +1,9 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { Testing } from 'cdk8s';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
+import { parse, stringify } from 'yaml';
 import { checkCluster, ClusterView, readClusters } from '../../src/check';
 import { EXIT, main } from '../../src/cli';
 import { samples } from '../../src/components/samples/chart';
@@ -17,7 +17,7 @@ import { NODE_NAME_PLACEHOLDER } from '../../src/model/names';
 import { Manifest, RenderedCluster } from '../../src/render/manifest';
 import { toYaml } from '../../src/render/yaml';
 import { renderCluster } from '../../src/synth/render';
-import { findObject, HAS_SCHEMAS, HAS_UPSTREAM, modelOf, ROOT, schemaErrors, TRAINING_FILE } from '../helpers';
+import { findObject, HAS_SCHEMAS, HAS_UPSTREAM, modelOf, referenceInput, ROOT, schemaErrors, TRAINING_FILE } from '../helpers';
 
 type Edit = Parameters<typeof modelOf>[0];
 
@@ -366,11 +366,13 @@ describe('samples: errors', () => {
   });
 });
 
-describe('samples in a tenant namespace (test/fixtures/descriptions/tenant-samples.yaml: samples.namespace research)', () => {
+describe('samples in a tenant namespace (the reference cluster with samples.namespace research)', () => {
   const work = mkdtempSync(path.join(tmpdir(), 'tenant-samples-'));
   const out = path.join(work, 'dist');
   afterAll(() => rmSync(work, { recursive: true, force: true }));
-  const file = path.join(ROOT, 'test', 'fixtures', 'descriptions', 'tenant-samples.yaml');
+  const file = path.join(work, 'tenant-samples.yaml');
+  const d = referenceInput();
+  writeFileSync(file, stringify({ ...d, name: 'tenant-samples', gitops: { ...d.gitops, path: 'dist/tenant-samples' }, samples: { ...d.samples, namespace: 'research' } }));
   const rendered = () => {
     expect(main(['synth', '--config', file, '--out', out, '--no-validate', '--quiet'])).toBe(EXIT.ok);
     return readClusters(out)[0];
