@@ -298,10 +298,6 @@ const SLOW_TIER_FILES = [
   // a toolkit's code run as a bounded child, commands killed after making their scratch folder, npm run shared's script
   'test/upgrade/from-toolkit-hostile.test.ts', 'test/faults/scratch-folders.test.ts', 'test/shared/layout.test.ts',
 ];
-// On a machine where the cluster tests' Go binaries are not built yet (a first run, a cold CI), npm test runs the files
-// that need no Go beside those builds (some 30 minutes, which leave part of the two cores idle), then the files below
-// (projenrc/test.cjs: the tiers `beside-builds` and `after-builds` of the same variable).
-const GO_TIER_FILES = ['test/cluster/**', 'test/upstream/kueue-defaults.test.ts'];
 const quick = project.addTask('test:quick', {
   description: 'The inner loop: every test file but those of Go, the control plane and child processes (npm test runs all)',
   env: { ...env, [QUICK_TIER_ENV]: 'quick' },
@@ -324,11 +320,7 @@ new TextFile(project, 'vitest.config.mts', {
     "const MOCKS_MODULES = ['test/check/synth-gate.test.ts', 'test/package/asset-sums.test.ts', 'test/cli/rehearse-checks.test.ts'];",
     `const SLOW_FIRST = [${SLOW_TEST_FILES.map((f) => `'${f}'`).join(', ')}];`,
     '// npm run test:quick: the inner loop, without the files of Go, the control plane and child processes (.projenrc.ts)',
-    `const TIER = process.env.${QUICK_TIER_ENV};`,
-    `const SLOW_TIER = TIER === 'quick' ? [${SLOW_TIER_FILES.map((f) => `'${f}'`).join(', ')}] : [];`,
-    '// npm test on a machine that builds the Go binaries first: the files that need none run beside the builds, then these (projenrc/test.cjs)',
-    `const GO_TIER = [${GO_TIER_FILES.map((f) => `'${f}'`).join(', ')}];`,
-    "const EXCLUDED = [...configDefaults.exclude, ...SLOW_TIER, ...(TIER === 'beside-builds' ? GO_TIER : [])];",
+    `const SLOW_TIER = process.env.${QUICK_TIER_ENV} === 'quick' ? [${SLOW_TIER_FILES.map((f) => `'${f}'`).join(', ')}] : [];`,
     '',
     'class SlowFilesFirst extends BaseSequencer {',
     '  async sort(files) {',
@@ -354,8 +346,8 @@ new TextFile(project, 'vitest.config.mts', {
     "    globalSetup: ['test/scratch-root.ts'],",
     '    sequence: { sequencer: SlowFilesFirst },',
     '    projects: [',
-    "      { extends: true, test: { name: 'shared', isolate: false, ...(TIER === 'after-builds' ? { include: GO_TIER.map((g) => g.replace(/\\/\\*\\*$/, '/**/*.test.ts')) } : {}), exclude: [...EXCLUDED, ...MOCKS_MODULES] } },",
-    "      { extends: true, test: { name: 'isolated', include: TIER === 'after-builds' ? [] : MOCKS_MODULES, exclude: EXCLUDED } },",
+    "      { extends: true, test: { name: 'shared', isolate: false, exclude: [...configDefaults.exclude, ...MOCKS_MODULES, ...SLOW_TIER] } },",
+    "      { extends: true, test: { name: 'isolated', include: MOCKS_MODULES, exclude: [...configDefaults.exclude, ...SLOW_TIER] } },",
     '    ],',
     '  },',
     '};',

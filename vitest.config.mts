@@ -11,11 +11,7 @@ import { BaseSequencer } from 'vitest/node';
 const MOCKS_MODULES = ['test/check/synth-gate.test.ts', 'test/package/asset-sums.test.ts', 'test/cli/rehearse-checks.test.ts'];
 const SLOW_FIRST = ['test/cluster/argocd-twin.test.ts', 'test/cluster/gitops-waves.test.ts', 'test/cluster/fleet-twin.test.ts', 'test/cluster/training-twin.test.ts', 'test/cluster/rehearse.test.ts', 'test/cluster/apply-as-argocd.test.ts', 'test/cluster/live-commands.test.ts', 'test/cluster/operator-releases.test.ts', 'test/package/pack.test.ts', 'test/cli/stale-caches.test.ts', 'test/faults/faults.test.ts', 'test/cluster/kueue.test.ts', 'test/cluster/multikueue.test.ts', 'test/cli/npm-scripts.test.ts', 'test/check/installs.test.ts', 'test/docs/runnable-blocks.test.ts', 'test/check/rules.test.ts', 'test/preflight/live-bounds.test.ts', 'test/check/hostile-trees.test.ts', 'test/check/placement.test.ts', 'test/cli/cli.test.ts', 'test/upgrade/upgrade-plan.test.ts'];
 // npm run test:quick: the inner loop, without the files of Go, the control plane and child processes (.projenrc.ts)
-const TIER = process.env.GPU_CLUSTER_MANIFESTS_TEST_TIER;
-const SLOW_TIER = TIER === 'quick' ? ['test/cluster/**', 'test/cli/bad-input.test.ts', 'test/cli/bad-input-files.test.ts', 'test/cli/cli.test.ts', 'test/cli/help.test.ts', 'test/cli/hostile-check.test.ts', 'test/cli/npm-scripts.test.ts', 'test/cli/render-threads.test.ts', 'test/cli/stale-caches.test.ts', 'test/faults/faults.test.ts', 'test/package/pack.test.ts', 'test/package/eslint.test.ts', 'test/package/static-checks.test.ts', 'test/docs/runnable-blocks.test.ts', 'test/preflight/live-bounds.test.ts', 'test/model/typescript-sandbox.test.ts', 'test/model/typescript-hostile.test.ts', 'test/engines/engines.test.ts', 'test/engines/hostile-engines.test.ts', 'test/upstream/kueue-defaults.test.ts', 'test/upgrade/from-toolkit-hostile.test.ts', 'test/faults/scratch-folders.test.ts', 'test/shared/layout.test.ts'] : [];
-// npm test on a machine that builds the Go binaries first: the files that need none run beside the builds, then these (projenrc/test.cjs)
-const GO_TIER = ['test/cluster/**', 'test/upstream/kueue-defaults.test.ts'];
-const EXCLUDED = [...configDefaults.exclude, ...SLOW_TIER, ...(TIER === 'beside-builds' ? GO_TIER : [])];
+const SLOW_TIER = process.env.GPU_CLUSTER_MANIFESTS_TEST_TIER === 'quick' ? ['test/cluster/**', 'test/cli/bad-input.test.ts', 'test/cli/bad-input-files.test.ts', 'test/cli/cli.test.ts', 'test/cli/help.test.ts', 'test/cli/hostile-check.test.ts', 'test/cli/npm-scripts.test.ts', 'test/cli/render-threads.test.ts', 'test/cli/stale-caches.test.ts', 'test/faults/faults.test.ts', 'test/package/pack.test.ts', 'test/package/eslint.test.ts', 'test/package/static-checks.test.ts', 'test/docs/runnable-blocks.test.ts', 'test/preflight/live-bounds.test.ts', 'test/model/typescript-sandbox.test.ts', 'test/model/typescript-hostile.test.ts', 'test/engines/engines.test.ts', 'test/engines/hostile-engines.test.ts', 'test/upstream/kueue-defaults.test.ts', 'test/upgrade/from-toolkit-hostile.test.ts', 'test/faults/scratch-folders.test.ts', 'test/shared/layout.test.ts'] : [];
 
 class SlowFilesFirst extends BaseSequencer {
   async sort(files) {
@@ -41,8 +37,8 @@ export default {
     globalSetup: ['test/scratch-root.ts'],
     sequence: { sequencer: SlowFilesFirst },
     projects: [
-      { extends: true, test: { name: 'shared', isolate: false, ...(TIER === 'after-builds' ? { include: GO_TIER.map((g) => g.replace(/\/\*\*$/, '/**/*.test.ts')) } : {}), exclude: [...EXCLUDED, ...MOCKS_MODULES] } },
-      { extends: true, test: { name: 'isolated', include: TIER === 'after-builds' ? [] : MOCKS_MODULES, exclude: EXCLUDED } },
+      { extends: true, test: { name: 'shared', isolate: false, exclude: [...configDefaults.exclude, ...MOCKS_MODULES, ...SLOW_TIER] } },
+      { extends: true, test: { name: 'isolated', include: MOCKS_MODULES, exclude: [...configDefaults.exclude, ...SLOW_TIER] } },
     ],
   },
 };

@@ -698,28 +698,6 @@ export async function goBinary(spec: GoBinarySpec, opts: BinaryOptions): Promise
   return remember(result);
 }
 
-/**
- * What the cluster tests' binaries (control plane, Kueue, twin) would have to build on this machine: each `what` with
- * no entry of its key in the cache (a quick look: recordedEntry, not the SHA-256 the build step verifies). The test
- * task runs the rest of the suite beside those builds.
- */
-export function binariesToBuild(): string[] {
-  let go: string;
-  try {
-    go = goCommand();
-  } catch {
-    return TWIN_BINARIES.map((s) => s.what);
-  }
-  return TWIN_BINARIES.filter((spec) => {
-    try {
-      const key = buildKey(go, spec);
-      return recordedEntry(spec, path.join(cacheRoot(spec), key), key) === undefined;
-    } catch {
-      return true;
-    }
-  }).map((s) => s.what);
-}
-
 /*
  * Prebuilt binaries (`rehearse --binaries DIR`): a folder holding the three binaries by their cache names, and the
  * twin's companion files beside them, as a build of this package's modules leaves them in its cache entries. Each is

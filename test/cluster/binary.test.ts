@@ -147,19 +147,6 @@ describe('the control plane binary, built once per machine into a cache keyed by
     expect([builds(), builds('sigs.k8s.io/kueue/cmd/kueue')]).toEqual([3, 2]);
   });
 
-  it('prepare.ts --pending names each binary a run would build, builds nothing, and names none once they are built', () => {
-    const pending = () => spawnSync(process.execPath, ['-r', 'ts-node/register/transpile-only', path.join(__dirname, 'prepare.ts'), '--pending'], { env: process.env, encoding: 'utf8' });
-    const before = pending();
-    expect(before.status).toBe(0);
-    expect(before.stdout.trim().split('\n')).toEqual(['the control plane', 'Kueue', 'the Argo CD twin']);
-    expect(builds() + builds('sigs.k8s.io/kueue/cmd/kueue') + builds(TWIN_TARGET)).toBe(0);
-    expect(spawnSync(process.execPath, ['-r', 'ts-node/register/transpile-only', path.join(__dirname, 'prepare.ts')], { env: process.env }).status).toBe(0);
-    expect(pending().stdout).toBe('');
-    // an entry whose binary is not the size its record says is one to build again
-    truncateSync(path.join(twinRoot, readdirSync(twinRoot)[0], 'twin'), 1);
-    expect(pending().stdout).toBe('the Argo CD twin\n');
-  });
-
   it('Kueue is built the same way, from its own module (the tool of test/cluster/kueue/go.mod), into a cache of its own', async () => {
     const lines: string[] = [];
     const kueue = await kueueBinary({ progress: (l) => lines.push(l) });

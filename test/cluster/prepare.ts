@@ -3,9 +3,7 @@
 // The control plane first: exit 1 with one line when it cannot be had (every cluster test fails on it). Then Kueue
 // and the Argo CD twin, only with a control plane to run them against: when one cannot be had, one line, and the run
 // goes on (only the tests that run it fail, on the same line).
-// With --pending it builds nothing: it prints what a run would build, one line each (projenrc/test.cjs runs the rest of
-// the suite beside those builds).
-import { binariesToBuild, ControlPlaneBuildError, controlPlaneBinary, kueueBinary, twinBinary } from '../../src/twin/binary';
+import { ControlPlaneBuildError, controlPlaneBinary, kueueBinary, twinBinary } from '../../src/twin/binary';
 
 const say = (l: string) => process.stderr.write(`${l}\n`);
 
@@ -40,8 +38,4 @@ async function prepare(): Promise<void> {
   }
 }
 
-if (process.argv.includes('--pending')) {
-  for (const what of binariesToBuild()) process.stdout.write(`${what}\n`);
-} else {
-  void prepare();
-}
+void prepare();

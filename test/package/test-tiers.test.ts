@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -8,11 +7,10 @@ import { ROOT } from '../paths';
  * The lists of test files in vitest.config.mts (generated from .projenrc.ts): the slow tier that test:quick leaves
  * out, the slow files started first and the files that mock a module. A test file renamed or moved without its entry
  * would silently join the quick tier (a Go build in the inner loop), start last in CI, or lose its own module graph:
- * every entry must name a test file that exists, and every glob at least one. A first run's two vitest runs (the files
- * that need no Go binary beside the builds, then the others: projenrc/test.cjs) must hold the suite, each file once.
+ * every entry must name a test file that exists, and every glob at least one.
  */
 
-const LISTS = ['MOCKS_MODULES', 'SLOW_FIRST', 'SLOW_TIER', 'GO_TIER'] as const;
+const LISTS = ['MOCKS_MODULES', 'SLOW_FIRST', 'SLOW_TIER'] as const;
 
 /** The string entries of each list, read from the config's text (the array literal after `const NAME =`). */
 function listsOf(config: string): Record<string, string[]> {
@@ -63,20 +61,5 @@ describe('the test lists of vitest.config.mts', () => {
       'SLOW_FIRST: test/cluster/argocd-twin-renamed.test.ts',
       'SLOW_TIER: test/no-such-folder/**',
     ]));
-  });
-
-  it('split a first run of the whole suite in two runs that hold every test file once', () => {
-    const files = (tier?: string) => {
-      const r = spawnSync(path.join(ROOT, 'node_modules', '.bin', 'vitest'), ['list', '--filesOnly'], {
-        cwd: ROOT, encoding: 'utf8', env: { ...process.env, GPU_CLUSTER_MANIFESTS_TEST_TIER: tier ?? '' }, timeout: 120_000,
-      });
-      expect(r.status, r.stderr).toBe(0);
-      return r.stdout.split('\n').filter((l) => l.startsWith('[')).sort();
-    };
-    const beside = files('beside-builds');
-    const after = files('after-builds');
-    expect(after).toContain('[shared] test/cluster/argocd-twin.test.ts');
-    expect(beside.some((f) => f.includes('test/cluster/'))).toBe(false);
-    expect([...beside, ...after].sort()).toEqual(files());
   });
 });
