@@ -1,4 +1,5 @@
 import type { ClusterView } from '../../src/check';
+import type * as Engine from '../../src/check/engine';
 
 /**
  * The rendered clusters are consistent, so a broken rule is simulated (for vi.mock of src/check/engine's
@@ -16,4 +17,12 @@ export function withSecondDefaultClass(c: ClusterView, passes: (name: string) =>
         : m)),
     })),
   };
+}
+
+/**
+ * The check engine with its checkCluster over withSecondDefaultClass: what a vi.mock factory of src/check/engine
+ * answers, given the real module (importOriginal's).
+ */
+export function brokenEngine(real: typeof Engine, passes: (name: string) => boolean): typeof Engine {
+  return { ...real, checkCluster: (c, opts) => real.checkCluster(withSecondDefaultClass(c, passes), opts) };
 }

@@ -7,15 +7,8 @@ import { REFERENCE_FILE } from '../helpers';
 
 // The rendered clusters are consistent, so a broken rule is simulated: the reference cluster's
 // StorageClasses are checked as if a second default had been rendered.
-vi.mock('../../src/check/engine', async (importOriginal) => {
-  const real = await importOriginal<typeof import('../../src/check/engine')>();
-  const { withSecondDefaultClass } = await import('./broken-checks');
-  return {
-    ...real,
-    checkCluster: (c: Parameters<typeof real.checkCluster>[0], opts: Parameters<typeof real.checkCluster>[1]) =>
-      real.checkCluster(withSecondDefaultClass(c, (name) => name === 'passes-checks'), opts),
-  };
-});
+vi.mock('../../src/check/engine', async (importOriginal) =>
+  (await import('./broken-checks')).brokenEngine(await importOriginal<typeof import('../../src/check/engine')>(), (name) => name === 'passes-checks'));
 
 describe('synth runs the checks before the swap', () => {
   const out = mkdtempSync(path.join(tmpdir(), 'check-gate-'));

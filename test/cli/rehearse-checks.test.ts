@@ -14,15 +14,8 @@ import { REFERENCE_FILE, runMain } from '../helpers';
 // A description named `checks-fail` renders a tree that breaks a cross-object rule (test/check/broken-checks.ts, as
 // synth-gate.test.ts breaks it): the real rules and synth's path, which no valid description is known to reach now (the
 // schema refuses what it can see); every other description is checked as it is.
-vi.mock('../../src/check/engine', async (importOriginal) => {
-  const real = await importOriginal<typeof import('../../src/check/engine')>();
-  const { withSecondDefaultClass } = await import('../check/broken-checks');
-  return {
-    ...real,
-    checkCluster: (c: Parameters<typeof real.checkCluster>[0], opts: Parameters<typeof real.checkCluster>[1]) =>
-      real.checkCluster(withSecondDefaultClass(c, (name) => name !== 'checks-fail'), opts),
-  };
-});
+vi.mock('../../src/check/engine', async (importOriginal) =>
+  (await import('../check/broken-checks')).brokenEngine(await importOriginal<typeof import('../../src/check/engine')>(), (name) => name !== 'checks-fail'));
 
 const dir = mkdtempSync(path.join(tmpdir(), 'rehearse-checks-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
