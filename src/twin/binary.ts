@@ -121,10 +121,17 @@ export class ControlPlaneBuildError extends Error {}
 
 /** The cache folder of every key of a binary (default: the control plane's). */
 export function cacheRoot(spec: GoBinarySpec = CONTROL_PLANE): string {
-  const given = process.env[spec.cacheEnv];
+  return userCacheFolder(spec.cache, spec.cacheEnv);
+}
+
+/**
+ * A folder of the twin's cache in the user's: the one `env` names, else `$XDG_CACHE_HOME/gpu-cluster-manifests/<name>`
+ * (`~/.cache/...` without it). The twin's binaries and sources serve every project of the user, not one.
+ */
+export function userCacheFolder(name: string, env: string): string {
+  const given = process.env[env];
   if (given) return path.resolve(given);
-  const base = process.env.XDG_CACHE_HOME || path.join(homedir(), '.cache');
-  return path.join(base, 'gpu-cluster-manifests', spec.cache);
+  return path.join(process.env.XDG_CACHE_HOME || path.join(homedir(), '.cache'), 'gpu-cluster-manifests', name);
 }
 
 function isExecutable(p: string): boolean {

@@ -1,9 +1,10 @@
 import { spawnSync } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { homedir, tmpdir } from 'node:os';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { goCommand } from './binary';
+import { goCommand, userCacheFolder } from './binary';
+import { writeCacheFile } from '../cache/cache-write';
+import { sha256 } from '../cache/digests';
 import { VendoredChart } from '../upstream/releases';
 
 /**
@@ -117,12 +118,9 @@ export function unavailableCrd(release: VendoredChart, chartPath: string, crd: s
 
 /** The cache folder of sourced CRD files. */
 export function crdSourcesCache(): string {
-  const given = process.env[CRD_SOURCES_CACHE_ENV];
-  if (given) return path.resolve(given);
-  return path.join(process.env.XDG_CACHE_HOME || path.join(homedir(), '.cache'), 'gpu-cluster-manifests', 'crd-sources');
+  return userCacheFolder('crd-sources', CRD_SOURCES_CACHE_ENV);
 }
 
-const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 const firstLine = (s: string) => s.trim().split('\n')[0];
 
 /**
@@ -164,10 +162,7 @@ export function sourcedCrdFile(source: CrdSource): string {
     if (!existsSync(file)) throw new Error(`cannot use the CRDs of ${what}: the module has no such file`);
     const bytes = readFileSync(file);
     if (sha256(bytes) !== source.sha256) throw new Error(`cannot use the CRDs of ${what}: its SHA-256 is ${sha256(bytes)}, pinned ${source.sha256}`);
-    mkdirSync(cache, { recursive: true });
-    const tmp = `${cached}.${randomBytes(6).toString('hex')}.tmp`;
-    writeFileSync(tmp, bytes);
-    renameSync(tmp, cached);
+    writeCacheFile(cached, bytes);
     return bytes.toString('utf8');
   } finally {
     rmSync(scratch, { recursive: true, force: true });

@@ -1,6 +1,6 @@
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { parse, stringify } from 'yaml';
+import { parse } from 'yaml';
 import { ApplicationState, describeState, formatTimeline } from './applications';
 import { killLaunched } from './control-plane';
 import { ApiError, describe as describeObject, KubeClient, KubeObject } from './kube-client';
@@ -16,7 +16,7 @@ import { scratchFolder } from '../files';
 import { readRawDescription } from '../model/load';
 import { ClusterModel } from '../model/model';
 import { crdStays, isCrd } from '../render/deletions';
-import { OPTIONS as YAML_OPTIONS } from '../render/yaml';
+import { toYaml } from '../render/yaml';
 import { ValidationFailed } from '../synth/pipeline';
 
 /** The description as it is at a commit (change mode's starting point): its text, and where it comes from as `REV:path`. */
@@ -603,6 +603,6 @@ export function asYamlDescription(file: string, dir: string): string {
   const out = path.join(dir, `${path.basename(file, path.extname(file))}.yaml`);
   mkdirSync(dir, { recursive: true });
   // the value's shared objects written out in full: aliases would count against the description reader's limit
-  writeFileSync(out, stringify(readRawDescription(file).raw, YAML_OPTIONS));
+  writeFileSync(out, toYaml(readRawDescription(file).raw));
   return out;
 }

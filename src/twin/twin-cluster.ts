@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { parse, stringify } from 'yaml';
+import { parse } from 'yaml';
 import { ApplicationWatch } from './applications';
 import { applySteps, ARGOCD_MANAGER, planSync, refusalText, SyncPlan, vendoredCrds } from './argocd-sync';
 import { twinBinary } from './binary';
@@ -24,7 +24,7 @@ import { ClusterModel } from '../model/model';
 import { LABELS, NODE_NAME_PLACEHOLDER } from '../model/names';
 import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../paths';
 import { manifestFileName } from '../render/manifest';
-import { OPTIONS as YAML_OPTIONS } from '../render/yaml';
+import { toYaml } from '../render/yaml';
 import { loadModels, synth } from '../synth/pipeline';
 import { ApplicationSource, releaseOfSource, VendoredChart } from '../upstream/releases';
 import { ClusterRenders } from '../upstream/render';
@@ -195,7 +195,7 @@ export class TwinCluster {
    */
   render(edit: (d: Json) => void = () => {}): void {
     edit(this.description);
-    writeFileSync(this.descriptionFile, stringify(this.description, YAML_OPTIONS));
+    writeFileSync(this.descriptionFile, toYaml(this.description));
     renderInto(this.descriptionFile, path.join(this.workTree, 'dist'), this.fleet);
   }
 
@@ -366,7 +366,7 @@ async function preinstalledKueue(cp: ControlPlane, description: Json, work: stri
   if (fleet) cpSync(fleet, path.join(dir, 'clusters'), { recursive: true });
   mkdirSync(path.join(dir, 'clusters'), { recursive: true });
   const file = path.join(dir, 'clusters', `${managed.name}.yaml`);
-  writeFileSync(file, stringify(managed, YAML_OPTIONS));
+  writeFileSync(file, toYaml(managed));
   const { view, renders } = await renderedView(file, path.join(dir, 'dist'));
   const full = planSync(view, renders, vendoredCrds(DEFAULT_SCHEMAS), await cp.client().servedKinds());
   // without its on-demand visibility API (kueue.ts turns its server off): an APIService nothing serves makes the
@@ -501,7 +501,7 @@ export async function startTwinCluster(opts: TwinClusterOptions): Promise<TwinCl
     }
     const file = path.join(clusters, `${description.name}.yaml`);
     mkdirSync(path.dirname(file), { recursive: true });
-    writeFileSync(file, stringify(description, YAML_OPTIONS));
+    writeFileSync(file, toYaml(description));
     say(`rendering ${description.name}${fleet ? ' with its fleet' : ''}`);
     const dist = path.join(workTree, 'dist');
     renderInto(file, dist, opts.fleet);
@@ -513,7 +513,7 @@ export async function startTwinCluster(opts: TwinClusterOptions): Promise<TwinCl
       cleanup.push(() => chartMirror.stop());
       say(`serving the managed installs' charts on ${chartMirror.helmUrl('').replace(/\/helm\/$/, '')}`);
       description.mirrors = { ...description.mirrors, charts: { ...description.mirrors?.charts, ...managed.charts } };
-      writeFileSync(file, stringify(description, YAML_OPTIONS));
+      writeFileSync(file, toYaml(description));
       renderInto(file, dist, opts.fleet);
     }
     const { view, renders, model } = await renderedView(file, dist, true);
