@@ -28,11 +28,11 @@ export function coveredResources(cq: Manifest): string[] {
   return [...new Set(resourceGroups(cq).flatMap((g) => g.coveredResources ?? []))].sort();
 }
 
-/** Sum of a ClusterQueue's nominal quota of one resource over all its flavors. */
-export function nominalQuota(cq: Manifest, resource: string): number {
+/** Sum of a ClusterQueue's nominal quota of one resource over all its flavors (over `flavor` alone when given). */
+export function nominalQuota(cq: Manifest, resource: string, flavor?: string): number {
   let total = 0;
   for (const g of resourceGroups(cq)) {
-    for (const f of g.flavors ?? []) {
+    for (const f of (g.flavors ?? []).filter((x) => flavor === undefined || x.name === flavor)) {
       for (const r of f.resources ?? []) if (r.name === resource && r.nominalQuota !== undefined) total += parseQuantity(r.nominalQuota);
     }
   }

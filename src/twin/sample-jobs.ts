@@ -3,9 +3,9 @@ import * as path from 'node:path';
 import { parse } from 'yaml';
 import { describe, KubeClient, KubeObject } from './kube-client';
 import { conditionOf, workloadOwnedBy } from './kueue';
-import { nominalQuota } from '../check/kueue';
+import { coveredResources, nominalQuota } from '../check/kueue';
 import { LABELS, RESOURCES } from '../model/names';
-import { parseQuantity } from '../model/quantity';
+import { formatBytes, formatCpu, parseQuantity } from '../model/quantity';
 import { Manifest } from '../render/manifest';
 
 /**
@@ -57,11 +57,13 @@ export interface WorkloadState {
   /** The condition that says why (Evicted's, QuotaReserved's when pending): its reason and message. */
   readonly reason?: string;
   readonly message?: string;
-  /** The ClusterQueue that admitted it, and the GPUs its admission holds. */
+  /** The ClusterQueue that admitted it. */
   readonly clusterQueue?: string;
-  readonly gpus?: number;
-  /** That ClusterQueue's nominal GPUs when the Workload was read (withNominal). */
-  readonly nominal?: number;
+  /** What its admission holds, by resource (summed over its pod sets), and the flavor each resource was assigned. */
+  readonly usage?: Readonly<Record<string, number>>;
+  readonly flavors?: Readonly<Record<string, string>>;
+  /** That ClusterQueue's nominal quota of each resource it covers of `usage`, in the assigned flavor, when read (readJobs). */
+  readonly nominal?: Readonly<Record<string, number>>;
 }
 
 /** Reads a Workload (undefined: none) into its state. */
@@ -77,9 +79,13 @@ export function workloadState(w: Json | undefined): WorkloadState {
   const admitted = conditionOf(w, 'Admitted');
   if (evicted?.status === 'True' && admitted?.status !== 'True') return { state: 'evicted', ...why(evicted) };
   if (admitted?.status === 'True') {
-    const assignments = (w.status?.admission?.podSetAssignments ?? []) as Json[];
-    const gpus = assignments.reduce((n, a) => n + parseQuantity(a.resourceUsage?.[RESOURCES.gpu] ?? 0), 0);
-    return { state: 'admitted', clusterQueue: String(w.status?.admission?.clusterQueue ?? ''), gpus };
+    const usage: Record<string, number> = {};
+    const flavors: Record<string, string> = {};
+    for (const a of (w.status?.admission?.podSetAssignments ?? []) as Json[]) {
+      for (const [r, q] of Object.entries((a.resourceUsage ?? {}) as Json)) usage[r] = (usage[r] ?? 0) + parseQuantity(q);
+      for (const [r, f] of Object.entries((a.flavors ?? {}) as Json)) flavors[r] = String(f);
+    }
+    return { state: 'admitted', clusterQueue: String(w.status?.admission?.clusterQueue ?? ''), usage, ...(Object.keys(flavors).length > 0 ? { flavors } : {}) };
   }
   if (evicted?.status === 'True') return { state: 'evicted', ...why(evicted) };
   return { state: 'pending', ...why(conditionOf(w, 'QuotaReserved')) };
@@ -89,15 +95,23 @@ export function workloadState(w: Json | undefined): WorkloadState {
 export const decided = (w: Json | undefined): boolean => w !== undefined
   && (conditionOf(w, 'Admitted')?.status === 'True' || conditionOf(w, 'QuotaReserved') !== undefined || conditionOf(w, 'Finished')?.status === 'True');
 
-/** The state of each job's Workload now, an admitted one with its ClusterQueue's nominal GPUs now. */
+/** An admitted Workload's state with the nominal quota of `cq` (the ClusterQueue as it is now) of what it holds. */
+export function withNominal(s: WorkloadState, cq: Manifest): WorkloadState {
+  const covered = new Set(coveredResources(cq));
+  const held = Object.keys(s.usage ?? {}).filter((r) => covered.has(r)).sort();
+  return { ...s, nominal: Object.fromEntries(held.map((r) => [r, nominalQuota(cq, r, s.flavors?.[r])])) };
+}
+
+/** The state of each job's Workload now, an admitted one with its ClusterQueue's nominal quota now. */
 export async function readJobs(client: KubeClient, jobs: readonly KubeObject[]): Promise<Map<string, WorkloadState>> {
-  const queues = new Map((await client.list('/apis/kueue.x-k8s.io/v1beta2/clusterqueues')).map((q) => [q.metadata.name, nominalQuota(q as Manifest, RESOURCES.gpu)]));
+  const queues = new Map((await client.list('/apis/kueue.x-k8s.io/v1beta2/clusterqueues')).map((q) => [q.metadata.name, q as Manifest]));
   const out = new Map<string, WorkloadState>();
   for (const job of jobs) {
     const w = await workloadOwnedBy(client, job);
     // no Workload: the job is there unmanaged (Kueue's integration for its kind off), or gone
     const s = w === undefined && await client.read(job) !== undefined ? { state: 'unmanaged' as const } : workloadState(w);
-    out.set(describe(job), s.clusterQueue !== undefined && queues.has(s.clusterQueue) ? { ...s, nominal: queues.get(s.clusterQueue) } : s);
+    const cq = s.clusterQueue !== undefined ? queues.get(s.clusterQueue) : undefined;
+    out.set(describe(job), cq ? withNominal(s, cq) : s);
   }
   return out;
 }
@@ -112,14 +126,44 @@ export interface JobHistory {
   readonly after: WorkloadState;
 }
 
-/** Whether an admitted Workload holds more GPUs than its ClusterQueue's nominal quota (it borrows from the cohort). */
-const overQuota = (s: WorkloadState) => s.state === 'admitted' && s.nominal !== undefined && (s.gpus ?? 0) > s.nominal;
+/** The resources of which an admitted Workload holds more than its ClusterQueue's nominal quota (it borrows from the cohort). */
+function overQuota(s: WorkloadState): string[] {
+  if (s.state !== 'admitted' || !s.nominal) return [];
+  return Object.entries(s.nominal).filter(([r, n]) => (s.usage?.[r] ?? 0) > n).map(([r]) => r);
+}
+
+/** Whether a Workload is over the quota of the same resources before and after, and those quotas did not change. */
+const overAsBefore = (h: JobHistory): boolean => {
+  const over = overQuota(h.after);
+  return over.length > 0 && over.every((r) => overQuota(h.before).includes(r) && h.before.nominal?.[r] === h.after.nominal?.[r]);
+};
+
+/** An amount of a resource as Kubernetes writes it (`186`, `1780Gi`). */
+const amount = (resource: string, n: number): string => {
+  if (resource === 'cpu') return formatCpu(n);
+  if (resource === 'memory' && Number.isInteger(n)) return formatBytes(n);
+  return String(n);
+};
+
+/** A resource as the report names it: `GPU` for the GPUs, else its name. */
+const resourceName = (r: string): string => (r === RESOURCES.gpu ? 'GPU' : r);
+
+const admittedText = (s: WorkloadState): string => {
+  const gpu = RESOURCES.gpu;
+  const over = overQuota(s);
+  const notes = [
+    ...(s.nominal?.[gpu] !== undefined ? [`its nominal quota ${s.nominal[gpu]}${over.includes(gpu) ? ': over it' : ''}`] : []),
+    ...over.filter((r) => r !== gpu).map((r) => `its nominal ${r} quota ${amount(r, s.nominal![r])}: over it with ${amount(r, s.usage![r])}`),
+  ];
+  const note = notes.length > 0 ? ` (${notes.join('; ')}${over.length > 0 ? ', borrowing from the cohort' : ''})` : '';
+  return `admitted by ClusterQueue ${s.clusterQueue} with ${s.usage?.[gpu] ?? 0} GPU(s)${note}`;
+};
 
 const stateText = (s: WorkloadState): string => {
   const why = s.reason || s.message ? ` (${[s.reason, s.message].filter(Boolean).join(': ')})` : '';
   switch (s.state) {
     case 'admitted':
-      return `admitted by ClusterQueue ${s.clusterQueue} with ${s.gpus} GPU(s)${s.nominal !== undefined ? ` (its nominal quota ${s.nominal}${overQuota(s) ? ': over it, borrowing from the cohort' : ''})` : ''}`;
+      return admittedText(s);
     case 'gone': return 'no Workload (the job is gone)';
     case 'unmanaged': return 'no Workload (the job is there: Kueue does not manage it; is its integration for this kind enabled?)';
     default: return `${s.state}${why}`;
@@ -143,7 +187,7 @@ export function outcome(h: JobHistory): string {
  * The jobs part of the change report: one summary line (how many of the samples' queued jobs Kueue evicted or
  * suspended, admitted, left as they were), then with `verbose` one line per job: its state before the push, each state
  * seen while the change converged, its state after (with the reason and message of Kueue's condition, and for an
- * admitted one its ClusterQueue's nominal GPUs after the change).
+ * admitted one its ClusterQueue's nominal quota after the change, and what it holds over it).
  */
 export function jobsReport(
   histories: readonly JobHistory[], verbose: boolean, notSubmitted: readonly string[] = [], undecided: readonly string[] = [],
@@ -152,11 +196,12 @@ export function jobsReport(
   const counts = new Map<string, number>();
   for (const o of histories.map(outcome)) counts.set(o, (counts.get(o) ?? 0) + 1);
   // over quota after the change: because the change moved the quota (or the job), or borrowing as it already did
-  const over = histories.filter((h) => overQuota(h.after) && !(overQuota(h.before) && h.before.nominal === h.after.nominal)).length;
-  const still = histories.filter((h) => overQuota(h.after) && overQuota(h.before) && h.before.nominal === h.after.nominal).length;
+  const quotas = (hs: readonly JobHistory[]) => [...new Set(hs.flatMap((h) => overQuota(h.after)))].sort().map(resourceName).join(', ');
+  const over = histories.filter((h) => overQuota(h.after).length > 0 && !overAsBefore(h));
+  const still = histories.filter(overAsBefore);
   const overText = [
-    ...(over > 0 ? [`${over} over its ClusterQueue's nominal GPU quota after the change`] : []),
-    ...(still > 0 ? [`${still} over its ClusterQueue's unchanged nominal GPU quota, borrowing from the cohort as before`] : []),
+    ...(over.length > 0 ? [`${over.length} over its ClusterQueue's nominal ${quotas(over)} quota after the change`] : []),
+    ...(still.length > 0 ? [`${still.length} over its ClusterQueue's unchanged nominal ${quotas(still)} quota, borrowing from the cohort as before`] : []),
   ].join('; ');
   const parts = [...counts].sort(([a], [b]) => a.localeCompare(b)).map(([o, n]) => `${n} ${o}${o === 'stays admitted' && overText ? ` (${overText})` : ''}`);
   if (histories.length === 0 && notSubmitted.length === 0) return ['jobs: no sample job names a Kueue queue'];

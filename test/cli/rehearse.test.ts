@@ -6,14 +6,16 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { EXIT } from '../../src/cli';
 import { HEALTH_DIR, HELD_ON_PURPOSE, WAVES_GO_AHEAD } from '../../src/components/argocd/health-checks';
+import { parseQuantity } from '../../src/model/quantity';
 import { readSnapshot } from '../../src/preflight/snapshot';
+import type { Manifest } from '../../src/render/manifest';
 import { loadModels } from '../../src/synth/pipeline';
 import { applicationState } from '../../src/twin/applications';
 import { embeddedBuildInfo, GO_ENV, KUEUE_MODULE_DIR, MODULE_DIR, requiredVersion, TWIN_MODULE_DIR } from '../../src/twin/binary';
 import { rehearsalTimeoutMs } from '../../src/twin/command';
 import { asYamlDescription, rootWentPast, settledAt } from '../../src/twin/rehearse';
-import { decided, jobsReport, noKueueOnTwin, queuedSamples, workloadState } from '../../src/twin/sample-jobs';
-import { REFERENCE_FILE, ROOT, runMain, TRAINING_FILE } from '../helpers';
+import { decided, jobsReport, noKueueOnTwin, queuedSamples, withNominal, workloadState } from '../../src/twin/sample-jobs';
+import { findObject, folderObjects, REFERENCE_FILE, renderOf, ROOT, runMain, TRAINING_FILE } from '../helpers';
 import { changedSnapshot, SNAPSHOT } from '../preflight/snapshots';
 
 /*
@@ -513,13 +515,22 @@ describe('rehearse --from: what Kueue does to the samples\' queued jobs, from th
     metadata: { name: 'mpijob-nccl-all-reduce-1a2b3', namespace: 'research' },
     status: {
       conditions: Object.entries(conditions).map(([type, [status, reason, message]]) => ({ type, status, reason, message })),
-      ...(admission ? { admission: { clusterQueue: admission.clusterQueue, podSetAssignments: admission.gpus.map((g) => ({ resourceUsage: { 'nvidia.com/gpu': String(g) } })) } } : {}),
+      ...(admission ? {
+        admission: {
+          clusterQueue: admission.clusterQueue,
+          podSetAssignments: admission.gpus.map((g) => ({ flavors: { 'cpu': 'h100', 'memory': 'h100', 'nvidia.com/gpu': 'h100' }, resourceUsage: { 'cpu': '1500m', 'memory': '2Gi', 'nvidia.com/gpu': String(g) } })),
+        },
+      } : {}),
     },
   });
 
   it('reads a Workload\'s state from Kueue\'s conditions: admitted (its ClusterQueue and GPUs), pending, evicted, finished, none', () => {
-    expect(workloadState(wl({ QuotaReserved: ['True'], Admitted: ['True'] }, { clusterQueue: 'research', gpus: [0, 8, 8] })))
-      .toEqual({ state: 'admitted', clusterQueue: 'research', gpus: 16 });
+    expect(workloadState(wl({ QuotaReserved: ['True'], Admitted: ['True'] }, { clusterQueue: 'research', gpus: [0, 8, 8] }))).toEqual({
+      state: 'admitted',
+      clusterQueue: 'research',
+      usage: { 'cpu': 4.5, 'memory': 3 * 2 ** 31, 'nvidia.com/gpu': 16 },
+      flavors: { 'cpu': 'h100', 'memory': 'h100', 'nvidia.com/gpu': 'h100' },
+    });
     expect(workloadState(wl({ QuotaReserved: ['False', 'Pending', 'couldn\'t assign flavors to pod set launcher: insufficient unused quota for nvidia.com/gpu'] })))
       .toEqual({ state: 'pending', reason: 'Pending', message: 'couldn\'t assign flavors to pod set launcher: insufficient unused quota for nvidia.com/gpu' });
     expect(workloadState(wl({ QuotaReserved: ['False', 'Pending', 'p'], Admitted: ['False'], Evicted: ['True', 'Preempted', 'Preempted to accommodate a workload'] })))
@@ -533,12 +544,12 @@ describe('rehearse --from: what Kueue does to the samples\' queued jobs, from th
   });
 
   it('one summary line; with --verbose one line per job: its state before the push, what it went through, after', () => {
-    const admitted = (nominal: number) => ({ state: 'admitted' as const, clusterQueue: 'research', gpus: 16, nominal });
+    const admitted = (nominal: number, gpus = 16) => ({ state: 'admitted' as const, clusterQueue: 'research', usage: { 'nvidia.com/gpu': gpus }, nominal: { 'nvidia.com/gpu': nominal } });
     const stays = { job: 'MPIJob research/nccl-all-reduce', before: admitted(16), seen: [admitted(8)], after: admitted(8) };
     const evicted = { state: 'evicted' as const, reason: 'Preempted', message: 'Preempted to accommodate a workload' };
     const bounced = { job: 'Job research/a', before: admitted(16), seen: [evicted, admitted(16)], after: admitted(16) };
     const pending = { state: 'pending' as const, reason: 'Pending', message: 'insufficient unused quota' };
-    const now = { job: 'Job default/b', before: pending, seen: [], after: { ...admitted(4), clusterQueue: 'default', gpus: 4 } };
+    const now = { job: 'Job default/b', before: pending, seen: [], after: { ...admitted(4, 4), clusterQueue: 'default' } };
     const out = { job: 'Job research/c', before: admitted(16), seen: [], after: evicted };
     expect(jobsReport([stays], false)).toEqual(['jobs: 1 sample job(s) Kueue queues: 1 stays admitted (1 over its ClusterQueue\'s nominal GPU quota after the change)']);
     // over the quota before and after, the quota unchanged: the change did not do it
@@ -560,6 +571,26 @@ describe('rehearse --from: what Kueue does to the samples\' queued jobs, from th
       '  MPIJob default/y: not decided by Kueue within 120 s before the push (no Workload: ...)',
     ]);
     expect(jobsReport([unmanaged], true)[1]).toMatch(/^ {2}MPIJob default\/y: still unmanaged: no Workload \(the job is there: Kueue does not manage it; is its integration for this kind enabled\?\)$/);
+  });
+
+  it('over quota is read for every resource the ClusterQueue covers, in the flavor Kueue assigned: a CPU quota cut below what an admitted job holds is reported', () => {
+    const research = findObject(folderObjects(renderOf(), 'kueue'), 'ClusterQueue', 'research');
+    const flavor = (research.spec as any).resourceGroups[0].flavors[0];
+    const quota = (r: string) => parseQuantity(flavor.resources.find((x: { name: string }) => x.name === r).nominalQuota);
+    const holds = (usage: Record<string, number>, flavors: Record<string, string> = {}) => ({ state: 'admitted' as const, clusterQueue: 'research', usage, flavors });
+    // what it holds of each covered resource, in its flavor; a resource the queue does not cover is not compared
+    const within = withNominal(holds({ 'cpu': quota('cpu'), 'nvidia.com/gpu': 8, 'example.com/other': 1 }, { cpu: flavor.name }), research);
+    expect(within.nominal).toEqual({ 'cpu': quota('cpu'), 'nvidia.com/gpu': quota('nvidia.com/gpu') });
+    expect(withNominal(holds({ cpu: 1 }, { cpu: 'another-flavor' }), research).nominal).toEqual({ cpu: 0 });
+    // the quota cut: the same job, its ClusterQueue's CPU quota now below what it holds
+    const cut = JSON.parse(JSON.stringify(research)) as Manifest & { spec: Record<string, any> };
+    cut.spec.resourceGroups[0].flavors[0].resources.find((r: { name: string }) => r.name === 'cpu').nominalQuota = '16';
+    const after = withNominal(holds({ 'cpu': 24, 'memory': 2 ** 40, 'nvidia.com/gpu': 8 }, { cpu: flavor.name }), cut);
+    const before = withNominal(holds({ 'cpu': 24, 'memory': 2 ** 40, 'nvidia.com/gpu': 8 }, { cpu: flavor.name }), research);
+    const lines = jobsReport([{ job: 'Job research/a', before, seen: [], after }], true);
+    expect(lines[0]).toBe('jobs: 1 sample job(s) Kueue queues: 1 stays admitted (1 over its ClusterQueue\'s nominal cpu quota after the change)');
+    expect(lines[1]).toBe(`  Job research/a: stays admitted: admitted by ClusterQueue research with 8 GPU(s) (its nominal quota ${quota('nvidia.com/gpu')}) -> `
+      + `admitted by ClusterQueue research with 8 GPU(s) (its nominal quota ${quota('nvidia.com/gpu')}; its nominal cpu quota 16: over it with 24, borrowing from the cohort)`);
   });
 
   it('the samples Kueue queues: those the samples folder lists with a queue label (not the per-node templates)', () => {
