@@ -1,11 +1,13 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { accessSync, chmodSync, constants, copyFileSync, createReadStream, existsSync, linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
-import { homedir, hostname } from 'node:os';
+import { accessSync, chmodSync, constants, copyFileSync, createReadStream, existsSync, linkSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { homedir, hostname, tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { pipeline } from 'node:stream/promises';
+import { CRD_SOURCE_FILES, crdSourceFileName } from './chart-crds';
 import { sleep } from './poll';
 import { verifyPackagedAsset } from '../cache/asset-sums';
+import { sha256 } from '../cache/digests';
 import { DEV_CHECKOUT, PACKAGE_ASSETS, PACKAGE_ROOT } from '../paths';
 
 /**
@@ -88,6 +90,20 @@ export interface Companion {
   readonly file: string;
   /** Made executable in the entry. */
   readonly executable?: boolean;
+  /**
+   * A module outside the build's graph, at this version: the file is fetched with `go mod download` and must match the
+   * module's go.sum hash and its own SHA-256 (a module of the graph is taken as the build resolved it).
+   */
+  readonly pinned?: PinnedModuleFile;
+}
+
+/** A file of a Go module version, pinned by content. */
+export interface PinnedModuleFile {
+  readonly version: string;
+  /** The module zip's hash as go.sum writes it (`h1:...`). */
+  readonly sum: string;
+  /** The file's SHA-256 (hex). */
+  readonly sha256: string;
 }
 
 export interface GoBinary {
@@ -553,6 +569,8 @@ const TWIN: GoBinarySpec = {
     { name: 'git-verify-wrapper.sh', module: ARGOCD_MODULE, file: 'hack/git-verify-wrapper.sh', executable: true },
     { name: 'gpg-wrapper.sh', module: ARGOCD_MODULE, file: 'hack/gpg-wrapper.sh', executable: true },
     ...Object.entries(KWOK_STAGES).map(([, file]) => ({ name: path.basename(file), module: KWOK_MODULE, file })),
+    // the CRDs the chart mirror puts into the packages of charts that carry them (chart-crds.ts): the twin runs no go
+    ...CRD_SOURCE_FILES.map((c) => ({ name: crdSourceFileName(c), module: c.module, file: c.file, pinned: c })),
   ],
 };
 
@@ -567,16 +585,56 @@ function moduleDirs(go: string, moduleDir: string, modules: readonly string[]): 
 async function copyCompanions(spec: GoBinarySpec, go: string, dir: string): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
   if (!spec.companions?.length) return out;
-  const dirs = moduleDirs(go, spec.moduleDir, [...new Set(spec.companions.map((c) => c.module))]);
+  const ofGraph = spec.companions.filter((c) => !c.pinned);
+  const dirs = ofGraph.length > 0 ? moduleDirs(go, spec.moduleDir, [...new Set(ofGraph.map((c) => c.module))]) : new Map<string, string>();
   for (const c of spec.companions) {
-    const from = dirs.get(c.module) ? path.join(dirs.get(c.module)!, c.file) : '';
-    if (!from || !existsSync(from)) throw new ControlPlaneBuildError(`${spec.what}: ${c.module} has no ${c.file} (module folder ${dirs.get(c.module) ?? 'unknown'})`);
     const to = path.join(dir, c.name);
-    copyFileSync(from, to);
+    if (c.pinned) {
+      writeFileSync(to, downloadModuleFile(go, c.module, c.file, c.pinned));
+    } else {
+      const from = dirs.get(c.module) ? path.join(dirs.get(c.module)!, c.file) : '';
+      if (!from || !existsSync(from)) throw new ControlPlaneBuildError(`${spec.what}: ${c.module} has no ${c.file} (module folder ${dirs.get(c.module) ?? 'unknown'})`);
+      copyFileSync(from, to);
+    }
     chmodSync(to, c.executable ? 0o755 : 0o644);
     out[c.name] = await sha256File(to);
   }
   return out;
+}
+
+const firstLine = (s: string) => s.trim().split('\n')[0];
+
+/**
+ * The bytes of `file` of `module` at a pinned version, fetched with `go mod download` (through the module proxy, into the
+ * module cache) and checked against the module's go.sum hash and the file's SHA-256. A ControlPlaneBuildError of one
+ * line naming module, version and file when it cannot be had or does not match.
+ */
+export function downloadModuleFile(go: string, module: string, file: string, pinned: PinnedModuleFile): Buffer {
+  const what = `${module}@${pinned.version} ${file}`;
+  const scratch = mkdtempSync(path.join(tmpdir(), 'module-file-'));
+  try {
+    const r = spawnSync(go, ['mod', 'download', '-json', `${module}@${pinned.version}`], {
+      cwd: scratch, encoding: 'utf8', timeout: 10 * 60_000, maxBuffer: 1024 * 1024, env: { ...goEnv(), GOFLAGS: '-mod=mod' },
+    });
+    let info: { Error?: string; Sum?: string; Dir?: string } = {};
+    try {
+      info = JSON.parse(r.stdout) as typeof info;
+    } catch {
+      // no JSON: the reason is on stderr
+    }
+    if (r.status !== 0 || info.Error || !info.Dir) {
+      throw new ControlPlaneBuildError(`cannot fetch ${what}: go mod download failed: ${firstLine(info.Error ?? r.error?.message ?? (r.stderr || `exit ${r.status}`))}`);
+    }
+    if (info.Sum !== pinned.sum) throw new ControlPlaneBuildError(`cannot use ${what}: the module's hash is ${info.Sum}, pinned ${pinned.sum}`);
+    const from = path.join(info.Dir, file);
+    if (!existsSync(from)) throw new ControlPlaneBuildError(`cannot use ${what}: the module has no such file`);
+    const bytes = readFileSync(from);
+    const digest = sha256(bytes);
+    if (digest !== pinned.sha256) throw new ControlPlaneBuildError(`cannot use ${what}: its SHA-256 is ${digest}, pinned ${pinned.sha256}`);
+    return bytes;
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
 }
 
 /**
@@ -741,7 +799,7 @@ export function prebuiltLayout(): string[] {
     const versions = PINNED_MODULES[spec.binary].map((m) => `${m} ${requiredVersion(m, dir) ?? '?'}`).join(', ');
     const companions = (spec.companions ?? []).map((c) => c.name);
     return [`${spec.binary}: ${spec.what} (${versions}), go build of ${path.relative(PACKAGE_ROOT, spec.moduleDir)}`,
-      ...(companions.length > 0 ? [`beside it: ${companions.join(', ')} (files of ${[...new Set((spec.companions ?? []).map((c) => `${c.module} ${requiredVersion(c.module, dir) ?? '?'}`))].join(', ')})`] : [])];
+      ...(companions.length > 0 ? [`beside it: ${companions.join(', ')} (files of ${[...new Set((spec.companions ?? []).map((c) => `${c.module} ${c.pinned?.version ?? requiredVersion(c.module, dir) ?? '?'}`))].join(', ')})`] : [])];
   });
 }
 
@@ -787,6 +845,10 @@ async function prebuiltBinary(spec: GoBinarySpec, dir: string): Promise<GoBinary
     const file = path.join(dir, c.name);
     if (!lstatSync(file, { throwIfNoEntry: false })?.isFile() || (c.executable && !isExecutable(file))) {
       throw new ControlPlaneBuildError(`--binaries ${dir}: no ${c.executable ? 'executable ' : ''}${c.name} beside ${spec.binary} (${c.file} of ${c.module})`);
+    }
+    const digest = c.pinned ? await sha256File(file) : undefined;
+    if (c.pinned && digest !== c.pinned.sha256) {
+      throw new ControlPlaneBuildError(`--binaries ${dir}: ${c.name} is not ${c.file} of ${c.module}@${c.pinned.version} (its SHA-256 is ${digest}, pinned ${c.pinned.sha256})`);
     }
     companions[c.name] = file;
   }

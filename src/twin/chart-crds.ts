@@ -1,17 +1,14 @@
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { goCommand, userCacheFolder } from './binary';
-import { writeCacheFile } from '../cache/cache-write';
 import { sha256 } from '../cache/digests';
 import { VendoredChart } from '../upstream/releases';
 
 /**
  * Where the twin's chart mirror (chart-mirror.ts packageChart) gets the CRDs a published chart carries in its `crds/`
- * folders and ../shared/crds has no copy of: a file of a Go module, fetched with the go command the twin already
- * requires (through the module proxy), verified by the module's go.sum hash and the file's SHA-256, and cached by
- * content. A CRD that has no copy, no source here and no declared absence (UNAVAILABLE_CRDS) makes packageChart fail.
+ * folders and ../shared/crds has no copy of: a file of a Go module, fetched when the twin is built (a companion file of
+ * its binary, verified by the module's go.sum hash and the file's SHA-256: binary.ts), so that a rehearsal with prebuilt
+ * binaries needs no go. A CRD that has no copy, no source here and no declared absence (UNAVAILABLE_CRDS) makes
+ * packageChart fail.
  *
  * Imports no test framework.
  */
@@ -24,14 +21,11 @@ export interface CrdSource {
   readonly sum: string;
   /** The file's path in the module. */
   readonly file: string;
-  /** The file's SHA-256 (hex): also its cache key. */
+  /** The file's SHA-256 (hex). */
   readonly sha256: string;
   /** Why this file is the one the chart carries. */
   readonly evidence: string;
 }
-
-/** Names the cache folder of sourced CRD files (default: `$XDG_CACHE_HOME/gpu-cluster-manifests/crd-sources`, else `~/.cache/...`). */
-export const CRD_SOURCES_CACHE_ENV = 'GPU_CLUSTER_MANIFESTS_CRD_SOURCES_CACHE';
 
 const NFD_MODULE = 'sigs.k8s.io/node-feature-discovery';
 const NFD_FILE = 'deployment/helm/node-feature-discovery/crds/nfd-api-crds.yaml';
@@ -116,55 +110,23 @@ export function unavailableCrd(release: VendoredChart, chartPath: string, crd: s
   return u?.crds.includes(crd) ? u.why : undefined;
 }
 
-/** The cache folder of sourced CRD files. */
-export function crdSourcesCache(): string {
-  return userCacheFolder('crd-sources', CRD_SOURCES_CACHE_ENV);
+/** The name of a source's file beside the twin's binary (a companion of its cache entry, or of a --binaries folder). */
+export function crdSourceFileName(source: CrdSource): string {
+  return `crds-${source.module.split('/').at(-1)}-${source.version}-${path.basename(source.file)}`;
 }
 
-const firstLine = (s: string) => s.trim().split('\n')[0];
+/** Every file the sources name, once each (the twin's build fetches them: binary.ts TWIN). */
+export const CRD_SOURCE_FILES: readonly CrdSource[] = [...new Map(Object.values(CRD_SOURCES).map((c) => [crdSourceFileName(c), c])).values()];
 
 /**
- * The text of a source's file: from the cache when its content verifies, else fetched with `go mod download` (the go
- * command the twin builds with), checked against the pinned go.sum hash and SHA-256, and cached by its SHA-256.
- * Throws one line naming the module, version and file when it cannot be had.
+ * The text of a source's file among `files` (the twin binary's companions, by name), checked against its SHA-256: the
+ * build fetched it (with the module's go.sum hash), a --binaries folder was given it. Throws one line naming the file.
  */
-export function sourcedCrdFile(source: CrdSource): string {
-  const what = `${source.module}@${source.version} ${source.file}`;
-  const cache = crdSourcesCache();
-  const cached = path.join(cache, `${source.sha256}.yaml`);
-  if (existsSync(cached)) {
-    const bytes = readFileSync(cached);
-    if (sha256(bytes) === source.sha256) return bytes.toString('utf8');
-    rmSync(cached, { force: true });
-  }
-  const go = goCommand();
-  const scratch = mkdtempSync(path.join(tmpdir(), 'crd-source-'));
-  try {
-    const r = spawnSync(go, ['mod', 'download', '-json', `${source.module}@${source.version}`], {
-      cwd: scratch,
-      encoding: 'utf8',
-      timeout: 10 * 60_000,
-      maxBuffer: 1024 * 1024,
-      env: { ...process.env, GOFLAGS: '-mod=mod', GOWORK: 'off', GO111MODULE: 'on' },
-    });
-    let info: { Error?: string; Sum?: string; Dir?: string } = {};
-    try {
-      info = JSON.parse(r.stdout) as typeof info;
-    } catch {
-      // no JSON: the reason is on stderr
-    }
-    if (r.status !== 0 || info.Error || !info.Dir) {
-      const why = info.Error ?? r.error?.message ?? (r.stderr || `exit ${r.status}`);
-      throw new Error(`cannot fetch the CRDs of ${what}: go mod download failed: ${firstLine(why)}`);
-    }
-    if (info.Sum !== source.sum) throw new Error(`cannot use the CRDs of ${what}: the module's hash is ${info.Sum}, pinned ${source.sum}`);
-    const file = path.join(info.Dir, source.file);
-    if (!existsSync(file)) throw new Error(`cannot use the CRDs of ${what}: the module has no such file`);
-    const bytes = readFileSync(file);
-    if (sha256(bytes) !== source.sha256) throw new Error(`cannot use the CRDs of ${what}: its SHA-256 is ${sha256(bytes)}, pinned ${source.sha256}`);
-    writeCacheFile(cached, bytes);
-    return bytes.toString('utf8');
-  } finally {
-    rmSync(scratch, { recursive: true, force: true });
-  }
+export function sourcedCrdFile(source: CrdSource, files: Readonly<Record<string, string>>): string {
+  const name = crdSourceFileName(source);
+  const file = files[name];
+  if (file === undefined || !existsSync(file)) throw new Error(`no ${name} beside the twin (${source.file} of ${source.module}@${source.version})`);
+  const bytes = readFileSync(file);
+  if (sha256(bytes) !== source.sha256) throw new Error(`${file}: its SHA-256 is ${sha256(bytes)}, pinned ${source.sha256} (${source.file} of ${source.module}@${source.version})`);
+  return bytes.toString('utf8');
 }

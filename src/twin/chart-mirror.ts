@@ -35,14 +35,16 @@ const OCI_MANIFEST = 'application/vnd.oci.image.manifest.v1+json';
 const digestOf = (b: Buffer) => `sha256:${createHash('sha256').update(b).digest('hex')}`;
 
 /** A chart archive (.tgz) of a vendored release, as published: see the file comment. */
-export function packageChart(release: VendoredChart, opts: { upstream: string; schemas: string; helm: string; work: string }): string {
+export function packageChart(
+  release: VendoredChart, opts: { upstream: string; schemas: string; helm: string; work: string; crdFiles: Readonly<Record<string, string>> },
+): string {
   const located = locateChart(opts.upstream, release.chart, release.version);
   if (!located) throw new Error(`no vendored chart ${release.chart} ${release.version} in ${opts.upstream}`);
   const prepared = renderableChart(located, path.join(opts.work, 'cache'));
   const staged = path.join(opts.work, 'staged', release.chart);
   rmSync(staged, { recursive: true, force: true });
   cpSync(prepared.dir, staged, { recursive: true, dereference: true });
-  fillCrds(release, staged, vendoredCrds(opts.schemas));
+  fillCrds(release, staged, vendoredCrds(opts.schemas), opts.crdFiles);
   const out = path.join(opts.work, 'packages');
   mkdirSync(out, { recursive: true });
   const r = spawnSync(opts.helm, ['package', staged, '--destination', out], { encoding: 'utf8', timeout: 120_000, env: { PATH: process.env.PATH, HOME: opts.work } });
@@ -57,11 +59,11 @@ export function packageChart(release: VendoredChart, opts: { upstream: string; s
  * out: each from ../shared/crds, else from its pinned source (chart-crds.ts, the whole file as the chart carries it),
  * else declared unavailable there; any other is an error naming the chart, its version, the chart path and the CRD.
  */
-function fillCrds(release: VendoredChart, staged: string, crds: ReturnType<typeof vendoredCrds>): void {
+function fillCrds(release: VendoredChart, staged: string, crds: ReturnType<typeof vendoredCrds>, crdFiles: Readonly<Record<string, string>>): void {
   for (const group of release.unrenderedCrds.filter((g) => g.from === 'crds-not-vendored')) {
     const into = path.join(staged, group.chartPath, 'crds');
     const source = crdSourceOf(release, group.chartPath);
-    const sourced = source ? crdsInFile(sourcedCrdFile(source)) : undefined;
+    const sourced = source ? crdsInFile(sourcedCrdFile(source, crdFiles)) : undefined;
     for (const ref of group.crds) {
       const name = `${ref.group}/${ref.kind}`;
       const candidates = crds.get(name);

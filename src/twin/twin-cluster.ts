@@ -435,11 +435,12 @@ async function mirrorManagedInstalls(
   if (packaged.length === 0) return { charts };
   const helm = path.join(work, 'bin', 'helm');
   mkdirSync(path.dirname(helm), { recursive: true });
-  if (!existsSync(helm)) symlinkSync((await twinBinary()).path, helm);
+  const twin = await twinBinary();
+  if (!existsSync(helm)) symlinkSync(twin.path, helm);
   const mirror = await startChartMirror(path.join(work, 'mirror'));
   try {
     for (const { release, repoURL } of packaged) {
-      const archive = packageChart(release, { upstream: DEFAULT_UPSTREAM, schemas: DEFAULT_SCHEMAS, helm, work: path.join(work, 'package') });
+      const archive = packageChart(release, { upstream: DEFAULT_UPSTREAM, schemas: DEFAULT_SCHEMAS, helm, work: path.join(work, 'package'), crdFiles: twin.companions });
       const at = mirrorPathOf(repoURL);
       if (repoURL.startsWith('oci://')) {
         mirror.addToRegistry(`${at}/${release.chart}`, archive);

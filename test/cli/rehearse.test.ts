@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { sha256 } from '../../src/cache/digests';
 import { EXIT } from '../../src/cli';
 import { HEALTH_DIR, HELD_ON_PURPOSE, WAVES_GO_AHEAD } from '../../src/components/argocd/health-checks';
 import { parseQuantity } from '../../src/model/quantity';
@@ -12,6 +13,7 @@ import type { Manifest } from '../../src/render/manifest';
 import { loadModels } from '../../src/synth/pipeline';
 import { applicationState } from '../../src/twin/applications';
 import { embeddedBuildInfo, GO_ENV, KUEUE_MODULE_DIR, MODULE_DIR, requiredVersion, TWIN_MODULE_DIR } from '../../src/twin/binary';
+import { CRD_SOURCE_FILES, crdSourceFileName } from '../../src/twin/chart-crds';
 import { rehearsalTimeoutMs } from '../../src/twin/command';
 import { asYamlDescription, rootWentPast, settledAt } from '../../src/twin/rehearse';
 import { decided, jobsReport, noKueueOnTwin, queuedSamples, withNominal, workloadState } from '../../src/twin/sample-jobs';
@@ -187,6 +189,15 @@ describe('rehearse --binaries DIR: each prebuilt binary is checked before anythi
     const r = await runMain('rehearse', '--config', REFERENCE_FILE, '--binaries', bin);
     expect(r.code).toBe(EXIT.badInput);
     expect(r.err).toEqual([expect.stringMatching(new RegExp(`twin is built from github\\.com/argoproj/argo-cd/v3 v3\\.4\\.0, this version of the package needs github\\.com/argoproj/argo-cd/v3 ${versions.twin['github.com/argoproj/argo-cd/v3'].replace(/\./g, '\\.')}`))]);
+  });
+
+  it('a CRD file beside the twin that is not the pinned one: exit 2 naming the file, the module file it stands for and the SHA-256 pinned', async () => {
+    const bin = layout('wrong-crds');
+    for (const c of CRD_SOURCE_FILES) writeFileSync(path.join(bin, crdSourceFileName(c)), 'kind: CustomResourceDefinition\n');
+    const [first] = CRD_SOURCE_FILES;
+    const r = await runMain('rehearse', '--config', REFERENCE_FILE, '--binaries', bin);
+    expect(r.code).toBe(EXIT.badInput);
+    expect(r.err).toEqual([`error: --binaries ${bin}: ${crdSourceFileName(first)} is not ${first.file} of ${first.module}@${first.version} (its SHA-256 is ${sha256('kind: CustomResourceDefinition\n')}, pinned ${first.sha256}); nothing was written`]);
   });
 
   it('the twin without its companion files: exit 2 naming the file', async () => {

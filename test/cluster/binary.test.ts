@@ -3,14 +3,16 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSyn
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { sha256 } from '../../src/cache/digests';
 import { isExecutableFile } from '../../src/engines/packaged';
-import { ARGOCD_MODULE, CACHE_ENV, ControlPlaneBuildError, controlPlaneBinary, GO_ENV, KUEUE_CACHE_ENV, kueueBinary, KWOK_MODULE, KWOK_STAGES, TWIN_CACHE_ENV, twinBinary, UNUSED_ENTRY_MS } from '../../src/twin/binary';
+import { ARGOCD_MODULE, CACHE_ENV, ControlPlaneBuildError, controlPlaneBinary, GO_ENV, goCommand, KUEUE_CACHE_ENV, kueueBinary, KWOK_MODULE, KWOK_STAGES, TWIN_CACHE_ENV, twinBinary, UNUSED_ENTRY_MS } from '../../src/twin/binary';
+import { CRD_SOURCE_FILES, crdSourceFileName } from '../../src/twin/chart-crds';
 
 /**
  * The cache of the control plane, Kueue and twin binaries (binary.ts), with a stand-in for the go command: it answers
  * `go env` with a Go version of the test's own (a key of its own), "builds" a small script that answers `version`,
- * answers `go version -m` as for a Kueue build and `go list -m` with module folders of the test's own (the twin's
- * companion files), and counts its builds. The real builds are what npm test's first step does (prepare.ts); their
+ * answers `go version -m` as for a Kueue build, `go list -m` with module folders of the test's own (the twin's
+ * companion files), hands `go mod download` to the real go (the pinned CRD files), and counts its builds. The real builds are what npm test's first step does (prepare.ts); their
  * cold times are in bench/README.md.
  */
 
@@ -34,6 +36,8 @@ writeFileSync(fakeGo, [
   '#!/bin/sh',
   'case "$1" in',
   '  env) echo "$FAKE_GOVERSION"; echo linux; echo amd64 ;;',
+  // a module outside the build's graph (the CRD files chart-crds.ts pins): the real go fetches it, as the build does
+  '  mod) exec "$REAL_GO" "$@" ;;',
   `  list) printf '${ARGOCD_MODULE}\t${fakeModules[ARGOCD_MODULE]}\n${KWOK_MODULE}\t${fakeModules[KWOK_MODULE]}\n' ;;`,
   '  version) printf \'%s: %s\\n\\tpath\\tsigs.k8s.io/kueue/cmd/kueue\\n\\tmod\\tsigs.k8s.io/kueue\\tv0.19.2\\th1:x=\\n\' "$3" "$FAKE_GOVERSION" ;;',
   '  build)',
@@ -49,6 +53,8 @@ chmodSync(fakeGo, 0o755);
 
 let serial = 0;
 const saved = { ...process.env };
+/** The go command of the machine, for what the stand-in hands over (`go mod download`). */
+const realGo = goCommand();
 let root: string;
 let kueueRoot: string;
 let twinRoot: string;
@@ -60,12 +66,12 @@ beforeEach(() => {
   kueueRoot = path.join(work, `kueue-cache-${serial}`);
   twinRoot = path.join(work, `twin-cache-${serial}`);
   log = path.join(work, `builds-${serial}.log`);
-  Object.assign(process.env, { [GO_ENV]: fakeGo, [CACHE_ENV]: root, [KUEUE_CACHE_ENV]: kueueRoot, [TWIN_CACHE_ENV]: twinRoot, FAKE_GOVERSION: `go1.99.${serial}-test`, FAKE_GO_LOG: log });
+  Object.assign(process.env, { [GO_ENV]: fakeGo, [CACHE_ENV]: root, [KUEUE_CACHE_ENV]: kueueRoot, [TWIN_CACHE_ENV]: twinRoot, FAKE_GOVERSION: `go1.99.${serial}-test`, FAKE_GO_LOG: log, REAL_GO: realGo });
   delete process.env.FAKE_GO_FAIL;
   delete process.env.FAKE_GO_SLEEP;
 });
 afterEach(() => {
-  for (const k of [GO_ENV, CACHE_ENV, KUEUE_CACHE_ENV, TWIN_CACHE_ENV, 'FAKE_GOVERSION', 'FAKE_GO_LOG', 'FAKE_GO_FAIL', 'FAKE_GO_SLEEP']) {
+  for (const k of [GO_ENV, CACHE_ENV, KUEUE_CACHE_ENV, TWIN_CACHE_ENV, 'FAKE_GOVERSION', 'FAKE_GO_LOG', 'FAKE_GO_FAIL', 'FAKE_GO_SLEEP', 'REAL_GO']) {
     if (saved[k] === undefined) delete process.env[k];
     else process.env[k] = saved[k];
   }
@@ -164,7 +170,7 @@ describe('the control plane binary, built once per machine into a cache keyed by
     expect(readdirSync(kueueRoot)).toEqual([kueue.key]);
   });
 
-  it('the twin is built the same way, with its companion files (Argo CD\'s wrappers, KWOK\'s stages) copied from its modules and verified', async () => {
+  it('the twin is built the same way, with its companion files (Argo CD\'s wrappers, KWOK\'s stages, the pinned CRD files) copied from its modules and verified', async () => {
     const lines: string[] = [];
     const twin = await twinBinary({ progress: (l) => lines.push(l) });
     expect(twin.built).toBe(true);
@@ -173,7 +179,8 @@ describe('the control plane binary, built once per machine into a cache keyed by
       expect.stringMatching(/^built the Argo CD twin in \d+ s$/),
     ]);
     expect(twin.path).toBe(path.join(twinRoot, twin.key, 'twin'));
-    expect(Object.keys(twin.companions).sort()).toEqual(['git-verify-wrapper.sh', 'gpg-wrapper.sh', ...Object.values(KWOK_STAGES).map((f) => path.basename(f))].sort());
+    expect(Object.keys(twin.companions).sort()).toEqual(['git-verify-wrapper.sh', 'gpg-wrapper.sh', ...Object.values(KWOK_STAGES).map((f) => path.basename(f)), ...CRD_SOURCE_FILES.map(crdSourceFileName)].sort());
+    for (const c of CRD_SOURCE_FILES) expect(sha256(readFileSync(twin.companions[crdSourceFileName(c)]))).toBe(c.sha256);
     expect(readFileSync(twin.companions['git-verify-wrapper.sh'], 'utf8')).toBe('#!/bin/sh\n# hack/git-verify-wrapper.sh\n');
     expect(isExecutableFile(twin.companions['git-verify-wrapper.sh'])).toBe(true);
     expect(isExecutableFile(twin.companions['pod-ready.yaml'])).toBe(false);

@@ -3,18 +3,18 @@ import { createHash } from 'node:crypto';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../../src/paths';
 import { vendoredCrds } from '../../src/twin/argocd-sync';
-import { twinBinary } from '../../src/twin/binary';
-import { CRD_SOURCES, CRD_SOURCES_CACHE_ENV, CrdSource, crdSourceOf, sourcedCrdFile, unavailableCrd, UNAVAILABLE_CRDS } from '../../src/twin/chart-crds';
+import { downloadModuleFile, GoBinary, twinBinary } from '../../src/twin/binary';
+import { CRD_SOURCE_FILES, CRD_SOURCES, CrdSource, crdSourceFileName, crdSourceOf, sourcedCrdFile, unavailableCrd, UNAVAILABLE_CRDS } from '../../src/twin/chart-crds';
 import { packageChart } from '../../src/twin/chart-mirror';
 import { PREVIOUS_CHARTS } from '../../src/upstream/previous-releases';
 import { GPU_OPERATOR_CHART, KUEUE_CHART, NETWORK_OPERATOR_CHART, VENDORED_RELEASES, VendoredChart } from '../../src/upstream/releases';
 
 /**
  * The CRDs the twin's chart packages carry in `crds/` (chart-mirror.ts packageChart): every one a published chart
- * carries is copied from ../shared/crds, fetched from its pinned Go module (chart-crds.ts), or declared unavailable;
+ * carries is copied from ../shared/crds, taken from its pinned Go module (chart-crds.ts: a file the twin's build fetched), or declared unavailable;
  * anything else is an error. The packages of the NVIDIA charts carry Node Feature Discovery's CRDs.
  */
 
@@ -62,23 +62,17 @@ describe('packageChart, fail closed', () => {
         ...KUEUE_CHART,
         unrenderedCrds: [{ chartPath, from: 'crds-not-vendored', crds: [{ group: 'example.com', kind: 'Widget', scope: 'Namespaced' }] }],
       };
-      expect(() => packageChart(fixture, { upstream: DEFAULT_UPSTREAM, schemas: DEFAULT_SCHEMAS, helm: path.join(work, 'no-helm'), work: path.join(work, 'refused') }))
+      expect(() => packageChart(fixture, { upstream: DEFAULT_UPSTREAM, schemas: DEFAULT_SCHEMAS, helm: path.join(work, 'no-helm'), work: path.join(work, 'refused'), crdFiles: {} }))
         .toThrow(`${KUEUE_CHART.chart} ${KUEUE_CHART.version} ${chartPath || '.'}: the published chart carries CRD example.com/Widget in crds/, and the twin has no copy of it`);
     }
   });
 });
 
-describe('a pinned source, fetched with the go command and verified by content', () => {
-  const saved = { go: process.env.GPU_CLUSTER_MANIFESTS_GO, cache: process.env[CRD_SOURCES_CACHE_ENV] };
-  afterEach(() => {
-    for (const [k, v] of [['GPU_CLUSTER_MANIFESTS_GO', saved.go], [CRD_SOURCES_CACHE_ENV, saved.cache]] as const) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
-  });
+describe('a pinned source: fetched with the go command when the twin is built, verified by content when used', () => {
+  const pinned = { version: 'v1.0.0', sum: 'h1:pinned=', sha256: sha256('good\n') };
 
   /** A go command that answers `go mod download -json` with `info`, and a module folder holding `content`. */
-  function fakeGo(name: string, content: string, info: Record<string, unknown>): { source: CrdSource } {
+  function fakeGo(name: string, content: string, info: Record<string, unknown>): string {
     const dir = path.join(work, name);
     mkdirSync(path.join(dir, 'module', 'crds'), { recursive: true });
     writeFileSync(path.join(dir, 'module', 'crds', 'x.yaml'), content);
@@ -86,46 +80,53 @@ describe('a pinned source, fetched with the go command and verified by content',
     const go = path.join(dir, 'go');
     writeFileSync(go, `#!/bin/sh\ncat '${path.join(dir, 'info.json')}'\n`);
     chmodSync(go, 0o755);
-    process.env.GPU_CLUSTER_MANIFESTS_GO = go;
-    process.env[CRD_SOURCES_CACHE_ENV] = path.join(dir, 'cache');
-    return { source: { module: 'example.com/m', version: 'v1.0.0', sum: 'h1:pinned=', file: 'crds/x.yaml', sha256: sha256('good\n'), evidence: 'a fixture' } };
+    return go;
   }
 
-  it('reads the file, checks it and caches it by content; a cached copy that no longer verifies is fetched again', () => {
-    const { source } = fakeGo('ok', 'good\n', {});
-    expect(sourcedCrdFile(source)).toBe('good\n');
-    const cached = path.join(process.env[CRD_SOURCES_CACHE_ENV]!, `${source.sha256}.yaml`);
-    expect(readFileSync(cached, 'utf8')).toBe('good\n');
-    process.env.GPU_CLUSTER_MANIFESTS_GO = path.join(work, 'ok', 'no-go-here');
-    expect(sourcedCrdFile(source)).toBe('good\n');
-    writeFileSync(cached, 'tampered\n');
-    process.env.GPU_CLUSTER_MANIFESTS_GO = path.join(work, 'ok', 'go');
-    expect(sourcedCrdFile(source)).toBe('good\n');
-    expect(readFileSync(cached, 'utf8')).toBe('good\n');
+  it('the build reads the file and checks the module\'s hash and the file\'s SHA-256', () => {
+    expect(downloadModuleFile(fakeGo('ok', 'good\n', {}), 'example.com/m', 'crds/x.yaml', pinned).toString()).toBe('good\n');
   });
 
   it('fails with one line when the module cannot be had, its hash differs or the file differs', () => {
     const unserved = fakeGo('unserved', 'good\n', { Error: 'example.com/m@v1.0.0: reading https://proxy.golang.org/...: 404 Not Found\n\tserver response: not found' });
-    expect(() => sourcedCrdFile(unserved.source)).toThrow(/^cannot fetch the CRDs of example\.com\/m@v1\.0\.0 crds\/x\.yaml: go mod download failed: example\.com\/m@v1\.0\.0: reading .*404 Not Found$/);
-    const hash = fakeGo('hash', 'good\n', { Sum: 'h1:other=' });
-    expect(() => sourcedCrdFile(hash.source)).toThrow('cannot use the CRDs of example.com/m@v1.0.0 crds/x.yaml: the module\'s hash is h1:other=, pinned h1:pinned=');
-    const content = fakeGo('content', 'bad\n', {});
-    expect(() => sourcedCrdFile(content.source)).toThrow(`its SHA-256 is ${sha256('bad\n')}, pinned ${content.source.sha256}`);
-    expect(() => readFileSync(path.join(work, 'content', 'cache', `${content.source.sha256}.yaml`))).toThrow();
+    expect(() => downloadModuleFile(unserved, 'example.com/m', 'crds/x.yaml', pinned)).toThrow(/^cannot fetch example\.com\/m@v1\.0\.0 crds\/x\.yaml: go mod download failed: example\.com\/m@v1\.0\.0: reading .*404 Not Found$/);
+    expect(() => downloadModuleFile(fakeGo('hash', 'good\n', { Sum: 'h1:other=' }), 'example.com/m', 'crds/x.yaml', pinned))
+      .toThrow('cannot use example.com/m@v1.0.0 crds/x.yaml: the module\'s hash is h1:other=, pinned h1:pinned=');
+    expect(() => downloadModuleFile(fakeGo('content', 'bad\n', {}), 'example.com/m', 'crds/x.yaml', pinned)).toThrow(`its SHA-256 is ${sha256('bad\n')}, pinned ${pinned.sha256}`);
+    expect(() => downloadModuleFile(fakeGo('nofile', 'good\n', { Dir: path.join(work, 'nofile', 'elsewhere') }), 'example.com/m', 'crds/x.yaml', pinned)).toThrow('the module has no such file');
+  });
+
+  it('a file beside the twin is used only when its SHA-256 is the pinned one; a missing one names the file', () => {
+    const source: CrdSource = { module: 'example.com/m', file: 'crds/x.yaml', evidence: 'a fixture', ...pinned };
+    const name = crdSourceFileName(source);
+    expect(name).toBe('crds-m-v1.0.0-x.yaml');
+    const file = path.join(work, 'beside', name);
+    mkdirSync(path.dirname(file), { recursive: true });
+    writeFileSync(file, 'good\n');
+    expect(sourcedCrdFile(source, { [name]: file })).toBe('good\n');
+    writeFileSync(file, 'tampered\n');
+    expect(() => sourcedCrdFile(source, { [name]: file })).toThrow(`${file}: its SHA-256 is ${sha256('tampered\n')}, pinned ${pinned.sha256} (crds/x.yaml of example.com/m@v1.0.0)`);
+    expect(() => sourcedCrdFile(source, {})).toThrow('no crds-m-v1.0.0-x.yaml beside the twin (crds/x.yaml of example.com/m@v1.0.0)');
+  });
+
+  it('every pinned source is a companion file of the twin, once', () => {
+    expect(CRD_SOURCE_FILES.map(crdSourceFileName).sort()).toEqual([...new Set(Object.values(CRD_SOURCES).map(crdSourceFileName))].sort());
   });
 });
 
 describe('the packages of the NVIDIA charts carry Node Feature Discovery\'s CRDs', () => {
   let helm: string;
+  let twin: GoBinary;
   beforeAll(async () => {
     helm = path.join(work, 'bin', 'helm');
     mkdirSync(path.dirname(helm), { recursive: true });
-    symlinkSync((await twinBinary()).path, helm);
+    twin = await twinBinary();
+    symlinkSync(twin.path, helm);
   }, 30 * 60 * 1000);
 
   for (const release of [GPU_OPERATOR_CHART, NETWORK_OPERATOR_CHART]) {
     it(`${release.chart} ${release.version}: the subchart's crds/nfd-api-crds.yaml as published, and helm template --include-crds prints them`, () => {
-      const archive = packageChart(release, { upstream: DEFAULT_UPSTREAM, schemas: DEFAULT_SCHEMAS, helm, work: path.join(work, 'package') });
+      const archive = packageChart(release, { upstream: DEFAULT_UPSTREAM, schemas: DEFAULT_SCHEMAS, helm, work: path.join(work, 'package'), crdFiles: twin.companions });
       const inside = `${release.chart}/charts/node-feature-discovery/crds/nfd-api-crds.yaml`;
       const file = spawnSync('tar', ['-xzOf', archive, inside], { timeout: 60_000 });
       expect(file.status, file.stderr?.toString()).toBe(0);

@@ -37,7 +37,7 @@ beforeAll(async () => {
   helm = path.join(work, 'bin', 'helm');
   mkdirSync(path.dirname(helm), { recursive: true });
   symlinkSync(twin.path, helm);
-  archive = packageChart(KUEUE_CHART, { upstream: DEFAULT_UPSTREAM, schemas: DEFAULT_SCHEMAS, helm, work: path.join(work, 'package') });
+  archive = packageChart(KUEUE_CHART, { upstream: DEFAULT_UPSTREAM, schemas: DEFAULT_SCHEMAS, helm, work: path.join(work, 'package'), crdFiles: {} });
   mirror = await startChartMirror(path.join(work, 'mirror'));
   mirror.addToHelmRepository('kueue', [archive], helm);
   mirror.addToRegistry('kueue/charts/kueue', archive);
