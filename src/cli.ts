@@ -25,7 +25,7 @@ import { PACKAGE_NAME, packageVersion } from './paths';
 import { runPreflight } from './preflight/command';
 import { readGitRepo } from './project/git';
 import { requireProject } from './project/project-file';
-import { DeletionRefused, deletionLines, prunedByArgoCd } from './render/deletions';
+import { DeletionRefused, deletionLines, removalSummary } from './render/deletions';
 import { descriptionFiles, synth, ValidationFailed } from './synth/pipeline';
 import { runRehearse } from './twin/command';
 import { runVerify } from './verify/command';
@@ -74,14 +74,7 @@ export function runSynth(args: string[], io: Io = consoleIo, preloaded?: Preload
   for (const f of [...result.findings, ...repository]) (f.severity === 'error' ? io.err : warn)(formatFinding(f));
   for (const l of todoWarnings(todos)) warn(l);
   if (result.deleted.length > 0 && !values.quiet) {
-    const pruned = prunedByArgoCd(result.deleted);
-    for (const l of deletionLines(result.deleted)) io.err(l);
-    if (pruned.length > 0) {
-      io.err(`note: ${pruned.length} rendered object(s) removed from ${path.relative(process.cwd(), out) || '.'} (--allow-delete); `
-        + 'Argo CD prunes them when it syncs, Namespaces and volume claims only once someone confirms (Prune=confirm)');
-    }
-    const kept = result.deleted.length - pruned.length;
-    if (kept > 0) io.err(`warning: ${kept} CRD(s) removed from ${path.relative(process.cwd(), out) || '.'} stay in the cluster (Argo CD never prunes a CRD): delete them by hand if they are no longer wanted`);
+    for (const l of [...deletionLines(result.deleted), ...removalSummary(result.deleted, path.relative(process.cwd(), out) || '.')]) io.err(l);
   }
   if (format === 'json') {
     const objects = result.clusters.reduce((n, c) => n + c.objects, result.fleet?.objects ?? 0);

@@ -2,11 +2,8 @@ import { ClusterIndex } from './cluster-index';
 import { applicationSources, ARGO, folderOfPath } from './gitops';
 import { Rule, Violation } from './rule';
 import { parseSyncOptions } from '../model/adoption';
-import { ADOPTED_SYNC_OPTIONS, LABELS } from '../model/names';
+import { ADOPTED_SYNC_OPTIONS, isResourcesFinalizer, LABELS } from '../model/names';
 import { Manifest } from '../render/manifest';
-
-/** Argo CD's cascading-delete finalizer (foreground or background variant). */
-const RESOURCES_FINALIZER = /^resources-finalizer\.argocd\.argoproj\.io(\/.*)?$/;
 
 /** The value of a sync option (`Prune`, `Delete`) in a list of options, if set. */
 function optionValue(options: readonly string[], key: string): string | undefined {
@@ -17,7 +14,7 @@ function optionValue(options: readonly string[], key: string): string | undefine
 /** True when an Application deletes its resources with it (Argo CD's resources finalizer). */
 function cascades(app: Manifest): boolean {
   const finalizers = (app.metadata as { finalizers?: unknown }).finalizers;
-  return Array.isArray(finalizers) && finalizers.some((f) => typeof f === 'string' && RESOURCES_FINALIZER.test(f));
+  return Array.isArray(finalizers) && finalizers.some(isResourcesFinalizer);
 }
 
 /** Applications that sync the rendered folder `folder`. */

@@ -1,10 +1,10 @@
 import { ClusterIndex } from './cluster-index';
 import { ClusterView, ScopeOf } from './cluster-view';
 import { applicationSources, folderOfPath } from './gitops';
-import { definedKind, groupKindKey } from '../components/gitops/api-kinds';
+import { groupKindKey } from '../components/gitops/api-kinds';
 import { GITOPS_FOLDER } from '../components/gitops/plan';
 import { ARGOCD_FIELD_MANAGER, ARGOCD_TRACKING_ANNOTATION, LABELS, syncOptionsOf, syncWave } from '../model/names';
-import { apiGroup, Manifest } from '../render/manifest';
+import { apiGroup, definedKind, Manifest } from '../render/manifest';
 import { RenderedSource } from '../upstream/render';
 
 /*

@@ -2,9 +2,9 @@ import { arrival } from './argocd-sync';
 import { ClusterIndex } from './cluster-index';
 import { ARGO } from './gitops';
 import { Rule, Violation } from './rule';
-import { definedKind, groupKindKey, groupKindOf } from '../components/gitops/api-kinds';
+import { groupKindKey, groupKindOf } from '../components/gitops/api-kinds';
 import { LABELS, skipsDryRunOnMissing, syncWave } from '../model/names';
-import { apiGroup, describeObject, Manifest } from '../render/manifest';
+import { apiGroup, definedKind, describeObject, Manifest } from '../render/manifest';
 import { RenderedSource } from '../upstream';
 
 /** Where a CRD comes from: the Application that installs it, and how. */

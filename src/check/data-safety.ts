@@ -1,10 +1,9 @@
 import { appliedBy } from './applied';
 import { Rule, Violation } from './rule';
-import { definedKind } from '../components/gitops/api-kinds';
 import { parseSyncOptions } from '../model/adoption';
 import { DATA_HOLDING_KINDS, DATA_SYNC_OPTIONS, holdsData, missingDataSyncOptions } from '../model/data-safety';
 import { LABELS } from '../model/names';
-import { describeObject } from '../render/manifest';
+import { definedKind, describeObject } from '../render/manifest';
 
 const kinds = DATA_HOLDING_KINDS.map((k) => k.kind).join(', ');
 

@@ -4,11 +4,11 @@ import { applicationSources, ARGO, renderedFolderOf } from './gitops';
 import { Rule, Violation } from './rule';
 import { ARGOCD_CM } from '../components/argocd/argocd-config';
 import { configuredHealth, hasBuiltInHealth, healthChecks, healthKey } from '../components/argocd/health-checks';
-import { definedKind, groupKindKey, isBuiltInGroup } from '../components/gitops/api-kinds';
+import { groupKindKey, isBuiltInGroup } from '../components/gitops/api-kinds';
 import { GITOPS_FOLDER } from '../components/gitops/plan';
 import { isJsonObject } from '../json';
 import { LABELS, syncWave } from '../model/names';
-import { apiGroup, describeObject, Manifest } from '../render/manifest';
+import { apiGroup, definedKind, describeObject, Manifest } from '../render/manifest';
 
 
 /**

@@ -8,7 +8,7 @@ import { Preloaded, preloadedModels } from './precheck';
 import { DIFF } from './specs';
 import { outputFormat } from '../errors';
 import { requireProject } from '../project/project-file';
-import { clusterOf, deletionLines, objectKey, outputEntries, prunedByArgoCd, readTreeObjects, staysInCluster, TreeObject } from '../render/deletions';
+import { clusterOf, deletedInCluster, deletionLines, keptInCluster, objectKey, outputEntries, readTreeObjects, removal, TreeObject } from '../render/deletions';
 import { describeObject } from '../render/manifest';
 import { changedFields, FieldChange, formatFieldChange } from '../render/object-diff';
 import { isObjectPath } from '../render/tree';
@@ -28,8 +28,10 @@ export interface ObjectChange {
   readonly file: string;
   /** For `changed`: the differing fields. */
   readonly fields: readonly FieldChange[];
-  /** For `removed`: set when the cluster keeps the object (a CRD: Argo CD never prunes one), saying what happens instead. */
+  /** For `removed`: set when the cluster keeps the object (a CRD, a Prune=false object: ClusterFate), saying what happens instead. */
   readonly stays?: string;
+  /** For `removed`: set when Argo CD deletes it otherwise than at once and alone (Prune=confirm; an Application without the resources finalizer): how. */
+  readonly note?: string;
 }
 
 export interface FileChange {
@@ -50,8 +52,7 @@ export function diffObjects(before: readonly TreeObject[], after: readonly TreeO
   const out: ObjectChange[] = [];
   for (const [k, o] of old) {
     if (now.has(k)) continue;
-    const stays = staysInCluster(o.manifest);
-    out.push({ change: 'removed', object: describeObject(o.manifest), cluster: clusterOf(o.file), file: o.file, fields: [], ...(stays ? { stays } : {}) });
+    out.push({ change: 'removed', ...removal(o), fields: [] });
   }
   for (const [k, o] of now) {
     const prev = old.get(k);
@@ -139,9 +140,9 @@ export function runDiff(args: string[], io: Io = consoleIo, preloaded?: Preloade
     const count = (c: ObjectChange['change']) => d.objects.filter((o) => o.change === c).length;
     const removed = count('removed');
     const deletions = d.objects.filter((o) => o.change === 'removed');
-    // what Argo CD would delete in the cluster: a removed CRD stays there (Argo CD never prunes one) and asks nothing
-    const pruned = prunedByArgoCd(deletions).length;
-    const kept = removed - pruned;
+    // what Argo CD would delete in the cluster: what stays there (a CRD, a Prune=false object) asks nothing
+    const pruned = deletedInCluster(deletions).length;
+    const kept = keptInCluster(deletions).length;
     const refused = pruned > 0 && !values['allow-delete'];
     if (format === 'json') {
       io.out(JSON.stringify({ added: count('added'), removed, pruned, changed: count('changed'), objects: d.objects, files: d.files }, undefined, 2));
@@ -149,10 +150,10 @@ export function runDiff(args: string[], io: Io = consoleIo, preloaded?: Preloade
       for (const l of formatDiff(d)) io.out(l);
       io.out(d.objects.length + d.files.length === 0
         ? `no changes: ${path.relative(process.cwd(), committed) || '.'} matches a fresh render`
-        : `${count('added')} added, ${removed} removed${kept > 0 ? ` (${kept} CRD(s) of them stay in the cluster)` : ''}, ${count('changed')} changed, ${d.files.length} other file(s)`);
+        : `${count('added')} added, ${removed} removed${kept > 0 ? ` (${kept} of them stay in the cluster)` : ''}, ${count('changed')} changed, ${d.files.length} other file(s)`);
     }
     // The deletions on standard error too, as synth lists what it refuses to remove.
-    if (refused || !values.quiet) for (const l of deletionLines(refused && values.quiet ? prunedByArgoCd(deletions) : deletions)) io.err(l);
+    if (refused || !values.quiet) for (const l of deletionLines(refused && values.quiet ? deletedInCluster(deletions) : deletions)) io.err(l);
     if (refused) io.err(`error: ${pruned} object(s) would be deleted; re-run with --allow-delete if that is intended`);
     return refused ? EXIT.failed : EXIT.ok;
   } finally {

@@ -51,8 +51,8 @@ export const SYNTH: CommandSpec<typeof SYNTH_OPTIONS> = {
     + '(repeatable): those descriptions into <out>/<cluster>/ only (--out DIR, or the project\'s output folder). Each cluster is rendered, validated against the upstream schemas, checked by '
     + 'the cross-object rules and written to a temporary folder beside its target; then every folder is swapped in at once. '
     + 'On any error the previous output is left byte-identical. A render that would remove rendered objects (Argo CD prunes '
-    + 'them) exits 1 and writes nothing, unless --allow-delete; a CRD it removes is listed as staying in the cluster (Argo CD '
-    + 'never prunes a CRD: an admin deletes it) and needs no flag. A fleet shows its progress per cluster on stderr; the '
+    + 'them) or files of yours exits 1 and writes nothing, unless --allow-delete; each is listed with what Argo CD does with '
+    + 'it where that is not a plain prune, and what stays in the cluster (a CRD, a Prune=false object) needs no flag. A fleet shows its progress per cluster on stderr; the '
     + 'summary (objects per folder and kind, files written, time) goes to stdout.',
   options: SYNTH_OPTIONS,
   failed: 'a validation or a cross-object check failed (nothing was written)',
@@ -122,8 +122,8 @@ export const DIFF: CommandSpec<typeof DIFF_OPTIONS> = {
   description: 'Renders into a temporary folder (as synth would, --config FILE ... for some clusters only) and prints, per cluster '
     + 'and object (its folder, kind, namespace and name), what would be added, removed or changed (field paths) against the '
     + 'project\'s output folder (or --out DIR): after updating the toolkit, what the new version renders differently. Writes '
-    + 'nothing. Exits 1 when an object Argo CD would prune would be deleted, unless --allow-delete; a removed CRD is listed as '
-    + 'staying in the cluster (Argo CD never prunes a CRD) and asks nothing.',
+    + 'nothing. Exits 1 when an object Argo CD would delete would be removed, unless --allow-delete; each is listed as synth '
+    + 'lists it, and what stays in the cluster (a CRD, a Prune=false object) asks nothing.',
   options: DIFF_OPTIONS,
   failed: 'an object would be deleted (without --allow-delete), or the render failed its validation or checks',
 };

@@ -144,6 +144,22 @@ export const KUEUE_DEFAULT_LOCAL_QUEUE = 'default';
  */
 export const ADOPTED_SYNC_OPTIONS: readonly string[] = ['Prune=false', 'Delete=false'];
 
+/** Folder of the Argo CD objects of a cluster (dist/<cluster>/gitops/), synced by the cluster's root Application. */
+export const GITOPS_FOLDER = 'gitops';
+
+/**
+ * Argo CD's cascading delete: an Application that carries this finalizer deletes the resources it applied when it is
+ * deleted (argo-cd v3.5.1 controller/appcontroller.go finalizeApplicationDeletion, `app.CascadedDeletion()`); one
+ * without it is removed at once and leaves them in the cluster.
+ */
+export const RESOURCES_FINALIZER = 'resources-finalizer.argocd.argoproj.io';
+
+/**
+ * Whether a finalizer is Argo CD's cascading delete: RESOURCES_FINALIZER or its `/foreground` and `/background` forms
+ * (v3.5.1 pkg/apis/application/v1alpha1/types.go isPropagationPolicyFinalizer).
+ */
+export const isResourcesFinalizer = (f: unknown): boolean => typeof f === 'string' && (f === RESOURCES_FINALIZER || f.startsWith(`${RESOURCES_FINALIZER}/`));
+
 /**
  * MultiKueue's names (kubernetes-sigs/kueue v0.19.2 apis/kueue/v1beta2/multikueue_types.go), and the label this toolkit
  * puts on the identity a manager uses on each of its workers.

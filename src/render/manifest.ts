@@ -21,6 +21,17 @@ export function apiGroup(apiVersion: string): string {
   return i < 0 ? '' : apiVersion.slice(0, i);
 }
 
+/** Whether an object is a CustomResourceDefinition (of any version of apiextensions.k8s.io). */
+export const isCrd = (m: { readonly apiVersion?: unknown; readonly kind?: unknown }): boolean =>
+  m.kind === 'CustomResourceDefinition' && apiGroup(String(m.apiVersion)) === 'apiextensions.k8s.io';
+
+/** The kind a CustomResourceDefinition defines (spec.group, spec.names.kind; '' when absent); undefined for any other object. */
+export function definedKind(m: Manifest): { readonly group: string; readonly kind: string } | undefined {
+  if (!isCrd(m)) return undefined;
+  const spec = m.spec as { group?: unknown; names?: { kind?: unknown } } | undefined;
+  return { group: typeof spec?.group === 'string' ? spec.group : '', kind: typeof spec?.names?.kind === 'string' ? spec.names.kind : '' };
+}
+
 /** Identity of an object in a cluster: group, kind, namespace, name (the version does not matter). */
 export function objectId(m: Manifest): string {
   const ns = m.metadata?.namespace;

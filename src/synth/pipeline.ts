@@ -13,7 +13,7 @@ import { clusterFiles } from './layout';
 import { isDescriptionFile } from '../model/description-files';
 import { loadModels } from '../model/load-models';
 import { ClusterModel } from '../model/model';
-import { allOutputEntries, byFile, Deletion, DeletionRefused, entryDeletions, prunedByArgoCd, removedEntries, treeObjects } from '../render/deletions';
+import { allOutputEntries, byFile, Deletion, DeletionRefused, entryDeletions, needAllowDelete, removedEntries, treeObjects } from '../render/deletions';
 import { RenderedFile } from '../render/folder-files';
 import { Manifest, RenderedCluster, RenderedFolder } from '../render/manifest';
 import { recoverOutput, TreeWriter } from '../render/write';
@@ -71,7 +71,7 @@ export interface SynthOptions {
   /**
    * Remove rendered objects from the output (a dropped tenant, folder or cluster). Without it, a render
    * that would remove any throws DeletionRefused and writes nothing: Argo CD prunes what leaves dist/
-   * (a CRD excepted: Argo CD never prunes one, so removing it needs no allowDelete; Deletion.stays says so).
+   * (what the cluster keeps excepted: a CRD, a Prune=false object; removing it needs no allowDelete, Deletion.stays says why).
    * @default false
    */
   readonly allowDelete?: boolean;
@@ -134,7 +134,7 @@ export interface SynthResult {
   readonly changed: readonly string[];
   /** Of `changed`, the entries that did not exist before (the first synth into no output folder: all of them). */
   readonly created?: readonly string[];
-  /** Rendered objects removed from the output: with allowDelete; without it only those the cluster keeps (CRDs, with `stays`). */
+  /** Rendered objects removed from the output: with allowDelete; without it only those the cluster keeps (with `stays`: a CRD, a Prune=false object). */
   readonly deleted: readonly Deletion[];
   /** The whole fleet: every cluster by its description file, as a later run may reuse it (SynthOptions.reuse), in description order. */
   readonly members?: readonly (ReusedCluster & { readonly config: string })[];
@@ -310,7 +310,7 @@ export function synth(opts: SynthOptions, validator?: ManifestValidator): SynthR
   let invalid = false;
   let files = 0;
   const deleted: Deletion[] = [];
-  const refuse = (d: readonly Deletion[]) => prunedByArgoCd(d).length > 0 && !opts.allowDelete;
+  const refuse = (d: readonly Deletion[]) => needAllowDelete(d).length > 0 && !opts.allowDelete;
   // The lock is taken before any cluster is rendered: each render is compared with the folder it replaces.
   const threads = renderThreads(work.length, opts.notify);
   const writer = TreeWriter.begin(out, { ...lockOptions, replaceAll: !only });

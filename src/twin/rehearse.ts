@@ -15,7 +15,8 @@ import { InputError } from '../errors';
 import { scratchFolder } from '../files';
 import { readRawDescription } from '../model/load';
 import { ClusterModel } from '../model/model';
-import { crdStays, isCrd } from '../render/deletions';
+import { crdStays } from '../render/deletions';
+import { isCrd } from '../render/manifest';
 import { toYaml } from '../render/yaml';
 import { ValidationFailed } from '../synth/pipeline';
 

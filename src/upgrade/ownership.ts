@@ -3,6 +3,7 @@ import { RenderedCr } from './revalidate';
 import { ComponentName, Finding } from './types';
 import { setValueAt } from '../json';
 import { HELM } from '../model/names';
+import { clusterFate } from '../render/deletions';
 import { apiGroup, Manifest } from '../render/manifest';
 
 /** What one Argo CD Application applies at one end of the upgrade. */
@@ -65,6 +66,8 @@ export function ownership(
   for (const [id, { object, apps }] of [...before].sort(([x], [y]) => (x < y ? -1 : 1))) {
     if (after.has(id)) continue;
     const stays = to.filter((a) => a.objects.some((m) => identity(m, a.namespace, clusterScoped) === id)).map((a) => a.application);
+    // an object no Application applies any more is pruned, unless the cluster keeps it (a CRD, Prune=false)
+    const kept = clusterFate(object).stays;
     out.push({
       section: 'ownership',
       type: 'two-owners',
@@ -75,7 +78,7 @@ export function ownership(
       to: stays,
       message: `at ${label.from}, ${apps.map((a) => `${a.application} (${a.source})`).join(' and ')} both apply it (each sync overwrites the other's); `
         + (stays.length > 0 ? `at ${label.to} only ${stays.join(', ')} does: the upgrade ends the fight, and until the last of them synced the object flips between the two versions of it`
-          : `at ${label.to} none does: Argo CD prunes it`),
+          : `at ${label.to} none does: ${kept ? `it ${kept}` : 'Argo CD prunes it'}`),
       files: apps.map((a) => a.source),
     });
   }

@@ -12,6 +12,11 @@ import { referenceInput, readTreeFiles, ROOT } from '../helpers';
 // Argo CD prunes what leaves dist/: a dropped tenant takes its Namespace, and everything in it, with it.
 // synth refuses to remove rendered objects unless --allow-delete, lists them on stderr as diff does,
 // and leaves the output byte-identical; the same with --config/--out and without arguments (the fleet).
+// Each line says what argo-cd v3.5.1 does where that is not a plain prune (src/render/deletions.ts clusterFate).
+
+/** The line of the dropped tenant's Namespace: Prune=confirm, so Argo CD's sync waits for a confirmation (gitops-engine sync_context.go runTasks). */
+const INFERENCE_NAMESPACE = '- instant-cluster: Namespace inference (tenants/namespace.inference.yaml): Argo CD deletes it only once someone confirms '
+  + '(Prune=confirm): its Application waits ("waiting for pruning confirmation") until: argocd app confirm-deletion instant-cluster-tenants';
 
 function capture() {
   const out: string[] = [];
@@ -19,15 +24,35 @@ function capture() {
   return { io: { out: (l: string) => out.push(l), err: (l: string) => err.push(l) }, out, err };
 }
 
+type Edit = (d: Record<string, any>) => void;
 let work: string;
-const file = (name: string, edit: (d: Record<string, any>) => void = () => {}) => {
+const file = (name: string, edit: Edit = () => {}) => {
   const d = referenceInput();
   edit(d);
   const p = path.join(work, name);
   writeFileSync(p, stringify(d));
   return p;
 };
-const withoutInference = (d: Record<string, any>) => { d.tenants = d.tenants.filter((t: { name: string }) => t.name !== 'inference'); };
+/** synth's warning after removing one rendered object the cluster keeps. */
+const KEPT_WARNING = /^warning: 1 rendered object\(s\) removed from .* stay in the cluster \(Argo CD does not prune them, as their line says\): delete them by hand if they are no longer wanted$/;
+const withoutInference: Edit = (d) => { d.tenants = d.tenants.filter((t: { name: string }) => t.name !== 'inference'); };
+
+/**
+ * An output `<work>/<name>` rendered from the reference description (with `base`), and the description that drops
+ * something from it (`base`, then `drop`): each test synths or diffs the dropped one against that output.
+ */
+interface Dropped {
+  readonly out: string;
+  readonly reference: string;
+  readonly dropped: string;
+}
+function renderedThenDropped(name: string, drop: Edit, base: Edit = () => {}): Dropped {
+  const out = path.join(work, name);
+  const reference = file(`${name}-reference.yaml`, base);
+  const dropped = file(`${name}-dropped.yaml`, (d) => { base(d); drop(d); });
+  expect(main(['synth', '--config', reference, '--out', out, '--quiet'])).toBe(EXIT.ok);
+  return { out, reference, dropped };
+}
 
 beforeAll(() => {
   work = mkdtempSync(path.join(tmpdir(), 'synth-deletions-'));
@@ -38,18 +63,13 @@ describe('synth --config FILE --out DIR', () => {
   let out: string;
   let reference: string;
   let dropped: string;
-  beforeAll(() => {
-    out = path.join(work, 'one');
-    reference = file('instant-cluster.yaml');
-    dropped = file('without-inference.yaml', withoutInference);
-    expect(main(['synth', '--config', reference, '--out', out, '--quiet'])).toBe(EXIT.ok);
-  });
+  beforeAll(() => ({ out, reference, dropped } = renderedThenDropped('one', withoutInference)));
 
   it('refuses to remove a tenant\'s Namespace and objects: exit 1, each on stderr, the output byte-identical', () => {
     const before = readTreeFiles(out);
     const c = capture();
     expect(main(['synth', '--config', dropped, '--out', out], c.io)).toBe(EXIT.failed);
-    expect(c.err).toContain('- instant-cluster: Namespace inference (tenants/namespace.inference.yaml)');
+    expect(c.err).toContain(INFERENCE_NAMESPACE);
     expect(c.err).toContain('- instant-cluster: LocalQueue inference/inference (tenants/localqueue.inference.inference.yaml)');
     expect(c.err).toContain('- instant-cluster: ClusterQueue inference (kueue/clusterqueue.inference.yaml)');
     expect(c.err.at(-1)).toMatch(/^error: \d+ rendered object\(s\) would be deleted from .*one, and Argo CD would prune them from the cluster; nothing was written; re-run with --allow-delete if that is intended$/);
@@ -70,8 +90,8 @@ describe('synth --config FILE --out DIR', () => {
     const c = capture();
     expect(main(['synth', '--config', dropped, '--out', out, '--allow-delete'], c.io)).toBe(EXIT.ok);
     expect(existsSync(path.join(out, 'instant-cluster', 'tenants', 'namespace.inference.yaml'))).toBe(false);
-    expect(c.err).toContain('- instant-cluster: Namespace inference (tenants/namespace.inference.yaml)');
-    expect(c.err.at(-1)).toMatch(/^note: \d+ rendered object\(s\) removed from .*one \(--allow-delete\); Argo CD prunes them/);
+    expect(c.err).toContain(INFERENCE_NAMESPACE);
+    expect(c.err.at(-1)).toMatch(/^note: \d+ rendered object\(s\) removed from .*one \(--allow-delete\); Argo CD prunes them when it syncs, or as their line says$/);
     // Nothing more to remove: a second run needs no flag.
     const again = capture();
     expect(main(['synth', '--config', dropped, '--out', out, '--quiet'], again.io)).toBe(EXIT.ok);
@@ -90,7 +110,7 @@ describe('synth --config FILE --out DIR', () => {
       cwd: ROOT, env: { ...process.env, CDK8S_CHECK_UPGRADE: 'false' }, encoding: 'utf8',
     });
     expect(npm.status, npm.stderr).toBe(1);
-    expect(npm.stderr).toMatch(/^- instant-cluster: Namespace inference \(tenants\/namespace\.inference\.yaml\)$/m);
+    expect(npm.stderr.split('\n')).toContain(INFERENCE_NAMESPACE);
     expect(npm.stderr).toMatch(/would be deleted from .*; nothing was written; re-run with --allow-delete/);
     expect(readTreeFiles(out)).toEqual(before);
   });
@@ -151,7 +171,7 @@ describe('synth of every description (the fleet, as `npm run synth` without argu
     const stray = path.join(out, 'instant-cluster', 'tenants', 'notes.yaml');
     writeFileSync(stray, 'kind: [unclosed\n');
     expect(refused().deletions).toEqual([
-      { cluster: 'instant-cluster', object: expect.stringMatching(/^the objects of an unreadable file \(.*notes\.yaml: invalid YAML/), file: 'instant-cluster/tenants/notes.yaml' },
+      { cluster: 'instant-cluster', object: expect.stringMatching(/^the objects of an unreadable file \(.*notes\.yaml: invalid YAML/), file: 'instant-cluster/tenants/notes.yaml', notAnObject: true },
     ]);
     rmSync(stray);
   });
@@ -178,19 +198,14 @@ describe('a CRD that leaves the output stays in the cluster: listed as such, no 
     + 'an admin deletes it if wanted: kubectl delete crd widgets.example.com (deletes every Widget left)';
   /** The output as a render that had a CRD left it (the new render has none). */
   const withCrd = () => copyFileSync(path.join(ROOT, 'test', 'fixtures', 'upgrade', 'crd-pair', 'old', 'widgets.example.com.yaml'), path.join(out, CRD_FILE));
-  beforeAll(() => {
-    out = path.join(work, 'crd');
-    reference = file('crd-instant-cluster.yaml');
-    dropped = file('crd-without-inference.yaml', withoutInference);
-    expect(main(['synth', '--config', reference, '--out', out, '--quiet'])).toBe(EXIT.ok);
-  });
+  beforeAll(() => ({ out, reference, dropped } = renderedThenDropped('crd', withoutInference)));
 
   it('diff: listed on stdout and stderr with what the cluster does and the kubectl command; exit 0; json counts it removed, not pruned', () => {
     withCrd();
     const c = capture();
     expect(main(['diff', '--config', reference, '--out', out], c.io)).toBe(EXIT.ok);
     expect(c.out).toContain('  - CustomResourceDefinition widgets.example.com (storage/customresourcedefinition.widgets.example.com.yaml)');
-    expect(c.out.at(-1)).toBe('0 added, 1 removed (1 CRD(s) of them stay in the cluster), 0 changed, 0 other file(s)');
+    expect(c.out.at(-1)).toBe('0 added, 1 removed (1 of them stay in the cluster), 0 changed, 0 other file(s)');
     expect(c.err).toEqual([CRD_LINE]);
     const quiet = capture();
     expect(main(['diff', '--config', reference, '--out', out, '--quiet'], quiet.io)).toBe(EXIT.ok);
@@ -226,7 +241,7 @@ describe('a CRD that leaves the output stays in the cluster: listed as such, no 
     const c = capture();
     expect(main(['synth', '--config', reference, '--out', out], c.io)).toBe(EXIT.ok);
     expect(existsSync(path.join(out, CRD_FILE))).toBe(false);
-    expect(c.err).toEqual([CRD_LINE, expect.stringMatching(/^warning: 1 CRD\(s\) removed from .*crd stay in the cluster \(Argo CD never prunes a CRD\): delete them by hand if they are no longer wanted$/)]);
+    expect(c.err).toEqual([CRD_LINE, expect.stringMatching(KEPT_WARNING)]);
     withCrd();
     const quiet = capture();
     expect(main(['synth', '--config', reference, '--out', out, '--quiet'], quiet.io)).toBe(EXIT.ok);
@@ -242,7 +257,74 @@ describe('a CRD that leaves the output stays in the cluster: listed as such, no 
     expect(c.err).toContain(CRD_LINE);
     expect(c.err.slice(-2)).toEqual([
       expect.stringMatching(new RegExp(`^note: ${pruned} rendered object\\(s\\) removed from .*crd \\(--allow-delete\\); Argo CD prunes them`)),
-      expect.stringMatching(/^warning: 1 CRD\(s\) removed from /),
+      expect.stringMatching(KEPT_WARNING),
     ]);
+  });
+});
+
+// An adopted object (what the pre-installed add-ons created, ADOPTED_SYNC_OPTIONS) says Prune=false,Delete=false: Argo CD
+// never prunes it (argo-cd v3.5.1 gitops-engine/pkg/sync/sync_context.go:1454-1458 pruneObject, "ignored (no prune)").
+describe('an adopted object (Prune=false) that leaves the output stays in the cluster: listed as such, no --allow-delete asked', () => {
+  let t: Dropped;
+  const ADOPTED_LINE = '- instant-cluster: Service kubernetes-dashboard/kubernetes-dashboard-kong-proxy '
+    + '(dashboard/service.kubernetes-dashboard.kubernetes-dashboard-kong-proxy.yaml): stays in the cluster: Argo CD never prunes an object '
+    + 'whose sync options say Prune=false, nor deletes it with its Application (Delete=false); its Application shows it OutOfSync '
+    + '(requires pruning) while it stays; an admin deletes it if wanted: kubectl delete -n kubernetes-dashboard service kubernetes-dashboard-kong-proxy';
+  const dashboard = (service: string): Edit => (d) => { d.monitoring = { ...d.monitoring, dashboard: { ...d.monitoring?.dashboard, service } }; };
+  beforeAll(() => { t = renderedThenDropped('adopted', dashboard('preinstalled'), dashboard('adopt')); });
+
+  it('diff: exit 0, the object listed as staying with the kubectl command; json counts it removed, not pruned', () => {
+    const c = capture();
+    expect(main(['diff', '--config', t.dropped, '--out', t.out], c.io)).toBe(EXIT.ok);
+    expect(c.err).toEqual([ADOPTED_LINE]);
+    expect(c.out.at(-1)).toMatch(/^0 added, 1 removed \(1 of them stay in the cluster\), \d+ changed, \d+ other file\(s\)$/);
+    const json = capture();
+    expect(main(['diff', '--config', t.dropped, '--out', t.out, '--format', 'json'], json.io)).toBe(EXIT.ok);
+    const d = JSON.parse(json.out.join('\n'));
+    expect([d.removed, d.pruned]).toEqual([1, 0]);
+  });
+
+  it('synth: removes it without --allow-delete, listing it and warning that it stays in the cluster', () => {
+    const c = capture();
+    expect(main(['synth', '--config', t.dropped, '--out', t.out], c.io)).toBe(EXIT.ok);
+    expect(c.err).toEqual([ADOPTED_LINE, expect.stringMatching(KEPT_WARNING)]);
+    expect(existsSync(path.join(t.out, 'instant-cluster', 'dashboard', 'service.kubernetes-dashboard.kubernetes-dashboard-kong-proxy.yaml'))).toBe(false);
+    expect(main(['synth', '--config', t.reference, '--out', t.out, '--quiet'])).toBe(EXIT.ok);
+  });
+});
+
+// A managed install's Application carries no resources finalizer (src/components/gitops/plan.ts): the root prunes the
+// Application, and the API server removes it at once; the controller deletes an Application's resources only for one
+// being deleted with that finalizer (argo-cd v3.5.1 controller/appcontroller.go:1137, :1344 app.CascadedDeletion()).
+describe('an install dropped from a description: Argo CD deletes its Application, not what it installed', () => {
+  let t: Dropped;
+  const APPLICATION_LINE = '- instant-cluster: Application argocd/instant-cluster-mpi-operator-install '
+    + '(gitops/application.argocd.instant-cluster-mpi-operator-install.yaml): Argo CD deletes this Application only, not what it applied '
+    + '(it carries no resources finalizer): that stays in the cluster, synced by nothing; to have it deleted too, give the Application the '
+    + 'finalizer before the change reaches Argo CD: kubectl patch application -n argocd instant-cluster-mpi-operator-install --type merge '
+    + '-p \'{"metadata":{"finalizers":["resources-finalizer.argocd.argoproj.io"]}}\'';
+  const mpiOperator = (mode: string): Edit => (d) => { d.installs = { ...d.installs, mpiOperator: mode }; };
+  beforeAll(() => { t = renderedThenDropped('install', mpiOperator('preinstalled'), mpiOperator('managed')); });
+
+  it('synth and diff: the Application is a deletion Argo CD carries out (exit 1 without --allow-delete), its line says what stays', () => {
+    const d = capture();
+    expect(main(['diff', '--config', t.dropped, '--out', t.out], d.io)).toBe(EXIT.failed);
+    expect(d.err).toContain(APPLICATION_LINE);
+    const json = capture();
+    expect(main(['diff', '--config', t.dropped, '--out', t.out, '--format', 'json'], json.io)).toBe(EXIT.failed);
+    expect(JSON.parse(json.out.join('\n')).objects).toContainEqual(expect.objectContaining({
+      change: 'removed', object: 'Application argocd/instant-cluster-mpi-operator-install', note: expect.stringContaining('Argo CD deletes this Application only'),
+    }));
+    const s = capture();
+    expect(main(['synth', '--config', t.dropped, '--out', t.out], s.io)).toBe(EXIT.failed);
+    expect(s.err).toContain(APPLICATION_LINE);
+    expect(s.err.at(-1)).toMatch(/^error: \d+ rendered object\(s\) would be deleted from .*install, and Argo CD would prune them from the cluster; nothing was written/);
+  });
+
+  it('with --allow-delete: removed, with the same line', () => {
+    const c = capture();
+    expect(main(['synth', '--config', t.dropped, '--out', t.out, '--allow-delete'], c.io)).toBe(EXIT.ok);
+    expect(c.err).toContain(APPLICATION_LINE);
+    expect(existsSync(path.join(t.out, 'instant-cluster', 'gitops', 'application.argocd.instant-cluster-mpi-operator-install.yaml'))).toBe(false);
   });
 });

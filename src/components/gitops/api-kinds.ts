@@ -1,4 +1,4 @@
-import { apiGroup, FolderKustomization, Manifest } from '../../render/manifest';
+import { apiGroup, definedKind, FolderKustomization, Manifest } from '../../render/manifest';
 
 /**
  * Bytes an object may have when Argo CD applies it client-side: kubectl stores the whole object in the
@@ -51,13 +51,6 @@ export function formatProvides(kinds: readonly GroupKind[]): string {
 /** Whether `gk` is one of `provided` (a `*` kind covers the whole group). */
 export function isProvided(gk: GroupKind, provided: readonly GroupKind[]): boolean {
   return provided.some((p) => p.group === gk.group && (p.kind === '*' || p.kind === gk.kind));
-}
-
-/** The kind a CustomResourceDefinition defines; undefined for any other object. */
-export function definedKind(m: Manifest): GroupKind | undefined {
-  if (m.kind !== 'CustomResourceDefinition' || apiGroup(m.apiVersion) !== 'apiextensions.k8s.io') return undefined;
-  const spec = m.spec as { group?: string; names?: { kind?: string } } | undefined;
-  return { group: spec?.group ?? '', kind: spec?.names?.kind ?? '' };
 }
 
 /** The kinds the CustomResourceDefinitions among `objects` define. */

@@ -1,8 +1,7 @@
 import { Construct } from 'constructs';
 import { GroupKind } from './api-kinds';
-import { RESOURCES_FINALIZER } from './plan';
 import { AppProject } from '../../../imports/argocd-appproject-argoproj.io';
-import { LABELS } from '../../model/names';
+import { LABELS, RESOURCES_FINALIZER } from '../../model/names';
 
 export interface ClusterAppProjectProps {
   readonly name: string;

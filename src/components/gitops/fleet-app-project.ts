@@ -1,8 +1,8 @@
 import { Construct } from 'constructs';
 import { GroupKind } from './api-kinds';
-import { RESOURCES_FINALIZER } from './plan';
 import { AppProject } from '../../../imports/argocd-appproject-argoproj.io';
 import { IN_CLUSTER_SERVER } from '../../model/description';
+import { RESOURCES_FINALIZER } from '../../model/names';
 
 export interface FleetAppProjectProps {
   readonly name: string;

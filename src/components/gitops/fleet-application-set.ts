@@ -1,7 +1,8 @@
 import { Construct } from 'constructs';
-import { RESOURCES_FINALIZER, ROOT_KUSTOMIZE, ROOT_RETRY } from './plan';
+import { ROOT_KUSTOMIZE, ROOT_RETRY } from './plan';
 import { ApplicationSet } from '../../../imports/argocd-applicationset-argoproj.io';
 import { IN_CLUSTER_SERVER } from '../../model/description';
+import { RESOURCES_FINALIZER } from '../../model/names';
 
 /** One cluster of the fleet, as the list generator hands it to the template. */
 export interface FleetMember {

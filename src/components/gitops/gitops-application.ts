@@ -1,9 +1,9 @@
 import { Construct } from 'constructs';
 import { formatProvides, GroupKind } from './api-kinds';
 import { IgnoredDifference } from './managed-installs';
-import { CHILD_RETRY, CLIENT_SIDE_APPLY_MIGRATION_MANAGER, RESOURCES_FINALIZER, RetryPolicy, SERVER_SIDE_APPLY } from './plan';
+import { CHILD_RETRY, CLIENT_SIDE_APPLY_MIGRATION_MANAGER, RetryPolicy, SERVER_SIDE_APPLY } from './plan';
 import { Application, ApplicationSpecSource } from '../../../imports/argocd-application-argoproj.io';
-import { LABELS } from '../../model/names';
+import { LABELS, RESOURCES_FINALIZER } from '../../model/names';
 
 export interface GitopsApplicationProps {
   /** Application name (unique in the Argo CD namespace). */

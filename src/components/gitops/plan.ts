@@ -3,13 +3,12 @@ import { IgnoredDifference, ManagedInstall, managedInstalls } from './managed-in
 import { ApplicationSpecSource, ApplicationSpecSourceKustomize } from '../../../imports/argocd-application-argoproj.io';
 import { IN_CLUSTER_SERVER } from '../../model/description';
 import { ClusterModel } from '../../model/model';
-import { ARGOCD_FIELD_MANAGER, LABELS } from '../../model/names';
+import { ARGOCD_FIELD_MANAGER, GITOPS_FOLDER, LABELS } from '../../model/names';
 import { durationSeconds } from '../../model/schema-types';
 import { inKustomization } from '../../render/folder-files';
 import { KustomizeReplacement, Manifest, RenderedFolder } from '../../render/manifest';
 
-/** Folder of the Argo CD objects of a cluster (dist/<cluster>/gitops/). */
-export const GITOPS_FOLDER = 'gitops';
+export { GITOPS_FOLDER } from '../../model/names';
 
 /** Output folder of the fleet objects: dist/fleet/ (so no cluster may be named "fleet"). */
 export const FLEET_FOLDER = 'fleet';
@@ -145,9 +144,6 @@ export const SERVER_SIDE_APPLY = 'ServerSideApply=true';
  * with `kubectl apply` and the render leaves out.
  */
 export const CLIENT_SIDE_APPLY_MIGRATION_MANAGER = ARGOCD_FIELD_MANAGER;
-
-/** Deletes an Application's resources with it (cascading delete). */
-export const RESOURCES_FINALIZER = 'resources-finalizer.argocd.argoproj.io';
 
 /** Everything one Argo CD Application of a cluster needs; the constructs turn it into objects. */
 export interface ApplicationPlan {
@@ -318,7 +314,8 @@ export function planGitops(model: ClusterModel, folders: readonly RenderedFolder
       SERVER_SIDE_APPLY,
     ],
     serverSideDiff: true,
-    // No cascading delete: dropping an install (e.g. back to "preinstalled") must not delete CRDs and with them every CR.
+    // No cascading delete: dropping an install (e.g. back to "preinstalled") deletes its Application only, and what it
+    // installed keeps running (synth and diff say so: render/deletions.ts clusterFate).
     finalizer: false,
     ignoreDifferences: i.ignoreDifferences,
     namespaceLabels: i.namespaceLabels,
