@@ -2,7 +2,7 @@ import { parse as parseYaml } from 'yaml';
 import { SimNode, simulatedNodes } from './nodes';
 import { clusterPolicyOperands, nicClusterPolicyOperands } from './operands';
 import { Fit, fitOn, FitOptions, SchedulingSpec, TolerationLike } from './scheduling';
-import { ContentMemo } from '../../cache/content-memo';
+import { ContentMemo, exactJsonKey } from '../../cache/content-memo';
 import { isJsonObject } from '../../json';
 import { RESOURCES } from '../../model/names';
 import { apiGroup, describeObject, Manifest } from '../../render/manifest';
@@ -71,9 +71,15 @@ function parseJsonOrYaml(text: string): unknown {
   }
 }
 
-/** The helper pod templates parsed, by their text (every cluster of a fleet holds the same one); each caller gets its own copy. */
-const helperPods = new ContentMemo<unknown>(256 * 1024);
-const helperPodOf = (template: string): unknown => structuredClone(helperPods.get(template, () => parseYaml(template)));
+/**
+ * The helper pod templates parsed, by their text (every cluster of a fleet holds the same one), kept as the JSON text
+ * of what they parse to: each caller gets its own copy. A template that parses to more than JSON holds is parsed each time.
+ */
+const helperPods = new ContentMemo<string | undefined>(256 * 1024);
+const helperPodOf = (template: string): unknown => {
+  const json = helperPods.get(template, () => exactJsonKey(parseYaml(template)));
+  return json === undefined ? parseYaml(template) : JSON.parse(json);
+};
 
 /** The helper pod template in the local-path-provisioner ConfigMap, and how the provisioner places it. */
 function localPathHelper(cm: Manifest): Target[] {
