@@ -18,8 +18,8 @@ export const PATTERNS_MODULE = 'gpu-cluster-manifests/patterns';
  * reads Go's syntax (`(?i)`), which JavaScript refuses; it has no backreferences or lookarounds, which the API
  * server refuses too. Patterns match anywhere in the value unless anchored, as JSON Schema says (RegExp.test).
  */
-/** The characters of the values whose results one pattern keeps (ContentMemo). */
-const PATTERN_VALUE_CHARS = 64 * 1024;
+/** The characters of the values whose results one pattern keeps (ContentMemo): a validator holds hundreds of patterns. */
+const PATTERN_VALUE_CHARS = 16 * 1024;
 
 export const re2Engine: RegExpEngine = Object.assign(
   (pattern: string) => {
