@@ -1,6 +1,7 @@
 import { relative } from 'node:path';
 import { allContainers } from './cluster-index';
 import { Rule, Violation } from './rule';
+import { ContentMemo } from '../cache/content-memo';
 import { credentialKind, credentialLines } from '../errors';
 import { Manifest } from '../render/manifest';
 
@@ -102,12 +103,19 @@ export { credentialKind };
 /** Keys of a kubeconfig's users[].user that hold a credential. */
 const KUBECONFIG_USER_SECRETS = ['token', 'client-key-data', 'password'];
 
+/**
+ * What credential a long text of an object holds, by the text: the same dashboards, scripts and configuration files
+ * are in every cluster of a fleet (a lookup by the text is a fraction of a search through it).
+ */
+const longTextKinds = new ContentMemo<string | undefined>(4 * 1024 * 1024);
+const LONG_TEXT = 256;
+
 /** The first credential in a JSON value, as `path: what`, or undefined. */
 function credentialIn(node: unknown, path: string): string | undefined {
   if (typeof node === 'string') {
     // the shortest credential a shape knows: a user-info `https://u:p@h`
     if (node.length < 8) return undefined;
-    const what = credentialKind(node);
+    const what = node.length < LONG_TEXT ? credentialKind(node) : longTextKinds.get(node, () => credentialKind(node));
     return what && `${path || '(value)'} holds ${what}`;
   }
   if (Array.isArray(node)) {

@@ -46,9 +46,12 @@ export interface WorkloadEnvVar {
   readonly value: string;
 }
 
+/** The description schema's image check, built once (a zod schema costs more to build than to run). */
+let pinnedImageSchema: ReturnType<typeof pinnedImage> | undefined;
+
 /** Throws unless `image` is pinned (a tag other than `latest`, or a digest). */
 export function assertPinnedImage(prop: string, image: string): void {
-  const result = pinnedImage().safeParse(image);
+  const result = (pinnedImageSchema ??= pinnedImage()).safeParse(image);
   if (!result.success) throw new Error(`${prop}: ${result.error.issues[0].message}, got "${image}"`);
 }
 

@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import type { RegExpEngine } from 'ajv/dist/types';
+import { ContentMemo } from '../cache/content-memo';
 
 /** re2js only when a pattern is compiled (a validator without one never needs it). */
 const re2 = (): typeof import('re2js') => createRequire(__filename)('re2js');
@@ -17,12 +18,20 @@ export const PATTERNS_MODULE = 'gpu-cluster-manifests/patterns';
  * reads Go's syntax (`(?i)`), which JavaScript refuses; it has no backreferences or lookarounds, which the API
  * server refuses too. Patterns match anywhere in the value unless anchored, as JSON Schema says (RegExp.test).
  */
+/** The characters of the values whose results one pattern keeps (ContentMemo): a validator holds hundreds of patterns. */
+const PATTERN_VALUE_CHARS = 16 * 1024;
+
 export const re2Engine: RegExpEngine = Object.assign(
   (pattern: string) => {
     // Compiled on its first test, not when the validator's code loads (a cached validator's code builds every pattern
     // of its schema at its top level, and an object reaches few of them); ajv shares one among the places using this text.
     let re: ReturnType<ReturnType<typeof re2>['RE2JS']['compile']> | undefined;
-    return { test: (s: string) => (re ??= re2().RE2JS.compile(pattern)).matcher(s).find(), toString: () => `re2:${pattern}` };
+    // the values a pattern is tested on repeat, in every cluster of a fleet (names, images, ports): each is tested once
+    const found = new ContentMemo<boolean>(PATTERN_VALUE_CHARS);
+    return {
+      test: (s: string) => found.get(typeof s === 'string' ? s : undefined, () => (re ??= re2().RE2JS.compile(pattern)).matcher(s).find()),
+      toString: () => `re2:${pattern}`,
+    };
   },
   { code: `require(${JSON.stringify(PATTERNS_MODULE)}).re2Engine` },
 );

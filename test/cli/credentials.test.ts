@@ -58,6 +58,19 @@ describe('one masking function: the shapes of a credential, masked wherever a li
     [`see ${GITHUB_TOKEN}.`, 'see ***.'],
     ['-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nIBAAK\n-----END RSA PRIVATE KEY-----', '-----BEGIN RSA PRIVATE KEY-----***-----END RSA PRIVATE KEY-----'],
     ['https://git.example.com/a.git and plain text', 'https://git.example.com/a.git and plain text'],
+    // each shape once more, by the literals looked for before its pattern runs (CREDENTIAL_SHAPES' marks)
+    ['jwt eyJhbGciOiJSUzI1.eyJzdWIiOiJzeXN0.c2lnbmF0dXJlX2J5dGVz end', 'jwt *** end'],
+    ['  client-key-data: LS0tLS1CRUdJTg==', '  client-key-data: ***'],
+    ['password: hunter2-Pa55word', 'password: ***'],
+    ['{"password": "hunter2-Pa55word"}', '{"password": "***"}'],
+    ['id ASIAABCDEFGHIJKLMNOP.', 'id ***.'],
+    [`github_pat_${'A1b2C3d4E5'.repeat(5)} x`, '*** x'],
+    [`gho_${'A1b2C3d4E5'.repeat(4)}`, '***'],
+    ['glpat-A1b2C3d4E5A1b2C3d4E5', '***'],
+    ['-----BEGIN PRIVATE KEY-----\\nMIIEow\\n-----END PRIVATE KEY-----', '-----BEGIN PRIVATE KEY-----***-----END PRIVATE KEY-----'],
+    // near misses: a shape's literal without its secret, a URL with an "@" after its host
+    ['the token: short', 'the token: short'],
+    ['image: registry.example.com/a@sha256:0123 from https://example.com/x', 'image: registry.example.com/a@sha256:0123 from https://example.com/x'],
   ])('%s', (text, masked) => {
     expect(maskCredentials(text)).toBe(masked);
     expect(credentialKind(text) === undefined).toBe(masked === text);

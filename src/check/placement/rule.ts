@@ -2,6 +2,7 @@ import { parse as parseYaml } from 'yaml';
 import { SimNode, simulatedNodes } from './nodes';
 import { clusterPolicyOperands, nicClusterPolicyOperands } from './operands';
 import { Fit, fitOn, FitOptions, SchedulingSpec, TolerationLike } from './scheduling';
+import { ContentMemo, exactJsonKey } from '../../cache/content-memo';
 import { isJsonObject } from '../../json';
 import { RESOURCES } from '../../model/names';
 import { apiGroup, describeObject, Manifest } from '../../render/manifest';
@@ -70,6 +71,16 @@ function parseJsonOrYaml(text: string): unknown {
   }
 }
 
+/**
+ * The helper pod templates parsed, by their text (every cluster of a fleet holds the same one), kept as the JSON text
+ * of what they parse to: each caller gets its own copy. A template that parses to more than JSON holds is parsed each time.
+ */
+const helperPods = new ContentMemo<string | undefined>(256 * 1024);
+const helperPodOf = (template: string): unknown => {
+  const json = helperPods.get(template, () => exactJsonKey(parseYaml(template)));
+  return json === undefined ? parseYaml(template) : JSON.parse(json);
+};
+
 /** The helper pod template in the local-path-provisioner ConfigMap, and how the provisioner places it. */
 function localPathHelper(cm: Manifest): Target[] {
   const data = (cm as { data?: Record<string, string> }).data ?? {};
@@ -78,7 +89,7 @@ function localPathHelper(cm: Manifest): Target[] {
   let pod: unknown;
   let config: unknown;
   try {
-    pod = parseYaml(template);
+    pod = helperPodOf(template);
     config = parseJsonOrYaml(data['config.json'] ?? '{}');
   } catch {
     return [];

@@ -1,6 +1,7 @@
 import * as k8s from 'cdk8s-plus-28/lib/imports/k8s';
 import { Construct } from 'constructs';
 import { stringify } from 'yaml';
+import { ContentMemo, exactJsonKey } from '../../cache/content-memo';
 import { TolerationSpec } from '../../model/model';
 import { SINGLETONS } from '../../model/names';
 
@@ -36,6 +37,11 @@ export interface LocalPathConfigProps {
   readonly name?: string;
 }
 
+/** The helper pod's YAML text by its content: every cluster of a fleet writes the same one. */
+const helperPodTexts = new ContentMemo<string>(256 * 1024);
+const helperPodYaml = (pod: Record<string, unknown>): string => (
+  helperPodTexts.get(exactJsonKey(pod), () => stringify(pod, { indent: 2, indentSeq: true, lineWidth: 0 })));
+
 /** Node in nodePathMap that applies to every node not listed. */
 const ALL_NODES = 'DEFAULT_PATH_FOR_NON_LISTED_NODES';
 
@@ -68,7 +74,7 @@ export class LocalPathConfig extends Construct {
       { key: 'node.kubernetes.io/disk-pressure', operator: 'Exists', effect: 'NoSchedule' },
       ...(props.helperTolerations ?? []).map((t) => ({ ...t })),
     ];
-    const helperPod = stringify({
+    const helperPod = helperPodYaml({
       apiVersion: 'v1',
       kind: 'Pod',
       metadata: { name: 'helper-pod' },
@@ -77,7 +83,7 @@ export class LocalPathConfig extends Construct {
         tolerations,
         containers: [{ name: 'helper-pod', image: props.helperImage, imagePullPolicy: 'IfNotPresent' }],
       },
-    }, { indent: 2, indentSeq: true, lineWidth: 0 });
+    });
 
     new k8s.KubeConfigMap(this, 'Resource', {
       metadata: { name: this.name, namespace: props.namespace },
