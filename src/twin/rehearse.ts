@@ -482,6 +482,10 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
       if (states.every(converged) && missing.length === 0 && root) opts.err(`rehearse: not converged: ${twin!.name}: its sync is ${root.phase || 'not started'}${root.operationRevision && root.operationRevision !== rev ? ` at ${root.operationRevision.slice(0, 7)}` : ''}`);
       // the twin's own operators: a stand-in whose passes failed says so (the status it did not write is why a wave waits)
       const standIns = twin!.standIns;
+      const lastWrites = new Map(standIns.writes.map((w) => [`${w.kind} ${w.name}`, w]));
+      if (lastWrites.size > 0) {
+        opts.err(`rehearse: the twin's operator stand-ins last wrote: ${[...lastWrites].map(([k, w]) => `${k} ${w.state} at ${seconds(w.at - rootAt)}`).join(', ')} (after the root's apply)`);
+      }
       if (standIns.failedPasses > 0) {
         const last = standIns.errors[standIns.errors.length - 1];
         opts.err(`rehearse: the twin's operator stand-ins: ${standIns.failedPasses} pass(es) failed${standIns.lastError !== undefined ? ', failing still' : ', then one succeeded'}; the last at ${last ? seconds(last.at - rootAt) : '?'} after the root's apply: ${last?.message ?? standIns.lastError}`);
