@@ -1,9 +1,11 @@
 import { KubeClient, KubeObject } from './kube-client';
+import { ListWatch, ListWatchClient } from './list-watch';
 import { sleep } from './poll';
 import { HELD_ON_PURPOSE, WAVES_GO_AHEAD } from '../components/argocd/health-checks';
 
 /**
- * The Applications of a twin as Argo CD reports them, read every second: each one's sync and health status, the
+ * The Applications of a twin as Argo CD reports them, watched (a list, then the API server's watch stream: each change
+ * as it is made, kube-client.ts `watch`): each one's sync and health status, the
  * revision it synced, its operation, and when each first became Synced and Healthy at a revision (the timeline of a
  * bootstrap or of a pushed commit). What a test waits on and asserts; what `rehearse` (issue 51) will display.
  *
@@ -33,6 +35,10 @@ export interface ApplicationState {
   readonly operationRevision: string;
   /** The conditions Argo CD reports (ComparisonError, SyncError, ...), `type: message`. */
   readonly conditions: readonly string[];
+  /** status.reconciledAt: when Argo CD last compared it (RFC 3339, seconds); '' before its first comparison. */
+  readonly reconciledAt: string;
+  /** A refresh was asked for and Argo CD has not done it yet (its argocd.argoproj.io/refresh annotation is there). */
+  readonly refreshRequested: boolean;
   /** Resources of the Application that are not Healthy or not Synced: `Kind namespace/name: health (message)`. */
   readonly waitingOn: readonly string[];
   /**
@@ -72,6 +78,8 @@ export function applicationState(app: KubeObject): ApplicationState {
     operationMessage: String(op.message ?? ''),
     operationRevision: String(op.syncResult?.revision ?? op.operation?.sync?.revision ?? ''),
     conditions: ((status.conditions ?? []) as Json[]).map((c) => `${c.type}: ${c.message}`),
+    reconciledAt: String(status.reconciledAt ?? ''),
+    refreshRequested: ((app.metadata.annotations ?? {}) as Json)['argocd.argoproj.io/refresh'] !== undefined,
     waitingOn,
     wentAheadOf: childrenSaid(status, WAVES_GO_AHEAD),
     heldOnPurpose: childrenSaid(status, HELD_ON_PURPOSE),
@@ -95,43 +103,54 @@ export function describeState(s: ApplicationState): string {
   return `${s.name} (wave ${s.wave}): ${s.sync || 'not compared'}${rev}, ${health}${op}${conditions}${waiting}`;
 }
 
-/** Every Application of a namespace, read every `intervalMs`, with the first time each was Synced and Healthy at each revision. */
+/**
+ * Every Application of a namespace, watched, with the first time each was Synced and Healthy at each revision (the
+ * moment its change arrived, where reading every second saw it up to a second late).
+ */
 export class ApplicationWatch {
   private readonly latest = new Map<string, ApplicationState>();
   /** `application@revision` -> first Synced, first Healthy (ms since epoch). */
   private readonly reached = new Map<string, { synced?: number; healthy?: number }>();
-  private running = false;
-  private loop?: Promise<void>;
-  /** The last read's error, while reads fail. */
-  lastError?: string;
+  private watch?: ListWatch;
+  /** The last list's or watch's error, while they fail. */
+  get lastError(): string | undefined {
+    return this.watch?.lastError;
+  }
 
-  constructor(private readonly client: KubeClient, readonly namespace = 'argocd', private readonly intervalMs = 1000) {}
+  /** `intervalMs`: how often waitFor looks at the states (in memory: no request). */
+  constructor(private readonly client: KubeClient | ListWatchClient, readonly namespace = 'argocd', private readonly intervalMs = 1000) {}
 
   start(): this {
-    if (this.running) return this;
-    this.running = true;
-    this.loop = (async () => {
-      while (this.running) {
-        await this.read().catch((e: unknown) => { this.lastError = (e as Error).message; });
-        await sleep(this.intervalMs);
-      }
-    })();
+    if (this.watch) return this;
+    this.watch = new ListWatch(this.client, this.path, (type, o) => {
+      if (type === 'SYNC' || !o) this.seen([...this.watch!.objects.values()], true);
+      else if (type === 'DELETED') this.latest.delete(o.metadata.name);
+      else this.seen([o], false);
+    }).start();
     return this;
   }
 
   async stop(): Promise<void> {
-    this.running = false;
-    await this.loop;
+    await this.watch?.stop();
   }
 
-  /** Reads every Application once (the loop does it every interval). */
+  private get path(): string {
+    return `/apis/argoproj.io/v1alpha1/namespaces/${this.namespace}/applications`;
+  }
+
+  /** Reads every Application once (the watch keeps them without reading). */
   async read(): Promise<ApplicationState[]> {
-    const apps = await this.client.list(`/apis/argoproj.io/v1alpha1/namespaces/${this.namespace}/applications`);
+    this.seen((await this.client.listAt(this.path)).items, true);
+    return [...this.latest.values()];
+  }
+
+  /** Takes in Applications as read: every one of the namespace (`all`: the ones not among them are gone), or one changed. */
+  private seen(apps: readonly KubeObject[], all: boolean): void {
     const now = Date.now();
-    const seen = new Set<string>();
+    const names = new Set<string>();
     for (const a of apps) {
       const s = applicationState(a);
-      seen.add(s.name);
+      names.add(s.name);
       this.latest.set(s.name, s);
       if (!s.revision) continue;
       const key = `${s.name}@${s.revision}`;
@@ -140,9 +159,7 @@ export class ApplicationWatch {
       if (r.healthy === undefined && s.sync === 'Synced' && s.health === 'Healthy') r.healthy = now;
       this.reached.set(key, r);
     }
-    for (const name of [...this.latest.keys()]) if (!seen.has(name)) this.latest.delete(name);
-    this.lastError = undefined;
-    return [...this.latest.values()];
+    if (all) for (const name of [...this.latest.keys()]) if (!names.has(name)) this.latest.delete(name);
   }
 
   /** The latest state of every Application, by name. */
@@ -167,7 +184,7 @@ export class ApplicationWatch {
   }
 
   /**
-   * Waits until `done` holds for the states (read every interval) or `timeoutMs` passes; answers the last states and
+   * Waits until `done` holds for the states (looked at every interval) or `timeoutMs` passes; answers the last states and
    * whether it held.
    */
   async waitFor(done: (states: ApplicationState[]) => boolean, timeoutMs: number): Promise<{ ok: boolean; states: ApplicationState[] }> {

@@ -68,8 +68,42 @@ export interface Impersonation {
 /** Attempts of a request whose kept-alive connections turned out closed: each pooled one (at most 16), then a new one. */
 const STALE_CONNECTION_RETRIES = 17;
 
+/** One event of a watch stream (`?watch=1`): metav1.WatchEvent. */
+export interface WatchEvent {
+  readonly type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+  readonly object: KubeObject;
+}
+
+/**
+ * How a watch stream ended: the server closed it (its timeout: watch again from the last resourceVersion), the
+ * resourceVersion is too old (410 Gone, as a status or an ERROR event: list again), or a failure (a refusal, a
+ * connection lost).
+ */
+export type WatchEnd = { readonly reason: 'closed' } | { readonly reason: 'gone' } | { readonly reason: 'error'; readonly error: Error };
+
+/** A watch stream in progress. */
+export interface WatchHandle {
+  /** Resolves once the stream ended (never rejects). */
+  readonly done: Promise<WatchEnd>;
+  /** Ends it (done resolves as closed). */
+  close(): void;
+}
+
+export interface WatchOptions {
+  /** Events after this version (a list's metadata.resourceVersion, or the last event's). */
+  readonly resourceVersion?: string;
+  /**
+   * The server ends the stream after this long (the watch is opened again by the caller).
+   * @default 300
+   */
+  readonly timeoutSeconds?: number;
+  readonly onEvent: (e: WatchEvent) => void;
+}
+
 export class KubeClient {
   private readonly agent: https.Agent;
+  /** Watch streams hold their connection for minutes: apart from the request pool, so they never starve it. */
+  private watchAgent?: https.Agent;
   private readonly discovery = new Map<string, Promise<Map<string, Resource> | undefined>>();
 
   constructor(
@@ -83,6 +117,7 @@ export class KubeClient {
 
   close(): void {
     this.agent.destroy();
+    this.watchAgent?.destroy();
   }
 
   /**
@@ -110,6 +145,16 @@ export class KubeClient {
     }
   }
 
+  /** Every request's headers: the token, JSON, the impersonation. */
+  private headers(): Record<string, string | string[]> {
+    return {
+      Authorization: `Bearer ${this.token}`,
+      Accept: 'application/json',
+      ...(this.impersonation ? { 'Impersonate-User': this.impersonation.user } : {}),
+      ...(this.impersonation?.groups?.length ? { 'Impersonate-Group': [...this.impersonation.groups] } : {}),
+    };
+  }
+
   private send(method: string, path: string, opts: RequestOptions): Promise<{ status: number; body: any; warnings: string[] }> {
     const url = new URL(path, this.server);
     for (const [k, v] of Object.entries(opts.query ?? {})) url.searchParams.set(k, v);
@@ -119,10 +164,7 @@ export class KubeClient {
         method,
         agent: this.agent,
         headers: {
-          Authorization: `Bearer ${this.token}`,
-          Accept: 'application/json',
-          ...(this.impersonation ? { 'Impersonate-User': this.impersonation.user } : {}),
-          ...(this.impersonation?.groups?.length ? { 'Impersonate-Group': [...this.impersonation.groups] } : {}),
+          ...this.headers(),
           ...(payload !== undefined ? { 'Content-Type': opts.contentType ?? 'application/json', 'Content-Length': Buffer.byteLength(payload) } : {}),
         },
         timeout: opts.timeoutMs ?? 60_000,
@@ -270,15 +312,108 @@ export class KubeClient {
 
   /** Items of a collection path (`/api/v1/nodes`), every page. */
   async list(path: string): Promise<KubeObject[]> {
+    return (await this.listAt(path)).items;
+  }
+
+  /** Items of a collection path, every page, and the resourceVersion of the list (where a watch of it starts). */
+  async listAt(path: string): Promise<{ items: KubeObject[]; resourceVersion: string }> {
     const out: KubeObject[] = [];
     let token: string | undefined;
+    let resourceVersion = '';
     do {
       const page = await this.call('GET', path, { query: { limit: '500', ...(token ? { continue: token } : {}) } }) as { apiVersion?: string; kind?: string; items: KubeObject[]; metadata?: { continue?: string } };
       // a list's items carry no apiVersion and kind of their own: the list's
       const kind = page.kind?.replace(/List$/, '');
       out.push(...page.items.map((i) => ({ ...i, apiVersion: i.apiVersion ?? page.apiVersion ?? '', kind: i.kind ?? kind ?? '' })));
       token = page.metadata?.continue || undefined;
+      resourceVersion = (page.metadata as { resourceVersion?: string } | undefined)?.resourceVersion ?? resourceVersion;
     } while (token);
-    return out;
+    return { items: out, resourceVersion };
+  }
+
+  /**
+   * A watch stream of a collection path (`?watch=1`, with bookmarks): each event as it arrives, until the server ends
+   * it, the version is gone (410) or it fails. On a connection of its own (list-watch.ts keeps one open per kind).
+   */
+  watch(path: string, opts: WatchOptions): WatchHandle {
+    const timeoutSeconds = opts.timeoutSeconds ?? 300;
+    const url = new URL(path, this.server);
+    url.searchParams.set('watch', '1');
+    url.searchParams.set('allowWatchBookmarks', 'true');
+    url.searchParams.set('timeoutSeconds', String(timeoutSeconds));
+    if (opts.resourceVersion) url.searchParams.set('resourceVersion', opts.resourceVersion);
+    this.watchAgent ??= new https.Agent({ ...this.agent.options, keepAlive: false, maxSockets: Infinity });
+    let settle!: (end: WatchEnd) => void;
+    let ended = false;
+    const done = new Promise<WatchEnd>((resolve) => {
+      settle = (end) => {
+        if (ended) return;
+        ended = true;
+        resolve(end);
+      };
+    });
+    const req = https.request(url, {
+      method: 'GET',
+      agent: this.watchAgent,
+      headers: this.headers(),
+      // bookmarks come about once a minute: a stream silent for longer than its own timeout is a lost connection
+      timeout: (timeoutSeconds + 60) * 1000,
+    }, (res) => {
+      if (res.statusCode !== 200) {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let body: { reason?: string; message?: string } = {};
+          try {
+            body = JSON.parse(text) as typeof body;
+          } catch {
+            // not JSON
+          }
+          if (res.statusCode === 410) settle({ reason: 'gone' });
+          else settle({ reason: 'error', error: new ApiError(res.statusCode ?? 0, body.reason ?? String(res.statusCode), `watch of ${path}: ${body.message ?? text.slice(0, 500)}`, body) });
+        });
+        res.on('error', (e) => settle({ reason: 'error', error: e }));
+        return;
+      }
+      let pending = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        pending += chunk;
+        for (let nl = pending.indexOf('\n'); nl >= 0 && !ended; nl = pending.indexOf('\n')) {
+          const line = pending.slice(0, nl).trim();
+          pending = pending.slice(nl + 1);
+          if (line === '') continue;
+          let e: WatchEvent;
+          try {
+            e = JSON.parse(line) as WatchEvent;
+          } catch {
+            settle({ reason: 'error', error: new Error(`watch of ${path}: not a watch event: ${line.slice(0, 200)}`) });
+            req.destroy();
+            return;
+          }
+          if (e.type === 'ERROR') {
+            const status = e.object as unknown as { code?: number; reason?: string; message?: string };
+            settle(status.code === 410 ? { reason: 'gone' } : { reason: 'error', error: new ApiError(status.code ?? 0, status.reason ?? '', `watch of ${path}: ${status.message ?? line.slice(0, 200)}`, status) });
+            req.destroy();
+            return;
+          }
+          opts.onEvent(e);
+        }
+      });
+      res.on('end', () => settle({ reason: 'closed' }));
+      res.on('close', () => settle({ reason: 'closed' }));
+      res.on('error', (e) => settle({ reason: 'error', error: e }));
+    });
+    req.on('timeout', () => req.destroy(new Error(`watch of ${path}: silent for ${timeoutSeconds + 60} s`)));
+    req.on('error', (e) => settle({ reason: 'error', error: e }));
+    req.end();
+    return {
+      done,
+      close: () => {
+        settle({ reason: 'closed' });
+        req.destroy();
+      },
+    };
   }
 }

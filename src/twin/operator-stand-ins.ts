@@ -1,6 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
-import { KubeClient, KubeObject } from './kube-client';
-import { sleep } from './poll';
+import { ApiError, KubeClient, KubeObject } from './kube-client';
+import { ListWatch, ListWatchClient } from './list-watch';
+import { backoffMs, wakeableSleep } from './poll';
 import { clusterPolicyOperands, nicClusterPolicyOperands, OperandDaemonSet } from '../check/placement/operands';
 import { NAMESPACES, NODE_LABELS } from '../model/names';
 
@@ -133,47 +134,164 @@ export interface StandInWrite {
   readonly at: number;
 }
 
-/** The GPU and Network Operator stand-ins on one control plane, polling every `intervalMs` until stopped. */
+/** What the stand-ins need of their client (kube-client.ts's KubeClient; a stub in unit tests). */
+export type StandInClient = Pick<KubeClient, 'get' | 'list' | 'apply' | 'call' | 'resource'> & ListWatchClient;
+
+export interface OperatorStandInsOptions {
+  /**
+   * A pass is made after every change of what the stand-ins read (their resources, the operand DaemonSets, the Nodes'
+   * NVIDIA PCI label, the two CRDs), and at the latest this long after the last one.
+   * @default 20_000
+   */
+  readonly resyncMs?: number;
+  /**
+   * The first wait before a failed pass is made again; doubled on each failure in a row, up to resyncMs.
+   * @default 1000
+   */
+  readonly retryMs?: number;
+  /**
+   * Watch the API server for changes (`false`: a pass every resyncMs only, the unit tests' stub clients).
+   * @default true
+   */
+  readonly watch?: boolean;
+  /** Told each failed pass whose message differs from the one before, and each recovery: the twin's log. */
+  readonly log?: (line: string) => void;
+}
+
+/** The GPU and Network Operator stand-ins on one control plane: a pass after every change they watch, until stopped. */
 export class OperatorStandIns {
   /** Every status write, in order. */
   readonly writes: StandInWrite[] = [];
-  /** How many passes have completed (each reads every ClusterPolicy and NicClusterPolicy once). */
+  /** How many passes have completed without an error (each reads every ClusterPolicy and NicClusterPolicy once). */
   passes = 0;
+  /** Passes that failed, in all. */
+  failedPasses = 0;
+  /** The last error of a pass, while passes fail (undefined once one succeeds; a failed pass is made again soon). */
+  lastError?: string;
+  /** The failures of the passes as they happened (the last 20): what a rehearsal that did not converge prints. */
+  readonly errors: { readonly at: number; readonly message: string }[] = [];
   private running = false;
   private loop?: Promise<void>;
-  /** The last error of a pass (a pass that fails is tried again at the next interval). */
-  lastError?: string;
+  private dirty = false;
+  private wake?: () => void;
+  private readonly watches: ListWatch[] = [];
   /** The operand DaemonSets as last applied, by namespace/name: applied again only when they change or are gone. */
   private readonly applied = new Map<string, string>();
+  private readonly resyncMs: number;
+  private readonly retryMs: number;
+  /** Passes failed since the last that succeeded. */
+  private failedInRow = 0;
 
-  constructor(private readonly client: KubeClient, private readonly intervalMs = 1000) {}
+  constructor(private readonly client: StandInClient, private readonly opts: OperatorStandInsOptions = {}) {
+    this.resyncMs = opts.resyncMs ?? 20_000;
+    this.retryMs = opts.retryMs ?? 1000;
+  }
 
   start(): void {
     if (this.running) return;
     this.running = true;
+    if (this.opts.watch ?? true) this.watchSources();
     this.loop = (async () => {
+      let failures = 0;
       while (this.running) {
-        try {
-          await this.pass();
-          this.passes++;
-          this.lastError = undefined;
-        } catch (e) {
-          this.lastError = (e as Error).message;
-        }
-        await sleep(this.intervalMs);
+        this.dirty = false;
+        failures = await this.attempt() ? 0 : failures + 1;
+        if (!this.running) break;
+        const wait = failures === 0 ? this.resyncMs : backoffMs(failures, this.retryMs, this.resyncMs);
+        if (!this.dirty) await wakeableSleep(wait, (w) => { this.wake = w; });
       }
     })();
   }
 
   async stop(): Promise<void> {
     this.running = false;
+    this.wake?.();
+    await Promise.all(this.watches.splice(0).map((w) => w.stop()));
     await this.loop;
   }
 
-  /** One reconciliation of every ClusterPolicy and NicClusterPolicy. */
+  /** Asks for a pass now (after the one running, if one is). */
+  private trigger(): void {
+    this.dirty = true;
+    this.wake?.();
+  }
+
+  /**
+   * What a pass reads, watched: the two custom resources (served once their CRDs are: the CRDs are watched too, and
+   * their arrival opens those watches at once), the operand DaemonSets of the two operators' namespaces, and the Nodes
+   * (only their NVIDIA PCI label changes a status: their heartbeats do not make a pass).
+   */
+  private watchSources(): void {
+    const failed = (what: string) => (message: string) => this.opts.log?.(`operator stand-ins: the watch of ${what}: ${message}`);
+    const servedPath = (apiVersion: string, kind: string) => async () => {
+      const res = await this.client.resource(apiVersion, kind);
+      return res ? `/apis/${apiVersion}/${res.plural}` : undefined;
+    };
+    const policies = [
+      new ListWatch(this.client, servedPath('nvidia.com/v1', 'ClusterPolicy'), () => this.trigger(), { onError: failed('ClusterPolicies') }),
+      new ListWatch(this.client, servedPath('mellanox.com/v1alpha1', 'NicClusterPolicy'), () => this.trigger(), { onError: failed('NicClusterPolicies') }),
+    ];
+    const crds = new ListWatch(this.client, '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', (type, o) => {
+      const group = ((o?.spec ?? {}) as Json).group;
+      if (type !== 'SYNC' && group !== 'nvidia.com' && group !== 'mellanox.com') return;
+      for (const w of policies) w.kick();
+      this.trigger();
+    }, { onError: failed('CRDs') });
+    const pci = new Map<string, unknown>();
+    const pciOf = (o: KubeObject) => ((o.metadata.labels ?? {}) as Json)[NODE_LABELS.nvidiaPci];
+    const nodes: ListWatch = new ListWatch(this.client, '/api/v1/nodes', (type, o) => {
+      if (type === 'SYNC' || !o) {
+        pci.clear();
+        for (const n of nodes.objects.values()) pci.set(n.metadata.name, pciOf(n));
+        this.trigger();
+        return;
+      }
+      const label = type === 'DELETED' ? undefined : pciOf(o);
+      if (type !== 'MODIFIED' || pci.get(o.metadata.name) !== label) this.trigger();
+      if (type === 'DELETED') pci.delete(o.metadata.name);
+      else pci.set(o.metadata.name, label);
+    }, { onError: failed('Nodes') });
+    const daemonSets = [NAMESPACES.gpuOperator, NAMESPACES.networkOperator].map((ns) =>
+      new ListWatch(this.client, `/apis/apps/v1/namespaces/${encodeURIComponent(ns)}/daemonsets`, () => this.trigger(), { onError: failed(`the DaemonSets of ${ns}`) }));
+    this.watches.push(crds, nodes, ...policies, ...daemonSets);
+    for (const w of this.watches) w.start();
+  }
+
+  /** One pass, its failure recorded (lastError, errors, the log): whether it succeeded. */
+  private async attempt(): Promise<boolean> {
+    try {
+      await this.pass();
+      this.passes++;
+      if (this.lastError !== undefined) this.opts.log?.(`operator stand-ins: a pass succeeded again after ${this.failedInRow} failed`);
+      this.lastError = undefined;
+      this.failedInRow = 0;
+      return true;
+    } catch (e) {
+      const message = (e as Error).message;
+      this.failedPasses++;
+      this.failedInRow++;
+      this.errors.push({ at: Date.now(), message });
+      if (this.errors.length > 20) this.errors.shift();
+      if (message !== this.lastError) this.opts.log?.(`operator stand-ins: a pass failed: ${message}`);
+      this.lastError = message;
+      return false;
+    }
+  }
+
+  /**
+   * One reconciliation of every ClusterPolicy and NicClusterPolicy: each operator's, whatever the other's does (a
+   * failure of one does not keep the other's status unwritten); throws naming each that failed.
+   */
   async pass(): Promise<void> {
-    await this.gpuOperator();
-    await this.networkOperator();
+    const failures: string[] = [];
+    for (const [who, reconcile] of [['GPU Operator', () => this.gpuOperator()], ['Network Operator', () => this.networkOperator()]] as const) {
+      try {
+        await reconcile();
+      } catch (e) {
+        failures.push(`the ${who} stand-in: ${(e as Error).message}`);
+      }
+    }
+    if (failures.length > 0) throw new Error(failures.join('; '));
   }
 
   private async ensureNamespace(name: string, manager: string): Promise<void> {
@@ -288,7 +406,15 @@ export class OperatorStandIns {
     const comparable = (s: Json) => ({ ...s, conditions: conditions(s) });
     if (isDeepStrictEqual(comparable((o.status ?? {}) as Json), comparable(status))) return;
     const res = await this.client.resource(o.apiVersion, o.kind);
-    await this.client.call('PUT', `/apis/${o.apiVersion}/${res!.plural}/${o.metadata.name}/status`, { body: { ...o, status }, query: { fieldManager: manager } });
+    if (!res) throw new Error(`${o.kind} ${o.metadata.name}: the server no longer serves ${o.apiVersion} ${o.kind}`);
+    try {
+      // an update of the status as read (its resourceVersion): what the operators do (Status().Update), refused with a
+      // conflict when the object changed since; the pass is made again at once, from a fresh read
+      await this.client.call('PUT', `/apis/${o.apiVersion}/${res.plural}/${encodeURIComponent(o.metadata.name)}/status`, { body: { ...o, status }, query: { fieldManager: manager } });
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 409) this.trigger();
+      throw new Error(`writing the status of ${o.kind} ${o.metadata.name} (${state}): ${e instanceof ApiError ? `${e.status} ${e.reason}: ` : ''}${(e as Error).message}`);
+    }
     this.writes.push({ kind: o.kind, name: o.metadata.name, state, at: Date.now() });
   }
 }

@@ -14,3 +14,22 @@ export async function poll<T>(read: () => Promise<T>, done: (v: T) => boolean, m
     await sleep(everyMs);
   }
 }
+
+/**
+ * A wait of `ms` that `wake` ends early: the loops that sleep until their next resync or retry, and wake on a change
+ * (list-watch.ts, operator-stand-ins.ts). `wake` is set for the length of the wait only.
+ */
+export async function wakeableSleep(ms: number, setWake: (wake: (() => void) | undefined) => void): Promise<void> {
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    setWake(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+  setWake(undefined);
+}
+
+/** The wait before attempt `failures` (1: the first retry) of a backoff from `firstMs`, doubling up to `maxMs`. */
+export const backoffMs = (failures: number, firstMs: number, maxMs: number): number =>
+  Math.min(maxMs, firstMs * 2 ** Math.min(Math.max(failures - 1, 0), 16));

@@ -65,6 +65,8 @@ const ROOT_SETTLED_MS = 15_000;
 
 /** How long Kueue may take to decide the sample jobs submitted before a change (admit each, or say why not). */
 const JOBS_DECIDED_MS = 120_000;
+/** The longest a rehearsal that did not converge waits for Argo CD's refresh of the Applications it reports. */
+const REFRESH_MS = 60_000;
 
 /** The time limit passed while `what` was under way. */
 class OutOfTime extends Error {}
@@ -444,8 +446,34 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
       return names.length > 0 ? ` (or Suspended, held on purpose as the description says: ${names.join(', ')})` : '';
     };
 
-    /** Exit 1: each Application not converged at `rev`, with what it waits on. */
-    const notConverged = ({ states, passedOver }: Watched, rev: string, what: string): number => {
+    /**
+     * The states of the Applications not converged at `rev`, as Argo CD sees them now: a refresh of each asked for (the
+     * webhook's annotation) and waited for, within what --timeout leaves and at most REFRESH_MS. Argo CD re-reads an
+     * Application when one of its resources changes, but not on a change of a resource's status that keeps its health
+     * status (Argo CD's default `resource.customizations.ignoreResourceUpdates.all: /status`; controller/cache/cache.go
+     * `skipResourceUpdate`): a ClusterPolicy that turns "ready" without GPU nodes stays Progressing, so its
+     * Application's message would be the one before the operator wrote its status, until its next periodic comparison
+     * (timeout.reconciliation, minutes).
+     */
+    const refreshed = async (states: ApplicationState[], rev: string): Promise<ApplicationState[]> => {
+      const converged = settledAt(rev, twin!.watch.state(twin!.name));
+      const stuck = states.filter((x) => !converged(x)).map((x) => x.name);
+      const bound = Math.min(REFRESH_MS, deadline - Date.now());
+      if (stuck.length === 0 || bound <= 0) return states;
+      const asked = Math.floor(Date.now() / 1000) * 1000;
+      await Promise.all(stuck.map((n) => twin!.refresh(n).catch(() => {})));
+      const done = (n: string) => {
+        const s = twin!.watch.state(n);
+        return !s || (!s.refreshRequested && s.reconciledAt !== '' && Date.parse(s.reconciledAt) >= asked);
+      };
+      await poll(async () => stuck.every(done), (ok) => ok, bound, 500);
+      return twin!.watch.states();
+    };
+
+    /** Exit 1: each Application not converged at `rev`, with what it waits on (as Argo CD sees it now). */
+    const notConverged = async (watched: Watched, rev: string, what: string): Promise<number> => {
+      const { passedOver } = watched;
+      const states = await refreshed(watched.states, rev);
       const root = twin!.watch.state(twin!.name);
       const converged = settledAt(rev, root);
       const names = expectedApplications(twin!);
@@ -453,6 +481,16 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
       for (const s of states.filter((x) => !converged(x))) opts.err(`rehearse: not converged: ${describeState(s)}`);
       for (const n of missing) opts.err(`rehearse: not converged: ${n}: never created (the root's sync did not reach it)`);
       if (states.every(converged) && missing.length === 0 && root) opts.err(`rehearse: not converged: ${twin!.name}: its sync is ${root.phase || 'not started'}${root.operationRevision && root.operationRevision !== rev ? ` at ${root.operationRevision.slice(0, 7)}` : ''}`);
+      // the twin's own operators: a stand-in whose passes failed says so (the status it did not write is why a wave waits)
+      const standIns = twin!.standIns;
+      const lastWrites = new Map(standIns.writes.map((w) => [`${w.kind} ${w.name}`, w]));
+      if (lastWrites.size > 0) {
+        opts.err(`rehearse: the twin's operator stand-ins last wrote: ${[...lastWrites].map(([k, w]) => `${k} ${w.state} at ${seconds(w.at - rootAt)}`).join(', ')} (after the root's apply)`);
+      }
+      if (standIns.failedPasses > 0) {
+        const last = standIns.errors[standIns.errors.length - 1];
+        opts.err(`rehearse: the twin's operator stand-ins: ${standIns.failedPasses} pass(es) failed${standIns.lastError !== undefined ? ', failing still' : ', then one succeeded'}; the last at ${last ? seconds(last.at - rootAt) : '?'} after the root's apply: ${last?.message ?? standIns.lastError}`);
+      }
       if (passedOver) {
         opts.err(`rehearse: ${twin!.name}: ${what}: the root's sync succeeded past each Application above: not Healthy within gitops.waveWait (${twin!.model.description.gitops.waveWait}), the longest its waves wait`);
       } else {
@@ -468,7 +506,7 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
     if (!opts.quiet) opts.out(formatTimeline(twin.watch.timeline(rootAt, () => pushed)));
     if (!bootstrapped.done) {
       if (opts.verbose) opts.out(`CPU seconds: ${cpuLine(twin)}`);
-      return notConverged(bootstrapped, pushed, opts.from ? `the bootstrap of ${opts.from.label}, before the change` : 'the bootstrap');
+      return await notConverged(bootstrapped, pushed, opts.from ? `the bootstrap of ${opts.from.label}, before the change` : 'the bootstrap');
     }
     if (!opts.quiet) opts.out(`${twin.name}: every Application (${expected.length}) Synced and Healthy${held(bootstrapped)} ${seconds(Date.now() - rootAt)} after the root's apply (${seconds(Date.now() - t0)} in all)`);
     if (!opts.from) {
@@ -560,7 +598,7 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
       opts.out(formatTimeline(twin.watch.timeline(changeAt, () => head)));
     }
     if (opts.verbose) opts.out(`CPU seconds: ${cpuLine(twin)}`);
-    if (!changed.done) return notConverged(changed, head, 'the change');
+    if (!changed.done) return await notConverged(changed, head, 'the change');
     if (!opts.quiet) opts.out(`${twin.name}: the change converged: every Application (${expectedApplications(twin).length}) Synced and Healthy${held(changed)} at ${head.slice(0, 12)} ${seconds(Date.now() - changeAt)} after the push (${seconds(Date.now() - t0)} in all)`);
     return 0;
   } catch (e) {

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { appendFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { parse } from 'yaml';
@@ -533,7 +533,9 @@ export async function startTwinCluster(opts: TwinClusterOptions): Promise<TwinCl
     await preinstall(cp, plan);
     const served = await cp.client().servedKinds();
     await twin.startKwok({ stages: victoriaMetricsStages(model.description.monitoring.namespace, (kind) => served.has(`operator.victoriametrics.com/v1beta1/${kind}`)) });
-    const standIns = new OperatorStandIns(cp.client());
+    // their failed passes and recoveries, with the time, beside the control plane's logs (kept with the twin's folder)
+    const standInsLog = path.join(dir, 'operator-stand-ins.log');
+    const standIns = new OperatorStandIns(cp.client(), { log: (line) => appendFileSync(standInsLog, `${new Date().toISOString()} ${line}\n`) });
     standIns.start();
     cleanup.push(() => standIns.stop());
     let kueue: KueueProcess | undefined;
