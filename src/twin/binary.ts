@@ -137,17 +137,9 @@ export class ControlPlaneBuildError extends Error {}
 
 /** The cache folder of every key of a binary (default: the control plane's). */
 export function cacheRoot(spec: GoBinarySpec = CONTROL_PLANE): string {
-  return userCacheFolder(spec.cache, spec.cacheEnv);
-}
-
-/**
- * A folder of the twin's cache in the user's: the one `env` names, else `$XDG_CACHE_HOME/gpu-cluster-manifests/<name>`
- * (`~/.cache/...` without it). The twin's binaries and sources serve every project of the user, not one.
- */
-export function userCacheFolder(name: string, env: string): string {
-  const given = process.env[env];
+  const given = process.env[spec.cacheEnv];
   if (given) return path.resolve(given);
-  return path.join(process.env.XDG_CACHE_HOME || path.join(homedir(), '.cache'), 'gpu-cluster-manifests', name);
+  return path.join(process.env.XDG_CACHE_HOME || path.join(homedir(), '.cache'), 'gpu-cluster-manifests', spec.cache);
 }
 
 function isExecutable(p: string): boolean {
