@@ -380,7 +380,9 @@ describe('broken renders that must fail on the real Argo CD', () => {
     }, SHOWN_BOUND_MS);
     console.log(`${twin.name}: a CR before its CRD, ${((Date.now() - t0) / 1000).toFixed(1)} s after the push\n${shown.states.map(describeState).join('\n')}`);
     expect(shown.ok, `the kueue Application did not report the missing kind within ${SHOWN_BOUND_MS / 1000} s:\n${shown.states.map(describeState).join('\n')}`).toBe(true);
-    const seen = await poll(() => rootSees(twin, kueueApp), (r) => r.health !== undefined && r.health !== 'Healthy', 60_000, 1000);
+    // the root's view follows the child's status: just after the push it may still read the child Progressing ("Waiting
+    // for Argo CD to compare ..."), so it is read until it turns Degraded (the watch sees the child's failure at once)
+    const seen = await poll(() => rootSees(twin, kueueApp), (r) => r.health === 'Degraded', 60_000, 1000);
     console.log(`${twin.name}: the root sees ${kueueApp}: ${JSON.stringify(seen)}`);
     // the sync's tasks are not valid (gitops-engine sync_context.go getSyncTasks: discovery has no kubeflow.org/v1 and
     // the CRD is not in the same sync), and the toolkit's check shows it at the root with the refused object
