@@ -3,6 +3,9 @@ import { ListWatch, ListWatchClient } from './list-watch';
 import { sleep } from './poll';
 import { HELD_ON_PURPOSE, WAVES_GO_AHEAD } from '../components/argocd/health-checks';
 
+/** The annotation that asks Argo CD to compare an Application again (the webhook's, `argocd app get --refresh`'s). */
+export const REFRESH_ANNOTATION = 'argocd.argoproj.io/refresh';
+
 /**
  * The Applications of a twin as Argo CD reports them, watched (a list, then the API server's watch stream: each change
  * as it is made, kube-client.ts `watch`): each one's sync and health status, the
@@ -35,10 +38,6 @@ export interface ApplicationState {
   readonly operationRevision: string;
   /** The conditions Argo CD reports (ComparisonError, SyncError, ...), `type: message`. */
   readonly conditions: readonly string[];
-  /** status.reconciledAt: when Argo CD last compared it (RFC 3339, seconds); '' before its first comparison. */
-  readonly reconciledAt: string;
-  /** A refresh was asked for and Argo CD has not done it yet (its argocd.argoproj.io/refresh annotation is there). */
-  readonly refreshRequested: boolean;
   /** Resources of the Application that are not Healthy or not Synced: `Kind namespace/name: health (message)`. */
   readonly waitingOn: readonly string[];
   /**
@@ -78,8 +77,6 @@ export function applicationState(app: KubeObject): ApplicationState {
     operationMessage: String(op.message ?? ''),
     operationRevision: String(op.syncResult?.revision ?? op.operation?.sync?.revision ?? ''),
     conditions: ((status.conditions ?? []) as Json[]).map((c) => `${c.type}: ${c.message}`),
-    reconciledAt: String(status.reconciledAt ?? ''),
-    refreshRequested: ((app.metadata.annotations ?? {}) as Json)['argocd.argoproj.io/refresh'] !== undefined,
     waitingOn,
     wentAheadOf: childrenSaid(status, WAVES_GO_AHEAD),
     heldOnPurpose: childrenSaid(status, HELD_ON_PURPOSE),
@@ -136,12 +133,6 @@ export class ApplicationWatch {
 
   private get path(): string {
     return `/apis/argoproj.io/v1alpha1/namespaces/${this.namespace}/applications`;
-  }
-
-  /** Reads every Application once (the watch keeps them without reading). */
-  async read(): Promise<ApplicationState[]> {
-    this.seen((await this.client.listAt(this.path)).items, true);
-    return [...this.latest.values()];
   }
 
   /** Takes in Applications as read: every one of the namespace (`all`: the ones not among them are gone), or one changed. */

@@ -1,7 +1,7 @@
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { parse } from 'yaml';
-import { ApplicationState, describeState, formatTimeline } from './applications';
+import { applicationState, ApplicationState, describeState, formatTimeline, REFRESH_ANNOTATION } from './applications';
 import { killLaunched } from './control-plane';
 import { ApiError, describe as describeObject, KubeClient, KubeObject } from './kube-client';
 import { workloadOwnedBy } from './kueue';
@@ -460,14 +460,21 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
       const stuck = states.filter((x) => !converged(x)).map((x) => x.name);
       const bound = Math.min(REFRESH_MS, deadline - Date.now());
       if (stuck.length === 0 || bound <= 0) return states;
-      const asked = Math.floor(Date.now() / 1000) * 1000;
       await Promise.all(stuck.map((n) => twin!.refresh(n).catch(() => {})));
-      const done = (n: string) => {
-        const s = twin!.watch.state(n);
-        return !s || (!s.refreshRequested && s.reconciledAt !== '' && Date.parse(s.reconciledAt) >= asked);
-      };
-      await poll(async () => stuck.every(done), (ok) => ok, bound, 500);
-      return twin!.watch.states();
+      // the annotation our patch set is gone only once Argo CD's controller has done the refresh: it removes it with the
+      // status it writes, so the Application read then is the refreshed one (the watch may deliver it a moment later)
+      const ns = twin!.model.description.gitops.namespace;
+      const fresh = new Map<string, ApplicationState>();
+      await poll(async () => {
+        for (const n of stuck.filter((x) => !fresh.has(x))) {
+          const app = await twin!.cp.client().get(`/apis/argoproj.io/v1alpha1/namespaces/${ns}/applications/${n}`)
+            .catch(() => undefined);
+          const annotations = (app?.metadata.annotations ?? {}) as Record<string, unknown>;
+          if (app && annotations[REFRESH_ANNOTATION] === undefined) fresh.set(n, applicationState(app));
+        }
+        return fresh.size === stuck.length;
+      }, (ok) => ok, bound, 500);
+      return twin!.watch.states().map((x) => fresh.get(x.name) ?? x);
     };
 
     /** Exit 1: each Application not converged at `rev`, with what it waits on (as Argo CD sees it now). */
