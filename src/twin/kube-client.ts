@@ -398,7 +398,14 @@ export class KubeClient {
             req.destroy();
             return;
           }
-          opts.onEvent(e);
+          try {
+            opts.onEvent(e);
+          } catch (err) {
+            // a receiver that throws ends the stream as a failure (its list-and-watch lists again), never the process
+            settle({ reason: 'error', error: new Error(`watch of ${path}: the receiver of an event failed: ${(err as Error).message}`) });
+            req.destroy();
+            return;
+          }
         }
       });
       res.on('end', () => settle({ reason: 'closed' }));

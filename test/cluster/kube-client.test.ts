@@ -139,13 +139,39 @@ describe('a watch stream (?watch=1)', () => {
     }
   });
 
+  it('a receiver that throws ends its stream as an error naming the failure, and the process goes on', async () => {
+    const s = await watchServer((_u, res) => {
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.write(line('ADDED', 'a', '2') + line('MODIFIED', 'a', '3'));
+    });
+    const client = new KubeClient(s.url, cert, 'token');
+    try {
+      const told: string[] = [];
+      const done = await client.watch('/api/v1/configmaps', {
+        onEvent: (e) => {
+          told.push(e.type);
+          throw new Error('cannot read the object');
+        },
+      }).done;
+      expect(done.reason).toBe('error');
+      expect(done.reason === 'error' && done.error.message).toBe('watch of /api/v1/configmaps: the receiver of an event failed: cannot read the object');
+      expect(told).toEqual(['ADDED']);
+    } finally {
+      client.close();
+      s.server.closeAllConnections();
+      s.server.close();
+    }
+  });
+
   it('a refusal is an error with the server\'s message; close() ends a stream the server keeps open', async () => {
+    let serverSawClose = false;
     const s = await watchServer((u, res) => {
       if (u.pathname.includes('clusterpolicies')) {
         res.writeHead(404, { 'Content-Type': 'application/json' });
         res.end(JSON.stringify({ kind: 'Status', code: 404, reason: 'NotFound', message: 'the server could not find the requested resource' }));
         return;
       }
+      res.on('close', () => { serverSawClose = true; });
       res.writeHead(200, { 'Content-Type': 'application/json' });
       res.write(line('ADDED', 'a', '2'));
     });
@@ -160,6 +186,9 @@ describe('a watch stream (?watch=1)', () => {
       w.close();
       expect(await w.done).toEqual({ reason: 'closed' });
       expect(events).toEqual(['ADDED']);
+      // the connection itself is gone, not only the stream's promise settled
+      for (let i = 0; i < 200 && !serverSawClose; i++) await new Promise((r) => setTimeout(r, 10));
+      expect(serverSawClose).toBe(true);
     } finally {
       client.close();
       s.server.closeAllConnections();
