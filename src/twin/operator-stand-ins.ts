@@ -173,6 +173,8 @@ export class OperatorStandIns {
   private running = false;
   private loop?: Promise<void>;
   private dirty = false;
+  /** Waiting after a failed pass: a change does not cut the wait short. */
+  private backingOff = false;
   private wake?: () => void;
   private readonly watches: ListWatch[] = [];
   /** The operand DaemonSets as last applied, by namespace/name: applied again only when they change or are gone. */
@@ -197,8 +199,14 @@ export class OperatorStandIns {
         this.dirty = false;
         failures = await this.attempt() ? 0 : failures + 1;
         if (!this.running) break;
-        const wait = failures === 0 ? this.resyncMs : backoffMs(failures, this.retryMs, this.resyncMs);
-        if (!this.dirty) await wakeableSleep(wait, (w) => { this.wake = w; });
+        if (failures > 0) {
+          // a failed pass waits its backoff whatever changes meanwhile (an operand roll sends events all the time)
+          this.backingOff = true;
+          await wakeableSleep(backoffMs(failures, this.retryMs, this.resyncMs), (w) => { this.wake = w; });
+          this.backingOff = false;
+        } else if (!this.dirty) {
+          await wakeableSleep(this.resyncMs, (w) => { this.wake = w; });
+        }
       }
     })();
   }
@@ -210,10 +218,10 @@ export class OperatorStandIns {
     await this.loop;
   }
 
-  /** Asks for a pass now (after the one running, if one is). */
+  /** Asks for a pass now (after the one running, if one is; after the backoff of a failed one). */
   private trigger(): void {
     this.dirty = true;
-    this.wake?.();
+    if (!this.backingOff) this.wake?.();
   }
 
   /**
