@@ -59,11 +59,18 @@ export interface WorkloadState {
   readonly message?: string;
   /** The ClusterQueue that admitted it. */
   readonly clusterQueue?: string;
-  /** What its admission holds, by resource (summed over its pod sets), and the flavor each resource was assigned. */
-  readonly usage?: Readonly<Record<string, number>>;
-  readonly flavors?: Readonly<Record<string, string>>;
-  /** That ClusterQueue's nominal quota of each resource it covers of `usage`, in the assigned flavor, when read (readJobs). */
-  readonly nominal?: Readonly<Record<string, number>>;
+  /** What its admission holds: each resource in each flavor Kueue assigned it, by resource and flavor. */
+  readonly holds?: readonly Holding[];
+}
+
+/** What an admission holds of one resource in one flavor, summed over the pod sets Kueue gave that flavor. */
+export interface Holding {
+  readonly resource: string;
+  /** The flavor Kueue assigned (undefined: the admission names none). */
+  readonly flavor?: string;
+  readonly amount: number;
+  /** Its ClusterQueue's nominal quota of the resource in that flavor when read (withNominal); undefined where it covers none. */
+  readonly nominal?: number;
 }
 
 /** Reads a Workload (undefined: none) into its state. */
@@ -79,13 +86,17 @@ export function workloadState(w: Json | undefined): WorkloadState {
   const admitted = conditionOf(w, 'Admitted');
   if (evicted?.status === 'True' && admitted?.status !== 'True') return { state: 'evicted', ...why(evicted) };
   if (admitted?.status === 'True') {
-    const usage: Record<string, number> = {};
-    const flavors: Record<string, string> = {};
+    // a pod set's usage of a resource counts against the flavor Kueue assigned that pod set for it
+    const holds = new Map<string, Holding>();
     for (const a of (w.status?.admission?.podSetAssignments ?? []) as Json[]) {
-      for (const [r, q] of Object.entries((a.resourceUsage ?? {}) as Json)) usage[r] = (usage[r] ?? 0) + parseQuantity(q);
-      for (const [r, f] of Object.entries((a.flavors ?? {}) as Json)) flavors[r] = String(f);
+      for (const [resource, q] of Object.entries((a.resourceUsage ?? {}) as Json)) {
+        const flavor = a.flavors?.[resource] === undefined ? undefined : String(a.flavors[resource]);
+        const key = `${resource}\u0000${flavor ?? ''}`;
+        holds.set(key, { resource, ...(flavor === undefined ? {} : { flavor }), amount: (holds.get(key)?.amount ?? 0) + parseQuantity(q) });
+      }
     }
-    return { state: 'admitted', clusterQueue: String(w.status?.admission?.clusterQueue ?? ''), usage, ...(Object.keys(flavors).length > 0 ? { flavors } : {}) };
+    const sorted = [...holds].sort(([a], [b]) => (a < b ? -1 : 1)).map(([, h]) => h);
+    return { state: 'admitted', clusterQueue: String(w.status?.admission?.clusterQueue ?? ''), holds: sorted };
   }
   if (evicted?.status === 'True') return { state: 'evicted', ...why(evicted) };
   return { state: 'pending', ...why(conditionOf(w, 'QuotaReserved')) };
@@ -98,8 +109,7 @@ export const decided = (w: Json | undefined): boolean => w !== undefined
 /** An admitted Workload's state with the nominal quota of `cq` (the ClusterQueue as it is now) of what it holds. */
 export function withNominal(s: WorkloadState, cq: Manifest): WorkloadState {
   const covered = new Set(coveredResources(cq));
-  const held = Object.keys(s.usage ?? {}).filter((r) => covered.has(r)).sort();
-  return { ...s, nominal: Object.fromEntries(held.map((r) => [r, nominalQuota(cq, r, s.flavors?.[r])])) };
+  return { ...s, holds: s.holds?.map((h) => (covered.has(h.resource) ? { ...h, nominal: nominalQuota(cq, h.resource, h.flavor) } : h)) };
 }
 
 /** The state of each job's Workload now, an admitted one with its ClusterQueue's nominal quota now. */
@@ -126,17 +136,24 @@ export interface JobHistory {
   readonly after: WorkloadState;
 }
 
-/** The resources of which an admitted Workload holds more than its ClusterQueue's nominal quota (it borrows from the cohort). */
-function overQuota(s: WorkloadState): string[] {
-  if (s.state !== 'admitted' || !s.nominal) return [];
-  return Object.entries(s.nominal).filter(([r, n]) => (s.usage?.[r] ?? 0) > n).map(([r]) => r);
+/** What an admitted Workload holds more of than its ClusterQueue's nominal quota, resource and flavor (it borrows from the cohort). */
+function overQuota(s: WorkloadState): Holding[] {
+  if (s.state !== 'admitted') return [];
+  return (s.holds ?? []).filter((h) => h.nominal !== undefined && h.amount > h.nominal);
 }
 
-/** Whether a Workload is over the quota of the same resources before and after, and those quotas did not change. */
+/** Whether a Workload is over the quota of the same resources and flavors before and after, and those quotas did not change. */
 const overAsBefore = (h: JobHistory): boolean => {
   const over = overQuota(h.after);
-  return over.length > 0 && over.every((r) => overQuota(h.before).includes(r) && h.before.nominal?.[r] === h.after.nominal?.[r]);
+  return over.length > 0 && over.every((a) => overQuota(h.before).some((b) => b.resource === a.resource && b.flavor === a.flavor && b.nominal === a.nominal));
 };
+
+/** The GPUs a Workload holds, and its ClusterQueue's nominal GPUs in their flavors (undefined: not read, or none covered). */
+function gpusOf(s: WorkloadState): { held: number; nominal?: number } {
+  const gpus = (s.holds ?? []).filter((h) => h.resource === RESOURCES.gpu);
+  const quotas = gpus.filter((h) => h.nominal !== undefined);
+  return { held: gpus.reduce((n, h) => n + h.amount, 0), ...(quotas.length > 0 ? { nominal: quotas.reduce((n, h) => n + h.nominal!, 0) } : {}) };
+}
 
 /** An amount of a resource as Kubernetes writes it (`186`, `1780Gi`). */
 const amount = (resource: string, n: number): string => {
@@ -149,14 +166,15 @@ const amount = (resource: string, n: number): string => {
 const resourceName = (r: string): string => (r === RESOURCES.gpu ? 'GPU' : r);
 
 const admittedText = (s: WorkloadState): string => {
-  const gpu = RESOURCES.gpu;
   const over = overQuota(s);
+  const gpus = gpusOf(s);
   const notes = [
-    ...(s.nominal?.[gpu] !== undefined ? [`its nominal quota ${s.nominal[gpu]}${over.includes(gpu) ? ': over it' : ''}`] : []),
-    ...over.filter((r) => r !== gpu).map((r) => `its nominal ${r} quota ${amount(r, s.nominal![r])}: over it with ${amount(r, s.usage![r])}`),
+    ...(gpus.nominal !== undefined ? [`its nominal quota ${gpus.nominal}${over.some((h) => h.resource === RESOURCES.gpu) ? ': over it' : ''}`] : []),
+    ...over.filter((h) => h.resource !== RESOURCES.gpu)
+      .map((h) => `its nominal ${h.resource} quota${h.flavor ? ` in ${h.flavor}` : ''} ${amount(h.resource, h.nominal!)}: over it with ${amount(h.resource, h.amount)}`),
   ];
   const note = notes.length > 0 ? ` (${notes.join('; ')}${over.length > 0 ? ', borrowing from the cohort' : ''})` : '';
-  return `admitted by ClusterQueue ${s.clusterQueue} with ${s.usage?.[gpu] ?? 0} GPU(s)${note}`;
+  return `admitted by ClusterQueue ${s.clusterQueue} with ${gpus.held} GPU(s)${note}`;
 };
 
 const stateText = (s: WorkloadState): string => {
@@ -196,7 +214,7 @@ export function jobsReport(
   const counts = new Map<string, number>();
   for (const o of histories.map(outcome)) counts.set(o, (counts.get(o) ?? 0) + 1);
   // over quota after the change: because the change moved the quota (or the job), or borrowing as it already did
-  const quotas = (hs: readonly JobHistory[]) => [...new Set(hs.flatMap((h) => overQuota(h.after)))].sort().map(resourceName).join(', ');
+  const quotas = (hs: readonly JobHistory[]) => [...new Set(hs.flatMap((h) => overQuota(h.after).map((o) => o.resource)))].sort().map(resourceName).join(', ');
   const over = histories.filter((h) => overQuota(h.after).length > 0 && !overAsBefore(h));
   const still = histories.filter(overAsBefore);
   const overText = [

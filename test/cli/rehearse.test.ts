@@ -16,7 +16,7 @@ import { embeddedBuildInfo, GO_ENV, KUEUE_MODULE_DIR, MODULE_DIR, requiredVersio
 import { CRD_SOURCE_FILES, crdSourceFileName } from '../../src/twin/chart-crds';
 import { rehearsalTimeoutMs } from '../../src/twin/command';
 import { asYamlDescription, rootWentPast, settledAt } from '../../src/twin/rehearse';
-import { decided, jobsReport, noKueueOnTwin, queuedSamples, withNominal, workloadState } from '../../src/twin/sample-jobs';
+import { decided, jobsReport, noKueueOnTwin, queuedSamples, withNominal, WorkloadState, workloadState } from '../../src/twin/sample-jobs';
 import { findObject, folderObjects, REFERENCE_FILE, renderOf, ROOT, runMain, TRAINING_FILE } from '../helpers';
 import { changedSnapshot, SNAPSHOT } from '../preflight/snapshots';
 
@@ -529,7 +529,11 @@ describe('rehearse --from: what Kueue does to the samples\' queued jobs, from th
       ...(admission ? {
         admission: {
           clusterQueue: admission.clusterQueue,
-          podSetAssignments: admission.gpus.map((g) => ({ flavors: { 'cpu': 'h100', 'memory': 'h100', 'nvidia.com/gpu': 'h100' }, resourceUsage: { 'cpu': '1500m', 'memory': '2Gi', 'nvidia.com/gpu': String(g) } })),
+          // a launcher (no GPU) on a CPU flavor, the workers' GPUs and CPUs on the GPU flavor
+          podSetAssignments: admission.gpus.map((g) => ({
+            flavors: { 'cpu': g === 0 ? 'cpu-only' : 'h100', 'memory': 'h100', 'nvidia.com/gpu': 'h100' },
+            resourceUsage: { 'cpu': '1500m', 'memory': '2Gi', 'nvidia.com/gpu': String(g) },
+          })),
         },
       } : {}),
     },
@@ -539,8 +543,12 @@ describe('rehearse --from: what Kueue does to the samples\' queued jobs, from th
     expect(workloadState(wl({ QuotaReserved: ['True'], Admitted: ['True'] }, { clusterQueue: 'research', gpus: [0, 8, 8] }))).toEqual({
       state: 'admitted',
       clusterQueue: 'research',
-      usage: { 'cpu': 4.5, 'memory': 3 * 2 ** 31, 'nvidia.com/gpu': 16 },
-      flavors: { 'cpu': 'h100', 'memory': 'h100', 'nvidia.com/gpu': 'h100' },
+      holds: [
+        { resource: 'cpu', flavor: 'cpu-only', amount: 1.5 },
+        { resource: 'cpu', flavor: 'h100', amount: 3 },
+        { resource: 'memory', flavor: 'h100', amount: 3 * 2 ** 31 },
+        { resource: 'nvidia.com/gpu', flavor: 'h100', amount: 16 },
+      ],
     });
     expect(workloadState(wl({ QuotaReserved: ['False', 'Pending', 'couldn\'t assign flavors to pod set launcher: insufficient unused quota for nvidia.com/gpu'] })))
       .toEqual({ state: 'pending', reason: 'Pending', message: 'couldn\'t assign flavors to pod set launcher: insufficient unused quota for nvidia.com/gpu' });
@@ -555,7 +563,7 @@ describe('rehearse --from: what Kueue does to the samples\' queued jobs, from th
   });
 
   it('one summary line; with --verbose one line per job: its state before the push, what it went through, after', () => {
-    const admitted = (nominal: number, gpus = 16) => ({ state: 'admitted' as const, clusterQueue: 'research', usage: { 'nvidia.com/gpu': gpus }, nominal: { 'nvidia.com/gpu': nominal } });
+    const admitted = (nominal: number, gpus = 16) => ({ state: 'admitted' as const, clusterQueue: 'research', holds: [{ resource: 'nvidia.com/gpu', amount: gpus, nominal }] });
     const stays = { job: 'MPIJob research/nccl-all-reduce', before: admitted(16), seen: [admitted(8)], after: admitted(8) };
     const evicted = { state: 'evicted' as const, reason: 'Preempted', message: 'Preempted to accommodate a workload' };
     const bounced = { job: 'Job research/a', before: admitted(16), seen: [evicted, admitted(16)], after: admitted(16) };
@@ -588,11 +596,16 @@ describe('rehearse --from: what Kueue does to the samples\' queued jobs, from th
     const research = findObject(folderObjects(renderOf(), 'kueue'), 'ClusterQueue', 'research');
     const flavor = (research.spec as any).resourceGroups[0].flavors[0];
     const quota = (r: string) => parseQuantity(flavor.resources.find((x: { name: string }) => x.name === r).nominalQuota);
-    const holds = (usage: Record<string, number>, flavors: Record<string, string> = {}) => ({ state: 'admitted' as const, clusterQueue: 'research', usage, flavors });
+    const holds = (usage: Record<string, number>, flavors: Record<string, string> = {}) => ({
+      state: 'admitted' as const, clusterQueue: 'research',
+      holds: Object.entries(usage).map(([resource, amount]) => ({ resource, amount, ...(flavors[resource] ? { flavor: flavors[resource] } : {}) })),
+    });
+    const nominals = (s: WorkloadState) => Object.fromEntries((s.holds ?? []).map((h) => [`${h.resource} ${h.flavor ?? '-'}`, h.nominal]));
     // what it holds of each covered resource, in its flavor; a resource the queue does not cover is not compared
     const within = withNominal(holds({ 'cpu': quota('cpu'), 'nvidia.com/gpu': 8, 'example.com/other': 1 }, { cpu: flavor.name }), research);
-    expect(within.nominal).toEqual({ 'cpu': quota('cpu'), 'nvidia.com/gpu': quota('nvidia.com/gpu') });
-    expect(withNominal(holds({ cpu: 1 }, { cpu: 'another-flavor' }), research).nominal).toEqual({ cpu: 0 });
+    expect(nominals(within)).toEqual({ [`cpu ${flavor.name}`]: quota('cpu'), 'nvidia.com/gpu -': quota('nvidia.com/gpu'), 'example.com/other -': undefined });
+    // another flavor: that flavor's quota (none here), not the first one's
+    expect(nominals(withNominal(holds({ cpu: 1 }, { cpu: 'another-flavor' }), research))).toEqual({ 'cpu another-flavor': 0 });
     // the quota cut: the same job, its ClusterQueue's CPU quota now below what it holds
     const cut = JSON.parse(JSON.stringify(research)) as Manifest & { spec: Record<string, any> };
     cut.spec.resourceGroups[0].flavors[0].resources.find((r: { name: string }) => r.name === 'cpu').nominalQuota = '16';
@@ -601,7 +614,7 @@ describe('rehearse --from: what Kueue does to the samples\' queued jobs, from th
     const lines = jobsReport([{ job: 'Job research/a', before, seen: [], after }], true);
     expect(lines[0]).toBe('jobs: 1 sample job(s) Kueue queues: 1 stays admitted (1 over its ClusterQueue\'s nominal cpu quota after the change)');
     expect(lines[1]).toBe(`  Job research/a: stays admitted: admitted by ClusterQueue research with 8 GPU(s) (its nominal quota ${quota('nvidia.com/gpu')}) -> `
-      + `admitted by ClusterQueue research with 8 GPU(s) (its nominal quota ${quota('nvidia.com/gpu')}; its nominal cpu quota 16: over it with 24, borrowing from the cohort)`);
+      + `admitted by ClusterQueue research with 8 GPU(s) (its nominal quota ${quota('nvidia.com/gpu')}; its nominal cpu quota in ${flavor.name} 16: over it with 24, borrowing from the cohort)`);
   });
 
   it('the samples Kueue queues: those the samples folder lists with a queue label (not the per-node templates)', () => {
