@@ -11,6 +11,9 @@ const re2 = (): typeof import('re2js') => createRequire(__filename)('re2js');
  */
 export const PATTERNS_MODULE = 'gpu-cluster-manifests/patterns';
 
+/** The characters of the values whose results one pattern keeps (ContentMemo): a validator holds hundreds of patterns. */
+const PATTERN_VALUE_CHARS = 16 * 1024;
+
 /**
  * ajv's engine for `pattern` and `patternProperties`: RE2, as the API server evaluates a CRD's patterns (Go's
  * regexp), in time linear in the input. JavaScript's backtracking engine takes time exponential in the input for
@@ -18,9 +21,6 @@ export const PATTERNS_MODULE = 'gpu-cluster-manifests/patterns';
  * reads Go's syntax (`(?i)`), which JavaScript refuses; it has no backreferences or lookarounds, which the API
  * server refuses too. Patterns match anywhere in the value unless anchored, as JSON Schema says (RegExp.test).
  */
-/** The characters of the values whose results one pattern keeps (ContentMemo): a validator holds hundreds of patterns. */
-const PATTERN_VALUE_CHARS = 16 * 1024;
-
 export const re2Engine: RegExpEngine = Object.assign(
   (pattern: string) => {
     // Compiled on its first test, not when the validator's code loads (a cached validator's code builds every pattern
