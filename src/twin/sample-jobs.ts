@@ -145,7 +145,8 @@ function overQuota(s: WorkloadState): Holding[] {
 /** Whether a Workload is over the quota of the same resources and flavors before and after, and those quotas did not change. */
 const overAsBefore = (h: JobHistory): boolean => {
   const over = overQuota(h.after);
-  return over.length > 0 && over.every((a) => overQuota(h.before).some((b) => b.resource === a.resource && b.flavor === a.flavor && b.nominal === a.nominal));
+  const before = overQuota(h.before);
+  return over.length > 0 && over.every((a) => before.some((b) => b.resource === a.resource && b.flavor === a.flavor && b.nominal === a.nominal));
 };
 
 /** The GPUs a Workload holds, and its ClusterQueue's nominal GPUs in their flavors (undefined: not read, or none covered). */

@@ -597,7 +597,8 @@ describe('rehearse --from: what Kueue does to the samples\' queued jobs, from th
     const flavor = (research.spec as any).resourceGroups[0].flavors[0];
     const quota = (r: string) => parseQuantity(flavor.resources.find((x: { name: string }) => x.name === r).nominalQuota);
     const holds = (usage: Record<string, number>, flavors: Record<string, string> = {}) => ({
-      state: 'admitted' as const, clusterQueue: 'research',
+      state: 'admitted' as const,
+      clusterQueue: 'research',
       holds: Object.entries(usage).map(([resource, amount]) => ({ resource, amount, ...(flavors[resource] ? { flavor: flavors[resource] } : {}) })),
     });
     const nominals = (s: WorkloadState) => Object.fromEntries((s.holds ?? []).map((h) => [`${h.resource} ${h.flavor ?? '-'}`, h.nominal]));
