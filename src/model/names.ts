@@ -147,6 +147,9 @@ export const ADOPTED_SYNC_OPTIONS: readonly string[] = ['Prune=false', 'Delete=f
 /** Folder of the Argo CD objects of a cluster (dist/<cluster>/gitops/), synced by the cluster's root Application. */
 export const GITOPS_FOLDER = 'gitops';
 
+/** The Application that syncs a folder of a cluster: `<cluster>-<folder>`; the root, named as the cluster, for the gitops folder. */
+export const folderApplicationName = (cluster: string, folder: string): string => (folder === GITOPS_FOLDER ? cluster : `${cluster}-${folder}`);
+
 /**
  * Argo CD's cascading delete: an Application that carries this finalizer deletes the resources it applied when it is
  * deleted (argo-cd v3.5.1 controller/appcontroller.go finalizeApplicationDeletion, `app.CascadedDeletion()`); one

@@ -5,7 +5,7 @@ import { isWriteArtifact } from './write';
 import { InputError, printable } from '../errors';
 import { RenderedFile } from './folder-files';
 import { isObjectPath, manifestFiles, readManifests } from './tree';
-import { GITOPS_FOLDER, isResourcesFinalizer, LABELS, ownSyncOptions, RESOURCES_FINALIZER } from '../model/names';
+import { folderApplicationName, isResourcesFinalizer, LABELS, ownSyncOptions, RESOURCES_FINALIZER } from '../model/names';
 
 /**
  * Objects that leave the rendered output. Argo CD prunes what leaves dist/ (and deletes what an Application takes with
@@ -146,7 +146,7 @@ export function clusterFate(m: Manifest, application?: string): ClusterFate {
 function applicationOfFile(file: string): string | undefined {
   const [cluster, folder, ...rest] = file.split('/');
   if (rest.length === 0) return undefined;
-  return folder === GITOPS_FOLDER ? cluster : `${cluster}-${folder}`;
+  return folderApplicationName(cluster, folder);
 }
 
 /** The rendered objects a write removes that Argo CD deletes from the cluster (at once or once confirmed). */

@@ -3,7 +3,7 @@ import { IgnoredDifference, ManagedInstall, managedInstalls } from './managed-in
 import { ApplicationSpecSource, ApplicationSpecSourceKustomize } from '../../../imports/argocd-application-argoproj.io';
 import { IN_CLUSTER_SERVER } from '../../model/description';
 import { ClusterModel } from '../../model/model';
-import { ARGOCD_FIELD_MANAGER, GITOPS_FOLDER, LABELS } from '../../model/names';
+import { ARGOCD_FIELD_MANAGER, folderApplicationName, GITOPS_FOLDER, LABELS } from '../../model/names';
 import { durationSeconds } from '../../model/schema-types';
 import { inKustomization } from '../../render/folder-files';
 import { KustomizeReplacement, Manifest, RenderedFolder } from '../../render/manifest';
@@ -329,7 +329,7 @@ export function planGitops(model: ClusterModel, folders: readonly RenderedFolder
     const upstream = f.kustomization?.footprint;
     const manual = MANUAL_FOLDERS.has(f.folder);
     return {
-      name: `${model.name}-${f.folder}`,
+      name: folderApplicationName(model.name, f.folder),
       folder: f.folder,
       source: gitSource(f.folder),
       destinationNamespace: mainNamespace(f.objects, g.namespace),
