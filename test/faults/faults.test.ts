@@ -654,7 +654,8 @@ describe.skipIf(process.platform !== 'linux')('a fleet rendered on several threa
     expect(r.status, r.stderr).toBe(1);
     const steps = readFileSync(trace, 'utf8').trim().split('\n');
     expect(steps.filter((s) => /^render:\d+@\d+$/.test(s)).length).toBeGreaterThan(0);
-    for (const name of NAMES.slice(4)) expect(r.stderr).toContain(`- ${name}: Namespace inference (tenants/namespace.inference.yaml)\n`);
+    // a tenant's Namespace is Prune=confirm: its line says Argo CD waits for the confirmation (render/deletions.ts clusterFate)
+    for (const name of NAMES.slice(4)) expect(r.stderr).toContain(`- ${name}: Namespace inference (tenants/namespace.inference.yaml): Argo CD deletes it only once someone confirms`);
     for (const name of NAMES.slice(0, 4)) expect(r.stderr).not.toContain(`- ${name}:`);
     expect(r.stderr.split('\n').filter((l) => l.includes(': Namespace inference ')).length).toBe(2);
     expect(readTreeFiles(dir)).toEqual(before);
