@@ -2,19 +2,13 @@ import { ClusterIndex } from './cluster-index';
 import { applicationSources, ARGO, folderOfPath } from './gitops';
 import { Rule, Violation } from './rule';
 import { parseSyncOptions } from '../model/adoption';
-import { ADOPTED_SYNC_OPTIONS, isResourcesFinalizer, LABELS } from '../model/names';
+import { ADOPTED_SYNC_OPTIONS, hasResourcesFinalizer, LABELS } from '../model/names';
 import { Manifest } from '../render/manifest';
 
 /** The value of a sync option (`Prune`, `Delete`) in a list of options, if set. */
 function optionValue(options: readonly string[], key: string): string | undefined {
   const found = [...options].reverse().find((o) => o.split('=')[0] === key);
   return found?.slice(key.length + 1);
-}
-
-/** True when an Application deletes its resources with it (Argo CD's resources finalizer). */
-function cascades(app: Manifest): boolean {
-  const finalizers = (app.metadata as { finalizers?: unknown }).finalizers;
-  return Array.isArray(finalizers) && finalizers.some(isResourcesFinalizer);
 }
 
 /** Applications that sync the rendered folder `folder`. */
@@ -62,10 +56,10 @@ const adoptedNoCascadeDelete: Rule = {
       const deleteSafe = deleteOwn !== undefined
         ? deleteOwn === 'false'
         : apps.length > 0 && apps.every((app) => optionValue(appOptions(app), 'Delete') === 'false'
-          || !cascades(app));
+          || !hasResourcesFinalizer(app));
       if (!pruneSafe) missing.push('Prune=false (a rename or removal from dist/ prunes it)');
       if (!deleteSafe) {
-        const cascading = apps.filter(cascades);
+        const cascading = apps.filter(hasResourcesFinalizer);
         missing.push(`Delete=false (${cascading.length > 0
           ? `deleting Application ${cascading.map((a) => a.metadata.name).join(', ')}, which carries the resources finalizer, deletes it`
           : 'an Application with the resources finalizer would delete it'})`);

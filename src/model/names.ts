@@ -163,6 +163,12 @@ export const RESOURCES_FINALIZER = 'resources-finalizer.argocd.argoproj.io';
  */
 export const isResourcesFinalizer = (f: unknown): boolean => typeof f === 'string' && (f === RESOURCES_FINALIZER || f.startsWith(`${RESOURCES_FINALIZER}/`));
 
+/** Whether an Application carries Argo CD's resources finalizer: deleting it deletes what it applied. */
+export const hasResourcesFinalizer = (app: { readonly metadata: object }): boolean => {
+  const finalizers = (app.metadata as { finalizers?: unknown }).finalizers;
+  return Array.isArray(finalizers) && finalizers.some(isResourcesFinalizer);
+};
+
 /**
  * MultiKueue's names (kubernetes-sigs/kueue v0.19.2 apis/kueue/v1beta2/multikueue_types.go), and the label this toolkit
  * puts on the identity a manager uses on each of its workers.

@@ -5,7 +5,7 @@ import { isWriteArtifact } from './write';
 import { InputError, printable } from '../errors';
 import { RenderedFile } from './folder-files';
 import { isObjectPath, manifestFiles, readManifests } from './tree';
-import { folderApplicationName, isResourcesFinalizer, LABELS, ownSyncOptions, RESOURCES_FINALIZER } from '../model/names';
+import { folderApplicationName, hasResourcesFinalizer, LABELS, ownSyncOptions, RESOURCES_FINALIZER } from '../model/names';
 
 /**
  * Objects that leave the rendered output. Argo CD prunes what leaves dist/ (and deletes what an Application takes with
@@ -116,12 +116,6 @@ function applicationAloneNote(m: Manifest): string {
 function byHandStays(m: Manifest): string {
   return 'stays in the cluster: applied by hand, it is synced by no Application, so nothing prunes it; an admin deletes it if wanted: '
     + `${kubectlDelete(m)}${syncOption(m, 'Delete') === undefined && hasResourcesFinalizer(m) ? ' (its resources finalizer deletes what it applied too)' : ''}`;
-}
-
-/** Whether an object carries Argo CD's resources finalizer (an Application that deletes what it applied with it). */
-function hasResourcesFinalizer(m: Manifest): boolean {
-  const finalizers = (m.metadata as { finalizers?: unknown }).finalizers;
-  return Array.isArray(finalizers) && finalizers.some(isResourcesFinalizer);
 }
 
 /**
