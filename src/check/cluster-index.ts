@@ -34,6 +34,8 @@ export interface PodSpecLike {
   readonly volumes?: readonly Json[];
 }
 
+/** The kinds that carry a Kueue manager configuration Kueue reads (kueueConfigurations): the ConfigMap it mounts, the Helm values of an Application that installs it. */
+const CONFIGURATION_HOLDERS = new Set(['ConfigMap', 'Application', 'ApplicationSet', 'Configuration']);
 /** Argo CD kinds carry other objects' settings (Helm values), not pods of their own. */
 const NOT_WORKLOADS = new Set(['Application', 'ApplicationSet', 'AppProject', 'ConfigMap', 'Secret', 'CustomResourceDefinition']);
 
@@ -216,13 +218,15 @@ export class ClusterIndex {
   }
 
   /**
-   * Kueue manager configurations (`config.kueue.x-k8s.io` `Configuration`) rendered anywhere: in a
-   * ConfigMap, or in an Argo CD Application's Helm values (object or embedded YAML string).
+   * Kueue manager configurations (`config.kueue.x-k8s.io` `Configuration`) rendered where Kueue reads one: in a
+   * ConfigMap, or in an Argo CD Application's Helm values (object or embedded YAML string). Other kinds are not
+   * searched (a CRD's or a workload's strings hold none Kueue would read).
    */
   kueueConfigurations(): readonly { readonly owner: Manifest; readonly config: Json }[] {
     if (this.configurations) return this.configurations;
     const out: { owner: Manifest; config: Json }[] = [];
     for (const m of this.objects) {
+      if (!CONFIGURATION_HOLDERS.has(m.kind)) continue;
       const walk = (node: unknown, depth: number) => {
         if (depth > 12) return;
         if (typeof node === 'string') {
