@@ -72,3 +72,15 @@ describe('KWOK on the twin starts once the API server\'s OpenAPI has its stages\
     twin.assertRunning();
   }, 180_000);
 });
+
+describe('the control plane\'s leader leases', () => {
+  it('the controller manager and the scheduler hold theirs for 60 s (renewed every 10 s, not the default 2 s: a twin never fails over)', async () => {
+    const admin = cp.client();
+    for (const name of ['kube-controller-manager', 'kube-scheduler']) {
+      const lease = await admin.get(`/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/${name}`);
+      const spec = lease?.spec as { holderIdentity?: string; leaseDurationSeconds?: number } | undefined;
+      expect(typeof spec?.holderIdentity, name).toBe('string');
+      expect(spec?.leaseDurationSeconds, name).toBe(60);
+    }
+  }, 60_000);
+});
