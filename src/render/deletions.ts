@@ -103,7 +103,7 @@ const automatedOf = (app: Manifest): { prune?: boolean } | undefined =>
 
 /**
  * An object whose `Prune=false` decides (its own sync option, or, without one, its Application's): gitops-engine skips
- * its prune (v3.5.1 gitops-engine/pkg/sync/sync_context.go:1453-1458 pruneObject, isPruningDisabled at :333-343 with the
+ * its prune (v3.5.1 gitops-engine/pkg/sync/sync_context.go:1454-1458 pruneObject, isPruningDisabled at :333-343 with the
  * sync operation's option as default, controller/sync.go:333: "ignored (no prune)"), and its Application, still
  * tracking it, shows it OutOfSync as requiring pruning (controller/state.go:950, :991). With `Delete=false` too,
  * deleting that Application spares it as well (controller/appcontroller.go:1252-1261 shouldBeDeleted).
@@ -134,7 +134,7 @@ function pruneConfirmNote(application: string | undefined): string {
  * `automated.prune: false` (gitops.automated.prune): the automated sync never prunes. v3.5.1 autoSync skips a sync that
  * would only prune (controller/appcontroller.go:2352-2364, "need to prune extra resources only but automated prune is
  * disabled"), and the sync it starts for other changes carries Prune from automated.prune (:2377), so gitops-engine
- * skips every prune (gitops-engine/pkg/sync/sync_context.go:1454-1455 pruneObject, "ignored (requires pruning)").
+ * skips every prune (gitops-engine/pkg/sync/sync_context.go:1455-1456 pruneObject, "ignored (requires pruning)").
  * Only a sync with prune does: by hand, `argocd app sync --prune`.
  */
 function prunedByHandOnly(app: Manifest, application: string, what = 'it'): string {
@@ -233,8 +233,8 @@ function leavesWithCascade(m: Manifest, ctx: FateContext, application: Manifest)
  * applied by hand, or the one the hub's ApplicationSet generates in its place, which the hub keeps until dist/fleet/ is
  * applied there again) stays and reads a path that no longer exists. v3.5.1's repo server fails the manifests ("app path
  * does not exist", util/app/path/path.go:26-27, reposerver/repository/repository.go:540), the comparison sets a
- * ComparisonError ("Failed to load target state", controller/state.go:696-699) and the sync status Unknown
- * (:1034-1035), and autoSync syncs only an OutOfSync Application (controller/appcontroller.go:2346-2349): nothing is
+ * ComparisonError ("Failed to load target state", controller/state.go:695-699) and the sync status Unknown
+ * (:1034-1035), and autoSync syncs only an OutOfSync Application (controller/appcontroller.go:2347-2349): nothing is
  * pruned. The child Applications keep the commit the root last gave them (components/gitops/plan.ts revisionPins),
  * where their folders still exist.
  */
