@@ -1,5 +1,4 @@
-import { parseSyncOptions } from './adoption';
-import { syncOptionValue } from './names';
+import { parseSyncOptions, syncOptionValue } from './names';
 
 /**
  * Kinds whose deletion loses data: a Namespace takes every claim, job and secret in it with it; a claim

@@ -316,7 +316,12 @@ type Annotated = { readonly metadata: { readonly annotations?: Readonly<Record<s
  * repeats dropped, in order (argo-cd v3.5.1 gitops-engine/pkg/sync/resource/annotations.go:16-32 GetAnnotationCSVs).
  */
 export function ownSyncOptions(m: Annotated): string[] {
-  return [...new Set((m.metadata.annotations?.[LABELS.syncOptions] ?? '').split(',').map((s) => s.trim()).filter((s) => s !== ''))];
+  return [...new Set(parseSyncOptions(m.metadata.annotations?.[LABELS.syncOptions]))];
+}
+
+/** Parses an `argocd.argoproj.io/sync-options` value into trimmed entries, in order (repeats kept: ownSyncOptions drops them). */
+export function parseSyncOptions(value: string | undefined): string[] {
+  return (value ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '');
 }
 
 /** An Application's sync options (spec.syncPolicy.syncOptions). */
