@@ -1,15 +1,8 @@
 import { ClusterIndex } from './cluster-index';
 import { applicationSources, ARGO, folderOfPath } from './gitops';
 import { Rule, Violation } from './rule';
-import { parseSyncOptions } from '../model/adoption';
-import { ADOPTED_SYNC_OPTIONS, hasResourcesFinalizer, LABELS } from '../model/names';
+import { ADOPTED_SYNC_OPTIONS, hasResourcesFinalizer, LABELS, ownSyncOptions, syncOptionsOf, syncOptionValue } from '../model/names';
 import { Manifest } from '../render/manifest';
-
-/** The value of a sync option (`Prune`, `Delete`) in a list of options, if set. */
-function optionValue(options: readonly string[], key: string): string | undefined {
-  const found = [...options].reverse().find((o) => o.split('=')[0] === key);
-  return found?.slice(key.length + 1);
-}
 
 /** Applications that sync the rendered folder `folder`. */
 function applicationsOf(index: ClusterIndex, folder: string): Manifest[] {
@@ -44,18 +37,18 @@ const adoptedNoCascadeDelete: Rule = {
     ];
     for (const { m, apps: appsOf } of candidates) {
       if (m.metadata.annotations?.[LABELS.adopted] !== 'true') continue;
-      const own = parseSyncOptions(m.metadata.annotations?.[LABELS.syncOptions]);
+      const own = ownSyncOptions(m);
       const apps = appsOf();
       const missing: string[] = [];
-      const pruneOwn = optionValue(own, 'Prune');
-      const deleteOwn = optionValue(own, 'Delete');
-      const appOptions = (app: Manifest) => ((app.spec as { syncPolicy?: { syncOptions?: string[] } } | undefined)?.syncPolicy?.syncOptions) ?? [];
+      // Argo CD reads the first `KEY=` entry of each list (model/names.ts syncOptionValue)
+      const pruneOwn = syncOptionValue(own, 'Prune');
+      const deleteOwn = syncOptionValue(own, 'Delete');
       const pruneSafe = pruneOwn !== undefined
         ? pruneOwn === 'false'
-        : apps.length > 0 && apps.every((app) => optionValue(appOptions(app), 'Prune') === 'false');
+        : apps.length > 0 && apps.every((app) => syncOptionValue(syncOptionsOf(app), 'Prune') === 'false');
       const deleteSafe = deleteOwn !== undefined
         ? deleteOwn === 'false'
-        : apps.length > 0 && apps.every((app) => optionValue(appOptions(app), 'Delete') === 'false'
+        : apps.length > 0 && apps.every((app) => syncOptionValue(syncOptionsOf(app), 'Delete') === 'false'
           || !hasResourcesFinalizer(app));
       if (!pruneSafe) missing.push('Prune=false (a rename or removal from dist/ prunes it)');
       if (!deleteSafe) {

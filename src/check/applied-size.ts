@@ -2,8 +2,7 @@ import { ClusterIndex } from './cluster-index';
 import { ARGO } from './gitops';
 import { Rule, Violation } from './rule';
 import { appliedSize, CLIENT_SIDE_APPLY_LIMIT } from '../components/gitops/api-kinds';
-import { parseSyncOptions } from '../model/adoption';
-import { LABELS } from '../model/names';
+import { LABELS, parseSyncOptions } from '../model/names';
 import { apiGroup, describeObject, Manifest } from '../render/manifest';
 
 /** How many oversized objects a finding names before it counts the rest. */

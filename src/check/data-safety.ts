@@ -1,8 +1,7 @@
 import { appliedBy } from './applied';
 import { Rule, Violation } from './rule';
-import { parseSyncOptions } from '../model/adoption';
 import { DATA_HOLDING_KINDS, DATA_SYNC_OPTIONS, holdsData, missingDataSyncOptions } from '../model/data-safety';
-import { LABELS } from '../model/names';
+import { LABELS, ownSyncOptions, syncOptionValue } from '../model/names';
 import { definedKind, describeObject } from '../render/manifest';
 
 const kinds = DATA_HOLDING_KINDS.map((k) => k.kind).join(', ');
@@ -54,8 +53,9 @@ const argocdInstallKept: Rule = {
       if (!argoCrds.some((m) => definedKind(m)?.kind === 'Application')) continue;
       const kept = [...argoCrds, ...objects.filter((m) => m.kind === 'Namespace' && m.apiVersion === 'v1')];
       for (const m of kept) {
-        const own = parseSyncOptions(m.metadata.annotations?.[LABELS.syncOptions]);
-        const missing = KEPT.filter((o) => !own.includes(o));
+        // the first `KEY=` entry decides, as Argo CD reads it (names.ts syncOptionValue)
+        const own = ownSyncOptions(m);
+        const missing = KEPT.filter((o) => syncOptionValue(own, o.split('=')[0]) !== o.slice(o.indexOf('=') + 1));
         if (missing.length === 0) continue;
         out.push({
           message: `installs Argo CD, and ${describeObject(m)} lacks ${missing.join(' and ')} in its ${LABELS.syncOptions} annotation: a build that drops it `

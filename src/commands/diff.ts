@@ -7,8 +7,12 @@ import { commandHelp, renderInputs } from './options';
 import { Preloaded, preloadedModels } from './precheck';
 import { DIFF } from './specs';
 import { outputFormat } from '../errors';
+import { FLEET_FOLDER } from '../model/names';
 import { requireProject } from '../project/project-file';
-import { clusterOf, deletedInCluster, deletionLines, keptInCluster, objectKey, outputEntries, readTreeObjects, removal, TreeObject } from '../render/deletions';
+import {
+  clusterOf, deletedInCluster, deletionLines, fateContexts, hubApplications, HubApplications, keptInCluster, objectKey, outputEntries,
+  readTreeObjects, removal, TreeObject,
+} from '../render/deletions';
 import { describeObject } from '../render/manifest';
 import { changedFields, FieldChange, formatFieldChange } from '../render/object-diff';
 import { isObjectPath } from '../render/tree';
@@ -45,14 +49,19 @@ export interface TreeDiff {
   readonly files: readonly FileChange[];
 }
 
-/** Object-level diff of two sets of rendered objects; objects match by cluster and identity (not version). */
-export function diffObjects(before: readonly TreeObject[], after: readonly TreeObject[]): ObjectChange[] {
+/**
+ * Object-level diff of two sets of rendered objects; objects match by cluster and identity (not version). A removed
+ * object is judged in the context of the change (render/deletions.ts fateContexts; `hubs`: the fleet hub's
+ * Applications before it, hubApplications).
+ */
+export function diffObjects(before: readonly TreeObject[], after: readonly TreeObject[], hubs: HubApplications = new Map()): ObjectChange[] {
   const old = new Map(before.map((o) => [objectKey(o), o]));
   const now = new Map(after.map((o) => [objectKey(o), o]));
+  const contextOf = fateContexts(before, after, hubs);
   const out: ObjectChange[] = [];
   for (const [k, o] of old) {
     if (now.has(k)) continue;
-    out.push({ change: 'removed', ...removal(o), fields: [] });
+    out.push({ change: 'removed', ...removal(o, contextOf(o)), fields: [] });
   }
   for (const [k, o] of now) {
     const prev = old.get(k);
@@ -84,7 +93,8 @@ function treeObjects(root: string, clusters?: readonly string[]): TreeObject[] {
 export function diffTrees(beforeRoot: string, afterRoot: string, clusters?: readonly string[]): TreeDiff {
   const inScope = (f: string) => clusters === undefined || clusters.includes(clusterOf(f));
   // Client files (dist/<cluster>/tutorials/) are YAML but no objects: they are compared as files.
-  const objects = diffObjects(treeObjects(beforeRoot, clusters), treeObjects(afterRoot, clusters));
+  const hubs = hubApplications(readTreeObjects(beforeRoot, [FLEET_FOLDER], () => undefined));
+  const objects = diffObjects(treeObjects(beforeRoot, clusters), treeObjects(afterRoot, clusters), hubs);
   const before = new Set(allFiles(beforeRoot).filter((f) => inScope(f) && !isObjectPath(f)));
   const after = new Set(allFiles(afterRoot).filter((f) => inScope(f) && !isObjectPath(f)));
   const files: FileChange[] = [];

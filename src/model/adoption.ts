@@ -1,5 +1,5 @@
 import type { ClusterDescription } from './description';
-import { ADOPTED_SYNC_OPTIONS, DASHBOARD, HELM, LABELS, NAMESPACES, SINGLETONS, STORAGE_CLASSES } from './names';
+import { ADOPTED_SYNC_OPTIONS, DASHBOARD, HELM, LABELS, NAMESPACES, parseSyncOptions, SINGLETONS, STORAGE_CLASSES } from './names';
 
 /** One rendered object, by API group, kind, name and namespace (none: cluster-scoped). */
 export interface ObjectRef {
@@ -80,11 +80,6 @@ interface ObjectIdentity {
 export function refersTo(ref: ObjectRef, m: ObjectIdentity): boolean {
   const group = m.apiVersion.includes('/') ? m.apiVersion.split('/')[0] : '';
   return ref.group === group && ref.kind === m.kind && ref.name === m.metadata.name && ref.namespace === m.metadata.namespace;
-}
-
-/** Parses an `argocd.argoproj.io/sync-options` value into trimmed entries. */
-export function parseSyncOptions(value: string | undefined): string[] {
-  return (value ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '');
 }
 
 /**

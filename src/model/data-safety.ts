@@ -1,4 +1,4 @@
-import { parseSyncOptions } from './adoption';
+import { parseSyncOptions, syncOptionValue } from './names';
 
 /**
  * Kinds whose deletion loses data: a Namespace takes every claim, job and secret in it with it; a claim
@@ -51,8 +51,7 @@ export function missingDataSyncOptions(annotation: string | undefined): string[]
   const own = parseSyncOptions(annotation);
   return DATA_SYNC_OPTIONS.filter((option) => {
     const key = option.split('=')[0];
-    // Argo CD looks each option up on its own: any `confirm` or `false` of the key holds the object.
-    const held = Math.max(-1, ...own.filter((o) => o.split('=')[0] === key).map((o) => strength(o.slice(key.length + 1))));
-    return held < strength(option.slice(key.length + 1));
+    // Argo CD reads the first `KEY=` entry only (names.ts syncOptionValue): a later `confirm` or `false` holds nothing.
+    return strength(syncOptionValue(own, key)) < strength(option.slice(key.length + 1));
   });
 }

@@ -39,7 +39,9 @@ const gitops = z.strictObject({
       + '"vendored": the copy of that tree the toolkit package ships, written into dist/<name>/argocd/upstream/ and built from there, so that neither '
       + 'the bootstrap nor Argo CD needs anything but this repository (air-gapped sites).'),
   automated: z.strictObject({
-    prune: z.boolean().default(true).describe('Delete objects that disappeared from dist/.'),
+    prune: z.boolean().default(true).describe('Delete objects that disappeared from dist/ at the automated sync. false: the automated sync prunes '
+      + 'nothing (Argo CD does not even start one for a commit that only removes objects): they stay, OutOfSync, until a sync with prune '
+      + '(argocd app sync <application> --prune); synth and diff say so on each line.'),
     selfHeal: z.boolean().default(true).describe('Revert changes made in the cluster by hand.'),
   }).prefault({}).describe('Automated sync of configuration (samples never auto-sync).'),
   waveWait: waitDuration(10, 24 * 3600).default('10m')

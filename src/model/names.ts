@@ -147,6 +147,9 @@ export const ADOPTED_SYNC_OPTIONS: readonly string[] = ['Prune=false', 'Delete=f
 /** Folder of the Argo CD objects of a cluster (dist/<cluster>/gitops/), synced by the cluster's root Application. */
 export const GITOPS_FOLDER = 'gitops';
 
+/** Output folder of the fleet objects: dist/fleet/ (so no cluster may be named "fleet"). */
+export const FLEET_FOLDER = 'fleet';
+
 /** The Application that syncs a folder of a cluster: `<cluster>-<folder>`; the root, named as the cluster, for the gitops folder. */
 export const folderApplicationName = (cluster: string, folder: string): string => (folder === GITOPS_FOLDER ? cluster : `${cluster}-${folder}`);
 
@@ -308,14 +311,43 @@ export const DASHBOARD = {
 /** What the readers of Argo CD's annotations below need of an object or an Application. */
 type Annotated = { readonly metadata: { readonly annotations?: Readonly<Record<string, string>> } };
 
-/** An object's own sync options (its annotation, comma-separated). */
+/**
+ * An object's own sync options as gitops-engine reads its annotation: comma-separated, each trimmed, empty ones and
+ * repeats dropped, in order (argo-cd v3.5.1 gitops-engine/pkg/sync/resource/annotations.go:16-32 GetAnnotationCSVs).
+ */
 export function ownSyncOptions(m: Annotated): string[] {
-  return (m.metadata.annotations?.[LABELS.syncOptions] ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '');
+  return [...new Set(parseSyncOptions(m.metadata.annotations?.[LABELS.syncOptions]))];
+}
+
+/** Parses an `argocd.argoproj.io/sync-options` value into trimmed entries, in order (repeats kept: ownSyncOptions drops them). */
+export function parseSyncOptions(value: string | undefined): string[] {
+  return (value ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '');
 }
 
 /** An Application's sync options (spec.syncPolicy.syncOptions). */
 export function syncOptionsOf(app: object): string[] {
   return ((app as { spec?: { syncPolicy?: { syncOptions?: string[] } } }).spec?.syncPolicy?.syncOptions) ?? [];
+}
+
+/**
+ * The value of a `KEY=value` sync option in a list of options: the FIRST `KEY=` entry, as Argo CD reads both lists
+ * (a resource's annotation: gitops-engine pkg/sync/resource/annotations.go:48-56 GetAnnotationOptionValue; an
+ * Application's spec.syncPolicy.syncOptions: pkg/apis/application/v1alpha1/types.go:1502-1510 SyncOptions.GetOptionValue).
+ */
+export function syncOptionValue(options: readonly string[], key: string): string | undefined {
+  const prefix = `${key}=`;
+  return options.find((o) => o.startsWith(prefix))?.slice(prefix.length);
+}
+
+/**
+ * The `Prune=` or `Delete=` value that decides for an object: its own annotation's, else its Application's
+ * (`app`, when known). Prune: gitops-engine sync_context.go:322-343 (objRequiresPruneConfirmation, isPruningDisabled)
+ * falls back on the sync operation's option (controller/sync.go:333 WithDefaultPruneOption), which an automated sync
+ * copies from spec.syncPolicy.syncOptions (controller/appcontroller.go:2378). Delete: controller/appcontroller.go:1252-1261
+ * shouldBeDeleted reads the Application's spec.syncPolicy.syncOptions the same way.
+ */
+export function decidingSyncOption(m: Annotated, key: 'Prune' | 'Delete', app?: object): string | undefined {
+  return syncOptionValue(ownSyncOptions(m), key) ?? (app ? syncOptionValue(syncOptionsOf(app), key) : undefined);
 }
 
 /** Whether an object's sync skips the dry run of a kind the server does not serve yet: its own option, or its Application's. */

@@ -5,15 +5,19 @@ import { isWriteArtifact } from './write';
 import { InputError, printable } from '../errors';
 import { RenderedFile } from './folder-files';
 import { isObjectPath, manifestFiles, readManifests } from './tree';
-import { folderApplicationName, hasResourcesFinalizer, LABELS, ownSyncOptions, RESOURCES_FINALIZER } from '../model/names';
+import { decidingSyncOption, FLEET_FOLDER, folderApplicationName, GITOPS_FOLDER, HELM, hasResourcesFinalizer, LABELS, ownSyncOptions, RESOURCES_FINALIZER, syncOptionValue } from '../model/names';
 
 /**
  * Objects that leave the rendered output. Argo CD prunes what leaves dist/ (and deletes what an Application takes with
  * it), so `synth` refuses to remove rendered objects unless `--allow-delete`, and `diff` exits 1 on them: both list them
  * on standard error the same way. What argo-cd v3.5.1 (commit 109ca7ca7113) does instead of a plain prune is said once,
- * here, per object (clusterFate): a CRD and an object whose sync options say `Prune=false` stay in the cluster (listed
- * with `stays`, nothing is asked for them); an object with `Prune=confirm` is pruned only once someone confirms, and an
- * Application without the resources finalizer is deleted alone (listed with a `note`, asked for as any deletion).
+ * here, per object (clusterFate), in the context of the change (FateContext: the Application that syncs the object, as
+ * the last render wrote it, and whether it leaves too): a CRD, an object whose sync options say `Prune=false` (its own,
+ * or its Application's), an object no Application tracks and the objects of a dropped cluster's folder stay in the
+ * cluster (listed with `stays`, nothing is asked for them); an object with `Prune=confirm` is pruned only once someone
+ * confirms, one whose Application does not prune on its own only at a sync by hand with prune, one whose Application
+ * leaves with the resources finalizer goes with it, and an Application without that finalizer is deleted alone (listed
+ * with a `note`, asked for as any deletion).
  */
 
 /** One object of a rendered tree, with the file it is in (relative to the output root). */
@@ -25,11 +29,15 @@ export interface TreeObject {
 /** What Argo CD does with a rendered object that left dist/, where that is not simply to prune it when it syncs. */
 export interface ClusterFate {
   /**
-   * Set when the cluster keeps the object although it leaves the output (a CRD, `Prune=false`): what happens instead.
+   * Set when the cluster keeps the object although it leaves the output (a CRD, `Prune=false`, a template, what an
+   * Application without the resources finalizer leaves behind, a dropped cluster's objects): what happens instead.
    * Such a removal deletes nothing in the cluster, so neither synth nor diff asks --allow-delete for it.
    */
   readonly stays?: string;
-  /** Set when Argo CD deletes it otherwise than at once and alone (`Prune=confirm`; an Application without the resources finalizer): how. */
+  /**
+   * Set when Argo CD deletes it otherwise than at once and alone (`Prune=confirm`; a sync by hand with prune; with its
+   * Application, which leaves too; an Application without the resources finalizer): how.
+   */
   readonly note?: string;
 }
 
@@ -54,9 +62,8 @@ export function crdStays(name: string, kind?: string): string {
     + `an admin deletes it if wanted: kubectl delete crd ${name} (deletes every ${kind ?? 'custom resource of it'} left)`;
 }
 
-/** The value of a resource-level sync option as gitops-engine reads it: the first `KEY=` entry of the annotation (resource/annotations.go GetAnnotationOptionValue). */
-const syncOption = (m: Manifest, key: string): string | undefined =>
-  ownSyncOptions(m).find((o) => o.startsWith(`${key}=`))?.slice(key.length + 1);
+/** The value of a resource-level sync option as gitops-engine reads it (model/names.ts syncOptionValue: the first `KEY=` entry). */
+const syncOption = (m: Manifest, key: string): string | undefined => syncOptionValue(ownSyncOptions(m), key);
 
 /** `kubectl delete` of one object: its kind (with the group, but for the core group), namespace and name. */
 function kubectlDelete(m: Manifest): string {
@@ -66,38 +73,80 @@ function kubectlDelete(m: Manifest): string {
 }
 
 /**
- * An object whose own sync options say `Prune=false` (an adopted object, ADOPTED_SYNC_OPTIONS; Argo CD's own Namespace
- * and CRDs, ARGOCD_KEPT_SYNC_OPTIONS): gitops-engine skips its prune (v3.5.1 gitops-engine/pkg/sync/sync_context.go:1454-1458
- * pruneObject, isPruningDisabled at :333: "ignored (no prune)"), and its Application, still tracking it, shows it OutOfSync
- * as requiring pruning (controller/state.go:950, :991). With `Delete=false` too, deleting that Application spares it as
- * well (controller/appcontroller.go:1252-1261 shouldBeDeleted).
+ * What clusterFate reads around an object that leaves dist/: the Application that syncs it, and what the same change
+ * does to that Application. Built from the tree as the last render wrote it (fateContexts); without it, each object is
+ * judged alone (its own sync options).
  */
-function pruneDisabledStays(m: Manifest): string {
-  const alsoDelete = syncOption(m, 'Delete') === 'false' ? ', nor deletes it with its Application (Delete=false)' : '';
-  return `stays in the cluster: Argo CD never prunes an object whose sync options say Prune=false${alsoDelete}; `
+export interface FateContext {
+  /** The name of the Application that syncs the object (in the commands printed). */
+  readonly application?: string;
+  /** That Application as the last render wrote it (finalizer, sync options, automated sync), when the tree holds it. */
+  readonly app?: Manifest;
+  /** That Application leaves dist/ in the same change (its folder is dropped): its parent prunes it. */
+  readonly appLeaves?: boolean;
+  /** The Application that syncs that Application (the root, or the hub's Application of the cluster), as last rendered. */
+  readonly parent?: Manifest;
+  /**
+   * The object's whole cluster folder leaves dist/ (the cluster is dropped). `hub`: the Application a fleet hub
+   * generates in place of that cluster's root (the fleet folder before the change lists it: hubApplications), which
+   * leaves too.
+   */
+  readonly clusterDropped?: { readonly cluster: string; readonly hub?: Manifest };
+}
+
+/** Whether an object is an Argo CD Application. */
+const isApplication = (m: Manifest) => m.kind === 'Application' && apiGroup(m.apiVersion) === 'argoproj.io';
+
+/** An Application's spec.syncPolicy.automated, if it syncs on its own. */
+const automatedOf = (app: Manifest): { prune?: boolean } | undefined =>
+  (app.spec as { syncPolicy?: { automated?: { prune?: boolean } } } | undefined)?.syncPolicy?.automated;
+
+/**
+ * An object whose `Prune=false` decides (its own sync option, or, without one, its Application's): gitops-engine skips
+ * its prune (v3.5.1 gitops-engine/pkg/sync/sync_context.go:1454-1458 pruneObject, isPruningDisabled at :333-343 with the
+ * sync operation's option as default, controller/sync.go:333: "ignored (no prune)"), and its Application, still
+ * tracking it, shows it OutOfSync as requiring pruning (controller/state.go:950, :991). With `Delete=false` too,
+ * deleting that Application spares it as well (controller/appcontroller.go:1252-1261 shouldBeDeleted).
+ */
+function pruneDisabledStays(m: Manifest, ctx: FateContext): string {
+  const fromApp = syncOption(m, 'Prune') === undefined && ctx.application ? ` (its Application ${ctx.application}'s)` : '';
+  const alsoDelete = decidingSyncOption(m, 'Delete', ctx.app) === 'false' ? ', nor deletes it with its Application (Delete=false)' : '';
+  return `stays in the cluster: Argo CD never prunes an object whose sync options${fromApp} say Prune=false${alsoDelete}; `
     + `its Application shows it OutOfSync (requires pruning) while it stays; an admin deletes it if wanted: ${kubectlDelete(m)}`;
 }
 
 /**
- * An object whose own sync options say `Prune=confirm` (the Namespaces and volume claims, DATA_SYNC_OPTIONS): before it
- * prunes anything, a sync that would prune such an object stops (v3.5.1 gitops-engine/pkg/sync/sync_context.go:1617-1624
- * runTasks, "Prune requires confirmation") and stays Running with the message "waiting for pruning confirmation of ..."
- * (:458-470 setRunningPhase) until the Application's argocd.argoproj.io/deletion-approved is later than the operation's
- * start (controller/sync.go:332 WithPruneConfirmed; `argocd app confirm-deletion` sets it). Its Application deleted in
- * cascade waits the same way (Delete=confirm, controller/appcontroller.go finalizeApplicationDeletion).
+ * An object whose `Prune=confirm` decides (its own, the Namespaces and volume claims' DATA_SYNC_OPTIONS, or its
+ * Application's): before it prunes anything, a sync that would prune such an object stops (v3.5.1
+ * gitops-engine/pkg/sync/sync_context.go:1617-1624 runTasks, "Prune requires confirmation") and stays Running with the
+ * message "waiting for pruning confirmation of ..." (:458-470 setRunningPhase) until the Application's
+ * argocd.argoproj.io/deletion-approved is later than the operation's start (controller/sync.go:332 WithPruneConfirmed;
+ * `argocd app confirm-deletion` sets it). Its Application deleted in cascade waits the same way (Delete=confirm,
+ * controller/appcontroller.go:1361-1366 finalizeApplicationDeletion, RequiresDeletionConfirmation).
  */
 function pruneConfirmNote(application: string | undefined): string {
   return 'Argo CD deletes it only once someone confirms (Prune=confirm): its Application waits ("waiting for pruning confirmation") '
     + `until: argocd app confirm-deletion ${application ?? '<application>'}`;
 }
 
-/** Whether an object is an Argo CD Application. */
-const isApplication = (m: Manifest) => m.kind === 'Application' && apiGroup(m.apiVersion) === 'argoproj.io';
+/**
+ * An object whose Application syncs by hand only (no spec.syncPolicy.automated: the samples', Dynamo's) or with
+ * `automated.prune: false` (gitops.automated.prune): the automated sync never prunes. v3.5.1 autoSync skips a sync that
+ * would only prune (controller/appcontroller.go:2352-2364, "need to prune extra resources only but automated prune is
+ * disabled"), and the sync it starts for other changes carries Prune from automated.prune (:2377), so gitops-engine
+ * skips every prune (gitops-engine/pkg/sync/sync_context.go:1455-1456 pruneObject, "ignored (requires pruning)").
+ * Only a sync with prune does: by hand, `argocd app sync --prune`.
+ */
+function prunedByHandOnly(app: Manifest, application: string, what = 'it'): string {
+  const why = automatedOf(app) === undefined ? `${application} syncs by hand only` : `the automated sync of ${application} does not prune (automated.prune: false)`;
+  return `Argo CD prunes ${what} only at a sync with prune (${why}); until then ${application} shows it OutOfSync (requires pruning): `
+    + `argocd app sync ${application} --prune`;
+}
 
 /**
  * What deleting an Application without the resources finalizer does (the managed installs', the upstream Argo CD
  * folder's): the API server removes it at once, and the controller, which cleans up only an Application being deleted
- * with a propagation finalizer (v3.5.1 controller/appcontroller.go:1137 finalizeApplicationDeletion, :1344
+ * with a propagation finalizer (v3.5.1 controller/appcontroller.go:1282 finalizeApplicationDeletion, :1344
  * `app.CascadedDeletion()`; pkg/apis/application/v1alpha1/types.go:3575), never deletes what it applied. The finalizer,
  * added before the root prunes it, makes that prune a cascading delete (CRDs and `Delete=false` objects spared,
  * appcontroller.go:1252-1261 shouldBeDeleted). rehearse's change report reads the outcome on the twin (stillInCluster).
@@ -119,18 +168,130 @@ function byHandStays(m: Manifest): string {
 }
 
 /**
- * What the cluster does with a rendered object that leaves dist/, where that is not simply a prune when its Application
- * syncs. `application`: the Application that syncs it, when known (named in the confirmation command).
+ * A template object (LABELS.template: the samples' per-node jobs): left out of its folder's kustomization, so Argo CD
+ * never applies it and sets no tracking annotation on the copy someone created from it; no Application owns that copy,
+ * so neither a sync nor a cascading delete touches it.
  */
-export function clusterFate(m: Manifest, application?: string): ClusterFate {
+function templateStays(m: Manifest): string {
+  return 'stays in the cluster: a template created by hand (kubectl create), outside its folder\'s kustomization, so no Application tracks it '
+    + `and nothing prunes or deletes it; an admin deletes what was created from it if wanted: ${kubectlDelete(m)}`;
+}
+
+/**
+ * An object whose Application leaves in the same change (its folder dropped): the root prunes that Application. With the
+ * resources finalizer, that prune is a cascading delete (v3.5.1 controller/appcontroller.go:1282 finalizeApplicationDeletion,
+ * :1344-1366): every object it tracks goes, `Prune=false` or not (only `Delete=` counts there), but a CRD, an object whose
+ * deciding `Delete=` is false or that says helm.sh/resource-policy: keep (:1252-1261 shouldBeDeleted), and one with
+ * `Delete=confirm` waits for the confirmation (:1361-1366). Without the finalizer, that Application goes alone and its
+ * objects stay, synced by nothing. Undefined when the context says nothing of the Application.
+ */
+function leavesWithApplication(m: Manifest, ctx: FateContext): ClusterFate | undefined {
+  if (!ctx.appLeaves || !ctx.app) return undefined;
+  if (ctx.app.metadata.annotations?.[LABELS.byHand] === 'true') {
+    // the samples' Application: outside the root's kustomization, nothing prunes it; it reads a folder that is gone
+    return {
+      stays: `stays in the cluster: its Application ${ctx.app.metadata.name} leaves dist/ too, but it was applied by hand and nothing deletes it: `
+        + 'it reads a path that no longer exists, so Argo CD shows it with a ComparisonError ("app path does not exist") and syncs nothing; '
+        + `deleting it by hand (${kubectlDelete(ctx.app)}) `
+        + (hasResourcesFinalizer(ctx.app) ? 'deletes this too (its resources finalizer)' : 'leaves this (no resources finalizer)'),
+    };
+  }
+  const fate = leavesWithCascade(m, ctx, ctx.app);
+  const parent = ctx.parent;
+  // the Application itself goes only when its parent prunes it: until then it keeps the commit it was pinned to
+  if (fate.note === undefined || !parent || automatedOf(parent)?.prune === true) return fate;
+  return { note: `${prunedByHandOnly(parent, parent.metadata.name, `its Application ${ctx.application ?? ctx.app.metadata.name}`)}; then: ${fate.note}` };
+}
+
+/** leavesWithApplication once `application` is deleted. */
+function leavesWithCascade(m: Manifest, ctx: FateContext, application: Manifest): ClusterFate {
+  const app = ctx.application ?? application.metadata.name;
+  if (!hasResourcesFinalizer(application)) {
+    return {
+      stays: `stays in the cluster, synced by nothing: its Application ${app} leaves too and carries no resources finalizer, so Argo CD deletes `
+        + `that Application alone (controller/appcontroller.go finalizeApplicationDeletion); an admin deletes it if wanted: ${kubectlDelete(m)}`,
+    };
+  }
+  const del = decidingSyncOption(m, 'Delete', application);
+  if (del === 'false' || m.metadata.annotations?.[HELM.resourcePolicy] === HELM.keep) {
+    const why = del === 'false' ? 'Delete=false' : `${HELM.resourcePolicy}: ${HELM.keep}`;
+    return {
+      stays: `stays in the cluster, synced by nothing: its Application ${app} leaves too, and its cascading delete spares an object that says ${why}; `
+        + `an admin deletes it if wanted: ${kubectlDelete(m)}`,
+    };
+  }
+  if (del === 'confirm') {
+    return { note: `deleted with its Application ${app}, which leaves too (resources finalizer), once someone confirms (Delete=confirm): argocd app confirm-deletion ${app}` };
+  }
+  const despite = decidingSyncOption(m, 'Prune', application) === 'false' ? ' (Prune=false does not spare it: a cascading delete reads Delete= only)' : '';
+  const alone = isApplication(m) && !hasResourcesFinalizer(m) ? `; ${applicationAloneNote(m)}` : '';
+  return { note: `deleted with its Application ${app}, which leaves too: its resources finalizer deletes what it applied${despite}${alone}` };
+}
+
+/**
+ * A dropped cluster's objects (its whole folder leaves dist/): the Application that syncs its gitops folder (the root,
+ * applied by hand, or the one the hub's ApplicationSet generates in its place, which the hub keeps until dist/fleet/ is
+ * applied there again) stays and reads a path that no longer exists. v3.5.1's repo server fails the manifests ("app path
+ * does not exist", util/app/path/path.go:26-27, reposerver/repository/repository.go:540), the comparison sets a
+ * ComparisonError ("Failed to load target state", controller/state.go:695-699) and the sync status Unknown
+ * (:1034-1035), and autoSync syncs only an OutOfSync Application (controller/appcontroller.go:2347-2349): nothing is
+ * pruned. The child Applications keep the commit the root last gave them (components/gitops/plan.ts revisionPins),
+ * where their folders still exist.
+ */
+function rootPathGone(cluster: string): string {
+  return `its cluster's folder leaves dist/, so the Application that syncs its root (${cluster}: the root applied by hand, or the hub's) reads a path `
+    + 'that no longer exists: Argo CD shows it with a ComparisonError ("app path does not exist") and sync status Unknown and syncs nothing, so nothing '
+    + 'is pruned, and the child Applications keep syncing the last commit the root gave them; to take the cluster down, delete its Applications by hand '
+    + `(kubectl delete application -n <argocd> -l ${LABELS.partOf}=${cluster})`;
+}
+
+/**
+ * A dropped cluster whose root a fleet hub generated (the fleet folder's ApplicationSet listed it, hubApplications):
+ * applied on the hub again, the ApplicationSet without its element deletes the hub's Application of the cluster
+ * (v3.5.1 applicationset/controllers/applicationset_controller.go:351-353, :809-860 deleteInCluster, under the default
+ * policy, which allows deletes). With the resources finalizer that is a cascading delete of the gitops folder's objects
+ * (the cluster's Applications), each of which then goes as its own finalizer says: `fate`, the object's fate once its
+ * Application goes.
+ */
+function hubDeletesNote(cluster: string, fate: string): string {
+  return `once dist/fleet/ is applied on the hub again (kubectl apply -k dist/fleet), its ApplicationSet deletes the hub's Application ${cluster} `
+    + `(resources finalizer), and this is then ${fate}; until then nothing is deleted: ${rootPathGone(cluster)}`;
+}
+
+/**
+ * What the cluster does with a rendered object that leaves dist/, where that is not simply a prune when its Application
+ * syncs. `context`: the Application that syncs it and what the change does to it (fateContexts); without one, the
+ * object is judged alone.
+ */
+export function clusterFate(m: Manifest, context: FateContext = {}): ClusterFate {
   const crd = definedKind(m);
   if (crd) return { stays: crdStays(m.metadata.name, crd.kind || undefined) };
-  const prune = syncOption(m, 'Prune');
-  if (prune === 'false') return { stays: pruneDisabledStays(m) };
-  if (prune === 'confirm') return { note: pruneConfirmNote(application) };
+  if (m.metadata.annotations?.[LABELS.template] === 'true') return { stays: templateStays(m) };
   if (isApplication(m) && m.metadata.annotations?.[LABELS.byHand] === 'true') return { stays: byHandStays(m) };
-  if (isApplication(m) && !hasResourcesFinalizer(m)) return { note: applicationAloneNote(m) };
-  return {};
+  const dropped = context.clusterDropped;
+  if (dropped) {
+    const stays = { stays: `stays in the cluster: ${rootPathGone(dropped.cluster)}` };
+    // With a hub, its ApplicationSet deletes the hub's Application of the cluster (it generates it no more): with the
+    // resources finalizer, the cluster's Applications go in its cascade, and what those apply as each of them goes
+    // (fateContexts gives the hub's Application as the gitops folder's); without, they stay, as with no hub.
+    if (!dropped.hub || !hasResourcesFinalizer(dropped.hub)) return stays;
+    const fate = clusterFate(m, { ...context, clusterDropped: undefined });
+    if (fate.stays !== undefined) return fate;
+    return { note: hubDeletesNote(dropped.cluster, fate.note ?? 'deleted') };
+  }
+  const leaving = leavesWithApplication(m, context);
+  if (leaving) return leaving;
+  const prune = decidingSyncOption(m, 'Prune', context.app);
+  if (prune === 'false') return { stays: pruneDisabledStays(m, context) };
+  const how = prune === 'confirm' ? pruneConfirmNote(context.application)
+    : isApplication(m) && !hasResourcesFinalizer(m) ? applicationAloneNote(m)
+      : undefined;
+  const app = context.app;
+  if (app && (automatedOf(app) === undefined || automatedOf(app)?.prune !== true)) {
+    const byHand = prunedByHandOnly(app, context.application ?? app.metadata.name);
+    return { note: how ? `${byHand}; then: ${how}` : byHand };
+  }
+  return how ? { note: how } : {};
 }
 
 /**
@@ -251,7 +412,9 @@ function linkTarget(p: string): string {
  * as removed (the write replaces the link with a plain folder), and what its target holds is compared as the
  * entry's content; an entry that is a file counts as removed.
  */
-export function entryDeletions(root: string, entry: string, files: readonly RenderedFile[], objects: readonly TreeObject[]): Deletion[] {
+export function entryDeletions(
+  root: string, entry: string, files: readonly RenderedFile[], objects: readonly TreeObject[], hubs: HubApplications = new Map(),
+): Deletion[] {
   const dir = path.join(root, entry);
   const st = lstatSync(dir, { throwIfNoEntry: false });
   if (!st) return [];
@@ -312,7 +475,7 @@ export function entryDeletions(root: string, entry: string, files: readonly Rend
     }
   };
   walk('');
-  return [...out, ...removedObjects(before, objects)];
+  return [...out, ...removedObjects(before, objects, hubs)];
 }
 
 /**
@@ -320,8 +483,10 @@ export function entryDeletions(root: string, entry: string, files: readonly Rend
  * root) removes: entryDeletions of each with nothing written in its place.
  */
 export function removedEntries(root: string, names: readonly string[]): Deletion[] {
-  return names.flatMap((name) => entryDeletions(root, name, [], []));
+  const hubs = hubApplications(readTreeObjects(root, [FLEET_FOLDER], () => undefined));
+  return names.flatMap((name) => entryDeletions(root, name, [], [], hubs));
 }
+
 
 /** The cluster folders (and fleet/) of an output root, without the write protocol's bookkeeping. */
 export function outputEntries(root: string): string[] {
@@ -339,15 +504,86 @@ export function allOutputEntries(root: string): string[] {
 export const byFile = (a: Deletion, b: Deletion): number =>
   (a.file < b.file ? -1 : a.file > b.file ? 1 : a.object < b.object ? -1 : a.object > b.object ? 1 : 0);
 
-/** The objects of `before` that `after` no longer holds (matched per cluster folder by identity), in file order. */
-export function removedObjects(before: readonly TreeObject[], after: readonly TreeObject[]): Deletion[] {
+/** The objects of `before` that `after` no longer holds (matched per cluster folder by identity), in file order, each judged in context (fateContexts). */
+export function removedObjects(before: readonly TreeObject[], after: readonly TreeObject[], hubs: HubApplications = new Map()): Deletion[] {
   const kept = new Set(after.map(objectKey));
-  return before.filter((o) => !kept.has(objectKey(o))).map(removal).sort(byFile);
+  const contextOf = fateContexts(before, after, hubs);
+  return before.filter((o) => !kept.has(objectKey(o))).map((o) => removal(o, contextOf(o))).sort(byFile);
 }
 
 /** A rendered object that leaves the output, as a deletion: where it was, and what the cluster does with it (clusterFate). */
-export function removal(o: TreeObject): Deletion {
-  return { cluster: clusterOf(o.file), object: describeObject(o.manifest), file: o.file, ...clusterFate(o.manifest, applicationOfFile(o.file)) };
+export function removal(o: TreeObject, context: FateContext = { application: applicationOfFile(o.file) }): Deletion {
+  return { cluster: clusterOf(o.file), object: describeObject(o.manifest), file: o.file, ...clusterFate(o.manifest, context) };
+}
+
+/**
+ * The context in which each object of `before` that `after` no longer holds leaves (FateContext): the Application
+ * that syncs its folder as `before` holds it (`<cluster>/gitops/`), whether that one leaves too, and whether the whole
+ * cluster leaves (`before` holds its root and `after` nothing of it). `hubs`: per cluster, the Application a fleet hub
+ * generates for its root (hubApplications), when the fleet folder before the change had one.
+ */
+export function fateContexts(
+  before: readonly TreeObject[], after: readonly TreeObject[], hubs: HubApplications = new Map(),
+): (o: TreeObject) => FateContext {
+  const kept = new Set(after.map(objectKey));
+  const clustersAfter = new Set(after.map((o) => clusterOf(o.file)));
+  const apps = new Map<string, TreeObject>();
+  for (const o of before) {
+    if (isApplication(o.manifest) && o.file.split('/')[1] === GITOPS_FOLDER) apps.set(`${clusterOf(o.file)}\0${o.manifest.metadata.name}`, o);
+  }
+  return (o) => {
+    const cluster = clusterOf(o.file);
+    const application = applicationOfFile(o.file);
+    if (application === undefined) return {};
+    const root = apps.get(`${cluster}\0${cluster}`)?.manifest;
+    const hub = hubs.get(cluster);
+    const dropped = root !== undefined && !clustersAfter.has(cluster);
+    const found = apps.get(`${cluster}\0${application}`);
+    // with a hub, the hub's Application of the cluster syncs the gitops folder in the root's place
+    const app = dropped && hub && application === cluster ? hub : found?.manifest;
+    return {
+      application,
+      app,
+      appLeaves: found !== undefined && !kept.has(objectKey(found)),
+      // a dropped cluster's Applications go in the cascade of the hub's Application, whatever it prunes
+      parent: application === cluster || dropped ? undefined : root,
+      ...(dropped ? { clusterDropped: { cluster, hub } } : {}),
+    };
+  };
+}
+
+/** The Applications a fleet hub generates in place of the clusters' roots, by cluster (hubApplications). */
+export type HubApplications = ReadonlyMap<string, Manifest>;
+
+/**
+ * The Applications a fleet hub generates (the fleet folder's ApplicationSet, as `fleet` holds it), by cluster: named as
+ * the cluster, in the ApplicationSet's namespace, with the template's finalizers, or the resources finalizer that
+ * argo-cd v3.5.1 adds to a template without any unless preserveResourcesOnDeletion (applicationset/utils/utils.go:294-302),
+ * and the element's automated prune. The ApplicationSet deletes the Application of an element that leaves
+ * (applicationset/controllers/applicationset_controller.go:809-860 deleteInCluster).
+ */
+export function hubApplications(fleet: readonly TreeObject[]): Map<string, Manifest> {
+  const out = new Map<string, Manifest>();
+  for (const { manifest: set } of fleet) {
+    if (set.kind !== 'ApplicationSet' || apiGroup(set.apiVersion) !== 'argoproj.io') continue;
+    const spec = set.spec as {
+      generators?: { list?: { elements?: { cluster?: unknown; prune?: unknown }[] } }[];
+      template?: { metadata?: { finalizers?: string[] } };
+      syncPolicy?: { preserveResourcesOnDeletion?: boolean };
+    } | undefined;
+    const own = spec?.template?.metadata?.finalizers ?? [];
+    const finalizers = own.length === 0 && spec?.syncPolicy?.preserveResourcesOnDeletion !== true ? [RESOURCES_FINALIZER] : own;
+    for (const e of (spec?.generators ?? []).flatMap((g) => g.list?.elements ?? [])) {
+      if (typeof e.cluster !== 'string') continue;
+      out.set(e.cluster, {
+        apiVersion: 'argoproj.io/v1alpha1',
+        kind: 'Application',
+        metadata: { name: e.cluster, namespace: set.metadata.namespace, finalizers },
+        spec: { syncPolicy: { automated: { prune: e.prune === true || e.prune === 'true' } } },
+      } as Manifest);
+    }
+  }
+  return out;
 }
 
 /**

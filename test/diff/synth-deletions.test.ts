@@ -149,6 +149,14 @@ describe('synth of every description (the fleet, as `npm run synth` without argu
     expect(e.deletions).toHaveLength(objects.length);
     expect(new Set(e.deletions.map((d) => d.cluster))).toEqual(new Set(['second-cluster']));
     expect(e.deletions.map((d) => d.object)).toContain('Namespace research');
+    // the fleet folder's ApplicationSet generated its root on a hub: the line says what the hub's cascade does once the
+    // fleet folder is applied there again, and that until then nothing goes (render/deletions.ts clusterFate)
+    expect(e.deletions.find((d) => d.object === 'LocalQueue inference/inference')?.note).toMatch(new RegExp(
+      '^once dist/fleet/ is applied on the hub again \\(kubectl apply -k dist/fleet\\), its ApplicationSet deletes the hub\'s Application second-cluster '
+      + '\\(resources finalizer\\), and this is then deleted with its Application second-cluster-tenants, which leaves too: its resources finalizer deletes '
+      + 'what it applied; until then nothing is deleted: its cluster\'s folder leaves dist/, so the Application that syncs its root \\(second-cluster: '
+      + 'the root applied by hand, or the hub\'s\\) reads a path that no longer exists',
+    ));
     expect(readTreeFiles(out)).toEqual(before);
     writeFileSync(path.join(clusters, 'second-cluster.yaml'), stringify({ ...referenceInput(), name: 'second-cluster', gitops: { ...referenceInput().gitops, path: 'dist/second-cluster' } }));
   });
@@ -160,6 +168,10 @@ describe('synth of every description (the fleet, as `npm run synth` without argu
     const where = new Set(e.deletions.map((d) => d.file.split('/').slice(0, 2).join('/')));
     expect(where).toEqual(new Set(['instant-cluster/dashboard', 'instant-cluster/gitops']));
     expect(e.deletions.filter((d) => d.file.startsWith('instant-cluster/gitops/')).map((d) => d.object)).toEqual(['Application argocd/instant-cluster-dashboard']);
+    // the Application leaves with its folder and carries the resources finalizer: its prune deletes what it applied
+    for (const d of e.deletions.filter((x) => x.file.startsWith('instant-cluster/dashboard/') && x.stays === undefined)) {
+      expect(d.note, d.object).toMatch(/^deleted with its Application instant-cluster-dashboard, which leaves too/);
+    }
     expect(readTreeFiles(out)).toEqual(before);
     writeFileSync(path.join(clusters, 'instant-cluster.yaml'), stringify(referenceInput()));
   });
@@ -181,6 +193,19 @@ describe('synth of every description (the fleet, as `npm run synth` without argu
     const count = readTreeObjects(out, ['second-cluster']).length;
     const r = run(true);
     expect(r.deleted).toHaveLength(count);
+    expect(readdirSync(out).sort()).toEqual(['fleet', 'instant-cluster']);
+  });
+
+  it('a cluster dropped where no fleet folder generated its root: its root, applied by hand, keeps everything; nothing is asked', () => {
+    const second = { ...referenceInput(), name: 'second-cluster', gitops: { ...referenceInput().gitops, path: 'dist/second-cluster' } };
+    writeFileSync(path.join(clusters, 'second-cluster.yaml'), stringify(second));
+    run();
+    rmSync(path.join(out, 'fleet'), { recursive: true });
+    rmSync(path.join(clusters, 'second-cluster.yaml'));
+    const r = run();
+    expect(r.deleted.length).toBeGreaterThan(50);
+    expect(r.deleted.filter((d) => d.stays === undefined)).toEqual([]);
+    expect(r.deleted.find((d) => d.object === 'Namespace research')?.stays).toMatch(/^stays in the cluster: its cluster's folder leaves dist\/, so the Application that syncs its root \(second-cluster: the root applied by hand, or the hub's\) reads a path that no longer exists: Argo CD shows it with a ComparisonError/);
     expect(readdirSync(out).sort()).toEqual(['fleet', 'instant-cluster']);
   });
 });

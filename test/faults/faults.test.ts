@@ -654,8 +654,12 @@ describe.skipIf(process.platform !== 'linux')('a fleet rendered on several threa
     expect(r.status, r.stderr).toBe(1);
     const steps = readFileSync(trace, 'utf8').trim().split('\n');
     expect(steps.filter((s) => /^render:\d+@\d+$/.test(s)).length).toBeGreaterThan(0);
-    // a tenant's Namespace is Prune=confirm: its line says Argo CD waits for the confirmation (render/deletions.ts clusterFate)
-    for (const name of NAMES.slice(4)) expect(r.stderr).toContain(`- ${name}: Namespace inference (tenants/namespace.inference.yaml): Argo CD deletes it only once someone confirms`);
+    // the fleet's clusters have that one tenant: the tenants folder leaves with its Application, whose resources finalizer
+    // deletes the Namespace once someone confirms (Delete=confirm; render/deletions.ts clusterFate)
+    for (const name of NAMES.slice(4)) {
+      expect(r.stderr).toContain(`- ${name}: Namespace inference (tenants/namespace.inference.yaml): deleted with its Application ${name}-tenants, which leaves too `
+        + `(resources finalizer), once someone confirms (Delete=confirm): argocd app confirm-deletion ${name}-tenants`);
+    }
     for (const name of NAMES.slice(0, 4)) expect(r.stderr).not.toContain(`- ${name}:`);
     expect(r.stderr.split('\n').filter((l) => l.includes(': Namespace inference ')).length).toBe(2);
     expect(readTreeFiles(dir)).toEqual(before);

@@ -53,6 +53,24 @@ describe('adopted objects (what the Instant Cluster already runs)', () => {
       expect.stringMatching(/^StorageClass local-path: .*lacks Delete=false \(deleting Application instant-cluster-storage, which carries the resources finalizer/),
     ]);
   });
+
+  it('adopted-no-cascade-delete reads the sync options as Argo CD does: the first Delete= entry counts, not the last', () => {
+    const c = renderOf();
+    const storage = c.folders.find((f) => f.folder === 'storage')!;
+    const withOptions = (options: string) => {
+      const objects = storage.objects.map((m) => (m.metadata.name === 'local-path' && m.kind === 'StorageClass'
+        ? { ...m, metadata: { ...m.metadata, annotations: { ...m.metadata.annotations, 'argocd.argoproj.io/sync-options': options } } }
+        : m));
+      const view = { ...c, folders: c.folders.map((f) => (f === storage ? { ...f, objects } : f)) };
+      return checkCluster(view).filter((f) => f.rule === 'adopted-no-cascade-delete').map((f) => f.message);
+    };
+    // gitops-engine's GetAnnotationOptionValue returns Delete=true here: the cascade deletes it
+    expect(withOptions('Prune=false, Delete=true,Delete=false')).toEqual([
+      expect.stringMatching(/^StorageClass local-path: .*lacks Delete=false \(deleting Application instant-cluster-storage/),
+    ]);
+    expect(withOptions('Prune=true,Prune=false,Delete=false')).toEqual([expect.stringMatching(/^StorageClass local-path: .*lacks Prune=false \(a rename/)]);
+    expect(withOptions('Delete=false,Prune=false,Delete=true,Prune=true')).toEqual([]);
+  });
 });
 
 describe('objects that hold data (Namespaces, claims)', () => {
@@ -76,8 +94,9 @@ describe('objects that hold data (Namespaces, claims)', () => {
     expect(mergeSyncOptions('Delete=confirm', ['Prune=false', 'Delete=false'])).toBe('Delete=false,Prune=false');
     expect(missingDataSyncOptions('Prune=false,Delete=confirm')).toEqual([]);
     expect(missingDataSyncOptions('Prune=true,Delete=true')).toEqual(['Prune=confirm', 'Delete=confirm']);
-    // Argo CD looks each option up on its own: any confirm (or false) of the key holds the object.
-    expect(missingDataSyncOptions('Prune=true,Prune=confirm')).toEqual(['Delete=confirm']);
+    // Argo CD reads the first entry of a key (gitops-engine GetAnnotationOptionValue): a later confirm (or false) holds nothing.
+    expect(missingDataSyncOptions('Prune=true,Prune=confirm')).toEqual(['Prune=confirm', 'Delete=confirm']);
+    expect(missingDataSyncOptions('Prune=confirm,Prune=true, Delete=false,Delete=true')).toEqual([]);
   });
 });
 

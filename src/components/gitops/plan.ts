@@ -8,10 +8,7 @@ import { durationSeconds } from '../../model/schema-types';
 import { inKustomization } from '../../render/folder-files';
 import { KustomizeReplacement, Manifest, RenderedFolder } from '../../render/manifest';
 
-export { GITOPS_FOLDER } from '../../model/names';
-
-/** Output folder of the fleet objects: dist/fleet/ (so no cluster may be named "fleet"). */
-export const FLEET_FOLDER = 'fleet';
+export { FLEET_FOLDER, GITOPS_FOLDER } from '../../model/names';
 
 /** The root Application among a cluster's gitops objects: the one whose path is the gitops folder itself. */
 export function rootApplicationOf(gitopsObjects: readonly Manifest[], gitopsPath: string): Manifest | undefined {
