@@ -5,6 +5,7 @@ import { applicationState, ApplicationState, describeState, formatTimeline, REFR
 import { killLaunched } from './control-plane';
 import { ApiError, describe as describeObject, KubeClient, KubeObject } from './kube-client';
 import { workloadOwnedBy } from './kueue';
+import { OperatorStandIns } from './operator-stand-ins';
 import { HermeticNode } from './placement';
 import { poll, sleep } from './poll';
 import { decided, JobHistory, jobsReport, noKueueOnTwin, queuedSamples, readJobs, WorkloadState } from './sample-jobs';
@@ -283,6 +284,58 @@ export function rootWentPast(rev: string, rootName: string, names: readonly stri
   return behind.length > 0 && behind.every((x) => x.health !== 'Healthy' && x.revision === rev && root.wentAheadOf.includes(x.name));
 }
 
+/**
+ * The states of the Applications `names`, as Argo CD sees them now: a refresh of each asked for (the webhook's
+ * annotation, twin-cluster.ts refresh) and each read again until the annotation is gone, within what --timeout leaves
+ * (`deadline`) and at most REFRESH_MS; by name, those refreshed in time. Argo CD re-reads an Application when one of
+ * its resources changes, but not on a change of a resource's status that keeps its health status (Argo CD's default
+ * `resource.customizations.ignoreResourceUpdates.all: /status`; controller/cache/cache.go `skipResourceUpdate`): a
+ * ClusterPolicy that turns "ready" without GPU nodes stays Progressing, so its Application's message would be the one
+ * before the operator wrote its status, until its next periodic comparison (timeout.reconciliation, minutes).
+ */
+export async function refreshedStates(c: {
+  readonly client: Pick<KubeClient, 'get'>;
+  readonly namespace: string;
+  readonly names: readonly string[];
+  readonly refresh: (application: string) => Promise<void>;
+  /** When --timeout ends (ms since the epoch). */
+  readonly deadline: number;
+}): Promise<Map<string, ApplicationState>> {
+  const fresh = new Map<string, ApplicationState>();
+  const bound = Math.min(REFRESH_MS, c.deadline - Date.now());
+  if (c.names.length === 0 || bound <= 0) return fresh;
+  await Promise.all(c.names.map((n) => c.refresh(n).catch(() => {})));
+  // the annotation our patch set is gone only once Argo CD's controller has done the refresh: it removes it with the
+  // status it writes, so the Application read then is the refreshed one (the watch may deliver it a moment later)
+  await poll(async () => {
+    for (const n of c.names.filter((x) => !fresh.has(x))) {
+      const app = await c.client.get(`/apis/argoproj.io/v1alpha1/namespaces/${c.namespace}/applications/${n}`).catch(() => undefined);
+      const annotations = (app?.metadata.annotations ?? {}) as Record<string, unknown>;
+      if (app && annotations[REFRESH_ANNOTATION] === undefined) fresh.set(n, applicationState(app));
+    }
+    return fresh.size === c.names.length;
+  }, (ok) => ok, bound, 500);
+  return fresh;
+}
+
+/**
+ * What the twin's operator stand-ins did, for the report of a rehearsal that did not converge (the status a stand-in
+ * did not write is why a wave waits): the last state each wrote of each resource, and the passes that failed, with
+ * times since `since` (the root's apply).
+ */
+export function standInLines(standIns: Pick<OperatorStandIns, 'writes' | 'failedPasses' | 'errors' | 'lastError'>, since: number): string[] {
+  const out: string[] = [];
+  const lastWrites = new Map(standIns.writes.map((w) => [`${w.kind} ${w.name}`, w]));
+  if (lastWrites.size > 0) {
+    out.push(`rehearse: the twin's operator stand-ins last wrote: ${[...lastWrites].map(([k, w]) => `${k} ${w.state} at ${seconds(w.at - since)}`).join(', ')} (after the root's apply)`);
+  }
+  if (standIns.failedPasses > 0) {
+    const last = standIns.errors[standIns.errors.length - 1];
+    out.push(`rehearse: the twin's operator stand-ins: ${standIns.failedPasses} pass(es) failed${standIns.lastError !== undefined ? ', failing still' : ', then one succeeded'}; the last at ${last ? seconds(last.at - since) : '?'} after the root's apply: ${last?.message ?? standIns.lastError}`);
+  }
+  return out;
+}
+
 /** Runs one rehearsal; answers its exit code (0: every Application converged, 1: not). */
 export async function rehearse(opts: RehearsalOptions): Promise<number> {
   const t0 = Date.now();
@@ -446,34 +499,14 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
       return names.length > 0 ? ` (or Suspended, held on purpose as the description says: ${names.join(', ')})` : '';
     };
 
-    /**
-     * The states of the Applications not converged at `rev`, as Argo CD sees them now: a refresh of each asked for (the
-     * webhook's annotation) and waited for, within what --timeout leaves and at most REFRESH_MS. Argo CD re-reads an
-     * Application when one of its resources changes, but not on a change of a resource's status that keeps its health
-     * status (Argo CD's default `resource.customizations.ignoreResourceUpdates.all: /status`; controller/cache/cache.go
-     * `skipResourceUpdate`): a ClusterPolicy that turns "ready" without GPU nodes stays Progressing, so its
-     * Application's message would be the one before the operator wrote its status, until its next periodic comparison
-     * (timeout.reconciliation, minutes).
-     */
+    /** The states of the Applications not converged at `rev`, as Argo CD sees them now (refreshedStates). */
     const refreshed = async (states: ApplicationState[], rev: string): Promise<ApplicationState[]> => {
       const converged = settledAt(rev, twin!.watch.state(twin!.name));
       const stuck = states.filter((x) => !converged(x)).map((x) => x.name);
-      const bound = Math.min(REFRESH_MS, deadline - Date.now());
-      if (stuck.length === 0 || bound <= 0) return states;
-      await Promise.all(stuck.map((n) => twin!.refresh(n).catch(() => {})));
-      // the annotation our patch set is gone only once Argo CD's controller has done the refresh: it removes it with the
-      // status it writes, so the Application read then is the refreshed one (the watch may deliver it a moment later)
-      const ns = twin!.model.description.gitops.namespace;
-      const fresh = new Map<string, ApplicationState>();
-      await poll(async () => {
-        for (const n of stuck.filter((x) => !fresh.has(x))) {
-          const app = await twin!.cp.client().get(`/apis/argoproj.io/v1alpha1/namespaces/${ns}/applications/${n}`)
-            .catch(() => undefined);
-          const annotations = (app?.metadata.annotations ?? {}) as Record<string, unknown>;
-          if (app && annotations[REFRESH_ANNOTATION] === undefined) fresh.set(n, applicationState(app));
-        }
-        return fresh.size === stuck.length;
-      }, (ok) => ok, bound, 500);
+      if (stuck.length === 0) return states;
+      const fresh = await refreshedStates({
+        client: twin!.cp.client(), namespace: twin!.model.description.gitops.namespace, names: stuck, refresh: (n) => twin!.refresh(n), deadline,
+      });
       return twin!.watch.states().map((x) => fresh.get(x.name) ?? x);
     };
 
@@ -488,16 +521,7 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
       for (const s of states.filter((x) => !converged(x))) opts.err(`rehearse: not converged: ${describeState(s)}`);
       for (const n of missing) opts.err(`rehearse: not converged: ${n}: never created (the root's sync did not reach it)`);
       if (states.every(converged) && missing.length === 0 && root) opts.err(`rehearse: not converged: ${twin!.name}: its sync is ${root.phase || 'not started'}${root.operationRevision && root.operationRevision !== rev ? ` at ${root.operationRevision.slice(0, 7)}` : ''}`);
-      // the twin's own operators: a stand-in whose passes failed says so (the status it did not write is why a wave waits)
-      const standIns = twin!.standIns;
-      const lastWrites = new Map(standIns.writes.map((w) => [`${w.kind} ${w.name}`, w]));
-      if (lastWrites.size > 0) {
-        opts.err(`rehearse: the twin's operator stand-ins last wrote: ${[...lastWrites].map(([k, w]) => `${k} ${w.state} at ${seconds(w.at - rootAt)}`).join(', ')} (after the root's apply)`);
-      }
-      if (standIns.failedPasses > 0) {
-        const last = standIns.errors[standIns.errors.length - 1];
-        opts.err(`rehearse: the twin's operator stand-ins: ${standIns.failedPasses} pass(es) failed${standIns.lastError !== undefined ? ', failing still' : ', then one succeeded'}; the last at ${last ? seconds(last.at - rootAt) : '?'} after the root's apply: ${last?.message ?? standIns.lastError}`);
-      }
+      for (const line of standInLines(twin!.standIns, rootAt)) opts.err(line);
       if (passedOver) {
         opts.err(`rehearse: ${twin!.name}: ${what}: the root's sync succeeded past each Application above: not Healthy within gitops.waveWait (${twin!.model.description.gitops.waveWait}), the longest its waves wait`);
       } else {
