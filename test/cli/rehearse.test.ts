@@ -298,7 +298,7 @@ describe('rehearse --from: the change report, from the two converged states', ()
     const rs = { kind: 'ReplicaSet', name: 'kueue-controller-manager-5d9f' };
     const before = [pod('a', 'dp-a', 'gpu-1', ds), pod('b', 'dp-b', 'gpu-2', ds), pod('c', 'kueue-x', 'svc', rs, '5d9f'), pod('d', 'dp-c', 'gpu-3', ds)];
     const after = [pod('e', 'dp-d', 'gpu-1', ds), pod('f', 'dp-e', 'gpu-2', ds), pod('g', 'kueue-y', 'svc', { ...rs, name: 'kueue-controller-manager-77aa' }, '77aa'), pod('d', 'dp-c', 'gpu-3', ds)];
-    const { podsOf } = await import('../../src/twin/rehearse');
+    const { podsOf } = await import('../../src/twin/pod-watch');
     const lines = changeReport({
       apps: {
         before: [app('lab-kueue', 'dist/lab/kueue', ['q', 'old']), app('lab-gpu-operator', 'dist/lab/gpu-operator', ['p'])],
