@@ -28,15 +28,20 @@ export function coveredResources(cq: Manifest): string[] {
   return [...new Set(resourceGroups(cq).flatMap((g) => g.coveredResources ?? []))].sort();
 }
 
-/** Sum of a ClusterQueue's nominal quota of one resource over all its flavors (over `flavor` alone when given). */
-export function nominalQuota(cq: Manifest, resource: string, flavor?: string): number {
-  let total = 0;
+/** A ClusterQueue's nominal quotas of one resource as written, one per flavor that gives one (of `flavor` alone when given). */
+export function nominalQuotasAsWritten(cq: Manifest, resource: string, flavor?: string): (string | number)[] {
+  const out: (string | number)[] = [];
   for (const g of resourceGroups(cq)) {
     for (const f of (g.flavors ?? []).filter((x) => flavor === undefined || x.name === flavor)) {
-      for (const r of f.resources ?? []) if (r.name === resource && r.nominalQuota !== undefined) total += parseQuantity(r.nominalQuota);
+      for (const r of f.resources ?? []) if (r.name === resource && r.nominalQuota !== undefined) out.push(r.nominalQuota);
     }
   }
-  return total;
+  return out;
+}
+
+/** Sum of a ClusterQueue's nominal quota of one resource over all its flavors (over `flavor` alone when given). */
+export function nominalQuota(cq: Manifest, resource: string, flavor?: string): number {
+  return nominalQuotasAsWritten(cq, resource, flavor).reduce((total: number, q) => total + parseQuantity(q), 0);
 }
 
 /** AdmissionChecks a ClusterQueue names (spec.admissionChecksStrategy, v1beta2). */

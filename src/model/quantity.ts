@@ -101,6 +101,23 @@ function decimalIn(value: Fraction, unit: Fraction): string | undefined {
 }
 
 /**
+ * The sum of quantities as written (`"344"` and `"1"`: `"345"`; `"3240Gi"` and `"2Gi"`: `"3242Gi"`; `"1500m"` and
+ * `"3"`: `"4500m"`): one as it is written; several in the coarsest of their units (or base units) where the sum is
+ * whole, else where it has at most three decimals. Undefined when one is no quantity, or none is given.
+ */
+export function sumAsWritten(values: readonly (string | number)[]): string | undefined {
+  const parsed = values.map(exactQuantity);
+  if (parsed.length === 0 || parsed.some((q) => q === undefined)) return undefined;
+  if (values.length === 1) return String(values[0]);
+  const sum = parsed.reduce((t: Fraction, q) => ({ n: t.n * q!.value.d + q!.value.n * t.d, d: t.d * q!.value.d }), { n: 0n, d: 1n });
+  const units = [...new Set(parsed.map((q) => q!.suffix)), ''].map((suffix) => ({ suffix, factor: suffixFactor(suffix) }))
+    .sort((u, v) => (u.factor.n * v.factor.d > v.factor.n * u.factor.d ? -1 : 1));
+  const inUnits = units.map(({ suffix, factor }) => ({ suffix, p: decimalIn(sum, factor) })).filter((u) => u.p !== undefined);
+  const best = inUnits.find((u) => !u.p!.includes('.')) ?? inUnits[0];
+  return best ? `${best.p}${best.suffix}` : undefined;
+}
+
+/**
  * Two quantities written in different units (`"570"` and `"281001m"`, `"2Gi"` and `"2049Mi"`), both in one of those
  * units, the coarser where both are exact in it with at most three decimals (`570` and `281.001`; `2048Mi` and
  * `2049Mi`), else in base units. Undefined when both are written in the same unit, or either is no quantity.

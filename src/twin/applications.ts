@@ -1,4 +1,4 @@
-import { KubeClient, KubeObject } from './kube-client';
+import { KubeObject } from './kube-client';
 import { ListWatch, ListWatchClient } from './list-watch';
 import { sleep } from './poll';
 import { HELD_ON_PURPOSE, WAVES_GO_AHEAD } from '../components/argocd/health-checks';
@@ -115,7 +115,7 @@ export class ApplicationWatch {
   }
 
   /** `intervalMs`: how often waitFor looks at the states (in memory: no request). */
-  constructor(private readonly client: KubeClient | ListWatchClient, readonly namespace = 'argocd', private readonly intervalMs = 1000) {}
+  constructor(private readonly client: ListWatchClient, readonly namespace = 'argocd', private readonly intervalMs = 1000) {}
 
   start(): this {
     if (this.watch) return this;

@@ -154,6 +154,12 @@ export interface OperatorStandInsOptions {
    * @default true
    */
   readonly watch?: boolean;
+  /**
+   * The first wait of a watch before its failed or unserved list is tried again (list-watch.ts ListWatchOptions.retryMs):
+   * a custom resource's list waits for its CRD, and the CRD's arrival tries it again at once.
+   * @default 500
+   */
+  readonly watchRetryMs?: number;
   /** Told each failed pass whose message differs from the one before, and each recovery: the twin's log. */
   readonly log?: (line: string) => void;
 }
@@ -230,21 +236,24 @@ export class OperatorStandIns {
    * (only their NVIDIA PCI label changes a status: their heartbeats do not make a pass).
    */
   private watchSources(): void {
-    const failed = (what: string) => (message: string) => this.opts.log?.(`operator stand-ins: the watch of ${what}: ${message}`);
+    const watchOptions = (what: string) => ({
+      onError: (message: string) => this.opts.log?.(`operator stand-ins: the watch of ${what}: ${message}`),
+      retryMs: this.opts.watchRetryMs,
+    });
     const servedPath = (apiVersion: string, kind: string) => async () => {
       const res = await this.client.resource(apiVersion, kind);
       return res ? `/apis/${apiVersion}/${res.plural}` : undefined;
     };
     const policies = [
-      new ListWatch(this.client, servedPath('nvidia.com/v1', 'ClusterPolicy'), () => this.trigger(), { onError: failed('ClusterPolicies') }),
-      new ListWatch(this.client, servedPath('mellanox.com/v1alpha1', 'NicClusterPolicy'), () => this.trigger(), { onError: failed('NicClusterPolicies') }),
+      new ListWatch(this.client, servedPath('nvidia.com/v1', 'ClusterPolicy'), () => this.trigger(), watchOptions('ClusterPolicies')),
+      new ListWatch(this.client, servedPath('mellanox.com/v1alpha1', 'NicClusterPolicy'), () => this.trigger(), watchOptions('NicClusterPolicies')),
     ];
     const crds = new ListWatch(this.client, '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', (type, o) => {
       const group = ((o?.spec ?? {}) as Json).group;
       if (type !== 'SYNC' && group !== 'nvidia.com' && group !== 'mellanox.com') return;
       for (const w of policies) w.kick();
       this.trigger();
-    }, { onError: failed('CRDs') });
+    }, watchOptions('CRDs'));
     const pci = new Map<string, unknown>();
     const pciOf = (o: KubeObject) => ((o.metadata.labels ?? {}) as Json)[NODE_LABELS.nvidiaPci];
     const nodes: ListWatch = new ListWatch(this.client, '/api/v1/nodes', (type, o) => {
@@ -258,9 +267,9 @@ export class OperatorStandIns {
       if (type !== 'MODIFIED' || pci.get(o.metadata.name) !== label) this.trigger();
       if (type === 'DELETED') pci.delete(o.metadata.name);
       else pci.set(o.metadata.name, label);
-    }, { onError: failed('Nodes') });
+    }, watchOptions('Nodes'));
     const daemonSets = [NAMESPACES.gpuOperator, NAMESPACES.networkOperator].map((ns) =>
-      new ListWatch(this.client, `/apis/apps/v1/namespaces/${encodeURIComponent(ns)}/daemonsets`, () => this.trigger(), { onError: failed(`the DaemonSets of ${ns}`) }));
+      new ListWatch(this.client, `/apis/apps/v1/namespaces/${encodeURIComponent(ns)}/daemonsets`, () => this.trigger(), watchOptions(`the DaemonSets of ${ns}`)));
     this.watches.push(crds, nodes, ...policies, ...daemonSets);
     for (const w of this.watches) w.start();
   }

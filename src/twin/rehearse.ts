@@ -3,9 +3,12 @@ import * as path from 'node:path';
 import { parse } from 'yaml';
 import { applicationState, ApplicationState, describeState, formatTimeline, REFRESH_ANNOTATION } from './applications';
 import { killLaunched } from './control-plane';
+import { JobWatch } from './job-watch';
 import { ApiError, describe as describeObject, KubeClient, KubeObject } from './kube-client';
 import { workloadOwnedBy } from './kueue';
+import { OperatorStandIns } from './operator-stand-ins';
 import { HermeticNode } from './placement';
+import { PodRecord, PodWatch, podsOf } from './pod-watch';
 import { poll, sleep } from './poll';
 import { decided, JobHistory, jobsReport, noKueueOnTwin, queuedSamples, readJobs, WorkloadState } from './sample-jobs';
 import { startTwinCluster, TwinCluster } from './twin-cluster';
@@ -67,6 +70,8 @@ const ROOT_SETTLED_MS = 15_000;
 const JOBS_DECIDED_MS = 120_000;
 /** The longest a rehearsal that did not converge waits for Argo CD's refresh of the Applications it reports. */
 const REFRESH_MS = 60_000;
+/** How long the first lists of change mode's watches (every pod, the sample jobs' Workloads) may take. */
+const WATCHES_LISTED_MS = 30_000;
 
 /** The time limit passed while `what` was under way. */
 class OutOfTime extends Error {}
@@ -103,27 +108,6 @@ function renderedFiles(dir: string): Map<string, string> {
   return out;
 }
 
-/** A pod as the change report reads it: where it runs and what owns it (a Deployment for a ReplicaSet's pod). */
-export interface PodRecord {
-  readonly name: string;
-  readonly node: string;
-  readonly owner: string;
-}
-
-export function podsOf(pods: readonly KubeObject[]): Map<string, PodRecord> {
-  const out = new Map<string, PodRecord>();
-  for (const p of pods) {
-    const node = String((p.spec as Record<string, any> | undefined)?.nodeName ?? '');
-    const ref = ((p.metadata.ownerReferences ?? []) as { kind: string; name: string }[])[0];
-    const hash = ((p.metadata.labels ?? {}) as Record<string, string>)['pod-template-hash'];
-    const owner = !ref ? `Pod ${p.metadata.namespace}/${p.metadata.name}`
-      : ref.kind === 'ReplicaSet' && hash && ref.name.endsWith(`-${hash}`) ? `Deployment ${p.metadata.namespace}/${ref.name.slice(0, -hash.length - 1)}`
-        : `${ref.kind} ${p.metadata.namespace}/${ref.name}`;
-    out.set(String(p.metadata.uid), { name: `${p.metadata.namespace}/${p.metadata.name}`, node, owner });
-  }
-  return out;
-}
-
 const ROLE_TEXT: Record<string, string> = { gpu: 'GPU workers', service: 'service node', cpu: 'CPU workers' };
 
 /**
@@ -140,7 +124,9 @@ export function changeReport(c: {
   readonly clusterPath: string;
   readonly changedFiles: readonly string[];
   readonly pods: {
+    /** The pods at the push, by uid. */
     readonly before: ReadonlyMap<string, PodRecord>;
+    /** Those and every pod created after the push (pod-watch.ts PodWatch: one gone again too), by uid. */
     readonly seen: ReadonlyMap<string, PodRecord>;
     readonly after: ReadonlyMap<string, PodRecord>;
   };
@@ -148,7 +134,8 @@ export function changeReport(c: {
   readonly timeline: readonly { application: string; wave: number; syncedAt?: number; healthyAt?: number }[];
 }): string[] {
   const out: string[] = [];
-  // pods: deleted (before, not after) and created (seen after the push, not before), by owner and node kind
+  // pods: deleted (there before the push or created after it, and gone after) and created (seen after the push, not
+  // before), by owner and node kind
   const touched = new Map<string, { role: string; owner: string; nodes: Set<string>; deleted: number; created: number }>();
   const touch = (p: PodRecord, what: 'deleted' | 'created') => {
     if (!p.node) return;
@@ -159,7 +146,7 @@ export function changeReport(c: {
     t[what]++;
     touched.set(key, t);
   };
-  for (const [uid, p] of c.pods.before) if (!c.pods.after.has(uid)) touch(p, 'deleted');
+  for (const [uid, p] of new Map([...c.pods.before, ...c.pods.seen])) if (!c.pods.after.has(uid)) touch(p, 'deleted');
   for (const [uid, p] of c.pods.seen) if (!c.pods.before.has(uid)) touch(p, 'created');
   const ofRole = (role: string) => [...c.nodeRole.values()].filter((r) => r === role).length;
   const rank = (t: { role: string; owner: string }) => (t.role === 'gpu' ? 0 : 1) * 2 + (t.owner.startsWith('DaemonSet ') ? 0 : 1);
@@ -283,6 +270,58 @@ export function rootWentPast(rev: string, rootName: string, names: readonly stri
   return behind.length > 0 && behind.every((x) => x.health !== 'Healthy' && x.revision === rev && root.wentAheadOf.includes(x.name));
 }
 
+/**
+ * The states of the Applications `names`, as Argo CD sees them now: a refresh of each asked for (the webhook's
+ * annotation, twin-cluster.ts refresh) and each read again until the annotation is gone, within what --timeout leaves
+ * (`deadline`) and at most REFRESH_MS; by name, those refreshed in time. Argo CD re-reads an Application when one of
+ * its resources changes, but not on a change of a resource's status that keeps its health status (Argo CD's default
+ * `resource.customizations.ignoreResourceUpdates.all: /status`; controller/cache/cache.go `skipResourceUpdate`): a
+ * ClusterPolicy that turns "ready" without GPU nodes stays Progressing, so its Application's message would be the one
+ * before the operator wrote its status, until its next periodic comparison (timeout.reconciliation, minutes).
+ */
+export async function refreshedStates(c: {
+  readonly client: Pick<KubeClient, 'get'>;
+  readonly namespace: string;
+  readonly names: readonly string[];
+  readonly refresh: (application: string) => Promise<void>;
+  /** When --timeout ends (ms since the epoch). */
+  readonly deadline: number;
+}): Promise<Map<string, ApplicationState>> {
+  const fresh = new Map<string, ApplicationState>();
+  const bound = Math.min(REFRESH_MS, c.deadline - Date.now());
+  if (c.names.length === 0 || bound <= 0) return fresh;
+  await Promise.all(c.names.map((n) => c.refresh(n).catch(() => {})));
+  // the annotation our patch set is gone only once Argo CD's controller has done the refresh: it removes it with the
+  // status it writes, so the Application read then is the refreshed one (the watch may deliver it a moment later)
+  await poll(async () => {
+    for (const n of c.names.filter((x) => !fresh.has(x))) {
+      const app = await c.client.get(`/apis/argoproj.io/v1alpha1/namespaces/${c.namespace}/applications/${n}`).catch(() => undefined);
+      const annotations = (app?.metadata.annotations ?? {}) as Record<string, unknown>;
+      if (app && annotations[REFRESH_ANNOTATION] === undefined) fresh.set(n, applicationState(app));
+    }
+    return fresh.size === c.names.length;
+  }, (ok) => ok, bound, 500);
+  return fresh;
+}
+
+/**
+ * What the twin's operator stand-ins did, for the report of a rehearsal that did not converge (the status a stand-in
+ * did not write is why a wave waits): the last state each wrote of each resource, and the passes that failed, with
+ * times since `since` (the root's apply).
+ */
+export function standInLines(standIns: Pick<OperatorStandIns, 'writes' | 'failedPasses' | 'errors' | 'lastError'>, since: number): string[] {
+  const out: string[] = [];
+  const lastWrites = new Map(standIns.writes.map((w) => [`${w.kind} ${w.name}`, w]));
+  if (lastWrites.size > 0) {
+    out.push(`rehearse: the twin's operator stand-ins last wrote: ${[...lastWrites].map(([k, w]) => `${k} ${w.state} at ${seconds(w.at - since)}`).join(', ')} (after the root's apply)`);
+  }
+  if (standIns.failedPasses > 0) {
+    const last = standIns.errors[standIns.errors.length - 1];
+    out.push(`rehearse: the twin's operator stand-ins: ${standIns.failedPasses} pass(es) failed${standIns.lastError !== undefined ? ', failing still' : ', then one succeeded'}; the last at ${last ? seconds(last.at - since) : '?'} after the root's apply: ${last?.message ?? standIns.lastError}`);
+  }
+  return out;
+}
+
 /** Runs one rehearsal; answers its exit code (0: every Application converged, 1: not). */
 export async function rehearse(opts: RehearsalOptions): Promise<number> {
   const t0 = Date.now();
@@ -293,6 +332,8 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
   const tmpBefore = process.env.TMPDIR;
   process.env.TMPDIR = scratch;
   let twin: TwinCluster | undefined;
+  let podWatch: PodWatch | undefined;
+  let jobWatch: JobWatch | undefined;
   let step = 'starting';
   // once out of time, the twin's start stops at its next step (its progress callback throws: its clean-up runs)
   let outOfTime = false;
@@ -392,7 +433,7 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
      * Watches until every Application is Synced and Healthy at `rev`, the root's sync succeeded past one that is not, or
      * the time is up, drawing the display.
      */
-    const watchUntil = async (rev: string, since: number, each?: () => Promise<void>): Promise<Watched> => {
+    const watchUntil = async (rev: string, since: number): Promise<Watched> => {
       // the work tree does not change while it is watched: the root's folder is read once
       const names = expectedApplications(twin!);
       const listed = (states: readonly ApplicationState[]) => names.every((n) => states.some((x) => x.name === n));
@@ -405,7 +446,6 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
       let settledSince: number | undefined;
       for (;;) {
         states = twin!.watch.states();
-        if (each) await each().catch(() => {});
         if (states.length > 0 && done(states)) return finish({ states, done: true, passedOver: false });
         // the root's sync succeeded at `rev` past what is still not Healthy at `rev`, each reported gone ahead of after
         // gitops.waveWait: the verdict is in whatever --timeout leaves (held for a while: the watch reads each Application
@@ -446,34 +486,14 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
       return names.length > 0 ? ` (or Suspended, held on purpose as the description says: ${names.join(', ')})` : '';
     };
 
-    /**
-     * The states of the Applications not converged at `rev`, as Argo CD sees them now: a refresh of each asked for (the
-     * webhook's annotation) and waited for, within what --timeout leaves and at most REFRESH_MS. Argo CD re-reads an
-     * Application when one of its resources changes, but not on a change of a resource's status that keeps its health
-     * status (Argo CD's default `resource.customizations.ignoreResourceUpdates.all: /status`; controller/cache/cache.go
-     * `skipResourceUpdate`): a ClusterPolicy that turns "ready" without GPU nodes stays Progressing, so its
-     * Application's message would be the one before the operator wrote its status, until its next periodic comparison
-     * (timeout.reconciliation, minutes).
-     */
+    /** The states of the Applications not converged at `rev`, as Argo CD sees them now (refreshedStates). */
     const refreshed = async (states: ApplicationState[], rev: string): Promise<ApplicationState[]> => {
       const converged = settledAt(rev, twin!.watch.state(twin!.name));
       const stuck = states.filter((x) => !converged(x)).map((x) => x.name);
-      const bound = Math.min(REFRESH_MS, deadline - Date.now());
-      if (stuck.length === 0 || bound <= 0) return states;
-      await Promise.all(stuck.map((n) => twin!.refresh(n).catch(() => {})));
-      // the annotation our patch set is gone only once Argo CD's controller has done the refresh: it removes it with the
-      // status it writes, so the Application read then is the refreshed one (the watch may deliver it a moment later)
-      const ns = twin!.model.description.gitops.namespace;
-      const fresh = new Map<string, ApplicationState>();
-      await poll(async () => {
-        for (const n of stuck.filter((x) => !fresh.has(x))) {
-          const app = await twin!.cp.client().get(`/apis/argoproj.io/v1alpha1/namespaces/${ns}/applications/${n}`)
-            .catch(() => undefined);
-          const annotations = (app?.metadata.annotations ?? {}) as Record<string, unknown>;
-          if (app && annotations[REFRESH_ANNOTATION] === undefined) fresh.set(n, applicationState(app));
-        }
-        return fresh.size === stuck.length;
-      }, (ok) => ok, bound, 500);
+      if (stuck.length === 0) return states;
+      const fresh = await refreshedStates({
+        client: twin!.cp.client(), namespace: twin!.model.description.gitops.namespace, names: stuck, refresh: (n) => twin!.refresh(n), deadline,
+      });
       return twin!.watch.states().map((x) => fresh.get(x.name) ?? x);
     };
 
@@ -488,16 +508,7 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
       for (const s of states.filter((x) => !converged(x))) opts.err(`rehearse: not converged: ${describeState(s)}`);
       for (const n of missing) opts.err(`rehearse: not converged: ${n}: never created (the root's sync did not reach it)`);
       if (states.every(converged) && missing.length === 0 && root) opts.err(`rehearse: not converged: ${twin!.name}: its sync is ${root.phase || 'not started'}${root.operationRevision && root.operationRevision !== rev ? ` at ${root.operationRevision.slice(0, 7)}` : ''}`);
-      // the twin's own operators: a stand-in whose passes failed says so (the status it did not write is why a wave waits)
-      const standIns = twin!.standIns;
-      const lastWrites = new Map(standIns.writes.map((w) => [`${w.kind} ${w.name}`, w]));
-      if (lastWrites.size > 0) {
-        opts.err(`rehearse: the twin's operator stand-ins last wrote: ${[...lastWrites].map(([k, w]) => `${k} ${w.state} at ${seconds(w.at - rootAt)}`).join(', ')} (after the root's apply)`);
-      }
-      if (standIns.failedPasses > 0) {
-        const last = standIns.errors[standIns.errors.length - 1];
-        opts.err(`rehearse: the twin's operator stand-ins: ${standIns.failedPasses} pass(es) failed${standIns.lastError !== undefined ? ', failing still' : ', then one succeeded'}; the last at ${last ? seconds(last.at - rootAt) : '?'} after the root's apply: ${last?.message ?? standIns.lastError}`);
-      }
+      for (const line of standInLines(twin!.standIns, rootAt)) opts.err(line);
       if (passedOver) {
         opts.err(`rehearse: ${twin!.name}: ${what}: the root's sync succeeded past each Application above: not Healthy within gitops.waveWait (${twin!.model.description.gitops.waveWait}), the longest its waves wait`);
       } else {
@@ -551,10 +562,15 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
       });
     }
     const jobsBefore = await readJobs(client, jobs);
-    const jobsSeen = new Map<string, WorkloadState[]>();
     const appsBefore = await client.list(`/apis/argoproj.io/v1alpha1/namespaces/${namespace}/applications`);
-    const podsBefore = podsOf(await client.list('/api/v1/pods'));
-    const podsSeen = new Map(podsBefore);
+    // every pod and the jobs' Workloads from here on, watched: a pod that a roll starts and replaces a moment later is
+    // counted too, and each state Kueue gives a job while the change converges is seen
+    podWatch = new PodWatch(client).start();
+    jobWatch = jobs.length > 0 ? new JobWatch(client, jobs).start() : undefined;
+    const listed = () => podWatch!.synced && (jobWatch?.synced ?? true);
+    if (!await bounded('listing the pods and the jobs', poll(async () => listed(), (ok) => ok, WATCHES_LISTED_MS, 100))) {
+      throw new Error(`the pods and the sample jobs were not listed within ${seconds(WATCHES_LISTED_MS)}: ${podWatch.lastError ?? jobWatch?.lastError ?? 'no answer'}`);
+    }
     const renderedBefore = renderedFiles(twin.clusterDir);
     say('rendering the working tree\'s description');
     const next = readRawDescription(opts.description).raw as Record<string, any>;
@@ -567,21 +583,26 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
     const renderedAfter = renderedFiles(twin.clusterDir);
     const changedFiles = [...new Set([...renderedBefore.keys(), ...renderedAfter.keys()])]
       .filter((f) => renderedBefore.get(f) !== renderedAfter.get(f));
+    podWatch.mark();
+    jobWatch?.mark();
     const changeAt = Date.now();
     const head = await twin.push('rehearse: the render of the working tree');
     say(`the working tree's render pushed as ${head.slice(0, 12)} (${changedFiles.length} rendered file(s) changed): every Application syncing`);
-    const changed = await watchUntil(head, changeAt, async () => {
-      for (const [uid, p] of podsOf(await client.list('/api/v1/pods'))) if (!podsSeen.has(uid)) podsSeen.set(uid, p);
-      for (const [job, now] of await readJobs(client, jobs)) {
-        const seen = jobsSeen.get(job) ?? [];
-        const last = seen.at(-1) ?? jobsBefore.get(job);
-        if (JSON.stringify(last) !== JSON.stringify(now)) jobsSeen.set(job, [...seen, now]);
-      }
-    });
+    const changed = await watchUntil(head, changeAt);
     const jobsAfter = await readJobs(client, jobs);
+    const jobsSeen = jobWatch?.seen() ?? new Map<string, WorkloadState[]>();
+    await jobWatch?.stop();
+    // each state after the one before it that differs (the watch's first is the one at the push)
+    const between = (before: WorkloadState, seen: readonly WorkloadState[]) => seen
+      .filter((s, i) => JSON.stringify(s) !== JSON.stringify(i === 0 ? before : seen[i - 1]));
     const histories: JobHistory[] = [...jobsBefore]
-      .map(([job, before]) => ({ job, before, seen: jobsSeen.get(job) ?? [], after: jobsAfter.get(job)! }));
-    const podsAfter = podsOf(await client.list('/api/v1/pods'));
+      .map(([job, before]) => ({ job, before, seen: between(before, jobsSeen.get(job) ?? []), after: jobsAfter.get(job)! }));
+    // the pods as they are now, read once: what the watch may not have delivered yet is taken in
+    const podsNow = await client.list('/api/v1/pods');
+    podWatch.record(podsNow);
+    const podsAfter = podsOf(podsNow);
+    const gaps = podWatch.gaps();
+    await podWatch.stop();
     const submitted = new Set(jobs.map(describeObject));
     const withoutJobs = (pods: Map<string, PodRecord>) => new Map([...pods].filter(([, p]) => !submitted.has(p.owner)));
     const appsAfter = await client.list(`/apis/argoproj.io/v1alpha1/namespaces/${namespace}/applications`);
@@ -591,14 +612,15 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
       stillThere,
       clusterPath: path.relative(twin.workTree, twin.clusterDir),
       changedFiles,
-      // the pods of the jobs rehearse submitted are the jobs line's (their controllers start them after podsBefore)
-      pods: { before: withoutJobs(podsBefore), seen: withoutJobs(podsSeen), after: withoutJobs(podsAfter) },
+      // the pods of the jobs rehearse submitted are the jobs line's (their controllers start them around the push)
+      pods: { before: withoutJobs(podWatch.before()), seen: withoutJobs(podWatch.seen()), after: withoutJobs(podsAfter) },
       nodeRole: new Map(twin.nodes.map((n) => [n.node.metadata.name, n.kind.role])),
       timeline: twin.watch.timeline(changeAt, () => head),
     });
     // the jobs after the pods (a DaemonSet roll on the GPU workers stays the first line)
     const podLines = report.filter((l) => l.startsWith('pods: '));
     report.splice(podLines.length, 0, ...(noKueue ? [noKueue] : jobsReport(histories, opts.verbose ?? false, notSubmitted, undecided)));
+    if (gaps) opts.err(`rehearse: warning: ${gaps}`);
     if (!opts.quiet) {
       opts.out(`${twin.name}: the change from ${opts.from.label} (${opts.from.commit.slice(0, 12)}) to the working tree, pushed as ${head.slice(0, 12)}`);
       for (const l of report) opts.out(l);
@@ -630,6 +652,8 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
     process.removeListener('SIGINT', onSignal);
     process.removeListener('SIGTERM', onSignal);
     if (!stopping) {
+      await podWatch?.stop();
+      await jobWatch?.stop();
       await twin?.stop().catch(() => {});
       killLaunched();
       removeScratch();

@@ -3,9 +3,9 @@ import * as path from 'node:path';
 import { parse } from 'yaml';
 import { describe, KubeClient, KubeObject } from './kube-client';
 import { conditionOf, workloadOwnedBy } from './kueue';
-import { coveredResources, nominalQuota } from '../check/kueue';
+import { coveredResources, nominalQuota, nominalQuotasAsWritten } from '../check/kueue';
 import { LABELS, RESOURCES } from '../model/names';
-import { formatBytes, formatCpu, parseQuantity } from '../model/quantity';
+import { parseQuantity, sumAsWritten } from '../model/quantity';
 import { Manifest } from '../render/manifest';
 
 /**
@@ -69,8 +69,12 @@ export interface Holding {
   /** The flavor Kueue assigned (undefined: the admission names none). */
   readonly flavor?: string;
   readonly amount: number;
+  /** The amount as Kueue wrote it (each pod set's usage; summed in their unit: model/quantity.ts sumAsWritten). */
+  readonly written: string;
   /** Its ClusterQueue's nominal quota of the resource in that flavor when read (withNominal); undefined where it covers none. */
   readonly nominal?: number;
+  /** The nominal quota as the ClusterQueue writes it. */
+  readonly nominalWritten?: string;
 }
 
 /** Reads a Workload (undefined: none) into its state. */
@@ -87,15 +91,22 @@ export function workloadState(w: Json | undefined): WorkloadState {
   if (evicted?.status === 'True' && admitted?.status !== 'True') return { state: 'evicted', ...why(evicted) };
   if (admitted?.status === 'True') {
     // a pod set's usage of a resource counts against the flavor Kueue assigned that pod set for it
-    const holds = new Map<string, Holding>();
+    const usage = new Map<string, { resource: string; flavor?: string; written: (string | number)[] }>();
     for (const a of (w.status?.admission?.podSetAssignments ?? []) as Json[]) {
       for (const [resource, q] of Object.entries((a.resourceUsage ?? {}) as Json)) {
         const flavor = a.flavors?.[resource] === undefined ? undefined : String(a.flavors[resource]);
         const key = `${resource}\u0000${flavor ?? ''}`;
-        holds.set(key, { resource, ...(flavor === undefined ? {} : { flavor }), amount: (holds.get(key)?.amount ?? 0) + parseQuantity(q) });
+        const u = usage.get(key) ?? { resource, ...(flavor === undefined ? {} : { flavor }), written: [] };
+        u.written.push(q as string | number);
+        usage.set(key, u);
       }
     }
-    const sorted = [...holds].sort(([a], [b]) => (a < b ? -1 : 1)).map(([, h]) => h);
+    const sorted = [...usage].sort(([a], [b]) => (a < b ? -1 : 1)).map(([, u]): Holding => ({
+      resource: u.resource,
+      ...(u.flavor === undefined ? {} : { flavor: u.flavor }),
+      amount: u.written.reduce((n: number, q) => n + parseQuantity(q), 0),
+      written: sumAsWritten(u.written) ?? u.written.join(' + '),
+    }));
     return { state: 'admitted', clusterQueue: String(w.status?.admission?.clusterQueue ?? ''), holds: sorted };
   }
   if (evicted?.status === 'True') return { state: 'evicted', ...why(evicted) };
@@ -109,7 +120,14 @@ export const decided = (w: Json | undefined): boolean => w !== undefined
 /** An admitted Workload's state with the nominal quota of `cq` (the ClusterQueue as it is now) of what it holds. */
 export function withNominal(s: WorkloadState, cq: Manifest): WorkloadState {
   const covered = new Set(coveredResources(cq));
-  return { ...s, holds: s.holds?.map((h) => (covered.has(h.resource) ? { ...h, nominal: nominalQuota(cq, h.resource, h.flavor) } : h)) };
+  return {
+    ...s,
+    holds: s.holds?.map((h) => {
+      if (!covered.has(h.resource)) return h;
+      const nominal = nominalQuota(cq, h.resource, h.flavor);
+      return { ...h, nominal, nominalWritten: sumAsWritten(nominalQuotasAsWritten(cq, h.resource, h.flavor)) ?? String(nominal) };
+    }),
+  };
 }
 
 /** The state of each job's Workload now, an admitted one with its ClusterQueue's nominal quota now. */
@@ -156,15 +174,11 @@ function gpusOf(s: WorkloadState): { held: number; nominal?: number } {
   return { held: gpus.reduce((n, h) => n + h.amount, 0), ...(quotas.length > 0 ? { nominal: quotas.reduce((n, h) => n + h.nominal!, 0) } : {}) };
 }
 
-/** An amount of a resource as Kubernetes writes it (`186`, `1780Gi`). */
-const amount = (resource: string, n: number): string => {
-  if (resource === 'cpu') return formatCpu(n);
-  if (resource === 'memory' && Number.isInteger(n)) return formatBytes(n);
-  return String(n);
-};
-
-/** A resource as the report names it: `GPU` for the GPUs, else its name. */
-const resourceName = (r: string): string => (r === RESOURCES.gpu ? 'GPU' : r);
+/**
+ * A resource as the summary line names it: CPU, memory, GPU, RDMA (an RDMA shared device, `rdma/<name>`: the per-job
+ * lines of --verbose name it whole), else its name.
+ */
+const resourceName = (r: string): string => (r === RESOURCES.cpu ? 'CPU' : r === RESOURCES.gpu ? 'GPU' : r.startsWith(RESOURCES.rdmaPrefix) ? 'RDMA' : r);
 
 const admittedText = (s: WorkloadState): string => {
   const over = overQuota(s);
@@ -172,7 +186,7 @@ const admittedText = (s: WorkloadState): string => {
   const notes = [
     ...(gpus.nominal !== undefined ? [`its nominal quota ${gpus.nominal}${over.some((h) => h.resource === RESOURCES.gpu) ? ': over it' : ''}`] : []),
     ...over.filter((h) => h.resource !== RESOURCES.gpu)
-      .map((h) => `its nominal ${h.resource} quota${h.flavor ? ` in ${h.flavor}` : ''} ${amount(h.resource, h.nominal!)}: over it with ${amount(h.resource, h.amount)}`),
+      .map((h) => `its nominal ${h.resource} quota${h.flavor ? ` in ${h.flavor}` : ''} ${h.nominalWritten ?? h.nominal}: over it with ${h.written}`),
   ];
   const note = notes.length > 0 ? ` (${notes.join('; ')}${over.length > 0 ? ', borrowing from the cohort' : ''})` : '';
   return `admitted by ClusterQueue ${s.clusterQueue} with ${gpus.held} GPU(s)${note}`;
@@ -215,7 +229,7 @@ export function jobsReport(
   const counts = new Map<string, number>();
   for (const o of histories.map(outcome)) counts.set(o, (counts.get(o) ?? 0) + 1);
   // over quota after the change: because the change moved the quota (or the job), or borrowing as it already did
-  const quotas = (hs: readonly JobHistory[]) => [...new Set(hs.flatMap((h) => overQuota(h.after).map((o) => o.resource)))].sort().map(resourceName).join(', ');
+  const quotas = (hs: readonly JobHistory[]) => [...new Set(hs.flatMap((h) => overQuota(h.after).map((o) => o.resource)).sort().map(resourceName))].join(', ');
   const over = histories.filter((h) => overQuota(h.after).length > 0 && !overAsBefore(h));
   const still = histories.filter(overAsBefore);
   const overText = [

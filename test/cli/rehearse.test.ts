@@ -298,7 +298,7 @@ describe('rehearse --from: the change report, from the two converged states', ()
     const rs = { kind: 'ReplicaSet', name: 'kueue-controller-manager-5d9f' };
     const before = [pod('a', 'dp-a', 'gpu-1', ds), pod('b', 'dp-b', 'gpu-2', ds), pod('c', 'kueue-x', 'svc', rs, '5d9f'), pod('d', 'dp-c', 'gpu-3', ds)];
     const after = [pod('e', 'dp-d', 'gpu-1', ds), pod('f', 'dp-e', 'gpu-2', ds), pod('g', 'kueue-y', 'svc', { ...rs, name: 'kueue-controller-manager-77aa' }, '77aa'), pod('d', 'dp-c', 'gpu-3', ds)];
-    const { podsOf } = await import('../../src/twin/rehearse');
+    const { podsOf } = await import('../../src/twin/pod-watch');
     const lines = changeReport({
       apps: {
         before: [app('lab-kueue', 'dist/lab/kueue', ['q', 'old']), app('lab-gpu-operator', 'dist/lab/gpu-operator', ['p'])],
@@ -544,10 +544,11 @@ describe('rehearse --from: what Kueue does to the samples\' queued jobs, from th
       state: 'admitted',
       clusterQueue: 'research',
       holds: [
-        { resource: 'cpu', flavor: 'cpu-only', amount: 1.5 },
-        { resource: 'cpu', flavor: 'h100', amount: 3 },
-        { resource: 'memory', flavor: 'h100', amount: 3 * 2 ** 31 },
-        { resource: 'nvidia.com/gpu', flavor: 'h100', amount: 16 },
+        // as Kueue wrote them: a pod set's as it is, several summed in their unit
+        { resource: 'cpu', flavor: 'cpu-only', amount: 1.5, written: '1500m' },
+        { resource: 'cpu', flavor: 'h100', amount: 3, written: '3' },
+        { resource: 'memory', flavor: 'h100', amount: 3 * 2 ** 31, written: '6Gi' },
+        { resource: 'nvidia.com/gpu', flavor: 'h100', amount: 16, written: '16' },
       ],
     });
     expect(workloadState(wl({ QuotaReserved: ['False', 'Pending', 'couldn\'t assign flavors to pod set launcher: insufficient unused quota for nvidia.com/gpu'] })))
@@ -563,7 +564,7 @@ describe('rehearse --from: what Kueue does to the samples\' queued jobs, from th
   });
 
   it('one summary line; with --verbose one line per job: its state before the push, what it went through, after', () => {
-    const admitted = (nominal: number, gpus = 16) => ({ state: 'admitted' as const, clusterQueue: 'research', holds: [{ resource: 'nvidia.com/gpu', amount: gpus, nominal }] });
+    const admitted = (nominal: number, gpus = 16) => ({ state: 'admitted' as const, clusterQueue: 'research', holds: [{ resource: 'nvidia.com/gpu', amount: gpus, written: String(gpus), nominal }] });
     const stays = { job: 'MPIJob research/nccl-all-reduce', before: admitted(16), seen: [admitted(8)], after: admitted(8) };
     const evicted = { state: 'evicted' as const, reason: 'Preempted', message: 'Preempted to accommodate a workload' };
     const bounced = { job: 'Job research/a', before: admitted(16), seen: [evicted, admitted(16)], after: admitted(16) };
@@ -599,7 +600,8 @@ describe('rehearse --from: what Kueue does to the samples\' queued jobs, from th
     const holds = (usage: Record<string, number>, flavors: Record<string, string> = {}) => ({
       state: 'admitted' as const,
       clusterQueue: 'research',
-      holds: Object.entries(usage).map(([resource, amount]) => ({ resource, amount, ...(flavors[resource] ? { flavor: flavors[resource] } : {}) })),
+      holds: Object.entries(usage)
+        .map(([resource, amount]) => ({ resource, amount, written: String(amount), ...(flavors[resource] ? { flavor: flavors[resource] } : {}) })),
     });
     const nominals = (s: WorkloadState) => Object.fromEntries((s.holds ?? []).map((h) => [`${h.resource} ${h.flavor ?? '-'}`, h.nominal]));
     // what it holds of each covered resource, in its flavor; a resource the queue does not cover is not compared
@@ -613,7 +615,7 @@ describe('rehearse --from: what Kueue does to the samples\' queued jobs, from th
     const after = withNominal(holds({ 'cpu': 24, 'memory': 2 ** 40, 'nvidia.com/gpu': 8 }, { cpu: flavor.name }), cut);
     const before = withNominal(holds({ 'cpu': 24, 'memory': 2 ** 40, 'nvidia.com/gpu': 8 }, { cpu: flavor.name }), research);
     const lines = jobsReport([{ job: 'Job research/a', before, seen: [], after }], true);
-    expect(lines[0]).toBe('jobs: 1 sample job(s) Kueue queues: 1 stays admitted (1 over its ClusterQueue\'s nominal cpu quota after the change)');
+    expect(lines[0]).toBe('jobs: 1 sample job(s) Kueue queues: 1 stays admitted (1 over its ClusterQueue\'s nominal CPU quota after the change)');
     expect(lines[1]).toBe(`  Job research/a: stays admitted: admitted by ClusterQueue research with 8 GPU(s) (its nominal quota ${quota('nvidia.com/gpu')}) -> `
       + `admitted by ClusterQueue research with 8 GPU(s) (its nominal quota ${quota('nvidia.com/gpu')}; its nominal cpu quota in ${flavor.name} 16: over it with 24, borrowing from the cohort)`);
   });

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { descriptionJsonSchemaText, withDescriptionReference } from '../../src/model/json-schema';
-import { floorToMebibytes, formatBytes, formatCpu, formatMillis, parseMillis, parseQuantity } from '../../src/model/quantity';
+import { floorToMebibytes, formatBytes, formatCpu, formatMillis, parseMillis, parseQuantity, sumAsWritten } from '../../src/model/quantity';
 import { PACKAGE_ROOT, PACKAGED_SCHEMA_FILE } from '../../src/paths';
 import { modelOf } from '../helpers';
 
@@ -31,6 +31,19 @@ describe('quantities', () => {
     expect(formatBytes(1536 * 2 ** 20)).toBe('1536Mi');
     expect(formatBytes(1000)).toBe('1k');
     expect(floorToMebibytes(2 ** 20 + 5)).toBe(2 ** 20);
+  });
+
+  it('sums quantities as written: one as it is, several in the coarsest of their units where the sum is whole', () => {
+    expect(sumAsWritten(['1500m'])).toBe('1500m');
+    expect(sumAsWritten([8])).toBe('8');
+    expect(sumAsWritten(['344', '1'])).toBe('345');
+    expect(sumAsWritten(['3240Gi', '2Gi'])).toBe('3242Gi');
+    expect(sumAsWritten(['1500m', '3'])).toBe('4500m');
+    expect(sumAsWritten(['1500m', '1500m'])).toBe('3');
+    expect(sumAsWritten(['2Gi', '512Mi'])).toBe('2560Mi');
+    expect(sumAsWritten(['1Gi', '1G'])).toBe('2073741824');
+    expect(sumAsWritten([])).toBeUndefined();
+    expect(sumAsWritten(['lots', '1'])).toBeUndefined();
   });
 });
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { KubeObject, WatchEnd, WatchEvent, WatchHandle, WatchOptions } from '../../src/twin/kube-client';
-import { ListWatch, ListWatchChange, ListWatchClient } from '../../src/twin/list-watch';
+import { StubStreams, until } from './stub-streams';
+import { KubeObject } from '../../src/twin/kube-client';
+import { ListWatch, ListWatchChange } from '../../src/twin/list-watch';
 
 /*
  * The list-and-watch loop against a stub client whose streams the test drives: a change told as it comes, a stream the
@@ -10,47 +11,14 @@ import { ListWatch, ListWatchChange, ListWatchClient } from '../../src/twin/list
 
 const obj = (name: string, rv: string, extra: Record<string, unknown> = {}): KubeObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'ns', resourceVersion: rv }, ...extra });
 
-class Streams implements ListWatchClient {
-  readonly lists: string[] = [];
-  readonly watches: (string | undefined)[] = [];
+/** One collection's stub: what a list answers is `items`. */
+class Streams extends StubStreams {
   items: KubeObject[] = [];
-  listVersion = '10';
-  failList?: Error;
-  private open?: { opts: WatchOptions; end: (e: WatchEnd) => void };
-
-  async listAt(p: string): Promise<{ items: KubeObject[]; resourceVersion: string }> {
-    this.lists.push(p);
-    if (this.failList) throw this.failList;
-    return { items: this.items.map((i) => structuredClone(i)), resourceVersion: this.listVersion };
-  }
-
-  watch(_p: string, opts: WatchOptions): WatchHandle {
-    this.watches.push(opts.resourceVersion);
-    let end!: (e: WatchEnd) => void;
-    const done = new Promise<WatchEnd>((r) => { end = r; });
-    this.open = { opts, end };
-    return { done, close: () => end({ reason: 'closed' }) };
-  }
-
-  send(e: WatchEvent): void {
-    this.open!.opts.onEvent(e);
-  }
-
-  end(e: WatchEnd): void {
-    const o = this.open!;
-    this.open = undefined;
-    o.end(e);
-  }
-
-  get watching(): boolean {
-    return this.open !== undefined;
+  constructor() {
+    super();
+    this.itemsOf = () => this.items;
   }
 }
-
-const until = async (ok: () => boolean) => {
-  for (let i = 0; i < 500 && !ok(); i++) await new Promise((r) => setTimeout(r, 5));
-  expect(ok()).toBe(true);
-};
 
 describe('ListWatch', () => {
   it('lists, then tells each watched change as it comes; a stream the server ends is watched again from the last version seen', async () => {
@@ -59,7 +27,7 @@ describe('ListWatch', () => {
     const seen: string[] = [];
     const w = new ListWatch(s, '/api/v1/namespaces/ns/configmaps', (t: ListWatchChange, o?: KubeObject) => seen.push(`${t}${o ? ` ${o.metadata.name}` : ''}`)).start();
     try {
-      await until(() => s.watching);
+      await until(() => s.watching());
       expect(s.watches).toEqual(['10']);
       expect([...w.objects.keys()]).toEqual(['ns/a']);
       s.send({ type: 'ADDED', object: obj('b', '11') });
@@ -86,7 +54,7 @@ describe('ListWatch', () => {
     const seen: string[] = [];
     const w = new ListWatch(s, '/p', (t) => seen.push(t)).start();
     try {
-      await until(() => s.watching);
+      await until(() => s.watching());
       s.items = [obj('c', '40')];
       s.listVersion = '41';
       s.end({ reason: 'gone' });
@@ -105,14 +73,14 @@ describe('ListWatch', () => {
     const errors: string[] = [];
     const w = new ListWatch(s, '/p', () => {}, { retryMs: 10, onError: (m) => errors.push(m) }).start();
     try {
-      await until(() => s.watching);
+      await until(() => s.watching());
       s.failList = new Error('connect ECONNREFUSED');
       s.end({ reason: 'error', error: new Error('socket hang up') });
       await until(() => s.lists.length >= 3);
       expect(w.lastError).toBe('connect ECONNREFUSED');
       expect(errors).toEqual(['socket hang up', 'connect ECONNREFUSED']);
       s.failList = undefined;
-      await until(() => s.watching);
+      await until(() => s.watching());
       expect(w.lastError).toBeUndefined();
     } finally {
       await w.stop();
@@ -128,7 +96,7 @@ describe('ListWatch', () => {
       expect(s.lists).toEqual([]);
       served = true;
       w.kick();
-      await until(() => s.watching);
+      await until(() => s.watching());
       expect(s.lists).toEqual(['/apis/nvidia.com/v1/clusterpolicies']);
     } finally {
       await w.stop();

@@ -3,9 +3,10 @@ import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { NAMESPACES, NODE_LABELS } from '../../src/model/names';
-import { ApiError, KubeObject, Resource, WatchHandle, WatchOptions } from '../../src/twin/kube-client';
+import { ApiError, KubeObject, Resource, WatchEvent, WatchHandle, WatchOptions } from '../../src/twin/kube-client';
 import { OperatorStandIns, StandInClient } from '../../src/twin/operator-stand-ins';
 import { ROOT } from '../helpers';
+import { StubStreams, until } from './stub-streams';
 
 /*
  * The operator stand-ins' passes against a stub API server (the twin runs them against the real one): what they write,
@@ -18,10 +19,15 @@ const rendered = (file: string) => parse(readFileSync(path.join(ROOT, 'dist', 'i
 
 type Json = Record<string, any>;
 
-/** A stub API server of the kinds the stand-ins read and write; `onStatus` may refuse a status write. */
+/**
+ * A stub API server of the kinds the stand-ins read and write; `onStatus` may refuse a status write; `unserved` kinds
+ * (`apiVersion/kind`) are not served (their CRD not there yet). Its watch streams are the test's to drive (`event`).
+ */
 class StubServer implements StandInClient {
   readonly objects = new Map<string, KubeObject>();
   readonly requests: string[] = [];
+  readonly streams = new StubStreams();
+  readonly unserved = new Set<string>();
   onStatus?: (path: string) => void;
   private version = 1;
   private readonly plurals: Record<string, Resource> = {
@@ -50,7 +56,7 @@ class StubServer implements StandInClient {
   }
 
   async resource(apiVersion: string, kind: string): Promise<Resource | undefined> {
-    return this.plurals[`${apiVersion}/${kind}`];
+    return this.unserved.has(`${apiVersion}/${kind}`) ? undefined : this.plurals[`${apiVersion}/${kind}`];
   }
 
   async get(p: string): Promise<KubeObject | undefined> {
@@ -61,6 +67,10 @@ class StubServer implements StandInClient {
 
   async list(p: string): Promise<KubeObject[]> {
     this.requests.push(`LIST ${p}`);
+    return this.collection(p);
+  }
+
+  private collection(p: string): KubeObject[] {
     return [...this.objects.entries()].filter(([k]) => k.startsWith(`${p}/`) && !k.slice(p.length + 1).includes('/')).map(([, o]) => structuredClone(o));
   }
 
@@ -81,12 +91,20 @@ class StubServer implements StandInClient {
     return this.put(at, { ...live, status: body.status });
   }
 
-  async listAt(): Promise<{ items: KubeObject[]; resourceVersion: string }> {
-    throw new Error('no watch here');
+  async listAt(p: string): Promise<{ items: KubeObject[]; resourceVersion: string }> {
+    this.streams.itemsOf = (c) => this.collection(c);
+    return this.streams.listAt(p);
   }
 
-  watch(_p: string, _o: WatchOptions): WatchHandle {
-    throw new Error('no watch here');
+  watch(p: string, o: WatchOptions): WatchHandle {
+    return this.streams.watch(p, o);
+  }
+
+  /** A change made by someone else (a kubelet, an admin, Argo CD): stored, and sent on its collection's stream. */
+  event(type: WatchEvent['type'], p: string, o: KubeObject): void {
+    const object = type === 'DELETED' ? o : this.put(p, o);
+    if (type === 'DELETED') this.objects.delete(p);
+    this.streams.send({ type, object }, p.slice(0, p.lastIndexOf('/')));
   }
 
   status(p: string): Json | undefined {
@@ -205,5 +223,75 @@ describe('the stand-ins\' loop', () => {
     expect(standIns.failedPasses).toBeGreaterThanOrEqual(4);
     expect(standIns.lastError).toMatch(/writing the status of ClusterPolicy cluster-policy \(ready\): 422 Invalid: status.state: Unsupported value/);
     expect(log).toHaveLength(1);
+  });
+});
+
+describe('the stand-ins\' watches', () => {
+  const CRDS = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
+  const POLICIES = ['/apis/nvidia.com/v1/clusterpolicies', '/apis/mellanox.com/v1alpha1/nicclusterpolicies'];
+  const crd = (name: string, group: string): KubeObject => ({ apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name }, spec: { group } });
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  /** The passes once no change has come for a while (each watch's first list asks for one). */
+  const settled = async (standIns: OperatorStandIns) => {
+    for (let last = -1; standIns.passes !== last;) {
+      last = standIns.passes;
+      await sleep(300);
+    }
+    return standIns.passes;
+  };
+
+  it('the policies\' CRDs arriving open the policies\' watches at once (not after their backoff) and make a pass; another group\'s CRD does neither', async () => {
+    const s = cluster(false);
+    s.unserved.add('nvidia.com/v1/ClusterPolicy');
+    s.unserved.add('mellanox.com/v1alpha1/NicClusterPolicy');
+    // the policies' watches' tries (the passes read the kinds too: none is made while this test looks)
+    let tries = 0;
+    const resource = s.resource.bind(s);
+    s.resource = async (apiVersion: string, kind: string) => {
+      if (kind === 'ClusterPolicy' || kind === 'NicClusterPolicy') tries++;
+      return resource(apiVersion, kind);
+    };
+    // a backoff longer than the test: only a kick tries an unserved kind again
+    const standIns = new OperatorStandIns(s, { resyncMs: 60_000, watchRetryMs: 60_000 });
+    standIns.start();
+    try {
+      await until(() => s.streams.watching(CRDS) && s.streams.watching('/api/v1/nodes'));
+      const passes = await settled(standIns);
+      const triesBefore = tries;
+      expect(s.status(CP)).toBeUndefined();
+      s.event('ADDED', `${CRDS}/widgets.example.com`, crd('widgets.example.com', 'example.com'));
+      await sleep(300);
+      expect(tries).toBe(triesBefore);
+      expect(standIns.passes).toBe(passes);
+      s.unserved.clear();
+      s.event('ADDED', `${CRDS}/clusterpolicies.nvidia.com`, crd('clusterpolicies.nvidia.com', 'nvidia.com'));
+      await until(() => POLICIES.every((p) => s.streams.watching(p)));
+      await until(() => s.status(CP)?.state === 'ready');
+      expect(standIns.passes).toBeGreaterThan(passes);
+    } finally {
+      await standIns.stop();
+    }
+  });
+
+  it('a Node\'s heartbeat makes no pass; a change of its NVIDIA PCI label does (and the ClusterPolicy reads it)', async () => {
+    const s = cluster(false);
+    const standIns = new OperatorStandIns(s, { resyncMs: 60_000 });
+    standIns.start();
+    try {
+      await until(() => s.streams.watching('/api/v1/nodes') && s.streams.watching(POLICIES[0]));
+      const passes = await settled(standIns);
+      expect(readyReason(s.status(CP))).toBe('NoGPUNodes');
+      const node = s.objects.get('/api/v1/nodes/gpu-0')!;
+      // a kubelet's heartbeat: the Node's status, its labels as they were
+      s.event('MODIFIED', '/api/v1/nodes/gpu-0', { ...node, status: { conditions: [{ type: 'Ready', status: 'True', lastHeartbeatTime: '2026-12-07T05:01:00Z' }] } });
+      await sleep(500);
+      expect(standIns.passes).toBe(passes);
+      // Node Feature Discovery labels it a node with an NVIDIA device
+      s.event('MODIFIED', '/api/v1/nodes/gpu-0', { ...node, metadata: { ...node.metadata, labels: { [NODE_LABELS.nvidiaPci]: 'true' } } });
+      await until(() => standIns.passes > passes);
+      await until(() => readyReason(s.status(CP)) === 'Reconciled');
+    } finally {
+      await standIns.stop();
+    }
   });
 });

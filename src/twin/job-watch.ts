@@ -1,0 +1,105 @@
+import { describe, KubeClient, KubeObject } from './kube-client';
+import { ListWatch, ListWatchClient } from './list-watch';
+import { withNominal, WorkloadState, workloadState } from './sample-jobs';
+import { Manifest } from '../render/manifest';
+
+/**
+ * The sample jobs `rehearse --from` (issue 51) submitted, watched while a change converges: their Workloads, the
+ * ClusterQueues that admit them and the jobs themselves, each state Kueue gives a job's Workload as it writes it (an
+ * eviction re-admitted a moment later too), without reading them again and again. A job's state is read as
+ * sample-jobs.ts readJobs reads it: its Workload (the one it owns), or none: unmanaged while the job is there, gone when
+ * not; an admitted one with its ClusterQueue's nominal quota as it is then.
+ *
+ * Imports no test framework.
+ */
+
+type Json = Record<string, any>;
+
+const WORKLOADS = '/apis/kueue.x-k8s.io/v1beta2/workloads';
+const CLUSTER_QUEUES = '/apis/kueue.x-k8s.io/v1beta2/clusterqueues';
+
+export class JobWatch {
+  private readonly workloads: ListWatch;
+  private readonly queues: ListWatch;
+  /** One watch per kind and namespace of the jobs. */
+  private readonly jobWatches = new Map<string, ListWatch>();
+  /** The states of each job since the mark, each one different from the one before. */
+  private readonly states = new Map<string, WorkloadState[]>();
+  private marked = false;
+
+  constructor(client: ListWatchClient & Pick<KubeClient, 'resource'>, private readonly jobs: readonly KubeObject[]) {
+    const changed = () => this.changed();
+    this.workloads = new ListWatch(client, WORKLOADS, changed);
+    this.queues = new ListWatch(client, CLUSTER_QUEUES, changed);
+    for (const j of jobs) {
+      const key = `${j.apiVersion} ${j.kind} ${j.metadata.namespace ?? ''}`;
+      if (this.jobWatches.has(key)) continue;
+      this.jobWatches.set(key, new ListWatch(client, async () => {
+        const res = await client.resource(j.apiVersion, j.kind);
+        if (!res) return undefined;
+        const base = j.apiVersion.includes('/') ? `/apis/${j.apiVersion}` : `/api/${j.apiVersion}`;
+        return `${base}${res.namespaced ? `/namespaces/${encodeURIComponent(j.metadata.namespace ?? 'default')}` : ''}/${res.plural}`;
+      }, changed));
+    }
+  }
+
+  private get all(): ListWatch[] {
+    return [this.workloads, this.queues, ...this.jobWatches.values()];
+  }
+
+  start(): this {
+    for (const w of this.all) w.start();
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.all.map((w) => w.stop()));
+  }
+
+  /** Every collection listed at least once. */
+  get synced(): boolean {
+    return this.all.every((w) => w.synced);
+  }
+
+  /** The first failure of a list or watch that fails still, if one does. */
+  get lastError(): string | undefined {
+    return this.all.map((w) => w.lastError).find((e) => e !== undefined);
+  }
+
+  /** From now on each job's states are recorded, from the state it has now. */
+  mark(): void {
+    this.marked = true;
+    this.states.clear();
+    this.changed();
+  }
+
+  /** Each job's states since the mark (`Kind namespace/name`): the one at the mark first, then each different one. */
+  seen(): Map<string, WorkloadState[]> {
+    return new Map([...this.states].map(([job, s]) => [job, [...s]]));
+  }
+
+  /** Each job's state now, as the watches have it. */
+  now(): Map<string, WorkloadState> {
+    const queues = new Map([...this.queues.objects.values()].map((q) => [q.metadata.name, q as Manifest]));
+    const out = new Map<string, WorkloadState>();
+    for (const job of this.jobs) {
+      const ns = job.metadata.namespace ?? 'default';
+      const live = this.jobWatches.get(`${job.apiVersion} ${job.kind} ${job.metadata.namespace ?? ''}`)?.objects.get(`${ns}/${job.metadata.name}`);
+      const w = live && [...this.workloads.objects.values()].find((x) => x.metadata.namespace === ns
+        && ((x.metadata.ownerReferences ?? []) as Json[]).some((r) => r.uid === live.metadata.uid));
+      const s = live === undefined ? workloadState(undefined) : w === undefined ? { state: 'unmanaged' as const } : workloadState(w);
+      const cq = s.clusterQueue !== undefined ? queues.get(s.clusterQueue) : undefined;
+      out.set(describe(job), cq ? withNominal(s, cq) : s);
+    }
+    return out;
+  }
+
+  private changed(): void {
+    if (!this.marked || !this.synced) return;
+    for (const [job, s] of this.now()) {
+      const seen = this.states.get(job) ?? [];
+      if (seen.length > 0 && JSON.stringify(seen.at(-1)) === JSON.stringify(s)) continue;
+      this.states.set(job, [...seen, s]);
+    }
+  }
+}

@@ -1,0 +1,99 @@
+import { describe, expect, it } from 'vitest';
+import { StubStreams, until } from './stub-streams';
+import { JobWatch } from '../../src/twin/job-watch';
+import { KubeObject, Resource } from '../../src/twin/kube-client';
+
+/*
+ * The sample jobs of `rehearse --from`, watched against a stub API server whose streams the test drives: each state
+ * Kueue writes to a job's Workload after the mark is seen as it comes (an eviction re-admitted a moment later too), a
+ * ClusterQueue's quota change is read into the admitted state, a Workload or job gone reads as readJobs reads it, and
+ * nothing is listed again while the streams run.
+ */
+
+const WORKLOADS = '/apis/kueue.x-k8s.io/v1beta2/workloads';
+const QUEUES = '/apis/kueue.x-k8s.io/v1beta2/clusterqueues';
+const MPIJOBS = '/apis/kubeflow.org/v2beta1/namespaces/default/mpijobs';
+let version = 100;
+const rv = () => String(++version);
+
+const job: KubeObject = { apiVersion: 'kubeflow.org/v2beta1', kind: 'MPIJob', metadata: { name: 'nccl-all-reduce', namespace: 'default' } };
+const live = (): KubeObject => ({ ...job, metadata: { ...job.metadata, uid: 'job-uid', resourceVersion: rv() } });
+
+const workload = (conditions: Record<string, string>, admitted: boolean): KubeObject => ({
+  apiVersion: 'kueue.x-k8s.io/v1beta2',
+  kind: 'Workload',
+  metadata: { name: 'mpijob-nccl-all-reduce-1a2b3', namespace: 'default', resourceVersion: rv(), ownerReferences: [{ uid: 'job-uid' }] },
+  status: {
+    conditions: Object.entries(conditions).map(([type, status]) => ({ type, status, reason: type === 'Evicted' ? 'Preempted' : type })),
+    ...(admitted ? { admission: { clusterQueue: 'default', podSetAssignments: [{ flavors: { 'nvidia.com/gpu': 'h100' }, resourceUsage: { 'nvidia.com/gpu': '16' } }] } } : {}),
+  },
+});
+
+const queue = (gpus: string): KubeObject => ({
+  apiVersion: 'kueue.x-k8s.io/v1beta2',
+  kind: 'ClusterQueue',
+  metadata: { name: 'default', resourceVersion: rv() },
+  spec: { resourceGroups: [{ coveredResources: ['nvidia.com/gpu'], flavors: [{ name: 'h100', resources: [{ name: 'nvidia.com/gpu', nominalQuota: gpus }] }] }] },
+});
+
+class Stub extends StubStreams {
+  async resource(apiVersion: string, kind: string): Promise<Resource | undefined> {
+    return apiVersion === 'kubeflow.org/v2beta1' && kind === 'MPIJob' ? { plural: 'mpijobs', namespaced: true } : undefined;
+  }
+}
+
+const admitted = { state: 'admitted', clusterQueue: 'default' };
+const holding = (nominal: string) => [{ resource: 'nvidia.com/gpu', flavor: 'h100', amount: 16, written: '16', nominal: Number(nominal), nominalWritten: nominal }];
+
+describe('JobWatch', () => {
+  it('sees each state of a job\'s Workload after the mark as Kueue writes it, its queue\'s quota as it changes, and a Workload or job gone', async () => {
+    const s = new Stub();
+    const items: Record<string, KubeObject[]> = { [WORKLOADS]: [workload({ QuotaReserved: 'True', Admitted: 'True' }, true)], [QUEUES]: [queue('4')], [MPIJOBS]: [live()] };
+    s.itemsOf = (p) => items[p] ?? [];
+    const w = new JobWatch(s, [job]).start();
+    try {
+      await until(() => w.synced && [WORKLOADS, QUEUES, MPIJOBS].every((p) => s.watching(p)));
+      // before the mark: nothing recorded
+      s.send({ type: 'MODIFIED', object: queue('8') }, QUEUES);
+      expect(w.seen().size).toBe(0);
+      w.mark();
+      // evicted, then admitted again a moment later (a per-second read would likely see neither)
+      s.send({ type: 'MODIFIED', object: workload({ QuotaReserved: 'False', Admitted: 'False', Evicted: 'True' }, false) }, WORKLOADS);
+      s.send({ type: 'MODIFIED', object: workload({ QuotaReserved: 'True', Admitted: 'True', Evicted: 'False' }, true) }, WORKLOADS);
+      // a quota cut: the admitted state with the queue's new nominal quota
+      s.send({ type: 'MODIFIED', object: queue('0') }, QUEUES);
+      // a change that keeps the state records nothing
+      s.send({ type: 'MODIFIED', object: queue('0') }, QUEUES);
+      s.send({ type: 'DELETED', object: workload({}, false) }, WORKLOADS);
+      s.send({ type: 'DELETED', object: live() }, MPIJOBS);
+      expect(w.seen().get('MPIJob default/nccl-all-reduce')).toEqual([
+        { ...admitted, holds: holding('8') },
+        { state: 'evicted', reason: 'Preempted' },
+        { ...admitted, holds: holding('8') },
+        { ...admitted, holds: holding('0') },
+        { state: 'unmanaged' },
+        { state: 'gone' },
+      ]);
+      expect(s.lists.sort()).toEqual([MPIJOBS, QUEUES, WORKLOADS]);
+    } finally {
+      await w.stop();
+    }
+  });
+
+  it('a job whose kind is not served is not synced; another\'s Workload in its namespace is not its own', async () => {
+    const s = new Stub();
+    const other: KubeObject = { apiVersion: 'batch/v1', kind: 'Job', metadata: { name: 'x', namespace: 'default' } };
+    const theirs = { ...workload({ QuotaReserved: 'True', Admitted: 'True' }, true), metadata: { ...workload({}, false).metadata, ownerReferences: [{ uid: 'another-uid' }] } };
+    s.itemsOf = (p) => (p === WORKLOADS ? [theirs] : p === MPIJOBS ? [live()] : []);
+    const unserved = new JobWatch(s, [other]).start();
+    const mine = new JobWatch(s, [job]).start();
+    try {
+      await until(() => mine.synced);
+      expect(unserved.synced).toBe(false);
+      expect(mine.now().get('MPIJob default/nccl-all-reduce')).toEqual({ state: 'unmanaged' });
+    } finally {
+      await unserved.stop();
+      await mine.stop();
+    }
+  });
+});
