@@ -112,7 +112,7 @@ export const CRD_SOURCES: Readonly<Record<string, readonly CrdSource[]>> = {
 /** The module proxy's answer to every version asked for below (`go mod download -json`, 2026-12-07). */
 const REFUSED = '403 Forbidden, "This module version is not available"';
 
-const GPU_CLUSTER_MISSING = `vendored nowhere (upstream-installs/SOURCES.md), and it is the GPU Operator's own: the module proxy serves github.com/NVIDIA/gpu-operator at no v26 tag (not a module version) nor the tag's commit (${REFUSED})`;
+const GPU_CLUSTER_MISSING = `vendored nowhere (upstream-installs/SOURCES.md), and it is the GPU Operator's own: the module proxy lists no version of github.com/NVIDIA/gpu-operator and serves no v26 tag (not a module version) nor v26.7.0's commit 10ee5b3638b8 (${REFUSED})`;
 const COMPUTE_DOMAIN_MISSING = 'the chart\'s resource.nvidia.com_computedomains.yaml (git blob 5a28ae17ca74: numNodes required) is the DRA driver\'s of April 2026, '
   + 'before its first sigs.k8s.io/dra-driver-nvidia-gpu release: v0.4.0, v0.4.1 and v0.5.0 (served) carry another file (blob 0811b3ce2c8e: numNodes defaults to 0), '
   + `and the commits that hold these bytes are refused as pseudo-versions (v0.0.0-20260424110452-7f0d03d1116a: ${REFUSED})`;
