@@ -6,7 +6,7 @@ import * as net from 'node:net';
 import * as path from 'node:path';
 import { parse, parseAllDocuments, stringify } from 'yaml';
 import { vendoredCrds } from './argocd-sync';
-import { crdSourceOf, sourcedCrdFile, unavailableCrd } from './chart-crds';
+import { crdSourcesOf, sourcedCrdFile, unavailableCrd } from './chart-crds';
 import { locateChart, renderableChart } from '../upstream/chart';
 import { VendoredChart } from '../upstream/releases';
 
@@ -20,9 +20,10 @@ import { VendoredChart } from '../upstream/releases';
  *
  * A chart is packaged as the release published it: the vendored folder, stamped and with its unvendored dependencies
  * removed as the toolkit renders it (src/upstream/chart.ts renderableChart), and its `crds/` filled from ../shared/crds
- * for the CRDs the vendored copy left out (releases.ts `unrenderedCrds` from `crds-not-vendored`), else from the file
- * of a Go module pinned for them (chart-crds.ts: Node Feature Discovery's); one with neither is an error unless
- * chart-crds.ts declares it unavailable with the reason. Then `helm package` (the twin's helm) and `helm repo index`.
+ * for the CRDs the vendored copy left out (releases.ts `unrenderedCrds` from `crds-not-vendored`), else from a file
+ * of a Go module pinned for them (chart-crds.ts: Node Feature Discovery's, the NetworkAttachmentDefinition's, the
+ * ComputeDomainClique's); one with neither is an error unless chart-crds.ts declares it unavailable with the reason.
+ * Then `helm package` (the twin's helm) and `helm repo index`.
  *
  * Imports no test framework.
  */
@@ -62,24 +63,32 @@ export function packageChart(
 function fillCrds(release: VendoredChart, staged: string, crds: ReturnType<typeof vendoredCrds>, crdFiles: Readonly<Record<string, string>>): void {
   for (const group of release.unrenderedCrds.filter((g) => g.from === 'crds-not-vendored')) {
     const into = path.join(staged, group.chartPath, 'crds');
-    const source = crdSourceOf(release, group.chartPath);
-    const sourced = source ? crdsInFile(sourcedCrdFile(source, crdFiles)) : undefined;
+    const sourced = crdSourcesOf(release, group.chartPath).map((source) => {
+      const file = crdsInFile(sourcedCrdFile(source, crdFiles));
+      const held = [...file.kinds].sort();
+      if (held.join(' ') !== [...source.crds].sort().join(' ')) {
+        throw new Error(`${source.module}@${source.version} ${source.file}: holds the CRDs ${held.join(', ') || 'none'}, pinned ${source.crds.join(', ')} (src/twin/chart-crds.ts)`);
+      }
+      return { source, text: file.text };
+    });
     for (const ref of group.crds) {
       const name = `${ref.group}/${ref.kind}`;
       const candidates = crds.get(name);
-      if (candidates || sourced) mkdirSync(into, { recursive: true });
       if (candidates) {
+        mkdirSync(into, { recursive: true });
         const pick = candidates.find((c) => path.basename(c.file).includes(release.version)) ?? candidates.find((c) => !/\d+\.\d+\.\d+/.test(path.basename(c.file))) ?? candidates[0];
         writeFileSync(path.join(into, `${ref.group}_${ref.kind.toLowerCase()}.yaml`), stringify(pick.crd));
         continue;
       }
-      if (source && sourced) {
-        if (!sourced.kinds.has(name)) throw new Error(`${release.chart} ${release.version} ${group.chartPath || '.'}: CRD ${name} is not in ${source.module}@${source.version} ${source.file}`);
-        writeFileSync(path.join(into, path.basename(source.file)), sourced.text);
+      const from = sourced.find((s) => s.source.crds.includes(name));
+      if (from) {
+        mkdirSync(into, { recursive: true });
+        writeFileSync(path.join(into, path.basename(from.source.file)), from.text);
         continue;
       }
       if (unavailableCrd(release, group.chartPath, name) !== undefined) continue;
-      throw new Error(`${release.chart} ${release.version} ${group.chartPath || '.'}: the published chart carries CRD ${name} in crds/, and the twin has no copy of it (../shared/crds) and no pinned source (src/twin/chart-crds.ts)`);
+      const looked = sourced.map((s) => `${s.source.module}@${s.source.version} ${s.source.file}`);
+      throw new Error(`${release.chart} ${release.version} ${group.chartPath || '.'}: the published chart carries CRD ${name} in crds/, and the twin has no copy of it (../shared/crds) and no pinned source (src/twin/chart-crds.ts${looked.length > 0 ? `: not in ${looked.join(', ')}` : ''})`);
     }
   }
 }

@@ -89,7 +89,7 @@ const dynamo = VERSIONS.dynamoPlatform;
  * reports readiness: NodeFeature and NodeFeatureRule have no status, NodeFeatureGroup's lists its nodes
  * (nfd-api-crds.yaml of Mellanox/network-operator tag v26.4.1, commit 85afd6d9c6978eb871a3292b9897f49746cc43cd).
  */
-const NFD_CRDS: UnrenderedCrds['crds'] = [
+export const NFD_CRDS: UnrenderedCrds['crds'] = [
   { group: 'nfd.k8s-sigs.io', kind: 'NodeFeature', scope: 'Namespaced', readiness: false },
   { group: 'nfd.k8s-sigs.io', kind: 'NodeFeatureGroup', scope: 'Namespaced', readiness: false },
   { group: 'nfd.k8s-sigs.io', kind: 'NodeFeatureRule', scope: 'Cluster', readiness: false },

@@ -4,10 +4,11 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, w
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
 import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../../src/paths';
 import { vendoredCrds } from '../../src/twin/argocd-sync';
 import { downloadModuleFile, GoBinary, prebuiltLayout, twinBinary } from '../../src/twin/binary';
-import { CRD_SOURCES, CrdSource, crdSourceFileName, crdSourceOf, sourcedCrdFile, unavailableCrd, UNAVAILABLE_CRDS } from '../../src/twin/chart-crds';
+import { CRD_SOURCE_FILES, CRD_SOURCES, CrdSource, crdSourceFileName, crdSourcesOf, sourcedCrdFile, unavailableCrd, UNAVAILABLE_CRDS } from '../../src/twin/chart-crds';
 import { packageChart } from '../../src/twin/chart-mirror';
 import { PREVIOUS_CHARTS } from '../../src/upstream/previous-releases';
 import { GPU_OPERATOR_CHART, KUEUE_CHART, NETWORK_OPERATOR_CHART, VENDORED_RELEASES, VendoredChart } from '../../src/upstream/releases';
@@ -31,26 +32,48 @@ describe('the CRDs of the pinned charts\' crds/ folders that ../shared/crds has 
     .filter((name) => !crds.has(name))
     .map((name) => ({ release, chartPath: g.chartPath, name }))));
 
-  it('each has a pinned source or a declared reason it cannot be had (listed per release)', () => {
+  const at = (release: VendoredChart, chartPath: string) => `${release.chart} ${release.version} ${chartPath || '.'}`;
+
+  it('each has a pinned source or a declared reason it cannot be had, never both (listed per release)', () => {
+    const reasons = [...new Set(Object.values(UNAVAILABLE_CRDS).flatMap((byCrd) => Object.values(byCrd)))];
     const lines = missing.map(({ release, chartPath, name }) => {
-      const source = crdSourceOf(release, chartPath);
-      const how = source ? `${source.module}@${source.version} ${source.file}` : unavailableCrd(release, chartPath, name) ? 'UNAVAILABLE' : 'NONE';
-      return `${release.chart} ${release.version} ${chartPath || '.'} ${name}: ${how}`;
+      const source = crdSourcesOf(release, chartPath).find((s) => s.crds.includes(name));
+      const why = unavailableCrd(release, chartPath, name);
+      const how = source && why ? 'BOTH' : source ? `${source.module}@${source.version} ${source.file}` : why ? `UNAVAILABLE (${reasons.indexOf(why) + 1})` : 'NONE';
+      return `${at(release, chartPath)} ${name}: ${how}`;
     });
-    console.log(lines.join('\n'));
-    expect(lines.filter((l) => l.endsWith(': NONE'))).toEqual([]);
+    console.log([...lines, ...reasons.map((r, i) => `(${i + 1}) ${r}`)].join('\n'));
+    expect(lines.filter((l) => l.endsWith(': NONE') || l.endsWith(': BOTH'))).toEqual([]);
     // NFD's are sourced for every pinned NVIDIA chart
     for (const r of CHARTS.filter((c) => c.chart === GPU_OPERATOR_CHART.chart || c.chart === NETWORK_OPERATOR_CHART.chart)) {
-      expect(crdSourceOf(r, 'charts/node-feature-discovery')?.module, `${r.chart} ${r.version}`).toBe('sigs.k8s.io/node-feature-discovery');
+      expect(crdSourcesOf(r, 'charts/node-feature-discovery').map((s) => s.module), at(r, 'charts/node-feature-discovery')).toEqual(['sigs.k8s.io/node-feature-discovery']);
+    }
+  });
+
+  it('the Network Operator\'s NetworkAttachmentDefinition and the GPU Operator\'s ComputeDomainClique have a pinned source (issue 48)', () => {
+    const sourced = (release: VendoredChart, crd: string) => crdSourcesOf(release, '').filter((s) => s.crds.includes(crd)).map((s) => s.module);
+    expect(sourced(NETWORK_OPERATOR_CHART, 'k8s.cni.cncf.io/NetworkAttachmentDefinition')).toHaveLength(1);
+    expect(sourced(GPU_OPERATOR_CHART, 'resource.nvidia.com/ComputeDomainClique')).toHaveLength(1);
+  });
+
+  it('every declared absence says what was looked for: the module it would come from and the proxy\'s answer', () => {
+    for (const [k, byCrd] of Object.entries(UNAVAILABLE_CRDS)) {
+      for (const [crd, why] of Object.entries(byCrd)) {
+        expect(why, `${k} ${crd}`).toMatch(/github\.com\/|sigs\.k8s\.io\//);
+        expect(why, `${k} ${crd}`).toContain('403 Forbidden');
+      }
     }
   });
 
   it('declares nothing stale: every source and every declared absence is of a CRD a pinned chart carries and ../shared/crds lacks', () => {
-    const used = new Set(missing.map(({ release, chartPath }) => `${release.chart} ${release.version} ${chartPath || '.'}`));
-    expect(Object.keys(CRD_SOURCES).filter((k) => !used.has(k))).toEqual([]);
-    for (const [k, u] of Object.entries(UNAVAILABLE_CRDS)) {
-      const carried = missing.filter((m) => `${m.release.chart} ${m.release.version} ${m.chartPath || '.'}` === k).map((m) => m.name);
-      expect(u.crds.filter((c) => !carried.includes(c)), k).toEqual([]);
+    const carried = (k: string) => missing.filter((m) => at(m.release, m.chartPath) === k).map((m) => m.name);
+    for (const [k, sources] of Object.entries(CRD_SOURCES)) {
+      expect(sources.length, k).toBeGreaterThan(0);
+      // each file fills at least one CRD there and holds none that ../shared/crds has (the copy would win)
+      for (const s of sources) expect(s.crds.filter((c) => !carried(k).includes(c)), `${k} ${s.file}`).toEqual([]);
+    }
+    for (const [k, byCrd] of Object.entries(UNAVAILABLE_CRDS)) {
+      expect(Object.keys(byCrd).filter((c) => !carried(k).includes(c)), k).toEqual([]);
     }
   });
 });
@@ -97,7 +120,7 @@ describe('a pinned source: fetched with the go command when the twin is built, v
   });
 
   it('a file beside the twin is used only when its SHA-256 is the pinned one; a missing one names the file', () => {
-    const source: CrdSource = { module: 'example.com/m', file: 'crds/x.yaml', evidence: 'a fixture', ...pinned };
+    const source: CrdSource = { module: 'example.com/m', file: 'crds/x.yaml', crds: ['example.com/X'], evidence: 'a fixture', ...pinned };
     const name = crdSourceFileName(source);
     expect(name).toBe('crds-m-v1.0.0-x.yaml');
     const file = path.join(work, 'beside', name);
@@ -111,11 +134,12 @@ describe('a pinned source: fetched with the go command when the twin is built, v
 
   it('every pinned source is a companion file of the twin (a --binaries folder holds it, as rehearse --help lists)', () => {
     const beside = prebuiltLayout().find((l) => l.startsWith('beside it: ') && l.includes('git-verify-wrapper.sh'))!;
-    for (const source of Object.values(CRD_SOURCES)) expect(beside).toContain(crdSourceFileName(source));
+    for (const source of CRD_SOURCE_FILES) expect(beside).toContain(crdSourceFileName(source));
+    expect(CRD_SOURCE_FILES.length).toBe(new Set(Object.values(CRD_SOURCES).flat().map(crdSourceFileName)).size);
   });
 });
 
-describe('the packages of the NVIDIA charts carry Node Feature Discovery\'s CRDs', () => {
+describe('the packages of the NVIDIA charts carry the CRDs of their pinned sources', () => {
   let helm: string;
   let twin: GoBinary;
   beforeAll(async () => {
@@ -125,16 +149,29 @@ describe('the packages of the NVIDIA charts carry Node Feature Discovery\'s CRDs
     symlinkSync(twin.path, helm);
   }, 30 * 60 * 1000);
 
+  /** The CRDs (`group/Kind`) and their names among the documents helm printed. */
+  type Printed = { kind?: string; metadata?: { name?: string }; spec?: { group?: string; names?: { kind?: string } } } | null;
+  const printedCrds = (out: string) => parseAllDocuments(out).map((d) => d.toJS() as Printed)
+    .filter((o) => o?.kind === 'CustomResourceDefinition').map((o) => ({ crd: `${o!.spec?.group}/${o!.spec?.names?.kind}`, name: o!.metadata?.name }));
+
   for (const release of [GPU_OPERATOR_CHART, NETWORK_OPERATOR_CHART]) {
-    it(`${release.chart} ${release.version}: the subchart's crds/nfd-api-crds.yaml as published, and helm template --include-crds prints them`, () => {
+    it(`${release.chart} ${release.version}: each source's file in its chart path's crds/ as published, and helm template --include-crds prints its CRDs`, () => {
       const archive = packageChart(release, { upstream: DEFAULT_UPSTREAM, schemas: DEFAULT_SCHEMAS, helm, work: path.join(work, 'package'), crdFiles: twin.companions });
-      const inside = `${release.chart}/charts/node-feature-discovery/crds/nfd-api-crds.yaml`;
-      const file = spawnSync('tar', ['-xzOf', archive, inside], { timeout: 60_000 });
-      expect(file.status, file.stderr?.toString()).toBe(0);
-      expect(sha256(file.stdout)).toBe(crdSourceOf(release, 'charts/node-feature-discovery')!.sha256);
+      const chartPaths = release.unrenderedCrds.map((g) => g.chartPath).filter((p) => crdSourcesOf(release, p).length > 0);
+      expect(chartPaths).toContain('charts/node-feature-discovery');
+      for (const chartPath of chartPaths) {
+        for (const source of crdSourcesOf(release, chartPath)) {
+          const inside = path.posix.join(release.chart, chartPath, 'crds', path.basename(source.file));
+          const file = spawnSync('tar', ['-xzOf', archive, inside], { timeout: 60_000 });
+          expect(file.status, `${inside}: ${file.stderr?.toString()}`).toBe(0);
+          expect(sha256(file.stdout), inside).toBe(source.sha256);
+        }
+      }
       const r = spawnSync(helm, ['template', 'x', archive, '--include-crds', '--namespace', 'x'], { encoding: 'utf8', timeout: 120_000, maxBuffer: 64 * 1024 * 1024, env: { PATH: process.env.PATH, HOME: work } });
       expect(r.status, r.stderr).toBe(0);
-      for (const name of ['nodefeatures', 'nodefeaturegroups', 'nodefeaturerules']) expect(r.stdout).toContain(`name: ${name}.nfd.k8s-sigs.io`);
+      const printed = printedCrds(r.stdout);
+      for (const crd of chartPaths.flatMap((p) => crdSourcesOf(release, p).flatMap((s) => s.crds))) expect(printed.map((p) => p.crd)).toContain(crd);
+      for (const name of ['nodefeatures', 'nodefeaturegroups', 'nodefeaturerules']) expect(printed.map((p) => p.name)).toContain(`${name}.nfd.k8s-sigs.io`);
     }, 300_000);
   }
 });
