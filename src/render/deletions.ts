@@ -91,7 +91,7 @@ export interface FateContext {
    * generates in place of that cluster's root (the fleet folder before the change lists it: hubApplications), which
    * leaves too.
    */
-  readonly clusterDropped?: { readonly cluster: string; readonly hub?: Manifest };
+  readonly clusterDropped?: { readonly cluster: string; readonly hub?: Manifest; /** The namespace of its Applications (the root's). */ readonly namespace?: string };
 }
 
 /** Whether an object is an Argo CD Application. */
@@ -180,9 +180,9 @@ function templateStays(m: Manifest): string {
 /**
  * An object whose Application leaves in the same change (its folder dropped): the root prunes that Application. With the
  * resources finalizer, that prune is a cascading delete (v3.5.1 controller/appcontroller.go:1282 finalizeApplicationDeletion,
- * :1344-1366): every object it tracks goes, `Prune=false` or not (only `Delete=` counts there), but a CRD, an object whose
- * deciding `Delete=` is false or that says helm.sh/resource-policy: keep (:1252-1261 shouldBeDeleted), and one with
- * `Delete=confirm` waits for the confirmation (:1361-1366). Without the finalizer, that Application goes alone and its
+ * :1344-1366): every object it tracks goes, `Prune=false` or not (whether it is spared is read from `Delete=` only), but a CRD, an
+ * object whose deciding `Delete=` is false or that says helm.sh/resource-policy: keep (:1252-1261 shouldBeDeleted), and
+ * one with `Delete=confirm` or `Prune=confirm` waits for the confirmation (:1361-1366; controller/state.go:1171-1191). Without the finalizer, that Application goes alone and its
  * objects stay, synced by nothing. Undefined when the context says nothing of the Application.
  */
 function leavesWithApplication(m: Manifest, ctx: FateContext): ClusterFate | undefined {
@@ -220,10 +220,16 @@ function leavesWithCascade(m: Manifest, ctx: FateContext, application: Manifest)
         + `an admin deletes it if wanted: ${kubectlDelete(m)}`,
     };
   }
-  if (del === 'confirm') {
-    return { note: `deleted with its Application ${app}, which leaves too (resources finalizer), once someone confirms (Delete=confirm): argocd app confirm-deletion ${app}` };
+  const prune = decidingSyncOption(m, 'Prune', application);
+  // the cascade waits for a confirmation on Delete=confirm or Prune=confirm (controller/state.go:1171-1191
+  // isObjRequiresDeletionConfirmation, read at appcontroller.go:1363-1366)
+  if (del === 'confirm' || prune === 'confirm') {
+    return {
+      note: `deleted with its Application ${app}, which leaves too (resources finalizer), once someone confirms (${del === 'confirm' ? 'Delete' : 'Prune'}=confirm): `
+        + `argocd app confirm-deletion ${app}`,
+    };
   }
-  const despite = decidingSyncOption(m, 'Prune', application) === 'false' ? ' (Prune=false does not spare it: a cascading delete reads Delete= only)' : '';
+  const despite = prune === 'false' ? ' (Prune=false does not spare it: whether a cascading delete spares an object is read from Delete= only)' : '';
   const alone = isApplication(m) && !hasResourcesFinalizer(m) ? `; ${applicationAloneNote(m)}` : '';
   return { note: `deleted with its Application ${app}, which leaves too: its resources finalizer deletes what it applied${despite}${alone}` };
 }
@@ -238,11 +244,11 @@ function leavesWithCascade(m: Manifest, ctx: FateContext, application: Manifest)
  * pruned. The child Applications keep the commit the root last gave them (components/gitops/plan.ts revisionPins),
  * where their folders still exist.
  */
-function rootPathGone(cluster: string): string {
+function rootPathGone(cluster: string, namespace = '<argocd>'): string {
   return `its cluster's folder leaves dist/, so the Application that syncs its root (${cluster}: the root applied by hand, or the hub's) reads a path `
     + 'that no longer exists: Argo CD shows it with a ComparisonError ("app path does not exist") and sync status Unknown and syncs nothing, so nothing '
     + 'is pruned, and the child Applications keep syncing the last commit the root gave them; to take the cluster down, delete its Applications by hand '
-    + `(kubectl delete application -n <argocd> -l ${LABELS.partOf}=${cluster})`;
+    + `(kubectl delete application -n ${namespace} -l ${LABELS.partOf}=${cluster})`;
 }
 
 /**
@@ -251,11 +257,14 @@ function rootPathGone(cluster: string): string {
  * (v3.5.1 applicationset/controllers/applicationset_controller.go:351-353, :809-860 deleteInCluster, under the default
  * policy, which allows deletes). With the resources finalizer that is a cascading delete of the gitops folder's objects
  * (the cluster's Applications), each of which then goes as its own finalizer says: `fate`, the object's fate once its
- * Application goes.
+ * Application goes. Only while the cluster is still registered on the hub: the ApplicationSet first removes the
+ * finalizer of an Application whose destination is no longer a registered cluster (:843, :907-953
+ * removeFinalizerOnInvalidDestination), and that delete then cascades to nothing.
  */
-function hubDeletesNote(cluster: string, fate: string): string {
+function hubDeletesNote(cluster: string, fate: string, namespace?: string): string {
   return `once dist/fleet/ is applied on the hub again (kubectl apply -k dist/fleet), its ApplicationSet deletes the hub's Application ${cluster} `
-    + `(resources finalizer), and this is then ${fate}; until then nothing is deleted: ${rootPathGone(cluster)}`;
+    + `(resources finalizer), and this is then ${fate}, provided the cluster is still registered on the hub (the ApplicationSet removes the finalizer of an `
+    + `Application whose destination is no longer a registered cluster, and then nothing is deleted); until then nothing is deleted: ${rootPathGone(cluster, namespace)}`;
 }
 
 /**
@@ -270,14 +279,14 @@ export function clusterFate(m: Manifest, context: FateContext = {}): ClusterFate
   if (isApplication(m) && m.metadata.annotations?.[LABELS.byHand] === 'true') return { stays: byHandStays(m) };
   const dropped = context.clusterDropped;
   if (dropped) {
-    const stays = { stays: `stays in the cluster: ${rootPathGone(dropped.cluster)}` };
+    const stays = { stays: `stays in the cluster: ${rootPathGone(dropped.cluster, dropped.namespace)}` };
     // With a hub, its ApplicationSet deletes the hub's Application of the cluster (it generates it no more): with the
     // resources finalizer, the cluster's Applications go in its cascade, and what those apply as each of them goes
     // (fateContexts gives the hub's Application as the gitops folder's); without, they stay, as with no hub.
     if (!dropped.hub || !hasResourcesFinalizer(dropped.hub)) return stays;
     const fate = clusterFate(m, { ...context, clusterDropped: undefined });
     if (fate.stays !== undefined) return fate;
-    return { note: hubDeletesNote(dropped.cluster, fate.note ?? 'deleted') };
+    return { note: hubDeletesNote(dropped.cluster, fate.note ?? 'deleted', dropped.namespace) };
   }
   const leaving = leavesWithApplication(m, context);
   if (leaving) return leaving;
@@ -547,7 +556,7 @@ export function fateContexts(
       appLeaves: found !== undefined && !kept.has(objectKey(found)),
       // a dropped cluster's Applications go in the cascade of the hub's Application, whatever it prunes
       parent: application === cluster || dropped ? undefined : root,
-      ...(dropped ? { clusterDropped: { cluster, hub } } : {}),
+      ...(dropped ? { clusterDropped: { cluster, hub, namespace: root?.metadata.namespace } } : {}),
     };
   };
 }

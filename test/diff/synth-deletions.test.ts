@@ -154,7 +154,8 @@ describe('synth of every description (the fleet, as `npm run synth` without argu
     expect(e.deletions.find((d) => d.object === 'LocalQueue inference/inference')?.note).toMatch(new RegExp(
       '^once dist/fleet/ is applied on the hub again \\(kubectl apply -k dist/fleet\\), its ApplicationSet deletes the hub\'s Application second-cluster '
       + '\\(resources finalizer\\), and this is then deleted with its Application second-cluster-tenants, which leaves too: its resources finalizer deletes '
-      + 'what it applied; until then nothing is deleted: its cluster\'s folder leaves dist/, so the Application that syncs its root \\(second-cluster: '
+      + 'what it applied, provided the cluster is still registered on the hub \\(.*\\); until then nothing is deleted: its cluster\'s folder leaves dist/, '
+      + 'so the Application that syncs its root \\(second-cluster: '
       + 'the root applied by hand, or the hub\'s\\) reads a path that no longer exists',
     ));
     expect(readTreeFiles(out)).toEqual(before);

@@ -44,6 +44,20 @@ describe('clusterFate', () => {
     expect(removal({ file: 'fleet/x.yaml', manifest: ns }).note).toMatch(/argocd app confirm-deletion <application>$/);
   });
 
+  it('an object whose Application leaves with the resources finalizer: the cascade waits for a confirmation on Prune=confirm as on Delete=confirm (its own or its Application\'s)', () => {
+    const app = () => object('Application', 'lab-tenants', {}, { finalizers: [RESOURCES_FINALIZER] });
+    const withOptions = (syncOptions: string[]) => ({ ...app(), spec: { syncPolicy: { automated: { prune: true }, syncOptions } } } as Manifest);
+    const ctx = (a: Manifest) => ({ application: 'lab-tenants', app: a, appLeaves: true });
+    const confirm = /^deleted with its Application lab-tenants, which leaves too \(resources finalizer\), once someone confirms \((Prune|Delete)=confirm\): argocd app confirm-deletion lab-tenants$/;
+    expect(clusterFate(object('ConfigMap', 'c', options(['Prune=confirm'])), ctx(withOptions([]))).note).toMatch(confirm);
+    expect(clusterFate(object('ConfigMap', 'c', options(['Delete=confirm'])), ctx(withOptions([]))).note).toMatch(confirm);
+    expect(clusterFate(object('ConfigMap', 'c'), ctx(withOptions(['Prune=confirm']))).note).toMatch(confirm);
+    // Prune=false alone does not spare it from the cascade
+    expect(clusterFate(object('ConfigMap', 'c', options(['Prune=false'])), ctx(withOptions([]))).note)
+      .toBe('deleted with its Application lab-tenants, which leaves too: its resources finalizer deletes what it applied (Prune=false does not spare it: '
+        + 'whether a cascading delete spares an object is read from Delete= only)');
+  });
+
   it('an Application without the resources finalizer is deleted alone; one applied by hand stays', () => {
     expect(clusterFate(object('Application', 'lab-kueue-install')).note).toMatch(/^Argo CD deletes this Application only, .*kubectl patch application -n argocd lab-kueue-install /);
     const byHand = clusterFate(object('Application', 'lab-samples', { [LABELS.byHand]: 'true' }, { finalizers: [RESOURCES_FINALIZER] }));
@@ -134,7 +148,7 @@ describe('clusterFate in context: what leaves dist/ with what else', () => {
     expect(new Set(ds.map((d) => d.file.split('/')[1]))).toEqual(new Set(['dashboard', 'gitops']));
     const name = (o: TreeObject) => ds.find((d) => d.file === o.file && d.object.includes(o.manifest.metadata.name))!.object;
     expect(fateOf(ds, name(pruneFalse))).toBe('deleted with its Application instant-cluster-dashboard, which leaves too: its resources finalizer deletes what it applied '
-      + '(Prune=false does not spare it: a cascading delete reads Delete= only)');
+      + '(Prune=false does not spare it: whether a cascading delete spares an object is read from Delete= only)');
     expect(deletedInCluster(ds).map((d) => d.object)).toContain(name(pruneFalse));
     expect(fateOf(ds, name(deleteFalse))).toMatch(/^stays in the cluster, synced by nothing: its Application instant-cluster-dashboard leaves too, and its cascading delete spares an object that says Delete=false; an admin deletes it if wanted: kubectl delete /);
     // the Application itself: the root prunes it (automated prune), its finalizer makes that a cascading delete
@@ -206,7 +220,7 @@ describe('clusterFate in context: what leaves dist/ with what else', () => {
       expect(fateOf(ds, 'LocalQueue inference/inference')).toBe('stays in the cluster: its cluster\'s folder leaves dist/, so the Application that syncs its root '
         + '(instant-cluster: the root applied by hand, or the hub\'s) reads a path that no longer exists: Argo CD shows it with a ComparisonError ("app path does '
         + 'not exist") and sync status Unknown and syncs nothing, so nothing is pruned, and the child Applications keep syncing the last commit the root gave them; '
-        + 'to take the cluster down, delete its Applications by hand (kubectl delete application -n <argocd> -l app.kubernetes.io/part-of=instant-cluster)');
+        + 'to take the cluster down, delete its Applications by hand (kubectl delete application -n argocd -l app.kubernetes.io/part-of=instant-cluster)');
       expect(fateOf(ds, 'Application argocd/instant-cluster')).toMatch(/^stays in the cluster: applied by hand/);
     });
 
@@ -215,7 +229,7 @@ describe('clusterFate in context: what leaves dist/ with what else', () => {
       expect(hubs.get('instant-cluster')?.metadata).toMatchObject({ name: 'instant-cluster', finalizers: [RESOURCES_FINALIZER] });
       const ds = removedObjects(before, [], hubs);
       const hub = /^once dist\/fleet\/ is applied on the hub again \(kubectl apply -k dist\/fleet\), its ApplicationSet deletes the hub's Application instant-cluster \(resources finalizer\), and this is then /;
-      const byHand = /; until then nothing is deleted: its cluster's folder leaves dist\//;
+      const byHand = /, provided the cluster is still registered on the hub \(the ApplicationSet removes the finalizer of an Application whose destination is no longer a registered cluster, and then nothing is deleted\); until then nothing is deleted: its cluster's folder leaves dist\//;
       expect(fateOf(ds, 'LocalQueue inference/inference')).toMatch(new RegExp(`${hub.source}deleted with its Application instant-cluster-tenants, which leaves too: its resources finalizer deletes what it applied${byHand.source}`));
       expect(fateOf(ds, 'Application argocd/instant-cluster-tenants')).toMatch(new RegExp(`${hub.source}deleted with its Application instant-cluster, which leaves too`));
       expect(fateOf(ds, 'Namespace inference')).toMatch(/and this is then deleted with its Application instant-cluster-tenants, which leaves too \(resources finalizer\), once someone confirms \(Delete=confirm\)/);
