@@ -34,7 +34,10 @@ export interface PodSpecLike {
   readonly volumes?: readonly Json[];
 }
 
-/** The kinds that carry a Kueue manager configuration Kueue reads (kueueConfigurations): the ConfigMap it mounts, the Helm values of an Application that installs it. */
+/**
+ * The kinds that carry a Kueue manager configuration Kueue reads (kueueConfigurations): the ConfigMap it mounts, the Helm
+ * values of an Application or ApplicationSet that installs it, and a Configuration rendered as it is.
+ */
 const CONFIGURATION_HOLDERS = new Set(['ConfigMap', 'Application', 'ApplicationSet', 'Configuration']);
 /** Argo CD kinds carry other objects' settings (Helm values), not pods of their own. */
 const NOT_WORKLOADS = new Set(['Application', 'ApplicationSet', 'AppProject', 'ConfigMap', 'Secret', 'CustomResourceDefinition']);
@@ -218,9 +221,10 @@ export class ClusterIndex {
   }
 
   /**
-   * Kueue manager configurations (`config.kueue.x-k8s.io` `Configuration`) rendered where Kueue reads one: in a
-   * ConfigMap, or in an Argo CD Application's Helm values (object or embedded YAML string). Other kinds are not
-   * searched (a CRD's or a workload's strings hold none Kueue would read).
+   * Kueue manager configurations (`config.kueue.x-k8s.io` `Configuration`) rendered where Kueue reads one
+   * (CONFIGURATION_HOLDERS): in a ConfigMap, in an Argo CD Application's or ApplicationSet's Helm values (object or
+   * embedded YAML string), or as it is. Other kinds are not searched (a CRD's or a workload's strings hold none Kueue
+   * would read).
    */
   kueueConfigurations(): readonly { readonly owner: Manifest; readonly config: Json }[] {
     if (this.configurations) return this.configurations;

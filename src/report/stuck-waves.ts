@@ -1,7 +1,7 @@
 import { code, table } from './markdown';
 import { ClusterIndex } from '../check/cluster-index';
 import { GITOPS_FOLDER, rootApplicationOf } from '../components/gitops/plan';
-import { LABELS, ownSyncOptions } from '../model/names';
+import { LABELS, ownSyncOptions, syncOptionValue } from '../model/names';
 import { durationSeconds } from '../model/schema-types';
 import { Manifest, RenderedCluster } from '../render/manifest';
 
@@ -71,7 +71,7 @@ export function stuckWavesSection(c: RenderedCluster, index: ClusterIndex): stri
   const example = children[children.length - 1].name;
   // Namespaces and volume claims (Prune=confirm, model/data-safety.ts) a commit removes are pruned only once someone
   // confirms: the sync of their Application waits for it ("waiting for pruning confirmation")
-  const confirmFolders = new Set(index.objects.filter((m) => ownSyncOptions(m).includes('Prune=confirm')).map((m) => index.folderOf(m)));
+  const confirmFolders = new Set(index.objects.filter((m) => syncOptionValue(ownSyncOptions(m), 'Prune') === 'confirm').map((m) => index.folderOf(m)));
   const confirming = synced.filter((a) => confirmFolders.has(((a.spec as { source?: { path?: string } } | undefined)?.source?.path ?? '').split('/').pop()))
     .map((a) => code(a.metadata.name));
 
