@@ -273,7 +273,8 @@ export function rootWentPast(rev: string, rootName: string, names: readonly stri
 /**
  * The states of the Applications `names`, as Argo CD sees them now: a refresh of each asked for (the webhook's
  * annotation, twin-cluster.ts refresh) and each read again until the annotation is gone, within what --timeout leaves
- * (`deadline`) and at most REFRESH_MS; by name, those refreshed in time. Argo CD re-reads an Application when one of
+ * (`deadline`) and at most REFRESH_MS; by name, those refreshed in time (not one whose refresh could not be asked
+ * for). Argo CD re-reads an Application when one of
  * its resources changes, but not on a change of a resource's status that keeps its health status (Argo CD's default
  * `resource.customizations.ignoreResourceUpdates.all: /status`; controller/cache/cache.go `skipResourceUpdate`): a
  * ClusterPolicy that turns "ready" without GPU nodes stays Progressing, so its Application's message would be the one
@@ -290,16 +291,19 @@ export async function refreshedStates(c: {
   const fresh = new Map<string, ApplicationState>();
   const bound = Math.min(REFRESH_MS, c.deadline - Date.now());
   if (c.names.length === 0 || bound <= 0) return fresh;
-  await Promise.all(c.names.map((n) => c.refresh(n).catch(() => {})));
+  // an Application whose refresh was not asked for (the patch failed) carries no annotation to wait for: it is not
+  // read as refreshed, and the caller keeps the state it had
+  const asked = (await Promise.all(c.names.map((n) => c.refresh(n).then(() => n, () => undefined)))).filter((n): n is string => n !== undefined);
+  if (asked.length === 0) return fresh;
   // the annotation our patch set is gone only once Argo CD's controller has done the refresh: it removes it with the
   // status it writes, so the Application read then is the refreshed one (the watch may deliver it a moment later)
   await poll(async () => {
-    for (const n of c.names.filter((x) => !fresh.has(x))) {
+    for (const n of asked.filter((x) => !fresh.has(x))) {
       const app = await c.client.get(`/apis/argoproj.io/v1alpha1/namespaces/${c.namespace}/applications/${n}`).catch(() => undefined);
       const annotations = (app?.metadata.annotations ?? {}) as Record<string, unknown>;
       if (app && annotations[REFRESH_ANNOTATION] === undefined) fresh.set(n, applicationState(app));
     }
-    return fresh.size === c.names.length;
+    return fresh.size === asked.length;
   }, (ok) => ok, bound, 500);
   return fresh;
 }

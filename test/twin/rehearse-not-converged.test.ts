@@ -53,6 +53,20 @@ describe('rehearse: the refresh before the not-converged report', () => {
     expect(s.reads.filter((n) => n === 'lab-gpu-operator')).toHaveLength(4);
   });
 
+  it('an Application whose refresh could not be asked for is neither read nor answered (no annotation to wait for: its state would be the old one)', async () => {
+    const s = stub({ 'lab-gpu-operator': 1, 'lab-kueue': 0 });
+    const refresh = async (n: string) => {
+      if (n === 'lab-kueue') throw new Error('the patch was refused');
+      await s.refresh(n);
+    };
+    const fresh = await refreshedStates({ client: s.client, namespace: NS, names: ['lab-gpu-operator', 'lab-kueue'], refresh, deadline: Date.now() + 600_000 });
+    expect([...fresh.keys()]).toEqual(['lab-gpu-operator']);
+    expect(s.reads.filter((n) => n === 'lab-kueue')).toEqual([]);
+    const none = stub({ 'lab-kueue': 0 });
+    expect((await refreshedStates({ client: none.client, namespace: NS, names: ['lab-kueue'], refresh: async () => { throw new Error('refused'); }, deadline: Date.now() + 600_000 })).size).toBe(0);
+    expect(none.reads).toEqual([]);
+  });
+
   it('waits at most 60 s, and at most what --timeout leaves; answers those refreshed in time; nothing when the time is up', async () => {
     vi.useFakeTimers();
     const never = () => stub({ 'lab-gpu-operator': Infinity, 'lab-kueue': 0 });
