@@ -1,4 +1,5 @@
 import { describe, KubeClient, KubeObject } from './kube-client';
+import { KUEUE_API } from './kueue';
 import { ListWatch, ListWatchClient } from './list-watch';
 import { withNominal, WorkloadState, workloadState } from './sample-jobs';
 import { Manifest } from '../render/manifest';
@@ -15,8 +16,8 @@ import { Manifest } from '../render/manifest';
 
 type Json = Record<string, any>;
 
-const WORKLOADS = '/apis/kueue.x-k8s.io/v1beta2/workloads';
-const CLUSTER_QUEUES = '/apis/kueue.x-k8s.io/v1beta2/clusterqueues';
+const WORKLOADS = `${KUEUE_API}/workloads`;
+const CLUSTER_QUEUES = `${KUEUE_API}/clusterqueues`;
 
 export class JobWatch {
   private readonly workloads: ListWatch;

@@ -290,6 +290,9 @@ export async function startKueue(cp: ControlPlane, loopback: LoopbackKueue, opts
   }
 }
 
+/** Kueue's API, as the twin's readers ask it (the release the toolkit pins serves kueue.x-k8s.io/v1beta2). */
+export const KUEUE_API = '/apis/kueue.x-k8s.io/v1beta2';
+
 /** A status condition of an object (`status.conditions[type]`), if it has one. */
 export const conditionOf = (o: Json | undefined, type: string): Json | undefined => ((o?.status?.conditions ?? []) as Json[])
   .find((c) => c.type === type);
@@ -298,7 +301,7 @@ export const conditionOf = (o: Json | undefined, type: string): Json | undefined
 export async function workloadOwnedBy(client: KubeClient, job: KubeObject): Promise<Json | undefined> {
   const live = await client.read(job);
   if (!live) return undefined;
-  const workloads = await client.list(`/apis/kueue.x-k8s.io/v1beta2/namespaces/${job.metadata.namespace}/workloads`) as Json[];
+  const workloads = await client.list(`${KUEUE_API}/namespaces/${job.metadata.namespace}/workloads`) as Json[];
   return workloads.find((w) => ((w.metadata.ownerReferences ?? []) as Json[]).some((r) => r.uid === live.metadata.uid));
 }
 

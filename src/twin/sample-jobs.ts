@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { parse } from 'yaml';
 import { describe, KubeClient, KubeObject } from './kube-client';
-import { conditionOf, workloadOwnedBy } from './kueue';
+import { conditionOf, KUEUE_API, workloadOwnedBy } from './kueue';
 import { coveredResources, nominalQuota, nominalQuotasAsWritten } from '../check/kueue';
 import { LABELS, RESOURCES } from '../model/names';
 import { parseQuantity, sumAsWritten } from '../model/quantity';
@@ -132,7 +132,7 @@ export function withNominal(s: WorkloadState, cq: Manifest): WorkloadState {
 
 /** The state of each job's Workload now, an admitted one with its ClusterQueue's nominal quota now. */
 export async function readJobs(client: KubeClient, jobs: readonly KubeObject[]): Promise<Map<string, WorkloadState>> {
-  const queues = new Map((await client.list('/apis/kueue.x-k8s.io/v1beta2/clusterqueues')).map((q) => [q.metadata.name, q as Manifest]));
+  const queues = new Map((await client.list(`${KUEUE_API}/clusterqueues`)).map((q) => [q.metadata.name, q as Manifest]));
   const out = new Map<string, WorkloadState>();
   for (const job of jobs) {
     const w = await workloadOwnedBy(client, job);
