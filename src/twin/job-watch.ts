@@ -1,6 +1,6 @@
 import { describe, KubeClient, KubeObject } from './kube-client';
 import { KUEUE_API } from './kueue';
-import { ListWatch, ListWatchClient } from './list-watch';
+import { Interruptions, ListWatch, ListWatchChange, ListWatchClient } from './list-watch';
 import { withNominal, WorkloadState, workloadState } from './sample-jobs';
 import { Manifest } from '../render/manifest';
 
@@ -27,11 +27,17 @@ export class JobWatch {
   /** The states of each job since the mark, each one different from the one before. */
   private readonly states = new Map<string, WorkloadState[]>();
   private marked = false;
+  /** Lists again and failures since the mark: a state Kueue gave a job and took back while a watch was down is not seen. */
+  private readonly interruptions = new Interruptions();
 
   constructor(client: ListWatchClient & Pick<KubeClient, 'resource'>, private readonly jobs: readonly KubeObject[]) {
-    const changed = () => this.changed();
-    this.workloads = new ListWatch(client, WORKLOADS, changed);
-    this.queues = new ListWatch(client, CLUSTER_QUEUES, changed);
+    const opts = { onError: this.interruptions.failed };
+    const changed = (source: string) => (type: ListWatchChange) => {
+      if (type === 'SYNC') this.interruptions.synced(source);
+      this.changed();
+    };
+    this.workloads = new ListWatch(client, WORKLOADS, changed(WORKLOADS), opts);
+    this.queues = new ListWatch(client, CLUSTER_QUEUES, changed(CLUSTER_QUEUES), opts);
     for (const j of jobs) {
       const key = `${j.apiVersion} ${j.kind} ${j.metadata.namespace ?? ''}`;
       if (this.jobWatches.has(key)) continue;
@@ -40,7 +46,7 @@ export class JobWatch {
         if (!res) return undefined;
         const base = j.apiVersion.includes('/') ? `/apis/${j.apiVersion}` : `/api/${j.apiVersion}`;
         return `${base}${res.namespaced ? `/namespaces/${encodeURIComponent(j.metadata.namespace ?? 'default')}` : ''}/${res.plural}`;
-      }, changed));
+      }, changed(key), opts));
     }
   }
 
@@ -71,12 +77,21 @@ export class JobWatch {
   mark(): void {
     this.marked = true;
     this.states.clear();
+    this.interruptions.mark();
     this.changed();
   }
 
   /** Each job's states since the mark (`Kind namespace/name`): the one at the mark first, then each different one. */
   seen(): Map<string, WorkloadState[]> {
     return new Map([...this.states].map(([job, s]) => [job, [...s]]));
+  }
+
+  /**
+   * When a watch was interrupted since the mark (a list again after a failure or an expired version), what it says: a
+   * state a job had meanwhile (an eviction re-admitted) was not seen. Undefined when none was.
+   */
+  gaps(): string | undefined {
+    return this.interruptions.describe('the sample jobs and their Workloads', 'a state a job had meanwhile (an eviction re-admitted) is not reported');
   }
 
   /** Each job's state now, as the watches have it. */

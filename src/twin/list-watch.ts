@@ -21,6 +21,41 @@ export interface ListWatchClient {
 
 export type ListWatchChange = WatchEvent['type'] | 'SYNC';
 
+/**
+ * What interrupted list-and-watches since a mark (PodWatch, JobWatch): the lists after each one's first (a failed stream
+ * or an expired version made it list again) and the failures said meanwhile. What changed and changed back while a
+ * watch was down was not seen: the report says so instead of reading as complete.
+ */
+export class Interruptions {
+  private readonly listed = new Set<string>();
+  private relists = 0;
+  private readonly failures: string[] = [];
+
+  /** A ListWatch's failure (its onError). */
+  readonly failed = (message: string): void => {
+    this.failures.push(message);
+  };
+
+  /** A `SYNC` of the ListWatch `source`: a list again after its first. */
+  synced(source: string): void {
+    if (this.listed.has(source)) this.relists++;
+    else this.listed.add(source);
+  }
+
+  /** From now on. */
+  mark(): void {
+    this.relists = 0;
+    this.failures.length = 0;
+  }
+
+  /** What interrupted `what`'s watch since the mark and what was not seen then; undefined when nothing did. */
+  describe(what: string, unseen: string): string | undefined {
+    if (this.relists === 0 && this.failures.length === 0) return undefined;
+    const last = this.failures.at(-1);
+    return `the watch of ${what} was interrupted (${this.relists} list(s) again${last ? `; the last failure: ${last}` : ''}): ${unseen}`;
+  }
+}
+
 export interface ListWatchOptions {
   /**
    * The first wait before a failed or unserved list is tried again; it doubles on each failure in a row.

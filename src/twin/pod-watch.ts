@@ -1,5 +1,5 @@
 import { KubeObject } from './kube-client';
-import { ListWatch, ListWatchChange, ListWatchClient } from './list-watch';
+import { Interruptions, ListWatch, ListWatchChange, ListWatchClient } from './list-watch';
 
 /**
  * Every pod of a twin, watched while `rehearse --from` (issue 51) converges a change: each pod as it is created, with
@@ -40,17 +40,11 @@ export class PodWatch {
   private readonly records = new Map<string, PodRecord>();
   /** The uids of the pods there at the mark. */
   private marked = new Set<string>();
-  private lists = 0;
-  /** Lists after the first since the mark: a pod created and gone while the watch was down is not seen. */
-  private relistsSinceMark = 0;
-  private readonly failures: string[] = [];
+  /** Lists again and failures since the mark: a pod created and gone while the watch was down is not seen. */
+  private readonly interruptions = new Interruptions();
 
   constructor(client: ListWatchClient) {
-    this.watch = new ListWatch(client, '/api/v1/pods', (type, o) => this.changed(type, o), {
-      onError: (m) => {
-        this.failures.push(m);
-      },
-    });
+    this.watch = new ListWatch(client, '/api/v1/pods', (type, o) => this.changed(type, o), { onError: this.interruptions.failed });
   }
 
   start(): this {
@@ -76,8 +70,7 @@ export class PodWatch {
     this.records.clear();
     for (const [uid, p] of podsOf(this.watch.objects.values())) this.records.set(uid, p);
     this.marked = new Set(this.records.keys());
-    this.relistsSinceMark = 0;
-    this.failures.length = 0;
+    this.interruptions.mark();
   }
 
   /** Takes in pods read otherwise (the list after the change: what the watch had not delivered yet). */
@@ -100,14 +93,12 @@ export class PodWatch {
    * a pod created and gone meanwhile was not seen. Undefined when it was not.
    */
   gaps(): string | undefined {
-    if (this.relistsSinceMark === 0 && this.failures.length === 0) return undefined;
-    const last = this.failures.at(-1);
-    return `the watch of the pods was interrupted (${this.relistsSinceMark} list(s) again${last ? `; the last failure: ${last}` : ''}): a pod created and gone meanwhile is not counted`;
+    return this.interruptions.describe('the pods', 'a pod created and gone meanwhile is not counted');
   }
 
   private changed(type: ListWatchChange, o?: KubeObject): void {
     if (type === 'SYNC' || !o) {
-      if (this.lists++ > 0) this.relistsSinceMark++;
+      this.interruptions.synced('pods');
       for (const p of this.watch.objects.values()) this.note(p);
       return;
     }

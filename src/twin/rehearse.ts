@@ -595,6 +595,7 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
     const changed = await watchUntil(head, changeAt);
     const jobsAfter = await readJobs(client, jobs);
     const jobsSeen = jobWatch?.seen() ?? new Map<string, WorkloadState[]>();
+    const jobGaps = jobWatch?.gaps();
     await jobWatch?.stop();
     // each state after the one before it that differs (the watch's first is the one at the push)
     const between = (before: WorkloadState, seen: readonly WorkloadState[]) => seen
@@ -624,7 +625,7 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
     // the jobs after the pods (a DaemonSet roll on the GPU workers stays the first line)
     const podLines = report.filter((l) => l.startsWith('pods: '));
     report.splice(podLines.length, 0, ...(noKueue ? [noKueue] : jobsReport(histories, opts.verbose ?? false, notSubmitted, undecided)));
-    if (gaps) opts.err(`rehearse: warning: ${gaps}`);
+    for (const g of [gaps, jobGaps]) if (g) opts.err(`rehearse: warning: ${g}`);
     if (!opts.quiet) {
       opts.out(`${twin.name}: the change from ${opts.from.label} (${opts.from.commit.slice(0, 12)}) to the working tree, pushed as ${head.slice(0, 12)}`);
       for (const l of report) opts.out(l);

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { StubStreams, until } from './stub-streams';
 import { JobWatch } from '../../src/twin/job-watch';
 import { KubeObject, Resource } from '../../src/twin/kube-client';
+import { KUEUE_API } from '../../src/twin/kueue';
 
 /*
  * The sample jobs of `rehearse --from`, watched against a stub API server whose streams the test drives: each state
@@ -10,8 +11,8 @@ import { KubeObject, Resource } from '../../src/twin/kube-client';
  * nothing is listed again while the streams run.
  */
 
-const WORKLOADS = '/apis/kueue.x-k8s.io/v1beta2/workloads';
-const QUEUES = '/apis/kueue.x-k8s.io/v1beta2/clusterqueues';
+const WORKLOADS = `${KUEUE_API}/workloads`;
+const QUEUES = `${KUEUE_API}/clusterqueues`;
 const MPIJOBS = '/apis/kubeflow.org/v2beta1/namespaces/default/mpijobs';
 let version = 100;
 const rv = () => String(++version);
@@ -75,6 +76,27 @@ describe('JobWatch', () => {
         { state: 'gone' },
       ]);
       expect(s.lists.sort()).toEqual([MPIJOBS, QUEUES, WORKLOADS]);
+      expect(w.gaps()).toBeUndefined();
+    } finally {
+      await w.stop();
+    }
+  });
+
+  it('a watch that had to list again since the mark: gaps() says a state the job had meanwhile is not reported; a new mark starts afresh', async () => {
+    const s = new Stub();
+    s.itemsOf = (p) => (p === WORKLOADS ? [workload({ QuotaReserved: 'True', Admitted: 'True' }, true)] : p === QUEUES ? [queue('4')] : p === MPIJOBS ? [live()] : []);
+    const w = new JobWatch(s, [job]).start();
+    try {
+      await until(() => w.synced && [WORKLOADS, QUEUES, MPIJOBS].every((p) => s.watching(p)));
+      w.mark();
+      s.end({ reason: 'gone' }, WORKLOADS);
+      await until(() => s.lists.filter((p) => p === WORKLOADS).length === 2 && s.watching(WORKLOADS));
+      expect(w.gaps()).toBe('the watch of the sample jobs and their Workloads was interrupted (1 list(s) again): a state a job had meanwhile (an eviction re-admitted) is not reported');
+      s.end({ reason: 'error', error: new Error('socket hang up') }, QUEUES);
+      await until(() => s.lists.filter((p) => p === QUEUES).length === 2 && s.watching(QUEUES));
+      expect(w.gaps()).toMatch(/\(2 list\(s\) again; the last failure: socket hang up\)/);
+      w.mark();
+      expect(w.gaps()).toBeUndefined();
     } finally {
       await w.stop();
     }
