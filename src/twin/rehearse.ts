@@ -339,6 +339,8 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
   let podWatch: PodWatch | undefined;
   let jobWatch: JobWatch | undefined;
   let step = 'starting';
+  /** The --from commit's bootstrap converged: what fails from here fails the change's rehearsal. */
+  let changing = false;
   // once out of time, the twin's start stops at its next step (its progress callback throws: its clean-up runs)
   let outOfTime = false;
   const progress = (line: string) => {
@@ -537,6 +539,7 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
     }
 
     // change mode: the working tree's render pushed as the next commit, its effect read between the two converged states
+    changing = true;
     const client = twin.cp.client();
     const namespace = twin.model.description.gitops.namespace;
     // the samples Kueue queues, submitted as a user would and each decided by Kueue (admitted, or pending with its
@@ -651,7 +654,8 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
         + `the cross-object checks that the description's render passes (${e.message})`);
       return 1;
     }
-    opts.err(`rehearse: the twin did not ${twin ? 'run the bootstrap' : 'start'} (at: ${step}): ${(e as Error).message.split('\n')[0]}`);
+    opts.err(`rehearse: the twin did not ${!twin ? 'start' : changing ? 'rehearse the change (its bootstrap at --from converged)' : 'run the bootstrap'} (at: ${step}): `
+      + `${(e as Error).message.split('\n')[0]}`);
     return 1;
   } finally {
     process.removeListener('SIGINT', onSignal);

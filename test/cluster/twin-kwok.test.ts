@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { twinBinary } from '../../src/twin/binary';
 import { ControlPlane, startControlPlane } from '../../src/twin/control-plane';
-import { poll } from '../../src/twin/poll';
+import { poll, sleep } from '../../src/twin/poll';
 import { startTwin, Twin } from '../../src/twin/twin';
 
 /*
@@ -82,5 +82,13 @@ describe('the control plane\'s leader leases', () => {
       expect(typeof spec?.holderIdentity, name).toBe('string');
       expect(spec?.leaseDurationSeconds, name).toBe(60);
     }
+    // renewed every 10 s: over 12 s the renew time takes at most three values (every 2 s, the default, it would take six or more)
+    const renewals = new Set<string>();
+    for (let i = 0; i < 12; i++) {
+      const lease = await admin.get('/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-scheduler');
+      renewals.add(String((lease?.spec as { renewTime?: string } | undefined)?.renewTime));
+      await sleep(1000);
+    }
+    expect(renewals.size).toBeLessThanOrEqual(3);
   }, 60_000);
 });
