@@ -91,7 +91,12 @@ export interface FateContext {
    * generates in place of that cluster's root (the fleet folder before the change lists it: hubApplications), which
    * leaves too.
    */
-  readonly clusterDropped?: { readonly cluster: string; readonly hub?: Manifest; /** The namespace of its Applications (the root's). */ readonly namespace?: string };
+  readonly clusterDropped?: {
+    readonly cluster: string;
+    readonly hub?: Manifest;
+    /** The namespace of its Applications (the root's). */
+    readonly namespace?: string;
+  };
 }
 
 /** Whether an object is an Argo CD Application. */

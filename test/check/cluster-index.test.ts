@@ -9,11 +9,15 @@ const configuration = (prefix: string) => ({ apiVersion: 'config.kueue.x-k8s.io/
 const holders: Manifest[] = [
   { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'kueue-manager-config', namespace: 'kueue-system' }, data: { 'controller_manager_config.yaml': stringify(configuration('configmap/')) } },
   {
-    apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', metadata: { name: 'kueue-install', namespace: 'argocd' },
+    apiVersion: 'argoproj.io/v1alpha1',
+    kind: 'Application',
+    metadata: { name: 'kueue-install', namespace: 'argocd' },
     spec: { source: { helm: { valuesObject: { managerConfig: { controllerManagerConfigYaml: stringify(configuration('application/')) } } } } },
   },
   {
-    apiVersion: 'argoproj.io/v1alpha1', kind: 'ApplicationSet', metadata: { name: 'kueue', namespace: 'argocd' },
+    apiVersion: 'argoproj.io/v1alpha1',
+    kind: 'ApplicationSet',
+    metadata: { name: 'kueue', namespace: 'argocd' },
     spec: { template: { spec: { source: { helm: { valuesObject: { managerConfig: configuration('applicationset/') } } } } } },
   },
   { ...configuration('configuration/'), metadata: { name: 'kueue' } } as unknown as Manifest,
@@ -22,7 +26,9 @@ const holders: Manifest[] = [
 const others: Manifest[] = [
   { apiVersion: 'v1', kind: 'Secret', metadata: { name: 's', namespace: 'kueue-system' }, stringData: { config: stringify(configuration('secret/')) } },
   {
-    apiVersion: 'batch/v1', kind: 'Job', metadata: { name: 'j', namespace: 'default' },
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    metadata: { name: 'j', namespace: 'default' },
     spec: { template: { spec: { containers: [{ name: 'c', image: 'x@sha256:0', args: [stringify(configuration('job/'))] }] } } },
   },
 ] as Manifest[];
