@@ -100,7 +100,8 @@ export function bootstrapSection(c: RenderedCluster, index: ClusterIndex): strin
     '### In a fleet',
     '',
     `A hub Argo CD manages every cluster of the fleet from ${code(`${fleet}/`)} (written by a synth of every description). `
-      + `Register this cluster with the hub under the description's name, ${code(c.name)}, then apply the fleet folder on the hub once; `
+      + `Register this cluster with the hub under the description's name, ${code(c.name)}, then apply the fleet folder on the hub, and again after a `
+      + 'cluster is added to or dropped from the fleet (nothing syncs the folder itself; a dropped cluster\'s Applications go only then); '
       + `its ApplicationSet generates the root Application of this cluster (in place of the one above, with its source), which applies ${code(gitops)} to `
       + (hubManaged ? `the hub itself (this cluster runs no Argo CD: its Applications live on the hub, in ${code(argocd)}, and deploy to ${code(g.destinationServer)})`
         : 'this cluster\'s Argo CD')
