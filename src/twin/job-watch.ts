@@ -1,7 +1,7 @@
 import { describe, KubeClient, KubeObject } from './kube-client';
 import { KUEUE_API } from './kueue';
 import { Interruptions, ListWatch, ListWatchChange, ListWatchClient } from './list-watch';
-import { withNominal, WorkloadState, workloadState } from './sample-jobs';
+import { jobState, WorkloadState } from './sample-jobs';
 import { Manifest } from '../render/manifest';
 
 /**
@@ -103,9 +103,7 @@ export class JobWatch {
       const live = this.jobWatches.get(`${job.apiVersion} ${job.kind} ${job.metadata.namespace ?? ''}`)?.objects.get(`${ns}/${job.metadata.name}`);
       const w = live && [...this.workloads.objects.values()].find((x) => x.metadata.namespace === ns
         && ((x.metadata.ownerReferences ?? []) as Json[]).some((r) => r.uid === live.metadata.uid));
-      const s = live === undefined ? workloadState(undefined) : w === undefined ? { state: 'unmanaged' as const } : workloadState(w);
-      const cq = s.clusterQueue !== undefined ? queues.get(s.clusterQueue) : undefined;
-      out.set(describe(job), cq ? withNominal(s, cq) : s);
+      out.set(describe(job), jobState(live === undefined ? undefined : w, live !== undefined, queues));
     }
     return out;
   }

@@ -136,12 +136,20 @@ export async function readJobs(client: KubeClient, jobs: readonly KubeObject[]):
   const out = new Map<string, WorkloadState>();
   for (const job of jobs) {
     const w = await workloadOwnedBy(client, job);
-    // no Workload: the job is there unmanaged (Kueue's integration for its kind off), or gone
-    const s = w === undefined && await client.read(job) !== undefined ? { state: 'unmanaged' as const } : workloadState(w);
-    const cq = s.clusterQueue !== undefined ? queues.get(s.clusterQueue) : undefined;
-    out.set(describe(job), cq ? withNominal(s, cq) : s);
+    out.set(describe(job), jobState(w, w !== undefined || await client.read(job) !== undefined, queues));
   }
   return out;
+}
+
+/**
+ * A job's state from its Workload (the one it owns) and whether the job is there: no Workload reads unmanaged while the
+ * job is there (Kueue's integration for its kind off), gone when not; an admitted one with its ClusterQueue's nominal
+ * quota (`queues`, by name) as it is then. readJobs and the change's JobWatch read it so.
+ */
+export function jobState(workload: Json | undefined, jobThere: boolean, queues: ReadonlyMap<string, Manifest>): WorkloadState {
+  const s = workload === undefined && jobThere ? { state: 'unmanaged' as const } : workloadState(workload);
+  const cq = s.clusterQueue !== undefined ? queues.get(s.clusterQueue) : undefined;
+  return cq ? withNominal(s, cq) : s;
 }
 
 /** What a job went through across the change: before the push, each different state seen while it converged, after. */
