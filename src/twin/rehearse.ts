@@ -5,7 +5,6 @@ import { applicationState, ApplicationState, describeState, formatTimeline, REFR
 import { killLaunched } from './control-plane';
 import { JobWatch } from './job-watch';
 import { ApiError, describe as describeObject, KubeClient, KubeObject } from './kube-client';
-import { workloadOwnedBy } from './kueue';
 import { OperatorStandIns } from './operator-stand-ins';
 import { HermeticNode } from './placement';
 import { PodRecord, PodWatch, podsOf } from './pod-watch';
@@ -109,6 +108,17 @@ function renderedFiles(dir: string): Map<string, string> {
 }
 
 const ROLE_TEXT: Record<string, string> = { gpu: 'GPU workers', service: 'service node', cpu: 'CPU workers' };
+
+/**
+ * Waits until Kueue has decided each sample job submitted before a change (admitted, or its scheduler said why not:
+ * sample-jobs.ts decided), as the job watch's streams deliver the jobs' Workloads, at most `ms`; answers a line for
+ * each it did not decide, for the report (which then does not take the job's state for one Kueue reported).
+ */
+export async function undecidedJobs(watch: Pick<JobWatch, 'until' | 'workloadsNow'>, ms: number): Promise<string[]> {
+  await watch.until(() => [...watch.workloadsNow().values()].every(decided), ms);
+  return [...watch.workloadsNow()].filter(([, w]) => !decided(w)).map(([job, w]) => `${job}: not decided by Kueue within ${seconds(ms)} before the push (${w === undefined
+    ? 'no Workload: is Kueue\'s integration for its kind enabled?' : 'its Workload has no QuotaReserved condition yet'})`);
+}
 
 /**
  * What a pushed change did, between the two converged states: the pods replaced on each node kind (by owner; a
@@ -556,28 +566,23 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
         notSubmitted.push(`${describeObject(job)}: not submitted: ${(e as Error).message.split('\n')[0]}`);
       }
     }
-    // the jobs Kueue did not decide within the bound: said in the report, not taken for a state Kueue reported
-    const undecided: string[] = [];
-    if (jobs.length > 0) {
-      say(`${jobs.length} sample job(s) submitted to Kueue: waiting until it has decided each`);
-      const workloads = () => Promise.all(jobs.map((j) => workloadOwnedBy(client, j)));
-      const last = await bounded('waiting for Kueue to decide the sample jobs', poll(workloads, (ws) => ws.every(decided), JOBS_DECIDED_MS, 1000));
-      last.forEach((w, i) => {
-        if (decided(w)) return;
-        undecided.push(`${describeObject(jobs[i])}: not decided by Kueue within ${JOBS_DECIDED_MS / 1000} s before the push (${w === undefined
-          ? 'no Workload: is Kueue\'s integration for its kind enabled?' : 'its Workload has no QuotaReserved condition yet'})`);
-      });
-    }
-    const jobsBefore = await readJobs(client, jobs);
-    const appsBefore = await client.list(`/apis/argoproj.io/v1alpha1/namespaces/${namespace}/applications`);
-    // every pod and the jobs' Workloads from here on, watched: a pod that a roll starts and replaces a moment later is
-    // counted too, and each state Kueue gives a job while the change converges is seen
+    // every pod and the jobs' Workloads from here on, watched: Kueue's decision on each job before the push, and after
+    // it each state Kueue gives a job while the change converges; a pod that a roll starts and replaces a moment later
+    // is counted too
     podWatch = new PodWatch(client).start();
     jobWatch = jobs.length > 0 ? new JobWatch(client, jobs).start() : undefined;
     const listed = () => podWatch!.synced && (jobWatch?.synced ?? true);
     if (!await bounded('listing the pods and the jobs', poll(async () => listed(), (ok) => ok, WATCHES_LISTED_MS, 100))) {
       throw new Error(`the pods and the sample jobs were not listed within ${seconds(WATCHES_LISTED_MS)}: ${podWatch.lastError ?? jobWatch?.lastError ?? 'no answer'}`);
     }
+    // the jobs Kueue did not decide within the bound: said in the report, not taken for a state Kueue reported
+    let undecided: string[] = [];
+    if (jobWatch) {
+      say(`${jobs.length} sample job(s) submitted to Kueue: waiting until it has decided each`);
+      undecided = await undecidedJobs(jobWatch, Math.min(JOBS_DECIDED_MS, deadline - Date.now()));
+      if (Date.now() >= deadline) throw new OutOfTime('waiting for Kueue to decide the sample jobs');
+    }
+    const appsBefore = await client.list(`/apis/argoproj.io/v1alpha1/namespaces/${namespace}/applications`);
     const renderedBefore = renderedFiles(twin.clusterDir);
     say('rendering the working tree\'s description');
     const next = readRawDescription(opts.description).raw as Record<string, any>;
@@ -592,6 +597,8 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
       .filter((f) => renderedBefore.get(f) !== renderedAfter.get(f));
     podWatch.mark();
     jobWatch?.mark();
+    // each job's state at the push, as the watch has it
+    const jobsBefore = jobWatch?.now() ?? new Map<string, WorkloadState>();
     const changeAt = Date.now();
     const head = await twin.push('rehearse: the render of the working tree');
     say(`the working tree's render pushed as ${head.slice(0, 12)} (${changedFiles.length} rendered file(s) changed): every Application syncing`);
