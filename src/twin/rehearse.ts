@@ -136,7 +136,7 @@ export function changeReport(c: {
   readonly pods: {
     /** The pods at the push, by uid. */
     readonly before: ReadonlyMap<string, PodRecord>;
-    /** Those and every pod created after the push (pod-watch.ts PodWatch: one gone again too), by uid. */
+    /** Those (each one of `before`) and every pod created after the push (pod-watch.ts PodWatch: one gone again too), by uid. */
     readonly seen: ReadonlyMap<string, PodRecord>;
     readonly after: ReadonlyMap<string, PodRecord>;
   };
@@ -156,7 +156,7 @@ export function changeReport(c: {
     t[what]++;
     touched.set(key, t);
   };
-  for (const [uid, p] of new Map([...c.pods.before, ...c.pods.seen])) if (!c.pods.after.has(uid)) touch(p, 'deleted');
+  for (const [uid, p] of c.pods.seen) if (!c.pods.after.has(uid)) touch(p, 'deleted');
   for (const [uid, p] of c.pods.seen) if (!c.pods.before.has(uid)) touch(p, 'created');
   const ofRole = (role: string) => [...c.nodeRole.values()].filter((r) => r === role).length;
   const rank = (t: { role: string; owner: string }) => (t.role === 'gpu' ? 0 : 1) * 2 + (t.owner.startsWith('DaemonSet ') ? 0 : 1);
