@@ -1,7 +1,7 @@
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { parse } from 'yaml';
-import { applicationState, ApplicationState, describeState, formatTimeline, REFRESH_ANNOTATION } from './applications';
+import { applicationsPath, applicationState, ApplicationState, describeState, formatTimeline, REFRESH_ANNOTATION } from './applications';
 import { killLaunched } from './control-plane';
 import { JobWatch } from './job-watch';
 import { ApiError, describe as describeObject, KubeClient, KubeObject } from './kube-client';
@@ -309,7 +309,7 @@ export async function refreshedStates(c: {
   // status it writes, so the Application read then is the refreshed one (the watch may deliver it a moment later)
   await poll(async () => {
     for (const n of asked.filter((x) => !fresh.has(x))) {
-      const app = await c.client.get(`/apis/argoproj.io/v1alpha1/namespaces/${c.namespace}/applications/${n}`).catch(() => undefined);
+      const app = await c.client.get(applicationsPath(c.namespace, n)).catch(() => undefined);
       const annotations = (app?.metadata.annotations ?? {}) as Record<string, unknown>;
       if (app && annotations[REFRESH_ANNOTATION] === undefined) fresh.set(n, applicationState(app));
     }
@@ -582,7 +582,7 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
       undecided = await undecidedJobs(jobWatch, Math.min(JOBS_DECIDED_MS, deadline - Date.now()));
       if (Date.now() >= deadline) throw new OutOfTime('waiting for Kueue to decide the sample jobs');
     }
-    const appsBefore = await client.list(`/apis/argoproj.io/v1alpha1/namespaces/${namespace}/applications`);
+    const appsBefore = await client.list(applicationsPath(namespace));
     const renderedBefore = renderedFiles(twin.clusterDir);
     say('rendering the working tree\'s description');
     const next = readRawDescription(opts.description).raw as Record<string, any>;
@@ -620,7 +620,7 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
     await podWatch.stop();
     const submitted = new Set(jobs.map(describeObject));
     const withoutJobs = (pods: Map<string, PodRecord>) => new Map([...pods].filter(([, p]) => !submitted.has(p.owner)));
-    const appsAfter = await client.list(`/apis/argoproj.io/v1alpha1/namespaces/${namespace}/applications`);
+    const appsAfter = await client.list(applicationsPath(namespace));
     const stillThere = await stillInCluster(client, goneResources(appsBefore, appsAfter));
     const report = changeReport({
       apps: { before: appsBefore, after: appsAfter },
