@@ -272,6 +272,19 @@ describe('rehearse --from REV: the commit is checked before anything starts (exi
     const plain = await runMain('rehearse', '--config', file, '--binaries', empty);
     expect(plain.err).toEqual([expect.stringMatching(/no executable control-plane/)]);
   });
+
+  it('--from alone (last, or before another option) is --from HEAD: the description at HEAD is the one read', async () => {
+    const { file, git } = repo('from-repo-4');
+    const text = readFileSync(REFERENCE_FILE, 'utf8');
+    writeFileSync(file, text.replace(/^(\s+gpusPerNode:) \d+$/m, '$1 eight'));
+    git('commit', '-q', '-am', 'broken');
+    writeFileSync(file, text);
+    for (const args of [['--binaries', noBinaries, '--from'], ['--from', '--binaries', noBinaries]]) {
+      const r = await runMain('rehearse', '--config', file, ...args);
+      expect(r.code).toBe(EXIT.badInput);
+      expect(r.err).toEqual([expect.stringMatching(/^HEAD:clusters\/lab\.yaml:\d+:\d+ nodes\.gpuWorkers\.gpusPerNode: /)]);
+    }
+  });
 });
 
 describe('rehearse --from: the change report, from the two converged states', () => {
