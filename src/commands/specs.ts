@@ -279,7 +279,7 @@ export const VERIFY: CommandSpec<typeof VERIFY_OPTIONS> = {
 
 const REHEARSE_OPTIONS = {
   config: { type: 'string', value: 'FILE', help: 'the description to rehearse: YAML, JSON or TypeScript' },
-  from: { type: 'string', value: 'REV', help: 'change mode: converge the description as it is at commit REV of its Git repository first (usually HEAD), then push the working tree\'s render and report what the push does' },
+  from: { type: 'string', value: '[REV]', help: 'change mode: converge the description as it is at commit REV of its Git repository first (default HEAD: your uncommitted edit is the change), then push the working tree\'s render and report what the push does' },
   snapshot: { ...CLUSTER_SOURCE_OPTIONS.snapshot, help: 'run the cluster\'s own Nodes (names, labels, taints, allocatable) instead of those the description implies, from `kubectl get nodes -o yaml` output, as init reads it' },
   kubeconfig: { ...CLUSTER_SOURCE_OPTIONS.kubeconfig, help: `run the cluster's own Nodes, read live (GET requests only, within ${LIVE_TIMEOUT_MS / 1000} s) through this kubeconfig (default: $KUBECONFIG or ~/.kube/config, as kubectl)` },
   context: { ...CLUSTER_SOURCE_OPTIONS.context, help: 'the kubeconfig context of --kubeconfig (default: its current context)' },
@@ -293,7 +293,7 @@ const REHEARSE_OPTIONS = {
 /** `rehearse`: the bootstrap synced by a real Argo CD on a local twin of the cluster. */
 export const REHEARSE: CommandSpec<typeof REHEARSE_OPTIONS> = {
   name: 'rehearse',
-  usage: `${PACKAGE_NAME} rehearse --config FILE [--from REV] [--snapshot FILE | --kubeconfig [PATH] [--context NAME]] [--binaries DIR] [--timeout SECONDS] [--verbose | --quiet]`,
+  usage: `${PACKAGE_NAME} rehearse --config FILE [--from [REV]] [--snapshot FILE | --kubeconfig [PATH] [--context NAME]] [--binaries DIR] [--timeout SECONDS] [--verbose | --quiet]`,
   summary: 'see the bootstrap converge before you push it: synced by a real Argo CD on a local twin of the cluster',
   // read when the help is printed: the versions come from the Go modules the package ships
   get description(): string {

@@ -40,7 +40,12 @@ export interface ClusterSourceValues {
  * needs a value, so a bare `--kubeconfig` followed by another option or nothing becomes `--kubeconfig=`.
  */
 export function normalizeKubeconfigArg(args: readonly string[]): string[] {
-  return args.map((a, i) => (a === '--kubeconfig' && (i + 1 >= args.length || args[i + 1].startsWith('--')) ? '--kubeconfig=' : a));
+  return withOptionalValue(args, '--kubeconfig', '');
+}
+
+/** An option whose value may be left out (`--kubeconfig [PATH]`, `--from [REV]`): given alone, last or before another option, it is `absent`. */
+export function withOptionalValue(args: readonly string[], option: string, absent: string): string[] {
+  return args.map((a, i) => (a === option && (i + 1 >= args.length || args[i + 1].startsWith('--')) ? `${option}=${absent}` : a));
 }
 
 /** Where the cluster state comes from: a snapshot file (read now) or a live API server (read asynchronously). */

@@ -3,6 +3,11 @@ import { ListWatch, ListWatchClient } from './list-watch';
 import { sleep } from './poll';
 import { HELD_ON_PURPOSE, WAVES_GO_AHEAD } from '../components/argocd/health-checks';
 
+/** The API path of the Applications of a namespace (Argo CD's namespace: gitops.namespace), or of one of them. */
+export function applicationsPath(namespace: string, name?: string): string {
+  return `/apis/argoproj.io/v1alpha1/namespaces/${encodeURIComponent(namespace)}/applications${name === undefined ? '' : `/${encodeURIComponent(name)}`}`;
+}
+
 /** The annotation that asks Argo CD to compare an Application again (the webhook's, `argocd app get --refresh`'s). */
 export const REFRESH_ANNOTATION = 'argocd.argoproj.io/refresh';
 
@@ -119,7 +124,7 @@ export class ApplicationWatch {
 
   start(): this {
     if (this.watch) return this;
-    this.watch = new ListWatch(this.client, this.path, (type, o) => {
+    this.watch = new ListWatch(this.client, applicationsPath(this.namespace), (type, o) => {
       if (type === 'SYNC' || !o) this.seen([...this.watch!.objects.values()], true);
       else if (type === 'DELETED') this.latest.delete(o.metadata.name);
       else this.seen([o], false);
@@ -129,10 +134,6 @@ export class ApplicationWatch {
 
   async stop(): Promise<void> {
     await this.watch?.stop();
-  }
-
-  private get path(): string {
-    return `/apis/argoproj.io/v1alpha1/namespaces/${this.namespace}/applications`;
   }
 
   /** Takes in Applications as read: every one of the namespace (`all`: the ones not among them are gone), or one changed. */

@@ -18,7 +18,7 @@ import { asInputError, decodeInput } from '../input/read';
 import { FLEET_FILE, isDescriptionFile } from '../model/description-files';
 import { ClusterModel } from '../model/model';
 import { MAX_NODES } from '../model/schema-types';
-import { clusterSource, normalizeKubeconfigArg, readClusterState } from '../preflight/command';
+import { clusterSource, normalizeKubeconfigArg, readClusterState, withOptionalValue } from '../preflight/command';
 import { ClusterState } from '../preflight/state';
 import { checkFailedInput, checkModels, loadModels } from '../synth/pipeline';
 
@@ -123,12 +123,12 @@ function howToGetThem(why: string): string {
 }
 
 /**
- * `rehearse --config FILE [--binaries DIR] [--timeout SECONDS]`: the bootstrap of a described cluster on a twin of it
+ * `rehearse --config FILE [--from [REV]] [--binaries DIR] [--timeout SECONDS]`: the bootstrap of a described cluster on a twin of it
  * (src/twin/rehearse.ts, loaded only here: the twin's modules and the Kubernetes client are not part of any other
  * command's start). Exit 0 when every Application converges, 1 when one does not, 2 on bad input or without binaries.
  */
 export async function runRehearse(argv: string[], io: Io = consoleIo): Promise<number> {
-  const { values } = parseArgs({ args: normalizeKubeconfigArg(argv), options: REHEARSE.options, allowPositionals: false });
+  const { values } = parseArgs({ args: withOptionalValue(normalizeKubeconfigArg(argv), '--from', 'HEAD'), options: REHEARSE.options, allowPositionals: false });
   if (values.help) {
     io.out(commandHelp(REHEARSE));
     return EXIT.ok;

@@ -5,9 +5,10 @@ import { jobState, WorkloadState } from './sample-jobs';
 import { Manifest } from '../render/manifest';
 
 /**
- * The sample jobs `rehearse --from` (issue 51) submitted, watched while a change converges: their Workloads, the
- * ClusterQueues that admit them and the jobs themselves, each state Kueue gives a job's Workload as it writes it (an
- * eviction re-admitted a moment later too), without reading them again and again. A job's state is read as
+ * The sample jobs `rehearse --from` (issue 51) submitted, watched from their submission until the change has converged:
+ * their Workloads, the ClusterQueues that admit them and the jobs themselves; before the push, until Kueue has decided
+ * each (`until`); from the mark at the push, each state Kueue gives a job's Workload as it writes it (an eviction
+ * re-admitted a moment later too), without reading them again and again. A job's state is read as
  * sample-jobs.ts readJobs reads it: its Workload (the one it owns), or none: unmanaged while the job is there, gone when
  * not; an admitted one with its ClusterQueue's nominal quota as it is then.
  *
@@ -27,6 +28,9 @@ export class JobWatch {
   /** The states of each job since the mark, each one different from the one before. */
   private readonly states = new Map<string, WorkloadState[]>();
   private marked = false;
+  /** The waits of `until`, each woken by every change the streams deliver. */
+  private readonly waiters = new Set<() => void>();
+  private stopped = false;
   /** Lists again and failures since the mark: a state Kueue gave a job and took back while a watch was down is not seen. */
   private readonly interruptions = new Interruptions();
 
@@ -60,7 +64,31 @@ export class JobWatch {
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
+    for (const wake of [...this.waiters]) wake();
     await Promise.all(this.all.map((w) => w.stop()));
+  }
+
+  /**
+   * Waits until `done` holds, looked at when the watches have listed and on each change their streams deliver (no
+   * request of its own), at most `ms`; answers whether it held. A stop ends the wait (false, unless it held).
+   */
+  async until(done: () => boolean, ms: number): Promise<boolean> {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      if (this.synced && done()) return true;
+      const left = deadline - Date.now();
+      if (left <= 0 || this.stopped) return false;
+      await new Promise<void>((resolve) => {
+        const wake = () => {
+          clearTimeout(timer);
+          this.waiters.delete(wake);
+          resolve();
+        };
+        const timer = setTimeout(wake, left);
+        this.waiters.add(wake);
+      });
+    }
   }
 
   /** Every collection listed at least once. */
@@ -97,18 +125,29 @@ export class JobWatch {
   /** Each job's state now, as the watches have it. */
   now(): Map<string, WorkloadState> {
     const queues = new Map([...this.queues.objects.values()].map((q) => [q.metadata.name, q as Manifest]));
-    const out = new Map<string, WorkloadState>();
+    return new Map([...this.live()].map(([job, { there, workload }]) => [job, jobState(workload, there, queues)]));
+  }
+
+  /** Each job's Workload now, as the watches have it (kueue.ts workloadOwnedBy's reading): undefined when none, or the job is gone. */
+  workloadsNow(): Map<string, Json | undefined> {
+    return new Map([...this.live()].map(([job, { workload }]) => [job, workload]));
+  }
+
+  /** Each job (`Kind namespace/name`): whether it is there, and the Workload it owns. */
+  private live(): Map<string, { there: boolean; workload?: Json }> {
+    const out = new Map<string, { there: boolean; workload?: Json }>();
     for (const job of this.jobs) {
       const ns = job.metadata.namespace ?? 'default';
       const live = this.jobWatches.get(`${job.apiVersion} ${job.kind} ${job.metadata.namespace ?? ''}`)?.objects.get(`${ns}/${job.metadata.name}`);
-      const w = live && [...this.workloads.objects.values()].find((x) => x.metadata.namespace === ns
+      const workload = live && [...this.workloads.objects.values()].find((x) => x.metadata.namespace === ns
         && ((x.metadata.ownerReferences ?? []) as Json[]).some((r) => r.uid === live.metadata.uid));
-      out.set(describe(job), jobState(live === undefined ? undefined : w, live !== undefined, queues));
+      out.set(describe(job), { there: live !== undefined, ...(workload ? { workload } : {}) });
     }
     return out;
   }
 
   private changed(): void {
+    for (const wake of [...this.waiters]) wake();
     if (!this.marked || !this.synced) return;
     for (const [job, s] of this.now()) {
       const seen = this.states.get(job) ?? [];

@@ -1,11 +1,10 @@
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { parse } from 'yaml';
-import { applicationState, ApplicationState, describeState, formatTimeline, REFRESH_ANNOTATION } from './applications';
+import { applicationsPath, applicationState, ApplicationState, describeState, formatTimeline, REFRESH_ANNOTATION } from './applications';
 import { killLaunched } from './control-plane';
 import { JobWatch } from './job-watch';
 import { ApiError, describe as describeObject, KubeClient, KubeObject } from './kube-client';
-import { workloadOwnedBy } from './kueue';
 import { OperatorStandIns } from './operator-stand-ins';
 import { HermeticNode } from './placement';
 import { PodRecord, PodWatch, podsOf } from './pod-watch';
@@ -111,6 +110,17 @@ function renderedFiles(dir: string): Map<string, string> {
 const ROLE_TEXT: Record<string, string> = { gpu: 'GPU workers', service: 'service node', cpu: 'CPU workers' };
 
 /**
+ * Waits until Kueue has decided each sample job submitted before a change (admitted, or its scheduler said why not:
+ * sample-jobs.ts decided), as the job watch's streams deliver the jobs' Workloads, at most `ms`; answers a line for
+ * each it did not decide, for the report (which then does not take the job's state for one Kueue reported).
+ */
+export async function undecidedJobs(watch: Pick<JobWatch, 'until' | 'workloadsNow'>, ms: number): Promise<string[]> {
+  await watch.until(() => [...watch.workloadsNow().values()].every(decided), ms);
+  return [...watch.workloadsNow()].filter(([, w]) => !decided(w)).map(([job, w]) => `${job}: not decided by Kueue within ${seconds(ms)} before the push (${w === undefined
+    ? 'no Workload: is Kueue\'s integration for its kind enabled?' : 'its Workload has no QuotaReserved condition yet'})`);
+}
+
+/**
  * What a pushed change did, between the two converged states: the pods replaced on each node kind (by owner; a
  * DaemonSet on the GPU workers first), the Applications whose rendered folder changed with when each was Synced and
  * Healthy at the new commit, and what was pruned (an Application's resource before and not after, or Pruned in its
@@ -126,7 +136,7 @@ export function changeReport(c: {
   readonly pods: {
     /** The pods at the push, by uid. */
     readonly before: ReadonlyMap<string, PodRecord>;
-    /** Those and every pod created after the push (pod-watch.ts PodWatch: one gone again too), by uid. */
+    /** Those (each one of `before`) and every pod created after the push (pod-watch.ts PodWatch: one gone again too), by uid. */
     readonly seen: ReadonlyMap<string, PodRecord>;
     readonly after: ReadonlyMap<string, PodRecord>;
   };
@@ -146,7 +156,7 @@ export function changeReport(c: {
     t[what]++;
     touched.set(key, t);
   };
-  for (const [uid, p] of new Map([...c.pods.before, ...c.pods.seen])) if (!c.pods.after.has(uid)) touch(p, 'deleted');
+  for (const [uid, p] of c.pods.seen) if (!c.pods.after.has(uid)) touch(p, 'deleted');
   for (const [uid, p] of c.pods.seen) if (!c.pods.before.has(uid)) touch(p, 'created');
   const ofRole = (role: string) => [...c.nodeRole.values()].filter((r) => r === role).length;
   const rank = (t: { role: string; owner: string }) => (t.role === 'gpu' ? 0 : 1) * 2 + (t.owner.startsWith('DaemonSet ') ? 0 : 1);
@@ -299,7 +309,7 @@ export async function refreshedStates(c: {
   // status it writes, so the Application read then is the refreshed one (the watch may deliver it a moment later)
   await poll(async () => {
     for (const n of asked.filter((x) => !fresh.has(x))) {
-      const app = await c.client.get(`/apis/argoproj.io/v1alpha1/namespaces/${c.namespace}/applications/${n}`).catch(() => undefined);
+      const app = await c.client.get(applicationsPath(c.namespace, n)).catch(() => undefined);
       const annotations = (app?.metadata.annotations ?? {}) as Record<string, unknown>;
       if (app && annotations[REFRESH_ANNOTATION] === undefined) fresh.set(n, applicationState(app));
     }
@@ -556,28 +566,23 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
         notSubmitted.push(`${describeObject(job)}: not submitted: ${(e as Error).message.split('\n')[0]}`);
       }
     }
-    // the jobs Kueue did not decide within the bound: said in the report, not taken for a state Kueue reported
-    const undecided: string[] = [];
-    if (jobs.length > 0) {
-      say(`${jobs.length} sample job(s) submitted to Kueue: waiting until it has decided each`);
-      const workloads = () => Promise.all(jobs.map((j) => workloadOwnedBy(client, j)));
-      const last = await bounded('waiting for Kueue to decide the sample jobs', poll(workloads, (ws) => ws.every(decided), JOBS_DECIDED_MS, 1000));
-      last.forEach((w, i) => {
-        if (decided(w)) return;
-        undecided.push(`${describeObject(jobs[i])}: not decided by Kueue within ${JOBS_DECIDED_MS / 1000} s before the push (${w === undefined
-          ? 'no Workload: is Kueue\'s integration for its kind enabled?' : 'its Workload has no QuotaReserved condition yet'})`);
-      });
-    }
-    const jobsBefore = await readJobs(client, jobs);
-    const appsBefore = await client.list(`/apis/argoproj.io/v1alpha1/namespaces/${namespace}/applications`);
-    // every pod and the jobs' Workloads from here on, watched: a pod that a roll starts and replaces a moment later is
-    // counted too, and each state Kueue gives a job while the change converges is seen
+    // every pod and the jobs' Workloads from here on, watched: Kueue's decision on each job before the push, and after
+    // it each state Kueue gives a job while the change converges; a pod that a roll starts and replaces a moment later
+    // is counted too
     podWatch = new PodWatch(client).start();
     jobWatch = jobs.length > 0 ? new JobWatch(client, jobs).start() : undefined;
     const listed = () => podWatch!.synced && (jobWatch?.synced ?? true);
     if (!await bounded('listing the pods and the jobs', poll(async () => listed(), (ok) => ok, WATCHES_LISTED_MS, 100))) {
       throw new Error(`the pods and the sample jobs were not listed within ${seconds(WATCHES_LISTED_MS)}: ${podWatch.lastError ?? jobWatch?.lastError ?? 'no answer'}`);
     }
+    // the jobs Kueue did not decide within the bound: said in the report, not taken for a state Kueue reported
+    let undecided: string[] = [];
+    if (jobWatch) {
+      say(`${jobs.length} sample job(s) submitted to Kueue: waiting until it has decided each`);
+      undecided = await undecidedJobs(jobWatch, Math.min(JOBS_DECIDED_MS, deadline - Date.now()));
+      if (Date.now() >= deadline) throw new OutOfTime('waiting for Kueue to decide the sample jobs');
+    }
+    const appsBefore = await client.list(applicationsPath(namespace));
     const renderedBefore = renderedFiles(twin.clusterDir);
     say('rendering the working tree\'s description');
     const next = readRawDescription(opts.description).raw as Record<string, any>;
@@ -592,6 +597,8 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
       .filter((f) => renderedBefore.get(f) !== renderedAfter.get(f));
     podWatch.mark();
     jobWatch?.mark();
+    // each job's state at the push, as the watch has it
+    const jobsBefore = jobWatch?.now() ?? new Map<string, WorkloadState>();
     const changeAt = Date.now();
     const head = await twin.push('rehearse: the render of the working tree');
     say(`the working tree's render pushed as ${head.slice(0, 12)} (${changedFiles.length} rendered file(s) changed): every Application syncing`);
@@ -613,7 +620,7 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
     await podWatch.stop();
     const submitted = new Set(jobs.map(describeObject));
     const withoutJobs = (pods: Map<string, PodRecord>) => new Map([...pods].filter(([, p]) => !submitted.has(p.owner)));
-    const appsAfter = await client.list(`/apis/argoproj.io/v1alpha1/namespaces/${namespace}/applications`);
+    const appsAfter = await client.list(applicationsPath(namespace));
     const stillThere = await stillInCluster(client, goneResources(appsBefore, appsAfter));
     const report = changeReport({
       apps: { before: appsBefore, after: appsAfter },

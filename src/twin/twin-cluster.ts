@@ -3,7 +3,7 @@ import { appendFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSyn
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { parse } from 'yaml';
-import { ApplicationWatch, REFRESH_ANNOTATION } from './applications';
+import { ApplicationWatch, applicationsPath, REFRESH_ANNOTATION } from './applications';
 import { applySteps, ARGOCD_MANAGER, planSync, refusalText, SyncPlan, vendoredCrds } from './argocd-sync';
 import { twinBinary } from './binary';
 import { ChartMirror, packageChart, startChartMirror } from './chart-mirror';
@@ -214,7 +214,7 @@ export class TwinCluster {
 
   /** Asks Argo CD to compare an Application again now (its refresh annotation, as the webhook and `argocd app get --refresh` do). */
   async refresh(application: string): Promise<void> {
-    await this.cp.client().call('PATCH', `/apis/argoproj.io/v1alpha1/namespaces/${this.model.description.gitops.namespace}/applications/${application}`, {
+    await this.cp.client().call('PATCH', applicationsPath(this.model.description.gitops.namespace, application), {
       body: { metadata: { annotations: { [REFRESH_ANNOTATION]: 'normal' } } }, contentType: 'application/merge-patch+json',
     });
   }

@@ -257,12 +257,18 @@ describe('rehearse --from REV: the commit is checked before anything starts (exi
     expect(r.err).toEqual([expect.stringMatching(/^error: --from HEAD: clusters\/new\.yaml does not exist at [0-9a-f]{12}/)]);
   });
 
-  it('the description at the commit is validated as the working tree\'s is: a problem there is one line naming REV:path', async () => {
-    const { file, git } = repo('from-repo-3');
+  /** A repository whose HEAD holds a description with a wrong value, its working tree the reference one. */
+  const brokenAtHead = (name: string) => {
+    const r = repo(name);
     const text = readFileSync(REFERENCE_FILE, 'utf8');
-    writeFileSync(file, text.replace(/^(\s+gpusPerNode:) \d+$/m, '$1 eight'));
-    git('commit', '-q', '-am', 'broken');
-    writeFileSync(file, text);
+    writeFileSync(r.file, text.replace(/^(\s+gpusPerNode:) \d+$/m, '$1 eight'));
+    r.git('commit', '-q', '-am', 'broken');
+    writeFileSync(r.file, text);
+    return r;
+  };
+
+  it('the description at the commit is validated as the working tree\'s is: a problem there is one line naming REV:path', async () => {
+    const { file } = brokenAtHead('from-repo-3');
     const empty = path.join(dir, 'from-empty-binaries');
     mkdirSync(empty, { recursive: true });
     const r = await runMain('rehearse', '--config', file, '--from', 'HEAD', '--binaries', empty);
@@ -271,6 +277,15 @@ describe('rehearse --from REV: the commit is checked before anything starts (exi
     // the working tree's description alone is fine: the same run without --from gets as far as the binaries
     const plain = await runMain('rehearse', '--config', file, '--binaries', empty);
     expect(plain.err).toEqual([expect.stringMatching(/no executable control-plane/)]);
+  });
+
+  it('--from alone (last, or before another option) is --from HEAD: the description at HEAD is the one read', async () => {
+    const { file } = brokenAtHead('from-repo-4');
+    for (const args of [['--binaries', noBinaries, '--from'], ['--from', '--binaries', noBinaries]]) {
+      const r = await runMain('rehearse', '--config', file, ...args);
+      expect(r.code).toBe(EXIT.badInput);
+      expect(r.err).toEqual([expect.stringMatching(/^HEAD:clusters\/lab\.yaml:\d+:\d+ nodes\.gpuWorkers\.gpusPerNode: /)]);
+    }
   });
 });
 

@@ -185,6 +185,25 @@ describe('rehearse on the twin', () => {
     expect(processesUnder(r.tmp)).toEqual([]);
   }, 25 * 60 * 1000);
 
+  it('change mode: the default queue held and drained (queueing.defaultStopPolicy: HoldAndDrain): Kueue evicts its admitted sample job, the report says so, and the change converges with the queue held on purpose', async () => {
+    // real Kueue evicts the admitted workloads of a ClusterQueue whose stopPolicy is HoldAndDrain (Hold only stops new
+    // admissions); the held queue is Suspended in Argo CD, and its Application settled, not stuck
+    const d = parse(readFileSync(REFERENCE_FILE, 'utf8')) as Record<string, any>;
+    const total = (d.nodes.gpuWorkers.count as number) * (d.nodes.gpuWorkers.gpusPerNode as number);
+    const { file } = userRepo(readFileSync(REFERENCE_FILE, 'utf8'), (c) => {
+      c.queueing = { ...c.queueing, defaultStopPolicy: 'HoldAndDrain' };
+    });
+    const r = await rehearse(['--config', file, '--from', 'HEAD', '--timeout', '1800', '--verbose']);
+    console.log(`${r.stderr.split('\n').filter((l) => !/: (instant-cluster[\w-]*) \(wave/.test(l)).join('\n')}\n${r.stdout}`);
+    expect(r.code, r.stderr).toBe(0);
+    const report = r.stdout.slice(r.stdout.indexOf('the change from HEAD:clusters/'));
+    expect(report).toMatch(/^jobs: 1 sample job\(s\) Kueue queues: 1 evicted(, pending again)?$/m);
+    expect(report).toMatch(new RegExp(`^  MPIJob default/nccl-all-reduce: evicted(, pending again)?: admitted by ClusterQueue default with ${total} GPU\\(s\\).* -> (evicted|pending) \\(`, 'm'));
+    expect(r.stdout).toMatch(/^instant-cluster: the change converged: every Application \(\d+\) Synced and Healthy \(or Suspended, held on purpose as the description says: [^)]*instant-cluster-kueue/m);
+    expect(leftIn(r.tmp)).toEqual([]);
+    expect(processesUnder(r.tmp)).toEqual([]);
+  }, 25 * 60 * 1000);
+
   it('a ClusterPolicy that can never become ready (--snapshot: GPU workers without the NVIDIA PCI label the GPU Operator finds GPU nodes by): exit 1 naming the gpu-operator Application and the health check\'s message; nothing left behind', async () => {
     // the cluster's Nodes as `kubectl get nodes -o yaml` shows them: the reference cluster's, but Node Feature
     // Discovery's NVIDIA PCI label on no worker (no NFD runs on the twin to add it), so the operator finds no GPU node

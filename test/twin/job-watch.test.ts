@@ -3,12 +3,14 @@ import { StubStreams, until } from './stub-streams';
 import { JobWatch } from '../../src/twin/job-watch';
 import { KubeObject, Resource } from '../../src/twin/kube-client';
 import { KUEUE_API } from '../../src/twin/kueue';
+import { undecidedJobs } from '../../src/twin/rehearse';
 
 /*
  * The sample jobs of `rehearse --from`, watched against a stub API server whose streams the test drives: each state
  * Kueue writes to a job's Workload after the mark is seen as it comes (an eviction re-admitted a moment later too), a
  * ClusterQueue's quota change is read into the admitted state, a Workload or job gone reads as readJobs reads it, and
- * nothing is listed again while the streams run.
+ * nothing is listed again while the streams run; before the push, the wait for Kueue to decide each job ends on the
+ * change that decides the last one, or names each it did not decide when its bound runs out.
  */
 
 const WORKLOADS = `${KUEUE_API}/workloads`;
@@ -116,6 +118,70 @@ describe('JobWatch', () => {
     } finally {
       await unserved.stop();
       await mine.stop();
+    }
+  });
+});
+
+describe('JobWatch before the push: the wait for Kueue to decide each sample job (rehearse undecidedJobs)', () => {
+  const other: KubeObject = { ...job, metadata: { name: 'other', namespace: 'default' } };
+  const otherLive = (): KubeObject => ({ ...other, metadata: { ...other.metadata, uid: 'other-uid', resourceVersion: rv() } });
+  const otherWorkload = (conditions: Record<string, string>): KubeObject => {
+    const w = workload(conditions, false);
+    return { ...w, metadata: { ...w.metadata, name: 'mpijob-other-4c5d6', ownerReferences: [{ uid: 'other-uid' }] } };
+  };
+
+  it('ends on the change the stream delivers that decides the last job (admitted, or pending with Kueue\'s reason), long before its bound; nothing listed again', async () => {
+    const s = new Stub();
+    const items: Record<string, KubeObject[]> = { [WORKLOADS]: [], [QUEUES]: [queue('4')], [MPIJOBS]: [live(), otherLive()] };
+    s.itemsOf = (p) => items[p] ?? [];
+    const w = new JobWatch(s, [job, other]).start();
+    try {
+      let lines: string[] | undefined;
+      const started = Date.now();
+      const waiting = undecidedJobs(w, 60_000).then((l) => { lines = l; });
+      await until(() => w.synced && [WORKLOADS, QUEUES, MPIJOBS].every((p) => s.watching(p)));
+      // Kueue made the Workloads, decided one (admitted): the other is not decided yet
+      s.send({ type: 'ADDED', object: workload({ QuotaReserved: 'True', Admitted: 'True' }, true) }, WORKLOADS);
+      s.send({ type: 'ADDED', object: otherWorkload({}) }, WORKLOADS);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(lines).toBeUndefined();
+      // its scheduler says why not (QuotaReserved False, with a reason): decided
+      s.send({ type: 'MODIFIED', object: otherWorkload({ QuotaReserved: 'False' }) }, WORKLOADS);
+      await waiting;
+      expect(lines).toEqual([]);
+      expect(Date.now() - started).toBeLessThan(5_000);
+      expect(s.lists.sort()).toEqual([MPIJOBS, QUEUES, WORKLOADS]);
+    } finally {
+      await w.stop();
+    }
+  });
+
+  it('when its bound runs out: a line for each job Kueue did not decide, saying whether it has a Workload', async () => {
+    const s = new Stub();
+    s.itemsOf = (p) => (p === WORKLOADS ? [otherWorkload({})] : p === MPIJOBS ? [live(), otherLive()] : []);
+    const w = new JobWatch(s, [job, other]).start();
+    try {
+      await until(() => w.synced);
+      expect(await undecidedJobs(w, 1_000)).toEqual([
+        'MPIJob default/nccl-all-reduce: not decided by Kueue within 1 s before the push (no Workload: is Kueue\'s integration for its kind enabled?)',
+        'MPIJob default/other: not decided by Kueue within 1 s before the push (its Workload has no QuotaReserved condition yet)',
+      ]);
+    } finally {
+      await w.stop();
+    }
+  });
+
+  it('a stop ends a wait at once; a wait does not end before every collection is listed', async () => {
+    const s = new Stub();
+    s.failList = new Error('connect ECONNREFUSED 127.0.0.1:6443');
+    const w = new JobWatch(s, [job]).start();
+    try {
+      expect(await w.until(() => true, 300)).toBe(false);
+      const waiting = w.until(() => false, 60_000);
+      await w.stop();
+      expect(await waiting).toBe(false);
+    } finally {
+      await w.stop();
     }
   });
 });

@@ -29,6 +29,8 @@ function stub(annotated: Record<string, number>) {
   const client = {
     get: async (p: string): Promise<KubeObject | undefined> => {
       const name = p.slice(p.lastIndexOf('/') + 1);
+      // the Application's own path (applications.ts applicationsPath)
+      expect(p).toBe(PATH(name));
       reads.push(name);
       const left = annotated[name]--;
       return left > 0 ? application(name, 'Progressing', 'before the refresh', true) : application(name, 'Progressing', `${name}: refreshed`, false);

@@ -1,0 +1,38 @@
+import { describe, expect, it } from 'vitest';
+import { StubStreams, until } from './stub-streams';
+import { ApplicationWatch, REFRESH_ANNOTATION } from '../../src/twin/applications';
+import { KubeObject } from '../../src/twin/kube-client';
+
+/*
+ * The Applications of Argo CD's namespace, watched against a stub API server whose stream the test drives: the
+ * collection listed once at its path, each change taken in as it comes (one deleted is gone from the states).
+ */
+
+const PATH = '/apis/argoproj.io/v1alpha1/namespaces/gitops/applications';
+let version = 100;
+
+const application = (name: string, health: string): KubeObject => ({
+  apiVersion: 'argoproj.io/v1alpha1',
+  kind: 'Application',
+  metadata: { name, namespace: 'gitops', resourceVersion: String(++version), annotations: { 'argocd.argoproj.io/sync-wave': '1', [REFRESH_ANNOTATION]: 'normal' } },
+  status: { sync: { status: 'Synced', revision: 'abc1234' }, health: { status: health } },
+});
+
+describe('ApplicationWatch', () => {
+  it('lists the Applications of its namespace once, then takes in each change the stream delivers', async () => {
+    const s = new StubStreams();
+    s.itemsOf = (p) => (p === PATH ? [application('lab-kueue', 'Progressing')] : []);
+    const w = new ApplicationWatch(s, 'gitops').start();
+    try {
+      await until(() => s.watching(PATH) && w.state('lab-kueue') !== undefined);
+      s.send({ type: 'MODIFIED', object: application('lab-kueue', 'Healthy') }, PATH);
+      s.send({ type: 'ADDED', object: application('lab-gpu-operator', 'Progressing') }, PATH);
+      s.send({ type: 'DELETED', object: application('lab-gpu-operator', 'Progressing') }, PATH);
+      expect(w.states().map((x) => `${x.name} ${x.health}`)).toEqual(['lab-kueue Healthy']);
+      expect(w.timeline(0, () => 'abc1234')[0].healthyAt).toBeGreaterThan(0);
+      expect(s.lists).toEqual([PATH]);
+    } finally {
+      await w.stop();
+    }
+  });
+});
