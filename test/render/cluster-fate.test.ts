@@ -248,8 +248,9 @@ describe('clusterFate in context: what leaves dist/ with what else', () => {
       expect(ds).toHaveLength(before.length);
       expect(needAllowDelete(ds)).toEqual([]);
       expect(fateOf(ds, 'LocalQueue inference/inference')).toBe('stays in the cluster: its cluster\'s folder leaves dist/, so the Application that syncs its root '
-        + '(instant-cluster: the root applied by hand, or the hub\'s) reads a path that no longer exists: Argo CD shows it with a ComparisonError ("app path does '
-        + 'not exist") and sync status Unknown and syncs nothing, so nothing is pruned, and the child Applications keep syncing the last commit the root gave them; '
+        + '(instant-cluster: the root applied by hand, or the hub\'s) reads a path that no longer exists: it syncs nothing, showing the status of its last comparison '
+        + 'for the controller\'s repo-error grace period (180 s by default), then, or at once on a refresh (argocd app get instant-cluster --refresh), Argo CD shows '
+        + 'it with a ComparisonError ("app path does not exist") and sync status Unknown, so nothing is pruned, and the child Applications keep syncing the last commit the root gave them; '
         + 'to take the cluster down, delete its Applications by hand (kubectl delete application -n argocd -l app.kubernetes.io/part-of=instant-cluster)');
       expect(fateOf(ds, 'Application argocd/instant-cluster')).toMatch(/^stays in the cluster: applied by hand/);
     });
