@@ -46,8 +46,8 @@ const gitops = z.strictObject({
   }).prefault({}).describe('Automated sync of configuration (samples never auto-sync).'),
   waveWait: waitDuration(10, 24 * 3600).default('10m')
     .describe('The longest the root Application\'s sync waves wait on an Application that does not get Healthy: one whose own sync has run this long, '
-      + 'or that is still Progressing, Degraded or Missing this long after its last sync finished (a GPU node NotReady keeps the ClusterPolicy not '
-      + 'ready), no longer holds the waves after it, so every commit reaches every Application. A failed sync of the commit an Application was given '
+      + 'or that is still Progressing, Degraded or Missing this long after its last sync finished (an operand roll that hangs, or a GPU node NotReady '
+      + 'where the GPU Operator\'s operands tolerate its taints, keeps the ClusterPolicy not ready), no longer holds the waves after it, so every commit reaches every Application. A failed sync of the commit an Application was given '
       + 'is never waited past (the root retries until a commit fixes it), and a Suspended one (a held queue) never holds the waves. '
       + 'Argo CD notices the bound at its next refresh of the root (timeout.reconciliation, 3 minutes by default).'),
 }).describe('Where Argo CD finds this cluster\'s manifests.');

@@ -196,7 +196,8 @@ function leavesWithApplication(m: Manifest, ctx: FateContext): ClusterFate | und
     // the samples' Application: outside the root's kustomization, nothing prunes it; it reads a folder that is gone
     return {
       stays: `stays in the cluster: its Application ${ctx.app.metadata.name} leaves dist/ too, but it was applied by hand and nothing deletes it: `
-        + 'it reads a path that no longer exists, so Argo CD shows it with a ComparisonError ("app path does not exist") and syncs nothing; '
+        + 'it reads a path that no longer exists, so it syncs nothing, and Argo CD shows it with a ComparisonError ("app path does not exist") once the controller\'s '
+        + 'repo-error grace period (180 s by default) has passed; '
         + `deleting it by hand (${kubectlDelete(ctx.app)}) `
         + (hasResourcesFinalizer(ctx.app) ? 'deletes this too (its resources finalizer)' : 'leaves this (no resources finalizer)'),
     };
@@ -243,15 +244,21 @@ function leavesWithCascade(m: Manifest, ctx: FateContext, application: Manifest)
  * A dropped cluster's objects (its whole folder leaves dist/): the Application that syncs its gitops folder (the root,
  * applied by hand, or the one the hub's ApplicationSet generates in its place, which the hub keeps until dist/fleet/ is
  * applied there again) stays and reads a path that no longer exists. v3.5.1's repo server fails the manifests ("app path
- * does not exist", util/app/path/path.go:26-27, reposerver/repository/repository.go:540), the comparison sets a
- * ComparisonError ("Failed to load target state", controller/state.go:695-699) and the sync status Unknown
- * (:1034-1035), and autoSync syncs only an OutOfSync Application (controller/appcontroller.go:2347-2349): nothing is
- * pruned. The child Applications keep the commit the root last gave them (components/gitops/plan.ts revisionPins),
- * where their folders still exist.
+ * does not exist", util/app/path/path.go:26-27, reposerver/repository/repository.go:540). Not at once: the controller
+ * ignores a repo error for its repo-error grace period (controller/state.go:700-711: the first occurrence, then every
+ * one until it is older than the period, unless the comparison forces the revision's resolution, as a refresh asked for
+ * does, appcontroller.go:2112-2115), returning before it writes a status or syncs (appcontroller.go:1927-1929): the
+ * Application keeps the status of its last comparison. The period is 180 s by default (--repo-error-grace-period-seconds,
+ * the resync period plus its jitter: cmd/argocd-application-controller/commands/argocd_application_controller.go:45-51,
+ * :262; not rendered). Then the comparison sets a ComparisonError ("Failed to load target state", controller/state.go:698-699)
+ * and the sync status Unknown (:1034-1035), and autoSync syncs only an OutOfSync Application
+ * (controller/appcontroller.go:2347-2349): nothing is pruned. The child Applications keep the commit the root last gave
+ * them (components/gitops/plan.ts revisionPins), where their folders still exist.
  */
 function rootPathGone(cluster: string, namespace = '<argocd>'): string {
   return `its cluster's folder leaves dist/, so the Application that syncs its root (${cluster}: the root applied by hand, or the hub's) reads a path `
-    + 'that no longer exists: Argo CD shows it with a ComparisonError ("app path does not exist") and sync status Unknown and syncs nothing, so nothing '
+    + 'that no longer exists: it syncs nothing, showing the status of its last comparison for the controller\'s repo-error grace period (180 s by default), '
+    + `then, or at once on a refresh (argocd app get ${cluster} --refresh), Argo CD shows it with a ComparisonError ("app path does not exist") and sync status Unknown, so nothing `
     + 'is pruned, and the child Applications keep syncing the last commit the root gave them; to take the cluster down, delete its Applications by hand '
     + `(kubectl delete application -n ${namespace} -l ${LABELS.partOf}=${cluster})`;
 }

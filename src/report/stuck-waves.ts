@@ -79,7 +79,8 @@ export function stuckWavesSection(c: RenderedCluster, index: ClusterIndex): stri
     `The root Application ${code(rootName)} syncs the Applications of ${code(`${c.model.description.gitops.path}/${GITOPS_FOLDER}`)} wave by wave: a wave starts when `
       + 'every Application of the waves before has synced the commit the root gave it and is Healthy, or has stopped holding the waves:',
     '',
-    `- **Not Healthy after ${bound}.** An Application still Progressing (a GPU node NotReady keeps the ClusterPolicy not ready, an operand roll hangs), `
+    `- **Not Healthy after ${bound}.** An Application still Progressing (an operand roll that hangs, or a GPU node NotReady where the GPU Operator's operands `
+      + 'tolerate its taints, keeps the ClusterPolicy not ready), '
       + 'Degraded or Missing that long after its last sync finished, or whose own sync has run that long, no longer holds the waves after it: the root\'s '
       + 'Application health check reports it Healthy, saying what it really is, and the waves go on. So a commit reaches each Application after at most that '
       + 'bound for each wave before it, plus the time Argo CD takes to look again (its reconciliation period, 3 minutes by default), and the root\'s sync '

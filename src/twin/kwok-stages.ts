@@ -65,3 +65,47 @@ export function victoriaMetricsStages(monitoringNamespace: string, served: (kind
     },
   }));
 }
+
+/**
+ * The kubelet of a Node that comes back (kubernetes v1.36.3, pkg/kubelet/status/status_manager.go `syncBatch` at :1131,
+ * `needsReconcile` at :1269-1295): a pod status in the API that differs from the kubelet's own is written again, so a
+ * Running pod whose containers are ready and that the node lifecycle controller marked not ready while the Node was
+ * NotReady (pkg/controller/util/node/controller_utils.go `MarkPodsNotReady`: the Ready condition False, nothing else)
+ * turns Ready again once its Node is back. KWOK's own pod stages act on Pending pods only, and KWOK plays no stage for
+ * the pods of a Node whose Lease it does not hold (a Node made NotReady by taking its Lease: the kubelet gone).
+ */
+export function kubeletPodReadyAgainStage(): string {
+  const condition = (type: string) => `.status.conditions.[] | select( .type == "${type}" ) | .status`;
+  return stringify({
+    apiVersion: 'kwok.x-k8s.io/v1alpha1',
+    kind: 'Stage',
+    metadata: { name: 'pod-ready-again' },
+    spec: {
+      resourceRef: { apiGroup: 'v1', kind: 'Pod' },
+      selector: {
+        matchExpressions: [
+          { key: '.metadata.deletionTimestamp', operator: 'DoesNotExist' },
+          { key: '.status.phase', operator: 'In', values: ['Running'] },
+          { key: condition('Ready'), operator: 'In', values: ['False'] },
+          { key: condition('ContainersReady'), operator: 'In', values: ['True'] },
+        ],
+      },
+      next: {
+        statusTemplate: [
+          '{{ $now := Now }}',
+          'conditions:',
+          '{{ range .status.conditions }}',
+          '- type: {{ .type | Quote }}',
+          '{{ if eq .type "Ready" }}',
+          '  status: "True"',
+          '  lastTransitionTime: {{ $now | Quote }}',
+          '{{ else }}',
+          '  status: {{ .status | Quote }}',
+          '  lastTransitionTime: {{ .lastTransitionTime | Quote }}',
+          '{{ end }}',
+          '{{ end }}',
+        ].join('\n'),
+      },
+    },
+  });
+}

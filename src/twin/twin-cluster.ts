@@ -10,7 +10,7 @@ import { ChartMirror, packageChart, startChartMirror } from './chart-mirror';
 import { ControlPlane, startControlPlane } from './control-plane';
 import { bareRepository, commitTree, GitServer, startGitServer } from './git-server';
 import { KueueProcess, loopbackKueue, planOf, startKueue } from './kueue';
-import { victoriaMetricsStages } from './kwok-stages';
+import { kubeletPodReadyAgainStage, victoriaMetricsStages } from './kwok-stages';
 import { OperatorStandIns } from './operator-stand-ins';
 import { HermeticNode, nodesOf } from './placement';
 import { startTwin, Twin } from './twin';
@@ -532,7 +532,12 @@ export async function startTwinCluster(opts: TwinClusterOptions): Promise<TwinCl
     const plan = planSync(view, renders, vendoredCrds(DEFAULT_SCHEMAS), await cp.client().servedKinds());
     await preinstall(cp, plan);
     const served = await cp.client().servedKinds();
-    await twin.startKwok({ stages: victoriaMetricsStages(model.description.monitoring.namespace, (kind) => served.has(`operator.victoriametrics.com/v1beta1/${kind}`)) });
+    await twin.startKwok({
+      stages: [
+        ...victoriaMetricsStages(model.description.monitoring.namespace, (kind) => served.has(`operator.victoriametrics.com/v1beta1/${kind}`)),
+        kubeletPodReadyAgainStage(),
+      ],
+    });
     // their failed passes and recoveries, with the time, beside the control plane's logs (kept with the twin's folder)
     const standInsLog = path.join(dir, 'operator-stand-ins.log');
     const standIns = new OperatorStandIns(cp.client(), { log: (line) => appendFileSync(standInsLog, `${new Date().toISOString()} ${line}\n`) });

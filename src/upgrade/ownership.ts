@@ -9,6 +9,11 @@ import { apiGroup, Manifest } from '../render/manifest';
 /** What one Argo CD Application applies at one end of the upgrade. */
 export interface ApplicationObjects {
   readonly application: string;
+  /**
+   * That Application as rendered at this end, when known: its sync options and automated sync decide what Argo CD does
+   * with an object it applies no more (render/deletions.ts clusterFate, judged in its context).
+   */
+  readonly app?: Manifest;
   /** The namespace its namespaced objects without one land in (the destination's, or helm's). */
   readonly namespace: string;
   readonly objects: readonly Manifest[];
@@ -66,8 +71,10 @@ export function ownership(
   for (const [id, { object, apps }] of [...before].sort(([x], [y]) => (x < y ? -1 : 1))) {
     if (after.has(id)) continue;
     const stays = to.filter((a) => a.objects.some((m) => identity(m, a.namespace, clusterScoped) === id)).map((a) => a.application);
-    // an object no Application applies any more is pruned, unless the cluster keeps it (a CRD, Prune=false)
-    const kept = clusterFate(object).stays;
+    // an object no Application applies any more is pruned as the Application that last applied it prunes (its own and
+    // that Application's sync options, its automated sync), unless the cluster keeps it (a CRD, Prune=false)
+    const fates = [...new Set(apps.map((a) => fateText(object, a, to)))];
+    const fate = fates.length === 1 ? fates[0] : apps.map((a) => `as ${a.application} last applied it, ${fateText(object, a, to)}`).join('; ');
     out.push({
       section: 'ownership',
       type: 'two-owners',
@@ -78,11 +85,22 @@ export function ownership(
       to: stays,
       message: `at ${label.from}, ${apps.map((a) => `${a.application} (${a.source})`).join(' and ')} both apply it (each sync overwrites the other's); `
         + (stays.length > 0 ? `at ${label.to} only ${stays.join(', ')} does: the upgrade ends the fight, and until the last of them synced the object flips between the two versions of it`
-          : `at ${label.to} none does: ${kept ? `it ${kept}` : 'Argo CD prunes it'}`),
+          : `at ${label.to} none does: ${fate}`),
       files: apps.map((a) => a.source),
     });
   }
   return out;
+}
+
+/**
+ * What Argo CD does with an object the Application `a` applied and nothing applies at the new end, judged in that
+ * Application's context as synth and diff judge an object that leaves dist/ (clusterFate with its FateContext): whether
+ * the Application leaves too (`to` has none of its name), its sync options and automated sync.
+ */
+function fateText(object: Manifest, a: ApplicationObjects, to: readonly ApplicationObjects[]): string {
+  const appLeaves = a.app !== undefined && !to.some((x) => x.application === a.application);
+  const fate = clusterFate(object, { application: a.application, app: a.app, appLeaves });
+  return fate.stays ? `it ${fate.stays}` : fate.note ?? 'Argo CD prunes it';
 }
 
 /** One end of a pre-installed operator's upgrade as helmOwnership reads it: its chart's render (and folder). */

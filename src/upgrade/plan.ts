@@ -545,7 +545,7 @@ function inComponent(x: Crd, older: readonly Crd[], schema: readonly Crd[], clai
 /** What each Application of a render applies (the sources that rendered). */
 function appObjects(renders: ClusterRenders): ApplicationObjects[] {
   return renders.sources.filter((s) => !s.problem)
-    .map((s) => ({ application: s.application.metadata.name, namespace: s.namespace, objects: s.objects, source: s.what }));
+    .map((s) => ({ application: s.application.metadata.name, app: s.application, namespace: s.namespace, objects: s.objects, source: s.what }));
 }
 
 /** Marks the Applications of a component (its install, and those applying its kinds) for the ownership findings. */

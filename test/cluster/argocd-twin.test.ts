@@ -6,6 +6,7 @@ import { parse, stringify } from 'yaml';
 import { bootTwin, rootSees, stopTwin } from './twin-file';
 import { LABELS } from '../../src/model/names';
 import { DEFAULT_SCHEMAS } from '../../src/paths';
+import { readTreeObjects, removedObjects } from '../../src/render/deletions';
 import { loadModels } from '../../src/synth/pipeline';
 import { ApplicationState, describeState, formatTimeline, TimelineEntry } from '../../src/twin/applications';
 import { vendoredCrds } from '../../src/twin/argocd-sync';
@@ -230,8 +231,27 @@ describe('day two: what a commit removes', () => {
     for (const crd of ['applications.argoproj.io', 'appprojects.argoproj.io', 'applicationsets.argoproj.io']) expect((await live(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd}`))?.metadata.name).toBe(crd);
   }, 2 * COMMIT_BOUND_MS + 60_000);
 
-  it('a commit that removes a folder with an adopted operator resource: its Application goes, the adopted NicClusterPolicy stays', async () => {
+  it('a commit that removes a folder with an adopted operator resource: its Application goes, the adopted NicClusterPolicy stays; an object of it that says Prune=false and no Delete=false goes in the cascade, as its deletion line says', async () => {
+    // a ConfigMap of the folder's, by hand in dist/, that says Prune=false only: synced first
+    const folder = path.join(twin.clusterDir, 'network-operator');
+    const file = 'configmap.default.issue-49-prune-false.yaml';
+    const configMap = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'issue-49-prune-false', namespace: 'default', annotations: { [LABELS.syncOptions]: 'Prune=false' } }, data: { issue: '49' } };
+    await pushAndConverge('a ConfigMap that says Prune=false in the network-operator folder', () => {
+      writeFileSync(path.join(folder, file), stringify(configMap));
+      const k = path.join(folder, 'kustomization.yaml');
+      const kustomization = parse(readFileSync(k, 'utf8')) as { resources: string[] };
+      writeFileSync(k, stringify({ ...kustomization, resources: [...kustomization.resources, file] }));
+    });
+    const cm = '/api/v1/namespaces/default/configmaps/issue-49-prune-false';
+    expect((await live(cm))?.metadata.name).toBe('issue-49-prune-false');
+    const dist = path.dirname(twin.clusterDir);
+    const before = readTreeObjects(dist, [twin.name]);
     await pushAndConverge('no InfiniBand: the network-operator folder goes', () => twin.render((d) => { delete d.network.infiniband; }));
+    // what synth and diff say of it: deleted in the cascade, Prune=false notwithstanding
+    const line = removedObjects(before, readTreeObjects(dist, [twin.name])).find((d) => d.object === 'ConfigMap default/issue-49-prune-false');
+    expect(line?.stays).toBeUndefined();
+    expect(line?.note).toMatch(/^deleted with its Application .*-network-operator, which leaves too: its resources finalizer deletes what it applied \(Prune=false does not spare it/);
+    expect(await poll(() => live(cm), (o) => o === undefined, 60_000, 500)).toBeUndefined();
     expect(twin.watch.state(`${twin.name}-network-operator`)).toBeUndefined();
     const app = `/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/${twin.name}-network-operator`;
     expect(await poll(() => live(app), (a) => a === undefined, 60_000, 500)).toBeUndefined();

@@ -7,7 +7,7 @@ import { ArgoCdCli, startArgoCdServer } from './argocd-cli';
 import { bootTwin, rootSees, stopTwin, untilOnTwin } from './twin-file';
 import { defaultCacheDir } from '../../src/cache/compiled-cache';
 import { unpackedLayer } from '../../src/engines/packaged';
-import { NAMESPACES } from '../../src/model/names';
+import { NAMESPACES, NODE_LABELS } from '../../src/model/names';
 import { ApplicationState, formatTimeline } from '../../src/twin/applications';
 import { sleep } from '../../src/twin/poll';
 import { TwinCluster } from '../../src/twin/twin-cluster';
@@ -23,7 +23,9 @@ import { REFERENCE_FILE } from '../paths';
  * (every child applies server-side); the escape hatches the cluster's README prints, run with the argocd CLI (the
  * root's terminate-op, the root's sync by hand and of one Application with --resource, a child's terminate-op of a
  * sync held by its hook, confirm-deletion, sync --prune); automated prune off; a CRD and its custom resources changed
- * in one commit. One twin, the scenarios in order, each
+ * in one commit; last, a GPU node NotReady (its kubelet gone) under operands that tolerate every taint keeps the GPU
+ * Operator's wave Progressing, holds a later commit for gitops.waveWait at most, and the node back lets it turn
+ * Healthy. One twin, the scenarios in order, each
  * ending converged; what each shows is in its name. Self-heal off; the samples synced by hand.
  *
  * The twin runs with the node lifecycle controller (a NotReady Node's pods turn not ready, as on a cluster) and the
@@ -608,6 +610,76 @@ describe('GitOps that never freezes, on the real Argo CD', () => {
       expect(gone === undefined || gone.metadata?.deletionTimestamp !== undefined, `${r.kind} ${r.namespace}/${r.name} stays`).toBe(true);
     }
   }, 10 * 60_000);
+
+  it('a wave that stays Progressing (a GPU node NotReady, its kubelet gone, under operands that tolerate every taint) holds a later commit from the Applications it does not concern for no longer than gitops.waveWait, and the node Ready again lets it turn Healthy', async () => {
+    const gpu = app('gpu-operator');
+    const tenants = app('tenants');
+    const tenant = twin.model.tenants[0].name;
+    const client = twin.cp.client();
+    const worker = (await client.list('/api/v1/nodes')).find((n) => ((n.metadata.labels ?? {}) as Json)[NODE_LABELS.nvidiaPci] === 'true')!.metadata.name;
+    const lease = `/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/${worker}`;
+    const micro = (ms: number) => new Date(ms).toISOString().replace(/Z$/, '000Z');
+    const setLease = (spec: Json) => client.call('PATCH', lease, { body: { spec }, contentType: 'application/merge-patch+json' });
+    const ready = async () => ((((await client.get(`/api/v1/nodes/${worker}`))?.status as Json)?.conditions ?? []) as Json[]).find((c) => c.type === 'Ready')?.status;
+    const daemonSets = () => client.list(`/apis/apps/v1/namespaces/${NAMESPACES.gpuOperator}/daemonsets`);
+    const unavailable = async () => (await daemonSets()).filter((d) => ((d.status as Json)?.numberUnavailable ?? 0) > 0).map((d) => d.metadata.name);
+    const policyState = async () => ((await client.get('/apis/nvidia.com/v1/clusterpolicies/cluster-policy'))?.status as Json)?.state;
+    // what the Node, the operand DaemonSets (desired/available/unavailable/misscheduled) and the ClusterPolicy go through, printed as it changes
+    const t0 = Date.now();
+    let last = '';
+    const changes = setInterval(() => {
+      void (async () => {
+        const ds = (await daemonSets()).map((d) => {
+          const st = (d.status ?? {}) as Json;
+          return `${d.metadata.name} ${st.desiredNumberScheduled ?? 0}/${st.numberAvailable ?? 0}/${st.numberUnavailable ?? 0}/${st.numberMisscheduled ?? 0}`;
+        }).join(', ');
+        const taints = ((((await client.get(`/api/v1/nodes/${worker}`))?.spec as Json)?.taints ?? []) as Json[]).map((t) => `${t.key}:${t.effect}`).join(',');
+        const line = `${worker} Ready ${await ready()}, taints [${taints}]; ClusterPolicy ${await policyState()}; ${gpu} ${state(gpu).health}; ${ds}`;
+        if (line !== last) console.log(`+${seconds(Date.now() - t0)} ${line}`);
+        last = line;
+      })().catch(() => {});
+    }, 1000);
+    try {
+      // The rendered operands tolerate nvidia.com/gpu only: a NotReady Node's node.kubernetes.io/unreachable NoSchedule
+      // taint takes it out of their DaemonSets' desired pods (its pod counted misscheduled, none unavailable: kubernetes
+      // v1.36.3 pkg/controller/daemon/daemon_controller.go NodeShouldRunDaemonPod), and the ClusterPolicy stays ready
+      // (seen on this twin). Operands that tolerate every taint (daemonsets.tolerations with operator Exists, as an admin
+      // may set it) keep the Node desired, and its pods, marked not ready, unavailable: the trigger of issue 49
+      editRendered('gpu-operator/clusterpolicy.cluster-policy.yaml', (o) => { o.spec.daemonsets.tolerations = [...o.spec.daemonsets.tolerations, { operator: 'Exists' }]; });
+      await convergedAt(await commit('GPU Operator operands that tolerate every taint'));
+
+      // the kubelet gone: its Lease taken by another holder for an hour, so KWOK neither renews it nor plays the Node's
+      // stages; the node lifecycle controller sets Ready Unknown after its grace period and marks the Node's pods not ready
+      const gone = Date.now();
+      await setLease({ holderIdentity: 'issue-49-kubelet-gone', leaseDurationSeconds: 3600, renewTime: micro(Date.now()) });
+      const notReady = await until(`${worker} NotReady, an operand DaemonSet unavailable, the ClusterPolicy notReady and the gpu-operator Application Progressing`, async () => (await ready()) !== 'True'
+        && (await unavailable()).length > 0 && (await policyState()) === 'notReady' && state(gpu).health === 'Progressing', 4 * 60_000);
+      console.log(`${worker} NotReady: the gpu-operator Application Progressing ${seconds(notReady)} after its Lease was taken (unavailable: ${(await unavailable()).join(', ')})`);
+
+      // a later commit that changes a tenant two waves on: the root waits on the Progressing wave for the bound, then
+      // goes ahead, and the tenant's change arrives
+      editRendered(`tenants/namespace.${tenant}.yaml`, (o) => { o.metadata.labels = { ...o.metadata.labels, 'issue-49-node': 'not-ready' }; });
+      const later = await commit('a label on a tenant, while a GPU node is NotReady');
+      const reached = await until('the tenants Application synced the later commit, behind the Progressing wave', () => state(tenants).revision === later && state(tenants).sync === 'Synced', BEHIND_ONE_WAVE_MS);
+      console.log(`behind a NotReady GPU node: the tenants Application synced the commit ${seconds(reached)} after the push (gitops.waveWait ${WAIT} s)`);
+      expect([state(gpu).revision, state(gpu).sync, state(gpu).health]).toEqual([later, 'Synced', 'Progressing']);
+      expect(reached).toBeGreaterThanOrEqual(WAIT * 1000);
+      expect((await rootSees(twin, gpu)).message).toMatch(new RegExp(`^Progressing more than ${WAIT}s after its last sync .*: the waves after it go ahead$`));
+      expect(((await client.get(`/api/v1/namespaces/${tenant}`))?.metadata as Json).labels['issue-49-node']).toBe('not-ready');
+
+      // the kubelet back: the Lease expired, KWOK takes it again and plays the Node's stages (Ready; its pods Ready
+      // again, kwok-stages.ts kubeletPodReadyAgainStage), the DaemonSets are available, the ClusterPolicy ready
+      await setLease({ leaseDurationSeconds: 40, renewTime: micro(Date.now() - 3600_000) });
+      const back = await until(`${worker} Ready again and the gpu-operator Application Healthy`, async () => (await ready()) === 'True' && state(gpu).health === 'Healthy', 4 * 60_000);
+      console.log(`${worker} back: the gpu-operator Application Healthy ${seconds(back)} later`);
+      expect(await unavailable()).toEqual([]);
+      expect(await policyState()).toBe('ready');
+      await convergedAt(later);
+      console.log(`a GPU node NotReady and back: ${seconds(Date.now() - gone)} from the Lease taken to converged (${seconds(Date.now() - t0)} with the tolerations' commit)`);
+    } finally {
+      clearInterval(changes);
+    }
+  }, 20 * 60_000);
 });
 
 /**

@@ -206,7 +206,7 @@ describe('synth of every description (the fleet, as `npm run synth` without argu
     const r = run();
     expect(r.deleted.length).toBeGreaterThan(50);
     expect(r.deleted.filter((d) => d.stays === undefined)).toEqual([]);
-    expect(r.deleted.find((d) => d.object === 'Namespace research')?.stays).toMatch(/^stays in the cluster: its cluster's folder leaves dist\/, so the Application that syncs its root \(second-cluster: the root applied by hand, or the hub's\) reads a path that no longer exists: Argo CD shows it with a ComparisonError/);
+    expect(r.deleted.find((d) => d.object === 'Namespace research')?.stays).toMatch(/^stays in the cluster: its cluster's folder leaves dist\/, so the Application that syncs its root \(second-cluster: the root applied by hand, or the hub's\) reads a path that no longer exists: it syncs nothing, showing the status of its last comparison for the controller's repo-error grace period \(180 s by default\), then, or at once on a refresh \(argocd app get second-cluster --refresh\), Argo CD shows it with a ComparisonError/);
     expect(readdirSync(out).sort()).toEqual(['fleet', 'instant-cluster']);
   });
 });

@@ -94,6 +94,36 @@ describe('upgrade-plan: an object two Applications applied and none applies afte
   });
 });
 
+describe('upgrade-plan: an object that leaves, judged in the context of the Application that applied it', () => {
+  const application = (name: string, syncPolicy: Record<string, unknown>) => ({ ...object('Application', name, {}, { finalizers: [RESOURCES_FINALIZER] }), spec: { syncPolicy } } as Manifest);
+  const leaves = (apps: { application: string; app: Manifest }[], to: { application: string; app: Manifest }[] = apps) => {
+    const plain = object('ConfigMap', 'plain');
+    const from = apps.map((a) => ({ ...a, namespace: 'team', objects: [plain], source: `render ${a.application}/` }));
+    const after = to.map((a) => ({ ...a, namespace: 'team', objects: [], source: `render ${a.application}/` }));
+    return ownership({ from: 'v1', to: 'v2' }, from, after, () => undefined).map((f) => f.message.replace(/^.*none does: /, ''));
+  };
+
+  it('the Applications\' own Prune=false keeps it, their automated sync without prune prunes it at a sync by hand only', () => {
+    const noPrune = (name: string) => ({ application: name, app: application(name, { automated: { prune: true }, syncOptions: ['Prune=false'] }) });
+    const kept = (name: string) => `it stays in the cluster: Argo CD never prunes an object whose sync options (its Application ${name}'s) say Prune=false; `
+      + 'its Application shows it OutOfSync (requires pruning) while it stays; an admin deletes it if wanted: kubectl delete -n team configmap plain';
+    expect(leaves([noPrune('a'), noPrune('b')])).toEqual([`as a last applied it, ${kept('a')}; as b last applied it, ${kept('b')}`]);
+    const byHand = (name: string) => ({ application: name, app: application(name, { automated: { prune: false } }) });
+    expect(leaves([byHand('a'), noPrune('b')])).toEqual([
+      'as a last applied it, Argo CD prunes it only at a sync with prune (the automated sync of a does not prune (automated.prune: false)); until then a shows it '
+        + `OutOfSync (requires pruning): argocd app sync a --prune; as b last applied it, ${kept('b')}`,
+    ]);
+  });
+
+  it('an Application that leaves too takes it in its cascade; one that prunes on its own prunes it', () => {
+    const pruning = (name: string) => ({ application: name, app: application(name, { automated: { prune: true } }) });
+    expect(leaves([pruning('a'), pruning('b')])).toEqual(['Argo CD prunes it']);
+    expect(leaves([pruning('a'), pruning('b')], [pruning('b')])).toEqual([
+      'as a last applied it, deleted with its Application a, which leaves too: its resources finalizer deletes what it applied; as b last applied it, Argo CD prunes it',
+    ]);
+  });
+});
+
 describe('the reader of sync options (model/names.ts), as argo-cd v3.5.1 reads them', () => {
   const annotated = (value: string) => ({ metadata: { annotations: { [LABELS.syncOptions]: value } } });
   const app = (syncOptions: string[]) => ({ metadata: {}, spec: { syncPolicy: { syncOptions } } });
@@ -218,8 +248,9 @@ describe('clusterFate in context: what leaves dist/ with what else', () => {
       expect(ds).toHaveLength(before.length);
       expect(needAllowDelete(ds)).toEqual([]);
       expect(fateOf(ds, 'LocalQueue inference/inference')).toBe('stays in the cluster: its cluster\'s folder leaves dist/, so the Application that syncs its root '
-        + '(instant-cluster: the root applied by hand, or the hub\'s) reads a path that no longer exists: Argo CD shows it with a ComparisonError ("app path does '
-        + 'not exist") and sync status Unknown and syncs nothing, so nothing is pruned, and the child Applications keep syncing the last commit the root gave them; '
+        + '(instant-cluster: the root applied by hand, or the hub\'s) reads a path that no longer exists: it syncs nothing, showing the status of its last comparison '
+        + 'for the controller\'s repo-error grace period (180 s by default), then, or at once on a refresh (argocd app get instant-cluster --refresh), Argo CD shows '
+        + 'it with a ComparisonError ("app path does not exist") and sync status Unknown, so nothing is pruned, and the child Applications keep syncing the last commit the root gave them; '
         + 'to take the cluster down, delete its Applications by hand (kubectl delete application -n argocd -l app.kubernetes.io/part-of=instant-cluster)');
       expect(fateOf(ds, 'Application argocd/instant-cluster')).toMatch(/^stays in the cluster: applied by hand/);
     });
