@@ -11,6 +11,7 @@ import { stringify } from 'yaml';
 import { controlPlaneBinary, ControlPlaneBinary } from './binary';
 import { KubeClient } from './kube-client';
 import { sleep } from './poll';
+import { issueCertificate } from './x509';
 import { PolicyRule, PREFLIGHT_CLUSTER_ROLE, preflightRbacRules } from '../preflight/reads';
 
 /**
@@ -98,6 +99,12 @@ export interface ControlPlaneOptions {
    * every Node NotReady after 40 s, taint it and evict its pods
    */
   readonly controllers?: readonly string[];
+  /**
+   * An HTTP CONNECT proxy (a Unix socket) the API server reaches the cluster's network through: its egress selector's
+   * `cluster` network (what a webhook Service and an aggregated API's Service are dialed on, at their ClusterIP).
+   * cluster-network.ts serves one. @default none: the API server dials a ClusterIP itself, and nothing answers there
+   */
+  readonly clusterNetwork?: string;
   /** More kube-apiserver flags (`--feature-gates=...`, `--runtime-config=...`). */
   readonly apiserverArgs?: readonly string[];
   /**
@@ -402,6 +409,36 @@ const csvField = (s: string) => (/[",\s]/.test(s) ? `"${s.replace(/"/g, '""')}"`
 const LEADER_ELECTION = ['--leader-elect=true', '--leader-elect-lease-duration=60s', '--leader-elect-renew-deadline=40s', '--leader-elect-retry-period=10s'];
 
 /**
+ * The front proxy as kubeadm configures it: the aggregator's client certificate, and the CA and names an aggregated
+ * API server trusts the user headers of (the API server publishes them in kube-system's
+ * extension-apiserver-authentication). Without them an aggregated API server sees the aggregator's requests, its
+ * availability check's among them, as anonymous and refuses them (403: the APIService stays FailedDiscoveryCheck).
+ */
+function frontProxyArgs(pki: string): string[] {
+  const ca = issueCertificate({ commonName: 'front-proxy-ca', ca: true });
+  const client = issueCertificate({ commonName: 'front-proxy-client', usage: 'clientAuth', issuer: ca });
+  writeFileSync(path.join(pki, 'front-proxy-ca.crt'), ca.cert);
+  writeFileSync(path.join(pki, 'front-proxy-client.crt'), client.cert);
+  writeFileSync(path.join(pki, 'front-proxy-client.key'), client.key, { mode: 0o600 });
+  return [
+    `--requestheader-client-ca-file=${path.join(pki, 'front-proxy-ca.crt')}`, '--requestheader-allowed-names=front-proxy-client',
+    '--requestheader-username-headers=X-Remote-User', '--requestheader-group-headers=X-Remote-Group', '--requestheader-extra-headers-prefix=X-Remote-Extra-',
+    `--proxy-client-cert-file=${path.join(pki, 'front-proxy-client.crt')}`, `--proxy-client-key-file=${path.join(pki, 'front-proxy-client.key')}`,
+  ];
+}
+
+/** The API server's egress selector: the `cluster` network through an HTTP CONNECT proxy on a Unix socket (ControlPlaneOptions.clusterNetwork). */
+function clusterEgress(pki: string, socket: string): string {
+  const file = path.join(pki, 'egress-selector.yaml');
+  writeFileSync(file, stringify({
+    apiVersion: 'apiserver.k8s.io/v1beta1',
+    kind: 'EgressSelectorConfiguration',
+    egressSelections: [{ name: 'cluster', connection: { proxyProtocol: 'HTTPConnect', transport: { uds: { udsName: socket } } } }],
+  }));
+  return file;
+}
+
+/**
  * Starts a control plane (the binary from the cache, built first when missing: binary.ts) and waits until every
  * component is ready: etcd healthy, the apiserver's /readyz, the controller manager's and scheduler's leader
  * leases taken. Fails, everything stopped, with the component that did not come up and its log.
@@ -441,6 +478,8 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     lines.push([token, csvField(spec.user), csvField(spec.user), ...(spec.groups.length > 0 ? [csvField(spec.groups.join(','))] : [])].join(','));
   }
   writeFileSync(path.join(pki, 'tokens.csv'), `${lines.join('\n')}\n`, { mode: 0o600 });
+  const frontProxy = frontProxyArgs(pki);
+  const egress = opts.clusterNetwork === undefined ? [] : [`--egress-selector-config-file=${clusterEgress(pki, opts.clusterNetwork)}`];
 
   const cp = new ControlPlane(dir, binary, server, caFile, identities, opts.keep ?? process.env.CONTROL_PLANE_KEEP === '1');
   try {
@@ -468,6 +507,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       // the default/kubernetes Endpoints may not name a loopback address, and no pod runs to reach it: none kept
       '--endpoint-reconciler-type=none',
       '--profiling=false',
+      ...frontProxy, ...egress,
       ...(opts.apiserverArgs ?? []),
     ]);
     const admin = identities.admin;

@@ -6,6 +6,7 @@ import * as path from 'node:path';
 import { parse, stringify } from 'yaml';
 import { PlannedObject, SyncPlan } from './argocd-sync';
 import { goCommand, GoBinary, kueueBinary } from './binary';
+import { ClusterNetwork } from './cluster-network';
 import { ControlPlane, cpuSecondsOf, freePorts, GO_GC_PERCENT, httpGet, killGroup, killOnExit, kubeconfigText, tailOf } from './control-plane';
 import { describe, KubeClient, KubeObject } from './kube-client';
 import { poll } from './poll';
@@ -28,8 +29,14 @@ import { poll } from './poll';
  * - **Process-local settings** of the Configuration: the namespace and the leader lease's (a pod reads it from its
  *   service account mount), the health, metrics and webhook ports (127.0.0.1 and free ports: several Kueues run on
  *   one machine), and the certificate folder.
- * - **The on-demand visibility API is off** (`VisibilityOnDemand=false`): its server writes its certificates to
- *   `/visibility`, a folder of the pod's image, and binds 8082 on every address.
+ * - **The on-demand visibility API** of a pre-installed Kueue is off (`VisibilityOnDemand=false`; its APIServices are
+ *   not applied). A managed Kueue's (startManagedKueue: its install is Argo CD's, APIServices and all) is served: on
+ *   127.0.0.1 and a free port (the Configuration's `visibilityServer`; the pod binds 8082 on every address), its
+ *   certificates in a folder of the test bed's seen as `/visibility` (visibilityNamespace: the folder is a constant of
+ *   Kueue's, of the pod's image), its delegated authentication told the kubeconfig by `--kubeconfig`.
+ * - **Its Services' ClusterIPs** (a managed Kueue's): the webhook configurations and APIServices keep naming the
+ *   Services, the API server dials their ClusterIPs through the twin's cluster network (cluster-network.ts), which
+ *   carries them to the process's loopback ports where kube-proxy would carry them to the pod.
  * - **Credentials**: a token of the Deployment's ServiceAccount (TokenRequest), so Kueue acts with exactly the rights
  *   the rendered RBAC gives it.
  *
@@ -46,6 +53,8 @@ type Json = Record<string, any>;
 
 /** Kueue's install, as found in a sync plan: the Configuration, the Deployment that runs it, its webhook Service. */
 export interface KueueInstall {
+  /** The ConfigMap holding the Configuration. */
+  readonly configMap: string;
   /** The namespace of the manager's Deployment (where Kueue keeps its lease, Secret and MultiKueue kubeconfigs). */
   readonly namespace: string;
   readonly serviceAccount: string;
@@ -73,6 +82,7 @@ export function kueueInstallOf(plan: SyncPlan): KueueInstall {
     const certs = configuration.internalCertManagement as Json | undefined;
     if (!certs?.enable) throw new Error(`${describe(cm)}: internalCertManagement is off; the test bed serves Kueue's webhooks with the certificates of Kueue's own management`);
     return {
+      configMap: cm.metadata.name,
       namespace: deployment.metadata.namespace!,
       serviceAccount: pod.serviceAccountName,
       args: container.args,
@@ -125,7 +135,8 @@ function loopbackClientConfig(config: Json | undefined, install: KueueInstall, p
 export interface LoopbackKueue {
   readonly install: KueueInstall;
   readonly dir: string;
-  readonly ports: { readonly webhook: number; readonly health: number; readonly metrics: number };
+  /** Its ports on 127.0.0.1; `visibility` where its visibility API is served (a managed Kueue's: startManagedKueue). */
+  readonly ports: { readonly webhook: number; readonly health: number; readonly metrics: number; readonly visibility?: number };
   readonly certificate: WebhookCertificate;
   /** Objects whose webhook client config was rewritten, as `Kind name`. */
   readonly rewritten: readonly string[];
@@ -166,9 +177,14 @@ export async function loopbackKueue(plan: SyncPlan): Promise<LoopbackKueue> {
   return { install, dir, ports: { webhook, health, metrics }, certificate, rewritten };
 }
 
-/** The arguments of the rendered container, with the test bed's Configuration file and the visibility server off. */
-function kueueArgs(args: readonly string[], configFile: string): string[] {
+/**
+ * The arguments of the rendered container, with the test bed's Configuration file, and the visibility server off, or
+ * (`kubeconfig`: it is served) told the kubeconfig its delegated authentication and authorization read (a pod's
+ * visibility server reads its service account mount; pkg/visibility/server.go reads the `--kubeconfig` flag only).
+ */
+function kueueArgs(args: readonly string[], configFile: string, kubeconfig?: string): string[] {
   const out = args.map((a) => (a.startsWith('--config=') ? `--config=${configFile}` : a));
+  if (kubeconfig) return [...out, `--kubeconfig=${kubeconfig}`];
   const gates = out.findIndex((a) => a.startsWith('--feature-gates='));
   if (gates >= 0) out[gates] = `${out[gates]},VisibilityOnDemand=false`;
   else out.push('--feature-gates=VisibilityOnDemand=false');
@@ -214,6 +230,97 @@ export class KueueProcess {
   }
 }
 
+/**
+ * A command run where `/visibility` is a folder of `dir`: Kueue's visibility server writes its self-signed
+ * certificates to `/visibility` (pkg/visibility/server.go certDir, a constant: no flag or Configuration field moves
+ * it; a folder of the pod's image), which a test bed may not create. A user and mount namespace of its own (util-linux
+ * unshare, the caller mapped to root in it) whose root is a tmpfs with every entry of `/` bound into it, and
+ * `visibility` bound to `<dir>/visibility`; the command runs chrooted there, as the caller on every file it touches.
+ */
+function visibilityNamespace(dir: string, command: readonly string[]): string[] {
+  const root = path.join(dir, 'root');
+  const visibility = path.join(dir, 'visibility');
+  mkdirSync(root);
+  mkdirSync(visibility);
+  const script = [
+    'set -e', 'root=$1; visibility=$2; shift 2',
+    'mount -t tmpfs tmpfs "$root"',
+    'for e in /*; do n=${e#/}',
+    '  if [ -L "$e" ]; then ln -s "$(readlink "$e")" "$root/$n"',
+    '  elif [ -d "$e" ]; then mkdir "$root/$n"; mount --rbind "$e" "$root/$n"',
+    '  elif [ -f "$e" ]; then : > "$root/$n"; mount --bind "$e" "$root/$n"; fi',
+    'done',
+    'mkdir "$root/visibility"; mount --bind "$visibility" "$root/visibility"',
+    'exec chroot "$root" "$@"',
+  ].join('\n');
+  return ['unshare', '--user', '--map-root-user', '--mount', 'sh', '-c', script, 'sh', root, visibility, ...command];
+}
+
+/**
+ * A managed Kueue's install (the one Argo CD syncs: kueue-install of a cluster whose description says `installs.kueue:
+ * managed`) readied as loopbackKueue readies a pre-installed one, but with nothing of its render changed: its webhooks
+ * and its visibility API's APIServices keep naming their Services, which the API server reaches through the cluster
+ * network of the twin (cluster-network.ts, routed when it starts: startManagedKueue).
+ */
+async function managedLoopback(plan: SyncPlan): Promise<LoopbackKueue> {
+  const install = kueueInstallOf(plan);
+  const dir = mkdtempSync(path.join(tmpdir(), 'kueue-'));
+  const [webhook, health, metrics, visibility] = await freePorts(4);
+  return { install, dir, ports: { webhook, health, metrics, visibility }, certificate: webhookCertificate(install, dir), rewritten: [] };
+}
+
+/**
+ * Starts the managed Kueue of a twin once Argo CD has synced its install: waits until the objects the manager starts on
+ * are in the cluster (its ConfigMap, ServiceAccount, webhook Secret and Services, the visibility API's APIServices and
+ * Service, the webhook configurations), reads its Configuration from the synced ConfigMap, routes the webhook Service's
+ * and the visibility Service's ClusterIPs to its loopback ports, and runs it as startKueue runs a pre-installed one,
+ * with its visibility API served. `plan` is the twin's sync plan (the install's objects as rendered).
+ */
+export async function startManagedKueue(
+  cp: ControlPlane, plan: SyncPlan, network: ClusterNetwork, opts: { readonly syncedTimeoutMs: number; readonly stopped?: () => boolean },
+): Promise<KueueProcess> {
+  const own = planOf(plan, /-kueue-install$/);
+  const objects = objectsOf(own).map((o) => o.object);
+  const loopback = await managedLoopback(own);
+  const { install, ports } = loopback;
+  const admin = cp.client();
+  const apiServices = objects.filter((o) => o.kind === 'APIService').map((o) => (o.spec as Json).service as Json);
+  const webhookConfigurations = objects.filter((o) => o.kind === 'MutatingWebhookConfiguration' || o.kind === 'ValidatingWebhookConfiguration');
+  const ns = (o: { namespace?: string }) => `/api/v1/namespaces/${o.namespace ?? install.namespace}`;
+  const wanted = [
+    `${ns({})}/configmaps/${install.configMap}`,
+    `${ns({})}/serviceaccounts/${install.serviceAccount}`,
+    `${ns({})}/secrets/${install.webhookSecret}`,
+    `${ns({})}/services/${install.webhookService}`,
+    ...apiServices.map((s) => `${ns(s)}/services/${s.name}`),
+    ...objects.filter((o) => o.kind === 'APIService').map((o) => `/apis/apiregistration.k8s.io/v1/apiservices/${o.metadata.name}`),
+    ...webhookConfigurations.map((o) => `/apis/admissionregistration.k8s.io/v1/${o.kind.toLowerCase()}s/${o.metadata.name}`),
+  ];
+  let synced: (KubeObject | undefined)[];
+  try {
+    synced = await poll(async () => {
+      if (opts.stopped?.()) throw new Error('the twin stopped before the managed Kueue\'s install was synced');
+      return Promise.all(wanted.map((u) => admin.get(u)));
+    }, (all) => all.every((o) => o !== undefined), opts.syncedTimeoutMs, 1000);
+    const missing = wanted.filter((_, i) => synced[i] === undefined);
+    if (missing.length > 0) throw new Error(`the managed Kueue's install was not synced within ${opts.syncedTimeoutMs / 1000} s: not there: ${missing.join(', ')}`);
+    if (typeof ((synced[0]!.data ?? {}) as Json)[CONFIG_KEY] !== 'string') {
+      throw new Error(`ConfigMap ${install.namespace}/${install.configMap} has no ${CONFIG_KEY}`);
+    }
+  } catch (e) {
+    rmSync(loopback.dir, { recursive: true, force: true });
+    throw e;
+  }
+  const text = (synced[0]!.data as Json)[CONFIG_KEY] as string;
+  const routed = (service: Json, servicePorts: (p: Json) => boolean, local: number) => {
+    const spec = service.spec as Json;
+    for (const p of (spec.ports ?? []) as Json[]) if (servicePorts(p)) network.route(spec.clusterIP, p.port, local);
+  };
+  routed(synced[3]!, () => true, ports.webhook);
+  apiServices.forEach((s, i) => routed(synced[4 + i]!, (p) => p.port === (s.port ?? 443), ports.visibility!));
+  return startKueue(cp, { ...loopback, install: { ...install, configuration: parse(text) as Json } });
+}
+
 /** A ServiceAccount's token (TokenRequest, one hour). */
 export async function serviceAccountToken(client: KubeClient, namespace: string, name: string): Promise<string> {
   const r = await client.call('POST', `/api/v1/namespaces/${encodeURIComponent(namespace)}/serviceaccounts/${encodeURIComponent(name)}/token`, {
@@ -250,6 +357,7 @@ export async function startKueue(cp: ControlPlane, loopback: LoopbackKueue, opts
   configuration.health = { ...configuration.health, healthProbeBindAddress: `127.0.0.1:${ports.health}` };
   configuration.metrics = { ...configuration.metrics, bindAddress: `127.0.0.1:${ports.metrics}` };
   configuration.webhook = { ...configuration.webhook, host: '127.0.0.1', port: ports.webhook, certDir };
+  if (ports.visibility !== undefined) configuration.visibilityServer = { ...configuration.visibilityServer, bindAddress: '127.0.0.1', bindPort: ports.visibility };
   const configFile = path.join(dir, 'config.yaml');
   writeFileSync(configFile, stringify(configuration));
 
@@ -261,7 +369,9 @@ export async function startKueue(cp: ControlPlane, loopback: LoopbackKueue, opts
   const log = openSync(logFile, 'a');
   let child: ChildProcess;
   try {
-    child = spawn('setpriv', ['--pdeathsig', 'KILL', '--', binary.path, ...kueueArgs(install.args, configFile)], {
+    const manager = ['setpriv', '--pdeathsig', 'KILL', '--', binary.path, ...kueueArgs(install.args, configFile, ports.visibility === undefined ? undefined : kubeconfig)];
+    const [command, ...args] = ports.visibility === undefined ? manager : visibilityNamespace(dir, manager);
+    child = spawn(command, args, {
       cwd: dir,
       detached: true,
       stdio: ['ignore', log, log],

@@ -9,7 +9,7 @@ import { OperatorStandIns } from './operator-stand-ins';
 import { HermeticNode } from './placement';
 import { PodRecord, PodWatch, podsOf } from './pod-watch';
 import { poll, sleep } from './poll';
-import { decided, JobHistory, jobsReport, noKueueOnTwin, queuedSamples, readJobs, WorkloadState } from './sample-jobs';
+import { decided, JobHistory, jobsReport, queuedSamples, readJobs, WorkloadState } from './sample-jobs';
 import { startTwinCluster, TwinCluster } from './twin-cluster';
 import { CheckFailed } from '../check/engine';
 import { GITOPS_FOLDER } from '../components/gitops/plan';
@@ -427,13 +427,6 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
         say(line);
       },
     }));
-    // the twin serves the managed installs' sources from loopback (twin-cluster.ts mirrorManagedInstalls), but runs
-    // no Kueue for a managed one: its visibility APIServices stay unavailable, so its install never turns Healthy
-    if (twin.model.description.installs.kueue === 'managed') {
-      opts.err('rehearse: warning: installs.kueue: managed, and the twin runs no Kueue for a managed install (only a pre-installed one): '
-        + 'its visibility APIServices stay unavailable, its install Progressing, and the waves after it will not converge here'
-        + `${opts.from ? '; the sample jobs are not submitted (nothing would admit them)' : ''}`);
-    }
     const pushed = await twin.push(opts.from ? `rehearse: the render at ${opts.from.label} (${opts.from.commit.slice(0, 12)})` : 'rehearse: the render of the working tree');
     say('running the bootstrap of the cluster\'s README');
     await bounded('running the bootstrap', twin.bootstrap());
@@ -556,9 +549,7 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
     // reason) before the push: what the change does to queued and admitted work
     const jobs: KubeObject[] = [];
     const notSubmitted: string[] = [];
-    // without a Kueue on the twin (a managed one) none is submitted: the report says so in one line
-    const noKueue = noKueueOnTwin(twin.model.description.installs.kueue);
-    for (const job of noKueue ? [] : queuedSamples(twin.clusterDir)) {
+    for (const job of queuedSamples(twin.clusterDir)) {
       try {
         await client.apply(job, { fieldManager: 'gpu-cluster-manifests-rehearse' });
         jobs.push(job);
@@ -634,7 +625,7 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
     });
     // the jobs after the pods (a DaemonSet roll on the GPU workers stays the first line)
     const podLines = report.filter((l) => l.startsWith('pods: '));
-    report.splice(podLines.length, 0, ...(noKueue ? [noKueue] : jobsReport(histories, opts.verbose ?? false, notSubmitted, undecided)));
+    report.splice(podLines.length, 0, ...jobsReport(histories, opts.verbose ?? false, notSubmitted, undecided));
     for (const g of [gaps, jobGaps]) if (g) opts.err(`rehearse: warning: ${g}`);
     if (!opts.quiet) {
       opts.out(`${twin.name}: the change from ${opts.from.label} (${opts.from.commit.slice(0, 12)}) to the working tree, pushed as ${head.slice(0, 12)}`);

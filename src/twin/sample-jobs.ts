@@ -19,17 +19,6 @@ type Json = Record<string, any>;
 /** The samples folder of a rendered cluster (what its kustomization lists: the templates a user copies are left out). */
 const SAMPLES_FOLDER = 'samples';
 
-/**
- * The jobs line when the twin runs no Kueue to queue the samples, else undefined. The twin runs Kueue for real only where
- * the cluster has it pre-installed (installs.kueue: preinstalled); for a managed one nothing would admit a job, so none
- * is submitted and nothing is waited for (a wait would end in "pending" with no reason of Kueue's).
- */
-export function noKueueOnTwin(kueue: 'preinstalled' | 'managed'): string | undefined {
-  return kueue === 'managed'
-    ? 'jobs: not submitted: installs.kueue is managed, and the twin runs no Kueue for a managed install (only a pre-installed one): nothing would admit, evict or re-admit them'
-    : undefined;
-}
-
 /** The objects of the samples folder that name a Kueue queue (the kueue.x-k8s.io/queue-name label). */
 export function queuedSamples(clusterDir: string): KubeObject[] {
   const dir = path.join(clusterDir, SAMPLES_FOLDER);

@@ -7,9 +7,10 @@ import { ApplicationWatch, applicationsPath, REFRESH_ANNOTATION } from './applic
 import { applySteps, ARGOCD_MANAGER, planSync, refusalText, SyncPlan, vendoredCrds } from './argocd-sync';
 import { twinBinary } from './binary';
 import { ChartMirror, packageChart, startChartMirror } from './chart-mirror';
+import { ClusterNetwork } from './cluster-network';
 import { ControlPlane, startControlPlane } from './control-plane';
 import { bareRepository, commitTree, GitServer, startGitServer } from './git-server';
-import { KueueProcess, loopbackKueue, planOf, startKueue } from './kueue';
+import { KueueProcess, loopbackKueue, planOf, startKueue, startManagedKueue } from './kueue';
 import { kubeletPodReadyAgainStage, victoriaMetricsStages } from './kwok-stages';
 import { OperatorStandIns } from './operator-stand-ins';
 import { HermeticNode, nodesOf } from './placement';
@@ -51,6 +52,10 @@ import { VERSIONS } from '../versions';
  *   pre-installed Kueue running for real (kueue.ts: its install as the toolkit renders it when it manages Kueue, its
  *   webhooks on loopback); the GPU and Network Operator stand-ins (operator-stand-ins.ts); the VictoriaMetrics
  *   operator's status of scrapes and rules as KWOK stages (kwok-stages.ts).
+ * - **A managed Kueue** (`installs.kueue: managed`): the same manager started once Argo CD has synced its install
+ *   (kueue.ts startManagedKueue), its Configuration from the synced ConfigMap; the API server reaches its webhooks and
+ *   visibility API at their Services' ClusterIPs through the twin's cluster network (cluster-network.ts, the stand-in
+ *   for kube-proxy; the control plane's egress selector), so its APIServices turn Available as in a cluster.
  * - **The bootstrap**: the commands of dist/<cluster>/README.md's "One cluster" block, run as written (kubectl of the
  *   toolkit's pinned engines, the admin kubeconfig), from the repository's work tree; Argo CD's processes start once
  *   its first command has applied Argo CD's install (its ServiceAccounts and argocd-cm are then there).
@@ -59,6 +64,9 @@ import { VERSIONS } from '../versions';
  */
 
 type Json = Record<string, any>;
+
+/** How long a managed Kueue waits for Argo CD to sync its install (wave 0: the first sync, with the charts' renders). */
+const MANAGED_KUEUE_SYNC_MS = 10 * 60 * 1000;
 
 /** The clusters repository's path on the Git server. */
 const CLUSTERS_REPO = 'platform/clusters.git';
@@ -134,6 +142,13 @@ export class TwinCluster {
   readonly bootstrapped: BootstrapCommand[] = [];
   /** When the root Application was applied (the README's second command): the bootstrap timeline's zero. */
   rootAppliedAt?: number;
+  /**
+   * A managed Kueue (`installs.kueue: managed`), started by bootstrap once Argo CD has synced its install
+   * (kueue.ts startManagedKueue); fails naming what was not synced in time, or Kueue's log.
+   */
+  managedKueue?: Promise<KueueProcess>;
+  /** The managed Kueue once it runs. */
+  private startedKueue?: KueueProcess;
   private stopped = false;
 
   /** @internal */
@@ -156,6 +171,8 @@ export class TwinCluster {
     readonly chartMirror?: ChartMirror,
     /** The description is rendered with its fleet (TwinClusterOptions.fleet). */
     readonly fleet = false,
+    /** The cluster network the API server reaches a managed Kueue's Services through (cluster-network.ts). */
+    readonly network?: ClusterNetwork,
   ) {
     this.watch = new ApplicationWatch(cp.client(), model.description.gitops.namespace);
   }
@@ -245,6 +262,11 @@ export class TwinCluster {
         started = true;
         this.rootAppliedAt = Date.now();
         this.watch.start();
+        if (this.network) {
+          const stopped = () => this.stopped;
+          this.managedKueue = startManagedKueue(this.cp, this.plan, this.network, { syncedTimeoutMs: MANAGED_KUEUE_SYNC_MS, stopped });
+          this.managedKueue.then((k) => { this.startedKueue = k; }, () => {});
+        }
       }
       const run = await runCommand(kubectl, argv.slice(1), this.workTree, this.twin.env({ KUBECONFIG: this.cp.identity('admin').kubeconfig }));
       this.bootstrapped.push({ command: argv.join(' '), ...run });
@@ -280,7 +302,7 @@ export class TwinCluster {
   cpuSeconds(): Record<string, number> {
     const out: Record<string, number> = { ...this.cp.cpuSeconds() };
     for (const [c, u] of Object.entries(this.twin.resources())) out[c] = u.cpuSeconds;
-    const k = this.kueue?.cpuSeconds();
+    const k = (this.kueue ?? this.startedKueue)?.cpuSeconds();
     if (k !== undefined) out.kueue = k;
     return out;
   }
@@ -293,6 +315,8 @@ export class TwinCluster {
     await this.watch.stop();
     await this.standIns.stop();
     await this.kueue?.stop({ keep });
+    await this.managedKueue?.then((k) => k.stop({ keep }), () => {});
+    await this.network?.stop();
     await this.twin.stop({ keep });
     await this.git.stop();
     await this.chartMirror?.stop();
@@ -521,7 +545,12 @@ export async function startTwinCluster(opts: TwinClusterOptions): Promise<TwinCl
 
     say('starting the control plane');
     const tenant = model.tenants[0];
-    const cp = await startControlPlane({ ...(tenant ? { identities: { tenant: { user: 'tenant', groups: [tenant.group] } } } : {}), controllers: opts.controllers });
+    // a managed Kueue's webhooks and visibility API are reached at their Services' ClusterIPs (cluster-network.ts)
+    const network = model.description.installs.kueue === 'managed' ? await ClusterNetwork.start() : undefined;
+    if (network) cleanup.push(() => network.stop());
+    const cp = await startControlPlane({
+      ...(tenant ? { identities: { tenant: { user: 'tenant', groups: [tenant.group] } } } : {}), controllers: opts.controllers, clusterNetwork: network?.socket,
+    });
     cleanup.push(() => cp.stop({ keep }));
     const twin = await startTwin(cp, { keep });
     cleanup.push(() => twin.stop({ keep }));
@@ -548,7 +577,7 @@ export async function startTwinCluster(opts: TwinClusterOptions): Promise<TwinCl
       say('starting the pre-installed Kueue');
       kueue = await preinstalledKueue(cp, description, dir, fleet ? clusters : undefined);
     }
-    return new TwinCluster(dir, cp, twin, git, description, model, nodes, standIns, kueue, plan, keep, chartMirror, opts.fleet);
+    return new TwinCluster(dir, cp, twin, git, description, model, nodes, standIns, kueue, plan, keep, chartMirror, opts.fleet, network);
   } catch (e) {
     for (const c of cleanup.reverse()) await c().catch(() => {});
     if (!keep) rmSync(dir, { recursive: true, force: true });

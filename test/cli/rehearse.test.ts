@@ -16,7 +16,7 @@ import { embeddedBuildInfo, GO_ENV, KUEUE_MODULE_DIR, MODULE_DIR, requiredVersio
 import { CRD_SOURCE_FILES, crdSourceFileName } from '../../src/twin/chart-crds';
 import { rehearsalTimeoutMs } from '../../src/twin/command';
 import { asYamlDescription, rootWentPast, settledAt } from '../../src/twin/rehearse';
-import { decided, jobsReport, noKueueOnTwin, queuedSamples, withNominal, WorkloadState, workloadState } from '../../src/twin/sample-jobs';
+import { decided, jobsReport, queuedSamples, withNominal, WorkloadState, workloadState } from '../../src/twin/sample-jobs';
 import { findObject, folderObjects, REFERENCE_FILE, renderOf, ROOT, runMain, TRAINING_FILE } from '../helpers';
 import { changedSnapshot, SNAPSHOT } from '../preflight/snapshots';
 
@@ -640,13 +640,11 @@ describe('rehearse --from: what Kueue does to the samples\' queued jobs, from th
     expect(jobs.map((j) => `${j.kind} ${j.metadata.namespace}/${j.metadata.name}`)).toEqual(['MPIJob default/nccl-all-reduce']);
   });
 
-  it('a managed Kueue (the training example): the twin runs none, so no job is submitted or waited for; one jobs line says why', () => {
+  it('a managed Kueue (the training example) runs on the twin as a pre-installed one does (twin-cluster.ts): the samples it queues are submitted in change mode', () => {
     const [training] = loadModels([TRAINING_FILE]);
     expect(training.description.installs.kueue).toBe('managed');
-    expect(noKueueOnTwin(training.description.installs.kueue)).toBe('jobs: not submitted: installs.kueue is managed, and the twin runs no Kueue for a '
-      + 'managed install (only a pre-installed one): nothing would admit, evict or re-admit them');
-    // a pre-installed Kueue runs for real on the twin: its jobs are submitted and reported
-    const [reference] = loadModels([REFERENCE_FILE]);
-    expect(noKueueOnTwin(reference.description.installs.kueue)).toBeUndefined();
+    const jobs = queuedSamples(path.join(ROOT, 'dist', 'training-cluster'));
+    expect(jobs.map((j) => `${j.kind} ${j.metadata.namespace}/${j.metadata.name}`)).toEqual(['MPIJob default/nccl-all-reduce', 'PyTorchJob default/pytorch-ddp']);
   });
+
 });

@@ -28,7 +28,7 @@ import { FLEET_FIXTURE } from '../paths';
  * worker shows on the manager without stopping its GitOps. The twin of the fleet fixture's manager (hub), rendered with
  * its fleet (fleet.yaml and the workers' descriptions beside it, as synth renders a fleet), without GPU Nodes (its
  * description still says one GPU worker: gpuWorkers.count is at least 1), its Kueue pre-installed and running for real
- * (a managed Kueue does not run on the twin yet: training-twin.test.ts). Worker lab-a is a second control plane with
+ * (a managed Kueue runs on the twin too: training-twin.test.ts). Worker lab-a is a second control plane with
  * the Kueue of the pinned release, as test/cluster/multikueue.test.ts starts it; its kubeconfig Secret is made on the
  * manager by running the fleet page's commands (dist/fleet/README.md) as written. Worker lab-b is lost: a kubeconfig
  * worker (the fixture's ClusterProfile needs a CRD no pinned copy has, multikueue.test.ts says why) whose Secret points

@@ -1,0 +1,83 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import * as http from 'node:http';
+import * as net from 'node:net';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+
+/**
+ * The cluster's network as the API server of a twin reaches it: an HTTP CONNECT proxy on a Unix socket, the API
+ * server's egress selector's `cluster` network (control-plane.ts ControlPlaneOptions.clusterNetwork). The API server
+ * dials what a webhook Service or an aggregated API's Service names at its ClusterIP and service port (the default
+ * resolver, as in a cluster); in a cluster kube-proxy or Cilium carries that to a pod, and no pod runs here. This
+ * proxy is the stand-in for that part only: a ClusterIP and port routed to a process of the twin (`route`) is carried
+ * to its loopback port, and every other target is dialed as asked (a ClusterIP nothing serves stays unanswered, as
+ * the API server's own dial of it would).
+ */
+export class ClusterNetwork {
+  /** Starts the proxy on a socket of a folder of its own (kept short: a Unix socket's path has at most 107 bytes). */
+  static async start(): Promise<ClusterNetwork> {
+    let dir = mkdtempSync(path.join(tmpdir(), 'net-'));
+    if (path.join(dir, 'proxy.sock').length > 100) {
+      rmSync(dir, { recursive: true, force: true });
+      dir = mkdtempSync('/tmp/net-');
+    }
+    const server = http.createServer((_req, res) => res.writeHead(405).end());
+    const network = new ClusterNetwork(path.join(dir, 'proxy.sock'), dir, server);
+    server.on('connect', (req: http.IncomingMessage, client: net.Socket, head: Buffer) => network.connect(req.url ?? '', client, head));
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(network.socket, resolve);
+    });
+    return network;
+  }
+
+  private readonly routes = new Map<string, number>();
+  private readonly sockets = new Set<net.Socket>();
+  /** Every CONNECT target asked for, in order (a test reads what the API server dialed). */
+  readonly connects: string[] = [];
+  private stopped = false;
+
+  private constructor(readonly socket: string, private readonly dir: string, private readonly server: http.Server) {}
+
+  /** Carries `clusterIP:port` to `127.0.0.1:localPort` from now on. */
+  route(clusterIP: string, port: number, localPort: number): void {
+    this.routes.set(`${clusterIP}:${port}`, localPort);
+  }
+
+  private connect(target: string, client: net.Socket, head: Buffer): void {
+    this.connects.push(target);
+    this.sockets.add(client);
+    client.on('close', () => this.sockets.delete(client));
+    client.on('error', () => client.destroy());
+    const local = this.routes.get(target);
+    const at = /^\[?([^\]]+)\]?:(\d+)$/.exec(target);
+    if (!at && local === undefined) {
+      client.end('HTTP/1.1 400 Bad Request\r\n\r\n');
+      return;
+    }
+    const upstream = local !== undefined ? net.connect(local, '127.0.0.1') : net.connect(Number(at![2]), at![1]);
+    this.sockets.add(upstream);
+    upstream.on('close', () => {
+      this.sockets.delete(upstream);
+      client.destroy();
+    });
+    upstream.on('error', () => {
+      if (!client.destroyed) client.end('HTTP/1.1 502 Bad Gateway\r\n\r\n');
+    });
+    upstream.once('connect', () => {
+      client.write('HTTP/1.1 200 Connection established\r\n\r\n');
+      if (head.length > 0) upstream.write(head);
+      upstream.pipe(client);
+      client.pipe(upstream);
+    });
+    client.on('close', () => upstream.destroy());
+  }
+
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    for (const s of this.sockets) s.destroy();
+    await new Promise((r) => this.server.close(r));
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
