@@ -269,6 +269,15 @@ export function userNamespaceRefusal(dir: string, unshare = 'unshare'): string |
   return why ?? `exit ${probe.status ?? probe.signal}`;
 }
 
+/** Throws, in one line, when this machine refuses the namespace a managed Kueue runs in (userNamespaceRefusal). */
+export function requireUserNamespace(dir: string): void {
+  const refused = userNamespaceRefusal(dir);
+  if (refused === undefined) return;
+  throw new Error('a managed Kueue (installs.kueue: managed) cannot run on this machine: its visibility server writes its certificates to /visibility, '
+    + `which the twin gives it in a user and mount namespace of its own (unshare --user --mount), and this machine refuses one (${refused}; `
+    + 'unprivileged user namespaces are off, or restricted as Ubuntu\'s kernel.apparmor_restrict_unprivileged_userns does)');
+}
+
 /**
  * A managed Kueue's install (the one Argo CD syncs: kueue-install of a cluster whose description says `installs.kueue:
  * managed`) readied as loopbackKueue readies a pre-installed one, but with nothing of its render changed: its webhooks
@@ -383,14 +392,7 @@ export async function startKueue(cp: ControlPlane, loopback: LoopbackKueue, opts
   let child: ChildProcess;
   try {
     const manager = ['setpriv', '--pdeathsig', 'KILL', '--', binary.path, ...kueueArgs(install.args, configFile, ports.visibility === undefined ? undefined : kubeconfig)];
-    if (ports.visibility !== undefined) {
-      const refused = userNamespaceRefusal(dir);
-      if (refused !== undefined) {
-        throw new Error('a managed Kueue cannot run on this machine: its visibility server writes its certificates to /visibility, which the twin gives it '
-          + `in a user and mount namespace of its own (unshare --user --mount), and this machine refuses one (${refused}; unprivileged user namespaces `
-          + 'are off, or restricted as Ubuntu\'s kernel.apparmor_restrict_unprivileged_userns does)');
-      }
-    }
+    if (ports.visibility !== undefined) requireUserNamespace(dir);
     const [command, ...args] = ports.visibility === undefined ? manager : visibilityNamespace(dir, manager);
     child = spawn(command, args, {
       cwd: dir,

@@ -10,7 +10,7 @@ import { ChartMirror, packageChart, startChartMirror } from './chart-mirror';
 import { ClusterNetwork } from './cluster-network';
 import { ControlPlane, startControlPlane } from './control-plane';
 import { bareRepository, commitTree, GitServer, startGitServer } from './git-server';
-import { KueueProcess, loopbackKueue, planOf, startKueue, startManagedKueue } from './kueue';
+import { KueueProcess, loopbackKueue, planOf, requireUserNamespace, startKueue, startManagedKueue } from './kueue';
 import { kubeletPodReadyAgainStage, victoriaMetricsStages } from './kwok-stages';
 import { OperatorStandIns } from './operator-stand-ins';
 import { HermeticNode, nodesOf } from './placement';
@@ -545,6 +545,8 @@ export async function startTwinCluster(opts: TwinClusterOptions): Promise<TwinCl
 
     say('starting the control plane');
     const tenant = model.tenants[0];
+    // checked first: where the machine refuses the namespace a managed Kueue runs in, the twin says so before it starts
+    if (model.description.installs.kueue === 'managed') requireUserNamespace(dir);
     // a managed Kueue's webhooks and visibility API are reached at their Services' ClusterIPs (cluster-network.ts)
     const network = model.description.installs.kueue === 'managed' ? await ClusterNetwork.start() : undefined;
     if (network) cleanup.push(() => network.stop());
