@@ -85,6 +85,8 @@ export function kubeletPodReadyAgainStage(): string {
       selector: {
         matchExpressions: [
           { key: '.metadata.deletionTimestamp', operator: 'DoesNotExist' },
+          // a pod held back by a readiness gate stays not ready: the kubelet turns it Ready only once its gates are true
+          { key: '.spec.readinessGates', operator: 'DoesNotExist' },
           { key: '.status.phase', operator: 'In', values: ['Running'] },
           { key: condition('Ready'), operator: 'In', values: ['False'] },
           { key: condition('ContainersReady'), operator: 'In', values: ['True'] },
