@@ -11,7 +11,7 @@ import { ClusterNetwork } from './cluster-network';
 import { ControlPlane, startControlPlane } from './control-plane';
 import { bareRepository, commitTree, GitServer, startGitServer } from './git-server';
 import { KueueProcess, loopbackKueue, planOf, requireUserNamespace, startKueue, startManagedKueue } from './kueue';
-import { kubeletPodReadyAgainStage, victoriaMetricsStages } from './kwok-stages';
+import { victoriaMetricsStages } from './kwok-stages';
 import { OperatorStandIns } from './operator-stand-ins';
 import { HermeticNode, nodesOf } from './placement';
 import { startTwin, Twin } from './twin';
@@ -563,12 +563,7 @@ export async function startTwinCluster(opts: TwinClusterOptions): Promise<TwinCl
     const plan = planSync(view, renders, vendoredCrds(DEFAULT_SCHEMAS), await cp.client().servedKinds());
     await preinstall(cp, plan);
     const served = await cp.client().servedKinds();
-    await twin.startKwok({
-      stages: [
-        ...victoriaMetricsStages(model.description.monitoring.namespace, (kind) => served.has(`operator.victoriametrics.com/v1beta1/${kind}`)),
-        kubeletPodReadyAgainStage(),
-      ],
-    });
+    await twin.startKwok({ stages: victoriaMetricsStages(model.description.monitoring.namespace, (kind) => served.has(`operator.victoriametrics.com/v1beta1/${kind}`)) });
     // their failed passes and recoveries, with the time, beside the control plane's logs (kept with the twin's folder)
     const standInsLog = path.join(dir, 'operator-stand-ins.log');
     const standIns = new OperatorStandIns(cp.client(), { log: (line) => appendFileSync(standInsLog, `${new Date().toISOString()} ${line}\n`) });
