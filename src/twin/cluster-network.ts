@@ -10,8 +10,8 @@ import * as path from 'node:path';
  * dials what a webhook Service or an aggregated API's Service names at its ClusterIP and service port (the default
  * resolver, as in a cluster); in a cluster kube-proxy or Cilium carries that to a pod, and no pod runs here. This
  * proxy is the stand-in for that part only: a ClusterIP and port routed to a process of the twin (`route`) is carried
- * to its loopback port, and every other target is dialed as asked (a ClusterIP nothing serves stays unanswered, as
- * the API server's own dial of it would).
+ * to its loopback port; every other target is answered 502 at once, never dialed (no other process of the twin serves
+ * the cluster's network, and a ClusterIP dialed on the host could reach something outside the twin).
  */
 export class ClusterNetwork {
   /** Starts the proxy on a socket of a folder of its own (kept short: a Unix socket's path has at most 107 bytes). */
@@ -41,7 +41,8 @@ export class ClusterNetwork {
 
   /** Carries `clusterIP:port` to `127.0.0.1:localPort` from now on. */
   route(clusterIP: string, port: number, localPort: number): void {
-    this.routes.set(`${clusterIP}:${port}`, localPort);
+    // the API server asks for an IPv6 address in brackets (net.JoinHostPort)
+    this.routes.set(`${clusterIP.includes(':') ? `[${clusterIP}]` : clusterIP}:${port}`, localPort);
   }
 
   private connect(target: string, client: net.Socket, head: Buffer): void {
@@ -50,12 +51,11 @@ export class ClusterNetwork {
     client.on('close', () => this.sockets.delete(client));
     client.on('error', () => client.destroy());
     const local = this.routes.get(target);
-    const at = /^\[?([^\]]+)\]?:(\d+)$/.exec(target);
-    if (!at && local === undefined) {
-      client.end('HTTP/1.1 400 Bad Request\r\n\r\n');
+    if (local === undefined) {
+      client.end('HTTP/1.1 502 Bad Gateway\r\n\r\n');
       return;
     }
-    const upstream = local !== undefined ? net.connect(local, '127.0.0.1') : net.connect(Number(at![2]), at![1]);
+    const upstream = net.connect(local, '127.0.0.1');
     this.sockets.add(upstream);
     upstream.on('close', () => {
       this.sockets.delete(upstream);

@@ -86,13 +86,15 @@ function checkRender(model: ClusterModel, label: string): void {
  * Loads, validates and checks the description at a commit (bad input names `REV:path`, not the scratch file it is read
  * from).
  */
-function validateAtRevision(at: DescriptionAtRevision, config: string): void {
+function validateAtRevision(at: DescriptionAtRevision, config: string): ClusterModel {
   const dir = scratchFolder('gpu-cluster-manifests-rehearse-from');
   const file = path.join(dir, path.basename(config));
   try {
     writeFileSync(file, at.text);
     try {
-      checkRender(loadModels([file])[0], at.label);
+      const [model] = loadModels([file]);
+      checkRender(model, at.label);
+      return model;
     } catch (e) {
       if (!(e instanceof InputError)) throw e;
       const named = (t: string) => t.split(file).join(at.label);
@@ -148,7 +150,16 @@ export async function runRehearse(argv: string[], io: Io = consoleIo): Promise<n
   // exit 2, one line per problem or finding), at --from too
   const [model] = loadModels([values.config]);
   checkRender(model, values.config);
-  if (from) validateAtRevision(from, values.config);
+  if (from) {
+    // the twin runs Kueue as the description at the commit says, pre-installed or managed (twin-cluster.ts), and cannot
+    // switch it under a running Argo CD: such a change is rehearsed as the bootstrap of the working tree's description
+    const before = validateAtRevision(from, values.config).description.installs.kueue;
+    const after = model.description.installs.kueue;
+    if (before !== after) {
+      throw new InputError(`--from ${from.label}: installs.kueue changes from ${before} to ${after}, and the twin runs Kueue as the description at the `
+        + 'commit says, without switching it: rehearse the working tree\'s description as a bootstrap (without --from)');
+    }
+  }
   let nodes: Parameters<typeof rehearse>[0]['nodes'];
   if (source !== undefined) {
     let read = readClusterState(source, [], MAX_NODES);

@@ -257,6 +257,28 @@ function visibilityNamespace(dir: string, command: readonly string[]): string[] 
 }
 
 /**
+ * Why this machine gives no process the user and mount namespace visibilityNamespace needs (unprivileged user
+ * namespaces off, Ubuntu's AppArmor restriction of them, a container without them): the first line of what refused it,
+ * or undefined when a tmpfs could be mounted in one. Checked before a managed Kueue starts, so that the twin says so
+ * at once instead of a Kueue that exits while it starts.
+ */
+export function userNamespaceRefusal(dir: string, unshare = 'unshare'): string | undefined {
+  const probe = spawnSync(unshare, ['--user', '--map-root-user', '--mount', 'sh', '-c', 'mount -t tmpfs tmpfs "$1"', 'sh', dir], { encoding: 'utf8', timeout: 10_000 });
+  if (probe.status === 0) return undefined;
+  const why = (probe.error?.message ?? probe.stderr ?? '').split('\n').map((l) => l.trim()).find((l) => l !== '');
+  return why ?? `exit ${probe.status ?? probe.signal}`;
+}
+
+/** Throws, in one line, when this machine refuses the namespace a managed Kueue runs in (userNamespaceRefusal). */
+export function requireUserNamespace(dir: string): void {
+  const refused = userNamespaceRefusal(dir);
+  if (refused === undefined) return;
+  throw new Error('a managed Kueue (installs.kueue: managed) cannot run on this machine: its visibility server writes its certificates to /visibility, '
+    + `which the twin gives it in a user and mount namespace of its own (unshare --user --mount), and this machine refuses one (${refused}; `
+    + 'unprivileged user namespaces are off, or restricted as Ubuntu\'s kernel.apparmor_restrict_unprivileged_userns does)');
+}
+
+/**
  * A managed Kueue's install (the one Argo CD syncs: kueue-install of a cluster whose description says `installs.kueue:
  * managed`) readied as loopbackKueue readies a pre-installed one, but with nothing of its render changed: its webhooks
  * and its visibility API's APIServices keep naming their Services, which the API server reaches through the cluster
@@ -370,6 +392,7 @@ export async function startKueue(cp: ControlPlane, loopback: LoopbackKueue, opts
   let child: ChildProcess;
   try {
     const manager = ['setpriv', '--pdeathsig', 'KILL', '--', binary.path, ...kueueArgs(install.args, configFile, ports.visibility === undefined ? undefined : kubeconfig)];
+    if (ports.visibility !== undefined) requireUserNamespace(dir);
     const [command, ...args] = ports.visibility === undefined ? manager : visibilityNamespace(dir, manager);
     child = spawn(command, args, {
       cwd: dir,

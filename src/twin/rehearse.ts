@@ -430,6 +430,10 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
     const pushed = await twin.push(opts.from ? `rehearse: the render at ${opts.from.label} (${opts.from.commit.slice(0, 12)})` : 'rehearse: the render of the working tree');
     say('running the bootstrap of the cluster\'s README');
     await bounded('running the bootstrap', twin.bootstrap());
+    // a managed Kueue starts once Argo CD has synced its install: its failure to start ends the watch with its reason
+    // (its install would stay Progressing on its visibility APIServices until --timeout, saying nothing of why)
+    let kueueFailed: string | undefined;
+    twin.managedKueue?.catch((e: Error) => { kueueFailed = e.message.split('\n')[0]; });
     const rootAt = twin.rootAppliedAt ?? Date.now();
     const expected = expectedApplications(twin);
     /**
@@ -465,6 +469,7 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
         } else {
           settledSince = undefined;
         }
+        if (kueueFailed !== undefined) throw new Error(`the managed Kueue did not start: ${kueueFailed}`);
         if (Date.now() > deadline) return finish({ states, done: false, passedOver: false });
         if (opts.terminal) {
           const width = Math.max(0, ...states.map((s) => s.name.length));

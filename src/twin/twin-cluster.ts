@@ -10,8 +10,8 @@ import { ChartMirror, packageChart, startChartMirror } from './chart-mirror';
 import { ClusterNetwork } from './cluster-network';
 import { ControlPlane, startControlPlane } from './control-plane';
 import { bareRepository, commitTree, GitServer, startGitServer } from './git-server';
-import { KueueProcess, loopbackKueue, planOf, startKueue, startManagedKueue } from './kueue';
-import { kubeletPodReadyAgainStage, victoriaMetricsStages } from './kwok-stages';
+import { KueueProcess, loopbackKueue, planOf, requireUserNamespace, startKueue, startManagedKueue } from './kueue';
+import { victoriaMetricsStages } from './kwok-stages';
 import { OperatorStandIns } from './operator-stand-ins';
 import { HermeticNode, nodesOf } from './placement';
 import { startTwin, Twin } from './twin';
@@ -545,6 +545,8 @@ export async function startTwinCluster(opts: TwinClusterOptions): Promise<TwinCl
 
     say('starting the control plane');
     const tenant = model.tenants[0];
+    // checked first: where the machine refuses the namespace a managed Kueue runs in, the twin says so before it starts
+    if (model.description.installs.kueue === 'managed') requireUserNamespace(dir);
     // a managed Kueue's webhooks and visibility API are reached at their Services' ClusterIPs (cluster-network.ts)
     const network = model.description.installs.kueue === 'managed' ? await ClusterNetwork.start() : undefined;
     if (network) cleanup.push(() => network.stop());
@@ -561,12 +563,7 @@ export async function startTwinCluster(opts: TwinClusterOptions): Promise<TwinCl
     const plan = planSync(view, renders, vendoredCrds(DEFAULT_SCHEMAS), await cp.client().servedKinds());
     await preinstall(cp, plan);
     const served = await cp.client().servedKinds();
-    await twin.startKwok({
-      stages: [
-        ...victoriaMetricsStages(model.description.monitoring.namespace, (kind) => served.has(`operator.victoriametrics.com/v1beta1/${kind}`)),
-        kubeletPodReadyAgainStage(),
-      ],
-    });
+    await twin.startKwok({ stages: victoriaMetricsStages(model.description.monitoring.namespace, (kind) => served.has(`operator.victoriametrics.com/v1beta1/${kind}`)) });
     // their failed passes and recoveries, with the time, beside the control plane's logs (kept with the twin's folder)
     const standInsLog = path.join(dir, 'operator-stand-ins.log');
     const standIns = new OperatorStandIns(cp.client(), { log: (line) => appendFileSync(standInsLog, `${new Date().toISOString()} ${line}\n`) });

@@ -57,13 +57,21 @@ function extension(id: string, critical: boolean, value: Buffer): Buffer {
   return seq(oid(id), ...(critical ? [bool(true)] : []), octets(value));
 }
 
+/**
+ * A serial number's INTEGER content from random bytes: positive and in DER's shortest form (Go's x509 parser refuses a
+ * redundant leading zero byte, which a first byte 0x00 followed by one below 0x80 is): the first byte 0x40-0x7f.
+ */
+export function serialNumber(random: Buffer): Buffer {
+  const serial = Buffer.from(random);
+  serial[0] = 0x40 + (serial[0] % 0x40);
+  return serial;
+}
+
 /** Issues a certificate (a fresh P-256 key) as the request says. */
 export function issueCertificate(req: CertificateRequest): IssuedCertificate {
   const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
   const subject = seq(der(0x31, seq(oid('2.5.4.3'), utf8(req.commonName))));
-  // a positive INTEGER: the first byte's high bit clear
-  const serial = randomBytes(16);
-  serial[0] %= 128;
+  const serial = serialNumber(randomBytes(16));
   const now = Date.now();
   const extensions = [
     extension('2.5.29.19', true, req.ca ? seq(bool(true)) : seq()),

@@ -279,6 +279,14 @@ describe('rehearse --from REV: the commit is checked before anything starts (exi
     expect(plain.err).toEqual([expect.stringMatching(/no executable control-plane/)]);
   });
 
+  it('a change of installs.kueue (pre-installed to managed) is refused in one line before anything starts: the twin runs Kueue as the commit says', async () => {
+    const r = repo('from-repo-5');
+    writeFileSync(r.file, `${readFileSync(REFERENCE_FILE, 'utf8').replace(/\n*$/, '\n')}installs:\n  kueue: managed\n`);
+    const run = await runMain('rehearse', '--config', r.file, '--from', 'HEAD', '--binaries', noBinaries);
+    expect(run.code).toBe(EXIT.badInput);
+    expect(run.err).toEqual([expect.stringMatching(/^error: --from HEAD:clusters\/lab\.yaml: installs\.kueue changes from preinstalled to managed, .*without --from\)/)]);
+  });
+
   it('--from alone (last, or before another option) is --from HEAD: the description at HEAD is the one read', async () => {
     const { file } = brokenAtHead('from-repo-4');
     for (const args of [['--binaries', noBinaries, '--from'], ['--from', '--binaries', noBinaries]]) {
