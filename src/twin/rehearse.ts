@@ -467,7 +467,7 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
         }
         // a managed Kueue starts once Argo CD has synced its install: its failure to start ends the watch with its reason
         // (its install would stay Progressing on its visibility APIServices until --timeout, saying nothing of why)
-        if (twin.managedKueueFailure !== undefined) throw new Error(`the managed Kueue did not start: ${twin.managedKueueFailure}`);
+        if (twin!.managedKueueFailure !== undefined) throw new Error(`the managed Kueue did not start: ${twin!.managedKueueFailure}`);
         if (Date.now() > deadline) return finish({ states, done: false, passedOver: false });
         if (opts.terminal) {
           const width = Math.max(0, ...states.map((s) => s.name.length));
