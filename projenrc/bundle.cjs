@@ -38,8 +38,11 @@ const OUT = path.join(LIB, 'bundle');
 
 /** Each bundle: its entry point, a compiled module of lib/src/. */
 const BUNDLES = { cli: path.join(LIB, 'src', 'bin.js') };
-/** Loaded at run time from the installed package's node_modules. */
-const EXTERNAL = ['@kubernetes/client-node', 'typescript'];
+/**
+ * Loaded at run time from the installed package's node_modules (the ASN.1 libraries: only rehearse's control plane
+ * issues certificates, so a synth's start does not parse them).
+ */
+const EXTERNAL = ['@kubernetes/client-node', 'typescript', '@peculiar/asn1-schema', '@peculiar/asn1-x509'];
 const IMPORTS = path.join(LIB, 'imports');
 
 const isLib = (file) => file.startsWith(LIB + path.sep);

@@ -95,9 +95,19 @@ function childrenSaid(status: Json, ending: string): string[] {
     .map((r) => String(r.name));
 }
 
+/**
+ * A revision as people read it: a Git commit's first 7 hex digits, an OCI artifact's digest as `sha256:` and its first
+ * 7, anything else (a Helm chart's version) whole.
+ */
+export function shortRevision(revision: string): string {
+  if (/^[0-9a-f]{40}$/.test(revision)) return revision.slice(0, 7);
+  const digest = /^(sha256:)([0-9a-f]{64})$/.exec(revision);
+  return digest ? `${digest[1]}${digest[2].slice(0, 7)}` : revision;
+}
+
 /** A state as one line: `name (wave w): Synced at abc1234, Healthy; operation Succeeded`. */
 export function describeState(s: ApplicationState): string {
-  const rev = s.revision ? ` at ${s.revision.slice(0, 7)}` : '';
+  const rev = s.revision ? ` at ${shortRevision(s.revision)}` : '';
   const op = s.phase ? `; operation ${s.phase}${s.operationMessage ? ` (${s.operationMessage})` : ''}` : '';
   const health = `${s.health || 'no health'}${s.healthMessage ? ` (${s.healthMessage})` : ''}`;
   const conditions = s.conditions.length > 0 ? `; ${s.conditions.join('; ')}` : '';

@@ -14,7 +14,11 @@ import * as path from 'node:path';
  * the cluster's network, and a ClusterIP dialed on the host could reach something outside the twin).
  */
 export class ClusterNetwork {
-  /** Starts the proxy on a socket of a folder of its own (kept short: a Unix socket's path has at most 107 bytes). */
+  /**
+   * Starts the proxy on a socket of a folder of its own (kept short: a Unix socket's path has at most 107 bytes; under
+   * a TMPDIR too long for that, a folder of /tmp, removed by stop like the other). Linux's abstract namespace would
+   * leave no file at all, but the API server's egress dialer of v1.36.3 does not reach one (tried: no CONNECT came).
+   */
   static async start(): Promise<ClusterNetwork> {
     let dir = mkdtempSync(path.join(tmpdir(), 'net-'));
     if (path.join(dir, 'proxy.sock').length > 100) {
@@ -33,11 +37,18 @@ export class ClusterNetwork {
 
   private readonly routes = new Map<string, number>();
   private readonly sockets = new Set<net.Socket>();
-  /** Every CONNECT target asked for, in order (a test reads what the API server dialed). */
-  readonly connects: string[] = [];
+  private readonly targets = new Set<string>();
   private stopped = false;
 
   private constructor(readonly socket: string, private readonly dir: string, private readonly server: http.Server) {}
+
+  /**
+   * Every distinct CONNECT target asked for, in the order first asked (a test reads what the API server dialed):
+   * distinct, so a twin that runs for hours keeps a few Services' addresses, not one entry per connection.
+   */
+  get connects(): string[] {
+    return [...this.targets];
+  }
 
   /** Carries `clusterIP:port` to `127.0.0.1:localPort` from now on. */
   route(clusterIP: string, port: number, localPort: number): void {
@@ -46,7 +57,7 @@ export class ClusterNetwork {
   }
 
   private connect(target: string, client: net.Socket, head: Buffer): void {
-    this.connects.push(target);
+    this.targets.add(target);
     this.sockets.add(client);
     client.on('close', () => this.sockets.delete(client));
     client.on('error', () => client.destroy());

@@ -148,16 +148,13 @@ export interface LoopbackKueue {
  * in place).
  */
 export async function loopbackKueue(plan: SyncPlan): Promise<LoopbackKueue> {
-  const install = kueueInstallOf(plan);
-  const dir = mkdtempSync(path.join(tmpdir(), 'kueue-'));
-  const [webhook, health, metrics] = await freePorts(3);
-  const certificate = webhookCertificate(install, dir);
-  const rewritten: string[] = [];
+  const loopback = await loopbackOf(plan, false);
+  const { install, ports, certificate, rewritten } = loopback;
   for (const { object } of objectsOf(plan)) {
     if (object.kind === 'MutatingWebhookConfiguration' || object.kind === 'ValidatingWebhookConfiguration') {
       let changed = false;
       for (const hook of (object.webhooks ?? []) as Json[]) {
-        const url = loopbackClientConfig(hook.clientConfig, install, webhook, certificate.cert);
+        const url = loopbackClientConfig(hook.clientConfig, install, ports.webhook, certificate.cert);
         if (url) {
           hook.clientConfig = url;
           changed = true;
@@ -167,14 +164,23 @@ export async function loopbackKueue(plan: SyncPlan): Promise<LoopbackKueue> {
     }
     if (object.kind === 'CustomResourceDefinition') {
       const conversion = (object.spec as Json).conversion as Json | undefined;
-      const url = loopbackClientConfig(conversion?.webhook?.clientConfig, install, webhook, certificate.cert);
+      const url = loopbackClientConfig(conversion?.webhook?.clientConfig, install, ports.webhook, certificate.cert);
       if (url) {
         conversion!.webhook.clientConfig = url;
         rewritten.push(describe(object));
       }
     }
   }
-  return { install, dir, ports: { webhook, health, metrics }, certificate, rewritten };
+  return loopback;
+}
+
+/** The install of a plan's Kueue, a folder of its own, free loopback ports (one for the visibility API if served) and its webhook certificate. */
+async function loopbackOf(plan: SyncPlan, visibilityServed: boolean): Promise<LoopbackKueue & { rewritten: string[] }> {
+  const install = kueueInstallOf(plan);
+  const dir = mkdtempSync(path.join(tmpdir(), 'kueue-'));
+  const [webhook, health, metrics, visibility] = await freePorts(visibilityServed ? 4 : 3);
+  const ports = { webhook, health, metrics, ...(visibilityServed ? { visibility } : {}) };
+  return { install, dir, ports, certificate: webhookCertificate(install, dir), rewritten: [] };
 }
 
 /**
@@ -284,11 +290,8 @@ export function requireUserNamespace(dir: string): void {
  * and its visibility API's APIServices keep naming their Services, which the API server reaches through the cluster
  * network of the twin (cluster-network.ts, routed when it starts: startManagedKueue).
  */
-async function managedLoopback(plan: SyncPlan): Promise<LoopbackKueue> {
-  const install = kueueInstallOf(plan);
-  const dir = mkdtempSync(path.join(tmpdir(), 'kueue-'));
-  const [webhook, health, metrics, visibility] = await freePorts(4);
-  return { install, dir, ports: { webhook, health, metrics, visibility }, certificate: webhookCertificate(install, dir), rewritten: [] };
+function managedLoopback(plan: SyncPlan): Promise<LoopbackKueue> {
+  return loopbackOf(plan, true);
 }
 
 /**
@@ -309,38 +312,43 @@ export async function startManagedKueue(
   const apiServices = objects.filter((o) => o.kind === 'APIService').map((o) => (o.spec as Json).service as Json);
   const webhookConfigurations = objects.filter((o) => o.kind === 'MutatingWebhookConfiguration' || o.kind === 'ValidatingWebhookConfiguration');
   const ns = (o: { namespace?: string }) => `/api/v1/namespaces/${o.namespace ?? install.namespace}`;
+  // what the manager reads as it starts; the rest is waited for only (it must be there before Kueue starts)
+  const read = {
+    configMap: `${ns({})}/configmaps/${install.configMap}`,
+    webhookService: `${ns({})}/services/${install.webhookService}`,
+    visibilityServices: apiServices.map((s) => `${ns(s)}/services/${s.name}`),
+  };
   const wanted = [
-    `${ns({})}/configmaps/${install.configMap}`,
+    read.configMap, read.webhookService, ...read.visibilityServices,
     `${ns({})}/serviceaccounts/${install.serviceAccount}`,
     `${ns({})}/secrets/${install.webhookSecret}`,
-    `${ns({})}/services/${install.webhookService}`,
-    ...apiServices.map((s) => `${ns(s)}/services/${s.name}`),
     ...objects.filter((o) => o.kind === 'APIService').map((o) => `/apis/apiregistration.k8s.io/v1/apiservices/${o.metadata.name}`),
     ...webhookConfigurations.map((o) => `/apis/admissionregistration.k8s.io/v1/${o.kind.toLowerCase()}s/${o.metadata.name}`),
   ];
-  let synced: (KubeObject | undefined)[];
+  const synced = new Map<string, KubeObject | undefined>();
   try {
-    synced = await poll(async () => {
+    const all = await poll(async () => {
       if (opts.stopped?.()) throw new Error('the twin stopped before the managed Kueue\'s install was synced');
       return Promise.all(wanted.map((u) => admin.get(u)));
-    }, (all) => all.every((o) => o !== undefined), opts.syncedTimeoutMs, 1000);
-    const missing = wanted.filter((_, i) => synced[i] === undefined);
+    }, (objs) => objs.every((o) => o !== undefined), opts.syncedTimeoutMs, 1000);
+    wanted.forEach((u, i) => synced.set(u, all[i]));
+    const missing = wanted.filter((u) => synced.get(u) === undefined);
     if (missing.length > 0) throw new Error(`the managed Kueue's install was not synced within ${opts.syncedTimeoutMs / 1000} s: not there: ${missing.join(', ')}`);
-    if (typeof ((synced[0]!.data ?? {}) as Json)[CONFIG_KEY] !== 'string') {
+    if (typeof ((synced.get(read.configMap)!.data ?? {}) as Json)[CONFIG_KEY] !== 'string') {
       throw new Error(`ConfigMap ${install.namespace}/${install.configMap} has no ${CONFIG_KEY}`);
     }
   } catch (e) {
     rmSync(loopback.dir, { recursive: true, force: true });
     throw e;
   }
-  const text = (synced[0]!.data as Json)[CONFIG_KEY] as string;
+  const text = (synced.get(read.configMap)!.data as Json)[CONFIG_KEY] as string;
   const routed = (service: Json, servicePorts: (p: Json) => boolean, local: number) => {
     const spec = service.spec as Json;
     for (const p of (spec.ports ?? []) as Json[]) if (servicePorts(p)) network.route(spec.clusterIP, p.port, local);
   };
-  routed(synced[3]!, () => true, ports.webhook);
-  apiServices.forEach((s, i) => routed(synced[4 + i]!, (p) => p.port === (s.port ?? 443), ports.visibility!));
-  return startKueue(cp, { ...loopback, install: { ...install, configuration: parse(text) as Json } });
+  routed(synced.get(read.webhookService)!, () => true, ports.webhook);
+  apiServices.forEach((s, i) => routed(synced.get(read.visibilityServices[i])!, (p) => p.port === (s.port ?? 443), ports.visibility!));
+  return startKueue(cp, { ...loopback, install: { ...install, configuration: parse(text) as Json } }, { stopped: opts.stopped });
 }
 
 /** A ServiceAccount's token (TokenRequest, one hour). */
@@ -357,7 +365,9 @@ export async function serviceAccountToken(client: KubeClient, namespace: string,
  * Configuration, and runs the manager with a token of its ServiceAccount until it answers ready and holds its leader
  * lease. Fails, the process stopped, with its log.
  */
-export async function startKueue(cp: ControlPlane, loopback: LoopbackKueue, opts: { readyTimeoutMs?: number } = {}): Promise<KueueProcess> {
+export async function startKueue(
+  cp: ControlPlane, loopback: LoopbackKueue, opts: { readonly readyTimeoutMs?: number; readonly stopped?: () => boolean } = {},
+): Promise<KueueProcess> {
   const binary = await kueueBinary();
   const { install, dir, ports, certificate } = loopback;
   const admin = cp.client();
@@ -410,6 +420,7 @@ export async function startKueue(cp: ControlPlane, loopback: LoopbackKueue, opts
   try {
     const up = await poll(async () => {
       if (kueue.exited) throw new Error('Kueue exited while it started');
+      if (opts.stopped?.()) throw new Error('the twin stopped while Kueue started');
       const ready = (await httpGet(`http://127.0.0.1:${ports.health}/readyz`))?.status === 200;
       const lease = !leaseName ? undefined : await admin.get(`/apis/coordination.k8s.io/v1/namespaces/${install.namespace}/leases/${leaseName}`);
       return ready && (!leaseName || typeof (lease?.spec as Json | undefined)?.holderIdentity === 'string');

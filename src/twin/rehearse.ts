@@ -1,7 +1,7 @@
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { parse } from 'yaml';
-import { applicationsPath, applicationState, ApplicationState, describeState, formatTimeline, REFRESH_ANNOTATION } from './applications';
+import { applicationsPath, applicationState, ApplicationState, describeState, formatTimeline, REFRESH_ANNOTATION, shortRevision } from './applications';
 import { killLaunched } from './control-plane';
 import { JobWatch } from './job-watch';
 import { ApiError, describe as describeObject, KubeClient, KubeObject } from './kube-client';
@@ -430,10 +430,6 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
     const pushed = await twin.push(opts.from ? `rehearse: the render at ${opts.from.label} (${opts.from.commit.slice(0, 12)})` : 'rehearse: the render of the working tree');
     say('running the bootstrap of the cluster\'s README');
     await bounded('running the bootstrap', twin.bootstrap());
-    // a managed Kueue starts once Argo CD has synced its install: its failure to start ends the watch with its reason
-    // (its install would stay Progressing on its visibility APIServices until --timeout, saying nothing of why)
-    let kueueFailed: string | undefined;
-    twin.managedKueue?.catch((e: Error) => { kueueFailed = e.message.split('\n')[0]; });
     const rootAt = twin.rootAppliedAt ?? Date.now();
     const expected = expectedApplications(twin);
     /**
@@ -469,7 +465,9 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
         } else {
           settledSince = undefined;
         }
-        if (kueueFailed !== undefined) throw new Error(`the managed Kueue did not start: ${kueueFailed}`);
+        // a managed Kueue starts once Argo CD has synced its install: its failure to start ends the watch with its reason
+        // (its install would stay Progressing on its visibility APIServices until --timeout, saying nothing of why)
+        if (twin!.managedKueueFailure !== undefined) throw new Error(`the managed Kueue did not start: ${twin!.managedKueueFailure}`);
         if (Date.now() > deadline) return finish({ states, done: false, passedOver: false });
         if (opts.terminal) {
           const width = Math.max(0, ...states.map((s) => s.name.length));
@@ -480,7 +478,7 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
           drawn = lines.length;
         } else if (!opts.quiet) {
           for (const s of states) {
-            const text = opts.verbose ? describeState(s) : `${s.name} (wave ${s.wave}): ${s.sync || 'not compared'}, ${s.health || 'no health'}${s.revision && s.revision !== rev ? ` at ${s.revision.slice(0, 7)}` : ''}`;
+            const text = opts.verbose ? describeState(s) : `${s.name} (wave ${s.wave}): ${s.sync || 'not compared'}, ${s.health || 'no health'}${s.revision && s.revision !== rev ? ` at ${shortRevision(s.revision)}` : ''}`;
             if (shown.get(s.name) === text) continue;
             shown.set(s.name, text);
             progress(text);

@@ -149,6 +149,8 @@ export class TwinCluster {
   managedKueue?: Promise<KueueProcess>;
   /** The managed Kueue once it runs. */
   private startedKueue?: KueueProcess;
+  /** Why the managed Kueue did not start (the first line of its failure), once its start has failed. */
+  managedKueueFailure?: string;
   private stopped = false;
 
   /** @internal */
@@ -265,7 +267,7 @@ export class TwinCluster {
         if (this.network) {
           const stopped = () => this.stopped;
           this.managedKueue = startManagedKueue(this.cp, this.plan, this.network, { syncedTimeoutMs: MANAGED_KUEUE_SYNC_MS, stopped });
-          this.managedKueue.then((k) => { this.startedKueue = k; }, () => {});
+          this.managedKueue.then((k) => { this.startedKueue = k; }, (e: Error) => { this.managedKueueFailure = e.message.split('\n')[0]; });
         }
       }
       const run = await runCommand(kubectl, argv.slice(1), this.workTree, this.twin.env({ KUBECONFIG: this.cp.identity('admin').kubeconfig }));

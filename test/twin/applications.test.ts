@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { StubStreams, until } from './stub-streams';
-import { ApplicationWatch, REFRESH_ANNOTATION } from '../../src/twin/applications';
+import { ApplicationWatch, REFRESH_ANNOTATION, shortRevision } from '../../src/twin/applications';
 import { KubeObject } from '../../src/twin/kube-client';
 
 /*
@@ -34,5 +34,14 @@ describe('ApplicationWatch', () => {
     } finally {
       await w.stop();
     }
+  });
+});
+
+describe('shortRevision', () => {
+  it('shortens a Git commit and an OCI digest, and keeps a chart version whole', () => {
+    expect(shortRevision('8dec27f0c1b2a3d4e5f60718293a4b5c6d7e8f90')).toBe('8dec27f');
+    expect(shortRevision(`sha256:${'ab12'.repeat(16)}`)).toBe('sha256:ab12ab1');
+    expect(shortRevision('26.7.0')).toBe('26.7.0');
+    expect(shortRevision('v0.19.2-rc.1')).toBe('v0.19.2-rc.1');
   });
 });

@@ -63,6 +63,11 @@ describe('ClusterNetwork', () => {
     expect(network.connects).toContain('10.96.99.99:443');
   });
 
+  it('keeps each target it was asked for once, however often it is asked', async () => {
+    for (let i = 0; i < 5; i++) await through('10.96.77.77:443');
+    expect(network.connects.filter((c) => c === '10.96.77.77:443')).toHaveLength(1);
+  });
+
   it('removes its socket\'s folder when stopped', async () => {
     const other = await ClusterNetwork.start();
     expect(existsSync(other.socket)).toBe(true);

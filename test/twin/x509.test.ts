@@ -1,4 +1,6 @@
 import { X509Certificate } from 'node:crypto';
+import { AsnConvert } from '@peculiar/asn1-schema';
+import { Certificate } from '@peculiar/asn1-x509';
 import { describe, expect, it } from 'vitest';
 import { issueCertificate, serialNumber } from '../../src/twin/x509';
 
@@ -65,5 +67,21 @@ describe('the serial number', () => {
       expect(content[0]).toBeGreaterThanOrEqual(0x40);
       expect(content[0]).toBeLessThan(0x80);
     }
+  });
+});
+
+describe('the validity', () => {
+  /** The tags of notBefore and notAfter in a certificate's DER (read by the ASN.1 library: it keeps the CHOICE taken). */
+  function timeChoices(pem: string): string[] {
+    const { validity } = AsnConvert.parse(new X509Certificate(pem).raw, Certificate).tbsCertificate;
+    return [validity.notBefore, validity.notAfter].map((t) => (t.utcTime ? 'UTCTime' : t.generalTime ? 'GeneralizedTime' : 'none'));
+  }
+
+  it('is UTCTime through 2049 and GeneralizedTime from 2050 (RFC 5280 4.1.2.5)', () => {
+    expect(timeChoices(issueCertificate({ commonName: 'a', ca: true }).cert)).toEqual(['UTCTime', 'UTCTime']);
+    const years = 2051 - new Date().getUTCFullYear();
+    const late = issueCertificate({ commonName: 'b', ca: true, days: years * 366 });
+    expect(timeChoices(late.cert)).toEqual(['UTCTime', 'GeneralizedTime']);
+    expect(new Date(new X509Certificate(late.cert).validTo).getUTCFullYear()).toBeGreaterThanOrEqual(2050);
   });
 });
