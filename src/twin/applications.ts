@@ -29,6 +29,8 @@ export interface ApplicationState {
   readonly wave: number;
   /** The revision it asks for (spec.source.targetRevision). */
   readonly targetRevision: string;
+  /** The repository of its (first) source (spec.source.repoURL). */
+  readonly repoURL: string;
   /** status.sync.status: Synced, OutOfSync, Unknown. */
   readonly sync: string;
   /** The revision it compared last (status.sync.revision). */
@@ -74,6 +76,7 @@ export function applicationState(app: KubeObject): ApplicationState {
     name: app.metadata.name,
     wave: Number(((app.metadata.annotations ?? {}) as Json)['argocd.argoproj.io/sync-wave'] ?? 0),
     targetRevision: String(spec.source?.targetRevision ?? spec.sources?.[0]?.targetRevision ?? ''),
+    repoURL: String(spec.source?.repoURL ?? spec.sources?.[0]?.repoURL ?? ''),
     sync: String(status.sync?.status ?? ''),
     revision: String(status.sync?.revision ?? ''),
     health: String(status.health?.status ?? ''),
@@ -180,7 +183,8 @@ export class ApplicationWatch {
   timeline(since: number, revisionOf: (s: ApplicationState) => string): TimelineEntry[] {
     return this.states().map((s) => {
       const r = this.reached.get(`${s.name}@${revisionOf(s)}`) ?? {};
-      const after = (t?: number) => (t === undefined ? undefined : t - since);
+      // reached before `since`: not this timeline's (a managed install at its own release, untouched by a change)
+      const after = (t?: number) => (t === undefined || t < since ? undefined : t - since);
       return { application: s.name, wave: s.wave, syncedAt: after(r.synced), healthyAt: after(r.healthy) };
     });
   }

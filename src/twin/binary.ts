@@ -1,7 +1,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { accessSync, chmodSync, constants, copyFileSync, createReadStream, existsSync, linkSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
-import { homedir, hostname, tmpdir } from 'node:os';
+import { availableParallelism, homedir, hostname, tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { CRD_SOURCE_FILES, crdSourceFileName } from './chart-crds';
@@ -81,6 +81,11 @@ export interface GoBinarySpec {
    * from the module cache into the entry and verified with it: the name in the entry, the module and the path in it.
    */
   readonly companions?: readonly Companion[];
+  /**
+   * What a cold build costs, in CPU seconds (user + system; modules fetched, an empty build cache), as bench/README.md
+   * measured it: what the line said before the twin's builds adds up (buildTimeLine). @default unknown (not counted)
+   */
+  readonly coldCpuSeconds?: number;
 }
 
 /** A file of a dependency module kept beside a binary (GoBinarySpec.companions). */
@@ -468,6 +473,7 @@ function kubernetesVersionFlags(): string {
 /** The control plane (test/cluster/main.go). */
 const CONTROL_PLANE: GoBinarySpec = {
   what: 'the control plane',
+  coldCpuSeconds: 1_220, // bench/README.md: 904 + 313 s, as npm test builds it
   folder: 'src/twin',
   moduleDir: MODULE_DIR,
   sources: ['go.mod', 'go.sum', 'main.go', 'version.go'],
@@ -489,6 +495,7 @@ export const KUEUE_MODULE = 'sigs.k8s.io/kueue';
  */
 const KUEUE: GoBinarySpec = {
   what: 'Kueue',
+  coldCpuSeconds: 230, // bench/README.md: about 230 s
   folder: 'src/twin/kueue',
   moduleDir: KUEUE_MODULE_DIR,
   sources: ['go.mod', 'go.sum'],
@@ -547,6 +554,7 @@ export const KWOK_STAGES = {
  */
 const TWIN: GoBinarySpec = {
   what: 'the Argo CD twin',
+  coldCpuSeconds: 1_220, // bench/README.md: some 1 220 s for the one graph
   folder: 'src/twin/twin',
   moduleDir: TWIN_MODULE_DIR,
   sources: ['go.mod', 'go.sum', 'main.go', 'argocd.go', 'tools.go', 'redis.go', 'version.go'],
@@ -851,8 +859,40 @@ async function prebuiltBinary(spec: GoBinarySpec, dir: string): Promise<GoBinary
   return { path: bin, key: `prebuilt:${bin}`, versions, built: false, companions };
 }
 
-/** Every binary of a twin of a cluster: each from the prebuilt folder when one is given, else from the cache (built when missing). */
+/**
+ * The binaries of a twin that are still to be built: neither prebuilt (--binaries) nor in the cache under the key this
+ * machine's Go would build (their record and size read, not their SHA-256: goBinary verifies what it uses).
+ */
+export function buildsNeeded(specs: readonly GoBinarySpec[] = TWIN_BINARIES): GoBinarySpec[] {
+  if (prebuiltDir !== undefined) return specs.filter((spec) => !TWIN_BINARIES.includes(spec));
+  const go = goCommand();
+  return specs.filter((spec) => {
+    const key = buildKey(go, spec);
+    return !remembered(key) && !recordedEntry(spec, path.join(cacheRoot(spec), key), key);
+  });
+}
+
+/**
+ * One line said before the first of `needed` builds: what is built, and the whole time it takes (the builds run one
+ * after the other), from their cold CPU seconds spread over this machine's cores; undefined when nothing is built.
+ */
+export function buildTimeLine(needed: readonly GoBinarySpec[], cores = availableParallelism()): string | undefined {
+  if (needed.length === 0) return undefined;
+  const cpu = needed.reduce((n, spec) => n + (spec.coldCpuSeconds ?? 0), 0);
+  const minutes = Math.ceil(cpu / Math.max(1, cores) / 60);
+  const names = needed.map((spec) => spec.what);
+  const list = names.length === 1 ? names[0] : `${names.slice(0, -1).join(', ')} and ${names[names.length - 1]}`;
+  return `${needed.length} of the ${TWIN_BINARIES.length} binaries the twin runs to build, once per machine (${list}): some ${cpu.toLocaleString('en-US').replace(/,/g, ' ')} CPU seconds of Go, `
+    + `about ${minutes} minutes in all on ${cores} idle core(s), longer on a busy machine`;
+}
+
+/**
+ * Every binary of a twin of a cluster: each from the prebuilt folder when one is given, else from the cache (built when
+ * missing; the whole time of the builds still needed said first, buildTimeLine).
+ */
 export async function twinBinaries(opts: BinaryOptions = {}): Promise<GoBinary[]> {
+  const total = opts.progress ? buildTimeLine(buildsNeeded()) : undefined;
+  if (total) opts.progress!(total);
   const out: GoBinary[] = [];
   for (const spec of TWIN_BINARIES) out.push(await goBinary(spec, opts));
   return out;

@@ -111,13 +111,22 @@ const ROLE_TEXT: Record<string, string> = { gpu: 'GPU workers', service: 'servic
 
 /**
  * Waits until Kueue has decided each sample job submitted before a change (admitted, or its scheduler said why not:
- * sample-jobs.ts decided), as the job watch's streams deliver the jobs' Workloads, at most `ms`; answers a line for
- * each it did not decide, for the report (which then does not take the job's state for one Kueue reported).
+ * sample-jobs.ts decided), as the job watch's streams deliver the jobs' Workloads, at most `bound` (or the time `left`
+ * of --timeout, when less: the caller then ends out of time); a job gone meanwhile is not waited for (nothing is left
+ * to decide). Answers a line for each it did not decide, for the report (which then does not take the job's state for
+ * one Kueue reported): a gone job as gone, one without a Workload as unmanaged, each with the bound it was given.
  */
-export async function undecidedJobs(watch: Pick<JobWatch, 'until' | 'workloadsNow'>, ms: number): Promise<string[]> {
-  await watch.until(() => [...watch.workloadsNow().values()].every(decided), ms);
-  return [...watch.workloadsNow()].filter(([, w]) => !decided(w)).map(([job, w]) => `${job}: not decided by Kueue within ${seconds(ms)} before the push (${w === undefined
-    ? 'no Workload: is Kueue\'s integration for its kind enabled?' : 'its Workload has no QuotaReserved condition yet'})`);
+export async function undecidedJobs(watch: Pick<JobWatch, 'until' | 'now' | 'workloadsNow'>, bound: number, left = bound): Promise<string[]> {
+  const open = () => {
+    const workloads = watch.workloadsNow();
+    return [...watch.now()].filter(([job, s]) => s.state !== 'gone' && !decided(workloads.get(job)));
+  };
+  await watch.until(() => open().length === 0, Math.min(bound, left));
+  const workloads = watch.workloadsNow();
+  return [...watch.now()].filter(([job]) => !decided(workloads.get(job))).map(([job, s]) => (s.state === 'gone'
+    ? `${job}: not decided by Kueue before the push: the job is gone (deleted before Kueue decided it)`
+    : `${job}: not decided by Kueue within ${seconds(bound)} before the push (${s.state === 'unmanaged'
+      ? 'no Workload: is Kueue\'s integration for its kind enabled?' : 'its Workload has no QuotaReserved condition yet'})`));
 }
 
 /**
@@ -254,15 +263,28 @@ export async function stillInCluster(client: Pick<KubeClient, 'read'>, gone: rea
   return out;
 }
 
-/** Whether an Application is Synced and Healthy at `rev`. */
-export const convergedAt = (rev: string) => (s: ApplicationState): boolean => s.sync === 'Synced' && s.health === 'Healthy' && s.revision === rev;
+/** The revision each Application is to be at once it has synced a commit (atCommit). */
+export type RevisionOf = (s: ApplicationState) => string;
+
+/**
+ * `commit` for the Applications whose source is the cluster's repository `repoURL` (the root and every folder of the
+ * render); one of another source (a managed install: a chart at its release, an upstream overlay at its tag) at the
+ * revision it compared, which a commit of the cluster's repository never is. Without `repoURL`, `commit` for every one.
+ */
+export const atCommit = (commit: string, repoURL?: string): RevisionOf => (s) =>
+  (repoURL === undefined || s.repoURL === repoURL ? commit : s.revision || commit);
+
+const revisionOf = (rev: string | RevisionOf): RevisionOf => (typeof rev === 'string' ? atCommit(rev) : rev);
+
+/** Whether an Application is Synced and Healthy at `rev` (a commit: every Application at it; or each at its own, atCommit). */
+export const convergedAt = (rev: string | RevisionOf) => (s: ApplicationState): boolean => s.sync === 'Synced' && s.health === 'Healthy' && s.revision === revisionOf(rev)(s);
 
 /**
  * Whether an Application is settled at `rev`: converged, or Synced there and Suspended with the root reporting it held
  * on purpose (a Kueue queue held by its stop policy, as the description says: the root's waves go ahead of it).
  */
-export const settledAt = (rev: string, root: ApplicationState | undefined) => (s: ApplicationState): boolean => convergedAt(rev)(s)
-  || (s.sync === 'Synced' && s.health === 'Suspended' && s.revision === rev && (root?.heldOnPurpose.includes(s.name) ?? false));
+export const settledAt = (rev: string | RevisionOf, root: ApplicationState | undefined) => (s: ApplicationState): boolean => convergedAt(rev)(s)
+  || (s.sync === 'Synced' && s.health === 'Suspended' && s.revision === revisionOf(rev)(s) && (root?.heldOnPurpose.includes(s.name) ?? false));
 
 /**
  * Whether the root's sync has gone past, at `rev`, every Application that is not converged there: the root converged
@@ -272,12 +294,13 @@ export const settledAt = (rev: string, root: ApplicationState | undefined) => (s
  * One that is only behind in its sync, or that turned unhealthy after the root passed its wave Healthy (an operator that
  * reacts late) and has not yet waited the bound, is not: it may still converge.
  */
-export function rootWentPast(rev: string, rootName: string, names: readonly string[], states: readonly ApplicationState[]): boolean {
+export function rootWentPast(rev: string | RevisionOf, rootName: string, names: readonly string[], states: readonly ApplicationState[]): boolean {
+  const at = revisionOf(rev);
   const root = states.find((x) => x.name === rootName);
-  if (!root || root.phase !== 'Succeeded' || root.operationRevision !== rev || !convergedAt(rev)(root)) return false;
+  if (!root || root.phase !== 'Succeeded' || root.operationRevision !== at(root) || !convergedAt(at)(root)) return false;
   if (!names.every((n) => states.some((x) => x.name === n))) return false;
-  const behind = states.filter((x) => !settledAt(rev, root)(x));
-  return behind.length > 0 && behind.every((x) => x.health !== 'Healthy' && x.revision === rev && root.wentAheadOf.includes(x.name));
+  const behind = states.filter((x) => !settledAt(at, root)(x));
+  return behind.length > 0 && behind.every((x) => x.health !== 'Healthy' && x.revision === at(x) && root.wentAheadOf.includes(x.name));
 }
 
 /**
@@ -431,6 +454,9 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
     say('running the bootstrap of the cluster\'s README');
     await bounded('running the bootstrap', twin.bootstrap());
     const rootAt = twin.rootAppliedAt ?? Date.now();
+    // the revision each Application is to be at once a commit is synced: the commit, or a managed install's own release
+    const clusterRepo = String(twin.description.gitops?.repoURL ?? '');
+    const at = (commit: string) => atCommit(commit, clusterRepo);
     const expected = expectedApplications(twin);
     /**
      * What a watch ended on: the last states; whether every Application the root's folder lists was Synced and Healthy
@@ -446,7 +472,7 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
       // the work tree does not change while it is watched: the root's folder is read once
       const names = expectedApplications(twin!);
       const listed = (states: readonly ApplicationState[]) => names.every((n) => states.some((x) => x.name === n));
-      const settled = () => settledAt(rev, twin!.watch.state(twin!.name));
+      const settled = () => settledAt(at(rev), twin!.watch.state(twin!.name));
       const done = (states: readonly ApplicationState[]) => listed(states) && states.every(settled())
         && twin!.watch.state(twin!.name)?.phase === 'Succeeded' && twin!.watch.state(twin!.name)?.operationRevision === rev;
       const shown = new Map<string, string>();
@@ -459,7 +485,7 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
         // the root's sync succeeded at `rev` past what is still not Healthy at `rev`, each reported gone ahead of after
         // gitops.waveWait: the verdict is in whatever --timeout leaves (held for a while: the watch reads each Application
         // a moment apart)
-        if (rootWentPast(rev, twin!.name, names, states)) {
+        if (rootWentPast(at(rev), twin!.name, names, states)) {
           settledSince ??= Date.now();
           if (Date.now() - settledSince >= ROOT_SETTLED_MS) return finish({ states, done: false, passedOver: true });
         } else {
@@ -478,7 +504,7 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
           drawn = lines.length;
         } else if (!opts.quiet) {
           for (const s of states) {
-            const text = opts.verbose ? describeState(s) : `${s.name} (wave ${s.wave}): ${s.sync || 'not compared'}, ${s.health || 'no health'}${s.revision && s.revision !== rev ? ` at ${shortRevision(s.revision)}` : ''}`;
+            const text = opts.verbose ? describeState(s) : `${s.name} (wave ${s.wave}): ${s.sync || 'not compared'}, ${s.health || 'no health'}${s.revision && s.revision !== at(rev)(s) ? ` at ${shortRevision(s.revision)}` : ''}`;
             if (shown.get(s.name) === text) continue;
             shown.set(s.name, text);
             progress(text);
@@ -500,7 +526,7 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
 
     /** The states of the Applications not converged at `rev`, as Argo CD sees them now (refreshedStates). */
     const refreshed = async (states: ApplicationState[], rev: string): Promise<ApplicationState[]> => {
-      const converged = settledAt(rev, twin!.watch.state(twin!.name));
+      const converged = settledAt(at(rev), twin!.watch.state(twin!.name));
       const stuck = states.filter((x) => !converged(x)).map((x) => x.name);
       if (stuck.length === 0) return states;
       const fresh = await refreshedStates({
@@ -514,7 +540,7 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
       const { passedOver } = watched;
       const states = await refreshed(watched.states, rev);
       const root = twin!.watch.state(twin!.name);
-      const converged = settledAt(rev, root);
+      const converged = settledAt(at(rev), root);
       const names = expectedApplications(twin!);
       const missing = names.filter((n) => !states.some((s) => s.name === n));
       for (const s of states.filter((x) => !converged(x))) opts.err(`rehearse: not converged: ${describeState(s)}`);
@@ -533,7 +559,7 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
     const bootstrapped = await watchUntil(pushed, rootAt);
     const bootstrapHead = opts.from ? `${twin.name}: the bootstrap of ${opts.from.label} (${opts.from.commit.slice(0, 12)}) on the twin` : `${twin.name}: the bootstrap on the twin`;
     if (!opts.quiet) opts.out(`${bootstrapHead}, from the root's apply (Argo CD ${twin.twin.binary.versions['github.com/argoproj/argo-cd/v3'] ?? ''})`);
-    if (!opts.quiet) opts.out(formatTimeline(twin.watch.timeline(rootAt, () => pushed)));
+    if (!opts.quiet) opts.out(formatTimeline(twin.watch.timeline(rootAt, at(pushed))));
     if (!bootstrapped.done) {
       if (opts.verbose) opts.out(`CPU seconds: ${cpuLine(twin)}`);
       return await notConverged(bootstrapped, pushed, opts.from ? `the bootstrap of ${opts.from.label}, before the change` : 'the bootstrap');
@@ -573,7 +599,7 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
     let undecided: string[] = [];
     if (jobWatch) {
       say(`${jobs.length} sample job(s) submitted to Kueue: waiting until it has decided each`);
-      undecided = await undecidedJobs(jobWatch, Math.min(JOBS_DECIDED_MS, deadline - Date.now()));
+      undecided = await undecidedJobs(jobWatch, JOBS_DECIDED_MS, deadline - Date.now());
       if (Date.now() >= deadline) throw new OutOfTime('waiting for Kueue to decide the sample jobs');
     }
     const appsBefore = await client.list(applicationsPath(namespace));
@@ -581,10 +607,9 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
     say('rendering the working tree\'s description');
     const next = readRawDescription(opts.description).raw as Record<string, any>;
     twin.render((d) => {
-      const gitops = { ...next.gitops, repoURL: d.gitops.repoURL };
-      const mirrors = { ...next.mirrors, git: { ...next.mirrors?.git, ...d.mirrors.git } };
+      const pointed = onTheTwin(next, d);
       for (const k of Object.keys(d)) delete d[k];
-      Object.assign(d, next, { gitops, mirrors });
+      Object.assign(d, pointed);
     });
     const renderedAfter = renderedFiles(twin.clusterDir);
     const changedFiles = [...new Set([...renderedBefore.keys(), ...renderedAfter.keys()])]
@@ -624,7 +649,7 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
       // the pods of the jobs rehearse submitted are the jobs line's (their controllers start them around the push)
       pods: { before: withoutJobs(podWatch.before()), seen: withoutJobs(podWatch.seen()), after: withoutJobs(podsAfter) },
       nodeRole: new Map(twin.nodes.map((n) => [n.node.metadata.name, n.kind.role])),
-      timeline: twin.watch.timeline(changeAt, () => head),
+      timeline: twin.watch.timeline(changeAt, at(head)),
     });
     // the jobs after the pods (a DaemonSet roll on the GPU workers stays the first line)
     const podLines = report.filter((l) => l.startsWith('pods: '));
@@ -633,7 +658,7 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
     if (!opts.quiet) {
       opts.out(`${twin.name}: the change from ${opts.from.label} (${opts.from.commit.slice(0, 12)}) to the working tree, pushed as ${head.slice(0, 12)}`);
       for (const l of report) opts.out(l);
-      opts.out(formatTimeline(twin.watch.timeline(changeAt, () => head)));
+      opts.out(formatTimeline(twin.watch.timeline(changeAt, at(head))));
     }
     if (opts.verbose) opts.out(`CPU seconds: ${cpuLine(twin)}`);
     if (!changed.done) return await notConverged(changed, head, 'the change');
@@ -672,6 +697,21 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
       else process.env.TMPDIR = tmpBefore;
     }
   }
+}
+
+/**
+ * The working tree's description as the twin renders it: `next` pointed where the twin's description `twin` points, at
+ * the twin's loopback Git repository (gitops.repoURL), its GitHub mirror (mirrors.git) and its managed installs' chart
+ * mirror (mirrors.charts): without the last, a managed install's source would be the upstream registry again, which the
+ * twin never reaches (a ComparisonError after the push).
+ */
+export function onTheTwin(next: Record<string, any>, twin: Record<string, any>): Record<string, any> {
+  const mirrors = {
+    ...next.mirrors,
+    git: { ...next.mirrors?.git, ...twin.mirrors?.git },
+    ...(twin.mirrors?.charts ? { charts: { ...next.mirrors?.charts, ...twin.mirrors.charts } } : {}),
+  };
+  return { ...next, gitops: { ...next.gitops, repoURL: twin.gitops.repoURL }, mirrors };
 }
 
 /**

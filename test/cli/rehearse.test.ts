@@ -1,10 +1,11 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
+import { parse, stringify } from 'yaml';
 import { sha256 } from '../../src/cache/digests';
+import { nominalQuota } from '../../src/check/kueue';
 import { EXIT } from '../../src/cli';
 import { HEALTH_DIR, HELD_ON_PURPOSE, WAVES_GO_AHEAD } from '../../src/components/argocd/health-checks';
 import { parseQuantity } from '../../src/model/quantity';
@@ -12,11 +13,12 @@ import { readSnapshot } from '../../src/preflight/snapshot';
 import type { Manifest } from '../../src/render/manifest';
 import { loadModels } from '../../src/synth/pipeline';
 import { applicationState } from '../../src/twin/applications';
-import { embeddedBuildInfo, GO_ENV, KUEUE_MODULE_DIR, MODULE_DIR, requiredVersion, TWIN_MODULE_DIR } from '../../src/twin/binary';
+import { buildKey, buildsNeeded, buildTimeLine, CACHE_ENV, embeddedBuildInfo, GO_ENV, goCommand, KUEUE_CACHE_ENV, KUEUE_MODULE_DIR, MODULE_DIR, requiredVersion, TWIN_CACHE_ENV, TWIN_MODULE_DIR, twinBinaries } from '../../src/twin/binary';
 import { CRD_SOURCE_FILES, crdSourceFileName } from '../../src/twin/chart-crds';
 import { rehearsalTimeoutMs } from '../../src/twin/command';
-import { asYamlDescription, rootWentPast, settledAt } from '../../src/twin/rehearse';
-import { decided, jobsReport, queuedSamples, withNominal, WorkloadState, workloadState } from '../../src/twin/sample-jobs';
+import { describe as describeObject } from '../../src/twin/kube-client';
+import { asYamlDescription, atCommit, convergedAt, onTheTwin, rootWentPast, settledAt } from '../../src/twin/rehearse';
+import { decided, jobsReport, jobState, queuedSamples, withNominal, WorkloadState, workloadState } from '../../src/twin/sample-jobs';
 import { findObject, folderObjects, REFERENCE_FILE, renderOf, ROOT, runMain, TRAINING_FILE } from '../helpers';
 import { changedSnapshot, SNAPSHOT } from '../preflight/snapshots';
 
@@ -150,6 +152,44 @@ describe('rehearse: arguments', () => {
     const r = await runMain('rehearse', '--config', REFERENCE_FILE);
     expect(r.code).toBe(EXIT.badInput);
     expect(r.err).toEqual([expect.stringMatching(/^error: rehearse: .*old-go is go1\.25\.4: install Go 1\.26/)]);
+  });
+});
+
+describe('the twin\'s binaries: the whole time of the builds still needed said before the first build', () => {
+  const saved = Object.fromEntries([CACHE_ENV, KUEUE_CACHE_ENV, TWIN_CACHE_ENV].map((k) => [k, process.env[k]]));
+  afterEach(() => {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  });
+
+  it('an empty cache: one line with the three builds\' total first, then the first build\'s own line; an entry in the cache is not counted', async () => {
+    // a go command that answers `go env` as Go 1.26 does and fails every build (nothing is built here)
+    const go = path.join(dir, 'fake-go');
+    writeFileSync(go, '#!/bin/sh\nif [ "$1" = env ]; then printf \'go1.26.0\\nlinux\\namd64\\n\'; exit 0; fi\necho "no build here" >&2\nexit 1\n');
+    chmodSync(go, 0o755);
+    process.env[GO_ENV] = go;
+    const caches = mkdtempSync(path.join(dir, 'caches-'));
+    for (const [k, name] of [[CACHE_ENV, 'control-plane'], [KUEUE_CACHE_ENV, 'kueue'], [TWIN_CACHE_ENV, 'twin']]) process.env[k] = path.join(caches, name);
+    const lines: string[] = [];
+    await expect(twinBinaries({ progress: (l) => lines.push(l) })).rejects.toThrow(/no build here/);
+    expect(lines[0]).toBe('3 of the 3 binaries the twin runs to build, once per machine (the control plane, Kueue and the Argo CD twin): '
+      + `some 2 670 CPU seconds of Go, about ${Math.ceil(2670 / availableParallelism() / 60)} minutes in all on ${availableParallelism()} idle core(s), longer on a busy machine`);
+    expect(lines[1]).toMatch(/^building the Kubernetes control plane \(first run on this machine/);
+    expect(lines).toHaveLength(2);
+    // the control plane in the cache (a complete entry of its key): two builds left, the total of those two
+    const [controlPlane, kueue, twin] = buildsNeeded();
+    const key = buildKey(goCommand(), controlPlane);
+    const entry = path.join(caches, 'control-plane', key);
+    mkdirSync(entry, { recursive: true });
+    writeFileSync(path.join(entry, 'control-plane'), '#!/bin/sh\n');
+    chmodSync(path.join(entry, 'control-plane'), 0o755);
+    writeFileSync(path.join(entry, 'record.json'), JSON.stringify({ key, sha256: 'x', size: 10, versions: {}, seconds: 1 }));
+    expect(buildsNeeded().map((spec) => spec.what)).toEqual([kueue.what, twin.what]);
+    expect(buildTimeLine(buildsNeeded(), 2)).toBe('2 of the 3 binaries the twin runs to build, once per machine (Kueue and the Argo CD twin): some 1 450 CPU seconds of Go, about 13 minutes in all on 2 idle core(s), longer on a busy machine');
+    expect(buildTimeLine([twin], 2)).toMatch(/^1 of the 3 binaries the twin runs to build, once per machine \(the Argo CD twin\): some 1 220 CPU seconds/);
+    expect(buildTimeLine([], 2)).toBeUndefined();
   });
 });
 
@@ -528,6 +568,31 @@ describe('rehearse: when the root\'s sync has gone past an Application that is n
     expect(rootWentPast(REV, 'lab', names, [root(gone), child('lab-kueue', 'Healthy'), child('lab-gpu-operator', 'Healthy')])).toBe(false);
   });
 
+  it('a managed install (its source a chart at its release, not the cluster\'s repository) converges at the revision it compared; the root and the folders only at the commit', () => {
+    const repo = 'http://127.0.0.1:8080/platform/clusters.git';
+    const app = (name: string, repoURL: string, revision: string, health = 'Healthy') => applicationState({
+      apiVersion: 'argoproj.io/v1alpha1',
+      kind: 'Application',
+      metadata: { name },
+      spec: { source: { repoURL, targetRevision: repoURL === repo ? 'main' : '0.19.2' } },
+      status: { sync: { status: 'Synced', revision }, health: { status: health }, operationState: { phase: 'Succeeded', syncResult: { revision } } },
+    });
+    const install = app('lab-kueue-install', 'oci://127.0.0.1:8081/kueue/charts/kueue', '0.19.2');
+    const at = atCommit(REV, repo);
+    expect(convergedAt(at)(install)).toBe(true);
+    // a revision the commit alone names for every Application: the install never converged (the rehearsal of a cluster
+    // with managed installs never ended green before)
+    expect(convergedAt(REV)(install)).toBe(false);
+    expect(convergedAt(at)(app('lab-kueue', repo, REV))).toBe(true);
+    expect(convergedAt(at)(app('lab-kueue', repo, 'b'.repeat(40)))).toBe(false);
+    expect(convergedAt(at)(app('lab-kueue-install', 'oci://127.0.0.1:8081/kueue/charts/kueue', '0.19.2', 'Progressing'))).toBe(false);
+    // not compared yet (no revision): not converged
+    expect(convergedAt(at)(app('lab-kueue-install', 'oci://127.0.0.1:8081/kueue/charts/kueue', ''))).toBe(false);
+    const lab = { ...app('lab', repo, REV), wentAheadOf: ['lab-kueue-install'] };
+    expect(rootWentPast(at, 'lab', ['lab', 'lab-kueue-install'], [lab, app('lab-kueue-install', 'oci://127.0.0.1:8081/kueue/charts/kueue', '0.19.2', 'Degraded')])).toBe(true);
+    expect(rootWentPast(at, 'lab', ['lab', 'lab-kueue-install'], [lab, install])).toBe(false);
+  });
+
   it('a child held on purpose (a queue held by its stop policy: Suspended, the root going ahead of it) is settled, not stuck', () => {
     expect(check('suspended').message.endsWith(HELD_ON_PURPOSE)).toBe(true);
     const held = root({ 'lab-kueue': check('suspended'), 'lab-gpu-operator': healthy });
@@ -641,6 +706,71 @@ describe('rehearse --from: what Kueue does to the samples\' queued jobs, from th
     expect(lines[0]).toBe('jobs: 1 sample job(s) Kueue queues: 1 stays admitted (1 over its ClusterQueue\'s nominal CPU quota after the change)');
     expect(lines[1]).toBe(`  Job research/a: stays admitted: admitted by ClusterQueue research with 8 GPU(s) (its nominal quota ${quota('nvidia.com/gpu')}) -> `
       + `admitted by ClusterQueue research with 8 GPU(s) (its nominal quota ${quota('nvidia.com/gpu')}; its nominal cpu quota in ${flavor.name} 16: over it with 24, borrowing from the cohort)`);
+  });
+
+  it('samples in a tenant\'s own namespace (samples.namespace): a cut of that tenant\'s GPU quota under its admitted sample job is reported on the job, against the tenant\'s ClusterQueue', async () => {
+    // the reference cluster with its samples in research's namespace, rendered as committed and with research's quota cut
+    const d = parse(readFileSync(REFERENCE_FILE, 'utf8')) as Record<string, any>;
+    const committed = { ...d, samples: { ...d.samples, namespace: 'research' } };
+    const cut = { ...committed, tenants: d.tenants.map((t: { name: string; gpus: number }) => (t.name === 'research' ? { ...t, gpus: t.gpus / 2 } : t)) };
+    const rendered = async (description: Record<string, any>, name: string) => {
+      const file = path.join(dir, `${name}.yaml`);
+      writeFileSync(file, stringify(description));
+      const out = path.join(dir, `${name}-dist`);
+      expect((await runMain('synth', '--config', file, '--out', out, '--no-validate', '--quiet')).code).toBe(EXIT.ok);
+      const clusterDir = path.join(out, d.name as string);
+      const objects = readdirSync(clusterDir, { recursive: true }).map(String).filter((f) => f.endsWith('.yaml') && !f.startsWith('gitops/'))
+        .flatMap((f) => [parse(readFileSync(path.join(clusterDir, f), 'utf8')) as Manifest]).filter((o) => o?.kind);
+      return { clusterDir, objects };
+    };
+    const before = await rendered(committed, 'tenant-samples');
+    const after = await rendered(cut, 'tenant-samples-cut');
+    // the queued samples are placed in the tenant's namespace, through its LocalQueue
+    const [job] = queuedSamples(before.clusterDir).filter((j) => j.kind === 'MPIJob' && j.metadata.name === 'nccl-all-reduce');
+    expect(job.metadata.namespace).toBe('research');
+    const localQueue = findObject(before.objects, 'LocalQueue', (job.metadata.labels as Record<string, string>)['kueue.x-k8s.io/queue-name'], 'research');
+    const queueName = (localQueue.spec as { clusterQueue: string }).clusterQueue;
+    const queues = (objects: readonly Manifest[]) => new Map([[queueName, findObject(objects, 'ClusterQueue', queueName)]]);
+    const gpuFlavor = ((findObject(before.objects, 'ClusterQueue', queueName).spec as any).resourceGroups as { coveredResources: string[]; flavors: { name: string }[] }[])
+      .find((g) => g.coveredResources.includes('nvidia.com/gpu'))!.flavors[0].name;
+    // what the job asks: each worker's GPUs (as rendered), the workers' count
+    const workers = (job.spec as any).mpiReplicaSpecs.Worker;
+    const gpus = Number(workers.replicas) * Number(workers.template.spec.containers[0].resources.limits['nvidia.com/gpu']);
+    // its Workload as Kueue writes it in the tenant's namespace, admitted by the tenant's ClusterQueue
+    const workload = {
+      metadata: { name: 'mpijob-nccl-all-reduce-1a2b3', namespace: 'research' },
+      status: {
+        conditions: [{ type: 'QuotaReserved', status: 'True' }, { type: 'Admitted', status: 'True' }],
+        admission: { clusterQueue: queueName, podSetAssignments: [{ flavors: { 'nvidia.com/gpu': gpuFlavor }, resourceUsage: { 'nvidia.com/gpu': String(gpus) } }] },
+      },
+    };
+    const quota = (objects: readonly Manifest[]) => nominalQuota(findObject(objects, 'ClusterQueue', queueName), 'nvidia.com/gpu', gpuFlavor);
+    expect(quota(after.objects)).toBeLessThan(gpus);
+    const stateWith = (objects: readonly Manifest[]) => jobState(workload, true, queues(objects));
+    const history = { job: describeObject(job), before: stateWith(before.objects), seen: [], after: stateWith(after.objects) };
+    expect(jobsReport([history], true)).toEqual([
+      'jobs: 1 sample job(s) Kueue queues: 1 stays admitted (1 over its ClusterQueue\'s nominal GPU quota after the change)',
+      `  MPIJob research/nccl-all-reduce: stays admitted: admitted by ClusterQueue ${queueName} with ${gpus} GPU(s) (its nominal quota ${quota(before.objects)}${quota(before.objects) < gpus ? ': over it' : ''}, borrowing from the cohort) -> `
+        + `admitted by ClusterQueue ${queueName} with ${gpus} GPU(s) (its nominal quota ${quota(after.objects)}: over it, borrowing from the cohort)`,
+    ]);
+    expect(queueName).toBe('research');
+  });
+
+  it('the working tree\'s description is rendered pointed at the twin: its loopback repository, its GitHub mirror and its managed installs\' chart mirror', () => {
+    const twin = {
+      name: 'lab',
+      gitops: { repoURL: 'http://127.0.0.1:1/platform/clusters.git', path: 'dist/lab' },
+      mirrors: { git: { 'https://github.com/': 'http://127.0.0.1:1/github/' }, charts: { 'oci://registry.k8s.io/kueue/charts': 'oci://127.0.0.1:2/registry.k8s.io/kueue/charts' } },
+    };
+    const next = { name: 'lab', gitops: { repoURL: 'https://git.example.com/platform/clusters.git', path: 'dist/lab' }, tenants: [{ name: 'research', gpus: 4 }], mirrors: { images: { 'nvcr.io': 'registry.example.com/nvcr' } } };
+    expect(onTheTwin(next, twin)).toEqual({
+      name: 'lab',
+      gitops: { repoURL: 'http://127.0.0.1:1/platform/clusters.git', path: 'dist/lab' },
+      tenants: [{ name: 'research', gpus: 4 }],
+      mirrors: { images: { 'nvcr.io': 'registry.example.com/nvcr' }, git: twin.mirrors.git, charts: twin.mirrors.charts },
+    });
+    // a twin that mirrors no chart (nothing managed) adds no chart mirror
+    expect(onTheTwin(next, { ...twin, mirrors: { git: twin.mirrors.git } }).mirrors).toEqual({ images: next.mirrors.images, git: twin.mirrors.git });
   });
 
   it('the samples Kueue queues: those the samples folder lists with a queue label (not the per-node templates)', () => {

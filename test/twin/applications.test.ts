@@ -30,6 +30,8 @@ describe('ApplicationWatch', () => {
       s.send({ type: 'DELETED', object: application('lab-gpu-operator', 'Progressing') }, PATH);
       expect(w.states().map((x) => `${x.name} ${x.health}`)).toEqual(['lab-kueue Healthy']);
       expect(w.timeline(0, () => 'abc1234')[0].healthyAt).toBeGreaterThan(0);
+      // a timeline from a later moment (a change pushed since) does not count what was reached before it
+      expect(w.timeline(Date.now() + 1, () => 'abc1234')[0]).toEqual({ application: 'lab-kueue', wave: 1, syncedAt: undefined, healthyAt: undefined });
       expect(s.lists).toEqual([PATH]);
     } finally {
       await w.stop();

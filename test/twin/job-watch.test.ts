@@ -171,6 +171,32 @@ describe('JobWatch before the push: the wait for Kueue to decide each sample job
     }
   });
 
+  it('a job deleted before Kueue decided it is not waited for and reads as gone, not as "no Workload"; the line names the bound, not the time --timeout left', async () => {
+    const s = new Stub();
+    s.itemsOf = (p) => (p === WORKLOADS ? [otherWorkload({})] : p === MPIJOBS ? [live(), otherLive()] : []);
+    const w = new JobWatch(s, [job, other]).start();
+    try {
+      await until(() => w.synced && [WORKLOADS, QUEUES, MPIJOBS].every((p) => s.watching(p)));
+      // the first job goes (deleted by hand) before it has a Workload; the other is decided: the wait ends at once
+      let lines: string[] | undefined;
+      const started = Date.now();
+      const waiting = undecidedJobs(w, 120_000, 60_000).then((l) => { lines = l; });
+      s.send({ type: 'DELETED', object: live() }, MPIJOBS);
+      s.send({ type: 'MODIFIED', object: otherWorkload({ QuotaReserved: 'False' }) }, WORKLOADS);
+      await waiting;
+      expect(Date.now() - started).toBeLessThan(5_000);
+      expect(lines).toEqual(['MPIJob default/nccl-all-reduce: not decided by Kueue before the push: the job is gone (deleted before Kueue decided it)']);
+      // the time left (1 s) shorter than the bound (120 s): the wait ends with the time left, the line names the bound
+      s.send({ type: 'MODIFIED', object: otherWorkload({}) }, WORKLOADS);
+      expect(await undecidedJobs(w, 120_000, 1_000)).toEqual([
+        'MPIJob default/nccl-all-reduce: not decided by Kueue before the push: the job is gone (deleted before Kueue decided it)',
+        'MPIJob default/other: not decided by Kueue within 120 s before the push (its Workload has no QuotaReserved condition yet)',
+      ]);
+    } finally {
+      await w.stop();
+    }
+  });
+
   it('a stop ends a wait at once; a wait does not end before every collection is listed', async () => {
     const s = new Stub();
     s.failList = new Error('connect ECONNREFUSED 127.0.0.1:6443');
