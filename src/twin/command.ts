@@ -10,7 +10,7 @@ import { CheckFailed } from '../check/engine';
 import { consoleIo, EXIT, Io } from '../commands/io';
 import { commandHelp } from '../commands/options';
 import { progressOf } from '../commands/progress';
-import { REHEARSE, REHEARSE_CHANGE_TIMEOUT_MS, REHEARSE_MAX_TIMEOUT_MS, REHEARSE_TIMEOUT_MS } from '../commands/specs';
+import { REHEARSE, REHEARSE_CHANGE_TIMEOUT_MS, REHEARSE_MANAGED_TIMEOUT_MS, REHEARSE_MAX_TIMEOUT_MS, REHEARSE_TIMEOUT_MS } from '../commands/specs';
 import { InputError } from '../errors';
 import { scratchFolder } from '../files';
 import { maxBytes } from '../input/limits';
@@ -106,11 +106,15 @@ function validateAtRevision(at: DescriptionAtRevision, config: string): ClusterM
 }
 
 /**
- * The rehearsal's bound (--timeout, seconds): given, or the default of its mode. Change mode converges two states (the
- * commit's bootstrap, then the push) and gets twice the bootstrap's default (docs/commands.md#rehearse says why).
+ * The rehearsal's bound (--timeout, seconds): given, or the default of its mode. A description that manages an install
+ * (`managed`: Argo CD installs operators and CRDs first) gets twice the bootstrap's default; change mode converges two
+ * states (the commit's bootstrap, then the push) and gets twice its bootstrap's (docs/commands.md#rehearse says why).
  */
-export function rehearsalTimeoutMs(values: { readonly timeout?: string; readonly from?: string }): number {
-  if (values.timeout === undefined) return values.from === undefined ? REHEARSE_TIMEOUT_MS : REHEARSE_CHANGE_TIMEOUT_MS;
+export function rehearsalTimeoutMs(values: { readonly timeout?: string; readonly from?: string }, managed = false): number {
+  if (values.timeout === undefined) {
+    const bootstrap = managed ? REHEARSE_MANAGED_TIMEOUT_MS : REHEARSE_TIMEOUT_MS;
+    return values.from === undefined ? bootstrap : bootstrap * (REHEARSE_CHANGE_TIMEOUT_MS / REHEARSE_TIMEOUT_MS);
+  }
   const s = Number(values.timeout);
   if (!/^\d+(\.\d+)?$/.test(values.timeout.trim()) || !Number.isFinite(s) || s <= 0 || s * 1000 > REHEARSE_MAX_TIMEOUT_MS) {
     throw new InputError(`--timeout ${values.timeout}: expected seconds from 1 to ${REHEARSE_MAX_TIMEOUT_MS / 1000}`);
@@ -139,7 +143,7 @@ export async function runRehearse(argv: string[], io: Io = consoleIo): Promise<n
   if (values.config === undefined) throw new InputError('rehearse: name the description: --config FILE');
   if (!existsSync(values.config)) throw new InputError(`--config ${values.config}: no such file`);
   if (!isDescriptionFile(path.basename(values.config))) throw new InputError(`--config ${values.config}: expected a cluster description (a .yaml, .yml, .json or .ts file, not ${FLEET_FILE})`);
-  const timeoutMs = rehearsalTimeoutMs(values);
+  rehearsalTimeoutMs(values); // a bad --timeout is named before anything is read
   // the Nodes from the cluster itself, read as init reads them (its own --timeout is the rehearsal's, not the read's)
   const source = values.snapshot !== undefined || values.kubeconfig !== undefined
     ? clusterSource({ snapshot: values.snapshot, kubeconfig: values.kubeconfig, context: values.context }, 'rehearse') : undefined;
@@ -150,6 +154,7 @@ export async function runRehearse(argv: string[], io: Io = consoleIo): Promise<n
   // exit 2, one line per problem or finding), at --from too
   const [model] = loadModels([values.config]);
   checkRender(model, values.config);
+  const timeoutMs = rehearsalTimeoutMs(values, Object.values(model.description.installs).includes('managed'));
   if (from) {
     // the twin runs Kueue as the description at the commit says, pre-installed or managed (twin-cluster.ts), and cannot
     // switch it under a running Argo CD: such a change is rehearsed as the bootstrap of the working tree's description

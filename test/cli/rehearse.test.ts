@@ -508,9 +508,15 @@ describe('rehearse --timeout: the default of each mode', () => {
     expect(() => rehearsalTimeoutMs({ timeout: '3601' })).toThrow(/--timeout 3601: expected seconds from 1 to 3600/);
   });
 
+  it('a description that manages an install: the bootstrap 1200 s, change mode 2400 s; a given one wins', () => {
+    expect(rehearsalTimeoutMs({}, true)).toBe(1_200_000);
+    expect(rehearsalTimeoutMs({ from: 'HEAD' }, true)).toBe(2_400_000);
+    expect(rehearsalTimeoutMs({ timeout: '300' }, true)).toBe(300_000);
+  });
+
   it('--help gives both defaults', async () => {
     const help = (await runMain('rehearse', '--help')).out.join('\n').replace(/\s+/g, ' ');
-    expect(help).toContain('(default: 600; 1200 with --from, which converges two states; at most 3600)');
+    expect(help).toContain('(default: 600, 1200 where the description manages an install; twice that with --from, which converges two states; at most 3600)');
   });
 });
 

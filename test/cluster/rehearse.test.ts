@@ -124,7 +124,7 @@ describe('rehearse on the twin', () => {
       c.tenants = c.tenants.map((t: { name: string; gpus: number }) => (t.name === 'research' ? { ...t, gpus: 8 } : t));
     }, path.basename(TRAINING_FILE));
     expect(research.gpus).toBeGreaterThan(8);
-    const r = await rehearse(['--config', file, '--from', 'HEAD', '--timeout', '2400', '--verbose']);
+    const r = await rehearse(['--config', file, '--from', 'HEAD', '--verbose']);
     console.log(`${r.stderr.split('\n').filter((l) => !/: (training-cluster[\w-]*) \(wave/.test(l)).join('\n')}\n${r.stdout}`);
     expect(r.code, r.stderr).toBe(0);
     // the bootstrap: every Application the render lists (the root's folder), each Synced and Healthy in the timeline
