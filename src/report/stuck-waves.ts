@@ -68,12 +68,12 @@ export function stuckWavesSection(c: RenderedCluster, index: ClusterIndex): stri
   const childRetry = synced.map((a) => policyOf(a).retry).find((r) => r !== undefined);
   const retryFor = childRetry && retrySeconds(childRetry);
   const waves = [...new Set(children.map((a) => a.wave))];
-  const example = children[children.length - 1].name;
+  const names = children.map((a) => a.name);
   // Namespaces and volume claims (Prune=confirm, model/data-safety.ts) a commit removes are pruned only once someone
   // confirms: the sync of their Application waits for it ("waiting for pruning confirmation")
   const confirmFolders = new Set(index.objects.filter((m) => syncOptionValue(ownSyncOptions(m), 'Prune') === 'confirm').map((m) => index.folderOf(m)));
   const confirming = synced.filter((a) => confirmFolders.has(((a.spec as { source?: { path?: string } } | undefined)?.source?.path ?? '').split('/').pop()))
-    .map((a) => code(a.metadata.name));
+    .map((a) => a.metadata.name);
 
   return [
     `The root Application ${code(rootName)} syncs the Applications of ${code(`${c.model.description.gitops.path}/${GITOPS_FOLDER}`)} wave by wave: a wave starts when `
@@ -103,21 +103,30 @@ export function stuckWavesSection(c: RenderedCluster, index: ClusterIndex): stri
     `argocd app get ${rootName}   # what the root's sync waits for, and why`,
     `argocd app terminate-op ${rootName}   # end the root's sync now: it syncs the newest commit at once (a revert need not wait for the bound)`,
     `argocd app sync ${rootName} --async --retry-limit -1 --retry-refresh   # sync the root again, retrying as its automated sync does (after terminate-op, when no newer commit came)`,
-    'argocd app terminate-op <application>   # end an Application\'s own sync that hangs (a hook that never completes) or its retries of an older commit',
-    'argocd app sync <application>   # sync an Application again at the commit it was given, once what made its sync fail has passed',
-    ...(pruneOff ? ['argocd app sync <application> --prune   # delete what a commit removed from its folder (automated.prune is off)'] : []),
-    ...(confirming.length > 0 ? ['argocd app confirm-deletion <application>   # let its sync delete the Namespaces and volume claims a commit removed (Prune=confirm: it waits for this)'] : []),
-    `argocd app sync ${rootName} --resource argoproj.io:Application:<application>   # roll one Application out ahead of a failing wave (terminate-op the root first)`,
+    '# end an Application\'s own sync that hangs (a hook that never completes) or its retries of an older commit:',
+    ...names.map((n) => `argocd app terminate-op ${n}`),
+    '# sync an Application again at the commit it was given, once what made its sync fail has passed:',
+    ...names.map((n) => `argocd app sync ${n}`),
+    ...(pruneOff ? ['# delete what a commit removed from its folder (automated.prune is off):', ...names.map((n) => `argocd app sync ${n} --prune`)] : []),
+    ...(confirming.length > 0
+      ? ['# let its sync delete the Namespaces and volume claims a commit removed (Prune=confirm: it waits for this):', ...confirming.map((n) => `argocd app confirm-deletion ${n}`)]
+      : []),
+    `# roll one Application out ahead of a failing wave before it (terminate-op ${rootName} first):`,
+    ...children.filter((a) => a.wave > children[0].wave).map((a) => `argocd app sync ${rootName} --resource argoproj.io:Application:${a.name}   # wave ${a.wave}`),
     '```',
     '',
-    `where ${code('<application>')} is one of the Applications the root syncs, for example ${code(example)}:`,
+    'The Applications the root syncs, by wave:',
     '',
     table(['Wave', 'Applications'], waves.map((w) => [w, children.filter((a) => a.wave === w).map((a) => code(a.name)).join(', ')])),
     ...(confirming.length > 0
-      ? ['', `A commit that removes a Namespace or a volume claim (a tenant's) leaves the sync of ${confirming.join(' or ')} at "waiting for pruning `
-        + 'confirmation" until someone confirms, with `argocd app confirm-deletion <application>` or with '
-        + `${code(`kubectl annotate application -n ${argocd} <application> argocd.argoproj.io/deletion-approved=$(date -u +%Y-%m-%dT%H:%M:%SZ)`)}: `
-        + 'nothing with data goes unasked.']
+      ? ['', `A commit that removes a Namespace or a volume claim (a tenant's) leaves the sync of ${confirming.map(code).join(' or ')} at "waiting for pruning `
+        + 'confirmation" until someone confirms, with `argocd app confirm-deletion` above or with:',
+      '',
+      '```sh',
+      ...confirming.map((n) => `kubectl annotate application -n ${argocd} ${n} argocd.argoproj.io/deletion-approved=$(date -u +%Y-%m-%dT%H:%M:%SZ)`),
+      '```',
+      '',
+      'Nothing with data goes unasked.']
       : []),
   ].join('\n');
 }

@@ -548,7 +548,7 @@ export const KWOK_STAGES = {
 
 /**
  * The twin (test/cluster/twin/main.go): Argo CD's application controller, repo server, ApplicationSet controller, API
- * server and CLI, KWOK, kustomize, helm and Redis in one binary, each run by name. Beside it: the two scripts of Argo
+ * server and CLI, kubectl, KWOK, kustomize, helm and Redis in one binary, each run by name. Beside it: the two scripts of Argo
  * CD's module that its repo server executes from PATH (the image carries them; v3.5.1 always calls the commit
  * signature check, which execs git-verify-wrapper.sh), and KWOK's stage files.
  */
@@ -557,7 +557,7 @@ const TWIN: GoBinarySpec = {
   coldCpuSeconds: 1_220, // bench/README.md: some 1 220 s for the one graph
   folder: 'src/twin/twin',
   moduleDir: TWIN_MODULE_DIR,
-  sources: ['go.mod', 'go.sum', 'main.go', 'argocd.go', 'tools.go', 'redis.go', 'version.go'],
+  sources: ['go.mod', 'go.sum', 'main.go', 'argocd.go', 'kubectl.go', 'tools.go', 'redis.go', 'version.go'],
   binary: 'twin',
   cache: 'twin',
   cacheEnv: TWIN_CACHE_ENV,

@@ -27,7 +27,7 @@ interface KwokStage { readonly spec: { readonly resourceRef: { readonly apiGroup
  */
 
 /** The names the one binary answers to (symbolic links in bin/, as Argo CD's image links its binary). */
-const COMMANDS = ['argocd', 'argocd-application-controller', 'argocd-repo-server', 'argocd-applicationset-controller', 'argocd-server', 'argocd-git-ask-pass', 'kwok', 'kustomize', 'helm', 'redis'] as const;
+const COMMANDS = ['argocd', 'argocd-application-controller', 'argocd-repo-server', 'argocd-applicationset-controller', 'argocd-server', 'argocd-git-ask-pass', 'kubectl', 'kwok', 'kustomize', 'helm', 'redis'] as const;
 
 /** A process of the twin. */
 export type TwinComponent = 'kwok' | 'redis' | 'argocd-repo-server' | 'argocd-application-controller';

@@ -3,11 +3,10 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { ArgoCdCli, startArgoCdServer } from './argocd-cli';
+import { ArgoCdCli, startArgoCdCli } from './argocd-cli';
 import { bootTwin, rootSees, stopTwin, untilOnTwin } from './twin-file';
-import { defaultCacheDir } from '../../src/cache/compiled-cache';
-import { unpackedLayer } from '../../src/engines/packaged';
 import { NAMESPACES, NODE_LABELS } from '../../src/model/names';
+import { readTreeObjects, removedObjects } from '../../src/render/deletions';
 import { ApplicationState, formatTimeline } from '../../src/twin/applications';
 import { KubeObject } from '../../src/twin/kube-client';
 import { sleep } from '../../src/twin/poll';
@@ -98,12 +97,11 @@ function removeRendered(folder: string, file: string): void {
   rmSync(path.join(twin.clusterDir, folder, file));
 }
 
-/** A kubectl command as the README prints it (the toolkit's kubectl, the admin kubeconfig, from the work tree). */
+/** A kubectl command as the README prints it (the twin's kubectl, the admin kubeconfig, from the work tree). */
 async function kubectl(args: readonly string[]): Promise<string> {
-  const bin = (await unpackedLayer(defaultCacheDir() || undefined)).kubectl;
-  const r = spawnSync(bin, args, { cwd: twin.workTree, env: twin.twin.env({ KUBECONFIG: twin.cp.identity('admin').kubeconfig }), encoding: 'utf8', timeout: 120_000 });
-  if (r.status !== 0) throw new Error(`kubectl ${args.join(' ')}: exit ${r.status}\n${r.stdout}${r.stderr}`);
-  return r.stdout;
+  const r = await cli.kubectl(args);
+  if (r.code !== 0) throw new Error(`${r.command}: exit ${r.code}\n${r.output}`);
+  return r.output;
 }
 
 /** Commits a change of gitops.automated, applies the root again as the docs say (nothing syncs the root), and waits until it converges. */
@@ -122,12 +120,14 @@ function printedHatches(): string[] {
   return block.split('\n').map((l) => l.replace(/\s+#.*$/, '').trim()).filter((l) => l.startsWith('argocd '));
 }
 
-/** Runs a printed escape hatch (`<application>` filled in) as the operator would; answers its output, failing on an error exit. */
-async function hatch(printed: string, target?: string): Promise<string> {
-  const line = printedHatches().find((l) => l === printed);
-  if (!line) throw new Error(`the README prints no "${printed}"; it prints:\n${printedHatches().join('\n')}`);
-  const args = line.replace(/<application>/g, target ?? '<application>').split(/\s+/).slice(1);
-  const run = await cli.run(args);
+/**
+ * Runs an escape hatch as the README prints it, with the cluster's names, as the operator would (argocd-cli.ts: the
+ * twin's API server in place of a login); answers its output, failing on an error exit.
+ */
+async function hatch(printed: string): Promise<string> {
+  if (!printedHatches().includes(printed)) throw new Error(`the README prints no "${printed}"; it prints:\n${printedHatches().join('\n')}`);
+  const run = await cli.shell(printed);
+  console.log(`${run.command}: exit ${run.code}`);
   if (run.code !== 0) throw new Error(`${run.command}: exit ${run.code}\n${run.output}\n${readFileSync(cli.log, 'utf8').split('\n').slice(-20).join('\n')}`);
   return run.output;
 }
@@ -161,7 +161,7 @@ beforeAll(async () => {
   }));
   ns = twin.model.description.gitops.namespace;
   await convergedAt(head);
-  cli = await startArgoCdServer(twin.twin, ns);
+  cli = await startArgoCdCli(twin.twin, twin.cp.identity('admin').kubeconfig, ns);
 }, 40 * 60_000);
 
 afterAll(async () => {
@@ -370,7 +370,7 @@ describe('GitOps that never freezes, on the real Argo CD', () => {
     expect(state(tenants).targetRevision).not.toBe(held);
 
     await terminateRoot();
-    const synced = await hatch(`argocd app sync ${twin.name} --resource argoproj.io:Application:<application>`, tenants);
+    const synced = await hatch(`argocd app sync ${twin.name} --resource argoproj.io:Application:${tenants}`);
     console.log(`sync --resource: ${synced.split('\n').slice(-3).join(' | ')}`);
     const reached = await until('the tenants Application synced the commit ahead of the held wave', () => state(tenants).revision === held && state(tenants).sync === 'Synced', 3 * 60_000);
     console.log(`sync --resource: the tenants Application synced the commit ${seconds(Date.now() - clock.t0)} after its push (${seconds(reached)} after the sync by hand)`);
@@ -427,7 +427,7 @@ describe('GitOps that never freezes, on the real Argo CD', () => {
     expect([state(dashboard).phase, state(dashboard).operationRevision]).toEqual(['Running', hung]);
     expect(await label()).toBeUndefined();
 
-    const terminated = await hatch('argocd app terminate-op <application>', dashboard);
+    const terminated = await hatch(`argocd app terminate-op ${dashboard}`);
     console.log(`terminate-op ${dashboard}: ${terminated.trim()}`);
     const reached = await until('the dashboard Application synced the fix', () => state(dashboard).revision === fix && state(dashboard).sync === 'Synced'
       && state(dashboard).operationRevision === fix && state(dashboard).phase === 'Succeeded', 3 * 60_000);
@@ -496,14 +496,23 @@ describe('GitOps that never freezes, on the real Argo CD', () => {
     expect(at(tenants).syncedAt!).toBeGreaterThanOrEqual(at(storage).healthyAt!);
 
     // both gone from Git in one commit: the custom resource is pruned; the CRD stays, as Argo CD puts no tracking
-    // annotation on a CRD it applies (v3.5.1), so it never prunes one. Deleted by hand here
+    // annotation on a CRD it applies (v3.5.1), so it never prunes one. Deleted by hand with the command synth prints
+    const dist = path.dirname(twin.clusterDir);
+    const before = readTreeObjects(dist, [twin.name]);
     twin.render();
     const removed = await commit('the CRD and its custom resource removed');
     await convergedAt(removed);
     expect(await live()).toBeUndefined();
-    const definition = (await twin.cp.client().get(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.${group}`))!;
+    const crdPath = `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.${group}`;
+    const definition = (await twin.cp.client().get(crdPath))!;
     expect((definition.metadata as Json).annotations?.['argocd.argoproj.io/tracking-id']).toBeUndefined();
-    await twin.cp.client().delete(definition);
+    const note = removedObjects(before, readTreeObjects(dist, [twin.name])).find((d) => d.object === `CustomResourceDefinition widgets.${group}`)?.stays ?? '';
+    const printed = /kubectl delete crd \S+/.exec(note)?.[0];
+    expect(printed, note).toBe(`kubectl delete crd widgets.${group}`);
+    const deleted = await cli.shell(printed!);
+    console.log(`${printed}: exit ${deleted.code}: ${deleted.output.trim()}`);
+    expect(deleted.code, deleted.output).toBe(0);
+    expect(await twin.cp.client().get(crdPath)).toBeUndefined();
   }, 25 * 60_000);
 
   it('a commit that removes a tenant: its Application waits for pruning confirmation, and argocd app confirm-deletion, as the README prints it, lets it converge', async () => {
@@ -513,7 +522,7 @@ describe('GitOps that never freezes, on the real Argo CD', () => {
     await until('the tenants Application waits for pruning confirmation', () => state(tenants).phase === 'Running'
       && new RegExp(`waiting for pruning confirmation of /Namespace/${gone}`).test(state(tenants).operationMessage ?? ''), 6 * 60_000);
     expect((await twin.cp.client().get(`/api/v1/namespaces/${gone}`))?.metadata?.deletionTimestamp).toBeUndefined();
-    const confirmed = await hatch('argocd app confirm-deletion <application>', tenants);
+    const confirmed = await hatch(`argocd app confirm-deletion ${tenants}`);
     console.log(`confirm-deletion: ${confirmed.trim()}`);
     const took = await convergedAt(c);
     console.log(`the tenant's removal converged ${seconds(took)} after the confirmation (${seconds(Date.now() - clock.t0)} after its push)`);
@@ -525,7 +534,7 @@ describe('GitOps that never freezes, on the real Argo CD', () => {
     const tenants = app('tenants');
     await setAutomated('automated prune off', { prune: false });
     expect((await application(tenants)).spec.syncPolicy.automated.prune).toBe(false);
-    expect(printedHatches()).toContain('argocd app sync <application> --prune');
+    expect(printedHatches()).toContain(`argocd app sync ${tenants} --prune`);
 
     const policy = '/apis/networking.k8s.io/v1/namespaces/default/networkpolicies/allow-same-namespace';
     removeRendered('tenants', 'networkpolicy.default.allow-same-namespace.yaml');
@@ -540,7 +549,7 @@ describe('GitOps that never freezes, on the real Argo CD', () => {
     expect(pending).toEqual(['NetworkPolicy/default/allow-same-namespace']);
     expect(await twin.cp.client().get(policy)).toBeDefined();
 
-    const pruned = await hatch('argocd app sync <application> --prune', tenants);
+    const pruned = await hatch(`argocd app sync ${tenants} --prune`);
     console.log(`sync --prune: ${pruned.split('\n').slice(-3).join(' | ')}`);
     await until('the object pruned and the tenants Application Synced', async () => (await twin.cp.client().get(policy)) === undefined && state(tenants).sync === 'Synced', 3 * 60_000);
 
@@ -574,7 +583,7 @@ describe('GitOps that never freezes, on the real Argo CD', () => {
     expect(seen.health, JSON.stringify(seen)).toBe('Healthy');
     expect(state(twin.name).phase).toBe('Succeeded');
 
-    const synced = await hatch('argocd app sync <application>', kueue);
+    const synced = await hatch(`argocd app sync ${kueue}`);
     console.log(`sync: ${synced.split('\n').slice(-3).join(' | ')}`);
     await until('the hand edit replaced by Git and the kueue Application Synced', async () => (await twin.cp.client().get(cq) as Json).spec.queueingStrategy === rendered
       && state(kueue).sync === 'Synced', 3 * 60_000);

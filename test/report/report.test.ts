@@ -3,6 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { nominalQuota } from '../../src/check';
 import { RESOURCES } from '../../src/model/names';
+import { Manifest } from '../../src/render/manifest';
 import { Flowchart, label, nodeId } from '../../src/report/mermaid';
 import { clusterReport, REPORT_FILE } from '../../src/report/report';
 import { clusterFiles } from '../../src/synth/layout';
@@ -167,28 +168,35 @@ describe('the cluster report (dist/<cluster>/README.md)', () => {
     const section = holds(report);
     const gitops = folderObjects(cluster, 'gitops');
     const commands = section.slice(section.indexOf('```sh'), section.indexOf('```', section.indexOf('```sh') + 5)).split('\n').filter((l) => l.startsWith('argocd '));
+    // every Application the root syncs is named in each hatch, by wave; the root and those applied by hand are not
+    const synced = gitops.filter((m) => m.kind === 'Application' && m.metadata.name !== 'instant-cluster' && m.metadata.annotations?.['gpu-cluster.dev/apply-by-hand'] !== 'true');
+    const wave = (a: Manifest) => Number(a.metadata.annotations!['argocd.argoproj.io/sync-wave']);
+    const byWave = [...synced].sort((a, b) => wave(a) - wave(b) || (a.metadata.name < b.metadata.name ? -1 : 1));
+    const first = Math.min(...synced.map(wave));
+    expect(byWave.length).toBeGreaterThan(2);
     expect(commands.map((l) => l.replace(/\s+#.*/, ''))).toEqual([
       'argocd app get instant-cluster',
       'argocd app terminate-op instant-cluster',
       'argocd app sync instant-cluster --async --retry-limit -1 --retry-refresh',
-      'argocd app terminate-op <application>',
-      'argocd app sync <application>',
-      'argocd app confirm-deletion <application>',
-      'argocd app sync instant-cluster --resource argoproj.io:Application:<application>',
+      ...byWave.map((a) => `argocd app terminate-op ${a.metadata.name}`),
+      ...byWave.map((a) => `argocd app sync ${a.metadata.name}`),
+      'argocd app confirm-deletion instant-cluster-tenants',
+      // ahead of a failing wave: none of the first wave has a wave before it
+      ...byWave.filter((a) => wave(a) > first).map((a) => `argocd app sync instant-cluster --resource argoproj.io:Application:${a.metadata.name}`),
     ]);
+    for (const a of byWave.filter((x) => wave(x) > first)) expect(section).toContain(`argocd app sync instant-cluster --resource argoproj.io:Application:${a.metadata.name}   # wave ${wave(a)}\n`);
+    expect(section).not.toContain('<application>');
     // the tenants' Namespaces are Prune=confirm: the report names the Application whose sync waits, and both ways to confirm
-    expect(section).toContain('leaves the sync of `instant-cluster-tenants` at "waiting for pruning confirmation" until someone confirms, with `argocd app confirm-deletion <application>`');
-    expect(section).toContain('`kubectl annotate application -n argocd <application> argocd.argoproj.io/deletion-approved=$(date -u +%Y-%m-%dT%H:%M:%SZ)`');
-    // every Application the root syncs is named, by wave; the root and those applied by hand are not
-    const synced = gitops.filter((m) => m.kind === 'Application' && m.metadata.name !== 'instant-cluster' && m.metadata.annotations?.['gpu-cluster.dev/apply-by-hand'] !== 'true');
-    for (const a of synced) expect(section).toMatch(new RegExp(`\\| ${a.metadata.annotations!['argocd.argoproj.io/sync-wave']} \\|[^\n]*\`${a.metadata.name}\``));
+    expect(section).toContain('leaves the sync of `instant-cluster-tenants` at "waiting for pruning confirmation" until someone confirms, with `argocd app confirm-deletion` above or with:');
+    expect(section).toContain('\nkubectl annotate application -n argocd instant-cluster-tenants argocd.argoproj.io/deletion-approved=$(date -u +%Y-%m-%dT%H:%M:%SZ)\n');
+    for (const a of synced) expect(section).toMatch(new RegExp(`\\| ${wave(a)} \\|[^\n]*\`${a.metadata.name}\``));
     expect(section).not.toContain('`instant-cluster-samples`');
     expect(section).toContain('**Not Healthy after 10m (`gitops.waveWait`).**');
     expect(section).toContain('retries its own failed sync 5 times (for 2m15s) first');
     expect(section).not.toContain('--prune');
     // with automated.prune off, what a commit removes stays, and the report says how to delete it
     const noPrune = holds(clusterReport(renderOf((d) => { d.gitops.automated = { prune: false, selfHeal: true }; d.gitops.waveWait = '90s'; })));
-    expect(noPrune).toContain('argocd app sync <application> --prune');
+    for (const a of synced) expect(noPrune).toContain(`\nargocd app sync ${a.metadata.name} --prune\n`);
     expect(noPrune).toContain('**Objects a commit removes stay**');
     expect(noPrune).toContain('**Not Healthy after 1m30s (`gitops.waveWait`).**');
   });
