@@ -60,9 +60,12 @@ export class ArgoCdCli {
     return { command: `argocd ${args.join(' ')}`, code, output };
   }
 
-  /** Runs `kubectl <args>` (the twin's: k8s.io/kubectl of Argo CD's module graph) with the admin's kubeconfig. Never throws on an exit status. */
-  async kubectl(args: readonly string[], timeoutMs = 180_000): Promise<CliRun> {
-    const { code, output } = await runCommand(path.join(this.twin.dir, 'bin', 'kubectl'), args, this.twin.dir, this.env(), timeoutMs);
+  /**
+   * Runs `kubectl <args>` (the twin's: k8s.io/kubectl of Argo CD's module graph) with the admin's kubeconfig, in `cwd`
+   * (a README's relative `-f dist/...` is read from the work tree). Never throws on an exit status.
+   */
+  async kubectl(args: readonly string[], cwd = this.twin.dir, timeoutMs = 180_000): Promise<CliRun> {
+    const { code, output } = await runCommand(path.join(this.twin.dir, 'bin', 'kubectl'), args, cwd, this.env(), timeoutMs);
     return { command: `kubectl ${args.join(' ')}`, code, output };
   }
 

@@ -99,7 +99,7 @@ function removeRendered(folder: string, file: string): void {
 
 /** A kubectl command as the README prints it (the twin's kubectl, the admin kubeconfig, from the work tree). */
 async function kubectl(args: readonly string[]): Promise<string> {
-  const r = await cli.kubectl(args);
+  const r = await cli.kubectl(args, twin.workTree);
   if (r.code !== 0) throw new Error(`${r.command}: exit ${r.code}\n${r.output}`);
   return r.output;
 }
