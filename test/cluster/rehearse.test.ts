@@ -1,56 +1,21 @@
-import { spawn, spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { NODE_LABELS } from '../../src/model/names';
 import { loadModels } from '../../src/synth/pipeline';
-import { twinBinaries } from '../../src/twin/binary';
 import { twinNodes } from '../../src/twin/twin-cluster';
-import { ROOT } from '../helpers';
-import { REFERENCE_FILE, TRAINING_FILE } from '../paths';
+import { REFERENCE_FILE, ROOT } from '../paths';
+import { leftIn, processesUnder, rehearsals, type Run, sha, shown } from './rehearsal';
 
 /**
- * `rehearse` as users run it (the compiled CLI in a process of its own, its output not a terminal): the reference
- * cluster's bootstrap converges on the twin; a rehearsal out of time and one stopped by Ctrl-C (SIGINT) end with
- * every process they started and their scratch folder gone. Each child gets a TMPDIR of its own (where the rehearsal
- * makes its scratch folder), so what it leaves is found there, and its processes by that path in their command lines.
+ * `rehearse` as users run it (./rehearsal.ts): the reference cluster's bootstrap converges on the twin, and its change
+ * mode reports what a change does; a rehearsal out of time and one stopped by Ctrl-C (SIGINT) or kill -9 end with every
+ * process they started and their scratch folder gone. The training example rehearses in rehearse-training.test.ts.
  */
 
-const BIN = path.join(ROOT, 'lib', 'src', 'bin.js');
-const work = mkdtempSync(path.join(tmpdir(), 'rehearse-test-'));
-
-beforeAll(async () => {
-  // the binaries first (built once per machine, as rehearse would): without Go every test here fails on this one line
-  await twinBinaries();
-}, 60 * 60 * 1000);
-afterAll(() => rmSync(work, { recursive: true, force: true }));
-
-interface Run {
-  readonly code: number | null;
-  readonly signal: NodeJS.Signals | null;
-  readonly stdout: string;
-  readonly stderr: string;
-  /** The TMPDIR the child had. */
-  readonly tmp: string;
-}
-
-/** Runs `rehearse ARGS` in a child with a TMPDIR of its own; `interrupt` is called with the child and its stderr so far as lines arrive. */
-function rehearse(args: readonly string[], interrupt?: (child: ReturnType<typeof spawn>, stderr: string) => void, tmp = mkdtempSync(path.join(work, 'tmp-'))): Promise<Run> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, 'rehearse', ...args], { cwd: ROOT, env: { ...process.env, TMPDIR: tmp, CI: 'true' }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => { stdout += c.toString(); });
-    child.stderr.on('data', (c: Buffer) => {
-      stderr += c.toString();
-      interrupt?.(child, stderr);
-    });
-    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr, tmp }));
-  });
-}
+const { work, rehearse, userRepo } = rehearsals();
 
 /** Runs the reference cluster's rehearsal and sends `signal` once it says Argo CD syncs; answers the run and whether it was sent. */
 async function interruptedWhileSyncing(signal: NodeJS.Signals): Promise<Run & { sent: boolean }> {
@@ -64,40 +29,13 @@ async function interruptedWhileSyncing(signal: NodeJS.Signals): Promise<Run & { 
   return { ...r, sent };
 }
 
-/** Processes whose command line names `dir` (the twin's processes name their folders under the child's TMPDIR). */
-function processesUnder(dir: string): string[] {
-  const ps = spawnSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' });
-  return ps.stdout.split('\n').filter((l) => l.includes(dir) && !l.includes(' ps -eo'));
-}
-
-/** What the child left in its TMPDIR. */
-const leftIn = (dir: string) => readdirSync(dir);
-
-const sha = (file: string) => createHash('sha256').update(readFileSync(file)).digest('hex');
-
-/** A user's clusters repository: the description `committed` (as `name`), then changed by `change` in the working tree. */
-function userRepo(committed: string, change: (d: Record<string, any>) => void, name = path.basename(REFERENCE_FILE)) {
-  const repo = mkdtempSync(path.join(work, 'repo-'));
-  const git = (...args: string[]) => spawnSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { cwd: repo, encoding: 'utf8' });
-  git('init', '-q', '-b', 'main');
-  mkdirSync(path.join(repo, 'clusters'));
-  const file = path.join(repo, 'clusters', name);
-  writeFileSync(file, committed);
-  git('add', '.');
-  expect(git('commit', '-q', '-m', 'lab').status).toBe(0);
-  const d = parse(committed) as Record<string, any>;
-  change(d);
-  writeFileSync(file, stringify(d));
-  return { file, git };
-}
-
 describe('rehearse on the twin', () => {
   it('the reference cluster: every Application Synced and Healthy, the timeline printed, exit 0; nothing left behind, the description untouched', async () => {
     const before = sha(REFERENCE_FILE);
     const dist = () => spawnSync('git', ['status', '--porcelain', '--', 'dist', 'src/clusters', 'test/fixtures'], { cwd: ROOT, encoding: 'utf8' }).stdout;
     const distBefore = dist();
     const r = await rehearse(['--config', REFERENCE_FILE]);
-    console.log(`${r.stderr.split('\n').filter((l) => !/: (instant-cluster[\w-]*) \(wave/.test(l)).join('\n')}\n${r.stdout}`);
+    console.log(shown(r, 'instant-cluster'));
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/^\| Application +\| wave \| Synced at \| Healthy at \|$/m);
     for (const app of ['instant-cluster', 'instant-cluster-kueue', 'instant-cluster-gpu-operator', 'instant-cluster-tenants']) {
@@ -112,53 +50,6 @@ describe('rehearse on the twin', () => {
     expect(sha(REFERENCE_FILE)).toBe(before);
     expect(dist()).toBe(distBefore);
   }, 20 * 60 * 1000);
-
-  it('the training example (every add-on managed, a managed Kueue): its bootstrap rehearses green, wave after wave, and a change on top runs on its managed Kueue: the samples in a tenant\'s namespace submitted, Kueue\'s decision on each reported, the tenant\'s quota cut synced', async () => {
-    // one rehearsal for both (CI time): the bootstrap of REV is the example's "rehearse green", the change on top is
-    // change mode on a managed Kueue. REV places the samples in the tenant research's namespace (samples.namespace);
-    // the working tree cuts research's GPU quota below what the NCCL test asks (two workers of 8 GPUs)
-    const committed = parse(readFileSync(TRAINING_FILE, 'utf8')) as Record<string, any>;
-    committed.samples = { ...committed.samples, namespace: 'research' };
-    const research = (committed.tenants as { name: string; gpus: number }[]).find((t) => t.name === 'research')!;
-    const { file } = userRepo(stringify(committed), (c) => {
-      c.tenants = c.tenants.map((t: { name: string; gpus: number }) => (t.name === 'research' ? { ...t, gpus: 8 } : t));
-    }, path.basename(TRAINING_FILE));
-    expect(research.gpus).toBeGreaterThan(8);
-    const r = await rehearse(['--config', file, '--from', 'HEAD', '--verbose']);
-    console.log(`${r.stderr.split('\n').filter((l) => !/: (training-cluster[\w-]*) \(wave/.test(l)).join('\n')}\n${r.stdout}`);
-    expect(r.code, r.stderr).toBe(0);
-    // the bootstrap: every Application the render lists (the root's folder), each Synced and Healthy in the timeline
-    const gitops = path.join(ROOT, 'dist', 'training-cluster', 'gitops');
-    const listed = (parse(readFileSync(path.join(gitops, 'kustomization.yaml'), 'utf8')) as { resources: string[] }).resources.filter((f) => f.startsWith('application.'));
-    const names = ['training-cluster', ...listed.map((f) => (parse(readFileSync(path.join(gitops, f), 'utf8')) as { metadata: { name: string } }).metadata.name)];
-    const bootstrap = r.stdout.slice(r.stdout.indexOf('training-cluster: the bootstrap of HEAD:clusters/'), r.stdout.indexOf('training-cluster: the change from HEAD:clusters/'));
-    expect(bootstrap).toMatch(new RegExp(`^training-cluster: every Application \\(${names.length}\\) Synced and Healthy \\d+ s after the root's apply`, 'm'));
-    const rows = new Map([...bootstrap.matchAll(/^\| ([\w-]+) +\| (-?\d+) +\| ([\d.]+) s +\| ([\d.]+) s +\|$/gm)]
-      .map((m) => [m[1], { wave: Number(m[2]), synced: Number(m[3]), healthy: Number(m[4]) }]));
-    expect([...rows.keys()].sort()).toEqual([...names].sort());
-    // every managed install compared and converged at its own release (the chart and Git mirrors on loopback); the
-    // Network Operator's in wave 1, after the GPU Operator's (its NodeFeatureRule needs NFD's CRD)
-    for (const install of ['dynamo-platform', 'gpu-operator', 'kueue', 'mpi-operator', 'training-operator']) expect(rows.get(`training-cluster-${install}-install`)?.wave, install).toBe(0);
-    expect(rows.get('training-cluster-network-operator-install')?.wave).toBe(1);
-    // wave order: an Application of a later wave synced only once every one of an earlier wave was Healthy
-    const children = [...rows].filter(([n]) => n !== 'training-cluster');
-    for (const [a, ra] of children) {
-      for (const [b, rb] of children) if (rb.wave > ra.wave) expect(rb.synced, `${b} (wave ${rb.wave}) synced before ${a} (wave ${ra.wave}) was Healthy`).toBeGreaterThanOrEqual(ra.healthy);
-    }
-    // the change: the samples submitted in research's namespace, each decided by Kueue (admitted, or pending with the
-    // reason its scheduler gives) and each reported; research's ClusterQueue (the kueue folder) synced
-    const report = r.stdout.slice(r.stdout.indexOf('training-cluster: the change from HEAD:clusters/'));
-    // the NCCL test decided by Kueue; the PyTorchJob too, or named with why the API server refused it (the Training
-    // Operator's own webhook has no controller behind it on the twin)
-    expect(report).toMatch(/^jobs: [12] sample job\(s\) Kueue queues: [^;]+(; 1 not submitted)?$/m);
-    expect(report).toMatch(/^ {2}MPIJob research\/nccl-all-reduce: [^:]+: (admitted by ClusterQueue research|pending \(\w+)/m);
-    expect(report).toMatch(/^ {2}PyTorchJob research\/pytorch-ddp: ([^:]+: (admitted by ClusterQueue research|pending \(\w+)|not submitted: .+)/m);
-    expect(report).not.toMatch(/not decided by Kueue|no Workload/);
-    expect(report).toMatch(/^ {2}wave \d+: training-cluster-kueue: Synced [\d.]+ s, Healthy [\d.]+ s after the push$/m);
-    expect(r.stdout).toMatch(new RegExp(`^training-cluster: the change converged: every Application \\(${names.length}\\) Synced and Healthy at [0-9a-f]{12} \\d+ s after the push`, 'm'));
-    expect(leftIn(r.tmp)).toEqual([]);
-    expect(processesUnder(r.tmp)).toEqual([]);
-  }, 45 * 60 * 1000);
 
   it('out of time (--timeout 1): exit 1 with one line saying what was under way; every process stopped, the scratch folder gone', async () => {
     const r = await rehearse(['--config', REFERENCE_FILE, '--timeout', '1']);
@@ -186,7 +77,7 @@ describe('rehearse on the twin', () => {
     const before = sha(file);
     // two converged states in one run: twice the bootstrap's time, on a shared machine
     const r = await rehearse(['--config', file, '--from', 'HEAD', '--timeout', '1800']);
-    console.log(`${r.stderr.split('\n').filter((l) => !/: (instant-cluster[\w-]*) \(wave/.test(l)).join('\n')}\n${r.stdout}`);
+    console.log(shown(r, 'instant-cluster'));
     expect(r.code, r.stderr).toBe(0);
     const workers = (d.nodes.gpuWorkers.count as number);
     const report = r.stdout.slice(r.stdout.indexOf('the change from HEAD:clusters/'));
@@ -217,7 +108,7 @@ describe('rehearse on the twin', () => {
     });
     const after = defaultQuota((parse(readFileSync(file, 'utf8')) as Record<string, any>).tenants);
     const r = await rehearse(['--config', file, '--from', 'HEAD', '--timeout', '1800', '--verbose']);
-    console.log(`${r.stderr.split('\n').filter((l) => !/: (instant-cluster[\w-]*) \(wave/.test(l)).join('\n')}\n${r.stdout}`);
+    console.log(shown(r, 'instant-cluster'));
     expect(r.code, r.stderr).toBe(0);
     const report = r.stdout.slice(r.stdout.indexOf('the change from HEAD:clusters/'));
     // real Kueue (its integration test "Should not evict admitted workloads when nominal quota is reduced below usage"):
@@ -241,7 +132,7 @@ describe('rehearse on the twin', () => {
       c.queueing = { ...c.queueing, defaultStopPolicy: 'HoldAndDrain' };
     });
     const r = await rehearse(['--config', file, '--from', 'HEAD', '--timeout', '1800', '--verbose']);
-    console.log(`${r.stderr.split('\n').filter((l) => !/: (instant-cluster[\w-]*) \(wave/.test(l)).join('\n')}\n${r.stdout}`);
+    console.log(shown(r, 'instant-cluster'));
     expect(r.code, r.stderr).toBe(0);
     const report = r.stdout.slice(r.stdout.indexOf('the change from HEAD:clusters/'));
     expect(report).toMatch(/^jobs: 1 sample job\(s\) Kueue queues: 1 evicted(, pending again)?$/m);
@@ -275,7 +166,7 @@ describe('rehearse on the twin', () => {
     const file = path.join(mkdtempSync(path.join(work, 'desc-')), path.basename(REFERENCE_FILE));
     writeFileSync(file, stringify(d));
     const r = await rehearse(['--config', file, '--snapshot', snapshot, '--timeout', '1080']);
-    console.log(`${r.stderr.split('\n').filter((l) => !/: (instant-cluster[\w-]*) \(wave/.test(l)).join('\n')}\n${r.stdout}`);
+    console.log(shown(r, 'instant-cluster'));
     expect(r.code, r.stderr).toBe(1);
     expect(r.stderr).toMatch(/^rehearse: not converged: instant-cluster-gpu-operator \(wave \d+\): \w+ at [0-9a-f]{7}, Progressing.*ClusterPolicy cluster-policy: \w+, Progressing \(No GPU node found, watching for new nodes to join the cluster\.\)/m);
     // only what waits on it: every other Application converges

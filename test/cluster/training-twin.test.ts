@@ -11,7 +11,7 @@ import { TRAINING_FILE } from '../paths';
  * for what only the twin's insides show: the wave-0 installs' sources read from loopback (the chart mirror of the vendored
  * charts; NFD's CRDs from the GPU Operator's package) and the managed Kueue reached through the cluster network. That
  * the whole bootstrap converges, wave after wave (every Application Synced and Healthy, the root's sync Succeeded, the
- * timeline), is the example's rehearsal through the CLI: test/cluster/rehearse.test.ts, "the training example".
+ * timeline), is the example's rehearsal through the CLI: test/cluster/rehearse-training.test.ts.
  */
 
 /** How long wave 0 (and the kueue folder of wave 1) may take, from the root's apply (wave 0 took 552 s at load 13-26). */
