@@ -42,7 +42,8 @@ writeFileSync(fakeGo, [
   '  version) printf \'%s: %s\\n\\tpath\\tsigs.k8s.io/kueue/cmd/kueue\\n\\tmod\\tsigs.k8s.io/kueue\\tv0.19.2\\th1:x=\\n\' "$3" "$FAKE_GOVERSION" ;;',
   '  build)',
   '    echo "build $6" >> "$FAKE_GO_LOG"',
-  '    sleep "${FAKE_GO_SLEEP:-0}"',
+  // held until the test lets it go (bounded: some 120 s), so that a second process surely finds the build under way
+  '    n=0; while [ -n "$FAKE_GO_HOLD" ] && [ ! -e "$FAKE_GO_HOLD" ] && [ $n -lt 600 ]; do sleep 0.2; n=$((n+1)); done',
   '    if [ "$FAKE_GO_FAIL" = 1 ]; then echo "main.go:12:2: undefined: app.NewAPIServerCommand" >&2; exit 1; fi',
   '    if [ "$FAKE_GO_FAIL" = kueue ] && [ "$6" = sigs.k8s.io/kueue/cmd/kueue ]; then printf \'# sigs.k8s.io/kueue/pkg/cache\\ncache.go:7:2: undefined: x\\n\' >&2; exit 1; fi',
   '    printf \'#!/bin/sh\\necho go %s\\necho k8s.io/kubernetes v1.36.3\\n\' "$FAKE_GOVERSION" > "$5"',
@@ -68,10 +69,10 @@ beforeEach(() => {
   log = path.join(work, `builds-${serial}.log`);
   Object.assign(process.env, { [GO_ENV]: fakeGo, [CACHE_ENV]: root, [KUEUE_CACHE_ENV]: kueueRoot, [TWIN_CACHE_ENV]: twinRoot, FAKE_GOVERSION: `go1.99.${serial}-test`, FAKE_GO_LOG: log, REAL_GO: realGo });
   delete process.env.FAKE_GO_FAIL;
-  delete process.env.FAKE_GO_SLEEP;
+  delete process.env.FAKE_GO_HOLD;
 });
 afterEach(() => {
-  for (const k of [GO_ENV, CACHE_ENV, KUEUE_CACHE_ENV, TWIN_CACHE_ENV, 'FAKE_GOVERSION', 'FAKE_GO_LOG', 'FAKE_GO_FAIL', 'FAKE_GO_SLEEP', 'REAL_GO']) {
+  for (const k of [GO_ENV, CACHE_ENV, KUEUE_CACHE_ENV, TWIN_CACHE_ENV, 'FAKE_GOVERSION', 'FAKE_GO_LOG', 'FAKE_GO_FAIL', 'FAKE_GO_HOLD', 'REAL_GO']) {
     if (saved[k] === undefined) delete process.env[k];
     else process.env[k] = saved[k];
   }
@@ -101,11 +102,16 @@ describe('the control plane binary, built once per machine into a cache keyed by
   });
 
   it('two test processes at once build it once (the second waits on the lock, then takes the first one\'s)', async () => {
-    process.env.FAKE_GO_SLEEP = '2';
+    // the first build is held until the other process says it waits for it (not a race on the machine's speed)
+    const hold = path.join(work, 'go-hold');
+    process.env.FAKE_GO_HOLD = hold;
     const prepare = () => new Promise<{ code: number | null; stderr: string }>((resolve) => {
       const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', path.join(__dirname, 'prepare.ts')], { env: process.env, stdio: ['ignore', 'ignore', 'pipe'] });
       let stderr = '';
-      child.stderr.on('data', (c: Buffer) => { stderr += c.toString(); });
+      child.stderr.on('data', (c: Buffer) => {
+        stderr += c.toString();
+        if (/^waiting for another process to build/m.test(stderr)) writeFileSync(hold, '');
+      });
       child.on('close', (code) => resolve({ code, stderr }));
     });
     const [a, b] = await Promise.all([prepare(), prepare()]);
