@@ -47,6 +47,12 @@ export const LABELS = {
    */
   clientSideApplyMigrationManager: 'argocd.argoproj.io/client-side-apply-migration-manager',
   /**
+   * Confirms the deletions an Application waits for (Prune=confirm or Delete=confirm): a time in RFC 3339, no earlier
+   * than the sync operation's start or the Application's deletion (argo-cd v3.5.1 pkg/apis/application/v1alpha1/types.go
+   * IsDeletionConfirmed); `argocd app confirm-deletion` sets it to the client's time (cmd/argocd/commands/app.go:3276).
+   */
+  deletionApproved: 'argocd.argoproj.io/deletion-approved',
+  /**
    * Marks a rendered object as a template a user fills in before `kubectl create` (e.g. a node name):
    * written to dist/, but left out of kustomization.yaml, so neither kustomize nor Argo CD applies it.
    */
@@ -360,3 +366,6 @@ export function syncWave(m: Annotated): number {
   const v = Number(m.metadata.annotations?.[LABELS.syncWave] ?? 0);
   return Number.isFinite(v) ? v : 0;
 }
+
+/** The `kubectl annotate` argument that confirms now, as `argocd app confirm-deletion` does (LABELS.deletionApproved), for a shell line. */
+export const DELETION_APPROVED_NOW = `${LABELS.deletionApproved}=$(date -u +%Y-%m-%dT%H:%M:%SZ)`;

@@ -5,7 +5,7 @@ import { isWriteArtifact } from './write';
 import { InputError, printable } from '../errors';
 import { RenderedFile } from './folder-files';
 import { isObjectPath, manifestFiles, readManifests } from './tree';
-import { decidingSyncOption, FLEET_FOLDER, folderApplicationName, GITOPS_FOLDER, HELM, hasResourcesFinalizer, LABELS, ownSyncOptions, RESOURCES_FINALIZER, syncOptionValue } from '../model/names';
+import { decidingSyncOption, DELETION_APPROVED_NOW, FLEET_FOLDER, folderApplicationName, GITOPS_FOLDER, HELM, hasResourcesFinalizer, LABELS, ownSyncOptions, RESOURCES_FINALIZER, syncOptionValue } from '../model/names';
 
 /**
  * Objects that leave the rendered output. Argo CD prunes what leaves dist/ (and deletes what an Application takes with
@@ -91,12 +91,19 @@ export interface FateContext {
    * generates in place of that cluster's root (the fleet folder before the change lists it: hubApplications), which
    * leaves too.
    */
-  readonly clusterDropped?: {
-    readonly cluster: string;
-    readonly hub?: Manifest;
-    /** The namespace of its Applications (the root's). */
-    readonly namespace?: string;
-  };
+  readonly clusterDropped?: DroppedCluster;
+}
+
+/** A cluster whose whole folder leaves dist/ (FateContext.clusterDropped). */
+interface DroppedCluster {
+  readonly cluster: string;
+  readonly hub?: Manifest;
+  /** The namespace of its Applications (the root's). */
+  readonly namespace?: string;
+  /** Its AppProject (the root's). */
+  readonly project?: string;
+  /** Its Applications whose cascade waits for a confirmation (an object with Delete=confirm or Prune=confirm, not spared): waitsForConfirmation. */
+  readonly confirming?: readonly string[];
 }
 
 /** Whether an object is an Argo CD Application. */
@@ -209,6 +216,17 @@ function leavesWithApplication(m: Manifest, ctx: FateContext): ClusterFate | und
   return { note: `${prunedByHandOnly(parent, parent.metadata.name, `its Application ${ctx.application ?? ctx.app.metadata.name}`)}; then: ${fate.note}` };
 }
 
+/**
+ * Whether the cascading delete of `application` (its resources finalizer) waits for a confirmation before it deletes
+ * anything: `m` says Delete=confirm or Prune=confirm (controller/state.go:1171-1191 isObjRequiresDeletionConfirmation,
+ * read at appcontroller.go:1363-1366) and is not spared (Delete=false, helm.sh/resource-policy: keep, a CRD).
+ */
+function waitsForConfirmation(m: Manifest, application: Manifest): boolean {
+  if (!hasResourcesFinalizer(application) || definedKind(m) || m.metadata.annotations?.[HELM.resourcePolicy] === HELM.keep) return false;
+  const del = decidingSyncOption(m, 'Delete', application);
+  return del !== 'false' && (del === 'confirm' || decidingSyncOption(m, 'Prune', application) === 'confirm');
+}
+
 /** leavesWithApplication once `application` is deleted. */
 function leavesWithCascade(m: Manifest, ctx: FateContext, application: Manifest): ClusterFate {
   const app = ctx.application ?? application.metadata.name;
@@ -227,9 +245,7 @@ function leavesWithCascade(m: Manifest, ctx: FateContext, application: Manifest)
     };
   }
   const prune = decidingSyncOption(m, 'Prune', application);
-  // the cascade waits for a confirmation on Delete=confirm or Prune=confirm (controller/state.go:1171-1191
-  // isObjRequiresDeletionConfirmation, read at appcontroller.go:1363-1366)
-  if (del === 'confirm' || prune === 'confirm') {
+  if (waitsForConfirmation(m, application)) {
     return {
       note: `deleted with its Application ${app}, which leaves too (resources finalizer), once someone confirms (${del === 'confirm' ? 'Delete' : 'Prune'}=confirm): `
         + `argocd app confirm-deletion ${app}`,
@@ -239,6 +255,9 @@ function leavesWithCascade(m: Manifest, ctx: FateContext, application: Manifest)
   const alone = isApplication(m) && !hasResourcesFinalizer(m) ? `; ${applicationAloneNote(m)}` : '';
   return { note: `deleted with its Application ${app}, which leaves too: its resources finalizer deletes what it applied${despite}${alone}` };
 }
+
+/** The bound of the take-down's `kubectl wait` (rootPathGone). */
+const TAKE_DOWN_WAIT = '10m';
 
 /**
  * A dropped cluster's objects (its whole folder leaves dist/): the Application that syncs its gitops folder (the root,
@@ -254,13 +273,37 @@ function leavesWithCascade(m: Manifest, ctx: FateContext, application: Manifest)
  * and the sync status Unknown (:1034-1035), and autoSync syncs only an OutOfSync Application
  * (controller/appcontroller.go:2347-2349): nothing is pruned. The child Applications keep the commit the root last gave
  * them (components/gitops/plan.ts revisionPins), where their folders still exist.
+ *
+ * The take-down is four commands, in order (run as printed on the real Argo CD: test/cluster/argocd-twin.test.ts).
+ * The delete does not wait (`--wait=false`): each child's cascade (finalizeApplicationDeletion,
+ * controller/appcontroller.go:1344-1402) deletes nothing while one of its objects requires a confirmation not given
+ * since the Application's deletion (:1363-1366, IsDeletionConfirmed: the approval must be no earlier than the
+ * deletionTimestamp, so it can only follow the delete), and a waiting `kubectl delete` never returns. The annotate is
+ * that approval (what `argocd app confirm-deletion` writes), for the Applications that wait for it by name: with the
+ * label selector it failed on the twin, an Application whose cascade had ended between kubectl's list and its patch
+ * (NotFound). The wait is bounded: each cascade deletes the highest sync wave first and waits for every
+ * object it deleted to be gone (:1354-1358, :1386-1399, controller/sort_delete.go FilterObjectsForDeletion), and Kueue
+ * keeps a ClusterQueue until no workload reserves quota in it (the tenants' Namespaces' deletion ends those) and a
+ * ResourceFlavor while a ClusterQueue uses it (kueue v0.19.2 pkg/controller/core/clusterqueue_controller.go:193-209,
+ * resourceflavor_controller.go:106-121; the flavors an adopted ClusterQueue names say Delete=false, so the cascade
+ * spares them: components/kueue/chart.ts spareWhatKeptQueuesUse). The AppProject last: its finalizer keeps it while an
+ * Application names it (appcontroller.go:1221-1237 finalizeProjectDeletion).
  */
-function rootPathGone(cluster: string, namespace = '<argocd>'): string {
+function rootPathGone({ cluster, namespace = '<argocd>', project = cluster, confirming = [] }: DroppedCluster): string {
+  const apps = `application -n ${namespace} -l ${LABELS.partOf}=${cluster}`;
+  const confirm = confirming.length === 0 ? ''
+    : `confirm the deletion of its Namespaces and volume claims, which say Delete=confirm (kubectl annotate application -n ${namespace} ${confirming.join(' ')} --overwrite ${DELETION_APPROVED_NOW}); `;
   return `its cluster's folder leaves dist/, so the Application that syncs its root (${cluster}: the root applied by hand, or the hub's) reads a path `
     + 'that no longer exists: it syncs nothing, showing the status of its last comparison for the controller\'s repo-error grace period (180 s by default), '
     + `then, or at once on a refresh (argocd app get ${cluster} --refresh), Argo CD shows it with a ComparisonError ("app path does not exist") and sync status Unknown, so nothing `
-    + 'is pruned, and the child Applications keep syncing the last commit the root gave them; to take the cluster down, delete its Applications by hand '
-    + `(kubectl delete application -n ${namespace} -l ${LABELS.partOf}=${cluster})`;
+    + 'is pruned, and the child Applications keep syncing the last commit the root gave them; to take the cluster down, in this order: '
+    + `delete its Applications without waiting (kubectl delete ${apps} --wait=false)${confirming.length > 0 ? ', as a cascade waits for a confirmation that counts only once given after the delete' : ''}; `
+    + confirm
+    + 'wait until every cascade has deleted what it applied, wave by wave, a ClusterQueue once no workload reserves quota in it '
+    + `(kubectl wait --for=delete ${apps} --timeout=${TAKE_DOWN_WAIT}); `
+    + `then delete its AppProject (kubectl delete appproject -n ${namespace} ${project}); `
+    + 'what says Delete=false stays (the adopted objects, the ResourceFlavors and Topology an adopted ClusterQueue names, Argo CD\'s own Namespace), '
+    + 'as do the CRDs and what an Application without the resources finalizer applied (Argo CD, the managed installs)';
 }
 
 /**
@@ -273,10 +316,11 @@ function rootPathGone(cluster: string, namespace = '<argocd>'): string {
  * finalizer of an Application whose destination is no longer a registered cluster (:843, :907-953
  * removeFinalizerOnInvalidDestination), and that delete then cascades to nothing.
  */
-function hubDeletesNote(cluster: string, fate: string, namespace?: string): string {
+function hubDeletesNote(dropped: DroppedCluster, fate: string): string {
+  const cluster = dropped.cluster;
   return `once dist/fleet/ is applied on the hub again (kubectl apply -k dist/fleet), its ApplicationSet deletes the hub's Application ${cluster} `
     + `(resources finalizer), and this is then ${fate}, provided the cluster is still registered on the hub (the ApplicationSet removes the finalizer of an `
-    + `Application whose destination is no longer a registered cluster, and then nothing is deleted); until then nothing is deleted: ${rootPathGone(cluster, namespace)}`;
+    + `Application whose destination is no longer a registered cluster, and then nothing is deleted); until then nothing is deleted: ${rootPathGone(dropped)}`;
 }
 
 /**
@@ -291,14 +335,14 @@ export function clusterFate(m: Manifest, context: FateContext = {}): ClusterFate
   if (isApplication(m) && m.metadata.annotations?.[LABELS.byHand] === 'true') return { stays: byHandStays(m) };
   const dropped = context.clusterDropped;
   if (dropped) {
-    const stays = { stays: `stays in the cluster: ${rootPathGone(dropped.cluster, dropped.namespace)}` };
+    const stays = { stays: `stays in the cluster: ${rootPathGone(dropped)}` };
     // With a hub, its ApplicationSet deletes the hub's Application of the cluster (it generates it no more): with the
     // resources finalizer, the cluster's Applications go in its cascade, and what those apply as each of them goes
     // (fateContexts gives the hub's Application as the gitops folder's); without, they stay, as with no hub.
     if (!dropped.hub || !hasResourcesFinalizer(dropped.hub)) return stays;
     const fate = clusterFate(m, { ...context, clusterDropped: undefined });
     if (fate.stays !== undefined) return fate;
-    return { note: hubDeletesNote(dropped.cluster, fate.note ?? 'deleted', dropped.namespace) };
+    return { note: hubDeletesNote(dropped, fate.note ?? 'deleted') };
   }
   const leaving = leavesWithApplication(m, context);
   if (leaving) return leaving;
@@ -552,6 +596,14 @@ export function fateContexts(
   for (const o of before) {
     if (isApplication(o.manifest) && o.file.split('/')[1] === GITOPS_FOLDER) apps.set(`${clusterOf(o.file)}\0${o.manifest.metadata.name}`, o);
   }
+  const confirming = new Map<string, string[]>();
+  for (const o of before) {
+    const name = applicationOfFile(o.file);
+    const app = name === undefined ? undefined : apps.get(`${clusterOf(o.file)}\0${name}`)?.manifest;
+    if (!app || !waitsForConfirmation(o.manifest, app)) continue;
+    const names = confirming.get(clusterOf(o.file)) ?? [];
+    if (!names.includes(name!)) confirming.set(clusterOf(o.file), [...names, name!].sort());
+  }
   return (o) => {
     const cluster = clusterOf(o.file);
     const application = applicationOfFile(o.file);
@@ -568,7 +620,15 @@ export function fateContexts(
       appLeaves: found !== undefined && !kept.has(objectKey(found)),
       // a dropped cluster's Applications go in the cascade of the hub's Application, whatever it prunes
       parent: application === cluster || dropped ? undefined : root,
-      ...(dropped ? { clusterDropped: { cluster, hub, namespace: root?.metadata.namespace } } : {}),
+      ...(dropped ? {
+        clusterDropped: {
+          cluster,
+          hub,
+          namespace: root?.metadata.namespace,
+          project: (root?.spec as { project?: string } | undefined)?.project,
+          confirming: confirming.get(cluster),
+        },
+      } : {}),
     };
   };
 }

@@ -1,7 +1,7 @@
 import { code, table } from './markdown';
 import { ClusterIndex } from '../check/cluster-index';
 import { GITOPS_FOLDER, rootApplicationOf } from '../components/gitops/plan';
-import { LABELS, ownSyncOptions, syncOptionValue } from '../model/names';
+import { DELETION_APPROVED_NOW, LABELS, ownSyncOptions, syncOptionValue } from '../model/names';
 import { durationSeconds } from '../model/schema-types';
 import { Manifest, RenderedCluster } from '../render/manifest';
 
@@ -123,7 +123,7 @@ export function stuckWavesSection(c: RenderedCluster, index: ClusterIndex): stri
         + 'confirmation" until someone confirms, with `argocd app confirm-deletion` above or with:',
       '',
       '```sh',
-      ...confirming.map((n) => `kubectl annotate application -n ${argocd} ${n} argocd.argoproj.io/deletion-approved=$(date -u +%Y-%m-%dT%H:%M:%SZ)`),
+      ...confirming.map((n) => `kubectl annotate application -n ${argocd} ${n} ${DELETION_APPROVED_NOW}`),
       '```',
       '',
       'Nothing with data goes unasked.']

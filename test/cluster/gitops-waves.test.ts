@@ -23,7 +23,7 @@ import { REFERENCE_FILE } from '../paths';
  * (every child applies server-side); the escape hatches the cluster's README prints, run with the argocd CLI (the
  * root's terminate-op, the root's sync by hand and of one Application with --resource, a child's terminate-op of a
  * sync held by its hook, confirm-deletion, sync --prune); automated prune off; a CRD and its custom resources changed
- * in one commit; last, a GPU node NotReady (its kubelet gone) under operands that tolerate every taint keeps the GPU
+ * in one commit (a wave apart, then in one Application, with a new version of the CRD); last, a GPU node NotReady (its kubelet gone) under operands that tolerate every taint keeps the GPU
  * Operator's wave Progressing, holds a later commit for gitops.waveWait at most, and the node back lets it turn
  * Healthy. One twin, the scenarios in order, each
  * ending converged; what each shows is in its name. Self-heal off; the samples synced by hand.
@@ -440,7 +440,7 @@ describe('GitOps that never freezes, on the real Argo CD', () => {
     console.log(`the fix converged ${seconds(took)} after the dashboard Application synced it`);
   }, 15 * 60_000);
 
-  it('a later commit that changes a CRD and its custom resources together (the CRD a wave before them, where the render puts an install\'s CRDs) converges with no failed sync: the CRD\'s new field is served before a custom resource uses it', async () => {
+  it('a later commit that changes a CRD and its custom resources together (the CRD a wave before them, where the render puts an install\'s CRDs) converges with no failed sync: the CRD\'s new field is served before a custom resource uses it; in one Application, a CRD with a custom resource, then a new version of it with one of that version, converge with no step by hand', async () => {
     const storage = app('storage');
     const tenants = app('tenants');
     // the render puts an operator's CRDs in the Application of its install and its custom resources in one of a later
@@ -495,6 +495,34 @@ describe('GitOps that never freezes, on the real Argo CD', () => {
     const at = (name: string) => timeline.find((e) => e.application === name)!;
     expect(at(tenants).syncedAt!).toBeGreaterThanOrEqual(at(storage).healthyAt!);
 
+    // Issue 49 item 2: a CRD and a custom resource of it in ONE Application (no wave between them), in one commit; then
+    // a new version of the CRD (v2 served and storage, v1 still served) and a custom resource of v2, in one commit.
+    // gitops-engine skips the dry run of a custom resource whose CRD is in the same sync (sync_context.go:1066-1085
+    // hasCRDOfGroupKind), applies CRDs first and waits for a CRD to be Established after applying it (:1444-1449
+    // ensureCRDReady); what it does with a new version is printed (the failures on the way, if any)
+    const gadgetFile = `customresourcedefinition.gadgets.${group}.yaml`;
+    const schema = (fields: Json) => ({ openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object', properties: fields } } } });
+    const v1 = { name: 'v1', served: true, storage: true, schema: schema({ size: { type: 'string' } }) };
+    const gadgetCrd = (versions: Json[]) => { const c = crdOf(group, 'Gadget', 'Namespaced'); c.spec.versions = versions; return c; };
+    const gadget = (version: string, name: string, spec: Json) => ({ apiVersion: `${group}/${version}`, kind: 'Gadget', metadata: { name, namespace: 'default' }, spec });
+    const liveGadget = async (version: string, name: string) => (await twin.cp.client().get(`/apis/${group}/${version}/namespaces/default/gadgets/${name}`))?.spec as Json | undefined;
+    addRendered('storage', gadgetFile, gadgetCrd([v1]));
+    addRendered('storage', 'gadget.default.g1.yaml', gadget('v1', 'g1', { size: 'small' }));
+    const together = await commit('a CRD and a custom resource of it in one Application');
+    const third = await watched(together);
+    console.log(`a CRD and a custom resource of it in one Application: converged in ${seconds(third.took)}; on the way: ${third.failures.join('; ') || 'no failed sync, no retry'}`);
+    expect(third.failures).toEqual([]);
+    expect(await liveGadget('v1', 'g1')).toEqual({ size: 'small' });
+    addRendered('storage', gadgetFile, gadgetCrd([{ ...v1, storage: false }, { name: 'v2', served: true, storage: true, schema: schema({ size: { type: 'string' }, color: { type: 'string' } }) }]));
+    addRendered('storage', 'gadget.default.g2.yaml', gadget('v2', 'g2', { size: 'large', color: 'red' }));
+    const versioned = await commit('a new version of the CRD (served and storage) and a custom resource of it, in one Application');
+    const fourth = await watched(versioned);
+    console.log(`a new CRD version and a custom resource of it in one Application: converged in ${seconds(fourth.took)}; on the way: ${fourth.failures.join('; ') || 'no failed sync, no retry'}`);
+    expect(await liveGadget('v2', 'g2')).toEqual({ size: 'large', color: 'red' });
+    expect(await liveGadget('v1', 'g1')).toEqual({ size: 'small' });
+    const gadgets = (await twin.cp.client().get(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.${group}`))!;
+    expect((gadgets.status as Json).storedVersions).toContain('v2');
+
     // both gone from Git in one commit: the custom resource is pruned; the CRD stays, as Argo CD puts no tracking
     // annotation on a CRD it applies (v3.5.1), so it never prunes one. Deleted by hand with the command synth prints
     const dist = path.dirname(twin.clusterDir);
@@ -513,7 +541,9 @@ describe('GitOps that never freezes, on the real Argo CD', () => {
     console.log(`${printed}: exit ${deleted.code}: ${deleted.output.trim()}`);
     expect(deleted.code, deleted.output).toBe(0);
     expect(await twin.cp.client().get(crdPath)).toBeUndefined();
-  }, 25 * 60_000);
+    expect(await liveGadget('v2', 'g2')).toBeUndefined();
+    expect((await cli.shell(`kubectl delete crd gadgets.${group}`)).code).toBe(0);
+  }, 35 * 60_000);
 
   it('a commit that removes a tenant: its Application waits for pruning confirmation, and argocd app confirm-deletion, as the README prints it, lets it converge', async () => {
     const tenants = app('tenants');

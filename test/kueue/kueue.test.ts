@@ -5,6 +5,7 @@ import { parse } from 'yaml';
 import { kueueHelmValues, kueueManagerConfig } from '../../src/components/kueue/manager-config';
 import { parseDescription } from '../../src/model/load';
 import { buildModel } from '../../src/model/model';
+import { ownSyncOptions, syncOptionValue } from '../../src/model/names';
 import { Manifest, RenderedCluster } from '../../src/render/manifest';
 import { renderCluster } from '../../src/synth/render';
 import { findObject, folderObjects, HAS_SCHEMAS, modelOf, renderOf, schemaErrors, TRAINING_FILE } from '../helpers';
@@ -119,6 +120,20 @@ describe('kueue', () => {
       { nodeLabel: 'network.topology.nvidia.com/block' }, { nodeLabel: 'kubernetes.io/hostname' },
     ]);
     expect(ofKind(kueueOf(), 'Topology')).toEqual([]);
+  });
+
+  it('spares with the adopted default ClusterQueue the flavor and Topology it names (Delete=false): Kueue keeps them while it names them, so a cascade would never end', () => {
+    const deleteOption = (o: Manifest) => syncOptionValue(ownSyncOptions(o), 'Delete');
+    const withTopology = kueueOf((d: any) => { d.queueing.topology = { levels: ['network.topology.nvidia.com/block', 'kubernetes.io/hostname'] }; });
+    expect(deleteOption(findObject(withTopology, 'ClusterQueue', 'default'))).toBe('false');
+    for (const kind of ['ResourceFlavor', 'Topology']) {
+      expect(ofKind(withTopology, kind).map(deleteOption), kind).toEqual(['false']);
+      // a prune is left as it is: the queue's new flavor comes in the same sync
+      expect(ofKind(withTopology, kind).map((o) => syncOptionValue(ownSyncOptions(o), 'Prune')), kind).toEqual([undefined]);
+    }
+    // managed, Kueue adopts nothing and its Application's cascade deletes every flavor
+    const objects = folderObjects(renderTraining(), 'kueue');
+    expect(objects.filter((o) => ['ResourceFlavor', 'Topology', 'ClusterQueue'].includes(o.kind)).map(deleteOption).filter((v) => v !== undefined)).toEqual([]);
   });
 
   it('gives a borrowing-only tenant no nominal GPUs but a borrowing limit', () => {

@@ -251,7 +251,16 @@ describe('clusterFate in context: what leaves dist/ with what else', () => {
         + '(instant-cluster: the root applied by hand, or the hub\'s) reads a path that no longer exists: it syncs nothing, showing the status of its last comparison '
         + 'for the controller\'s repo-error grace period (180 s by default), then, or at once on a refresh (argocd app get instant-cluster --refresh), Argo CD shows '
         + 'it with a ComparisonError ("app path does not exist") and sync status Unknown, so nothing is pruned, and the child Applications keep syncing the last commit the root gave them; '
-        + 'to take the cluster down, delete its Applications by hand (kubectl delete application -n argocd -l app.kubernetes.io/part-of=instant-cluster)');
+        + 'to take the cluster down, in this order: delete its Applications without waiting (kubectl delete application -n argocd -l app.kubernetes.io/part-of=instant-cluster '
+        + '--wait=false), as a cascade waits for a confirmation that counts only once given after the delete; confirm the deletion of its Namespaces and volume claims, '
+        + 'which say Delete=confirm (kubectl annotate application -n argocd instant-cluster-tenants --overwrite argocd.argoproj.io/deletion-approved=$(date -u +%Y-%m-%dT%H:%M:%SZ)); '
+        + 'wait until every cascade has deleted what it applied, wave by wave, a ClusterQueue once no workload reserves quota in it '
+        + '(kubectl wait --for=delete application -n argocd -l app.kubernetes.io/part-of=instant-cluster --timeout=10m); then delete its AppProject '
+        + '(kubectl delete appproject -n argocd instant-cluster); what says Delete=false stays (the adopted objects, the ResourceFlavors and Topology an adopted '
+        + 'ClusterQueue names, Argo CD\'s own Namespace), as do the CRDs and what an Application without the resources finalizer applied (Argo CD, the managed installs)');
+      // the flavor the adopted default ClusterQueue names is spared by the kueue Application's cascade, with it
+      const flavor = before.find((o) => o.manifest.kind === 'ResourceFlavor')!;
+      expect(syncOptionValue(ownSyncOptions(flavor.manifest), 'Delete')).toBe('false');
       expect(fateOf(ds, 'Application argocd/instant-cluster')).toMatch(/^stays in the cluster: applied by hand/);
     });
 

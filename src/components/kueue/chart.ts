@@ -1,5 +1,7 @@
-import { Chart } from 'cdk8s';
+import { ApiObject, Chart } from 'cdk8s';
 import { Construct } from 'constructs';
+import { refersTo } from '../../model/adoption';
+import { mergeSyncOptions } from '../../model/data-safety';
 import { ClusterModel, QueueModel, ResourceAmounts, tolerationsFor } from '../../model/model';
 import { coveredResources } from '../../model/multikueue';
 import { MultiKueueManagerRole } from '../../model/multikueue-role';
@@ -11,6 +13,9 @@ import { PodPriorityClass } from './pod-priority-class';
 import { KueueResourceFlavor } from './resource-flavor';
 import { KueueTopology } from './topology';
 import { KueueWorkloadPriorityClass } from './workload-priority-class';
+
+/** The sync option of what an adopted ClusterQueue needs (spareWhatKeptQueuesUse): its Application's cascading delete spares it. */
+const KEPT_WITH_ADOPTED = 'Delete=false';
 
 /** Name of the CPU-only workers' flavor. */
 export const CPU_FLAVOR = 'cpu-only';
@@ -46,6 +51,7 @@ export class KueueChart extends Chart {
     const role = model.multiKueue;
     if (role?.role === 'manager') this.dispatchingQueues(model, role);
     else this.localQueues(model);
+    this.spareWhatKeptQueuesUse(model);
 
     const defaultQueue = model.queueing.defaultQueue;
     new KueueLocalQueue(this, 'DefaultLocalQueue', {
@@ -65,6 +71,29 @@ export class KueueChart extends Chart {
       if (q.podPriorityClasses) {
         new PodPriorityClass(this, `PriorityClass-${p.name}`, { name: p.name, value: p.value, description: note });
       }
+    }
+  }
+
+  /**
+   * The ResourceFlavors an adopted ClusterQueue names, and the Topologies of those, say Delete=false as the queue does:
+   * Argo CD's cascading delete (the kueue Application deleted, a dropped cluster's take-down) spares the adopted queue,
+   * and Kueue keeps a ResourceFlavor while a ClusterQueue names it and a Topology while a flavor names it (their
+   * `kueue.x-k8s.io/resource-in-use` finalizer; kueue v0.19.2 pkg/controller/core/resourceflavor_controller.go:106-121,
+   * pkg/controller/tas/topology_controller.go:107-126). Deleted, they would stay Terminating for ever, the kueue
+   * Application's cascade would never end (it waits for every object it deleted: seen on the twin), and the kept queue
+   * would have no flavor. A prune (the flavor left the description) is unchanged: the queue's new flavors come in the
+   * same sync.
+   */
+  private spareWhatKeptQueuesUse(model: ClusterModel): void {
+    const adopted = (name: string) => model.adopted.some((a) => refersTo(a, { apiVersion: 'kueue.x-k8s.io/v1beta2', kind: 'ClusterQueue', metadata: { name } }));
+    const all = this.node.findAll();
+    const flavors = new Set(all.flatMap((c) => (c instanceof KueueClusterQueue && adopted(c.name) ? c.flavorNames : [])));
+    const kept = all.filter((c): c is KueueResourceFlavor => c instanceof KueueResourceFlavor && flavors.has(c.name));
+    const topologies = new Set(kept.flatMap((f) => (f.topologyName === undefined ? [] : [f.topologyName])));
+    for (const c of [...kept, ...all.filter((t): t is KueueTopology => t instanceof KueueTopology && topologies.has(t.name))]) {
+      const o = ApiObject.of(c.node.findChild('Resource'));
+      const own = (o.metadata.toJson() as { annotations?: Record<string, string> }).annotations?.[LABELS.syncOptions];
+      o.metadata.addAnnotation(LABELS.syncOptions, mergeSyncOptions(own, [KEPT_WITH_ADOPTED]));
     }
   }
 

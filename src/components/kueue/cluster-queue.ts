@@ -102,10 +102,13 @@ const lending = ClusterQueueV1Beta2SpecResourceGroupsFlavorsResourcesLendingLimi
  */
 export class KueueClusterQueue extends Construct {
   readonly name: string;
+  /** The ResourceFlavors it names. */
+  readonly flavorNames: readonly string[];
 
   constructor(scope: Construct, id: string, props: KueueClusterQueueProps) {
     super(scope, id);
     this.name = props.name;
+    this.flavorNames = props.flavors.map((f) => f.flavor);
     const covered = props.coveredResources;
     if (covered.length === 0) throw new Error(`KueueClusterQueue ${props.name}: coveredResources is empty`);
     if (props.flavors.length === 0) throw new Error(`KueueClusterQueue ${props.name}: flavors is empty`);

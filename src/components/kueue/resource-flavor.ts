@@ -28,6 +28,8 @@ export interface KueueResourceFlavorProps {
 /** A Kueue ResourceFlavor (v1beta2): one kind of node, selected by its labels. */
 export class KueueResourceFlavor extends Construct {
   readonly name: string;
+  /** The Topology it names, if any. */
+  readonly topologyName?: string;
 
   constructor(scope: Construct, id: string, props: KueueResourceFlavorProps) {
     super(scope, id);
@@ -35,6 +37,7 @@ export class KueueResourceFlavor extends Construct {
       throw new Error(`KueueResourceFlavor ${props.name}: nodeLabels is empty; a flavor must select its nodes (and a topology needs at least one label)`);
     }
     this.name = props.name;
+    this.topologyName = props.topologyName;
     const tolerations = props.tolerations ?? [];
     new ResourceFlavorV1Beta2(this, 'Resource', {
       metadata: { name: props.name },
