@@ -35,14 +35,18 @@ export interface CliRun {
   readonly output: string;
 }
 
-/** The twin's `argocd` CLI (against its API server, started at the first command) and `kubectl` (startArgoCdCli). */
+/**
+ * The twin's `argocd` CLI (against its API server, started at the first command) and `kubectl` (startArgoCdCli), each
+ * run in the twin's work tree (where a README's relative `-f dist/...` is read, as the operator runs it in the clusters
+ * repository).
+ */
 export class ArgoCdCli {
   private server?: { process: ChildProcess; port: number };
   private starting?: Promise<{ process: ChildProcess; port: number }>;
   private stopped = false;
 
   /** @internal */
-  constructor(private readonly twin: Twin, private readonly namespace: string, readonly kubeconfig: string) {}
+  constructor(private readonly twin: Twin, private readonly namespace: string, readonly kubeconfig: string, private readonly workTree: string) {}
 
   /** The log of the twin's API server (empty until a command needed it). */
   get log(): string {
@@ -56,16 +60,13 @@ export class ArgoCdCli {
   /** Runs `argocd <args>` against the twin's API server, as the operator would with a login (its output bounded). Never throws on an exit status. */
   async run(args: readonly string[], timeoutMs = 180_000): Promise<CliRun> {
     const { port } = await this.apiServer();
-    const { code, output } = await runCommand(path.join(this.twin.dir, 'bin', 'argocd'), [...args, '--server', `127.0.0.1:${port}`, '--plaintext'], this.twin.dir, this.env(), timeoutMs);
+    const { code, output } = await runCommand(path.join(this.twin.dir, 'bin', 'argocd'), [...args, '--server', `127.0.0.1:${port}`, '--plaintext'], this.workTree, this.env(), timeoutMs);
     return { command: `argocd ${args.join(' ')}`, code, output };
   }
 
-  /**
-   * Runs `kubectl <args>` (the twin's: k8s.io/kubectl of Argo CD's module graph) with the admin's kubeconfig, in `cwd`
-   * (a README's relative `-f dist/...` is read from the work tree). Never throws on an exit status.
-   */
-  async kubectl(args: readonly string[], cwd = this.twin.dir, timeoutMs = 180_000): Promise<CliRun> {
-    const { code, output } = await runCommand(path.join(this.twin.dir, 'bin', 'kubectl'), args, cwd, this.env(), timeoutMs);
+  /** Runs `kubectl <args>` (the twin's: k8s.io/kubectl of Argo CD's module graph) with the admin's kubeconfig. Never throws on an exit status. */
+  async kubectl(args: readonly string[], timeoutMs = 180_000): Promise<CliRun> {
+    const { code, output } = await runCommand(path.join(this.twin.dir, 'bin', 'kubectl'), args, this.workTree, this.env(), timeoutMs);
     return { command: `kubectl ${args.join(' ')}`, code, output };
   }
 
@@ -78,7 +79,7 @@ export class ArgoCdCli {
     const argocd = line.trim().startsWith('argocd ');
     const full = argocd ? `${line} --server 127.0.0.1:${(await this.apiServer()).port} --plaintext` : line;
     // exec: the command replaces the shell, so that the twin binary's parent is this process (TWIN_PARENT_PID) and the bound kills it
-    const { code, output } = await runCommand('/bin/sh', ['-c', `exec ${full}`], this.twin.dir, this.env(), timeoutMs);
+    const { code, output } = await runCommand('/bin/sh', ['-c', `exec ${full}`], this.workTree, this.env(), timeoutMs);
     return { command: line, code, output };
   }
 
@@ -103,14 +104,17 @@ export class ArgoCdCli {
   }
 }
 
-/** The twin's `argocd` CLI and `kubectl` with `kubeconfig` (the admin's; its current namespace `namespace`), the twin's Argo CD running (startArgoCd). */
-export async function startArgoCdCli(twin: Twin, kubeconfig: string, namespace = 'argocd'): Promise<ArgoCdCli> {
+/**
+ * The twin's `argocd` CLI and `kubectl` with `kubeconfig` (the admin's; its current namespace `namespace`), run in
+ * `workTree` (the clusters repository's working tree), the twin's Argo CD running (startArgoCd).
+ */
+export async function startArgoCdCli(twin: Twin, kubeconfig: string, workTree: string, namespace = 'argocd'): Promise<ArgoCdCli> {
   if (!twin.ports) throw new Error('the twin\'s Argo CD is not started');
   const config = parse(readFileSync(kubeconfig, 'utf8')) as { 'contexts': { name: string; context: Record<string, unknown> }[]; 'current-context': string };
   for (const c of config.contexts) if (c.name === config['current-context']) c.context.namespace = namespace;
   const own = path.join(twin.dir, 'operator.kubeconfig');
   writeFileSync(own, stringify(config), { mode: 0o600 });
-  return new ArgoCdCli(twin, namespace, own);
+  return new ArgoCdCli(twin, namespace, own, workTree);
 }
 
 /** Starts the twin's Argo CD API server (its controller and repo server running: startArgoCd); answers it once healthy. */

@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { ArgoCdCli, CliRun, startArgoCdCli } from './argocd-cli';
-import { bootTwin, rootSees, stopTwin } from './twin-file';
+import { bootTwin, printedCommands, rootSees, stopTwin } from './twin-file';
 import { LABELS, ownSyncOptions, syncOptionValue } from '../../src/model/names';
 import { DEFAULT_SCHEMAS } from '../../src/paths';
 import { readTreeObjects, removedObjects } from '../../src/render/deletions';
@@ -97,7 +97,7 @@ afterAll(() => cli?.stop());
 
 /** Runs a command line as the README or synth prints it, with the operator's CLIs; prints what it did. */
 async function operatorShell(line: string): Promise<CliRun> {
-  cli ??= await startArgoCdCli(twin.twin, twin.cp.identity('admin').kubeconfig, twin.model.description.gitops.namespace);
+  cli ??= await startArgoCdCli(twin.twin, twin.cp.identity('admin').kubeconfig, twin.workTree, twin.model.description.gitops.namespace);
   const run = await cli.shell(line, 10 * 60_000);
   console.log(`${twin.name}: ${line}: exit ${run.code}\n${run.output.trim().split('\n').slice(-15).join('\n')}`);
   return run;
@@ -105,8 +105,7 @@ async function operatorShell(line: string): Promise<CliRun> {
 
 /** The line of dist/<cluster>/README.md that runs `kubectl` and names `what` and `application`. */
 function printedKubectl(what: string, application: string): string {
-  const readme = readFileSync(path.join(twin.clusterDir, 'README.md'), 'utf8');
-  const line = readme.split('\n').find((l) => l.startsWith('kubectl ') && l.includes(what) && l.split(/\s+/).includes(application));
+  const line = printedCommands(twin, 'kubectl').find((l) => l.includes(what) && l.split(/\s+/).includes(application));
   if (!line) throw new Error(`dist/${twin.name}/README.md prints no kubectl line of ${what} for ${application}`);
   return line;
 }

@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { ArgoCdCli, startArgoCdCli } from './argocd-cli';
-import { bootTwin, rootSees, stopTwin, untilOnTwin } from './twin-file';
+import { bootTwin, printedCommands, rootSees, stopTwin, untilOnTwin } from './twin-file';
 import { NAMESPACES, NODE_LABELS } from '../../src/model/names';
 import { readTreeObjects, removedObjects } from '../../src/render/deletions';
 import { ApplicationState, formatTimeline } from '../../src/twin/applications';
@@ -99,7 +99,7 @@ function removeRendered(folder: string, file: string): void {
 
 /** A kubectl command as the README prints it (the twin's kubectl, the admin kubeconfig, from the work tree). */
 async function kubectl(args: readonly string[]): Promise<string> {
-  const r = await cli.kubectl(args, twin.workTree);
+  const r = await cli.kubectl(args);
   if (r.code !== 0) throw new Error(`${r.command}: exit ${r.code}\n${r.output}`);
   return r.output;
 }
@@ -112,13 +112,8 @@ async function setAutomated(message: string, automated: Json): Promise<string> {
   return c;
 }
 
-/** The escape hatches dist/<cluster>/README.md prints ("When a sync wave holds"), comments cut. */
-function printedHatches(): string[] {
-  const readme = readFileSync(path.join(twin.clusterDir, 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('## When a sync wave holds'));
-  const block = /```sh\n([\s\S]*?)```/.exec(section)?.[1] ?? '';
-  return block.split('\n').map((l) => l.replace(/\s+#.*$/, '').trim()).filter((l) => l.startsWith('argocd '));
-}
+/** The escape hatches dist/<cluster>/README.md prints ("When a sync wave holds"). */
+const printedHatches = () => printedCommands(twin, 'argocd', 'When a sync wave holds');
 
 /**
  * Runs an escape hatch as the README prints it, with the cluster's names, as the operator would (argocd-cli.ts: the
@@ -161,7 +156,7 @@ beforeAll(async () => {
   }));
   ns = twin.model.description.gitops.namespace;
   await convergedAt(head);
-  cli = await startArgoCdCli(twin.twin, twin.cp.identity('admin').kubeconfig, ns);
+  cli = await startArgoCdCli(twin.twin, twin.cp.identity('admin').kubeconfig, twin.workTree, ns);
 }, 40 * 60_000);
 
 afterAll(async () => {

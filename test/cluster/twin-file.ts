@@ -1,4 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
+import * as path from 'node:path';
 import { describeState } from '../../src/twin/applications';
 import { twinBinary } from '../../src/twin/binary';
 import { sleep } from '../../src/twin/poll';
@@ -65,4 +67,27 @@ export async function untilOnTwin(twin: TwinCluster, what: string, done: () => b
     if (Date.now() - t0 > ms) throw new Error(`${what}: not within ${ms / 1000} s. The Applications:\n${describeApplications(twin)}\n${twin.twin.logs(5)}${more()}`);
     await sleep(1000);
   }
+}
+
+/**
+ * The command lines dist/<cluster>/README.md prints for `command` (`argocd`, `kubectl`) in its shell blocks, comments
+ * cut: from the section whose heading starts with `section` to the next of its level, or the whole README. What the
+ * twin tests run as printed.
+ */
+export function printedCommands(twin: TwinCluster, command: string, section?: string): string[] {
+  let lines = readFileSync(path.join(twin.clusterDir, 'README.md'), 'utf8').split('\n');
+  if (section !== undefined) {
+    // a heading is a line of #s outside the code blocks (a shell comment in one starts with # too)
+    let fenced = false;
+    const outside = lines.map((l) => (l.startsWith('```') ? (fenced = !fenced, false) : !fenced));
+    const heading = (l: string, i: number) => (outside[i] ? /^(#+) (.*)$/.exec(l) : null);
+    const start = lines.findIndex((l, i) => heading(l, i)?.[2].startsWith(section));
+    if (start < 0) throw new Error(`dist/${twin.name}/README.md has no section "${section}"`);
+    const level = heading(lines[start], start)![1].length;
+    const end = lines.findIndex((l, i) => i > start && (heading(l, i)?.[1].length ?? Infinity) <= level);
+    lines = lines.slice(start, end < 0 ? undefined : end);
+  }
+  const text = lines.join('\n');
+  return [...text.matchAll(/```sh\n([\s\S]*?)```/g)].flatMap((m) => m[1].split('\n'))
+    .map((l) => l.replace(/\s+#.*$/, '').trim()).filter((l) => l.startsWith(`${command} `));
 }
