@@ -1,6 +1,9 @@
+import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
+import { parse } from 'yaml';
 import { describeState } from '../../src/twin/applications';
 import { twinBinary } from '../../src/twin/binary';
+import { KubeClient } from '../../src/twin/kube-client';
 import { sleep } from '../../src/twin/poll';
 import { startTwinCluster, TwinCluster, TwinClusterOptions } from '../../src/twin/twin-cluster';
 
@@ -64,5 +67,17 @@ export async function untilOnTwin(twin: TwinCluster, what: string, done: () => b
     if (await done()) return Date.now() - t0;
     if (Date.now() - t0 > ms) throw new Error(`${what}: not within ${ms / 1000} s. The Applications:\n${describeApplications(twin)}\n${twin.twin.logs(5)}${more()}`);
     await sleep(1000);
+  }
+}
+
+/** Who the twin's API server says the token of a kubeconfig file is (a SelfSubjectReview sent with it). */
+export async function userOfKubeconfig(twin: TwinCluster, file: string): Promise<string | undefined> {
+  const token = (parse(readFileSync(file, 'utf8')) as { users: { user: { token: string } }[] }).users[0].user.token;
+  const client = new KubeClient(twin.cp.server, readFileSync(twin.cp.caFile), token);
+  try {
+    const review = await client.call('POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', { body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' } }) as { status?: { userInfo?: { username?: string } } };
+    return review.status?.userInfo?.username;
+  } finally {
+    client.close();
   }
 }
