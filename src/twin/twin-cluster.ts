@@ -60,7 +60,11 @@ import { VERSIONS } from '../versions';
  *   visibility API at their Services' ClusterIPs through the twin's cluster network (cluster-network.ts, the stand-in
  *   for kube-proxy; the control plane's egress selector), so its APIServices turn Available as in a cluster.
  * - **A managed MPI Operator** (`installs.mpiOperator: managed`): the same command started once Argo CD has synced its
- *   install's ServiceAccount and bindings. Either way the MPIJobs Kueue admits get their launcher and workers from it.
+ *   install's ServiceAccount and bindings. Either way the MPIJobs Kueue admits get their launcher and workers from it
+ *   (the launcher's pod runs until the MPIJob goes: kwok-stages.ts podCompleteButMpiLaunchers).
+ * - **Not run**: the Training Operator (a PyTorchJob Kueue admits gets no pods on a twin; placement.ts placeSamples
+ *   makes them by hand only where no twin runs), Dynamo's operator, and the VictoriaMetrics operator (its status of
+ *   scrapes and rules: the KWOK stages above).
  * - **The bootstrap**: the commands of dist/<cluster>/README.md's "One cluster" block, run as written (kubectl of the
  *   toolkit's pinned engines, the admin kubeconfig), from the repository's work tree; Argo CD's processes start once
  *   its first command has applied Argo CD's install (its ServiceAccounts and argocd-cm are then there).
@@ -443,8 +447,8 @@ async function preinstalledKueue(cp: ControlPlane, description: Json, work: stri
  * applied before Argo CD as the cluster's image installed it, and its command started with that ServiceAccount's rights
  * (mpi-operator.ts).
  */
-async function preinstalledMpiOperator(cp: ControlPlane, description: Json, work: string): Promise<MpiOperatorProcess> {
-  const plan = planOf(await managedPlanOf(cp, description, 'mpiOperator', work), MPI_OPERATOR_INSTALL);
+async function preinstalledMpiOperator(cp: ControlPlane, description: Json, work: string, fleet?: string): Promise<MpiOperatorProcess> {
+  const plan = planOf(await managedPlanOf(cp, description, 'mpiOperator', work, fleet), MPI_OPERATOR_INSTALL);
   const report = await applySteps(cp.client(), plan.steps.map((st) => ({ ...st, objects: st.objects.filter((o) => o.application !== 'pre-installed') })));
   if (report.refused.length > 0) throw new Error(`the pre-installed MPI Operator was refused:\n${report.refused.map(refusalText).join('\n')}`);
   return startMpiOperator(cp, mpiOperatorInstallOf(plan));
@@ -626,7 +630,7 @@ export async function startTwinCluster(opts: TwinClusterOptions): Promise<TwinCl
     let mpiOperator: MpiOperatorProcess | undefined;
     if (model.description.installs.mpiOperator === 'preinstalled') {
       say('starting the pre-installed MPI Operator');
-      mpiOperator = await preinstalledMpiOperator(cp, description, dir);
+      mpiOperator = await preinstalledMpiOperator(cp, description, dir, fleet ? clusters : undefined);
       const started = mpiOperator;
       cleanup.push(() => started.stop({ keep }));
     }
