@@ -7,8 +7,9 @@ import { parse, stringify } from 'yaml';
 import { PlannedObject, SyncPlan } from './argocd-sync';
 import { goCommand, GoBinary, kueueBinary } from './binary';
 import { ClusterNetwork } from './cluster-network';
-import { ControlPlane, cpuSecondsOf, freePorts, GO_GC_PERCENT, httpGet, killGroup, killOnExit, kubeconfigText, tailOf } from './control-plane';
+import { ControlPlane, freePorts, GO_GC_PERCENT, httpGet, killOnExit, kubeconfigText } from './control-plane';
 import { describe, KubeClient, KubeObject } from './kube-client';
+import { OperatorProcess } from './operator-process';
 import { poll } from './poll';
 
 /**
@@ -199,40 +200,9 @@ function kueueArgs(args: readonly string[], configFile: string, kubeconfig?: str
 
 
 /** A running Kueue manager (startKueue). */
-export class KueueProcess {
-  private stopped = false;
-
-  constructor(
-    readonly loopback: LoopbackKueue,
-    readonly binary: GoBinary,
-    private readonly child: ChildProcess,
-    readonly logFile: string,
-  ) {}
-
-  /** The last lines of its log. */
-  log(lines = 40): string {
-    return tailOf(this.logFile, lines);
-  }
-
-  get exited(): boolean {
-    return this.child.exitCode !== null || this.child.signalCode !== null;
-  }
-
-  /** CPU seconds (user + system) the process has used so far (Linux /proc). */
-  cpuSeconds(): number | undefined {
-    return cpuSecondsOf(this.child.pid);
-  }
-
-  async stop(opts: { keep?: boolean } = {}): Promise<void> {
-    if (this.stopped) return;
-    this.stopped = true;
-    if (!this.exited) {
-      const exit = new Promise((r) => this.child.once('exit', r));
-      killGroup(this.child);
-      await exit;
-    }
-    if (opts.keep || process.env.CONTROL_PLANE_KEEP === '1') process.stderr.write(`kueue kept in ${this.loopback.dir}\n`);
-    else rmSync(this.loopback.dir, { recursive: true, force: true });
+export class KueueProcess extends OperatorProcess {
+  constructor(readonly loopback: LoopbackKueue, readonly binary: GoBinary, child: ChildProcess, logFile: string) {
+    super('kueue', loopback.dir, child, logFile);
   }
 }
 

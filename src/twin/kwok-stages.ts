@@ -1,4 +1,4 @@
-import { stringify } from 'yaml';
+import { parse, stringify } from 'yaml';
 import { helmFullname } from '../model/helm-names';
 import { RELEASES } from '../model/names';
 import { VERSIONS } from '../versions';
@@ -10,6 +10,28 @@ import { VERSIONS } from '../versions';
  *
  * Imports no test framework.
  */
+
+/**
+ * The label the MPI Operator v0.8.2 puts on the pod template of an MPIJob's launcher Job, `launcher` (kubeflow/mpi-operator
+ * tag v0.8.2: pkg/apis/kubeflow/v2beta1/constants.go JobRoleLabel, set by pkg/controller/mpi_job_controller.go
+ * newLauncherPodTemplate from defaultLabels).
+ */
+export const MPI_JOB_ROLE_LABEL = 'training.kubeflow.org/job-role';
+
+/**
+ * KWOK's own pod-complete stage (binary.ts KWOK_STAGES.podComplete: the pod of a Job Succeeded as soon as it runs), but
+ * for the pod of an MPIJob's launcher, which stays Running, as `mpirun` runs on a cluster until the job's work is done:
+ * no work runs on a twin, so the launcher runs until the MPIJob is deleted, suspended or evicted (its Job's pod deleted
+ * then). Completed at once, every MPIJob Kueue admits would be Succeeded and its Workload Finished a second later, and
+ * a change could never be rehearsed against an admitted job (rehearse --from: kept over its quota, evicted by
+ * HoldAndDrain). Every other pod of a Job completes as KWOK's stage says (a hook's Job, a sample Job, the Job controller's
+ * pods of a CronJob).
+ */
+export function podCompleteButMpiLaunchers(podComplete: string): string {
+  const stage = parse(podComplete) as { spec: { selector: { matchExpressions: Record<string, unknown>[] } } };
+  stage.spec.selector.matchExpressions.push({ key: `.metadata.labels["${MPI_JOB_ROLE_LABEL}"]`, operator: 'NotIn', values: ['launcher'] });
+  return stringify(stage).trim();
+}
 
 /**
  * The VictoriaMetrics operator v0.74.1 (VictoriaMetrics/operator tag v0.74.1, commit

@@ -284,7 +284,10 @@ export function waitingForKueue(state: ClusterState): string[] {
  * Where the scheduler puts the pods of each sample once Kueue admits it, without Kueue or the training operators
  * running: for each sample with pod templates in turn (Kueue runs them one after the other where they do not fit
  * together), one pod per template, owned by the sample and sent as the identity that creates it in a cluster (the Job
- * controller, the MPI Operator, the Training Operator: src/components/tenants/trusted-requesters.ts), then removed.
+ * controller, the MPI Operator, the Training Operator: src/components/tenants/trusted-requesters.ts), then removed. A
+ * stand-in for the tests that start a control plane without the twin (apply-as-argocd.test.ts): on a twin the real MPI
+ * Operator makes an admitted MPIJob's pods (mpi-operator.ts); no Training Operator runs anywhere, a PyTorchJob's pods are
+ * made only here.
  * Answers, one line each, a pod not bound (PodScheduled's reason and message) or bound to a node that is not a GPU
  * worker; and `placed`, the pods bound. A sample of an operator that list does not know (Dynamo) is `skipped`.
  */

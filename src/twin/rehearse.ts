@@ -638,6 +638,11 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
     const gaps = podWatch.gaps();
     await podWatch.stop();
     const submitted = new Set(jobs.map(describeObject));
+    // the Jobs their controllers made for them (the MPI Operator's launcher Job of an MPIJob): their pods are the jobs' too
+    for (const j of await client.list('/apis/batch/v1/jobs')) {
+      const refs = (j.metadata.ownerReferences ?? []) as { kind: string; name: string }[];
+      if (refs.some((r) => submitted.has(`${r.kind} ${j.metadata.namespace}/${r.name}`))) submitted.add(describeObject(j));
+    }
     const withoutJobs = (pods: Map<string, PodRecord>) => new Map([...pods].filter(([, p]) => !submitted.has(p.owner)));
     const appsAfter = await client.list(applicationsPath(namespace));
     const stillThere = await stillInCluster(client, goneResources(appsBefore, appsAfter));

@@ -12,6 +12,7 @@ import { ControlPlane, startControlPlane } from './control-plane';
 import { bareRepository, commitTree, GitServer, startGitServer } from './git-server';
 import { KueueProcess, loopbackKueue, planOf, requireUserNamespace, startKueue, startManagedKueue } from './kueue';
 import { victoriaMetricsStages } from './kwok-stages';
+import { MPI_OPERATOR_INSTALL, mpiOperatorInstallOf, MpiOperatorProcess, startMpiOperator } from './mpi-operator';
 import { OperatorStandIns } from './operator-stand-ins';
 import { HermeticNode, nodesOf } from './placement';
 import { startTwin, Twin } from './twin';
@@ -50,12 +51,20 @@ import { VERSIONS } from '../versions';
  * - **Before Argo CD** (as on an Instant Cluster image): the CRDs of kinds nothing of the tree installs (but Argo CD's,
  *   which the bootstrap brings) and the namespaces it uses and nothing creates (argocd-sync.ts planSync); a
  *   pre-installed Kueue running for real (kueue.ts: its install as the toolkit renders it when it manages Kueue, its
- *   webhooks on loopback); the GPU and Network Operator stand-ins (operator-stand-ins.ts); the VictoriaMetrics
+ *   webhooks on loopback); a pre-installed MPI Operator running for real (mpi-operator.ts: its install as the toolkit
+ *   renders it when it manages it, the operator with its ServiceAccount's rights); the GPU and Network Operator
+ *   stand-ins (operator-stand-ins.ts); the VictoriaMetrics
  *   operator's status of scrapes and rules as KWOK stages (kwok-stages.ts).
  * - **A managed Kueue** (`installs.kueue: managed`): the same manager started once Argo CD has synced its install
  *   (kueue.ts startManagedKueue), its Configuration from the synced ConfigMap; the API server reaches its webhooks and
  *   visibility API at their Services' ClusterIPs through the twin's cluster network (cluster-network.ts, the stand-in
  *   for kube-proxy; the control plane's egress selector), so its APIServices turn Available as in a cluster.
+ * - **A managed MPI Operator** (`installs.mpiOperator: managed`): the same command started once Argo CD has synced its
+ *   install's ServiceAccount and bindings. Either way the MPIJobs Kueue admits get their launcher and workers from it
+ *   (the launcher's pod runs until the MPIJob goes: kwok-stages.ts podCompleteButMpiLaunchers).
+ * - **Not run**: the Training Operator (a PyTorchJob Kueue admits gets no pods on a twin; placement.ts placeSamples
+ *   makes them by hand only where no twin runs), Dynamo's operator, and the VictoriaMetrics operator (its status of
+ *   scrapes and rules: the KWOK stages above).
  * - **The bootstrap**: the commands of dist/<cluster>/README.md's "One cluster" block, run as written (kubectl of the
  *   toolkit's pinned engines, the admin kubeconfig), from the repository's work tree; Argo CD's processes start once
  *   its first command has applied Argo CD's install (its ServiceAccounts and argocd-cm are then there).
@@ -151,6 +160,12 @@ export class TwinCluster {
   private startedKueue?: KueueProcess;
   /** Why the managed Kueue did not start (the first line of its failure), once its start has failed. */
   managedKueueFailure?: string;
+  /**
+   * The MPI Operator running for real (mpi-operator.ts): a pre-installed one started with the twin, a managed one by
+   * bootstrap once Argo CD has synced its install; fails naming what was not synced in time, or its log.
+   */
+  mpiOperator?: Promise<MpiOperatorProcess>;
+  private startedMpiOperator?: MpiOperatorProcess;
   private stopped = false;
 
   /** @internal */
@@ -175,8 +190,11 @@ export class TwinCluster {
     readonly fleet = false,
     /** The cluster network the API server reaches a managed Kueue's Services through (cluster-network.ts). */
     readonly network?: ClusterNetwork,
+    /** A pre-installed MPI Operator, started with the twin. */
+    runningMpiOperator?: MpiOperatorProcess,
   ) {
     this.watch = new ApplicationWatch(cp.client(), model.description.gitops.namespace);
+    if (runningMpiOperator) this.mpiOperator = Promise.resolve(this.startedMpiOperator = runningMpiOperator);
   }
 
   /** The work tree of the clusters repository. */
@@ -269,6 +287,11 @@ export class TwinCluster {
           this.managedKueue = startManagedKueue(this.cp, this.plan, this.network, { syncedTimeoutMs: MANAGED_KUEUE_SYNC_MS, stopped });
           this.managedKueue.then((k) => { this.startedKueue = k; }, (e: Error) => { this.managedKueueFailure = e.message.split('\n')[0]; });
         }
+        if (this.model.description.installs.mpiOperator === 'managed') {
+          const stopped = () => this.stopped;
+          this.mpiOperator = startMpiOperator(this.cp, mpiOperatorInstallOf(this.plan), { syncedTimeoutMs: MANAGED_KUEUE_SYNC_MS, stopped });
+          this.mpiOperator.then((m) => { this.startedMpiOperator = m; }, () => {});
+        }
       }
       const run = await runCommand(kubectl, argv.slice(1), this.workTree, this.twin.env({ KUBECONFIG: this.cp.identity('admin').kubeconfig }));
       this.bootstrapped.push({ command: argv.join(' '), ...run });
@@ -306,10 +329,12 @@ export class TwinCluster {
     for (const [c, u] of Object.entries(this.twin.resources())) out[c] = u.cpuSeconds;
     const k = (this.kueue ?? this.startedKueue)?.cpuSeconds();
     if (k !== undefined) out.kueue = k;
+    const m = this.startedMpiOperator?.cpuSeconds();
+    if (m !== undefined) out['mpi-operator'] = m;
     return out;
   }
 
-  /** Stops everything: the watch, the stand-ins, Kueue, the twin, the Git server, the control plane; the folder unless kept. */
+  /** Stops everything: the watch, the stand-ins, Kueue, the MPI Operator, the twin, the Git server, the control plane; the folder unless kept. */
   async stop(opts: { keep?: boolean } = {}): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
@@ -318,6 +343,7 @@ export class TwinCluster {
     await this.standIns.stop();
     await this.kueue?.stop({ keep });
     await this.managedKueue?.then((k) => k.stop({ keep }), () => {});
+    await this.mpiOperator?.then((m) => m.stop({ keep }), () => {});
     await this.network?.stop();
     await this.twin.stop({ keep });
     await this.git.stop();
@@ -379,14 +405,15 @@ async function preinstall(cp: ControlPlane, plan: SyncPlan): Promise<void> {
 }
 
 /**
- * A pre-installed Kueue running for real: its install as the toolkit renders it when it manages Kueue (the same
- * description with `installs.kueue: managed`: the chart of the pinned release with the toolkit's Configuration),
- * applied before Argo CD with its webhooks on loopback (kueue.ts), and its manager started.
+ * The sync plan of an install the description says is pre-installed, as the toolkit renders it when it manages it (the
+ * same description with `installs.<install>: managed`: the upstream release the toolkit pins, with the toolkit's
+ * settings), rendered in `work/<install>-install`: what the twin applies before Argo CD for a pre-installed operator
+ * that runs for real.
  */
-async function preinstalledKueue(cp: ControlPlane, description: Json, work: string, fleet?: string): Promise<KueueProcess> {
+async function managedPlanOf(cp: ControlPlane, description: Json, install: 'kueue' | 'mpiOperator', work: string, fleet?: string): Promise<SyncPlan> {
   const managed = structuredClone(description);
-  managed.installs = { ...managed.installs, kueue: 'managed' };
-  const dir = path.join(work, 'kueue-install');
+  managed.installs = { ...managed.installs, [install]: 'managed' };
+  const dir = path.join(work, `${install}-install`);
   // a fleet's member with its fleet beside it (rendered alone, as synth --config renders it: its role is read from the
   // fleet): a manager's Kueue configuration has the fleet's multiKueue block
   if (fleet) cpSync(fleet, path.join(dir, 'clusters'), { recursive: true });
@@ -394,7 +421,16 @@ async function preinstalledKueue(cp: ControlPlane, description: Json, work: stri
   const file = path.join(dir, 'clusters', `${managed.name}.yaml`);
   writeFileSync(file, toYaml(managed));
   const { view, renders } = await renderedView(file, path.join(dir, 'dist'));
-  const full = planSync(view, renders, vendoredCrds(DEFAULT_SCHEMAS), await cp.client().servedKinds());
+  return planSync(view, renders, vendoredCrds(DEFAULT_SCHEMAS), await cp.client().servedKinds());
+}
+
+/**
+ * A pre-installed Kueue running for real: its install as the toolkit renders it when it manages Kueue (managedPlanOf:
+ * the chart of the pinned release with the toolkit's Configuration), applied before Argo CD with its webhooks on
+ * loopback (kueue.ts), and its manager started.
+ */
+async function preinstalledKueue(cp: ControlPlane, description: Json, work: string, fleet?: string): Promise<KueueProcess> {
+  const full = await managedPlanOf(cp, description, 'kueue', work, fleet);
   // without its on-demand visibility API (kueue.ts turns its server off): an APIService nothing serves makes the
   // namespace controller's discovery fail, and no namespace could be deleted
   const withApi = planOf(full, /-kueue-install$/);
@@ -403,6 +439,19 @@ async function preinstalledKueue(cp: ControlPlane, description: Json, work: stri
   const report = await applySteps(cp.client(), [...plan.steps, { label: 'admission webhooks of Kueue', manager: ARGOCD_MANAGER, objects: plan.webhooks }]);
   if (report.refused.length > 0) throw new Error(`the pre-installed Kueue was refused:\n${report.refused.map(refusalText).join('\n')}`);
   return startKueue(cp, loopback);
+}
+
+/**
+ * A pre-installed MPI Operator running for real: its install as the toolkit renders it when it manages the MPI Operator
+ * (managedPlanOf: the upstream kustomize overlay of the pinned release: namespace, ServiceAccount, RBAC, Deployment),
+ * applied before Argo CD as the cluster's image installed it, and its command started with that ServiceAccount's rights
+ * (mpi-operator.ts).
+ */
+async function preinstalledMpiOperator(cp: ControlPlane, description: Json, work: string, fleet?: string): Promise<MpiOperatorProcess> {
+  const plan = planOf(await managedPlanOf(cp, description, 'mpiOperator', work, fleet), MPI_OPERATOR_INSTALL);
+  const report = await applySteps(cp.client(), plan.steps.map((st) => ({ ...st, objects: st.objects.filter((o) => o.application !== 'pre-installed') })));
+  if (report.refused.length > 0) throw new Error(`the pre-installed MPI Operator was refused:\n${report.refused.map(refusalText).join('\n')}`);
+  return startMpiOperator(cp, mpiOperatorInstallOf(plan));
 }
 
 /**
@@ -575,8 +624,17 @@ export async function startTwinCluster(opts: TwinClusterOptions): Promise<TwinCl
     if (model.description.installs.kueue === 'preinstalled') {
       say('starting the pre-installed Kueue');
       kueue = await preinstalledKueue(cp, description, dir, fleet ? clusters : undefined);
+      const started = kueue;
+      cleanup.push(() => started.stop({ keep }));
     }
-    return new TwinCluster(dir, cp, twin, git, description, model, nodes, standIns, kueue, plan, keep, chartMirror, opts.fleet, network);
+    let mpiOperator: MpiOperatorProcess | undefined;
+    if (model.description.installs.mpiOperator === 'preinstalled') {
+      say('starting the pre-installed MPI Operator');
+      mpiOperator = await preinstalledMpiOperator(cp, description, dir, fleet ? clusters : undefined);
+      const started = mpiOperator;
+      cleanup.push(() => started.stop({ keep }));
+    }
+    return new TwinCluster(dir, cp, twin, git, description, model, nodes, standIns, kueue, plan, keep, chartMirror, opts.fleet, network, mpiOperator);
   } catch (e) {
     for (const c of cleanup.reverse()) await c().catch(() => {});
     if (!keep) rmSync(dir, { recursive: true, force: true });

@@ -6,6 +6,7 @@ import { parse } from 'yaml';
 import { GoBinary, KWOK_STAGES, twinBinary } from './binary';
 import { ControlPlane, cpuSecondsOf, freePorts, GO_GC_PERCENT, httpGet, killGroup, kubeconfigText, launchLogged, tailOf } from './control-plane';
 import { serviceAccountToken } from './kueue';
+import { podCompleteButMpiLaunchers } from './kwok-stages';
 import { poll } from './poll';
 
 /** What KWOK's start reads of a Stage document. */
@@ -157,14 +158,18 @@ export class Twin {
 
   /**
    * KWOK with KWOK's own stages of the pinned release (node initialisation, the lease heartbeat, the fast pod
-   * lifecycle: pods Running and Ready, pods of Jobs Succeeded, deleted pods gone, and the chaos stage that turns a
-   * labelled Node NotReady) and `opts.stages`, managing every Node, as the admin.
+   * lifecycle: pods Running and Ready, pods of Jobs Succeeded but an MPIJob's launcher (kwok-stages.ts
+   * podCompleteButMpiLaunchers), deleted pods gone, and the chaos stage that turns a labelled Node NotReady) and
+   * `opts.stages`, managing every Node, as the admin.
    */
   async startKwok(opts: KwokOptions = {}): Promise<void> {
     const leases = opts.leases ?? true;
     const own = Object.entries(KWOK_STAGES)
       .filter(([k]) => leases || k !== 'nodeHeartbeatWithLease')
-      .map(([, f]) => readFileSync(this.binary.companions[path.basename(f)], 'utf8').trim().replace(/^---\n/, ''));
+      .map(([k, f]) => {
+        const stage = readFileSync(this.binary.companions[path.basename(f)], 'utf8').trim().replace(/^---\n/, '');
+        return k === 'podComplete' ? podCompleteButMpiLaunchers(stage) : stage;
+      });
     const stages = [...own, ...(opts.stages ?? []).map((s) => s.trim())];
     await this.waitForOpenApi(stages, opts.openApiWaitMs ?? 120_000);
     const config = path.join(this.dir, 'kwok-stages.yaml');

@@ -60,7 +60,7 @@ function goBinaryFile(file: string, modules: Record<string, string>, go = 'go1.2
 const pinned = () => ({
   'control-plane': { 'k8s.io/kubernetes': requiredVersion('k8s.io/kubernetes', MODULE_DIR)!, 'go.etcd.io/etcd/server/v3': requiredVersion('go.etcd.io/etcd/server/v3', MODULE_DIR)! },
   'kueue': { 'sigs.k8s.io/kueue': requiredVersion('sigs.k8s.io/kueue', KUEUE_MODULE_DIR)! },
-  'twin': Object.fromEntries(['github.com/argoproj/argo-cd/v3', 'sigs.k8s.io/kwok', 'sigs.k8s.io/kustomize/kustomize/v5', 'helm.sh/helm/v4', 'github.com/alicebob/miniredis/v2']
+  'twin': Object.fromEntries(['github.com/argoproj/argo-cd/v3', 'sigs.k8s.io/kwok', 'sigs.k8s.io/kustomize/kustomize/v5', 'helm.sh/helm/v4', 'github.com/kubeflow/mpi-operator', 'github.com/alicebob/miniredis/v2']
     .map((m) => [m, requiredVersion(m, TWIN_MODULE_DIR)!])),
 });
 

@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { ArgoCdCli, CliRun, startArgoCdCli } from './argocd-cli';
-import { bootTwin, printedCommands, rootSees, stopTwin } from './twin-file';
+import { bootTwin, printedCommands, rootSees, stopTwin, userOfKubeconfig } from './twin-file';
 import { LABELS, ownSyncOptions, syncOptionValue } from '../../src/model/names';
 import { DEFAULT_SCHEMAS } from '../../src/paths';
 import { readTreeObjects, removedObjects } from '../../src/render/deletions';
@@ -12,6 +12,8 @@ import { definedKind, objectId } from '../../src/render/manifest';
 import { loadModels } from '../../src/synth/pipeline';
 import { ApplicationState, describeState, formatTimeline, TimelineEntry } from '../../src/twin/applications';
 import { vendoredCrds } from '../../src/twin/argocd-sync';
+import { KubeObject } from '../../src/twin/kube-client';
+import { conditionOf, workloadOwnedBy } from '../../src/twin/kueue';
 import { poll } from '../../src/twin/poll';
 import { renderInto, startTwinCluster, TwinCluster } from '../../src/twin/twin-cluster';
 import { REFERENCE_FILE, TRAINING_FILE } from '../paths';
@@ -152,6 +154,71 @@ describe('the operator stand-ins once the bootstrap converged', () => {
     expect(standIns.passes, 'passes of the stand-ins within 120 s').toBeGreaterThanOrEqual(from + 3);
     expect(standIns.writes.slice(writes).map((w) => `${w.kind} ${w.name}: ${w.state}`)).toEqual([]);
   });
+});
+
+describe('the pre-installed MPI Operator, running for real', () => {
+  type Json = Record<string, any>;
+  /** How long the sample may take from its creation to launcher and workers running (Kueue's admission, the operator, the scheduler, KWOK). */
+  const MPIJOB_BOUND_MS = 180_000;
+
+  it('an MPIJob Kueue admits gets its worker pods and launcher Job from the real MPI Operator (with its ServiceAccount\'s rights): bound to GPU workers, run by KWOK, and its status as the operator writes it', async () => {
+    const operator = await twin.mpiOperator!;
+    expect(operator.exited, operator.log()).toBe(false);
+    const install = operator.install;
+    expect(await userOfKubeconfig(twin, operator.kubeconfig), 'the operator\'s token').toBe(`system:serviceaccount:${install.namespace}:${install.serviceAccount}`);
+    // the queues come with the kueue Application (its wave synced once the installs are Healthy)
+    const queues = await twin.watch.waitFor((states) => states.some((x) => x.name === `${twin.name}-kueue` && x.sync === 'Synced' && x.health === 'Healthy'), BOOTSTRAP_BOUND_MS);
+    expect(queues.ok, queues.states.map(describeState).join('\n')).toBe(true);
+    const admin = twin.cp.client();
+    // the rendered sample (two workers of 8 GPUs): it queues to the default ClusterQueue, which admits it
+    const sample = parse(readFileSync(path.join(twin.clusterDir, 'samples', 'mpijob.default.nccl-all-reduce.yaml'), 'utf8')) as KubeObject;
+    const job = await admin.create(sample);
+    const uid = job.metadata.uid as string;
+    const ns = job.metadata.namespace!;
+    const ownedBy = (o: KubeObject, owner: string) => ((o.metadata.ownerReferences ?? []) as Json[])
+      .some((r) => r.uid === owner && r.controller === true);
+    const specs = (sample.spec as Json).mpiReplicaSpecs as Record<string, { replicas: number }>;
+    const gpuWorkers = new Set(twin.nodes.filter((n) => n.kind.role === 'gpu').map((n) => n.node.metadata.name));
+    // what the operator made for it, as seen over the reads: its worker pods, its launcher Job and the Job
+    // controller's pod of it
+    const workers = new Map<string, KubeObject>();
+    const launcherPods = new Map<string, KubeObject>();
+    let launcher: KubeObject | undefined;
+    let admitted = false;
+    const running = (p: KubeObject) => (p.status as Json | undefined)?.phase === 'Running' && (p.spec as Json).nodeName !== undefined;
+    const keep = (into: Map<string, KubeObject>, pods: KubeObject[]) => {
+      for (const p of pods) if (!into.has(p.metadata.name) || running(p)) into.set(p.metadata.name, p);
+    };
+    const mpiJob = await poll(async () => {
+      const [now, jobs, pods] = await Promise.all([admin.get(await admin.pathOf(job)), admin.list(`/apis/batch/v1/namespaces/${ns}/jobs`), admin.list(`/api/v1/namespaces/${ns}/pods`)]);
+      launcher = jobs.find((j) => ownedBy(j, uid)) ?? launcher;
+      admitted ||= conditionOf(await workloadOwnedBy(admin, job), 'Admitted')?.status === 'True';
+      keep(workers, pods.filter((p) => ownedBy(p, uid)));
+      if (launcher) keep(launcherPods, pods.filter((p) => ownedBy(p, launcher!.metadata.uid as string)));
+      return now;
+    }, (now) => [...workers.values()].filter(running).length === specs.Worker.replicas && [...launcherPods.values()].some(running)
+      && conditionOf(now, 'Running')?.status === 'True', MPIJOB_BOUND_MS, 1000);
+    const where = (pods: KubeObject[]) => pods.map((p) => `${p.metadata.name} on ${(p.spec as Json).nodeName ?? '(not bound)'} ${(p.status as Json | undefined)?.phase}`);
+    const detail = `${JSON.stringify(mpiJob?.status)}\n${where([...workers.values(), ...launcherPods.values()]).join('\n')}\n${operator.log(20)}`;
+    console.log(`${twin.name}: MPIJob ${ns}/${job.metadata.name}\n${detail}`);
+    // admitted by Kueue (its Workload), which unsuspends it: the operator creates nothing for a suspended MPIJob
+    expect(admitted, detail).toBe(true);
+    expect(launcher?.metadata.name, detail).toBe(`${job.metadata.name}-launcher`);
+    expect([...workers.keys()].sort(), detail).toEqual(Array.from({ length: specs.Worker.replicas }, (_, i) => `${job.metadata.name}-worker-${i}`).sort());
+    expect([...launcherPods.values()].length, detail).toBeGreaterThan(0);
+    for (const p of [...workers.values(), ...launcherPods.values()]) expect(gpuWorkers.has((p.spec as Json).nodeName as string), `${p.metadata.name}: ${detail}`).toBe(true);
+    expect([...workers.values(), ...launcherPods.values()].every(running), detail).toBe(true);
+    // the status as the operator writes it (pkg/controller/mpi_job_controller.go at v0.8.2): created, then running once
+    // the launcher's pod and every worker run (the launcher runs until the MPIJob goes: kwok-stages.ts
+    // podCompleteButMpiLaunchers)
+    expect(conditionOf(mpiJob, 'Created'), detail).toMatchObject({ status: 'True', reason: 'MPIJobCreated' });
+    expect(conditionOf(mpiJob, 'Running'), detail).toMatchObject({ status: 'True', reason: 'MPIJobRunning' });
+    expect((mpiJob?.status as Json).replicaStatuses, detail).toMatchObject({ Launcher: { active: 1 }, Worker: { active: specs.Worker.replicas } });
+    // gone again, with what it owned, before the day-two commits (they read the queues' usage)
+    await admin.delete(job);
+    const left = await poll(async () => (await admin.list(`/api/v1/namespaces/${ns}/pods`)).filter((p) => workers.has(p.metadata.name) || launcherPods.has(p.metadata.name)), (pods) => pods.length === 0, 60_000, 1000);
+    expect(left.map((p) => p.metadata.name)).toEqual([]);
+  }, BOOTSTRAP_BOUND_MS + MPIJOB_BOUND_MS + 120_000);
 });
 
 describe('Argo CD\'s own install after the bootstrap', () => {

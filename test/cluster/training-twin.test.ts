@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bootTwin, stopTwin } from './twin-file';
+import { bootTwin, stopTwin, userOfKubeconfig } from './twin-file';
 import { ApplicationState, describeState } from '../../src/twin/applications';
+import { lockNamespace } from '../../src/twin/mpi-operator';
 import { poll } from '../../src/twin/poll';
 import { TwinCluster } from '../../src/twin/twin-cluster';
 import { TRAINING_FILE } from '../paths';
@@ -72,4 +73,16 @@ describe('the training cluster (managed installs) on the twin', () => {
       expect(twin.network!.connects.some((c) => c.startsWith(`${svc.spec.clusterIP}:`)), `${name} (${svc.spec.clusterIP})`).toBe(true);
     }
   }, BOOTSTRAP_BOUND_MS + 180_000);
+
+  it('the managed MPI Operator runs against the install Argo CD synced, with its ServiceAccount\'s rights: it holds its leader lease', async () => {
+    // started by bootstrap once Argo CD synced mpi-operator-install's ServiceAccount and bindings (mpi-operator.ts); an
+    // MPIJob it answers is asserted on the reference cluster's twin (argocd-twin.test.ts): no sample of this cluster is
+    // admitted on a twin (its topology levels are labels the twin's Nodes do not carry)
+    const operator = await twin.mpiOperator!;
+    expect(operator.exited, operator.log()).toBe(false);
+    const install = operator.install;
+    const lease = await twin.cp.client().get(`/apis/coordination.k8s.io/v1/namespaces/${lockNamespace(install.args)}/leases/mpi-operator`);
+    expect((lease?.spec as Record<string, any> | undefined)?.holderIdentity, operator.log()).toEqual(expect.any(String));
+    expect(await userOfKubeconfig(twin, operator.kubeconfig), 'the operator\'s token').toBe(`system:serviceaccount:${install.namespace}:${install.serviceAccount}`);
+  });
 });

@@ -1,8 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import * as path from 'node:path';
+import { parse } from 'yaml';
 import { describeState } from '../../src/twin/applications';
 import { twinBinary } from '../../src/twin/binary';
+import { KubeClient } from '../../src/twin/kube-client';
 import { sleep } from '../../src/twin/poll';
 import { startTwinCluster, TwinCluster, TwinClusterOptions } from '../../src/twin/twin-cluster';
 
@@ -90,4 +92,16 @@ export function printedCommands(twin: TwinCluster, command: string, section?: st
   const text = lines.join('\n');
   return [...text.matchAll(/```sh\n([\s\S]*?)```/g)].flatMap((m) => m[1].split('\n'))
     .map((l) => l.replace(/\s+#.*$/, '').trim()).filter((l) => l.startsWith(`${command} `));
+}
+
+/** Who the twin's API server says the token of a kubeconfig file is (a SelfSubjectReview sent with it). */
+export async function userOfKubeconfig(twin: TwinCluster, file: string): Promise<string | undefined> {
+  const token = (parse(readFileSync(file, 'utf8')) as { users: { user: { token: string } }[] }).users[0].user.token;
+  const client = new KubeClient(twin.cp.server, readFileSync(twin.cp.caFile), token);
+  try {
+    const review = await client.call('POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', { body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' } }) as { status?: { userInfo?: { username?: string } } };
+    return review.status?.userInfo?.username;
+  } finally {
+    client.close();
+  }
 }

@@ -1,0 +1,139 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { closeSync, mkdtempSync, openSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { SyncPlan } from './argocd-sync';
+import { GoBinary, twinBinary } from './binary';
+import { ControlPlane, freePorts, GO_GC_PERCENT, httpGet, killOnExit, kubeconfigText } from './control-plane';
+import { KubeObject } from './kube-client';
+import { planOf, serviceAccountToken } from './kueue';
+import { OperatorProcess } from './operator-process';
+import { poll } from './poll';
+
+/**
+ * The MPI Operator for real on a twin: `github.com/kubeflow/mpi-operator` v0.8.2's command (cmd/mpi-operator), built
+ * into the twin's binary (`twin mpi-operator`, src/twin/twin/mpioperator.go), run out of cluster as the rendered or
+ * installed Deployment runs it (its container's arguments: `-alsologtostderr --lock-namespace=mpi-operator`), with a
+ * token of that Deployment's ServiceAccount, so it acts with exactly the rights its install's RBAC gives it. It creates
+ * what it creates in a cluster for an MPIJob Kueue admits: the launcher Job, the worker pods, their Service, hostfile
+ * ConfigMap and SSH Secret, and writes the MPIJob's status; the scheduler binds the pods, KWOK runs them.
+ *
+ * What a pod would have given it, supplied instead: the kubeconfig (`--kubeConfig`, also `$KUBECONFIG`, which its
+ * Run prefers) in place of the in-cluster configuration, and its health check's port (a constant 8080 of its
+ * cmd/mpi-operator/app/server.go, moved to a free port of 127.0.0.1's by `MPI_OPERATOR_HEALTH_CHECK_PORT`: several
+ * twins run on one machine). It dies with the test process (setpriv's parent-death signal).
+ */
+
+type Json = Record<string, any>;
+
+/** The operator's container in its Deployment (manifests/base/deployment.yaml at v0.8.2). */
+const CONTAINER = 'mpi-operator';
+/** Its leader lease (cmd/mpi-operator/app/server.go: controllerName), in the namespace of `--lock-namespace`. */
+const LEASE = 'mpi-operator';
+/** The Applications that apply its install (a managed MPI Operator's: Argo CD's; a pre-installed one's: the twin's render of it). */
+export const MPI_OPERATOR_INSTALL = /-mpi-operator-install$/;
+
+/** The MPI Operator's install as a sync plan has it: the Deployment's namespace, ServiceAccount and arguments. */
+export interface MpiOperatorInstall {
+  readonly namespace: string;
+  readonly serviceAccount: string;
+  readonly args: readonly string[];
+  /** What must be on the server before it starts: its ServiceAccount and the bindings of its rights. */
+  readonly needs: readonly string[];
+}
+
+/** The MPI Operator's install in a sync plan (its Application's objects); throws when the plan has none. */
+export function mpiOperatorInstallOf(plan: SyncPlan): MpiOperatorInstall {
+  const objects = planOf(plan, MPI_OPERATOR_INSTALL).steps.flatMap((s) => s.objects).filter((o) => o.application !== 'pre-installed').map((o) => o.object);
+  const deployment = objects.find((o) => o.kind === 'Deployment' && ((o.spec as Json)?.template?.spec?.containers ?? []).some((c: Json) => c.name === CONTAINER));
+  if (!deployment) throw new Error(`the MPI Operator's install has no Deployment with a container ${CONTAINER}`);
+  const pod = (deployment.spec as Json).template.spec as Json;
+  const namespace = deployment.metadata.namespace!;
+  const serviceAccount = (pod.serviceAccountName ?? 'default') as string;
+  const bindings = objects.filter((o) => o.kind === 'ClusterRoleBinding' || o.kind === 'RoleBinding')
+    .map((o) => (o.kind === 'ClusterRoleBinding' ? `/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${o.metadata.name}` : `/apis/rbac.authorization.k8s.io/v1/namespaces/${o.metadata.namespace}/rolebindings/${o.metadata.name}`));
+  return {
+    namespace,
+    serviceAccount,
+    args: ((pod.containers as Json[]).find((c) => c.name === CONTAINER)!.args ?? []) as string[],
+    needs: [`/api/v1/namespaces/${namespace}/serviceaccounts/${serviceAccount}`, ...bindings],
+  };
+}
+
+/** The namespace of its leader lease: `--lock-namespace` of its arguments (its default: mpi-operator). */
+export const lockNamespace = (args: readonly string[]): string => {
+  const i = args.findIndex((a) => /^--?lock-namespace(=|$)/.test(a));
+  if (i < 0) return 'mpi-operator';
+  return args[i].includes('=') ? args[i].slice(args[i].indexOf('=') + 1) : args[i + 1];
+};
+
+/** Its kubeconfig's name in its folder. */
+const KUBECONFIG = 'mpi-operator.kubeconfig';
+
+/** A running MPI Operator (startMpiOperator). */
+export class MpiOperatorProcess extends OperatorProcess {
+  constructor(dir: string, readonly binary: GoBinary, child: ChildProcess, logFile: string, readonly install: MpiOperatorInstall) {
+    super('mpi-operator', dir, child, logFile);
+  }
+
+  /** The kubeconfig it runs with (a token of its install's ServiceAccount). */
+  get kubeconfig(): string {
+    return path.join(this.dir, KUBECONFIG);
+  }
+}
+
+/**
+ * Starts the MPI Operator of `install` once what it needs is on the server (its ServiceAccount and bindings: a managed
+ * one's are Argo CD's to sync, waited for up to `syncedTimeoutMs`), with a token of its ServiceAccount, until its
+ * health check answers and it holds its leader lease. Fails, the process stopped, naming what was missing or with its log.
+ */
+export async function startMpiOperator(
+  cp: ControlPlane, install: MpiOperatorInstall,
+  opts: { readonly syncedTimeoutMs?: number; readonly readyTimeoutMs?: number; readonly stopped?: () => boolean } = {},
+): Promise<MpiOperatorProcess> {
+  const admin = cp.client();
+  const synced = await poll(async () => {
+    if (opts.stopped?.()) throw new Error('the twin stopped before the MPI Operator\'s install was synced');
+    return Promise.all(install.needs.map((u) => admin.get(u)));
+  }, (all) => all.every((o) => o !== undefined), opts.syncedTimeoutMs ?? 0, 1000);
+  const missing = install.needs.filter((_, i) => synced[i] === undefined);
+  if (missing.length > 0) throw new Error(`the MPI Operator's install was not there within ${(opts.syncedTimeoutMs ?? 0) / 1000} s: not there: ${missing.join(', ')}`);
+
+  const binary = await twinBinary();
+  const dir = mkdtempSync(path.join(tmpdir(), 'mpi-operator-'));
+  const token = await serviceAccountToken(admin, install.namespace, install.serviceAccount);
+  const kubeconfig = path.join(dir, KUBECONFIG);
+  writeFileSync(kubeconfig, kubeconfigText(cp.server, cp.caFile, `system:serviceaccount:${install.namespace}:${install.serviceAccount}`, token), { mode: 0o600 });
+  const [health] = await freePorts(1);
+  const logFile = path.join(dir, 'mpi-operator.log');
+  const log = openSync(logFile, 'a');
+  let child: ChildProcess;
+  try {
+    child = spawn('setpriv', ['--pdeathsig', 'KILL', '--', binary.path, 'mpi-operator', ...install.args, `--kubeConfig=${kubeconfig}`], {
+      cwd: dir,
+      detached: true,
+      stdio: ['ignore', log, log],
+      env: { PATH: process.env.PATH, HOME: dir, GOGC: GO_GC_PERCENT, KUBECONFIG: kubeconfig, MPI_OPERATOR_HEALTH_CHECK_PORT: String(health) },
+    });
+    child.on('error', () => {});
+  } finally {
+    closeSync(log);
+  }
+  const operator = new MpiOperatorProcess(dir, binary, child, logFile, install);
+  killOnExit(child);
+  const leasePath = `/apis/coordination.k8s.io/v1/namespaces/${lockNamespace(install.args)}/leases/${LEASE}`;
+  try {
+    const up = await poll(async () => {
+      if (operator.exited) throw new Error('the MPI Operator exited while it started');
+      const healthy = (await httpGet(`http://127.0.0.1:${health}/healthz`))?.status === 200;
+      const lease = (await admin.get(leasePath)) as KubeObject | undefined;
+      return healthy && typeof (lease?.spec as Json | undefined)?.holderIdentity === 'string';
+    }, (ready) => ready, opts.readyTimeoutMs ?? 120_000);
+    if (!up) throw new Error('the MPI Operator did not answer its health check and take its leader lease in time');
+    return operator;
+  } catch (e) {
+    const tail = operator.log();
+    await operator.stop({ keep: true });
+    throw new Error(`${(e as Error).message} (${dir}); its log:\n${tail}`);
+  }
+}
