@@ -491,9 +491,10 @@ export async function rehearse(opts: RehearsalOptions): Promise<number> {
         } else {
           settledSince = undefined;
         }
-        // a managed Kueue starts once Argo CD has synced its install: its failure to start ends the watch with its reason
-        // (its install would stay Progressing on its visibility APIServices until --timeout, saying nothing of why)
-        if (twin!.managedKueueFailure !== undefined) throw new Error(`the managed Kueue did not start: ${twin!.managedKueueFailure}`);
+        // a managed Kueue or MPI Operator starts once Argo CD has synced its install: its failure to start ends the watch
+        // with its reason (Kueue's install would stay Progressing on its visibility APIServices until --timeout, saying
+        // nothing of why; without the MPI Operator no MPIJob would get a pod)
+        if (twin!.managedStartFailure !== undefined) throw new Error(twin!.managedStartFailure);
         if (Date.now() > deadline) return finish({ states, done: false, passedOver: false });
         if (opts.terminal) {
           const width = Math.max(0, ...states.map((s) => s.name.length));

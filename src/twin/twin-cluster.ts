@@ -158,8 +158,11 @@ export class TwinCluster {
   managedKueue?: Promise<KueueProcess>;
   /** The managed Kueue once it runs. */
   private startedKueue?: KueueProcess;
-  /** Why the managed Kueue did not start (the first line of its failure), once its start has failed. */
-  managedKueueFailure?: string;
+  /**
+   * Why a managed controller the twin starts once Argo CD has synced its install (Kueue, the MPI Operator) did not start:
+   * the first line of its failure, once its start has failed.
+   */
+  managedStartFailure?: string;
   /**
    * The MPI Operator running for real (mpi-operator.ts): a pre-installed one started with the twin, a managed one by
    * bootstrap once Argo CD has synced its install; fails naming what was not synced in time, or its log.
@@ -285,12 +288,12 @@ export class TwinCluster {
         if (this.network) {
           const stopped = () => this.stopped;
           this.managedKueue = startManagedKueue(this.cp, this.plan, this.network, { syncedTimeoutMs: MANAGED_KUEUE_SYNC_MS, stopped });
-          this.managedKueue.then((k) => { this.startedKueue = k; }, (e: Error) => { this.managedKueueFailure = e.message.split('\n')[0]; });
+          this.managedKueue.then((k) => { this.startedKueue = k; }, (e: Error) => { this.managedStartFailure ??= `the managed Kueue did not start: ${e.message.split('\n')[0]}`; });
         }
         if (this.model.description.installs.mpiOperator === 'managed') {
           const stopped = () => this.stopped;
           this.mpiOperator = startMpiOperator(this.cp, mpiOperatorInstallOf(this.plan), { syncedTimeoutMs: MANAGED_KUEUE_SYNC_MS, stopped });
-          this.mpiOperator.then((m) => { this.startedMpiOperator = m; }, () => {});
+          this.mpiOperator.then((m) => { this.startedMpiOperator = m; }, (e: Error) => { this.managedStartFailure ??= `the managed MPI Operator did not start: ${e.message.split('\n')[0]}`; });
         }
       }
       const run = await runCommand(kubectl, argv.slice(1), this.workTree, this.twin.env({ KUBECONFIG: this.cp.identity('admin').kubeconfig }));
