@@ -120,6 +120,7 @@ describe('the control plane binary, built once per machine into a cache keyed by
     expect(builds('sigs.k8s.io/kueue/cmd/kueue')).toBe(1);
     expect(builds(TWIN_TARGET)).toBe(1);
     const said = `${a.stderr}${b.stderr}`;
+    expect(said.match(/^3 of the 3 binaries the twin runs to build, once per machine \(the control plane, Kueue and the Argo CD twin\): some [\d ]+ CPU seconds of Go/gm)).toHaveLength(2);
     expect(said.match(/^building the Kubernetes control plane/gm)).toHaveLength(1);
     expect(said.match(/^building Kueue/gm)).toHaveLength(1);
     expect(said.match(/^building the Argo CD twin/gm)).toHaveLength(1);
@@ -155,7 +156,9 @@ describe('the control plane binary, built once per machine into a cache keyed by
     const planeFails = prepare();
     expect(planeFails.status).toBe(1);
     expect(planeFails.stderr).toMatch(/^cannot prepare the cluster tests: go build of the control plane/m);
-    expect(planeFails.stderr).not.toMatch(/Kueue|the Argo CD twin/);
+    // nothing of Kueue or the twin but the builds' total said first (the control plane's failure ends the run)
+    expect(planeFails.stderr.split('\n').filter((l) => !/ binaries the twin runs to build/.test(l)).join('\n')).not.toMatch(/Kueue|the Argo CD twin/);
+    expect(planeFails.stderr).toMatch(/^\d of the 3 binaries the twin runs to build/);
     expect([builds(), builds('sigs.k8s.io/kueue/cmd/kueue')]).toEqual([3, 2]);
   });
 

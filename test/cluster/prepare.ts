@@ -2,8 +2,8 @@
 // tests from the cache or built, one after the other (each build takes both cores), with a line while each builds.
 // The control plane first: exit 1 with one line when it cannot be had (every cluster test fails on it). Then Kueue
 // and the Argo CD twin, only with a control plane to run them against: when one cannot be had, one line, and the run
-// goes on (only the tests that run it fail, on the same line).
-import { ControlPlaneBuildError, controlPlaneBinary, kueueBinary, twinBinary } from '../../src/twin/binary';
+// goes on (only the tests that run it fail, on the same line). The builds' whole time is said first.
+import { buildsNeeded, buildTimeLine, ControlPlaneBuildError, controlPlaneBinary, kueueBinary, twinBinary } from '../../src/twin/binary';
 
 const say = (l: string) => process.stderr.write(`${l}\n`);
 
@@ -16,6 +16,9 @@ function oneLine(e: unknown): string {
 }
 
 async function prepare(): Promise<void> {
+  // the whole time of the builds still needed, said once before the first (as rehearse says it)
+  const total = buildTimeLine(buildsNeeded());
+  if (total) say(total);
   try {
     const plane = await controlPlaneBinary({ progress: say });
     if (plane.built) say(`control plane: ${plane.path}`);
