@@ -89,9 +89,30 @@ function secretRegistration(m: MultiKueueFacts, worker: string, secret: string, 
     '# a copy of an older token that a client-side apply left in the Secret\'s last-applied annotation, removed (nothing when there is none)',
     `kubectl --context ${m.cluster} -n ${ns} annotate secret ${secret} ${LAST_APPLIED}-`,
     `rm -f ${worker}.kubeconfig ${worker}-ca.crt`,
-    `kubectl --context ${m.cluster} get multikueuecluster ${worker}   # CONNECTED: True`,
+    ...connectedCheck(m.cluster, worker),
     '```',
   ].join('\n');
+}
+
+/**
+ * How long the page's check waits for Argo CD to create a worker's MultiKueueCluster: the manager's `multikueue` folder syncs in a
+ * late wave, which a bootstrap reaches after the earlier waves are Healthy or have had gitops.waveWait each.
+ */
+const MULTIKUEUE_CLUSTER_CREATED = '30m';
+/** How long the page's check waits for a registered worker to connect (Kueue reconnects as soon as the Secret it watches changes). */
+const MULTIKUEUE_CLUSTER_ACTIVE = '2m';
+
+/**
+ * The commands that confirm a worker is connected: the MultiKueueCluster may not exist yet when the Secret is created (Argo CD
+ * syncs it), so a `get` alone fails with NotFound; `kubectl wait --for=create` (kubectl >= 1.31) waits for it first.
+ */
+function connectedCheck(manager: string, worker: string): string[] {
+  const cluster = `multikueuecluster/${worker}`;
+  return [
+    `# the MultiKueueCluster Argo CD creates with ${manager}'s multikueue folder, then connected (CONNECTED: True in kubectl get)`,
+    `kubectl --context ${manager} wait --for=create ${cluster} --timeout=${MULTIKUEUE_CLUSTER_CREATED}`,
+    `kubectl --context ${manager} wait --for=condition=Active ${cluster} --timeout=${MULTIKUEUE_CLUSTER_ACTIVE}`,
+  ];
 }
 
 /** The annotation `kubectl apply` (client-side) keeps the whole applied object in. */
@@ -112,7 +133,7 @@ function registration(m: MultiKueueFacts): string {
           + `${code('MultiKueueClusterProfile')} is on in the manager's Kueue. The identity that provider gives needs the rules of ClusterRole `
           + `${code(workerIdentityName(m.cluster))} on ${c.name} (rendered there for a kubeconfig Secret's ServiceAccount).`, '',
         '```sh', `kubectl --context ${m.cluster} -n ${NAMESPACES.kueue} get clusterprofile ${c.clusterProfile}`,
-        `kubectl --context ${m.cluster} get multikueuecluster ${c.name}   # CONNECTED: True`, '```', '');
+        ...connectedCheck(m.cluster, c.name), '```', '');
     }
   }
   return out.join('\n');

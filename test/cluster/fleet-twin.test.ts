@@ -142,7 +142,8 @@ async function registerReachableWorker(): Promise<string> {
   const run = spawnSync('bash', ['-e', '-o', 'pipefail', '-c', registrationBlock(REACHABLE)], {
     cwd: work,
     encoding: 'utf8',
-    timeout: 120_000,
+    // the page's last lines wait for Argo CD to create the MultiKueueCluster (a late wave of the bootstrap) and for it to connect
+    timeout: BOOTSTRAP_MS,
     env: { PATH: `${path.dirname(kubectl)}:/usr/local/bin:/usr/bin:/bin`, HOME: work, KUBECONFIG: kubeconfig },
   });
   if (run.status !== 0) throw new Error(`the fleet page's registration of ${REACHABLE}: exit ${run.status}\n${run.stdout}${run.stderr}`);
