@@ -114,6 +114,10 @@ const SAYS: Record<string, readonly RegExp[]> = {
     /StorageClass local-path: is adopted .* lacks Delete=false \(deleting Application instant-cluster-storage, which carries the resources finalizer/,
     /StorageClass shared-path: .* lacks Prune=false .* and Delete=false/,
   ],
+  'kept-queue-flavors': [
+    /^ResourceFlavor h100: is named by ClusterQueue default, and ClusterQueue default is spared by its Application's cascading delete \(Delete=false\); deleting Application instant-cluster-kueue deletes this one/m,
+    /^Topology default: is named by ResourceFlavor h100 \(spec.topologyName\)/m, /finalizer kueue.x-k8s.io\/resource-in-use/,
+  ],
   'render-deterministic': [
     /^Application argocd\/instant-cluster-monitoring-stack-install: chart victoria-metrics-k8s-stack 0.54.0 renders differently each time with the Application's values/,
     /Secret monitoring\/vm-grafana data.admin-password/, /Deployment monitoring\/vm-grafana spec.template.metadata.annotations\["checksum\/secret"\]/,

@@ -73,6 +73,21 @@ describe('adopted objects (what the Instant Cluster already runs)', () => {
   });
 });
 
+describe('what a kept ClusterQueue uses', () => {
+  it('kept-queue-flavors: the reference cluster\'s adopted default ClusterQueue keeps its flavors; without their Delete=false the rule names each (the take-down that never ended on the twin)', () => {
+    const c = renderOf();
+    const kueue = c.folders.find((f) => f.folder === 'kueue')!;
+    const flavors = kueue.objects.filter((m) => m.kind === 'ResourceFlavor' && /Delete=false/.test(m.metadata.annotations?.['argocd.argoproj.io/sync-options'] ?? ''));
+    expect(flavors.length).toBeGreaterThan(0);
+    expect(checkCluster(c).filter((f) => f.rule === 'kept-queue-flavors')).toEqual([]);
+    const objects = kueue.objects.map((m) => (flavors.includes(m) ? { ...m, metadata: { ...m.metadata, annotations: {} } } : m));
+    const view = { ...c, folders: c.folders.map((f) => (f === kueue ? { ...f, objects } : f)) };
+    expect(checkCluster(view).filter((f) => f.rule === 'kept-queue-flavors').map((f) => f.message)).toEqual(flavors.map((m) => expect.stringMatching(
+      new RegExp(`^ResourceFlavor ${m.metadata.name}: is named by ClusterQueue default, .*deleting Application instant-cluster-kueue deletes this one`),
+    )));
+  });
+});
+
 describe('objects that hold data (Namespaces, claims)', () => {
   it('every Namespace the reference and training clusters render makes Argo CD ask before pruning or deleting it (Argo CD\'s own: never)', () => {
     const training = renderCluster(buildModel(loadDescription(TRAINING_FILE)));
