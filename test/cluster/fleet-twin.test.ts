@@ -41,7 +41,8 @@ import { FLEET_FIXTURE } from '../paths';
  * deleted and made again, as an expired token is refused), which Kueue sees once its watches on the worker end (the
  * worker's API server ends a watch after --min-request-timeout to twice that: WATCH_END, shortened here from the
  * default 1800 s). With lab-b lost too no worker is left; a later commit still converges, and the page's commands run
- * again connect lab-a.
+ * again connect lab-a. Last, lab-a lost for a cause that passes (its ClusterRoleBinding deleted, then made again): Kueue's
+ * own retry connects it, no command.
  *
  * The controller's resync at 10 s and gitops.waveWait at 60 s, as gitops-waves.test.ts does.
  */
@@ -273,7 +274,7 @@ describe('a MultiKueue manager on the real Argo CD', () => {
     expect(Date.now() - pushedAt).toBeLessThanOrEqual(COMMIT_MS);
   }, COMMIT_MS + 120_000);
 
-  it('a connected worker lost (lab-a\'s token revoked): Kueue sees it when its watches on the worker end, its MultiKueueCluster turns Active False (ClientConnectionFailed); with no worker left the AdmissionCheck is NoUsableClusters, the ClusterQueues inactive and hub-kueue Degraded; a later commit converges within gitops.waveWait plus the resync; the fleet page\'s commands run again connect it, and the manager converges with only lab-b lost', async () => {
+  it('a connected worker lost (lab-a\'s token revoked): Kueue sees it when its watches on the worker end, its MultiKueueCluster turns Active False (ClientConnectionFailed); with no worker left the AdmissionCheck is NoUsableClusters, the ClusterQueues inactive and hub-kueue Degraded; a later commit converges within gitops.waveWait plus the resync; the fleet page\'s commands run again connect it, and the manager converges with only lab-b lost; lost again for a cause that passes (its ClusterRoleBinding deleted, then back), Kueue connects it again by itself', async () => {
     const admin = twin.cp.client();
     const onWorker = worker!.cp.client();
     const cluster = async (name: string) => conditionOf(await admin.get(`/apis/kueue.x-k8s.io/v1beta2/multikueueclusters/${name}`) as Json, 'Active');
@@ -325,5 +326,21 @@ describe('a MultiKueue manager on the real Argo CD', () => {
     await until('the AdmissionCheck with a worker again', async () => (await check())?.reason === 'SomeActiveClusters', 60_000);
     const again = await convergedWithLostWorker(c, 120_000);
     console.log(`${MANAGER} converged with only ${LOST} lost ${(again / 1000).toFixed(0)} s after ${REACHABLE} connected\n${describeApplications(twin)}`);
-  }, 2 * COMMIT_MS + 10 * 60_000);
+
+    // lost again, for a cause that passes: the identity's ClusterRoleBinding deleted on lab-a (its watches refused once
+    // they end), then made again (as the worker's own Argo CD puts it back). Kueue retries by itself (5 s, doubling): no command
+    const bindingPath = `/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${workerIdentityName(MANAGER)}`;
+    const binding = await onWorker.get(bindingPath) as KubeObject;
+    expect(binding, `${REACHABLE}'s ClusterRoleBinding for ${MANAGER}`).toBeDefined();
+    expect(await onWorker.delete(binding, 'Background')).toBe(true);
+    const forbidden = await until(`MultiKueueCluster ${REACHABLE} not Active without its binding`, async () => (await cluster(REACHABLE))?.status === 'False', (2 * WATCH_END + 60) * 1000);
+    console.log(`MultiKueueCluster ${REACHABLE} lost ${(forbidden / 1000).toFixed(0)} s after its binding went: ${JSON.stringify(await cluster(REACHABLE))}`);
+    expect((await cluster(REACHABLE))?.reason).toBe('ClientConnectionFailed');
+    const { name, labels, annotations } = binding.metadata;
+    const { apiVersion, kind, roleRef, subjects } = binding;
+    await onWorker.create({ apiVersion, kind, metadata: { name, labels, annotations }, roleRef, subjects } as KubeObject);
+    const itself = await until(`MultiKueueCluster ${REACHABLE} connected again by itself`, async () => (await cluster(REACHABLE))?.status === 'True', 6 * 60_000);
+    console.log(`${REACHABLE} connected again by itself ${(itself / 1000).toFixed(0)} s after its binding was back, with no command: ${JSON.stringify(await cluster(REACHABLE))}`);
+    await convergedWithLostWorker(c, 120_000);
+  }, 2 * COMMIT_MS + 20 * 60_000);
 });
