@@ -190,12 +190,19 @@ function managerSection(fleet: Fleet, m: MultiKueueFacts): string {
       + 'are created, and their jobs wait, admitted by no worker, until one is connected.',
     '',
     '**Tokens expire.** A service-account token from `kubectl create token` lasts the `--duration` asked for, or less when the API server caps it '
-      + `(${code('--service-account-max-token-expiration')}). When it expires (or the worker is lost otherwise), the MultiKueueCluster turns ${code('Active: False')} `
-      + `(${code('ClientConnectionFailed')}), Argo CD shows ${code(`${m.cluster}-multikueue`)} Degraded, while the AdmissionCheck stays Active `
-      + `(${code('SomeActiveClusters')}, naming the lost worker) as long as another worker is connected, and nothing more is dispatched to that worker. `
-      + `GitOps goes on: the root's waves wait on a Degraded Application only for ${code('gitops.waveWait')} after its last sync, so a lost worker holds no `
-      + 'commit for longer, and none at all once that bound has passed since the sync. The Workloads the lost worker runs are requeued on '
-      + `${m.cluster} after ${workerLostTimeout(m)}${m.settings ? ' (workerLostTimeout)' : ''}. Run the commands again before then (they replace the Secret, which Kueue watches). A token Secret of type `
+      + `(${code('--service-account-max-token-expiration')}). Kueue sees an expired (or revoked) token only when it connects again: the watches it holds `
+      + `on the worker outlive the token until the worker's API server ends them (after its ${code('--min-request-timeout')}, 30 minutes by default, `
+      + 'to twice that), while a worker that cannot be reached is seen as soon as they break. Then the MultiKueueCluster turns '
+      + `${code('Active: False')} (${code('ClientConnectionFailed')}), Argo CD shows ${code(`${m.cluster}-multikueue`)} Degraded, and nothing more is `
+      + `dispatched to that worker. The AdmissionCheck stays Active (${code('SomeActiveClusters')}, naming the lost worker) as long as another worker is `
+      + `connected; with none left it turns ${code('Active: False')} (${code('NoUsableClusters')}), the ClusterQueues that name it are inactive `
+      + `(${code('AdmissionCheckInactive')}: ${code(`${m.cluster}-kueue`)} Degraded) and their LocalQueues Suspended: the tenants' jobs wait, admitted by `
+      + `no worker. GitOps goes on: the root's waves wait on a Degraded Application only for ${code('gitops.waveWait')} after its last sync, so a lost `
+      + 'worker holds no commit for longer, and none at all once that bound has passed since the sync. Kueue retries a lost worker by itself '
+      + '(after 5 s, doubling up to some 5 minutes): a worker back on the network connects again with no command; an expired or revoked token needs '
+      + 'the commands below again (they replace the Secret, which Kueue watches: it connects at once, and their last line waits for it). '
+      + `The Workloads the lost worker runs are requeued on ${m.cluster} after ${workerLostTimeout(m)}${m.settings ? ' (workerLostTimeout)' : ''}. `
+      + 'Run the commands again before then, best before the token expires. A token Secret of type '
       + `${code('kubernetes.io/service-account-token')} on the worker never expires until deleted: Kubernetes discourages it, and it must never be written into ${code('dist/')}.`,
     '',
     registration(m),

