@@ -13,6 +13,7 @@ import { bareRepository, commitTree, GitServer, startGitServer } from './git-ser
 import { KueueProcess, loopbackKueue, planOf, requireUserNamespace, startKueue, startManagedKueue } from './kueue';
 import { victoriaMetricsStages } from './kwok-stages';
 import { MPI_OPERATOR_INSTALL, mpiOperatorInstallOf, MpiOperatorProcess, startMpiOperator } from './mpi-operator';
+import { ManagedStarts } from './operator-process';
 import { OperatorStandIns } from './operator-stand-ins';
 import { HermeticNode, nodesOf } from './placement';
 import { startTwin, Twin } from './twin';
@@ -158,11 +159,8 @@ export class TwinCluster {
   managedKueue?: Promise<KueueProcess>;
   /** The managed Kueue once it runs. */
   private startedKueue?: KueueProcess;
-  /**
-   * Why a managed controller the twin starts once Argo CD has synced its install (Kueue, the MPI Operator) did not start:
-   * the first line of its failure, once its start has failed.
-   */
-  managedStartFailure?: string;
+  /** The managed controllers' starts (Kueue, the MPI Operator), once Argo CD has synced their installs. */
+  private readonly managedStarts = new ManagedStarts();
   /**
    * The MPI Operator running for real (mpi-operator.ts): a pre-installed one started with the twin, a managed one by
    * bootstrap once Argo CD has synced its install; fails naming what was not synced in time, or its log.
@@ -198,6 +196,14 @@ export class TwinCluster {
   ) {
     this.watch = new ApplicationWatch(cp.client(), model.description.gitops.namespace);
     if (runningMpiOperator) this.mpiOperator = Promise.resolve(this.startedMpiOperator = runningMpiOperator);
+  }
+
+  /**
+   * Why a managed controller the twin starts once Argo CD has synced its install (Kueue, the MPI Operator) did not start:
+   * the first line of its failure, once its start has failed.
+   */
+  get managedStartFailure(): string | undefined {
+    return this.managedStarts.failure;
   }
 
   /** The work tree of the clusters repository. */
@@ -287,13 +293,15 @@ export class TwinCluster {
         this.watch.start();
         if (this.network) {
           const stopped = () => this.stopped;
-          this.managedKueue = startManagedKueue(this.cp, this.plan, this.network, { syncedTimeoutMs: MANAGED_KUEUE_SYNC_MS, stopped });
-          this.managedKueue.then((k) => { this.startedKueue = k; }, (e: Error) => { this.managedStartFailure ??= `the managed Kueue did not start: ${e.message.split('\n')[0]}`; });
+          this.managedKueue = this.managedStarts.follow('Kueue', startManagedKueue(this.cp, this.plan, this.network, { syncedTimeoutMs: MANAGED_KUEUE_SYNC_MS, stopped }), (k) => {
+            this.startedKueue = k;
+          });
         }
         if (this.model.description.installs.mpiOperator === 'managed') {
           const stopped = () => this.stopped;
-          this.mpiOperator = startMpiOperator(this.cp, mpiOperatorInstallOf(this.plan), { syncedTimeoutMs: MANAGED_KUEUE_SYNC_MS, stopped });
-          this.mpiOperator.then((m) => { this.startedMpiOperator = m; }, (e: Error) => { this.managedStartFailure ??= `the managed MPI Operator did not start: ${e.message.split('\n')[0]}`; });
+          this.mpiOperator = this.managedStarts.follow('MPI Operator', startMpiOperator(this.cp, mpiOperatorInstallOf(this.plan), { syncedTimeoutMs: MANAGED_KUEUE_SYNC_MS, stopped }), (m) => {
+            this.startedMpiOperator = m;
+          });
         }
       }
       const run = await runCommand(kubectl, argv.slice(1), this.workTree, this.twin.env({ KUBECONFIG: this.cp.identity('admin').kubeconfig }));
