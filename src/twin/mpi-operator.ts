@@ -7,7 +7,7 @@ import { GoBinary, twinBinary } from './binary';
 import { ControlPlane, freePorts, httpGet } from './control-plane';
 import { KubeObject } from './kube-client';
 import { planOf } from './kueue';
-import { OperatorProcess, startOperatorProcess, untilOnServer } from './operator-process';
+import { deploymentOf, OperatorDeployment, OperatorProcess, startOperatorProcess, untilOnServer } from './operator-process';
 
 /**
  * The MPI Operator for real on a twin: `github.com/kubeflow/mpi-operator` v0.8.2's command (cmd/mpi-operator), built
@@ -33,30 +33,12 @@ const LEASE = 'mpi-operator';
 export const MPI_OPERATOR_INSTALL = /-mpi-operator-install$/;
 
 /** The MPI Operator's install as a sync plan has it: the Deployment's namespace, ServiceAccount and arguments. */
-export interface MpiOperatorInstall {
-  readonly namespace: string;
-  readonly serviceAccount: string;
-  readonly args: readonly string[];
-  /** What must be on the server before it starts: its ServiceAccount and the bindings of its rights. */
-  readonly needs: readonly string[];
-}
+export type MpiOperatorInstall = OperatorDeployment;
 
 /** The MPI Operator's install in a sync plan (its Application's objects); throws when the plan has none. */
 export function mpiOperatorInstallOf(plan: SyncPlan): MpiOperatorInstall {
   const objects = planOf(plan, MPI_OPERATOR_INSTALL).steps.flatMap((s) => s.objects).filter((o) => o.application !== 'pre-installed').map((o) => o.object);
-  const deployment = objects.find((o) => o.kind === 'Deployment' && ((o.spec as Json)?.template?.spec?.containers ?? []).some((c: Json) => c.name === CONTAINER));
-  if (!deployment) throw new Error(`the MPI Operator's install has no Deployment with a container ${CONTAINER}`);
-  const pod = (deployment.spec as Json).template.spec as Json;
-  const namespace = deployment.metadata.namespace!;
-  const serviceAccount = (pod.serviceAccountName ?? 'default') as string;
-  const bindings = objects.filter((o) => o.kind === 'ClusterRoleBinding' || o.kind === 'RoleBinding')
-    .map((o) => (o.kind === 'ClusterRoleBinding' ? `/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${o.metadata.name}` : `/apis/rbac.authorization.k8s.io/v1/namespaces/${o.metadata.namespace}/rolebindings/${o.metadata.name}`));
-  return {
-    namespace,
-    serviceAccount,
-    args: ((pod.containers as Json[]).find((c) => c.name === CONTAINER)!.args ?? []) as string[],
-    needs: [`/api/v1/namespaces/${namespace}/serviceaccounts/${serviceAccount}`, ...bindings],
-  };
+  return deploymentOf(objects, CONTAINER, 'the MPI Operator');
 }
 
 /** The namespace of its leader lease: `--lock-namespace` of its arguments (its default: mpi-operator). */

@@ -184,3 +184,35 @@ export class ManagedStarts {
     return start;
   }
 }
+
+/** An operator's Deployment as its install renders it (deploymentOf). */
+export interface OperatorDeployment {
+  readonly namespace: string;
+  readonly serviceAccount: string;
+  /** Its container's arguments. */
+  readonly args: readonly string[];
+  /** What must be on the server before it starts: its ServiceAccount and the bindings of its rights (API paths). */
+  readonly needs: readonly string[];
+}
+
+/**
+ * The Deployment of `objects` (an install's) with a container `container`: its namespace, ServiceAccount, the
+ * container's arguments, and the API paths of that ServiceAccount and of the install's role bindings. Throws, naming
+ * `what`, when the install has no such Deployment.
+ */
+export function deploymentOf(objects: readonly KubeObject[], container: string, what: string): OperatorDeployment {
+  type Json = Record<string, any>;
+  const deployment = objects.find((o) => o.kind === 'Deployment' && ((o.spec as Json)?.template?.spec?.containers ?? []).some((c: Json) => c.name === container));
+  if (!deployment) throw new Error(`${what}'s install has no Deployment with a container ${container}`);
+  const pod = (deployment.spec as Json).template.spec as Json;
+  const namespace = deployment.metadata.namespace!;
+  const serviceAccount = (pod.serviceAccountName ?? 'default') as string;
+  const bindings = objects.filter((o) => o.kind === 'ClusterRoleBinding' || o.kind === 'RoleBinding')
+    .map((o) => (o.kind === 'ClusterRoleBinding' ? `/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${o.metadata.name}` : `/apis/rbac.authorization.k8s.io/v1/namespaces/${o.metadata.namespace}/rolebindings/${o.metadata.name}`));
+  return {
+    namespace,
+    serviceAccount,
+    args: ((pod.containers as Json[]).find((c) => c.name === container)!.args ?? []) as string[],
+    needs: [`/api/v1/namespaces/${namespace}/serviceaccounts/${serviceAccount}`, ...bindings],
+  };
+}

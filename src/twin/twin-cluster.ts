@@ -16,6 +16,7 @@ import { MPI_OPERATOR_INSTALL, mpiOperatorInstallOf, MpiOperatorProcess, startMp
 import { ManagedStarts } from './operator-process';
 import { OperatorStandIns } from './operator-stand-ins';
 import { HermeticNode, nodesOf } from './placement';
+import { startTrainingOperator, trainingOperatorInstallOf, TrainingOperatorProcess } from './training-operator';
 import { startTwin, Twin } from './twin';
 import { defaultCacheDir } from '../cache/compiled-cache';
 import { ClusterView, readClusters, renderClusterSources } from '../check';
@@ -167,6 +168,12 @@ export class TwinCluster {
    */
   mpiOperator?: Promise<MpiOperatorProcess>;
   private startedMpiOperator?: MpiOperatorProcess;
+  /**
+   * The Training Operator running for real (training-operator.ts), started by bootstrap once Argo CD has synced its
+   * install (a managed one: `installs.trainingOperator: managed`); fails naming what was not synced in time, or its log.
+   */
+  trainingOperator?: Promise<TrainingOperatorProcess>;
+  private startedTrainingOperator?: TrainingOperatorProcess;
   private stopped = false;
 
   /** @internal */
@@ -291,10 +298,17 @@ export class TwinCluster {
         started = true;
         this.rootAppliedAt = Date.now();
         this.watch.start();
-        if (this.network) {
+        if (this.network && this.model.description.installs.kueue === 'managed') {
           const stopped = () => this.stopped;
           this.managedKueue = this.managedStarts.follow('Kueue', startManagedKueue(this.cp, this.plan, this.network, { syncedTimeoutMs: MANAGED_KUEUE_SYNC_MS, stopped }), (k) => {
             this.startedKueue = k;
+          });
+        }
+        if (this.model.description.installs.trainingOperator === 'managed' && this.network) {
+          const stopped = () => this.stopped;
+          const network = this.network;
+          this.trainingOperator = this.managedStarts.follow('Training Operator', startTrainingOperator(this.cp, trainingOperatorInstallOf(this.plan), network, { syncedTimeoutMs: MANAGED_KUEUE_SYNC_MS, stopped }), (t) => {
+            this.startedTrainingOperator = t;
           });
         }
         if (this.model.description.installs.mpiOperator === 'managed') {
@@ -342,6 +356,8 @@ export class TwinCluster {
     if (k !== undefined) out.kueue = k;
     const m = this.startedMpiOperator?.cpuSeconds();
     if (m !== undefined) out['mpi-operator'] = m;
+    const t = this.startedTrainingOperator?.cpuSeconds();
+    if (t !== undefined) out['training-operator'] = t;
     return out;
   }
 
@@ -355,6 +371,7 @@ export class TwinCluster {
     await this.kueue?.stop({ keep });
     await this.managedKueue?.then((k) => k.stop({ keep }), () => {});
     await this.mpiOperator?.then((m) => m.stop({ keep }), () => {});
+    await this.trainingOperator?.then((t) => t.stop({ keep }), () => {});
     await this.network?.stop();
     await this.twin.stop({ keep });
     await this.git.stop();
@@ -609,8 +626,9 @@ export async function startTwinCluster(opts: TwinClusterOptions): Promise<TwinCl
     const tenant = model.tenants[0];
     // checked first: where the machine refuses the namespace a managed Kueue runs in, the twin says so before it starts
     if (model.description.installs.kueue === 'managed') requireUserNamespace(dir);
-    // a managed Kueue's webhooks and visibility API are reached at their Services' ClusterIPs (cluster-network.ts)
-    const network = model.description.installs.kueue === 'managed' ? await ClusterNetwork.start() : undefined;
+    // a managed Kueue's webhooks and visibility API, a managed Training Operator's webhook, are reached at their
+    // Services' ClusterIPs (cluster-network.ts)
+    const network = model.description.installs.kueue === 'managed' || model.description.installs.trainingOperator === 'managed' ? await ClusterNetwork.start() : undefined;
     if (network) cleanup.push(() => network.stop());
     const cp = await startControlPlane({
       ...(tenant ? { identities: { tenant: { user: 'tenant', groups: [tenant.group] } } } : {}), controllers: opts.controllers, clusterNetwork: network?.socket,

@@ -12,6 +12,7 @@ import { KubeClient, KubeObject } from '../../src/twin/kube-client';
 import { planOf } from '../../src/twin/kueue';
 import { lockNamespace, MPI_OPERATOR_INSTALL, MpiOperatorInstall, mpiOperatorInstallOf, startMpiOperator } from '../../src/twin/mpi-operator';
 import { ManagedStarts, serviceAccountToken, TOKEN_SECONDS, untilOnServer } from '../../src/twin/operator-process';
+import { TrainingOperatorInstall, trainingOperatorInstallOf } from '../../src/twin/training-operator';
 import { HAS_SCHEMAS, HAS_UPSTREAM, TRAINING_FILE } from '../paths';
 
 // The twin's controllers' shared start (operator-process.ts) where no twin is needed: the wait for an install's
@@ -56,17 +57,20 @@ describe('serviceAccountToken', () => {
   });
 });
 
-describe.skipIf(!HAS_UPSTREAM || !HAS_SCHEMAS)('the MPI Operator\'s install, from the training cluster\'s render', () => {
+describe.skipIf(!HAS_UPSTREAM || !HAS_SCHEMAS)('the MPI and Training Operators\' installs, from the training cluster\'s render', () => {
   const out = mkdtempSync(path.join(tmpdir(), 'mpi-install-'));
   let install: MpiOperatorInstall;
+  let training: TrainingOperatorInstall;
   afterAll(() => rmSync(out, { recursive: true, force: true }));
   beforeAll(async () => {
     expect(await main(['synth', '--config', TRAINING_FILE, '--out', out, '--quiet'])).toBe(EXIT.ok);
     const [model] = loadModels([TRAINING_FILE]);
     const view = { ...readClusters(out).find((c) => c.name === model.name)!, model };
     const renders = await renderClusterSources(view, { upstream: DEFAULT_UPSTREAM, reruns: false });
-    // built-in kinds only in this install: no server's discovery needed
-    install = mpiOperatorInstallOf(planOf(planSync(view, renders, vendoredCrds(DEFAULT_SCHEMAS), new Map()), MPI_OPERATOR_INSTALL));
+    // built-in kinds only in these installs (and CRDs): no server's discovery needed
+    const plan = planSync(view, renders, vendoredCrds(DEFAULT_SCHEMAS), new Map());
+    install = mpiOperatorInstallOf(planOf(plan, MPI_OPERATOR_INSTALL));
+    training = trainingOperatorInstallOf(plan);
   }, 300_000);
 
   it('is the Deployment of the pinned overlay: its namespace, ServiceAccount, arguments and the bindings of its rights', () => {
@@ -92,5 +96,21 @@ describe.skipIf(!HAS_UPSTREAM || !HAS_SCHEMAS)('the MPI Operator\'s install, fro
       throw new Error('started');
     })).rejects.toThrow();
     expect(starts.failure).toBe(`the managed MPI Operator did not start: the MPI Operator's install was not on the server within 0 s: not there: ${install.needs[0]}`);
+  });
+
+  it('the Training Operator\'s: the Deployment of the pinned standalone overlay with the schemes the toolkit enables, and its webhook\'s Service, Secret and configuration', () => {
+    expect(training.namespace).toBe('kubeflow');
+    expect(training.serviceAccount).toBe('training-operator');
+    expect(training.args).toContain('--enable-scheme=pytorchjob');
+    expect(training.args).not.toContain('--enable-scheme=mpijob');
+    expect(training.service).toBe('/api/v1/namespaces/kubeflow/services/training-operator');
+    expect(training.needs).toEqual([
+      '/api/v1/namespaces/kubeflow/serviceaccounts/training-operator',
+      ...training.needs.filter((p) => p.startsWith('/apis/rbac.authorization.k8s.io/v1/')),
+      training.service,
+      '/api/v1/namespaces/kubeflow/secrets/training-operator-webhook-cert',
+      '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/validator.training-operator.kubeflow.org',
+    ]);
+    expect(training.needs).toContain('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/training-operator');
   });
 });
