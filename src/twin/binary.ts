@@ -514,6 +514,8 @@ export const ARGOCD_MODULE = 'github.com/argoproj/argo-cd/v3';
 export const KWOK_MODULE = 'sigs.k8s.io/kwok';
 /** The MPI Operator's module: its command is the twin's `mpi-operator` (mpi-operator.ts). */
 export const MPI_OPERATOR_MODULE = 'github.com/kubeflow/mpi-operator';
+/** The Training Operator's module: its command is the twin's `training-operator` (training-operator.ts). */
+export const TRAINING_OPERATOR_MODULE = 'github.com/kubeflow/training-operator';
 
 /**
  * What Argo CD's Makefile stamps into a release (common.gitCommit, common.buildDate) for the release the twin pins: the
@@ -550,7 +552,7 @@ export const KWOK_STAGES = {
 
 /**
  * The twin (test/cluster/twin/main.go): Argo CD's application controller, repo server, ApplicationSet controller, API
- * server and CLI, kubectl, KWOK, kustomize, helm, the MPI Operator and Redis in one binary, each run by name. Beside it: the two scripts of Argo
+ * server and CLI, kubectl, KWOK, kustomize, helm, the MPI Operator, the Training Operator and Redis in one binary, each run by name. Beside it: the two scripts of Argo
  * CD's module that its repo server executes from PATH (the image carries them; v3.5.1 always calls the commit
  * signature check, which execs git-verify-wrapper.sh), and KWOK's stage files.
  */
@@ -559,13 +561,13 @@ export const TWIN: GoBinarySpec = {
   coldCpuSeconds: 1_220, // bench/README.md: some 1 220 s for the one graph
   folder: 'src/twin/twin',
   moduleDir: TWIN_MODULE_DIR,
-  sources: ['go.mod', 'go.sum', 'main.go', 'argocd.go', 'kubectl.go', 'tools.go', 'redis.go', 'mpioperator.go', 'version.go'],
+  sources: ['go.mod', 'go.sum', 'main.go', 'argocd.go', 'kubectl.go', 'tools.go', 'redis.go', 'mpioperator.go', 'trainingoperator.go', 'version.go'],
   binary: 'twin',
   cache: 'twin',
   cacheEnv: TWIN_CACHE_ENV,
   args: () => ['build', '-trimpath', `-ldflags=-s -w ${twinVersionFlags()}`, '-o'],
   target: () => 'gpu-cluster-manifests/test/cluster/twin',
-  building: (dir) => `building the Argo CD twin (first run on this machine, some 20 minutes): Argo CD ${requiredVersion(ARGOCD_MODULE, TWIN_MODULE_DIR)}, KWOK ${requiredVersion(KWOK_MODULE, TWIN_MODULE_DIR)}, kustomize ${requiredVersion('sigs.k8s.io/kustomize/kustomize/v5', TWIN_MODULE_DIR)}, helm ${requiredVersion('helm.sh/helm/v4', TWIN_MODULE_DIR)}, the MPI Operator ${requiredVersion(MPI_OPERATOR_MODULE, TWIN_MODULE_DIR)} and Redis (miniredis ${requiredVersion('github.com/alicebob/miniredis/v2', TWIN_MODULE_DIR)}) into ${dir}`,
+  building: (dir) => `building the Argo CD twin (first run on this machine, some 20 minutes): Argo CD ${requiredVersion(ARGOCD_MODULE, TWIN_MODULE_DIR)}, KWOK ${requiredVersion(KWOK_MODULE, TWIN_MODULE_DIR)}, kustomize ${requiredVersion('sigs.k8s.io/kustomize/kustomize/v5', TWIN_MODULE_DIR)}, helm ${requiredVersion('helm.sh/helm/v4', TWIN_MODULE_DIR)}, the MPI Operator ${requiredVersion(MPI_OPERATOR_MODULE, TWIN_MODULE_DIR)}, the Training Operator ${requiredVersion(TRAINING_OPERATOR_MODULE, TWIN_MODULE_DIR)} and Redis (miniredis ${requiredVersion('github.com/alicebob/miniredis/v2', TWIN_MODULE_DIR)}) into ${dir}`,
   versions: (bin) => reportedVersions(bin),
   companions: [
     { name: 'git-verify-wrapper.sh', module: ARGOCD_MODULE, file: 'hack/git-verify-wrapper.sh', executable: true },
@@ -782,7 +784,7 @@ const TWIN_BINARIES: readonly GoBinarySpec[] = [CONTROL_PLANE, KUEUE, TWIN];
 const PINNED_MODULES: Readonly<Record<string, readonly string[]>> = {
   [CONTROL_PLANE.binary]: ['k8s.io/kubernetes', 'go.etcd.io/etcd/server/v3'],
   [KUEUE.binary]: [KUEUE_MODULE],
-  [TWIN.binary]: [ARGOCD_MODULE, KWOK_MODULE, 'sigs.k8s.io/kustomize/kustomize/v5', 'helm.sh/helm/v4', MPI_OPERATOR_MODULE, 'github.com/alicebob/miniredis/v2'],
+  [TWIN.binary]: [ARGOCD_MODULE, KWOK_MODULE, 'sigs.k8s.io/kustomize/kustomize/v5', 'helm.sh/helm/v4', MPI_OPERATOR_MODULE, TRAINING_OPERATOR_MODULE, 'github.com/alicebob/miniredis/v2'],
 };
 
 let prebuiltDir: string | undefined;

@@ -1,16 +1,15 @@
-import { ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { ChildProcess, spawnSync } from 'node:child_process';
 import { createPrivateKey } from 'node:crypto';
-import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { parse, stringify } from 'yaml';
 import { PlannedObject, SyncPlan } from './argocd-sync';
 import { goCommand, GoBinary, kueueBinary } from './binary';
 import { ClusterNetwork } from './cluster-network';
-import { ControlPlane, freePorts, GO_GC_PERCENT, httpGet, killOnExit, kubeconfigText } from './control-plane';
+import { ControlPlane, freePorts, httpGet } from './control-plane';
 import { describe, KubeClient, KubeObject } from './kube-client';
-import { OperatorProcess } from './operator-process';
-import { poll } from './poll';
+import { OperatorProcess, startOperatorProcess, untilOnServer } from './operator-process';
 
 /**
  * Kueue for real on a hermetic control plane: the manager built from the pinned module (binary.ts, kueueBinary), run
@@ -297,13 +296,8 @@ export async function startManagedKueue(
   ];
   const synced = new Map<string, KubeObject | undefined>();
   try {
-    const all = await poll(async () => {
-      if (opts.stopped?.()) throw new Error('the twin stopped before the managed Kueue\'s install was synced');
-      return Promise.all(wanted.map((u) => admin.get(u)));
-    }, (objs) => objs.every((o) => o !== undefined), opts.syncedTimeoutMs, 1000);
+    const all = await untilOnServer(admin, wanted, 'the managed Kueue\'s install', { timeoutMs: opts.syncedTimeoutMs, stopped: opts.stopped });
     wanted.forEach((u, i) => synced.set(u, all[i]));
-    const missing = wanted.filter((u) => synced.get(u) === undefined);
-    if (missing.length > 0) throw new Error(`the managed Kueue's install was not synced within ${opts.syncedTimeoutMs / 1000} s: not there: ${missing.join(', ')}`);
     if (typeof ((synced.get(read.configMap)!.data ?? {}) as Json)[CONFIG_KEY] !== 'string') {
       throw new Error(`ConfigMap ${install.namespace}/${install.configMap} has no ${CONFIG_KEY}`);
     }
@@ -319,14 +313,6 @@ export async function startManagedKueue(
   routed(synced.get(read.webhookService)!, () => true, ports.webhook);
   apiServices.forEach((s, i) => routed(synced.get(read.visibilityServices[i])!, (p) => p.port === (s.port ?? 443), ports.visibility!));
   return startKueue(cp, { ...loopback, install: { ...install, configuration: parse(text) as Json } }, { stopped: opts.stopped });
-}
-
-/** A ServiceAccount's token (TokenRequest, one hour). */
-export async function serviceAccountToken(client: KubeClient, namespace: string, name: string): Promise<string> {
-  const r = await client.call('POST', `/api/v1/namespaces/${encodeURIComponent(namespace)}/serviceaccounts/${encodeURIComponent(name)}/token`, {
-    body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } },
-  }) as { status: { token: string } };
-  return r.status.token;
 }
 
 /**
@@ -363,45 +349,27 @@ export async function startKueue(
   const configFile = path.join(dir, 'config.yaml');
   writeFileSync(configFile, stringify(configuration));
 
-  const token = await serviceAccountToken(admin, install.namespace, install.serviceAccount);
-  const kubeconfig = path.join(dir, 'kueue.kubeconfig');
-  writeFileSync(kubeconfig, kubeconfigText(cp.server, cp.caFile, `system:serviceaccount:${install.namespace}:${install.serviceAccount}`, token), { mode: 0o600 });
-
-  const logFile = path.join(dir, 'kueue.log');
-  const log = openSync(logFile, 'a');
-  let child: ChildProcess;
-  try {
-    const manager = ['setpriv', '--pdeathsig', 'KILL', '--', binary.path, ...kueueArgs(install.args, configFile, ports.visibility === undefined ? undefined : kubeconfig)];
-    if (ports.visibility !== undefined) requireUserNamespace(dir);
-    const [command, ...args] = ports.visibility === undefined ? manager : visibilityNamespace(dir, manager);
-    child = spawn(command, args, {
-      cwd: dir,
-      detached: true,
-      stdio: ['ignore', log, log],
-      env: { PATH: process.env.PATH, HOME: dir, GOGC: GO_GC_PERCENT, KUBECONFIG: kubeconfig },
-    });
-    child.on('error', () => {});
-  } finally {
-    closeSync(log);
-  }
-  const kueue = new KueueProcess(loopback, binary, child, logFile);
-  killOnExit(child);
+  const visibility = ports.visibility !== undefined;
+  if (visibility) requireUserNamespace(dir);
   const leaseName = (install.configuration.leaderElection as Json | undefined)?.resourceName as string | undefined;
-  try {
-    const up = await poll(async () => {
-      if (kueue.exited) throw new Error('Kueue exited while it started');
-      if (opts.stopped?.()) throw new Error('the twin stopped while Kueue started');
+  return startOperatorProcess(cp, {
+    name: 'kueue',
+    title: 'Kueue',
+    dir,
+    namespace: install.namespace,
+    serviceAccount: install.serviceAccount,
+    argv: (kubeconfig) => [binary.path, ...kueueArgs(install.args, configFile, visibility ? kubeconfig : undefined)],
+    wrap: visibility ? (line) => visibilityNamespace(dir, line) : undefined,
+  }, (child, logFile) => new KueueProcess(loopback, binary, child, logFile), {
+    check: async () => {
       const ready = (await httpGet(`http://127.0.0.1:${ports.health}/readyz`))?.status === 200;
       const lease = !leaseName ? undefined : await admin.get(`/apis/coordination.k8s.io/v1/namespaces/${install.namespace}/leases/${leaseName}`);
       return ready && (!leaseName || typeof (lease?.spec as Json | undefined)?.holderIdentity === 'string');
-    }, (ready) => ready, opts.readyTimeoutMs ?? 180_000);
-    if (!up) throw new Error(`Kueue did not become ready${leaseName ? ' and take its lease' : ''} in time`);
-    return kueue;
-  } catch (e) {
-    const tail = kueue.log();
-    await kueue.stop({ keep: true });
-    throw new Error(`${(e as Error).message} (${dir}); its log:\n${tail}`);
-  }
+    },
+    notUp: `Kueue did not become ready${leaseName ? ' and take its lease' : ''} in time`,
+    timeoutMs: opts.readyTimeoutMs ?? 180_000,
+    stopped: opts.stopped,
+  });
 }
 
 /** Kueue's API, as the twin's readers ask it (the release the toolkit pins serves kueue.x-k8s.io/v1beta2). */

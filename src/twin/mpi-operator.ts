@@ -1,14 +1,13 @@
-import { ChildProcess, spawn } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, writeFileSync } from 'node:fs';
+import { ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { SyncPlan } from './argocd-sync';
 import { GoBinary, twinBinary } from './binary';
-import { ControlPlane, freePorts, GO_GC_PERCENT, httpGet, killOnExit, kubeconfigText } from './control-plane';
+import { ControlPlane, freePorts, httpGet } from './control-plane';
 import { KubeObject } from './kube-client';
-import { planOf, serviceAccountToken } from './kueue';
-import { OperatorProcess } from './operator-process';
-import { poll } from './poll';
+import { planOf } from './kueue';
+import { deploymentOf, OperatorDeployment, OperatorProcess, startOperatorProcess, untilOnServer } from './operator-process';
 
 /**
  * The MPI Operator for real on a twin: `github.com/kubeflow/mpi-operator` v0.8.2's command (cmd/mpi-operator), built
@@ -34,30 +33,12 @@ const LEASE = 'mpi-operator';
 export const MPI_OPERATOR_INSTALL = /-mpi-operator-install$/;
 
 /** The MPI Operator's install as a sync plan has it: the Deployment's namespace, ServiceAccount and arguments. */
-export interface MpiOperatorInstall {
-  readonly namespace: string;
-  readonly serviceAccount: string;
-  readonly args: readonly string[];
-  /** What must be on the server before it starts: its ServiceAccount and the bindings of its rights. */
-  readonly needs: readonly string[];
-}
+export type MpiOperatorInstall = OperatorDeployment;
 
 /** The MPI Operator's install in a sync plan (its Application's objects); throws when the plan has none. */
 export function mpiOperatorInstallOf(plan: SyncPlan): MpiOperatorInstall {
   const objects = planOf(plan, MPI_OPERATOR_INSTALL).steps.flatMap((s) => s.objects).filter((o) => o.application !== 'pre-installed').map((o) => o.object);
-  const deployment = objects.find((o) => o.kind === 'Deployment' && ((o.spec as Json)?.template?.spec?.containers ?? []).some((c: Json) => c.name === CONTAINER));
-  if (!deployment) throw new Error(`the MPI Operator's install has no Deployment with a container ${CONTAINER}`);
-  const pod = (deployment.spec as Json).template.spec as Json;
-  const namespace = deployment.metadata.namespace!;
-  const serviceAccount = (pod.serviceAccountName ?? 'default') as string;
-  const bindings = objects.filter((o) => o.kind === 'ClusterRoleBinding' || o.kind === 'RoleBinding')
-    .map((o) => (o.kind === 'ClusterRoleBinding' ? `/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${o.metadata.name}` : `/apis/rbac.authorization.k8s.io/v1/namespaces/${o.metadata.namespace}/rolebindings/${o.metadata.name}`));
-  return {
-    namespace,
-    serviceAccount,
-    args: ((pod.containers as Json[]).find((c) => c.name === CONTAINER)!.args ?? []) as string[],
-    needs: [`/api/v1/namespaces/${namespace}/serviceaccounts/${serviceAccount}`, ...bindings],
-  };
+  return deploymentOf(objects, CONTAINER, 'the MPI Operator');
 }
 
 /** The namespace of its leader lease: `--lock-namespace` of its arguments (its default: mpi-operator). */
@@ -67,18 +48,18 @@ export const lockNamespace = (args: readonly string[]): string => {
   return args[i].includes('=') ? args[i].slice(args[i].indexOf('=') + 1) : args[i + 1];
 };
 
-/** Its kubeconfig's name in its folder. */
-const KUBECONFIG = 'mpi-operator.kubeconfig';
+/** Its name: its log and kubeconfig in its folder are `mpi-operator.log`, `mpi-operator.kubeconfig` (startOperatorProcess). */
+const NAME = 'mpi-operator';
 
 /** A running MPI Operator (startMpiOperator). */
 export class MpiOperatorProcess extends OperatorProcess {
   constructor(dir: string, readonly binary: GoBinary, child: ChildProcess, logFile: string, readonly install: MpiOperatorInstall) {
-    super('mpi-operator', dir, child, logFile);
+    super(NAME, dir, child, logFile);
   }
 
   /** The kubeconfig it runs with (a token of its install's ServiceAccount). */
   get kubeconfig(): string {
-    return path.join(this.dir, KUBECONFIG);
+    return path.join(this.dir, `${NAME}.kubeconfig`);
   }
 }
 
@@ -92,48 +73,27 @@ export async function startMpiOperator(
   opts: { readonly syncedTimeoutMs?: number; readonly readyTimeoutMs?: number; readonly stopped?: () => boolean } = {},
 ): Promise<MpiOperatorProcess> {
   const admin = cp.client();
-  const synced = await poll(async () => {
-    if (opts.stopped?.()) throw new Error('the twin stopped before the MPI Operator\'s install was synced');
-    return Promise.all(install.needs.map((u) => admin.get(u)));
-  }, (all) => all.every((o) => o !== undefined), opts.syncedTimeoutMs ?? 0, 1000);
-  const missing = install.needs.filter((_, i) => synced[i] === undefined);
-  if (missing.length > 0) throw new Error(`the MPI Operator's install was not there within ${(opts.syncedTimeoutMs ?? 0) / 1000} s: not there: ${missing.join(', ')}`);
-
+  await untilOnServer(admin, install.needs, 'the MPI Operator\'s install', { timeoutMs: opts.syncedTimeoutMs ?? 0, stopped: opts.stopped });
   const binary = await twinBinary();
   const dir = mkdtempSync(path.join(tmpdir(), 'mpi-operator-'));
-  const token = await serviceAccountToken(admin, install.namespace, install.serviceAccount);
-  const kubeconfig = path.join(dir, KUBECONFIG);
-  writeFileSync(kubeconfig, kubeconfigText(cp.server, cp.caFile, `system:serviceaccount:${install.namespace}:${install.serviceAccount}`, token), { mode: 0o600 });
   const [health] = await freePorts(1);
-  const logFile = path.join(dir, 'mpi-operator.log');
-  const log = openSync(logFile, 'a');
-  let child: ChildProcess;
-  try {
-    child = spawn('setpriv', ['--pdeathsig', 'KILL', '--', binary.path, 'mpi-operator', ...install.args, `--kubeConfig=${kubeconfig}`], {
-      cwd: dir,
-      detached: true,
-      stdio: ['ignore', log, log],
-      env: { PATH: process.env.PATH, HOME: dir, GOGC: GO_GC_PERCENT, KUBECONFIG: kubeconfig, MPI_OPERATOR_HEALTH_CHECK_PORT: String(health) },
-    });
-    child.on('error', () => {});
-  } finally {
-    closeSync(log);
-  }
-  const operator = new MpiOperatorProcess(dir, binary, child, logFile, install);
-  killOnExit(child);
   const leasePath = `/apis/coordination.k8s.io/v1/namespaces/${lockNamespace(install.args)}/leases/${LEASE}`;
-  try {
-    const up = await poll(async () => {
-      if (operator.exited) throw new Error('the MPI Operator exited while it started');
+  return startOperatorProcess(cp, {
+    name: NAME,
+    title: 'the MPI Operator',
+    dir,
+    namespace: install.namespace,
+    serviceAccount: install.serviceAccount,
+    argv: (kubeconfig) => [binary.path, 'mpi-operator', ...install.args, `--kubeConfig=${kubeconfig}`],
+    env: { MPI_OPERATOR_HEALTH_CHECK_PORT: String(health) },
+  }, (child, logFile) => new MpiOperatorProcess(dir, binary, child, logFile, install), {
+    check: async () => {
       const healthy = (await httpGet(`http://127.0.0.1:${health}/healthz`))?.status === 200;
       const lease = (await admin.get(leasePath)) as KubeObject | undefined;
       return healthy && typeof (lease?.spec as Json | undefined)?.holderIdentity === 'string';
-    }, (ready) => ready, opts.readyTimeoutMs ?? 120_000);
-    if (!up) throw new Error('the MPI Operator did not answer its health check and take its leader lease in time');
-    return operator;
-  } catch (e) {
-    const tail = operator.log();
-    await operator.stop({ keep: true });
-    throw new Error(`${(e as Error).message} (${dir}); its log:\n${tail}`);
-  }
+    },
+    notUp: 'the MPI Operator did not answer its health check and take its leader lease in time',
+    timeoutMs: opts.readyTimeoutMs ?? 120_000,
+    stopped: opts.stopped,
+  });
 }

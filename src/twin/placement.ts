@@ -286,8 +286,8 @@ export function waitingForKueue(state: ClusterState): string[] {
  * together), one pod per template, owned by the sample and sent as the identity that creates it in a cluster (the Job
  * controller, the MPI Operator, the Training Operator: src/components/tenants/trusted-requesters.ts), then removed. A
  * stand-in for the tests that start a control plane without the twin (apply-as-argocd.test.ts): on a twin the real MPI
- * Operator makes an admitted MPIJob's pods (mpi-operator.ts); no Training Operator runs anywhere, a PyTorchJob's pods are
- * made only here.
+ * Operator makes an admitted MPIJob's pods (mpi-operator.ts), and the real Training Operator a PyTorchJob's where the
+ * description manages it (training-operator.ts); a pre-installed Training Operator does not run on a twin.
  * Answers, one line each, a pod not bound (PodScheduled's reason and message) or bound to a node that is not a GPU
  * worker; and `placed`, the pods bound. A sample of an operator that list does not know (Dynamo) is `skipped`.
  */

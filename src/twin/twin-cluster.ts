@@ -13,8 +13,10 @@ import { bareRepository, commitTree, GitServer, startGitServer } from './git-ser
 import { KueueProcess, loopbackKueue, planOf, requireUserNamespace, startKueue, startManagedKueue } from './kueue';
 import { victoriaMetricsStages } from './kwok-stages';
 import { MPI_OPERATOR_INSTALL, mpiOperatorInstallOf, MpiOperatorProcess, startMpiOperator } from './mpi-operator';
+import { ManagedStarts } from './operator-process';
 import { OperatorStandIns } from './operator-stand-ins';
 import { HermeticNode, nodesOf } from './placement';
+import { startTrainingOperator, trainingOperatorInstallOf, TrainingOperatorProcess } from './training-operator';
 import { startTwin, Twin } from './twin';
 import { defaultCacheDir } from '../cache/compiled-cache';
 import { ClusterView, readClusters, renderClusterSources } from '../check';
@@ -158,17 +160,20 @@ export class TwinCluster {
   managedKueue?: Promise<KueueProcess>;
   /** The managed Kueue once it runs. */
   private startedKueue?: KueueProcess;
-  /**
-   * Why a managed controller the twin starts once Argo CD has synced its install (Kueue, the MPI Operator) did not start:
-   * the first line of its failure, once its start has failed.
-   */
-  managedStartFailure?: string;
+  /** The managed controllers' starts (Kueue, the MPI Operator), once Argo CD has synced their installs. */
+  private readonly managedStarts = new ManagedStarts();
   /**
    * The MPI Operator running for real (mpi-operator.ts): a pre-installed one started with the twin, a managed one by
    * bootstrap once Argo CD has synced its install; fails naming what was not synced in time, or its log.
    */
   mpiOperator?: Promise<MpiOperatorProcess>;
   private startedMpiOperator?: MpiOperatorProcess;
+  /**
+   * The Training Operator running for real (training-operator.ts), started by bootstrap once Argo CD has synced its
+   * install (a managed one: `installs.trainingOperator: managed`); fails naming what was not synced in time, or its log.
+   */
+  trainingOperator?: Promise<TrainingOperatorProcess>;
+  private startedTrainingOperator?: TrainingOperatorProcess;
   private stopped = false;
 
   /** @internal */
@@ -198,6 +203,14 @@ export class TwinCluster {
   ) {
     this.watch = new ApplicationWatch(cp.client(), model.description.gitops.namespace);
     if (runningMpiOperator) this.mpiOperator = Promise.resolve(this.startedMpiOperator = runningMpiOperator);
+  }
+
+  /**
+   * Why a managed controller the twin starts once Argo CD has synced its install (Kueue, the MPI Operator) did not start:
+   * the first line of its failure, once its start has failed.
+   */
+  get managedStartFailure(): string | undefined {
+    return this.managedStarts.failure;
   }
 
   /** The work tree of the clusters repository. */
@@ -285,15 +298,24 @@ export class TwinCluster {
         started = true;
         this.rootAppliedAt = Date.now();
         this.watch.start();
-        if (this.network) {
+        if (this.network && this.model.description.installs.kueue === 'managed') {
           const stopped = () => this.stopped;
-          this.managedKueue = startManagedKueue(this.cp, this.plan, this.network, { syncedTimeoutMs: MANAGED_KUEUE_SYNC_MS, stopped });
-          this.managedKueue.then((k) => { this.startedKueue = k; }, (e: Error) => { this.managedStartFailure ??= `the managed Kueue did not start: ${e.message.split('\n')[0]}`; });
+          this.managedKueue = this.managedStarts.follow('Kueue', startManagedKueue(this.cp, this.plan, this.network, { syncedTimeoutMs: MANAGED_KUEUE_SYNC_MS, stopped }), (k) => {
+            this.startedKueue = k;
+          });
+        }
+        if (this.model.description.installs.trainingOperator === 'managed' && this.network) {
+          const stopped = () => this.stopped;
+          const network = this.network;
+          this.trainingOperator = this.managedStarts.follow('Training Operator', startTrainingOperator(this.cp, trainingOperatorInstallOf(this.plan), network, { syncedTimeoutMs: MANAGED_KUEUE_SYNC_MS, stopped }), (t) => {
+            this.startedTrainingOperator = t;
+          });
         }
         if (this.model.description.installs.mpiOperator === 'managed') {
           const stopped = () => this.stopped;
-          this.mpiOperator = startMpiOperator(this.cp, mpiOperatorInstallOf(this.plan), { syncedTimeoutMs: MANAGED_KUEUE_SYNC_MS, stopped });
-          this.mpiOperator.then((m) => { this.startedMpiOperator = m; }, (e: Error) => { this.managedStartFailure ??= `the managed MPI Operator did not start: ${e.message.split('\n')[0]}`; });
+          this.mpiOperator = this.managedStarts.follow('MPI Operator', startMpiOperator(this.cp, mpiOperatorInstallOf(this.plan), { syncedTimeoutMs: MANAGED_KUEUE_SYNC_MS, stopped }), (m) => {
+            this.startedMpiOperator = m;
+          });
         }
       }
       const run = await runCommand(kubectl, argv.slice(1), this.workTree, this.twin.env({ KUBECONFIG: this.cp.identity('admin').kubeconfig }));
@@ -334,6 +356,8 @@ export class TwinCluster {
     if (k !== undefined) out.kueue = k;
     const m = this.startedMpiOperator?.cpuSeconds();
     if (m !== undefined) out['mpi-operator'] = m;
+    const t = this.startedTrainingOperator?.cpuSeconds();
+    if (t !== undefined) out['training-operator'] = t;
     return out;
   }
 
@@ -347,6 +371,7 @@ export class TwinCluster {
     await this.kueue?.stop({ keep });
     await this.managedKueue?.then((k) => k.stop({ keep }), () => {});
     await this.mpiOperator?.then((m) => m.stop({ keep }), () => {});
+    await this.trainingOperator?.then((t) => t.stop({ keep }), () => {});
     await this.network?.stop();
     await this.twin.stop({ keep });
     await this.git.stop();
@@ -601,8 +626,9 @@ export async function startTwinCluster(opts: TwinClusterOptions): Promise<TwinCl
     const tenant = model.tenants[0];
     // checked first: where the machine refuses the namespace a managed Kueue runs in, the twin says so before it starts
     if (model.description.installs.kueue === 'managed') requireUserNamespace(dir);
-    // a managed Kueue's webhooks and visibility API are reached at their Services' ClusterIPs (cluster-network.ts)
-    const network = model.description.installs.kueue === 'managed' ? await ClusterNetwork.start() : undefined;
+    // a managed Kueue's webhooks and visibility API, a managed Training Operator's webhook, are reached at their
+    // Services' ClusterIPs (cluster-network.ts)
+    const network = model.description.installs.kueue === 'managed' || model.description.installs.trainingOperator === 'managed' ? await ClusterNetwork.start() : undefined;
     if (network) cleanup.push(() => network.stop());
     const cp = await startControlPlane({
       ...(tenant ? { identities: { tenant: { user: 'tenant', groups: [tenant.group] } } } : {}), controllers: opts.controllers, clusterNetwork: network?.socket,

@@ -5,8 +5,8 @@ import * as path from 'node:path';
 import { parse } from 'yaml';
 import { GoBinary, KWOK_STAGES, twinBinary } from './binary';
 import { ControlPlane, cpuSecondsOf, freePorts, GO_GC_PERCENT, httpGet, killGroup, kubeconfigText, launchLogged, tailOf } from './control-plane';
-import { serviceAccountToken } from './kueue';
 import { podCompleteButMpiLaunchers } from './kwok-stages';
+import { serviceAccountToken } from './operator-process';
 import { poll } from './poll';
 
 /** What KWOK's start reads of a Stage document. */

@@ -3,7 +3,7 @@ import { closeSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { parse, stringify } from 'yaml';
 import { freePorts, httpGet, killGroup, killOnExit, kubeconfigText, tailOf } from '../../src/twin/control-plane';
-import { serviceAccountToken } from '../../src/twin/kueue';
+import { serviceAccountToken } from '../../src/twin/operator-process';
 import { poll } from '../../src/twin/poll';
 import { Twin } from '../../src/twin/twin';
 import { runCommand } from '../../src/twin/twin-cluster';

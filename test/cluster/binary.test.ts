@@ -5,7 +5,7 @@ import * as path from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { sha256 } from '../../src/cache/digests';
 import { isExecutableFile } from '../../src/engines/packaged';
-import { ARGOCD_MODULE, buildKey as keyOfBuild, CACHE_ENV, ControlPlaneBuildError, controlPlaneBinary, GO_ENV, goCommand, KUEUE_CACHE_ENV, kueueBinary, KWOK_MODULE, KWOK_STAGES, MPI_OPERATOR_MODULE, prebuiltLayout, requiredVersion, TWIN, TWIN_CACHE_ENV, TWIN_MODULE_DIR, twinBinary, UNUSED_ENTRY_MS } from '../../src/twin/binary';
+import { ARGOCD_MODULE, buildKey as keyOfBuild, CACHE_ENV, ControlPlaneBuildError, controlPlaneBinary, GO_ENV, goCommand, KUEUE_CACHE_ENV, kueueBinary, KWOK_MODULE, KWOK_STAGES, MPI_OPERATOR_MODULE, prebuiltLayout, requiredVersion, TWIN, TWIN_CACHE_ENV, TRAINING_OPERATOR_MODULE, TWIN_MODULE_DIR, twinBinary, UNUSED_ENTRY_MS } from '../../src/twin/binary';
 import { CRD_SOURCE_FILES, crdSourceFileName } from '../../src/twin/chart-crds';
 
 /**
@@ -184,7 +184,7 @@ describe('the control plane binary, built once per machine into a cache keyed by
     const twin = await twinBinary({ progress: (l) => lines.push(l) });
     expect(twin.built).toBe(true);
     expect(lines).toEqual([
-      expect.stringMatching(/^building the Argo CD twin \(first run on this machine, some 20 minutes\): Argo CD v3\.5\.1, KWOK v0\.8\.0, kustomize v5\.8\.1, helm v4\.2\.1, the MPI Operator v0\.8\.2 and Redis \(miniredis v2\.38\.0\) into /),
+      expect.stringMatching(/^building the Argo CD twin \(first run on this machine, some 20 minutes\): Argo CD v3\.5\.1, KWOK v0\.8\.0, kustomize v5\.8\.1, helm v4\.2\.1, the MPI Operator v0\.8\.2, the Training Operator v1\.9\.4 and Redis \(miniredis v2\.38\.0\) into /),
       expect.stringMatching(/^built the Argo CD twin in \d+ s$/),
     ]);
     expect(twin.path).toBe(path.join(twinRoot, twin.key, 'twin'));
@@ -203,10 +203,11 @@ describe('the control plane binary, built once per machine into a cache keyed by
     expect(readFileSync(twin.companions['pod-ready.yaml'], 'utf8')).not.toMatch(/edited/);
   });
 
-  it('the MPI Operator is a command of the twin: its source is part of the twin\'s key (every Go file of the module is), and the twin\'s record names its module version', async () => {
+  it('the MPI and Training Operators are commands of the twin: their sources are part of the twin\'s key (every Go file of the module is), and the twin\'s record names their module versions', async () => {
     const goFiles = readdirSync(TWIN_MODULE_DIR).filter((f) => f.endsWith('.go') || f === 'go.mod' || f === 'go.sum');
     expect([...TWIN.sources].sort()).toEqual(goFiles.sort());
     expect(TWIN.sources).toContain('mpioperator.go');
+    expect(TWIN.sources).toContain('trainingoperator.go');
     // the key hashes each source: the same module with the MPI Operator's command edited is another key
     const copy = path.join(work, `twin-module-${serial}`);
     mkdirSync(copy);
@@ -217,6 +218,7 @@ describe('the control plane binary, built once per machine into a cache keyed by
     expect(keyOfBuild(fakeGo, { ...TWIN, moduleDir: copy })).not.toBe(key);
     // what a prebuilt twin must be built from (rehearse --binaries): the MPI Operator's version of go.mod among them
     expect(prebuiltLayout().find((l) => l.startsWith('twin: '))).toContain(`${MPI_OPERATOR_MODULE} ${requiredVersion(MPI_OPERATOR_MODULE, TWIN_MODULE_DIR)}`);
+    expect(prebuiltLayout().find((l) => l.startsWith('twin: '))).toContain(`${TRAINING_OPERATOR_MODULE} ${requiredVersion(TRAINING_OPERATOR_MODULE, TWIN_MODULE_DIR)}`);
   });
 
   it('a damaged binary is built again; a lock and a build of a process that is gone are taken over and removed', async () => {

@@ -16,7 +16,8 @@ import { applySteps, ARGOCD_MANAGER, planSync, refusalText, SyncPlan, vendoredCr
 import { kueueBinary } from '../../src/twin/binary';
 import { ControlPlane, kubeconfigText, startControlPlane } from '../../src/twin/control-plane';
 import { KubeObject } from '../../src/twin/kube-client';
-import { conditionOf, KueueProcess, loopbackKueue, planOf, serviceAccountToken, startKueue, workloadOwnedBy } from '../../src/twin/kueue';
+import { conditionOf, KueueProcess, loopbackKueue, planOf, startKueue, workloadOwnedBy } from '../../src/twin/kueue';
+import { serviceAccountToken } from '../../src/twin/operator-process';
 import { poll } from '../../src/twin/poll';
 import { RenderSession } from '../../src/upstream/render-session';
 import { editYamlFile } from '../helpers';

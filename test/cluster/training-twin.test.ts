@@ -1,9 +1,14 @@
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import { bootTwin, stopTwin, userOfKubeconfig } from './twin-file';
 import { ApplicationState, describeState } from '../../src/twin/applications';
+import { KubeObject } from '../../src/twin/kube-client';
+import { conditionOf, workloadOwnedBy } from '../../src/twin/kueue';
 import { lockNamespace } from '../../src/twin/mpi-operator';
 import { poll } from '../../src/twin/poll';
-import { TwinCluster } from '../../src/twin/twin-cluster';
+import { TwinCluster, twinNodes } from '../../src/twin/twin-cluster';
 import { TRAINING_FILE } from '../paths';
 
 /**
@@ -15,13 +20,25 @@ import { TRAINING_FILE } from '../paths';
  * timeline), is the example's rehearsal through the CLI: test/cluster/rehearse-training.test.ts.
  */
 
+/** How long a PyTorchJob may take from its create to its pods running (Kueue admits it, the operator makes its pods, KWOK runs them). */
+const PYTORCHJOB_BOUND_MS = 120_000;
+
 /** How long wave 0 (and the kueue folder of wave 1) may take, from the root's apply (wave 0 took 552 s at load 13-26). */
 const BOOTSTRAP_BOUND_MS = 12 * 60 * 1000;
 
 let twin: TwinCluster;
 
 beforeAll(async () => {
-  ({ twin } = await bootTwin({ description: TRAINING_FILE }));
+  // the GPU workers carry the description's topology levels, as the cluster's do (queueing.topology.levels: set by its
+  // operators or its topology discovery): Kueue's topology-aware flavor admits a workload only onto Nodes that carry
+  // every level (twinNodes sets kubernetes.io/hostname only)
+  ({ twin } = await bootTwin({
+    description: TRAINING_FILE,
+    nodes: (model) => twinNodes(model).map((n) => (n.kind.role !== 'gpu' ? n : {
+      ...n,
+      node: { ...n.node, metadata: { ...n.node.metadata, labels: { ...Object.fromEntries((model.description.queueing.topology?.levels ?? []).map((l) => [l, 'block-1'])), ...n.node.metadata.labels } } },
+    })),
+  }));
 }, 30 * 60 * 1000);
 
 afterAll(() => stopTwin(twin));
@@ -85,4 +102,48 @@ describe('the training cluster (managed installs) on the twin', () => {
     expect((lease?.spec as Record<string, any> | undefined)?.holderIdentity, operator.log()).toEqual(expect.any(String));
     expect(await userOfKubeconfig(twin, operator.kubeconfig), 'the operator\'s token').toBe(`system:serviceaccount:${install.namespace}:${install.serviceAccount}`);
   });
+
+  it('a PyTorchJob Kueue admits gets its master and worker pods from the real Training Operator (its webhook reached at its Service\'s ClusterIP): bound to GPU workers, run by KWOK, its status as the operator writes it', async () => {
+    type Json = Record<string, any>;
+    const operator = await twin.trainingOperator!;
+    expect(operator.exited, operator.log()).toBe(false);
+    const install = operator.install;
+    expect(await userOfKubeconfig(twin, path.join(operator.dir, 'training-operator.kubeconfig')), 'the operator\'s token').toBe(`system:serviceaccount:${install.namespace}:${install.serviceAccount}`);
+    const queues = await twin.watch.waitFor((states) => states.some((x) => x.name === `${twin.name}-kueue` && x.sync === 'Synced' && x.health === 'Healthy'), BOOTSTRAP_BOUND_MS);
+    expect(queues.ok, queues.states.map(describeState).join('\n')).toBe(true);
+    const admin = twin.cp.client();
+    // the rendered sample, one master and one worker of 8 GPUs (its 16 replicas take the whole cluster, beyond its
+    // queue's quota): it queues to the default ClusterQueue, which admits it
+    const sample = parse(readFileSync(path.join(twin.clusterDir, 'samples', 'pytorchjob.default.pytorch-ddp.yaml'), 'utf8')) as KubeObject;
+    const specs = (sample.spec as Json).pytorchReplicaSpecs as Record<string, { replicas: number }>;
+    specs.Worker.replicas = 1;
+    // created through the operator's validating webhook: the API server dials its Service's ClusterIP
+    const job = await admin.create(sample);
+    const svc = await admin.get(install.service) as Json;
+    expect(twin.network!.connects.some((c) => c.startsWith(`${svc.spec.clusterIP}:`)), `the webhook Service (${svc.spec.clusterIP}): ${twin.network!.connects.join(', ')}`).toBe(true);
+    const uid = job.metadata.uid as string;
+    const ns = job.metadata.namespace!;
+    const gpuWorkers = new Set(twin.nodes.filter((n) => n.kind.role === 'gpu').map((n) => n.node.metadata.name));
+    const running = (p: KubeObject) => (p.status as Json | undefined)?.phase === 'Running' && (p.spec as Json).nodeName !== undefined;
+    let admitted = false;
+    let pods: KubeObject[] = [];
+    const now = await poll(async () => {
+      const live = await admin.get(await admin.pathOf(job));
+      admitted ||= conditionOf(await workloadOwnedBy(admin, job), 'Admitted')?.status === 'True';
+      pods = (await admin.list(`/api/v1/namespaces/${ns}/pods`)).filter((p) => ((p.metadata.ownerReferences ?? []) as Json[]).some((r) => r.uid === uid && r.controller === true));
+      return live;
+    }, (live) => pods.length === 2 && pods.every(running) && conditionOf(live, 'Running')?.status === 'True', PYTORCHJOB_BOUND_MS, 1000);
+    const detail = `${JSON.stringify(now?.status)}\n${pods.map((p) => `${p.metadata.name} on ${(p.spec as Json).nodeName ?? '(not bound)'} ${(p.status as Json | undefined)?.phase}`).join('\n')}\n${operator.log(20)}`;
+    console.log(`${twin.name}: PyTorchJob ${ns}/${job.metadata.name}\n${detail}`);
+    expect(admitted, detail).toBe(true);
+    expect(pods.map((p) => p.metadata.name).sort(), detail).toEqual([`${job.metadata.name}-master-0`, `${job.metadata.name}-worker-0`]);
+    for (const p of pods) expect(gpuWorkers.has((p.spec as Json).nodeName as string), `${p.metadata.name}: ${detail}`).toBe(true);
+    // the status as the operator writes it (pkg/controller.v1/pytorch at v1.9.4): created, then running
+    expect(conditionOf(now, 'Created'), detail).toMatchObject({ status: 'True', reason: 'PyTorchJobCreated' });
+    expect(conditionOf(now, 'Running'), detail).toMatchObject({ status: 'True', reason: 'PyTorchJobRunning' });
+    expect((now?.status as Json).replicaStatuses, detail).toMatchObject({ Master: { active: 1 }, Worker: { active: 1 } });
+    await admin.delete(job);
+    const left = await poll(async () => (await admin.list(`/api/v1/namespaces/${ns}/pods`)).filter((p) => pods.some((q) => q.metadata.name === p.metadata.name)), (l) => l.length === 0, 60_000, 1000);
+    expect(left.map((p) => p.metadata.name)).toEqual([]);
+  }, BOOTSTRAP_BOUND_MS + PYTORCHJOB_BOUND_MS + 120_000);
 });

@@ -1,12 +1,14 @@
 // Command twin is the Argo CD twin of the cluster tests in one binary: the upstream commands of Argo CD
 // (github.com/argoproj/argo-cd/v3: the application controller, the repo server, the ApplicationSet controller, the
 // API server and the CLI), kubectl (k8s.io/kubectl, the version Argo CD's graph has), KWOK (sigs.k8s.io/kwok), kustomize (sigs.k8s.io/kustomize/kustomize/v5), helm
-// (helm.sh/helm/v4), the MPI Operator (github.com/kubeflow/mpi-operator) and a Redis server
+// (helm.sh/helm/v4), the MPI Operator (github.com/kubeflow/mpi-operator), the Training Operator
+// (github.com/kubeflow/training-operator) and a Redis server
 // (github.com/alicebob/miniredis/v2, the one Argo CD's own tests use), each
 // reached by the name it is run as (a symbolic link named argocd-repo-server, kustomize, helm, as Argo CD's image
 // links its one binary) or by its name as the first argument (`twin kwok --kubeconfig ...`). One link pays for all
 // of them, and one module graph compiles the Kubernetes libraries they share once. Nothing here is ours but the
-// dispatch, the parent-death signal, the Redis listener and the MPI Operator's health port (see ../README.md).
+// dispatch, the parent-death signal, the Redis listener, the MPI Operator's health port and the Training Operator's certificate folder (see
+// ../README.md).
 package main
 
 import (
@@ -33,6 +35,7 @@ var byName = map[string]func(){
 	"kwok":                             kwok,
 	"kubectl":                          kubectl,
 	"mpi-operator":                     mpiOperator,
+	"training-operator":                trainingOperator,
 	"kustomize":                        kustomize,
 	"helm":                             helm,
 	"redis":                            redis,
@@ -43,7 +46,7 @@ func main() {
 	name := filepath.Base(os.Args[0])
 	if _, ok := byName[name]; !ok {
 		if len(os.Args) < 2 || byName[os.Args[1]] == nil {
-			fmt.Fprintln(os.Stderr, "usage: twin argocd-application-controller|argocd-repo-server|argocd-applicationset-controller|argocd-server|argocd|kubectl|kwok|mpi-operator|kustomize|helm|redis|version [flags]")
+			fmt.Fprintln(os.Stderr, "usage: twin argocd-application-controller|argocd-repo-server|argocd-applicationset-controller|argocd-server|argocd|kubectl|kwok|mpi-operator|training-operator|kustomize|helm|redis|version [flags]")
 			os.Exit(2)
 		}
 		name = os.Args[1]

@@ -8,7 +8,7 @@ import (
 // the modules whose versions `version` prints
 var versioned = []string{
 	"github.com/argoproj/argo-cd/v3", "github.com/argoproj/argo-cd/gitops-engine", "sigs.k8s.io/kwok", "github.com/kubeflow/mpi-operator",
-	"sigs.k8s.io/kustomize/kustomize/v5", "helm.sh/helm/v4", "github.com/alicebob/miniredis/v2", "k8s.io/client-go",
+	"github.com/kubeflow/training-operator", "sigs.k8s.io/kustomize/kustomize/v5", "helm.sh/helm/v4", "github.com/alicebob/miniredis/v2", "k8s.io/client-go",
 }
 
 // printVersions prints the module versions this binary was built from, one "path version" a line.
