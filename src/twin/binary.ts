@@ -781,7 +781,7 @@ export async function goBinary(spec: GoBinarySpec, opts: BinaryOptions): Promise
 const TWIN_BINARIES: readonly GoBinarySpec[] = [CONTROL_PLANE, KUEUE, TWIN];
 
 /** The modules whose versions name each binary (each must be go.mod's). */
-const PINNED_MODULES: Readonly<Record<string, readonly string[]>> = {
+export const PINNED_MODULES: Readonly<Record<string, readonly string[]>> = {
   [CONTROL_PLANE.binary]: ['k8s.io/kubernetes', 'go.etcd.io/etcd/server/v3'],
   [KUEUE.binary]: [KUEUE_MODULE],
   [TWIN.binary]: [ARGOCD_MODULE, KWOK_MODULE, 'sigs.k8s.io/kustomize/kustomize/v5', 'helm.sh/helm/v4', MPI_OPERATOR_MODULE, TRAINING_OPERATOR_MODULE, 'github.com/alicebob/miniredis/v2'],

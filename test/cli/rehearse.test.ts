@@ -13,7 +13,7 @@ import { readSnapshot } from '../../src/preflight/snapshot';
 import type { Manifest } from '../../src/render/manifest';
 import { loadModels } from '../../src/synth/pipeline';
 import { applicationState } from '../../src/twin/applications';
-import { buildKey, buildsNeeded, buildTimeLine, CACHE_ENV, embeddedBuildInfo, GO_ENV, type GoBinarySpec, goCommand, KUEUE_CACHE_ENV, KUEUE_MODULE_DIR, MODULE_DIR, requiredVersion, TWIN_CACHE_ENV, TWIN_MODULE_DIR, twinBinaries } from '../../src/twin/binary';
+import { buildKey, buildsNeeded, buildTimeLine, CACHE_ENV, embeddedBuildInfo, GO_ENV, type GoBinarySpec, goCommand, KUEUE_CACHE_ENV, KUEUE_MODULE_DIR, MODULE_DIR, PINNED_MODULES, requiredVersion, TWIN_CACHE_ENV, TWIN_MODULE_DIR, twinBinaries } from '../../src/twin/binary';
 import { CRD_SOURCE_FILES, crdSourceFileName } from '../../src/twin/chart-crds';
 import { rehearsalTimeoutMs } from '../../src/twin/command';
 import { describe as describeObject } from '../../src/twin/kube-client';
@@ -57,12 +57,12 @@ function goBinaryFile(file: string, modules: Record<string, string>, go = 'go1.2
 }
 
 /** What go.mod pins for each binary (read from the modules, never retyped). */
-const pinned = () => ({
-  'control-plane': { 'k8s.io/kubernetes': requiredVersion('k8s.io/kubernetes', MODULE_DIR)!, 'go.etcd.io/etcd/server/v3': requiredVersion('go.etcd.io/etcd/server/v3', MODULE_DIR)! },
-  'kueue': { 'sigs.k8s.io/kueue': requiredVersion('sigs.k8s.io/kueue', KUEUE_MODULE_DIR)! },
-  'twin': Object.fromEntries(['github.com/argoproj/argo-cd/v3', 'sigs.k8s.io/kwok', 'sigs.k8s.io/kustomize/kustomize/v5', 'helm.sh/helm/v4', 'github.com/kubeflow/mpi-operator', 'github.com/alicebob/miniredis/v2']
-    .map((m) => [m, requiredVersion(m, TWIN_MODULE_DIR)!])),
-});
+/** What each binary of a --binaries folder must be built from: the modules binary.ts names, at the versions the shipped go.mod files pin. */
+const pinned = () => {
+  const dirs: Record<string, string> = { 'control-plane': MODULE_DIR, 'kueue': KUEUE_MODULE_DIR, 'twin': TWIN_MODULE_DIR };
+  const versions = (binary: string, moduleDir: string) => Object.fromEntries(PINNED_MODULES[binary].map((m) => [m, requiredVersion(m, moduleDir)!]));
+  return Object.fromEntries(Object.entries(dirs).map(([binary, moduleDir]) => [binary, versions(binary, moduleDir)]));
+};
 
 describe('rehearse: arguments', () => {
   it('--help names each binary a --binaries folder holds, with the versions the shipped Go modules pin', async () => {
